@@ -1,0 +1,52 @@
+#include "common/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <new>
+
+#include "common/error.h"
+
+namespace gnn {
+
+namespace {
+int Fail(const std::string& program, const std::string& message, int code) {
+  std::string line = program + ": error: " + message + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  return code;
+}
+}  // namespace
+
+int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& body) {
+  const std::string program = app.get_name();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return Fail(program, std::string(e.what()) + " (see --help)", kExitConfig);
+  }
+  try {
+    body();
+    return kExitOk;
+  } catch (const ConfigError& e) {
+    return Fail(program, e.what(), kExitConfig);
+  } catch (const DataError& e) {
+    return Fail(program, e.what(), kExitData);
+  } catch (const ProtocolError& e) {
+    return Fail(program, e.what(), kExitProtocol);
+  } catch (const TimeoutError& e) {
+    return Fail(program, e.what(), kExitTimeout);
+  } catch (const PeerError& e) {
+    return Fail(program, e.what(), kExitPeer);
+  } catch (const std::bad_alloc&) {
+    return Fail(program, "out of memory", kExitError);
+  } catch (const std::exception& e) {
+    return Fail(program, e.what(), kExitError);
+  }
+}
+
+}  // namespace gnn

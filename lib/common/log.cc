@@ -1,0 +1,32 @@
+#include "common/log.h"
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+
+namespace gnn {
+namespace {
+std::string g_role = "gnn";
+std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
+std::mutex g_mutex;
+}  // namespace
+
+void SetLogRole(const std::string& role) { g_role = role; }
+void SetLogLevel(LogLevel level) { g_level = static_cast<int>(level); }
+LogLevel GetLogLevel() { return static_cast<LogLevel>(g_level.load()); }
+
+void LogLine(LogLevel level, const std::string& message) {
+  if (static_cast<int>(level) < g_level.load()) return;
+  const char* tag = "";
+  switch (level) {
+    case LogLevel::kWarn: tag = "warning: "; break;
+    case LogLevel::kError: tag = "error: "; break;
+    default: break;
+  }
+  std::string line = "[" + g_role + "] " + tag + message + "\n";
+  std::lock_guard<std::mutex> lock(g_mutex);
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace gnn

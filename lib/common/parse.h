@@ -1,0 +1,41 @@
+// Hand-rolled CSV field parsing over a line-aligned buffer. Errors name the
+// file and 1-based line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gnn {
+
+// Cursor over whole CSV lines. Usage:
+//   CsvCursor c(begin, end, "edge.csv.gz", first_line);
+//   while (c.NextLine()) { a = c.Int64(); b = c.Int64(); c.EndLine(); }
+class CsvCursor {
+ public:
+  CsvCursor(const char* begin, const char* end, const std::string& file, int64_t first_line)
+      : p_(begin), end_(end), file_(file), line_(first_line - 1) {}
+
+  // Advances to the next line; false at the end of the buffer. Empty lines
+  // are errors except a final empty line.
+  bool NextLine();
+  // Reads one field and consumes the ',' after it if present.
+  int64_t Int64();
+  float Float();
+  // Integer label field: "3", "3.0" -> 3; "nan" or empty -> -1.
+  int64_t Label();
+  // Requires the end of the line (after optional '\r'), consuming '\n'.
+  void EndLine();
+  // Number of comma-separated fields on the current line, without consuming.
+  int64_t CountFields() const;
+  int64_t line() const { return line_; }
+  [[noreturn]] void Fail(const std::string& what) const;
+
+ private:
+  void AfterField();
+  const char* p_;
+  const char* end_;
+  std::string file_;  // a copy: callers often pass a temporary
+  int64_t line_;
+};
+
+}  // namespace gnn

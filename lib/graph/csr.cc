@@ -1,0 +1,77 @@
+#include "graph/csr.h"
+
+#include <algorithm>
+
+#include "common/parallel.h"
+
+namespace gnn {
+
+namespace {
+
+// Appends each pair into its row with a counting sort, then sorts (and
+// optionally deduplicates) every row in parallel and compacts.
+Csr Group(int64_t num_rows, const std::vector<const std::vector<int64_t>*>& rows,
+          const std::vector<const std::vector<int64_t>*>& cols, bool dedup, bool drop_self_loops,
+          int threads) {
+  Csr csr;
+  csr.indptr.assign(num_rows + 1, 0);
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const auto& r = *rows[k];
+    const auto& c = *cols[k];
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (drop_self_loops && r[i] == c[i]) continue;
+      ++csr.indptr[r[i] + 1];
+    }
+  }
+  for (int64_t v = 0; v < num_rows; ++v) csr.indptr[v + 1] += csr.indptr[v];
+  csr.indices.resize(csr.indptr[num_rows]);
+  {
+    std::vector<int64_t> fill(csr.indptr.begin(), csr.indptr.end() - 1);
+    for (size_t k = 0; k < rows.size(); ++k) {
+      const auto& r = *rows[k];
+      const auto& c = *cols[k];
+      for (size_t i = 0; i < r.size(); ++i) {
+        if (drop_self_loops && r[i] == c[i]) continue;
+        csr.indices[fill[r[i]]++] = c[i];
+      }
+    }
+  }
+  // Sort each row; with dedup record the unique length of each row.
+  std::vector<int64_t> kept(dedup ? num_rows : 0);
+  ParallelFor(num_rows, threads, [&](int64_t b, int64_t e) {
+    for (int64_t v = b; v < e; ++v) {
+      auto first = csr.indices.begin() + csr.indptr[v];
+      auto last = csr.indices.begin() + csr.indptr[v + 1];
+      std::sort(first, last);
+      if (dedup) kept[v] = std::unique(first, last) - first;
+    }
+  });
+  if (dedup) {
+    int64_t out = 0;
+    for (int64_t v = 0; v < num_rows; ++v) {
+      int64_t start = csr.indptr[v];
+      for (int64_t j = 0; j < kept[v]; ++j) csr.indices[out + j] = csr.indices[start + j];
+      csr.indptr[v] = out;
+      out += kept[v];
+    }
+    csr.indptr[num_rows] = out;
+    csr.indices.resize(out);
+    csr.indices.shrink_to_fit();
+  }
+  return csr;
+}
+
+}  // namespace
+
+Csr BuildCsr(int64_t num_rows, const std::vector<int64_t>& row, const std::vector<int64_t>& col,
+             bool dedup, bool drop_self_loops, int threads) {
+  return Group(num_rows, {&row}, {&col}, dedup, drop_self_loops, threads);
+}
+
+Csr Symmetrize(int64_t num_nodes, const std::vector<int64_t>& src,
+               const std::vector<int64_t>& dst, int threads) {
+  return Group(num_nodes, {&src, &dst}, {&dst, &src}, /*dedup=*/true, /*drop_self_loops=*/true,
+               threads);
+}
+
+}  // namespace gnn

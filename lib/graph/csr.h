@@ -1,0 +1,35 @@
+// Compressed sparse rows over int64 node ids. Used both as CSR (row = source)
+// and CSC (row = destination, entries = in-neighbours).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace gnn {
+
+struct Csr {
+  std::vector<int64_t> indptr;   // [num_rows + 1], indptr[0] == 0
+  std::vector<int64_t> indices;  // [indptr.back()]
+  int64_t num_rows() const { return static_cast<int64_t>(indptr.size()) - 1; }
+  int64_t num_entries() const { return static_cast<int64_t>(indices.size()); }
+  int64_t Degree(int64_t row) const { return indptr[row + 1] - indptr[row]; }
+};
+
+// Groups (row[i], col[i]) pairs by row; each row's columns are sorted.
+// `dedup` removes repeated pairs, `drop_self_loops` pairs with row == col.
+// Ids must be in [0, num_rows) (callers validate). Uses `threads` threads.
+Csr BuildCsr(int64_t num_rows, const std::vector<int64_t>& row, const std::vector<int64_t>& col,
+             bool dedup, bool drop_self_loops, int threads = 0);
+
+// The adjacency of the undirected graph over (src, dst): both directions,
+// sorted, without duplicates or self-loops (what DGL hands to METIS).
+Csr Symmetrize(int64_t num_nodes, const std::vector<int64_t>& src,
+               const std::vector<int64_t>& dst, int threads = 0);
+
+// Releases a vector's memory now.
+template <typename T>
+void FreeVector(std::vector<T>& v) {
+  std::vector<T>().swap(v);
+}
+
+}  // namespace gnn

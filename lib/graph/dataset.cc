@@ -1,0 +1,100 @@
+#include "graph/dataset.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "common/error.h"
+#include "graph/ogb_reader.h"
+#include "graph/synthetic.h"
+
+namespace gnn {
+
+namespace {
+
+void CheckSplit(const Dataset& d, const std::vector<int64_t>& idx, const char* which) {
+  for (size_t i = 0; i < idx.size(); ++i) {
+    if (idx[i] < 0 || idx[i] >= d.num_nodes) {
+      throw DataError(d.name + ": " + which + " split has node id " + std::to_string(idx[i]) +
+                      " outside [0, " + std::to_string(d.num_nodes) + ")");
+    }
+    if (i > 0 && idx[i] <= idx[i - 1]) {
+      throw DataError(d.name + ": " + which + " split is not sorted and unique");
+    }
+  }
+}
+
+}  // namespace
+
+void Dataset::Validate() const {
+  if (num_nodes <= 0) throw DataError(name + ": dataset has no nodes");
+  if (src.size() != dst.size()) throw DataError(name + ": src/dst edge arrays differ in length");
+  for (size_t i = 0; i < src.size(); ++i) {
+    if (src[i] < 0 || src[i] >= num_nodes || dst[i] < 0 || dst[i] >= num_nodes) {
+      throw DataError(name + ": edge " + std::to_string(i) + " (" + std::to_string(src[i]) +
+                      ", " + std::to_string(dst[i]) + ") has a node id outside [0, " +
+                      std::to_string(num_nodes) + ")");
+    }
+  }
+  if (static_cast<int64_t>(features.size()) != num_nodes * feature_dim) {
+    throw DataError(name + ": feature matrix has " + std::to_string(features.size()) +
+                    " values, expected " + std::to_string(num_nodes) + " x " +
+                    std::to_string(feature_dim));
+  }
+  if (static_cast<int64_t>(labels.size()) != num_nodes) {
+    throw DataError(name + ": " + std::to_string(labels.size()) + " labels for " +
+                    std::to_string(num_nodes) + " nodes");
+  }
+  for (int64_t l : labels) {
+    if (l < -1 || l >= num_classes) {
+      throw DataError(name + ": label " + std::to_string(l) + " outside [0, " +
+                      std::to_string(num_classes) + ")");
+    }
+  }
+  CheckSplit(*this, train_idx, "train");
+  CheckSplit(*this, valid_idx, "valid");
+  CheckSplit(*this, test_idx, "test");
+}
+
+bool IsKnownUndirected(const std::string& name) {
+  static const char* kNames[] = {"ogbn-products", "ogbn-proteins", "cora", "citeseer", "pubmed"};
+  std::string n = name;
+  std::replace(n.begin(), n.end(), '_', '-');
+  std::transform(n.begin(), n.end(), n.begin(), ::tolower);
+  for (const char* k : kNames) {
+    if (n == k) return true;
+  }
+  return n.rfind("synthetic", 0) == 0;
+}
+
+Dataset LoadDataset(const DatasetOptions& options) {
+  if (options.dataset.empty()) throw ConfigError("--dataset is empty");
+  if (options.dataset.rfind("synthetic:", 0) == 0) {
+    SyntheticSpec spec = ParseSyntheticSpec(options.dataset.substr(10));
+    Dataset d = GenerateSynthetic(spec, options.seed, options.num_threads);
+    d.Validate();
+    return d;
+  }
+  namespace fs = std::filesystem;
+  std::string folder;
+  std::error_code ec;
+  if (fs::is_directory(fs::path(options.dataset) / "raw", ec)) {
+    folder = options.dataset;
+  } else {
+    std::string under = options.dataset;
+    std::replace(under.begin(), under.end(), '-', '_');
+    fs::path candidate = fs::path(options.root) / under;
+    if (!fs::is_directory(candidate / "raw", ec)) {
+      bool looks_like_path = options.dataset.find('/') != std::string::npos;
+      throw DataError("dataset " + options.dataset + " not found: " +
+                      (looks_like_path ? options.dataset + "/raw does not exist"
+                                       : "neither " + options.dataset + "/raw nor " +
+                                             candidate.string() + "/raw exists (see --root)"));
+    }
+    folder = candidate.string();
+  }
+  Dataset d = ReadOgbFolder(folder, options);
+  d.Validate();
+  return d;
+}
+
+}  // namespace gnn

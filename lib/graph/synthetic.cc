@@ -1,0 +1,714 @@
+#include "graph/synthetic.h"
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <exception>
+#include <iomanip>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/timer.h"
+
+namespace gnn {
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Model parameters. Changing any of them changes every generated dataset, so
+// they are constants, not options.
+
+// Target community size. Much smaller than any sensible partition, so METIS
+// can keep whole communities together, and large enough that an in-community
+// edge does not saturate a community of average-degree nodes.
+constexpr int64_t kCommunitySize = 1000;
+// Probability that the second endpoint of an edge is drawn inside the first
+// endpoint's community (edge homophily comes mostly from this).
+constexpr double kIntraCommunity = 0.8;
+// Probability that a node's label is its community's class; otherwise the
+// label is uniform over all classes. The noisy rest is what a GNN cannot fix
+// from neighbours alone, while the features carry the node's own label.
+constexpr double kLabelFidelity = 0.85;
+// Node weights (expected degrees up to a factor) follow P(w) ~ w^-2.5 for
+// w >= 1, the tail of many real graphs; capped so the hubs stay plausible
+// (ogbn-products: mean degree ~50, max ~17K, i.e. ~330 x mean).
+constexpr double kPowerLawExponent = 2.5;
+constexpr double kMaxWeight = 1000.0;
+// Nearest-centroid separation of the features: an (unclipped) pair of class
+// centroids is misclassified with probability Phi(-z) for a single node.
+// z grows slowly with the number of classes so that a per-node classifier
+// lands near 50% accuracy whatever C is, well below what neighbours allow.
+double FeatureSeparation(int64_t num_classes) {
+  return 0.45 + 0.25 * std::log(static_cast<double>(std::max<int64_t>(num_classes, 2)));
+}
+
+// Work granularity. The chunk -> random stream mapping depends only on these,
+// never on the thread count, which is what makes the output thread-invariant.
+constexpr int64_t kNodeChunk = 1 << 14;
+constexpr int64_t kEdgeChunk = 1 << 16;
+// Largest node count: node ids travel as uint32 in the alias tables, and the
+// pair key u * N + v must fit 64 bits.
+constexpr int64_t kMaxNodes = (int64_t{1} << 31) - 1;
+// Weighted sampling rounds before switching to the dense-graph fallback.
+constexpr int kMaxWeightedRounds = 8;
+// The fallback enumerates missing pairs when there are at most this many.
+constexpr int64_t kMaxEnumeratedComplement = int64_t{1} << 24;
+
+constexpr const char* kPresetHelp =
+    "known: tiny, small, products, or nodes=N,edges=E,feat=F,classes=C";
+
+// ---------------------------------------------------------------------------
+// Random numbers: splitmix64 streams, one per (purpose, chunk). splitmix64 is
+// tiny, fast, and its streams from well-mixed seeds are independent enough
+// for data generation; std:: distributions are avoided because their output
+// is implementation-defined.
+
+uint64_t Mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// One tag per use of randomness, so streams never overlap between uses.
+enum class Stream : uint64_t {
+  kCommunity = 1,
+  kClassOfCommunity,
+  kWeight,
+  kLabel,
+  kCentroid,
+  kFeature,
+  kSplit,
+  kEdge,
+  kUniformEdge,
+  kComplement,
+  kDrop,
+};
+
+uint64_t StreamSeed(uint64_t seed, Stream stream, uint64_t index) {
+  uint64_t h = Mix64(seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(stream));
+  return Mix64(h ^ Mix64(index + 0x632be59bd9b4e019ULL));
+}
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t Next() { return Mix64(state_ += 0x9e3779b97f4a7c15ULL); }
+  // Uniform in [0, 1).
+  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1p-53; }
+  // Uniform in [0, n) for n < 2^32 (multiply-shift; the bias is < n / 2^32).
+  uint32_t Below(uint64_t n) { return static_cast<uint32_t>(((Next() >> 32) * n) >> 32); }
+  // Uniform in [0, n) for any n > 0 (bias < n / 2^64).
+  uint64_t Below64(uint64_t n) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >> 64);
+  }
+  // Two independent standard normals (Marsaglia's polar method).
+  void Gaussian2(double* a, double* b) {
+    double x, y, s;
+    do {
+      x = 2.0 * Uniform() - 1.0;
+      y = 2.0 * Uniform() - 1.0;
+      s = x * x + y * y;
+    } while (s >= 1.0 || s == 0.0);
+    double f = std::sqrt(-2.0 * std::log(s) / s);
+    *a = x * f;
+    *b = y * f;
+  }
+
+ private:
+  uint64_t state_;
+};
+
+// ---------------------------------------------------------------------------
+// Threads: chunks are handed out dynamically, but each chunk writes only its
+// own output range with its own stream, so scheduling never shows in results.
+
+template <typename Fn>
+void ParallelFor(int64_t num_chunks, int num_threads, const Fn& fn) {
+  int workers = static_cast<int>(std::min<int64_t>(num_threads, num_chunks));
+  if (workers <= 1) {
+    for (int64_t c = 0; c < num_chunks; ++c) fn(c);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto work = [&] {
+    try {
+      for (int64_t c = next++; c < num_chunks; c = next++) fn(c);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      if (!error) error = std::current_exception();
+      next = num_chunks;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < workers; ++t) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+int64_t NumChunks(int64_t n, int64_t chunk) { return (n + chunk - 1) / chunk; }
+
+// ---------------------------------------------------------------------------
+// Sorting 64-bit pair keys: LSD radix sort, parallel over contiguous parts
+// (any correct sort gives the same bytes, so the part count is free).
+void RadixSort(std::vector<uint64_t>* keys, uint64_t max_key, int num_threads) {
+  const int64_t n = static_cast<int64_t>(keys->size());
+  if (n < (1 << 16)) {
+    std::sort(keys->begin(), keys->end());
+    return;
+  }
+  int bits = 1;
+  while (bits < 64 && (max_key >> bits) != 0) ++bits;
+  const int passes = (bits + 10) / 11;
+  const int digit_bits = (bits + passes - 1) / passes;
+  const int64_t buckets = int64_t{1} << digit_bits;
+  const uint64_t mask = static_cast<uint64_t>(buckets - 1);
+  const int parts = std::max(1, num_threads);
+  std::vector<uint64_t> tmp(n);
+  std::vector<int64_t> offsets(parts * buckets);
+  for (int pass = 0; pass < passes; ++pass) {
+    const int shift = pass * digit_bits;
+    const uint64_t* in = keys->data();
+    uint64_t* out = tmp.data();
+    ParallelFor(parts, parts, [&](int64_t p) {
+      int64_t* count = &offsets[p * buckets];
+      std::fill(count, count + buckets, 0);
+      for (int64_t i = n * p / parts, end = n * (p + 1) / parts; i < end; ++i) {
+        ++count[(in[i] >> shift) & mask];
+      }
+    });
+    int64_t sum = 0;
+    for (int64_t b = 0; b < buckets; ++b) {
+      for (int p = 0; p < parts; ++p) {
+        int64_t c = offsets[p * buckets + b];
+        offsets[p * buckets + b] = sum;
+        sum += c;
+      }
+    }
+    ParallelFor(parts, parts, [&](int64_t p) {
+      int64_t* pos = &offsets[p * buckets];
+      for (int64_t i = n * p / parts, end = n * (p + 1) / parts; i < end; ++i) {
+        uint64_t k = in[i];
+        out[pos[(k >> shift) & mask]++] = k;
+      }
+    });
+    keys->swap(tmp);
+  }
+}
+
+void SortUnique(std::vector<uint64_t>* keys, uint64_t max_key, int num_threads) {
+  RadixSort(keys, max_key, num_threads);
+  keys->erase(std::unique(keys->begin(), keys->end()), keys->end());
+}
+
+// Merges sorted unique `add` into sorted unique `*keys`.
+void Union(std::vector<uint64_t>* keys, const std::vector<uint64_t>& add) {
+  std::vector<uint64_t> merged;
+  merged.reserve(keys->size() + add.size());
+  std::set_union(keys->begin(), keys->end(), add.begin(), add.end(), std::back_inserter(merged));
+  keys->swap(merged);
+}
+
+// ---------------------------------------------------------------------------
+// Walker/Vose alias tables: O(1) weighted draws with one 64-bit random number
+// (upper half picks the slot, lower half decides slot vs alias), which keeps
+// the edge sampler far faster than binary search over prefix sums.
+
+struct AliasSlot {
+  uint32_t threshold;  // keep the slot if (uint32)r < threshold
+  uint32_t alias;      // slot-local index otherwise
+};
+
+// Builds slots[0, n) for weights w[0, n) (all > 0). `small`/`large` are
+// scratch buffers, reused across calls.
+void BuildAlias(const double* w, uint32_t n, AliasSlot* slots, std::vector<double>* prob,
+                std::vector<uint32_t>* small, std::vector<uint32_t>* large) {
+  double sum = 0;
+  for (uint32_t i = 0; i < n; ++i) sum += w[i];
+  prob->assign(n, 0.0);
+  small->clear();
+  large->clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    (*prob)[i] = w[i] * n / sum;
+    ((*prob)[i] < 1.0 ? small : large)->push_back(i);
+  }
+  while (!small->empty() && !large->empty()) {
+    uint32_t s = small->back();
+    small->pop_back();
+    uint32_t l = large->back();
+    slots[s].threshold =
+        static_cast<uint32_t>(std::min((*prob)[s] * 4294967296.0, 4294967295.0));
+    slots[s].alias = l;
+    (*prob)[l] -= 1.0 - (*prob)[s];
+    if ((*prob)[l] < 1.0) {
+      large->pop_back();
+      small->push_back(l);
+    }
+  }
+  // Leftovers are 1 up to rounding: always keep them.
+  for (uint32_t i : *small) slots[i] = {UINT32_MAX, i};
+  for (uint32_t i : *large) slots[i] = {UINT32_MAX, i};
+}
+
+inline uint32_t AliasDraw(uint64_t r, uint32_t n, const AliasSlot* slots) {
+  uint32_t i = static_cast<uint32_t>(((r >> 32) * n) >> 32);
+  const AliasSlot& s = slots[i];
+  return static_cast<uint32_t>(r) < s.threshold ? i : s.alias;
+}
+
+// ---------------------------------------------------------------------------
+// The graph model: node -> community, weights, and the tables to draw edges.
+
+struct Model {
+  int64_t num_nodes = 0;
+  int64_t num_communities = 0;
+  std::vector<uint32_t> community;        // [N]
+  std::vector<int64_t> member_offsets;    // [K + 1] into members
+  std::vector<uint32_t> members;          // nodes grouped by community
+  std::vector<AliasSlot> global_alias;    // [N], slot = node id
+  std::vector<AliasSlot> member_alias;    // [N], per community segment of members
+};
+
+Model BuildModel(const SyntheticSpec& spec, uint64_t seed, int num_threads) {
+  Model m;
+  const int64_t n = spec.num_nodes;
+  m.num_nodes = n;
+  m.num_communities = std::max(spec.num_classes, (n + kCommunitySize / 2) / kCommunitySize);
+  const uint64_t k = static_cast<uint64_t>(m.num_communities);
+
+  m.community.resize(n);
+  std::vector<double> weight(n);
+  // Capping weights keeps a hub's expected degree below about half the graph
+  // for small dense graphs (mean weight of the uncapped law is ~3).
+  const double mean_degree = 2.0 * spec.num_edges / n;
+  const double cap =
+      std::max(1.0, std::min(kMaxWeight, 1.5 * static_cast<double>(n - 1) / mean_degree));
+  const double tail = -1.0 / (kPowerLawExponent - 1.0);
+  ParallelFor(NumChunks(n, kNodeChunk), num_threads, [&](int64_t c) {
+    Rng community_rng(StreamSeed(seed, Stream::kCommunity, c));
+    Rng weight_rng(StreamSeed(seed, Stream::kWeight, c));
+    for (int64_t v = c * kNodeChunk, end = std::min(n, v + kNodeChunk); v < end; ++v) {
+      m.community[v] = community_rng.Below(k);
+      weight[v] = std::min(cap, std::pow(1.0 - weight_rng.Uniform(), tail));
+    }
+  });
+
+  // Counting sort by community: members of a community in increasing id order.
+  m.member_offsets.assign(k + 1, 0);
+  for (int64_t v = 0; v < n; ++v) ++m.member_offsets[m.community[v] + 1];
+  for (uint64_t c = 0; c < k; ++c) m.member_offsets[c + 1] += m.member_offsets[c];
+  m.members.resize(n);
+  {
+    std::vector<int64_t> fill(m.member_offsets.begin(), m.member_offsets.end() - 1);
+    for (int64_t v = 0; v < n; ++v) m.members[fill[m.community[v]]++] = static_cast<uint32_t>(v);
+  }
+
+  std::vector<double> prob;
+  std::vector<uint32_t> small, large;
+  m.global_alias.resize(n);
+  BuildAlias(weight.data(), static_cast<uint32_t>(n), m.global_alias.data(), &prob, &small,
+             &large);
+  std::vector<double> member_weight(n);
+  for (int64_t i = 0; i < n; ++i) member_weight[i] = weight[m.members[i]];
+  m.member_alias.resize(n);
+  for (uint64_t c = 0; c < k; ++c) {
+    int64_t begin = m.member_offsets[c];
+    uint32_t size = static_cast<uint32_t>(m.member_offsets[c + 1] - begin);
+    if (size == 0) continue;
+    BuildAlias(&member_weight[begin], size, &m.member_alias[begin], &prob, &small, &large);
+  }
+  return m;
+}
+
+// Fills keys[i] = u * N + v (u < v) for `count` edges of round `round`:
+// u ∝ weight; v ∝ weight inside u's community with probability
+// kIntraCommunity, else over all nodes; self-loops are redrawn.
+std::vector<uint64_t> SampleModelEdges(const Model& m, int64_t count, uint64_t seed, int round,
+                                       int num_threads) {
+  std::vector<uint64_t> keys(count);
+  const uint32_t n = static_cast<uint32_t>(m.num_nodes);
+  const uint64_t round_base = static_cast<uint64_t>(round) << 40;
+  ParallelFor(NumChunks(count, kEdgeChunk), num_threads, [&](int64_t c) {
+    Rng rng(StreamSeed(seed, Stream::kEdge, round_base + c));
+    for (int64_t i = c * kEdgeChunk, end = std::min(count, i + kEdgeChunk); i < end; ++i) {
+      const uint32_t u = AliasDraw(rng.Next(), n, m.global_alias.data());
+      const uint32_t cu = m.community[u];
+      const int64_t begin = m.member_offsets[cu];
+      const uint32_t size = static_cast<uint32_t>(m.member_offsets[cu + 1] - begin);
+      const bool intra = size > 1 && rng.Uniform() < kIntraCommunity;
+      uint32_t v;
+      do {
+        if (intra) {
+          v = m.members[begin + AliasDraw(rng.Next(), size, &m.member_alias[begin])];
+        } else {
+          v = AliasDraw(rng.Next(), n, m.global_alias.data());
+        }
+      } while (v == u);
+      keys[i] = u < v ? uint64_t{u} * n + v : uint64_t{v} * n + u;
+    }
+  });
+  return keys;
+}
+
+// Uniform distinct pairs: the fallback when weighted draws keep hitting
+// existing edges (graphs close to complete).
+std::vector<uint64_t> SampleUniformEdges(int64_t num_nodes, int64_t count, uint64_t seed,
+                                         int round, int num_threads) {
+  std::vector<uint64_t> keys(count);
+  const uint64_t n = static_cast<uint64_t>(num_nodes);
+  const uint64_t round_base = static_cast<uint64_t>(round) << 40;
+  ParallelFor(NumChunks(count, kEdgeChunk), num_threads, [&](int64_t c) {
+    Rng rng(StreamSeed(seed, Stream::kUniformEdge, round_base + c));
+    for (int64_t i = c * kEdgeChunk, end = std::min(count, i + kEdgeChunk); i < end; ++i) {
+      uint64_t u, v;
+      do {
+        u = rng.Below(n);
+        v = rng.Below(n);
+      } while (u == v);
+      keys[i] = u < v ? u * n + v : v * n + u;
+    }
+  });
+  return keys;
+}
+
+// Adds `want` pairs chosen uniformly among those not yet in `*keys`, by
+// listing the missing pairs (only called when there are few of them).
+void AddFromComplement(int64_t num_nodes, int64_t want, uint64_t seed,
+                       std::vector<uint64_t>* keys) {
+  const uint64_t n = static_cast<uint64_t>(num_nodes);
+  std::vector<uint64_t> missing;
+  auto it = keys->begin();
+  for (uint64_t u = 0; u < n; ++u) {
+    for (uint64_t v = u + 1; v < n; ++v) {
+      uint64_t key = u * n + v;
+      while (it != keys->end() && *it < key) ++it;
+      if (it != keys->end() && *it == key) continue;
+      missing.push_back(key);
+    }
+  }
+  Rng rng(StreamSeed(seed, Stream::kComplement, 0));
+  for (int64_t i = 0; i < want; ++i) {
+    uint64_t j = i + rng.Below64(missing.size() - i);
+    std::swap(missing[i], missing[j]);
+  }
+  missing.resize(want);
+  std::sort(missing.begin(), missing.end());
+  Union(keys, missing);
+}
+
+// Drops keys->size() - want keys chosen uniformly at random.
+void DropRandom(int64_t want, uint64_t seed, std::vector<uint64_t>* keys) {
+  const int64_t have = static_cast<int64_t>(keys->size());
+  std::vector<uint64_t> dropped((have + 63) / 64, 0);
+  Rng rng(StreamSeed(seed, Stream::kDrop, 0));
+  for (int64_t left = have - want; left > 0;) {
+    uint64_t i = rng.Below64(have);
+    uint64_t bit = uint64_t{1} << (i % 64);
+    if (dropped[i / 64] & bit) continue;
+    dropped[i / 64] |= bit;
+    --left;
+  }
+  int64_t out = 0;
+  for (int64_t i = 0; i < have; ++i) {
+    if (!(dropped[i / 64] >> (i % 64) & 1)) (*keys)[out++] = (*keys)[i];
+  }
+  keys->resize(out);
+  keys->shrink_to_fit();
+}
+
+// Returns exactly spec.num_edges sorted unique keys u * N + v with u < v.
+// Rounds of weighted sampling top up what deduplication removed; each round
+// asks for the deficit divided by the last round's rate of new pairs.
+std::vector<uint64_t> SampleEdges(const SyntheticSpec& spec, const Model& model, uint64_t seed,
+                                  int num_threads, int* rounds_used) {
+  const int64_t n = spec.num_nodes;
+  const int64_t want = spec.num_edges;
+  const int64_t max_edges = n * (n - 1) / 2;
+  const uint64_t max_key = static_cast<uint64_t>(n) * static_cast<uint64_t>(n) - 1;
+  std::vector<uint64_t> keys;
+  double new_rate = 0.95;  // first guess: a few percent duplicates
+  int round = 0;
+  for (; round < kMaxWeightedRounds && static_cast<int64_t>(keys.size()) < want; ++round) {
+    const int64_t deficit = want - static_cast<int64_t>(keys.size());
+    const int64_t count = static_cast<int64_t>(deficit / new_rate * 1.02) + 64;
+    std::vector<uint64_t> batch = SampleModelEdges(model, count, seed, round, num_threads);
+    SortUnique(&batch, max_key, num_threads);
+    const int64_t before = static_cast<int64_t>(keys.size());
+    if (keys.empty()) {
+      keys.swap(batch);
+    } else {
+      Union(&keys, batch);
+    }
+    new_rate = static_cast<double>(static_cast<int64_t>(keys.size()) - before) / count;
+    // Saturated (a graph close to complete): leave it to the fallback.
+    if (new_rate < 0.05) {
+      ++round;
+      break;
+    }
+  }
+  for (int fill = 0; static_cast<int64_t>(keys.size()) < want; ++fill, ++round) {
+    const int64_t have = static_cast<int64_t>(keys.size());
+    if (max_edges - have <= kMaxEnumeratedComplement) {
+      AddFromComplement(n, want - have, seed, &keys);
+      break;
+    }
+    const double rate = static_cast<double>(max_edges - have) / max_edges;
+    const int64_t count =
+        std::min<int64_t>(static_cast<int64_t>((want - have) / rate * 1.1) + 64, int64_t{1} << 27);
+    std::vector<uint64_t> batch = SampleUniformEdges(n, count, seed, fill, num_threads);
+    SortUnique(&batch, max_key, num_threads);
+    Union(&keys, batch);
+  }
+  if (static_cast<int64_t>(keys.size()) > want) DropRandom(want, seed, &keys);
+  *rounds_used = round;
+  return keys;
+}
+
+// ---------------------------------------------------------------------------
+// Labels, features, split.
+
+std::vector<int64_t> MakeLabels(const SyntheticSpec& spec, const Model& model, uint64_t seed,
+                                int num_threads) {
+  const int64_t n = spec.num_nodes;
+  const int64_t k = model.num_communities;
+  const int64_t classes = spec.num_classes;
+  // Shuffled community -> class with every class getting floor or ceil(K/C)
+  // communities, so classes are balanced.
+  std::vector<int64_t> order(k);
+  for (int64_t i = 0; i < k; ++i) order[i] = i;
+  Rng shuffle(StreamSeed(seed, Stream::kClassOfCommunity, 0));
+  for (int64_t i = k - 1; i > 0; --i) std::swap(order[i], order[shuffle.Below64(i + 1)]);
+  std::vector<int64_t> class_of(k);
+  for (int64_t i = 0; i < k; ++i) class_of[order[i]] = i % classes;
+
+  std::vector<int64_t> labels(n);
+  ParallelFor(NumChunks(n, kNodeChunk), num_threads, [&](int64_t c) {
+    Rng rng(StreamSeed(seed, Stream::kLabel, c));
+    for (int64_t v = c * kNodeChunk, end = std::min(n, v + kNodeChunk); v < end; ++v) {
+      if (rng.Uniform() < kLabelFidelity) {
+        labels[v] = class_of[model.community[v]];
+      } else {
+        labels[v] = static_cast<int64_t>(rng.Below64(classes));
+      }
+    }
+  });
+  return labels;
+}
+
+// Features: x = (centroid[label] + sigma * noise) / sqrt(1 + sigma^2), with
+// centroids ~ N(0, I), so every feature is roughly unit variance.
+std::vector<float> MakeFeatures(const SyntheticSpec& spec, const std::vector<int64_t>& labels,
+                                uint64_t seed, int num_threads) {
+  const int64_t n = spec.num_nodes;
+  const int64_t f = spec.feature_dim;
+  const int64_t classes = spec.num_classes;
+  std::vector<double> centroids(classes * f + 1);
+  Rng centroid_rng(StreamSeed(seed, Stream::kCentroid, 0));
+  for (int64_t i = 0; i < classes * f; i += 2) {
+    centroid_rng.Gaussian2(&centroids[i], &centroids[i + 1]);
+  }
+  // Two centroids are sqrt(2F) apart on average; noise along that direction
+  // has std sigma, so sigma = sqrt(F / 2) / z gives pairwise error Phi(-z).
+  const double sigma =
+      std::sqrt(static_cast<double>(f) / 2.0) / FeatureSeparation(spec.num_classes);
+  const double scale = 1.0 / std::sqrt(1.0 + sigma * sigma);
+
+  std::vector<float> features(n * f);
+  constexpr int64_t kFeatureChunk = 1 << 12;  // nodes per stream
+  ParallelFor(NumChunks(n, kFeatureChunk), num_threads, [&](int64_t c) {
+    Rng rng(StreamSeed(seed, Stream::kFeature, c));
+    for (int64_t v = c * kFeatureChunk, end = std::min(n, v + kFeatureChunk); v < end; ++v) {
+      const double* mu = &centroids[labels[v] * f];
+      float* x = &features[v * f];
+      for (int64_t j = 0; j < f; j += 2) {
+        double a, b;
+        rng.Gaussian2(&a, &b);
+        x[j] = static_cast<float>((mu[j] + sigma * a) * scale);
+        if (j + 1 < f) x[j + 1] = static_cast<float>((mu[j + 1] + sigma * b) * scale);
+      }
+    }
+  });
+  return features;
+}
+
+void MakeSplit(const SyntheticSpec& spec, uint64_t seed, Dataset* d) {
+  const int64_t n = spec.num_nodes;
+  std::vector<int64_t> perm(n);
+  for (int64_t i = 0; i < n; ++i) perm[i] = i;
+  Rng rng(StreamSeed(seed, Stream::kSplit, 0));
+  for (int64_t i = n - 1; i > 0; --i) std::swap(perm[i], perm[rng.Below64(i + 1)]);
+  // Cumulative floors keep train + valid <= N whatever the rounding.
+  const int64_t train_end =
+      std::min(n, static_cast<int64_t>(std::floor(spec.train_fraction * n)));
+  const int64_t valid_end = std::max(
+      train_end,
+      std::min(n, static_cast<int64_t>(
+                      std::floor((spec.train_fraction + spec.valid_fraction) * n))));
+  d->train_idx.assign(perm.begin(), perm.begin() + train_end);
+  d->valid_idx.assign(perm.begin() + train_end, perm.begin() + valid_end);
+  d->test_idx.assign(perm.begin() + valid_end, perm.end());
+  std::sort(d->train_idx.begin(), d->train_idx.end());
+  std::sort(d->valid_idx.begin(), d->valid_idx.end());
+  std::sort(d->test_idx.begin(), d->test_idx.end());
+}
+
+// ---------------------------------------------------------------------------
+// Spec parsing.
+
+[[noreturn]] void BadSpec(const std::string& text, const std::string& what) {
+  throw ConfigError("synthetic spec '" + text + "': " + what);
+}
+
+int64_t ParsePositiveInt(const std::string& text, const std::string& key,
+                         const std::string& value) {
+  int64_t out = 0;
+  const char* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, out);
+  if (value.empty() || ec != std::errc() || ptr != end || out <= 0) {
+    BadSpec(text, key + " must be a positive integer, got '" + value + "'");
+  }
+  return out;
+}
+
+double ParseFraction(const std::string& text, const std::string& key, const std::string& value) {
+  char* end = nullptr;
+  double out = value.empty() ? 0.0 : std::strtod(value.c_str(), &end);
+  if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(out) || out < 0 ||
+      out > 1) {
+    BadSpec(text, key + " must be a fraction in [0, 1], got '" + value + "'");
+  }
+  return out;
+}
+
+void CheckSpec(const SyntheticSpec& s, const std::string& text) {
+  auto positive = [&](const char* key, int64_t value) {
+    if (value <= 0) BadSpec(text, std::string(key) + " must be positive");
+  };
+  positive("nodes", s.num_nodes);
+  positive("edges", s.num_edges);
+  positive("feat", s.feature_dim);
+  positive("classes", s.num_classes);
+  if (s.num_nodes > kMaxNodes) {
+    BadSpec(text, "nodes=" + std::to_string(s.num_nodes) + " exceeds the maximum " +
+                      std::to_string(kMaxNodes));
+  }
+  const int64_t max_edges = s.num_nodes * (s.num_nodes - 1) / 2;
+  if (s.num_edges > max_edges) {
+    BadSpec(text, "edges=" + std::to_string(s.num_edges) + " exceeds nodes*(nodes-1)/2 = " +
+                      std::to_string(max_edges) + " for nodes=" + std::to_string(s.num_nodes));
+  }
+  if (!(s.train_fraction > 0 && s.train_fraction <= 1)) {
+    BadSpec(text, "train must be in (0, 1]");
+  }
+  if (!(s.valid_fraction >= 0 && s.valid_fraction <= 1)) {
+    BadSpec(text, "valid must be in [0, 1]");
+  }
+  if (s.train_fraction + s.valid_fraction > 1 + 1e-9) {
+    BadSpec(text, "train + valid must not exceed 1");
+  }
+}
+
+}  // namespace
+
+SyntheticSpec ParseSyntheticSpec(const std::string& text) {
+  SyntheticSpec s;
+  if (text == "tiny") {
+    s = {"synthetic-tiny", 2000, 10000, 16, 4, 0.2, 0.1};
+  } else if (text == "small") {
+    s = {"synthetic-small", 100000, 1000000, 32, 8, 0.1, 0.05};
+  } else if (text == "products") {
+    s = {"synthetic-products", 2449029, 61859140, 100, 47, 0.0803, 0.0161};
+  } else if (text.find('=') == std::string::npos) {
+    throw ConfigError("unknown synthetic preset '" + text + "' (" + kPresetHelp + ")");
+  } else {
+    std::map<std::string, std::string> values;
+    size_t begin = 0;
+    while (begin <= text.size()) {
+      size_t end = std::min(text.find(',', begin), text.size());
+      std::string item = text.substr(begin, end - begin);
+      size_t eq = item.find('=');
+      if (eq == std::string::npos) BadSpec(text, "item '" + item + "' is not key=value");
+      std::string key = item.substr(0, eq);
+      if (key != "nodes" && key != "edges" && key != "feat" && key != "classes" &&
+          key != "train" && key != "valid") {
+        BadSpec(text, "unknown key '" + key +
+                          "' (known: nodes, edges, feat, classes, train, valid)");
+      }
+      if (!values.emplace(key, item.substr(eq + 1)).second) {
+        BadSpec(text, "key '" + key + "' given twice");
+      }
+      begin = end + 1;
+    }
+    for (const char* key : {"nodes", "edges", "feat", "classes"}) {
+      if (!values.count(key)) {
+        BadSpec(text, std::string("missing ") + key + "= (" + kPresetHelp + ")");
+      }
+    }
+    s.num_nodes = ParsePositiveInt(text, "nodes", values["nodes"]);
+    s.num_edges = ParsePositiveInt(text, "edges", values["edges"]);
+    s.feature_dim = ParsePositiveInt(text, "feat", values["feat"]);
+    s.num_classes = ParsePositiveInt(text, "classes", values["classes"]);
+    if (values.count("train")) s.train_fraction = ParseFraction(text, "train", values["train"]);
+    if (values.count("valid")) s.valid_fraction = ParseFraction(text, "valid", values["valid"]);
+    s.name = "synthetic-n" + std::to_string(s.num_nodes) + "-e" + std::to_string(s.num_edges);
+  }
+  CheckSpec(s, text);
+  return s;
+}
+
+Dataset GenerateSynthetic(const SyntheticSpec& spec, uint64_t seed, int num_threads) {
+  CheckSpec(spec, spec.name);
+  if (num_threads <= 0) num_threads = static_cast<int>(std::thread::hardware_concurrency());
+  num_threads = std::max(1, num_threads);
+  const bool big = spec.num_edges >= (int64_t{1} << 24);
+  Stopwatch watch;
+  if (big) {
+    GNN_LOG(kInfo) << "generating " << spec.name << ": " << spec.num_nodes << " nodes, "
+                   << spec.num_edges << " edges, " << spec.feature_dim << " features, "
+                   << spec.num_classes << " classes (seed " << seed << ", " << num_threads
+                   << " threads)";
+  }
+
+  Dataset d;
+  d.name = spec.name;
+  d.num_nodes = spec.num_nodes;
+  d.feature_dim = spec.feature_dim;
+  d.num_classes = spec.num_classes;
+  d.known_undirected = true;
+
+  int rounds = 0;
+  {
+    Model model = BuildModel(spec, seed, num_threads);
+    d.labels = MakeLabels(spec, model, seed, num_threads);
+    std::vector<uint64_t> keys = SampleEdges(spec, model, seed, num_threads, &rounds);
+    model = Model();  // free the model's tables before allocating the edge arrays
+    const int64_t m = static_cast<int64_t>(keys.size());
+    const uint64_t n = static_cast<uint64_t>(spec.num_nodes);
+    d.src.resize(m);
+    d.dst.resize(m);
+    ParallelFor(NumChunks(m, kEdgeChunk), num_threads, [&](int64_t c) {
+      for (int64_t i = c * kEdgeChunk, end = std::min(m, i + kEdgeChunk); i < end; ++i) {
+        d.src[i] = static_cast<int64_t>(keys[i] / n);
+        d.dst[i] = static_cast<int64_t>(keys[i] % n);
+      }
+    });
+  }
+  d.features = MakeFeatures(spec, d.labels, seed, num_threads);
+  MakeSplit(spec, seed, &d);
+
+  if (big) {
+    GNN_LOG(kInfo) << "generated " << spec.name << " in " << std::fixed << std::setprecision(1)
+                   << watch.Seconds() << " s (" << rounds << " edge sampling rounds)";
+  }
+  return d;
+}
+
+}  // namespace gnn

@@ -1,0 +1,26 @@
+// Node -> partition assignment: METIS k-way (multi-constraint) or random.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "graph/csr.h"
+
+namespace gnn {
+
+// METIS_PartGraphKway on the symmetric adjacency `sym`. `vertex_weights`
+// holds one array of length num_nodes per balance constraint (node count,
+// train nodes, in-degree, ...). Throws ConfigError if the graph exceeds
+// METIS's 32-bit index, Error if METIS fails. Returns part ids in
+// [0, num_parts).
+std::vector<int32_t> MetisAssign(const Csr& sym,
+                                 const std::vector<std::vector<int32_t>>& vertex_weights,
+                                 int num_parts, uint64_t seed);
+
+// Uniformly random and exactly balanced: a seeded shuffle dealt round-robin.
+std::vector<int32_t> RandomAssign(int64_t num_nodes, int num_parts, uint64_t seed);
+
+// Number of undirected edges of `sym` whose ends lie in different parts.
+int64_t EdgeCut(const Csr& sym, const std::vector<int32_t>& part);
+
+}  // namespace gnn

@@ -1,0 +1,75 @@
+// The partition config (<output>/<graph_name>.json): what every binary reads
+// to find partitions, their node ranges and the checksums of their files.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gnn {
+
+constexpr int kPartitionFormatVersion = 1;
+
+// Tensor files of every partition folder, in the order they are written.
+extern const std::vector<std::string> kPartFiles;
+
+struct PartFile {
+  uint64_t bytes = 0;
+  std::string sha256;
+};
+
+struct PartInfo {
+  std::string dir;  // relative to the config's folder, e.g. "part0"
+  int64_t node_start = 0, node_end = 0;  // owned new ids [start, end)
+  int64_t edge_start = 0, edge_end = 0;  // in-edges stored here (global edge ids)
+  int64_t num_train = 0, num_valid = 0, num_test = 0;
+  std::map<std::string, PartFile> files;  // file name -> size and sha256
+  int64_t num_nodes() const { return node_end - node_start; }
+  int64_t num_edges() const { return edge_end - edge_start; }
+};
+
+struct PartitionConfig {
+  int format_version = kPartitionFormatVersion;
+  std::string graph_name;
+  std::string dataset;
+  int64_t num_nodes = 0;
+  int64_t num_edges = 0;  // directed in-edges stored over all partitions
+  std::string part_method;
+  int num_parts = 0;
+  int halo_hops = 1;
+  int64_t feature_dim = 0;
+  int64_t num_classes = 0;
+  bool balance_train = false;
+  bool balance_edges = false;
+  bool undirected = false;
+  uint64_t seed = 0;
+  std::vector<PartInfo> parts;
+  nlohmann::json report;  // partition_report, kept as written
+
+  std::string base_dir;  // folder of the JSON file (not serialized)
+
+  // Partition that owns `node` (binary search over node ranges); -1 if none.
+  int PartOf(int64_t node) const;
+  // Absolute-or-relative path of a file of partition `part`.
+  std::string FilePath(int part, const std::string& file) const;
+};
+
+nlohmann::json ToJson(const PartitionConfig& config);
+
+// Parses and checks invariants (format_version, ranges contiguous and
+// covering [0, num_nodes), edge ranges consistent, every file listed).
+// `source` names the file in errors. Throws DataError.
+PartitionConfig ParsePartitionConfig(const nlohmann::json& j, const std::string& base_dir,
+                                     const std::string& source);
+
+// Reads and parses `<path>`; throws DataError naming the path.
+PartitionConfig LoadPartitionConfig(const std::string& path);
+
+// Recomputes the sha256 of partition `part`'s files and compares them with
+// the config. Throws DataError naming the first mismatching file.
+void VerifyPartFiles(const PartitionConfig& config, int part);
+
+}  // namespace gnn

@@ -1,0 +1,371 @@
+#include "partition/partition.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iomanip>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "common/npy.h"
+#include "common/timer.h"
+#include "graph/csr.h"
+#include "partition/assign.h"
+#include "partition/config.h"
+
+namespace gnn {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+void PartitionOptions::Validate() const {
+  if (num_parts < 1) throw ConfigError("--num_parts must be >= 1, got " + std::to_string(num_parts));
+  if (part_method != "metis" && part_method != "random") {
+    throw ConfigError("--part_method must be metis or random, got '" + part_method + "'");
+  }
+  if (output.empty()) throw ConfigError("--output is empty");
+  if (num_trainers_per_machine < 1) throw ConfigError("--num_trainers_per_machine must be >= 1");
+  if (graph_name.find('/') != std::string::npos) {
+    throw ConfigError("--graph_name must not contain '/': " + graph_name);
+  }
+}
+
+namespace {
+
+double Imbalance(const std::vector<int64_t>& per_part) {
+  if (per_part.empty()) return 1.0;
+  double sum = 0, mx = 0;
+  for (int64_t x : per_part) {
+    sum += static_cast<double>(x);
+    mx = std::max(mx, static_cast<double>(x));
+  }
+  double mean = sum / static_cast<double>(per_part.size());
+  return mean > 0 ? mx / mean : 1.0;
+}
+
+std::vector<uint8_t> MaskOf(int64_t n, const std::vector<int64_t>& idx) {
+  std::vector<uint8_t> m(n, 0);
+  for (int64_t v : idx) m[v] = 1;
+  return m;
+}
+
+// Checks that `output` may be (re)placed, before any work is done.
+void CheckOutput(const PartitionOptions& o) {
+  std::error_code ec;
+  if (fs::exists(o.output, ec)) {
+    if (!fs::is_directory(o.output, ec)) {
+      throw ConfigError("--output " + o.output + " exists and is not a directory");
+    }
+    if (!fs::is_empty(o.output, ec) && !o.overwrite) {
+      throw ConfigError("--output " + o.output +
+                        " already exists and is not empty; pass --overwrite to replace it");
+    }
+  }
+  fs::path parent = fs::absolute(o.output).parent_path();
+  if (!fs::is_directory(parent, ec)) {
+    throw DataError("cannot write --output " + o.output + ": parent folder " + parent.string() +
+                    " does not exist");
+  }
+  if (::access(parent.c_str(), W_OK) != 0) {
+    throw DataError("cannot write --output " + o.output + ": folder " + parent.string() +
+                    " is not writable");
+  }
+}
+
+// Removes the temporary output folder unless released.
+class TempOutput {
+ public:
+  explicit TempOutput(std::string path) : path_(std::move(path)) {
+    RemoveAllQuietly(path_);
+    MakeDirs(path_);
+  }
+  ~TempOutput() {
+    if (!path_.empty()) RemoveAllQuietly(path_);
+  }
+  const std::string& path() const { return path_; }
+  void Release() { path_.clear(); }
+
+ private:
+  std::string path_;
+};
+
+// Moves the finished temp folder to `output`, replacing an old one only now.
+void Publish(TempOutput& tmp, const std::string& output) {
+  std::error_code ec;
+  std::string old = output + ".old." + std::to_string(::getpid());
+  bool had_old = fs::exists(output, ec);
+  if (had_old) {
+    fs::rename(output, old, ec);
+    if (ec) throw DataError("cannot replace " + output + ": " + ec.message());
+  }
+  fs::rename(tmp.path(), output, ec);
+  if (ec) {
+    if (had_old) fs::rename(old, output, ec);
+    throw DataError("cannot move the finished partitions to " + output + ": " + ec.message());
+  }
+  tmp.Release();
+  if (had_old) RemoveAllQuietly(old);
+}
+
+struct Relabeling {
+  std::vector<int64_t> new_id;      // old -> new
+  std::vector<int64_t> orig;        // new -> old
+  std::vector<int64_t> part_start;  // [num_parts + 1]
+};
+
+// Orders nodes by partition, then by original id (stable and reproducible).
+Relabeling Relabel(const std::vector<int32_t>& part, int num_parts) {
+  const int64_t n = static_cast<int64_t>(part.size());
+  Relabeling r;
+  r.part_start.assign(num_parts + 1, 0);
+  for (int32_t p : part) ++r.part_start[p + 1];
+  for (int p = 0; p < num_parts; ++p) r.part_start[p + 1] += r.part_start[p];
+  std::vector<int64_t> fill(r.part_start.begin(), r.part_start.end() - 1);
+  r.new_id.resize(n);
+  r.orig.resize(n);
+  for (int64_t v = 0; v < n; ++v) {
+    int64_t id = fill[part[v]]++;
+    r.new_id[v] = id;
+    r.orig[id] = v;
+  }
+  return r;
+}
+
+// Writes part<p>/ and fills `info`. `in_csc` rows are old destination ids,
+// entries old source ids.
+void WritePart(const Dataset& d, const Csr& in_csc, const Relabeling& r, int p,
+               const std::vector<uint8_t> masks[3], const std::string& dir, PartInfo* info) {
+  const int64_t start = r.part_start[p], end = r.part_start[p + 1], owned = end - start;
+  MakeDirs(dir);
+  info->node_start = start;
+  info->node_end = end;
+  auto record = [&](const std::string& name, WrittenFile f) {
+    info->files[name] = PartFile{f.bytes, f.sha256};
+  };
+
+  std::vector<int64_t> indptr(owned + 1, 0);
+  for (int64_t i = 0; i < owned; ++i) indptr[i + 1] = indptr[i] + in_csc.Degree(r.orig[start + i]);
+  record("indptr.npy", WriteNpy("" + dir + "/indptr.npy", indptr));
+
+  {
+    NpyWriter w(dir + "/indices.npy", DType::kInt64, {indptr[owned]});
+    std::vector<int64_t> buf;
+    for (int64_t i = 0; i < owned; ++i) {
+      int64_t v = r.orig[start + i];
+      size_t row_start = buf.size();
+      for (int64_t k = in_csc.indptr[v]; k < in_csc.indptr[v + 1]; ++k) {
+        buf.push_back(r.new_id[in_csc.indices[k]]);
+      }
+      std::sort(buf.begin() + row_start, buf.end());
+      if (buf.size() >= (1 << 20)) {
+        w.Append(buf.data(), static_cast<int64_t>(buf.size()));
+        buf.clear();
+      }
+    }
+    w.Append(buf.data(), static_cast<int64_t>(buf.size()));
+    record("indices.npy", w.Commit());
+  }
+  {
+    const int64_t f = d.feature_dim;
+    NpyWriter w(dir + "/feat.npy", DType::kFloat32, {owned, f});
+    const int64_t rows_per_block = std::max<int64_t>(1, (8 << 20) / std::max<int64_t>(1, f * 4));
+    std::vector<float> buf;
+    for (int64_t i = 0; i < owned; i += rows_per_block) {
+      int64_t e = std::min(owned, i + rows_per_block);
+      buf.resize(static_cast<size_t>((e - i) * f));
+      for (int64_t k = i; k < e; ++k) {
+        const float* src = d.features.data() + r.orig[start + k] * f;
+        std::copy(src, src + f, buf.data() + (k - i) * f);
+      }
+      w.Append(buf.data(), (e - i) * f);
+    }
+    record("feat.npy", w.Commit());
+  }
+  std::vector<int64_t> labels(owned);
+  for (int64_t i = 0; i < owned; ++i) labels[i] = d.labels[r.orig[start + i]];
+  record("label.npy", WriteNpy(dir + "/label.npy", labels));
+
+  const char* mask_names[3] = {"train_mask.npy", "valid_mask.npy", "test_mask.npy"};
+  int64_t* counts[3] = {&info->num_train, &info->num_valid, &info->num_test};
+  for (int m = 0; m < 3; ++m) {
+    std::vector<uint8_t> mask(owned);
+    for (int64_t i = 0; i < owned; ++i) mask[i] = masks[m][r.orig[start + i]];
+    *counts[m] = std::count(mask.begin(), mask.end(), uint8_t{1});
+    record(mask_names[m], WriteNpy(dir + "/" + mask_names[m], mask));
+  }
+  std::vector<int64_t> orig(r.orig.begin() + start, r.orig.begin() + end);
+  record("orig_nids.npy", WriteNpy(dir + "/orig_nids.npy", orig));
+}
+
+}  // namespace
+
+PartitionResult RunPartition(const PartitionOptions& options) {
+  options.Validate();
+  CheckOutput(options);
+  StageTimer timer;
+
+  timer.Begin("load " + options.data.dataset);
+  Dataset d = LoadDataset(options.data);
+  const int64_t n = d.num_nodes;
+  if (options.num_parts > n) {
+    throw ConfigError("--num_parts " + std::to_string(options.num_parts) + " exceeds the " +
+                      std::to_string(n) + " nodes of " + d.name);
+  }
+  const bool undirected = options.undirected || d.known_undirected;
+  if (!options.undirected && d.known_undirected) {
+    GNN_LOG(kInfo) << d.name << " is known to be undirected: adding reverse edges";
+  }
+  const std::string graph_name = options.graph_name.empty() ? d.name : options.graph_name;
+  const int64_t input_edges = d.num_edges();
+
+  timer.Begin("symmetrize");
+  // The symmetric adjacency drives METIS and the edge cut; for an undirected
+  // graph it is also the CSC of in-edges, so it is built only once.
+  Csr sym = Symmetrize(n, d.src, d.dst, options.num_threads);
+  Csr directed_csc;
+  if (!undirected) directed_csc = BuildCsr(n, d.dst, d.src, false, false, options.num_threads);
+  FreeVector(d.src);
+  FreeVector(d.dst);
+  const Csr& in_csc = undirected ? sym : directed_csc;
+
+  std::vector<uint8_t> masks[3] = {MaskOf(n, d.train_idx), MaskOf(n, d.valid_idx),
+                                   MaskOf(n, d.test_idx)};
+
+  timer.Begin(options.part_method == "metis" ? "metis" : "random assignment");
+  std::vector<int32_t> part;
+  if (options.part_method == "metis") {
+    std::vector<std::vector<int32_t>> weights;
+    weights.emplace_back(n, 1);
+    if (options.balance_train) weights.emplace_back(masks[0].begin(), masks[0].end());
+    if (options.balance_edges) {
+      std::vector<int32_t> deg(n);
+      for (int64_t v = 0; v < n; ++v) deg[v] = static_cast<int32_t>(in_csc.Degree(v));
+      weights.push_back(std::move(deg));
+    }
+    part = MetisAssign(sym, weights, options.num_parts, options.data.seed);
+  } else {
+    part = RandomAssign(n, options.num_parts, options.data.seed);
+  }
+
+  timer.Begin("relabel");
+  Relabeling relabel = Relabel(part, options.num_parts);
+  const int64_t cut = EdgeCut(sym, part);
+  const int64_t undirected_edges = sym.num_entries() / 2;
+
+  timer.Begin("write");
+  std::string tmp_path = fs::absolute(options.output).lexically_normal().string();
+  if (!tmp_path.empty() && tmp_path.back() == '/') tmp_path.pop_back();
+  TempOutput tmp(tmp_path + ".tmp." + std::to_string(::getpid()));
+  PartitionConfig config;
+  config.graph_name = graph_name;
+  config.dataset = options.data.dataset;
+  config.num_nodes = n;
+  config.num_edges = in_csc.num_entries();
+  config.part_method = options.part_method;
+  config.num_parts = options.num_parts;
+  config.halo_hops = 1;
+  config.feature_dim = d.feature_dim;
+  config.num_classes = d.num_classes;
+  config.balance_train = options.balance_train;
+  config.balance_edges = options.balance_edges;
+  config.undirected = undirected;
+  config.seed = options.data.seed;
+  int64_t edge_start = 0;
+  for (int p = 0; p < options.num_parts; ++p) {
+    PartInfo info;
+    info.dir = "part" + std::to_string(p);
+    WritePart(d, in_csc, relabel, p, masks, tmp.path() + "/" + info.dir, &info);
+    info.edge_start = edge_start;
+    for (int64_t i = info.node_start; i < info.node_end; ++i) {
+      edge_start += in_csc.Degree(relabel.orig[i]);
+    }
+    info.edge_end = edge_start;
+    config.parts.push_back(std::move(info));
+  }
+  timer.End();
+
+  // The report: quality, balance and where the time went.
+  std::vector<int64_t> nodes, edges, train;
+  json parts = json::array();
+  for (const PartInfo& p : config.parts) {
+    nodes.push_back(p.num_nodes());
+    edges.push_back(p.num_edges());
+    train.push_back(p.num_train);
+    parts.push_back({{"nodes", p.num_nodes()}, {"edges", p.num_edges()},
+                     {"train_nodes", p.num_train}, {"valid_nodes", p.num_valid},
+                     {"test_nodes", p.num_test}});
+  }
+  json stages = json::object();
+  for (const auto& [name, secs] : timer.stages()) {
+    stages[name.rfind("load", 0) == 0 ? "load" : name] = secs;
+  }
+  json report = {
+      {"graph_name", graph_name},
+      {"num_parts", options.num_parts},
+      {"part_method", options.part_method},
+      {"num_nodes", n},
+      {"input_edges", input_edges},
+      {"undirected_edges", undirected_edges},
+      {"stored_in_edges", in_csc.num_entries()},
+      {"edge_cut", cut},
+      {"edge_cut_fraction",
+       undirected_edges > 0 ? static_cast<double>(cut) / static_cast<double>(undirected_edges)
+                            : 0.0},
+      {"parts", parts},
+      {"imbalance",
+       {{"nodes", Imbalance(nodes)}, {"train_nodes", Imbalance(train)},
+        {"edges", Imbalance(edges)}}},
+      {"stage_seconds", stages},
+      {"total_seconds", timer.Total()},
+      {"peak_rss_bytes", PeakRssBytes()},
+  };
+  config.report = report;
+
+  const std::string json_name = graph_name + ".json";
+  WriteFileAtomic(tmp.path() + "/" + json_name, ToJson(config).dump(2) + "\n");
+  Publish(tmp, options.output);
+  GNN_LOG(kInfo) << "wrote " << options.num_parts << " partitions of " << graph_name << " to "
+                 << options.output;
+  return PartitionResult{(fs::path(options.output) / json_name).string(), report};
+}
+
+std::string FormatPartitionReport(const json& r) {
+  std::ostringstream out;
+  out << std::fixed;
+  out << "Partitioned " << r.at("graph_name").get<std::string>() << " into "
+      << r.at("num_parts").get<int>() << " parts (" << r.at("part_method").get<std::string>()
+      << "): " << r.at("num_nodes").get<int64_t>() << " nodes, "
+      << r.at("undirected_edges").get<int64_t>() << " undirected edges, "
+      << r.at("stored_in_edges").get<int64_t>() << " stored in-edges\n";
+  out << "edge_cut " << r.at("edge_cut").get<int64_t>() << " (" << std::setprecision(4)
+      << r.at("edge_cut_fraction").get<double>() * 100 << "% of undirected edges)\n";
+  out << std::setw(6) << "part" << std::setw(12) << "nodes" << std::setw(14) << "edges"
+      << std::setw(12) << "train" << std::setw(12) << "valid" << std::setw(12) << "test\n";
+  int i = 0;
+  for (const auto& p : r.at("parts")) {
+    out << std::setw(6) << i++ << std::setw(12) << p.at("nodes").get<int64_t>() << std::setw(14)
+        << p.at("edges").get<int64_t>() << std::setw(12) << p.at("train_nodes").get<int64_t>()
+        << std::setw(12) << p.at("valid_nodes").get<int64_t>() << std::setw(11)
+        << p.at("test_nodes").get<int64_t>() << "\n";
+  }
+  const json& im = r.at("imbalance");
+  out << std::setprecision(3) << "imbalance (max/mean): nodes " << im.at("nodes").get<double>()
+      << ", train_nodes " << im.at("train_nodes").get<double>() << ", edges "
+      << im.at("edges").get<double>() << "\n";
+  out << "stage seconds:";
+  const json& stages = r.at("stage_seconds");
+  for (const char* name : {"load", "symmetrize", "metis", "random assignment", "relabel", "write"}) {
+    if (stages.contains(name)) {
+      out << " " << name << " " << std::setprecision(2) << stages.at(name).get<double>();
+    }
+  }
+  out << " | total " << r.at("total_seconds").get<double>() << " s, peak RSS "
+      << std::setprecision(1) << r.at("peak_rss_bytes").get<double>() / (1 << 20) << " MiB\n";
+  return out.str();
+}
+
+}  // namespace gnn

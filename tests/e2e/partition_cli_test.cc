@@ -1,0 +1,178 @@
+// The real gnn-partition binary, run as a process.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "common/fs.h"
+#include "partition/config.h"
+#include "test_util.h"
+
+using namespace gnn;
+using test::Bin;
+using test::RunProcess;
+
+namespace {
+
+// Every failure is one "gnn-partition: error: ..." line and a non-zero exit.
+void ExpectCleanFailure(const test::ProcessResult& r, const std::string& needle) {
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code > 0);
+  std::string last = r.err;
+  while (!last.empty() && last.back() == '\n') last.pop_back();
+  last = last.substr(last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);
+  CHECK(last.rfind("gnn-partition: error: ", 0) == 0);
+  CHECK(last.find(needle) != std::string::npos);
+}
+
+void WriteTinyOgb(const std::string& root) {
+  test::WriteGz(root + "/raw/edge.csv.gz", "0,1\n1,2\n2,3\n3,0\n");
+  test::WriteGz(root + "/raw/num-node-list.csv.gz", "4\n");
+  test::WriteGz(root + "/raw/num-edge-list.csv.gz", "4\n");
+  test::WriteGz(root + "/raw/node-feat.csv.gz", "1,0\n0,1\n1,1\n0,0\n");
+  test::WriteGz(root + "/raw/node-label.csv.gz", "0\n1\n0\n1\n");
+  test::WriteGz(root + "/split/s/train.csv.gz", "0\n1\n");
+  test::WriteGz(root + "/split/s/valid.csv.gz", "2\n");
+  test::WriteGz(root + "/split/s/test.csv.gz", "3\n");
+}
+
+}  // namespace
+
+TEST_CASE("gnn-partition partitions a synthetic graph and numpy can read it", "[e2e]") {
+  test::TempDir dir;
+  auto r = RunProcess({Bin("gnn-partition"), "--dataset", "synthetic:tiny", "--num_parts", "2",
+                       "--balance_train", "--balance_edges", "--output", dir / "data"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("edge_cut") != std::string::npos);
+  CHECK(r.out.find("partition config: " + (dir / "data") + "/synthetic-tiny.json") !=
+        std::string::npos);
+  CHECK(r.err.find("metis done in") != std::string::npos);  // progress lines
+  PartitionConfig c = LoadPartitionConfig(dir / "data/synthetic-tiny.json");
+  CHECK(c.num_parts == 2);
+  CHECK(c.report.at("edge_cut_fraction").get<double>() < 0.5);
+
+  if (!PathExists("/usr/bin/python3")) GNN_SKIP("/usr/bin/python3 not installed");
+  auto probe = RunProcess({"/usr/bin/python3", "-c", "import numpy"});
+  if (probe.exit_code != 0) GNN_SKIP("python3-numpy not installed");
+  // numpy.load opens every file; shapes agree with the config.
+  std::string script =
+      "import json, numpy as np, sys\n"
+      "c = json.load(open(sys.argv[1] + '/synthetic-tiny.json'))\n"
+      "total = 0\n"
+      "for i in range(c['num_parts']):\n"
+      "    p = c['part-%d' % i]; d = sys.argv[1] + '/' + p['part_dir']\n"
+      "    indptr = np.load(d + '/indptr.npy'); idx = np.load(d + '/indices.npy')\n"
+      "    feat = np.load(d + '/feat.npy'); lab = np.load(d + '/label.npy')\n"
+      "    tm = np.load(d + '/train_mask.npy'); orig = np.load(d + '/orig_nids.npy')\n"
+      "    assert indptr.dtype == np.int64 and idx.dtype == np.int64 and orig.dtype == np.int64\n"
+      "    assert feat.dtype == np.float32 and feat.shape == (p['num_nodes'], c['feature_dim'])\n"
+      "    assert lab.shape == (p['num_nodes'],) and tm.dtype == np.uint8\n"
+      "    assert indptr[-1] == len(idx) == p['num_edges'] and int(tm.sum()) == p['num_train']\n"
+      "    total += p['num_nodes']\n"
+      "assert total == c['num_nodes']\n"
+      "print('ok')\n";
+  auto py = RunProcess({"/usr/bin/python3", "-c", script, dir / "data"});
+  INFO(py.err);
+  CHECK(py.exit_code == 0);
+  CHECK(py.out == "ok\n");
+}
+
+TEST_CASE("gnn-partition on Cora and CiteSeer matches their README counts", "[e2e]") {
+  struct Want {
+    std::string name;
+    int64_t nodes, directed_edges, feat, classes, train;
+  };
+  for (const Want& w : {Want{"cora", 2708, 10556, 1433, 7, 140},
+                        Want{"citeseer", 3327, 9104, 3703, 6, 120}}) {
+    std::string path = test::SharedDataset(w.name);
+    if (path.empty()) {
+      WARN("SKIPPED: ../shared/datasets/" << w.name << " not found");
+      continue;
+    }
+    test::TempDir dir;
+    auto r = RunProcess({Bin("gnn-partition"), "--dataset", path, "--num_parts", "4",
+                         "--balance_train", "--cache_dir", dir / "cache", "--output",
+                         dir / "data", "--quiet"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.empty());  // --quiet
+    PartitionConfig c = LoadPartitionConfig(dir / ("data/" + w.name + ".json"));
+    CHECK(c.num_nodes == w.nodes);
+    CHECK(c.num_edges == w.directed_edges);
+    CHECK(c.feature_dim == w.feat);
+    CHECK(c.num_classes == w.classes);
+    CHECK(c.undirected);
+    int64_t train = 0;
+    for (int p = 0; p < c.num_parts; ++p) {
+      train += c.parts[p].num_train;
+      VerifyPartFiles(c, p);
+    }
+    CHECK(train == w.train);
+    // The cache went where we asked, never into ../shared.
+    CHECK(PathExists(dir / "cache"));
+    CHECK_FALSE(PathExists(path + "/processed"));
+  }
+}
+
+TEST_CASE("gnn-partition bad input: one error line, non-zero exit, nothing written", "[e2e]") {
+  test::TempDir dir;
+  const std::string out = dir / "out";
+  auto run = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), Bin("gnn-partition"));
+    args.insert(args.end(), {"--output", out, "--no_cache"});
+    return RunProcess(args);
+  };
+
+  SECTION("missing dataset folder") {
+    ExpectCleanFailure(run({"--dataset", dir / "nope"}), "not found");
+  }
+  SECTION("unknown preset") {
+    ExpectCleanFailure(run({"--dataset", "synthetic:huge"}), "huge");
+  }
+  SECTION("num_parts 0") {
+    ExpectCleanFailure(run({"--dataset", "synthetic:tiny", "--num_parts", "0"}), "--num_parts");
+  }
+  SECTION("num_parts above node count") {
+    ExpectCleanFailure(run({"--dataset", "synthetic:tiny", "--num_parts", "5000"}), "exceeds");
+  }
+  SECTION("unknown flag") {
+    ExpectCleanFailure(run({"--dataset", "synthetic:tiny", "--num_partz", "2"}), "--num_partz");
+  }
+  SECTION("missing file") {
+    WriteTinyOgb(dir / "g");
+    std::filesystem::remove(dir / "g/raw/node-label.csv.gz");
+    ExpectCleanFailure(run({"--dataset", dir / "g"}), "node-label.csv.gz");
+  }
+  SECTION("malformed csv line names file and line") {
+    WriteTinyOgb(dir / "g");
+    test::WriteGz(dir / "g/raw/edge.csv.gz", "0,1\n1,2\n2;3\n3,0\n");
+    ExpectCleanFailure(run({"--dataset", dir / "g"}), "edge.csv.gz:3:");
+  }
+  SECTION("node id out of range") {
+    WriteTinyOgb(dir / "g");
+    test::WriteGz(dir / "g/raw/edge.csv.gz", "0,1\n1,2\n2,9\n3,0\n");
+    ExpectCleanFailure(run({"--dataset", dir / "g"}), "9");
+  }
+  SECTION("label count differs from node count") {
+    WriteTinyOgb(dir / "g");
+    test::WriteGz(dir / "g/raw/node-label.csv.gz", "0\n1\n0\n");
+    ExpectCleanFailure(run({"--dataset", dir / "g"}), "node-label.csv.gz");
+  }
+  SECTION("truncated gzip") {
+    WriteTinyOgb(dir / "g");
+    std::string gz = ReadFile(dir / "g/raw/node-feat.csv.gz");
+    std::ofstream(dir / "g/raw/node-feat.csv.gz", std::ios::binary) << gz.substr(0, gz.size() - 10);
+    ExpectCleanFailure(run({"--dataset", dir / "g"}), "node-feat.csv.gz");
+  }
+  SECTION("unwritable output") {
+    WriteFileAtomic(dir / "afile", "x");
+    auto r = RunProcess({Bin("gnn-partition"), "--dataset", "synthetic:tiny", "--output",
+                         dir / "afile/out"});
+    ExpectCleanFailure(r, "afile");
+  }
+  CHECK_FALSE(PathExists(out));
+  // No temporary folders left beside the output either.
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    CHECK(entry.path().filename().string().find(".tmp") == std::string::npos);
+  }
+}

@@ -1,0 +1,113 @@
+#include "test_util.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+#include "common/gzip.h"
+
+namespace gnn::test {
+
+namespace fs = std::filesystem;
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/gnn-test-XXXXXX";
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::string SharedDataset(const std::string& name) {
+  fs::path p = fs::path(GNN_SOURCE_DIR) / ".." / "shared" / "datasets" / name;
+  std::error_code ec;
+  if (fs::is_directory(p / "raw", ec)) return fs::canonical(p).string();
+  return "";
+}
+
+std::string Bin(const std::string& name) { return std::string(GNN_BIN_DIR) + "/" + name; }
+
+ProcessResult RunProcess(const std::vector<std::string>& argv, double timeout_s) {
+  int out_pipe[2], err_pipe[2];
+  if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    setpgid(0, 0);
+    dup2(out_pipe[1], 1);
+    dup2(err_pipe[1], 2);
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  ProcessResult r;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  int open_fds = 2;
+  char buf[65536];
+  bool timed_out = false;
+  while (open_fds > 0) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    int n = poll(fds, 2, static_cast<int>(left.count()));
+    if (n < 0 && errno == EINTR) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+        ssize_t k = read(fds[i].fd, buf, sizeof(buf));
+        if (k <= 0) {
+          close(fds[i].fd);
+          fds[i].fd = -1;
+          --open_fds;
+        } else {
+          (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(k));
+        }
+      }
+    }
+  }
+  if (timed_out) {
+    kill(-pid, SIGKILL);
+    for (auto& f : fds) {
+      if (f.fd >= 0) close(f.fd);
+    }
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (timed_out) {
+    throw std::runtime_error("process " + argv[0] + " timed out after " +
+                             std::to_string(timeout_s) + " s; stderr: " + r.err);
+  }
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  return r;
+}
+
+void WriteGz(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  GzipWriter w(path);
+  w.Write(text);
+  w.Commit();
+}
+
+}  // namespace gnn::test

@@ -1,0 +1,50 @@
+// Shared helpers for the test suites.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gnn::test {
+
+// A fresh directory under $TMPDIR, removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// ../shared/datasets/<name> relative to the source tree, or "" when absent
+// (tests then print "SKIPPED: ..." and return; ctest reports them skipped).
+std::string SharedDataset(const std::string& name);
+
+// Result of running a real process.
+struct ProcessResult {
+  int exit_code = -1;  // -signal if killed by a signal
+  std::string out;     // stdout
+  std::string err;     // stderr
+};
+
+// Runs argv (argv[0] is a path) with a timeout, capturing stdout/stderr.
+// Kills the process group and fails the test if it exceeds timeout_s.
+ProcessResult RunProcess(const std::vector<std::string>& argv, double timeout_s = 120);
+
+// Path of a built gnn binary, e.g. Bin("gnn-partition").
+std::string Bin(const std::string& name);
+
+// Writes `text` gzip-compressed to `path`, creating parent directories.
+void WriteGz(const std::string& path, const std::string& text);
+
+}  // namespace gnn::test
+
+#define GNN_SKIP(msg)                 \
+  do {                                \
+    WARN("SKIPPED: " << msg);         \
+    return;                           \
+  } while (0)

@@ -1,0 +1,181 @@
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/gzip.h"
+#include "common/npy.h"
+#include "common/parse.h"
+#include "common/sha256.h"
+#include "test_util.h"
+
+using namespace gnn;
+
+TEST_CASE("sha256 matches FIPS 180-4 test vectors", "[unit]") {
+  auto hex = [](const std::string& s) {
+    Sha256 h;
+    h.Update(s.data(), s.size());
+    return h.HexDigest();
+  };
+  CHECK(hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  // Incremental updates in odd pieces give the same digest as one update.
+  std::string million(1000000, 'a');
+  Sha256 h;
+  for (size_t i = 0; i < million.size(); i += 997) h.Update(million.data() + i, std::min<size_t>(997, million.size() - i));
+  CHECK(h.HexDigest() == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST_CASE("npy round trip and header validation", "[unit]") {
+  test::TempDir dir;
+  std::vector<float> f = {1.5f, -2.0f, 3.25f, 0.0f, 1e-30f, 7.0f};
+  WrittenFile w = WriteNpy(dir / "f.npy", f.data(), {2, 3});
+  CHECK(w.sha256 == Sha256File(dir / "f.npy"));
+  std::vector<int64_t> shape;
+  CHECK(ReadNpy<float>(dir / "f.npy", {2, -1}, &shape) == f);
+  CHECK(shape == std::vector<int64_t>{2, 3});
+  NpyHeader h = ReadNpyHeader(dir / "f.npy");
+  CHECK(h.data_offset % 64 == 0);
+
+  std::vector<int64_t> empty;
+  WriteNpy(dir / "e.npy", empty);
+  CHECK(ReadNpy<int64_t>(dir / "e.npy").empty());
+
+  SECTION("wrong dtype names the file") {
+    CHECK_THROWS_WITH(ReadNpy<int64_t>(dir / "f.npy"),
+                      Catch::Contains("f.npy") && Catch::Contains("dtype <f4"));
+  }
+  SECTION("wrong shape") {
+    CHECK_THROWS_AS(ReadNpy<float>(dir / "f.npy", {3, 2}), DataError);
+  }
+  SECTION("truncated file") {
+    std::string bytes = ReadFile(dir / "f.npy");
+    std::ofstream(dir / "t.npy", std::ios::binary) << bytes.substr(0, bytes.size() - 4);
+    CHECK_THROWS_WITH(ReadNpy<float>(dir / "t.npy"), Catch::Contains("truncated"));
+  }
+  SECTION("not npy") {
+    std::ofstream(dir / "x.npy") << "hello world, not numpy";
+    CHECK_THROWS_WITH(ReadNpyHeader(dir / "x.npy"), Catch::Contains("bad magic"));
+  }
+  SECTION("missing") { CHECK_THROWS_WITH(ReadNpyHeader(dir / "nope.npy"), Catch::Contains("missing file")); }
+}
+
+TEST_CASE("AtomicFile leaves nothing behind when not committed", "[unit]") {
+  test::TempDir dir;
+  {
+    AtomicFile f(dir / "a.bin");
+    f.Write("xyz", 3);
+  }
+  CHECK_FALSE(PathExists(dir / "a.bin"));
+  CHECK_FALSE(PathExists(dir / "a.bin.tmp"));
+  WriteFileAtomic(dir / "b.txt", "hello");
+  CHECK(ReadFile(dir / "b.txt") == "hello");
+  CHECK_THROWS_AS(AtomicFile(dir / "no/such/dir/c"), DataError);
+}
+
+namespace {
+std::string ReadAllGz(const std::string& path, std::vector<int64_t>* first_lines = nullptr) {
+  std::string all;
+  ForEachGzipChunk(path, [&](const char* b, const char* e, int64_t line) {
+    all.append(b, e);
+    if (first_lines) first_lines->push_back(line);
+  });
+  return all;
+}
+}  // namespace
+
+TEST_CASE("gzip chunks are line-aligned and numbered", "[unit]") {
+  test::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 2000000; ++i) text += std::to_string(i) + "," + std::to_string(i * 7) + "\n";
+  test::WriteGz(dir / "big.csv.gz", text);
+  std::vector<int64_t> firsts;
+  int64_t lines_seen = 0;
+  bool aligned = true;
+  ForEachGzipChunk(dir / "big.csv.gz", [&](const char* b, const char* e, int64_t line) {
+    aligned = aligned && (line == lines_seen + 1) && e[-1] == '\n';
+    lines_seen += std::count(b, e, '\n');
+    firsts.push_back(line);
+  });
+  CHECK(aligned);
+  CHECK(lines_seen == 2000000);
+  CHECK(firsts.size() > 1);  // more than one chunk, so boundaries were exercised
+  CHECK(ReadAllGz(dir / "big.csv.gz") == text);
+}
+
+TEST_CASE("gzip errors name the file", "[unit]") {
+  test::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 100000; ++i) text += std::to_string(i) + "\n";
+  test::WriteGz(dir / "ok.gz", text);
+  std::string gz = ReadFile(dir / "ok.gz");
+
+  SECTION("missing") { CHECK_THROWS_WITH(ReadAllGz(dir / "none.gz"), Catch::Contains("missing file")); }
+  SECTION("truncated") {
+    std::ofstream(dir / "cut.gz", std::ios::binary) << gz.substr(0, gz.size() / 2);
+    CHECK_THROWS_WITH(ReadAllGz(dir / "cut.gz"), Catch::Contains("cut.gz") && Catch::Contains("truncated"));
+  }
+  SECTION("corrupt") {
+    std::string bad = gz;
+    for (size_t i = 20; i < 60; ++i) bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+    std::ofstream(dir / "bad.gz", std::ios::binary) << bad;
+    CHECK_THROWS_WITH(ReadAllGz(dir / "bad.gz"), Catch::Contains("bad.gz"));
+  }
+  SECTION("not gzip") {
+    std::ofstream(dir / "plain.gz") << "1,2\n3,4\n";
+    CHECK_THROWS_WITH(ReadAllGz(dir / "plain.gz"), Catch::Contains("plain.gz") && Catch::Contains("corrupt"));
+  }
+  SECTION("empty") {
+    std::ofstream(dir / "empty.gz").close();
+    CHECK_THROWS_WITH(ReadAllGz(dir / "empty.gz"), Catch::Contains("empty"));
+  }
+}
+
+TEST_CASE("CsvCursor parses fields and names file:line on errors", "[unit]") {
+  std::string file = "edge.csv.gz";
+  std::string text = "1,2\n-3,40\n5,6";
+  CsvCursor c(text.data(), text.data() + text.size(), file, 10);
+  std::vector<int64_t> got;
+  while (c.NextLine()) {
+    got.push_back(c.Int64());
+    got.push_back(c.Int64());
+    c.EndLine();
+  }
+  CHECK(got == std::vector<int64_t>{1, 2, -3, 40, 5, 6});
+
+  auto parse_ints = [&](const std::string& t) {
+    CsvCursor k(t.data(), t.data() + t.size(), file, 1);
+    while (k.NextLine()) {
+      k.Int64();
+      k.Int64();
+      k.EndLine();
+    }
+  };
+  CHECK_THROWS_WITH(parse_ints("1,2\n3,x\n"), Catch::Contains("edge.csv.gz:2:") && Catch::Contains("'x'"));
+  CHECK_THROWS_WITH(parse_ints("1,2\n3\n"), Catch::Contains("edge.csv.gz:2:"));
+  CHECK_THROWS_WITH(parse_ints("1,2,3\n"), Catch::Contains("edge.csv.gz:1:") && Catch::Contains("extra"));
+  CHECK_THROWS_WITH(parse_ints("1,2\n\n3,4\n"), Catch::Contains("empty line"));
+  CHECK_THROWS_WITH(parse_ints("99999999999999999999,1\n"), Catch::Contains("too large"));
+
+  std::string floats = "0.5,-1e-3,3.4028235e38,1\r\n";
+  CsvCursor f(floats.data(), floats.data() + floats.size(), file, 1);
+  REQUIRE(f.NextLine());
+  CHECK(f.CountFields() == 4);
+  CHECK(f.Float() == 0.5f);
+  CHECK(f.Float() == -1e-3f);
+  CHECK(f.Float() == 3.4028235e38f);
+  CHECK(f.Float() == 1.0f);
+  f.EndLine();
+
+  std::string labels = "3\n4.0\nnan\n";
+  CsvCursor l(labels.data(), labels.data() + labels.size(), file, 1);
+  std::vector<int64_t> ls;
+  while (l.NextLine()) {
+    ls.push_back(l.Label());
+    l.EndLine();
+  }
+  CHECK(ls == std::vector<int64_t>{3, 4, -1});
+}

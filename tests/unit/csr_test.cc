@@ -1,0 +1,31 @@
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "graph/csr.h"
+
+using namespace gnn;
+
+TEST_CASE("BuildCsr groups, sorts and optionally dedups", "[unit]") {
+  std::vector<int64_t> row = {2, 0, 2, 1, 2, 0};
+  std::vector<int64_t> col = {1, 3, 0, 1, 1, 2};
+  Csr a = BuildCsr(4, row, col, false, false, 2);
+  CHECK(a.indptr == std::vector<int64_t>{0, 2, 3, 6, 6});
+  CHECK(a.indices == std::vector<int64_t>{2, 3, 1, 0, 1, 1});
+  Csr b = BuildCsr(4, row, col, true, true, 1);
+  CHECK(b.indptr == std::vector<int64_t>{0, 2, 2, 4, 4});
+  CHECK(b.indices == std::vector<int64_t>{2, 3, 0, 1});
+}
+
+TEST_CASE("Symmetrize gives both directions without duplicates or self-loops", "[unit]") {
+  std::vector<int64_t> src = {0, 1, 2, 2, 3, 1};
+  std::vector<int64_t> dst = {1, 0, 2, 3, 2, 3};
+  Csr s = Symmetrize(5, src, dst, 2);
+  std::set<std::pair<int64_t, int64_t>> got;
+  for (int64_t v = 0; v < s.num_rows(); ++v) {
+    for (int64_t k = s.indptr[v]; k < s.indptr[v + 1]; ++k) got.insert({v, s.indices[k]});
+  }
+  std::set<std::pair<int64_t, int64_t>> want = {{0, 1}, {1, 0}, {2, 3}, {3, 2}, {1, 3}, {3, 1}};
+  CHECK(got == want);
+  CHECK(s.num_entries() == 6);
+  CHECK(s.Degree(4) == 0);
+}
