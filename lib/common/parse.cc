@@ -94,6 +94,10 @@ int64_t CsvCursor::Label() {
 }
 
 void CsvCursor::EndLine() {
+  // AfterField() consumed a ',' that no field followed: "1,2,\n".
+  if (p_ > begin_ && p_[-1] == ',' && (p_ == end_ || *p_ == '\n' || *p_ == '\r')) {
+    Fail("empty last field (line ends with ',')");
+  }
   if (p_ < end_ && *p_ == '\r') ++p_;
   if (p_ < end_ && *p_ != '\n') {
     const char* e = p_;

@@ -13,7 +13,7 @@ namespace gnn {
 class CsvCursor {
  public:
   CsvCursor(const char* begin, const char* end, const std::string& file, int64_t first_line)
-      : p_(begin), end_(end), file_(file), line_(first_line - 1) {}
+      : begin_(begin), p_(begin), end_(end), file_(file), line_(first_line - 1) {}
 
   // Advances to the next line; false at the end of the buffer. Empty lines
   // are errors except a final empty line.
@@ -23,7 +23,8 @@ class CsvCursor {
   float Float();
   // Integer label field: "3", "3.0" -> 3; "nan" or empty -> -1.
   int64_t Label();
-  // Requires the end of the line (after optional '\r'), consuming '\n'.
+  // Requires the end of the line (after optional '\r'), consuming '\n'. A
+  // trailing ',' (an empty last field) is an error.
   void EndLine();
   // Number of comma-separated fields on the current line, without consuming.
   int64_t CountFields() const;
@@ -32,6 +33,7 @@ class CsvCursor {
 
  private:
   void AfterField();
+  const char* begin_;
   const char* p_;
   const char* end_;
   std::string file_;  // a copy: callers often pass a temporary

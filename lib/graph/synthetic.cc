@@ -222,47 +222,64 @@ void Union(std::vector<uint64_t>* keys, const std::vector<uint64_t>& add) {
 // (upper half picks the slot, lower half decides slot vs alias), which keeps
 // the edge sampler far faster than binary search over prefix sums.
 
-struct AliasSlot {
-  uint32_t threshold;  // keep the slot if (uint32)r < threshold
-  uint32_t alias;      // slot-local index otherwise
+class AliasBuilder {
+ public:
+  // Builds the table for weights w[0, n) (all > 0): slot i keeps i when
+  // (uint32)r < threshold(i), else yields alias(i). Reuses its buffers.
+  void Build(const double* w, uint32_t n) {
+    double sum = 0;
+    for (uint32_t i = 0; i < n; ++i) sum += w[i];
+    prob_.resize(n);
+    threshold_.resize(n);
+    alias_.resize(n);
+    small_.clear();
+    large_.clear();
+    for (uint32_t i = 0; i < n; ++i) {
+      prob_[i] = w[i] * n / sum;
+      (prob_[i] < 1.0 ? small_ : large_).push_back(i);
+    }
+    while (!small_.empty() && !large_.empty()) {
+      uint32_t s = small_.back();
+      small_.pop_back();
+      uint32_t l = large_.back();
+      threshold_[s] = static_cast<uint32_t>(std::min(prob_[s] * 4294967296.0, 4294967295.0));
+      alias_[s] = l;
+      prob_[l] -= 1.0 - prob_[s];
+      if (prob_[l] < 1.0) {
+        large_.pop_back();
+        small_.push_back(l);
+      }
+    }
+    // Leftovers are 1 up to rounding: always keep them.
+    for (uint32_t i : small_) threshold_[i] = UINT32_MAX, alias_[i] = i;
+    for (uint32_t i : large_) threshold_[i] = UINT32_MAX, alias_[i] = i;
+  }
+  uint32_t threshold(uint32_t i) const { return threshold_[i]; }
+  uint32_t alias(uint32_t i) const { return alias_[i]; }
+
+ private:
+  std::vector<double> prob_;
+  std::vector<uint32_t> threshold_, alias_, small_, large_;
 };
 
-// Builds slots[0, n) for weights w[0, n) (all > 0). `small`/`large` are
-// scratch buffers, reused across calls.
-void BuildAlias(const double* w, uint32_t n, AliasSlot* slots, std::vector<double>* prob,
-                std::vector<uint32_t>* small, std::vector<uint32_t>* large) {
-  double sum = 0;
-  for (uint32_t i = 0; i < n; ++i) sum += w[i];
-  prob->assign(n, 0.0);
-  small->clear();
-  large->clear();
-  for (uint32_t i = 0; i < n; ++i) {
-    (*prob)[i] = w[i] * n / sum;
-    ((*prob)[i] < 1.0 ? small : large)->push_back(i);
-  }
-  while (!small->empty() && !large->empty()) {
-    uint32_t s = small->back();
-    small->pop_back();
-    uint32_t l = large->back();
-    slots[s].threshold =
-        static_cast<uint32_t>(std::min((*prob)[s] * 4294967296.0, 4294967295.0));
-    slots[s].alias = l;
-    (*prob)[l] -= 1.0 - (*prob)[s];
-    if ((*prob)[l] < 1.0) {
-      large->pop_back();
-      small->push_back(l);
-    }
-  }
-  // Leftovers are 1 up to rounding: always keep them.
-  for (uint32_t i : *small) slots[i] = {UINT32_MAX, i};
-  for (uint32_t i : *large) slots[i] = {UINT32_MAX, i};
+inline uint32_t SlotIndex(uint64_t r, uint32_t n) {
+  return static_cast<uint32_t>(((r >> 32) * n) >> 32);
 }
 
-inline uint32_t AliasDraw(uint64_t r, uint32_t n, const AliasSlot* slots) {
-  uint32_t i = static_cast<uint32_t>(((r >> 32) * n) >> 32);
-  const AliasSlot& s = slots[i];
-  return static_cast<uint32_t>(r) < s.threshold ? i : s.alias;
-}
+// Slots carry the answer for both outcomes (node ids, communities), so that
+// one draw costs one cache miss: the sampler is bound by memory latency, not
+// arithmetic, on graphs whose tables exceed the cache.
+struct NodeSlot {  // over all nodes, slot i = node i
+  uint32_t threshold;
+  uint32_t alias;
+  uint32_t community;
+  uint32_t alias_community;
+};
+struct MemberSlot {  // over one community's members
+  uint32_t threshold;
+  uint32_t node;
+  uint32_t alias_node;
+};
 
 // ---------------------------------------------------------------------------
 // The graph model: node -> community, weights, and the tables to draw edges.
@@ -270,11 +287,10 @@ inline uint32_t AliasDraw(uint64_t r, uint32_t n, const AliasSlot* slots) {
 struct Model {
   int64_t num_nodes = 0;
   int64_t num_communities = 0;
-  std::vector<uint32_t> community;        // [N]
-  std::vector<int64_t> member_offsets;    // [K + 1] into members
-  std::vector<uint32_t> members;          // nodes grouped by community
-  std::vector<AliasSlot> global_alias;    // [N], slot = node id
-  std::vector<AliasSlot> member_alias;    // [N], per community segment of members
+  std::vector<uint32_t> community;       // [N]
+  std::vector<int64_t> member_offsets;   // [K + 1] into member_slots
+  std::vector<NodeSlot> node_slots;      // [N]
+  std::vector<MemberSlot> member_slots;  // [N], one segment per community
 };
 
 Model BuildModel(const SyntheticSpec& spec, uint64_t seed, int num_threads) {
@@ -301,29 +317,35 @@ Model BuildModel(const SyntheticSpec& spec, uint64_t seed, int num_threads) {
     }
   });
 
+  AliasBuilder alias;
+  alias.Build(weight.data(), static_cast<uint32_t>(n));
+  m.node_slots.resize(n);
+  for (uint32_t i = 0; i < static_cast<uint32_t>(n); ++i) {
+    uint32_t a = alias.alias(i);
+    m.node_slots[i] = {alias.threshold(i), a, m.community[i], m.community[a]};
+  }
+
   // Counting sort by community: members of a community in increasing id order.
   m.member_offsets.assign(k + 1, 0);
   for (int64_t v = 0; v < n; ++v) ++m.member_offsets[m.community[v] + 1];
   for (uint64_t c = 0; c < k; ++c) m.member_offsets[c + 1] += m.member_offsets[c];
-  m.members.resize(n);
+  std::vector<uint32_t> members(n);
   {
     std::vector<int64_t> fill(m.member_offsets.begin(), m.member_offsets.end() - 1);
-    for (int64_t v = 0; v < n; ++v) m.members[fill[m.community[v]]++] = static_cast<uint32_t>(v);
+    for (int64_t v = 0; v < n; ++v) members[fill[m.community[v]]++] = static_cast<uint32_t>(v);
   }
-
-  std::vector<double> prob;
-  std::vector<uint32_t> small, large;
-  m.global_alias.resize(n);
-  BuildAlias(weight.data(), static_cast<uint32_t>(n), m.global_alias.data(), &prob, &small,
-             &large);
   std::vector<double> member_weight(n);
-  for (int64_t i = 0; i < n; ++i) member_weight[i] = weight[m.members[i]];
-  m.member_alias.resize(n);
+  for (int64_t i = 0; i < n; ++i) member_weight[i] = weight[members[i]];
+  m.member_slots.resize(n);
   for (uint64_t c = 0; c < k; ++c) {
-    int64_t begin = m.member_offsets[c];
-    uint32_t size = static_cast<uint32_t>(m.member_offsets[c + 1] - begin);
+    const int64_t begin = m.member_offsets[c];
+    const uint32_t size = static_cast<uint32_t>(m.member_offsets[c + 1] - begin);
     if (size == 0) continue;
-    BuildAlias(&member_weight[begin], size, &m.member_alias[begin], &prob, &small, &large);
+    alias.Build(&member_weight[begin], size);
+    for (uint32_t i = 0; i < size; ++i) {
+      m.member_slots[begin + i] = {alias.threshold(i), members[begin + i],
+                                   members[begin + alias.alias(i)]};
+    }
   }
   return m;
 }
@@ -331,28 +353,75 @@ Model BuildModel(const SyntheticSpec& spec, uint64_t seed, int num_threads) {
 // Fills keys[i] = u * N + v (u < v) for `count` edges of round `round`:
 // u ∝ weight; v ∝ weight inside u's community with probability
 // kIntraCommunity, else over all nodes; self-loops are redrawn.
+//
+// Draws are made in blocks, stage by stage, with prefetches: each stage's
+// table reads are independent across the block, so their cache misses
+// overlap instead of stalling one after another.
 std::vector<uint64_t> SampleModelEdges(const Model& m, int64_t count, uint64_t seed, int round,
                                        int num_threads) {
   std::vector<uint64_t> keys(count);
   const uint32_t n = static_cast<uint32_t>(m.num_nodes);
+  const NodeSlot* node_slots = m.node_slots.data();
+  const MemberSlot* member_slots = m.member_slots.data();
+  const int64_t* offsets = m.member_offsets.data();
   const uint64_t round_base = static_cast<uint64_t>(round) << 40;
   ParallelFor(NumChunks(count, kEdgeChunk), num_threads, [&](int64_t c) {
+    constexpr int kBlock = 64;
+    uint64_t rand[kBlock];
+    uint32_t slot[kBlock], node[kBlock];
+    int64_t pos[kBlock];  // v's slot: in member_slots if intra, else in node_slots
+    bool intra[kBlock];
     Rng rng(StreamSeed(seed, Stream::kEdge, round_base + c));
-    for (int64_t i = c * kEdgeChunk, end = std::min(count, i + kEdgeChunk); i < end; ++i) {
-      const uint32_t u = AliasDraw(rng.Next(), n, m.global_alias.data());
-      const uint32_t cu = m.community[u];
-      const int64_t begin = m.member_offsets[cu];
-      const uint32_t size = static_cast<uint32_t>(m.member_offsets[cu + 1] - begin);
-      const bool intra = size > 1 && rng.Uniform() < kIntraCommunity;
-      uint32_t v;
-      do {
-        if (intra) {
-          v = m.members[begin + AliasDraw(rng.Next(), size, &m.member_alias[begin])];
+    const int64_t chunk_end = std::min(count, (c + 1) * kEdgeChunk);
+    for (int64_t first = c * kEdgeChunk; first < chunk_end; first += kBlock) {
+      const int block = static_cast<int>(std::min<int64_t>(kBlock, chunk_end - first));
+      for (int j = 0; j < block; ++j) {
+        rand[j] = rng.Next();
+        slot[j] = SlotIndex(rand[j], n);
+        __builtin_prefetch(&node_slots[slot[j]]);
+      }
+      for (int j = 0; j < block; ++j) {
+        const NodeSlot& s = node_slots[slot[j]];
+        const bool keep = static_cast<uint32_t>(rand[j]) < s.threshold;
+        node[j] = keep ? slot[j] : s.alias;
+        const uint32_t cu = keep ? s.community : s.alias_community;
+        const int64_t begin = offsets[cu];
+        const uint32_t size = static_cast<uint32_t>(offsets[cu + 1] - begin);
+        intra[j] = size > 1 && rng.Uniform() < kIntraCommunity;
+        rand[j] = rng.Next();
+        if (intra[j]) {
+          pos[j] = begin + SlotIndex(rand[j], size);
+          __builtin_prefetch(&member_slots[pos[j]]);
         } else {
-          v = AliasDraw(rng.Next(), n, m.global_alias.data());
+          pos[j] = SlotIndex(rand[j], n);
+          __builtin_prefetch(&node_slots[pos[j]]);
         }
-      } while (v == u);
-      keys[i] = u < v ? uint64_t{u} * n + v : uint64_t{v} * n + u;
+      }
+      for (int j = 0; j < block; ++j) {
+        const uint32_t u = node[j];
+        uint64_t r = rand[j];
+        int64_t p = pos[j];
+        uint32_t v;
+        for (;;) {
+          if (intra[j]) {
+            const MemberSlot& s = member_slots[p];
+            v = static_cast<uint32_t>(r) < s.threshold ? s.node : s.alias_node;
+          } else {
+            const NodeSlot& s = node_slots[p];
+            v = static_cast<uint32_t>(r) < s.threshold ? static_cast<uint32_t>(p) : s.alias;
+          }
+          if (v != u) break;
+          // Rare: redraw a self-loop from the same distribution.
+          r = rng.Next();
+          if (intra[j]) {
+            const uint32_t cu = m.community[u];
+            p = offsets[cu] + SlotIndex(r, static_cast<uint32_t>(offsets[cu + 1] - offsets[cu]));
+          } else {
+            p = SlotIndex(r, n);
+          }
+        }
+        keys[first + j] = u < v ? uint64_t{u} * n + v : uint64_t{v} * n + u;
+      }
     }
   });
   return keys;
@@ -439,8 +508,11 @@ std::vector<uint64_t> SampleEdges(const SyntheticSpec& spec, const Model& model,
   for (; round < kMaxWeightedRounds && static_cast<int64_t>(keys.size()) < want; ++round) {
     const int64_t deficit = want - static_cast<int64_t>(keys.size());
     const int64_t count = static_cast<int64_t>(deficit / new_rate * 1.02) + 64;
+    Stopwatch tw;
     std::vector<uint64_t> batch = SampleModelEdges(model, count, seed, round, num_threads);
+    GNN_LOG(kInfo) << "TMP sample " << tw.Seconds();
     SortUnique(&batch, max_key, num_threads);
+    GNN_LOG(kInfo) << "TMP sort " << tw.Seconds();
     const int64_t before = static_cast<int64_t>(keys.size());
     if (keys.empty()) {
       keys.swap(batch);
@@ -448,6 +520,7 @@ std::vector<uint64_t> SampleEdges(const SyntheticSpec& spec, const Model& model,
       Union(&keys, batch);
     }
     new_rate = static_cast<double>(static_cast<int64_t>(keys.size()) - before) / count;
+    GNN_LOG(kInfo) << "TMP round " << round << " count " << count << " have " << keys.size() << " rate " << new_rate;
     // Saturated (a graph close to complete): leave it to the fallback.
     if (new_rate < 0.05) {
       ++round;
@@ -687,8 +760,10 @@ Dataset GenerateSynthetic(const SyntheticSpec& spec, uint64_t seed, int num_thre
   int rounds = 0;
   {
     Model model = BuildModel(spec, seed, num_threads);
+    GNN_LOG(kInfo) << "TMP model " << watch.Seconds();
     d.labels = MakeLabels(spec, model, seed, num_threads);
     std::vector<uint64_t> keys = SampleEdges(spec, model, seed, num_threads, &rounds);
+    GNN_LOG(kInfo) << "TMP edges " << watch.Seconds();
     model = Model();  // free the model's tables before allocating the edge arrays
     const int64_t m = static_cast<int64_t>(keys.size());
     const uint64_t n = static_cast<uint64_t>(spec.num_nodes);
@@ -701,7 +776,9 @@ Dataset GenerateSynthetic(const SyntheticSpec& spec, uint64_t seed, int num_thre
       }
     });
   }
+  GNN_LOG(kInfo) << "TMP decode " << watch.Seconds();
   d.features = MakeFeatures(spec, d.labels, seed, num_threads);
+  GNN_LOG(kInfo) << "TMP feat " << watch.Seconds();
   MakeSplit(spec, seed, &d);
 
   if (big) {

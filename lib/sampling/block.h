@@ -1,0 +1,33 @@
+// Mini-batch structures: message-flow blocks as DGL builds them, and the
+// buffers a trainer consumes. Plain arrays; no LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace gnn {
+
+// One layer's bipartite message-flow graph. The destination nodes are the
+// first num_dst entries of src_nodes (DGL's convention), so a layer can read
+// h_dst as the first num_dst rows of its input.
+struct Block {
+  int64_t num_dst = 0;
+  std::vector<int64_t> src_nodes;  // global node ids, dst nodes first, unique
+  std::vector<int64_t> indptr;     // [num_dst + 1]: CSR over destinations
+  std::vector<int64_t> indices;    // local indices into src_nodes
+  int64_t num_src() const { return static_cast<int64_t>(src_nodes.size()); }
+  int64_t num_edges() const { return static_cast<int64_t>(indices.size()); }
+};
+
+struct MiniBatch {
+  int64_t index = 0;             // batch number within the epoch
+  std::vector<int64_t> seeds;    // global ids of the output nodes
+  std::vector<Block> blocks;     // blocks[0] is nearest the input, blocks.back() ends at seeds
+  int64_t feature_dim = 0;
+  std::vector<float> features;   // [blocks[0].num_src(), feature_dim], rows follow src_nodes
+  std::vector<int64_t> labels;   // [seeds.size()]
+  double sample_seconds = 0;     // time spent sampling + gathering this batch
+  const std::vector<int64_t>& input_nodes() const { return blocks.front().src_nodes; }
+};
+
+}  // namespace gnn

@@ -1,0 +1,193 @@
+#include "sampling/loader.h"
+
+#include <string>
+#include <utility>
+
+#include "common/error.h"
+#include "common/parallel.h"
+#include "common/timer.h"
+
+namespace gnn {
+namespace {
+
+// splitmix64 stream for the epoch shuffle (the sampler has its own; both
+// are fixed algorithms so orders reproduce across platforms).
+class ShuffleRng {
+ public:
+  explicit ShuffleRng(uint64_t seed) : state_(seed) {}
+  // Uniform in [0, n), n > 0.
+  uint64_t Below(uint64_t n) {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(z) * n) >> 64);
+  }
+
+ private:
+  uint64_t state_;
+};
+
+void ValidateOptions(const LocalGraph& graph, const LoaderOptions& o) {
+  if (o.fanouts.empty()) throw ConfigError("fanouts: at least one layer is required");
+  for (size_t l = 0; l < o.fanouts.size(); ++l) {
+    if (o.fanouts[l] < -1) {
+      throw ConfigError("fanouts: " + std::to_string(o.fanouts[l]) + " of layer " +
+                        std::to_string(l) + " is invalid (>= 0, or -1 for all neighbours)");
+    }
+  }
+  if (o.batch_size <= 0) {
+    throw ConfigError("batch_size must be positive, got " + std::to_string(o.batch_size));
+  }
+  if (o.num_workers < 0) {
+    throw ConfigError("num_workers must be >= 0, got " + std::to_string(o.num_workers));
+  }
+  if (o.prefetch < 1) throw ConfigError("prefetch must be >= 1, got " + std::to_string(o.prefetch));
+  if (graph.csc.num_nodes < 0 ||
+      (graph.csc.num_nodes > 0 && (graph.csc.indptr == nullptr || graph.csc.indices == nullptr))) {
+    throw ConfigError("loader graph has no CSC arrays");
+  }
+  if (graph.feature_dim < 0 || (graph.feature_dim > 0 && graph.features == nullptr)) {
+    throw ConfigError("loader graph has feature_dim " + std::to_string(graph.feature_dim) +
+                      " but no feature rows");
+  }
+}
+
+}  // namespace
+
+BatchLoader::BatchLoader(const LocalGraph& graph, std::vector<int64_t> seeds,
+                         const LoaderOptions& options, int64_t epoch)
+    : graph_(graph), seeds_(std::move(seeds)), options_(options), epoch_(epoch) {
+  ValidateOptions(graph_, options_);
+  const int64_t n = static_cast<int64_t>(seeds_.size());
+  if (options_.shuffle && n > 1) {
+    ShuffleRng rng(MixSeed(options_.seed, static_cast<uint64_t>(epoch_)));
+    for (int64_t i = n - 1; i > 0; --i) {
+      std::swap(seeds_[i], seeds_[rng.Below(static_cast<uint64_t>(i) + 1)]);
+    }
+  }
+  num_batches_ = options_.drop_last ? n / options_.batch_size
+                                    : (n + options_.batch_size - 1) / options_.batch_size;
+  for (int w = 0; w < options_.num_workers && w < num_batches_; ++w) {
+    workers_.emplace_back([this] { Work(); });
+  }
+}
+
+BatchLoader::~BatchLoader() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  // A worker in the middle of Make() finishes that one batch, then sees stop_.
+  for (auto& t : workers_) t.join();
+}
+
+int64_t BatchLoader::peak_ready() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return peak_ready_;
+}
+
+void BatchLoader::Work() {
+  for (;;) {
+    int64_t index;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      // Claim in order, never more than `prefetch` batches past the one the
+      // consumer waits for, and nothing past a failed batch.
+      cv_.wait(lock, [&] {
+        return stop_ || next_to_claim_ >= num_batches_ ||
+               (error_index_ >= 0 && next_to_claim_ > error_index_) ||
+               next_to_claim_ < next_to_return_ + options_.prefetch;
+      });
+      if (stop_ || next_to_claim_ >= num_batches_ ||
+          (error_index_ >= 0 && next_to_claim_ > error_index_)) {
+        return;
+      }
+      index = next_to_claim_++;
+    }
+    try {
+      // One thread per batch: the workers are the parallelism.
+      MiniBatch batch = Make(index, 1);
+      std::lock_guard<std::mutex> lock(mu_);
+      ready_.emplace(index, std::move(batch));
+      peak_ready_ = std::max<int64_t>(peak_ready_, static_cast<int64_t>(ready_.size()));
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (error_index_ < 0 || index < error_index_) {
+        error_ = std::current_exception();
+        error_index_ = index;
+      }
+    }
+    cv_.notify_all();
+  }
+}
+
+std::optional<MiniBatch> BatchLoader::Next() {
+  if (workers_.empty()) {
+    // Synchronous mode (num_workers == 0): all cores on this one batch.
+    if (error_) std::rethrow_exception(error_);
+    if (next_to_return_ >= num_batches_) return std::nullopt;
+    try {
+      MiniBatch batch = Make(next_to_return_, 0);
+      ++next_to_return_;
+      return batch;
+    } catch (...) {
+      error_ = std::current_exception();
+      error_index_ = next_to_return_;
+      throw;
+    }
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  if (next_to_return_ >= num_batches_) return std::nullopt;
+  cv_.wait(lock, [&] {
+    return ready_.count(next_to_return_) != 0 ||
+           (error_index_ >= 0 && next_to_return_ >= error_index_);
+  });
+  auto it = ready_.find(next_to_return_);
+  if (it == ready_.end()) std::rethrow_exception(error_);
+  MiniBatch batch = std::move(it->second);
+  ready_.erase(it);
+  ++next_to_return_;
+  lock.unlock();
+  cv_.notify_all();
+  return batch;
+}
+
+MiniBatch BatchLoader::Make(int64_t index, int threads) const {
+  Stopwatch watch;
+  MiniBatch b;
+  b.index = index;
+  const int64_t begin = index * options_.batch_size;
+  const int64_t end = std::min<int64_t>(begin + options_.batch_size, seeds_.size());
+  b.seeds.assign(seeds_.begin() + begin, seeds_.begin() + end);
+  const uint64_t batch_seed =
+      MixSeed(MixSeed(options_.seed, static_cast<uint64_t>(epoch_)), static_cast<uint64_t>(index));
+  b.blocks = SampleBlocks(graph_.csc, b.seeds, options_.fanouts, options_.replace, batch_seed,
+                          threads);
+  const CscView& csc = graph_.csc;
+  b.feature_dim = graph_.feature_dim;
+  if (graph_.feature_dim > 0) {
+    // Seeds were checked by the sampler; sampled neighbours may be ids the
+    // CSC lists but does not own (a corrupt or halo graph): no row to read.
+    for (int64_t v : b.input_nodes()) {
+      if (v < csc.node_start || v >= csc.node_start + csc.num_nodes) {
+        throw DataError("sampled node " + std::to_string(v) + " has no feature row (rows cover [" +
+                        std::to_string(csc.node_start) + ", " +
+                        std::to_string(csc.node_start + csc.num_nodes) + "))");
+      }
+    }
+    GatherRows(graph_.features, csc.node_start, graph_.feature_dim, b.input_nodes(), &b.features,
+               threads);
+  }
+  if (graph_.labels != nullptr) {
+    b.labels.resize(b.seeds.size());
+    for (size_t i = 0; i < b.seeds.size(); ++i) {
+      b.labels[i] = graph_.labels[b.seeds[i] - csc.node_start];
+    }
+  }
+  b.sample_seconds = watch.Seconds();
+  return b;
+}
+
+}  // namespace gnn

@@ -1,0 +1,92 @@
+// Prefetching mini-batch loader for one partition (standalone mode): worker
+// threads sample and gather batches k+1..k+P while the trainer uses batch k.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "sampling/block.h"
+#include "sampling/sampler.h"
+
+namespace gnn {
+
+struct LoaderOptions {
+  std::vector<int> fanouts;   // per layer, DGL order
+  int64_t batch_size = 1000;
+  bool replace = false;
+  bool shuffle = true;
+  bool drop_last = false;
+  int num_workers = 1;        // sampling threads (each batch is sampled by one worker)
+  int prefetch = 2;           // batches ready ahead of the consumer (bound on memory)
+  uint64_t seed = 0;
+};
+
+// Everything the loader reads; the arrays outlive the loader.
+struct LocalGraph {
+  CscView csc;
+  const float* features = nullptr;  // rows of csc's nodes, [num_nodes, feature_dim]
+  int64_t feature_dim = 0;
+  const int64_t* labels = nullptr;  // [num_nodes]; nullptr: batches carry no labels
+};
+
+// Iterates one epoch of mini-batches over `seeds` in order (batch i of epoch
+// e is the same whatever num_workers is). Next() blocks until the next
+// batch is ready; the destructor stops the workers. Not thread-safe.
+//
+// Epoch e's seed order is a Fisher-Yates shuffle from MixSeed(seed, e) (when
+// shuffle); batch i is sampled with rng seed MixSeed(MixSeed(seed, e), i).
+// num_workers == 0 samples each batch inside Next() with all cores.
+// The constructor throws ConfigError on bad options; a bad seed or graph
+// surfaces as the DataError thrown by Next() when it reaches that batch
+// (batches before it are still returned).
+class BatchLoader {
+ public:
+  BatchLoader(const LocalGraph& graph, std::vector<int64_t> seeds, const LoaderOptions& options,
+              int64_t epoch);
+  ~BatchLoader();
+  BatchLoader(const BatchLoader&) = delete;
+  BatchLoader& operator=(const BatchLoader&) = delete;
+
+  int64_t num_batches() const { return num_batches_; }
+  // Most batches ever finished and waiting for Next() at once (<= prefetch);
+  // for tests and monitoring. Locks; call from the consumer thread.
+  int64_t peak_ready();
+  // The next batch in order, or nullopt after the last. Rethrows a worker's
+  // exception.
+  std::optional<MiniBatch> Next();
+
+ private:
+  void Work();
+  // Samples and gathers batch `index` with `threads` threads.
+  MiniBatch Make(int64_t index, int threads) const;
+
+  LocalGraph graph_;
+  std::vector<int64_t> seeds_;
+  LoaderOptions options_;
+  int64_t epoch_;
+  int64_t num_batches_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t next_to_claim_ = 0;
+  int64_t next_to_return_ = 0;
+  std::map<int64_t, MiniBatch> ready_;
+  std::exception_ptr error_;  // the failure of batch error_index_ (the lowest failed)
+  int64_t error_index_ = -1;
+  int64_t peak_ready_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+// Seed for (base seed, stream...) combinations: a splitmix64 hash chain.
+uint64_t MixSeed(uint64_t a, uint64_t b);
+
+}  // namespace gnn

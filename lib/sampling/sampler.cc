@@ -1,0 +1,324 @@
+#include "sampling/sampler.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "common/error.h"
+#include "common/parallel.h"
+
+namespace gnn {
+namespace {
+
+constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
+
+uint64_t Mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// splitmix64 stream. Seeded per seed node from MixSeed(rng_seed, node), so a
+// node's draw never depends on which thread or slice handled it. std::
+// distributions are avoided: their output is implementation-defined.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t Next() { return Mix64(state_ += kGolden); }
+  // Uniform in [0, n), n > 0 (Lemire's multiply-shift; bias < n / 2^64).
+  int64_t Below(int64_t n) {
+    return static_cast<int64_t>(
+        (static_cast<unsigned __int128>(Next()) * static_cast<uint64_t>(n)) >> 64);
+  }
+
+ private:
+  uint64_t state_;
+};
+
+// Floyd's algorithm keeps its chosen positions in a linear list up to this
+// fanout (a scan of <= 32 int64 is cheaper than hashing); above it, in an
+// open-addressing set.
+constexpr int kLinearFloydMax = 32;
+
+// Scratch for one thread's slice of SampleNeighbors: allocated once per
+// slice, never per seed.
+struct FloydScratch {
+  std::vector<int64_t> set;  // open addressing, -1 = empty; size is a power of 2
+  uint64_t mask = 0;
+  explicit FloydScratch(int fanout) {
+    if (fanout > kLinearFloydMax) {
+      uint64_t cap = 64;
+      while (cap < 2 * static_cast<uint64_t>(fanout)) cap <<= 1;
+      set.assign(cap, -1);
+      mask = cap - 1;
+    }
+  }
+  // Inserts p; false if already present.
+  bool Insert(int64_t p) {
+    uint64_t h = (static_cast<uint64_t>(p) * kGolden) & mask;
+    while (set[h] != -1) {
+      if (set[h] == p) return false;
+      h = (h + 1) & mask;
+    }
+    set[h] = p;
+    return true;
+  }
+};
+
+// Number of neighbours seed with in-degree `deg` gets (see header).
+inline int64_t SampleCount(int64_t deg, int fanout, bool replace) {
+  if (fanout < 0) return deg;
+  if (replace) return deg == 0 ? 0 : fanout;
+  return std::min<int64_t>(deg, fanout);
+}
+
+// Writes `k` < deg distinct uniformly chosen entries of row[0, deg) to out
+// (Floyd: k draws whatever deg is, so hub nodes cost the same as others).
+void SampleWithoutReplacement(const int64_t* row, int64_t deg, int64_t k, Rng* rng,
+                              FloydScratch* scratch, int64_t* out) {
+  if (k <= kLinearFloydMax) {
+    // Chosen positions are kept in `pos` for the duplicate check: ids in
+    // `out` cannot be used, since a multigraph row may repeat an id.
+    int64_t pos[kLinearFloydMax];
+    int64_t m = 0;
+    for (int64_t j = deg - k; j < deg; ++j) {
+      int64_t t = rng->Below(j + 1);
+      for (int64_t q = 0; q < m; ++q) {
+        if (pos[q] == t) {
+          t = j;
+          break;
+        }
+      }
+      pos[m] = t;
+      out[m++] = row[t];
+    }
+    return;
+  }
+  std::fill(scratch->set.begin(), scratch->set.end(), -1);
+  int64_t m = 0;
+  for (int64_t j = deg - k; j < deg; ++j) {
+    int64_t t = rng->Below(j + 1);
+    if (!scratch->Insert(t)) {
+      t = j;
+      scratch->Insert(t);
+    }
+    out[m++] = row[t];
+  }
+}
+
+// Global id -> local index map for ToBlock: open addressing with linear
+// probing over 16-byte slots, Fibonacci hashing, load factor <= 1/2. Kept
+// thread-local and reused across calls, so a worker allocates it once; it
+// grows by rehashing the keys already listed in `src` (their local ids are
+// their positions), so it never needs a second copy of the entries.
+class IdMap {
+ public:
+  struct Slot {
+    int64_t key;
+    int64_t local;
+  };
+
+  void Reset(int64_t expected) {
+    int shift_bits = 6;
+    while ((int64_t{1} << shift_bits) < 2 * expected) ++shift_bits;
+    Resize(shift_bits);
+  }
+
+  Slot* Find(int64_t key) {
+    uint64_t h = Hash(key);
+    while (slots_[h].key != key && slots_[h].key != kEmpty) h = (h + 1) & mask_;
+    return &slots_[h];
+  }
+
+  void Prefetch(int64_t key) const { __builtin_prefetch(&slots_[Hash(key)]); }
+
+  // Call after filling an empty slot; rehashes `src` (local i = src[i]) when
+  // the table is half full.
+  void Added(const std::vector<int64_t>& src) {
+    if (++size_ * 2 <= static_cast<int64_t>(mask_ + 1)) return;
+    Resize(bits_ + 1);
+    for (size_t i = 0; i < src.size(); ++i) {
+      Slot* s = Find(src[i]);
+      *s = {src[i], static_cast<int64_t>(i)};
+    }
+    size_ = static_cast<int64_t>(src.size());
+  }
+
+  static constexpr int64_t kEmpty = -1;
+
+ private:
+  uint64_t Hash(int64_t key) const { return (static_cast<uint64_t>(key) * kGolden) >> shift_; }
+
+  void Resize(int bits) {
+    bits_ = bits;
+    size_t cap = size_t{1} << bits;
+    if (slots_.size() < cap) slots_.resize(cap);
+    std::fill(slots_.begin(), slots_.begin() + cap, Slot{kEmpty, 0});
+    mask_ = cap - 1;
+    shift_ = 64 - bits;
+    size_ = 0;
+  }
+
+  std::vector<Slot> slots_;
+  uint64_t mask_ = 0;
+  int bits_ = 0;
+  int shift_ = 64;
+  int64_t size_ = 0;
+};
+
+[[noreturn]] void ThrowNotOwned(const CscView& csc, int64_t v) {
+  throw DataError("seed node " + std::to_string(v) + " is outside the graph's node range [" +
+                  std::to_string(csc.node_start) + ", " +
+                  std::to_string(csc.node_start + csc.num_nodes) + ")");
+}
+
+}  // namespace
+
+uint64_t MixSeed(uint64_t a, uint64_t b) {
+  return Mix64(Mix64(a + kGolden) ^ Mix64(b + 0x632be59bd9b4e019ULL));
+}
+
+void SampleNeighbors(const CscView& csc, const int64_t* seeds, int64_t num_seeds, int fanout,
+                     bool replace, uint64_t rng_seed, int threads,
+                     std::vector<int64_t>* out_indptr, std::vector<int64_t>* out_indices) {
+  if (num_seeds < 0) throw DataError("negative number of seeds");
+  if (num_seeds > 0 && csc.num_nodes > 0 && (csc.indptr == nullptr || csc.indices == nullptr)) {
+    throw DataError("neighbour sampling over a CSC without arrays");
+  }
+  out_indptr->resize(num_seeds + 1);
+  int64_t* optr = out_indptr->data();
+  optr[0] = 0;
+  // Pass 1: validate seeds and count, so pass 2 writes into exact arrays.
+  ParallelFor(num_seeds, threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      int64_t r = seeds[i] - csc.node_start;
+      if (r < 0 || r >= csc.num_nodes) ThrowNotOwned(csc, seeds[i]);
+      optr[i + 1] = SampleCount(csc.indptr[r + 1] - csc.indptr[r], fanout, replace);
+    }
+  });
+  for (int64_t i = 0; i < num_seeds; ++i) optr[i + 1] += optr[i];
+  out_indices->resize(optr[num_seeds]);
+  int64_t* out = out_indices->data();
+  ParallelFor(num_seeds, threads, [&](int64_t b, int64_t e) {
+    FloydScratch scratch(replace ? 0 : fanout);
+    for (int64_t i = b; i < e; ++i) {
+      int64_t k = optr[i + 1] - optr[i];
+      if (k == 0) continue;
+      int64_t r = seeds[i] - csc.node_start;
+      int64_t begin = csc.indptr[r];
+      int64_t deg = csc.indptr[r + 1] - begin;
+      const int64_t* row = csc.indices + begin;
+      int64_t* dst = out + optr[i];
+      if (fanout < 0 || (!replace && k == deg)) {
+        std::memcpy(dst, row, static_cast<size_t>(deg) * sizeof(int64_t));
+        continue;
+      }
+      Rng rng(MixSeed(rng_seed, static_cast<uint64_t>(seeds[i])));
+      if (replace) {
+        for (int64_t q = 0; q < k; ++q) dst[q] = row[rng.Below(deg)];
+      } else {
+        SampleWithoutReplacement(row, deg, k, &rng, &scratch, dst);
+      }
+    }
+  });
+}
+
+Block ToBlock(const std::vector<int64_t>& dst_nodes, std::vector<int64_t> nbr_indptr,
+              const std::vector<int64_t>& nbr_indices) {
+  const int64_t num_dst = static_cast<int64_t>(dst_nodes.size());
+  const int64_t num_edges = static_cast<int64_t>(nbr_indices.size());
+  if (static_cast<int64_t>(nbr_indptr.size()) != num_dst + 1 || nbr_indptr[0] != 0 ||
+      nbr_indptr.back() != num_edges) {
+    throw DataError("ToBlock: neighbour CSR does not match " + std::to_string(num_dst) +
+                    " destination nodes and " + std::to_string(num_edges) + " edges");
+  }
+  thread_local IdMap map;
+  thread_local std::vector<int64_t> src;
+  // Guess at the unique count (sampled neighbourhoods overlap); the map
+  // grows if the guess is low.
+  map.Reset(num_dst + num_edges / 4);
+  src.clear();
+  src.reserve(num_dst + num_edges);
+  for (int64_t v : dst_nodes) {
+    if (v < 0) throw DataError("ToBlock: negative node id " + std::to_string(v));
+    IdMap::Slot* s = map.Find(v);
+    if (s->key != IdMap::kEmpty) {
+      throw DataError("destination node " + std::to_string(v) + " appears more than once");
+    }
+    *s = {v, static_cast<int64_t>(src.size())};
+    src.push_back(v);
+    map.Added(src);
+  }
+  Block block;
+  block.num_dst = num_dst;
+  block.indices.resize(num_edges);
+  const int64_t* nbr = nbr_indices.data();
+  int64_t* local = block.indices.data();
+  // Probes are random accesses into a table of a few MB: prefetching a few
+  // edges ahead hides most of the miss latency.
+  constexpr int64_t kAhead = 8;
+  for (int64_t i = 0; i < num_edges; ++i) {
+    if (i + kAhead < num_edges) map.Prefetch(nbr[i + kAhead]);
+    int64_t v = nbr[i];
+    if (v < 0) throw DataError("ToBlock: negative node id " + std::to_string(v));
+    IdMap::Slot* s = map.Find(v);
+    if (s->key == IdMap::kEmpty) {
+      *s = {v, static_cast<int64_t>(src.size())};
+      local[i] = s->local;
+      src.push_back(v);
+      map.Added(src);
+    } else {
+      local[i] = s->local;
+    }
+  }
+  block.src_nodes.assign(src.begin(), src.end());
+  block.indptr = std::move(nbr_indptr);
+  return block;
+}
+
+std::vector<Block> SampleBlocks(const CscView& csc, const std::vector<int64_t>& seeds,
+                                const std::vector<int>& fanouts, bool replace, uint64_t rng_seed,
+                                int threads) {
+  const int num_layers = static_cast<int>(fanouts.size());
+  for (int l = 0; l < num_layers; ++l) {
+    if (fanouts[l] < -1) {
+      throw ConfigError("fanout " + std::to_string(fanouts[l]) + " of layer " +
+                        std::to_string(l) + " is invalid (>= 0, or -1 for all neighbours)");
+    }
+  }
+  std::vector<Block> blocks(num_layers);
+  const std::vector<int64_t>* frontier = &seeds;
+  std::vector<int64_t> indptr, indices;
+  for (int l = num_layers - 1; l >= 0; --l) {
+    SampleNeighbors(csc, frontier->data(), static_cast<int64_t>(frontier->size()), fanouts[l],
+                    replace, MixSeed(rng_seed, static_cast<uint64_t>(l)), threads, &indptr,
+                    &indices);
+    blocks[l] = ToBlock(*frontier, std::move(indptr), indices);
+    indptr.clear();
+    frontier = &blocks[l].src_nodes;
+  }
+  return blocks;
+}
+
+void GatherRows(const float* rows, int64_t row_start, int64_t dim, const std::vector<int64_t>& ids,
+                std::vector<float>* out, int threads) {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  if (static_cast<int64_t>(out->size()) != n * dim) out->resize(n * dim);
+  if (n == 0 || dim == 0) return;
+  const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
+  // Thread start-up costs tens of microseconds: not worth it for small copies.
+  constexpr size_t kMinBytesPerThread = size_t{1} << 20;
+  int t = ResolveThreads(threads);
+  t = static_cast<int>(std::max<size_t>(1, std::min<size_t>(t, n * row_bytes / kMinBytesPerThread)));
+  float* dst = out->data();
+  const int64_t* id = ids.data();
+  ParallelFor(n, t, [&](int64_t b, int64_t e) {
+    constexpr int64_t kAhead = 4;
+    for (int64_t i = b; i < e; ++i) {
+      if (i + kAhead < e) __builtin_prefetch(rows + (id[i + kAhead] - row_start) * dim);
+      std::memcpy(dst + i * dim, rows + (id[i] - row_start) * dim, row_bytes);
+    }
+  });
+}
+
+}  // namespace gnn

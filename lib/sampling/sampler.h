@@ -1,0 +1,68 @@
+// Uniform neighbour sampling over a CSC of in-edges, block construction and
+// feature/label gathering. Pure functions: RNG state comes from the caller's
+// seed, so results reproduce exactly and do not depend on the thread count.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sampling/block.h"
+
+namespace gnn {
+
+// Read-only view of in-edges of the nodes [node_start, node_start+num_nodes):
+// row i lists the global ids of the in-neighbours of node node_start + i.
+// The arrays are owned elsewhere (vectors, mmap, shared memory).
+struct CscView {
+  const int64_t* indptr = nullptr;  // [num_nodes + 1]
+  const int64_t* indices = nullptr;
+  int64_t node_start = 0;
+  int64_t num_nodes = 0;
+};
+
+// Sampled in-neighbours of `seeds` (global ids owned by `csc`), CSR over
+// seeds: out_indptr has seeds.size()+1 entries, out_indices global ids.
+// fanout < 0 or >= degree takes every neighbour; otherwise `fanout` distinct
+// neighbours uniformly without replacement (or with replacement if
+// `replace`, always exactly `fanout`, even when fanout >= degree, for any
+// node with at least one in-edge; fanout < 0 still takes every neighbour
+// once). fanout == 0 samples nothing. Seed i's draw depends only on
+// (rng_seed, seeds[i]), so the result is the same for any `threads`.
+// Output vectors are resized to their exact sizes. Blocking; uses `threads`
+// threads (<= 0: all cores).
+// Throws DataError if a seed is not owned by `csc`.
+void SampleNeighbors(const CscView& csc, const int64_t* seeds, int64_t num_seeds, int fanout,
+                     bool replace, uint64_t rng_seed, int threads,
+                     std::vector<int64_t>* out_indptr, std::vector<int64_t>* out_indices);
+
+// Builds a block from destination nodes and their sampled neighbours (as
+// SampleNeighbors returns them): src_nodes = dst first, then new neighbours
+// in first-seen order; indices relabelled to local positions. Throws
+// DataError on a repeated destination node, a negative id, or arrays whose
+// sizes do not match. Single-threaded; reuses a thread-local hash table.
+Block ToBlock(const std::vector<int64_t>& dst_nodes, std::vector<int64_t> nbr_indptr,
+              const std::vector<int64_t>& nbr_indices);
+
+// Samples all layers for `seeds`: fanouts[i] belongs to layer i (DGL's
+// order), so sampling starts from the seeds with fanouts.back(). Returns
+// blocks ordered input -> output. Single-partition (standalone) graphs only.
+// Layer l draws with MixSeed(rng_seed, l). Seeds must be unique (DataError
+// otherwise, as for nodes the CSC does not own); fanouts must be >= -1
+// (ConfigError). Empty fanouts give no blocks.
+std::vector<Block> SampleBlocks(const CscView& csc, const std::vector<int64_t>& seeds,
+                                const std::vector<int>& fanouts, bool replace, uint64_t rng_seed,
+                                int threads);
+
+// out[i, :] = rows[ids[i] - row_start, :] for a row-major [*, dim] matrix.
+// The caller guarantees every row exists (ids >= row_start and in range).
+// `out` is resized to ids.size() * dim (no reallocation when it already has
+// that size, so a reused buffer is not re-zeroed).
+void GatherRows(const float* rows, int64_t row_start, int64_t dim, const std::vector<int64_t>& ids,
+                std::vector<float>* out, int threads);
+
+// Seed for (base seed, stream...) combinations: a splitmix64 hash chain.
+// Also declared in loader.h; declared here because the sampler derives each
+// seed node's RNG as MixSeed(rng_seed, node id).
+uint64_t MixSeed(uint64_t a, uint64_t b);
+
+}  // namespace gnn

@@ -1,0 +1,51 @@
+// gnn-train's job in standalone mode (one partition, no servers), as DGL's
+// train_dist.py --standalone: sample, train GraphSAGE, evaluate layer-wise,
+// checkpoint, and summarise.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gnn {
+
+struct TrainOptions {
+  std::string graph_name;        // --graph_name; must match the config when set
+  std::string part_config;       // --part_config path to <graph>.json
+  bool standalone = false;       // --standalone: one partition, no servers
+  int num_epochs = 20;
+  int64_t batch_size = 1000;
+  int64_t batch_size_eval = 100000;
+  std::string fan_out = "10,25";  // per layer, input layer first
+  int64_t num_hidden = 16;
+  int num_layers = 2;
+  double lr = 0.003;              // Adam
+  double dropout = 0.5;
+  double weight_decay = 0.0;
+  int log_every = 20;
+  int eval_every = 5;
+  uint64_t seed = 0;
+  int num_omp_threads = 0;        // 0 = LibTorch's default
+  int num_gpus = -1;              // -1/0 = CPU
+  int num_workers = 1;            // sampling threads
+  int prefetch = 2;               // batches sampled ahead
+  bool sample_replace = false;
+  std::string metrics_file;       // JSON lines
+  std::string checkpoint_dir;     // model + optimizer + epoch, every epoch
+  bool resume = false;            // continue from checkpoint_dir
+  std::string save_model;         // torch.load-able dict of named tensors
+  std::string save_embeddings;    // .npy of the final layer output, input node order
+  bool verify_checksums = true;
+
+  std::vector<int> Fanouts() const;  // parsed fan_out; throws ConfigError
+  // Throws ConfigError naming the first bad field.
+  void Validate() const;
+};
+
+// Runs training; returns the summary object (best_val_acc, test_acc,
+// final_test_acc, epochs, mean_epoch_time_s, seeds_per_s, ...).
+nlohmann::json RunTrain(const TrainOptions& options);
+
+}  // namespace gnn

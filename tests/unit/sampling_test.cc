@@ -1,0 +1,499 @@
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "common/error.h"
+#include "graph/csr.h"
+#include "graph/synthetic.h"
+#include "sampling/loader.h"
+#include "sampling/sampler.h"
+#include "test_util.h"
+
+using namespace gnn;
+
+namespace {
+
+// In-edges of nodes 100..106 (node_start = 100):
+//   100 <- 101 102 103          deg 3
+//   101 <- (none)               deg 0
+//   102 <- 100                  deg 1
+//   103 <- 200..209             deg 10
+//   104 <- 100 101 102 103 104 105   deg 6
+//   105 <- 7 7 8                deg 3 (a multigraph row)
+//   106 <- 300..339             deg 40
+struct HandCsc {
+  std::vector<int64_t> indptr, indices;
+  CscView view;
+  HandCsc() {
+    std::vector<std::vector<int64_t>> rows = {
+        {101, 102, 103}, {}, {100}, {}, {100, 101, 102, 103, 104, 105}, {7, 7, 8}, {}};
+    for (int64_t v = 200; v < 210; ++v) rows[3].push_back(v);
+    for (int64_t v = 300; v < 340; ++v) rows[6].push_back(v);
+    indptr.push_back(0);
+    for (auto& r : rows) {
+      indices.insert(indices.end(), r.begin(), r.end());
+      indptr.push_back(static_cast<int64_t>(indices.size()));
+    }
+    view = {indptr.data(), indices.data(), 100, static_cast<int64_t>(rows.size())};
+  }
+  std::multiset<int64_t> Row(int64_t v) const {
+    int64_t r = v - 100;
+    return {indices.begin() + indptr[r], indices.begin() + indptr[r + 1]};
+  }
+};
+
+struct Sampled {
+  std::vector<int64_t> indptr, indices;
+  std::multiset<int64_t> Row(size_t i) const {
+    return {indices.begin() + indptr[i], indices.begin() + indptr[i + 1]};
+  }
+};
+
+Sampled Sample(const CscView& csc, const std::vector<int64_t>& seeds, int fanout, bool replace,
+               uint64_t rng_seed, int threads = 1) {
+  Sampled s;
+  SampleNeighbors(csc, seeds.data(), static_cast<int64_t>(seeds.size()), fanout, replace,
+                  rng_seed, threads, &s.indptr, &s.indices);
+  return s;
+}
+
+// A standalone graph for block and loader tests (undirected synthetic:tiny).
+struct TinyGraph {
+  Dataset data;
+  Csr csc;
+  LocalGraph graph;
+  TinyGraph() {
+    data = GenerateSynthetic(ParseSyntheticSpec("tiny"), 7, 2);
+    csc = Symmetrize(data.num_nodes, data.src, data.dst, 2);
+    graph.csc = {csc.indptr.data(), csc.indices.data(), 0, csc.num_rows()};
+    graph.features = data.features.data();
+    graph.feature_dim = data.feature_dim;
+    graph.labels = data.labels.data();
+  }
+};
+
+const TinyGraph& Tiny() {
+  static TinyGraph g;
+  return g;
+}
+
+bool SameBlocks(const std::vector<Block>& a, const std::vector<Block>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t l = 0; l < a.size(); ++l) {
+    if (a[l].num_dst != b[l].num_dst || a[l].src_nodes != b[l].src_nodes ||
+        a[l].indptr != b[l].indptr || a[l].indices != b[l].indices) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool SameBatch(const MiniBatch& a, const MiniBatch& b) {
+  return a.index == b.index && a.seeds == b.seeds && SameBlocks(a.blocks, b.blocks) &&
+         a.features == b.features && a.labels == b.labels && a.feature_dim == b.feature_dim;
+}
+
+std::vector<MiniBatch> Drain(BatchLoader& loader) {
+  std::vector<MiniBatch> out;
+  while (auto b = loader.Next()) out.push_back(std::move(*b));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("SampleNeighbors draws real in-neighbours with the right counts", "[unit]") {
+  HandCsc g;
+  std::vector<int64_t> seeds = {100, 101, 102, 103, 104, 105, 106};
+  const uint64_t rng_seed = GENERATE(1, 2, 3);
+  {
+    SECTION("without replacement, fanout 3") {
+      Sampled s = Sample(g.view, seeds, 3, false, rng_seed);
+      REQUIRE(s.indptr.size() == seeds.size() + 1);
+      REQUIRE(s.indices.size() == static_cast<size_t>(s.indptr.back()));
+      std::vector<int64_t> want_count = {3, 0, 1, 3, 3, 3, 3};
+      for (size_t i = 0; i < seeds.size(); ++i) {
+        CHECK(s.indptr[i + 1] - s.indptr[i] == want_count[i]);
+        std::multiset<int64_t> row = g.Row(seeds[i]);
+        std::multiset<int64_t> got = s.Row(i);
+        for (int64_t v : got) CHECK(row.count(v) >= got.count(v));
+        if (seeds[i] != 105) CHECK(std::set<int64_t>(got.begin(), got.end()).size() == got.size());
+      }
+      // fanout >= degree: exactly the row.
+      CHECK(s.Row(0) == g.Row(100));
+      CHECK(s.Row(5) == g.Row(105));  // repeated ids kept: positions are distinct
+    }
+    SECTION("fanout above 32 uses the hashed Floyd path") {
+      Sampled s = Sample(g.view, {106, 103}, 33, false, rng_seed);
+      std::multiset<int64_t> got = s.Row(0);
+      CHECK(got.size() == 33);
+      CHECK(std::set<int64_t>(got.begin(), got.end()).size() == 33);
+      for (int64_t v : got) CHECK((v >= 300 && v < 340));
+      CHECK(s.Row(1) == g.Row(103));
+    }
+    SECTION("fanout -1 takes everything") {
+      Sampled s = Sample(g.view, seeds, -1, false, rng_seed);
+      for (size_t i = 0; i < seeds.size(); ++i) CHECK(s.Row(i) == g.Row(seeds[i]));
+      Sampled r = Sample(g.view, seeds, -1, true, rng_seed);
+      CHECK(r.indices == s.indices);
+    }
+    SECTION("with replacement: exactly fanout, duplicates allowed, degree 0 none") {
+      Sampled s = Sample(g.view, seeds, 5, true, rng_seed);
+      for (size_t i = 0; i < seeds.size(); ++i) {
+        int64_t want = seeds[i] == 101 ? 0 : 5;
+        CHECK(s.indptr[i + 1] - s.indptr[i] == want);
+        std::multiset<int64_t> row = g.Row(seeds[i]);
+        for (int64_t v : s.Row(i)) CHECK(row.count(v) == 1 + (v == 7 ? 1 : 0));
+      }
+      // Node 102 has one in-neighbour, so five draws repeat it.
+      CHECK(s.Row(2) == std::multiset<int64_t>{100, 100, 100, 100, 100});
+    }
+    SECTION("fanout 0 samples nothing") {
+      Sampled s = Sample(g.view, seeds, 0, false, rng_seed);
+      CHECK(s.indptr == std::vector<int64_t>(seeds.size() + 1, 0));
+      CHECK(s.indices.empty());
+    }
+  }
+}
+
+TEST_CASE("SampleNeighbors rejects seeds outside the CSC", "[unit]") {
+  HandCsc g;
+  for (int64_t bad : {99, 107, -1}) {
+    std::vector<int64_t> seeds = {100, bad};
+    Sampled s;
+    CHECK_THROWS_AS(Sample(g.view, seeds, 2, false, 1), DataError);
+    CHECK_THROWS_WITH(Sample(g.view, seeds, 2, false, 1, 2),
+                      Catch::Contains("node " + std::to_string(bad)));
+  }
+  Sampled empty = Sample(g.view, {}, 3, false, 1);
+  CHECK(empty.indptr == std::vector<int64_t>{0});
+  CHECK(empty.indices.empty());
+}
+
+TEST_CASE("SampleNeighbors without replacement is uniform", "[unit]") {
+  HandCsc g;
+  // Node 103 has 10 in-neighbours; 3 of them are drawn, so each has
+  // probability 0.3. 40000 draws: the standard error of a frequency is
+  // ~0.0023, so +-15% (0.045) is ~20 sigma: a real bias fails, luck doesn't.
+  const int trials = 40000;
+  std::map<int64_t, int> hits;
+  std::vector<int64_t> seeds = {103};
+  for (int t = 0; t < trials; ++t) {
+    Sampled s = Sample(g.view, seeds, 3, false, static_cast<uint64_t>(t));
+    for (int64_t v : s.indices) ++hits[v];
+  }
+  REQUIRE(hits.size() == 10);
+  for (auto& [v, n] : hits) {
+    double f = static_cast<double>(n) / trials;
+    INFO("neighbour " << v << " frequency " << f);
+    CHECK(f > 0.3 * 0.85);
+    CHECK(f < 0.3 * 1.15);
+  }
+  // The same across seed nodes: one RNG seed, many distinct nodes of a graph
+  // whose every row is 0..9.
+  const int64_t n = 20000;
+  std::vector<int64_t> indptr(n + 1), indices;
+  for (int64_t v = 0; v < n; ++v) {
+    for (int64_t u = 0; u < 10; ++u) indices.push_back(u);
+    indptr[v + 1] = indices.size();
+  }
+  std::vector<int64_t> all(n);
+  for (int64_t v = 0; v < n; ++v) all[v] = v;
+  CscView view{indptr.data(), indices.data(), 0, n};
+  Sampled s = Sample(view, all, 3, false, 42, 2);
+  std::vector<int> count(10, 0);
+  for (int64_t v : s.indices) ++count[v];
+  for (int u = 0; u < 10; ++u) {
+    double f = static_cast<double>(count[u]) / n;
+    INFO("neighbour " << u << " frequency " << f);
+    CHECK(f > 0.3 * 0.85);
+    CHECK(f < 0.3 * 1.15);
+  }
+}
+
+TEST_CASE("SampleNeighbors is deterministic and thread-count independent", "[unit]") {
+  const TinyGraph& t = Tiny();
+  std::vector<int64_t> seeds;
+  for (int64_t v = 0; v < t.data.num_nodes; v += 3) seeds.push_back(v);
+  for (bool replace : {false, true}) {
+    Sampled a = Sample(t.graph.csc, seeds, 4, replace, 11, 1);
+    Sampled b = Sample(t.graph.csc, seeds, 4, replace, 11, 2);
+    Sampled c = Sample(t.graph.csc, seeds, 4, replace, 11, 1);
+    Sampled d = Sample(t.graph.csc, seeds, 4, replace, 12, 2);
+    CHECK(a.indptr == b.indptr);
+    CHECK(a.indices == b.indices);
+    CHECK(a.indices == c.indices);
+    CHECK(a.indptr == d.indptr);  // counts depend on degrees only
+    CHECK(a.indices != d.indices);
+  }
+  // A seed's draw does not depend on its neighbours in the batch.
+  Sampled all = Sample(t.graph.csc, seeds, 4, false, 11);
+  Sampled one = Sample(t.graph.csc, {seeds[5]}, 4, false, 11);
+  CHECK(std::vector<int64_t>(all.indices.begin() + all.indptr[5],
+                             all.indices.begin() + all.indptr[6]) == one.indices);
+}
+
+TEST_CASE("ToBlock puts destinations first and relabels sources", "[unit]") {
+  HandCsc g;
+  std::vector<int64_t> dst = {104, 100, 103, 101};
+  Sampled s = Sample(g.view, dst, 4, false, 5);
+  Block b = ToBlock(dst, s.indptr, s.indices);
+  CHECK(b.num_dst == 4);
+  REQUIRE(b.num_src() >= 4);
+  CHECK(std::vector<int64_t>(b.src_nodes.begin(), b.src_nodes.begin() + 4) == dst);
+  CHECK(std::set<int64_t>(b.src_nodes.begin(), b.src_nodes.end()).size() == b.src_nodes.size());
+  CHECK(b.indptr == s.indptr);
+  REQUIRE(b.num_edges() == static_cast<int64_t>(s.indices.size()));
+  for (int64_t e = 0; e < b.num_edges(); ++e) {
+    REQUIRE(b.indices[e] >= 0);
+    REQUIRE(b.indices[e] < b.num_src());
+    CHECK(b.src_nodes[b.indices[e]] == s.indices[e]);
+  }
+  // New sources appear in first-seen order.
+  std::vector<int64_t> first_seen;
+  std::set<int64_t> seen(dst.begin(), dst.end());
+  for (int64_t v : s.indices) {
+    if (seen.insert(v).second) first_seen.push_back(v);
+  }
+  CHECK(std::vector<int64_t>(b.src_nodes.begin() + 4, b.src_nodes.end()) == first_seen);
+
+  SECTION("exact small case") {
+    Block c = ToBlock({5, 9}, {0, 3, 4}, {9, 7, 7, 5});
+    CHECK(c.src_nodes == std::vector<int64_t>{5, 9, 7});
+    CHECK(c.indices == std::vector<int64_t>{1, 2, 2, 0});
+    CHECK(c.indptr == std::vector<int64_t>{0, 3, 4});
+  }
+  SECTION("bad input") {
+    CHECK_THROWS_AS(ToBlock({5, 5}, {0, 0, 0}, {}), DataError);
+    CHECK_THROWS_AS(ToBlock({5, 6}, {0, 1}, {3}), DataError);
+    CHECK_THROWS_AS(ToBlock({5}, {0, 2}, {3}), DataError);
+    CHECK_THROWS_AS(ToBlock({5}, {0, 1}, {-3}), DataError);
+  }
+  SECTION("large frontier grows the map and matches a reference") {
+    std::vector<int64_t> d, ptr = {0}, idx;
+    for (int64_t v = 0; v < 1000; ++v) d.push_back(v * 7919);
+    uint64_t x = 1;
+    for (int64_t v = 0; v < 1000; ++v) {
+      for (int k = 0; k < 50; ++k) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        idx.push_back(static_cast<int64_t>((x >> 33) % 40000));
+      }
+      ptr.push_back(idx.size());
+    }
+    Block big = ToBlock(d, ptr, idx);
+    std::map<int64_t, int64_t> ref;
+    std::vector<int64_t> ref_src;
+    for (int64_t v : d) ref.emplace(v, ref.size()), ref_src.push_back(v);
+    std::vector<int64_t> ref_idx;
+    for (int64_t v : idx) {
+      auto it = ref.emplace(v, ref.size());
+      if (it.second) ref_src.push_back(v);
+      ref_idx.push_back(it.first->second);
+    }
+    CHECK(big.src_nodes == ref_src);
+    CHECK(big.indices == ref_idx);
+  }
+}
+
+TEST_CASE("SampleBlocks builds DGL-ordered layers on synthetic:tiny", "[unit]") {
+  const TinyGraph& t = Tiny();
+  std::vector<int64_t> seeds(t.data.train_idx.begin(), t.data.train_idx.begin() + 50);
+  std::vector<int> fanouts = {2, 3};
+  std::vector<Block> blocks = SampleBlocks(t.graph.csc, seeds, fanouts, false, 9, 1);
+  REQUIRE(blocks.size() == 2);
+  CHECK(blocks.back().num_dst == static_cast<int64_t>(seeds.size()));
+  CHECK(std::vector<int64_t>(blocks[1].src_nodes.begin(),
+                             blocks[1].src_nodes.begin() + blocks[1].num_dst) == seeds);
+  CHECK(blocks[0].num_dst == blocks[1].num_src());
+  CHECK(std::vector<int64_t>(blocks[0].src_nodes.begin(),
+                             blocks[0].src_nodes.begin() + blocks[0].num_dst) ==
+        blocks[1].src_nodes);
+  for (size_t l = 0; l < blocks.size(); ++l) {
+    const Block& b = blocks[l];
+    REQUIRE(b.indptr.size() == static_cast<size_t>(b.num_dst + 1));
+    CHECK(std::set<int64_t>(b.src_nodes.begin(), b.src_nodes.end()).size() ==
+          b.src_nodes.size());
+    for (int64_t d = 0; d < b.num_dst; ++d) {
+      int64_t v = b.src_nodes[d];
+      int64_t deg = t.csc.Degree(v);
+      int64_t got = b.indptr[d + 1] - b.indptr[d];
+      CHECK(got == std::min<int64_t>(deg, fanouts[l]));
+      std::set<int64_t> row(t.csc.indices.begin() + t.csc.indptr[v],
+                            t.csc.indices.begin() + t.csc.indptr[v + 1]);
+      for (int64_t e = b.indptr[d]; e < b.indptr[d + 1]; ++e) {
+        REQUIRE(b.indices[e] < b.num_src());
+        CHECK(row.count(b.src_nodes[b.indices[e]]) == 1);
+      }
+    }
+  }
+  // The seeds get the output layer's fanout (3), the inputs' layer 2.
+  int64_t max_out = 0;
+  for (int64_t d = 0; d < blocks[1].num_dst; ++d) {
+    max_out = std::max(max_out, blocks[1].indptr[d + 1] - blocks[1].indptr[d]);
+  }
+  CHECK(max_out == 3);
+  CHECK(SameBlocks(blocks, SampleBlocks(t.graph.csc, seeds, fanouts, false, 9, 2)));
+  CHECK_FALSE(SameBlocks(blocks, SampleBlocks(t.graph.csc, seeds, fanouts, false, 10, 1)));
+
+  std::vector<Block> none = SampleBlocks(t.graph.csc, seeds, {0, 0}, false, 9, 1);
+  REQUIRE(none.size() == 2);
+  for (const Block& b : none) {
+    CHECK(b.num_edges() == 0);
+    CHECK(b.src_nodes == seeds);
+  }
+  CHECK_THROWS_AS(SampleBlocks(t.graph.csc, seeds, {2, -2}, false, 9, 1), ConfigError);
+  std::vector<int64_t> dup = {1, 2, 1};
+  CHECK_THROWS_AS(SampleBlocks(t.graph.csc, dup, fanouts, false, 9, 1), DataError);
+}
+
+TEST_CASE("GatherRows copies exact rows", "[unit]") {
+  const int64_t dim = 5, rows = 3000, start = 1000;
+  std::vector<float> m(rows * dim);
+  for (size_t i = 0; i < m.size(); ++i) m[i] = static_cast<float>(i) * 0.5f;
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < 200000; ++i) ids.push_back(start + (i * 7919) % rows);
+  for (int threads : {1, 2}) {
+    std::vector<float> out;
+    GatherRows(m.data(), start, dim, ids, &out, threads);
+    REQUIRE(out.size() == ids.size() * dim);
+    bool ok = true;
+    for (size_t i = 0; i < ids.size() && ok; ++i) {
+      for (int64_t k = 0; k < dim; ++k) ok = ok && out[i * dim + k] == m[(ids[i] - start) * dim + k];
+    }
+    CHECK(ok);
+  }
+  std::vector<float> out = {1, 2, 3};
+  GatherRows(m.data(), start, dim, {}, &out, 2);
+  CHECK(out.empty());
+}
+
+TEST_CASE("BatchLoader covers every seed once per epoch, in the same batches for any workers",
+          "[unit]") {
+  const TinyGraph& t = Tiny();
+  const std::vector<int64_t>& train = t.data.train_idx;
+  LoaderOptions o;
+  o.fanouts = {2, 3};
+  o.batch_size = 64;
+  o.seed = 5;
+  o.prefetch = 3;
+  std::vector<std::vector<MiniBatch>> runs;
+  for (int workers : {1, 2, 0}) {
+    o.num_workers = workers;
+    BatchLoader loader(t.graph, train, o, 0);
+    CHECK(loader.num_batches() == (static_cast<int64_t>(train.size()) + 63) / 64);
+    runs.push_back(Drain(loader));
+    CHECK_FALSE(loader.Next().has_value());
+  }
+  const std::vector<MiniBatch>& a = runs[0];
+  REQUIRE(static_cast<int64_t>(a.size()) == (static_cast<int64_t>(train.size()) + 63) / 64);
+  std::vector<int64_t> covered;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const MiniBatch& b = a[i];
+    CHECK(b.index == static_cast<int64_t>(i));
+    CHECK(b.blocks.size() == 2);
+    CHECK(b.blocks.back().num_dst == static_cast<int64_t>(b.seeds.size()));
+    REQUIRE(b.features.size() == b.input_nodes().size() * t.data.feature_dim);
+    for (size_t r = 0; r < b.input_nodes().size(); r += 17) {
+      int64_t v = b.input_nodes()[r];
+      CHECK(std::equal(b.features.begin() + r * b.feature_dim,
+                       b.features.begin() + (r + 1) * b.feature_dim,
+                       t.data.features.begin() + v * t.data.feature_dim));
+    }
+    REQUIRE(b.labels.size() == b.seeds.size());
+    for (size_t s = 0; s < b.seeds.size(); ++s) CHECK(b.labels[s] == t.data.labels[b.seeds[s]]);
+    CHECK(b.sample_seconds >= 0);
+    covered.insert(covered.end(), b.seeds.begin(), b.seeds.end());
+  }
+  CHECK(static_cast<int64_t>(a.back().seeds.size()) ==
+        static_cast<int64_t>(train.size()) - 64 * (static_cast<int64_t>(a.size()) - 1));
+  std::sort(covered.begin(), covered.end());
+  CHECK(covered == train);
+  for (size_t r = 1; r < runs.size(); ++r) {
+    REQUIRE(runs[r].size() == a.size());
+    for (size_t i = 0; i < a.size(); ++i) CHECK(SameBatch(a[i], runs[r][i]));
+  }
+
+  SECTION("epochs shuffle differently; no shuffle keeps the order; drop_last") {
+    o.num_workers = 1;
+    BatchLoader e1(t.graph, train, o, 1);
+    std::vector<MiniBatch> b1 = Drain(e1);
+    CHECK(b1[0].seeds != a[0].seeds);
+    o.shuffle = false;
+    o.drop_last = true;
+    BatchLoader plain(t.graph, train, o, 0);
+    CHECK(plain.num_batches() == static_cast<int64_t>(train.size()) / 64);
+    std::vector<MiniBatch> p = Drain(plain);
+    REQUIRE(static_cast<int64_t>(p.size()) == plain.num_batches());
+    CHECK(p[0].seeds == std::vector<int64_t>(train.begin(), train.begin() + 64));
+  }
+}
+
+TEST_CASE("BatchLoader prefetches at most `prefetch` batches ahead", "[unit]") {
+  const TinyGraph& t = Tiny();
+  LoaderOptions o;
+  o.fanouts = {5, 5};
+  o.batch_size = 16;
+  o.num_workers = 2;
+  o.prefetch = 2;
+  BatchLoader loader(t.graph, t.data.train_idx, o, 0);
+  REQUIRE(loader.num_batches() > 10);
+  int64_t n = 0;
+  while (auto b = loader.Next()) {
+    ++n;
+    // A slow consumer: the workers catch up and must stop at the bound.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    CHECK(loader.peak_ready() <= o.prefetch);
+  }
+  CHECK(n == loader.num_batches());
+  CHECK(loader.peak_ready() == o.prefetch);  // and they did run ahead
+}
+
+TEST_CASE("BatchLoader stops promptly when the consumer stops early", "[unit]") {
+  const TinyGraph& t = Tiny();
+  LoaderOptions o;
+  o.fanouts = {10, 10};
+  o.batch_size = 8;
+  o.num_workers = 2;
+  o.prefetch = 4;
+  auto start = std::chrono::steady_clock::now();
+  for (int consumed : {0, 1, 3}) {
+    BatchLoader loader(t.graph, t.data.train_idx, o, 0);
+    for (int i = 0; i < consumed; ++i) REQUIRE(loader.Next().has_value());
+  }
+  // Each loader has ~50 batches; stopping must not produce them all.
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+}
+
+TEST_CASE("BatchLoader rethrows a bad seed from Next", "[unit]") {
+  const TinyGraph& t = Tiny();
+  LoaderOptions o;
+  o.fanouts = {2, 2};
+  o.batch_size = 4;
+  o.shuffle = false;
+  std::vector<int64_t> seeds = {1, 2, 3, 4, 5, 6, 7, 8, t.data.num_nodes + 5, 9, 10, 11, 12, 13};
+  for (int workers : {0, 1, 2}) {
+    o.num_workers = workers;
+    BatchLoader loader(t.graph, seeds, o, 0);
+    REQUIRE(loader.num_batches() == 4);
+    CHECK(loader.Next().has_value());
+    CHECK(loader.Next().has_value());
+    CHECK_THROWS_AS(loader.Next(), DataError);
+    CHECK_THROWS_WITH(loader.Next(), Catch::Contains(std::to_string(t.data.num_nodes + 5)));
+  }
+  o.batch_size = 0;
+  CHECK_THROWS_AS(BatchLoader(t.graph, seeds, o, 0), ConfigError);
+  o.batch_size = 4;
+  o.fanouts = {};
+  CHECK_THROWS_AS(BatchLoader(t.graph, seeds, o, 0), ConfigError);
+}
+
+TEST_CASE("MixSeed separates streams", "[unit]") {
+  CHECK(MixSeed(1, 2) == MixSeed(1, 2));
+  CHECK(MixSeed(1, 2) != MixSeed(2, 1));
+  CHECK(MixSeed(0, 0) != MixSeed(0, 1));
+  CHECK(MixSeed(0, 0) != 0);
+}
