@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -82,6 +83,13 @@ struct OgbFiles {
   }
 };
 
+// "12.3": numbers for log lines.
+std::string Fixed(double v, int digits = 2) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
+}
+
 std::string Join(const std::vector<std::string>& v) {
   std::string s;
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
@@ -109,8 +117,8 @@ std::string ResolveSplit(const fs::path& folder, const std::string& requested) {
   std::sort(names.begin(), names.end());
   if (!requested.empty()) {
     if (!fs::is_directory(root / requested, ec)) {
-      throw DataError("missing split folder " + (root / requested).string() + " (available: " +
-                      (names.empty() ? std::string("none") : Join(names)) + ")");
+      throw DataError("missing split folder " + (root / requested).string() +
+                      " (available: " + (names.empty() ? std::string("none") : Join(names)) + ")");
     }
     return requested;
   }
@@ -163,8 +171,8 @@ int64_t ReadCount(const std::string& path, ParseContext* ctx) {
 void ReadEdges(const std::string& path, int64_t num_nodes, int64_t num_edges, Dataset* d,
                ParseContext* ctx) {
   // Shortest edge line: "0,0\n".
-  size_t reserve = static_cast<size_t>(
-      std::min<uint64_t>(static_cast<uint64_t>(num_edges), MaxLines(path, 4)));
+  size_t reserve =
+      static_cast<size_t>(std::min<uint64_t>(static_cast<uint64_t>(num_edges), MaxLines(path, 4)));
   d->src.clear();
   d->dst.clear();
   d->src.reserve(reserve);
@@ -244,8 +252,8 @@ void ReadFeatures(const std::string& path, int64_t num_nodes, Dataset* d, ParseC
 
 void ReadLabels(const std::string& path, int64_t num_nodes, Dataset* d, ParseContext* ctx) {
   d->labels.clear();
-  d->labels.reserve(static_cast<size_t>(
-      std::min<uint64_t>(static_cast<uint64_t>(num_nodes), MaxLines(path, 2))));
+  d->labels.reserve(
+      static_cast<size_t>(std::min<uint64_t>(static_cast<uint64_t>(num_nodes), MaxLines(path, 2))));
   int64_t max_label = -1;
   ForEachGzipChunk(path, [&](const char* b, const char* e, int64_t first) {
     ctx->OnChunk(b, e);
@@ -268,8 +276,8 @@ void ReadLabels(const std::string& path, int64_t num_nodes, Dataset* d, ParseCon
 // One node id per line; returned sorted. Duplicates are an error.
 std::vector<int64_t> ReadIdList(const std::string& path, int64_t num_nodes, ParseContext* ctx) {
   std::vector<int64_t> ids;
-  ids.reserve(static_cast<size_t>(
-      std::min<uint64_t>(static_cast<uint64_t>(num_nodes), MaxLines(path, 2))));
+  ids.reserve(
+      static_cast<size_t>(std::min<uint64_t>(static_cast<uint64_t>(num_nodes), MaxLines(path, 2))));
   ForEachGzipChunk(path, [&](const char* b, const char* e, int64_t first) {
     ctx->OnChunk(b, e);
     CsvCursor c(b, e, path, first);
@@ -421,8 +429,7 @@ bool LoadCache(const fs::path& dir, const std::string& split, const json& sigs, 
   }
 }
 
-void WriteCache(const fs::path& dir, const std::string& split, const json& sigs,
-                const Dataset& d) {
+void WriteCache(const fs::path& dir, const std::string& split, const json& sigs, const Dataset& d) {
   MakeDirs(dir.string());
   // meta.json goes first and comes back last: a crash in between leaves no
   // meta.json, so half-written arrays are never mistaken for a valid cache.
@@ -509,7 +516,8 @@ Dataset ReadOgbFolder(const std::string& folder, const DatasetOptions& options) 
   Stopwatch watch;
   const fs::path root(folder);
   std::error_code ec;
-  if (!fs::is_directory(root / "raw", ec)) throw DataError("missing folder " + (root / "raw").string());
+  if (!fs::is_directory(root / "raw", ec))
+    throw DataError("missing folder " + (root / "raw").string());
   const std::string split = ResolveSplit(root, options.split);
   const OgbFiles files(root, split);
   // Signatures first: a missing file fails here, before any parsing, and a
@@ -526,7 +534,7 @@ Dataset ReadOgbFolder(const std::string& folder, const DatasetOptions& options) 
     d.known_undirected = IsKnownUndirected(name);
     if (LoadCache(cache_dir, split, sigs, &d)) {
       GNN_LOG(kInfo) << "loaded " << name << " (split " << split << ") from cache "
-                     << cache_dir.string() << " in " << watch.Seconds() << " s";
+                     << cache_dir.string() << " in " << Fixed(watch.Seconds()) << " s";
       return d;
     }
   }
@@ -540,10 +548,10 @@ Dataset ReadOgbFolder(const std::string& folder, const DatasetOptions& options) 
   d.known_undirected = IsKnownUndirected(name);
   double secs = parse_watch.Seconds();
   double mb = static_cast<double>(ctx.bytes.load()) / 1e6;
-  GNN_LOG(kInfo) << "parsed raw files of " << name << " (split " << split << ") in " << secs
-                 << " s (" << mb << " MB of CSV, " << (secs > 0 ? mb / secs : 0.0) << " MB/s): "
-                 << d.num_nodes << " nodes, " << d.num_edges() << " edges, " << d.feature_dim
-                 << " features, " << d.num_classes << " classes";
+  GNN_LOG(kInfo) << "parsed raw files of " << name << " (split " << split << ") in " << Fixed(secs)
+                 << " s (" << Fixed(mb, 1) << " MB of CSV, " << Fixed(secs > 0 ? mb / secs : 0.0, 0)
+                 << " MB/s): " << d.num_nodes << " nodes, " << d.num_edges() << " edges, "
+                 << d.feature_dim << " features, " << d.num_classes << " classes";
 
   if (options.use_cache) {
     if (LooksReadOnly(cache_dir)) {
@@ -554,7 +562,7 @@ Dataset ReadOgbFolder(const std::string& folder, const DatasetOptions& options) 
         Stopwatch cache_watch;
         WriteCache(cache_dir, split, sigs, d);
         GNN_LOG(kInfo) << "cached parsed arrays in " << cache_dir.string() << " ("
-                       << cache_watch.Seconds() << " s)";
+                       << Fixed(cache_watch.Seconds()) << " s)";
       } catch (const std::exception& ex) {
         GNN_LOG(kWarn) << "cannot cache parsed arrays in " << cache_dir.string() << ": "
                        << ex.what() << "; continuing without a cache";
@@ -569,7 +577,8 @@ void WriteOgbFolder(const Dataset& d, const std::string& folder, const std::stri
     throw DataError("bad split name '" + split + "' for " + folder);
   }
   d.Validate();
-  if (d.feature_dim <= 0) throw DataError(d.name + ": no node features; OGB layout needs node-feat");
+  if (d.feature_dim <= 0)
+    throw DataError(d.name + ": no node features; OGB layout needs node-feat");
   const fs::path root(folder);
   const fs::path raw = root / "raw";
   const fs::path sp = root / "split" / split;

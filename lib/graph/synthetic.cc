@@ -25,8 +25,8 @@ namespace {
 // they are constants, not options.
 
 // Target community size. Much smaller than any sensible partition, so METIS
-// can keep whole communities together, and large enough that an in-community
-// edge does not saturate a community of average-degree nodes.
+// can keep whole communities together, and large enough that the
+// in-community edges of typical nodes do not saturate their community.
 constexpr int64_t kCommunitySize = 1000;
 // Probability that the second endpoint of an edge is drawn inside the first
 // endpoint's community (edge homophily comes mostly from this).
@@ -40,8 +40,8 @@ constexpr double kLabelFidelity = 0.85;
 // (ogbn-products: mean degree ~50, max ~17K, i.e. ~330 x mean).
 constexpr double kPowerLawExponent = 2.5;
 constexpr double kMaxWeight = 1000.0;
-// Nearest-centroid separation of the features: an (unclipped) pair of class
-// centroids is misclassified with probability Phi(-z) for a single node.
+// Separation z of the class centroids in the features: for one pair of
+// classes, a node's own features pick the wrong one with probability ~Phi(-z).
 // z grows slowly with the number of classes so that a per-node classifier
 // lands near 50% accuracy whatever C is, well below what neighbours allow.
 double FeatureSeparation(int64_t num_classes) {
@@ -429,8 +429,8 @@ std::vector<uint64_t> SampleModelEdges(const Model& m, int64_t count, uint64_t s
 
 // Uniform distinct pairs: the fallback when weighted draws keep hitting
 // existing edges (graphs close to complete).
-std::vector<uint64_t> SampleUniformEdges(int64_t num_nodes, int64_t count, uint64_t seed,
-                                         int round, int num_threads) {
+std::vector<uint64_t> SampleUniformEdges(int64_t num_nodes, int64_t count, uint64_t seed, int round,
+                                         int num_threads) {
   std::vector<uint64_t> keys(count);
   const uint64_t n = static_cast<uint64_t>(num_nodes);
   const uint64_t round_base = static_cast<uint64_t>(round) << 40;
@@ -508,11 +508,8 @@ std::vector<uint64_t> SampleEdges(const SyntheticSpec& spec, const Model& model,
   for (; round < kMaxWeightedRounds && static_cast<int64_t>(keys.size()) < want; ++round) {
     const int64_t deficit = want - static_cast<int64_t>(keys.size());
     const int64_t count = static_cast<int64_t>(deficit / new_rate * 1.02) + 64;
-    Stopwatch tw;
     std::vector<uint64_t> batch = SampleModelEdges(model, count, seed, round, num_threads);
-    GNN_LOG(kInfo) << "TMP sample " << tw.Seconds();
     SortUnique(&batch, max_key, num_threads);
-    GNN_LOG(kInfo) << "TMP sort " << tw.Seconds();
     const int64_t before = static_cast<int64_t>(keys.size());
     if (keys.empty()) {
       keys.swap(batch);
@@ -520,7 +517,6 @@ std::vector<uint64_t> SampleEdges(const SyntheticSpec& spec, const Model& model,
       Union(&keys, batch);
     }
     new_rate = static_cast<double>(static_cast<int64_t>(keys.size()) - before) / count;
-    GNN_LOG(kInfo) << "TMP round " << round << " count " << count << " have " << keys.size() << " rate " << new_rate;
     // Saturated (a graph close to complete): leave it to the fallback.
     if (new_rate < 0.05) {
       ++round;
@@ -618,13 +614,10 @@ void MakeSplit(const SyntheticSpec& spec, uint64_t seed, Dataset* d) {
   for (int64_t i = 0; i < n; ++i) perm[i] = i;
   Rng rng(StreamSeed(seed, Stream::kSplit, 0));
   for (int64_t i = n - 1; i > 0; --i) std::swap(perm[i], perm[rng.Below64(i + 1)]);
-  // Cumulative floors keep train + valid <= N whatever the rounding.
-  const int64_t train_end =
-      std::min(n, static_cast<int64_t>(std::floor(spec.train_fraction * n)));
-  const int64_t valid_end = std::max(
-      train_end,
-      std::min(n, static_cast<int64_t>(
-                      std::floor((spec.train_fraction + spec.valid_fraction) * n))));
+  // Each size is rounded on its own; valid yields to train when the two
+  // roundings together would exceed N.
+  const int64_t train_end = std::min<int64_t>(n, std::llround(spec.train_fraction * n));
+  const int64_t valid_end = std::min<int64_t>(n, train_end + std::llround(spec.valid_fraction * n));
   d->train_idx.assign(perm.begin(), perm.begin() + train_end);
   d->valid_idx.assign(perm.begin() + train_end, perm.begin() + valid_end);
   d->test_idx.assign(perm.begin() + valid_end, perm.end());
@@ -710,10 +703,10 @@ SyntheticSpec ParseSyntheticSpec(const std::string& text) {
       size_t eq = item.find('=');
       if (eq == std::string::npos) BadSpec(text, "item '" + item + "' is not key=value");
       std::string key = item.substr(0, eq);
-      if (key != "nodes" && key != "edges" && key != "feat" && key != "classes" &&
-          key != "train" && key != "valid") {
-        BadSpec(text, "unknown key '" + key +
-                          "' (known: nodes, edges, feat, classes, train, valid)");
+      if (key != "nodes" && key != "edges" && key != "feat" && key != "classes" && key != "train" &&
+          key != "valid") {
+        BadSpec(text,
+                "unknown key '" + key + "' (known: nodes, edges, feat, classes, train, valid)");
       }
       if (!values.emplace(key, item.substr(eq + 1)).second) {
         BadSpec(text, "key '" + key + "' given twice");
@@ -760,10 +753,8 @@ Dataset GenerateSynthetic(const SyntheticSpec& spec, uint64_t seed, int num_thre
   int rounds = 0;
   {
     Model model = BuildModel(spec, seed, num_threads);
-    GNN_LOG(kInfo) << "TMP model " << watch.Seconds();
     d.labels = MakeLabels(spec, model, seed, num_threads);
     std::vector<uint64_t> keys = SampleEdges(spec, model, seed, num_threads, &rounds);
-    GNN_LOG(kInfo) << "TMP edges " << watch.Seconds();
     model = Model();  // free the model's tables before allocating the edge arrays
     const int64_t m = static_cast<int64_t>(keys.size());
     const uint64_t n = static_cast<uint64_t>(spec.num_nodes);
@@ -776,9 +767,7 @@ Dataset GenerateSynthetic(const SyntheticSpec& spec, uint64_t seed, int num_thre
       }
     });
   }
-  GNN_LOG(kInfo) << "TMP decode " << watch.Seconds();
   d.features = MakeFeatures(spec, d.labels, seed, num_threads);
-  GNN_LOG(kInfo) << "TMP feat " << watch.Seconds();
   MakeSplit(spec, seed, &d);
 
   if (big) {

@@ -163,8 +163,8 @@ MiniBatch BatchLoader::Make(int64_t index, int threads) const {
   b.seeds.assign(seeds_.begin() + begin, seeds_.begin() + end);
   const uint64_t batch_seed =
       MixSeed(MixSeed(options_.seed, static_cast<uint64_t>(epoch_)), static_cast<uint64_t>(index));
-  b.blocks = SampleBlocks(graph_.csc, b.seeds, options_.fanouts, options_.replace, batch_seed,
-                          threads);
+  b.blocks =
+      SampleBlocks(graph_.csc, b.seeds, options_.fanouts, options_.replace, batch_seed, threads);
   const CscView& csc = graph_.csc;
   b.feature_dim = graph_.feature_dim;
   if (graph_.feature_dim > 0) {

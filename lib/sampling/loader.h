@@ -19,13 +19,13 @@
 namespace gnn {
 
 struct LoaderOptions {
-  std::vector<int> fanouts;   // per layer, DGL order
+  std::vector<int> fanouts;  // per layer, DGL order
   int64_t batch_size = 1000;
   bool replace = false;
   bool shuffle = true;
   bool drop_last = false;
-  int num_workers = 1;        // sampling threads (each batch is sampled by one worker)
-  int prefetch = 2;           // batches ready ahead of the consumer (bound on memory)
+  int num_workers = 1;  // sampling threads (each batch is sampled by one worker)
+  int prefetch = 2;     // batches ready ahead of the consumer (bound on memory)
   uint64_t seed = 0;
 };
 

@@ -32,8 +32,8 @@ struct CscView {
 // threads (<= 0: all cores).
 // Throws DataError if a seed is not owned by `csc`.
 void SampleNeighbors(const CscView& csc, const int64_t* seeds, int64_t num_seeds, int fanout,
-                     bool replace, uint64_t rng_seed, int threads,
-                     std::vector<int64_t>* out_indptr, std::vector<int64_t>* out_indices);
+                     bool replace, uint64_t rng_seed, int threads, std::vector<int64_t>* out_indptr,
+                     std::vector<int64_t>* out_indices);
 
 // Builds a block from destination nodes and their sampled neighbours (as
 // SampleNeighbors returns them): src_nodes = dst first, then new neighbours

@@ -273,7 +273,7 @@ json RunTrain(const TrainOptions& o) {
     int64_t epoch_seeds = 0, epoch_inputs = 0;
     BatchLoader loader(graph, train_nodes, lo, epoch);
     Stopwatch step_watch;
-    int64_t step = 0;
+    int64_t step = 0, seeds_at_log = 0;
     while (true) {
       Stopwatch t;
       std::optional<MiniBatch> mb = loader.Next();
@@ -302,7 +302,8 @@ json RunTrain(const TrainOptions& o) {
       ++step;
       if (step % o.log_every == 0) {
         double acc = logits.argmax(1).eq(y).to(torch::kFloat64).mean().item<double>();
-        double speed = static_cast<double>(o.batch_size * o.log_every) / step_watch.Seconds();
+        double speed = static_cast<double>(epoch_seeds - seeds_at_log) / step_watch.Seconds();
+        seeds_at_log = epoch_seeds;
         step_watch.Reset();
         GNN_LOG(kInfo) << "Part 0 | Epoch " << std::setw(5) << std::setfill('0') << epoch + 1
                        << " | Step " << std::setw(5) << step << std::setfill(' ') << std::fixed

@@ -57,8 +57,8 @@ struct Sampled {
 Sampled Sample(const CscView& csc, const std::vector<int64_t>& seeds, int fanout, bool replace,
                uint64_t rng_seed, int threads = 1) {
   Sampled s;
-  SampleNeighbors(csc, seeds.data(), static_cast<int64_t>(seeds.size()), fanout, replace,
-                  rng_seed, threads, &s.indptr, &s.indices);
+  SampleNeighbors(csc, seeds.data(), static_cast<int64_t>(seeds.size()), fanout, replace, rng_seed,
+                  threads, &s.indptr, &s.indices);
   return s;
 }
 
@@ -164,7 +164,6 @@ TEST_CASE("SampleNeighbors rejects seeds outside the CSC", "[unit]") {
   HandCsc g;
   for (int64_t bad : {99, 107, -1}) {
     std::vector<int64_t> seeds = {100, bad};
-    Sampled s;
     CHECK_THROWS_AS(Sample(g.view, seeds, 2, false, 1), DataError);
     CHECK_THROWS_WITH(Sample(g.view, seeds, 2, false, 1, 2),
                       Catch::Contains("node " + std::to_string(bad)));
@@ -315,8 +314,7 @@ TEST_CASE("SampleBlocks builds DGL-ordered layers on synthetic:tiny", "[unit]") 
   for (size_t l = 0; l < blocks.size(); ++l) {
     const Block& b = blocks[l];
     REQUIRE(b.indptr.size() == static_cast<size_t>(b.num_dst + 1));
-    CHECK(std::set<int64_t>(b.src_nodes.begin(), b.src_nodes.end()).size() ==
-          b.src_nodes.size());
+    CHECK(std::set<int64_t>(b.src_nodes.begin(), b.src_nodes.end()).size() == b.src_nodes.size());
     for (int64_t d = 0; d < b.num_dst; ++d) {
       int64_t v = b.src_nodes[d];
       int64_t deg = t.csc.Degree(v);
@@ -362,7 +360,8 @@ TEST_CASE("GatherRows copies exact rows", "[unit]") {
     REQUIRE(out.size() == ids.size() * dim);
     bool ok = true;
     for (size_t i = 0; i < ids.size() && ok; ++i) {
-      for (int64_t k = 0; k < dim; ++k) ok = ok && out[i * dim + k] == m[(ids[i] - start) * dim + k];
+      for (int64_t k = 0; k < dim; ++k)
+        ok = ok && out[i * dim + k] == m[(ids[i] - start) * dim + k];
     }
     CHECK(ok);
   }

@@ -1,0 +1,178 @@
+// The real gnn-partition + gnn-train --standalone binaries, run as processes.
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/fs.h"
+#include "test_util.h"
+
+using namespace gnn;
+using nlohmann::json;
+using test::Bin;
+using test::RunProcess;
+
+namespace {
+
+std::string Partition(const test::TempDir& dir, const std::string& dataset, int parts,
+                      const std::string& name) {
+  auto r = RunProcess({Bin("gnn-partition"), "--dataset", dataset, "--num_parts",
+                       std::to_string(parts), "--output", dir / name, "--cache_dir",
+                       dir / "cache", "--quiet"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return r.out.substr(r.out.rfind("partition config: ") + 18, std::string::npos);
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+json Train(std::vector<std::string> args) {
+  args.insert(args.begin(), {Bin("gnn-train"), "--standalone", "--quiet"});
+  auto r = RunProcess(args, 600);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::string out = Trim(r.out);
+  return json::parse(out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1));
+}
+
+void ExpectFailure(std::vector<std::string> args, const std::string& needle) {
+  args.insert(args.begin(), Bin("gnn-train"));
+  auto r = RunProcess(args, 120);
+  INFO(r.err);
+  CHECK(r.exit_code > 0);
+  CHECK(r.err.find("gnn-train: error: ") != std::string::npos);
+  CHECK(r.err.find(needle) != std::string::npos);
+  CHECK(r.out.empty());
+}
+
+}  // namespace
+
+TEST_CASE("standalone GraphSAGE reaches the accuracy bars on Cora and CiteSeer", "[e2e]") {
+  struct Bar {
+    std::string name;
+    double min_mean;
+  };
+  for (const Bar& bar : {Bar{"cora", 0.79}, Bar{"citeseer", 0.68}}) {
+    std::string path = test::SharedDataset(bar.name);
+    if (path.empty()) {
+      WARN("SKIPPED: ../shared/datasets/" << bar.name << " not found");
+      continue;
+    }
+    test::TempDir dir;
+    std::string config = Trim(Partition(dir, path, 1, "data"));
+    double sum = 0;
+    for (int seed = 0; seed < 3; ++seed) {
+      json s = Train({"--part_config", config, "--config",
+                      std::string(GNN_SOURCE_DIR) + "/configs/" + bar.name + ".toml", "--seed",
+                      std::to_string(seed)});
+      for (const char* key : {"best_val_acc", "test_acc", "final_test_acc", "epochs",
+                              "mean_epoch_time_s", "seeds_per_s"}) {
+        CHECK(s.contains(key));
+      }
+      CHECK(s.at("epochs").get<int>() == 40);
+      sum += s.at("test_acc").get<double>();
+    }
+    INFO(bar.name << " mean test accuracy over 3 seeds: " << sum / 3);
+    CHECK(sum / 3 >= bar.min_mean);
+  }
+}
+
+TEST_CASE("neighbours matter: 2-layer SAGE beats the no-neighbour model on synthetic:small",
+          "[e2e][slow]") {
+  test::TempDir dir;
+  std::string config = Trim(Partition(dir, "synthetic:small", 1, "data"));
+  std::vector<std::string> common = {"--part_config", config, "--num_epochs", "6", "--lr",
+                                     "0.01", "--num_hidden", "32"};
+  auto with = common, without = common;
+  with.insert(with.end(), {"--fan_out", "10,25"});
+  without.insert(without.end(), {"--fan_out", "0,0"});
+  double gnn = Train(with).at("test_acc").get<double>();
+  double mlp = Train(without).at("test_acc").get<double>();
+  INFO("fan_out 10,25: " << gnn << ", fan_out 0,0: " << mlp);
+  CHECK(gnn >= mlp + 0.2);
+}
+
+TEST_CASE("resume after an interruption ends with the same model", "[e2e]") {
+  test::TempDir dir;
+  std::string config = Trim(Partition(dir, "synthetic:tiny", 1, "data"));
+  std::vector<std::string> base = {"--part_config", config, "--batch_size", "100", "--seed", "7",
+                                   "--num_hidden", "8", "--eval_every", "1"};
+  auto straight = base;
+  straight.insert(straight.end(), {"--num_epochs", "4", "--checkpoint_dir", dir / "ck1",
+                                   "--save_embeddings", dir / "emb1.npy", "--save_model",
+                                   dir / "m1.pt"});
+  json a = Train(straight);
+
+  auto first = base;
+  first.insert(first.end(), {"--num_epochs", "2", "--checkpoint_dir", dir / "ck2"});
+  Train(first);
+  auto second = base;
+  second.insert(second.end(), {"--num_epochs", "4", "--checkpoint_dir", dir / "ck2", "--resume",
+                               "--save_embeddings", dir / "emb2.npy", "--save_model",
+                               dir / "m2.pt", "--metrics_file", dir / "m.jsonl"});
+  json b = Train(second);
+  CHECK(b.at("epochs_run").get<int>() == 2);
+  CHECK(a.at("final_test_acc") == b.at("final_test_acc"));
+  CHECK(ReadFile(dir / "emb1.npy") == ReadFile(dir / "emb2.npy"));
+  CHECK(ReadFile(dir / "m1.pt").size() > 0);
+  CHECK(ReadFile(dir / "m.jsonl").find("\"type\":\"eval\"") != std::string::npos);
+
+  if (!PathExists("/usr/bin/python3") ||
+      RunProcess({"/usr/bin/python3", "-c", "import torch, numpy"}).exit_code != 0) {
+    GNN_SKIP("python3-torch not installed: cannot check torch.load");
+  }
+  // torch.load opens the weights as a dict of named tensors, DGL SAGEConv names.
+  std::string script =
+      "import sys, torch, numpy as np\n"
+      "a = torch.load(sys.argv[1]); b = torch.load(sys.argv[2])\n"
+      "assert sorted(a) == ['layers.0.bias', 'layers.0.fc_neigh.weight', 'layers.0.fc_self.weight',"
+      " 'layers.1.bias', 'layers.1.fc_neigh.weight', 'layers.1.fc_self.weight'], sorted(a)\n"
+      "assert tuple(a['layers.0.fc_self.weight'].shape) == (8, 16)\n"
+      "assert all(torch.equal(a[k], b[k]) for k in a)\n"
+      "e = np.load(sys.argv[3]); assert e.shape == (2000, 4) and e.dtype == np.float32\n"
+      "print('ok')\n";
+  auto py = RunProcess({"/usr/bin/python3", "-c", script, dir / "m1.pt", dir / "m2.pt",
+                        dir / "emb1.npy"});
+  INFO(py.err);
+  CHECK(py.out == "ok\n");
+}
+
+TEST_CASE("gnn-train bad input: one error line, non-zero exit", "[e2e]") {
+  test::TempDir dir;
+  std::string one = Trim(Partition(dir, "synthetic:tiny", 1, "one"));
+  std::string two = Trim(Partition(dir, "synthetic:tiny", 2, "two"));
+  SECTION("multi-partition config in standalone mode") {
+    ExpectFailure({"--standalone", "--part_config", two}, "--num_parts 1");
+  }
+  SECTION("fan_out count differs from num_layers") {
+    ExpectFailure({"--standalone", "--part_config", one, "--fan_out", "5,5,5"}, "--num_layers");
+  }
+  SECTION("non-positive batch size") {
+    ExpectFailure({"--standalone", "--part_config", one, "--batch_size", "0"}, "--batch_size");
+  }
+  SECTION("missing config") {
+    ExpectFailure({"--standalone", "--part_config", dir / "nope.json"}, "nope.json");
+  }
+  SECTION("graph name mismatch") {
+    ExpectFailure({"--standalone", "--part_config", one, "--graph_name", "cora"}, "cora");
+  }
+  SECTION("checksum mismatch") {
+    std::string feat = dir / "one/part0/feat.npy";
+    std::string bytes = ReadFile(feat);
+    bytes[bytes.size() - 1] ^= 1;
+    std::ofstream(feat, std::ios::binary) << bytes;
+    ExpectFailure({"--standalone", "--part_config", one}, "checksum mismatch");
+  }
+  SECTION("unreadable checkpoint") {
+    MakeDirs(dir / "ck");
+    std::ofstream(dir / "ck/checkpoint.pt") << "garbage";
+    ExpectFailure({"--standalone", "--part_config", one, "--checkpoint_dir", dir / "ck",
+                   "--resume"},
+                  "checkpoint");
+  }
+  SECTION("GPU requested on a CPU-only build") {
+    ExpectFailure({"--standalone", "--part_config", one, "--num_gpus", "1"}, "--num_gpus");
+  }
+}
