@@ -45,7 +45,7 @@ constexpr double kMaxWeight = 1000.0;
 // z grows slowly with the number of classes so that a per-node classifier
 // lands near 50% accuracy whatever C is, well below what neighbours allow.
 double FeatureSeparation(int64_t num_classes) {
-  return 0.45 + 0.25 * std::log(static_cast<double>(std::max<int64_t>(num_classes, 2)));
+  return 0.3 + 0.3 * std::log(static_cast<double>(std::max<int64_t>(num_classes, 2)));
 }
 
 // Work granularity. The chunk -> random stream mapping depends only on these,
