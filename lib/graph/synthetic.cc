@@ -55,6 +55,9 @@ constexpr int64_t kEdgeChunk = 1 << 16;
 // Largest node count: node ids travel as uint32 in the alias tables, and the
 // pair key u * N + v must fit 64 bits.
 constexpr int64_t kMaxNodes = (int64_t{1} << 31) - 1;
+// Largest feature matrix (4 TiB of float32): beyond any machine, and keeps
+// nodes * feat far from overflowing.
+constexpr int64_t kMaxFeatureValues = int64_t{1} << 40;
 // Weighted sampling rounds before switching to the dense-graph fallback.
 constexpr int kMaxWeightedRounds = 8;
 // The fallback enumerates missing pairs when there are at most this many.
@@ -665,6 +668,10 @@ void CheckSpec(const SyntheticSpec& s, const std::string& text) {
   if (s.num_nodes > kMaxNodes) {
     BadSpec(text, "nodes=" + std::to_string(s.num_nodes) + " exceeds the maximum " +
                       std::to_string(kMaxNodes));
+  }
+  if (s.feature_dim > kMaxFeatureValues / s.num_nodes) {
+    BadSpec(text, "nodes*feat = " + std::to_string(s.num_nodes) + "*" +
+                      std::to_string(s.feature_dim) + " feature values is too many");
   }
   const int64_t max_edges = s.num_nodes * (s.num_nodes - 1) / 2;
   if (s.num_edges > max_edges) {

@@ -4,6 +4,10 @@
 #include <cstring>
 #include <string>
 
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
 #include "common/error.h"
 #include "common/parallel.h"
 
@@ -166,6 +170,24 @@ class IdMap {
   int64_t size_ = 0;
 };
 
+// A fresh feature buffer is tens of MB that malloc maps untouched: filling
+// it costs one page fault per 4 KiB, which on a products-size batch (84 MB)
+// took longer than the gather itself. Asking for transparent huge pages
+// before the first touch cuts the faults 512-fold. Advice only: ignored
+// where THP is off.
+void AdviseHugePages(void* data, size_t bytes) {
+#ifdef __linux__
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  if (bytes < 2 * kHuge) return;
+  uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
+  uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
+
 [[noreturn]] void ThrowNotOwned(const CscView& csc, int64_t v) {
   throw DataError("seed node " + std::to_string(v) + " is outside the graph's node range [" +
                   std::to_string(csc.node_start) + ", " +
@@ -191,7 +213,7 @@ void SampleNeighbors(const CscView& csc, const int64_t* seeds, int64_t num_seeds
   // Pass 1: validate seeds and count, so pass 2 writes into exact arrays.
   // Seeds are scattered over the graph: every indptr and row read is a cache
   // miss, so both passes prefetch a few seeds ahead.
-  constexpr int64_t kAhead = 8;
+  constexpr int64_t kAhead = 16;
   auto prefetch_indptr = [&](int64_t i) {
     int64_t r = seeds[i] - csc.node_start;
     if (r >= 0 && r < csc.num_nodes) __builtin_prefetch(csc.indptr + r);
@@ -270,7 +292,7 @@ Block ToBlock(const std::vector<int64_t>& dst_nodes, std::vector<int64_t> nbr_in
   int64_t* local = block.indices.data();
   // Probes are random accesses into a table of a few MB: prefetching a few
   // edges ahead hides most of the miss latency.
-  constexpr int64_t kAhead = 8;
+  constexpr int64_t kAhead = 16;
   for (int64_t i = 0; i < num_edges; ++i) {
     if (i + kAhead < num_edges) map.Prefetch(nbr[i + kAhead]);
     int64_t v = nbr[i];
@@ -317,7 +339,14 @@ std::vector<Block> SampleBlocks(const CscView& csc, const std::vector<int64_t>& 
 void GatherRows(const float* rows, int64_t row_start, int64_t dim, const std::vector<int64_t>& ids,
                 std::vector<float>* out, int threads) {
   const int64_t n = static_cast<int64_t>(ids.size());
-  if (static_cast<int64_t>(out->size()) != n * dim) out->resize(n * dim);
+  if (static_cast<int64_t>(out->size()) != n * dim) {
+    if (static_cast<int64_t>(out->capacity()) < n * dim) {
+      std::vector<float>().swap(*out);
+      out->reserve(n * dim);
+      AdviseHugePages(out->data(), static_cast<size_t>(n * dim) * sizeof(float));
+    }
+    out->resize(n * dim);
+  }
   if (n == 0 || dim == 0) return;
   const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
   // Thread start-up costs tens of microseconds: not worth it for small copies.
@@ -327,10 +356,18 @@ void GatherRows(const float* rows, int64_t row_start, int64_t dim, const std::ve
       std::max<size_t>(1, std::min<size_t>(t, n * row_bytes / kMinBytesPerThread)));
   float* dst = out->data();
   const int64_t* id = ids.data();
+  // Rows are scattered over a matrix much larger than the caches: a plain
+  // loop waits for each row in turn. Prefetching the first lines of a row
+  // 8 rows ahead keeps several misses in flight (2-4x a plain loop on a
+  // products-size matrix); the hardware prefetcher streams the rest of a row.
+  constexpr int64_t kAhead = 8;
+  const size_t prefetch_lines = std::min<size_t>(4, (row_bytes + 63) / 64);
   ParallelFor(n, t, [&](int64_t b, int64_t e) {
-    constexpr int64_t kAhead = 4;
     for (int64_t i = b; i < e; ++i) {
-      if (i + kAhead < e) __builtin_prefetch(rows + (id[i + kAhead] - row_start) * dim);
+      if (i + kAhead < e) {
+        const char* p = reinterpret_cast<const char*>(rows + (id[i + kAhead] - row_start) * dim);
+        for (size_t c = 0; c < prefetch_lines; ++c) __builtin_prefetch(p + 64 * c);
+      }
       std::memcpy(dst + i * dim, rows + (id[i] - row_start) * dim, row_bytes);
     }
   });

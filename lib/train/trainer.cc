@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include "common/error.h"
 #include "common/fs.h"
@@ -212,7 +213,10 @@ json RunTrain(const TrainOptions& o) {
     throw ConfigError("distributed training is not available yet: run with --standalone on a "
                       "1-partition config");
   }
-  if (o.num_omp_threads > 0) torch::set_num_threads(o.num_omp_threads);
+  // Debian's LibTorch starts with one OpenMP thread whatever the core count,
+  // so "default" means every core here, as DGL's launcher sets it explicitly.
+  torch::set_num_threads(o.num_omp_threads > 0 ? o.num_omp_threads
+                                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   PartitionConfig config = LoadPartitionConfig(o.part_config);
   if (!o.graph_name.empty() && o.graph_name != config.graph_name) {
     throw ConfigError("--graph_name " + o.graph_name + " does not match " + o.part_config +

@@ -27,7 +27,7 @@ struct TrainOptions {
   int log_every = 20;
   int eval_every = 5;
   uint64_t seed = 0;
-  int num_omp_threads = 0;        // 0 = LibTorch's default
+  int num_omp_threads = 0;        // 0 = every core
   int num_gpus = -1;              // -1/0 = CPU
   int num_workers = 1;            // sampling threads
   int prefetch = 2;               // batches sampled ahead

@@ -196,6 +196,7 @@ TEST_CASE("ParseSyntheticSpec rejects bad specs with one clear line", "[unit]") 
       {"nodes=10,edges=5,feat=2,classes=-1", "classes must be a positive integer, got '-1'"},
       {"nodes=99999999999999999999,edges=5,feat=2,classes=2", "nodes must be a positive integer"},
       {"nodes=3000000000,edges=5,feat=2,classes=2", "nodes=3000000000 exceeds the maximum"},
+      {"nodes=2000000000,edges=5,feat=1000,classes=2", "feature values is too many"},
       {"nodes=10,edges=46,feat=2,classes=2", "edges=46 exceeds nodes*(nodes-1)/2 = 45"},
       {"nodes=1,edges=1,feat=2,classes=2", "edges=1 exceeds nodes*(nodes-1)/2 = 0"},
       {ok + ",train=0", "train must be in (0, 1]"},
@@ -331,7 +332,7 @@ TEST_CASE("GenerateSynthetic neighbours carry label signal beyond own features",
     CHECK(own_accuracy > 1.0 / d.num_classes + 0.1);
     CHECK(own_accuracy < 0.7);
     // ...and neighbours add a clear margin.
-    CHECK(mixed_accuracy > own_accuracy + 0.12);
+    CHECK(mixed_accuracy > own_accuracy + 0.1);
   }
 }
 
