@@ -23,7 +23,7 @@ if [ ! -f "$OGB/raw/edge.csv.gz" ]; then
     "$BUILD_DIR/apps/gnn-dataset" --dataset "$SPEC" --write_ogb "$OGB" --quiet
 fi
 rm -rf "$OGB/processed"
-raw_bytes=$(for f in "$OGB"/raw/*.csv.gz "$OGB"/split/*/*.csv.gz; do gzip -dc "$f" | wc -c; done | awk '{s+=$1} END {print s}')
+raw_bytes=$(for f in "$OGB"/raw/*.csv.gz "$OGB"/split/*/*.csv.gz; do gzip -dc "$f" | wc -c; done | awk '{s+=$1} END {printf "%d", s}')
 echo "uncompressed CSV: $raw_bytes bytes"
 
 run() {

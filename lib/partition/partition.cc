@@ -156,11 +156,11 @@ void WritePart(const Dataset& d, const Csr& in_csc, const Relabeling& r, int p,
     std::vector<int64_t> buf;
     for (int64_t i = 0; i < owned; ++i) {
       int64_t v = r.orig[start + i];
-      size_t row_start = buf.size();
+      // Rows keep the input graph's neighbour order (sorted by input id), the
+      // same for every partitioning, so samplers keyed by orig_nids agree.
       for (int64_t k = in_csc.indptr[v]; k < in_csc.indptr[v + 1]; ++k) {
         buf.push_back(r.new_id[in_csc.indices[k]]);
       }
-      std::sort(buf.begin() + row_start, buf.end());
       if (buf.size() >= (1 << 20)) {
         w.Append(buf.data(), static_cast<int64_t>(buf.size()));
         buf.clear();

@@ -249,7 +249,10 @@ void SampleNeighbors(const CscView& csc, const int64_t* seeds, int64_t num_seeds
         std::memcpy(dst, row, static_cast<size_t>(deg) * sizeof(int64_t));
         continue;
       }
-      Rng rng(MixSeed(rng_seed, static_cast<uint64_t>(seeds[i])));
+      // Keyed by the node's id in the input dataset when known, so every
+      // partitioning of a graph samples the same neighbours for a seed.
+      const int64_t key = csc.rng_keys ? csc.rng_keys[r] : seeds[i];
+      Rng rng(MixSeed(rng_seed, static_cast<uint64_t>(key)));
       if (replace) {
         for (int64_t q = 0; q < k; ++q) dst[q] = row[rng.Below(deg)];
       } else {

@@ -18,6 +18,11 @@ struct CscView {
   const int64_t* indices = nullptr;
   int64_t node_start = 0;
   int64_t num_nodes = 0;
+  // Optional [num_nodes]: the key each row's RNG is derived from (the node's
+  // id in the input dataset, orig_nids). Rows list neighbours in input-id
+  // order, so with these keys every partitioning of a graph samples the same
+  // neighbours for the same seed. Null: key = global id.
+  const int64_t* rng_keys = nullptr;
 };
 
 // Sampled in-neighbours of `seeds` (global ids owned by `csc`), CSR over
@@ -27,7 +32,7 @@ struct CscView {
 // `replace`, always exactly `fanout`, even when fanout >= degree, for any
 // node with at least one in-edge; fanout < 0 still takes every neighbour
 // once). fanout == 0 samples nothing. Seed i's draw depends only on
-// (rng_seed, seeds[i]), so the result is the same for any `threads`.
+// (rng_seed, key of seeds[i]) (see CscView::rng_keys), so the result is the same for any `threads`.
 // Output vectors are resized to their exact sizes. Blocking; uses `threads`
 // threads (<= 0: all cores).
 // Throws DataError if a seed is not owned by `csc`.

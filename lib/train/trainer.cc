@@ -252,7 +252,8 @@ json RunTrain(const TrainOptions& o) {
   MetricsWriter metrics(o.metrics_file, o.resume);
 
   LocalGraph graph;
-  graph.csc = CscView{part.indptr.data(), part.indices.data(), part.node_start, part.num_nodes};
+  graph.csc = CscView{part.indptr.data(), part.indices.data(), part.node_start, part.num_nodes,
+                      part.orig_nids.data()};
   graph.features = part.features.data();
   graph.feature_dim = part.feature_dim;
   graph.labels = part.labels.data();

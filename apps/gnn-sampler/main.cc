@@ -1,0 +1,63 @@
+// gnn-sampler: sample mini-batches for one trainer across all partitions
+// (DGL's sampler processes).
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+
+#include "client/sampler_service.h"
+#include "common/cli.h"
+#include "common/log.h"
+
+namespace {
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop = true; }
+void FromEnv(const char* name, std::string* out) {
+  const char* v = std::getenv(name);
+  if (v && out->empty()) *out = v;
+}
+void FromEnv(const char* name, int* out, int unset) {
+  const char* v = std::getenv(name);
+  if (v && *out == unset) *out = std::atoi(v);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  gnn::SamplerOptions o;
+  o.graph.local_machine_id = -1;
+  o.graph.num_servers = -1;
+  o.trainer_id = -1;
+  o.sampler_id = -1;
+  bool no_local = false;
+  CLI::App app{"Sample mini-batches for a trainer across graph partitions.", "gnn-sampler"};
+  app.add_option("--ip_config", o.graph.ip_config, "machines, one 'IP [PORT]' per line");
+  app.add_option("--part_config", o.graph.part_config, "partition config JSON");
+  app.add_option("--machine_id", o.graph.local_machine_id, "this machine (its partition is read from shared memory)");
+  app.add_option("--num_servers", o.graph.num_servers, "servers per machine");
+  app.add_option("--trainer_endpoint", o.trainer_endpoint, "where the trainer listens");
+  app.add_option("--trainer_id", o.trainer_id, "trainer this sampler serves");
+  app.add_option("--sampler_id", o.sampler_id, "index among the trainer's samplers");
+  app.add_option("--job_id", o.graph.job_id, "job id (must match the trainer's and servers')");
+  app.add_option("--timeout_ms", o.graph.timeout_ms, "deadline per request round")->capture_default_str();
+  app.add_option("--idle_timeout_s", o.idle_timeout_s, "exit when the trainer is silent this long")
+      ->capture_default_str();
+  app.add_flag("--no_local", no_local, "reach the local partition over the network too");
+  return gnn::RunMain(app, argc, argv, [&] {
+    FromEnv("GNN_IP_CONFIG", &o.graph.ip_config);
+    FromEnv("GNN_PART_CONFIG", &o.graph.part_config);
+    FromEnv("GNN_TRAINER_ENDPOINT", &o.trainer_endpoint);
+    FromEnv("GNN_JOB_ID", &o.graph.job_id);
+    FromEnv("GNN_MACHINE_ID", &o.graph.local_machine_id, -1);
+    FromEnv("GNN_NUM_SERVERS", &o.graph.num_servers, -1);
+    FromEnv("GNN_TRAINER_ID", &o.trainer_id, -1);
+    FromEnv("GNN_SAMPLER_ID", &o.sampler_id, -1);
+    if (o.graph.num_servers < 1) o.graph.num_servers = 1;
+    if (o.trainer_id < 0) o.trainer_id = 0;
+    if (o.sampler_id < 0) o.sampler_id = 0;
+    if (no_local) o.graph.local_machine_id = -1;
+    gnn::SetLogRole("sampler " + std::to_string(o.trainer_id) + "." + std::to_string(o.sampler_id));
+    std::signal(SIGTERM, OnSignal);
+    std::signal(SIGINT, OnSignal);
+    gnn::RunSampler(o, g_stop);
+  });
+}

@@ -1,0 +1,54 @@
+// gnn-server: serve one partition (DGL's server processes).
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+
+#include "common/cli.h"
+#include "common/log.h"
+#include "server/server.h"
+
+namespace {
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop = true; }
+
+// Launcher environment (read once, here): flags given explicitly win.
+void FromEnv(const char* name, std::string* out) {
+  const char* v = std::getenv(name);
+  if (v && out->empty()) *out = v;
+}
+void FromEnv(const char* name, int* out, int unset) {
+  const char* v = std::getenv(name);
+  if (v && *out == unset) *out = std::atoi(v);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  gnn::ServerOptions o;
+  o.server_id = -1;
+  o.num_servers = -1;
+  CLI::App app{"Serve one graph partition to samplers and trainers.", "gnn-server"};
+  app.add_option("--ip_config", o.ip_config, "machines, one 'IP [PORT]' per line");
+  app.add_option("--part_config", o.part_config, "partition config JSON");
+  app.add_option("--machine_id", o.machine_id, "this machine's line in ip_config (= partition)");
+  app.add_option("--server_id", o.server_id, "0 loads the partition; others are backups");
+  app.add_option("--num_servers", o.num_servers, "servers per machine");
+  app.add_option("--num_threads", o.num_threads, "worker threads (0 = all cores)");
+  app.add_option("--job_id", o.job_id, "only Shutdown requests carrying this id are obeyed");
+  app.add_option("--attach_timeout_ms", o.attach_timeout_ms, "backups wait this long for server 0")
+      ->capture_default_str();
+  return gnn::RunMain(app, argc, argv, [&] {
+    FromEnv("GNN_IP_CONFIG", &o.ip_config);
+    FromEnv("GNN_PART_CONFIG", &o.part_config);
+    FromEnv("GNN_JOB_ID", &o.job_id);
+    FromEnv("GNN_MACHINE_ID", &o.machine_id, -1);
+    FromEnv("GNN_SERVER_ID", &o.server_id, -1);
+    FromEnv("GNN_NUM_SERVERS", &o.num_servers, -1);
+    if (o.server_id < 0) o.server_id = 0;
+    if (o.num_servers < 0) o.num_servers = 1;
+    gnn::SetLogRole("server " + std::to_string(o.machine_id) + "." + std::to_string(o.server_id));
+    std::signal(SIGTERM, OnSignal);
+    std::signal(SIGINT, OnSignal);
+    gnn::RunServer(o, g_stop);
+  });
+}

@@ -1,0 +1,246 @@
+#include "client/dist_graph.h"
+
+#include <cstring>
+
+#include "common/error.h"
+#include "common/sha256.h"
+#include "sampling/sampler.h"
+#include "server/server.h"
+#include "server/shm_partition.h"
+
+namespace gnn {
+
+using net::Message;
+using net::MsgType;
+
+DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
+  config_ = LoadPartitionConfig(o.part_config);
+  config_sha_ = Sha256File(o.part_config);
+  std::vector<std::vector<std::string>> endpoints = o.endpoints;
+  std::vector<std::string> hosts;
+  if (endpoints.empty()) {
+    std::vector<MachineAddress> machines = ReadIpConfig(o.ip_config);
+    if (static_cast<int>(machines.size()) != config_.num_parts) {
+      throw ConfigError(o.ip_config + " lists " + std::to_string(machines.size()) +
+                        " machines but " + o.part_config + " has " +
+                        std::to_string(config_.num_parts) + " partitions");
+    }
+    for (const auto& m : machines) {
+      std::vector<std::string> eps;
+      for (int s = 0; s < o.num_servers; ++s) eps.push_back(Endpoint(m, s));
+      endpoints.push_back(eps);
+    }
+  }
+  if (static_cast<int>(endpoints.size()) != config_.num_parts) {
+    throw ConfigError("need server endpoints for " + std::to_string(config_.num_parts) +
+                      " partitions");
+  }
+  conns_.resize(config_.num_parts);
+  next_server_.assign(config_.num_parts, 0);
+  std::vector<std::pair<net::Connection*, Message>> hellos;
+  const std::string hello = config_.graph_name + "\n" + config_sha_ + "\n" + o.job_id;
+  for (int p = 0; p < config_.num_parts; ++p) {
+    if (p == o.local_machine_id) continue;  // read from shared memory
+    for (size_t s = 0; s < endpoints[p].size(); ++s) {
+      std::string peer = "machine " + std::to_string(p) + " server " + std::to_string(s) +
+                         " at " + endpoints[p][s].substr(endpoints[p][s].find("://") + 3);
+      conns_[p].push_back(std::make_unique<net::Connection>(ctx_, endpoints[p][s], peer));
+      hellos.emplace_back(conns_[p].back().get(), net::MakeMessage(MsgType::kHello, 0, {}, hello));
+    }
+  }
+  std::vector<Message> replies = net::CallAll(std::move(hellos), net::Millis(o.timeout_ms));
+  size_t k = 0;
+  for (int p = 0; p < config_.num_parts; ++p) {
+    for (auto& c : conns_[p]) {
+      const Message& r = replies[k++];
+      net::CheckShape(r, 6, 0);
+      if (r.header.ints[2] != config_.parts[p].node_start ||
+          r.header.ints[3] != config_.parts[p].node_end) {
+        throw PeerError(c->peer() + " serves nodes [" + std::to_string(r.header.ints[2]) + ", " +
+                        std::to_string(r.header.ints[3]) + "), expected partition " +
+                        std::to_string(p));
+      }
+    }
+  }
+  if (o.local_machine_id >= 0) {
+    local_ = ShmPartition::Attach(
+        JobShmName(config_.graph_name, config_sha_, o.job_id, o.local_machine_id), config_,
+        o.local_machine_id, std::chrono::milliseconds(o.attach_timeout_ms));
+  }
+}
+
+DistGraph::~DistGraph() = default;
+
+net::Connection& DistGraph::Pick(int part) {
+  auto& cs = conns_[part];
+  return *cs[next_server_[part]++ % cs.size()];
+}
+
+std::vector<std::vector<size_t>> DistGraph::ByOwner(const std::vector<int64_t>& ids) const {
+  std::vector<std::vector<size_t>> pos(config_.num_parts);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    int p = config_.PartOf(ids[i]);
+    if (p < 0) throw DataError("node " + std::to_string(ids[i]) + " belongs to no partition");
+    pos[p].push_back(i);
+  }
+  return pos;
+}
+
+void DistGraph::SampleNeighbors(const std::vector<int64_t>& seeds, int fanout, bool replace,
+                                uint64_t rng_seed, std::vector<int64_t>* indptr,
+                                std::vector<int64_t>* indices) {
+  auto pos = ByOwner(seeds);
+  const int parts = config_.num_parts;
+  std::vector<std::vector<int64_t>> part_seeds(parts), part_ptr(parts), part_idx(parts);
+  std::vector<std::pair<net::Connection*, Message>> calls;
+  std::vector<int> call_part;
+  for (int p = 0; p < parts; ++p) {
+    if (pos[p].empty()) continue;
+    for (size_t i : pos[p]) part_seeds[p].push_back(seeds[i]);
+    if (p == options_.local_machine_id) continue;
+    Message m = net::MakeMessage(MsgType::kSample, 0,
+                                 {fanout, replace ? 1 : 0, static_cast<int64_t>(rng_seed)});
+    net::AddArray(&m, part_seeds[p]);
+    wire_bytes_ += part_seeds[p].size() * sizeof(int64_t);
+    calls.emplace_back(&Pick(p), std::move(m));
+    call_part.push_back(p);
+  }
+  // Remote requests are in flight while the local partition is sampled.
+  std::vector<uint64_t> ids;
+  std::vector<std::string> whats;
+  auto deadline = std::chrono::steady_clock::now() + net::Millis(options_.timeout_ms);
+  for (auto& [conn, msg] : calls) ids.push_back(conn->Start(std::move(msg)));
+  if (options_.local_machine_id >= 0 && !part_seeds[options_.local_machine_id].empty()) {
+    int p = options_.local_machine_id;
+    gnn::SampleNeighbors(local_->view().csc(), part_seeds[p].data(),
+                         static_cast<int64_t>(part_seeds[p].size()), fanout, replace, rng_seed, 1,
+                         &part_ptr[p], &part_idx[p]);
+  }
+  for (size_t c = 0; c < calls.size(); ++c) {
+    Message r = calls[c].first->Finish(ids[c], deadline, "Sample");
+    net::CheckShape(r, 0, 2);
+    int p = call_part[c];
+    part_ptr[p] = r.CopyArray<int64_t>(0);
+    part_idx[p] = r.CopyArray<int64_t>(1);
+    wire_bytes_ += r.frames[0].size() + r.frames[1].size();
+    if (part_ptr[p].size() != part_seeds[p].size() + 1 ||
+        part_ptr[p].back() != static_cast<int64_t>(part_idx[p].size())) {
+      throw ProtocolError(calls[c].first->peer() + " sent an inconsistent SampleReply");
+    }
+  }
+  // Merge back into the seeds' order.
+  indptr->assign(seeds.size() + 1, 0);
+  for (int p = 0; p < parts; ++p) {
+    for (size_t j = 0; j < pos[p].size(); ++j) {
+      (*indptr)[pos[p][j] + 1] = part_ptr[p][j + 1] - part_ptr[p][j];
+    }
+  }
+  for (size_t i = 0; i < seeds.size(); ++i) (*indptr)[i + 1] += (*indptr)[i];
+  indices->resize(indptr->back());
+  for (int p = 0; p < parts; ++p) {
+    for (size_t j = 0; j < pos[p].size(); ++j) {
+      std::copy(part_idx[p].begin() + part_ptr[p][j], part_idx[p].begin() + part_ptr[p][j + 1],
+                indices->begin() + (*indptr)[pos[p][j]]);
+    }
+  }
+}
+
+std::vector<Block> DistGraph::SampleBlocks(const std::vector<int64_t>& seeds,
+                                           const std::vector<int>& fanouts, bool replace,
+                                           uint64_t rng_seed) {
+  std::vector<Block> blocks(fanouts.size());
+  std::vector<int64_t> frontier = seeds;
+  for (int l = static_cast<int>(fanouts.size()) - 1; l >= 0; --l) {
+    std::vector<int64_t> ptr, idx;
+    SampleNeighbors(frontier, fanouts[l], replace, MixSeed(rng_seed, static_cast<uint64_t>(l)),
+                    &ptr, &idx);
+    blocks[l] = ToBlock(frontier, std::move(ptr), idx);
+    frontier = blocks[l].src_nodes;
+  }
+  return blocks;
+}
+
+void DistGraph::PullFeatures(const std::vector<int64_t>& ids, std::vector<float>* out) {
+  const int64_t dim = config_.feature_dim;
+  out->resize(ids.size() * dim);
+  auto pos = ByOwner(ids);
+  std::vector<std::pair<net::Connection*, Message>> calls;
+  std::vector<int> call_part;
+  for (int p = 0; p < config_.num_parts; ++p) {
+    if (pos[p].empty() || p == options_.local_machine_id) continue;
+    std::vector<int64_t> part_ids;
+    for (size_t i : pos[p]) part_ids.push_back(ids[i]);
+    Message m = net::MakeMessage(MsgType::kPullFeatures, 0);
+    net::AddArray(&m, part_ids);
+    wire_bytes_ += part_ids.size() * sizeof(int64_t);
+    calls.emplace_back(&Pick(p), std::move(m));
+    call_part.push_back(p);
+  }
+  std::vector<uint64_t> rids;
+  auto deadline = std::chrono::steady_clock::now() + net::Millis(options_.timeout_ms);
+  for (auto& [conn, msg] : calls) rids.push_back(conn->Start(std::move(msg)));
+  const size_t row = static_cast<size_t>(dim) * sizeof(float);
+  if (options_.local_machine_id >= 0) {
+    const PartitionView& v = local_->view();
+    for (size_t i : pos[options_.local_machine_id]) {
+      std::memcpy(out->data() + i * dim, v.features + (ids[i] - v.node_start) * dim, row);
+    }
+  }
+  for (size_t c = 0; c < calls.size(); ++c) {
+    Message r = calls[c].first->Finish(rids[c], deadline, "PullFeatures");
+    net::CheckShape(r, 1, 1);
+    int p = call_part[c];
+    size_t n = 0;
+    const float* rows = r.Array<float>(0, &n);
+    if (r.header.ints[0] != dim || n != pos[p].size() * static_cast<size_t>(dim)) {
+      throw ProtocolError(calls[c].first->peer() + " sent a PullFeaturesReply of the wrong size");
+    }
+    wire_bytes_ += r.frames[0].size();
+    for (size_t j = 0; j < pos[p].size(); ++j) {
+      std::memcpy(out->data() + pos[p][j] * dim, rows + j * dim, row);
+    }
+  }
+}
+
+void DistGraph::PullLabels(const std::vector<int64_t>& ids, std::vector<int64_t>* out) {
+  out->resize(ids.size());
+  auto pos = ByOwner(ids);
+  std::vector<std::pair<net::Connection*, Message>> calls;
+  std::vector<int> call_part;
+  for (int p = 0; p < config_.num_parts; ++p) {
+    if (pos[p].empty()) continue;
+    if (p == options_.local_machine_id) {
+      const PartitionView& v = local_->view();
+      for (size_t i : pos[p]) (*out)[i] = v.labels[ids[i] - v.node_start];
+      continue;
+    }
+    std::vector<int64_t> part_ids;
+    for (size_t i : pos[p]) part_ids.push_back(ids[i]);
+    Message m = net::MakeMessage(MsgType::kPullLabels, 0);
+    net::AddArray(&m, part_ids);
+    wire_bytes_ += part_ids.size() * sizeof(int64_t);
+    calls.emplace_back(&Pick(p), std::move(m));
+    call_part.push_back(p);
+  }
+  std::vector<Message> replies = net::CallAll(std::move(calls), net::Millis(options_.timeout_ms));
+  for (size_t c = 0; c < replies.size(); ++c) {
+    int p = call_part[c];
+    std::vector<int64_t> labels = replies[c].CopyArray<int64_t>(0);
+    if (labels.size() != pos[p].size()) throw ProtocolError("PullLabelsReply of the wrong size");
+    wire_bytes_ += replies[c].frames[0].size();
+    for (size_t j = 0; j < pos[p].size(); ++j) (*out)[pos[p][j]] = labels[j];
+  }
+}
+
+MiniBatch DistGraph::MakeBatch(const std::vector<int64_t>& seeds, const std::vector<int>& fanouts,
+                               bool replace, uint64_t rng_seed) {
+  MiniBatch mb;
+  mb.seeds = seeds;
+  mb.blocks = SampleBlocks(seeds, fanouts, replace, rng_seed);
+  mb.feature_dim = config_.feature_dim;
+  PullFeatures(mb.blocks.empty() ? seeds : mb.blocks.front().src_nodes, &mb.features);
+  PullLabels(seeds, &mb.labels);
+  return mb;
+}
+
+}  // namespace gnn

@@ -1,0 +1,84 @@
+// The client side of the data plane (like DGL's DistGraph): the partition
+// book, one connection per server, concurrent requests to every owner, and
+// the local machine's partition read straight from shared memory.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "cluster/ip_config.h"
+#include "net/channel.h"
+#include "partition/config.h"
+#include "sampling/block.h"
+
+namespace gnn {
+
+class ShmPartition;
+
+struct DistGraphOptions {
+  std::string ip_config;
+  std::string part_config;
+  int num_servers = 1;         // servers per machine (backups round-robin)
+  int local_machine_id = -1;   // >= 0: read this partition from shared memory
+  std::string job_id;
+  int timeout_ms = 30000;      // per request round
+  int attach_timeout_ms = 60000;
+  // Tests only: explicit server endpoints [machine][server] instead of
+  // ip_config's addresses.
+  std::vector<std::vector<std::string>> endpoints;
+};
+
+// Not thread-safe: one DistGraph per thread (each owns its sockets).
+class DistGraph {
+ public:
+  // Connects to every server and checks the handshake (graph name and
+  // partition-config checksum); a mismatch or silence throws naming the peer.
+  explicit DistGraph(const DistGraphOptions& options);
+  ~DistGraph();
+
+  const PartitionConfig& config() const { return config_; }
+  int64_t feature_dim() const { return config_.feature_dim; }
+
+  // Sampled in-neighbours of `seeds` (any owners): CSR over seeds with global
+  // ids, exactly as SampleNeighbors would return on one partition holding all
+  // of them. Requests to all owners run concurrently.
+  void SampleNeighbors(const std::vector<int64_t>& seeds, int fanout, bool replace,
+                       uint64_t rng_seed, std::vector<int64_t>* indptr,
+                       std::vector<int64_t>* indices);
+
+  // Same contract as the standalone SampleBlocks (layer l draws with
+  // MixSeed(rng_seed, l)).
+  std::vector<Block> SampleBlocks(const std::vector<int64_t>& seeds, const std::vector<int>& fanouts,
+                                  bool replace, uint64_t rng_seed);
+
+  // Feature rows [ids.size(), feature_dim] and labels of any nodes.
+  void PullFeatures(const std::vector<int64_t>& ids, std::vector<float>* out);
+  void PullLabels(const std::vector<int64_t>& ids, std::vector<int64_t>* out);
+
+  // Seeds -> blocks, input features and seed labels: one mini-batch.
+  MiniBatch MakeBatch(const std::vector<int64_t>& seeds, const std::vector<int>& fanouts,
+                      bool replace, uint64_t rng_seed);
+
+  // Bytes sent and received over sockets so far (local reads excluded).
+  uint64_t wire_bytes() const { return wire_bytes_; }
+
+ private:
+  net::Connection& Pick(int part);
+  // Splits positions of `ids` by owning partition.
+  std::vector<std::vector<size_t>> ByOwner(const std::vector<int64_t>& ids) const;
+
+  DistGraphOptions options_;
+  PartitionConfig config_;
+  std::string config_sha_;
+  zmq::context_t ctx_;
+  std::vector<std::vector<std::unique_ptr<net::Connection>>> conns_;  // [part][server]
+  std::vector<size_t> next_server_;
+  std::unique_ptr<ShmPartition> local_;
+  uint64_t wire_bytes_ = 0;
+};
+
+}  // namespace gnn

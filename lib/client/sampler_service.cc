@@ -1,0 +1,202 @@
+#include "client/sampler_service.h"
+
+#include <chrono>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/sha256.h"
+#include "net/channel.h"
+
+namespace gnn {
+
+using net::Message;
+using net::MsgType;
+using Clock = std::chrono::steady_clock;
+
+void SamplerOptions::Validate() const {
+  if (trainer_endpoint.empty()) throw ConfigError("--trainer_endpoint is required");
+  if (graph.part_config.empty()) throw ConfigError("--part_config is required");
+  if (idle_timeout_s < 1) throw ConfigError("--idle_timeout_s must be >= 1");
+}
+
+void RunSampler(const SamplerOptions& o, const std::atomic<bool>& stop) {
+  o.Validate();
+  DistGraph graph(o.graph);
+  zmq::context_t ctx;
+  zmq::socket_t sock(ctx, zmq::socket_type::dealer);
+  sock.set(zmq::sockopt::linger, 1000);
+  sock.connect(o.trainer_endpoint);
+  const std::string hello = graph.config().graph_name + "\n" + Sha256File(o.graph.part_config) +
+                            "\n" + o.graph.job_id;
+  Message h = net::MakeMessage(MsgType::kHello, 0, {o.trainer_id, o.sampler_id}, hello);
+  net::Send(sock, h);
+  GNN_LOG(kInfo) << "sampler " << o.trainer_id << "." << o.sampler_id << " connected to trainer at "
+                 << o.trainer_endpoint;
+  auto last_heard = Clock::now();
+  std::vector<zmq::message_t> parts;
+  while (!stop) {
+    if (!net::RecvParts(sock, &parts, net::Millis(100))) {
+      if (Clock::now() - last_heard > std::chrono::seconds(o.idle_timeout_s)) {
+        throw TimeoutError("trainer at " + o.trainer_endpoint + " sent nothing for " +
+                           std::to_string(o.idle_timeout_s) + " s; exiting");
+      }
+      continue;
+    }
+    last_heard = Clock::now();
+    Message m = net::Decode(std::move(parts));
+    switch (m.header.msg_type()) {
+      case MsgType::kStop:
+        GNN_LOG(kInfo) << "trainer said stop";
+        return;
+      case MsgType::kError:
+        throw PeerError("trainer at " + o.trainer_endpoint + " refused this sampler: " +
+                        m.header.text);
+      case MsgType::kSeedBatch: {
+        net::SeedBatch sb = net::DecodeSeedBatch(m);
+        Message reply;
+        try {
+          MiniBatch mb = graph.MakeBatch(sb.seeds, sb.fanouts, sb.replace, sb.rng_seed);
+          mb.index = sb.index;
+          reply = net::EncodeMiniBatch(mb, m.header.request_id);
+        } catch (const Error& e) {
+          // Never a silent empty batch: the trainer learns why, then we exit.
+          Message err = net::MakeError(m.header.request_id, net::kErrInternal,
+                                       "sampler " + std::to_string(o.trainer_id) + "." +
+                                           std::to_string(o.sampler_id) + ": " + e.what());
+          net::Send(sock, err);
+          throw;
+        }
+        net::Send(sock, reply);
+        break;
+      }
+      default:
+        break;  // HelloReply and anything newer: nothing to do
+    }
+  }
+}
+
+SamplerPool::SamplerPool(const std::string& bind_endpoint, int num_samplers, std::string hello,
+                         int prefetch_per_sampler, int timeout_ms)
+    : sock_(ctx_, zmq::socket_type::router),
+      num_samplers_(num_samplers),
+      hello_(std::move(hello)),
+      prefetch_(std::max(1, prefetch_per_sampler)),
+      timeout_ms_(timeout_ms) {
+  sock_.set(zmq::sockopt::linger, 0);
+  try {
+    sock_.bind(bind_endpoint);
+  } catch (const zmq::error_t& e) {
+    throw ConfigError("trainer cannot bind " + bind_endpoint + " for its samplers: " + e.what());
+  }
+  endpoint_ = sock_.get(zmq::sockopt::last_endpoint);
+}
+
+SamplerPool::~SamplerPool() {
+  try {
+    Stop();
+  } catch (...) {
+  }
+}
+
+void SamplerPool::WaitForSamplers(int timeout_ms) {
+  auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::vector<zmq::message_t> parts;
+  while (static_cast<int>(identities_.size()) < num_samplers_) {
+    auto left = std::chrono::duration_cast<net::Millis>(deadline - Clock::now());
+    if (left.count() <= 0 || !net::RecvParts(sock_, &parts, left)) {
+      throw TimeoutError(std::to_string(num_samplers_ - static_cast<int>(identities_.size())) +
+                         " of " + std::to_string(num_samplers_) +
+                         " samplers did not connect to " + endpoint_ + " within " +
+                         std::to_string(timeout_ms) + " ms");
+    }
+    if (parts.size() < 2) continue;
+    zmq::message_t id = std::move(parts[0]);
+    parts.erase(parts.begin());
+    Message m = net::Decode(std::move(parts));
+    if (m.header.msg_type() != MsgType::kHello) continue;
+    if (m.header.text != hello_) {
+      std::vector<zmq::message_t> route;
+      route.push_back(std::move(id));
+      Message err = net::MakeError(0, net::kErrMismatch,
+                                   "sampler runs a different graph, partition config or job");
+      net::Send(sock_, err, &route);
+      throw ConfigError("a sampler with a different graph, partition config or job connected to " +
+                        endpoint_);
+    }
+    identities_.push_back(std::move(id));
+    in_flight_.push_back(0);
+  }
+}
+
+void SamplerPool::Start(std::vector<net::SeedBatch> batches) {
+  batches_ = std::move(batches);
+  next_dispatch_ = 0;
+  next_return_ = 0;
+  ready_.clear();
+  Dispatch();
+}
+
+void SamplerPool::Dispatch() {
+  // Batch i always goes to sampler i % n (the order is deterministic), but
+  // only while that sampler has fewer than `prefetch` batches in flight.
+  while (next_dispatch_ < batches_.size()) {
+    int s = static_cast<int>(next_dispatch_ % identities_.size());
+    if (in_flight_[s] >= prefetch_) return;
+    Message m = net::EncodeSeedBatch(batches_[next_dispatch_], next_dispatch_ + 1);
+    std::vector<zmq::message_t> route;
+    route.emplace_back(identities_[s].data(), identities_[s].size());
+    net::Send(sock_, m, &route);
+    ++in_flight_[s];
+    ++next_dispatch_;
+  }
+}
+
+void SamplerPool::ReceiveOne(int timeout_ms) {
+  std::vector<zmq::message_t> parts;
+  if (!net::RecvParts(sock_, &parts, net::Millis(timeout_ms))) {
+    throw TimeoutError("no mini-batch from the samplers within " + std::to_string(timeout_ms) +
+                       " ms (waiting for batch " + std::to_string(next_return_) + ")");
+  }
+  if (parts.size() < 2) return;
+  int sampler = -1;
+  for (size_t i = 0; i < identities_.size(); ++i) {
+    if (identities_[i] == parts[0]) sampler = static_cast<int>(i);
+  }
+  parts.erase(parts.begin());
+  for (const auto& p : parts) bytes_received_ += p.size();
+  Message m = net::Decode(std::move(parts));
+  if (sampler < 0) return;  // a stranger; ignore
+  if (m.header.msg_type() == MsgType::kError) {
+    throw PeerError("sampler " + std::to_string(sampler) + " failed: " + m.header.text);
+  }
+  if (m.header.msg_type() != MsgType::kMiniBatch) return;
+  MiniBatch mb = net::DecodeMiniBatch(m);
+  --in_flight_[sampler];
+  ready_[static_cast<int64_t>(m.header.request_id) - 1] = std::move(mb);
+}
+
+std::optional<MiniBatch> SamplerPool::Next() {
+  if (next_return_ >= static_cast<int64_t>(batches_.size())) return std::nullopt;
+  while (ready_.find(next_return_) == ready_.end()) {
+    ReceiveOne(timeout_ms_);
+    Dispatch();
+  }
+  MiniBatch mb = std::move(ready_[next_return_]);
+  ready_.erase(next_return_);
+  ++next_return_;
+  Dispatch();
+  return mb;
+}
+
+void SamplerPool::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  for (auto& id : identities_) {
+    std::vector<zmq::message_t> route;
+    route.emplace_back(id.data(), id.size());
+    Message m = net::MakeMessage(MsgType::kStop, 0);
+    net::Send(sock_, m, &route, net::Millis(1000));
+  }
+}
+
+}  // namespace gnn

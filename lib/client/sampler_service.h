@@ -1,0 +1,77 @@
+// gnn-sampler's job: take seed batches from one trainer, sample every layer
+// across partitions (local partition from shared memory, others over the
+// network), gather features and labels, and stream finished mini-batches
+// back. The trainer decides how many batches are in flight (credit), so a
+// slow trainer applies back-pressure and memory stays flat.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "client/dist_graph.h"
+#include "net/batch_codec.h"
+
+namespace gnn {
+
+struct SamplerOptions {
+  DistGraphOptions graph;         // servers, part_config, local machine
+  std::string trainer_endpoint;   // --trainer_endpoint: where the trainer listens
+  int trainer_id = 0;
+  int sampler_id = 0;
+  int idle_timeout_s = 600;       // exit if the trainer sends nothing this long
+  void Validate() const;
+};
+
+// Runs until the trainer sends Stop (returns), `stop` is set, or an error:
+// a sampling failure is first reported to the trainer as an Error reply for
+// that batch, then rethrown (so the process exits non-zero).
+void RunSampler(const SamplerOptions& options, const std::atomic<bool>& stop);
+
+// The trainer's side: a ROUTER the samplers connect to. Not thread-safe.
+class SamplerPool {
+ public:
+  // Binds `bind_endpoint` (e.g. "tcp://127.0.0.1:*"). `hello` is the text
+  // samplers must present ("graph\nconfig_sha256\njob_id").
+  SamplerPool(const std::string& bind_endpoint, int num_samplers, std::string hello,
+              int prefetch_per_sampler, int timeout_ms);
+  ~SamplerPool();
+  const std::string& endpoint() const { return endpoint_; }
+
+  // Waits until every sampler said hello; TimeoutError says how many did not.
+  void WaitForSamplers(int timeout_ms);
+  // Queues an epoch's batches (dispatch starts at once, bounded by credit).
+  void Start(std::vector<net::SeedBatch> batches);
+  // The next batch in order; nullopt after the last. Throws PeerError when a
+  // sampler reports an error and TimeoutError when no batch arrives in time.
+  std::optional<MiniBatch> Next();
+  // Tells every sampler to exit.
+  void Stop();
+  uint64_t bytes_received() const { return bytes_received_; }
+
+ private:
+  void Dispatch();
+  void ReceiveOne(int timeout_ms);
+
+  zmq::context_t ctx_;
+  zmq::socket_t sock_;
+  std::string endpoint_;
+  int num_samplers_;
+  std::string hello_;
+  int prefetch_;
+  int timeout_ms_;
+  std::vector<zmq::message_t> identities_;
+  std::vector<int> in_flight_;
+  std::vector<net::SeedBatch> batches_;
+  size_t next_dispatch_ = 0;
+  int64_t next_return_ = 0;
+  std::map<int64_t, MiniBatch> ready_;
+  uint64_t bytes_received_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace gnn

@@ -1,0 +1,122 @@
+#include "net/channel.h"
+
+#include "common/error.h"
+
+namespace gnn::net {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+bool WaitFor(zmq::socket_t& socket, short events, Millis timeout) {
+  zmq::pollitem_t item{socket.handle(), 0, events, 0};
+  auto deadline = Clock::now() + timeout;
+  while (true) {
+    auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
+    if (left.count() < 0) left = Millis(0);
+    try {
+      if (zmq::poll(&item, 1, left) > 0) return true;
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+    }
+    if (Clock::now() >= deadline) return false;
+  }
+}
+
+}  // namespace
+
+void Send(zmq::socket_t& socket, Message& m, std::vector<zmq::message_t>* route, Millis timeout) {
+  if (!WaitFor(socket, ZMQ_POLLOUT, timeout)) {
+    throw TimeoutError("could not send " + m.header.DebugString() + " within " +
+                       std::to_string(timeout.count()) + " ms");
+  }
+  if (route) {
+    for (auto& r : *route) socket.send(r, zmq::send_flags::sndmore);
+  }
+  zmq::message_t header = EncodeHeader(m.header);
+  socket.send(header, m.frames.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore);
+  for (size_t i = 0; i < m.frames.size(); ++i) {
+    socket.send(m.frames[i],
+                i + 1 == m.frames.size() ? zmq::send_flags::none : zmq::send_flags::sndmore);
+  }
+  m.frames.clear();
+}
+
+bool RecvParts(zmq::socket_t& socket, std::vector<zmq::message_t>* parts, Millis timeout) {
+  parts->clear();
+  if (!WaitFor(socket, ZMQ_POLLIN, timeout)) return false;
+  while (true) {
+    zmq::message_t part;
+    // A multipart message arrives atomically, so the rest is already here.
+    if (!socket.recv(part, zmq::recv_flags::none)) return false;
+    bool more = part.more();
+    parts->push_back(std::move(part));
+    if (!more) return true;
+  }
+}
+
+Connection::Connection(zmq::context_t& ctx, const std::string& endpoint, std::string peer)
+    : socket_(ctx, zmq::socket_type::dealer), peer_(std::move(peer)) {
+  socket_.set(zmq::sockopt::linger, 0);
+  socket_.set(zmq::sockopt::sndhwm, 0);
+  socket_.set(zmq::sockopt::rcvhwm, 0);
+  try {
+    socket_.connect(endpoint);
+  } catch (const zmq::error_t& e) {
+    throw ConfigError("cannot connect to " + peer_ + " (" + endpoint + "): " + e.what());
+  }
+}
+
+uint64_t Connection::Start(Message request) {
+  uint64_t id = next_id_++;
+  request.header.request_id = id;
+  Send(socket_, request);
+  return id;
+}
+
+Message Connection::Finish(uint64_t request_id, Clock::time_point deadline,
+                           const std::string& what) {
+  std::vector<zmq::message_t> parts;
+  while (true) {
+    auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
+    if (left.count() < 0 || !RecvParts(socket_, &parts, std::max(left, Millis(0)))) {
+      throw TimeoutError(peer_ + " did not answer " + what + " in time");
+    }
+    Message m;
+    try {
+      m = Decode(std::move(parts));
+    } catch (const ProtocolError& e) {
+      throw ProtocolError(peer_ + " sent a malformed reply to " + what + ": " + e.what());
+    }
+    if (m.header.request_id != request_id) continue;  // late reply to an abandoned request
+    if (m.header.msg_type() == MsgType::kError) {
+      throw PeerError(peer_ + " refused " + what + ": " + m.header.text);
+    }
+    return m;
+  }
+}
+
+Message Connection::Call(Message request, Millis timeout) {
+  std::string what = MsgTypeName(request.header.msg_type());
+  uint64_t id = Start(std::move(request));
+  return Finish(id, Clock::now() + timeout, what);
+}
+
+std::vector<Message> CallAll(std::vector<std::pair<Connection*, Message>> calls, Millis timeout) {
+  auto deadline = Clock::now() + timeout;
+  std::vector<uint64_t> ids;
+  std::vector<std::string> whats;
+  for (auto& [conn, msg] : calls) {
+    whats.push_back(MsgTypeName(msg.header.msg_type()));
+    ids.push_back(conn->Start(std::move(msg)));
+  }
+  // Replies are collected in order; each wait shares the one deadline, so
+  // the slowest server bounds the total.
+  std::vector<Message> replies;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    replies.push_back(calls[i].first->Finish(ids[i], deadline, whats[i]));
+  }
+  return replies;
+}
+
+}  // namespace gnn::net

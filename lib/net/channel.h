@@ -1,0 +1,57 @@
+// Sending and receiving protocol messages with deadlines, and a client
+// connection to one server (DEALER) with request/reply matching.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "net/protocol.h"
+
+namespace gnn::net {
+
+using Millis = std::chrono::milliseconds;
+
+// Sends `route` frames (ROUTER identities; may be empty), the header, then
+// the array frames. Consumes m.frames. Non-blocking sends that cannot be
+// queued within `timeout` throw TimeoutError.
+void Send(zmq::socket_t& socket, Message& m, std::vector<zmq::message_t>* route = nullptr,
+          Millis timeout = Millis(10000));
+
+// Receives one whole multipart message within `timeout`; false on timeout.
+bool RecvParts(zmq::socket_t& socket, std::vector<zmq::message_t>* parts, Millis timeout);
+
+// A connection to one server. Not thread-safe: one thread per connection.
+class Connection {
+ public:
+  // `peer` names the server in errors, e.g. "machine 1 server 0 at 10.0.0.2:30051".
+  Connection(zmq::context_t& ctx, const std::string& endpoint, std::string peer);
+  const std::string& peer() const { return peer_; }
+
+  // Sends a request and returns without waiting; returns its request id.
+  uint64_t Start(Message request);
+  // Waits for the reply to `request_id`, discarding stale replies to earlier
+  // (timed-out) requests. A kError reply throws PeerError naming the peer;
+  // no reply by `deadline` throws TimeoutError naming the peer and `what`.
+  Message Finish(uint64_t request_id, std::chrono::steady_clock::time_point deadline,
+                 const std::string& what);
+  // Start + Finish.
+  Message Call(Message request, Millis timeout);
+
+  zmq::socket_t& socket() { return socket_; }
+
+ private:
+  zmq::socket_t socket_;
+  std::string peer_;
+  uint64_t next_id_ = 1;
+};
+
+// Issues one request per connection concurrently and gathers the replies in
+// order. Throws the first failure (TimeoutError / PeerError) after the
+// deadline or as soon as it is known.
+std::vector<Message> CallAll(std::vector<std::pair<Connection*, Message>> calls, Millis timeout);
+
+}  // namespace gnn::net

@@ -1,0 +1,179 @@
+#include "net/protocol.h"
+
+#include <cereal/archives/portable_binary.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/vector.hpp>
+#include <sstream>
+
+namespace gnn::net {
+
+template <class Archive>
+void serialize(Archive& ar, Header& h) {
+  ar(h.magic, h.version, h.type, h.request_id, h.frame_bytes, h.ints, h.text);
+}
+
+namespace {
+
+// A read-only streambuf over a frame, so decoding does not copy it.
+class FrameBuf : public std::streambuf {
+ public:
+  FrameBuf(const char* data, size_t size) {
+    char* p = const_cast<char*>(data);
+    setg(p, p, p + size);
+  }
+};
+
+}  // namespace
+
+const char* MsgTypeName(MsgType type) {
+  switch (type) {
+    case MsgType::kError: return "Error";
+    case MsgType::kHello: return "Hello";
+    case MsgType::kHelloReply: return "HelloReply";
+    case MsgType::kPing: return "Ping";
+    case MsgType::kPong: return "Pong";
+    case MsgType::kSample: return "Sample";
+    case MsgType::kSampleReply: return "SampleReply";
+    case MsgType::kPullFeatures: return "PullFeatures";
+    case MsgType::kPullFeaturesReply: return "PullFeaturesReply";
+    case MsgType::kPullLabels: return "PullLabels";
+    case MsgType::kPullLabelsReply: return "PullLabelsReply";
+    case MsgType::kMetadata: return "Metadata";
+    case MsgType::kMetadataReply: return "MetadataReply";
+    case MsgType::kShutdown: return "Shutdown";
+    case MsgType::kShutdownReply: return "ShutdownReply";
+    case MsgType::kSeedBatch: return "SeedBatch";
+    case MsgType::kMiniBatch: return "MiniBatch";
+    case MsgType::kStop: return "Stop";
+  }
+  return "Unknown";
+}
+
+std::string Header::DebugString() const {
+  std::ostringstream s;
+  s << MsgTypeName(msg_type()) << "(type=" << type << " id=" << request_id << " v" << version;
+  if (!ints.empty()) {
+    s << " ints=[";
+    for (size_t i = 0; i < ints.size(); ++i) s << (i ? "," : "") << ints[i];
+    s << "]";
+  }
+  if (!frame_bytes.empty()) {
+    s << " frames=[";
+    for (size_t i = 0; i < frame_bytes.size(); ++i) s << (i ? "," : "") << frame_bytes[i];
+    s << "]";
+  }
+  if (!text.empty()) s << " text=" << text.size() << "B";
+  s << ")";
+  return s.str();
+}
+
+Message MakeMessage(MsgType type, uint64_t request_id, std::vector<int64_t> ints,
+                    std::string text) {
+  Message m;
+  m.header.type = static_cast<uint16_t>(type);
+  m.header.request_id = request_id;
+  m.header.ints = std::move(ints);
+  m.header.text = std::move(text);
+  return m;
+}
+
+void AddFrame(Message* m, zmq::message_t frame) {
+  m->header.frame_bytes.push_back(frame.size());
+  m->frames.push_back(std::move(frame));
+}
+
+Message MakeError(uint64_t request_id, ErrorCode code, const std::string& text) {
+  return MakeMessage(MsgType::kError, request_id, {code}, text);
+}
+
+zmq::message_t EncodeHeader(const Header& header) {
+  std::ostringstream out;
+  {
+    cereal::PortableBinaryOutputArchive ar(out);
+    ar(const_cast<Header&>(header));
+  }
+  std::string bytes = out.str();
+  return zmq::message_t(bytes.data(), bytes.size());
+}
+
+Header DecodeHeader(const zmq::message_t& frame, uint64_t* request_id_out) {
+  if (frame.size() > kMaxHeaderBytes) {
+    throw ProtocolError("header frame of " + std::to_string(frame.size()) +
+                        " bytes exceeds the limit of " + std::to_string(kMaxHeaderBytes));
+  }
+  if (frame.size() < 4) throw ProtocolError("header frame too short (" + std::to_string(frame.size()) + " bytes)");
+  Header h;
+  // Strings and vectors carry their own lengths: bound them by the frame
+  // size before cereal allocates, so a forged length cannot exhaust memory.
+  FrameBuf buf(static_cast<const char*>(frame.data()), frame.size());
+  std::istream in(&buf);
+  try {
+    cereal::PortableBinaryInputArchive ar(in);
+    ar(h.magic, h.version, h.type, h.request_id);
+    if (h.magic != kMagic) throw ProtocolError("bad magic (not a gnn message)");
+    if (request_id_out) *request_id_out = h.request_id;
+    if (h.version != kProtocolVersion) {
+      throw ProtocolError("protocol version " + std::to_string(h.version) + " (this side speaks " +
+                          std::to_string(kProtocolVersion) + ")");
+    }
+    if (h.type == 0 || h.type > kMaxMsgType) {
+      throw ProtocolError("unknown message type " + std::to_string(h.type));
+    }
+    // Peek each length prefix: cereal's size_type is uint64.
+    auto bounded = [&](auto& vec, size_t elem) {
+      uint64_t n = 0;
+      ar(cereal::make_size_tag(n));
+      if (n > frame.size() / elem + 1) throw ProtocolError("header array length out of bounds");
+      vec.resize(n);
+      for (auto& x : vec) ar(x);
+    };
+    bounded(h.frame_bytes, sizeof(uint64_t));
+    bounded(h.ints, sizeof(int64_t));
+    uint64_t tn = 0;
+    ar(cereal::make_size_tag(tn));
+    if (tn > frame.size()) throw ProtocolError("header text length out of bounds");
+    h.text.resize(tn);
+    if (tn) ar(cereal::binary_data(&h.text[0], tn));
+  } catch (const ProtocolError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw ProtocolError(std::string("truncated or malformed header: ") + e.what());
+  }
+  if (in.rdbuf()->in_avail() != 0) throw ProtocolError("trailing bytes after header");
+  if (h.frame_bytes.size() > kMaxArrayFrames) {
+    throw ProtocolError("too many array frames (" + std::to_string(h.frame_bytes.size()) + ")");
+  }
+  for (uint64_t b : h.frame_bytes) {
+    if (b > kMaxFrameBytes) throw ProtocolError("array frame of " + std::to_string(b) + " bytes exceeds the limit");
+  }
+  return h;
+}
+
+Message Decode(std::vector<zmq::message_t>&& parts, uint64_t* request_id_out) {
+  if (parts.empty()) throw ProtocolError("empty message");
+  Message m;
+  m.header = DecodeHeader(parts[0], request_id_out);
+  if (parts.size() - 1 != m.header.frame_bytes.size()) {
+    throw ProtocolError(m.header.DebugString() + ": header announces " +
+                        std::to_string(m.header.frame_bytes.size()) + " array frames, got " +
+                        std::to_string(parts.size() - 1));
+  }
+  for (size_t i = 1; i < parts.size(); ++i) {
+    if (parts[i].size() != m.header.frame_bytes[i - 1]) {
+      throw ProtocolError(m.header.DebugString() + ": array frame " + std::to_string(i - 1) +
+                          " has " + std::to_string(parts[i].size()) + " bytes, header says " +
+                          std::to_string(m.header.frame_bytes[i - 1]));
+    }
+    m.frames.push_back(std::move(parts[i]));
+  }
+  return m;
+}
+
+void CheckShape(const Message& m, size_t ints, size_t frames) {
+  if (m.header.ints.size() != ints || m.frames.size() != frames) {
+    throw ProtocolError(m.header.DebugString() + ": expected " + std::to_string(ints) +
+                        " ints and " + std::to_string(frames) + " array frames");
+  }
+}
+
+}  // namespace gnn::net

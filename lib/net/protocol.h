@@ -1,0 +1,134 @@
+// The wire protocol (DESIGN.md): one request = one ZeroMQ multipart message,
+// a header frame (cereal portable binary) followed by raw little-endian
+// array frames. Every message type of every role is in MsgType; numbers are
+// never reused.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "common/error.h"
+
+namespace gnn::net {
+
+constexpr uint32_t kMagic = 0x314e4e47;  // "GNN1" as little-endian bytes
+constexpr uint16_t kProtocolVersion = 1;
+constexpr uint32_t kMaxArrayFrames = 32;
+constexpr uint64_t kMaxFrameBytes = uint64_t{4} << 30;  // one array frame
+constexpr size_t kMaxHeaderBytes = 64 << 10;
+
+// Message types. Numbers are part of the protocol: never renumber or reuse.
+// Retired numbers: (none yet).
+enum class MsgType : uint16_t {
+  kError = 1,          // text: message; ints: {code}
+  kHello = 2,          // text: "graph_name\nconfig_sha256\njob_id"
+  kHelloReply = 3,     // ints: {machine_id, server_id, node_start, node_end, feature_dim, num_classes}
+  kPing = 4,
+  kPong = 5,           // ints: {machine_id, server_id}
+  kSample = 6,         // ints: {fanout, replace, rng_seed}; frames: seeds[int64]
+  kSampleReply = 7,    // frames: indptr[int64, n+1], indices[int64]
+  kPullFeatures = 8,   // frames: ids[int64]
+  kPullFeaturesReply = 9,  // ints: {dim}; frames: rows[float32, n*dim]
+  kPullLabels = 10,    // frames: ids[int64]
+  kPullLabelsReply = 11,   // frames: labels[int64]
+  kMetadata = 12,
+  kMetadataReply = 13,  // text: JSON
+  kShutdown = 14,       // text: job_id
+  kShutdownReply = 15,
+  kSeedBatch = 16,      // trainer -> gnn-sampler. ints: {epoch, batch index, rng_seed}; frames: seeds[int64]
+  kMiniBatch = 17,      // gnn-sampler -> trainer, see sampler docs
+  kStop = 18,           // trainer -> gnn-sampler: no more batches
+};
+
+// Largest MsgType value; types above it are unknown.
+constexpr uint16_t kMaxMsgType = 18;
+
+const char* MsgTypeName(MsgType type);
+
+// Error codes carried by kError.
+enum ErrorCode : int32_t {
+  kErrMalformed = 1,   // header or frames do not match
+  kErrVersion = 2,     // protocol version mismatch
+  kErrUnknownType = 3,
+  kErrBadRequest = 4,  // well-formed but invalid (node not owned, bad fanout)
+  kErrMismatch = 5,    // handshake: graph/config/job does not match
+  kErrInternal = 6,
+  kErrNotAllowed = 7,  // e.g. shutdown from another job
+};
+
+struct Header {
+  uint32_t magic = kMagic;
+  uint16_t version = kProtocolVersion;
+  uint16_t type = 0;
+  uint64_t request_id = 0;
+  std::vector<uint64_t> frame_bytes;  // byte size of each array frame that follows
+  std::vector<int64_t> ints;          // small type-specific parameters
+  std::string text;                   // type-specific text
+
+  MsgType msg_type() const { return static_cast<MsgType>(type); }
+  std::string DebugString() const;
+};
+
+// A decoded message: the header and its array frames (zero-copy).
+struct Message {
+  Header header;
+  std::vector<zmq::message_t> frames;
+
+  // Array frame i viewed as T; checks the size is a multiple of sizeof(T).
+  template <typename T>
+  const T* Array(size_t i, size_t* count) const {
+    if (i >= frames.size() || frames[i].size() % sizeof(T) != 0) {
+      throw ProtocolError("frame " + std::to_string(i) + " of " + header.DebugString() +
+                          " is missing or not a whole number of elements");
+    }
+    *count = frames[i].size() / sizeof(T);
+    return static_cast<const T*>(frames[i].data());
+  }
+  template <typename T>
+  std::vector<T> CopyArray(size_t i) const {
+    size_t n = 0;
+    const T* p = Array<T>(i, &n);
+    return std::vector<T>(p, p + n);
+  }
+};
+
+// Builds a message. Array frames are copied into ZeroMQ buffers once.
+Message MakeMessage(MsgType type, uint64_t request_id, std::vector<int64_t> ints = {},
+                    std::string text = {});
+template <typename T>
+void AddArray(Message* m, const T* data, size_t count) {
+  zmq::message_t frame(count * sizeof(T));
+  if (count) std::memcpy(frame.data(), data, count * sizeof(T));
+  m->header.frame_bytes.push_back(frame.size());
+  m->frames.push_back(std::move(frame));
+}
+template <typename T>
+void AddArray(Message* m, const std::vector<T>& v) {
+  AddArray(m, v.data(), v.size());
+}
+// Adds an already-filled frame without copying.
+void AddFrame(Message* m, zmq::message_t frame);
+
+Message MakeError(uint64_t request_id, ErrorCode code, const std::string& text);
+
+zmq::message_t EncodeHeader(const Header& header);
+
+// Decodes and validates a header frame: size limit, cereal decoding, magic,
+// version, known type, frame count limit. Throws ProtocolError naming what is
+// wrong; the error's request id is recoverable through `request_id_out`
+// whenever the header decoded.
+Header DecodeHeader(const zmq::message_t& frame, uint64_t* request_id_out = nullptr);
+
+// Decodes parts = [header, arrays...] and checks the arrays against the
+// header (count and byte sizes). Throws ProtocolError.
+Message Decode(std::vector<zmq::message_t>&& parts, uint64_t* request_id_out = nullptr);
+
+// Checks the per-type expectations: number of ints and frames. Throws
+// ProtocolError naming the type.
+void CheckShape(const Message& m, size_t ints, size_t frames);
+
+}  // namespace gnn::net

@@ -1,0 +1,292 @@
+#include "server/server.h"
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+#include "cluster/ip_config.h"
+#include "cluster/ports.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/parallel.h"
+#include "common/sha256.h"
+#include "net/channel.h"
+#include "net/protocol.h"
+#include "partition/config.h"
+#include "sampling/sampler.h"
+#include "server/shm_partition.h"
+
+namespace gnn {
+
+using net::Message;
+using net::MsgType;
+
+void ServerOptions::Validate() const {
+  if (ip_config.empty()) throw ConfigError("--ip_config is required");
+  if (part_config.empty()) throw ConfigError("--part_config is required");
+  if (machine_id < 0) throw ConfigError("--machine_id must be >= 0");
+  if (num_servers < 1) throw ConfigError("--num_servers must be >= 1");
+  if (server_id < 0 || server_id >= num_servers) {
+    throw ConfigError("--server_id must be in [0, --num_servers)");
+  }
+  if (num_threads < 0) throw ConfigError("--num_threads must be >= 0");
+}
+
+namespace {
+
+struct ServerState {
+  const ServerOptions* options;
+  PartitionConfig config;
+  std::string config_sha;
+  const PartitionView* view;
+  std::string name;  // "machine 1 server 0"
+  std::atomic<bool> shutdown{false};
+};
+
+Message HandleRequest(ServerState& s, const Message& req) {
+  const uint64_t id = req.header.request_id;
+  const PartitionView& v = *s.view;
+  switch (req.header.msg_type()) {
+    case MsgType::kHello: {
+      net::CheckShape(req, 0, 0);
+      std::vector<std::string> f;
+      size_t start = 0;
+      for (int i = 0; i < 3; ++i) {
+        size_t nl = req.header.text.find('\n', start);
+        f.push_back(req.header.text.substr(start, nl == std::string::npos ? nl : nl - start));
+        start = nl == std::string::npos ? req.header.text.size() : nl + 1;
+      }
+      if (f[0] != s.config.graph_name || f[1] != s.config_sha) {
+        return net::MakeError(id, net::kErrMismatch,
+                              s.name + " serves graph " + s.config.graph_name +
+                                  " (partition config sha256 " + s.config_sha.substr(0, 12) +
+                                  "), client has graph " + f[0] + " (sha256 " +
+                                  f[1].substr(0, 12) + "): deploy the same partition config");
+      }
+      return net::MakeMessage(MsgType::kHelloReply, id,
+                              {s.options->machine_id, s.options->server_id, v.node_start,
+                               v.node_start + v.num_nodes, v.feature_dim, v.num_classes});
+    }
+    case MsgType::kPing:
+      net::CheckShape(req, 0, 0);
+      return net::MakeMessage(MsgType::kPong, id, {s.options->machine_id, s.options->server_id});
+    case MsgType::kSample: {
+      net::CheckShape(req, 3, 1);
+      size_t n = 0;
+      const int64_t* seeds = req.Array<int64_t>(0, &n);
+      const int64_t fanout = req.header.ints[0];
+      if (fanout < -1 || fanout > (1 << 20)) {
+        return net::MakeError(id, net::kErrBadRequest, "fanout " + std::to_string(fanout) + " out of range");
+      }
+      std::vector<int64_t> indptr, indices;
+      SampleNeighbors(v.csc(), seeds, static_cast<int64_t>(n), static_cast<int>(fanout),
+                      req.header.ints[1] != 0, static_cast<uint64_t>(req.header.ints[2]), 1,
+                      &indptr, &indices);
+      Message rep = net::MakeMessage(MsgType::kSampleReply, id);
+      net::AddArray(&rep, indptr);
+      net::AddArray(&rep, indices);
+      return rep;
+    }
+    case MsgType::kPullFeatures:
+    case MsgType::kPullLabels: {
+      net::CheckShape(req, 0, 1);
+      size_t n = 0;
+      const int64_t* ids = req.Array<int64_t>(0, &n);
+      for (size_t i = 0; i < n; ++i) {
+        if (ids[i] < v.node_start || ids[i] >= v.node_start + v.num_nodes) {
+          throw DataError("node " + std::to_string(ids[i]) + " is not owned by " + s.name +
+                          " (owns [" + std::to_string(v.node_start) + ", " +
+                          std::to_string(v.node_start + v.num_nodes) + "))");
+        }
+      }
+      if (req.header.msg_type() == MsgType::kPullLabels) {
+        zmq::message_t out(n * sizeof(int64_t));
+        int64_t* dst = static_cast<int64_t*>(out.data());
+        for (size_t i = 0; i < n; ++i) dst[i] = v.labels[ids[i] - v.node_start];
+        Message rep = net::MakeMessage(MsgType::kPullLabelsReply, id);
+        net::AddFrame(&rep, std::move(out));
+        return rep;
+      }
+      const size_t row = static_cast<size_t>(v.feature_dim) * sizeof(float);
+      zmq::message_t out(n * row);
+      char* dst = static_cast<char*>(out.data());
+      for (size_t i = 0; i < n; ++i) {
+        std::memcpy(dst + i * row, v.features + (ids[i] - v.node_start) * v.feature_dim, row);
+      }
+      Message rep = net::MakeMessage(MsgType::kPullFeaturesReply, id, {v.feature_dim});
+      net::AddFrame(&rep, std::move(out));
+      return rep;
+    }
+    case MsgType::kMetadata: {
+      net::CheckShape(req, 0, 0);
+      nlohmann::json j = {{"graph_name", s.config.graph_name},
+                          {"config_sha256", s.config_sha},
+                          {"machine_id", s.options->machine_id},
+                          {"server_id", s.options->server_id},
+                          {"num_servers", s.options->num_servers},
+                          {"part_id", v.part_id},
+                          {"node_start", v.node_start},
+                          {"node_end", v.node_start + v.num_nodes},
+                          {"num_edges", v.num_edges},
+                          {"feature_dim", v.feature_dim},
+                          {"num_classes", v.num_classes},
+                          {"num_parts", s.config.num_parts}};
+      return net::MakeMessage(MsgType::kMetadataReply, id, {}, j.dump());
+    }
+    case MsgType::kShutdown:
+      net::CheckShape(req, 0, 0);
+      if (s.options->job_id.empty() || req.header.text != s.options->job_id) {
+        return net::MakeError(id, net::kErrNotAllowed,
+                              s.name + " only obeys Shutdown from the job that started it");
+      }
+      s.shutdown = true;
+      return net::MakeMessage(MsgType::kShutdownReply, id);
+    default:
+      return net::MakeError(id, net::kErrUnknownType,
+                            std::string(net::MsgTypeName(req.header.msg_type())) +
+                                " is not a server request");
+  }
+}
+
+// One worker: takes [identity, header, arrays...] from the inproc backend,
+// answers, and never lets a bad request take the server down.
+void Worker(ServerState& s, zmq::context_t& ctx, const std::string& backend,
+            const std::atomic<bool>& stop) {
+  zmq::socket_t sock(ctx, zmq::socket_type::dealer);
+  sock.set(zmq::sockopt::linger, 0);
+  sock.connect(backend);
+  std::vector<zmq::message_t> parts;
+  while (!stop && !s.shutdown) {
+    if (!net::RecvParts(sock, &parts, net::Millis(100))) continue;
+    if (parts.size() < 2) continue;  // no identity or no header: nothing to answer
+    std::vector<zmq::message_t> route;
+    route.push_back(std::move(parts[0]));
+    parts.erase(parts.begin());
+    uint64_t rid = 0;
+    Message reply;
+    try {
+      Message req = net::Decode(std::move(parts), &rid);
+      reply = HandleRequest(s, req);
+    } catch (const ProtocolError& e) {
+      reply = net::MakeError(rid, net::kErrMalformed, e.what());
+    } catch (const DataError& e) {
+      reply = net::MakeError(rid, net::kErrBadRequest, e.what());
+    } catch (const std::exception& e) {
+      reply = net::MakeError(rid, net::kErrInternal, e.what());
+    }
+    try {
+      net::Send(sock, reply, &route, net::Millis(1000));
+    } catch (const std::exception& e) {
+      GNN_LOG(kWarn) << "could not send a reply: " << e.what();
+    }
+  }
+}
+
+}  // namespace
+
+std::string JobShmName(const std::string& graph_name, const std::string& config_sha256,
+                       const std::string& job_id, int part) {
+  Sha256 h;
+  const std::string key = config_sha256 + "\n" + job_id;
+  h.Update(key.data(), key.size());
+  return ShmSegmentName(graph_name, h.HexDigest(), part);
+}
+
+void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
+               const std::function<void(const std::string&)>& on_ready) {
+  o.Validate();
+  ServerState s;
+  s.options = &o;
+  s.name = "machine " + std::to_string(o.machine_id) + " server " + std::to_string(o.server_id);
+  s.config = LoadPartitionConfig(o.part_config);
+  s.config_sha = Sha256File(o.part_config);
+  std::vector<MachineAddress> machines = ReadIpConfig(o.ip_config);
+  CheckServerPorts(machines, o.num_servers, o.ip_config);
+  if (o.machine_id >= static_cast<int>(machines.size())) {
+    throw ConfigError("--machine_id " + std::to_string(o.machine_id) + " but " + o.ip_config +
+                      " lists " + std::to_string(machines.size()) + " machines");
+  }
+  if (s.config.num_parts != static_cast<int>(machines.size())) {
+    throw ConfigError(o.part_config + " has " + std::to_string(s.config.num_parts) +
+                      " partitions but " + o.ip_config + " lists " +
+                      std::to_string(machines.size()) + " machines (one partition per machine)");
+  }
+  const MachineAddress& me = machines[o.machine_id];
+  const std::string endpoint =
+      o.bind_endpoint.empty() ? Endpoint(me, o.server_id) : o.bind_endpoint;
+
+  zmq::context_t ctx;
+  zmq::socket_t frontend(ctx, zmq::socket_type::router);
+  frontend.set(zmq::sockopt::linger, 0);
+  frontend.set(zmq::sockopt::router_mandatory, false);
+  try {
+    frontend.bind(endpoint);
+  } catch (const zmq::error_t& e) {
+    std::string holder;
+    if (o.bind_endpoint.empty() && e.num() == EADDRINUSE) {
+      holder = DescribePortHolder(me.port + o.server_id);
+    }
+    throw ConfigError(s.name + " cannot bind " + endpoint + ": " + e.what() +
+                      (holder.empty() ? "" : " (held by " + holder + ")"));
+  }
+  const std::string bound = frontend.get(zmq::sockopt::last_endpoint);
+
+  // Only after the port is ours: a second server on a busy port must not
+  // touch the shared memory of the one that holds it.
+  const std::string shm_name =
+      JobShmName(s.config.graph_name, s.config_sha, o.job_id, o.machine_id);
+  std::unique_ptr<ShmPartition> shm =
+      o.server_id == 0
+          ? ShmPartition::Create(shm_name, s.config, o.machine_id, o.verify_checksums)
+          : ShmPartition::Attach(shm_name, std::chrono::milliseconds(o.attach_timeout_ms));
+  s.view = &shm->view();
+
+  const std::string backend = "inproc://workers";
+  zmq::socket_t back(ctx, zmq::socket_type::dealer);
+  back.set(zmq::sockopt::linger, 0);
+  back.bind(backend);
+  const int threads = ResolveThreads(o.num_threads);
+  std::vector<std::thread> workers;
+  for (int i = 0; i < threads; ++i) {
+    workers.emplace_back([&] { Worker(s, ctx, backend, stop); });
+  }
+  GNN_LOG(kInfo) << s.name << " serving partition " << o.machine_id << " ("
+                 << s.view->num_nodes << " nodes) at " << bound << " with " << threads
+                 << " worker threads";
+  if (on_ready) on_ready(bound);
+
+  // The proxy: requests to workers, replies back to their clients.
+  zmq::pollitem_t items[] = {{frontend.handle(), 0, ZMQ_POLLIN, 0},
+                             {back.handle(), 0, ZMQ_POLLIN, 0}};
+  std::vector<zmq::message_t> parts;
+  auto forward = [&](zmq::socket_t& from, zmq::socket_t& to) {
+    while (true) {
+      zmq::message_t part;
+      if (!from.recv(part, zmq::recv_flags::dontwait)) return;
+      bool more = part.more();
+      to.send(part, more ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      if (!more) return;
+    }
+  };
+  while (!stop && !s.shutdown) {
+    try {
+      zmq::poll(items, 2, std::chrono::milliseconds(100));
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+      continue;
+    }
+    if (items[0].revents & ZMQ_POLLIN) forward(frontend, back);
+    if (items[1].revents & ZMQ_POLLIN) forward(back, frontend);
+  }
+  // Let workers finish the reply they are sending (e.g. ShutdownReply).
+  for (auto& w : workers) w.join();
+  while (true) {
+    zmq::pollitem_t b{back.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&b, 1, std::chrono::milliseconds(50)) <= 0) break;
+    forward(back, frontend);
+  }
+  GNN_LOG(kInfo) << s.name << " stopped";
+}
+
+}  // namespace gnn

@@ -1,0 +1,44 @@
+// gnn-server: serves one partition over ZeroMQ (DESIGN.md "Processes").
+// Server 0 of a machine puts the partition into shared memory; backup
+// servers attach to it. A ROUTER socket bound to the machine's own address
+// feeds a pool of worker threads that answer Hello, Ping, Sample,
+// PullFeatures, PullLabels, Metadata and Shutdown.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <string>
+
+namespace gnn {
+
+struct ServerOptions {
+  std::string ip_config;    // --ip_config
+  std::string part_config;  // --part_config
+  int machine_id = -1;      // --machine_id: line of ip_config, = partition id
+  int server_id = 0;        // --server_id: 0 loads, others attach (backups)
+  int num_servers = 1;      // --num_servers per machine
+  int num_threads = 0;      // --num_threads worker threads (0 = all cores)
+  std::string job_id;       // --job_id: only a Shutdown carrying it is obeyed
+  // Empty: bind to the machine's ip_config address. Tests may pass
+  // "tcp://127.0.0.1:*" to get an ephemeral port (reported via on_ready).
+  std::string bind_endpoint;
+  int attach_timeout_ms = 60000;  // backups wait this long for server 0
+  bool verify_checksums = true;
+
+  void Validate() const;  // ConfigError naming the bad field
+};
+
+// Shared-memory segment of partition `part` for one job: the job id is part
+// of the name so two jobs on one machine never share or clobber a segment.
+std::string JobShmName(const std::string& graph_name, const std::string& config_sha256,
+                       const std::string& job_id, int part);
+
+// Runs the server until `stop` becomes true, a valid Shutdown arrives, or an
+// error occurs (thrown: ConfigError for busy ports / mismatches, DataError,
+// TimeoutError). `on_ready(endpoint)` is called once it is serving.
+// Blocking; checks `stop` at least every 100 ms.
+void RunServer(const ServerOptions& options, const std::atomic<bool>& stop,
+               const std::function<void(const std::string&)>& on_ready = nullptr);
+
+}  // namespace gnn

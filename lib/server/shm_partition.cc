@@ -1,0 +1,616 @@
+#include "server/shm_partition.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/npy.h"
+#include "common/parallel.h"
+#include "common/sha256.h"
+#include "common/timer.h"
+
+namespace gnn {
+
+namespace {
+
+constexpr char kMagic[8] = {'G', 'N', 'N', 'S', 'H', 'M', 'P', '1'};
+constexpr int kNumArrays = 8;  // kPartFiles order
+enum ArrayIndex { kIndptr, kIndices, kFeat, kLabel, kTrain, kValid, kTest, kOrig };
+constexpr uint64_t kAlign = 64;
+constexpr size_t kMaxNameLength = 100;
+// How long Create retries the exclusive lock: other handles hold it only for
+// microseconds (a remover, an attacher looking at a stale segment), while a
+// live owner holds its shared lock for good.
+constexpr auto kCreateGrace = std::chrono::milliseconds(500);
+
+// Lives at offset 0 of the segment. Only fixed-size fields, so the layout is
+// the same in every process of one build; the format version guards the rest.
+struct ShmHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t ready;  // kShmReadyValue once complete; stored last, with release
+  uint64_t total_bytes;
+  uint64_t header_bytes;
+  int64_t creator_pid;
+  int32_t part_id;
+  int32_t num_parts;
+  int64_t node_start, num_nodes, num_edges, feature_dim, num_classes, graph_num_nodes;
+  uint64_t offset[kNumArrays];
+  uint64_t bytes[kNumArrays];
+  char name[128];
+  char graph_name[256];
+  char config_digest[72];
+};
+static_assert(sizeof(ShmHeader) <= kShmHeaderBytes, "header must fit its page");
+static_assert(offsetof(ShmHeader, version) == 8 && offsetof(ShmHeader, ready) == 12,
+              "documented layout");
+
+std::string Errno() { return std::strerror(errno); }
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_;
+};
+
+// Open-file-description locks (F_OFD_SETLK) instead of flock(): they belong
+// to the open file like flock locks (so two handles in one process exclude
+// each other, and the kernel drops them when a process dies), but converting
+// exclusive -> shared is atomic, so a creator never has a moment in which its
+// finished segment looks unowned (flock converts by unlock + relock).
+// Returns false if a conflicting lock is held.
+bool TryLock(int fd, short type) {
+  struct flock fl;
+  std::memset(&fl, 0, sizeof(fl));
+  fl.l_type = type;
+  fl.l_whence = SEEK_SET;
+  for (;;) {
+    if (fcntl(fd, F_OFD_SETLK, &fl) == 0) return true;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EACCES) return false;
+    throw Error("cannot lock a shared memory lock file: " + Errno());
+  }
+}
+
+// Whether `fd` is still the file `path` names: a departing handle may have
+// unlinked the lock file between our open() and our lock.
+bool StillLinked(int fd, const std::string& path) {
+  struct stat a, b;
+  if (fstat(fd, &a) != 0 || stat(path.c_str(), &b) != 0) return false;
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+void CheckName(const std::string& name) {
+  bool ok = name.size() >= 2 && name.size() <= kMaxNameLength && name[0] == '/' &&
+            name != "/." && name != "/..";
+  for (size_t i = 1; ok && i < name.size(); ++i) {
+    char c = name[i];
+    ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  }
+  if (!ok) {
+    throw ConfigError("bad shared memory segment name '" + name +
+                      "' (want '/' then up to 99 of [A-Za-z0-9._-])");
+  }
+}
+
+std::string Sanitize(const std::string& s, size_t max_len) {
+  std::string out;
+  for (char c : s) {
+    if (out.size() == max_len) break;
+    bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    out.push_back(ok ? c : '_');
+  }
+  return out;
+}
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+std::string MiB(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+void CopyCString(char* dst, size_t cap, const std::string& s) {
+  std::memset(dst, 0, cap);
+  std::memcpy(dst, s.data(), std::min(s.size(), cap - 1));
+}
+
+std::string ReadCString(const char* src, size_t cap) { return std::string(src, strnlen(src, cap)); }
+
+struct ArrayPlan {
+  std::string path;
+  DType dtype;
+  std::vector<int64_t> shape;
+  NpyHeader npy;
+  uint64_t bytes = 0;
+  uint64_t offset = 0;
+};
+
+// Expected bytes of array `i` for the given counts; false on overflow.
+bool ArrayBytes(int i, int64_t n, int64_t e, int64_t f, uint64_t* out) {
+  if (n < 0 || e < 0 || f < 0) return false;
+  uint64_t un = static_cast<uint64_t>(n), ue = static_cast<uint64_t>(e),
+           uf = static_cast<uint64_t>(f);
+  switch (i) {
+    case kIndptr: return !__builtin_mul_overflow(un + 1, 8, out);
+    case kIndices: return !__builtin_mul_overflow(ue, 8, out);
+    case kFeat: {
+      uint64_t cells;
+      return !__builtin_mul_overflow(un, uf, &cells) && !__builtin_mul_overflow(cells, 4, out);
+    }
+    case kLabel:
+    case kOrig: return !__builtin_mul_overflow(un, 8, out);
+    default: *out = un; return true;  // uint8 masks
+  }
+}
+
+// Reads the data of one .npy file straight into `dst` (the mapping), hashing
+// the whole file on the way when `want_sha` is given.
+void CopyArray(const ArrayPlan& a, char* dst, const std::string* want_sha) {
+  Fd fd(open(a.path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) throw DataError("cannot open " + a.path + ": " + Errno());
+  Sha256 sha;
+  auto read_at = [&](char* buf, uint64_t size, uint64_t pos) {
+    uint64_t done = 0;
+    while (done < size) {
+      size_t chunk = static_cast<size_t>(std::min<uint64_t>(size - done, 8u << 20));
+      ssize_t r = pread(fd.get(), buf + done, chunk, static_cast<off_t>(pos + done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) throw DataError("cannot read " + a.path + ": " + Errno());
+      if (r == 0) throw DataError(a.path + ": file shrank while being read");
+      if (want_sha) sha.Update(buf + done, static_cast<size_t>(r));
+      done += static_cast<uint64_t>(r);
+    }
+  };
+  if (want_sha) {
+    std::vector<char> head(a.npy.data_offset);
+    read_at(head.data(), head.size(), 0);
+  }
+  read_at(dst, a.bytes, a.npy.data_offset);
+  if (want_sha) {
+    char extra;
+    if (pread(fd.get(), &extra, 1, static_cast<off_t>(a.npy.data_offset + a.bytes)) > 0) {
+      throw DataError(a.path + ": file grew while being read");
+    }
+    std::string got = sha.HexDigest();
+    if (got != *want_sha) {
+      throw DataError(a.path + ": checksum mismatch (sha256 " + got + ", config says " +
+                      *want_sha + ")");
+    }
+  }
+}
+
+}  // namespace
+
+CscView PartitionView::csc() const {
+  CscView c;
+  c.indptr = indptr;
+  c.indices = indices;
+  c.node_start = node_start;
+  c.num_nodes = num_nodes;
+  c.rng_keys = orig_nids;
+  return c;
+}
+
+std::string PartitionConfigDigest(const PartitionConfig& config) {
+  std::string text = ToJson(config).dump();
+  Sha256 sha;
+  sha.Update(text.data(), text.size());
+  return sha.HexDigest();
+}
+
+std::string ShmSegmentName(const std::string& graph_name, const std::string& config_sha256,
+                           int part) {
+  return "/gnn-" + Sanitize(graph_name, 48) + "-" + Sanitize(config_sha256, 16) + "-p" +
+         std::to_string(part);
+}
+
+std::string ShmSegmentName(const PartitionConfig& config, int part) {
+  return ShmSegmentName(config.graph_name, PartitionConfigDigest(config), part);
+}
+
+std::string ShmSegmentPath(const std::string& name) {
+  return "/dev/shm/" + (name.empty() || name[0] != '/' ? name : name.substr(1));
+}
+
+std::string ShmLockPath(const std::string& name) { return ShmSegmentPath(name) + ".lock"; }
+
+void RemoveShmSegment(const std::string& name) {
+  shm_unlink(name.c_str());
+  unlink(ShmLockPath(name).c_str());
+}
+
+std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
+                                                   const PartitionConfig& config, int part,
+                                                   bool verify_checksums) {
+  CheckName(name);
+  if (part < 0 || part >= config.num_parts) {
+    throw ConfigError("partition " + std::to_string(part) + " does not exist (config has " +
+                      std::to_string(config.num_parts) + ")");
+  }
+  if (config.graph_name.size() >= sizeof(ShmHeader::graph_name)) {
+    throw ConfigError("graph name '" + config.graph_name + "' is too long for shared memory");
+  }
+  Stopwatch watch;
+  const PartInfo& info = config.parts[part];
+  const int64_t n = info.num_nodes(), e = info.num_edges(), f = config.feature_dim;
+
+  // Plan the layout from the .npy headers (which also checks file sizes).
+  const DType dtypes[kNumArrays] = {DType::kInt64, DType::kInt64, DType::kFloat32, DType::kInt64,
+                                    DType::kUInt8, DType::kUInt8, DType::kUInt8,   DType::kInt64};
+  const std::vector<int64_t> shapes[kNumArrays] = {{n + 1}, {e}, {n, f}, {n}, {n}, {n}, {n}, {n}};
+  std::vector<ArrayPlan> plan(kNumArrays);
+  uint64_t offset = kShmHeaderBytes;
+  for (int i = 0; i < kNumArrays; ++i) {
+    ArrayPlan& a = plan[i];
+    a.path = config.FilePath(part, kPartFiles[i]);
+    a.dtype = dtypes[i];
+    a.shape = shapes[i];
+    a.npy = ReadNpyHeader(a.path);
+    if (a.npy.dtype != a.dtype) {
+      throw DataError(a.path + ": dtype " + DTypeDescr(a.npy.dtype) + ", expected " +
+                      DTypeDescr(a.dtype));
+    }
+    if (a.npy.shape != a.shape) {
+      throw DataError(a.path + ": shape " + ShapeString(a.npy.shape) + ", expected " +
+                      ShapeString(a.shape));
+    }
+    if (!ArrayBytes(i, n, e, f, &a.bytes)) throw DataError(a.path + ": array too large");
+    a.offset = offset;
+    offset = (offset + a.bytes + kAlign - 1) / kAlign * kAlign;
+  }
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t total = (offset + page - 1) / page * page;
+  std::vector<const std::string*> want_sha(kNumArrays, nullptr);
+  if (verify_checksums) {
+    for (int i = 0; i < kNumArrays; ++i) {
+      auto it = info.files.find(kPartFiles[i]);
+      if (it == info.files.end()) {
+        throw DataError("partition config lists no checksum for " + plan[i].path);
+      }
+      want_sha[i] = &it->second.sha256;
+    }
+  }
+  const std::string digest = PartitionConfigDigest(config);
+
+  std::unique_ptr<ShmPartition> p(new ShmPartition);
+  p->name_ = name;
+  p->lock_path_ = ShmLockPath(name);
+  p->is_creator_ = true;
+
+  // Exclusive lock: nobody is attached, and nobody attaches before we
+  // downgrade it to shared once the segment is complete.
+  const auto deadline = std::chrono::steady_clock::now() + kCreateGrace;
+  for (;;) {
+    Fd fd(open(p->lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (fd.get() < 0) {
+      throw ConfigError("cannot open lock file " + p->lock_path_ + " of shared memory segment " +
+                        name + ": " + Errno());
+    }
+    bool locked = TryLock(fd.get(), F_WRLCK);
+    if (locked && StillLinked(fd.get(), p->lock_path_)) {
+      p->lock_fd_ = fd.release();
+      break;
+    }
+    if (locked) continue;  // a departing handle removed that file; take the new one
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw ConfigError("shared memory segment " + name +
+                        " is in use by another process (another server 0 of this partition, or "
+                        "processes still attached to a previous one); stop them, or remove " +
+                        ShmSegmentPath(name) + " and " + p->lock_path_);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+
+  try {
+    // Holding the exclusive lock, any segment of this name is stale.
+    if (shm_unlink(name.c_str()) == 0) {
+      GNN_LOG(kWarn) << "removed stale shared memory segment " << name
+                     << " (left by a process that died; nobody was attached)";
+    }
+    Fd shm(shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (shm.get() < 0) {
+      throw ConfigError("cannot create shared memory segment " + name + ": " + Errno());
+    }
+    // Reserve the pages now: writing past what tmpfs can hold would raise
+    // SIGBUS later instead of an error here.
+    int rc = posix_fallocate(shm.get(), 0, static_cast<off_t>(total));
+    if (rc != 0) {
+      throw Error("cannot allocate " + MiB(total) + " of shared memory for segment " + name +
+                  ": " + std::strerror(rc) + " (is /dev/shm large enough?)");
+    }
+    void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, shm.get(), 0);
+    if (base == MAP_FAILED) throw Error("cannot map shared memory segment " + name + ": " + Errno());
+    p->base_ = base;
+    p->size_ = total;
+
+    ShmHeader* h = static_cast<ShmHeader*>(base);
+    std::memcpy(h->magic, kMagic, sizeof(kMagic));
+    h->version = kShmFormatVersion;
+    h->ready = 0;
+    h->total_bytes = total;
+    h->header_bytes = kShmHeaderBytes;
+    h->creator_pid = getpid();
+    h->part_id = part;
+    h->num_parts = config.num_parts;
+    h->node_start = info.node_start;
+    h->num_nodes = n;
+    h->num_edges = e;
+    h->feature_dim = f;
+    h->num_classes = config.num_classes;
+    h->graph_num_nodes = config.num_nodes;
+    for (int i = 0; i < kNumArrays; ++i) {
+      h->offset[i] = plan[i].offset;
+      h->bytes[i] = plan[i].bytes;
+    }
+    CopyCString(h->name, sizeof(h->name), name);
+    CopyCString(h->graph_name, sizeof(h->graph_name), config.graph_name);
+    CopyCString(h->config_digest, sizeof(h->config_digest), digest);
+
+    char* bytes = static_cast<char*>(base);
+    ParallelFor(kNumArrays, 0, [&](int64_t b, int64_t end) {
+      for (int64_t i = b; i < end; ++i) CopyArray(plan[i], bytes + plan[i].offset, want_sha[i]);
+    });
+
+    // The checks LoadLocalPartition does, on the mapped data.
+    p->ReadHeader();
+    const PartitionView& v = p->view_;
+    if (v.indptr[0] != 0 || v.indptr[n] != e) {
+      throw DataError(plan[kIndptr].path + ": offsets do not span indices.npy");
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      if (v.indptr[i + 1] < v.indptr[i]) throw DataError(plan[kIndptr].path + ": offsets decrease");
+    }
+    for (int64_t k = 0; k < e; ++k) {
+      if (v.indices[k] < 0 || v.indices[k] >= config.num_nodes) {
+        throw DataError(plan[kIndices].path + ": node id " + std::to_string(v.indices[k]) +
+                        " out of range");
+      }
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      if (v.labels[i] < -1 || v.labels[i] >= config.num_classes) {
+        throw DataError(plan[kLabel].path + ": label " + std::to_string(v.labels[i]) +
+                        " outside [0, " + std::to_string(config.num_classes) + ")");
+      }
+    }
+
+    __atomic_store_n(&h->ready, kShmReadyValue, __ATOMIC_RELEASE);
+    if (mprotect(base, total, PROT_READ) != 0) {
+      throw Error("cannot protect shared memory segment " + name + ": " + Errno());
+    }
+    // Atomic exclusive -> shared: attachers may come in now.
+    if (!TryLock(p->lock_fd_, F_RDLCK)) {
+      throw Error("cannot downgrade the lock of shared memory segment " + name);
+    }
+  } catch (...) {
+    if (p->base_) munmap(p->base_, p->size_);
+    p->base_ = nullptr;
+    shm_unlink(name.c_str());
+    unlink(p->lock_path_.c_str());
+    close(p->lock_fd_);
+    p->lock_fd_ = -1;
+    throw;
+  }
+  GNN_LOG(kInfo) << "partition " << part << " of " << config.graph_name << " in shared memory "
+                 << name << " (" << MiB(total) << ", " << watch.Seconds() << " s"
+                 << (verify_checksums ? ", checksums verified" : "") << ")";
+  return p;
+}
+
+std::unique_ptr<ShmPartition> ShmPartition::TryAttach(const std::string& name,
+                                                      std::string* state) {
+  const std::string lock_path = ShmLockPath(name);
+  Fd lock(open(lock_path.c_str(), O_RDWR | O_CLOEXEC));
+  if (lock.get() < 0) {
+    if (errno == ENOENT) {
+      *state = "no such segment";
+      return nullptr;
+    }
+    throw ConfigError("cannot open lock file " + lock_path + " of shared memory segment " + name +
+                      ": " + Errno());
+  }
+  // Shared lock before mapping: from here the segment cannot be removed or
+  // replaced under us, and a creator still filling it holds the exclusive one.
+  if (!TryLock(lock.get(), F_RDLCK)) {
+    *state = "segment is being created or removed";
+    return nullptr;
+  }
+  if (!StillLinked(lock.get(), lock_path)) {
+    *state = "segment was just removed";
+    return nullptr;
+  }
+  Fd shm(shm_open(name.c_str(), O_RDONLY | O_CLOEXEC, 0));
+  if (shm.get() < 0) {
+    if (errno == ENOENT) {
+      *state = "lock file without a segment";
+      return nullptr;
+    }
+    throw ConfigError("cannot open shared memory segment " + name + ": " + Errno());
+  }
+  struct stat st;
+  if (fstat(shm.get(), &st) != 0) throw Error("cannot stat shared memory segment " + name);
+  if (st.st_size < static_cast<off_t>(kShmHeaderBytes)) {
+    *state = "segment is not initialized (its creator died while creating it)";
+    return nullptr;
+  }
+  void* base = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, shm.get(), 0);
+  if (base == MAP_FAILED) throw Error("cannot map shared memory segment " + name + ": " + Errno());
+  std::unique_ptr<ShmPartition> p(new ShmPartition);  // unmaps on every return below
+  p->name_ = name;
+  p->lock_path_ = lock_path;
+  p->base_ = base;
+  p->size_ = static_cast<size_t>(st.st_size);
+  const ShmHeader* h = static_cast<const ShmHeader*>(base);
+  static const char kZero[8] = {};
+  if (std::memcmp(h->magic, kZero, sizeof(kZero)) == 0) {
+    *state = "segment is not initialized (its creator died while creating it)";
+    return nullptr;
+  }
+  if (std::memcmp(h->magic, kMagic, sizeof(kMagic)) != 0) {
+    throw DataError("shared memory segment " + name + ": bad magic (not a gnn partition segment)");
+  }
+  if (h->version != kShmFormatVersion) {
+    throw DataError("shared memory segment " + name + ": format version " +
+                    std::to_string(h->version) + ", this build reads version " +
+                    std::to_string(kShmFormatVersion));
+  }
+  if (__atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) != kShmReadyValue) {
+    *state = "segment is incomplete (its creator died while loading it)";
+    return nullptr;
+  }
+  p->ReadHeader();
+  p->lock_fd_ = lock.release();
+  return p;
+}
+
+std::unique_ptr<ShmPartition> ShmPartition::Attach(const std::string& name,
+                                                   std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  CheckName(name);
+  const auto deadline = Clock::now() + timeout;
+  std::string state;
+  auto pause = std::chrono::milliseconds(1);
+  for (;;) {
+    if (auto p = TryAttach(name, &state)) return p;
+    auto now = Clock::now();
+    if (now >= deadline) {
+      throw TimeoutError("timed out after " + std::to_string(timeout.count()) +
+                         " ms waiting for shared memory segment " + name + " (" + state +
+                         "; is server 0 of this machine running?)");
+    }
+    std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - now));
+    pause = std::min(pause * 2, std::chrono::milliseconds(20));
+  }
+}
+
+std::unique_ptr<ShmPartition> ShmPartition::Attach(const std::string& name,
+                                                   const PartitionConfig& config, int part,
+                                                   std::chrono::milliseconds timeout) {
+  if (part < 0 || part >= config.num_parts) {
+    throw ConfigError("partition " + std::to_string(part) + " does not exist (config has " +
+                      std::to_string(config.num_parts) + ")");
+  }
+  std::unique_ptr<ShmPartition> p = Attach(name, timeout);
+  const PartInfo& info = config.parts[part];
+  const PartitionView& v = p->view_;
+  std::string digest = PartitionConfigDigest(config);
+  if (p->graph_name_ != config.graph_name || p->config_digest_ != digest || v.part_id != part ||
+      v.node_start != info.node_start || v.num_nodes != info.num_nodes() ||
+      v.num_edges != info.num_edges() || v.feature_dim != config.feature_dim ||
+      v.num_classes != config.num_classes) {
+    throw DataError("shared memory segment " + name + " holds partition " +
+                    std::to_string(v.part_id) + " of graph '" + p->graph_name_ +
+                    "' (config digest " + p->config_digest_.substr(0, 16) +
+                    "), expected partition " + std::to_string(part) + " of '" +
+                    config.graph_name + "' (config digest " + digest.substr(0, 16) + ")");
+  }
+  return p;
+}
+
+void ShmPartition::ReadHeader() {
+  const ShmHeader* h = static_cast<const ShmHeader*>(base_);
+  auto bad = [&](const std::string& what) {
+    throw DataError("shared memory segment " + name_ + ": " + what);
+  };
+  if (h->total_bytes != size_ || h->header_bytes != kShmHeaderBytes) {
+    bad("header says " + std::to_string(h->total_bytes) + " bytes, segment has " +
+        std::to_string(size_));
+  }
+  std::string stored = ReadCString(h->name, sizeof(h->name));
+  if (stored != name_) bad("header names segment '" + stored + "'");
+  if (h->part_id < 0 || h->node_start < 0 || h->num_nodes < 0 || h->num_edges < 0 ||
+      h->feature_dim < 0 || h->num_classes < 0) {
+    bad("negative counts in header");
+  }
+  for (int i = 0; i < kNumArrays; ++i) {
+    uint64_t want;
+    if (!ArrayBytes(i, h->num_nodes, h->num_edges, h->feature_dim, &want) ||
+        h->bytes[i] != want || h->offset[i] % kAlign != 0 || h->offset[i] < kShmHeaderBytes ||
+        h->offset[i] > size_ || h->bytes[i] > size_ - h->offset[i]) {
+      bad("array " + kPartFiles[i] + " does not fit the header's counts or the segment");
+    }
+  }
+  const char* b = static_cast<const char*>(base_);
+  PartitionView& v = view_;
+  v.part_id = h->part_id;
+  v.node_start = h->node_start;
+  v.num_nodes = h->num_nodes;
+  v.num_edges = h->num_edges;
+  v.feature_dim = h->feature_dim;
+  v.num_classes = h->num_classes;
+  v.indptr = reinterpret_cast<const int64_t*>(b + h->offset[kIndptr]);
+  v.indices = reinterpret_cast<const int64_t*>(b + h->offset[kIndices]);
+  v.features = reinterpret_cast<const float*>(b + h->offset[kFeat]);
+  v.labels = reinterpret_cast<const int64_t*>(b + h->offset[kLabel]);
+  v.train_mask = reinterpret_cast<const uint8_t*>(b + h->offset[kTrain]);
+  v.valid_mask = reinterpret_cast<const uint8_t*>(b + h->offset[kValid]);
+  v.test_mask = reinterpret_cast<const uint8_t*>(b + h->offset[kTest]);
+  v.orig_nids = reinterpret_cast<const int64_t*>(b + h->offset[kOrig]);
+  graph_name_ = ReadCString(h->graph_name, sizeof(h->graph_name));
+  config_digest_ = ReadCString(h->config_digest, sizeof(h->config_digest));
+  creator_pid_ = static_cast<pid_t>(h->creator_pid);
+}
+
+ShmPartition::~ShmPartition() {
+  if (base_) munmap(base_, size_);
+  if (lock_fd_ < 0) return;
+  // Drop our shared lock first, then try the exclusive one: of several
+  // handles leaving at once, the last to drop always gets it (an atomic
+  // upgrade attempt would let each see the others and all skip cleanup).
+  struct flock fl;
+  std::memset(&fl, 0, sizeof(fl));
+  fl.l_type = F_UNLCK;
+  fl.l_whence = SEEK_SET;
+  fcntl(lock_fd_, F_OFD_SETLK, &fl);
+  bool last = false;
+  try {
+    last = TryLock(lock_fd_, F_WRLCK) && StillLinked(lock_fd_, lock_path_);
+  } catch (const std::exception& e) {
+    GNN_LOG(kWarn) << "shared memory segment " << name_ << ": " << e.what();
+  }
+  if (last) {
+    // Removing the segment before the lock file: an attacher that opened the
+    // old lock file finds it unlinked (StillLinked) and starts over.
+    if (shm_unlink(name_.c_str()) != 0 && errno != ENOENT) {
+      GNN_LOG(kWarn) << "cannot remove shared memory segment " << name_ << ": " << Errno();
+    }
+    unlink(lock_path_.c_str());
+    GNN_LOG(kDebug) << "removed shared memory segment " << name_ << " (last user)";
+  }
+  close(lock_fd_);
+}
+
+}  // namespace gnn

@@ -1,0 +1,154 @@
+// One partition's arrays in POSIX shared memory. Server 0 of a machine
+// creates the segment from the partition files; backup servers and local
+// sampler clients attach to it read-only, so they add throughput without
+// adding memory.
+//
+// Lifetime: every handle (creator or attacher) holds a shared lock on a lock
+// file beside the segment (ShmLockPath). A handle's destructor drops it and
+// tries the exclusive lock without blocking: if that succeeds nobody else is
+// attached, so it removes the segment and the lock file. The kernel drops
+// the locks of a crashed (SIGKILLed) process, so the last survivor still
+// cleans up, and Create recognises a segment nobody holds as stale and
+// replaces it. Only if every attached process crashes does a segment stay
+// behind, until the next Create of the same name (or a reboot).
+//
+// Segment layout (format version kShmFormatVersion), all little-endian:
+//   bytes 0..7   magic "GNNSHMP1"
+//   bytes 8..11  uint32 format version
+//   bytes 12..15 uint32 ready flag, kShmReadyValue once complete (written last)
+//   ...          counts, names, array offsets (kShmHeaderBytes in all)
+//   then the arrays in kPartFiles order, each at a 64-byte aligned offset.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "partition/config.h"
+#include "sampling/sampler.h"
+
+namespace gnn {
+
+constexpr uint32_t kShmFormatVersion = 1;
+constexpr uint32_t kShmReadyValue = 0x59444552;  // "REDY"
+constexpr size_t kShmHeaderBytes = 4096;
+
+// Read-only view of one partition's arrays. The pointers point into a
+// ShmPartition's mapping and are valid while it lives; the memory is
+// read-only (writing through a const_cast faults).
+struct PartitionView {
+  int part_id = 0;
+  int64_t node_start = 0;   // first owned global id
+  int64_t num_nodes = 0;    // owned nodes
+  int64_t num_edges = 0;    // in-edges stored (indices length)
+  int64_t feature_dim = 0;
+  int64_t num_classes = 0;
+  const int64_t* indptr = nullptr;    // [num_nodes + 1]
+  const int64_t* indices = nullptr;   // [num_edges] global ids
+  const float* features = nullptr;    // [num_nodes, feature_dim] row-major
+  const int64_t* labels = nullptr;    // [num_nodes], -1 = unlabelled
+  const uint8_t* train_mask = nullptr;  // [num_nodes]
+  const uint8_t* valid_mask = nullptr;
+  const uint8_t* test_mask = nullptr;
+  const int64_t* orig_nids = nullptr;  // [num_nodes] new id -> input id
+
+  // {indptr, indices, node_start, num_nodes, rng_keys = orig_nids}: samples
+  // exactly what the standalone path samples from the same partition.
+  CscView csc() const;
+};
+
+// sha256 (hex) of the canonical JSON of `config` (ToJson): identifies a
+// partitioning independently of where its files live.
+std::string PartitionConfigDigest(const PartitionConfig& config);
+
+// Segment name for (graph, config digest, partition):
+// "/gnn-<graph>-<first 16 chars of digest>-p<part>", with characters outside
+// [A-Za-z0-9._-] replaced by '_' and the graph name cut to 48 characters, so
+// it is at most 100 characters. Pure function.
+std::string ShmSegmentName(const std::string& graph_name, const std::string& config_sha256,
+                           int part);
+// ShmSegmentName(config.graph_name, PartitionConfigDigest(config), part).
+std::string ShmSegmentName(const PartitionConfig& config, int part);
+
+// Where the segment and its lock file live: "/dev/shm/<name without '/'>"
+// and the same with ".lock" appended.
+std::string ShmSegmentPath(const std::string& name);
+std::string ShmLockPath(const std::string& name);
+
+// Removes the segment and its lock file regardless of who is attached
+// (attached processes keep their mapping). For operators and test cleanup;
+// never throws.
+void RemoveShmSegment(const std::string& name);
+
+// A mapped partition segment. Not copyable. The view is immutable, so any
+// number of threads may read it concurrently.
+class ShmPartition {
+ public:
+  // Server 0: creates segment `name` holding partition `part` of `config`,
+  // reading every .npy file straight into the mapping (no heap copy) and
+  // validating it as LoadLocalPartition does (dtypes, shapes, offsets, id and
+  // label ranges; with verify_checksums the sha256 of every file, computed
+  // while reading). A segment of that name nobody is attached to is stale
+  // and replaced. Blocking (reads the whole partition).
+  // Throws ConfigError (bad name or part; the segment is in use by another
+  // process, e.g. another server 0 or backups still attached to a previous
+  // one; no permission), DataError (bad files; the error names the file),
+  // Error (out of shared memory). On error nothing is left behind.
+  static std::unique_ptr<ShmPartition> Create(const std::string& name,
+                                              const PartitionConfig& config, int part,
+                                              bool verify_checksums);
+
+  // Backups and local clients: polls until segment `name` exists and is
+  // complete, then maps it read-only (MAP_SHARED, PROT_READ; only the header
+  // page is touched). Throws TimeoutError naming the segment when `timeout`
+  // passes first (timeout 0 = try once), DataError if the segment's magic,
+  // format version or header is wrong, ConfigError on a bad name or no
+  // permission. The array contents are trusted (the creator validated them).
+  static std::unique_ptr<ShmPartition> Attach(const std::string& name,
+                                              std::chrono::milliseconds timeout);
+  // As above, and checks that the segment holds partition `part` of exactly
+  // `config` (graph name, config digest, counts); DataError otherwise.
+  static std::unique_ptr<ShmPartition> Attach(const std::string& name,
+                                              const PartitionConfig& config, int part,
+                                              std::chrono::milliseconds timeout);
+
+  // Unmaps; removes the segment and lock file if no other process (or
+  // handle) is attached. Never throws.
+  ~ShmPartition();
+  ShmPartition(const ShmPartition&) = delete;
+  ShmPartition& operator=(const ShmPartition&) = delete;
+
+  const PartitionView& view() const { return view_; }
+  size_t mapped_bytes() const { return size_; }
+  const std::string& name() const { return name_; }
+  const std::string& graph_name() const { return graph_name_; }
+  const std::string& config_digest() const { return config_digest_; }
+  // Pid of the process that created the segment (it may have exited).
+  pid_t creator_pid() const { return creator_pid_; }
+  bool is_creator() const { return is_creator_; }
+
+ private:
+  ShmPartition() = default;
+  // One attempt of Attach: nullptr (with *state saying why) if the segment
+  // is absent, locked by its creator or a remover, or incomplete.
+  static std::unique_ptr<ShmPartition> TryAttach(const std::string& name, std::string* state);
+  // Fills view_ and the names from the mapped header; DataError if the
+  // header is inconsistent with the mapping.
+  void ReadHeader();
+
+  std::string name_;
+  std::string lock_path_;
+  int lock_fd_ = -1;
+  void* base_ = nullptr;
+  size_t size_ = 0;
+  bool is_creator_ = false;
+  pid_t creator_pid_ = 0;
+  std::string graph_name_;
+  std::string config_digest_;
+  PartitionView view_;
+};
+
+}  // namespace gnn

@@ -1,0 +1,218 @@
+// Servers (threads) on loopback + the DistGraph client: distributed sampling
+// equals standalone sampling of the same graph, and features and labels are
+// the dataset's rows.
+#include <catch2/catch.hpp>
+#include <random>
+#include <unistd.h>
+
+#include "client/dist_graph.h"
+#include "client/sampler_service.h"
+#include "cluster_util.h"
+#include "common/error.h"
+#include "common/sha256.h"
+#include "partition/partition.h"
+#include <cstring>
+#include "partition/local_partition.h"
+#include "sampling/sampler.h"
+
+using namespace gnn;
+
+namespace {
+
+struct OneGraph {
+  PartitionConfig config;
+  LocalPartition part;
+  std::vector<int64_t> new_of_orig;  // input id -> this partitioning's id
+};
+
+OneGraph LoadAll(const std::string& config_path) {
+  OneGraph g;
+  g.config = LoadPartitionConfig(config_path);
+  g.new_of_orig.assign(g.config.num_nodes, -1);
+  for (int p = 0; p < g.config.num_parts; ++p) {
+    LocalPartition lp = LoadLocalPartition(g.config, p, false);
+    for (int64_t i = 0; i < lp.num_nodes; ++i) g.new_of_orig[lp.orig_nids[i]] = lp.node_start + i;
+    if (g.config.num_parts == 1) g.part = std::move(lp);
+  }
+  return g;
+}
+
+// Checks a distributed batch against standalone sampling on the 1-part copy.
+void CheckAgainstStandalone(const MiniBatch& mb, const OneGraph& dist, const OneGraph& single,
+                            const std::vector<int>& fanouts, uint64_t rng) {
+  std::vector<int64_t> orig_of_dist(dist.config.num_nodes);
+  for (int64_t o = 0; o < dist.config.num_nodes; ++o) orig_of_dist[dist.new_of_orig[o]] = o;
+  auto to_single = [&](int64_t dist_id) { return single.new_of_orig[orig_of_dist[dist_id]]; };
+  std::vector<int64_t> seeds1;
+  for (int64_t s : mb.seeds) seeds1.push_back(to_single(s));
+  CscView csc{single.part.indptr.data(), single.part.indices.data(), 0, single.part.num_nodes,
+              single.part.orig_nids.data()};
+  std::vector<Block> want = SampleBlocks(csc, seeds1, fanouts, false, rng, 1);
+  REQUIRE(want.size() == mb.blocks.size());
+  for (size_t l = 0; l < want.size(); ++l) {
+    const Block& got = mb.blocks[l];
+    REQUIRE(got.num_dst == want[l].num_dst);
+    REQUIRE(got.src_nodes.size() == want[l].src_nodes.size());
+    for (size_t i = 0; i < got.src_nodes.size(); ++i) {
+      REQUIRE(to_single(got.src_nodes[i]) == want[l].src_nodes[i]);
+    }
+    REQUIRE(got.indptr == want[l].indptr);
+    REQUIRE(got.indices == want[l].indices);
+    for (int64_t d = 0; d < got.num_dst; ++d) {
+      if (fanouts[l] >= 0) REQUIRE(got.indptr[d + 1] - got.indptr[d] <= fanouts[l]);
+    }
+  }
+  // Features and labels are bit-identical to the dataset's rows.
+  const int64_t f = single.config.feature_dim;
+  const auto& inputs = mb.blocks.front().src_nodes;
+  REQUIRE(mb.features.size() == inputs.size() * static_cast<size_t>(f));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    int64_t row = to_single(inputs[i]);
+    REQUIRE(std::memcmp(&mb.features[i * f], &single.part.features[row * f], f * sizeof(float)) == 0);
+  }
+  for (size_t i = 0; i < mb.seeds.size(); ++i) {
+    REQUIRE(mb.labels[i] == single.part.labels[to_single(mb.seeds[i])]);
+  }
+}
+
+void RunEquality(const std::string& dataset) {
+  test::TempDir dir;
+  const std::string job = "job-" + std::to_string(::getpid()) + "-" + dataset.substr(0, 4);
+  std::string four = test::MakePartitions(dir, dataset, 4, "four");
+  std::string one = test::MakePartitions(dir, dataset, 1, "one");
+  OneGraph dist = LoadAll(four), single = LoadAll(one);
+  std::string ip = test::WriteLoopbackIpConfig(dir, 4);
+  test::ServerThreads servers(ip, four, 4, 1, job);
+
+  for (int local : {-1, 0}) {
+    DistGraphOptions o;
+    o.part_config = four;
+    o.ip_config = ip;
+    o.endpoints = servers.endpoints();
+    o.local_machine_id = local;
+    o.job_id = job;
+    o.timeout_ms = 20000;
+    DistGraph g(o);
+    std::mt19937_64 rng(local + 5);
+    for (int b = 0; b < 6; ++b) {
+      std::vector<int64_t> seeds;
+      std::vector<uint8_t> used(dist.config.num_nodes, 0);
+      while (seeds.size() < 64) {
+        int64_t v = static_cast<int64_t>(rng() % dist.config.num_nodes);
+        if (!used[v]) {
+          used[v] = 1;
+          seeds.push_back(v);
+        }
+      }
+      std::vector<int> fanouts = b % 2 ? std::vector<int>{5, 10} : std::vector<int>{3, -1, 4};
+      MiniBatch mb = g.MakeBatch(seeds, fanouts, false, 100 + b);
+      CheckAgainstStandalone(mb, dist, single, fanouts, 100 + b);
+    }
+    if (local < 0) CHECK(g.wire_bytes() > 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("distributed sampling over 4 servers equals standalone sampling (synthetic:small)",
+          "[integration]") {
+  RunEquality("synthetic:small");
+}
+
+TEST_CASE("distributed sampling over 4 servers equals standalone sampling (Cora)",
+          "[integration]") {
+  std::string cora = test::SharedDataset("cora");
+  if (cora.empty()) GNN_SKIP("../shared/datasets/cora not found");
+  RunEquality(cora);
+}
+
+TEST_CASE("a handshake with a different partition config is refused naming the server",
+          "[integration]") {
+  test::TempDir dir;
+  std::string a = test::MakePartitions(dir, "synthetic:tiny", 2, "a");
+  PartitionOptions o;
+  o.data.dataset = "synthetic:tiny";
+  o.data.seed = 9;  // a different graph, same name
+  o.num_parts = 2;
+  o.output = dir / "b";
+  std::string b = RunPartition(o).config_path;
+  std::string ip = test::WriteLoopbackIpConfig(dir, 2);
+  test::ServerThreads servers(ip, a, 2, 1, "job-mismatch-" + std::to_string(::getpid()));
+  DistGraphOptions c;
+  c.part_config = b;
+  c.ip_config = ip;
+  c.endpoints = servers.endpoints();
+  c.timeout_ms = 5000;
+  CHECK_THROWS_WITH(DistGraph(c), Catch::Contains("machine 0 server 0") &&
+                                      Catch::Contains("deploy the same partition config"));
+}
+
+TEST_CASE("a server that is down gives a timeout naming it", "[integration]") {
+  test::TempDir dir;
+  std::string a = test::MakePartitions(dir, "synthetic:tiny", 2, "a");
+  std::string ip = test::WriteLoopbackIpConfig(dir, 2);
+  DistGraphOptions c;
+  c.part_config = a;
+  c.ip_config = ip;
+  c.endpoints = {{"tcp://127.0.0.1:1"}, {"tcp://127.0.0.1:2"}};
+  c.timeout_ms = 300;
+  auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(DistGraph(c), Catch::Contains("machine 0 server 0 at 127.0.0.1:1") &&
+                                      Catch::Contains("did not answer Hello"));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
+}
+
+TEST_CASE("SamplerPool streams batches from sampler threads in order with bounded credit",
+          "[integration]") {
+  test::TempDir dir;
+  const std::string job = "job-pool-" + std::to_string(::getpid());
+  std::string four = test::MakePartitions(dir, "synthetic:small", 2, "two");
+  std::string ip = test::WriteLoopbackIpConfig(dir, 2);
+  test::ServerThreads servers(ip, four, 2, 1, job);
+  PartitionConfig config = LoadPartitionConfig(four);
+  SamplerPool pool("tcp://127.0.0.1:*", 2,
+                   config.graph_name + "\n" + Sha256File(four) + "\n" + job, 2, 20000);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> samplers;
+  std::vector<std::string> errors(2);
+  for (int s = 0; s < 2; ++s) {
+    samplers.emplace_back([&, s] {
+      SamplerOptions so;
+      so.graph.part_config = four;
+      so.graph.ip_config = ip;
+      so.graph.endpoints = servers.endpoints();
+      so.graph.local_machine_id = 0;
+      so.graph.job_id = job;
+      so.trainer_endpoint = pool.endpoint();
+      so.sampler_id = s;
+      try {
+        RunSampler(so, stop);
+      } catch (const std::exception& e) {
+        errors[s] = e.what();
+      }
+    });
+  }
+  pool.WaitForSamplers(20000);
+  std::vector<net::SeedBatch> batches;
+  for (int b = 0; b < 10; ++b) {
+    net::SeedBatch sb;
+    sb.index = b;
+    sb.rng_seed = b;
+    sb.fanouts = {5, 10};
+    for (int i = 0; i < 50; ++i) sb.seeds.push_back(b * 50 + i);
+    batches.push_back(sb);
+  }
+  pool.Start(batches);
+  int64_t expect = 0;
+  while (auto mb = pool.Next()) {
+    CHECK(mb->index == expect);
+    CHECK(mb->seeds == batches[expect].seeds);
+    CHECK(mb->blocks.size() == 2);
+    ++expect;
+  }
+  CHECK(expect == 10);
+  pool.Stop();
+  for (auto& t : samplers) t.join();
+  CHECK(errors[0].empty());
+  CHECK(errors[1].empty());
+}

@@ -1,0 +1,86 @@
+#include "cluster_util.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <stdexcept>
+
+#include "partition/partition.h"
+
+namespace gnn::test {
+
+std::string MakePartitions(const TempDir& dir, const std::string& dataset, int parts,
+                           const std::string& name) {
+  PartitionOptions o;
+  o.data.dataset = dataset;
+  o.data.cache_dir = dir / "cache";
+  o.num_parts = parts;
+  o.balance_train = true;
+  o.output = dir / name;
+  return RunPartition(o).config_path;
+}
+
+std::string WriteLoopbackIpConfig(const TempDir& dir, int machines) {
+  std::string path = dir / ("ip_config_" + std::to_string(machines) + ".txt");
+  std::ofstream out(path);
+  for (int m = 0; m < machines; ++m) out << "127.0.0.1 " << 40000 + 10 * m << "\n";
+  return path;
+}
+
+ServerThreads::ServerThreads(const std::string& ip_config, const std::string& part_config,
+                             int machines, int num_servers, const std::string& job_id) {
+  endpoints_.assign(machines, std::vector<std::string>(num_servers));
+  std::mutex mu;
+  std::condition_variable cv;
+  int ready = 0, failed = 0;
+  for (int m = 0; m < machines; ++m) {
+    for (int s = 0; s < num_servers; ++s) {
+      threads_.emplace_back([&, m, s] {
+        ServerOptions o;
+        o.ip_config = ip_config;
+        o.part_config = part_config;
+        o.machine_id = m;
+        o.server_id = s;
+        o.num_servers = num_servers;
+        o.num_threads = 2;
+        o.job_id = job_id;
+        o.bind_endpoint = "tcp://127.0.0.1:*";
+        o.attach_timeout_ms = 20000;
+        try {
+          RunServer(o, stop_, [&](const std::string& ep) {
+            std::lock_guard<std::mutex> lock(mu);
+            endpoints_[m][s] = ep;
+            ++ready;
+            cv.notify_all();
+          });
+        } catch (const std::exception& e) {
+          std::lock_guard<std::mutex> lock(mu);
+          errors_.push_back(e.what());
+          ++failed;
+          cv.notify_all();
+        }
+      });
+    }
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  bool ok = cv.wait_for(lock, std::chrono::seconds(60),
+                        [&] { return ready + failed == machines * num_servers; });
+  if (!ok || failed) {
+    std::string why = ok ? errors_.front() : "servers did not start within 60 s";
+    lock.unlock();
+    Stop();
+    throw std::runtime_error(why);
+  }
+}
+
+void ServerThreads::Stop() {
+  stop_ = true;
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+ServerThreads::~ServerThreads() { Stop(); }
+
+}  // namespace gnn::test
