@@ -10,10 +10,11 @@ namespace {
 
 // Appends each pair into its row with a counting sort, then sorts (and
 // optionally deduplicates) every row in parallel and compacts.
-Csr Group(int64_t num_rows, const std::vector<const std::vector<int64_t>*>& rows,
+template <typename Index>
+CsrT<Index> Group(int64_t num_rows, const std::vector<const std::vector<int64_t>*>& rows,
           const std::vector<const std::vector<int64_t>*>& cols, bool dedup, bool drop_self_loops,
           int threads) {
-  Csr csr;
+  CsrT<Index> csr;
   csr.indptr.assign(num_rows + 1, 0);
   for (size_t k = 0; k < rows.size(); ++k) {
     const auto& r = *rows[k];
@@ -32,7 +33,7 @@ Csr Group(int64_t num_rows, const std::vector<const std::vector<int64_t>*>& rows
       const auto& c = *cols[k];
       for (size_t i = 0; i < r.size(); ++i) {
         if (drop_self_loops && r[i] == c[i]) continue;
-        csr.indices[fill[r[i]]++] = c[i];
+        csr.indices[fill[r[i]]++] = static_cast<Index>(c[i]);
       }
     }
   }
@@ -63,15 +64,27 @@ Csr Group(int64_t num_rows, const std::vector<const std::vector<int64_t>*>& rows
 
 }  // namespace
 
-Csr BuildCsr(int64_t num_rows, const std::vector<int64_t>& row, const std::vector<int64_t>& col,
-             bool dedup, bool drop_self_loops, int threads) {
-  return Group(num_rows, {&row}, {&col}, dedup, drop_self_loops, threads);
+template <typename Index>
+CsrT<Index> BuildCsr(int64_t num_rows, const std::vector<int64_t>& row,
+                     const std::vector<int64_t>& col, bool dedup, bool drop_self_loops,
+                     int threads) {
+  return Group<Index>(num_rows, {&row}, {&col}, dedup, drop_self_loops, threads);
 }
 
-Csr Symmetrize(int64_t num_nodes, const std::vector<int64_t>& src,
-               const std::vector<int64_t>& dst, int threads) {
-  return Group(num_nodes, {&src, &dst}, {&dst, &src}, /*dedup=*/true, /*drop_self_loops=*/true,
+template <typename Index>
+CsrT<Index> Symmetrize(int64_t num_nodes, const std::vector<int64_t>& src,
+                       const std::vector<int64_t>& dst, int threads) {
+  return Group<Index>(num_nodes, {&src, &dst}, {&dst, &src}, /*dedup=*/true, /*drop_self_loops=*/true,
                threads);
 }
+
+template Csr BuildCsr<int64_t>(int64_t, const std::vector<int64_t>&, const std::vector<int64_t>&,
+                               bool, bool, int);
+template Csr32 BuildCsr<int32_t>(int64_t, const std::vector<int64_t>&,
+                                 const std::vector<int64_t>&, bool, bool, int);
+template Csr Symmetrize<int64_t>(int64_t, const std::vector<int64_t>&, const std::vector<int64_t>&,
+                                 int);
+template Csr32 Symmetrize<int32_t>(int64_t, const std::vector<int64_t>&,
+                                   const std::vector<int64_t>&, int);
 
 }  // namespace gnn

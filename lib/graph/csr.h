@@ -7,24 +7,33 @@
 
 namespace gnn {
 
-struct Csr {
+// Index is int64_t, or int32_t when every id fits (half the memory; it is
+// also METIS's idx_t, so METIS reads the arrays without a copy).
+template <typename Index>
+struct CsrT {
   std::vector<int64_t> indptr;   // [num_rows + 1], indptr[0] == 0
-  std::vector<int64_t> indices;  // [indptr.back()]
+  std::vector<Index> indices;    // [indptr.back()]
   int64_t num_rows() const { return static_cast<int64_t>(indptr.size()) - 1; }
   int64_t num_entries() const { return static_cast<int64_t>(indices.size()); }
   int64_t Degree(int64_t row) const { return indptr[row + 1] - indptr[row]; }
 };
+using Csr = CsrT<int64_t>;
+using Csr32 = CsrT<int32_t>;
 
 // Groups (row[i], col[i]) pairs by row; each row's columns are sorted.
 // `dedup` removes repeated pairs, `drop_self_loops` pairs with row == col.
 // Ids must be in [0, num_rows) (callers validate). Uses `threads` threads.
-Csr BuildCsr(int64_t num_rows, const std::vector<int64_t>& row, const std::vector<int64_t>& col,
-             bool dedup, bool drop_self_loops, int threads = 0);
+// Index = int32_t requires num_rows <= INT32_MAX (callers check).
+template <typename Index = int64_t>
+CsrT<Index> BuildCsr(int64_t num_rows, const std::vector<int64_t>& row,
+                     const std::vector<int64_t>& col, bool dedup, bool drop_self_loops,
+                     int threads = 0);
 
 // The adjacency of the undirected graph over (src, dst): both directions,
 // sorted, without duplicates or self-loops (what DGL hands to METIS).
-Csr Symmetrize(int64_t num_nodes, const std::vector<int64_t>& src,
-               const std::vector<int64_t>& dst, int threads = 0);
+template <typename Index = int64_t>
+CsrT<Index> Symmetrize(int64_t num_nodes, const std::vector<int64_t>& src,
+                       const std::vector<int64_t>& dst, int threads = 0);
 
 // Releases a vector's memory now.
 template <typename T>

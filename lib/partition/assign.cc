@@ -12,7 +12,7 @@
 
 namespace gnn {
 
-std::vector<int32_t> MetisAssign(const Csr& sym,
+std::vector<int32_t> MetisAssign(const Csr32& sym,
                                  const std::vector<std::vector<int32_t>>& vertex_weights,
                                  int num_parts, uint64_t seed) {
   const int64_t n = sym.num_rows();
@@ -32,7 +32,8 @@ std::vector<int32_t> MetisAssign(const Csr& sym,
   idx_t ncon = static_cast<idx_t>(vertex_weights.size());
   idx_t nparts = num_parts;
   std::vector<idx_t> xadj(sym.indptr.begin(), sym.indptr.end());
-  std::vector<idx_t> adjncy(sym.indices.begin(), sym.indices.end());
+  static_assert(sizeof(idx_t) == sizeof(int32_t), "METIS built with 64-bit idx_t");
+  idx_t* adjncy = const_cast<idx_t*>(reinterpret_cast<const idx_t*>(sym.indices.data()));
   std::vector<idx_t> vwgt(static_cast<size_t>(n) * ncon);
   for (int64_t v = 0; v < n; ++v) {
     for (idx_t c = 0; c < ncon; ++c) vwgt[v * ncon + c] = vertex_weights[c][v];
@@ -52,7 +53,7 @@ std::vector<int32_t> MetisAssign(const Csr& sym,
   options[METIS_OPTION_NUMBERING] = 0;
   idx_t objval = 0;
   std::vector<idx_t> part(n);
-  int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy.data(), vwgt.data(), nullptr,
+  int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy, vwgt.data(), nullptr,
                                nullptr, &nparts, nullptr, nullptr, options, &objval, part.data());
   if (rc != METIS_OK) {
     throw Error(std::string("METIS_PartGraphKway failed: ") +
@@ -76,7 +77,8 @@ std::vector<int32_t> RandomAssign(int64_t num_nodes, int num_parts, uint64_t see
   return part;
 }
 
-int64_t EdgeCut(const Csr& sym, const std::vector<int32_t>& part) {
+template <typename Index>
+int64_t EdgeCut(const CsrT<Index>& sym, const std::vector<int32_t>& part) {
   int64_t cut = 0;
   for (int64_t v = 0; v < sym.num_rows(); ++v) {
     for (int64_t k = sym.indptr[v]; k < sym.indptr[v + 1]; ++k) {
@@ -86,5 +88,8 @@ int64_t EdgeCut(const Csr& sym, const std::vector<int32_t>& part) {
   }
   return cut;
 }
+
+template int64_t EdgeCut(const Csr&, const std::vector<int32_t>&);
+template int64_t EdgeCut(const Csr32&, const std::vector<int32_t>&);
 
 }  // namespace gnn

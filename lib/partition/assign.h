@@ -8,12 +8,14 @@
 
 namespace gnn {
 
-// METIS_PartGraphKway on the symmetric adjacency `sym`. `vertex_weights`
+// METIS_PartGraphKway on the symmetric adjacency `sym` (its int32 indices
+// are METIS's idx_t and are passed without a copy; METIS does not modify
+// them). `vertex_weights`
 // holds one array of length num_nodes per balance constraint (node count,
 // train nodes, in-degree, ...). Throws ConfigError if the graph exceeds
 // METIS's 32-bit index, Error if METIS fails. Returns part ids in
 // [0, num_parts).
-std::vector<int32_t> MetisAssign(const Csr& sym,
+std::vector<int32_t> MetisAssign(const Csr32& sym,
                                  const std::vector<std::vector<int32_t>>& vertex_weights,
                                  int num_parts, uint64_t seed);
 
@@ -21,6 +23,7 @@ std::vector<int32_t> MetisAssign(const Csr& sym,
 std::vector<int32_t> RandomAssign(int64_t num_nodes, int num_parts, uint64_t seed);
 
 // Number of undirected edges of `sym` whose ends lie in different parts.
-int64_t EdgeCut(const Csr& sym, const std::vector<int32_t>& part);
+template <typename Index>
+int64_t EdgeCut(const CsrT<Index>& sym, const std::vector<int32_t>& part);
 
 }  // namespace gnn

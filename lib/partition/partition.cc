@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <iomanip>
+#include <limits>
+#include <type_traits>
 #include <sstream>
 
 #include "common/error.h"
@@ -137,7 +139,8 @@ Relabeling Relabel(const std::vector<int32_t>& part, int num_parts) {
 
 // Writes part<p>/ and fills `info`. `in_csc` rows are old destination ids,
 // entries old source ids.
-void WritePart(const Dataset& d, const Csr& in_csc, const Relabeling& r, int p,
+template <typename Index>
+void WritePart(const Dataset& d, const CsrT<Index>& in_csc, const Relabeling& r, int p,
                const std::vector<uint8_t> masks[3], const std::string& dir, PartInfo* info) {
   const int64_t start = r.part_start[p], end = r.part_start[p + 1], owned = end - start;
   MakeDirs(dir);
@@ -201,6 +204,85 @@ void WritePart(const Dataset& d, const Csr& in_csc, const Relabeling& r, int p,
   record("orig_nids.npy", WriteNpy(dir + "/orig_nids.npy", orig));
 }
 
+// Everything after loading, for one index width: symmetrize, assign,
+// relabel, and write the partitions into `tmp_dir`.
+template <typename Index>
+void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirected,
+                       const std::string& graph_name, StageTimer& timer,
+                       const std::string& tmp_dir, PartitionConfig* out, int64_t* cut,
+                       int64_t* undirected_edges) {
+  const int64_t n = d.num_nodes;
+  timer.Begin("symmetrize");
+  // The symmetric adjacency drives METIS and the edge cut; for an undirected
+  // graph it is also the CSC of in-edges, so it is built only once.
+  CsrT<Index> sym = Symmetrize<Index>(n, d.src, d.dst, options.num_threads);
+  CsrT<Index> directed_csc;
+  if (!undirected) {
+    directed_csc = BuildCsr<Index>(n, d.dst, d.src, false, false, options.num_threads);
+  }
+  FreeVector(d.src);
+  FreeVector(d.dst);
+  const CsrT<Index>& in_csc = undirected ? sym : directed_csc;
+
+  std::vector<uint8_t> masks[3] = {MaskOf(n, d.train_idx), MaskOf(n, d.valid_idx),
+                                   MaskOf(n, d.test_idx)};
+
+  timer.Begin(options.part_method == "metis" ? "metis" : "random assignment");
+  std::vector<int32_t> part;
+  if (options.part_method == "metis") {
+    std::vector<std::vector<int32_t>> weights;
+    weights.emplace_back(n, 1);
+    if (options.balance_train) weights.emplace_back(masks[0].begin(), masks[0].end());
+    if (options.balance_edges) {
+      std::vector<int32_t> deg(n);
+      for (int64_t v = 0; v < n; ++v) deg[v] = static_cast<int32_t>(in_csc.Degree(v));
+      weights.push_back(std::move(deg));
+    }
+    if constexpr (std::is_same_v<Index, int32_t>) {
+      part = MetisAssign(sym, weights, options.num_parts, options.data.seed);
+    } else {
+      throw ConfigError("graph too large for METIS's 32-bit index (" + std::to_string(n) +
+                        " nodes); use --part_method random");
+    }
+  } else {
+    part = RandomAssign(n, options.num_parts, options.data.seed);
+  }
+
+  timer.Begin("relabel");
+  Relabeling relabel = Relabel(part, options.num_parts);
+  *cut = EdgeCut(sym, part);
+  *undirected_edges = sym.num_entries() / 2;
+
+  timer.Begin("write");
+  PartitionConfig& config = *out;
+  config.graph_name = graph_name;
+  config.dataset = options.data.dataset;
+  config.num_nodes = n;
+  config.num_edges = in_csc.num_entries();
+  config.part_method = options.part_method;
+  config.num_parts = options.num_parts;
+  config.halo_hops = 1;
+  config.feature_dim = d.feature_dim;
+  config.num_classes = d.num_classes;
+  config.balance_train = options.balance_train;
+  config.balance_edges = options.balance_edges;
+  config.undirected = undirected;
+  config.seed = options.data.seed;
+  int64_t edge_start = 0;
+  for (int p = 0; p < options.num_parts; ++p) {
+    PartInfo info;
+    info.dir = "part" + std::to_string(p);
+    WritePart(d, in_csc, relabel, p, masks, tmp_dir + "/" + info.dir, &info);
+    info.edge_start = edge_start;
+    for (int64_t i = info.node_start; i < info.node_end; ++i) {
+      edge_start += in_csc.Degree(relabel.orig[i]);
+    }
+    info.edge_end = edge_start;
+    config.parts.push_back(std::move(info));
+  }
+  timer.End();
+}
+
 }  // namespace
 
 PartitionResult RunPartition(const PartitionOptions& options) {
@@ -222,71 +304,20 @@ PartitionResult RunPartition(const PartitionOptions& options) {
   const std::string graph_name = options.graph_name.empty() ? d.name : options.graph_name;
   const int64_t input_edges = d.num_edges();
 
-  timer.Begin("symmetrize");
-  // The symmetric adjacency drives METIS and the edge cut; for an undirected
-  // graph it is also the CSC of in-edges, so it is built only once.
-  Csr sym = Symmetrize(n, d.src, d.dst, options.num_threads);
-  Csr directed_csc;
-  if (!undirected) directed_csc = BuildCsr(n, d.dst, d.src, false, false, options.num_threads);
-  FreeVector(d.src);
-  FreeVector(d.dst);
-  const Csr& in_csc = undirected ? sym : directed_csc;
-
-  std::vector<uint8_t> masks[3] = {MaskOf(n, d.train_idx), MaskOf(n, d.valid_idx),
-                                   MaskOf(n, d.test_idx)};
-
-  timer.Begin(options.part_method == "metis" ? "metis" : "random assignment");
-  std::vector<int32_t> part;
-  if (options.part_method == "metis") {
-    std::vector<std::vector<int32_t>> weights;
-    weights.emplace_back(n, 1);
-    if (options.balance_train) weights.emplace_back(masks[0].begin(), masks[0].end());
-    if (options.balance_edges) {
-      std::vector<int32_t> deg(n);
-      for (int64_t v = 0; v < n; ++v) deg[v] = static_cast<int32_t>(in_csc.Degree(v));
-      weights.push_back(std::move(deg));
-    }
-    part = MetisAssign(sym, weights, options.num_parts, options.data.seed);
-  } else {
-    part = RandomAssign(n, options.num_parts, options.data.seed);
-  }
-
-  timer.Begin("relabel");
-  Relabeling relabel = Relabel(part, options.num_parts);
-  const int64_t cut = EdgeCut(sym, part);
-  const int64_t undirected_edges = sym.num_entries() / 2;
-
-  timer.Begin("write");
   std::string tmp_path = fs::absolute(options.output).lexically_normal().string();
   if (!tmp_path.empty() && tmp_path.back() == '/') tmp_path.pop_back();
   TempOutput tmp(tmp_path + ".tmp." + std::to_string(::getpid()));
   PartitionConfig config;
-  config.graph_name = graph_name;
-  config.dataset = options.data.dataset;
-  config.num_nodes = n;
-  config.num_edges = in_csc.num_entries();
-  config.part_method = options.part_method;
-  config.num_parts = options.num_parts;
-  config.halo_hops = 1;
-  config.feature_dim = d.feature_dim;
-  config.num_classes = d.num_classes;
-  config.balance_train = options.balance_train;
-  config.balance_edges = options.balance_edges;
-  config.undirected = undirected;
-  config.seed = options.data.seed;
-  int64_t edge_start = 0;
-  for (int p = 0; p < options.num_parts; ++p) {
-    PartInfo info;
-    info.dir = "part" + std::to_string(p);
-    WritePart(d, in_csc, relabel, p, masks, tmp.path() + "/" + info.dir, &info);
-    info.edge_start = edge_start;
-    for (int64_t i = info.node_start; i < info.node_end; ++i) {
-      edge_start += in_csc.Degree(relabel.orig[i]);
-    }
-    info.edge_end = edge_start;
-    config.parts.push_back(std::move(info));
+  int64_t cut = 0, undirected_edges = 0;
+  // Ids that fit 32 bits halve the adjacency's memory (and METIS reads it
+  // in place); DGL-scale graphs beyond that keep 64-bit ids.
+  if (n < std::numeric_limits<int32_t>::max()) {
+    PartitionAndWrite<int32_t>(options, d, undirected, graph_name, timer, tmp.path(), &config,
+                               &cut, &undirected_edges);
+  } else {
+    PartitionAndWrite<int64_t>(options, d, undirected, graph_name, timer, tmp.path(), &config,
+                               &cut, &undirected_edges);
   }
-  timer.End();
 
   // The report: quality, balance and where the time went.
   std::vector<int64_t> nodes, edges, train;
@@ -310,7 +341,7 @@ PartitionResult RunPartition(const PartitionOptions& options) {
       {"num_nodes", n},
       {"input_edges", input_edges},
       {"undirected_edges", undirected_edges},
-      {"stored_in_edges", in_csc.num_entries()},
+      {"stored_in_edges", config.num_edges},
       {"edge_cut", cut},
       {"edge_cut_fraction",
        undirected_edges > 0 ? static_cast<double>(cut) / static_cast<double>(undirected_edges)
