@@ -1,5 +1,7 @@
 #include "partition/partition.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -137,10 +139,59 @@ Relabeling Relabel(const std::vector<int32_t>& part, int num_parts) {
   return r;
 }
 
+// Holds the feature matrix while partitioning: large matrices are written to
+// a scratch file and memory-mapped back, so they are not resident during
+// METIS; small ones stay in memory.
+class FeatureSpill {
+ public:
+  FeatureSpill(const std::string& path, std::vector<float>* features) : path_(path) {
+    const size_t bytes = features->size() * sizeof(float);
+    if (bytes < (size_t{64} << 20)) {
+      memory_.swap(*features);
+      data_ = memory_.data();
+      return;
+    }
+    FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f || std::fwrite(features->data(), 1, bytes, f) != bytes || std::fclose(f) != 0) {
+      if (f) std::fclose(f);
+      std::remove(path.c_str());
+      throw DataError("cannot write scratch file " + path + " (disk full?)");
+    }
+    FreeVector(*features);
+    int fd = ::open(path.c_str(), O_RDONLY);
+    void* p = fd < 0 ? MAP_FAILED : ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (fd >= 0) ::close(fd);
+    if (p == MAP_FAILED) {
+      std::remove(path.c_str());
+      throw DataError("cannot map scratch file " + path);
+    }
+    map_ = p;
+    map_bytes_ = bytes;
+    data_ = static_cast<const float*>(p);
+  }
+  ~FeatureSpill() {
+    if (map_) {
+      ::munmap(map_, map_bytes_);
+      std::remove(path_.c_str());
+    }
+  }
+  FeatureSpill(const FeatureSpill&) = delete;
+  FeatureSpill& operator=(const FeatureSpill&) = delete;
+  const float* data() const { return data_; }
+
+ private:
+  std::string path_;
+  std::vector<float> memory_;
+  void* map_ = nullptr;
+  size_t map_bytes_ = 0;
+  const float* data_ = nullptr;
+};
+
 // Writes part<p>/ and fills `info`. `in_csc` rows are old destination ids,
 // entries old source ids.
 template <typename Index>
-void WritePart(const Dataset& d, const CsrT<Index>& in_csc, const Relabeling& r, int p,
+void WritePart(const Dataset& d, const float* features, const CsrT<Index>& in_csc,
+               const Relabeling& r, int p,
                const std::vector<uint8_t> masks[3], const std::string& dir, PartInfo* info) {
   const int64_t start = r.part_start[p], end = r.part_start[p + 1], owned = end - start;
   MakeDirs(dir);
@@ -181,7 +232,7 @@ void WritePart(const Dataset& d, const CsrT<Index>& in_csc, const Relabeling& r,
       int64_t e = std::min(owned, i + rows_per_block);
       buf.resize(static_cast<size_t>((e - i) * f));
       for (int64_t k = i; k < e; ++k) {
-        const float* src = d.features.data() + r.orig[start + k] * f;
+        const float* src = features + r.orig[start + k] * f;
         std::copy(src, src + f, buf.data() + (k - i) * f);
       }
       w.Append(buf.data(), (e - i) * f);
@@ -226,6 +277,10 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
 
   std::vector<uint8_t> masks[3] = {MaskOf(n, d.train_idx), MaskOf(n, d.valid_idx),
                                    MaskOf(n, d.test_idx)};
+
+  // METIS needs about 9x its adjacency in memory; the features are not
+  // needed until writing, so they wait on disk instead of adding to the peak.
+  FeatureSpill spill(tmp_dir + "/.features.spill", &d.features);
 
   timer.Begin(options.part_method == "metis" ? "metis" : "random assignment");
   std::vector<int32_t> part;
@@ -272,7 +327,7 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
   for (int p = 0; p < options.num_parts; ++p) {
     PartInfo info;
     info.dir = "part" + std::to_string(p);
-    WritePart(d, in_csc, relabel, p, masks, tmp_dir + "/" + info.dir, &info);
+    WritePart(d, spill.data(), in_csc, relabel, p, masks, tmp_dir + "/" + info.dir, &info);
     info.edge_start = edge_start;
     for (int64_t i = info.node_start; i < info.node_end; ++i) {
       edge_start += in_csc.Degree(relabel.orig[i]);
