@@ -1,18 +1,31 @@
 // gnn-train: train GraphSAGE on partitioned data (flags as DGL's
 // train_dist.py). The last stdout line is a JSON summary.
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 
 #include "common/cli.h"
 #include "common/log.h"
 #include "train/trainer.h"
 
+namespace {
+// The launcher's environment, read once here; explicit flags win.
+void FromEnv(const CLI::App& app, const char* flag, const char* name, std::string* out) {
+  const char* v = std::getenv(name);
+  if (v && app.count(flag) == 0) *out = v;
+}
+void FromEnv(const CLI::App& app, const char* flag, const char* name, int* out) {
+  const char* v = std::getenv(name);
+  if (v && app.count(flag) == 0) *out = std::atoi(v);
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   gnn::TrainOptions o;
   CLI::App app{"Train a GraphSAGE model on partitioned graph data.", "gnn-train"};
   app.set_config("--config", "", "read flags from a config file (TOML/INI, see configs/)");
   app.add_option("--graph_name", o.graph_name, "graph name (checked against the config)");
-  app.add_option("--part_config", o.part_config, "partition config JSON")->required();
+  app.add_option("--part_config", o.part_config, "partition config JSON");
   app.add_flag("--standalone", o.standalone, "train on one partition without servers");
   app.add_option("--num_epochs", o.num_epochs, "epochs")->capture_default_str();
   app.add_option("--batch_size", o.batch_size, "seeds per mini-batch")->capture_default_str();
@@ -43,9 +56,38 @@ int main(int argc, char** argv) {
                  "write the final layer output of every node (.npy, input node order)");
   bool quiet = false;
   app.add_flag("--quiet", quiet, "only warnings and errors on stderr");
+  app.add_option("--ip_config", o.ip_config, "machines, one 'IP [PORT]' per line (distributed)");
+  app.add_option("--machine_id", o.machine_id, "this machine's line in ip_config")
+      ->capture_default_str();
+  app.add_option("--trainer_id", o.trainer_id, "index among this machine's trainers")
+      ->capture_default_str();
+  app.add_option("--num_trainers", o.num_trainers, "trainers per machine")->capture_default_str();
+  app.add_option("--num_servers", o.num_servers, "servers per machine")->capture_default_str();
+  app.add_option("--num_samplers", o.num_samplers, "gnn-sampler processes per trainer (0 = in-process)")
+      ->capture_default_str();
+  app.add_option("--master_addr", o.master_addr, "rendezvous host (default: machine 0)");
+  app.add_option("--master_port", o.master_port, "rendezvous port")->capture_default_str();
+  app.add_option("--job_id", o.job_id, "job id shared with servers and samplers")
+      ->capture_default_str();
+  app.add_option("--rendezvous_timeout_s", o.rendezvous_timeout_s, "wait this long for all trainers")
+      ->capture_default_str();
+  app.add_option("--request_timeout_ms", o.request_timeout_ms, "deadline per server request")
+      ->capture_default_str();
 
   return gnn::RunMain(app, argc, argv, [&] {
-    gnn::SetLogRole("trainer 0");
+    FromEnv(app, "--ip_config", "GNN_IP_CONFIG", &o.ip_config);
+    FromEnv(app, "--part_config", "GNN_PART_CONFIG", &o.part_config);
+    FromEnv(app, "--master_addr", "GNN_MASTER_ADDR", &o.master_addr);
+    FromEnv(app, "--job_id", "GNN_JOB_ID", &o.job_id);
+    FromEnv(app, "--machine_id", "GNN_MACHINE_ID", &o.machine_id);
+    FromEnv(app, "--trainer_id", "GNN_TRAINER_ID", &o.trainer_id);
+    FromEnv(app, "--num_trainers", "GNN_NUM_TRAINERS", &o.num_trainers);
+    FromEnv(app, "--num_servers", "GNN_NUM_SERVERS", &o.num_servers);
+    FromEnv(app, "--num_samplers", "GNN_NUM_SAMPLERS", &o.num_samplers);
+    FromEnv(app, "--master_port", "GNN_MASTER_PORT", &o.master_port);
+    gnn::SetLogRole(o.standalone ? std::string("trainer 0")
+                                 : "trainer " + std::to_string(o.machine_id * o.num_trainers +
+                                                               o.trainer_id));
     if (quiet) gnn::SetLogLevel(gnn::LogLevel::kWarn);
     nlohmann::json summary = gnn::RunTrain(o);
     std::cout << summary.dump() << std::endl;

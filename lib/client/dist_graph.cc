@@ -232,6 +232,57 @@ void DistGraph::PullLabels(const std::vector<int64_t>& ids, std::vector<int64_t>
   }
 }
 
+int64_t DistGraph::CountNodes(int mask) const {
+  int64_t total = 0;
+  for (const PartInfo& p : config_.parts) {
+    total += mask == 0 ? p.num_train : mask == 1 ? p.num_valid : p.num_test;
+  }
+  return total;
+}
+
+std::vector<int64_t> DistGraph::SplitNodes(int mask, int64_t begin, int64_t end) {
+  std::vector<int64_t> out;
+  std::vector<std::pair<net::Connection*, Message>> calls;
+  int64_t prefix = 0;
+  for (int p = 0; p < config_.num_parts; ++p) {
+    const PartInfo& info = config_.parts[p];
+    int64_t n = mask == 0 ? info.num_train : mask == 1 ? info.num_valid : info.num_test;
+    int64_t lo = std::max(begin, prefix), hi = std::min(end, prefix + n);
+    if (lo < hi) {
+      if (p == options_.local_machine_id) {
+        const PartitionView& v = local_->view();
+        const uint8_t* m = mask == 0 ? v.train_mask : mask == 1 ? v.valid_mask : v.test_mask;
+        int64_t seen = 0;
+        std::vector<int64_t> ids;
+        for (int64_t i = 0; i < v.num_nodes && seen < hi - prefix; ++i) {
+          if (m[i] && seen++ >= lo - prefix) ids.push_back(v.node_start + i);
+        }
+        calls.emplace_back(nullptr, Message());
+        calls.back().second.header.ints = ids;  // local result parked in the slot
+      } else {
+        calls.emplace_back(&Pick(p), net::MakeMessage(MsgType::kSplitNodes, 0,
+                                                      {mask, lo - prefix, hi - lo}));
+      }
+    }
+    prefix += n;
+  }
+  std::vector<std::pair<net::Connection*, Message>> remote;
+  for (auto& c : calls) {
+    if (c.first) remote.emplace_back(c.first, std::move(c.second));
+  }
+  std::vector<Message> replies = net::CallAll(std::move(remote), net::Millis(options_.timeout_ms));
+  size_t r = 0;
+  for (auto& c : calls) {
+    std::vector<int64_t> ids = c.first ? replies[r++].CopyArray<int64_t>(0) : c.second.header.ints;
+    out.insert(out.end(), ids.begin(), ids.end());
+  }
+  if (static_cast<int64_t>(out.size()) != std::max<int64_t>(0, end - begin)) {
+    throw ProtocolError("SplitNodes returned " + std::to_string(out.size()) + " ids, expected " +
+                        std::to_string(end - begin));
+  }
+  return out;
+}
+
 MiniBatch DistGraph::MakeBatch(const std::vector<int64_t>& seeds, const std::vector<int>& fanouts,
                                bool replace, uint64_t rng_seed) {
   MiniBatch mb;

@@ -59,6 +59,15 @@ class DistGraph {
   void PullFeatures(const std::vector<int64_t>& ids, std::vector<float>* out);
   void PullLabels(const std::vector<int64_t>& ids, std::vector<int64_t>* out);
 
+  // Nodes of `mask` (0 train, 1 valid, 2 test) at positions [begin, end) of
+  // the global id-ordered list of such nodes, like DGL's node_split with
+  // force_even: rank r of w takes [r*T/w, (r+1)*T/w), mostly its own
+  // partition's nodes. Uses the config's per-partition counts; local nodes
+  // come from shared memory, others from their servers.
+  std::vector<int64_t> SplitNodes(int mask, int64_t begin, int64_t end);
+  // Number of nodes of `mask` in the whole graph (from the config).
+  int64_t CountNodes(int mask) const;
+
   // Seeds -> blocks, input features and seed labels: one mini-batch.
   MiniBatch MakeBatch(const std::vector<int64_t>& seeds, const std::vector<int>& fanouts,
                       bool replace, uint64_t rng_seed);

@@ -45,8 +45,9 @@ bool ValidHostname(const std::string& host) {
 }
 
 bool AllDigitsAndDots(const std::string& s) {
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return c == '.' || std::isdigit(static_cast<unsigned char>(c)); });
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return c == '.' || std::isdigit(static_cast<unsigned char>(c));
+  });
 }
 
 // Validates `host` and returns a canonical key for duplicate detection.
@@ -122,8 +123,7 @@ std::vector<MachineAddress> ParseIpConfig(const std::string& text, const std::st
     for (std::string t; fields >> t;) tok.push_back(t);
     if (tok.empty()) continue;
     if (tok.size() > 2) {
-      Fail(source, line,
-           "expected 'HOST [PORT]', got " + std::to_string(tok.size()) + " fields");
+      Fail(source, line, "expected 'HOST [PORT]', got " + std::to_string(tok.size()) + " fields");
     }
     MachineAddress m;
     m.line = line;

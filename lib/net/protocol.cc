@@ -45,6 +45,8 @@ const char* MsgTypeName(MsgType type) {
     case MsgType::kSeedBatch: return "SeedBatch";
     case MsgType::kMiniBatch: return "MiniBatch";
     case MsgType::kStop: return "Stop";
+    case MsgType::kSplitNodes: return "SplitNodes";
+    case MsgType::kSplitNodesReply: return "SplitNodesReply";
   }
   return "Unknown";
 }

@@ -42,10 +42,12 @@ enum class MsgType : uint16_t {
   kSeedBatch = 16,      // trainer -> gnn-sampler. ints: {epoch, batch index, rng_seed}; frames: seeds[int64]
   kMiniBatch = 17,      // gnn-sampler -> trainer, see sampler docs
   kStop = 18,           // trainer -> gnn-sampler: no more batches
+  kSplitNodes = 19,     // ints: {mask (0 train, 1 valid, 2 test), offset, count}
+  kSplitNodesReply = 20,  // frames: ids[int64]: the mask's nodes [offset, offset+count) in id order
 };
 
 // Largest MsgType value; types above it are unknown.
-constexpr uint16_t kMaxMsgType = 18;
+constexpr uint16_t kMaxMsgType = 20;
 
 const char* MsgTypeName(MsgType type);
 

@@ -134,6 +134,28 @@ Message HandleRequest(ServerState& s, const Message& req) {
                           {"num_parts", s.config.num_parts}};
       return net::MakeMessage(MsgType::kMetadataReply, id, {}, j.dump());
     }
+    case MsgType::kSplitNodes: {
+      net::CheckShape(req, 3, 0);
+      const int64_t which = req.header.ints[0], offset = req.header.ints[1],
+                    count = req.header.ints[2];
+      if (which < 0 || which > 2 || offset < 0 || count < 0) {
+        return net::MakeError(id, net::kErrBadRequest, "bad SplitNodes arguments");
+      }
+      const uint8_t* mask = which == 0 ? v.train_mask : which == 1 ? v.valid_mask : v.test_mask;
+      std::vector<int64_t> ids;
+      int64_t seen = 0;
+      for (int64_t i = 0; i < v.num_nodes && static_cast<int64_t>(ids.size()) < count; ++i) {
+        if (!mask[i]) continue;
+        if (seen++ >= offset) ids.push_back(v.node_start + i);
+      }
+      if (static_cast<int64_t>(ids.size()) != count) {
+        return net::MakeError(id, net::kErrBadRequest,
+                              "SplitNodes asks past the end of " + s.name + "'s mask");
+      }
+      Message rep = net::MakeMessage(MsgType::kSplitNodesReply, id);
+      net::AddArray(&rep, ids);
+      return rep;
+    }
     case MsgType::kShutdown:
       net::CheckShape(req, 0, 0);
       if (s.options->job_id.empty() || req.header.text != s.options->job_id) {

@@ -106,8 +106,8 @@ bool StillLinked(int fd, const std::string& path) {
 }
 
 void CheckName(const std::string& name) {
-  bool ok = name.size() >= 2 && name.size() <= kMaxNameLength && name[0] == '/' &&
-            name != "/." && name != "/..";
+  bool ok = name.size() >= 2 && name.size() <= kMaxNameLength && name[0] == '/' && name != "/." &&
+            name != "/..";
   for (size_t i = 1; ok && i < name.size(); ++i) {
     char c = name[i];
     ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
@@ -165,15 +165,20 @@ bool ArrayBytes(int i, int64_t n, int64_t e, int64_t f, uint64_t* out) {
   uint64_t un = static_cast<uint64_t>(n), ue = static_cast<uint64_t>(e),
            uf = static_cast<uint64_t>(f);
   switch (i) {
-    case kIndptr: return !__builtin_mul_overflow(un + 1, 8, out);
-    case kIndices: return !__builtin_mul_overflow(ue, 8, out);
+    case kIndptr:
+      return !__builtin_mul_overflow(un + 1, 8, out);
+    case kIndices:
+      return !__builtin_mul_overflow(ue, 8, out);
     case kFeat: {
       uint64_t cells;
       return !__builtin_mul_overflow(un, uf, &cells) && !__builtin_mul_overflow(cells, 4, out);
     }
     case kLabel:
-    case kOrig: return !__builtin_mul_overflow(un, 8, out);
-    default: *out = un; return true;  // uint8 masks
+    case kOrig:
+      return !__builtin_mul_overflow(un, 8, out);
+    default:
+      *out = un;
+      return true;  // uint8 masks
   }
 }
 
@@ -207,8 +212,8 @@ void CopyArray(const ArrayPlan& a, char* dst, const std::string* want_sha) {
     }
     std::string got = sha.HexDigest();
     if (got != *want_sha) {
-      throw DataError(a.path + ": checksum mismatch (sha256 " + got + ", config says " +
-                      *want_sha + ")");
+      throw DataError(a.path + ": checksum mismatch (sha256 " + got + ", config says " + *want_sha +
+                      ")");
     }
   }
 }
@@ -349,11 +354,12 @@ std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
     // SIGBUS later instead of an error here.
     int rc = posix_fallocate(shm.get(), 0, static_cast<off_t>(total));
     if (rc != 0) {
-      throw Error("cannot allocate " + MiB(total) + " of shared memory for segment " + name +
-                  ": " + std::strerror(rc) + " (is /dev/shm large enough?)");
+      throw Error("cannot allocate " + MiB(total) + " of shared memory for segment " + name + ": " +
+                  std::strerror(rc) + " (is /dev/shm large enough?)");
     }
     void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, shm.get(), 0);
-    if (base == MAP_FAILED) throw Error("cannot map shared memory segment " + name + ": " + Errno());
+    if (base == MAP_FAILED)
+      throw Error("cannot map shared memory segment " + name + ": " + Errno());
     p->base_ = base;
     p->size_ = total;
 
@@ -430,8 +436,7 @@ std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
   return p;
 }
 
-std::unique_ptr<ShmPartition> ShmPartition::TryAttach(const std::string& name,
-                                                      std::string* state) {
+std::unique_ptr<ShmPartition> ShmPartition::TryAttach(const std::string& name, std::string* state) {
   const std::string lock_path = ShmLockPath(name);
   Fd lock(open(lock_path.c_str(), O_RDWR | O_CLOEXEC));
   if (lock.get() < 0) {
@@ -534,8 +539,8 @@ std::unique_ptr<ShmPartition> ShmPartition::Attach(const std::string& name,
     throw DataError("shared memory segment " + name + " holds partition " +
                     std::to_string(v.part_id) + " of graph '" + p->graph_name_ +
                     "' (config digest " + p->config_digest_.substr(0, 16) +
-                    "), expected partition " + std::to_string(part) + " of '" +
-                    config.graph_name + "' (config digest " + digest.substr(0, 16) + ")");
+                    "), expected partition " + std::to_string(part) + " of '" + config.graph_name +
+                    "' (config digest " + digest.substr(0, 16) + ")");
   }
   return p;
 }
@@ -557,9 +562,9 @@ void ShmPartition::ReadHeader() {
   }
   for (int i = 0; i < kNumArrays; ++i) {
     uint64_t want;
-    if (!ArrayBytes(i, h->num_nodes, h->num_edges, h->feature_dim, &want) ||
-        h->bytes[i] != want || h->offset[i] % kAlign != 0 || h->offset[i] < kShmHeaderBytes ||
-        h->offset[i] > size_ || h->bytes[i] > size_ - h->offset[i]) {
+    if (!ArrayBytes(i, h->num_nodes, h->num_edges, h->feature_dim, &want) || h->bytes[i] != want ||
+        h->offset[i] % kAlign != 0 || h->offset[i] < kShmHeaderBytes || h->offset[i] > size_ ||
+        h->bytes[i] > size_ - h->offset[i]) {
       bad("array " + kPartFiles[i] + " does not fit the header's counts or the segment");
     }
   }

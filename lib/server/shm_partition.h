@@ -41,15 +41,15 @@ constexpr size_t kShmHeaderBytes = 4096;
 // read-only (writing through a const_cast faults).
 struct PartitionView {
   int part_id = 0;
-  int64_t node_start = 0;   // first owned global id
-  int64_t num_nodes = 0;    // owned nodes
-  int64_t num_edges = 0;    // in-edges stored (indices length)
+  int64_t node_start = 0;  // first owned global id
+  int64_t num_nodes = 0;   // owned nodes
+  int64_t num_edges = 0;   // in-edges stored (indices length)
   int64_t feature_dim = 0;
   int64_t num_classes = 0;
-  const int64_t* indptr = nullptr;    // [num_nodes + 1]
-  const int64_t* indices = nullptr;   // [num_edges] global ids
-  const float* features = nullptr;    // [num_nodes, feature_dim] row-major
-  const int64_t* labels = nullptr;    // [num_nodes], -1 = unlabelled
+  const int64_t* indptr = nullptr;      // [num_nodes + 1]
+  const int64_t* indices = nullptr;     // [num_edges] global ids
+  const float* features = nullptr;      // [num_nodes, feature_dim] row-major
+  const int64_t* labels = nullptr;      // [num_nodes], -1 = unlabelled
   const uint8_t* train_mask = nullptr;  // [num_nodes]
   const uint8_t* valid_mask = nullptr;
   const uint8_t* test_mask = nullptr;

@@ -1,6 +1,7 @@
-// gnn-train's job in standalone mode (one partition, no servers), as DGL's
-// train_dist.py --standalone: sample, train GraphSAGE, evaluate layer-wise,
-// checkpoint, and summarise.
+// gnn-train's job, as DGL's train_dist.py: in standalone mode on one
+// partition with no servers, or as one of many trainers of a cluster
+// (servers, samplers, gradient all-reduce). Sample, train GraphSAGE,
+// evaluate layer-wise, checkpoint, and summarise.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +39,19 @@ struct TrainOptions {
   std::string save_model;         // torch.load-able dict of named tensors
   std::string save_embeddings;    // .npy of the final layer output, input node order
   bool verify_checksums = true;
+
+  // Distributed mode (also from the launcher's GNN_* environment, read in main).
+  std::string ip_config;          // --ip_config
+  int machine_id = 0;             // --machine_id: this machine's line = its partition
+  int trainer_id = 0;             // --trainer_id: index among this machine's trainers
+  int num_trainers = 1;           // --num_trainers per machine
+  int num_servers = 1;            // --num_servers per machine
+  int num_samplers = 0;           // --num_samplers per trainer (0 = sample in-process)
+  std::string master_addr;        // --master_addr: rendezvous host (default: machine 0)
+  int master_port = 29500;        // --master_port
+  std::string job_id = "gnn";     // --job_id: shared with servers and samplers
+  int rendezvous_timeout_s = 60;
+  int request_timeout_ms = 30000;
 
   std::vector<int> Fanouts() const;  // parsed fan_out; throws ConfigError
   // Throws ConfigError naming the first bad field.

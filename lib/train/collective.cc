@@ -1,0 +1,158 @@
+#include "train/collective.h"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <thread>
+
+#include "common/error.h"
+#include "common/log.h"
+
+namespace gnn {
+
+using Clock = std::chrono::steady_clock;
+
+Collective::Collective(const std::string& master_addr, int master_port, int rank, int world,
+                       const std::vector<std::string>& who, const std::string& bind_host,
+                       std::chrono::seconds timeout)
+    : rank_(rank), world_(world) {
+  const std::string where = master_addr + ":" + std::to_string(master_port);
+  c10d::TCPStoreOptions opts;
+  opts.port = static_cast<uint16_t>(master_port);
+  opts.isServer = rank == 0;
+  opts.numWorkers = c10::nullopt;  // we wait ourselves, to name who is missing
+  opts.waitWorkers = false;
+  opts.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
+  try {
+    store_ = c10::make_intrusive<c10d::TCPStore>(master_addr, opts);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    if (rank == 0) {
+      throw ConfigError("rank 0 cannot open the rendezvous at " + where + ": " + what);
+    }
+    throw TimeoutError("rank " + std::to_string(rank) + " could not reach the rendezvous at " +
+                       where + " (is rank 0, " + who[0] + ", running?): " + what);
+  }
+  store_->set("gnn/arrived/" + std::to_string(rank), std::vector<uint8_t>{1});
+  auto deadline = Clock::now() + timeout;
+  std::vector<std::string> keys;
+  for (int r = 0; r < world; ++r) keys.push_back("gnn/arrived/" + std::to_string(r));
+  while (!store_->check(keys)) {
+    if (Clock::now() >= deadline) {
+      std::string missing;
+      for (int r = 0; r < world; ++r) {
+        if (!store_->check({keys[r]})) missing += (missing.empty() ? "" : ", ") + who[r];
+      }
+      throw TimeoutError("rendezvous at " + where + ": " + missing + " did not arrive within " +
+                         std::to_string(timeout.count()) + " s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto options = c10d::ProcessGroupGloo::Options::create(
+      std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
+  options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(bind_host));
+  options->threads = 1;
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>("gnn/pg", store_);
+  try {
+    pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, world, options);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    throw PeerError("trainers could not connect for all-reduce: " + what.substr(0, what.find('\n')));
+  }
+}
+
+Collective::~Collective() = default;
+
+namespace {
+void Wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what) {
+  try {
+    work->wait();
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    throw PeerError(std::string(what) + " among trainers failed (a trainer died or timed out): " +
+                    msg.substr(0, msg.find('\n')));
+  }
+}
+}  // namespace
+
+int64_t Collective::AllreduceMeanGrads(const std::vector<torch::Tensor>& params,
+                                       int64_t bucket_bytes) {
+  int64_t total = 0;
+  size_t i = 0;
+  while (i < params.size()) {
+    std::vector<torch::Tensor> grads;
+    int64_t bytes = 0;
+    while (i < params.size() && (grads.empty() || bytes + params[i].numel() * 4 <= bucket_bytes)) {
+      torch::Tensor g = params[i].grad();
+      if (!g.defined()) g = torch::zeros_like(params[i]);
+      grads.push_back(g);
+      bytes += g.numel() * 4;
+      ++i;
+    }
+    std::vector<torch::Tensor> flat = {torch::cat(
+        [&] {
+          std::vector<torch::Tensor> views;
+          for (auto& g : grads) views.push_back(g.reshape({-1}));
+          return views;
+        }(),
+        0)};
+    Wait(pg_->allreduce(flat), "all-reduce");
+    flat[0].div_(world_);
+    int64_t off = 0;
+    for (size_t k = 0; k < grads.size(); ++k) {
+      torch::Tensor slice = flat[0].slice(0, off, off + grads[k].numel()).view_as(grads[k]);
+      size_t idx = i - grads.size() + k;
+      if (params[idx].grad().defined()) {
+        params[idx].mutable_grad().copy_(slice);
+      } else {
+        params[idx].mutable_grad() = slice.clone();
+      }
+      off += grads[k].numel();
+    }
+    total += bytes;
+  }
+  return total;
+}
+
+std::vector<double> Collective::AllreduceSum(const std::vector<double>& values) {
+  std::vector<torch::Tensor> t = {
+      torch::tensor(values, torch::TensorOptions().dtype(torch::kFloat64))};
+  Wait(pg_->allreduce(t), "all-reduce");
+  std::vector<double> out(values.size());
+  auto a = t[0].accessor<double, 1>();
+  for (size_t i = 0; i < values.size(); ++i) out[i] = a[i];
+  return out;
+}
+
+torch::Tensor Collective::AllgatherRows(const torch::Tensor& rows) {
+  // Gloo's allgather needs equal shapes: share the counts, pad to the max.
+  std::vector<double> counts(world_, 0.0);
+  counts[rank_] = static_cast<double>(rows.size(0));
+  counts = AllreduceSum(counts);
+  int64_t max_rows = 0;
+  for (double c : counts) max_rows = std::max<int64_t>(max_rows, static_cast<int64_t>(c));
+  torch::Tensor padded = torch::zeros({max_rows, rows.size(1)}, rows.options());
+  padded.slice(0, 0, rows.size(0)).copy_(rows);
+  std::vector<std::vector<torch::Tensor>> out(1);
+  for (int r = 0; r < world_; ++r) out[0].push_back(torch::empty_like(padded));
+  std::vector<torch::Tensor> in = {padded};
+  Wait(pg_->allgather(out, in), "all-gather");
+  std::vector<torch::Tensor> parts;
+  for (int r = 0; r < world_; ++r) {
+    parts.push_back(out[0][r].slice(0, 0, static_cast<int64_t>(counts[r])));
+  }
+  return torch::cat(parts, 0);
+}
+
+void Collective::Broadcast(const std::vector<torch::Tensor>& tensors) {
+  for (const auto& t : tensors) {
+    std::vector<torch::Tensor> v = {t};
+    Wait(pg_->broadcast(v), "broadcast");
+  }
+}
+
+void Collective::Barrier() { Wait(pg_->barrier(), "barrier"); }
+
+}  // namespace gnn

@@ -1,0 +1,52 @@
+// Collectives among trainers: a TCPStore rendezvous at machine 0 (naming
+// who is missing on timeout) and c10d's ProcessGroupGloo for all-reduce,
+// all-gather and broadcast. Every call blocks with the group's timeout.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace c10d {
+class ProcessGroupGloo;
+class Store;
+}  // namespace c10d
+
+namespace gnn {
+
+class Collective {
+ public:
+  // `who[r]` describes rank r in errors ("machine 1 trainer 0"). `bind_host`
+  // is this rank's address for gloo's connections. Throws TimeoutError
+  // naming the ranks that did not arrive within `timeout`.
+  Collective(const std::string& master_addr, int master_port, int rank, int world,
+             const std::vector<std::string>& who, const std::string& bind_host,
+             std::chrono::seconds timeout);
+  ~Collective();
+
+  int rank() const { return rank_; }
+  int world() const { return world_; }
+
+  // Averages the gradients of `params` across ranks, packed into flat
+  // buckets of at most bucket_bytes so small tensors share a round trip.
+  // Returns the bytes all-reduced.
+  int64_t AllreduceMeanGrads(const std::vector<torch::Tensor>& params,
+                             int64_t bucket_bytes = 32 << 20);
+  // Sum of `values` over ranks (float64).
+  std::vector<double> AllreduceSum(const std::vector<double>& values);
+  // Rows of every rank concatenated in rank order ([sum rows, cols]).
+  torch::Tensor AllgatherRows(const torch::Tensor& rows);
+  // Overwrites `tensors` with rank 0's values.
+  void Broadcast(const std::vector<torch::Tensor>& tensors);
+  void Barrier();
+
+ private:
+  int rank_, world_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
+};
+
+}  // namespace gnn

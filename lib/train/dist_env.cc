@@ -1,0 +1,387 @@
+// Distributed training environment: this trainer's share of the training
+// nodes (node_split with force_even), mini-batches from in-process sampling
+// or from its own gnn-sampler processes, gradient all-reduce and
+// distributed layer-wise evaluation.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <iomanip>
+#include <mutex>
+#include <thread>
+
+#include "client/dist_graph.h"
+#include "client/sampler_service.h"
+#include "cluster/ip_config.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/sha256.h"
+#include "common/timer.h"
+#include "net/batch_codec.h"
+#include "sampling/loader.h"
+#include "sampling/sampler.h"
+#include "train/collective.h"
+#include "train/train_env.h"
+
+namespace gnn {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// In-process sampling ahead of the trainer: one thread with its own
+// DistGraph (sockets are per thread) fills a bounded queue.
+class Prefetcher {
+ public:
+  Prefetcher(const DistGraphOptions& options, int prefetch) : options_(options), prefetch_(prefetch) {}
+  ~Prefetcher() { Join(); }
+
+  void Start(std::vector<net::SeedBatch> batches) {
+    Join();
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.clear();
+    error_ = nullptr;
+    stop_ = false;
+    remaining_ = batches.size();
+    thread_ = std::thread([this, batches = std::move(batches)] { Run(batches); });
+  }
+
+  std::optional<MiniBatch> Next() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (remaining_ == 0) return std::nullopt;
+    cv_.wait(lock, [&] { return !queue_.empty() || error_; });
+    if (queue_.empty() && error_) std::rethrow_exception(error_);
+    MiniBatch mb = std::move(queue_.front());
+    queue_.pop_front();
+    --remaining_;
+    cv_.notify_all();
+    return mb;
+  }
+
+ private:
+  void Run(const std::vector<net::SeedBatch>& batches) {
+    try {
+      if (!graph_) graph_ = std::make_unique<DistGraph>(options_);
+      for (const auto& sb : batches) {
+        MiniBatch mb = graph_->MakeBatch(sb.seeds, sb.fanouts, sb.replace, sb.rng_seed);
+        mb.index = sb.index;
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return static_cast<int>(queue_.size()) < prefetch_ || stop_; });
+        if (stop_) return;
+        queue_.push_back(std::move(mb));
+        cv_.notify_all();
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu_);
+      error_ = std::current_exception();
+      cv_.notify_all();
+    }
+  }
+  void Join() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+  DistGraphOptions options_;
+  int prefetch_;
+  std::unique_ptr<DistGraph> graph_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<MiniBatch> queue_;
+  size_t remaining_ = 0;
+  std::exception_ptr error_;
+  bool stop_ = false;
+};
+
+// gnn-sampler child processes of this trainer; they die with it
+// (PR_SET_PDEATHSIG) and are reaped on destruction.
+class SamplerChildren {
+ public:
+  ~SamplerChildren() {
+    for (pid_t pid : pids_) {
+      auto deadline = Clock::now() + std::chrono::seconds(5);
+      int status = 0;
+      while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (Clock::now() > deadline) {
+          kill(pid, SIGKILL);
+          waitpid(pid, &status, 0);
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+  }
+  void Spawn(const std::vector<std::string>& argv) {
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) throw Error("cannot start gnn-sampler: fork failed");
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != parent) _exit(1);
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    pids_.push_back(pid);
+  }
+  // "" if all run; otherwise which one exited and how.
+  std::string Exited() {
+    for (size_t i = 0; i < pids_.size(); ++i) {
+      int status = 0;
+      if (waitpid(pids_[i], &status, WNOHANG) == pids_[i]) {
+        std::string how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                                            : "was killed by signal " + std::to_string(WTERMSIG(status));
+        pids_.erase(pids_.begin() + static_cast<long>(i));
+        return "gnn-sampler " + std::to_string(i) + " " + how;
+      }
+    }
+    return "";
+  }
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+std::string SelfDir() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : p.parent_path().string();
+}
+
+class DistEnv : public TrainEnv {
+ public:
+  DistEnv(const TrainOptions& o, const PartitionConfig& config) : o_(o), config_(config) {
+    std::vector<MachineAddress> machines = ReadIpConfig(o.ip_config);
+    const int num_machines = static_cast<int>(machines.size());
+    if (config.num_parts != num_machines) {
+      throw ConfigError(o.part_config + " has " + std::to_string(config.num_parts) +
+                        " partitions but " + o.ip_config + " lists " +
+                        std::to_string(num_machines) + " machines (one partition per machine)");
+    }
+    if (o.machine_id < 0 || o.machine_id >= num_machines) {
+      throw ConfigError("--machine_id " + std::to_string(o.machine_id) + " is not a line of " +
+                        o.ip_config);
+    }
+    if (o.trainer_id < 0 || o.trainer_id >= o.num_trainers) {
+      throw ConfigError("--trainer_id must be in [0, --num_trainers)");
+    }
+    world_ = num_machines * o.num_trainers;
+    rank_ = o.machine_id * o.num_trainers + o.trainer_id;
+    std::vector<std::string> who;
+    for (int r = 0; r < world_; ++r) {
+      who.push_back("rank " + std::to_string(r) + " (machine " +
+                    std::to_string(r / o.num_trainers) + " trainer " +
+                    std::to_string(r % o.num_trainers) + ")");
+    }
+    const std::string master = o.master_addr.empty() ? machines[0].host : o.master_addr;
+    GNN_LOG(kInfo) << "rank " << rank_ << " of " << world_ << ": rendezvous at " << master << ":"
+                   << o.master_port;
+    collective_ = std::make_unique<Collective>(master, o.master_port, rank_, world_, who,
+                                               machines[o.machine_id].host,
+                                               std::chrono::seconds(o.rendezvous_timeout_s));
+
+    DistGraphOptions g;
+    g.ip_config = o.ip_config;
+    g.part_config = o.part_config;
+    g.num_servers = o.num_servers;
+    g.local_machine_id = o.machine_id;
+    g.job_id = o.job_id;
+    g.timeout_ms = o.request_timeout_ms;
+    g.attach_timeout_ms = o.request_timeout_ms;
+    graph_ = std::make_unique<DistGraph>(g);
+
+    // node_split with force_even: rank r takes [r*T/W, (r+1)*T/W) of the
+    // id-ordered training nodes, so shares differ by at most one node.
+    const int64_t total = graph_->CountNodes(0);
+    if (total == 0) throw DataError(o.part_config + ": the graph has no training nodes");
+    train_ = graph_->SplitNodes(0, total * rank_ / world_, total * (rank_ + 1) / world_);
+    const int64_t max_share = (total + world_ - 1) / world_;
+    num_batches_ = (max_share + o.batch_size - 1) / o.batch_size;
+    for (int mask = 1; mask <= 2; ++mask) {
+      int64_t n = graph_->CountNodes(mask);
+      eval_nodes_[mask - 1] = graph_->SplitNodes(mask, n * rank_ / world_, n * (rank_ + 1) / world_);
+    }
+    GNN_LOG(kInfo) << Label() << ": " << train_.size() << " of " << total << " train nodes, "
+                   << num_batches_ << " batches per epoch";
+
+    if (o.num_samplers > 0) {
+      const std::string hello =
+          config.graph_name + "\n" + Sha256File(o.part_config) + "\n" + o.job_id;
+      pool_ = std::make_unique<SamplerPool>("tcp://127.0.0.1:*", o.num_samplers, hello,
+                                            o.prefetch, o.request_timeout_ms);
+      for (int s = 0; s < o.num_samplers; ++s) {
+        children_.Spawn({SelfDir() + "/gnn-sampler", "--ip_config", o.ip_config, "--part_config",
+                         o.part_config, "--machine_id", std::to_string(o.machine_id),
+                         "--num_servers", std::to_string(o.num_servers), "--trainer_endpoint",
+                         pool_->endpoint(), "--trainer_id", std::to_string(rank_), "--sampler_id",
+                         std::to_string(s), "--job_id", o.job_id, "--timeout_ms",
+                         std::to_string(o.request_timeout_ms)});
+      }
+      try {
+        pool_->WaitForSamplers(o.request_timeout_ms);
+      } catch (const Error& e) {
+        std::string exited = children_.Exited();
+        throw PeerError(std::string(e.what()) + (exited.empty() ? "" : " (" + exited + ")"));
+      }
+    } else {
+      prefetcher_ = std::make_unique<Prefetcher>(g, o.prefetch);
+    }
+  }
+
+  ~DistEnv() override {
+    if (pool_) {
+      try {
+        pool_->Stop();
+      } catch (...) {
+      }
+    }
+  }
+
+  int rank() const override { return rank_; }
+  int world() const override { return world_; }
+  std::string Label() const override {
+    return "Part " + std::to_string(o_.machine_id) + " rank " + std::to_string(rank_);
+  }
+  int64_t NumBatches() const override { return num_batches_; }
+
+  void StartEpoch(int epoch) override {
+    std::vector<int64_t> seeds = train_;
+    // Each rank shuffles its own share; batches are near-equal slices so
+    // every rank runs exactly num_batches_ steps (no all-reduce deadlock).
+    uint64_t state = MixSeed(MixSeed(o_.seed, static_cast<uint64_t>(epoch)), rank_);
+    for (int64_t i = static_cast<int64_t>(seeds.size()) - 1; i > 0; --i) {
+      state = MixSeed(state, static_cast<uint64_t>(i));
+      std::swap(seeds[i], seeds[state % static_cast<uint64_t>(i + 1)]);
+    }
+    std::vector<net::SeedBatch> batches;
+    const int64_t n = static_cast<int64_t>(seeds.size());
+    for (int64_t b = 0; b < num_batches_; ++b) {
+      net::SeedBatch sb;
+      sb.epoch = epoch;
+      sb.index = b;
+      sb.rng_seed = MixSeed(MixSeed(MixSeed(o_.seed, epoch), rank_), b);
+      sb.replace = o_.sample_replace;
+      sb.fanouts = o_.Fanouts();
+      sb.seeds.assign(seeds.begin() + n * b / num_batches_, seeds.begin() + n * (b + 1) / num_batches_);
+      batches.push_back(std::move(sb));
+    }
+    if (pool_) {
+      pool_->Start(std::move(batches));
+    } else {
+      prefetcher_->Start(std::move(batches));
+    }
+  }
+
+  std::optional<MiniBatch> Next() override {
+    if (!pool_) return prefetcher_->Next();
+    try {
+      return pool_->Next();
+    } catch (const Error& e) {
+      std::string exited = children_.Exited();
+      throw PeerError(std::string(e.what()) + (exited.empty() ? "" : " (" + exited + ")"));
+    }
+  }
+
+  int64_t AllreduceGrads(GraphSage& model) override {
+    return collective_->AllreduceMeanGrads(model->parameters());
+  }
+
+  void SyncParams(GraphSage& model) override {
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> ps;
+    for (auto& p : model->parameters()) ps.push_back(p.detach());
+    collective_->Broadcast(ps);
+  }
+
+  double SumOverRanks(double v) override { return collective_->AllreduceSum({v})[0]; }
+
+  // Distributed layer-wise full-neighbour inference: rank r computes layer l
+  // for nodes [r*N/W, (r+1)*N/W); the layer's output is all-gathered so the
+  // next layer can read any node's row.
+  std::pair<double, double> Evaluate(GraphSage& model) override {
+    torch::NoGradGuard no_grad;
+    model->eval();
+    const int64_t n = config_.num_nodes;
+    const int64_t lo = n * rank_ / world_, hi = n * (rank_ + 1) / world_;
+    torch::Tensor h;  // [N, d] after each layer
+    for (int l = 0; l < model->num_layers(); ++l) {
+      torch::Tensor mine = torch::empty({hi - lo, model->OutDim(l)}, torch::kFloat32);
+      for (int64_t start = lo; start < hi; start += o_.batch_size_eval) {
+        int64_t end = std::min(hi, start + o_.batch_size_eval);
+        std::vector<int64_t> dst(end - start);
+        for (int64_t i = start; i < end; ++i) dst[i - start] = i;
+        std::vector<int64_t> ptr, idx;
+        graph_->SampleNeighbors(dst, -1, false, 0, &ptr, &idx);
+        Block block = ToBlock(dst, std::move(ptr), idx);
+        BlockTensors bt = ToTensors(block);
+        torch::Tensor x;
+        std::vector<float> feats;
+        if (l == 0) {
+          graph_->PullFeatures(block.src_nodes, &feats);
+          x = torch::from_blob(feats.data(), {block.num_src(), config_.feature_dim});
+        } else {
+          x = h.index_select(0, torch::from_blob(block.src_nodes.data(), {block.num_src()},
+                                                 torch::kInt64));
+        }
+        mine.slice(0, start - lo, end - lo).copy_(model->ForwardLayer(l, bt, x));
+      }
+      if (l + 1 < model->num_layers()) h = collective_->AllgatherRows(mine);
+      else h = mine;  // the last layer: each rank scores its own slice
+    }
+    model->train();
+    // Predictions of every node (each rank's argmax slice, gathered), then
+    // each rank scores its share of valid/test nodes and the counts are summed.
+    torch::Tensor pred = collective_->AllgatherRows(h.argmax(1).to(torch::kFloat64).unsqueeze(1))
+                             .squeeze(1)
+                             .to(torch::kInt64);
+    auto p = pred.accessor<int64_t, 1>();
+    std::vector<double> counts;
+    for (const std::vector<int64_t>& nodes : eval_nodes_) {
+      std::vector<int64_t> labels;
+      graph_->PullLabels(nodes, &labels);
+      double correct = 0;
+      for (size_t i = 0; i < nodes.size(); ++i) correct += p[nodes[i]] == labels[i];
+      counts.push_back(correct);
+      counts.push_back(static_cast<double>(nodes.size()));
+    }
+    std::vector<double> sums = collective_->AllreduceSum(counts);
+    auto acc = [](double c, double t) { return t > 0 ? c / t : 0.0; };
+    return {acc(sums[0], sums[1]), acc(sums[2], sums[3])};
+  }
+
+  torch::Tensor Embeddings(GraphSage&) override {
+    throw ConfigError("--save_embeddings is available in --standalone mode only");
+  }
+
+ private:
+  const TrainOptions& o_;
+  const PartitionConfig& config_;
+  int rank_ = 0, world_ = 1;
+  std::unique_ptr<Collective> collective_;
+  std::unique_ptr<DistGraph> graph_;
+  std::vector<int64_t> train_;
+  std::vector<int64_t> eval_nodes_[2];  // this rank's valid and test nodes
+  int64_t num_batches_ = 0;
+  SamplerChildren children_;
+  std::unique_ptr<SamplerPool> pool_;
+  std::unique_ptr<Prefetcher> prefetcher_;
+};
+
+}  // namespace
+
+std::unique_ptr<TrainEnv> MakeDistEnv(const TrainOptions& o, const PartitionConfig& config) {
+  return std::make_unique<DistEnv>(o, config);
+}
+
+}  // namespace gnn

@@ -1,0 +1,126 @@
+#include <iomanip>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/timer.h"
+#include "partition/local_partition.h"
+#include "sampling/loader.h"
+#include "sampling/sampler.h"
+#include "train/train_env.h"
+
+namespace gnn {
+
+namespace {
+
+// Layer-wise full-neighbour inference over every node of the partition (as
+// DGL's evaluate): layer l is computed for all nodes before layer l+1, in
+// batches of batch_size_eval destination nodes, so memory stays bounded.
+torch::Tensor Inference(GraphSage& model, const LocalPartition& part, int64_t batch_size,
+                        int threads) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  CscView csc{part.indptr.data(), part.indices.data(), part.node_start, part.num_nodes};
+  torch::Tensor h = torch::from_blob(const_cast<float*>(part.features.data()),
+                                     {part.num_nodes, part.feature_dim}, torch::kFloat32);
+  for (int l = 0; l < model->num_layers(); ++l) {
+    torch::Tensor next = torch::empty({part.num_nodes, model->OutDim(l)}, torch::kFloat32);
+    for (int64_t start = 0; start < part.num_nodes; start += batch_size) {
+      int64_t end = std::min(part.num_nodes, start + batch_size);
+      std::vector<int64_t> dst(end - start);
+      for (int64_t i = start; i < end; ++i) dst[i - start] = part.node_start + i;
+      std::vector<int64_t> nbr_ptr, nbr_idx;
+      SampleNeighbors(csc, dst.data(), static_cast<int64_t>(dst.size()), -1, false, 0, threads,
+                      &nbr_ptr, &nbr_idx);
+      Block block = ToBlock(dst, std::move(nbr_ptr), nbr_idx);
+      BlockTensors bt = ToTensors(block);
+      torch::Tensor src = torch::from_blob(block.src_nodes.data(), {block.num_src()}, torch::kInt64);
+      torch::Tensor out = model->ForwardLayer(l, bt, h.index_select(0, src - part.node_start));
+      next.slice(0, start, end).copy_(out);
+    }
+    h = next;
+  }
+  model->train();
+  return h;
+}
+
+double Accuracy(const torch::Tensor& logits, const LocalPartition& part,
+                const std::vector<int64_t>& nodes) {
+  if (nodes.empty()) return 0.0;
+  torch::Tensor idx =
+      torch::from_blob(const_cast<int64_t*>(nodes.data()), {static_cast<int64_t>(nodes.size())},
+                       torch::kInt64) - part.node_start;
+  torch::Tensor labels =
+      torch::from_blob(const_cast<int64_t*>(part.labels.data()), {part.num_nodes}, torch::kInt64);
+  torch::Tensor pred = logits.index_select(0, idx).argmax(1);
+  return pred.eq(labels.index_select(0, idx)).to(torch::kFloat64).mean().item<double>();
+}
+
+class StandaloneEnv : public TrainEnv {
+ public:
+  StandaloneEnv(const TrainOptions& o, const PartitionConfig& config) : o_(o) {
+    if (config.num_parts != 1) {
+      throw ConfigError("--standalone needs a 1-partition config, but " + o.part_config +
+                        " has " + std::to_string(config.num_parts) +
+                        " partitions (re-run gnn-partition with --num_parts 1)");
+    }
+    Stopwatch load_watch;
+    part_ = LoadLocalPartition(config, 0, o.verify_checksums);
+    train_ = part_.Nodes(part_.train_mask);
+    valid_ = part_.Nodes(part_.valid_mask);
+    test_ = part_.Nodes(part_.test_mask);
+    if (train_.empty()) throw DataError(o.part_config + ": partition 0 has no train nodes");
+    GNN_LOG(kInfo) << "loaded " << config.graph_name << ": " << part_.num_nodes << " nodes, "
+                   << part_.indices.size() << " in-edges, " << train_.size() << " train / "
+                   << valid_.size() << " valid / " << test_.size() << " test, in " << std::fixed
+                   << std::setprecision(2) << load_watch.Seconds() << " s";
+    graph_.csc = CscView{part_.indptr.data(), part_.indices.data(), part_.node_start,
+                         part_.num_nodes, part_.orig_nids.data()};
+    graph_.features = part_.features.data();
+    graph_.feature_dim = part_.feature_dim;
+    graph_.labels = part_.labels.data();
+    lo_.fanouts = o.Fanouts();
+    lo_.batch_size = o.batch_size;
+    lo_.replace = o.sample_replace;
+    lo_.num_workers = o.num_workers;
+    lo_.prefetch = o.prefetch;
+    lo_.seed = o.seed;
+  }
+
+  std::string Label() const override { return "Part 0"; }
+  int64_t NumBatches() const override {
+    return (static_cast<int64_t>(train_.size()) + o_.batch_size - 1) / o_.batch_size;
+  }
+  void StartEpoch(int epoch) override {
+    loader_.reset();
+    loader_ = std::make_unique<BatchLoader>(graph_, train_, lo_, epoch);
+  }
+  std::optional<MiniBatch> Next() override { return loader_->Next(); }
+  std::pair<double, double> Evaluate(GraphSage& model) override {
+    torch::Tensor logits = Inference(model, part_, o_.batch_size_eval, o_.num_workers);
+    return {Accuracy(logits, part_, valid_), Accuracy(logits, part_, test_)};
+  }
+  torch::Tensor Embeddings(GraphSage& model) override {
+    torch::Tensor emb = Inference(model, part_, o_.batch_size_eval, o_.num_workers);
+    // Rows in the input dataset's node order, so users can join on their ids.
+    torch::Tensor order = torch::from_blob(part_.orig_nids.data(), {part_.num_nodes}, torch::kInt64);
+    torch::Tensor out = torch::empty_like(emb);
+    out.index_copy_(0, order, emb);
+    return out;
+  }
+
+ private:
+  const TrainOptions& o_;
+  LocalPartition part_;
+  std::vector<int64_t> train_, valid_, test_;
+  LocalGraph graph_;
+  LoaderOptions lo_;
+  std::unique_ptr<BatchLoader> loader_;
+};
+
+}  // namespace
+
+std::unique_ptr<TrainEnv> MakeStandaloneEnv(const TrainOptions& o, const PartitionConfig& config) {
+  return std::make_unique<StandaloneEnv>(o, config);
+}
+
+}  // namespace gnn
