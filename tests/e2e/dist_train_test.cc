@@ -1,0 +1,257 @@
+// Distributed gnn-train with real gnn-server / gnn-sampler / gnn-train
+// processes on loopback: accuracy parity with standalone, identical replicas,
+// equal steps on a skewed partition, and failures that end the job.
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <unistd.h>
+
+#include "cluster_util.h"
+#include "net/channel.h"
+#include "process_util.h"
+#include "test_util.h"
+
+using namespace gnn;
+using nlohmann::json;
+using test::ChildProcess;
+
+namespace {
+
+json LastJson(const std::string& out) {
+  std::string s = out;
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  size_t nl = s.rfind('\n');
+  return json::parse(nl == std::string::npos ? s : s.substr(nl + 1));
+}
+
+// Servers for every machine of a partition config, on free loopback ports.
+class Deployment {
+ public:
+  Deployment(const test::TempDir& dir, std::string config, int machines, const std::string& tag)
+      : dir_(dir), config_(std::move(config)), machines_(machines) {
+    job_ = "job-" + tag + "-" + std::to_string(::getpid());
+    std::vector<int> ports = test::FreeLoopbackPortRanges(machines + 1, 2);
+    ip_ = dir / ("ip_" + tag + ".txt");
+    std::ofstream ip(ip_);
+    for (int m = 0; m < machines; ++m) ip << "127.0.0.1 " << ports[m] << "\n";
+    ip.close();
+    master_port_ = ports[machines];
+    for (int m = 0; m < machines; ++m) {
+      servers_.push_back(std::make_unique<ChildProcess>(
+          std::vector<std::string>{test::Bin("gnn-server"), "--ip_config", ip_, "--part_config",
+                                   config_, "--machine_id", std::to_string(m), "--job_id", job_,
+                                   "--num_threads", "1"},
+          dir / (tag + "_server" + std::to_string(m))));
+    }
+    // Ready when every server answers a ping (bounded wait, no sleeps).
+    zmq::context_t ctx;
+    for (int m = 0; m < machines; ++m) {
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (true) {
+        net::Connection c(ctx, "tcp://127.0.0.1:" + std::to_string(ports[m]), "server");
+        try {
+          c.Call(net::MakeMessage(net::MsgType::kPing, 0), net::Millis(200));
+          break;
+        } catch (const std::exception&) {
+          REQUIRE(servers_[m]->Running());
+          REQUIRE(std::chrono::steady_clock::now() < deadline);
+        }
+      }
+    }
+  }
+
+  std::vector<std::string> TrainerArgs(int machine, const std::vector<std::string>& extra) const {
+    std::vector<std::string> args = {test::Bin("gnn-train"), "--ip_config", ip_, "--part_config",
+                                     config_, "--machine_id", std::to_string(machine), "--job_id",
+                                     job_, "--master_port", std::to_string(master_port_),
+                                     "--num_omp_threads", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+
+  // Runs one trainer per machine to completion; returns their summaries.
+  std::vector<json> Train(const std::vector<std::string>& extra, const std::string& tag) {
+    std::vector<std::unique_ptr<ChildProcess>> trainers;
+    for (int m = 0; m < machines_; ++m) {
+      std::vector<std::string> args = extra;
+      args.push_back("--quiet");
+      trainers.push_back(std::make_unique<ChildProcess>(
+          TrainerArgs(m, args), dir_ / (tag + "_trainer" + std::to_string(m))));
+    }
+    std::vector<json> out;
+    for (auto& t : trainers) {
+      std::optional<int> rc = t->Wait(std::chrono::minutes(5));
+      INFO(t->Describe());
+      REQUIRE(rc.has_value());
+      REQUIRE(*rc == 0);
+      out.push_back(LastJson(t->Stdout()));
+    }
+    return out;
+  }
+
+  ChildProcess& server(int m) { return *servers_[m]; }
+  const std::string& ip() const { return ip_; }
+
+ private:
+  const test::TempDir& dir_;
+  std::string config_, ip_, job_;
+  int machines_;
+  int master_port_ = 0;
+  std::vector<std::unique_ptr<ChildProcess>> servers_;
+};
+
+json Standalone(const std::string& config, const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {test::Bin("gnn-train"), "--standalone", "--part_config",
+                                   config, "--num_omp_threads", "1", "--quiet"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto r = test::RunProcess(args, 600);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return LastJson(r.out);
+}
+
+// Mean test accuracy over seeds 0..2 for 1 (standalone), 2 and 4 partitions.
+void Parity(const std::string& dataset, const std::vector<std::string>& model, double floor) {
+  test::TempDir dir;
+  std::map<int, double> mean;
+  for (int parts : {1, 2, 4}) {
+    std::string config = test::MakePartitions(dir, dataset, parts, "p" + std::to_string(parts));
+    std::unique_ptr<Deployment> d;
+    if (parts > 1) d = std::make_unique<Deployment>(dir, config, parts, "p" + std::to_string(parts));
+    double sum = 0;
+    for (int seed = 0; seed < 3; ++seed) {
+      std::vector<std::string> args = model;
+      args.insert(args.end(), {"--seed", std::to_string(seed)});
+      if (parts == 1) {
+        sum += Standalone(config, args).at("test_acc").get<double>();
+        continue;
+      }
+      std::vector<json> s = d->Train(args, "p" + std::to_string(parts) + "s" + std::to_string(seed));
+      for (const json& j : s) {
+        // Every replica ends with identical parameters and the same scores.
+        CHECK(j.at("param_checksum") == s[0].at("param_checksum"));
+        CHECK(j.at("test_acc") == s[0].at("test_acc"));
+        CHECK(j.at("num_trainers").get<int>() == parts);
+        CHECK(j.at("allreduce_bytes_per_step").get<int64_t>() > 0);
+      }
+      sum += s[0].at("test_acc").get<double>();
+    }
+    mean[parts] = sum / 3;
+    WARN(dataset << ": " << parts << " partition(s), mean test accuracy " << mean[parts]);
+  }
+  for (int parts : {2, 4}) {
+    CHECK(std::abs(mean[parts] - mean[1]) <= 0.015);
+  }
+  for (int parts : {1, 2, 4}) CHECK(mean[parts] >= floor);
+}
+
+}  // namespace
+
+TEST_CASE("distributed training matches standalone accuracy on Cora (1/2/4 partitions)",
+          "[e2e][slow]") {
+  std::string cora = test::SharedDataset("cora");
+  if (cora.empty()) GNN_SKIP("../shared/datasets/cora not found");
+  Parity(cora, {"--config", std::string(GNN_SOURCE_DIR) + "/configs/cora.toml"}, 0.79);
+}
+
+TEST_CASE("distributed training matches standalone accuracy on synthetic:small",
+          "[e2e][slow]") {
+  Parity("synthetic:small",
+         {"--num_epochs", "6", "--lr", "0.01", "--num_hidden", "32", "--eval_every", "6"}, 0.5);
+}
+
+TEST_CASE("a skewed partition still gives every trainer the same steps", "[e2e]") {
+  // Two clusters; every training node is in cluster A, so METIS (balancing
+  // node counts only) leaves partition 1 without training nodes.
+  test::TempDir dir;
+  const std::string root = dir / "skewed";
+  std::string edges, feats, labels, train, valid, test_ids;
+  for (int c = 0; c < 2; ++c) {
+    for (int i = 0; i < 60; ++i) {
+      int v = c * 60 + i;
+      for (int k = 1; k <= 3; ++k) edges += std::to_string(v) + "," + std::to_string(c * 60 + (i + k) % 60) + "\n";
+      feats += std::to_string(c) + "," + std::to_string(i % 3) + "\n";
+      labels += std::to_string((i % 3 == 0) ? c : 1 - c) + "\n";
+      if (c == 0) train += std::to_string(v) + "\n";
+      else if (i < 30) valid += std::to_string(v) + "\n";
+      else test_ids += std::to_string(v) + "\n";
+    }
+  }
+  edges += "0,60\n";  // one bridge
+  test::WriteGz(root + "/raw/edge.csv.gz", edges);
+  test::WriteGz(root + "/raw/num-node-list.csv.gz", "120\n");
+  test::WriteGz(root + "/raw/num-edge-list.csv.gz", std::to_string(2 * 60 * 3 + 1) + "\n");
+  test::WriteGz(root + "/raw/node-feat.csv.gz", feats);
+  test::WriteGz(root + "/raw/node-label.csv.gz", labels);
+  test::WriteGz(root + "/split/s/train.csv.gz", train);
+  test::WriteGz(root + "/split/s/valid.csv.gz", valid);
+  test::WriteGz(root + "/split/s/test.csv.gz", test_ids);
+  auto part = test::RunProcess({test::Bin("gnn-partition"), "--dataset", root, "--num_parts", "2",
+                                "--undirected", "--output", dir / "data", "--no_cache", "--quiet"});
+  INFO(part.err);
+  REQUIRE(part.exit_code == 0);
+  std::string config = dir / "data/skewed.json";
+  json cfg = json::parse(test::ReadFileOrEmpty(config));
+  int64_t t0 = cfg.at("part-0").at("num_train"), t1 = cfg.at("part-1").at("num_train");
+  INFO("train nodes per partition: " << t0 << " / " << t1);
+  REQUIRE(std::min(t0, t1) == 0);  // deliberately skewed
+
+  Deployment d(dir, config, 2, "skew");
+  std::vector<json> s = d.Train({"--num_epochs", "3", "--batch_size", "16", "--fan_out", "3,3",
+                                 "--metrics_file", dir / "m.jsonl", "--eval_every", "3"},
+                                "skew");
+  REQUIRE(s.size() == 2);
+  CHECK(s[0].at("param_checksum") == s[1].at("param_checksum"));
+  // Even shares (30 + 30 of 60) and the same number of batches everywhere.
+  std::string metrics = test::ReadFileOrEmpty(dir / "m.jsonl");
+  CHECK(metrics.find("\"seeds\":30") != std::string::npos);
+}
+
+TEST_CASE("a trainer whose peers never arrive names them and exits", "[e2e]") {
+  test::TempDir dir;
+  std::string config = test::MakePartitions(dir, "synthetic:tiny", 2, "data");
+  std::vector<int> ports = test::FreeLoopbackPortRanges(3, 2);
+  std::string ip = dir / "ip.txt";
+  std::ofstream(ip) << "127.0.0.1 " << ports[0] << "\n127.0.0.1 " << ports[1] << "\n";
+  auto start = std::chrono::steady_clock::now();
+  auto r = test::RunProcess({test::Bin("gnn-train"), "--ip_config", ip, "--part_config", config,
+                             "--machine_id", "0", "--master_port", std::to_string(ports[2]),
+                             "--rendezvous_timeout_s", "3"},
+                            60);
+  INFO(r.err);
+  CHECK(r.exit_code == 5);  // timeout
+  CHECK(r.err.find("rank 1 (machine 1 trainer 0) did not arrive") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
+}
+
+TEST_CASE("a server that dies mid-training ends every trainer with the cause", "[e2e]") {
+  test::TempDir dir;
+  std::string config = test::MakePartitions(dir, "synthetic:small", 2, "data");
+  Deployment d(dir, config, 2, "die");
+  std::vector<std::unique_ptr<ChildProcess>> trainers;
+  for (int m = 0; m < 2; ++m) {
+    trainers.push_back(std::make_unique<ChildProcess>(
+        d.TrainerArgs(m, {"--num_epochs", "1000", "--request_timeout_ms", "3000",
+                          "--rendezvous_timeout_s", "10", "--num_samplers", std::to_string(m)}),
+        dir / ("die_trainer" + std::to_string(m))));
+  }
+  // Let training get going, then kill machine 1's server.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (test::ReadFileOrEmpty(dir / "die_trainer0.err").find("Epoch Time") == std::string::npos) {
+    REQUIRE(trainers[0]->Running());
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  d.server(1).Signal(SIGKILL);
+  for (auto& t : trainers) {
+    std::optional<int> rc = t->Wait(std::chrono::seconds(40));
+    INFO(t->Describe());
+    REQUIRE(rc.has_value());
+    CHECK(*rc != 0);
+  }
+  std::string errs = trainers[0]->Stderr() + trainers[1]->Stderr();
+  CHECK(errs.find("machine 1 server 0") != std::string::npos);
+}
