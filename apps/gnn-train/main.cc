@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   app.add_option("--dropout", o.dropout, "dropout between layers")->capture_default_str();
   app.add_option("--weight_decay", o.weight_decay, "Adam weight decay")->capture_default_str();
   app.add_option("--log_every", o.log_every, "log every N steps")->capture_default_str();
-  app.add_option("--eval_every", o.eval_every, "evaluate every N epochs")->capture_default_str();
+  app.add_option("--eval_every", o.eval_every, "evaluate every N epochs and at the end (0 = never)")->capture_default_str();
   app.add_option("--seed", o.seed, "random seed")->capture_default_str();
   app.add_option("--num_omp_threads", o.num_omp_threads, "LibTorch threads (0 = all cores)")
       ->capture_default_str();

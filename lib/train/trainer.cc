@@ -55,7 +55,7 @@ void TrainOptions::Validate() const {
   if (dropout < 0 || dropout >= 1) throw ConfigError("--dropout must be in [0, 1)");
   if (weight_decay < 0) throw ConfigError("--weight_decay must be >= 0");
   if (log_every < 1) throw ConfigError("--log_every must be >= 1");
-  if (eval_every < 1) throw ConfigError("--eval_every must be >= 1");
+  if (eval_every < 0) throw ConfigError("--eval_every must be >= 0 (0 = no evaluation)");
   if (num_workers < 0) throw ConfigError("--num_workers must be >= 0");
   if (prefetch < 1) throw ConfigError("--prefetch must be >= 1");
   if (static_cast<int>(Fanouts().size()) != num_layers) {
@@ -298,7 +298,7 @@ json RunTrain(const TrainOptions& o) {
                    {"allreduce_s", t_ar}, {"update_s", t_upd}, {"seeds", epoch_seeds},
                    {"inputs", epoch_inputs}, {"param_checksum", ParamChecksum(model)}});
     st.epochs_done = epoch + 1;
-    if ((epoch + 1) % o.eval_every == 0 || epoch + 1 == o.num_epochs) {
+    if (o.eval_every > 0 && ((epoch + 1) % o.eval_every == 0 || epoch + 1 == o.num_epochs)) {
       Stopwatch ev;
       auto [val, test] = env->Evaluate(model);
       st.final_test = test;
