@@ -18,6 +18,9 @@
 //             ZeroMQ DEALER/ROUTER exchange with the same request and reply
 //             sizes (a separate process answering from a prebuilt buffer,
 //             zero-copy: no gather, no header, no proxy, no copy-out).
+//             Two extra rows (not targets, --raw_chunk_mb): the remote pull
+//             as consecutive PullFeatures calls on ~4 MB slices, and the raw
+//             exchange as ~4 MB replies all in flight at once.
 //   batches   DistGraph::MakeBatch for DGL's default mini-batch with the
 //             client co-located with partition --machine and fully remote:
 //             batches/s and bytes on the wire per batch (wire_bytes).
@@ -75,7 +78,7 @@ struct BenchOptions {
   int reps = 5;         // repetitions per figure (best reported)
   int mb_batches = 8;   // MakeBatch batches per placement
   int server_threads = 0;
-  int raw_chunk_mb = 4;  // extra raw row: the same bytes as pipelined chunks (0: off)
+  int raw_chunk_mb = 4;  // extra rows: sliced remote pulls, pipelined raw chunks (0: off)
   std::string work_dir;  // server logs and ip_config files
   uint64_t seed = 0;
   bool echo_server = false;  // internal: run the raw ZeroMQ echo process
@@ -451,6 +454,30 @@ struct Bench {
     *wire += g.wire_bytes() - w0;
     return wl.pull_rows * RowBytes();
   }
+  // The same pulls as consecutive PullFeatures calls on slices of about
+  // chunk_bytes of reply each, copied into the batch's buffer: what smaller
+  // messages alone (no pipelining) change.
+  double DistPullSliced(gnn::DistGraph& g, std::vector<float>* out, double* wire,
+                        size_t chunk_bytes) const {
+    const size_t row = static_cast<size_t>(RowBytes());
+    const size_t dim = static_cast<size_t>(config.feature_dim);
+    const size_t step = std::max<size_t>(1, chunk_bytes / row);
+    std::vector<int64_t> slice;
+    std::vector<float> part;
+    uint64_t w0 = g.wire_bytes();
+    for (const auto& ids : wl.pull_ids) {
+      out->resize(ids.size() * dim);
+      for (size_t b = 0; b < ids.size(); b += step) {
+        size_t n = std::min(step, ids.size() - b);
+        slice.assign(ids.begin() + b, ids.begin() + b + n);
+        g.PullFeatures(slice, &part);
+        std::memcpy(out->data() + b * dim, part.data(), n * row);
+      }
+    }
+    *wire += g.wire_bytes() - w0;
+    return wl.pull_rows * RowBytes();
+  }
+
   // One request per batch (as PullFeatures to one partition), or with
   // chunk_bytes > 0 the same ids split into requests whose replies are about
   // chunk_bytes, all sent before the first reply is read.
@@ -586,10 +613,13 @@ struct Bench {
         DistPull(*local[c], &out[c], &w);
         DistPull(*remote[c], &out[c], &w);
         RawEcho(*raw[c], &w);
-        if (o.raw_chunk_mb > 0) RawEcho(*raw[c], &w, static_cast<size_t>(o.raw_chunk_mb) << 20);
+        if (o.raw_chunk_mb > 0) {
+          RawEcho(*raw[c], &w, static_cast<size_t>(o.raw_chunk_mb) << 20);
+          DistPullSliced(*remote[c], &out[c], &w, static_cast<size_t>(o.raw_chunk_mb) << 20);
+        }
         StandaloneGather(&out[c]);
       }
-      enum { kSaS, kLoS, kReS, kSaP, kLoP, kReP, kRaw, kRawChunk, kCases };
+      enum { kSaS, kLoS, kReS, kSaP, kLoP, kReP, kRaw, kReSliced, kRawChunk, kCases };
       const size_t chunk = static_cast<size_t>(o.raw_chunk_mb) << 20;
       std::vector<std::vector<Figure>> f(kCases);
       for (int r = 0; r < o.reps; ++r) {
@@ -601,9 +631,13 @@ struct Bench {
         f[kReP].push_back(Timed(clients, all, [&](int c, double* w) { return DistPull(*remote[c], &out[c], w); }));
         f[kRaw].push_back(Timed(clients, all, [&](int c, double* w) { return RawEcho(*raw[c], w); }));
         if (chunk) {
+          f[kReSliced].push_back(Timed(clients, all, [&](int c, double* w) {
+            return DistPullSliced(*remote[c], &out[c], w, chunk);
+          }));
           f[kRawChunk].push_back(
               Timed(clients, all, [&](int c, double* w) { return RawEcho(*raw[c], w, chunk); }));
         } else {
+          f[kReSliced].push_back(Figure{});
           f[kRawChunk].push_back(Figure{});
         }
       }
@@ -626,6 +660,9 @@ struct Bench {
       PrintRow(clients, "raw ZeroMQ DEALER/ROUTER, same sizes", "features", m[kRaw], 1e9, "GB/s",
                "payload (reply) bytes");
       if (chunk) {
+        std::snprintf(note, sizeof(note), "(not a target) %d MB slices, one call after another",
+                      o.raw_chunk_mb);
+        PrintRow(clients, "remote PullFeatures, sliced", "features", m[kReSliced], 1e9, "GB/s", note);
         std::snprintf(note, sizeof(note), "(not a target) the same bytes as %d MB replies, pipelined",
                       o.raw_chunk_mb);
         PrintRow(clients, "raw ZeroMQ, chunked", "features", m[kRawChunk], 1e9, "GB/s", note);
@@ -776,13 +813,13 @@ int main(int argc, char** argv) {
   app.add_option("--batch_size", o.batch_size, "seeds per mini-batch")->capture_default_str();
   app.add_option("--batches", o.batches, "mini-batches whose frontiers form the workload")
       ->capture_default_str();
-  app.add_option("--reps", o.reps, "repetitions per figure (median)")->capture_default_str();
+  app.add_option("--reps", o.reps, "repetitions per figure (the best is reported)")->capture_default_str();
   app.add_option("--mb_batches", o.mb_batches, "MakeBatch batches per placement")
       ->capture_default_str();
   app.add_option("--server_threads", o.server_threads, "gnn-server --num_threads (0 = all cores)")
       ->capture_default_str();
   app.add_option("--raw_chunk_mb", o.raw_chunk_mb,
-                 "extra raw ZeroMQ row with replies of this size, pipelined (0 = off)")
+                 "extra rows (not targets): remote pulls in slices and raw replies of this size (0 = off)")
       ->capture_default_str();
   app.add_option("--work_dir", o.work_dir, "server logs and ip_config files");
   app.add_option("--seed", o.seed, "shuffle and sampling seed")->capture_default_str();

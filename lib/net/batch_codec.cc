@@ -87,7 +87,11 @@ MiniBatch DecodeMiniBatch(const Message& m) {
     }
   }
   const size_t inputs = num_blocks ? b.blocks[0].src_nodes.size() : b.seeds.size();
-  if (b.features.size() != inputs * static_cast<size_t>(b.feature_dim)) {
+  // Divide, not multiply: inputs * feature_dim can overflow and wrap to
+  // the frame's size (found by tests/fuzz/protocol_fuzz.cc).
+  const size_t dim = static_cast<size_t>(b.feature_dim);
+  if (dim == 0 ? !b.features.empty()
+               : b.features.size() % dim != 0 || b.features.size() / dim != inputs) {
     fail("features do not match the input nodes");
   }
   return b;

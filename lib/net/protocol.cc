@@ -115,11 +115,11 @@ Header DecodeHeader(const zmq::message_t& frame, uint64_t* request_id_out) {
     if (h.magic != kMagic) throw ProtocolError("bad magic (not a gnn message)");
     if (request_id_out) *request_id_out = h.request_id;
     if (h.version != kProtocolVersion) {
-      throw ProtocolError("protocol version " + std::to_string(h.version) + " (this side speaks " +
+      throw VersionMismatchError("protocol version " + std::to_string(h.version) + " (this side speaks " +
                           std::to_string(kProtocolVersion) + ")");
     }
     if (h.type == 0 || h.type > kMaxMsgType) {
-      throw ProtocolError("unknown message type " + std::to_string(h.type));
+      throw UnknownTypeError("unknown message type " + std::to_string(h.type));
     }
     // Peek each length prefix: cereal's size_type is uint64.
     auto bounded = [&](auto& vec, size_t elem) {

@@ -62,6 +62,16 @@ enum ErrorCode : int32_t {
   kErrNotAllowed = 7,  // e.g. shutdown from another job
 };
 
+// Decoding failures that deserve their own error code in replies.
+class VersionMismatchError : public ProtocolError {
+ public:
+  using ProtocolError::ProtocolError;
+};
+class UnknownTypeError : public ProtocolError {
+ public:
+  using ProtocolError::ProtocolError;
+};
+
 struct Header {
   uint32_t magic = kMagic;
   uint16_t version = kProtocolVersion;

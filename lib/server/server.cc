@@ -35,6 +35,10 @@ void ServerOptions::Validate() const {
 
 namespace {
 
+// Largest Sample reply (neighbour ids) and request accepted by a server.
+constexpr int64_t kMaxSampledPerRequest = int64_t{1} << 26;  // 512 MiB of ids
+constexpr int64_t kMaxRequestBytes = int64_t{1} << 30;
+
 struct ServerState {
   const ServerOptions* options;
   PartitionConfig config;
@@ -79,9 +83,27 @@ Message HandleRequest(ServerState& s, const Message& req) {
       if (fanout < -1 || fanout > (1 << 20)) {
         return net::MakeError(id, net::kErrBadRequest, "fanout " + std::to_string(fanout) + " out of range");
       }
+      // Bound the reply before allocating it: a small request must not make
+      // the server build gigabytes (a hub repeated, or a huge fanout).
+      const bool replace = req.header.ints[1] != 0;
+      int64_t bound = 0;
+      for (size_t i = 0; i < n; ++i) {
+        int64_t r = seeds[i] - v.node_start;
+        if (r < 0 || r >= v.num_nodes) {
+          throw DataError("node " + std::to_string(seeds[i]) + " is not owned by " + s.name);
+        }
+        int64_t deg = v.indptr[r + 1] - v.indptr[r];
+        bound += fanout < 0 ? deg : (replace ? (deg > 0 ? fanout : 0) : std::min(deg, fanout));
+      }
+      if (bound > kMaxSampledPerRequest) {
+        return net::MakeError(id, net::kErrBadRequest,
+                              "Sample would return " + std::to_string(bound) +
+                                  " neighbours, more than the limit of " +
+                                  std::to_string(kMaxSampledPerRequest) + " per request");
+      }
       std::vector<int64_t> indptr, indices;
       SampleNeighbors(v.csc(), seeds, static_cast<int64_t>(n), static_cast<int>(fanout),
-                      req.header.ints[1] != 0, static_cast<uint64_t>(req.header.ints[2]), 1,
+                      replace, static_cast<uint64_t>(req.header.ints[2]), 1,
                       &indptr, &indices);
       Message rep = net::MakeMessage(MsgType::kSampleReply, id);
       net::AddArray(&rep, indptr);
@@ -112,6 +134,8 @@ Message HandleRequest(ServerState& s, const Message& req) {
       zmq::message_t out(n * row);
       char* dst = static_cast<char*>(out.data());
       for (size_t i = 0; i < n; ++i) {
+        // Rows are scattered in memory: fetch a few ahead of the copy.
+        if (i + 8 < n) __builtin_prefetch(v.features + (ids[i + 8] - v.node_start) * v.feature_dim);
         std::memcpy(dst + i * row, v.features + (ids[i] - v.node_start) * v.feature_dim, row);
       }
       Message rep = net::MakeMessage(MsgType::kPullFeaturesReply, id, {v.feature_dim});
@@ -190,6 +214,10 @@ void Worker(ServerState& s, zmq::context_t& ctx, const std::string& backend,
     try {
       Message req = net::Decode(std::move(parts), &rid);
       reply = HandleRequest(s, req);
+    } catch (const net::VersionMismatchError& e) {
+      reply = net::MakeError(rid, net::kErrVersion, e.what());
+    } catch (const net::UnknownTypeError& e) {
+      reply = net::MakeError(rid, net::kErrUnknownType, e.what());
     } catch (const ProtocolError& e) {
       reply = net::MakeError(rid, net::kErrMalformed, e.what());
     } catch (const DataError& e) {
@@ -242,6 +270,7 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
   zmq::socket_t frontend(ctx, zmq::socket_type::router);
   frontend.set(zmq::sockopt::linger, 0);
   frontend.set(zmq::sockopt::router_mandatory, false);
+  frontend.set(zmq::sockopt::maxmsgsize, kMaxRequestBytes);
   try {
     frontend.bind(endpoint);
   } catch (const zmq::error_t& e) {

@@ -378,7 +378,7 @@ TEST_CASE("shm segment of a SIGKILLed creator is removed by its last attacher",
   CHECK_FALSE(LockExists(name));
 }
 
-TEST_CASE("shm Create replaces a stale segment; Attach rejects foreign ones", "[integration]") {
+TEST_CASE("shm Create replaces a stale segment, Attach rejects foreign ones", "[integration]") {
   const Parts& parts = Tiny();
   const PartitionConfig& config = parts.config;
   const std::string name = UniqueName("stale");

@@ -88,7 +88,7 @@ TEST_CASE("ip_config rejects every bad line, naming file and line", "[unit]") {
   }
 }
 
-TEST_CASE("ReadIpConfig names the file; server port ranges are checked", "[unit]") {
+TEST_CASE("ip_config ReadIpConfig names the file, server port ranges are checked", "[unit]") {
   test::TempDir dir;
   const std::string path = dir / "ip_config.txt";
   CHECK_THROWS_WITH(ReadIpConfig(path), Catch::Contains("cannot read ip_config " + path));

@@ -1,0 +1,470 @@
+// The real gnn-server and gnn-sampler binaries as processes on loopback:
+// serving, sampling into a trainer-side SamplerPool, backup servers on
+// shared memory, crashes, busy ports and shutdown. Every process is killed
+// and every shared-memory segment of the test's job removed on scope exit,
+// also when a check fails.
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "client/dist_graph.h"
+#include "client/sampler_service.h"
+#include "cluster_util.h"
+#include "common/error.h"
+#include "common/sha256.h"
+#include "net/channel.h"
+#include "partition/config.h"
+#include "partition/local_partition.h"
+#include "process_util.h"
+#include "server/server.h"
+#include "server/shm_partition.h"
+
+using namespace gnn;
+using Clock = std::chrono::steady_clock;
+using net::Millis;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A partitioned graph, an ip_config on free loopback ports and a job id
+// unique to this process and test.
+struct Deployment {
+  test::TempDir dir;
+  std::string part_config;
+  std::string ip_config;
+  PartitionConfig config;
+  std::string config_sha;
+  std::string job;
+  std::vector<int> ports;  // base port per machine
+  int num_servers = 1;
+
+  Deployment(const std::string& dataset, int machines, int servers, const std::string& tag)
+      : num_servers(servers) {
+    part_config = test::MakePartitions(dir, dataset, machines, "data");
+    config = LoadPartitionConfig(part_config);
+    config_sha = Sha256File(part_config);
+    job = "e2e-" + tag + "-" + std::to_string(::getpid());
+    // Machine m's servers use ports[m] + s: ranges of num_servers ports.
+    ports = test::FreeLoopbackPortRanges(machines, servers);
+    ip_config = dir / "ip_config.txt";
+    std::ofstream out(ip_config);
+    for (int p : ports) out << "127.0.0.1 " << p << "\n";
+  }
+  std::string Endpoint(int machine, int server) const {
+    return "tcp://127.0.0.1:" + std::to_string(ports[machine] + server);
+  }
+  std::string ShmName(int part) const {
+    return JobShmName(config.graph_name, config_sha, job, part);
+  }
+  bool ShmLeft(int part) const {
+    return fs::exists(ShmSegmentPath(ShmName(part))) || fs::exists(ShmLockPath(ShmName(part)));
+  }
+  std::string Hello() const { return config.graph_name + "\n" + config_sha + "\n" + job; }
+
+  std::unique_ptr<test::ChildProcess> StartServer(int machine, int server) const {
+    return std::make_unique<test::ChildProcess>(
+        std::vector<std::string>{test::Bin("gnn-server"), "--ip_config", ip_config, "--part_config",
+                                 part_config, "--machine_id", std::to_string(machine),
+                                 "--server_id", std::to_string(server), "--num_servers",
+                                 std::to_string(num_servers), "--num_threads", "2", "--job_id", job,
+                                 "--attach_timeout_ms", "20000"},
+        dir / ("server" + std::to_string(machine) + "." + std::to_string(server)));
+  }
+  std::unique_ptr<test::ChildProcess> StartSampler(const std::string& trainer_endpoint,
+                                                   int sampler_id, int timeout_ms) const {
+    return std::make_unique<test::ChildProcess>(
+        std::vector<std::string>{test::Bin("gnn-sampler"),
+                                 "--ip_config",
+                                 ip_config,
+                                 "--part_config",
+                                 part_config,
+                                 "--machine_id",
+                                 "0",
+                                 "--num_servers",
+                                 std::to_string(num_servers),
+                                 "--trainer_endpoint",
+                                 trainer_endpoint,
+                                 "--trainer_id",
+                                 "0",
+                                 "--sampler_id",
+                                 std::to_string(sampler_id),
+                                 "--job_id",
+                                 job,
+                                 "--timeout_ms",
+                                 std::to_string(timeout_ms),
+                                 "--idle_timeout_s",
+                                 "60"},
+        dir / ("sampler" + std::to_string(sampler_id)));
+  }
+};
+
+// Removes this job's segments at scope exit. Declare it before the
+// processes, so they are killed first.
+struct ShmGuard {
+  const Deployment& d;
+  ~ShmGuard() {
+    for (int p = 0; p < d.config.num_parts; ++p) RemoveShmSegment(d.ShmName(p));
+  }
+};
+
+// Sends `m` on c's socket and returns the reply to it, kError included
+// (Connection::Call would turn that into an exception and lose the code).
+net::Message RawCall(net::Connection& c, net::Message m, Millis timeout) {
+  const auto deadline = Clock::now() + timeout;
+  const uint64_t id = c.Start(std::move(m));
+  std::vector<zmq::message_t> parts;
+  while (true) {
+    auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
+    if (left.count() <= 0 || !net::RecvParts(c.socket(), &parts, left)) {
+      throw TimeoutError(c.peer() + " did not reply within " + std::to_string(timeout.count()) +
+                         " ms");
+    }
+    net::Message r = net::Decode(std::move(parts));
+    if (r.header.request_id == id) return r;
+  }
+}
+
+// Pings `endpoint` until it answers (the server is serving) or `timeout`
+// passes; fails early, with its stderr, if the process exits.
+net::Message PingWhenUp(zmq::context_t& ctx, const std::string& endpoint, test::ChildProcess& proc,
+                        Millis timeout) {
+  net::Connection c(ctx, endpoint, proc.name() + " at " + endpoint);
+  const auto deadline = Clock::now() + timeout;
+  while (true) {
+    if (!proc.Running()) FAIL("server exited before answering Ping: " << proc.Describe());
+    try {
+      return c.Call(net::MakeMessage(net::MsgType::kPing, 0), Millis(200));
+    } catch (const TimeoutError&) {
+    }
+    if (Clock::now() >= deadline) {
+      FAIL("no Pong from " << endpoint << " within " << timeout.count()
+                           << " ms: " << proc.Describe());
+    }
+  }
+}
+
+// Shutdown with the job id: ShutdownReply, then exit 0.
+void ShutdownAndWait(zmq::context_t& ctx, const Deployment& d, int machine, int server,
+                     test::ChildProcess& proc) {
+  net::Connection c(ctx, d.Endpoint(machine, server), "server");
+  net::Message r =
+      RawCall(c, net::MakeMessage(net::MsgType::kShutdown, 0, {}, d.job), Millis(10000));
+  CHECK(r.header.msg_type() == net::MsgType::kShutdownReply);
+  auto code = proc.Wait(Millis(15000));
+  INFO(proc.Describe());
+  REQUIRE(code.has_value());
+  CHECK(*code == 0);
+}
+
+std::vector<net::SeedBatch> RandomBatches(int count, int64_t num_nodes, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<net::SeedBatch> out;
+  for (int b = 0; b < count; ++b) {
+    net::SeedBatch sb;
+    sb.index = b;
+    sb.rng_seed = 1000 + b;
+    sb.fanouts = {5, 10};
+    std::vector<uint8_t> used(num_nodes, 0);
+    while (sb.seeds.size() < 64) {
+      int64_t v = static_cast<int64_t>(rng() % num_nodes);
+      if (!used[v]) {
+        used[v] = 1;
+        sb.seeds.push_back(v);
+      }
+    }
+    out.push_back(sb);
+  }
+  return out;
+}
+
+void WaitForSamplers(SamplerPool& pool,
+                     std::vector<std::unique_ptr<test::ChildProcess>>& samplers) {
+  try {
+    pool.WaitForSamplers(20000);
+  } catch (const std::exception& e) {
+    std::string why = e.what();
+    for (auto& s : samplers) why += "\n" + s->Describe();
+    FAIL(why);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gnn-server and gnn-sampler processes stream 20 batches and shut down on the job's word",
+          "[e2e]") {
+  Deployment d("synthetic:small", 2, 1, "flow");
+  ShmGuard guard{d};
+  auto m0 = d.StartServer(0, 0);
+  auto m1 = d.StartServer(1, 0);
+  zmq::context_t ctx;
+  net::Message pong = PingWhenUp(ctx, d.Endpoint(0, 0), *m0, Millis(30000));
+  CHECK(pong.header.ints == std::vector<int64_t>{0, 0});
+  pong = PingWhenUp(ctx, d.Endpoint(1, 0), *m1, Millis(30000));
+  CHECK(pong.header.ints == std::vector<int64_t>{1, 0});
+
+  // Two samplers for one trainer, each reading partition 0 from shared
+  // memory and partition 1 from machine 1's server.
+  SamplerPool pool("tcp://127.0.0.1:*", 2, d.Hello(), 2, 20000);
+  std::vector<std::unique_ptr<test::ChildProcess>> samplers;
+  for (int s = 0; s < 2; ++s) samplers.push_back(d.StartSampler(pool.endpoint(), s, 10000));
+  WaitForSamplers(pool, samplers);
+
+  std::vector<net::SeedBatch> batches = RandomBatches(20, d.config.num_nodes, 7);
+  pool.Start(batches);
+  int64_t expect = 0;
+  while (auto mb = pool.Next()) {
+    // DecodeMiniBatch validated the structure; check it is *this* batch.
+    REQUIRE(expect < 20);
+    CHECK(mb->index == expect);
+    CHECK(mb->seeds == batches[expect].seeds);
+    REQUIRE(mb->blocks.size() == 2);
+    CHECK(mb->labels.size() == mb->seeds.size());
+    CHECK(mb->feature_dim == d.config.feature_dim);
+    CHECK(mb->features.size() ==
+          mb->blocks.front().src_nodes.size() * static_cast<size_t>(d.config.feature_dim));
+    ++expect;
+  }
+  CHECK(expect == 20);
+  pool.Stop();
+  for (auto& s : samplers) {
+    auto code = s->Wait(Millis(10000));
+    INFO(s->Describe());
+    REQUIRE(code.has_value());
+    CHECK(*code == 0);
+  }
+
+  // A Shutdown from another job is refused and the server keeps serving.
+  {
+    net::Connection c(ctx, d.Endpoint(0, 0), "machine 0 server 0");
+    net::Message r = RawCall(c, net::MakeMessage(net::MsgType::kShutdown, 0, {}, d.job + "-other"),
+                             Millis(10000));
+    REQUIRE(r.header.msg_type() == net::MsgType::kError);
+    REQUIRE(r.header.ints.size() == 1);
+    CHECK(r.header.ints[0] == net::kErrNotAllowed);
+    r = RawCall(c, net::MakeMessage(net::MsgType::kShutdown, 0, {}, ""), Millis(10000));
+    CHECK(r.header.msg_type() == net::MsgType::kError);
+    CHECK(m0->Running());
+    r = RawCall(c, net::MakeMessage(net::MsgType::kPing, 0), Millis(10000));
+    CHECK(r.header.msg_type() == net::MsgType::kPong);
+  }
+  ShutdownAndWait(ctx, d, 0, 0, *m0);
+  ShutdownAndWait(ctx, d, 1, 0, *m1);
+  CHECK_FALSE(d.ShmLeft(0));
+  CHECK_FALSE(d.ShmLeft(1));
+}
+
+TEST_CASE("a backup gnn-server attaches to server 0's shared memory instead of copying it",
+          "[e2e]") {
+  // Wide features make the partition's bytes dwarf a server's own
+  // footprint (code, libraries, thread stacks: a few MiB).
+  Deployment d("synthetic:nodes=40000,edges=200000,feat=512,classes=4", 2, 2, "backup");
+  ShmGuard guard{d};
+  auto m0s0 = d.StartServer(0, 0);
+  auto m0s1 = d.StartServer(0, 1);  // started at once: it waits for the segment
+  auto m1s0 = d.StartServer(1, 0);
+  zmq::context_t ctx;
+  CHECK(PingWhenUp(ctx, d.Endpoint(0, 0), *m0s0, Millis(30000)).header.ints ==
+        std::vector<int64_t>{0, 0});
+  CHECK(PingWhenUp(ctx, d.Endpoint(0, 1), *m0s1, Millis(30000)).header.ints ==
+        std::vector<int64_t>{0, 1});
+  PingWhenUp(ctx, d.Endpoint(1, 0), *m1s0, Millis(30000));
+
+  // Requests alternate between machine 0's two servers; both give the
+  // partition's real rows.
+  LocalPartition p0 = LoadLocalPartition(d.config, 0, false);
+  DistGraphOptions o;
+  o.part_config = d.part_config;
+  o.ip_config = d.ip_config;
+  o.job_id = d.job;
+  o.timeout_ms = 10000;
+  o.endpoints = {{d.Endpoint(0, 0), d.Endpoint(0, 1)}, {d.Endpoint(1, 0)}};
+  DistGraph g(o);
+  const int64_t dim = d.config.feature_dim;
+  std::mt19937_64 rng(3);
+  for (int round = 0; round < 6; ++round) {
+    std::vector<int64_t> ids;
+    for (int i = 0; i < 16; ++i) ids.push_back(p0.node_start + rng() % p0.num_nodes);
+    std::vector<float> rows;
+    g.PullFeatures(ids, &rows);
+    REQUIRE(rows.size() == ids.size() * dim);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      REQUIRE(std::memcmp(&rows[i * dim], &p0.features[(ids[i] - p0.node_start) * dim],
+                          dim * sizeof(float)) == 0);
+    }
+    std::vector<int64_t> ptr, idx;
+    g.SampleNeighbors(ids, 5, false, round, &ptr, &idx);
+    CHECK(ptr.size() == ids.size() + 1);
+  }
+  // The backup directly: a Metadata request says who answers.
+  {
+    net::Connection c(ctx, d.Endpoint(0, 1), "machine 0 server 1");
+    net::Message r = c.Call(net::MakeMessage(net::MsgType::kMetadata, 0), Millis(10000));
+    CHECK(r.header.text.find("\"server_id\":1") != std::string::npos);
+  }
+
+  // Memory: the partition is in memory once. Its bytes on disk are what a
+  // copy would cost; the backup must stay far below (bound: 40%), while
+  // server 0, which filled the segment, holds all of it.
+  uint64_t part_bytes = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(d.part_config).parent_path() / "part0")) {
+    part_bytes += fs::file_size(e.path());
+  }
+  const int64_t backup_rss = test::ProcStatusBytes(m0s1->pid(), "VmRSS");
+  const int64_t server0_rss = test::ProcStatusBytes(m0s0->pid(), "VmRSS");
+  INFO("partition 0 bytes " << part_bytes << ", backup VmRSS " << backup_rss << ", backup RssShmem "
+                            << test::ProcStatusBytes(m0s1->pid(), "RssShmem") << ", server 0 VmRSS "
+                            << server0_rss);
+  REQUIRE(part_bytes > (32u << 20));
+  REQUIRE(backup_rss > 0);
+  CHECK(static_cast<double>(backup_rss) < 0.4 * static_cast<double>(part_bytes));
+  CHECK(static_cast<double>(server0_rss) > 0.9 * static_cast<double>(part_bytes));
+
+  ShutdownAndWait(ctx, d, 0, 1, *m0s1);
+  ShutdownAndWait(ctx, d, 0, 0, *m0s0);
+  ShutdownAndWait(ctx, d, 1, 0, *m1s0);
+  CHECK_FALSE(d.ShmLeft(0));
+  CHECK_FALSE(d.ShmLeft(1));
+}
+
+TEST_CASE("after server 0 is SIGKILLed its backup keeps serving and removes the segment on SIGTERM",
+          "[e2e]") {
+  Deployment d("synthetic:tiny", 2, 2, "crash");
+  ShmGuard guard{d};
+  auto s0 = d.StartServer(0, 0);
+  auto s1 = d.StartServer(0, 1);
+  zmq::context_t ctx;
+  PingWhenUp(ctx, d.Endpoint(0, 0), *s0, Millis(30000));
+  PingWhenUp(ctx, d.Endpoint(0, 1), *s1, Millis(30000));
+  REQUIRE(fs::exists(ShmSegmentPath(d.ShmName(0))));
+
+  CHECK(s0->Kill() == -SIGKILL);
+  // The backup's mapping outlives its creator: it still serves real rows.
+  LocalPartition p0 = LoadLocalPartition(d.config, 0, false);
+  {
+    net::Connection c(ctx, d.Endpoint(0, 1), "machine 0 server 1");
+    std::vector<int64_t> ids = {p0.node_start, p0.node_start + p0.num_nodes - 1};
+    net::Message req = net::MakeMessage(net::MsgType::kPullLabels, 0);
+    net::AddArray(&req, ids);
+    net::Message r = c.Call(std::move(req), Millis(10000));
+    std::vector<int64_t> labels = r.CopyArray<int64_t>(0);
+    CHECK(labels == std::vector<int64_t>{p0.labels.front(), p0.labels.back()});
+  }
+  CHECK(fs::exists(ShmSegmentPath(d.ShmName(0))));  // the backup still holds it
+
+  s1->Signal(SIGTERM);
+  auto code = s1->Wait(Millis(10000));
+  INFO(s1->Describe());
+  REQUIRE(code.has_value());
+  CHECK(*code == 0);
+  CHECK_FALSE(d.ShmLeft(0));
+}
+
+TEST_CASE("a second gnn-server on a busy port fails with one line naming the port and its holder",
+          "[e2e]") {
+  Deployment d("synthetic:tiny", 2, 1, "busy");
+  ShmGuard guard{d};
+  auto first = d.StartServer(0, 0);
+  zmq::context_t ctx;
+  PingWhenUp(ctx, d.Endpoint(0, 0), *first, Millis(30000));
+
+  test::ProcessResult r = test::RunProcess(
+      {test::Bin("gnn-server"), "--ip_config", d.ip_config, "--part_config", d.part_config,
+       "--machine_id", "0", "--server_id", "0", "--num_servers", "1", "--job_id", d.job},
+      30);
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code > 0);
+  std::vector<std::string> error_lines;
+  size_t pos = 0;
+  while (pos < r.err.size()) {
+    size_t nl = r.err.find('\n', pos);
+    std::string line = r.err.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    if (line.find("error") != std::string::npos) error_lines.push_back(line);
+    pos = nl == std::string::npos ? r.err.size() : nl + 1;
+  }
+  REQUIRE(error_lines.size() == 1);
+  CHECK(error_lines[0].rfind("gnn-server: error: ", 0) == 0);
+  CHECK(error_lines[0].find("127.0.0.1:" + std::to_string(d.ports[0])) != std::string::npos);
+  // Naming the holder needs /proc/<pid>/fd of the holder to be readable.
+  const std::string fd_dir = "/proc/" + std::to_string(first->pid()) + "/fd";
+  if (access(fd_dir.c_str(), R_OK | X_OK) == 0) {
+    CHECK(error_lines[0].find("held by pid " + std::to_string(first->pid()) + " (gnn-server)") !=
+          std::string::npos);
+  } else {
+    WARN("cannot read " << fd_dir << ": holder not checked");
+  }
+  // The loser touched nothing: the first server and its segment are fine.
+  CHECK(first->Running());
+  CHECK(fs::exists(ShmSegmentPath(d.ShmName(0))));
+  net::Connection c(ctx, d.Endpoint(0, 0), "machine 0 server 0");
+  CHECK(RawCall(c, net::MakeMessage(net::MsgType::kPing, 0), Millis(10000)).header.msg_type() ==
+        net::MsgType::kPong);
+  ShutdownAndWait(ctx, d, 0, 0, *first);
+  CHECK_FALSE(d.ShmLeft(0));
+}
+
+TEST_CASE(
+    "a server killed mid-run surfaces as a sampler error naming the machine and is never silent",
+    "[e2e]") {
+  Deployment d("synthetic:small", 2, 1, "kill");
+  ShmGuard guard{d};
+  auto m0 = d.StartServer(0, 0);
+  auto m1 = d.StartServer(1, 0);
+  zmq::context_t ctx;
+  PingWhenUp(ctx, d.Endpoint(0, 0), *m0, Millis(30000));
+  PingWhenUp(ctx, d.Endpoint(1, 0), *m1, Millis(30000));
+
+  const int sampler_timeout_ms = 2000;
+  // The pool waits longer than the sampler, so what surfaces is the
+  // sampler's report, not the pool's own timeout.
+  SamplerPool pool("tcp://127.0.0.1:*", 1, d.Hello(), 2, 20000);
+  std::vector<std::unique_ptr<test::ChildProcess>> samplers;
+  samplers.push_back(d.StartSampler(pool.endpoint(), 0, sampler_timeout_ms));
+  WaitForSamplers(pool, samplers);
+  std::vector<net::SeedBatch> batches = RandomBatches(40, d.config.num_nodes, 11);
+  pool.Start(batches);
+  for (int b = 0; b < 5; ++b) {
+    auto mb = pool.Next();
+    REQUIRE(mb.has_value());
+    CHECK(mb->index == b);
+  }
+
+  CHECK(m1->Kill() == -SIGKILL);
+  const auto killed = Clock::now();
+  std::string error;
+  int good_after_kill = 0;
+  try {
+    while (auto mb = pool.Next()) {
+      ++good_after_kill;  // batches finished before the kill may still arrive
+      REQUIRE(good_after_kill <= 3);
+    }
+  } catch (const PeerError& e) {
+    error = e.what();
+  } catch (const TimeoutError& e) {
+    error = e.what();
+  }
+  const auto took = std::chrono::duration_cast<Millis>(Clock::now() - killed);
+  INFO("error: " << error << "; after " << took.count() << " ms");
+  CHECK(error.find("machine 1") != std::string::npos);
+  CHECK(took < Millis(sampler_timeout_ms + 4000));
+
+  auto code = samplers[0]->Wait(Millis(10000));
+  INFO(samplers[0]->Describe());
+  REQUIRE(code.has_value());
+  CHECK(*code > 0);
+  CHECK(samplers[0]->Stderr().find("gnn-sampler: error: ") != std::string::npos);
+  CHECK(samplers[0]->Stderr().find("machine 1") != std::string::npos);
+
+  ShutdownAndWait(ctx, d, 0, 0, *m0);
+  CHECK_FALSE(d.ShmLeft(0));
+  // Machine 1's segment had only its SIGKILLed creator attached: it stays
+  // until the next Create of that name (documented); ShmGuard removes it.
+}

@@ -1,0 +1,155 @@
+// libFuzzer target for the wire protocol's decoders: net::Decode (header
+// frame + array frames) and the SeedBatch / MiniBatch codecs. The only
+// acceptable failure is a ProtocolError; anything else (another exception,
+// a sanitizer report, a decoded message that breaks a documented invariant)
+// is a crash.
+//
+// Input layout: byte 0 = number of frames (mod 36); then every frame but
+// the last is a 2-byte little-endian length followed by that many bytes
+// (cut short at the end of the input); the last frame is the rest.
+//
+//   cmake -S . -B build-fuzz -DGNN_FUZZ=ON -DGNN_WITH_TORCH=OFF -DGNN_BUILD_TESTS=OFF
+//   (with CXX=clang++) ; build-fuzz/tests/fuzz/gnn-protocol-fuzz -max_total_time=60
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "net/batch_codec.h"
+#include "net/protocol.h"
+
+namespace {
+
+using gnn::Block;
+using gnn::MiniBatch;
+using gnn::ProtocolError;
+using namespace gnn::net;
+
+[[noreturn]] void Broken(const std::string& what) {
+  std::fprintf(stderr, "invariant broken: %s\n", what.c_str());
+  std::abort();
+}
+
+std::vector<zmq::message_t> Split(const uint8_t* data, size_t size) {
+  std::vector<zmq::message_t> parts;
+  if (size == 0) return parts;
+  const size_t frames = data[0] % 36;
+  size_t pos = 1;
+  for (size_t f = 0; f < frames; ++f) {
+    size_t len;
+    if (f + 1 == frames) {
+      len = size - pos;
+    } else {
+      len = 0;
+      if (pos < size) len = data[pos++];
+      if (pos < size) len |= static_cast<size_t>(data[pos++]) << 8;
+      if (len > size - pos) len = size - pos;
+    }
+    parts.emplace_back(data + pos, len);
+    pos += len;
+  }
+  return parts;
+}
+
+void CheckHeaderRoundTrip(const Header& h) {
+  zmq::message_t again = EncodeHeader(h);
+  Header back = DecodeHeader(again);
+  if (back.magic != h.magic || back.version != h.version || back.type != h.type ||
+      back.request_id != h.request_id || back.frame_bytes != h.frame_bytes || back.ints != h.ints ||
+      back.text != h.text) {
+    Broken("header does not round-trip: " + h.DebugString());
+  }
+}
+
+void CheckSeedBatch(const Message& m, const SeedBatch& b) {
+  for (int f : b.fanouts) {
+    if (f < -1 || f > (1 << 20)) Broken("SeedBatch fanout out of range");
+  }
+  if (b.seeds.size() * sizeof(int64_t) != m.frames[0].size()) Broken("SeedBatch seed count");
+}
+
+void CheckMiniBatch(const MiniBatch& b) {
+  if (b.labels.size() != b.seeds.size()) Broken("MiniBatch labels vs seeds");
+  if (b.feature_dim < 0) Broken("MiniBatch negative feature_dim");
+  for (size_t l = 0; l < b.blocks.size(); ++l) {
+    const Block& blk = b.blocks[l];
+    const std::vector<int64_t>& dst = l + 1 < b.blocks.size() ? b.blocks[l + 1].src_nodes : b.seeds;
+    if (blk.num_dst != static_cast<int64_t>(dst.size())) Broken("MiniBatch num_dst");
+    if (blk.indptr.size() != dst.size() + 1) Broken("MiniBatch indptr size");
+    if (blk.indptr.front() != 0 || blk.indptr.back() != blk.num_edges()) {
+      Broken("MiniBatch indptr ends");
+    }
+    for (size_t i = 0; i + 1 < blk.indptr.size(); ++i) {
+      if (blk.indptr[i + 1] < blk.indptr[i]) Broken("MiniBatch indptr decreases");
+    }
+    for (int64_t x : blk.indices) {
+      if (x < 0 || x >= blk.num_src()) Broken("MiniBatch index out of range");
+    }
+    if (blk.src_nodes.size() < dst.size()) Broken("MiniBatch fewer src than dst");
+    for (size_t i = 0; i < dst.size(); ++i) {
+      if (blk.src_nodes[i] != dst[i]) Broken("MiniBatch dst not first");
+    }
+  }
+  // features = [inputs, feature_dim], checked without overflow: a trainer
+  // wraps exactly that shape around the buffer.
+  const size_t inputs = b.blocks.empty() ? b.seeds.size() : b.blocks.front().src_nodes.size();
+  const unsigned __int128 want =
+      static_cast<unsigned __int128>(inputs) * static_cast<unsigned __int128>(b.feature_dim);
+  if (want != b.features.size()) {
+    Broken("MiniBatch features (" + std::to_string(b.features.size()) + " floats) != inputs (" +
+           std::to_string(inputs) + ") x feature_dim (" + std::to_string(b.feature_dim) + ")");
+  }
+}
+
+void Exercise(Message& m) {
+  CheckHeaderRoundTrip(m.header);
+  (void)m.header.DebugString();
+  if (m.frames.size() != m.header.frame_bytes.size()) Broken("frame count vs header");
+  for (size_t i = 0; i < m.frames.size(); ++i) {
+    if (m.frames[i].size() != m.header.frame_bytes[i]) Broken("frame size vs header");
+    try {
+      size_t n = 0;
+      m.Array<int64_t>(i, &n);
+      if (n * sizeof(int64_t) != m.frames[i].size()) Broken("Array count");
+    } catch (const ProtocolError&) {
+    }
+  }
+  try {
+    CheckShape(m, 3, 1);
+  } catch (const ProtocolError&) {
+  }
+  // Each codec on the message as it is, then with the type forced, so the
+  // deeper checks see every input that decoded.
+  const uint16_t type = m.header.type;
+  for (MsgType t : {static_cast<MsgType>(type), MsgType::kSeedBatch, MsgType::kMiniBatch}) {
+    m.header.type = static_cast<uint16_t>(t);
+    try {
+      SeedBatch b = DecodeSeedBatch(m);
+      CheckSeedBatch(m, b);
+      Message again = EncodeSeedBatch(b, m.header.request_id);
+      if (DecodeSeedBatch(again).seeds != b.seeds) Broken("SeedBatch does not round-trip");
+    } catch (const ProtocolError&) {
+    }
+    try {
+      MiniBatch b = DecodeMiniBatch(m);
+      CheckMiniBatch(b);
+    } catch (const ProtocolError&) {
+    }
+  }
+  m.header.type = type;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::vector<zmq::message_t> parts = Split(data, size);
+  uint64_t rid = 0;
+  try {
+    Message m = Decode(std::move(parts), &rid);
+    Exercise(m);
+  } catch (const ProtocolError&) {
+  }
+  return 0;
+}

@@ -1,0 +1,501 @@
+// A live server (thread, loopback, ephemeral port) under a stream of
+// random, mutated and hostile multipart messages from a raw DEALER socket:
+// every message gets exactly one well-formed reply, an Error whenever the
+// request is invalid (with the request id when the header carried one, and
+// the error code where it is unambiguous), and the server keeps serving.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+
+#include "client/dist_graph.h"
+#include "cluster_util.h"
+#include "common/error.h"
+#include "net/batch_codec.h"
+#include "net/channel.h"
+#include "net/protocol.h"
+#include "partition/config.h"
+
+using namespace gnn;
+using net::Header;
+using net::Millis;
+using net::MsgType;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int kMaxIterations = 3000;
+constexpr auto kTimeBudget = std::chrono::seconds(10);
+
+// What one probe expects back.
+struct Probe {
+  const char* kind = "";
+  std::vector<std::string> frames;  // header first
+  // Reply's request id: nullopt = not checked (a mutation may have hit it).
+  std::optional<uint64_t> rid;
+  // MsgType the reply must have (0 = any well-formed reply).
+  uint16_t reply_type = 0;
+  // If non-empty and the reply is an Error: its code must be one of these.
+  std::set<int64_t> codes;
+};
+
+std::string Bytes(const zmq::message_t& m) {
+  return std::string(static_cast<const char*>(m.data()), m.size());
+}
+
+std::string HeaderBytes(const Header& h) { return Bytes(net::EncodeHeader(h)); }
+
+template <typename T>
+std::string ArrayBytes(const std::vector<T>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+
+// Header + array frames as they would be sent by a correct client.
+std::vector<std::string> Frames(MsgType type, uint64_t rid, std::vector<int64_t> ints,
+                                const std::vector<std::string>& arrays, std::string text = {}) {
+  Header h;
+  h.type = static_cast<uint16_t>(type);
+  h.request_id = rid;
+  h.ints = std::move(ints);
+  h.text = std::move(text);
+  for (const auto& a : arrays) h.frame_bytes.push_back(a.size());
+  std::vector<std::string> out = {HeaderBytes(h)};
+  out.insert(out.end(), arrays.begin(), arrays.end());
+  return out;
+}
+
+class ProbeMaker {
+ public:
+  ProbeMaker(uint64_t seed, int64_t own_start, int64_t own_end, int64_t num_nodes)
+      : rng_(seed), own_start_(own_start), own_end_(own_end), num_nodes_(num_nodes) {}
+
+  Probe Make(uint64_t rid) {
+    switch (Below(24)) {
+      case 0:
+        return RandomHeader();
+      case 1:
+      case 2:
+        return Mutated(rid);
+      case 3:
+        return WrongFrameCount(rid);
+      case 4:
+        return WrongFrameSize(rid);
+      case 5:
+        return UnknownType(rid);
+      case 6:
+        return NotARequest(rid);
+      case 7:
+        return WrongVersion(rid);
+      case 8:
+        return OversizedDeclared(rid);
+      case 9:
+        return TooManyFrames(rid);
+      case 10:
+        return OversizedHeader();
+      case 11:
+        return Empty();
+      case 12:
+        return SeedsOutOfRange(rid);
+      case 13:
+        return BadFanout(rid);
+      case 14:
+        return WrongIntCount(rid);
+      case 15:
+        return PullNotOwned(rid);
+      case 16:
+        return PullRaggedFrame(rid);
+      case 17:
+        return BadHello(rid);
+      case 18:
+        return ForeignShutdown(rid);
+      case 19:
+        return ExtraParts(rid);
+      case 20:
+        return TrailingBytes(rid);
+      case 21:
+        return Truncated(rid);
+      case 22:
+        return ValidPing(rid);
+      default:
+        return ValidSample(rid);
+    }
+  }
+
+ private:
+  uint64_t Below(uint64_t n) { return rng_() % n; }
+  std::string RandomBytes(size_t n) {
+    std::string s(n, '\0');
+    for (auto& c : s) c = static_cast<char>(rng_());
+    return s;
+  }
+  std::vector<int64_t> OwnedIds(size_t n) {
+    std::vector<int64_t> v;
+    for (size_t i = 0; i < n; ++i) v.push_back(own_start_ + Below(own_end_ - own_start_));
+    return v;
+  }
+  std::vector<int64_t> UniqueOwnedIds(size_t n) {
+    std::set<int64_t> s;
+    while (s.size() < n) s.insert(own_start_ + Below(own_end_ - own_start_));
+    return {s.begin(), s.end()};
+  }
+  // A correct request of a random server type.
+  std::vector<std::string> ValidRequest(uint64_t rid) {
+    switch (Below(5)) {
+      case 0:
+        return Frames(MsgType::kPing, rid, {}, {});
+      case 1:
+        return Frames(MsgType::kMetadata, rid, {}, {});
+      case 2:
+        return Frames(MsgType::kPullFeatures, rid, {}, {ArrayBytes(OwnedIds(1 + Below(16)))});
+      case 3:
+        return Frames(MsgType::kPullLabels, rid, {}, {ArrayBytes(OwnedIds(1 + Below(16)))});
+      default:
+        return Frames(MsgType::kSample, rid,
+                      {static_cast<int64_t>(Below(12)) - 1, 0, static_cast<int64_t>(rng_())},
+                      {ArrayBytes(UniqueOwnedIds(1 + Below(32)))});
+    }
+  }
+  Probe Expect(const char* kind, std::vector<std::string> frames, std::optional<uint64_t> rid,
+               MsgType type, std::set<int64_t> codes = {}) {
+    Probe p;
+    p.kind = kind;
+    p.frames = std::move(frames);
+    p.rid = rid;
+    p.reply_type = static_cast<uint16_t>(type);
+    p.codes = std::move(codes);
+    return p;
+  }
+
+  Probe RandomHeader() {
+    std::vector<std::string> f = {RandomBytes(Below(300))};
+    for (uint64_t i = Below(4); i > 0; --i) f.push_back(RandomBytes(Below(64)));
+    // Random bytes carry the magic with probability 2^-32: no request id.
+    return Expect("random header", f, 0, MsgType::kError, {net::kErrMalformed});
+  }
+  Probe Mutated(uint64_t rid) {
+    std::vector<std::string> f = ValidRequest(rid);
+    for (uint64_t n = 1 + Below(3); n > 0; --n) {
+      std::string& s = f[Below(f.size())];
+      switch (Below(5)) {
+        case 0:
+          if (!s.empty()) s[Below(s.size())] ^= static_cast<char>(1 + Below(255));
+          break;
+        case 1:
+          s.insert(s.begin() + Below(s.size() + 1), static_cast<char>(rng_()));
+          break;
+        case 2:
+          if (!s.empty()) s.erase(s.begin() + Below(s.size()));
+          break;
+        case 3:
+          s.resize(Below(s.size() + 1));
+          break;
+        default:
+          s += RandomBytes(1 + Below(16));
+      }
+    }
+    // Anything may come back (a mutation can leave a valid request), but it
+    // must be one well-formed reply with a known error code if it is one.
+    Probe p =
+        Expect("mutated", f, std::nullopt, static_cast<MsgType>(0),
+               {net::kErrMalformed, net::kErrVersion, net::kErrUnknownType, net::kErrBadRequest,
+                net::kErrMismatch, net::kErrInternal, net::kErrNotAllowed});
+    return p;
+  }
+  Probe WrongFrameCount(uint64_t rid) {
+    std::vector<std::string> f = Frames(MsgType::kPullFeatures, rid, {}, {ArrayBytes(OwnedIds(4))});
+    if (Below(2)) {
+      f.pop_back();  // announces 1 array frame, sends none
+    } else {
+      for (uint64_t i = 1 + Below(3); i > 0; --i) f.push_back(ArrayBytes(OwnedIds(4)));
+    }
+    return Expect("wrong frame count", f, rid, MsgType::kError, {net::kErrMalformed});
+  }
+  Probe WrongFrameSize(uint64_t rid) {
+    std::vector<std::string> f =
+        Frames(MsgType::kSample, rid, {5, 0, 1}, {ArrayBytes(OwnedIds(8))});
+    f[1].resize(Below(2) ? 8 * Below(8) : 64 + 1 + Below(100));  // != 64 declared
+    return Expect("wrong frame size", f, rid, MsgType::kError, {net::kErrMalformed});
+  }
+  Probe UnknownType(uint64_t rid) {
+    Header h;
+    h.type = Below(4) == 0
+                 ? 0
+                 : static_cast<uint16_t>(net::kMaxMsgType + 1 + Below(65535 - net::kMaxMsgType));
+    h.request_id = rid;
+    return Expect("unknown type", {HeaderBytes(h)}, rid, MsgType::kError,
+                  {net::kErrUnknownType});
+  }
+  Probe NotARequest(uint64_t rid) {
+    static const MsgType kNot[] = {MsgType::kError,
+                                   MsgType::kHelloReply,
+                                   MsgType::kPong,
+                                   MsgType::kSampleReply,
+                                   MsgType::kPullFeaturesReply,
+                                   MsgType::kPullLabelsReply,
+                                   MsgType::kMetadataReply,
+                                   MsgType::kShutdownReply,
+                                   MsgType::kSeedBatch,
+                                   MsgType::kMiniBatch,
+                                   MsgType::kStop};
+    MsgType t = kNot[Below(sizeof(kNot) / sizeof(kNot[0]))];
+    return Expect("not a server request", Frames(t, rid, {1, 2}, {}), rid, MsgType::kError,
+                  {net::kErrUnknownType});
+  }
+  Probe WrongVersion(uint64_t rid) {
+    Header h;
+    h.type = static_cast<uint16_t>(MsgType::kPing);
+    h.request_id = rid;
+    do {
+      h.version = static_cast<uint16_t>(rng_());
+    } while (h.version == net::kProtocolVersion);
+    return Expect("wrong version", {HeaderBytes(h)}, rid, MsgType::kError, {net::kErrVersion});
+  }
+  Probe OversizedDeclared(uint64_t rid) {
+    Header h;
+    h.type = static_cast<uint16_t>(MsgType::kPullFeatures);
+    h.request_id = rid;
+    const uint64_t sizes[] = {net::kMaxFrameBytes + 1, uint64_t{1} << 30,
+                              std::numeric_limits<uint64_t>::max(), uint64_t{1} << 63};
+    h.frame_bytes = {sizes[Below(4)]};
+    return Expect("oversized declared frame", {HeaderBytes(h), ArrayBytes(OwnedIds(2))}, rid,
+                  MsgType::kError, {net::kErrMalformed});
+  }
+  Probe TooManyFrames(uint64_t rid) {
+    const size_t n = net::kMaxArrayFrames + 1 + Below(8);
+    std::vector<std::string> arrays(n, ArrayBytes(OwnedIds(1)));
+    return Expect("too many frames", Frames(MsgType::kPullLabels, rid, {}, arrays), rid,
+                  MsgType::kError, {net::kErrMalformed});
+  }
+  Probe OversizedHeader() {
+    Header h;
+    h.type = static_cast<uint16_t>(MsgType::kPing);
+    h.request_id = 1;
+    h.text.assign(net::kMaxHeaderBytes + Below(1000), 'x');
+    return Expect("oversized header", {HeaderBytes(h)}, 0, MsgType::kError, {net::kErrMalformed});
+  }
+  Probe Empty() {
+    return Expect("empty message", {std::string()}, 0, MsgType::kError, {net::kErrMalformed});
+  }
+  Probe SeedsOutOfRange(uint64_t rid) {
+    std::vector<int64_t> seeds;
+    if (Below(8) == 0) {
+      // Many seeds: all random 64-bit values (a huge "element count").
+      seeds.resize(100000 + Below(100000));
+      for (auto& s : seeds) s = static_cast<int64_t>(rng_());
+    } else {
+      seeds = UniqueOwnedIds(1 + Below(32));
+      const int64_t bad[] = {-1,
+                             own_end_,
+                             num_nodes_,
+                             std::numeric_limits<int64_t>::max(),
+                             std::numeric_limits<int64_t>::min(),
+                             own_start_ - 1};
+      seeds[Below(seeds.size())] = bad[Below(6)];
+    }
+    return Expect("seeds not owned", Frames(MsgType::kSample, rid, {5, 0, 1}, {ArrayBytes(seeds)}),
+                  rid, MsgType::kError, {net::kErrBadRequest});
+  }
+  Probe BadFanout(uint64_t rid) {
+    const int64_t bad[] = {-2,
+                           -1000,
+                           std::numeric_limits<int64_t>::min(),
+                           (1 << 20) + 1,
+                           std::numeric_limits<int64_t>::max(),
+                           int64_t{1} << 31,
+                           -(int64_t{1} << 31),
+                           int64_t{1} << 32};
+    return Expect("bad fanout",
+                  Frames(MsgType::kSample, rid, {bad[Below(8)], static_cast<int64_t>(Below(2)), 1},
+                         {ArrayBytes(UniqueOwnedIds(4))}),
+                  rid, MsgType::kError, {net::kErrBadRequest});
+  }
+  Probe WrongIntCount(uint64_t rid) {
+    std::vector<int64_t> ints(Below(2) ? Below(3) : 4 + Below(3), 1);
+    return Expect("wrong int count",
+                  Frames(MsgType::kSample, rid, ints, {ArrayBytes(UniqueOwnedIds(4))}), rid,
+                  MsgType::kError, {net::kErrMalformed});
+  }
+  Probe PullNotOwned(uint64_t rid) {
+    std::vector<int64_t> ids = OwnedIds(1 + Below(16));
+    const int64_t bad[] = {-1,
+                           own_end_,
+                           num_nodes_ - 1,
+                           num_nodes_,
+                           std::numeric_limits<int64_t>::max(),
+                           std::numeric_limits<int64_t>::min()};
+    ids[Below(ids.size())] = bad[Below(6)];
+    MsgType t = Below(2) ? MsgType::kPullFeatures : MsgType::kPullLabels;
+    return Expect("pull not owned", Frames(t, rid, {}, {ArrayBytes(ids)}), rid, MsgType::kError,
+                  {net::kErrBadRequest});
+  }
+  Probe PullRaggedFrame(uint64_t rid) {
+    std::string ids = ArrayBytes(OwnedIds(2));
+    ids.resize(ids.size() - 1 - Below(7));  // not a whole number of int64
+    MsgType t = Below(2) ? MsgType::kPullFeatures : MsgType::kPullLabels;
+    return Expect("ragged id frame", Frames(t, rid, {}, {ids}), rid, MsgType::kError,
+                  {net::kErrMalformed});
+  }
+  Probe BadHello(uint64_t rid) {
+    std::string text = Below(2) ? RandomBytes(Below(100)) : "other-graph\nabc\njob";
+    return Expect("hello mismatch", Frames(MsgType::kHello, rid, {}, {}, text), rid,
+                  MsgType::kError, {net::kErrMismatch});
+  }
+  Probe ForeignShutdown(uint64_t rid) {
+    std::string text = Below(2) ? "" : "some-other-job-" + std::to_string(Below(1000));
+    return Expect("foreign shutdown", Frames(MsgType::kShutdown, rid, {}, {}, text), rid,
+                  MsgType::kError, {net::kErrNotAllowed});
+  }
+  Probe ExtraParts(uint64_t rid) {
+    // Right framing, wrong shape for the type: CheckShape refuses.
+    MsgType t = Below(2) ? MsgType::kPing : MsgType::kMetadata;
+    std::vector<std::string> f =
+        Below(2) ? Frames(t, rid, {1}, {}) : Frames(t, rid, {}, {ArrayBytes(OwnedIds(1))});
+    return Expect("wrong shape", f, rid, MsgType::kError, {net::kErrMalformed});
+  }
+  Probe TrailingBytes(uint64_t rid) {
+    std::vector<std::string> f = Frames(MsgType::kPing, rid, {}, {});
+    f[0] += RandomBytes(1 + Below(8));
+    return Expect("trailing header bytes", f, rid, MsgType::kError, {net::kErrMalformed});
+  }
+  Probe Truncated(uint64_t rid) {
+    std::vector<std::string> f = ValidRequest(rid);
+    // Portable binary: 1 endianness byte, magic 4, version 2, type 2, id 8.
+    constexpr size_t kIdEnd = 17;
+    const size_t full = f[0].size();
+    size_t cut = Below(full);
+    f[0].resize(cut);
+    std::optional<uint64_t> want =
+        cut >= kIdEnd ? std::optional<uint64_t>(rid) : std::optional<uint64_t>(0);
+    return Expect("truncated header", f, want, MsgType::kError, {net::kErrMalformed});
+  }
+  Probe ValidPing(uint64_t rid) {
+    return Expect("ping", Frames(MsgType::kPing, rid, {}, {}), rid, MsgType::kPong);
+  }
+  Probe ValidSample(uint64_t rid) {
+    std::vector<int64_t> seeds = Below(10) ? UniqueOwnedIds(1 + Below(64)) : std::vector<int64_t>{};
+    return Expect("sample",
+                  Frames(MsgType::kSample, rid,
+                         {static_cast<int64_t>(Below(12)) - 1, static_cast<int64_t>(Below(2)), 7},
+                         {ArrayBytes(seeds)}),
+                  rid, MsgType::kSampleReply);
+  }
+
+  std::mt19937_64 rng_;
+  int64_t own_start_, own_end_, num_nodes_;
+};
+
+void SendFrames(zmq::socket_t& sock, const std::vector<std::string>& frames) {
+  for (size_t i = 0; i < frames.size(); ++i) {
+    zmq::message_t m(frames[i].data(), frames[i].size());
+    sock.send(m, i + 1 == frames.size() ? zmq::send_flags::none : zmq::send_flags::sndmore);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a server answers every random, mutated or hostile message and keeps serving",
+          "[integration]") {
+  test::TempDir dir;
+  const std::string job = "robust-" + std::to_string(::getpid());
+  std::string cfg = test::MakePartitions(dir, "synthetic:tiny", 2, "data");
+  std::string ip = test::WriteLoopbackIpConfig(dir, 2);
+  PartitionConfig config = LoadPartitionConfig(cfg);
+  test::ServerThreads servers(ip, cfg, 2, 1, job);
+  const std::string endpoint = servers.endpoints()[0][0];
+
+  zmq::context_t ctx;
+  zmq::socket_t sock(ctx, zmq::socket_type::dealer);
+  sock.set(zmq::sockopt::linger, 0);
+  sock.connect(endpoint);
+
+  ProbeMaker maker(20240611, config.parts[0].node_start, config.parts[0].node_end,
+                   config.num_nodes);
+  std::map<std::string, int> sent, errors;
+  std::map<int64_t, int> codes;
+  const auto start = Clock::now();
+  int i = 0;
+  for (; i < kMaxIterations && Clock::now() - start < kTimeBudget; ++i) {
+    const uint64_t rid = 1000 + static_cast<uint64_t>(i);
+    Probe p = maker.Make(rid);
+    ++sent[p.kind];
+    SendFrames(sock, p.frames);
+    std::vector<zmq::message_t> parts;
+    INFO("iteration " << i << ": " << p.kind << ", " << p.frames.size() << " frames, header "
+                      << p.frames[0].size() << " bytes");
+    REQUIRE(net::RecvParts(sock, &parts, Millis(5000)));  // one reply, always
+    net::Message r = net::Decode(std::move(parts));       // and well-formed
+    INFO("reply " << r.header.DebugString() << ": " << r.header.text);
+    if (p.rid) REQUIRE(r.header.request_id == *p.rid);
+    if (p.reply_type) REQUIRE(r.header.type == p.reply_type);
+    if (r.header.msg_type() == MsgType::kError) {
+      ++errors[p.kind];
+      REQUIRE(r.header.ints.size() == 1);
+      ++codes[r.header.ints[0]];
+      if (!p.codes.empty()) REQUIRE(p.codes.count(r.header.ints[0]) == 1);
+    }
+    if (r.header.msg_type() == MsgType::kSampleReply) {
+      REQUIRE(r.frames.size() == 2);
+      size_t n = 0;
+      r.Array<int64_t>(0, &n);
+      REQUIRE(n * sizeof(int64_t) == p.frames[1].size() + sizeof(int64_t));
+    }
+  }
+  std::string summary = "ran " + std::to_string(i) + " probes:";
+  for (const auto& [kind, n] : sent) {
+    summary += "\n  " + kind + ": " + std::to_string(n) + " sent, " + std::to_string(errors[kind]) +
+               " errors";
+  }
+  INFO(summary);
+  CHECK(i >= 500);
+  CHECK(sent.size() >= 20);
+  // No reply leaked from one probe into the next.
+  std::vector<zmq::message_t> extra;
+  CHECK_FALSE(net::RecvParts(sock, &extra, Millis(50)));
+
+  // A normal client still works: Ping, Sample and features over both
+  // machines, and a Shutdown from another job is still refused.
+  net::Connection c(ctx, endpoint, "machine 0 server 0");
+  net::Message pong = c.Call(net::MakeMessage(MsgType::kPing, 0), Millis(5000));
+  CHECK(pong.header.ints == std::vector<int64_t>{0, 0});
+  CHECK_THROWS_WITH(c.Call(net::MakeMessage(MsgType::kShutdown, 0, {}, job + "x"), Millis(5000)),
+                    Catch::Contains("only obeys Shutdown"));
+  DistGraphOptions o;
+  o.part_config = cfg;
+  o.ip_config = ip;
+  o.endpoints = servers.endpoints();
+  o.job_id = job;
+  o.timeout_ms = 5000;
+  DistGraph g(o);
+  std::vector<int64_t> seeds = {0, 1, config.num_nodes - 1};
+  MiniBatch mb = g.MakeBatch(seeds, {5, 10}, false, 3);
+  CHECK(mb.blocks.size() == 2);
+  CHECK(mb.features.size() ==
+        mb.blocks.front().src_nodes.size() * static_cast<size_t>(config.feature_dim));
+}
+
+// Regression for the first find of tests/fuzz/protocol_fuzz.cc: 4 inputs x
+// feature_dim 2^62 + 1 wraps to 4 in 64 bits, and the decoder accepted a
+// 4-float buffer as a [4, 2^62 + 1] matrix.
+TEST_CASE("DecodeMiniBatch refuses a feature_dim whose product with the inputs overflows",
+          "[integration]") {
+  MiniBatch b;
+  b.seeds = {10, 11};
+  b.labels = {0, 1};
+  Block blk;
+  blk.num_dst = 2;
+  blk.src_nodes = {10, 11, 12, 13};
+  blk.indptr = {0, 1, 2};
+  blk.indices = {2, 3};
+  b.blocks = {blk};
+  b.feature_dim = (int64_t{1} << 62) + 1;
+  b.features.assign(4, 0.f);
+  net::Message m = net::EncodeMiniBatch(b, 1);
+  CHECK_THROWS_AS(net::DecodeMiniBatch(m), ProtocolError);
+  b.feature_dim = 1;  // the honest shape decodes
+  net::Message ok = net::EncodeMiniBatch(b, 1);
+  CHECK(net::DecodeMiniBatch(ok).features.size() == 4);
+}
