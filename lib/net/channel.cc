@@ -71,29 +71,45 @@ uint64_t Connection::Start(Message request) {
   uint64_t id = next_id_++;
   request.header.request_id = id;
   Send(socket_, request);
+  in_flight_.insert(id);
   return id;
 }
 
 Message Connection::Finish(uint64_t request_id, Clock::time_point deadline,
                            const std::string& what) {
-  std::vector<zmq::message_t> parts;
-  while (true) {
-    auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
-    if (left.count() < 0 || !RecvParts(socket_, &parts, std::max(left, Millis(0)))) {
-      throw TimeoutError(peer_ + " did not answer " + what + " in time");
+  // Whatever happens, this request is no longer awaited afterwards.
+  struct Forget {
+    Connection* c;
+    uint64_t id;
+    ~Forget() { c->in_flight_.erase(id); }
+  } forget{this, request_id};
+  Message m;
+  auto early = early_.find(request_id);
+  if (early != early_.end()) {
+    m = std::move(early->second);
+    early_.erase(early);
+  } else {
+    std::vector<zmq::message_t> parts;
+    while (true) {
+      auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
+      if (left.count() < 0 || !RecvParts(socket_, &parts, std::max(left, Millis(0)))) {
+        throw TimeoutError(peer_ + " did not answer " + what + " in time");
+      }
+      try {
+        m = Decode(std::move(parts));
+      } catch (const ProtocolError& e) {
+        throw ProtocolError(peer_ + " sent a malformed reply to " + what + ": " + e.what());
+      }
+      const uint64_t got = m.header.request_id;
+      if (got == request_id) break;
+      if (in_flight_.count(got)) early_[got] = std::move(m);  // another pending request's
+      // else: a late reply to an abandoned request
     }
-    Message m;
-    try {
-      m = Decode(std::move(parts));
-    } catch (const ProtocolError& e) {
-      throw ProtocolError(peer_ + " sent a malformed reply to " + what + ": " + e.what());
-    }
-    if (m.header.request_id != request_id) continue;  // late reply to an abandoned request
-    if (m.header.msg_type() == MsgType::kError) {
-      throw PeerError(peer_ + " refused " + what + ": " + m.header.text);
-    }
-    return m;
   }
+  if (m.header.msg_type() == MsgType::kError) {
+    throw PeerError(peer_ + " refused " + what + ": " + m.header.text);
+  }
+  return m;
 }
 
 Message Connection::Call(Message request, Millis timeout) {

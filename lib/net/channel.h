@@ -3,7 +3,9 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,8 +35,10 @@ class Connection {
 
   // Sends a request and returns without waiting; returns its request id.
   uint64_t Start(Message request);
-  // Waits for the reply to `request_id`, discarding stale replies to earlier
-  // (timed-out) requests. A kError reply throws PeerError naming the peer;
+  // Waits for the reply to `request_id`. Replies to other requests still in
+  // flight on this connection (servers answer concurrently, so out of
+  // order) are kept for their own Finish; replies to abandoned (timed-out)
+  // requests are dropped. A kError reply throws PeerError naming the peer;
   // no reply by `deadline` throws TimeoutError naming the peer and `what`.
   Message Finish(uint64_t request_id, std::chrono::steady_clock::time_point deadline,
                  const std::string& what);
@@ -47,6 +51,8 @@ class Connection {
   zmq::socket_t socket_;
   std::string peer_;
   uint64_t next_id_ = 1;
+  std::set<uint64_t> in_flight_;
+  std::map<uint64_t, Message> early_;
 };
 
 // Issues one request per connection concurrently and gathers the replies in

@@ -109,6 +109,21 @@ void RunEquality(const std::string& dataset) {
       CheckAgainstStandalone(mb, dist, single, fanouts, 100 + b);
     }
     if (local < 0) CHECK(g.wire_bytes() > 0);
+    // Every node's row in one call: several ~4 MB chunks per server in
+    // flight at once, answered out of order by the worker threads.
+    std::vector<int64_t> all(dist.config.num_nodes);
+    for (int64_t v = 0; v < dist.config.num_nodes; ++v) all[v] = dist.config.num_nodes - 1 - v;
+    std::vector<float> rows;
+    g.PullFeatures(all, &rows);
+    std::vector<int64_t> orig_of_dist(dist.config.num_nodes);
+    for (int64_t o2 = 0; o2 < dist.config.num_nodes; ++o2) orig_of_dist[dist.new_of_orig[o2]] = o2;
+    const int64_t f = dist.config.feature_dim;
+    bool same = true;
+    for (size_t i = 0; i < all.size() && same; ++i) {
+      int64_t row = single.new_of_orig[orig_of_dist[all[i]]];
+      same = std::memcmp(&rows[i * f], &single.part.features[row * f], f * sizeof(float)) == 0;
+    }
+    CHECK(same);
   }
 }
 

@@ -161,3 +161,29 @@ TEST_CASE("Connection times out naming the peer", "[unit]") {
   CHECK(took >= Millis(190));  // zmq_poll rounds to the millisecond
   CHECK(took < Millis(2000));
 }
+
+TEST_CASE("Connection matches out-of-order replies to their requests", "[unit]") {
+  zmq::context_t ctx;
+  zmq::socket_t server(ctx, zmq::socket_type::router);
+  server.set(zmq::sockopt::linger, 0);
+  server.bind("inproc://reorder");
+  Connection c(ctx, "inproc://reorder", "reordering server");
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(c.Start(MakeMessage(MsgType::kPing, 0, {i})));
+  // Receive all three, answer them in reverse order.
+  std::vector<std::vector<zmq::message_t>> reqs(3);
+  for (auto& r : reqs) REQUIRE(RecvParts(server, &r, Millis(1000)));
+  for (int i = 2; i >= 0; --i) {
+    std::vector<zmq::message_t> route;
+    route.push_back(std::move(reqs[i][0]));
+    reqs[i].erase(reqs[i].begin());
+    Message req = Decode(std::move(reqs[i]));
+    Message rep = MakeMessage(MsgType::kPong, req.header.request_id, {req.header.ints[0] * 10});
+    Send(server, rep, &route);
+  }
+  auto deadline = std::chrono::steady_clock::now() + Millis(2000);
+  for (int i = 0; i < 3; ++i) {
+    Message r = c.Finish(ids[i], deadline, "Ping");
+    CHECK(r.header.ints[0] == i * 10);
+  }
+}
