@@ -16,6 +16,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/npy.h"
+#include "common/parallel.h"
 #include "common/timer.h"
 #include "graph/csr.h"
 #include "partition/assign.h"
@@ -324,10 +325,16 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
   config.undirected = undirected;
   config.seed = options.data.seed;
   int64_t edge_start = 0;
-  for (int p = 0; p < options.num_parts; ++p) {
-    PartInfo info;
-    info.dir = "part" + std::to_string(p);
-    WritePart(d, spill.data(), in_csc, relabel, p, masks, tmp_dir + "/" + info.dir, &info);
+  // Partitions are independent files: write (and hash) them in parallel.
+  std::vector<PartInfo> infos(options.num_parts);
+  ParallelFor(options.num_parts, options.num_threads, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      infos[p].dir = "part" + std::to_string(p);
+      WritePart(d, spill.data(), in_csc, relabel, static_cast<int>(p), masks,
+                tmp_dir + "/" + infos[p].dir, &infos[p]);
+    }
+  });
+  for (PartInfo& info : infos) {
     info.edge_start = edge_start;
     for (int64_t i = info.node_start; i < info.node_end; ++i) {
       edge_start += in_csc.Degree(relabel.orig[i]);
