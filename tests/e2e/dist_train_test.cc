@@ -263,3 +263,25 @@ TEST_CASE("a server that dies mid-training ends every trainer with the cause", "
   std::string errs = trainers[0]->Stderr() + trainers[1]->Stderr();
   CHECK(errs.find("machine 1 server 0") != std::string::npos);
 }
+
+TEST_CASE("distributed --resume ends with the same model as an uninterrupted run", "[e2e]") {
+  test::TempDir dir;
+  std::string config = test::MakePartitions(dir, "synthetic:tiny", 2, "data");
+  Deployment d(dir, config, 2, "resume");
+  std::vector<std::string> base = {"--batch_size", "100", "--num_hidden", "8", "--seed", "3",
+                                   "--eval_every", "2"};
+  auto straight = base;
+  straight.insert(straight.end(), {"--num_epochs", "4", "--checkpoint_dir", dir / "ck1"});
+  std::vector<json> a = d.Train(straight, "straight");
+  auto first = base;
+  first.insert(first.end(), {"--num_epochs", "2", "--checkpoint_dir", dir / "ck2"});
+  d.Train(first, "first");
+  auto second = base;
+  second.insert(second.end(), {"--num_epochs", "4", "--checkpoint_dir", dir / "ck2", "--resume"});
+  std::vector<json> b = d.Train(second, "second");
+  for (int r = 0; r < 2; ++r) {
+    CHECK(b[r].at("epochs_run").get<int>() == 2);
+    CHECK(b[r].at("param_checksum") == a[0].at("param_checksum"));
+    CHECK(b[r].at("final_test_acc") == a[0].at("final_test_acc"));
+  }
+}
