@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <csignal>
-#include <cstdlib>
 
 #include "client/sampler_service.h"
 #include "common/cli.h"
@@ -12,22 +11,11 @@
 namespace {
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
-void FromEnv(const char* name, std::string* out) {
-  const char* v = std::getenv(name);
-  if (v && out->empty()) *out = v;
-}
-void FromEnv(const char* name, int* out, int unset) {
-  const char* v = std::getenv(name);
-  if (v && *out == unset) *out = std::atoi(v);
-}
 }  // namespace
 
 int main(int argc, char** argv) {
   gnn::SamplerOptions o;
   o.graph.local_machine_id = -1;
-  o.graph.num_servers = -1;
-  o.trainer_id = -1;
-  o.sampler_id = -1;
   bool no_local = false;
   CLI::App app{"Sample mini-batches for a trainer across graph partitions.", "gnn-sampler"};
   app.add_option("--ip_config", o.graph.ip_config, "machines, one 'IP [PORT]' per line");
@@ -43,17 +31,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--no_local", no_local, "reach the local partition over the network too");
   return gnn::RunMain(app, argc, argv, [&] {
-    FromEnv("GNN_IP_CONFIG", &o.graph.ip_config);
-    FromEnv("GNN_PART_CONFIG", &o.graph.part_config);
-    FromEnv("GNN_TRAINER_ENDPOINT", &o.trainer_endpoint);
-    FromEnv("GNN_JOB_ID", &o.graph.job_id);
-    FromEnv("GNN_MACHINE_ID", &o.graph.local_machine_id, -1);
-    FromEnv("GNN_NUM_SERVERS", &o.graph.num_servers, -1);
-    FromEnv("GNN_TRAINER_ID", &o.trainer_id, -1);
-    FromEnv("GNN_SAMPLER_ID", &o.sampler_id, -1);
-    if (o.graph.num_servers < 1) o.graph.num_servers = 1;
-    if (o.trainer_id < 0) o.trainer_id = 0;
-    if (o.sampler_id < 0) o.sampler_id = 0;
+    gnn::FlagFromEnv(app, "--ip_config", "GNN_IP_CONFIG", &o.graph.ip_config);
+    gnn::FlagFromEnv(app, "--part_config", "GNN_PART_CONFIG", &o.graph.part_config);
+    gnn::FlagFromEnv(app, "--trainer_endpoint", "GNN_TRAINER_ENDPOINT", &o.trainer_endpoint);
+    gnn::FlagFromEnv(app, "--job_id", "GNN_JOB_ID", &o.graph.job_id);
+    gnn::FlagFromEnv(app, "--machine_id", "GNN_MACHINE_ID", &o.graph.local_machine_id);
+    gnn::FlagFromEnv(app, "--num_servers", "GNN_NUM_SERVERS", &o.graph.num_servers);
+    gnn::FlagFromEnv(app, "--trainer_id", "GNN_TRAINER_ID", &o.trainer_id);
+    gnn::FlagFromEnv(app, "--sampler_id", "GNN_SAMPLER_ID", &o.sampler_id);
     if (no_local) o.graph.local_machine_id = -1;
     gnn::SetLogRole("sampler " + std::to_string(o.trainer_id) + "." + std::to_string(o.sampler_id));
     std::signal(SIGTERM, OnSignal);

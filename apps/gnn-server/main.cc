@@ -2,7 +2,6 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <csignal>
-#include <cstdlib>
 
 #include "common/cli.h"
 #include "common/log.h"
@@ -12,21 +11,10 @@ namespace {
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
-// Launcher environment (read once, here): flags given explicitly win.
-void FromEnv(const char* name, std::string* out) {
-  const char* v = std::getenv(name);
-  if (v && out->empty()) *out = v;
-}
-void FromEnv(const char* name, int* out, int unset) {
-  const char* v = std::getenv(name);
-  if (v && *out == unset) *out = std::atoi(v);
-}
 }  // namespace
 
 int main(int argc, char** argv) {
   gnn::ServerOptions o;
-  o.server_id = -1;
-  o.num_servers = -1;
   CLI::App app{"Serve one graph partition to samplers and trainers.", "gnn-server"};
   app.add_option("--ip_config", o.ip_config, "machines, one 'IP [PORT]' per line");
   app.add_option("--part_config", o.part_config, "partition config JSON");
@@ -38,14 +26,12 @@ int main(int argc, char** argv) {
   app.add_option("--attach_timeout_ms", o.attach_timeout_ms, "backups wait this long for server 0")
       ->capture_default_str();
   return gnn::RunMain(app, argc, argv, [&] {
-    FromEnv("GNN_IP_CONFIG", &o.ip_config);
-    FromEnv("GNN_PART_CONFIG", &o.part_config);
-    FromEnv("GNN_JOB_ID", &o.job_id);
-    FromEnv("GNN_MACHINE_ID", &o.machine_id, -1);
-    FromEnv("GNN_SERVER_ID", &o.server_id, -1);
-    FromEnv("GNN_NUM_SERVERS", &o.num_servers, -1);
-    if (o.server_id < 0) o.server_id = 0;
-    if (o.num_servers < 0) o.num_servers = 1;
+    gnn::FlagFromEnv(app, "--ip_config", "GNN_IP_CONFIG", &o.ip_config);
+    gnn::FlagFromEnv(app, "--part_config", "GNN_PART_CONFIG", &o.part_config);
+    gnn::FlagFromEnv(app, "--job_id", "GNN_JOB_ID", &o.job_id);
+    gnn::FlagFromEnv(app, "--machine_id", "GNN_MACHINE_ID", &o.machine_id);
+    gnn::FlagFromEnv(app, "--server_id", "GNN_SERVER_ID", &o.server_id);
+    gnn::FlagFromEnv(app, "--num_servers", "GNN_NUM_SERVERS", &o.num_servers);
     gnn::SetLogRole("server " + std::to_string(o.machine_id) + "." + std::to_string(o.server_id));
     std::signal(SIGTERM, OnSignal);
     std::signal(SIGINT, OnSignal);

@@ -1,24 +1,12 @@
 // gnn-train: train GraphSAGE on partitioned data (flags as DGL's
 // train_dist.py). The last stdout line is a JSON summary.
 #include <CLI/CLI.hpp>
-#include <cstdlib>
 #include <iostream>
 
 #include "common/cli.h"
 #include "common/log.h"
 #include "train/trainer.h"
 
-namespace {
-// The launcher's environment, read once here; explicit flags win.
-void FromEnv(const CLI::App& app, const char* flag, const char* name, std::string* out) {
-  const char* v = std::getenv(name);
-  if (v && app.count(flag) == 0) *out = v;
-}
-void FromEnv(const CLI::App& app, const char* flag, const char* name, int* out) {
-  const char* v = std::getenv(name);
-  if (v && app.count(flag) == 0) *out = std::atoi(v);
-}
-}  // namespace
 
 int main(int argc, char** argv) {
   gnn::TrainOptions o;
@@ -75,16 +63,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   return gnn::RunMain(app, argc, argv, [&] {
-    FromEnv(app, "--ip_config", "GNN_IP_CONFIG", &o.ip_config);
-    FromEnv(app, "--part_config", "GNN_PART_CONFIG", &o.part_config);
-    FromEnv(app, "--master_addr", "GNN_MASTER_ADDR", &o.master_addr);
-    FromEnv(app, "--job_id", "GNN_JOB_ID", &o.job_id);
-    FromEnv(app, "--machine_id", "GNN_MACHINE_ID", &o.machine_id);
-    FromEnv(app, "--trainer_id", "GNN_TRAINER_ID", &o.trainer_id);
-    FromEnv(app, "--num_trainers", "GNN_NUM_TRAINERS", &o.num_trainers);
-    FromEnv(app, "--num_servers", "GNN_NUM_SERVERS", &o.num_servers);
-    FromEnv(app, "--num_samplers", "GNN_NUM_SAMPLERS", &o.num_samplers);
-    FromEnv(app, "--master_port", "GNN_MASTER_PORT", &o.master_port);
+    gnn::FlagFromEnv(app, "--ip_config", "GNN_IP_CONFIG", &o.ip_config);
+    gnn::FlagFromEnv(app, "--part_config", "GNN_PART_CONFIG", &o.part_config);
+    gnn::FlagFromEnv(app, "--master_addr", "GNN_MASTER_ADDR", &o.master_addr);
+    gnn::FlagFromEnv(app, "--job_id", "GNN_JOB_ID", &o.job_id);
+    gnn::FlagFromEnv(app, "--machine_id", "GNN_MACHINE_ID", &o.machine_id);
+    gnn::FlagFromEnv(app, "--trainer_id", "GNN_TRAINER_ID", &o.trainer_id);
+    gnn::FlagFromEnv(app, "--num_trainers", "GNN_NUM_TRAINERS", &o.num_trainers);
+    gnn::FlagFromEnv(app, "--num_servers", "GNN_NUM_SERVERS", &o.num_servers);
+    gnn::FlagFromEnv(app, "--num_samplers", "GNN_NUM_SAMPLERS", &o.num_samplers);
+    gnn::FlagFromEnv(app, "--master_port", "GNN_MASTER_PORT", &o.master_port);
     gnn::SetLogRole(o.standalone ? std::string("trainer 0")
                                  : "trainer " + std::to_string(o.machine_id * o.num_trainers +
                                                                o.trainer_id));

@@ -1,7 +1,9 @@
 #include "common/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <new>
 
 #include "common/error.h"
@@ -15,6 +17,22 @@ int Fail(const std::string& program, const std::string& message, int code) {
   return code;
 }
 }  // namespace
+
+void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, std::string* out) {
+  const char* v = std::getenv(env);
+  if (v && app.count(flag) == 0) *out = v;
+}
+
+void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, int* out) {
+  const char* v = std::getenv(env);
+  if (!v || app.count(flag) != 0) return;
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (*v == '\0' || *end != '\0' || x < INT32_MIN || x > INT32_MAX) {
+    throw ConfigError(std::string(env) + "='" + v + "' is not an integer (for " + flag + ")");
+  }
+  *out = static_cast<int>(x);
+}
 
 int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& body) {
   const std::string program = app.get_name();

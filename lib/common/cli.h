@@ -16,4 +16,10 @@ namespace gnn {
 // (see ExitCode in common/error.h).
 int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& body);
 
+// Launcher environment, read once at the top of main: fills *out from the
+// environment variable `env` unless `flag` was given on the command line
+// (flags win). A malformed number is a ConfigError naming the variable.
+void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, std::string* out);
+void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, int* out);
+
 }  // namespace gnn
