@@ -37,7 +37,8 @@ using Clock = std::chrono::steady_clock;
 // DistGraph (sockets are per thread) fills a bounded queue.
 class Prefetcher {
  public:
-  Prefetcher(const DistGraphOptions& options, int prefetch) : options_(options), prefetch_(prefetch) {}
+  Prefetcher(const DistGraphOptions& options, int prefetch)
+      : options_(options), prefetch_(prefetch) {}
   ~Prefetcher() { Join(); }
 
   void Start(std::vector<net::SeedBatch> batches) {
@@ -53,7 +54,13 @@ class Prefetcher {
   std::optional<MiniBatch> Next() {
     std::unique_lock<std::mutex> lock(mu_);
     if (remaining_ == 0) return std::nullopt;
-    cv_.wait(lock, [&] { return !queue_.empty() || error_; });
+    // Every request of the sampling thread has its own deadline, so this one
+    // only guards against a bug: a batch is a few request rounds at most.
+    const auto limit = std::chrono::milliseconds(options_.timeout_ms) * 8;
+    if (!cv_.wait_for(lock, limit, [&] { return !queue_.empty() || error_; })) {
+      throw TimeoutError("in-process sampling produced no mini-batch within " +
+                         std::to_string(limit.count()) + " ms");
+    }
     if (queue_.empty() && error_) std::rethrow_exception(error_);
     MiniBatch mb = std::move(queue_.front());
     queue_.pop_front();
