@@ -1,0 +1,60 @@
+// gnn-launch: start servers and trainers on every machine of an ip_config
+// (DGL's tools/launch.py). The last stdout line is rank 0's JSON summary
+// with "wall_time_s" added.
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <iostream>
+
+#include "cluster/launcher.h"
+#include "common/cli.h"
+#include "common/error.h"
+
+namespace {
+std::atomic<int> g_signal{0};
+void OnSignal(int sig) { g_signal = sig; }
+}  // namespace
+
+int main(int argc, char** argv) {
+  gnn::LaunchOptions o;
+  std::vector<std::string> command;
+  CLI::App app{"Launch a distributed training job (servers, then trainers) on every machine.",
+               "gnn-launch"};
+  app.add_option("--workspace", o.workspace, "working directory; relative paths start here")
+      ->capture_default_str();
+  app.add_option("--num_trainers", o.num_trainers, "trainers per machine")->capture_default_str();
+  app.add_option("--num_samplers", o.num_samplers, "gnn-sampler processes per trainer")
+      ->capture_default_str();
+  app.add_option("--num_servers", o.num_servers, "servers per machine")->capture_default_str();
+  app.add_option("--part_config", o.part_config, "partition config JSON (relative to workspace)");
+  app.add_option("--ip_config", o.ip_config, "machines, one 'IP [PORT]' per line (relative to workspace)");
+  app.add_option("--ssh_port", o.ssh_port, "ssh port of remote machines")->capture_default_str();
+  app.add_option("--ssh_username", o.ssh_username, "ssh user for remote machines");
+  app.add_option("--master_port", o.master_port, "trainer rendezvous port on machine 0")
+      ->capture_default_str();
+  app.add_option("--log_dir", o.log_dir, "one log file per process (default WORKSPACE/logs/JOB_ID)");
+  app.add_option("--job_id", o.job_id, "job id shared by every process (default: generated)");
+  app.add_option("--grace_s", o.grace_s, "SIGTERM, then SIGKILL after this many seconds")
+      ->capture_default_str();
+  app.add_option("--server_ready_timeout_s", o.server_ready_timeout_s,
+                 "every server must answer a ping within this time")
+      ->capture_default_str();
+  app.add_option("command", command, "trainer command, e.g. \"gnn-train --num_epochs 2\"")->required();
+  int code = 0;
+  int rc = gnn::RunMain(app, argc, argv, [&] {
+    for (const auto& w : command) o.command += (o.command.empty() ? "" : " ") + w;
+    o.Validate();
+    std::vector<std::string> problems = gnn::CheckLaunch(o);
+    if (!problems.empty()) {
+      for (const auto& p : problems) std::cerr << "gnn-launch: error: " << p << "\n";
+      code = gnn::kExitConfig;
+      return;
+    }
+    std::signal(SIGINT, OnSignal);
+    std::signal(SIGTERM, OnSignal);
+    std::signal(SIGHUP, OnSignal);
+    std::signal(SIGPIPE, SIG_IGN);
+    code = gnn::RunLaunch(o, g_signal);
+  });
+  return rc != 0 ? rc : code;
+}

@@ -1,0 +1,319 @@
+// gnn-launch end to end on loopback: a whole job (2 machines, servers,
+// trainers, samplers) to its JSON summary; failures, signals and bad input
+// that end it with nothing left behind.
+#include <catch2/catch.hpp>
+#include <arpa/inet.h>
+#include <csignal>
+#include <dirent.h>
+#include <fstream>
+#include <netinet/in.h>
+#include <nlohmann/json.hpp>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+#include "cluster/launcher.h"
+#include "cluster_util.h"
+#include "common/sha256.h"
+#include "partition/config.h"
+#include "process_util.h"
+#include "server/server.h"
+#include "server/shm_partition.h"
+#include "test_util.h"
+
+using namespace gnn;
+using nlohmann::json;
+using test::ChildProcess;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string LastLine(const std::string& out) {
+  std::string s = out;
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  size_t nl = s.rfind('\n');
+  return nl == std::string::npos ? s : s.substr(nl + 1);
+}
+
+int CountOf(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+// Pids of processes whose environment carries GNN_JOB_ID=job, or whose
+// parent is `parent` (0 = ignore), optionally only with comm `comm`.
+std::vector<pid_t> JobProcesses(const std::string& job, pid_t parent = 0, const std::string& comm = "") {
+  std::vector<pid_t> pids;
+  DIR* d = opendir("/proc");
+  if (!d) return pids;
+  const std::string needle = "GNN_JOB_ID=" + job;
+  while (dirent* e = readdir(d)) {
+    pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0 || pid == getpid()) continue;
+    const std::string base = std::string("/proc/") + e->d_name;
+    std::string env = test::ReadFileOrEmpty(base + "/environ");
+    for (char& c : env) {
+      if (c == '\0') c = '\n';
+    }
+    bool match = (env + "\n").find(needle + "\n") != std::string::npos;
+    std::string stat = test::ReadFileOrEmpty(base + "/stat");
+    size_t rp = stat.rfind(')');
+    if (rp != std::string::npos && stat.size() > rp + 2) {
+      if (stat[rp + 2] == 'Z') continue;  // zombies are gone, only not yet reaped
+      if (parent > 0) {
+        int ppid = std::atoi(stat.c_str() + rp + 4);
+        if (ppid == parent) match = true;
+      }
+    }
+    if (!match) continue;
+    if (!comm.empty()) {
+      std::string c = test::ReadFileOrEmpty(base + "/comm");
+      while (!c.empty() && c.back() == '\n') c.pop_back();
+      if (c != comm) continue;
+    }
+    pids.push_back(pid);
+  }
+  closedir(d);
+  return pids;
+}
+
+// A 2-machine loopback deployment of synthetic:tiny.
+struct Setup {
+  test::TempDir dir;
+  std::string config;
+  std::string ip = "ip_config.txt";  // relative to the workspace
+  std::string job;
+  std::vector<int> ports;  // machine 0, machine 1, master
+  std::string graph_name;
+
+  explicit Setup(const std::string& tag) {
+    config = test::MakePartitions(dir, "synthetic:tiny", 2, "tiny");
+    graph_name = LoadPartitionConfig(config).graph_name;
+    job = "launch-" + tag + "-" + std::to_string(getpid());
+    ports = test::FreeLoopbackPortRanges(3, 1);
+    std::ofstream out(dir / ip);
+    out << "127.0.0.1 " << ports[0] << "\n127.0.0.1 " << ports[1] << "\n";
+  }
+
+  std::vector<std::string> Args(const std::string& command, std::vector<std::string> extra = {}) const {
+    std::vector<std::string> a = {test::Bin("gnn-launch"), "--workspace", dir.path(), "--num_trainers", "1",
+                                  "--num_samplers", "1", "--num_servers", "1", "--part_config", config,
+                                  "--ip_config", ip, "--master_port", std::to_string(ports[2]),
+                                  "--job_id", job, "--grace_s", "3"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    a.push_back(command);
+    return a;
+  }
+
+  std::string Train(const std::string& flags) const {
+    return test::Bin("gnn-train") + " --batch_size 100 --num_omp_threads 1 " + flags;
+  }
+
+  // Every /dev/shm entry of this job's segments.
+  std::vector<std::string> ShmLeft() const {
+    std::vector<std::string> left;
+    const std::string sha = Sha256File(config);
+    for (int m = 0; m < 2; ++m) {
+      const std::string name = JobShmName(graph_name, sha, job, m);
+      for (const std::string& p : {ShmSegmentPath(name), ShmLockPath(name)}) {
+        if (access(p.c_str(), F_OK) == 0) left.push_back(p);
+      }
+    }
+    return left;
+  }
+
+  // Waits up to `timeout` for the job's processes to disappear.
+  void RequireNothingLeft(pid_t launcher, std::chrono::seconds timeout = std::chrono::seconds(5)) const {
+    auto deadline = Clock::now() + timeout;
+    std::vector<pid_t> left;
+    std::vector<std::string> shm;
+    while (true) {
+      left = JobProcesses(job, launcher);
+      shm = ShmLeft();
+      if ((left.empty() && shm.empty()) || Clock::now() > deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    std::string which;
+    for (pid_t p : left) {
+      which += std::to_string(p) + ": " + test::ReadFileOrEmpty("/proc/" + std::to_string(p) + "/stat") + "\n";
+      kill(p, SIGKILL);
+    }
+    INFO(which);
+    CHECK(left.empty());
+    CHECK(shm.empty());
+    for (const auto& s : shm) unlink(s.c_str());
+  }
+
+  // Waits until a gnn-train of this job runs; its pid.
+  pid_t WaitTrainer(ChildProcess& launcher) const {
+    auto deadline = Clock::now() + std::chrono::seconds(60);
+    while (Clock::now() < deadline) {
+      REQUIRE(launcher.Running());
+      auto t = JobProcesses(job, 0, "gnn-train");
+      if (!t.empty()) return t[0];
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    FAIL("no trainer started");
+    return -1;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("gnn-launch runs 2 machines on loopback to a JSON summary and leaves nothing behind", "[e2e]") {
+  Setup s("ok");
+  ChildProcess launcher(s.Args(s.Train("--num_epochs 2")), s.dir / "launcher");
+  auto code = launcher.Wait(std::chrono::seconds(120));
+  REQUIRE(code.has_value());
+  INFO(launcher.Stderr());
+  REQUIRE(*code == 0);
+  json summary = json::parse(LastLine(launcher.Stdout()));
+  CHECK(summary.contains("test_acc"));
+  CHECK(summary.contains("wall_time_s"));
+  CHECK(summary["wall_time_s"].get<double>() > 0);
+  const std::string logs = s.dir / ("logs/" + s.job);
+  for (const char* f : {"server-0-0.log", "server-1-0.log", "trainer-0-0.log", "trainer-1-0.log"}) {
+    INFO(f);
+    CHECK(access((logs + "/" + f).c_str(), F_OK) == 0);
+  }
+  CHECK(!test::ReadFileOrEmpty(logs + "/trainer-0-0.log").empty());
+  const std::string err = launcher.Stderr();
+  CHECK(err.find("[0 server 0] ") != std::string::npos);
+  CHECK(err.find("[1 server 0] ") != std::string::npos);
+  CHECK(err.find("[0 trainer 0] ") != std::string::npos);
+  CHECK(err.find("[1 trainer 0] ") != std::string::npos);
+  s.RequireNothingLeft(launcher.pid());
+}
+
+TEST_CASE("gnn-launch stops the job and names the trainer that fails", "[e2e]") {
+  Setup s("fail");
+  auto t0 = Clock::now();
+  ChildProcess launcher(s.Args(s.Train("--num_epochs 2 --num_layers 2 --fan_out 1,2,3")), s.dir / "launcher");
+  auto code = launcher.Wait(std::chrono::seconds(30));
+  REQUIRE(code.has_value());
+  CHECK(Clock::now() - t0 < std::chrono::seconds(15));
+  INFO(launcher.Stderr());
+  CHECK(*code != 0);
+  CHECK(launcher.Stderr().find("trainer 0] (pid") != std::string::npos);
+  CHECK(launcher.Stderr().find("exited with status") != std::string::npos);
+  s.RequireNothingLeft(launcher.pid());
+}
+
+TEST_CASE("gnn-launch stops everything when a trainer is SIGKILLed mid-training", "[e2e]") {
+  Setup s("kill9");
+  ChildProcess launcher(s.Args(s.Train("--num_epochs 100000")), s.dir / "launcher");
+  pid_t trainer = s.WaitTrainer(launcher);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  REQUIRE(kill(trainer, SIGKILL) == 0);
+  auto t0 = Clock::now();
+  auto code = launcher.Wait(std::chrono::seconds(30));
+  REQUIRE(code.has_value());
+  CHECK(Clock::now() - t0 < std::chrono::seconds(15));
+  INFO(launcher.Stderr());
+  CHECK(*code != 0);
+  CHECK(launcher.Stderr().find("was killed by signal 9") != std::string::npos);
+  s.RequireNothingLeft(launcher.pid());
+}
+
+TEST_CASE("SIGINT to gnn-launch stops the job with exit 130", "[e2e]") {
+  Setup s("sigint");
+  ChildProcess launcher(s.Args(s.Train("--num_epochs 100000")), s.dir / "launcher");
+  s.WaitTrainer(launcher);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  launcher.Signal(SIGINT);
+  auto code = launcher.Wait(std::chrono::seconds(15));
+  REQUIRE(code.has_value());
+  INFO(launcher.Stderr());
+  CHECK(*code == 130);
+  s.RequireNothingLeft(launcher.pid());
+}
+
+TEST_CASE("the children of a SIGKILLed gnn-launch are gone within 30 s", "[e2e]") {
+  Setup s("sigkill");
+  ChildProcess launcher(s.Args(s.Train("--num_epochs 100000")), s.dir / "launcher");
+  s.WaitTrainer(launcher);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  pid_t pid = launcher.pid();
+  launcher.Kill();
+  s.RequireNothingLeft(pid, std::chrono::seconds(30));
+}
+
+TEST_CASE("gnn-launch reports every problem of bad input, one line each, and starts nothing", "[e2e]") {
+  Setup s("bad");
+  auto errors = [](const test::ProcessResult& r) { return CountOf(r.err, "gnn-launch: error: "); };
+  auto started = [&] { return access((s.dir / ("logs/" + s.job)).c_str(), F_OK) == 0; };
+
+  SECTION("malformed ip_config line") {
+    std::ofstream(s.dir / "bad_ip.txt") << "127.0.0.1 " << s.ports[0] << "\n127.0.0.1 notaport\n";
+    auto args = s.Args(s.Train(""));
+    for (auto& a : args) {
+      if (a == s.ip) a = "bad_ip.txt";
+    }
+    auto r = test::RunProcess(args, 30);
+    INFO(r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(errors(r) == 1);
+    CHECK(r.err.find("bad_ip.txt:2") != std::string::npos);
+  }
+  SECTION("partition count != machines") {
+    std::ofstream(s.dir / "ip3.txt") << "127.0.0.1 " << s.ports[0] << "\n127.0.0.1 " << s.ports[1]
+                                     << "\n127.0.0.1 " << s.ports[1] + 1 << "\n";
+    auto args = s.Args(s.Train(""));
+    for (auto& a : args) {
+      if (a == s.ip) a = "ip3.txt";
+    }
+    auto r = test::RunProcess(args, 30);
+    INFO(r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(errors(r) == 1);
+    CHECK(r.err.find("2 partitions") != std::string::npos);
+  }
+  SECTION("missing part config and missing trainer binary: two lines") {
+    auto args = s.Args("/nonexistent/gnn-train --num_epochs 1");
+    for (auto& a : args) {
+      if (a == s.config) a = "no/such.json";
+    }
+    auto r = test::RunProcess(args, 30);
+    INFO(r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(errors(r) == 2);
+    CHECK(r.err.find("no/such.json") != std::string::npos);
+    CHECK(r.err.find("/nonexistent/gnn-train") != std::string::npos);
+  }
+  SECTION("busy server port, named with its holder") {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(s.ports[1]));
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+    REQUIRE(listen(fd, 1) == 0);
+    auto r = test::RunProcess(s.Args(s.Train("")), 30);
+    close(fd);
+    INFO(r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(errors(r) == 1);
+    CHECK(r.err.find("port " + std::to_string(s.ports[1])) != std::string::npos);
+    CHECK(r.err.find("pid " + std::to_string(getpid())) != std::string::npos);
+  }
+  CHECK(!started());
+  CHECK(JobProcesses(s.job).empty());
+}
+
+TEST_CASE("gnn-launch reaches remote machines with one quoted ssh command line", "[e2e]") {
+  // No sshd runs in the test environment: this checks the command line only.
+  auto argv = SshArgv("10.0.0.2", 2222, "alice", "/data/my ws", {"GNN_JOB_ID=j'1", "GNN_MACHINE_ID=1"},
+                      "gnn-train --num_epochs 2");
+  std::vector<std::string> want = {"ssh", "-o", "BatchMode=yes", "-p", "2222", "-l", "alice", "10.0.0.2",
+                                   "cd '/data/my ws' && env 'GNN_JOB_ID=j'\\''1' 'GNN_MACHINE_ID=1' "
+                                   "gnn-train --num_epochs 2"};
+  CHECK(argv == want);
+  CHECK(SshArgv("h", 22, "", "/w", {}, "x")[5] == "h");
+  CHECK(IsLocalHost("127.0.0.1"));
+  CHECK(IsLocalHost("localhost"));
+  CHECK(IsLocalHost("::1"));
+  CHECK(!IsLocalHost("10.255.255.254"));
+}
