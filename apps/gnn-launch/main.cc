@@ -6,6 +6,7 @@
 #include <csignal>
 #include <iostream>
 
+#include "cluster/ip_config.h"
 #include "cluster/launcher.h"
 #include "common/cli.h"
 #include "common/error.h"
@@ -20,7 +21,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> command;
   CLI::App app{"Launch a distributed training job (servers, then trainers) on every machine.",
                "gnn-launch"};
-  app.add_option("--workspace", o.workspace, "working directory; relative paths start here")
+  app.add_option("--workspace", o.workspace,
+                 "working directory of every process; relative paths start here; {machine} = machine index")
       ->capture_default_str();
   app.add_option("--num_trainers", o.num_trainers, "trainers per machine")->capture_default_str();
   app.add_option("--num_samplers", o.num_samplers, "gnn-sampler processes per trainer")
@@ -28,8 +30,10 @@ int main(int argc, char** argv) {
   app.add_option("--num_servers", o.num_servers, "servers per machine")->capture_default_str();
   app.add_option("--part_config", o.part_config, "partition config JSON (relative to workspace)");
   app.add_option("--ip_config", o.ip_config, "machines, one 'IP [PORT]' per line (relative to workspace)");
-  app.add_option("--ssh_port", o.ssh_port, "ssh port of remote machines")->capture_default_str();
-  app.add_option("--ssh_username", o.ssh_username, "ssh user for remote machines");
+  app.add_option("--ssh_port", o.ssh.port, "ssh port of remote machines")->capture_default_str();
+  app.add_option("--ssh_username", o.ssh.username, "ssh user for remote machines");
+  app.add_option("--ssh_config", o.ssh.config, "ssh client config file (ssh -F)");
+  app.add_flag("--force_ssh", o.ssh.force, "reach every machine over ssh, this host too");
   app.add_option("--master_port", o.master_port, "trainer rendezvous port on machine 0")
       ->capture_default_str();
   app.add_option("--log_dir", o.log_dir, "one log file per process (default WORKSPACE/logs/JOB_ID)");
@@ -39,10 +43,26 @@ int main(int argc, char** argv) {
   app.add_option("--server_ready_timeout_s", o.server_ready_timeout_s,
                  "every server must answer a ping within this time")
       ->capture_default_str();
+  app.add_option("--machine_id", o.machine_id,
+                 "per-node mode: start only this machine's processes (run on every machine; no ssh)");
+  app.add_option("--peer_timeout_s", o.peer_timeout_s,
+                 "per-node mode: wait this long for the other machines' servers")
+      ->capture_default_str();
+  app.add_option("--peer_grace_s", o.peer_grace_s,
+                 "per-node mode: a machine silent this long while our trainers run has failed")
+      ->capture_default_str();
+  bool slurm = false;
+  int slurm_port = gnn::kDefaultPort;
+  app.add_flag("--slurm", slurm,
+               "per-node mode under srun: machine id from SLURM_NODEID; --ip_config is written from "
+               "SLURM_JOB_NODELIST when the file does not exist");
+  app.add_option("--slurm_port", slurm_port, "server base port in an ip_config written by --slurm")
+      ->capture_default_str();
   app.add_option("command", command, "trainer command, e.g. \"gnn-train --num_epochs 2\"")->required();
   int code = 0;
   int rc = gnn::RunMain(app, argc, argv, [&] {
     for (const auto& w : command) o.command += (o.command.empty() ? "" : " ") + w;
+    if (slurm) gnn::ApplySlurm(app.count("--machine_id") > 0, slurm_port, &o);
     o.Validate();
     std::vector<std::string> problems = gnn::CheckLaunch(o);
     if (!problems.empty()) {

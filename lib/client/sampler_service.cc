@@ -153,9 +153,18 @@ void SamplerPool::Dispatch() {
 
 void SamplerPool::ReceiveOne(int timeout_ms) {
   std::vector<zmq::message_t> parts;
-  if (!net::RecvParts(sock_, &parts, net::Millis(timeout_ms))) {
-    throw TimeoutError("no mini-batch from the samplers within " + std::to_string(timeout_ms) +
-                       " ms (waiting for batch " + std::to_string(next_return_) + ")");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      throw TimeoutError("no mini-batch from the samplers within " + std::to_string(timeout_ms) +
+                         " ms (waiting for batch " + std::to_string(next_return_) + ")");
+    }
+    if (net::RecvParts(sock_, &parts, std::min(left, std::chrono::milliseconds(500)))) break;
+    if (check_) {
+      std::string why = check_();
+      if (!why.empty()) throw PeerError(why + " (waiting for batch " + std::to_string(next_return_) + ")");
+    }
   }
   if (parts.size() < 2) return;
   int sampler = -1;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -49,6 +50,10 @@ class SamplerPool {
   // The next batch in order; nullopt after the last. Throws PeerError when a
   // sampler reports an error and TimeoutError when no batch arrives in time.
   std::optional<MiniBatch> Next();
+  // While waiting for batches, `check` runs about twice a second; a
+  // non-empty return (e.g. "gnn-sampler 0 was killed by signal 9") ends
+  // the wait at once with a PeerError carrying it, instead of a timeout.
+  void SetLivenessCheck(std::function<std::string()> check) { check_ = std::move(check); }
   // Tells every sampler to exit.
   void Stop();
   uint64_t bytes_received() const { return bytes_received_; }
@@ -72,6 +77,7 @@ class SamplerPool {
   std::map<int64_t, MiniBatch> ready_;
   uint64_t bytes_received_ = 0;
   bool stopped_ = false;
+  std::function<std::string()> check_;
 };
 
 }  // namespace gnn

@@ -21,12 +21,15 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
 #include "cluster/ip_config.h"
 #include "cluster/ports.h"
+#include "cluster/remote.h"
+#include "cluster/slurm.h"
 #include "common/error.h"
 #include "common/sha256.h"
 #include "net/channel.h"
@@ -66,28 +69,22 @@ bool Executable(const std::string& path) {
 // Absolute path of the trainer binary on this host, "" if not found.
 std::string ResolveBinary(const std::string& word, const std::string& workspace) {
   if (word.empty()) return "";
-  if (word.find('/') != std::string::npos) {
-    std::string p = InWorkspace(workspace, word);
-    return Executable(p) ? p : "";
-  }
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t colon = dirs.find(':', start);
-    std::string dir = dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-    if (!dir.empty() && Executable(dir + "/" + word)) return dir + "/" + word;
-    if (colon == std::string::npos) break;
-    start = colon + 1;
+  if (word.find('/') == std::string::npos) {
+    // As the process's own PATH will find it: WORKSPACE/bin first.
+    const std::string shipped = InWorkspace(workspace, "bin/" + word);
+    if (Executable(shipped)) return shipped;
+    std::string p = FindOnPath(word);
+    if (!p.empty()) return p;
   }
   std::string p = InWorkspace(workspace, word);
   return Executable(p) ? p : "";
 }
 
-std::string SelfDir() {
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "." : self.parent_path().string();
+// A leading "~/" as the local shell would expand it.
+std::string ExpandHome(const std::string& path) {
+  const char* home = std::getenv("HOME");
+  if (home && (path == "~" || path.rfind("~/", 0) == 0)) return std::string(home) + path.substr(1);
+  return path;
 }
 
 // "" if TCP `port` can be bound on this host, else why not.
@@ -136,6 +133,8 @@ struct Proc {
   std::string log_path;
   std::deque<std::string> tail;
   std::string last_stdout;
+  int stdin_fd = -1;    // write end of its stdin; closing it tells it to stop
+  bool remote = false;  // an ssh client standing for a remote process
   bool exited = false;
   int status = 0;
   int exit_seq = 0;  // order in which exits were seen
@@ -232,15 +231,16 @@ class Job {
   // SIGTERM when the launcher dies.
   Proc* Start(int machine, const std::string& role, int rank, const std::vector<std::string>& argv,
               const std::vector<std::string>& env, const std::string& cwd,
-              const std::string& log_dir) {
+              const std::string& log_dir, bool remote) {
     auto p = std::make_unique<Proc>();
+    p->remote = remote;
     p->machine = machine;
     p->role = role;
     p->rank = rank;
     p->log_path = log_dir + "/" + role + "-" + std::to_string(machine) + "-" + std::to_string(rank) + ".log";
     p->log.open(p->log_path, std::ios::out | std::ios::trunc);
-    int out[2], err[2];
-    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+    int in[2], out[2], err[2];
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
       throw Error("cannot create pipes: " + std::string(std::strerror(errno)));
     }
     // Environment: ours, with `env` overriding same-named entries.
@@ -272,8 +272,7 @@ class Job {
       ::signal(SIGPIPE, SIG_DFL);
       ::dup2(out[1], 1);
       ::dup2(err[1], 2);
-      int devnull = ::open("/dev/null", O_RDONLY);
-      if (devnull >= 0) ::dup2(devnull, 0);
+      ::dup2(in[0], 0);  // EOF here = the launcher is gone (GNN_WATCH_STDIN)
       if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) _exit(127);
       environ = envp.data();
       ::execvp(args[0], args.data());
@@ -284,8 +283,10 @@ class Job {
     }
     ::setpgid(pid, pid);  // no race with the child's own call
     guardian_->Watch(pid);
+    ::close(in[0]);
     ::close(out[1]);
     ::close(err[1]);
+    p->stdin_fd = in[1];
     p->pid = pid;
     p->fds[0] = out[0];
     p->fds[1] = err[0];
@@ -353,13 +354,22 @@ class Job {
     return true;
   }
 
-  // SIGTERM to every process group, SIGKILL to what is left after `grace`.
+  // Closes every stdin (a remote process sees EOF through ssh and stops),
+  // SIGTERMs every local process group, and after `grace` SIGTERMs the ssh
+  // clients still running and SIGKILLs what is left.
   void Stop(double grace_s) {
     for (auto& p : procs_) {
-      if (!p->exited) ::kill(-p->pid, SIGTERM);
+      if (p->stdin_fd >= 0) ::close(p->stdin_fd);
+      p->stdin_fd = -1;
+      if (!p->exited && !p->remote) ::kill(-p->pid, SIGTERM);
     }
     auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                        std::chrono::duration<double>(grace_s));
+    while (Clock::now() < deadline && !AllExited()) Pump(50);
+    for (auto& p : procs_) {
+      if (!p->exited) ::kill(-p->pid, SIGTERM);
+    }
+    deadline = Clock::now() + std::chrono::seconds(1);
     while (Clock::now() < deadline && !AllExited()) Pump(50);
     KillAll();
     // Orphaned grandchildren (samplers of a killed trainer) were SIGKILLed
@@ -394,6 +404,8 @@ class Job {
   // SIGKILL every group (also children a leader left behind) and reap.
   void KillAll() {
     for (auto& p : procs_) {
+      if (p->stdin_fd >= 0) ::close(p->stdin_fd);
+      p->stdin_fd = -1;
       if (p->pid > 0) ::kill(-p->pid, SIGKILL);
       if (!p->exited && p->pid > 0) {
         int status = 0;
@@ -456,70 +468,191 @@ void LaunchOptions::Validate() const {
   if (num_servers < 1) throw ConfigError("--num_servers must be >= 1");
   if (part_config.empty()) throw ConfigError("--part_config is required");
   if (ip_config.empty()) throw ConfigError("--ip_config is required");
-  if (ssh_port < 1 || ssh_port > 65535) throw ConfigError("--ssh_port out of range [1, 65535]");
+  ssh.Validate();
+  if (machine_id < -1) throw ConfigError("--machine_id must be >= 0");
+  if (!(peer_timeout_s > 0)) throw ConfigError("--peer_timeout_s must be > 0");
+  if (!(peer_grace_s >= 0)) throw ConfigError("--peer_grace_s must be >= 0");
   if (master_port < 1 || master_port > 65535) throw ConfigError("--master_port out of range [1, 65535]");
   if (grace_s < 0) throw ConfigError("--grace_s must be >= 0");
   if (FirstWord(command, nullptr).empty()) throw ConfigError("the trainer command is missing");
 }
 
-bool IsLocalHost(const std::string& host) {
-  if (host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0) return true;
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) == 0 && host == name) return true;
-  ifaddrs* addrs = nullptr;
-  if (::getifaddrs(&addrs) != 0) return false;
-  bool found = false;
-  for (ifaddrs* a = addrs; a && !found; a = a->ifa_next) {
-    if (!a->ifa_addr) continue;
-    char buf[INET6_ADDRSTRLEN] = {};
-    if (a->ifa_addr->sa_family == AF_INET) {
-      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, buf, sizeof(buf));
-    } else if (a->ifa_addr->sa_family == AF_INET6) {
-      ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr, buf, sizeof(buf));
-    } else {
-      continue;
-    }
-    found = host == buf;
-  }
-  ::freeifaddrs(addrs);
-  return found;
+namespace {
+
+// Where machine m's processes run and which files they read.
+struct MachinePlan {
+  MachineAddress address;
+  bool local = false;
+  std::string workspace;    // absolute for local machines; as given (maybe "~/...") for remote
+  std::string part_config;  // as the machine's processes see it
+  std::string ip_config;
+};
+
+// The launcher's own copy of a workspace-relative file: in machine 0's
+// workspace if it is there, else relative to the current directory.
+std::string LauncherPath(const LaunchOptions& o, const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  std::error_code ec;
+  const std::string ws0 = ExpandHome(MachineWorkspace(o.workspace, std::max(o.machine_id, 0)));
+  std::string in_ws = InWorkspace(ws0, path);
+  if (fs::exists(in_ws, ec)) return in_ws;
+  return fs::exists(path, ec) ? fs::absolute(path).lexically_normal().string() : in_ws;
 }
 
-std::string ShellQuote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      out += "'\\''";
+std::vector<MachinePlan> PlanMachines(const LaunchOptions& o, const std::vector<MachineAddress>& machines) {
+  std::vector<MachinePlan> plans;
+  for (size_t m = 0; m < machines.size(); ++m) {
+    MachinePlan p;
+    p.address = machines[m];
+    p.local = RunsLocally(o.ssh, machines[m].host);
+    const std::string ws = MachineWorkspace(o.workspace, static_cast<int>(m));
+    if (p.local) {
+      p.workspace = fs::absolute(ExpandHome(ws)).lexically_normal().string();
+      p.part_config = InWorkspace(p.workspace, o.part_config);
+      p.ip_config = InWorkspace(p.workspace, o.ip_config);
     } else {
-      out += c;
+      p.workspace = ws;
+      p.part_config = o.part_config;  // the remote process runs in its workspace
+      p.ip_config = o.ip_config;
     }
+    plans.push_back(p);
   }
-  return out + "'";
+  return plans;
 }
 
-std::vector<std::string> SshArgv(const std::string& host, int port, const std::string& user,
-                                 const std::string& workspace,
-                                 const std::vector<std::string>& env_vars,
-                                 const std::string& command) {
-  std::vector<std::string> argv = {"ssh", "-o", "BatchMode=yes", "-p", std::to_string(port)};
-  if (!user.empty()) {
-    argv.push_back("-l");
-    argv.push_back(user);
+// One shell script that prints one line per problem on a remote machine.
+std::string RemoteCheckScript(const MachinePlan& p, const std::string& trainer_word) {
+  const std::string ws = ShellPath(p.workspace);
+  std::string s = "cd " + ws + " 2>/dev/null || { echo \"workspace " + p.workspace +
+                  " does not exist\"; exit 0; }; PATH=\"$PWD/bin:$PATH\"; ";
+  for (const auto& f : {p.part_config, p.ip_config}) {
+    s += "test -r " + ShellQuote(f) + " || echo " + ShellQuote("file " + f + " not found in the workspace") + "; ";
   }
-  argv.push_back(host);
-  std::string remote = "cd " + ShellQuote(workspace) + " && env";
-  for (const auto& e : env_vars) remote += " " + ShellQuote(e);
-  remote += " " + command;
-  argv.push_back(remote);
-  return argv;
+  for (const auto& b : {std::string("gnn-server"), trainer_word}) {
+    s += "command -v " + ShellQuote(b) + " >/dev/null || echo " +
+         ShellQuote("binary " + b + " not found (workspace bin/ or PATH)") + "; ";
+  }
+  return s + "exit 0";
+}
+
+// True if server `s` of machine `m` answers a Ping within `timeout_ms`.
+bool Ping(zmq::context_t& ctx, const MachineAddress& machine, int m, int s, int timeout_ms) {
+  net::Connection c(ctx, Endpoint(machine, s), "machine " + std::to_string(m) + " server " + std::to_string(s));
+  try {
+    c.Call(net::MakeMessage(net::MsgType::kPing, 0), net::Millis(timeout_ms));
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// Per-node launchers of one job share its id without talking: derived from
+// what they all read (ip_config, partition config) and the master port.
+std::string PerNodeJobId(const LaunchOptions& o, const std::string& ip_path, const std::string& part_path) {
+  Sha256 h;
+  for (const std::string& part : {Sha256File(ip_path), Sha256File(part_path), std::to_string(o.master_port)}) {
+    h.Update(part.data(), part.size());
+    h.Update("|", 1);
+  }
+  return "job-" + h.HexDigest().substr(0, 16);
+}
+
+// Pings server 0 of every machine but `self` once a second from its own
+// thread (self < 0: watches nothing) and remembers since when each has
+// been silent.
+class PeerWatch {
+ public:
+  PeerWatch(const std::vector<MachineAddress>& machines, int self) : machines_(machines) {
+    if (self < 0 || machines.size() < 2) return;
+    silent_since_.assign(machines.size(), Clock::time_point{});
+    thread_ = std::thread([this, self] {
+      zmq::context_t ctx;
+      std::vector<int> misses(machines_.size(), 0);
+      while (!stop_.load()) {
+        for (size_t m = 0; m < machines_.size() && !stop_.load(); ++m) {
+          if (static_cast<int>(m) == self) continue;
+          const bool ok = Ping(ctx, machines_[m], static_cast<int>(m), 0, 1000);
+          std::lock_guard<std::mutex> lock(mu_);
+          if (ok) {
+            misses[m] = 0;
+            silent_since_[m] = Clock::time_point{};
+          } else if (++misses[m] == 2) {  // one lost ping is not a failure
+            silent_since_[m] = Clock::now();
+          }
+        }
+        for (int i = 0; i < 10 && !stop_.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+  }
+  ~PeerWatch() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  // "machine 1 (host:port) stopped answering N s ago" for the peer silent
+  // longest, if for more than `for_s` seconds; "" otherwise.
+  std::string Silent(double for_s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string out;
+    double longest = -1;
+    for (size_t m = 0; m < silent_since_.size(); ++m) {
+      if (silent_since_[m] == Clock::time_point{}) continue;
+      const double age = std::chrono::duration<double>(Clock::now() - silent_since_[m]).count();
+      if (age >= for_s && age > longest) {
+        longest = age;
+        out = "machine " + std::to_string(m) + " (" + machines_[m].host + ":" + std::to_string(machines_[m].port) +
+              ") stopped answering " + std::to_string(std::lround(age)) +
+              " s ago: its job failed or the machine is gone";
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::vector<MachineAddress> machines_;
+  std::vector<Clock::time_point> silent_since_;
+  std::mutex mu_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace
+
+void ApplySlurm(bool machine_id_given, int port, LaunchOptions* o) {
+  const SlurmNode node = ReadSlurm(ProcessEnvironment());
+  if (!machine_id_given) o->machine_id = node.machine_id;
+  if (o->job_id.empty() && !node.job_id.empty()) o->job_id = "slurm-" + node.job_id;
+  if (o->ip_config.empty()) o->ip_config = "ip_config.txt";
+  const std::string path = LauncherPath(*o, o->ip_config);
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    const size_t listed = ReadIpConfig(path).size();
+    if (static_cast<int>(listed) != node.num_machines) {
+      throw ConfigError("--slurm: " + path + " lists " + std::to_string(listed) + " machines but SLURM_NNODES is " +
+                        std::to_string(node.num_machines) + " (remove it to have it written from the node list)");
+    }
+    return;
+  }
+  if (port < 1 || port + 1 > 65535) throw ConfigError("--slurm_port " + std::to_string(port) + " out of range");
+  // Every node writes the same text; a rename keeps readers from ever
+  // seeing half a file, also on a shared file system.
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp);
+    out << SlurmIpConfig(node.hosts, port);
+    if (!out.flush()) throw ConfigError("--slurm: cannot write " + tmp);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    throw ConfigError("--slurm: cannot write " + path + ": " + std::strerror(errno));
+  }
+  std::cerr << "gnn-launch: wrote " << path << " (" << node.hosts.size() << " machines) from SLURM_JOB_NODELIST\n";
 }
 
 std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
   std::vector<std::string> problems;
-  std::error_code ec;
-  if (!fs::is_directory(o.workspace, ec)) problems.push_back("workspace " + o.workspace + " is not a directory");
-  const std::string ip_path = InWorkspace(o.workspace, o.ip_config);
-  const std::string part_path = InWorkspace(o.workspace, o.part_config);
+  const std::string ip_path = LauncherPath(o, o.ip_config);
+  const std::string part_path = LauncherPath(o, o.part_config);
   std::vector<MachineAddress> machines;
   bool have_machines = false, have_parts = false;
   PartitionConfig config;
@@ -535,47 +668,103 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
   } catch (const std::exception& e) {
     problems.push_back(std::string("part_config: ") + e.what());
   }
+  if (have_machines && o.machine_id >= static_cast<int>(machines.size())) {
+    problems.push_back("--machine_id " + std::to_string(o.machine_id) + " but ip_config " + ip_path + " lists " +
+                       std::to_string(machines.size()) + " machines");
+    return problems;
+  }
   if (have_machines && have_parts && config.num_parts != static_cast<int>(machines.size())) {
     problems.push_back("partition config " + part_path + " has " + std::to_string(config.num_parts) +
                        " partitions but ip_config " + ip_path + " lists " +
                        std::to_string(machines.size()) + " machines (one partition per machine)");
   }
+  const std::string word = FirstWord(o.command, nullptr);
+  if (!have_machines) return problems;
+  try {
+    CheckServerPorts(machines, o.num_servers, ip_path);
+  } catch (const std::exception& e) {
+    problems.push_back(e.what());
+  }
+  const std::vector<MachinePlan> plans = PlanMachines(o, machines);
   bool any_local = false;
-  if (have_machines) {
-    try {
-      CheckServerPorts(machines, o.num_servers, ip_path);
-    } catch (const std::exception& e) {
-      problems.push_back(e.what());
+  std::vector<std::thread> remote_checks;
+  std::vector<std::string> remote_problems(plans.size());
+  for (size_t m = 0; m < plans.size(); ++m) {
+    const MachinePlan& p = plans[m];
+    const std::string who = "machine " + std::to_string(m) + " (" + p.address.host + ")";
+    if (o.machine_id >= 0 && static_cast<int>(m) != o.machine_id) continue;  // its own launcher checks it
+    if (o.machine_id >= 0 && !p.local) {
+      problems.push_back(who + " (" + ip_path + ":" + std::to_string(p.address.line) +
+                         ") is not an address of this host: run gnn-launch --machine_id " + std::to_string(m) +
+                         " on that machine");
+      continue;
     }
-    for (size_t m = 0; m < machines.size(); ++m) {
-      const auto& mc = machines[m];
-      if (!IsLocalHost(mc.host)) continue;
-      any_local = true;
-      for (int s = 0; s < o.num_servers && mc.port + s <= 65535; ++s) {
-        std::string why = PortBusy(mc.host, mc.port + s);
-        if (!why.empty()) {
-          problems.push_back("port " + std::to_string(mc.port + s) + " of machine " + std::to_string(m) +
-                             " server " + std::to_string(s) + " (" + ip_path + ":" +
-                             std::to_string(mc.line) + ") is busy: " + why);
+    if (!p.local) {
+      remote_checks.emplace_back([&, m, who] {
+        CommandResult r = RunCommand(SshArgv(o.ssh, plans[m].address.host, RemoteCheckScript(plans[m], word)),
+                                     o.ssh.connect_timeout_s + 20);
+        if (r.exit_code != 0) {
+          remote_problems[m] = who + ": ssh failed (" + r.Describe() + "): " + r.LastErrorLine();
+          return;
         }
+        std::string lines = r.out;
+        while (!lines.empty() && lines.back() == '\n') lines.pop_back();
+        size_t start = 0;
+        while (start < lines.size()) {
+          size_t nl = lines.find('\n', start);
+          std::string line = lines.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+          if (!line.empty()) remote_problems[m] += (remote_problems[m].empty() ? "" : "\n") + who + ": " + line;
+          if (nl == std::string::npos) break;
+          start = nl + 1;
+        }
+      });
+      continue;
+    }
+    any_local = true;
+    std::error_code ec;
+    if (!fs::is_directory(p.workspace, ec)) {
+      problems.push_back(who + ": workspace " + p.workspace + " is not a directory");
+    } else {
+      for (const auto& f : {p.part_config, p.ip_config}) {
+        const bool said = (f == part_path && !have_parts) || (f == ip_path && !have_machines);
+        if (!said && ::access(f.c_str(), R_OK) != 0) problems.push_back(who + ": " + f + " not found");
       }
-      if (m == 0) {
-        if (o.master_port >= mc.port && o.master_port < mc.port + o.num_servers) {
-          problems.push_back("--master_port " + std::to_string(o.master_port) +
-                             " collides with machine 0's server ports");
-        } else {
-          std::string why = PortBusy(mc.host, o.master_port);
-          if (!why.empty()) {
-            problems.push_back("master port " + std::to_string(o.master_port) + " on machine 0 is busy: " + why);
-          }
+    }
+    for (int s = 0; s < o.num_servers && p.address.port + s <= 65535; ++s) {
+      std::string why = PortBusy(p.address.host, p.address.port + s);
+      if (!why.empty()) {
+        problems.push_back("port " + std::to_string(p.address.port + s) + " of machine " + std::to_string(m) +
+                           " server " + std::to_string(s) + " (" + ip_path + ":" +
+                           std::to_string(p.address.line) + ") is busy: " + why);
+      }
+    }
+    if (m == 0) {
+      if (o.master_port >= p.address.port && o.master_port < p.address.port + o.num_servers) {
+        problems.push_back("--master_port " + std::to_string(o.master_port) +
+                           " collides with machine 0's server ports");
+      } else {
+        std::string why = PortBusy(p.address.host, o.master_port);
+        if (!why.empty()) {
+          problems.push_back("master port " + std::to_string(o.master_port) + " on machine 0 is busy: " + why);
         }
       }
     }
   }
-  if (any_local || !have_machines) {
-    const std::string word = FirstWord(o.command, nullptr);
-    if (ResolveBinary(word, o.workspace).empty()) {
-      problems.push_back("trainer binary '" + word + "' not found (PATH or workspace " + o.workspace + ")");
+  for (auto& t : remote_checks) t.join();
+  for (const auto& rp : remote_problems) {
+    size_t start = 0;
+    while (start < rp.size()) {
+      size_t nl = rp.find('\n', start);
+      problems.push_back(rp.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+      if (nl == std::string::npos) break;
+      start = nl + 1;
+    }
+  }
+  if (any_local) {
+    const size_t first = o.machine_id >= 0 ? static_cast<size_t>(o.machine_id) : 0;
+    const std::string ws0 = plans[first].local ? plans[first].workspace : fs::current_path().string();
+    if (ResolveBinary(word, ws0).empty()) {
+      problems.push_back("trainer binary '" + word + "' not found (PATH or workspace " + ws0 + ")");
     }
     const std::string server = o.server_binary.empty() ? SelfDir() + "/gnn-server" : o.server_binary;
     if (!Executable(server)) problems.push_back("server binary " + server + " not found");
@@ -585,45 +774,62 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
 
 int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
   const auto t0 = Clock::now();
-  const std::string workspace = fs::absolute(o.workspace).lexically_normal().string();
-  const std::string ip_path = InWorkspace(workspace, o.ip_config);
-  const std::string part_path = InWorkspace(workspace, o.part_config);
-  const std::string job_id =
-      !o.job_id.empty() ? o.job_id
-                        : "job-" + std::to_string(::getpid()) + "-" +
-                              std::to_string(std::chrono::system_clock::now().time_since_epoch().count() / 1000000);
-  const std::string log_dir = o.log_dir.empty() ? workspace + "/logs/" + job_id : InWorkspace(workspace, o.log_dir);
-  fs::create_directories(log_dir);
+  const std::string ip_path = LauncherPath(o, o.ip_config);
+  const std::string part_path = LauncherPath(o, o.part_config);
+  const bool per_node = o.machine_id >= 0;
+  const std::string job_id = !o.job_id.empty() ? o.job_id : per_node ? PerNodeJobId(o, ip_path, part_path)
+                             : "job-" + std::to_string(::getpid()) + "-" +
+                                   std::to_string(std::chrono::system_clock::now().time_since_epoch().count() /
+                                                  1000000);
   const std::vector<MachineAddress> machines = ReadIpConfig(ip_path);
+  // Machines this launcher starts processes on: all, or only its own.
+  auto mine = [&](size_t m) { return !per_node || static_cast<int>(m) == o.machine_id; };
   const PartitionConfig config = LoadPartitionConfig(part_path);
+  const std::vector<MachinePlan> plans = PlanMachines(o, machines);
+  std::string log_dir;
+  {
+    std::error_code ec;
+    const std::string base = plans[0].local && fs::is_directory(plans[0].workspace, ec)
+                                 ? plans[0].workspace
+                                 : fs::current_path().string();
+    log_dir = o.log_dir.empty() ? base + "/logs/" + job_id : InWorkspace(base, ExpandHome(o.log_dir));
+  }
+  fs::create_directories(log_dir);
   const std::string server_bin = o.server_binary.empty() ? SelfDir() + "/gnn-server" : o.server_binary;
   std::string rest;
   const std::string word = FirstWord(o.command, &rest);
-  const std::string local_trainer = ResolveBinary(word, workspace);
   const std::string master_addr = machines[0].host;
 
-  std::vector<bool> local(machines.size());
-  for (size_t m = 0; m < machines.size(); ++m) local[m] = IsLocalHost(machines[m].host);
   std::vector<std::string> shm_names;
-  try {
-    const std::string sha = Sha256File(part_path);
-    for (size_t m = 0; m < machines.size(); ++m) {
-      if (local[m]) shm_names.push_back(JobShmName(config.graph_name, sha, job_id, static_cast<int>(m)));
+  for (size_t m = 0; m < plans.size(); ++m) {
+    if (!plans[m].local || !mine(m)) continue;
+    try {
+      shm_names.push_back(
+          JobShmName(config.graph_name, Sha256File(plans[m].part_config), job_id, static_cast<int>(m)));
+    } catch (const std::exception&) {
     }
-  } catch (const std::exception&) {
   }
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphaned grandchildren come to us to be reaped
   Guardian guardian(o.grace_s, shm_names);  // before any thread exists
   Job job(&guardian);
 
+  // Every process watches its stdin: EOF means the launcher (or its ssh
+  // connection) is gone, and the process stops by itself.
   auto start = [&](int m, const std::string& role, int rank, const std::string& local_cmd,
-                   const std::string& remote_cmd, const std::vector<std::string>& env) {
-    if (local[m]) {
-      job.Start(m, role, rank, {"/bin/sh", "-c", "exec " + local_cmd}, env, workspace, log_dir);
+                   const std::string& remote_cmd, std::vector<std::string> env) {
+    const MachinePlan& p = plans[static_cast<size_t>(m)];
+    env.push_back("GNN_WATCH_STDIN=1");
+    env.push_back("GNN_IP_CONFIG=" + p.ip_config);
+    env.push_back("GNN_PART_CONFIG=" + p.part_config);
+    env.push_back("GNN_MACHINE_ID=" + std::to_string(m));
+    env.push_back("GNN_JOB_ID=" + job_id);
+    if (p.local) {
+      const char* path = std::getenv("PATH");
+      env.push_back("PATH=" + p.workspace + "/bin" + (path ? std::string(":") + path : ""));
+      job.Start(m, role, rank, {"/bin/sh", "-c", "exec " + local_cmd}, env, p.workspace, log_dir, false);
     } else {
-      job.Start(m, role, rank,
-                SshArgv(machines[m].host, o.ssh_port, o.ssh_username, workspace, env, remote_cmd), {},
-                "", log_dir);
+      job.Start(m, role, rank, SshArgv(o.ssh, p.address.host, RemoteCommand(p.workspace, env, remote_cmd)), {},
+                "", log_dir, true);
     }
   };
 
@@ -631,8 +837,8 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
   auto fail = [&](Proc* failed) {
     job.Stop(o.grace_s);
     if (failed) {
-      std::cerr << "gnn-launch: " << failed->Name() << " (pid " << failed->pid << ") "
-                << Describe(failed->status) << "; log " << failed->log_path << "; last lines:\n";
+      std::cerr << "gnn-launch: " << failed->Name() << " (pid " << failed->pid << (failed->remote ? ", ssh" : "")
+                << ") " << Describe(failed->status) << "; log " << failed->log_path << "; last lines:\n";
       for (const auto& line : failed->tail) std::cerr << "  " << line << "\n";
       return 1;
     }
@@ -646,22 +852,34 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
   std::cerr << "gnn-launch: job " << job_id << ", " << machines.size() << " machines, logs in " << log_dir
             << "\n";
   for (size_t m = 0; m < machines.size(); ++m) {
+    if (!mine(m)) continue;
     for (int s = 0; s < o.num_servers; ++s) {
-      std::vector<std::string> env = {"GNN_IP_CONFIG=" + ip_path, "GNN_PART_CONFIG=" + part_path,
-                                      "GNN_MACHINE_ID=" + std::to_string(m),
-                                      "GNN_SERVER_ID=" + std::to_string(s),
-                                      "GNN_NUM_SERVERS=" + std::to_string(o.num_servers),
-                                      "GNN_JOB_ID=" + job_id};
-      start(static_cast<int>(m), "server", s, ShellQuote(server_bin), ShellQuote(server_bin), env);
+      std::vector<std::string> env = {"GNN_SERVER_ID=" + std::to_string(s),
+                                      "GNN_NUM_SERVERS=" + std::to_string(o.num_servers)};
+      start(static_cast<int>(m), "server", s, ShellQuote(server_bin), "gnn-server", env);
     }
   }
 
-  // Servers are ready when each answers a Ping.
+  // Servers are ready when each answers a Ping: this launcher's own within
+  // --server_ready_timeout_s; in per-node mode the other machines' within
+  // --peer_timeout_s (their launchers may start later), with progress lines.
   {
     zmq::context_t ctx;
-    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(o.server_ready_timeout_s));
+    auto after = [](double seconds) {
+      return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    };
+    const auto own_deadline = after(o.server_ready_timeout_s);
+    const auto peer_deadline = after(std::max(o.server_ready_timeout_s, o.peer_timeout_s));
+    auto next_note = after(10);
+    std::vector<size_t> order;
     for (size_t m = 0; m < machines.size(); ++m) {
+      if (mine(m)) order.push_back(m);
+    }
+    for (size_t m = 0; m < machines.size(); ++m) {
+      if (!mine(m)) order.push_back(m);
+    }
+    for (size_t m : order) {
+      const auto deadline = mine(m) ? own_deadline : peer_deadline;
       for (int s = 0; s < o.num_servers; ++s) {
         while (true) {
           if (signal.load()) {
@@ -675,17 +893,20 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
             cleanup_shm();
             return rc;
           }
-          net::Connection c(ctx, Endpoint(machines[m], s), "machine " + std::to_string(m) + " server " + std::to_string(s));
-          try {
-            c.Call(net::MakeMessage(net::MsgType::kPing, 0), net::Millis(200));
-            break;
-          } catch (const std::exception&) {
+          if (Ping(ctx, machines[m], static_cast<int>(m), s, 200)) break;
+          if (Clock::now() > next_note) {
+            std::cerr << "gnn-launch: waiting for machine " << m << " server " << s << " at "
+                      << Endpoint(machines[m], s) << " ("
+                      << std::lround(std::chrono::duration<double>(Clock::now() - t0).count()) << " s)\n";
+            next_note = after(10);
           }
           if (Clock::now() > deadline) {
             job.Stop(o.grace_s);
             cleanup_shm();
             std::cerr << "gnn-launch: machine " << m << " server " << s << " at " << Endpoint(machines[m], s)
-                      << " did not answer within " << o.server_ready_timeout_s << " s\n";
+                      << " did not answer within "
+                      << (mine(m) ? o.server_ready_timeout_s : std::max(o.server_ready_timeout_s, o.peer_timeout_s))
+                      << " s" << (mine(m) ? "" : " (is gnn-launch running on that machine?)") << "\n";
             return kExitTimeout;
           }
         }
@@ -693,15 +914,19 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
     }
   }
 
+  // Per-node mode: a thread pings every other machine's server 0; a machine
+  // that stops answering while our trainers still run has failed (its
+  // launcher tore its job down) or is gone.
+  PeerWatch peers(machines, per_node ? o.machine_id : -1);
+
   for (size_t m = 0; m < machines.size(); ++m) {
+    if (!mine(m)) continue;
+    const std::string local_trainer = plans[m].local ? ResolveBinary(word, plans[m].workspace) : "";
     for (int t = 0; t < o.num_trainers; ++t) {
       std::vector<std::string> env = {
-          "GNN_IP_CONFIG=" + ip_path,           "GNN_PART_CONFIG=" + part_path,
-          "GNN_MACHINE_ID=" + std::to_string(m), "GNN_TRAINER_ID=" + std::to_string(t),
-          "GNN_NUM_TRAINERS=" + std::to_string(o.num_trainers),
-          "GNN_NUM_SERVERS=" + std::to_string(o.num_servers),
-          "GNN_NUM_SAMPLERS=" + std::to_string(o.num_samplers), "GNN_MASTER_ADDR=" + master_addr,
-          "GNN_MASTER_PORT=" + std::to_string(o.master_port),    "GNN_JOB_ID=" + job_id};
+          "GNN_TRAINER_ID=" + std::to_string(t),          "GNN_NUM_TRAINERS=" + std::to_string(o.num_trainers),
+          "GNN_NUM_SERVERS=" + std::to_string(o.num_servers), "GNN_NUM_SAMPLERS=" + std::to_string(o.num_samplers),
+          "GNN_MASTER_ADDR=" + master_addr,                "GNN_MASTER_PORT=" + std::to_string(o.master_port)};
       start(static_cast<int>(m), "trainer", t, ShellQuote(local_trainer) + rest, o.command, env);
     }
   }
@@ -715,20 +940,35 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
     }
     if (Proc* f = job.FirstFailure(!job.TrainersDone())) {
       if (f->role == "trainer" || !job.TrainersDone()) {
+        // A peer that went silent first is the likelier cause: say so.
+        std::string peer = peers.Silent(0);
         int rc = fail(f);
+        if (!peer.empty()) std::cerr << "gnn-launch: before that, " << peer << "\n";
         cleanup_shm();
         return rc;
       }
     }
     if (job.TrainersDone()) break;
+    // A peer silent for longer than the grace, while our trainers still
+    // run: a trainer that finished normally would have ended by now.
+    std::string peer = peers.Silent(o.peer_grace_s);
+    if (!peer.empty()) {
+      job.Stop(o.grace_s);
+      cleanup_shm();
+      std::cerr << "gnn-launch: " << peer << "; stopping this machine's job\n";
+      return kExitPeer;
+    }
   }
+  peers.Stop();
 
   // Every trainer exited 0: stop the servers.
   job.Stop(o.grace_s);
   cleanup_shm();
   std::string summary;
   for (const auto& p : job.procs()) {
-    if (p->role == "trainer" && p->machine == 0 && p->rank == 0) summary = p->last_stdout;
+    if (p->role == "trainer" && p->machine == (per_node ? o.machine_id : 0) && p->rank == 0) {
+      summary = p->last_stdout;
+    }
   }
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   try {
@@ -738,6 +978,7 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
     std::cout << j.dump() << std::endl;
   } catch (const std::exception&) {
     nlohmann::json j = {{"wall_time_s", wall}, {"trainer_output", summary}};
+    if (per_node) j["machine_id"] = o.machine_id;
     std::cout << j.dump() << std::endl;
   }
   return 0;

@@ -10,17 +10,21 @@
 #include <string>
 #include <vector>
 
+#include "cluster/remote.h"
+
 namespace gnn {
 
 struct LaunchOptions {
-  std::string workspace = ".";  // remote processes `cd` here; relative paths start here
+  // Every process runs in its machine's workspace; relative paths start
+  // there. "{machine}" expands to the machine index (two "machines" on one
+  // host get two workspaces), a leading "~/" to the home directory.
+  std::string workspace = ".";
   int num_trainers = 1;         // trainers per machine
   int num_samplers = 0;         // gnn-sampler processes per trainer (the trainer starts them)
   int num_servers = 1;          // servers per machine
   std::string part_config;      // relative to workspace unless absolute
   std::string ip_config;        // relative to workspace unless absolute
-  int ssh_port = 22;
-  std::string ssh_username;     // "" = ssh's default
+  SshOptions ssh;               // how remote machines are reached
   int master_port = 29500;      // trainer rendezvous on machine 0
   std::string log_dir;          // "" = WORKSPACE/logs/JOB_ID
   std::string job_id;           // "" = "job-<pid>-<time>"
@@ -28,13 +32,29 @@ struct LaunchOptions {
   double server_ready_timeout_s = 60;  // every server must answer a Ping by then
   std::string command;          // trainer command line (shell words)
   std::string server_binary;    // gnn-server to run ("" = next to this executable)
+  // Per-node mode (>= 0): start and supervise only this machine's
+  // processes, as local children; run once on every machine, the
+  // launchers form one job without ssh. The job id then defaults to one
+  // derived from ip_config, part_config and master port, so all agree.
+  int machine_id = -1;
+  double peer_timeout_s = 300;  // per-node: wait this long for other machines' servers
+  double peer_grace_s = 10;     // per-node: a peer silent this long while our trainers run = failed
 
   void Validate() const;  // ConfigError naming the bad field
 };
 
+// --slurm: machine id (unless given) from SLURM_NODEID, job id from
+// SLURM_JOB_ID (unless given), and the ip_config (default ip_config.txt)
+// written from SLURM_JOB_NODELIST with base port `port` when the file does
+// not exist. ConfigError naming the variable or file on bad input.
+void ApplySlurm(bool machine_id_given, int port, LaunchOptions* o);
+
 // Every problem that would stop the launch, one message each (empty = go):
 // unreadable/malformed ip_config or partition config, partition count !=
-// machines, busy local ports (naming the holder), missing binaries.
+// machines, busy local ports (naming the holder), missing binaries or
+// files on any machine, remote machines that ssh cannot reach. The
+// launcher reads ip_config and part_config in machine 0's workspace when
+// they are there, else relative to the current directory.
 std::vector<std::string> CheckLaunch(const LaunchOptions& options);
 
 // Runs the job to the end. Returns the launcher's exit code: 0 when every
@@ -43,18 +63,5 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& options);
 // when `signal` became non-zero (set by the caller's SIGINT/SIGTERM
 // handler). Call from the main thread (children die with it).
 int RunLaunch(const LaunchOptions& options, const std::atomic<int>& signal);
-
-// True for 127.0.0.1, localhost, ::1 and the addresses of this host.
-bool IsLocalHost(const std::string& host);
-
-// 'text' quoted for a POSIX shell.
-std::string ShellQuote(const std::string& text);
-
-// The ssh command line that runs `env_vars` + `command` in `workspace` on
-// `host` (BatchMode, port, optional user).
-std::vector<std::string> SshArgv(const std::string& host, int port, const std::string& user,
-                                 const std::string& workspace,
-                                 const std::vector<std::string>& env_vars,
-                                 const std::string& command);
 
 }  // namespace gnn

@@ -1,10 +1,16 @@
 #include "common/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
+#include <thread>
+
+#include <signal.h>
+#include <unistd.h>
 
 #include "common/error.h"
 
@@ -17,6 +23,26 @@ int Fail(const std::string& program, const std::string& message, int code) {
   return code;
 }
 }  // namespace
+
+void WatchLauncherStdin(const std::string& program, double grace_s) {
+  std::thread([program, grace_s] {
+    char buf[256];
+    while (true) {
+      ssize_t n = ::read(0, buf, sizeof(buf));
+      if (n > 0 || (n < 0 && errno == EINTR)) continue;
+      break;
+    }
+    // Our stdout/stderr may be gone with the launcher too: a write must not
+    // kill us (SIGPIPE) before the clean stop below.
+    ::signal(SIGPIPE, SIG_IGN);
+    std::string line = program + ": launcher gone (stdin closed), stopping\n";
+    ssize_t ignored = ::write(2, line.data(), line.size());
+    (void)ignored;
+    ::kill(::getpid(), SIGTERM);
+    std::this_thread::sleep_for(std::chrono::duration<double>(grace_s));
+    std::_Exit(kExitPeer);
+  }).detach();
+}
 
 void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, std::string* out) {
   const char* v = std::getenv(env);
@@ -47,6 +73,8 @@ int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& b
   } catch (const CLI::ParseError& e) {
     return Fail(program, std::string(e.what()) + " (see --help)", kExitConfig);
   }
+  const char* watch = std::getenv("GNN_WATCH_STDIN");
+  if (watch && std::string(watch) == "1") WatchLauncherStdin(program, 10);
   try {
     body();
     return kExitOk;

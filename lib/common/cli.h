@@ -14,7 +14,16 @@ namespace gnn {
 // error, or a gnn::Error / std::exception from body, prints one line
 // "<program>: error: <message>" on stderr and returns a non-zero exit code
 // (see ExitCode in common/error.h).
+//
+// With GNN_WATCH_STDIN=1 in the environment (gnn-launch sets it), the
+// binary also watches its stdin: EOF means the launcher or its ssh
+// connection is gone, and the process stops itself (WatchLauncherStdin).
 int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& body);
+
+// Starts a thread that waits for EOF on stdin, then prints one line,
+// sends this process SIGTERM (its normal, clean stop) and, if it is still
+// alive `grace_s` later, exits with kExitPeer.
+void WatchLauncherStdin(const std::string& program, double grace_s);
 
 // Launcher environment, read once at the top of main: fills *out from the
 // environment variable `env` unless `flag` was given on the command line

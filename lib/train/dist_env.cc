@@ -17,6 +17,7 @@
 #include "client/dist_graph.h"
 #include "client/sampler_service.h"
 #include "cluster/ip_config.h"
+#include "cluster/remote.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/sha256.h"
@@ -160,12 +161,6 @@ class SamplerChildren {
   std::vector<pid_t> pids_;
 };
 
-std::string SelfDir() {
-  std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string(".") : p.parent_path().string();
-}
-
 class DistEnv : public TrainEnv {
  public:
   DistEnv(const TrainOptions& o, const PartitionConfig& config) : o_(o), config_(config) {
@@ -235,6 +230,7 @@ class DistEnv : public TrainEnv {
                          std::to_string(s), "--job_id", o.job_id, "--timeout_ms",
                          std::to_string(o.request_timeout_ms)});
       }
+      pool_->SetLivenessCheck([this] { return children_.Exited(); });
       try {
         pool_->WaitForSamplers(o.request_timeout_ms);
       } catch (const Error& e) {

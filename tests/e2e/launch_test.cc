@@ -17,6 +17,7 @@
 #include "common/sha256.h"
 #include "partition/config.h"
 #include "process_util.h"
+#include "ssh_util.h"
 #include "server/server.h"
 #include "server/shm_partition.h"
 #include "test_util.h"
@@ -230,6 +231,45 @@ TEST_CASE("SIGINT to gnn-launch stops the job with exit 130", "[e2e]") {
   s.RequireNothingLeft(launcher.pid());
 }
 
+namespace {
+
+// kill -9 one process of a running job: the launcher ends it within 15 s,
+// names the process that failed, and leaves nothing behind.
+void KillOneAndExpectTeardown(const std::string& tag, const std::string& comm, const std::string& named) {
+  Setup s(tag);
+  ChildProcess launcher(s.Args(s.Train("--num_epochs 100000")), s.dir / "launcher");
+  s.WaitTrainer(launcher);
+  std::vector<pid_t> victims;
+  auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (victims.empty() && Clock::now() < deadline) {
+    victims = JobProcesses(s.job, 0, comm);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(!victims.empty());
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  REQUIRE(kill(victims[0], SIGKILL) == 0);
+  auto t0 = Clock::now();
+  auto code = launcher.Wait(std::chrono::seconds(30));
+  REQUIRE(code.has_value());
+  CHECK(Clock::now() - t0 < std::chrono::seconds(15));
+  INFO(launcher.Stderr());
+  CHECK(*code != 0);
+  CHECK(launcher.Stderr().find(named) != std::string::npos);
+  s.RequireNothingLeft(launcher.pid());
+}
+
+}  // namespace
+
+TEST_CASE("gnn-launch stops everything when a server is SIGKILLed mid-training", "[e2e]") {
+  KillOneAndExpectTeardown("kill9server", "gnn-server", "server 0] (pid");
+}
+
+TEST_CASE("gnn-launch stops everything when a sampler is SIGKILLed mid-training", "[e2e]") {
+  // The sampler's trainer fails naming it; the launcher names the trainer
+  // and shows its last lines.
+  KillOneAndExpectTeardown("kill9sampler", "gnn-sampler", "gnn-sampler 0 was killed by signal 9");
+}
+
 TEST_CASE("the children of a SIGKILLed gnn-launch are gone within 30 s", "[e2e]") {
   Setup s("sigkill");
   ChildProcess launcher(s.Args(s.Train("--num_epochs 100000")), s.dir / "launcher");
@@ -304,16 +344,137 @@ TEST_CASE("gnn-launch reports every problem of bad input, one line each, and sta
 }
 
 TEST_CASE("gnn-launch reaches remote machines with one quoted ssh command line", "[e2e]") {
-  // No sshd runs in the test environment: this checks the command line only.
-  auto argv = SshArgv("10.0.0.2", 2222, "alice", "/data/my ws", {"GNN_JOB_ID=j'1", "GNN_MACHINE_ID=1"},
-                      "gnn-train --num_epochs 2");
-  std::vector<std::string> want = {"ssh", "-o", "BatchMode=yes", "-p", "2222", "-l", "alice", "10.0.0.2",
-                                   "cd '/data/my ws' && env 'GNN_JOB_ID=j'\\''1' 'GNN_MACHINE_ID=1' "
-                                   "gnn-train --num_epochs 2"};
+  SshOptions ssh;
+  ssh.port = 2222;
+  ssh.username = "alice";
+  ssh.config = "/etc/gnn/ssh_config";
+  auto argv = SshArgv(ssh, "10.0.0.2", RemoteCommand("~/my ws", {"GNN_JOB_ID=j'1", "GNN_MACHINE_ID=1"},
+                                                     "gnn-train --num_epochs 2"));
+  std::vector<std::string> want = {"ssh", "-F", "/etc/gnn/ssh_config", "-o", "BatchMode=yes", "-o",
+                                   "ConnectTimeout=10", "-p", "2222", "-l", "alice", "10.0.0.2",
+                                   "cd \"$HOME\"/'my ws' && exec env PATH=\"$PWD/bin:$PATH\" "
+                                   "'GNN_JOB_ID=j'\\''1' 'GNN_MACHINE_ID=1' gnn-train --num_epochs 2"};
   CHECK(argv == want);
-  CHECK(SshArgv("h", 22, "", "/w", {}, "x")[5] == "h");
+  CHECK(MachineWorkspace("/w/m{machine}/x{machine}", 3) == "/w/m3/x3");
   CHECK(IsLocalHost("127.0.0.1"));
   CHECK(IsLocalHost("localhost"));
   CHECK(IsLocalHost("::1"));
   CHECK(!IsLocalHost("10.255.255.254"));
+  ssh.force = true;
+  CHECK(!RunsLocally(ssh, "127.0.0.1"));
+}
+
+namespace {
+
+// The gnn-* binaries in WORKSPACE/bin, as gnn-copy --ship_binaries leaves
+// them, so a login shell of the test's sshd finds them.
+void ShipBinaries(const std::string& workspace) {
+  std::filesystem::create_directories(workspace + "/bin");
+  for (const char* b : {"gnn-server", "gnn-train", "gnn-sampler"}) {
+    std::filesystem::create_symlink(test::Bin(b), workspace + "/bin/" + b);
+  }
+}
+
+std::vector<std::string> SshFlags(const test::SshServer& sshd) {
+  return {"--ssh_config", sshd.client_config(), "--ssh_port", std::to_string(sshd.port())};
+}
+
+}  // namespace
+
+TEST_CASE("gnn-launch runs every process through a real sshd and stops them all", "[e2e]") {
+  std::string why;
+  auto sshd = test::SshServer::Start(&why);
+  if (!sshd) GNN_SKIP("no sshd here: " << why);
+  Setup s("ssh");
+  ShipBinaries(s.dir.path());
+  std::vector<std::string> flags = SshFlags(*sshd);
+  flags.push_back("--force_ssh");
+
+  SECTION("a whole job to its JSON summary") {
+    ChildProcess launcher(s.Args("gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 2", flags),
+                          s.dir / "launcher");
+    auto code = launcher.Wait(std::chrono::seconds(120));
+    REQUIRE(code.has_value());
+    INFO(launcher.Stderr());
+    REQUIRE(*code == 0);
+    json summary = json::parse(LastLine(launcher.Stdout()));
+    CHECK(summary.contains("test_acc"));
+    CHECK(launcher.Stderr().find("[1 trainer 0] ") != std::string::npos);
+    s.RequireNothingLeft(launcher.pid());
+  }
+  SECTION("kill -9 of a trainer started over ssh ends the job within 15 s") {
+    ChildProcess launcher(s.Args("gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 100000", flags),
+                          s.dir / "launcher");
+    pid_t trainer = s.WaitTrainer(launcher);
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    REQUIRE(kill(trainer, SIGKILL) == 0);
+    auto t0 = Clock::now();
+    auto code = launcher.Wait(std::chrono::seconds(30));
+    REQUIRE(code.has_value());
+    CHECK(Clock::now() - t0 < std::chrono::seconds(15));
+    INFO(launcher.Stderr());
+    CHECK(*code != 0);
+    CHECK(launcher.Stderr().find("trainer 0] (pid") != std::string::npos);
+    s.RequireNothingLeft(launcher.pid());
+  }
+  SECTION("SIGKILL of the launcher: the remote processes notice and stop within 30 s") {
+    ChildProcess launcher(s.Args("gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 100000", flags),
+                          s.dir / "launcher");
+    s.WaitTrainer(launcher);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    pid_t pid = launcher.pid();
+    launcher.Kill();
+    s.RequireNothingLeft(pid, std::chrono::seconds(30));
+  }
+}
+
+TEST_CASE("gnn-launch names an unreachable machine before starting anything", "[e2e]") {
+  Setup s("unreachable");
+  // Nothing listens on this port: ssh is refused at once.
+  const int closed = test::FreeLoopbackPortRanges(1, 1)[0];
+  auto r = test::RunProcess(s.Args(s.Train(""), {"--force_ssh", "--ssh_port", std::to_string(closed)}), 60);
+  INFO(r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("machine 0 (127.0.0.1): ssh failed") != std::string::npos);
+  CHECK(r.err.find("machine 1 (127.0.0.1): ssh failed") != std::string::npos);
+  CHECK(access((s.dir / ("logs/" + s.job)).c_str(), F_OK) != 0);
+}
+
+TEST_CASE("gnn-launch runs a job across two network namespaces over ssh", "[e2e]") {
+  std::string why;
+  auto net = test::NetnsCluster::Create(2, &why);
+  if (!net) GNN_SKIP("no network namespaces here: " << why);
+  std::vector<std::unique_ptr<test::SshServer>> sshd;
+  for (int i = 0; i < 2; ++i) {
+    sshd.push_back(test::SshServer::Start(&why, net->address(i), net->name(i)));
+    if (!sshd.back()) GNN_SKIP("no sshd in a network namespace: " << why);
+  }
+  sshd[1]->Authorize(*sshd[0]);
+  Setup s("netns");
+  // Two machines with their own addresses; the workspaces differ too.
+  for (int m = 0; m < 2; ++m) {
+    const std::string ws = s.dir / ("m" + std::to_string(m));
+    std::filesystem::create_directories(ws);
+    std::filesystem::copy(s.dir / "tiny", ws + "/tiny", std::filesystem::copy_options::recursive);
+    std::ofstream(ws + "/ip_config.txt") << net->address(0) << " 30050\n" << net->address(1) << " 30050\n";
+    ShipBinaries(ws);
+  }
+  const std::string config = "tiny/" + std::filesystem::path(s.config).filename().string();
+  std::vector<std::string> args = {test::Bin("gnn-launch"), "--workspace", s.dir / "m{machine}",
+                                   "--num_trainers", "1", "--num_samplers", "1", "--num_servers", "2",
+                                   "--part_config", config, "--ip_config", "ip_config.txt",
+                                   "--job_id", s.job, "--grace_s", "3", "--log_dir", s.dir / "logs",
+                                   "--ssh_config",
+                                   sshd[0]->client_config(), "--ssh_port", std::to_string(sshd[0]->port()),
+                                   "gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 2"};
+  ChildProcess launcher(args, s.dir / "launcher");
+  auto code = launcher.Wait(std::chrono::seconds(180));
+  REQUIRE(code.has_value());
+  INFO(launcher.Stderr());
+  REQUIRE(*code == 0);
+  json summary = json::parse(LastLine(launcher.Stdout()));
+  CHECK(summary.contains("test_acc"));
+  CHECK(launcher.Stderr().find("[1 server 1] ") != std::string::npos);
+  CHECK(launcher.Stderr().find("[1 trainer 0] ") != std::string::npos);
+  s.RequireNothingLeft(launcher.pid());
 }

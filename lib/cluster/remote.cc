@@ -1,0 +1,300 @@
+#include "cluster/remote.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "common/error.h"
+
+namespace gnn {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string Trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+std::string LastLine(const std::string& text) {
+  std::istringstream in(text);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    line = Trim(line);
+    if (!line.empty()) last = line;
+  }
+  return last;
+}
+
+}  // namespace
+
+void SshOptions::Validate() const {
+  if (port < 1 || port > 65535) throw ConfigError("--ssh_port " + std::to_string(port) + " out of range [1, 65535]");
+  if (!config.empty() && ::access(config.c_str(), R_OK) != 0) {
+    throw ConfigError("--ssh_config " + config + ": " + std::strerror(errno));
+  }
+  if (!(connect_timeout_s > 0)) throw ConfigError("ssh connect timeout must be > 0");
+}
+
+bool IsLocalHost(const std::string& host) {
+  if (host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0) return true;
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) == 0 && host == name) return true;
+  ifaddrs* addrs = nullptr;
+  if (::getifaddrs(&addrs) != 0) return false;
+  bool found = false;
+  for (ifaddrs* a = addrs; a && !found; a = a->ifa_next) {
+    if (!a->ifa_addr) continue;
+    char buf[INET6_ADDRSTRLEN] = {};
+    if (a->ifa_addr->sa_family == AF_INET) {
+      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, buf, sizeof(buf));
+    } else if (a->ifa_addr->sa_family == AF_INET6) {
+      ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr, buf, sizeof(buf));
+    } else {
+      continue;
+    }
+    found = host == buf;
+  }
+  ::freeifaddrs(addrs);
+  return found;
+}
+
+std::string ShellQuote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string MachineWorkspace(const std::string& workspace, int machine) {
+  static const std::string kKey = "{machine}";
+  std::string out = workspace;
+  for (size_t p = out.find(kKey); p != std::string::npos; p = out.find(kKey, p)) {
+    out.replace(p, kKey.size(), std::to_string(machine));
+  }
+  return out;
+}
+
+std::vector<std::string> SshArgv(const SshOptions& ssh, const std::string& host,
+                                 const std::string& remote_command) {
+  std::vector<std::string> argv = {"ssh"};
+  if (!ssh.config.empty()) {
+    argv.push_back("-F");
+    argv.push_back(ssh.config);
+  }
+  const long timeout = std::lround(std::ceil(ssh.connect_timeout_s));
+  argv.insert(argv.end(), {"-o", "BatchMode=yes", "-o", "ConnectTimeout=" + std::to_string(timeout), "-p",
+                           std::to_string(ssh.port)});
+  if (!ssh.username.empty()) {
+    argv.push_back("-l");
+    argv.push_back(ssh.username);
+  }
+  argv.push_back(host);
+  argv.push_back(remote_command);
+  return argv;
+}
+
+std::vector<std::string> SshClientOptions(const SshOptions& ssh) {
+  std::vector<std::string> opts;
+  if (!ssh.config.empty()) {
+    opts.push_back("-F");
+    opts.push_back(ssh.config);
+  }
+  const long timeout = std::lround(std::ceil(ssh.connect_timeout_s));
+  opts.insert(opts.end(), {"-o", "BatchMode=yes", "-o", "ConnectTimeout=" + std::to_string(timeout), "-o",
+                           "Port=" + std::to_string(ssh.port), "-o", "ServerAliveInterval=15", "-o",
+                           "ServerAliveCountMax=4"});
+  if (!ssh.username.empty()) {
+    opts.push_back("-o");
+    opts.push_back("User=" + ssh.username);
+  }
+  return opts;
+}
+
+std::string ShellPath(const std::string& path) {
+  if (path == "~") return "\"$HOME\"";
+  if (path.rfind("~/", 0) == 0) return "\"$HOME\"/" + ShellQuote(path.substr(2));
+  return ShellQuote(path);
+}
+
+std::string RemoteCommand(const std::string& workspace, const std::vector<std::string>& env_vars,
+                          const std::string& command) {
+  std::string remote = "cd " + ShellPath(workspace) + " && exec env PATH=\"$PWD/bin:$PATH\"";
+  for (const auto& e : env_vars) remote += " " + ShellQuote(e);
+  return remote + " " + command;
+}
+
+std::string CommandResult::Describe() const {
+  if (timed_out) return "timed out";
+  if (exit_code >= 0) return "exit " + std::to_string(exit_code);
+  return "killed by signal " + std::to_string(-exit_code);
+}
+
+std::string CommandResult::LastErrorLine() const {
+  std::string line = LastLine(err);
+  return line.empty() ? LastLine(out) : line;
+}
+
+CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s, const std::string& input) {
+  if (argv.empty()) throw Error("RunCommand: empty argv");
+  int in[2], out[2], err[2];
+  if (::pipe2(in, O_CLOEXEC) != 0) throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+    throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
+  }
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) throw Error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) _exit(127);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::dup2(in[0], 0);
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    ::execvp(args[0], args.data());
+    std::string msg = std::string(argv[0]) + ": " + std::strerror(errno) + "\n";
+    ssize_t ignored = ::write(2, msg.data(), msg.size());
+    (void)ignored;
+    _exit(127);
+  }
+  ::setpgid(pid, pid);
+  ::close(in[0]);
+  ::close(out[1]);
+  ::close(err[1]);
+  CommandResult r;
+  size_t written = 0;
+  int wfd = in[1];
+  if (input.empty()) {
+    ::close(wfd);
+    wfd = -1;
+  } else {
+    ::fcntl(wfd, F_SETFL, O_NONBLOCK);
+  }
+  int fds[2] = {out[0], err[0]};
+  std::string* sinks[2] = {&r.out, &r.err};
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  while (fds[0] >= 0 || fds[1] >= 0) {
+    pollfd p[3];
+    int n = 0, idx[3];
+    for (int k = 0; k < 2; ++k) {
+      if (fds[k] >= 0) {
+        p[n] = {fds[k], POLLIN, 0};
+        idx[n++] = k;
+      }
+    }
+    if (wfd >= 0) {
+      p[n] = {wfd, POLLOUT, 0};
+      idx[n++] = 2;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      r.timed_out = true;
+      break;
+    }
+    int rc = ::poll(p, static_cast<nfds_t>(n), static_cast<int>(std::min<long long>(left, 200)));
+    if (rc < 0 && errno != EINTR) break;
+    for (int i = 0; i < n && rc > 0; ++i) {
+      if (!p[i].revents) continue;
+      if (idx[i] == 2) {
+        ssize_t w = ::write(wfd, input.data() + written, input.size() - written);
+        if (w > 0) written += static_cast<size_t>(w);
+        if (w < 0 && errno != EAGAIN && errno != EINTR) written = input.size();
+        if (written >= input.size()) {
+          ::close(wfd);
+          wfd = -1;
+        }
+        continue;
+      }
+      const int k = idx[i];
+      char buf[65536];
+      ssize_t got = ::read(fds[k], buf, sizeof(buf));
+      if (got > 0) {
+        sinks[k]->append(buf, static_cast<size_t>(got));
+      } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+        ::close(fds[k]);
+        fds[k] = -1;
+      }
+    }
+  }
+  if (wfd >= 0) ::close(wfd);
+  for (int k = 0; k < 2; ++k) {
+    if (fds[k] >= 0) ::close(fds[k]);
+  }
+  int status = 0;
+  if (r.timed_out) {
+    ::kill(-pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    r.exit_code = -1000;
+    return r;
+  }
+  // The pipes closed; the process exits now (or was detached from them).
+  while (true) {
+    pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (Clock::now() > deadline) {
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      r.timed_out = true;
+      r.exit_code = -1000;
+      return r;
+    }
+    ::usleep(5000);
+  }
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  return r;
+}
+
+std::string FindOnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t colon = dirs.find(':', start);
+    std::string dir = dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    if (!dir.empty()) {
+      std::string candidate = dir + "/" + name;
+      struct stat st{};
+      if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) {
+        return candidate;
+      }
+    }
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return "";
+}
+
+std::string SelfDir() {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "." : self.parent_path().string();
+}
+
+}  // namespace gnn

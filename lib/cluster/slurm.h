@@ -1,0 +1,35 @@
+// Running under Slurm without ssh: which machine this node is and the
+// ip_config of the allocation, from the variables srun sets.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gnn {
+
+// Expands a Slurm host list ("node[01-03,7],gpu5" -> node01 node02 node03
+// node7 gpu5), keeping zero padding. Throws ConfigError naming `text` on a
+// malformed list.
+std::vector<std::string> ExpandHostList(const std::string& text);
+
+struct SlurmNode {
+  int machine_id = 0;            // SLURM_NODEID
+  int num_machines = 0;          // SLURM_NNODES
+  std::string job_id;            // SLURM_JOB_ID ("" if unset)
+  std::vector<std::string> hosts;  // expanded SLURM_JOB_NODELIST, in order
+};
+
+// Reads SLURM_NODEID, SLURM_NNODES, SLURM_JOB_NODELIST (and SLURM_JOB_ID)
+// from `env`; ConfigError naming the variable when one is missing or
+// malformed, or when the node list does not have SLURM_NNODES hosts.
+SlurmNode ReadSlurm(const std::map<std::string, std::string>& env);
+
+// The process environment as a map (for ReadSlurm).
+std::map<std::string, std::string> ProcessEnvironment();
+
+// ip_config text for `hosts` (each resolved to an IPv4 address when it
+// resolves, kept as written otherwise), all with `port`.
+std::string SlurmIpConfig(const std::vector<std::string>& hosts, int port);
+
+}  // namespace gnn
