@@ -870,7 +870,7 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
     };
     const auto own_deadline = after(o.server_ready_timeout_s);
     const auto peer_deadline = after(std::max(o.server_ready_timeout_s, o.peer_timeout_s));
-    auto next_note = after(10);
+    auto next_note = after(5);
     std::vector<size_t> order;
     for (size_t m = 0; m < machines.size(); ++m) {
       if (mine(m)) order.push_back(m);
@@ -898,7 +898,7 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
             std::cerr << "gnn-launch: waiting for machine " << m << " server " << s << " at "
                       << Endpoint(machines[m], s) << " ("
                       << std::lround(std::chrono::duration<double>(Clock::now() - t0).count()) << " s)\n";
-            next_note = after(10);
+            next_note = after(5);
           }
           if (Clock::now() > deadline) {
             job.Stop(o.grace_s);

@@ -12,7 +12,10 @@
 #include <thread>
 #include <unistd.h>
 
+#include "cluster/ip_config.h"
 #include "cluster/launcher.h"
+#include "cluster/slurm.h"
+#include "common/error.h"
 #include "cluster_util.h"
 #include "common/sha256.h"
 #include "partition/config.h"
@@ -477,4 +480,148 @@ TEST_CASE("gnn-launch runs a job across two network namespaces over ssh", "[e2e]
   CHECK(launcher.Stderr().find("[1 server 1] ") != std::string::npos);
   CHECK(launcher.Stderr().find("[1 trainer 0] ") != std::string::npos);
   s.RequireNothingLeft(launcher.pid());
+}
+
+namespace {
+
+// "job-..." from the launcher's first line ("gnn-launch: job ID, ...").
+std::string JobIdOf(const std::string& err) {
+  size_t p = err.find("gnn-launch: job ");
+  if (p == std::string::npos) return "";
+  p += 16;
+  return err.substr(p, err.find(',', p) - p);
+}
+
+// One machine's per-node launcher of a 2-machine job in `ws`.
+std::vector<std::string> PerNodeArgs(const std::string& ws, const std::string& config, int machine, int master,
+                                     const std::string& command, std::vector<std::string> extra = {}) {
+  std::vector<std::string> a = {test::Bin("gnn-launch"), "--workspace", ws, "--num_trainers", "1",
+                                "--num_samplers", "1", "--num_servers", "1", "--part_config", config,
+                                "--ip_config", "ip_config.txt", "--master_port", std::to_string(master),
+                                "--grace_s", "3", "--log_dir", ws + "/logs-m" + std::to_string(machine)};
+  if (machine >= 0) a.insert(a.end(), {"--machine_id", std::to_string(machine)});
+  a.insert(a.end(), extra.begin(), extra.end());
+  a.push_back(command);
+  return a;
+}
+
+// Waits for a launcher; its exit code (fails the test on a hang).
+int Finish(ChildProcess& launcher, int seconds) {
+  auto code = launcher.Wait(std::chrono::seconds(seconds));
+  INFO(launcher.Stderr());
+  REQUIRE(code.has_value());
+  return *code;
+}
+
+}  // namespace
+
+TEST_CASE("per-node gnn-launch --machine_id started 10 s apart trains Cora like one launcher", "[e2e]") {
+  const std::string cora = test::SharedDataset("cora");
+  if (cora.empty()) GNN_SKIP("../shared/datasets/cora not found");
+  test::TempDir dir;
+  const std::string config = test::MakePartitions(dir, cora, 2, "cora");
+  const auto ports = test::FreeLoopbackPortRanges(3, 1);
+  std::ofstream(dir / "ip_config.txt") << "127.0.0.1 " << ports[0] << "\n127.0.0.1 " << ports[1] << "\n";
+  const std::string train = test::Bin("gnn-train") + " --num_omp_threads 1 --seed 1 --config " +
+                            std::string(GNN_SOURCE_DIR) + "/configs/cora.toml";
+
+  // The reference: one launcher for both machines.
+  ChildProcess one(PerNodeArgs(dir.path(), config, -1, ports[2], train), dir / "one");
+  REQUIRE(Finish(one, 300) == 0);
+  json ref = json::parse(LastLine(one.Stdout()));
+
+  // Machine 1 first; machine 0 (with the rendezvous) 10 s later.
+  ChildProcess m1(PerNodeArgs(dir.path(), config, 1, ports[2], train), dir / "m1");
+  std::this_thread::sleep_for(std::chrono::seconds(10));
+  REQUIRE(m1.Running());
+  ChildProcess m0(PerNodeArgs(dir.path(), config, 0, ports[2], train), dir / "m0");
+  REQUIRE(Finish(m0, 300) == 0);
+  REQUIRE(Finish(m1, 60) == 0);
+  CHECK(m1.Stderr().find("waiting for machine 0 server 0") != std::string::npos);
+  CHECK(m0.Stderr().find("[0 trainer 0] ") != std::string::npos);
+  CHECK(m0.Stderr().find("[1 trainer 0] ") == std::string::npos);  // machine 1's are not ours
+  json s0 = json::parse(LastLine(m0.Stdout()));
+  WARN("Cora, 2 machines: one launcher test_acc " << ref.at("test_acc") << ", per-node " << s0.at("test_acc"));
+  CHECK(s0.at("test_acc") == ref.at("test_acc"));
+  CHECK(s0.at("param_checksum") == ref.at("param_checksum"));
+  CHECK(s0.at("test_acc").get<double>() >= 0.75);
+  // Both launchers derived the same job id on their own.
+  CHECK(JobIdOf(m0.Stderr()) == JobIdOf(m1.Stderr()));
+  CHECK(!JobIdOf(m0.Stderr()).empty());
+}
+
+TEST_CASE("kill -9 of one node's trainer ends both per-node launchers within 30 s", "[e2e]") {
+  Setup s("pernode-kill");
+  const std::string train = s.Train("--num_epochs 100000");
+  ChildProcess m0(PerNodeArgs(s.dir.path(), s.config, 0, s.ports[2], train, {"--job_id", s.job}), s.dir / "m0");
+  ChildProcess m1(PerNodeArgs(s.dir.path(), s.config, 1, s.ports[2], train, {"--job_id", s.job}), s.dir / "m1");
+  // Wait until both trainers run, then kill machine 1's.
+  std::vector<pid_t> trainers;
+  auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (Clock::now() < deadline) {
+    REQUIRE(m0.Running());
+    REQUIRE(m1.Running());
+    trainers = JobProcesses(s.job, 0, "gnn-train");
+    if (trainers.size() == 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(trainers.size() == 2);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  pid_t victim = -1;
+  for (pid_t t : trainers) {
+    std::string env = test::ReadFileOrEmpty("/proc/" + std::to_string(t) + "/environ");
+    if (env.find(std::string("GNN_MACHINE_ID=1") + '\0') != std::string::npos) victim = t;
+  }
+  REQUIRE(victim > 0);
+  REQUIRE(kill(victim, SIGKILL) == 0);
+  auto t0 = Clock::now();
+  CHECK(Finish(m1, 30) != 0);
+  CHECK(Finish(m0, 30) != 0);
+  CHECK(Clock::now() - t0 < std::chrono::seconds(30));
+  CHECK(m1.Stderr().find("[1 trainer 0] (pid") != std::string::npos);
+  s.RequireNothingLeft(m0.pid());
+  s.RequireNothingLeft(m1.pid());
+}
+
+TEST_CASE("gnn-launch --slurm takes machine ids and the ip_config from srun's environment", "[e2e]") {
+  CHECK(ExpandHostList("node[01-03,7],gpu5") ==
+        std::vector<std::string>{"node01", "node02", "node03", "node7", "gpu5"});
+  CHECK(ExpandHostList("a") == std::vector<std::string>{"a"});
+  CHECK(ExpandHostList("r[1-2]n[8-9]") == std::vector<std::string>{"r1n8", "r1n9", "r2n8", "r2n9"});
+  CHECK_THROWS_AS(ExpandHostList("node[3-1]"), ConfigError);
+  CHECK_THROWS_AS(ExpandHostList("node[1-2"), ConfigError);
+  CHECK_THROWS_WITH(ReadSlurm({{"SLURM_NNODES", "2"}, {"SLURM_JOB_NODELIST", "a,b"}}),
+                    Catch::Contains("SLURM_NODEID"));
+  CHECK_THROWS_WITH(ReadSlurm({{"SLURM_NODEID", "0"}, {"SLURM_NNODES", "3"}, {"SLURM_JOB_NODELIST", "a,b"}}),
+                    Catch::Contains("names 2 hosts but SLURM_NNODES is 3"));
+
+  // Two "nodes" of a fake allocation: 127.0.0.1 and 127.0.0.2 (both this host).
+  Setup s("slurm");
+  const int port = s.ports[0];
+  auto node = [&](int id) {
+    std::vector<std::string> env = {"SLURM_NODEID=" + std::to_string(id), "SLURM_PROCID=" + std::to_string(id),
+                                    "SLURM_NNODES=2", "SLURM_JOB_NODELIST=127.0.0.[1-2]",
+                                    "SLURM_JOB_ID=77" + std::to_string(getpid())};
+    std::vector<std::string> args = {test::Bin("gnn-launch"), "--slurm", "--slurm_port", std::to_string(port),
+                                     "--workspace", s.dir.path(), "--num_samplers", "1", "--part_config",
+                                     s.config, "--ip_config", "slurm_ip.txt", "--master_port",
+                                     std::to_string(s.ports[2]), "--log_dir",
+                                     s.dir / ("slurm-logs-" + std::to_string(id)),
+                                     s.Train("--num_epochs 2")};
+    return std::make_unique<ChildProcess>(args, s.dir / ("slurm" + std::to_string(id)), env);
+  };
+  auto n1 = node(1);
+  auto n0 = node(0);
+  CHECK(Finish(*n0, 120) == 0);
+  CHECK(Finish(*n1, 60) == 0);
+  const std::string ip = test::ReadFileOrEmpty(s.dir / "slurm_ip.txt");
+  INFO(ip);
+  auto machines = ParseIpConfig(ip, "slurm_ip.txt");
+  REQUIRE(machines.size() == 2);
+  CHECK(machines[0].host == "127.0.0.1");
+  CHECK(machines[1].host == "127.0.0.2");
+  CHECK(machines[0].port == port);
+  CHECK(n0->Stderr().find("gnn-launch: job slurm-77") != std::string::npos);
+  CHECK(n1->Stderr().find("[1 trainer 0] ") != std::string::npos);
+  CHECK(json::parse(LastLine(n0->Stdout())).contains("test_acc"));
 }
