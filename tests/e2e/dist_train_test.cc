@@ -63,6 +63,13 @@ class Deployment {
     }
   }
 
+  // Servers stop cleanly (SIGTERM), so the last one removes the shared
+  // memory; a SIGKILL would leave the segments behind.
+  ~Deployment() {
+    for (auto& s : servers_) s->Signal(SIGTERM);
+    for (auto& s : servers_) s->Wait(std::chrono::seconds(10));
+  }
+
   std::vector<std::string> TrainerArgs(int machine, const std::vector<std::string>& extra) const {
     std::vector<std::string> args = {test::Bin("gnn-train"), "--ip_config", ip_, "--part_config",
                                      config_, "--machine_id", std::to_string(machine), "--job_id",
