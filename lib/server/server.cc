@@ -287,6 +287,14 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
   // touch the shared memory of the one that holds it.
   const std::string shm_name =
       JobShmName(s.config.graph_name, s.config_sha, o.job_id, o.machine_id);
+  if (o.server_id == 0) {
+    // Jobs whose every process was SIGKILLed could not free their memory.
+    StaleSweep swept = SweepStaleSegments();
+    if (!swept.names.empty()) {
+      GNN_LOG(kWarn) << s.name << ": removed " << swept.names.size() << " stale shared memory segment(s) ("
+                     << (swept.bytes >> 20) << " MiB) left by killed jobs, e.g. /dev/shm/" << swept.names[0];
+    }
+  }
   std::unique_ptr<ShmPartition> shm =
       o.server_id == 0
           ? ShmPartition::Create(shm_name, s.config, o.machine_id, o.verify_checksums)

@@ -1,5 +1,6 @@
 #include "server/shm_partition.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <thread>
 #include <vector>
 
@@ -256,6 +258,41 @@ std::string ShmLockPath(const std::string& name) { return ShmSegmentPath(name) +
 void RemoveShmSegment(const std::string& name) {
   shm_unlink(name.c_str());
   unlink(ShmLockPath(name).c_str());
+}
+
+StaleSweep SweepStaleSegments(const std::string& dir, double min_age_s) {
+  StaleSweep out;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return out;
+  std::vector<std::string> locks;
+  while (dirent* e = readdir(d)) {
+    const std::string n = e->d_name;
+    if (n.rfind("gnn-", 0) == 0 && n.size() > 5 && n.compare(n.size() - 5, 5, ".lock") == 0) locks.push_back(n);
+  }
+  closedir(d);
+  for (const auto& lock : locks) {
+    const std::string lock_path = dir + "/" + lock;
+    const std::string segment = lock.substr(0, lock.size() - 5);
+    struct stat lst;
+    if (stat(lock_path.c_str(), &lst) != 0 || difftime(time(nullptr), lst.st_mtime) < min_age_s) continue;
+    Fd fd(open(lock_path.c_str(), O_RDWR | O_CLOEXEC));
+    if (fd.get() < 0) continue;
+    // The protocol of Create/Attach: a segment whose lock file nobody holds
+    // (not even shared) has no live user. A creator racing us retries.
+    bool locked = false;
+    try {
+      locked = TryLock(fd.get(), F_WRLCK);
+    } catch (const Error&) {
+      continue;
+    }
+    if (!locked || !StillLinked(fd.get(), lock_path)) continue;
+    struct stat st;
+    const std::string seg_path = dir + "/" + segment;
+    if (stat(seg_path.c_str(), &st) == 0) out.bytes += static_cast<uint64_t>(st.st_size);
+    if (unlink(seg_path.c_str()) == 0) out.names.push_back(segment);
+    unlink(lock_path.c_str());
+  }
+  return out;
 }
 
 std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "partition/config.h"
 #include "sampling/sampler.h"
@@ -82,6 +83,20 @@ std::string ShmLockPath(const std::string& name);
 // (attached processes keep their mapping). For operators and test cleanup;
 // never throws.
 void RemoveShmSegment(const std::string& name);
+
+// What SweepStaleSegments removed.
+struct StaleSweep {
+  std::vector<std::string> names;  // segment file names
+  uint64_t bytes = 0;
+};
+
+// Removes every gnn-* segment under `dir` whose lock file no process holds:
+// the leftovers of jobs whose every process was SIGKILLed (nobody could
+// clean up). Live segments are never touched (their users hold the lock),
+// nor any whose lock file is younger than `min_age_s` (a job that is just
+// failing may still be cleaning up). Server 0 runs it before creating its
+// own segment.
+StaleSweep SweepStaleSegments(const std::string& dir = "/dev/shm", double min_age_s = 60);
 
 // A mapped partition segment. Not copyable. The view is immutable, so any
 // number of threads may read it concurrently.

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -486,4 +487,45 @@ TEST_CASE("shm attacher's resident memory does not grow with the partition", "[i
                  << attached << " kB, after touching " << touched << " kB");
   CHECK(attached - before < mapped_kb / 10);
   CHECK(touched - before > mapped_kb / 2);
+}
+
+TEST_CASE("shm sweep removes segments nobody holds and keeps live ones", "[integration]") {
+  const Parts& parts = Tiny();
+  const PartitionConfig& config = parts.config;
+  const std::string dead_name = UniqueName("swept");
+  const std::string live_name = UniqueName("kept");
+  ShmGuard dead_guard{dead_name};
+  ShmGuard live_guard{live_name};
+
+  // A creator SIGKILLed with nobody attached leaves its segment behind.
+  Pipe created;
+  Child creator([&] {
+    auto p = ShmPartition::Create(dead_name, config, 0, false);
+    created.Send("r");
+    for (;;) pause();
+    return 0;
+  });
+  REQUIRE(created.Receive(20000ms) == "r");
+  creator.Kill();
+  REQUIRE(SegmentExists(dead_name));
+  auto live = ShmPartition::Create(live_name, config, 1, false);
+
+  // Fresh leftovers are left alone (a failing job may be cleaning up);
+  // after a minute they are stale. Other tests' segments stay young.
+  StaleSweep young = SweepStaleSegments();
+  CHECK(SegmentExists(dead_name));
+  CHECK(std::find(young.names.begin(), young.names.end(), dead_name.substr(1)) == young.names.end());
+  for (const std::string& path : {ShmLockPath(dead_name), ShmLockPath(live_name)}) {
+    timespec old_times[2] = {{time(nullptr) - 120, 0}, {time(nullptr) - 120, 0}};
+    REQUIRE(utimensat(AT_FDCWD, path.c_str(), old_times, 0) == 0);
+  }
+  StaleSweep swept = SweepStaleSegments();
+  CHECK(!SegmentExists(dead_name));
+  CHECK(!LockExists(dead_name));
+  CHECK(SegmentExists(live_name));
+  CHECK(LockExists(live_name));
+  CHECK(std::find(swept.names.begin(), swept.names.end(), dead_name.substr(1)) != swept.names.end());
+  CHECK(swept.bytes > 0);
+  // The live segment still reads.
+  CHECK(live->view().num_nodes == config.parts[1].num_nodes());
 }
