@@ -625,3 +625,29 @@ TEST_CASE("gnn-launch --slurm takes machine ids and the ip_config from srun's en
   CHECK(n1->Stderr().find("[1 trainer 0] ") != std::string::npos);
   CHECK(json::parse(LastLine(n0->Stdout())).contains("test_acc"));
 }
+
+TEST_CASE("per-node gnn-launch in two network namespaces forms one job without ssh", "[e2e]") {
+  std::string why;
+  auto net = test::NetnsCluster::Create(2, &why);
+  if (!net) GNN_SKIP("no network namespaces here: " << why);
+  Setup s("pernode-netns");
+  std::ofstream(s.dir / "ns_ip.txt") << net->address(0) << " 30050\n" << net->address(1) << " 30050\n";
+  const std::string ip = FindOnPath("ip").empty() ? "/usr/sbin/ip" : FindOnPath("ip");
+  std::vector<std::unique_ptr<ChildProcess>> nodes;
+  for (int m = 1; m >= 0; --m) {
+    std::vector<std::string> args = {ip, "netns", "exec", net->name(m)};
+    for (const auto& a : PerNodeArgs(s.dir.path(), s.config, m, 29500, s.Train("--num_epochs 2"),
+                                     {"--job_id", s.job})) {
+      args.push_back(a);
+    }
+    for (auto& a : args) {
+      if (a == "ip_config.txt") a = "ns_ip.txt";
+    }
+    nodes.push_back(std::make_unique<ChildProcess>(args, s.dir / ("ns" + std::to_string(m))));
+  }
+  for (auto& n : nodes) CHECK(Finish(*n, 180) == 0);
+  json summary = json::parse(LastLine(nodes[1]->Stdout()));  // machine 0's launcher
+  CHECK(summary.contains("test_acc"));
+  CHECK(nodes[0]->Stderr().find("[1 trainer 0] ") != std::string::npos);
+  s.RequireNothingLeft(nodes[0]->pid());
+}
