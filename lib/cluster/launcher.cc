@@ -521,7 +521,8 @@ std::vector<MachinePlan> PlanMachines(const LaunchOptions& o, const std::vector<
 }
 
 // One shell script that prints one line per problem on a remote machine.
-std::string RemoteCheckScript(const MachinePlan& p, const std::string& trainer_word) {
+std::string RemoteCheckScript(const MachinePlan& p, const std::string& trainer_word, int num_servers,
+                              int master_port, int machine) {
   const std::string ws = ShellPath(p.workspace);
   std::string s = "cd " + ws + " 2>/dev/null || { echo \"workspace " + p.workspace +
                   " does not exist\"; exit 0; }; PATH=\"$PWD/bin:$PATH\"; ";
@@ -532,6 +533,18 @@ std::string RemoteCheckScript(const MachinePlan& p, const std::string& trainer_w
     s += "command -v " + ShellQuote(b) + " >/dev/null || echo " +
          ShellQuote("binary " + b + " not found (workspace bin/ or PATH)") + "; ";
   }
+  // Ports a listener already holds (bash's /dev/tcp connects; plain sh
+  // without bash skips this check and the server reports a busy port).
+  std::vector<std::pair<int, std::string>> ports;
+  for (int k = 0; k < num_servers; ++k) ports.push_back({p.address.port + k, "server " + std::to_string(k)});
+  if (machine == 0) ports.push_back({master_port, "the trainers' rendezvous (--master_port)"});
+  std::string probe;
+  for (const auto& [port, what] : ports) {
+    const std::string target = "/dev/tcp/" + p.address.host + "/" + std::to_string(port);
+    probe += "if (exec 3<>" + target + ") 2>/dev/null; then echo \"port " + std::to_string(port) + " for " + what +
+             " is busy: something listens there\"; fi; ";
+  }
+  s += "if command -v bash >/dev/null; then bash -c " + ShellQuote(probe) + "; fi; ";
   return s + "exit 0";
 }
 
@@ -701,7 +714,7 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
     }
     if (!p.local) {
       remote_checks.emplace_back([&, m, who] {
-        CommandResult r = RunCommand(SshArgv(o.ssh, plans[m].address.host, RemoteCheckScript(plans[m], word)),
+        CommandResult r = RunCommand(SshArgv(o.ssh, plans[m].address.host, RemoteCheckScript(plans[m], word, o.num_servers, o.master_port, static_cast<int>(m))),
                                      o.ssh.connect_timeout_s + 20);
         if (r.exit_code != 0) {
           remote_problems[m] = who + ": ssh failed (" + r.Describe() + "): " + r.LastErrorLine();

@@ -420,6 +420,23 @@ TEST_CASE("gnn-launch runs every process through a real sshd and stops them all"
     CHECK(launcher.Stderr().find("trainer 0] (pid") != std::string::npos);
     s.RequireNothingLeft(launcher.pid());
   }
+  SECTION("a busy port on a machine reached over ssh is named before anything starts") {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(s.ports[1]));
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+    REQUIRE(listen(fd, 4) == 0);
+    auto r = test::RunProcess(s.Args("gnn-train --num_epochs 1", flags), 60);
+    close(fd);
+    INFO(r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(r.err.find("machine 1 (127.0.0.1): port " + std::to_string(s.ports[1]) + " for server 0 is busy") !=
+          std::string::npos);
+    CHECK(CountOf(r.err, "gnn-launch: error: ") == 1);
+  }
   SECTION("SIGKILL of the launcher: the remote processes notice and stop within 30 s") {
     ChildProcess launcher(s.Args("gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 100000", flags),
                           s.dir / "launcher");
