@@ -30,6 +30,9 @@ int main(int argc, char** argv) {
   app.add_option("--num_trainers_per_machine", o.num_trainers_per_machine,
                  "accepted for DGL compatibility")->capture_default_str();
   app.add_option("--num_threads", o.num_threads, "threads (0 = all cores)")->capture_default_str();
+  app.add_option("--val_edges", o.val_edges,
+                 "fraction of undirected edges held out for link evaluation (gnn-train --task link)")
+      ->capture_default_str();
   app.add_flag("--overwrite", o.overwrite, "replace an existing output folder");
   app.add_flag("--quiet", quiet, "no progress lines on stderr");
 

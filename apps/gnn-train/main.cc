@@ -42,6 +42,13 @@ int main(int argc, char** argv) {
   app.add_option("--save_model", o.save_model, "write weights loadable by Python's torch.load");
   app.add_option("--save_embeddings", o.save_embeddings,
                  "write the final layer output of every node (.npy, input node order)");
+  app.add_option("--task", o.task,
+                 "node (classification) or link (unsupervised link prediction)")
+      ->capture_default_str();
+  app.add_option("--num_negs", o.num_negs, "--task link: negative tails per positive edge")
+      ->capture_default_str();
+  app.add_flag("--remove_edge", o.remove_edge,
+               "--task link: keep a batch's edges (and reverses) out of its sampled neighbourhoods");
   bool quiet = false;
   app.add_flag("--quiet", quiet, "only warnings and errors on stderr");
   app.add_option("--ip_config", o.ip_config, "machines, one 'IP [PORT]' per line (distributed)");

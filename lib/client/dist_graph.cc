@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "common/sha256.h"
+#include "sampling/edge_batch.h"
 #include "sampling/sampler.h"
 #include "server/server.h"
 #include "server/shm_partition.h"
@@ -147,13 +148,14 @@ void DistGraph::SampleNeighbors(const std::vector<int64_t>& seeds, int fanout, b
 
 std::vector<Block> DistGraph::SampleBlocks(const std::vector<int64_t>& seeds,
                                            const std::vector<int>& fanouts, bool replace,
-                                           uint64_t rng_seed) {
+                                           uint64_t rng_seed, const EdgeExclusion* exclude) {
   std::vector<Block> blocks(fanouts.size());
   std::vector<int64_t> frontier = seeds;
   for (int l = static_cast<int>(fanouts.size()) - 1; l >= 0; --l) {
     std::vector<int64_t> ptr, idx;
     SampleNeighbors(frontier, fanouts[l], replace, MixSeed(rng_seed, static_cast<uint64_t>(l)),
                     &ptr, &idx);
+    if (exclude) exclude->Filter(frontier.data(), static_cast<int64_t>(frontier.size()), &ptr, &idx);
     blocks[l] = ToBlock(frontier, std::move(ptr), idx);
     frontier = blocks[l].src_nodes;
   }
@@ -298,11 +300,17 @@ std::vector<int64_t> DistGraph::SplitNodes(int mask, int64_t begin, int64_t end)
   return out;
 }
 
+bool DistGraph::LocalCsc(CscView* out) const {
+  if (!local_) return false;
+  *out = local_->view().csc();
+  return true;
+}
+
 MiniBatch DistGraph::MakeBatch(const std::vector<int64_t>& seeds, const std::vector<int>& fanouts,
-                               bool replace, uint64_t rng_seed) {
+                               bool replace, uint64_t rng_seed, const EdgeExclusion* exclude) {
   MiniBatch mb;
   mb.seeds = seeds;
-  mb.blocks = SampleBlocks(seeds, fanouts, replace, rng_seed);
+  mb.blocks = SampleBlocks(seeds, fanouts, replace, rng_seed, exclude);
   mb.feature_dim = config_.feature_dim;
   PullFeatures(mb.blocks.empty() ? seeds : mb.blocks.front().src_nodes, &mb.features);
   PullLabels(seeds, &mb.labels);

@@ -18,6 +18,8 @@
 namespace gnn {
 
 class ShmPartition;
+class EdgeExclusion;
+struct CscView;
 
 struct DistGraphOptions {
   std::string ip_config;
@@ -51,9 +53,10 @@ class DistGraph {
                        std::vector<int64_t>* indices);
 
   // Same contract as the standalone SampleBlocks (layer l draws with
-  // MixSeed(rng_seed, l)).
+  // MixSeed(rng_seed, l)); `exclude` filters every layer as there.
   std::vector<Block> SampleBlocks(const std::vector<int64_t>& seeds, const std::vector<int>& fanouts,
-                                  bool replace, uint64_t rng_seed);
+                                  bool replace, uint64_t rng_seed,
+                                  const EdgeExclusion* exclude = nullptr);
 
   // Feature rows [ids.size(), feature_dim] and labels of any nodes.
   void PullFeatures(const std::vector<int64_t>& ids, std::vector<float>* out);
@@ -70,7 +73,11 @@ class DistGraph {
 
   // Seeds -> blocks, input features and seed labels: one mini-batch.
   MiniBatch MakeBatch(const std::vector<int64_t>& seeds, const std::vector<int>& fanouts,
-                      bool replace, uint64_t rng_seed);
+                      bool replace, uint64_t rng_seed, const EdgeExclusion* exclude = nullptr);
+
+  // The local partition's in-edges (from shared memory) into *out; false
+  // without a local partition. The view is valid while this DistGraph lives.
+  bool LocalCsc(CscView* out) const;
 
   // Bytes sent and received over sockets so far (local reads excluded).
   uint64_t wire_bytes() const { return wire_bytes_; }

@@ -1,5 +1,7 @@
 #include "client/sampler_service.h"
 
+#include "sampling/edge_batch.h"
+
 #include <chrono>
 
 #include "common/error.h"
@@ -55,7 +57,9 @@ void RunSampler(const SamplerOptions& o, const std::atomic<bool>& stop) {
         net::SeedBatch sb = net::DecodeSeedBatch(m);
         Message reply;
         try {
-          MiniBatch mb = graph.MakeBatch(sb.seeds, sb.fanouts, sb.replace, sb.rng_seed);
+          EdgeExclusion exclude(sb.exclude);
+          MiniBatch mb = graph.MakeBatch(sb.seeds, sb.fanouts, sb.replace, sb.rng_seed,
+                                         exclude.empty() ? nullptr : &exclude);
           mb.index = sb.index;
           reply = net::EncodeMiniBatch(mb, m.header.request_id);
         } catch (const Error& e) {

@@ -9,12 +9,13 @@ Message EncodeSeedBatch(const SeedBatch& b, uint64_t request_id) {
   for (int f : b.fanouts) ints.push_back(f);
   Message m = MakeMessage(MsgType::kSeedBatch, request_id, std::move(ints));
   AddArray(&m, b.seeds);
+  if (!b.exclude.empty()) AddArray(&m, b.exclude);
   return m;
 }
 
 SeedBatch DecodeSeedBatch(const Message& m) {
   if (m.header.msg_type() != MsgType::kSeedBatch || m.header.ints.size() < 4 ||
-      m.header.ints.size() > 4 + 16 || m.frames.size() != 1) {
+      m.header.ints.size() > 4 + 16 || m.frames.empty() || m.frames.size() > 2) {
     throw ProtocolError("malformed SeedBatch: " + m.header.DebugString());
   }
   SeedBatch b;
@@ -28,6 +29,10 @@ SeedBatch DecodeSeedBatch(const Message& m) {
     b.fanouts.push_back(static_cast<int>(f));
   }
   b.seeds = m.CopyArray<int64_t>(0);
+  if (m.frames.size() == 2) {
+    b.exclude = m.CopyArray<int64_t>(1);
+    if (b.exclude.size() % 2 != 0) throw ProtocolError("SeedBatch excluded edges: odd id count");
+  }
   return b;
 }
 

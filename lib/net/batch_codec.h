@@ -17,6 +17,10 @@ struct SeedBatch {
   bool replace = false;
   std::vector<int> fanouts;     // DGL order, input layer first
   std::vector<int64_t> seeds;   // global ids
+  // Link prediction with --remove_edge: flat (head, tail) pairs kept out of
+  // the sampled neighbourhoods (EdgeExclusion). Sent as a second frame only
+  // when non-empty.
+  std::vector<int64_t> exclude;
 };
 
 Message EncodeSeedBatch(const SeedBatch& b, uint64_t request_id);

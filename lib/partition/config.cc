@@ -15,6 +15,8 @@ const std::vector<std::string> kPartFiles = {
     "indptr.npy",     "indices.npy",    "feat.npy",      "label.npy",
     "train_mask.npy", "valid_mask.npy", "test_mask.npy", "orig_nids.npy"};
 
+const std::vector<std::string> kValEdgeFiles = {"val_edges.npy", "val_neg.npy"};
+
 int PartitionConfig::PartOf(int64_t node) const {
   auto it = std::upper_bound(parts.begin(), parts.end(), node,
                              [](int64_t v, const PartInfo& p) { return v < p.node_end; });
@@ -42,6 +44,11 @@ json ToJson(const PartitionConfig& c) {
   j["balance_edges"] = c.balance_edges;
   j["undirected"] = c.undirected;
   j["seed"] = c.seed;
+  if (c.val_edges_fraction > 0) {
+    j["val_edges"] = {{"fraction", c.val_edges_fraction},
+                      {"num_edges", c.num_val_edges},
+                      {"negatives_per_edge", c.val_negatives}};
+  }
   // DGL's keys for a homogeneous graph.
   j["ntypes"] = {{"_N", 0}};
   j["etypes"] = {{"_N:_E:_N", 0}};
@@ -67,6 +74,7 @@ json ToJson(const PartitionConfig& c) {
         {"num_test", p.num_test},
         {"files", files},
     };
+    if (c.val_edges_fraction > 0) j["part-" + std::to_string(i)]["num_val_edges"] = p.num_val_edges;
   }
   if (!c.report.is_null()) j["partition_report"] = c.report;
   return j;
@@ -96,6 +104,16 @@ PartitionConfig ParsePartitionConfig(const json& j, const std::string& base_dir,
     c.balance_edges = j.at("balance_edges").get<bool>();
     c.undirected = j.at("undirected").get<bool>();
     c.seed = j.at("seed").get<uint64_t>();
+    if (j.contains("val_edges")) {
+      const json& v = j.at("val_edges");
+      c.val_edges_fraction = v.at("fraction").get<double>();
+      c.num_val_edges = v.at("num_edges").get<int64_t>();
+      c.val_negatives = v.at("negatives_per_edge").get<int>();
+      if (!(c.val_edges_fraction > 0 && c.val_edges_fraction < 1) || c.num_val_edges < 0 ||
+          c.val_negatives < 1) {
+        throw DataError(source + ": val_edges has an invalid fraction, count or negatives");
+      }
+    }
     const json& node_map = j.at("node_map").at("_N");
     const json& edge_map = j.at("edge_map").at("_N:_E:_N");
     if (c.num_parts < 1 || node_map.size() != static_cast<size_t>(c.num_parts) ||
@@ -125,7 +143,12 @@ PartitionConfig ParsePartitionConfig(const json& j, const std::string& base_dir,
       p.num_train = pj.at("num_train").get<int64_t>();
       p.num_valid = pj.at("num_valid").get<int64_t>();
       p.num_test = pj.at("num_test").get<int64_t>();
-      for (const std::string& name : kPartFiles) {
+      std::vector<std::string> names = kPartFiles;
+      if (c.val_edges_fraction > 0) {
+        names.insert(names.end(), kValEdgeFiles.begin(), kValEdgeFiles.end());
+        p.num_val_edges = pj.at("num_val_edges").get<int64_t>();
+      }
+      for (const std::string& name : names) {
         const json& f = pj.at("files").at(name);
         p.files[name] = PartFile{f.at("bytes").get<uint64_t>(), f.at("sha256").get<std::string>()};
       }

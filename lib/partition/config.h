@@ -15,6 +15,13 @@ constexpr int kPartitionFormatVersion = 1;
 
 // Tensor files of every partition folder, in the order they are written.
 extern const std::vector<std::string> kPartFiles;
+// Held-out edges for link evaluation (gnn-partition --val_edges), in every
+// partition folder when the config has "val_edges": val_edges.npy int64
+// [K, 2] (head, tail; the partition owns the tail) and val_neg.npy int64
+// [K, negatives_per_edge] (corrupted tails of each head). Global new ids.
+extern const std::vector<std::string> kValEdgeFiles;
+// Corrupted tails stored per held-out edge (for MRR).
+constexpr int kValNegatives = 100;
 
 struct PartFile {
   uint64_t bytes = 0;
@@ -26,6 +33,7 @@ struct PartInfo {
   int64_t node_start = 0, node_end = 0;  // owned new ids [start, end)
   int64_t edge_start = 0, edge_end = 0;  // in-edges stored here (global edge ids)
   int64_t num_train = 0, num_valid = 0, num_test = 0;
+  int64_t num_val_edges = 0;  // held-out edges whose tail this partition owns
   std::map<std::string, PartFile> files;  // file name -> size and sha256
   int64_t num_nodes() const { return node_end - node_start; }
   int64_t num_edges() const { return edge_end - edge_start; }
@@ -46,6 +54,11 @@ struct PartitionConfig {
   bool balance_edges = false;
   bool undirected = false;
   uint64_t seed = 0;
+  // --val_edges: fraction of undirected edges held out (removed from every
+  // partition's CSC) for link evaluation; 0 = none.
+  double val_edges_fraction = 0;
+  int64_t num_val_edges = 0;
+  int val_negatives = 0;  // columns of val_neg.npy
   std::vector<PartInfo> parts;
   nlohmann::json report;  // partition_report, kept as written
 

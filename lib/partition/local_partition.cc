@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "common/npy.h"
+#include "common/sha256.h"
 
 namespace gnn {
 
@@ -11,6 +12,43 @@ std::vector<int64_t> LocalPartition::Nodes(const std::vector<uint8_t>& mask) con
     if (mask[i]) out.push_back(node_start + i);
   }
   return out;
+}
+
+HeldOutEdges LoadHeldOutEdges(const PartitionConfig& config, int part, bool verify_checksums) {
+  HeldOutEdges h;
+  if (config.val_edges_fraction <= 0) return h;
+  const PartInfo& info = config.parts.at(part);
+  const int64_t k = info.num_val_edges;
+  h.num_negatives = config.val_negatives;
+  const std::string edges_path = config.FilePath(part, kValEdgeFiles[0]);
+  const std::string neg_path = config.FilePath(part, kValEdgeFiles[1]);
+  if (verify_checksums) {
+    for (const std::string& name : kValEdgeFiles) {
+      const std::string path = config.FilePath(part, name);
+      if (Sha256File(path) != info.files.at(name).sha256) {
+        throw DataError(path + ": checksum mismatch with the partition config");
+      }
+    }
+  }
+  std::vector<int64_t> pairs = ReadNpy<int64_t>(edges_path, {k, 2});
+  h.negatives = ReadNpy<int64_t>(neg_path, {k, h.num_negatives});
+  h.heads.resize(k);
+  h.tails.resize(k);
+  for (int64_t i = 0; i < k; ++i) {
+    h.heads[i] = pairs[2 * i];
+    h.tails[i] = pairs[2 * i + 1];
+  }
+  for (int64_t v : pairs) {
+    if (v < 0 || v >= config.num_nodes) {
+      throw DataError(edges_path + ": node id " + std::to_string(v) + " out of range");
+    }
+  }
+  for (int64_t v : h.negatives) {
+    if (v < 0 || v >= config.num_nodes) {
+      throw DataError(neg_path + ": node id " + std::to_string(v) + " out of range");
+    }
+  }
+  return h;
 }
 
 LocalPartition LoadLocalPartition(const PartitionConfig& config, int part, bool verify_checksums) {

@@ -25,6 +25,19 @@ struct LocalPartition {
   std::vector<int64_t> Nodes(const std::vector<uint8_t>& mask) const;
 };
 
+// Held-out edges of one partition (see kValEdgeFiles); empty when the
+// config has none.
+struct HeldOutEdges {
+  int num_negatives = 0;
+  std::vector<int64_t> heads, tails;  // [K] global ids
+  std::vector<int64_t> negatives;     // [K, num_negatives] corrupted tails
+  int64_t size() const { return static_cast<int64_t>(heads.size()); }
+};
+
+// Reads partition `part`'s held-out edges (checksums first when asked);
+// shapes and ids are checked; DataError names the file.
+HeldOutEdges LoadHeldOutEdges(const PartitionConfig& config, int part, bool verify_checksums);
+
 // Loads partition `part` of `config`. With verify_checksums every file's
 // sha256 is compared with the config first. Shapes and dtypes are checked
 // against the config; any mismatch throws DataError naming the file.

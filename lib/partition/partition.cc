@@ -34,6 +34,9 @@ void PartitionOptions::Validate() const {
   }
   if (output.empty()) throw ConfigError("--output is empty");
   if (num_trainers_per_machine < 1) throw ConfigError("--num_trainers_per_machine must be >= 1");
+  if (!(val_edges >= 0 && val_edges < 1)) {
+    throw ConfigError("--val_edges must be a fraction in [0, 1), got " + std::to_string(val_edges));
+  }
   if (graph_name.find('/') != std::string::npos) {
     throw ConfigError("--graph_name must not contain '/': " + graph_name);
   }
@@ -114,6 +117,56 @@ void Publish(TempOutput& tmp, const std::string& output) {
   }
   tmp.Release();
   if (had_old) RemoveAllQuietly(old);
+}
+
+uint64_t Mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// Held-out edges for link evaluation: an undirected pair {a, b} (input ids)
+// is held out when its hash falls below fraction * 2^64. The choice depends
+// only on the pair and the seed, never on the partitioning, so every
+// partitioning of a graph holds out the same edges.
+class HeldOutChooser {
+ public:
+  HeldOutChooser(double fraction, uint64_t seed)
+      : threshold_(fraction <= 0 ? 0 : static_cast<uint64_t>(fraction * 18446744073709551616.0)),
+        seed_(Mix64(seed ^ 0x76616c6564676573ULL)) {}
+  bool active() const { return threshold_ > 0; }
+  bool operator()(int64_t a, int64_t b) const {
+    if (a == b || threshold_ == 0) return false;
+    const uint64_t lo = static_cast<uint64_t>(std::min(a, b)), hi = static_cast<uint64_t>(std::max(a, b));
+    return Mix64(Mix64(seed_ ^ lo) + hi) < threshold_;
+  }
+  // Corrupted tail j of held-out edge {a, b}: uniform over [0, n).
+  int64_t Negative(int64_t a, int64_t b, int j, int64_t n) const {
+    const uint64_t h = Mix64(Mix64(Mix64(seed_ + static_cast<uint64_t>(a)) ^ static_cast<uint64_t>(b)) +
+                             static_cast<uint64_t>(j));
+    return static_cast<int64_t>((static_cast<unsigned __int128>(h) * static_cast<uint64_t>(n)) >> 64);
+  }
+
+ private:
+  uint64_t threshold_, seed_;
+};
+
+// Drops the held-out pairs from an adjacency in place (rows and entries are
+// input ids; both directions go, since the chooser is symmetric).
+template <typename Index>
+void RemoveHeldOut(CsrT<Index>* g, const HeldOutChooser& held) {
+  int64_t out = 0, begin = 0;
+  for (int64_t r = 0; r < g->num_rows(); ++r) {
+    const int64_t end = g->indptr[r + 1];
+    for (int64_t k = begin; k < end; ++k) {
+      if (!held(r, g->indices[k])) g->indices[out++] = g->indices[k];
+    }
+    begin = end;
+    g->indptr[r + 1] = out;
+  }
+  g->indices.resize(out);
+  g->indices.shrink_to_fit();
 }
 
 struct Relabeling {
@@ -274,6 +327,25 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
   }
   FreeVector(d.src);
   FreeVector(d.dst);
+  // Held-out edges leave the graph before anything else sees it: METIS,
+  // the edge cut and the stored CSC all use the training graph.
+  const HeldOutChooser held(options.val_edges, options.data.seed);
+  std::vector<int64_t> held_pairs;  // flat (head, tail), input ids, head < tail
+  if (held.active()) {
+    for (int64_t u = 0; u < n; ++u) {
+      for (int64_t k = sym.indptr[u]; k < sym.indptr[u + 1]; ++k) {
+        const int64_t v = sym.indices[k];
+        if (u < v && held(u, v)) {
+          held_pairs.push_back(u);
+          held_pairs.push_back(v);
+        }
+      }
+    }
+    RemoveHeldOut(&sym, held);
+    if (!undirected) RemoveHeldOut(&directed_csc, held);
+    GNN_LOG(kInfo) << "held out " << held_pairs.size() / 2 << " undirected edges ("
+                   << options.val_edges << ") for link evaluation";
+  }
   const CsrT<Index>& in_csc = undirected ? sym : directed_csc;
 
   std::vector<uint8_t> masks[3] = {MaskOf(n, d.train_idx), MaskOf(n, d.valid_idx),
@@ -324,6 +396,24 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
   config.balance_edges = options.balance_edges;
   config.undirected = undirected;
   config.seed = options.data.seed;
+  // Held-out edges go to the partition owning the tail, in new ids, with
+  // kValNegatives corrupted tails each (drawn from input ids, so the same
+  // for every partitioning).
+  std::vector<std::vector<int64_t>> val_pairs(options.num_parts), val_negs(options.num_parts);
+  if (held.active()) {
+    config.val_edges_fraction = options.val_edges;
+    config.num_val_edges = static_cast<int64_t>(held_pairs.size() / 2);
+    config.val_negatives = kValNegatives;
+    for (size_t i = 0; i < held_pairs.size(); i += 2) {
+      const int64_t a = held_pairs[i], b = held_pairs[i + 1];
+      const int p = part[b];
+      val_pairs[p].push_back(relabel.new_id[a]);
+      val_pairs[p].push_back(relabel.new_id[b]);
+      for (int j = 0; j < kValNegatives; ++j) {
+        val_negs[p].push_back(relabel.new_id[held.Negative(a, b, j, n)]);
+      }
+    }
+  }
   int64_t edge_start = 0;
   // Partitions are independent files: write (and hash) them in parallel.
   std::vector<PartInfo> infos(options.num_parts);
@@ -332,6 +422,15 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
       infos[p].dir = "part" + std::to_string(p);
       WritePart(d, spill.data(), in_csc, relabel, static_cast<int>(p), masks,
                 tmp_dir + "/" + infos[p].dir, &infos[p]);
+      if (held.active()) {
+        const int64_t k = static_cast<int64_t>(val_pairs[p].size() / 2);
+        const std::string dir = tmp_dir + "/" + infos[p].dir + "/";
+        WrittenFile f = WriteNpy(dir + kValEdgeFiles[0], val_pairs[p].data(), {k, 2});
+        infos[p].files[kValEdgeFiles[0]] = PartFile{f.bytes, f.sha256};
+        f = WriteNpy(dir + kValEdgeFiles[1], val_negs[p].data(), {k, int64_t{kValNegatives}});
+        infos[p].files[kValEdgeFiles[1]] = PartFile{f.bytes, f.sha256};
+        infos[p].num_val_edges = k;
+      }
     }
   });
   for (PartInfo& info : infos) {
@@ -404,6 +503,7 @@ PartitionResult RunPartition(const PartitionOptions& options) {
       {"input_edges", input_edges},
       {"undirected_edges", undirected_edges},
       {"stored_in_edges", config.num_edges},
+      {"val_edges", config.num_val_edges},
       {"edge_cut", cut},
       {"edge_cut_fraction",
        undirected_edges > 0 ? static_cast<double>(cut) / static_cast<double>(undirected_edges)

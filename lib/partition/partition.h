@@ -24,6 +24,8 @@ struct PartitionOptions {
   bool overwrite = false;           // --overwrite an existing output
   int num_trainers_per_machine = 1; // accepted as DGL does; recorded only
   int num_threads = 0;              // 0 = all cores
+  double val_edges = 0;             // --val_edges: fraction of undirected edges held out
+                                    // for link evaluation, in [0, 1)
 
   // Throws ConfigError naming the first bad field.
   void Validate() const;

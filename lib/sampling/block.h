@@ -27,6 +27,10 @@ struct MiniBatch {
   std::vector<float> features;   // [blocks[0].num_src(), feature_dim], rows follow src_nodes
   std::vector<int64_t> labels;   // [seeds.size()]
   double sample_seconds = 0;     // time spent sampling + gathering this batch
+  // Link prediction (edge batches): positive and negative pairs as positions
+  // into `seeds` (see EdgeBatchPlan); empty for node batches. Not on the
+  // wire: the trainer keeps its plans and attaches them.
+  std::vector<int64_t> pos_head, pos_tail, neg_head, neg_tail;
   const std::vector<int64_t>& input_nodes() const { return blocks.front().src_nodes; }
 };
 

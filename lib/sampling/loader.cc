@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "common/parallel.h"
 #include "common/timer.h"
+#include "sampling/edge_batch.h"
 
 namespace gnn {
 namespace {
@@ -160,12 +161,27 @@ MiniBatch BatchLoader::Make(int64_t index, int threads) const {
   b.index = index;
   const int64_t begin = index * options_.batch_size;
   const int64_t end = std::min<int64_t>(begin + options_.batch_size, seeds_.size());
-  b.seeds.assign(seeds_.begin() + begin, seeds_.begin() + end);
   const uint64_t batch_seed =
       MixSeed(MixSeed(options_.seed, static_cast<uint64_t>(epoch_)), static_cast<uint64_t>(index));
-  b.blocks =
-      SampleBlocks(graph_.csc, b.seeds, options_.fanouts, options_.replace, batch_seed, threads);
   const CscView& csc = graph_.csc;
+  if (options_.link) {
+    std::vector<int64_t> offsets(seeds_.begin() + begin, seeds_.begin() + end), heads, tails;
+    EdgeEndpoints(csc, offsets, &heads, &tails);
+    EdgeBatchPlan plan = PlanEdgeBatch(heads, tails, options_.num_negs, csc.node_start,
+                                       csc.node_start + csc.num_nodes, MixSeed(batch_seed, 1));
+    EdgeExclusion exclude(options_.remove_edge ? plan.exclude : std::vector<int64_t>());
+    b.seeds = std::move(plan.seeds);
+    b.pos_head = std::move(plan.pos_head);
+    b.pos_tail = std::move(plan.pos_tail);
+    b.neg_head = std::move(plan.neg_head);
+    b.neg_tail = std::move(plan.neg_tail);
+    b.blocks = SampleBlocks(csc, b.seeds, options_.fanouts, options_.replace, batch_seed, threads,
+                            exclude.empty() ? nullptr : &exclude);
+  } else {
+    b.seeds.assign(seeds_.begin() + begin, seeds_.begin() + end);
+    b.blocks =
+        SampleBlocks(csc, b.seeds, options_.fanouts, options_.replace, batch_seed, threads);
+  }
   b.feature_dim = graph_.feature_dim;
   if (graph_.feature_dim > 0) {
     // Seeds were checked by the sampler; sampled neighbours may be ids the

@@ -27,6 +27,13 @@ struct LoaderOptions {
   int num_workers = 1;  // sampling threads (each batch is sampled by one worker)
   int prefetch = 2;     // batches ready ahead of the consumer (bound on memory)
   uint64_t seed = 0;
+  // Link prediction: the loader's items are in-edges (positions in
+  // graph.csc.indices, see EdgeEndpoints) instead of seed nodes; each batch
+  // is an EdgeBatchPlan with negatives drawn from the CSC's own node range,
+  // and with remove_edge the batch's edges are kept out of its blocks.
+  bool link = false;
+  int num_negs = 1;
+  bool remove_edge = false;
 };
 
 // Everything the loader reads; the arrays outlive the loader.
@@ -37,7 +44,8 @@ struct LocalGraph {
   const int64_t* labels = nullptr;  // [num_nodes]; nullptr: batches carry no labels
 };
 
-// Iterates one epoch of mini-batches over `seeds` in order (batch i of epoch
+// Iterates one epoch of mini-batches over `seeds` (edge positions when
+// options.link) in order (batch i of epoch
 // e is the same whatever num_workers is). Next() blocks until the next
 // batch is ready; the destructor stops the workers. Not thread-safe.
 //

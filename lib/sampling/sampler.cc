@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/parallel.h"
+#include "sampling/edge_batch.h"
 
 namespace gnn {
 namespace {
@@ -317,7 +318,7 @@ Block ToBlock(const std::vector<int64_t>& dst_nodes, std::vector<int64_t> nbr_in
 
 std::vector<Block> SampleBlocks(const CscView& csc, const std::vector<int64_t>& seeds,
                                 const std::vector<int>& fanouts, bool replace, uint64_t rng_seed,
-                                int threads) {
+                                int threads, const EdgeExclusion* exclude) {
   const int num_layers = static_cast<int>(fanouts.size());
   for (int l = 0; l < num_layers; ++l) {
     if (fanouts[l] < -1) {
@@ -332,6 +333,9 @@ std::vector<Block> SampleBlocks(const CscView& csc, const std::vector<int64_t>& 
     SampleNeighbors(csc, frontier->data(), static_cast<int64_t>(frontier->size()), fanouts[l],
                     replace, MixSeed(rng_seed, static_cast<uint64_t>(l)), threads, &indptr,
                     &indices);
+    if (exclude) {
+      exclude->Filter(frontier->data(), static_cast<int64_t>(frontier->size()), &indptr, &indices);
+    }
     blocks[l] = ToBlock(*frontier, std::move(indptr), indices);
     indptr.clear();
     frontier = &blocks[l].src_nodes;

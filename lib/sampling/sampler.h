@@ -53,10 +53,13 @@ Block ToBlock(const std::vector<int64_t>& dst_nodes, std::vector<int64_t> nbr_in
 // blocks ordered input -> output. Single-partition (standalone) graphs only.
 // Layer l draws with MixSeed(rng_seed, l). Seeds must be unique (DataError
 // otherwise, as for nodes the CSC does not own); fanouts must be >= -1
-// (ConfigError). Empty fanouts give no blocks.
+// (ConfigError). Empty fanouts give no blocks. With `exclude`, every
+// layer's sampled neighbours are filtered by EdgeExclusion::Filter (sample,
+// then drop excluded edges: a destination may keep fewer than fanout).
+class EdgeExclusion;
 std::vector<Block> SampleBlocks(const CscView& csc, const std::vector<int64_t>& seeds,
                                 const std::vector<int>& fanouts, bool replace, uint64_t rng_seed,
-                                int threads);
+                                int threads, const EdgeExclusion* exclude = nullptr);
 
 // out[i, :] = rows[ids[i] - row_start, :] for a row-major [*, dim] matrix.
 // The caller guarantees every row exists (ids >= row_start and in range).

@@ -23,6 +23,7 @@
 #include "common/sha256.h"
 #include "common/timer.h"
 #include "net/batch_codec.h"
+#include "sampling/edge_batch.h"
 #include "sampling/loader.h"
 #include "sampling/sampler.h"
 #include "train/collective.h"
@@ -75,7 +76,9 @@ class Prefetcher {
     try {
       if (!graph_) graph_ = std::make_unique<DistGraph>(options_);
       for (const auto& sb : batches) {
-        MiniBatch mb = graph_->MakeBatch(sb.seeds, sb.fanouts, sb.replace, sb.rng_seed);
+        EdgeExclusion exclude(sb.exclude);
+        MiniBatch mb = graph_->MakeBatch(sb.seeds, sb.fanouts, sb.replace, sb.rng_seed,
+                                         exclude.empty() ? nullptr : &exclude);
         mb.index = sb.index;
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [&] { return static_cast<int>(queue_.size()) < prefetch_ || stop_; });
@@ -214,8 +217,29 @@ class DistEnv : public TrainEnv {
       int64_t n = graph_->CountNodes(mask);
       eval_nodes_[mask - 1] = graph_->SplitNodes(mask, n * rank_ / world_, n * (rank_ + 1) / world_);
     }
-    GNN_LOG(kInfo) << Label() << ": " << train_.size() << " of " << total << " train nodes, "
-                   << num_batches_ << " batches per epoch";
+    if (o.task == "link") {
+      // Edges are split by the partition that owns them (the in-edges of
+      // its nodes, read from shared memory): this machine's trainers take
+      // even slices, and every rank runs as many steps as the largest
+      // slice of any machine needs.
+      if (!graph_->LocalCsc(&local_csc_)) throw Error("no local partition for --task link");
+      int64_t max_share = 0;
+      for (const PartInfo& p : config.parts) {
+        max_share = std::max(max_share, (p.num_edges() + o.num_trainers - 1) / o.num_trainers);
+      }
+      if (max_share == 0) throw DataError(o.part_config + ": the graph has no edges");
+      const int64_t mine = config.parts[o.machine_id].num_edges();
+      for (int64_t e = mine * o.trainer_id / o.num_trainers;
+           e < mine * (o.trainer_id + 1) / o.num_trainers; ++e) {
+        edges_.push_back(e);
+      }
+      num_batches_ = (max_share + o.batch_size - 1) / o.batch_size;
+      GNN_LOG(kInfo) << Label() << ": " << edges_.size() << " of " << config.num_edges
+                     << " training edges, " << num_batches_ << " batches per epoch";
+    } else {
+      GNN_LOG(kInfo) << Label() << ": " << train_.size() << " of " << total << " train nodes, "
+                     << num_batches_ << " batches per epoch";
+    }
 
     if (o.num_samplers > 0) {
       const std::string hello =
@@ -259,7 +283,8 @@ class DistEnv : public TrainEnv {
   int64_t NumBatches() const override { return num_batches_; }
 
   void StartEpoch(int epoch) override {
-    std::vector<int64_t> seeds = train_;
+    const bool link = o_.task == "link";
+    std::vector<int64_t> seeds = link ? edges_ : train_;
     // Each rank shuffles its own share; batches are near-equal slices so
     // every rank runs exactly num_batches_ steps (no all-reduce deadlock).
     uint64_t state = MixSeed(MixSeed(o_.seed, static_cast<uint64_t>(epoch)), rank_);
@@ -269,6 +294,7 @@ class DistEnv : public TrainEnv {
     }
     std::vector<net::SeedBatch> batches;
     const int64_t n = static_cast<int64_t>(seeds.size());
+    plans_.assign(link ? num_batches_ : 0, EdgeBatchPlan());
     for (int64_t b = 0; b < num_batches_; ++b) {
       net::SeedBatch sb;
       sb.epoch = epoch;
@@ -277,6 +303,20 @@ class DistEnv : public TrainEnv {
       sb.replace = o_.sample_replace;
       sb.fanouts = o_.Fanouts();
       sb.seeds.assign(seeds.begin() + n * b / num_batches_, seeds.begin() + n * (b + 1) / num_batches_);
+      if (link) {
+        // The slice holds edge positions: the trainer plans the batch (its
+        // negatives and seed nodes) and keeps the pair positions; samplers
+        // only see the seeds and the edges to exclude.
+        std::vector<int64_t> heads, tails;
+        EdgeEndpoints(local_csc_, sb.seeds, &heads, &tails);
+        EdgeBatchPlan plan = PlanEdgeBatch(heads, tails, o_.num_negs, 0, config_.num_nodes,
+                                           MixSeed(sb.rng_seed, 1));
+        sb.seeds = std::move(plan.seeds);
+        if (o_.remove_edge) sb.exclude = std::move(plan.exclude);
+        plan.seeds.clear();
+        plan.exclude.clear();
+        plans_[b] = std::move(plan);
+      }
       batches.push_back(std::move(sb));
     }
     if (pool_) {
@@ -287,13 +327,28 @@ class DistEnv : public TrainEnv {
   }
 
   std::optional<MiniBatch> Next() override {
-    if (!pool_) return prefetcher_->Next();
-    try {
-      return pool_->Next();
-    } catch (const Error& e) {
-      std::string exited = children_.Exited();
-      throw PeerError(std::string(e.what()) + (exited.empty() ? "" : " (" + exited + ")"));
+    std::optional<MiniBatch> mb;
+    if (!pool_) {
+      mb = prefetcher_->Next();
+    } else {
+      try {
+        mb = pool_->Next();
+      } catch (const Error& e) {
+        std::string exited = children_.Exited();
+        throw PeerError(std::string(e.what()) + (exited.empty() ? "" : " (" + exited + ")"));
+      }
     }
+    if (mb && !plans_.empty()) {
+      if (mb->index < 0 || mb->index >= static_cast<int64_t>(plans_.size())) {
+        throw ProtocolError("mini-batch index " + std::to_string(mb->index) + " out of range");
+      }
+      EdgeBatchPlan& plan = plans_[mb->index];
+      mb->pos_head = std::move(plan.pos_head);
+      mb->pos_tail = std::move(plan.pos_tail);
+      mb->neg_head = std::move(plan.neg_head);
+      mb->neg_tail = std::move(plan.neg_tail);
+    }
+    return mb;
   }
 
   int64_t AllreduceGrads(GraphSage& model) override {
@@ -311,8 +366,9 @@ class DistEnv : public TrainEnv {
 
   // Distributed layer-wise full-neighbour inference: rank r computes layer l
   // for nodes [r*N/W, (r+1)*N/W); the layer's output is all-gathered so the
-  // next layer can read any node's row.
-  std::pair<double, double> Evaluate(GraphSage& model) override {
+  // next layer can read any node's row. The last layer is gathered too when
+  // `gather_last`; otherwise each rank returns its own slice.
+  torch::Tensor Infer(GraphSage& model, bool gather_last) {
     torch::NoGradGuard no_grad;
     model->eval();
     const int64_t n = config_.num_nodes;
@@ -339,10 +395,38 @@ class DistEnv : public TrainEnv {
         }
         mine.slice(0, start - lo, end - lo).copy_(model->ForwardLayer(l, bt, x));
       }
-      if (l + 1 < model->num_layers()) h = collective_->AllgatherRows(mine);
+      if (l + 1 < model->num_layers() || gather_last) h = collective_->AllgatherRows(mine);
       else h = mine;  // the last layer: each rank scores its own slice
     }
     model->train();
+    return h;
+  }
+
+  torch::Tensor AllNodeOutputs(GraphSage& model) override { return Infer(model, true); }
+
+  const LabeledSplits& Labeled() override {
+    if (!labeled_ready_) {
+      for (int mask = 0; mask < 3; ++mask) {
+        labeled_.nodes[mask] = graph_->SplitNodes(mask, 0, graph_->CountNodes(mask));
+        graph_->PullLabels(labeled_.nodes[mask], &labeled_.labels[mask]);
+      }
+      labeled_ready_ = true;
+    }
+    return labeled_;
+  }
+
+  // The first trainer of each machine scores its partition's held-out edges.
+  HeldOutEdges HeldOut() override {
+    if (o_.trainer_id != 0) return HeldOutEdges{config_.val_negatives, {}, {}, {}};
+    return LoadHeldOutEdges(config_, o_.machine_id, o_.verify_checksums);
+  }
+
+  torch::Tensor GatherRows(const torch::Tensor& rows) override {
+    return collective_->AllgatherRows(rows);
+  }
+
+  std::pair<double, double> Evaluate(GraphSage& model) override {
+    torch::Tensor h = Infer(model, false);
     // Predictions of every node (each rank's argmax slice, gathered), then
     // each rank scores its share of valid/test nodes and the counts are summed.
     torch::Tensor pred = collective_->AllgatherRows(h.argmax(1).to(torch::kFloat64).unsqueeze(1))
@@ -375,6 +459,11 @@ class DistEnv : public TrainEnv {
   std::unique_ptr<DistGraph> graph_;
   std::vector<int64_t> train_;
   std::vector<int64_t> eval_nodes_[2];  // this rank's valid and test nodes
+  CscView local_csc_;                   // --task link: this machine's partition
+  std::vector<int64_t> edges_;          // --task link: this rank's edge positions in it
+  std::vector<EdgeBatchPlan> plans_;    // --task link: this epoch's batches, by index
+  LabeledSplits labeled_;
+  bool labeled_ready_ = false;
   int64_t num_batches_ = 0;
   SamplerChildren children_;
   std::unique_ptr<SamplerPool> pool_;

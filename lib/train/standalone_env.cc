@@ -57,7 +57,7 @@ double Accuracy(const torch::Tensor& logits, const LocalPartition& part,
 
 class StandaloneEnv : public TrainEnv {
  public:
-  StandaloneEnv(const TrainOptions& o, const PartitionConfig& config) : o_(o) {
+  StandaloneEnv(const TrainOptions& o, const PartitionConfig& config) : o_(o), config_(config) {
     if (config.num_parts != 1) {
       throw ConfigError("--standalone needs a 1-partition config, but " + o.part_config +
                         " has " + std::to_string(config.num_parts) +
@@ -84,16 +84,37 @@ class StandaloneEnv : public TrainEnv {
     lo_.num_workers = o.num_workers;
     lo_.prefetch = o.prefetch;
     lo_.seed = o.seed;
+    if (o.task == "link") {
+      // Every stored in-edge is a training edge (held-out ones were removed
+      // by gnn-partition --val_edges).
+      lo_.link = true;
+      lo_.num_negs = o.num_negs;
+      lo_.remove_edge = o.remove_edge;
+      edges_.resize(part_.indices.size());
+      for (size_t i = 0; i < edges_.size(); ++i) edges_[i] = static_cast<int64_t>(i);
+      if (edges_.empty()) throw DataError(o.part_config + ": partition 0 has no edges");
+    }
+    for (int k = 0; k < 3; ++k) {
+      const std::vector<int64_t>& nodes = k == 0 ? train_ : k == 1 ? valid_ : test_;
+      labeled_.nodes[k] = nodes;
+      for (int64_t v : nodes) labeled_.labels[k].push_back(part_.labels[v - part_.node_start]);
+    }
   }
 
   std::string Label() const override { return "Part 0"; }
   int64_t NumBatches() const override {
-    return (static_cast<int64_t>(train_.size()) + o_.batch_size - 1) / o_.batch_size;
+    const auto items = static_cast<int64_t>(lo_.link ? edges_.size() : train_.size());
+    return (items + o_.batch_size - 1) / o_.batch_size;
   }
   void StartEpoch(int epoch) override {
     loader_.reset();
-    loader_ = std::make_unique<BatchLoader>(graph_, train_, lo_, epoch);
+    loader_ = std::make_unique<BatchLoader>(graph_, lo_.link ? edges_ : train_, lo_, epoch);
   }
+  torch::Tensor AllNodeOutputs(GraphSage& model) override {
+    return Inference(model, part_, o_.batch_size_eval, o_.num_workers);
+  }
+  const LabeledSplits& Labeled() override { return labeled_; }
+  HeldOutEdges HeldOut() override { return LoadHeldOutEdges(config_, 0, false); }
   std::optional<MiniBatch> Next() override { return loader_->Next(); }
   std::pair<double, double> Evaluate(GraphSage& model) override {
     torch::Tensor logits = Inference(model, part_, o_.batch_size_eval, o_.num_workers);
@@ -110,8 +131,11 @@ class StandaloneEnv : public TrainEnv {
 
  private:
   const TrainOptions& o_;
+  const PartitionConfig& config_;
   LocalPartition part_;
   std::vector<int64_t> train_, valid_, test_;
+  std::vector<int64_t> edges_;  // --task link: positions of the training in-edges
+  LabeledSplits labeled_;
   LocalGraph graph_;
   LoaderOptions lo_;
   std::unique_ptr<BatchLoader> loader_;

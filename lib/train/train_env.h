@@ -12,11 +12,18 @@
 #include <vector>
 
 #include "partition/config.h"
+#include "partition/local_partition.h"
 #include "sampling/block.h"
 #include "train/sage.h"
 #include "train/trainer.h"
 
 namespace gnn {
+
+// Node ids and labels of the train, valid and test splits.
+struct LabeledSplits {
+  std::vector<int64_t> nodes[3];
+  std::vector<int64_t> labels[3];
+};
 
 class TrainEnv {
  public:
@@ -25,7 +32,8 @@ class TrainEnv {
   virtual int world() const { return 1; }
   // "Part 0" (DGL's log prefix), with the rank in distributed mode.
   virtual std::string Label() const = 0;
-  // Every rank runs the same number of batches per epoch.
+  // Every rank runs the same number of batches per epoch. With --task link
+  // the batches are edge batches (MiniBatch::pos_head... are set).
   virtual int64_t NumBatches() const = 0;
   virtual void StartEpoch(int epoch) = 0;
   // The next batch of this epoch, or nullopt after NumBatches(). Blocking,
@@ -43,6 +51,18 @@ class TrainEnv {
   virtual torch::Tensor Embeddings(GraphSage& model) = 0;
   // Sum over ranks (identity alone).
   virtual double SumOverRanks(double v) { return v; }
+
+  // For --task link's evaluation (every rank calls them together):
+  // Full-neighbour output of every node [num_nodes, d] in global (new) id
+  // order, the same on every rank.
+  virtual torch::Tensor AllNodeOutputs(GraphSage& model) = 0;
+  // Train/valid/test nodes of the whole graph and their labels, the same on
+  // every rank.
+  virtual const LabeledSplits& Labeled() = 0;
+  // This rank's share of the held-out edges (empty without --val_edges).
+  virtual HeldOutEdges HeldOut() = 0;
+  // Rows of every rank concatenated in rank order (identity alone).
+  virtual torch::Tensor GatherRows(const torch::Tensor& rows) { return rows; }
 };
 
 // Loads partition 0 of a 1-partition config.

@@ -40,6 +40,11 @@ struct TrainOptions {
   std::string save_embeddings;    // .npy of the final layer output, input node order
   bool verify_checksums = true;
 
+  // Link prediction (unsupervised GraphSAGE, DGL's train_dist_unsupervised).
+  std::string task = "node";      // --task node|link
+  int num_negs = 1;               // --num_negs: uniform negative tails per positive edge
+  bool remove_edge = false;       // --remove_edge: keep batch edges out of their blocks
+
   // Distributed mode (also from the launcher's GNN_* environment, read in main).
   std::string ip_config;          // --ip_config
   int machine_id = 0;             // --machine_id: this machine's line = its partition

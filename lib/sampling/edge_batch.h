@@ -1,0 +1,58 @@
+// Edge mini-batches for link prediction (unsupervised GraphSAGE, as DGL's
+// train_dist_unsupervised): positive edges, uniformly drawn negative
+// destinations, the seed nodes whose embeddings the batch needs, and the
+// batch's own edges to keep out of the sampled neighbourhoods. Plain arrays;
+// no LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "sampling/sampler.h"
+
+namespace gnn {
+
+// A set of unordered node pairs: {u, v} matches the edge u->v and its
+// reverse v->u. Immutable after construction; thread-safe to read.
+class EdgeExclusion {
+ public:
+  EdgeExclusion() = default;
+  // From flat pairs [u0, v0, u1, v1, ...] (odd sizes throw DataError).
+  explicit EdgeExclusion(const std::vector<int64_t>& flat_pairs);
+  bool empty() const { return keys_.empty(); }
+  bool Contains(int64_t u, int64_t v) const;
+  // Removes from a neighbour CSR over `dst` (as SampleNeighbors returns it)
+  // every entry (dst[i], neighbour) whose pair is in the set; sizes shrink
+  // in place.
+  void Filter(const int64_t* dst, int64_t num_dst, std::vector<int64_t>* indptr,
+              std::vector<int64_t>* indices) const;
+
+ private:
+  std::vector<std::pair<int64_t, int64_t>> keys_;  // (min, max), sorted, unique
+  std::vector<int64_t> endpoints_;                  // sorted, unique: quick reject
+};
+
+// One edge batch: positives (heads[i] -> tails[i]) and num_negs negatives
+// per positive (heads[i] -> a uniform node of [neg_lo, neg_hi)), as local
+// positions into `seeds` (unique, heads/tails/negatives in first-seen order).
+struct EdgeBatchPlan {
+  std::vector<int64_t> seeds;
+  std::vector<int64_t> pos_head, pos_tail;  // [num positives] positions in seeds
+  std::vector<int64_t> neg_head, neg_tail;  // [num positives * num_negs]
+  std::vector<int64_t> exclude;             // flat (head, tail) pairs of the positives
+};
+
+// Pure: negative j of positive i is drawn from MixSeed(rng_seed, i * num_negs + j),
+// so a plan reproduces from its seed. Throws ConfigError if num_negs < 0 or
+// the node range is empty while negatives are asked for.
+EdgeBatchPlan PlanEdgeBatch(const std::vector<int64_t>& heads, const std::vector<int64_t>& tails,
+                            int num_negs, int64_t neg_lo, int64_t neg_hi, uint64_t rng_seed);
+
+// Endpoints of the in-edges at positions `offsets` of `csc.indices`: the
+// source (neighbour) is the head, the owning row the tail. Throws DataError
+// on an offset outside [0, number of in-edges).
+void EdgeEndpoints(const CscView& csc, const std::vector<int64_t>& offsets,
+                   std::vector<int64_t>* heads, std::vector<int64_t>* tails);
+
+}  // namespace gnn
