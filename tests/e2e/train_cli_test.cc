@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/fs.h"
+#include "common/npy.h"
 #include "test_util.h"
 
 using namespace gnn;
@@ -174,5 +175,53 @@ TEST_CASE("gnn-train bad input: one error line, non-zero exit", "[e2e]") {
   }
   SECTION("GPU requested on a CPU-only build") {
     ExpectFailure({"--standalone", "--part_config", one, "--num_gpus", "1"}, "--num_gpus");
+  }
+}
+
+TEST_CASE("gnn-train --task link: summary keys and embeddings file and bad input", "[e2e]") {
+  test::TempDir dir;
+  auto r = RunProcess({Bin("gnn-partition"), "--dataset", "synthetic:tiny", "--num_parts", "1",
+                       "--val_edges", "0.1", "--output", dir / "held", "--quiet"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string held = dir / "held/synthetic-tiny.json";
+  const std::string plain = Trim(Partition(dir, "synthetic:tiny", 1, "plain"));
+  const std::vector<std::string> quick = {"--task", "link", "--remove_edge", "--num_epochs", "1",
+                                          "--batch_size", "2000", "--num_hidden", "8",
+                                          "--eval_every", "1", "--num_omp_threads", "1"};
+
+  SECTION("held-out edges give AUC and MRR; embeddings are saved in input order") {
+    std::vector<std::string> args = {"--part_config", held, "--save_embeddings",
+                                     dir / "emb.npy"};
+    args.insert(args.end(), quick.begin(), quick.end());
+    json s = Train(args);
+    CHECK(s.at("task") == "link");
+    for (const char* key : {"embedding_lr_val_acc", "embedding_lr_test_acc", "link_auc",
+                            "link_mrr", "edges_per_s"}) {
+      INFO(key);
+      REQUIRE(s.at(key).is_number());
+      CHECK(s.at(key).get<double>() > 0);
+    }
+    CHECK(s.at("link_auc").get<double>() <= 1);
+    CHECK(s.at("link_mrr").get<double>() <= 1);
+    NpyHeader h = ReadNpyHeader(dir / "emb.npy");
+    CHECK(h.shape == std::vector<int64_t>{2000, 8});
+  }
+  SECTION("without --val_edges the link metrics are null, the rest is reported") {
+    std::vector<std::string> args = {"--part_config", plain};
+    args.insert(args.end(), quick.begin(), quick.end());
+    json s = Train(args);
+    CHECK(s.at("link_auc").is_null());
+    CHECK(s.at("link_mrr").is_null());
+    CHECK(s.at("embedding_lr_test_acc").get<double>() > 0);
+  }
+  SECTION("bad flags") {
+    ExpectFailure({"--standalone", "--part_config", held, "--task", "edges"}, "--task");
+    ExpectFailure({"--standalone", "--part_config", held, "--task", "link", "--num_negs", "0"},
+                  "--num_negs");
+    auto p = RunProcess({Bin("gnn-partition"), "--dataset", "synthetic:tiny", "--val_edges",
+                         "1.5", "--output", dir / "bad"});
+    CHECK(p.exit_code == 2);
+    CHECK(p.err.find("--val_edges") != std::string::npos);
   }
 }

@@ -60,7 +60,7 @@ Written Read(const std::string& config_path) {
 
 }  // namespace
 
-TEST_CASE("--val_edges holds out the same edges for any partitioning", "[integration]") {
+TEST_CASE("gnn-partition --val_edges holds out the same edges for any partitioning", "[integration]") {
   test::TempDir dir;
   DatasetOptions data;
   data.dataset = "synthetic:tiny";
