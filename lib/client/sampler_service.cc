@@ -146,7 +146,9 @@ void SamplerPool::Dispatch() {
   while (next_dispatch_ < batches_.size()) {
     int s = static_cast<int>(next_dispatch_ % identities_.size());
     if (in_flight_[s] >= prefetch_) return;
+    if (prepare_) prepare_(&batches_[next_dispatch_]);
     Message m = net::EncodeSeedBatch(batches_[next_dispatch_], next_dispatch_ + 1);
+    if (prepare_) batches_[next_dispatch_] = net::SeedBatch();
     std::vector<zmq::message_t> route;
     route.emplace_back(identities_[s].data(), identities_[s].size());
     net::Send(sock_, m, &route);

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <functional>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -47,6 +48,11 @@ class SamplerPool {
   void WaitForSamplers(int timeout_ms);
   // Queues an epoch's batches (dispatch starts at once, bounded by credit).
   void Start(std::vector<net::SeedBatch> batches);
+  // Optional: called on each batch just before it is sent (on the thread
+  // calling Start/Next), so batches can be completed lazily (link
+  // prediction turns edge positions into seeds there); a sent batch's
+  // arrays are released.
+  void SetPrepare(std::function<void(net::SeedBatch*)> prepare) { prepare_ = std::move(prepare); }
   // The next batch in order; nullopt after the last. Throws PeerError when a
   // sampler reports an error and TimeoutError when no batch arrives in time.
   std::optional<MiniBatch> Next();
@@ -72,6 +78,7 @@ class SamplerPool {
   std::vector<zmq::message_t> identities_;
   std::vector<int> in_flight_;
   std::vector<net::SeedBatch> batches_;
+  std::function<void(net::SeedBatch*)> prepare_;
   size_t next_dispatch_ = 0;
   int64_t next_return_ = 0;
   std::map<int64_t, MiniBatch> ready_;

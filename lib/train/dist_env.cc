@@ -10,7 +10,9 @@
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <iomanip>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -39,8 +41,11 @@ using Clock = std::chrono::steady_clock;
 // DistGraph (sockets are per thread) fills a bounded queue.
 class Prefetcher {
  public:
-  Prefetcher(const DistGraphOptions& options, int prefetch)
-      : options_(options), prefetch_(prefetch) {}
+  // `prepare` (optional) completes each batch on the sampling thread just
+  // before it is sampled (see SamplerPool::SetPrepare).
+  Prefetcher(const DistGraphOptions& options, int prefetch,
+             std::function<void(net::SeedBatch*)> prepare = nullptr)
+      : options_(options), prefetch_(prefetch), prepare_(std::move(prepare)) {}
   ~Prefetcher() { Join(); }
 
   void Start(std::vector<net::SeedBatch> batches) {
@@ -50,7 +55,7 @@ class Prefetcher {
     error_ = nullptr;
     stop_ = false;
     remaining_ = batches.size();
-    thread_ = std::thread([this, batches = std::move(batches)] { Run(batches); });
+    thread_ = std::thread([this, batches = std::move(batches)]() mutable { Run(batches); });
   }
 
   std::optional<MiniBatch> Next() {
@@ -72,10 +77,11 @@ class Prefetcher {
   }
 
  private:
-  void Run(const std::vector<net::SeedBatch>& batches) {
+  void Run(std::vector<net::SeedBatch>& batches) {
     try {
       if (!graph_) graph_ = std::make_unique<DistGraph>(options_);
-      for (const auto& sb : batches) {
+      for (auto& sb : batches) {
+        if (prepare_) prepare_(&sb);
         EdgeExclusion exclude(sb.exclude);
         MiniBatch mb = graph_->MakeBatch(sb.seeds, sb.fanouts, sb.replace, sb.rng_seed,
                                          exclude.empty() ? nullptr : &exclude);
@@ -85,6 +91,7 @@ class Prefetcher {
         if (stop_) return;
         queue_.push_back(std::move(mb));
         cv_.notify_all();
+        if (prepare_) sb = net::SeedBatch();  // release what was sampled
       }
     } catch (...) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -103,6 +110,7 @@ class Prefetcher {
 
   DistGraphOptions options_;
   int prefetch_;
+  std::function<void(net::SeedBatch*)> prepare_;
   std::unique_ptr<DistGraph> graph_;
   std::thread thread_;
   std::mutex mu_;
@@ -262,8 +270,30 @@ class DistEnv : public TrainEnv {
         throw PeerError(std::string(e.what()) + (exited.empty() ? "" : " (" + exited + ")"));
       }
     } else {
-      prefetcher_ = std::make_unique<Prefetcher>(g, o.prefetch);
+      prefetcher_ = std::make_unique<Prefetcher>(
+          g, o.prefetch,
+          o.task == "link" ? [this](net::SeedBatch* sb) { PlanLinkBatch(sb); }
+                           : std::function<void(net::SeedBatch*)>());
     }
+    if (pool_ && o.task == "link") pool_->SetPrepare([this](net::SeedBatch* sb) { PlanLinkBatch(sb); });
+  }
+
+  // --task link: a batch is sent as a slice of edge positions and planned
+  // only when it is about to be sampled (all plans of an epoch at once
+  // would take gigabytes on a products-size graph). The plan's negatives
+  // and seed nodes go to the sampler; the pair positions stay here until
+  // Next() attaches them. Runs on the sampling thread or the trainer's.
+  void PlanLinkBatch(net::SeedBatch* sb) {
+    std::vector<int64_t> heads, tails;
+    EdgeEndpoints(local_csc_, sb->seeds, &heads, &tails);
+    EdgeBatchPlan plan = PlanEdgeBatch(heads, tails, o_.num_negs, 0, config_.num_nodes,
+                                       MixSeed(sb->rng_seed, 1));
+    sb->seeds = std::move(plan.seeds);
+    if (o_.remove_edge) sb->exclude = std::move(plan.exclude);
+    plan.seeds.clear();
+    plan.exclude.clear();
+    std::lock_guard<std::mutex> lock(plans_mu_);
+    plans_[sb->index] = std::move(plan);
   }
 
   ~DistEnv() override {
@@ -294,7 +324,10 @@ class DistEnv : public TrainEnv {
     }
     std::vector<net::SeedBatch> batches;
     const int64_t n = static_cast<int64_t>(seeds.size());
-    plans_.assign(link ? num_batches_ : 0, EdgeBatchPlan());
+    {
+      std::lock_guard<std::mutex> lock(plans_mu_);
+      plans_.clear();
+    }
     for (int64_t b = 0; b < num_batches_; ++b) {
       net::SeedBatch sb;
       sb.epoch = epoch;
@@ -302,21 +335,8 @@ class DistEnv : public TrainEnv {
       sb.rng_seed = MixSeed(MixSeed(MixSeed(o_.seed, epoch), rank_), b);
       sb.replace = o_.sample_replace;
       sb.fanouts = o_.Fanouts();
+      // With --task link the slice holds edge positions (see PlanLinkBatch).
       sb.seeds.assign(seeds.begin() + n * b / num_batches_, seeds.begin() + n * (b + 1) / num_batches_);
-      if (link) {
-        // The slice holds edge positions: the trainer plans the batch (its
-        // negatives and seed nodes) and keeps the pair positions; samplers
-        // only see the seeds and the edges to exclude.
-        std::vector<int64_t> heads, tails;
-        EdgeEndpoints(local_csc_, sb.seeds, &heads, &tails);
-        EdgeBatchPlan plan = PlanEdgeBatch(heads, tails, o_.num_negs, 0, config_.num_nodes,
-                                           MixSeed(sb.rng_seed, 1));
-        sb.seeds = std::move(plan.seeds);
-        if (o_.remove_edge) sb.exclude = std::move(plan.exclude);
-        plan.seeds.clear();
-        plan.exclude.clear();
-        plans_[b] = std::move(plan);
-      }
       batches.push_back(std::move(sb));
     }
     if (pool_) {
@@ -338,11 +358,15 @@ class DistEnv : public TrainEnv {
         throw PeerError(std::string(e.what()) + (exited.empty() ? "" : " (" + exited + ")"));
       }
     }
-    if (mb && !plans_.empty()) {
-      if (mb->index < 0 || mb->index >= static_cast<int64_t>(plans_.size())) {
-        throw ProtocolError("mini-batch index " + std::to_string(mb->index) + " out of range");
+    if (mb && o_.task == "link") {
+      std::unique_lock<std::mutex> lock(plans_mu_);
+      auto it = plans_.find(mb->index);
+      if (it == plans_.end()) {
+        throw ProtocolError("mini-batch " + std::to_string(mb->index) + " was never planned");
       }
-      EdgeBatchPlan& plan = plans_[mb->index];
+      EdgeBatchPlan plan = std::move(it->second);
+      plans_.erase(it);
+      lock.unlock();
       mb->pos_head = std::move(plan.pos_head);
       mb->pos_tail = std::move(plan.pos_tail);
       mb->neg_head = std::move(plan.neg_head);
@@ -461,7 +485,8 @@ class DistEnv : public TrainEnv {
   std::vector<int64_t> eval_nodes_[2];  // this rank's valid and test nodes
   CscView local_csc_;                   // --task link: this machine's partition
   std::vector<int64_t> edges_;          // --task link: this rank's edge positions in it
-  std::vector<EdgeBatchPlan> plans_;    // --task link: this epoch's batches, by index
+  std::mutex plans_mu_;
+  std::map<int64_t, EdgeBatchPlan> plans_;  // --task link: planned, not yet consumed
   LabeledSplits labeled_;
   bool labeled_ready_ = false;
   int64_t num_batches_ = 0;

@@ -352,3 +352,28 @@ TEST_CASE("link prediction on Cora: bars standalone and on 2 partitions within 2
   CHECK(std::abs(dist.lr - alone.lr) <= 0.02);
   CHECK(std::abs(dist.auc - alone.auc) <= 0.02);
 }
+
+TEST_CASE("distributed --task link samples the same with gnn-sampler processes as in-process",
+          "[e2e]") {
+  test::TempDir dir;
+  PartitionOptions o;
+  o.data.dataset = "synthetic:tiny";
+  o.data.cache_dir = dir / "cache";
+  o.num_parts = 2;
+  o.val_edges = 0.1;
+  o.output = dir / "tiny";
+  Deployment d(dir, RunPartition(o).config_path, 2, "linksamplers");
+  const std::vector<std::string> base = {"--task", "link", "--remove_edge", "--num_negs", "2",
+                                         "--num_epochs", "2", "--batch_size", "500",
+                                         "--num_hidden", "8", "--eval_every", "2"};
+  std::vector<json> in_process = d.Train(base, "inproc");
+  auto with_samplers = base;
+  with_samplers.insert(with_samplers.end(), {"--num_samplers", "2"});
+  std::vector<json> spawned = d.Train(with_samplers, "spawned");
+  for (int r = 0; r < 2; ++r) {
+    CHECK(spawned[r].at("param_checksum") == in_process[0].at("param_checksum"));
+    CHECK(spawned[r].at("link_auc") == in_process[0].at("link_auc"));
+    CHECK(spawned[r].at("link_mrr") == in_process[0].at("link_mrr"));
+  }
+  CHECK(in_process[0].at("link_auc").get<double>() > 0.5);
+}
