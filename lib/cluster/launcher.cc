@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -98,13 +99,15 @@ std::string PortBusy(const std::string& host, int port) {
   if (v6) {
     sockaddr_in6 a{};
     a.sin6_family = AF_INET6;
-    a.sin6_addr = in6addr_any;
+    if (::inet_pton(AF_INET6, host.c_str(), &a.sin6_addr) != 1) a.sin6_addr = in6addr_any;
     a.sin6_port = htons(static_cast<uint16_t>(port));
     rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
   } else {
+    // The machine's own address (two "machines" of one host may use the
+    // same port on 127.0.0.1 and 127.0.0.2); a host name binds any.
     sockaddr_in a{};
     a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (::inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) a.sin_addr.s_addr = htonl(INADDR_ANY);
     a.sin_port = htons(static_cast<uint16_t>(port));
     rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
   }
@@ -347,6 +350,15 @@ class Job {
     return first;
   }
 
+  // True once a trainer exited 0: it passed the job's last collective, so
+  // every trainer everywhere is done with the servers.
+  bool AnyTrainerSucceeded() {
+    for (auto& p : procs_) {
+      if (p->role == "trainer" && p->exited && !p->Failed()) return true;
+    }
+    return false;
+  }
+
   bool TrainersDone() {
     for (auto& p : procs_) {
       if (p->role == "trainer" && !p->exited) return false;
@@ -470,6 +482,8 @@ void LaunchOptions::Validate() const {
   if (ip_config.empty()) throw ConfigError("--ip_config is required");
   ssh.Validate();
   if (machine_id < -1) throw ConfigError("--machine_id must be >= 0");
+  if (!(server_ready_timeout_s > 0)) throw ConfigError("--server_ready_timeout_s must be > 0");
+  if (machine_id >= 0 && ssh.force) throw ConfigError("--machine_id (per-node mode, no ssh) and --force_ssh exclude each other");
   if (!(peer_timeout_s > 0)) throw ConfigError("--peer_timeout_s must be > 0");
   if (!(peer_grace_s >= 0)) throw ConfigError("--peer_grace_s must be >= 0");
   if (master_port < 1 || master_port > 65535) throw ConfigError("--master_port out of range [1, 65535]");
@@ -524,8 +538,8 @@ std::vector<MachinePlan> PlanMachines(const LaunchOptions& o, const std::vector<
 std::string RemoteCheckScript(const MachinePlan& p, const std::string& trainer_word, int num_servers,
                               int master_port, int machine) {
   const std::string ws = ShellPath(p.workspace);
-  std::string s = "cd " + ws + " 2>/dev/null || { echo \"workspace " + p.workspace +
-                  " does not exist\"; exit 0; }; PATH=\"$PWD/bin:$PATH\"; ";
+  std::string s = "cd " + ws + " 2>/dev/null || { echo " + ShellQuote("workspace " + p.workspace + " does not exist") +
+                  "; exit 0; }; PATH=\"$PWD/bin:$PATH\"; ";
   for (const auto& f : {p.part_config, p.ip_config}) {
     s += "test -r " + ShellQuote(f) + " || echo " + ShellQuote("file " + f + " not found in the workspace") + "; ";
   }
@@ -544,7 +558,8 @@ std::string RemoteCheckScript(const MachinePlan& p, const std::string& trainer_w
     probe += "if (exec 3<>" + target + ") 2>/dev/null; then echo \"port " + std::to_string(port) + " for " + what +
              " is busy: something listens there\"; fi; ";
   }
-  s += "if command -v bash >/dev/null; then bash -c " + ShellQuote(probe) + "; fi; ";
+  s += "if command -v bash >/dev/null && command -v timeout >/dev/null; then timeout 5 bash -c " +
+       ShellQuote(probe) + "; fi; ";
   return s + "exit 0";
 }
 
@@ -570,7 +585,7 @@ std::string PerNodeJobId(const LaunchOptions& o, const std::string& ip_path, con
   return "job-" + h.HexDigest().substr(0, 16);
 }
 
-// Pings server 0 of every machine but `self` once a second from its own
+// Pings server 0 of every machine but `self` about 3 times a second from its own
 // thread (self < 0: watches nothing) and remembers since when each has
 // been silent.
 class PeerWatch {
@@ -584,7 +599,7 @@ class PeerWatch {
       while (!stop_.load()) {
         for (size_t m = 0; m < machines_.size() && !stop_.load(); ++m) {
           if (static_cast<int>(m) == self) continue;
-          const bool ok = Ping(ctx, machines_[m], static_cast<int>(m), 0, 1000);
+          const bool ok = Ping(ctx, machines_[m], static_cast<int>(m), 0, 500);
           std::lock_guard<std::mutex> lock(mu_);
           if (ok) {
             misses[m] = 0;
@@ -593,7 +608,7 @@ class PeerWatch {
             silent_since_[m] = Clock::now();
           }
         }
-        for (int i = 0; i < 10 && !stop_.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        for (int i = 0; i < 3 && !stop_.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
     });
   }
@@ -635,7 +650,11 @@ void ApplySlurm(bool machine_id_given, int port, LaunchOptions* o) {
   const SlurmNode node = ReadSlurm(ProcessEnvironment());
   if (!machine_id_given) o->machine_id = node.machine_id;
   if (o->job_id.empty() && !node.job_id.empty()) o->job_id = "slurm-" + node.job_id;
-  if (o->ip_config.empty()) o->ip_config = "ip_config.txt";
+  // One file per allocation: a later job on other nodes never reads a
+  // stale list from a shared home directory.
+  if (o->ip_config.empty()) {
+    o->ip_config = node.job_id.empty() ? "ip_config-slurm.txt" : "ip_config-slurm-" + node.job_id + ".txt";
+  }
   const std::string path = LauncherPath(*o, o->ip_config);
   std::error_code ec;
   if (fs::exists(path, ec)) {
@@ -774,10 +793,12 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
     }
   }
   if (any_local) {
-    const size_t first = o.machine_id >= 0 ? static_cast<size_t>(o.machine_id) : 0;
-    const std::string ws0 = plans[first].local ? plans[first].workspace : fs::current_path().string();
-    if (ResolveBinary(word, ws0).empty()) {
-      problems.push_back("trainer binary '" + word + "' not found (PATH or workspace " + ws0 + ")");
+    for (size_t m = 0; m < plans.size(); ++m) {
+      if (!plans[m].local || (o.machine_id >= 0 && static_cast<int>(m) != o.machine_id)) continue;
+      if (ResolveBinary(word, plans[m].workspace).empty()) {
+        problems.push_back("machine " + std::to_string(m) + ": trainer binary '" + word +
+                           "' not found (workspace bin/, PATH, or workspace " + plans[m].workspace + ")");
+      }
     }
     const std::string server = o.server_binary.empty() ? SelfDir() + "/gnn-server" : o.server_binary;
     if (!Executable(server)) problems.push_back("server binary " + server + " not found");
@@ -802,10 +823,12 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
   std::string log_dir;
   {
     std::error_code ec;
-    const std::string base = plans[0].local && fs::is_directory(plans[0].workspace, ec)
-                                 ? plans[0].workspace
-                                 : fs::current_path().string();
-    log_dir = o.log_dir.empty() ? base + "/logs/" + job_id : InWorkspace(base, ExpandHome(o.log_dir));
+    const MachinePlan& home = plans[static_cast<size_t>(std::max(o.machine_id, 0))];
+    const std::string base =
+        home.local && fs::is_directory(home.workspace, ec) ? home.workspace : fs::current_path().string();
+    // A derived per-node job id repeats across runs: keep each run's logs.
+    const std::string run = per_node && o.job_id.empty() ? job_id + "-" + std::to_string(::time(nullptr)) : job_id;
+    log_dir = o.log_dir.empty() ? base + "/logs/" + run : InWorkspace(base, ExpandHome(o.log_dir));
   }
   fs::create_directories(log_dir);
   const std::string server_bin = o.server_binary.empty() ? SelfDir() + "/gnn-server" : o.server_binary;
@@ -824,6 +847,14 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
   }
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphaned grandchildren come to us to be reaped
   Guardian guardian(o.grace_s, shm_names);  // before any thread exists
+  // However RunLaunch ends (also by an exception), the job's shared memory
+  // goes after its processes: declared before `job`, destroyed after it.
+  struct ShmCleanup {
+    const std::vector<std::string>& names;
+    ~ShmCleanup() {
+      for (const auto& name : names) RemoveShmSegment(name);
+    }
+  } shm_cleanup{shm_names};
   Job job(&guardian);
 
   // Every process watches its stdin: EOF means the launcher (or its ssh
@@ -847,14 +878,35 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
   };
 
   // What happens when the job ends early; returns the exit code.
+  // What happens when the job ends early; returns the exit code. Processes
+  // that fail on their own within a second of the first (a trainer whose
+  // peer died fails on the collective) are reported too, in exit order, so
+  // the cause is in the report whichever exit was seen first.
   auto fail = [&](Proc* failed) {
-    job.Stop(o.grace_s);
+    std::vector<Proc*> failures;
     if (failed) {
-      std::cerr << "gnn-launch: " << failed->Name() << " (pid " << failed->pid << (failed->remote ? ", ssh" : "")
-                << ") " << Describe(failed->status) << "; log " << failed->log_path << "; last lines:\n";
-      for (const auto& line : failed->tail) std::cerr << "  " << line << "\n";
-      return 1;
+      const auto until = Clock::now() + std::chrono::seconds(1);
+      while (Clock::now() < until) job.Pump(50);
+      for (const auto& p : job.procs()) {
+        if (p->Failed()) failures.push_back(p.get());
+      }
+      // A server that ended while it was needed counts even with status 0.
+      if (std::find(failures.begin(), failures.end(), failed) == failures.end()) failures.push_back(failed);
+      std::sort(failures.begin(), failures.end(), [](Proc* a, Proc* b) { return a->exit_seq < b->exit_seq; });
     }
+    job.Stop(o.grace_s);
+    for (Proc* f : failures) {
+      std::string how = Describe(f->status);
+      if (f->remote && WIFEXITED(f->status)) {
+        const int code = WEXITSTATUS(f->status);
+        if (code == 255) how += " (ssh: connection lost or refused)";
+        if (code > 128 && code < 160) how = "was killed by signal " + std::to_string(code - 128) + " (remote)";
+      }
+      std::cerr << "gnn-launch: " << f->Name() << " (pid " << f->pid << (f->remote ? ", ssh" : "") << ") " << how
+                << "; log " << f->log_path << "; last lines:\n";
+      for (const auto& line : f->tail) std::cerr << "  " << line << "\n";
+    }
+    if (!failures.empty()) return 1;
     std::cerr << "gnn-launch: stopped by signal " << signal.load() << "\n";
     return 128 + signal.load();
   };
@@ -934,7 +986,8 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
 
   for (size_t m = 0; m < machines.size(); ++m) {
     if (!mine(m)) continue;
-    const std::string local_trainer = plans[m].local ? ResolveBinary(word, plans[m].workspace) : "";
+    std::string local_trainer = plans[m].local ? ResolveBinary(word, plans[m].workspace) : "";
+    if (local_trainer.empty()) local_trainer = word;  // let the shell say what is wrong
     for (int t = 0; t < o.num_trainers; ++t) {
       std::vector<std::string> env = {
           "GNN_TRAINER_ID=" + std::to_string(t),          "GNN_NUM_TRAINERS=" + std::to_string(o.num_trainers),
@@ -953,8 +1006,17 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
     }
     if (Proc* f = job.FirstFailure(!job.TrainersDone())) {
       if (f->role == "trainer" || !job.TrainersDone()) {
-        // A peer that went silent first is the likelier cause: say so.
+        // A trainer that failed because of a peer (exit 6, peer; 5,
+        // timeout) points at another machine: give the watch a few seconds
+        // to see which one went silent, then say so. A machine whose own
+        // process died tears down at once.
+        const bool victim = WIFEXITED(f->status) && (WEXITSTATUS(f->status) == kExitPeer ||
+                                                     WEXITSTATUS(f->status) == kExitTimeout);
         std::string peer = peers.Silent(0);
+        for (int i = 0; per_node && victim && peer.empty() && i < 80; ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          peer = peers.Silent(0);
+        }
         int rc = fail(f);
         if (!peer.empty()) std::cerr << "gnn-launch: before that, " << peer << "\n";
         cleanup_shm();
@@ -964,7 +1026,7 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
     if (job.TrainersDone()) break;
     // A peer silent for longer than the grace, while our trainers still
     // run: a trainer that finished normally would have ended by now.
-    std::string peer = peers.Silent(o.peer_grace_s);
+    std::string peer = job.AnyTrainerSucceeded() ? "" : peers.Silent(o.peer_grace_s);
     if (!peer.empty()) {
       job.Stop(o.grace_s);
       cleanup_shm();

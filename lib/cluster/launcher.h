@@ -44,9 +44,9 @@ struct LaunchOptions {
 };
 
 // --slurm: machine id (unless given) from SLURM_NODEID, job id from
-// SLURM_JOB_ID (unless given), and the ip_config (default ip_config.txt)
-// written from SLURM_JOB_NODELIST with base port `port` when the file does
-// not exist. ConfigError naming the variable or file on bad input.
+// SLURM_JOB_ID (unless given), and the ip_config (default
+// ip_config-slurm-<SLURM_JOB_ID>.txt in the workspace) written from
+// SLURM_JOB_NODELIST with base port `port` when the file does not exist. ConfigError naming the variable or file on bad input.
 void ApplySlurm(bool machine_id_given, int port, LaunchOptions* o);
 
 // Every problem that would stop the launch, one message each (empty = go):

@@ -99,17 +99,7 @@ std::string MachineWorkspace(const std::string& workspace, int machine) {
 std::vector<std::string> SshArgv(const SshOptions& ssh, const std::string& host,
                                  const std::string& remote_command) {
   std::vector<std::string> argv = {"ssh"};
-  if (!ssh.config.empty()) {
-    argv.push_back("-F");
-    argv.push_back(ssh.config);
-  }
-  const long timeout = std::lround(std::ceil(ssh.connect_timeout_s));
-  argv.insert(argv.end(), {"-o", "BatchMode=yes", "-o", "ConnectTimeout=" + std::to_string(timeout), "-p",
-                           std::to_string(ssh.port)});
-  if (!ssh.username.empty()) {
-    argv.push_back("-l");
-    argv.push_back(ssh.username);
-  }
+  for (auto& o : SshClientOptions(ssh)) argv.push_back(std::move(o));
   argv.push_back(host);
   argv.push_back(remote_command);
   return argv;
@@ -122,9 +112,14 @@ std::vector<std::string> SshClientOptions(const SshOptions& ssh) {
     opts.push_back(ssh.config);
   }
   const long timeout = std::lround(std::ceil(ssh.connect_timeout_s));
-  opts.insert(opts.end(), {"-o", "BatchMode=yes", "-o", "ConnectTimeout=" + std::to_string(timeout), "-o",
-                           "Port=" + std::to_string(ssh.port), "-o", "ServerAliveInterval=15", "-o",
-                           "ServerAliveCountMax=4"});
+  const std::vector<std::string> settings = {"BatchMode=yes",
+                                             "ConnectTimeout=" + std::to_string(timeout),
+                                             "Port=" + std::to_string(ssh.port),
+                                             "ServerAliveInterval=15", "ServerAliveCountMax=4"};
+  for (const auto& s : settings) {
+    opts.push_back("-o");
+    opts.push_back(s);
+  }
   if (!ssh.username.empty()) {
     opts.push_back("-o");
     opts.push_back("User=" + ssh.username);
@@ -140,13 +135,18 @@ std::string ShellPath(const std::string& path) {
 
 std::string RemoteCommand(const std::string& workspace, const std::vector<std::string>& env_vars,
                           const std::string& command) {
-  std::string remote = "cd " + ShellPath(workspace) + " && exec env PATH=\"$PWD/bin:$PATH\"";
+  std::string remote = "cd " + ShellPath(workspace) + " && env PATH=\"$PWD/bin:$PATH\"";
   for (const auto& e : env_vars) remote += " " + ShellQuote(e);
-  return remote + " " + command;
+  // Not exec'd: ssh reports a remote death by signal as exit 255, like a
+  // lost connection; the shell says which signal it was.
+  return remote + " " + command +
+         "; rc=$?; if [ $rc -gt 128 ] && [ $rc -lt 160 ]; then echo \"(remote process killed by signal $((rc - 128)))\" >&2; fi;"
+         " exit $rc";
 }
 
 std::string CommandResult::Describe() const {
   if (timed_out) return "timed out";
+  if (cancelled) return "cancelled";
   if (exit_code >= 0) return "exit " + std::to_string(exit_code);
   return "killed by signal " + std::to_string(-exit_code);
 }
@@ -156,7 +156,8 @@ std::string CommandResult::LastErrorLine() const {
   return line.empty() ? LastLine(out) : line;
 }
 
-CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s, const std::string& input) {
+CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s, const std::string& input,
+                         const std::atomic<int>* cancel) {
   if (argv.empty()) throw Error("RunCommand: empty argv");
   int in[2], out[2], err[2];
   if (::pipe2(in, O_CLOEXEC) != 0) throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
@@ -218,6 +219,10 @@ CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s,
       r.timed_out = true;
       break;
     }
+    if (cancel && cancel->load() != 0) {
+      r.cancelled = true;
+      break;
+    }
     int rc = ::poll(p, static_cast<nfds_t>(n), static_cast<int>(std::min<long long>(left, 200)));
     if (rc < 0 && errno != EINTR) break;
     for (int i = 0; i < n && rc > 0; ++i) {
@@ -248,16 +253,23 @@ CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s,
     if (fds[k] >= 0) ::close(fds[k]);
   }
   int status = 0;
-  if (r.timed_out) {
+  if (r.timed_out || r.cancelled) {
     ::kill(-pid, SIGKILL);
     ::waitpid(pid, &status, 0);
-    r.exit_code = -1000;
+    r.exit_code = r.timed_out ? -1000 : -SIGKILL;
     return r;
   }
   // The pipes closed; the process exits now (or was detached from them).
   while (true) {
     pid_t w = ::waitpid(pid, &status, WNOHANG);
     if (w == pid) break;
+    if (cancel && cancel->load() != 0) {
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      r.cancelled = true;
+      r.exit_code = -SIGKILL;
+      return r;
+    }
     if (Clock::now() > deadline) {
       ::kill(-pid, SIGKILL);
       ::waitpid(pid, &status, 0);

@@ -3,6 +3,7 @@
 // Shared by gnn-launch and gnn-copy.
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,7 @@ std::string RemoteCommand(const std::string& workspace, const std::vector<std::s
 struct CommandResult {
   int exit_code = -1;  // -signal if killed by a signal; -1000 on timeout
   bool timed_out = false;
+  bool cancelled = false;  // stopped because *cancel became non-zero
   std::string out, err;
   // "exit 3", "killed by signal 9", "timed out after 30 s"
   std::string Describe() const;
@@ -68,8 +70,10 @@ struct CommandResult {
 // Runs argv (execvp) with stdin from `input`, capturing stdout and stderr,
 // killing its process group if it runs past `timeout_s`. Throws Error only
 // if the process cannot be started at all (an exec failure is exit 127).
+// With `cancel`, the process group is also killed as soon as *cancel is
+// non-zero (a caller's SIGINT flag; checked at least every 200 ms).
 CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s,
-                         const std::string& input = "");
+                         const std::string& input = "", const std::atomic<int>* cancel = nullptr);
 
 // Absolute path of `name` found on PATH, "" if none.
 std::string FindOnPath(const std::string& name);

@@ -127,15 +127,24 @@ std::map<std::string, std::string> ProcessEnvironment() {
 std::string SlurmIpConfig(const std::vector<std::string>& hosts, int port) {
   std::string text = "# written by gnn-launch --slurm from SLURM_JOB_NODELIST\n";
   for (const auto& h : hosts) {
+    // An IPv4 literal stays as written. A name becomes its first
+    // non-loopback address: a node's own name often maps to 127.0.1.1 in
+    // /etc/hosts, which the other nodes could not reach.
     std::string address = h;
+    in_addr literal{};
     addrinfo hints{};
     hints.ai_family = AF_INET;
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* res = nullptr;
-    if (::getaddrinfo(h.c_str(), nullptr, &hints, &res) == 0 && res) {
-      char buf[INET_ADDRSTRLEN] = {};
-      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr, buf, sizeof(buf));
-      address = buf;
+    if (::inet_pton(AF_INET, h.c_str(), &literal) != 1 && ::getaddrinfo(h.c_str(), nullptr, &hints, &res) == 0) {
+      for (addrinfo* r = res; r; r = r->ai_next) {
+        const in_addr a = reinterpret_cast<sockaddr_in*>(r->ai_addr)->sin_addr;
+        if ((ntohl(a.s_addr) >> 24) == 127) continue;
+        char buf[INET_ADDRSTRLEN] = {};
+        ::inet_ntop(AF_INET, &a, buf, sizeof(buf));
+        address = buf;
+        break;
+      }
       ::freeaddrinfo(res);
     }
     text += address + " " + std::to_string(port) + "   # " + h + "\n";

@@ -28,8 +28,9 @@ SlurmNode ReadSlurm(const std::map<std::string, std::string>& env);
 // The process environment as a map (for ReadSlurm).
 std::map<std::string, std::string> ProcessEnvironment();
 
-// ip_config text for `hosts` (each resolved to an IPv4 address when it
-// resolves, kept as written otherwise), all with `port`.
+// ip_config text for `hosts`, all with `port`: IPv4 literals as written,
+// names resolved to their first non-loopback IPv4 address (kept as
+// written when there is none).
 std::string SlurmIpConfig(const std::vector<std::string>& hosts, int port);
 
 }  // namespace gnn

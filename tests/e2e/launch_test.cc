@@ -257,7 +257,15 @@ void KillOneAndExpectTeardown(const std::string& tag, const std::string& comm, c
   CHECK(Clock::now() - t0 < std::chrono::seconds(15));
   INFO(launcher.Stderr());
   CHECK(*code != 0);
+  // The report line of the launcher, not a streamed "[m role r]" line.
+  CHECK(launcher.Stderr().find("gnn-launch: [") != std::string::npos);
   CHECK(launcher.Stderr().find(named) != std::string::npos);
+  if (comm == "gnn-sampler") {
+    const std::string err = launcher.Stderr();
+    const size_t report = err.find("gnn-launch: [");
+    REQUIRE(report != std::string::npos);
+    CHECK(err.find("gnn-sampler 0 was killed by signal 9", report) != std::string::npos);  // in its last lines
+  }
   s.RequireNothingLeft(launcher.pid());
 }
 
@@ -270,7 +278,7 @@ TEST_CASE("gnn-launch stops everything when a server is SIGKILLed mid-training",
 TEST_CASE("gnn-launch stops everything when a sampler is SIGKILLed mid-training", "[e2e]") {
   // The sampler's trainer fails naming it; the launcher names the trainer
   // and shows its last lines.
-  KillOneAndExpectTeardown("kill9sampler", "gnn-sampler", "gnn-sampler 0 was killed by signal 9");
+  KillOneAndExpectTeardown("kill9sampler", "gnn-sampler", "trainer 0] (pid");
 }
 
 TEST_CASE("the children of a SIGKILLed gnn-launch are gone within 30 s", "[e2e]") {
@@ -313,7 +321,7 @@ TEST_CASE("gnn-launch reports every problem of bad input, one line each, and sta
     CHECK(errors(r) == 1);
     CHECK(r.err.find("2 partitions") != std::string::npos);
   }
-  SECTION("missing part config and missing trainer binary: two lines") {
+  SECTION("missing part config and missing trainer binary: one line each, per machine") {
     auto args = s.Args("/nonexistent/gnn-train --num_epochs 1");
     for (auto& a : args) {
       if (a == s.config) a = "no/such.json";
@@ -321,7 +329,7 @@ TEST_CASE("gnn-launch reports every problem of bad input, one line each, and sta
     auto r = test::RunProcess(args, 30);
     INFO(r.err);
     CHECK(r.exit_code != 0);
-    CHECK(errors(r) == 2);
+    CHECK(errors(r) == 3);
     CHECK(r.err.find("no/such.json") != std::string::npos);
     CHECK(r.err.find("/nonexistent/gnn-train") != std::string::npos);
   }
@@ -353,10 +361,12 @@ TEST_CASE("gnn-launch reaches remote machines with one quoted ssh command line",
   ssh.config = "/etc/gnn/ssh_config";
   auto argv = SshArgv(ssh, "10.0.0.2", RemoteCommand("~/my ws", {"GNN_JOB_ID=j'1", "GNN_MACHINE_ID=1"},
                                                      "gnn-train --num_epochs 2"));
-  std::vector<std::string> want = {"ssh", "-F", "/etc/gnn/ssh_config", "-o", "BatchMode=yes", "-o",
-                                   "ConnectTimeout=10", "-p", "2222", "-l", "alice", "10.0.0.2",
-                                   "cd \"$HOME\"/'my ws' && exec env PATH=\"$PWD/bin:$PATH\" "
-                                   "'GNN_JOB_ID=j'\\''1' 'GNN_MACHINE_ID=1' gnn-train --num_epochs 2"};
+  std::vector<std::string> want = {
+      "ssh", "-F", "/etc/gnn/ssh_config", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "Port=2222",
+      "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4", "-o", "User=alice", "10.0.0.2",
+      "cd \"$HOME\"/'my ws' && env PATH=\"$PWD/bin:$PATH\" 'GNN_JOB_ID=j'\\''1' 'GNN_MACHINE_ID=1' "
+      "gnn-train --num_epochs 2; rc=$?; if [ $rc -gt 128 ] && [ $rc -lt 160 ]; then echo \"(remote process "
+      "killed by signal $((rc - 128)))\" >&2; fi; exit $rc"};
   CHECK(argv == want);
   CHECK(MachineWorkspace("/w/m{machine}/x{machine}", 3) == "/w/m3/x3");
   CHECK(IsLocalHost("127.0.0.1"));
@@ -596,6 +606,10 @@ TEST_CASE("kill -9 of one node's trainer ends both per-node launchers within 30 
   CHECK(Finish(m0, 30) != 0);
   CHECK(Clock::now() - t0 < std::chrono::seconds(30));
   CHECK(m1.Stderr().find("[1 trainer 0] (pid") != std::string::npos);
+  INFO(m0.Stderr());
+  INFO(m1.Stderr());
+  CHECK(m0.Stderr().find("machine 1 (127.0.0.1:" + std::to_string(s.ports[1]) + ") stopped answering") !=
+        std::string::npos);
   s.RequireNothingLeft(m0.pid());
   s.RequireNothingLeft(m1.pid());
 }
