@@ -379,13 +379,20 @@ TEST_CASE("gnn-launch reaches remote machines with one quoted ssh command line",
 
 namespace {
 
-// The gnn-* binaries in WORKSPACE/bin, as gnn-copy --ship_binaries leaves
-// them, so a login shell of the test's sshd finds them.
-void ShipBinaries(const std::string& workspace) {
-  std::filesystem::create_directories(workspace + "/bin");
-  for (const char* b : {"gnn-server", "gnn-train", "gnn-sampler"}) {
-    std::filesystem::create_symlink(test::Bin(b), workspace + "/bin/" + b);
-  }
+// gnn-copy over ssh: partition i, the config, the ip_config and the gnn-*
+// binaries (--ship_binaries) into machine i's workspace `ws` (may hold
+// {machine}); the config's path relative to the workspace.
+std::string CopyOverSsh(const Setup& s, const std::string& ip_config, const std::string& ws,
+                        const std::vector<std::string>& ssh_flags) {
+  std::vector<std::string> args = {test::Bin("gnn-copy"), "--ip_config", ip_config, "--workspace", ws,
+                                   "--rel_data_path", "tiny", "--part_config", s.config, "--ship_binaries",
+                                   "--force_ssh"};
+  args.insert(args.end(), ssh_flags.begin(), ssh_flags.end());
+  auto r = test::RunProcess(args, 120);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("copied") != std::string::npos);
+  return "tiny/" + std::filesystem::path(s.config).filename().string();
 }
 
 std::vector<std::string> SshFlags(const test::SshServer& sshd) {
@@ -399,12 +406,23 @@ TEST_CASE("gnn-launch runs every process through a real sshd and stops them all"
   auto sshd = test::SshServer::Start(&why);
   if (!sshd) GNN_SKIP("no sshd here: " << why);
   Setup s("ssh");
-  ShipBinaries(s.dir.path());
+  // The "remote" workspaces get everything through gnn-copy over ssh.
+  const std::string ws = s.dir / "remote/m{machine}";
   std::vector<std::string> flags = SshFlags(*sshd);
+  const std::string config = CopyOverSsh(s, s.dir / s.ip, ws, flags);
   flags.push_back("--force_ssh");
+  // Setup::Args with the copied workspace and config.
+  auto relocate = [&](std::vector<std::string> a) {
+    for (size_t i = 0; i + 1 < a.size(); ++i) {
+      if (a[i] == "--workspace") a[i + 1] = ws;
+      if (a[i] == "--part_config") a[i + 1] = config;
+    }
+    a.insert(a.end() - 1, {"--log_dir", s.dir / ("logs/" + s.job)});
+    return a;
+  };
 
   SECTION("a whole job to its JSON summary") {
-    ChildProcess launcher(s.Args("gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 2", flags),
+    ChildProcess launcher(relocate(s.Args("gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 2", flags)),
                           s.dir / "launcher");
     auto code = launcher.Wait(std::chrono::seconds(120));
     REQUIRE(code.has_value());
@@ -416,7 +434,7 @@ TEST_CASE("gnn-launch runs every process through a real sshd and stops them all"
     s.RequireNothingLeft(launcher.pid());
   }
   SECTION("kill -9 of a trainer started over ssh ends the job within 15 s") {
-    ChildProcess launcher(s.Args("gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 100000", flags),
+    ChildProcess launcher(relocate(s.Args("gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 100000", flags)),
                           s.dir / "launcher");
     pid_t trainer = s.WaitTrainer(launcher);
     std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -439,7 +457,7 @@ TEST_CASE("gnn-launch runs every process through a real sshd and stops them all"
     a.sin_port = htons(static_cast<uint16_t>(s.ports[1]));
     REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
     REQUIRE(listen(fd, 4) == 0);
-    auto r = test::RunProcess(s.Args("gnn-train --num_epochs 1", flags), 60);
+    auto r = test::RunProcess(relocate(s.Args("gnn-train --num_epochs 1", flags)), 60);
     close(fd);
     INFO(r.err);
     CHECK(r.exit_code != 0);
@@ -448,7 +466,7 @@ TEST_CASE("gnn-launch runs every process through a real sshd and stops them all"
     CHECK(CountOf(r.err, "gnn-launch: error: ") == 1);
   }
   SECTION("SIGKILL of the launcher: the remote processes notice and stop within 30 s") {
-    ChildProcess launcher(s.Args("gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 100000", flags),
+    ChildProcess launcher(relocate(s.Args("gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 100000", flags)),
                           s.dir / "launcher");
     s.WaitTrainer(launcher);
     std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -481,15 +499,14 @@ TEST_CASE("gnn-launch runs a job across two network namespaces over ssh", "[e2e]
   }
   sshd[1]->Authorize(*sshd[0]);
   Setup s("netns");
-  // Two machines with their own addresses; the workspaces differ too.
-  for (int m = 0; m < 2; ++m) {
-    const std::string ws = s.dir / ("m" + std::to_string(m));
-    std::filesystem::create_directories(ws);
-    std::filesystem::copy(s.dir / "tiny", ws + "/tiny", std::filesystem::copy_options::recursive);
-    std::ofstream(ws + "/ip_config.txt") << net->address(0) << " 30050\n" << net->address(1) << " 30050\n";
-    ShipBinaries(ws);
-  }
-  const std::string config = "tiny/" + std::filesystem::path(s.config).filename().string();
+  // Two machines with their own addresses and workspaces, filled by
+  // gnn-copy over ssh: the whole pipeline across "hosts".
+  std::ofstream(s.dir / "ip_config.txt") << net->address(0) << " 30050\n" << net->address(1) << " 30050\n";
+  const std::string config =
+      CopyOverSsh(s, s.dir / "ip_config.txt", s.dir / "m{machine}", SshFlags(*sshd[0]));
+  CHECK(access((s.dir / "m0/tiny/part0/feat.npy").c_str(), F_OK) == 0);
+  CHECK(access((s.dir / "m0/tiny/part1").c_str(), F_OK) != 0);  // only its own partition
+  CHECK(access((s.dir / "m1/bin/gnn-train").c_str(), X_OK) == 0);
   std::vector<std::string> args = {test::Bin("gnn-launch"), "--workspace", s.dir / "m{machine}",
                                    "--num_trainers", "1", "--num_samplers", "1", "--num_servers", "2",
                                    "--part_config", config, "--ip_config", "ip_config.txt",
@@ -681,4 +698,20 @@ TEST_CASE("per-node gnn-launch in two network namespaces forms one job without s
   CHECK(summary.contains("test_acc"));
   CHECK(nodes[0]->Stderr().find("[1 trainer 0] ") != std::string::npos);
   s.RequireNothingLeft(nodes[0]->pid());
+}
+
+TEST_CASE("a gnn-server whose launcher is gone (stdin EOF) stops cleanly and frees its memory", "[e2e]") {
+  Setup s("stdin-eof");
+  // stdin is an empty pipe that is closed at once, as when the launcher
+  // (or the ssh connection to it) dies.
+  auto t0 = Clock::now();
+  CommandResult r = RunCommand({"/usr/bin/env", "GNN_WATCH_STDIN=1", test::Bin("gnn-server"), "--ip_config",
+                                s.dir / s.ip, "--part_config", s.config, "--machine_id", "0", "--job_id", s.job},
+                               60, "");
+  INFO(r.err);
+  CHECK(!r.timed_out);
+  CHECK(Clock::now() - t0 < std::chrono::seconds(15));
+  CHECK(r.err.find("gnn-server: launcher gone (stdin closed), stopping") != std::string::npos);
+  CHECK(r.err.find("stopped") != std::string::npos);
+  CHECK(s.ShmLeft().empty());
 }
