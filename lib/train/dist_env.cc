@@ -471,8 +471,27 @@ class DistEnv : public TrainEnv {
     return {acc(sums[0], sums[1]), acc(sums[2], sums[3])};
   }
 
-  torch::Tensor Embeddings(GraphSage&) override {
-    throw ConfigError("--save_embeddings is available in --standalone mode only");
+  // Every node's output in input-dataset order: the first trainer of each
+  // machine contributes its partition's orig_nids (machines are in
+  // partition order, and partitions own consecutive id ranges, so the
+  // gathered ids line up with the rows of AllNodeOutputs).
+  torch::Tensor Embeddings(GraphSage& model) override {
+    torch::Tensor emb = Infer(model, true);
+    CscView local;
+    torch::Tensor ids = torch::empty({0, 1}, torch::kFloat64);
+    if (o_.trainer_id == 0 && graph_->LocalCsc(&local)) {
+      ids = torch::from_blob(const_cast<int64_t*>(local.rng_keys), {local.num_nodes, 1},
+                             torch::kInt64)
+                .to(torch::kFloat64);  // exact: ids < 2^53
+    }
+    torch::Tensor order = collective_->AllgatherRows(ids).squeeze(1).to(torch::kInt64);
+    if (order.size(0) != emb.size(0)) {
+      throw DataError("orig_nids of the partitions cover " + std::to_string(order.size(0)) +
+                      " nodes, not " + std::to_string(emb.size(0)));
+    }
+    torch::Tensor out = torch::empty_like(emb);
+    out.index_copy_(0, order, emb);
+    return out;
   }
 
  private:

@@ -46,8 +46,8 @@ class TrainEnv {
   // Validation and test accuracy over the whole graph (layer-wise
   // full-neighbour inference), identical on every rank.
   virtual std::pair<double, double> Evaluate(GraphSage& model) = 0;
-  // Final-layer output of every node in input-dataset order [N, C]
-  // (standalone only; throws ConfigError otherwise).
+  // Final-layer output of every node in input-dataset order [N, C]; every
+  // rank calls it (distributed: a collective).
   virtual torch::Tensor Embeddings(GraphSage& model) = 0;
   // Sum over ranks (identity alone).
   virtual double SumOverRanks(double v) { return v; }

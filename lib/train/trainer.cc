@@ -70,9 +70,6 @@ void TrainOptions::Validate() const {
   if (task == "link" && num_negs < 1) {
     throw ConfigError("--num_negs must be >= 1, got " + std::to_string(num_negs));
   }
-  if (task == "link" && !standalone && !save_embeddings.empty()) {
-    throw ConfigError("--save_embeddings is available in --standalone mode only");
-  }
   if (!standalone) {
     if (ip_config.empty()) {
       throw ConfigError("--ip_config is required without --standalone (or set GNN_IP_CONFIG)");
