@@ -559,7 +559,7 @@ int Finish(ChildProcess& launcher, int seconds) {
 
 }  // namespace
 
-TEST_CASE("per-node gnn-launch --machine_id started 10 s apart trains Cora like one launcher", "[e2e]") {
+TEST_CASE("per-node gnn-launch --machine_id started 10 s apart trains Cora like the ssh launcher", "[e2e]") {
   const std::string cora = test::SharedDataset("cora");
   if (cora.empty()) GNN_SKIP("../shared/datasets/cora not found");
   test::TempDir dir;
@@ -569,8 +569,19 @@ TEST_CASE("per-node gnn-launch --machine_id started 10 s apart trains Cora like 
   const std::string train = test::Bin("gnn-train") + " --num_omp_threads 1 --seed 1 --config " +
                             std::string(GNN_SOURCE_DIR) + "/configs/cora.toml";
 
-  // The reference: one launcher for both machines.
-  ChildProcess one(PerNodeArgs(dir.path(), config, -1, ports[2], train), dir / "one");
+  // The reference: one launcher for both machines, reaching them through a
+  // real sshd where one can run (else as local children: the same job).
+  std::string why;
+  auto sshd = test::SshServer::Start(&why);
+  std::vector<std::string> via_ssh;
+  if (sshd) {
+    std::filesystem::create_directories(dir / "bin");
+    std::filesystem::create_symlink(test::Bin("gnn-server"), dir / "bin/gnn-server");
+    via_ssh = {"--force_ssh", "--ssh_config", sshd->client_config(), "--ssh_port", std::to_string(sshd->port())};
+  } else {
+    WARN("reference run without ssh: " << why);
+  }
+  ChildProcess one(PerNodeArgs(dir.path(), config, -1, ports[2], train, via_ssh), dir / "one");
   REQUIRE(Finish(one, 300) == 0);
   json ref = json::parse(LastLine(one.Stdout()));
 
@@ -585,7 +596,7 @@ TEST_CASE("per-node gnn-launch --machine_id started 10 s apart trains Cora like 
   CHECK(m0.Stderr().find("[0 trainer 0] ") != std::string::npos);
   CHECK(m0.Stderr().find("[1 trainer 0] ") == std::string::npos);  // machine 1's are not ours
   json s0 = json::parse(LastLine(m0.Stdout()));
-  WARN("Cora, 2 machines: one launcher test_acc " << ref.at("test_acc") << ", per-node " << s0.at("test_acc"));
+  WARN("Cora, 2 machines: one (ssh) launcher test_acc " << ref.at("test_acc") << ", per-node " << s0.at("test_acc"));
   CHECK(s0.at("test_acc") == ref.at("test_acc"));
   CHECK(s0.at("param_checksum") == ref.at("param_checksum"));
   CHECK(s0.at("test_acc").get<double>() >= 0.75);
