@@ -39,7 +39,8 @@ enum class MsgType : uint16_t {
   kMetadataReply = 13,  // text: JSON
   kShutdown = 14,       // text: job_id
   kShutdownReply = 15,
-  kSeedBatch = 16,      // trainer -> gnn-sampler. ints: {epoch, batch index, rng_seed}; frames: seeds[int64]
+  kSeedBatch = 16,      // trainer -> gnn-sampler. ints: {epoch, batch index, rng_seed, replace, fanouts...};
+                        // frames: seeds[int64], optional excluded edge pairs[int64, 2k] (link)
   kMiniBatch = 17,      // gnn-sampler -> trainer, see sampler docs
   kStop = 18,           // trainer -> gnn-sampler: no more batches
   kSplitNodes = 19,     // ints: {mask (0 train, 1 valid, 2 test), offset, count}
