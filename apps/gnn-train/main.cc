@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "common/cli.h"
+#include "common/error.h"
 #include "common/log.h"
 #include "train/trainer.h"
 
@@ -70,6 +71,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   return gnn::RunMain(app, argc, argv, [&] {
+    if (o.task != "link" && (app.count("--num_negs") > 0 || o.remove_edge)) {
+      throw gnn::ConfigError("--num_negs and --remove_edge apply only to --task link");
+    }
     gnn::FlagFromEnv(app, "--ip_config", "GNN_IP_CONFIG", &o.ip_config);
     gnn::FlagFromEnv(app, "--part_config", "GNN_PART_CONFIG", &o.part_config);
     gnn::FlagFromEnv(app, "--master_addr", "GNN_MASTER_ADDR", &o.master_addr);

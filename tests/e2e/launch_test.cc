@@ -726,3 +726,15 @@ TEST_CASE("a gnn-server whose launcher is gone (stdin EOF) stops cleanly and fre
   CHECK(r.err.find("stopped") != std::string::npos);
   CHECK(s.ShmLeft().empty());
 }
+
+TEST_CASE("gnn-launch runs the unsupervised job (--task link) to its JSON summary", "[e2e]") {
+  Setup s("link");
+  ChildProcess launcher(s.Args(s.Train("--task link --num_epochs 1 --num_hidden 16")), s.dir / "launcher");
+  REQUIRE(Finish(launcher, 180) == 0);
+  json summary = json::parse(LastLine(launcher.Stdout()));
+  CHECK(summary.at("task") == "link");
+  CHECK(summary.contains("embedding_lr_test_acc"));
+  CHECK(summary.at("edges_per_s").get<double>() > 0);
+  CHECK(summary.contains("wall_time_s"));
+  s.RequireNothingLeft(launcher.pid());
+}

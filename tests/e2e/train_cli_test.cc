@@ -219,6 +219,8 @@ TEST_CASE("gnn-train --task link: summary keys and embeddings file and bad input
     ExpectFailure({"--standalone", "--part_config", held, "--task", "edges"}, "--task");
     ExpectFailure({"--standalone", "--part_config", held, "--task", "link", "--num_negs", "0"},
                   "--num_negs");
+    ExpectFailure({"--standalone", "--part_config", held, "--remove_edge"}, "only to --task link");
+    ExpectFailure({"--standalone", "--part_config", held, "--num_negs", "3"}, "only to --task link");
     auto p = RunProcess({Bin("gnn-partition"), "--dataset", "synthetic:tiny", "--val_edges",
                          "1.5", "--output", dir / "bad"});
     CHECK(p.exit_code == 2);
