@@ -205,22 +205,6 @@ TEST_CASE("gnn-launch stops the job and names the trainer that fails", "[e2e]") 
   s.RequireNothingLeft(launcher.pid());
 }
 
-TEST_CASE("gnn-launch stops everything when a trainer is SIGKILLed mid-training", "[e2e]") {
-  Setup s("kill9");
-  ChildProcess launcher(s.Args(s.Train("--num_epochs 100000")), s.dir / "launcher");
-  pid_t trainer = s.WaitTrainer(launcher);
-  std::this_thread::sleep_for(std::chrono::seconds(2));
-  REQUIRE(kill(trainer, SIGKILL) == 0);
-  auto t0 = Clock::now();
-  auto code = launcher.Wait(std::chrono::seconds(30));
-  REQUIRE(code.has_value());
-  CHECK(Clock::now() - t0 < std::chrono::seconds(15));
-  INFO(launcher.Stderr());
-  CHECK(*code != 0);
-  CHECK(launcher.Stderr().find("was killed by signal 9") != std::string::npos);
-  s.RequireNothingLeft(launcher.pid());
-}
-
 TEST_CASE("SIGINT to gnn-launch stops the job with exit 130", "[e2e]") {
   Setup s("sigint");
   ChildProcess launcher(s.Args(s.Train("--num_epochs 100000")), s.dir / "launcher");
@@ -236,8 +220,26 @@ TEST_CASE("SIGINT to gnn-launch stops the job with exit 130", "[e2e]") {
 
 namespace {
 
-// kill -9 one process of a running job: the launcher ends it within 15 s,
-// names the process that failed, and leaves nothing behind.
+// kill -9 `victim` of a running job: the launcher ends it within 15 s with
+// a report line naming `named`, and nothing is left behind.
+void KillAndExpectTeardown(const Setup& s, ChildProcess& launcher, pid_t victim, const std::string& named) {
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // mid-training
+  REQUIRE(kill(victim, SIGKILL) == 0);
+  auto t0 = Clock::now();
+  auto code = launcher.Wait(std::chrono::seconds(30));
+  REQUIRE(code.has_value());
+  CHECK(Clock::now() - t0 < std::chrono::seconds(15));
+  INFO(launcher.Stderr());
+  CHECK(*code != 0);
+  // The report line of the launcher, not a streamed "[m role r]" line.
+  const std::string err = launcher.Stderr();
+  const size_t report = err.find("gnn-launch: [");
+  REQUIRE(report != std::string::npos);
+  CHECK(err.find(named, report) != std::string::npos);
+  s.RequireNothingLeft(launcher.pid());
+}
+
+// Starts a job and kill -9s its first process named `comm` mid-training.
 void KillOneAndExpectTeardown(const std::string& tag, const std::string& comm, const std::string& named) {
   Setup s(tag);
   ChildProcess launcher(s.Args(s.Train("--num_epochs 100000")), s.dir / "launcher");
@@ -249,27 +251,27 @@ void KillOneAndExpectTeardown(const std::string& tag, const std::string& comm, c
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   REQUIRE(!victims.empty());
-  std::this_thread::sleep_for(std::chrono::seconds(2));
-  REQUIRE(kill(victims[0], SIGKILL) == 0);
-  auto t0 = Clock::now();
-  auto code = launcher.Wait(std::chrono::seconds(30));
-  REQUIRE(code.has_value());
-  CHECK(Clock::now() - t0 < std::chrono::seconds(15));
-  INFO(launcher.Stderr());
-  CHECK(*code != 0);
-  // The report line of the launcher, not a streamed "[m role r]" line.
-  CHECK(launcher.Stderr().find("gnn-launch: [") != std::string::npos);
-  CHECK(launcher.Stderr().find(named) != std::string::npos);
-  if (comm == "gnn-sampler") {
-    const std::string err = launcher.Stderr();
-    const size_t report = err.find("gnn-launch: [");
-    REQUIRE(report != std::string::npos);
-    CHECK(err.find("gnn-sampler 0 was killed by signal 9", report) != std::string::npos);  // in its last lines
-  }
-  s.RequireNothingLeft(launcher.pid());
+  KillAndExpectTeardown(s, launcher, victims[0], named);
+}
+
+// A listening socket on 127.0.0.1:`port` (closed by the caller).
+int ListenOn(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  REQUIRE(listen(fd, 4) == 0);
+  return fd;
 }
 
 }  // namespace
+
+TEST_CASE("gnn-launch stops everything when a trainer is SIGKILLed mid-training", "[e2e]") {
+  KillOneAndExpectTeardown("kill9", "gnn-train", "trainer 0] (pid");
+}
 
 TEST_CASE("gnn-launch stops everything when a server is SIGKILLed mid-training", "[e2e]") {
   KillOneAndExpectTeardown("kill9server", "gnn-server", "server 0] (pid");
@@ -278,7 +280,7 @@ TEST_CASE("gnn-launch stops everything when a server is SIGKILLed mid-training",
 TEST_CASE("gnn-launch stops everything when a sampler is SIGKILLed mid-training", "[e2e]") {
   // The sampler's trainer fails naming it; the launcher names the trainer
   // and shows its last lines.
-  KillOneAndExpectTeardown("kill9sampler", "gnn-sampler", "trainer 0] (pid");
+  KillOneAndExpectTeardown("kill9sampler", "gnn-sampler", "gnn-sampler 0 was killed by signal 9");
 }
 
 TEST_CASE("the children of a SIGKILLed gnn-launch are gone within 30 s", "[e2e]") {
@@ -334,14 +336,7 @@ TEST_CASE("gnn-launch reports every problem of bad input, one line each, and sta
     CHECK(r.err.find("/nonexistent/gnn-train") != std::string::npos);
   }
   SECTION("busy server port, named with its holder") {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(static_cast<uint16_t>(s.ports[1]));
-    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
-    REQUIRE(listen(fd, 1) == 0);
+    int fd = ListenOn(s.ports[1]);
     auto r = test::RunProcess(s.Args(s.Train("")), 30);
     close(fd);
     INFO(r.err);
@@ -436,27 +431,10 @@ TEST_CASE("gnn-launch runs every process through a real sshd and stops them all"
   SECTION("kill -9 of a trainer started over ssh ends the job within 15 s") {
     ChildProcess launcher(relocate(s.Args("gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 100000", flags)),
                           s.dir / "launcher");
-    pid_t trainer = s.WaitTrainer(launcher);
-    std::this_thread::sleep_for(std::chrono::seconds(2));
-    REQUIRE(kill(trainer, SIGKILL) == 0);
-    auto t0 = Clock::now();
-    auto code = launcher.Wait(std::chrono::seconds(30));
-    REQUIRE(code.has_value());
-    CHECK(Clock::now() - t0 < std::chrono::seconds(15));
-    INFO(launcher.Stderr());
-    CHECK(*code != 0);
-    CHECK(launcher.Stderr().find("trainer 0] (pid") != std::string::npos);
-    s.RequireNothingLeft(launcher.pid());
+    KillAndExpectTeardown(s, launcher, s.WaitTrainer(launcher), "trainer 0] (pid");
   }
   SECTION("a busy port on a machine reached over ssh is named before anything starts") {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(static_cast<uint16_t>(s.ports[1]));
-    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
-    REQUIRE(listen(fd, 4) == 0);
+    int fd = ListenOn(s.ports[1]);
     auto r = test::RunProcess(relocate(s.Args("gnn-train --num_epochs 1", flags)), 60);
     close(fd);
     INFO(r.err);
