@@ -24,7 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <set>
+#include <sstream>
 #include <thread>
 
 #include "cluster/ip_config.h"
@@ -38,7 +38,6 @@
 #include "server/server.h"
 #include "server/shm_partition.h"
 
-extern char** environ;
 
 namespace gnn {
 namespace {
@@ -62,23 +61,27 @@ std::string FirstWord(const std::string& command, std::string* rest) {
   return command.substr(b, e == std::string::npos ? std::string::npos : e - b);
 }
 
-bool Executable(const std::string& path) {
-  struct stat st{};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
-}
-
 // Absolute path of the trainer binary on this host, "" if not found.
 std::string ResolveBinary(const std::string& word, const std::string& workspace) {
   if (word.empty()) return "";
   if (word.find('/') == std::string::npos) {
     // As the process's own PATH will find it: WORKSPACE/bin first.
     const std::string shipped = InWorkspace(workspace, "bin/" + word);
-    if (Executable(shipped)) return shipped;
+    if (IsExecutableFile(shipped)) return shipped;
     std::string p = FindOnPath(word);
     if (!p.empty()) return p;
   }
   std::string p = InWorkspace(workspace, word);
-  return Executable(p) ? p : "";
+  return IsExecutableFile(p) ? p : "";
+}
+
+// The gnn-server local machines run.
+std::string ServerBinary(const LaunchOptions& o) {
+  return o.server_binary.empty() ? SelfDir() + "/gnn-server" : o.server_binary;
+}
+
+Clock::time_point After(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 // A leading "~/" as the local shell would expand it.
@@ -116,12 +119,6 @@ std::string PortBusy(const std::string& host, int port) {
   if (rc == 0) return "";
   std::string holder = DescribePortHolder(port);
   return std::string(std::strerror(err)) + (holder.empty() ? "" : ", held by " + holder);
-}
-
-std::string Describe(int status) {
-  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
-  return "stopped";
 }
 
 // One started process: its pipes, log file and last lines.
@@ -190,8 +187,7 @@ class Guardian {
       }
       if (!done) {
         for (pid_t g : groups) ::kill(-g, SIGTERM);
-        auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(grace_s));
+        auto deadline = After(grace_s);
         while (Clock::now() < deadline) {
           bool any = false;
           for (pid_t g : groups) any = any || ::kill(-g, 0) == 0;
@@ -230,8 +226,7 @@ class Job {
   explicit Job(Guardian* guardian) : guardian_(guardian) {}
   ~Job() { KillAll(); }
 
-  // Starts argv (execvp) in its own process group with `env` added; it gets
-  // SIGTERM when the launcher dies.
+  // Starts argv in its own process group with `env` added (SpawnPiped).
   Proc* Start(int machine, const std::string& role, int rank, const std::vector<std::string>& argv,
               const std::vector<std::string>& env, const std::string& cwd,
               const std::string& log_dir, bool remote) {
@@ -242,57 +237,14 @@ class Job {
     p->rank = rank;
     p->log_path = log_dir + "/" + role + "-" + std::to_string(machine) + "-" + std::to_string(rank) + ".log";
     p->log.open(p->log_path, std::ios::out | std::ios::trunc);
-    int in[2], out[2], err[2];
-    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
-      throw Error("cannot create pipes: " + std::string(std::strerror(errno)));
-    }
-    // Environment: ours, with `env` overriding same-named entries.
-    std::set<std::string> names;
-    for (const auto& e : env) names.insert(e.substr(0, e.find('=')));
-    std::vector<std::string> envs;
-    for (char** e = environ; *e; ++e) {
-      std::string s = *e;
-      if (!names.count(s.substr(0, s.find('=')))) envs.push_back(s);
-    }
-    envs.insert(envs.end(), env.begin(), env.end());
-    std::vector<char*> args, envp;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    for (const auto& e : envs) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-    const pid_t parent = ::getpid();
-    pid_t pid = ::fork();
-    if (pid < 0) throw Error("fork failed: " + std::string(std::strerror(errno)));
-    if (pid == 0) {
-      ::setpgid(0, 0);
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (::getppid() != parent) _exit(1);
-      sigset_t none;
-      sigemptyset(&none);
-      ::sigprocmask(SIG_SETMASK, &none, nullptr);
-      ::signal(SIGINT, SIG_DFL);
-      ::signal(SIGTERM, SIG_DFL);
-      ::signal(SIGPIPE, SIG_DFL);
-      ::dup2(out[1], 1);
-      ::dup2(err[1], 2);
-      ::dup2(in[0], 0);  // EOF here = the launcher is gone (GNN_WATCH_STDIN)
-      if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) _exit(127);
-      environ = envp.data();
-      ::execvp(args[0], args.data());
-      const char msg[] = "gnn-launch: exec failed\n";
-      ssize_t ignored = ::write(2, msg, sizeof(msg) - 1);
-      (void)ignored;
-      _exit(127);
-    }
-    ::setpgid(pid, pid);  // no race with the child's own call
-    guardian_->Watch(pid);
-    ::close(in[0]);
-    ::close(out[1]);
-    ::close(err[1]);
-    p->stdin_fd = in[1];
-    p->pid = pid;
-    p->fds[0] = out[0];
-    p->fds[1] = err[0];
+    // SIGTERM when the launcher dies; EOF on stdin tells it the same
+    // (GNN_WATCH_STDIN), also through ssh.
+    const PipedChild child = SpawnPiped(argv, env, cwd, SIGTERM);
+    guardian_->Watch(child.pid);
+    p->pid = child.pid;
+    p->stdin_fd = child.in;
+    p->fds[0] = child.out;
+    p->fds[1] = child.err;
     procs_.push_back(std::move(p));
     return procs_.back().get();
   }
@@ -375,8 +327,7 @@ class Job {
       p->stdin_fd = -1;
       if (!p->exited && !p->remote) ::kill(-p->pid, SIGTERM);
     }
-    auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(grace_s));
+    auto deadline = After(grace_s);
     while (Clock::now() < deadline && !AllExited()) Pump(50);
     for (auto& p : procs_) {
       if (!p->exited) ::kill(-p->pid, SIGTERM);
@@ -720,7 +671,7 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
   const std::vector<MachinePlan> plans = PlanMachines(o, machines);
   bool any_local = false;
   std::vector<std::thread> remote_checks;
-  std::vector<std::string> remote_problems(plans.size());
+  std::vector<std::vector<std::string>> remote_problems(plans.size());
   for (size_t m = 0; m < plans.size(); ++m) {
     const MachinePlan& p = plans[m];
     const std::string who = "machine " + std::to_string(m) + " (" + p.address.host + ")";
@@ -733,21 +684,16 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
     }
     if (!p.local) {
       remote_checks.emplace_back([&, m, who] {
-        CommandResult r = RunCommand(SshArgv(o.ssh, plans[m].address.host, RemoteCheckScript(plans[m], word, o.num_servers, o.master_port, static_cast<int>(m))),
-                                     o.ssh.connect_timeout_s + 20);
+        const std::string script =
+            RemoteCheckScript(plans[m], word, o.num_servers, o.master_port, static_cast<int>(m));
+        CommandResult r = RunCommand(SshArgv(o.ssh, plans[m].address.host, script), o.ssh.connect_timeout_s + 20);
         if (r.exit_code != 0) {
-          remote_problems[m] = who + ": ssh failed (" + r.Describe() + "): " + r.LastErrorLine();
+          remote_problems[m].push_back(who + ": ssh failed (" + r.Describe() + "): " + r.LastErrorLine());
           return;
         }
-        std::string lines = r.out;
-        while (!lines.empty() && lines.back() == '\n') lines.pop_back();
-        size_t start = 0;
-        while (start < lines.size()) {
-          size_t nl = lines.find('\n', start);
-          std::string line = lines.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
-          if (!line.empty()) remote_problems[m] += (remote_problems[m].empty() ? "" : "\n") + who + ": " + line;
-          if (nl == std::string::npos) break;
-          start = nl + 1;
+        std::istringstream lines(r.out);  // one problem per line
+        for (std::string line; std::getline(lines, line);) {
+          if (!line.empty()) remote_problems[m].push_back(who + ": " + line);
         }
       });
       continue;
@@ -783,15 +729,7 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
     }
   }
   for (auto& t : remote_checks) t.join();
-  for (const auto& rp : remote_problems) {
-    size_t start = 0;
-    while (start < rp.size()) {
-      size_t nl = rp.find('\n', start);
-      problems.push_back(rp.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
-      if (nl == std::string::npos) break;
-      start = nl + 1;
-    }
-  }
+  for (const auto& rp : remote_problems) problems.insert(problems.end(), rp.begin(), rp.end());
   if (any_local) {
     for (size_t m = 0; m < plans.size(); ++m) {
       if (!plans[m].local || (o.machine_id >= 0 && static_cast<int>(m) != o.machine_id)) continue;
@@ -800,8 +738,8 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
                            "' not found (workspace bin/, PATH, or workspace " + plans[m].workspace + ")");
       }
     }
-    const std::string server = o.server_binary.empty() ? SelfDir() + "/gnn-server" : o.server_binary;
-    if (!Executable(server)) problems.push_back("server binary " + server + " not found");
+    const std::string server = ServerBinary(o);
+    if (!IsExecutableFile(server)) problems.push_back("server binary " + server + " not found");
   }
   return problems;
 }
@@ -831,7 +769,7 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
     log_dir = o.log_dir.empty() ? base + "/logs/" + run : InWorkspace(base, ExpandHome(o.log_dir));
   }
   fs::create_directories(log_dir);
-  const std::string server_bin = o.server_binary.empty() ? SelfDir() + "/gnn-server" : o.server_binary;
+  const std::string server_bin = ServerBinary(o);
   std::string rest;
   const std::string word = FirstWord(o.command, &rest);
   const std::string master_addr = machines[0].host;
@@ -896,7 +834,7 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
     }
     job.Stop(o.grace_s);
     for (Proc* f : failures) {
-      std::string how = Describe(f->status);
+      std::string how = DescribeWaitStatus(f->status);
       if (f->remote && WIFEXITED(f->status)) {
         const int code = WEXITSTATUS(f->status);
         if (code == 255) how += " (ssh: connection lost or refused)";
@@ -930,12 +868,9 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
   // --peer_timeout_s (their launchers may start later), with progress lines.
   {
     zmq::context_t ctx;
-    auto after = [](double seconds) {
-      return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-    };
-    const auto own_deadline = after(o.server_ready_timeout_s);
-    const auto peer_deadline = after(std::max(o.server_ready_timeout_s, o.peer_timeout_s));
-    auto next_note = after(5);
+    const auto own_deadline = After(o.server_ready_timeout_s);
+    const auto peer_deadline = After(std::max(o.server_ready_timeout_s, o.peer_timeout_s));
+    auto next_note = After(5);
     std::vector<size_t> order;
     for (size_t m = 0; m < machines.size(); ++m) {
       if (mine(m)) order.push_back(m);
@@ -963,7 +898,7 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
             std::cerr << "gnn-launch: waiting for machine " << m << " server " << s << " at "
                       << Endpoint(machines[m], s) << " ("
                       << std::lround(std::chrono::duration<double>(Clock::now() - t0).count()) << " s)\n";
-            next_note = after(5);
+            next_note = After(5);
           }
           if (Clock::now() > deadline) {
             job.Stop(o.grace_s);

@@ -16,9 +16,12 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <sstream>
 
 #include "common/error.h"
+
+extern char** environ;
 
 namespace gnn {
 namespace {
@@ -159,45 +162,18 @@ std::string CommandResult::LastErrorLine() const {
 CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s, const std::string& input,
                          const std::atomic<int>* cancel) {
   if (argv.empty()) throw Error("RunCommand: empty argv");
-  int in[2], out[2], err[2];
-  if (::pipe2(in, O_CLOEXEC) != 0) throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
-    throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
-  }
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid < 0) throw Error(std::string("fork failed: ") + std::strerror(errno));
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) _exit(127);
-    ::signal(SIGPIPE, SIG_DFL);
-    ::dup2(in[0], 0);
-    ::dup2(out[1], 1);
-    ::dup2(err[1], 2);
-    ::execvp(args[0], args.data());
-    std::string msg = std::string(argv[0]) + ": " + std::strerror(errno) + "\n";
-    ssize_t ignored = ::write(2, msg.data(), msg.size());
-    (void)ignored;
-    _exit(127);
-  }
-  ::setpgid(pid, pid);
-  ::close(in[0]);
-  ::close(out[1]);
-  ::close(err[1]);
+  const PipedChild child = SpawnPiped(argv, {}, "", SIGKILL);
+  const pid_t pid = child.pid;
   CommandResult r;
   size_t written = 0;
-  int wfd = in[1];
+  int wfd = child.in;
   if (input.empty()) {
     ::close(wfd);
     wfd = -1;
   } else {
     ::fcntl(wfd, F_SETFL, O_NONBLOCK);
   }
-  int fds[2] = {out[0], err[0]};
+  int fds[2] = {child.out, child.err};
   std::string* sinks[2] = {&r.out, &r.err};
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
@@ -283,6 +259,85 @@ CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s,
   return r;
 }
 
+PipedChild SpawnPiped(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                      const std::string& cwd, int death_signal) {
+  if (argv.empty()) throw Error("SpawnPiped: empty argv");
+  int fds[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}};  // stdin, stdout, stderr
+  auto close_all = [&] {
+    for (auto& pair : fds) {
+      for (int fd : pair) {
+        if (fd >= 0) ::close(fd);
+      }
+    }
+  };
+  for (auto& pair : fds) {
+    if (::pipe2(pair, O_CLOEXEC) != 0) {
+      const std::string why = std::strerror(errno);
+      close_all();
+      throw Error("cannot create a pipe: " + why);
+    }
+  }
+  // Everything the child needs is built before fork: after it, only
+  // async-signal-safe calls.
+  std::set<std::string> names;
+  for (const auto& e : env) names.insert(e.substr(0, e.find('=')));
+  std::vector<std::string> envs;
+  for (char** e = environ; *e; ++e) {
+    const std::string v = *e;
+    if (!names.count(v.substr(0, v.find('=')))) envs.push_back(v);
+  }
+  envs.insert(envs.end(), env.begin(), env.end());
+  std::vector<char*> args, envp;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (const auto& e : envs) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  const std::string exec_failed = argv[0] + ": exec failed\n";
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const std::string why = std::strerror(errno);
+    close_all();
+    throw Error("fork failed: " + why);
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, death_signal);
+    if (::getppid() != parent) _exit(127);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::dup2(fds[0][0], 0);
+    ::dup2(fds[1][1], 1);
+    ::dup2(fds[2][1], 2);
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) _exit(127);
+    environ = envp.data();
+    ::execvp(args[0], args.data());
+    ssize_t ignored = ::write(2, exec_failed.data(), exec_failed.size());
+    (void)ignored;
+    _exit(127);
+  }
+  ::setpgid(pid, pid);  // no race with the child's own call
+  ::close(fds[0][0]);
+  ::close(fds[1][1]);
+  ::close(fds[2][1]);
+  return PipedChild{pid, fds[0][1], fds[1][0], fds[2][0]};
+}
+
+std::string DescribeWaitStatus(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
+  return "stopped";
+}
+
+bool IsExecutableFile(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
 std::string FindOnPath(const std::string& name) {
   const char* path = std::getenv("PATH");
   std::string dirs = path ? path : "";
@@ -290,13 +345,7 @@ std::string FindOnPath(const std::string& name) {
   while (start <= dirs.size()) {
     size_t colon = dirs.find(':', start);
     std::string dir = dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-    if (!dir.empty()) {
-      std::string candidate = dir + "/" + name;
-      struct stat st{};
-      if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) {
-        return candidate;
-      }
-    }
+    if (!dir.empty() && IsExecutableFile(dir + "/" + name)) return dir + "/" + name;
     if (colon == std::string::npos) break;
     start = colon + 1;
   }

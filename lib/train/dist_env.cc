@@ -159,8 +159,7 @@ class SamplerChildren {
     for (size_t i = 0; i < pids_.size(); ++i) {
       int status = 0;
       if (waitpid(pids_[i], &status, WNOHANG) == pids_[i]) {
-        std::string how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
-                                            : "was killed by signal " + std::to_string(WTERMSIG(status));
+        const std::string how = DescribeWaitStatus(status);
         pids_.erase(pids_.begin() + static_cast<long>(i));
         return "gnn-sampler " + std::to_string(i) + " " + how;
       }

@@ -83,6 +83,14 @@ std::vector<pid_t> JobProcesses(const std::string& job, pid_t parent = 0, const 
   return pids;
 }
 
+// `args` with the value after `flag` replaced by `value`.
+std::vector<std::string> WithFlag(std::vector<std::string> args, const std::string& flag, const std::string& value) {
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == flag) args[i + 1] = value;
+  }
+  return args;
+}
+
 // A 2-machine loopback deployment of synthetic:tiny.
 struct Setup {
   test::TempDir dir;
@@ -300,11 +308,7 @@ TEST_CASE("gnn-launch reports every problem of bad input, one line each, and sta
 
   SECTION("malformed ip_config line") {
     std::ofstream(s.dir / "bad_ip.txt") << "127.0.0.1 " << s.ports[0] << "\n127.0.0.1 notaport\n";
-    auto args = s.Args(s.Train(""));
-    for (auto& a : args) {
-      if (a == s.ip) a = "bad_ip.txt";
-    }
-    auto r = test::RunProcess(args, 30);
+    auto r = test::RunProcess(WithFlag(s.Args(s.Train("")), "--ip_config", "bad_ip.txt"), 30);
     INFO(r.err);
     CHECK(r.exit_code != 0);
     CHECK(errors(r) == 1);
@@ -313,22 +317,15 @@ TEST_CASE("gnn-launch reports every problem of bad input, one line each, and sta
   SECTION("partition count != machines") {
     std::ofstream(s.dir / "ip3.txt") << "127.0.0.1 " << s.ports[0] << "\n127.0.0.1 " << s.ports[1]
                                      << "\n127.0.0.1 " << s.ports[1] + 1 << "\n";
-    auto args = s.Args(s.Train(""));
-    for (auto& a : args) {
-      if (a == s.ip) a = "ip3.txt";
-    }
-    auto r = test::RunProcess(args, 30);
+    auto r = test::RunProcess(WithFlag(s.Args(s.Train("")), "--ip_config", "ip3.txt"), 30);
     INFO(r.err);
     CHECK(r.exit_code != 0);
     CHECK(errors(r) == 1);
     CHECK(r.err.find("2 partitions") != std::string::npos);
   }
   SECTION("missing part config and missing trainer binary: one line each, per machine") {
-    auto args = s.Args("/nonexistent/gnn-train --num_epochs 1");
-    for (auto& a : args) {
-      if (a == s.config) a = "no/such.json";
-    }
-    auto r = test::RunProcess(args, 30);
+    auto r = test::RunProcess(
+        WithFlag(s.Args("/nonexistent/gnn-train --num_epochs 1"), "--part_config", "no/such.json"), 30);
     INFO(r.err);
     CHECK(r.exit_code != 0);
     CHECK(errors(r) == 3);
@@ -408,10 +405,7 @@ TEST_CASE("gnn-launch runs every process through a real sshd and stops them all"
   flags.push_back("--force_ssh");
   // Setup::Args with the copied workspace and config.
   auto relocate = [&](std::vector<std::string> a) {
-    for (size_t i = 0; i + 1 < a.size(); ++i) {
-      if (a[i] == "--workspace") a[i + 1] = ws;
-      if (a[i] == "--part_config") a[i + 1] = config;
-    }
+    a = WithFlag(WithFlag(std::move(a), "--workspace", ws), "--part_config", config);
     a.insert(a.end() - 1, {"--log_dir", s.dir / ("logs/" + s.job)});
     return a;
   };
@@ -673,12 +667,10 @@ TEST_CASE("per-node gnn-launch in two network namespaces forms one job without s
   std::vector<std::unique_ptr<ChildProcess>> nodes;
   for (int m = 1; m >= 0; --m) {
     std::vector<std::string> args = {ip, "netns", "exec", net->name(m)};
-    for (const auto& a : PerNodeArgs(s.dir.path(), s.config, m, 29500, s.Train("--num_epochs 2"),
-                                     {"--job_id", s.job})) {
+    for (const auto& a : WithFlag(PerNodeArgs(s.dir.path(), s.config, m, 29500, s.Train("--num_epochs 2"),
+                                              {"--job_id", s.job}),
+                                  "--ip_config", "ns_ip.txt")) {
       args.push_back(a);
-    }
-    for (auto& a : args) {
-      if (a == "ip_config.txt") a = "ns_ip.txt";
     }
     nodes.push_back(std::make_unique<ChildProcess>(args, s.dir / ("ns" + std::to_string(m))));
   }

@@ -1,8 +1,6 @@
 #include "ssh_util.h"
 
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -81,21 +79,7 @@ std::unique_ptr<SshServer> SshServer::Start(std::string* why, const std::string&
   for (const std::string& a : {sshd, std::string("-D"), std::string("-e"), std::string("-f"), d + "/sshd_config"}) {
     argv.push_back(a);
   }
-  s->pid_ = ::fork();
-  if (s->pid_ < 0) {
-    *why = "fork failed";
-    return nullptr;
-  }
-  if (s->pid_ == 0) {
-    ::setpgid(0, 0);
-    FILE* log = std::freopen((d + "/sshd.log").c_str(), "w", stderr);
-    (void)log;
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    _exit(127);
-  }
+  s->sshd_ = std::make_unique<ChildProcess>(argv, d + "/sshd");  // its log: sshd.err
   // Ready when a real login runs a command.
   SshOptions o;
   o.port = s->port_;
@@ -104,10 +88,8 @@ std::unique_ptr<SshServer> SshServer::Start(std::string* why, const std::string&
   const auto deadline = Clock::now() + std::chrono::seconds(15);
   std::string last;
   while (Clock::now() < deadline) {
-    int status = 0;
-    if (::waitpid(s->pid_, &status, WNOHANG) == s->pid_) {
-      s->pid_ = -1;
-      *why = "sshd exited at start: " + ReadFileOrEmpty(d + "/sshd.log");
+    if (!s->sshd_->Running()) {
+      *why = "sshd exited at start: " + s->sshd_->Stderr();
       return nullptr;
     }
     CommandResult r = RunCommand(SshArgv(o, address, "echo gnn-ssh-ok"), 5);
@@ -116,26 +98,13 @@ std::unique_ptr<SshServer> SshServer::Start(std::string* why, const std::string&
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   *why = "sshd on " + address + ":" + std::to_string(s->port_) + " did not accept a login: " + last + "; " +
-         ReadFileOrEmpty(d + "/sshd.log");
+         s->sshd_->Stderr();
   return nullptr;
 }
 
-SshServer::~SshServer() {
-  if (pid_ > 0) {
-    ::kill(-pid_, SIGTERM);
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    for (int i = 0; i < 100 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    ::kill(-pid_, SIGKILL);
-    ::waitpid(pid_, &status, WNOHANG);
-  }
-  // Sessions sshd forked (children of the listener) end with their
-  // connections; kill any still alive by the pid file's group.
-  std::string pid = ReadFileOrEmpty(dir_ / "sshd.pid");
-  if (!pid.empty()) ::kill(std::atoi(pid.c_str()), SIGKILL);
-}
+// Its sessions end with their connections; sshd_ (the listener's process
+// group) is SIGKILLed by ChildProcess before dir_ goes.
+SshServer::~SshServer() = default;
 
 void SshServer::Authorize(const SshServer& other) {
   std::ofstream(dir_ / "authorized_keys", std::ios::app) << ReadFileOrEmpty(other.dir_ / "user_key.pub");

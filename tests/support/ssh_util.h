@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "process_util.h"
 #include "test_util.h"
 
 namespace gnn::test {
@@ -37,7 +38,7 @@ class SshServer {
   TempDir dir_;
   std::string address_, client_config_;
   int port_ = 0;
-  pid_t pid_ = -1;
+  std::unique_ptr<ChildProcess> sshd_;  // after dir_: it dies first
 };
 
 // `n` network namespaces, each with one address on a private /24 joined by
