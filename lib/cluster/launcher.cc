@@ -623,7 +623,10 @@ void ApplySlurm(bool machine_id_given, int port, LaunchOptions* o) {
   {
     std::ofstream out(tmp);
     out << SlurmIpConfig(node.hosts, port);
-    if (!out.flush()) throw ConfigError("--slurm: cannot write " + tmp);
+    if (!out.flush()) {
+      ::unlink(tmp.c_str());
+      throw ConfigError("--slurm: cannot write " + tmp + " (does the workspace exist?)");
+    }
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     ::unlink(tmp.c_str());
