@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
       lo.batch_size = m.batch_size;
       lo.num_workers = workers;
       lo.prefetch = 4;
+      lo.transpose = true;
       gnn::BatchLoader loader(graph, train, lo, 0);
       double wait = 0, fwd = 0, bwd = 0, upd = 0, flops = 0;
       int64_t seeds = 0, inputs = 0;

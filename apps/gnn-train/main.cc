@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   app.add_option("--log_every", o.log_every, "log every N steps")->capture_default_str();
   app.add_option("--eval_every", o.eval_every, "evaluate every N epochs and at the end (0 = never)")->capture_default_str();
   app.add_option("--seed", o.seed, "random seed")->capture_default_str();
-  app.add_option("--num_omp_threads", o.num_omp_threads, "LibTorch threads (0 = all cores)")
+  app.add_option("--num_omp_threads", o.num_omp_threads, "LibTorch threads (0 = the cores the sampling threads leave)")
       ->capture_default_str();
   app.add_option("--num_gpus", o.num_gpus, "GPUs to use (-1 = CPU)")->capture_default_str();
   app.add_option("--num_workers", o.num_workers, "sampling threads (0 = in the training loop)")

@@ -813,6 +813,7 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
       env.push_back("PATH=" + p.workspace + "/bin" + (path ? std::string(":") + path : ""));
       job.Start(m, role, rank, {"/bin/sh", "-c", "exec " + local_cmd}, env, p.workspace, log_dir, false);
     } else {
+      for (const auto& v : NumericLibraryEnvironment()) env.push_back(v);
       job.Start(m, role, rank, SshArgv(o.ssh, p.address.host, RemoteCommand(p.workspace, env, remote_cmd)), {},
                 "", log_dir, true);
     }

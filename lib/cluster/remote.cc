@@ -147,6 +147,20 @@ std::string RemoteCommand(const std::string& workspace, const std::vector<std::s
          " exit $rc";
 }
 
+std::vector<std::string> NumericLibraryEnvironment() {
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string var(*e);
+    for (const char* prefix : {"OMP_", "GOMP_", "KMP_", "OPENBLAS_", "MKL_"}) {
+      if (var.rfind(prefix, 0) == 0 && var.find('=') != std::string::npos) {
+        out.push_back(var);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 std::string CommandResult::Describe() const {
   if (timed_out) return "timed out";
   if (cancelled) return "cancelled";

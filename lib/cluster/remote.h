@@ -58,6 +58,13 @@ std::vector<std::string> SshClientOptions(const SshOptions& ssh);
 std::string RemoteCommand(const std::string& workspace, const std::vector<std::string>& env_vars,
                           const std::string& command);
 
+// The numeric libraries' settings of this process's environment (OMP_*,
+// GOMP_*, KMP_*, OPENBLAS_*, MKL_*, as "NAME=value"), to hand on to remote
+// processes: sshd starts them with a fresh environment, and a BLAS that
+// picks another kernel there computes (slightly) different numbers than
+// the same job on local machines.
+std::vector<std::string> NumericLibraryEnvironment();
+
 struct CommandResult {
   int exit_code = -1;  // -signal if killed by a signal; -1000 on timeout
   bool timed_out = false;

@@ -15,6 +15,10 @@ struct Block {
   std::vector<int64_t> src_nodes;  // global node ids, dst nodes first, unique
   std::vector<int64_t> indptr;     // [num_dst + 1]: CSR over destinations
   std::vector<int64_t> indices;    // local indices into src_nodes
+  // Optional transpose (BuildTranspose): edges grouped by source, for the
+  // trainer's backward pass. Empty unless built; never on the wire.
+  std::vector<int64_t> t_indptr;   // [num_src + 1]
+  std::vector<int64_t> t_indices;  // local dst index per edge
   int64_t num_src() const { return static_cast<int64_t>(src_nodes.size()); }
   int64_t num_edges() const { return static_cast<int64_t>(indices.size()); }
 };

@@ -182,6 +182,9 @@ MiniBatch BatchLoader::Make(int64_t index, int threads) const {
     b.blocks =
         SampleBlocks(csc, b.seeds, options_.fanouts, options_.replace, batch_seed, threads);
   }
+  if (options_.transpose) {
+    for (Block& blk : b.blocks) BuildTranspose(&blk);
+  }
   b.feature_dim = graph_.feature_dim;
   if (graph_.feature_dim > 0) {
     // Seeds were checked by the sampler; sampled neighbours may be ids the

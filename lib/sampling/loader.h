@@ -34,6 +34,9 @@ struct LoaderOptions {
   bool link = false;
   int num_negs = 1;
   bool remove_edge = false;
+  // Also build each block's transpose (BuildTranspose) in the worker, off
+  // the consumer's critical path: the trainer's backward pass reads it.
+  bool transpose = false;
 };
 
 // Everything the loader reads; the arrays outlive the loader.

@@ -316,6 +316,40 @@ Block ToBlock(const std::vector<int64_t>& dst_nodes, std::vector<int64_t> nbr_in
   return block;
 }
 
+void TransposeCsr(const int64_t* ptr, const int64_t* idx, int64_t rows, int64_t cols,
+                  int64_t* t_ptr, int64_t* t_idx) {
+  const int64_t edges = ptr[rows];
+  std::fill(t_ptr, t_ptr + cols + 1, 0);
+  for (int64_t e = 0; e < edges; ++e) {
+    if (idx[e] < 0 || idx[e] >= cols) {
+      throw DataError("TransposeCsr: column " + std::to_string(idx[e]) + " is outside [0, " +
+                      std::to_string(cols) + ")");
+    }
+    ++t_ptr[idx[e] + 1];
+  }
+  for (int64_t c = 0; c < cols; ++c) t_ptr[c + 1] += t_ptr[c];
+  // t_ptr[c] serves as column c's cursor, so afterwards it holds the end of
+  // column c, i.e. the start of c + 1: shift back by one.
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t e = ptr[r]; e < ptr[r + 1]; ++e) t_idx[t_ptr[idx[e]]++] = r;
+  }
+  for (int64_t c = cols; c > 0; --c) t_ptr[c] = t_ptr[c - 1];
+  t_ptr[0] = 0;
+}
+
+void BuildTranspose(Block* block) {
+  const int64_t num_dst = block->num_dst, num_edges = block->num_edges();
+  if (static_cast<int64_t>(block->indptr.size()) != num_dst + 1 || block->indptr[0] != 0 ||
+      block->indptr.back() != num_edges) {
+    throw DataError("BuildTranspose: block CSR does not match its " + std::to_string(num_dst) +
+                    " destinations and " + std::to_string(num_edges) + " edges");
+  }
+  block->t_indptr.resize(block->num_src() + 1);
+  block->t_indices.resize(num_edges);
+  TransposeCsr(block->indptr.data(), block->indices.data(), num_dst, block->num_src(),
+               block->t_indptr.data(), block->t_indices.data());
+}
+
 std::vector<Block> SampleBlocks(const CscView& csc, const std::vector<int64_t>& seeds,
                                 const std::vector<int>& fanouts, bool replace, uint64_t rng_seed,
                                 int threads, const EdgeExclusion* exclude) {

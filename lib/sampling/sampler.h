@@ -48,6 +48,17 @@ void SampleNeighbors(const CscView& csc, const int64_t* seeds, int64_t num_seeds
 Block ToBlock(const std::vector<int64_t>& dst_nodes, std::vector<int64_t> nbr_indptr,
               const std::vector<int64_t>& nbr_indices);
 
+// Transposes a CSR of `rows` rows over column ids [0, cols): t_ptr[cols+1]
+// and t_idx[ptr[rows]] (caller-allocated) list, per column, the rows that
+// reference it, in increasing row order. A counting sort, O(edges + rows +
+// cols), single-threaded. Throws DataError when an index is out of range.
+void TransposeCsr(const int64_t* ptr, const int64_t* idx, int64_t rows, int64_t cols,
+                  int64_t* t_ptr, int64_t* t_idx);
+
+// Fills block->t_indptr/t_indices with the transpose of the block's CSR
+// (edges grouped by source). Throws DataError on a malformed block.
+void BuildTranspose(Block* block);
+
 // Samples all layers for `seeds`: fanouts[i] belongs to layer i (DGL's
 // order), so sampling starts from the seeds with fanouts.back(). Returns
 // blocks ordered input -> output. Single-partition (standalone) graphs only.

@@ -86,6 +86,9 @@ class Prefetcher {
         MiniBatch mb = graph_->MakeBatch(sb.seeds, sb.fanouts, sb.replace, sb.rng_seed,
                                          exclude.empty() ? nullptr : &exclude);
         mb.index = sb.index;
+        // The backward pass's transposes, built here rather than on the
+        // trainer's critical path.
+        for (Block& b : mb.blocks) BuildTranspose(&b);
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [&] { return static_cast<int>(queue_.size()) < prefetch_ || stop_; });
         if (stop_) return;
@@ -406,7 +409,7 @@ class DistEnv : public TrainEnv {
         std::vector<int64_t> ptr, idx;
         graph_->SampleNeighbors(dst, -1, false, 0, &ptr, &idx);
         Block block = ToBlock(dst, std::move(ptr), idx);
-        BlockTensors bt = ToTensors(block);
+        BlockTensors bt = ToTensors(block, /*with_transpose=*/false);  // no gradients
         torch::Tensor x;
         std::vector<float> feats;
         if (l == 0) {

@@ -10,20 +10,15 @@
 #include <vector>
 
 #include "sampling/block.h"
+#include "train/aggregate.h"
 
 namespace gnn {
 
-// A block's structure as tensors (int64, CPU). from_blob views: the Block
-// must outlive the tensors.
-struct BlockTensors {
-  int64_t num_dst = 0;
-  int64_t num_src = 0;
-  torch::Tensor indices;   // [E] local src index per edge
-  torch::Tensor dst_of;    // [E] local dst index per edge
-  torch::Tensor inv_deg;   // [num_dst, 1] float: 1/in-degree (0 for none)
-};
-
-BlockTensors ToTensors(const Block& block);
+// Whether SAGEConv applies W_neigh before the mean (over the block's
+// sources) rather than after it (over its destinations): the cheaper order
+// by an estimate of both, given which gradients the step needs.
+bool ProjectFirst(const BlockTensors& block, int64_t in, int64_t out, bool weight_grad,
+                  bool input_grad);
 
 class SAGEConvImpl : public torch::nn::Module {
  public:

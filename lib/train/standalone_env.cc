@@ -32,7 +32,7 @@ torch::Tensor Inference(GraphSage& model, const LocalPartition& part, int64_t ba
       SampleNeighbors(csc, dst.data(), static_cast<int64_t>(dst.size()), -1, false, 0, threads,
                       &nbr_ptr, &nbr_idx);
       Block block = ToBlock(dst, std::move(nbr_ptr), nbr_idx);
-      BlockTensors bt = ToTensors(block);
+      BlockTensors bt = ToTensors(block, /*with_transpose=*/false);  // no gradients
       torch::Tensor src = torch::from_blob(block.src_nodes.data(), {block.num_src()}, torch::kInt64);
       torch::Tensor out = model->ForwardLayer(l, bt, h.index_select(0, src - part.node_start));
       next.slice(0, start, end).copy_(out);
@@ -84,6 +84,7 @@ class StandaloneEnv : public TrainEnv {
     lo_.num_workers = o.num_workers;
     lo_.prefetch = o.prefetch;
     lo_.seed = o.seed;
+    lo_.transpose = true;
     if (o.task == "link") {
       // Every stored in-edge is a training edge (held-out ones were removed
       // by gnn-partition --val_edges).

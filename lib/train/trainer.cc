@@ -12,6 +12,8 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "common/memory.h"
+#include "common/parallel.h"
 #include "common/npy.h"
 #include "common/timer.h"
 #include "partition/config.h"
@@ -83,7 +85,32 @@ void TrainOptions::Validate() const {
   }
 }
 
+int DefaultTorchThreads(const TrainOptions& o) {
+  if (o.num_omp_threads > 0) return o.num_omp_threads;
+  // Debian's LibTorch starts with one OpenMP thread whatever the core count,
+  // so "default" is set here. The sampling threads that run beside the
+  // model in this process (standalone: --num_workers; distributed with
+  // in-process sampling: one) get cores of their own: OpenMP threads that
+  // share a core with a sampler spin while it runs, and both slow down.
+  const int cores = ResolveThreads(0);
+  const int samplers = o.standalone ? o.num_workers : (o.num_samplers == 0 ? 1 : 0);
+  return std::max(1, cores - samplers);
+}
+
 namespace {
+
+// Every core for LibTorch while nothing samples beside it (evaluation,
+// embeddings), unless the user fixed --num_omp_threads.
+class AllCoresWhileIdle {
+ public:
+  explicit AllCoresWhileIdle(const TrainOptions& o) : before_(torch::get_num_threads()) {
+    if (o.num_omp_threads == 0) torch::set_num_threads(ResolveThreads(0));
+  }
+  ~AllCoresWhileIdle() { torch::set_num_threads(before_); }
+
+ private:
+  int before_;
+};
 
 // Appends JSON lines to the metrics file (if any), flushing each line.
 class MetricsWriter {
@@ -231,11 +258,8 @@ json RunTrain(const TrainOptions& o) {
                       std::string(torch::cuda::is_available() ? "with" : "without") +
                       " CUDA); use --num_gpus -1 for CPU");
   }
-  // Debian's LibTorch starts with one OpenMP thread whatever the core count,
-  // so "default" means every core here, as DGL's launcher sets it explicitly.
-  torch::set_num_threads(o.num_omp_threads > 0
-                             ? o.num_omp_threads
-                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  KeepFreedMemoryForReuse();
+  torch::set_num_threads(DefaultTorchThreads(o));
   PartitionConfig config = LoadPartitionConfig(o.part_config);
   if (!o.graph_name.empty() && o.graph_name != config.graph_name) {
     throw ConfigError("--graph_name " + o.graph_name + " does not match " + o.part_config +
@@ -364,6 +388,7 @@ json RunTrain(const TrainOptions& o) {
     st.epochs_done = epoch + 1;
     if (o.eval_every > 0 && ((epoch + 1) % o.eval_every == 0 || epoch + 1 == o.num_epochs)) {
       Stopwatch ev;
+      AllCoresWhileIdle all_cores(o);
       double val, test;
       if (link) {
         EvaluateLink(*env, model, config, &st);
@@ -402,6 +427,7 @@ json RunTrain(const TrainOptions& o) {
     f.Commit();
   }
   if (!o.save_embeddings.empty()) {
+    AllCoresWhileIdle all_cores(o);
     torch::Tensor emb = env->Embeddings(model).contiguous();
     if (lead) WriteNpy(o.save_embeddings, emb.data_ptr<float>(), {emb.size(0), emb.size(1)});
   }

@@ -28,7 +28,7 @@ struct TrainOptions {
   int log_every = 20;
   int eval_every = 5;
   uint64_t seed = 0;
-  int num_omp_threads = 0;        // 0 = every core
+  int num_omp_threads = 0;        // 0 = DefaultTorchThreads
   int num_gpus = -1;              // -1/0 = CPU
   int num_workers = 1;            // sampling threads
   int prefetch = 2;               // batches sampled ahead
@@ -62,6 +62,11 @@ struct TrainOptions {
   // Throws ConfigError naming the first bad field.
   void Validate() const;
 };
+
+// LibTorch's intra-op threads when --num_omp_threads is 0: the cores left
+// after the sampling threads this process runs beside the model (at least 1).
+int DefaultTorchThreads(const TrainOptions& o);
+
 
 // Runs training; returns the summary object (best_val_acc, test_acc,
 // final_test_acc, epochs, mean_epoch_time_s, seeds_per_s, ...).

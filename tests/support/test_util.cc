@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -34,6 +35,22 @@ std::string SharedDataset(const std::string& name) {
   std::error_code ec;
   if (fs::is_directory(p / "raw", ec)) return fs::canonical(p).string();
   return "";
+}
+
+std::string TreeState(const std::string& dir) {
+  std::vector<std::string> lines;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    std::string line = fs::relative(e.path(), dir).string();
+    if (e.is_regular_file()) {
+      line += " " + std::to_string(e.file_size()) + " " +
+              std::to_string(e.last_write_time().time_since_epoch().count());
+    }
+    lines.push_back(line);
+  }
+  std::sort(lines.begin(), lines.end());
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
 }
 
 std::string Bin(const std::string& name) { return std::string(GNN_BIN_DIR) + "/" + name; }

@@ -24,6 +24,11 @@ class TempDir {
 // (tests then print "SKIPPED: ..." and return; ctest reports them skipped).
 std::string SharedDataset(const std::string& name);
 
+// Every file under `dir` with its size and modification time, one line each
+// in path order: equal before and after means nothing there was written
+// (the shared datasets may ship a processed/ cache of their own).
+std::string TreeState(const std::string& dir);
+
 // Result of running a real process.
 struct ProcessResult {
   int exit_code = -1;  // -signal if killed by a signal

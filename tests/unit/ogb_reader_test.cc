@@ -536,6 +536,7 @@ void CheckPlanetoid(const PlanetoidCounts& want) {
   if (folder.empty()) GNN_SKIP("../shared/datasets/" << want.name << " not found");
   TempDir tmp;
   // Cache in the temp dir: never write into the shared folder.
+  const std::string shared_before = test::TreeState(folder);
   DatasetOptions o = WithCache(folder, tmp / "cache");
   Dataset d = LoadDataset(o);
   CHECK(d.name == want.name);
@@ -566,7 +567,7 @@ void CheckPlanetoid(const PlanetoidCounts& want) {
   CHECK(d.valid_idx.back() == want.train + want.valid - 1);
 
   RequireSame(d, LoadDataset(o));  // from the cache
-  CHECK_FALSE(fs::exists(folder + "/processed"));
+  CHECK(test::TreeState(folder) == shared_before);
 
   // Found by name under --root too.
   DatasetOptions by_name = NoCache(want.name);

@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# gnn beside DGL on byte-identical data, measured in one run (never run by CI).
+#
+#   bash bench/compare_dgl.sh                       # synthetic:small and synthetic:products
+#   GRAPHS=small MODES=standalone bash bench/compare_dgl.sh
+#   GRAPHS="cora citeseer small" SEEDS="$(seq -s' ' 0 9)" bash bench/compare_dgl.sh   # accuracy
+#
+# For each graph: gnn-partition writes a 1-partition copy; DGL rebuilds the
+# very same graph from it (bench/dgl_peer.py) and partitions it with its own
+# partition_graph; gnn-partition makes gnn's 2-partition copy with the same
+# balancing. Then both systems train with the same model and flags, once
+# per seed, gnn and DGL interleaved:
+#   standalone  one process, one partition, every core
+#   dist2       2 machines = network namespaces gnncmp0/1 (10.78.0.10/11 on a
+#               bridge), 1 server + 1 trainer each, 1 LibTorch thread per
+#               trainer; DGL's machines each get a private /dev/shm (DGL's
+#               shared-memory names are the same on every machine); gnn runs
+#               one per-node gnn-launch per machine.
+# Graphs: small, products (synthetic:*, DGL's defaults: fan_out 10,25,
+# batch 1000, hidden 16, 2 layers, lr 0.003, dropout 0.5), cora, citeseer
+# (../shared/datasets, with configs/<graph>.toml's flags).
+# Prints one table: s/epoch, seeds/s, test accuracy after the last epoch
+# (mean and standard deviation over seeds) and gnn/DGL ratios.
+#
+# Environment: GRAPHS (small products), MODES (standalone dist2), SEEDS
+# (0 1 2), EPOCHS_<graph> (small 10, products 2, cora/citeseer: the
+# config's), DGL_VENV (/opt/dgl/venv: created from PyPI when missing), WORK
+# (a temporary folder; partitions there are reused), GNN_BUILD_DIR.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+GRAPHS=${GRAPHS:-small products}
+MODES=${MODES:-standalone dist2}
+SEEDS=${SEEDS:-0 1 2}
+DGL_VENV=${DGL_VENV:-/opt/dgl/venv}
+BIN=${GNN_BUILD_DIR:-$ROOT/build}/apps
+WORK=${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/compare_dgl.XXXXXX")}
+PY=$DGL_VENV/bin/python
+mkdir -p "$WORK"
+log() { echo "compare_dgl: $*" >&2; }
+
+if [ ! -x "$PY" ] || ! "$PY" -c "import dgl" 2>/dev/null; then
+  log "installing DGL 2.1.0 + torch 2.2.1 into $DGL_VENV (PyPI)"
+  python3 -m venv "$DGL_VENV"
+  "$PY" -m pip install -q torch==2.2.1 dgl==2.1.0 "numpy<2" scipy networkx requests tqdm psutil \
+    torchdata==0.7.1 pandas pydantic pyyaml
+fi
+[ -x "$BIN/gnn-train" ] || bash "$ROOT/scripts/build.sh" >&2
+export DGLBACKEND=pytorch
+
+# --- two machines: network namespaces on a bridge -------------------------
+NS_UP=0
+netns_up() {
+  [ "$NS_UP" = 1 ] && return
+  ip link add gnncmpbr type bridge
+  ip link set gnncmpbr up
+  for i in 0 1; do
+    ip netns add gnncmp$i
+    ip link add gnncmpv$i type veth peer name gl$i
+    ip link set gl$i netns gnncmp$i
+    ip link set gnncmpv$i master gnncmpbr
+    ip link set gnncmpv$i up
+    ip netns exec gnncmp$i ip addr add 10.78.0.$((10 + i))/24 dev gl$i
+    ip netns exec gnncmp$i ip link set gl$i up
+    ip netns exec gnncmp$i ip link set lo up
+  done
+  NS_UP=1
+}
+netns_down() {
+  [ "$NS_UP" = 1 ] || return 0
+  for i in 0 1; do ip netns delete gnncmp$i 2>/dev/null || true; done
+  ip link delete gnncmpbr 2>/dev/null || true
+  NS_UP=0
+}
+trap netns_down EXIT
+
+# --- per graph: dataset, flags, epochs ---------------------------------------
+dataset_of() {
+  case $1 in
+    small|products|tiny) echo "synthetic:$1" ;;
+    *) echo "$ROOT/../shared/datasets/$1" ;;
+  esac
+}
+# Flags of configs/<graph>.toml (key = value lines) as --key value.
+toml_flags() {
+  sed -n 's/^\([a-z_]*\) *= *"*\([^"]*\)"*$/--\1 \2/p' "$ROOT/configs/$1.toml" |
+    grep -v -e '--log_every' -e '--num_epochs' -e '--eval_every'
+}
+epochs_of() {
+  local v="EPOCHS_$1"
+  if [ -n "${!v:-}" ]; then echo "${!v}"; return; fi
+  case $1 in
+    small|tiny) echo 10 ;;
+    products) echo 2 ;;
+    *) sed -n 's/^num_epochs *= *//p' "$ROOT/configs/$1.toml" ;;
+  esac
+}
+flags_of() {
+  case $1 in
+    small|products|tiny)
+      echo --num_hidden 16 --num_layers 2 --fan_out 10,25 --batch_size 1000 --lr 0.003 --dropout 0.5 ;;
+    *) toml_flags "$1" | tr '\n' ' ' ;;
+  esac
+}
+config_of() {  # folder -> the partition config JSON in it
+  ls "$1"/*.json | head -1
+}
+
+gnn_standalone() {  # graph seed epochs
+  "$BIN/gnn-train" --standalone --part_config "$(config_of "$WORK/$1-gnn1")" $(flags_of "$1") \
+    --num_epochs "$3" --eval_every "$3" --seed "$2" --quiet | tail -1
+}
+
+dgl_standalone() {
+  printf '127.0.0.1 30050\n' > "$WORK/ip-local.txt"
+  DGL_DIST_MODE=standalone RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 \
+    MASTER_PORT=$((20000 + RANDOM % 20000)) \
+    "$PY" "$HERE/dgl_peer.py" train --part_config "$(config_of "$WORK/$1-dgl1")" \
+    --ip_config "$WORK/ip-local.txt" $(flags_of "$1") --num_epochs "$3" --eval_every "$3" \
+    --seed "$2" 2> "$WORK/dgl-standalone.log" | tail -1
+}
+
+gnn_dist2() {
+  netns_up
+  printf '10.78.0.10 31050\n10.78.0.11 31050\n' > "$WORK/ip-ns.txt"
+  local train="$BIN/gnn-train --num_omp_threads 1 $(flags_of "$1") --num_epochs $3 --eval_every $3 --seed $2"
+  local pids=() i
+  for i in 1 0; do
+    ip netns exec gnncmp$i "$BIN/gnn-launch" --machine_id $i --workspace "$WORK" \
+      --ip_config ip-ns.txt --part_config "$(config_of "$WORK/$1-gnn2")" --num_trainers 1 \
+      --num_servers 1 --num_samplers 0 --master_port 29600 --job_id "cmp-$1-$2" \
+      --log_dir "$WORK/gnn-logs-m$i" "$train" > "$WORK/gnn-m$i.out" 2> "$WORK/gnn-m$i.err" &
+    pids+=($!)
+  done
+  local rc=0
+  for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+  [ "$rc" = 0 ] || { log "gnn dist2 failed, see $WORK/gnn-m*.err"; tail -3 "$WORK"/gnn-m*.err >&2; return 1; }
+  tail -1 "$WORK/gnn-m0.out"
+}
+
+dgl_dist2() {
+  netns_up
+  printf '10.78.0.10 30050\n10.78.0.11 30050\n' > "$WORK/ip-ns-dgl.txt"
+  local cfg port=$((20000 + RANDOM % 20000)) i pids=()
+  cfg=$(config_of "$WORK/$1-dgl2")
+  local env="DGL_IP_CONFIG=$WORK/ip-ns-dgl.txt DGL_CONF_PATH=$cfg DGL_NUM_SERVER=1 DGL_NUM_CLIENT=2"
+  env+=" DGL_GRAPH_FORMAT=csc DGLBACKEND=pytorch"
+  local args="--part_config $cfg --ip_config $WORK/ip-ns-dgl.txt $(flags_of "$1") --num_epochs $3"
+  args+=" --eval_every $3 --seed $2 --num_omp_threads 1"
+  for i in 0 1; do
+    cat > "$WORK/dgl-machine$i.sh" <<EOF
+mount -t tmpfs tmpfs /dev/shm
+env $env DGL_ROLE=server DGL_SERVER_ID=$i OMP_NUM_THREADS=1 "$PY" "$HERE/dgl_peer.py" train $args > "$WORK/dgl-server$i.log" 2>&1 &
+env $env DGL_DIST_MODE=distributed DGL_ROLE=client DGL_NUM_SAMPLER=0 GLOO_SOCKET_IFNAME=gl$i \
+  DGL_GROUP_ID=0 MASTER_ADDR=10.78.0.10 MASTER_PORT=$port RANK=$i WORLD_SIZE=2 LOCAL_RANK=0 \
+  "$PY" "$HERE/dgl_peer.py" train $args > "$WORK/dgl-trainer$i.out" 2> "$WORK/dgl-trainer$i.log"
+rc=\$?; wait; exit \$rc
+EOF
+    ip netns exec gnncmp$i unshare -m bash "$WORK/dgl-machine$i.sh" &
+    pids+=($!)
+  done
+  local rc=0
+  for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+  [ "$rc" = 0 ] || { log "DGL dist2 failed, see $WORK/dgl-*.log"; return 1; }
+  tail -1 "$WORK/dgl-trainer0.out"
+}
+
+# --- data -------------------------------------------------------------------
+prepare() {  # graph
+  local g=$1 ds; ds=$(dataset_of "$1")
+  [ -d "$WORK/$g-gnn1" ] ||
+    "$BIN/gnn-partition" --dataset "$ds" --num_parts 1 --output "$WORK/$g-gnn1" --quiet >&2
+  if [[ " $MODES " == *" standalone "* ]] && [ ! -d "$WORK/$g-dgl1" ]; then
+    log "DGL partitions $ds (1 part)"
+    "$PY" "$HERE/dgl_peer.py" partition "$(config_of "$WORK/$g-gnn1")" 1 "$WORK/$g-dgl1" >&2
+  fi
+  if [[ " $MODES " == *" dist2 "* ]]; then
+    [ -d "$WORK/$g-gnn2" ] ||
+      "$BIN/gnn-partition" --dataset "$ds" --num_parts 2 --balance_train --balance_edges \
+        --output "$WORK/$g-gnn2" --quiet >&2
+    if [ ! -d "$WORK/$g-dgl2" ]; then
+      log "DGL partitions $ds (2 parts, METIS)"
+      "$PY" "$HERE/dgl_peer.py" partition "$(config_of "$WORK/$g-gnn1")" 2 "$WORK/$g-dgl2" >&2
+    fi
+  fi
+}
+
+RESULTS="$WORK/results.jsonl"
+: > "$RESULTS"
+for g in $GRAPHS; do
+  prepare "$g"
+  epochs=$(epochs_of "$g")
+  for mode in $MODES; do
+    for seed in $SEEDS; do
+      for sys in gnn dgl; do
+        log "$g $mode $sys seed $seed ($epochs epochs)"
+        line=$("${sys}_${mode}" "$g" "$seed" "$epochs")
+        echo "{\"graph\":\"$g\",\"mode\":\"$mode\",\"sys\":\"$sys\",\"seed\":$seed,\"r\":$line}" >> "$RESULTS"
+      done
+    done
+  done
+done
+
+/usr/bin/python3 - "$RESULTS" <<'EOF'
+import json, statistics, sys
+from collections import defaultdict
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+agg = defaultdict(lambda: defaultdict(list))
+for r in rows:
+    s = r["r"]
+    k = agg[(r["graph"], r["mode"])]
+    k[r["sys"] + "_t"].append(s["mean_epoch_time_s"])
+    k[r["sys"] + "_v"].append(s["seeds_per_s"])
+    k[r["sys"] + "_a"].append(s.get("final_test_acc", s.get("test_acc")))
+mean = lambda v: sum(v) / len(v) if v else float("nan")
+sd = lambda v: statistics.stdev(v) if len(v) > 1 else 0.0
+name = lambda g: "synthetic:" + g if g in ("tiny", "small", "products") else g
+print("| graph | mode | gnn s/epoch | DGL s/epoch | gnn seeds/s | DGL seeds/s | gnn/DGL seeds/s "
+      "| gnn test acc | DGL test acc | seeds |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for (g, m), k in agg.items():
+    ratio = mean(k["gnn_v"]) / mean(k["dgl_v"]) if k["dgl_v"] else float("nan")
+    print(f"| {name(g)} | {m} | {mean(k['gnn_t']):.4f} | {mean(k['dgl_t']):.4f} "
+          f"| {mean(k['gnn_v']):,.0f} | {mean(k['dgl_v']):,.0f} | {ratio:.2f}x "
+          f"| {mean(k['gnn_a']):.4f} ± {sd(k['gnn_a']):.4f} "
+          f"| {mean(k['dgl_a']):.4f} ± {sd(k['dgl_a']):.4f} | {len(k['gnn_v'])} |")
+EOF
+log "raw results: $RESULTS"

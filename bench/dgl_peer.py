@@ -1,0 +1,166 @@
+"""DGL on gnn's data, for bench/compare_dgl.sh (never run by CI).
+
+  dgl_peer.py partition GNN_1PART_JSON NUM_PARTS OUT_DIR
+      Rebuilds the graph from gnn's 1-partition arrays (the CSC of in-edges,
+      features, labels, masks: byte for byte what gnn-train reads) and has
+      DGL's own partition_graph split it (METIS, balanced like gnn-partition
+      --balance_train --balance_edges).
+
+  dgl_peer.py train --part_config DGL_JSON [gnn-train's flags]
+      DGL's distributed GraphSAGE recipe (examples/pytorch/graphsage/dist):
+      mean SAGEConv, ReLU + dropout after every layer but the last, Adam,
+      DistributedDataParallel, DistNodeDataLoader over force_even node_split,
+      layer-wise full-neighbour inference. Standalone when DGL_DIST_MODE is
+      standalone, otherwise with the DGL_* environment a launcher sets.
+      Prints one JSON line last: mean epoch time and seeds/s over all ranks
+      (every rank's seeds over the slowest rank's time), test accuracy
+      after the last epoch.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def partition(cfg_path, num_parts, out_dir):
+    import dgl
+    folder = os.path.join(os.path.dirname(os.path.abspath(cfg_path)), "part0")
+    arr = {n: np.load(os.path.join(folder, n + ".npy"))
+           for n in ("indptr", "indices", "feat", "label", "train_mask", "valid_mask", "test_mask")}
+    n = arr["indptr"].shape[0] - 1
+    # gnn's part0 is a CSC of in-edges: row v lists v's sources.
+    dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(arr["indptr"]))
+    g = dgl.graph((torch.from_numpy(arr["indices"]), torch.from_numpy(dst)), num_nodes=n)
+    g.ndata["features"] = torch.from_numpy(arr["feat"])
+    g.ndata["labels"] = torch.from_numpy(arr["label"])
+    g.ndata["train_mask"] = torch.from_numpy(arr["train_mask"].astype(bool))
+    g.ndata["val_mask"] = torch.from_numpy(arr["valid_mask"].astype(bool))
+    g.ndata["test_mask"] = torch.from_numpy(arr["test_mask"].astype(bool))
+    name = json.load(open(cfg_path))["graph_name"]
+    start = time.time()
+    dgl.distributed.partition_graph(g, name, num_parts, out_dir, part_method="metis",
+                                    balance_ntypes=g.ndata["train_mask"], balance_edges=True)
+    print(json.dumps({"dgl_partition_s": round(time.time() - start, 2), "nodes": n,
+                      "edges": int(arr["indices"].shape[0])}))
+
+
+def train(argv):
+    import dgl
+    import dgl.nn.pytorch as dglnn
+    ap = argparse.ArgumentParser(prog="dgl_peer.py train")
+    ap.add_argument("--part_config", required=True)
+    ap.add_argument("--ip_config", required=True)
+    ap.add_argument("--num_epochs", type=int, default=20)
+    ap.add_argument("--num_hidden", type=int, default=16)
+    ap.add_argument("--num_layers", type=int, default=2)
+    ap.add_argument("--fan_out", default="10,25")
+    ap.add_argument("--batch_size", type=int, default=1000)
+    ap.add_argument("--batch_size_eval", type=int, default=100000)
+    ap.add_argument("--eval_every", type=int, default=5)
+    ap.add_argument("--lr", type=float, default=0.003)
+    ap.add_argument("--dropout", type=float, default=0.5)
+    ap.add_argument("--weight_decay", type=float, default=0.0)
+    ap.add_argument("--num_omp_threads", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    if a.num_omp_threads > 0:
+        torch.set_num_threads(a.num_omp_threads)
+    torch.manual_seed(a.seed)
+    np.random.seed(a.seed)
+    dgl.seed(a.seed)
+
+    dgl.distributed.initialize(a.ip_config)
+    torch.distributed.init_process_group("gloo")
+    name = json.load(open(a.part_config))["graph_name"]
+    g = dgl.distributed.DistGraph(name, part_config=a.part_config)
+    book = g.get_partition_book()
+    feats, labels = g.ndata["features"], g.ndata["labels"]
+    split = {m: dgl.distributed.node_split(g.ndata[m], book, force_even=True)
+             for m in ("train_mask", "val_mask", "test_mask")}
+    classes = int(labels[np.arange(g.num_nodes())].max()) + 1
+    dims = [feats.shape[1]] + [a.num_hidden] * (a.num_layers - 1) + [classes]
+
+    class Sage(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.ModuleList(
+                dglnn.SAGEConv(dims[i], dims[i + 1], "mean") for i in range(a.num_layers))
+            self.dropout = torch.nn.Dropout(a.dropout)
+
+        def forward(self, blocks, h):
+            for i, (layer, block) in enumerate(zip(self.layers, blocks)):
+                h = layer(block, h)
+                if i + 1 < len(self.layers):
+                    h = self.dropout(F.relu(h))
+            return h
+
+        def full_inference(self, x):
+            nodes = dgl.distributed.node_split(np.arange(g.num_nodes()), book, force_even=True)
+            for i, layer in enumerate(self.layers):
+                last = i + 1 == len(self.layers)
+                y = dgl.distributed.DistTensor((g.num_nodes(), dims[i + 1]), torch.float32,
+                                               "infer_%d" % i, persistent=True)
+                loader = dgl.dataloading.DistNodeDataLoader(
+                    g, nodes, dgl.dataloading.NeighborSampler([-1]),
+                    batch_size=a.batch_size_eval, shuffle=False)
+                for inputs, outputs, blocks in loader:
+                    h = x[inputs]
+                    h = layer(blocks[0], (h, h[:blocks[0].num_dst_nodes()]))
+                    y[outputs] = h if last else F.relu(h)
+                x = y
+                g.barrier()
+            return x
+
+    model = torch.nn.parallel.DistributedDataParallel(Sage())
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
+    sampler = dgl.dataloading.NeighborSampler([int(f) for f in a.fan_out.split(",")])
+    loader = dgl.dataloading.DistNodeDataLoader(g, split["train_mask"], sampler,
+                                                batch_size=a.batch_size, shuffle=True)
+    total_seeds, total_time, test_acc = 0, 0.0, 0.0
+    for epoch in range(a.num_epochs):
+        start, seeds = time.time(), 0
+        with model.join():
+            for inputs, outputs, blocks in loader:
+                loss = F.cross_entropy(model(blocks, feats[inputs]), labels[outputs].long())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                seeds += len(outputs)
+        took = time.time() - start
+        total_time += took
+        total_seeds += seeds
+        print("Part %d | Epoch %d | %.4f s | %d seeds | loss %.4f"
+              % (g.rank(), epoch + 1, took, seeds, loss.item()), file=sys.stderr, flush=True)
+        if (epoch + 1) % a.eval_every == 0 or epoch + 1 == a.num_epochs:
+            model.eval()
+            with torch.no_grad():
+                pred = model.module.full_inference(feats)
+            model.train()
+            ids = split["test_mask"]
+            test_acc = float((pred[ids].argmax(1) == labels[ids].long()).float().mean())
+    # Every rank's seeds over the slowest rank's training time; test accuracy
+    # weighted by each rank's share of the test nodes.
+    n_test = len(split["test_mask"])
+    sums = torch.tensor([float(total_seeds), test_acc * n_test, float(n_test)], dtype=torch.float64)
+    slowest = torch.tensor([total_time], dtype=torch.float64)
+    torch.distributed.all_reduce(sums)
+    torch.distributed.all_reduce(slowest, op=torch.distributed.ReduceOp.MAX)
+    if g.rank() == 0:
+        print(json.dumps({"system": "dgl", "ranks": torch.distributed.get_world_size(),
+                          "mean_epoch_time_s": float(slowest[0]) / a.num_epochs,
+                          "seeds_per_s": float(sums[0] / slowest[0]),
+                          "test_acc": float(sums[1] / sums[2])}), flush=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 5 and sys.argv[1] == "partition":
+        partition(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    elif len(sys.argv) >= 2 and sys.argv[1] == "train":
+        train(sys.argv[2:])
+    else:
+        sys.exit(__doc__)

@@ -1,0 +1,153 @@
+#include "train/aggregate.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <string>
+
+#include "common/error.h"
+#include "sampling/sampler.h"
+
+namespace gnn {
+namespace {
+
+torch::Tensor View(const std::vector<int64_t>& v) {
+  return torch::from_blob(const_cast<int64_t*>(v.data()), {static_cast<int64_t>(v.size())},
+                          torch::kInt64);
+}
+
+// out[r, :] = scale_r * sum over j in [ptr[r], ptr[r+1]) of w_j * x[idx[j], :]
+// where scale_r = 1/(row length) when `mean` (0 for an empty row) and 1
+// otherwise, and w_j = col_weight[idx[j]] when given, else 1. x rows are
+// `x_stride` apart; out is dense [rows, d]. Row ranges are split so that
+// every task gets about the same number of edges (degrees are skewed).
+template <typename T>
+void CsrRowSum(const int64_t* ptr, const int64_t* idx, int64_t rows, const T* x, int64_t x_stride,
+               int64_t d, bool mean, const T* col_weight, T* out) {
+  const int64_t edges = ptr[rows];
+  const int64_t tasks = std::max<int64_t>(1, std::min<int64_t>(rows, 4 * at::get_num_threads()));
+  // Work of a row ~ its edges plus the write of its output row.
+  auto task_begin = [&](int64_t t) -> int64_t {
+    if (t == 0) return 0;
+    if (t >= tasks) return rows;
+    const int64_t target = (edges + rows) * t / tasks;
+    // First row r with ptr[r] + r >= target (ptr[r] + r is increasing).
+    int64_t lo = 0, hi = rows;
+    while (lo < hi) {
+      int64_t mid = (lo + hi) / 2;
+      if (ptr[mid] + mid < target)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return lo;
+  };
+  at::parallel_for(0, tasks, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t r_end = task_begin(t + 1);
+      for (int64_t r = task_begin(t); r < r_end; ++r) {
+        T* o = out + r * d;
+        std::fill(o, o + d, T(0));
+        const int64_t e0 = ptr[r], e1 = ptr[r + 1];
+        for (int64_t e = e0; e < e1; ++e) {
+          const int64_t c = idx[e];
+          const T* xr = x + c * x_stride;
+          if (col_weight != nullptr) {
+            const T w = col_weight[c];
+            for (int64_t k = 0; k < d; ++k) o[k] += w * xr[k];
+          } else {
+            for (int64_t k = 0; k < d; ++k) o[k] += xr[k];
+          }
+        }
+        if (mean && e1 > e0) {
+          const T s = T(1) / static_cast<T>(e1 - e0);
+          for (int64_t k = 0; k < d; ++k) o[k] *= s;
+        }
+      }
+    }
+  });
+}
+
+// A 2-D tensor whose rows are contiguous (column slices allowed).
+torch::Tensor RowMajor(const torch::Tensor& t) {
+  return t.dim() == 2 && t.stride(1) == 1 && t.stride(0) >= t.size(1) ? t : t.contiguous();
+}
+
+class MeanAggregateFn : public torch::autograd::Function<MeanAggregateFn> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h,
+                               const torch::Tensor& indptr, const torch::Tensor& indices,
+                               const torch::Tensor& t_indptr, const torch::Tensor& t_indices) {
+    const int64_t num_dst = indptr.size(0) - 1, d = h.size(1);
+    torch::Tensor x = RowMajor(h);
+    torch::Tensor out = torch::empty({num_dst, d}, h.options());
+    AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "MeanAggregate", [&] {
+      CsrRowSum<scalar_t>(indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(), num_dst,
+                          x.data_ptr<scalar_t>(), x.stride(0), d, /*mean=*/true, nullptr,
+                          out.data_ptr<scalar_t>());
+    });
+    ctx->save_for_backward({indptr, t_indptr, t_indices});
+    ctx->saved_data["num_src"] = h.size(0);
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const torch::Tensor& indptr = saved[0];
+    const torch::Tensor& t_indptr = saved[1];
+    const torch::Tensor& t_indices = saved[2];
+    if (t_indptr.numel() == 0) {
+      throw Error("MeanAggregate: gradient needed but the block has no transpose");
+    }
+    const int64_t num_src = ctx->saved_data["num_src"].toInt();
+    torch::Tensor g = grads[0].contiguous();
+    const int64_t num_dst = g.size(0), d = g.size(1);
+    // d out[i] / d h[s] = 1/deg(i) for each edge s -> i: weight each
+    // destination's gradient row by its 1/deg while summing over s's edges.
+    torch::Tensor deg = (indptr.slice(0, 1) - indptr.slice(0, 0, num_dst)).to(g.scalar_type());
+    torch::Tensor inv_deg = deg.clamp_min(1).reciprocal();
+    torch::Tensor grad_h = torch::empty({num_src, d}, g.options());
+    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "MeanAggregateBackward", [&] {
+      CsrRowSum<scalar_t>(t_indptr.data_ptr<int64_t>(), t_indices.data_ptr<int64_t>(), num_src,
+                          g.data_ptr<scalar_t>(), d, d, /*mean=*/false,
+                          inv_deg.data_ptr<scalar_t>(), grad_h.data_ptr<scalar_t>());
+    });
+    return {grad_h, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+BlockTensors ToTensors(const Block& block, bool with_transpose) {
+  BlockTensors t;
+  t.num_dst = block.num_dst;
+  t.num_src = block.num_src();
+  t.indptr = View(block.indptr);
+  t.indices = View(block.indices);
+  if (!block.t_indptr.empty()) {
+    t.t_indptr = View(block.t_indptr);
+    t.t_indices = View(block.t_indices);
+  } else if (with_transpose) {
+    t.t_indptr = torch::empty({t.num_src + 1}, torch::kInt64);
+    t.t_indices = torch::empty({block.num_edges()}, torch::kInt64);
+    TransposeCsr(block.indptr.data(), block.indices.data(), block.num_dst, t.num_src,
+                 t.t_indptr.data_ptr<int64_t>(), t.t_indices.data_ptr<int64_t>());
+  }
+  return t;
+}
+
+torch::Tensor MeanAggregate(const BlockTensors& block, const torch::Tensor& h) {
+  if (h.dim() != 2 || h.size(0) != block.num_src) {
+    throw Error("MeanAggregate: input has shape " + std::to_string(h.dim() ? h.size(0) : 0) +
+                " rows, the block has " + std::to_string(block.num_src) + " sources");
+  }
+  // autograd inputs must be defined tensors: "no transpose" is an empty one.
+  if (!block.t_indptr.defined()) {
+    torch::Tensor none = torch::empty({0}, torch::kInt64);
+    return MeanAggregateFn::apply(h, block.indptr, block.indices, none, none);
+  }
+  return MeanAggregateFn::apply(h, block.indptr, block.indices, block.t_indptr, block.t_indices);
+}
+
+}  // namespace gnn
