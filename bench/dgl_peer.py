@@ -17,6 +17,7 @@
       after the last epoch.
 """
 import argparse
+import gc
 import json
 import os
 import sys
@@ -41,12 +42,15 @@ def partition(cfg_path, num_parts, out_dir):
     g.ndata["train_mask"] = torch.from_numpy(arr["train_mask"].astype(bool))
     g.ndata["val_mask"] = torch.from_numpy(arr["valid_mask"].astype(bool))
     g.ndata["test_mask"] = torch.from_numpy(arr["test_mask"].astype(bool))
+    num_edges = int(arr["indices"].shape[0])
+    del arr, dst  # DGL holds its own copies; a products-size partitioning needs the memory
+    gc.collect()
     name = json.load(open(cfg_path))["graph_name"]
     start = time.time()
     dgl.distributed.partition_graph(g, name, num_parts, out_dir, part_method="metis",
                                     balance_ntypes=g.ndata["train_mask"], balance_edges=True)
     print(json.dumps({"dgl_partition_s": round(time.time() - start, 2), "nodes": n,
-                      "edges": int(arr["indices"].shape[0])}))
+                      "edges": num_edges}))
 
 
 def train(argv):

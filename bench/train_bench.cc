@@ -30,17 +30,71 @@ struct Model {
   int64_t hidden;
 };
 
-// Multiply-adds of the linear layers for one batch (forward only).
+// Multiply-adds of the linear layers for one batch (forward only), in the
+// projection order SAGEConv picks.
 double GemmFlops(const std::vector<gnn::Block>& blocks, const std::vector<int64_t>& dims) {
   double flops = 0;
   for (size_t l = 0; l < blocks.size(); ++l) {
     int64_t in = dims[l], out = dims[l + 1];
-    // fc_self on the dst rows; fc_neigh on src rows (projected first when
-    // in > out) or on the dst rows after aggregation.
-    int64_t neigh_rows = in > out ? blocks[l].num_src() : blocks[l].num_dst;
+    gnn::BlockTensors bt = gnn::ToTensors(blocks[l]);
+    // fc_self on the dst rows; fc_neigh on the src rows (projected first)
+    // or on the dst rows after aggregation.
+    int64_t neigh_rows =
+        gnn::ProjectFirst(bt, in, out, true, l > 0) ? blocks[l].num_src() : blocks[l].num_dst;
     flops += 2.0 * static_cast<double>(blocks[l].num_dst + neigh_rows) * in * out;
   }
   return flops;
+}
+
+// Bytes one training step cannot avoid moving through memory: the input
+// rows gathered (read from the partition, written to the batch), each
+// layer's aggregation reading one row of the aggregated width per edge
+// (again in backward where a gradient flows through it), and the layer-0
+// GEMM reading its input rows (forward, and again for the weight gradient).
+double StepBytes(const std::vector<gnn::Block>& blocks, const std::vector<int64_t>& dims) {
+  const double f = 4;  // float32
+  double bytes = 2.0 * static_cast<double>(blocks[0].num_src()) * dims[0] * f;
+  for (size_t l = 0; l < blocks.size(); ++l) {
+    const int64_t in = dims[l], out = dims[l + 1];
+    gnn::BlockTensors bt = gnn::ToTensors(blocks[l]);
+    const bool project = gnn::ProjectFirst(bt, in, out, true, l > 0);
+    const double width = static_cast<double>(project ? out : in);
+    const bool agg_backward = project || l > 0;
+    bytes += static_cast<double>(blocks[l].num_edges()) * width * f * (agg_backward ? 2 : 1);
+    if (l == 0) {
+      const int64_t gemm_rows = project ? blocks[0].num_src() : blocks[0].num_dst;
+      bytes += 2.0 * static_cast<double>(gemm_rows) * in * f;
+    }
+  }
+  return bytes;
+}
+
+// Sequential read bandwidth (GB/s) over a 512 MiB buffer with `threads`.
+double ReadBandwidth(int threads) {
+  const size_t n = size_t{128} << 20;  // floats
+  std::vector<float> data(n, 1.0f);
+  std::vector<double> sums(threads);
+  auto pass = [&] {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        float acc[16] = {};
+        const size_t b = n * t / threads, e = n * (t + 1) / threads;
+        for (size_t i = b; i + 16 <= e; i += 16) {
+          for (int k = 0; k < 16; ++k) acc[k] += data[i + k];
+        }
+        double s = 0;
+        for (float v : acc) s += v;
+        sums[t] = s;
+      });
+    }
+    for (auto& th : pool) th.join();
+  };
+  pass();  // warm: pages touched
+  gnn::Stopwatch w;
+  const int reps = 3;
+  for (int r = 0; r < reps; ++r) pass();
+  return reps * static_cast<double>(n) * sizeof(float) / w.Seconds() / 1e9;
 }
 
 }  // namespace
@@ -48,7 +102,7 @@ double GemmFlops(const std::vector<gnn::Block>& blocks, const std::vector<int64_
 int main(int argc, char** argv) {
   std::string part_config;
   int steps = 30;
-  int workers = 2;
+  int workers = 1;
   int threads = 0;
   CLI::App app{"Standalone training throughput.", "gnn-train-bench"};
   app.add_option("--part_config", part_config, "1-partition config")->required();
@@ -57,8 +111,12 @@ int main(int argc, char** argv) {
   app.add_option("--num_omp_threads", threads, "LibTorch threads (0 = all cores)");
   return gnn::RunMain(app, argc, argv, [&] {
     gnn::SetLogRole("train-bench");
-    torch::set_num_threads(threads > 0 ? threads
-                                       : static_cast<int>(std::thread::hardware_concurrency()));
+    // As gnn-train: the cores the sampling workers leave.
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    torch::set_num_threads(threads > 0 ? threads : std::max(1, cores - workers));
+    const double bandwidth = ReadBandwidth(cores);
+    std::printf("memory: sequential read %.2f GB/s with %d threads, %.2f GB/s with 1\n", bandwidth,
+                cores, ReadBandwidth(1));
     gnn::PartitionConfig config = gnn::LoadPartitionConfig(part_config);
     gnn::LocalPartition part = gnn::LoadLocalPartition(config, 0, false);
     std::vector<int64_t> train = part.Nodes(part.train_mask);
@@ -89,7 +147,7 @@ int main(int argc, char** argv) {
       lo.prefetch = 4;
       lo.transpose = true;
       gnn::BatchLoader loader(graph, train, lo, 0);
-      double wait = 0, fwd = 0, bwd = 0, upd = 0, flops = 0;
+      double wait = 0, fwd = 0, bwd = 0, upd = 0, flops = 0, step_bytes = 0;
       int64_t seeds = 0, inputs = 0;
       // Largest GEMM shape seen, for the bare-mm comparison.
       int64_t big_rows = 0, big_in = 0, big_out = 0;
@@ -101,7 +159,7 @@ int main(int argc, char** argv) {
         if (!mb) break;
         if (s == 1) {  // the first batch warms up allocators and threads
           total.Reset();
-          wait = fwd = bwd = upd = flops = 0;
+          wait = fwd = bwd = upd = flops = step_bytes = 0;
           seeds = inputs = 0;
         }
         t.Reset();
@@ -123,6 +181,7 @@ int main(int argc, char** argv) {
         seeds += static_cast<int64_t>(mb->seeds.size());
         inputs += mb->blocks[0].num_src();
         flops += 3 * GemmFlops(mb->blocks, dims);  // backward ~ 2x forward
+        step_bytes += StepBytes(mb->blocks, dims);
         int64_t rows = mb->blocks[0].num_src();
         if (rows > big_rows) {
           big_rows = rows;
@@ -150,6 +209,12 @@ int main(int argc, char** argv) {
                   seeds / elapsed, wait, fwd, bwd, upd,
                   static_cast<long long>(inputs / std::max(1, steps - 1)), model_gflops,
                   bare_gflops, model_gflops / bare_gflops);
+      const double per_step = step_bytes / std::max(1, steps - 1);
+      std::printf("  %.1f MB/step must move; at %.2f GB/s that is >= %.4f s/step; measured %.4f "
+                  "s/step (%.1fx the limit)\n",
+                  per_step / 1e6, bandwidth, per_step / bandwidth / 1e9,
+                  elapsed / std::max(1, steps - 1), elapsed / std::max(1, steps - 1) /
+                  (per_step / bandwidth / 1e9));
     }
   });
 }

@@ -7,6 +7,7 @@
 #include "client/sampler_service.h"
 #include "common/cli.h"
 #include "common/log.h"
+#include "common/memory.h"
 
 namespace {
 std::atomic<bool> g_stop{false};
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   app.add_option("--idle_timeout_s", o.idle_timeout_s, "exit when the trainer is silent this long")
       ->capture_default_str();
   app.add_flag("--no_local", no_local, "reach the local partition over the network too");
+  gnn::KeepFreedMemoryForReuse();  // batch buffers are reused, not re-faulted, every step
   return gnn::RunMain(app, argc, argv, [&] {
     gnn::FlagFromEnv(app, "--ip_config", "GNN_IP_CONFIG", &o.graph.ip_config);
     gnn::FlagFromEnv(app, "--part_config", "GNN_PART_CONFIG", &o.graph.part_config);

@@ -6,6 +6,7 @@
 #include "common/cli.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/memory.h"
 #include "train/trainer.h"
 
 
@@ -70,6 +71,7 @@ int main(int argc, char** argv) {
   app.add_option("--request_timeout_ms", o.request_timeout_ms, "deadline per server request")
       ->capture_default_str();
 
+  gnn::KeepFreedMemoryForReuse();  // batch buffers are reused, not re-faulted, every step
   return gnn::RunMain(app, argc, argv, [&] {
     if (o.task != "link" && (app.count("--num_negs") > 0 || o.remove_edge)) {
       throw gnn::ConfigError("--num_negs and --remove_edge apply only to --task link");

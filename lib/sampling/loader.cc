@@ -183,7 +183,7 @@ MiniBatch BatchLoader::Make(int64_t index, int threads) const {
         SampleBlocks(csc, b.seeds, options_.fanouts, options_.replace, batch_seed, threads);
   }
   if (options_.transpose) {
-    for (Block& blk : b.blocks) BuildTranspose(&blk);
+    for (size_t l = 1; l < b.blocks.size(); ++l) BuildTranspose(&b.blocks[l]);
   }
   b.feature_dim = graph_.feature_dim;
   if (graph_.feature_dim > 0) {
@@ -196,8 +196,19 @@ MiniBatch BatchLoader::Make(int64_t index, int threads) const {
                         std::to_string(csc.node_start + csc.num_nodes) + "))");
       }
     }
-    GatherRows(graph_.features, csc.node_start, graph_.feature_dim, b.input_nodes(), &b.features,
-               threads);
+    if (options_.input_means && !b.blocks.empty()) {
+      const Block& first = b.blocks.front();
+      const std::vector<int64_t> dst(first.src_nodes.begin(),
+                                     first.src_nodes.begin() + first.num_dst);
+      GatherRows(graph_.features, csc.node_start, graph_.feature_dim, dst, &b.features, threads);
+      b.features.resize(2 * dst.size() * graph_.feature_dim);
+      MeanOfSources(graph_.features, csc.node_start, graph_.feature_dim, first,
+                    b.features.data() + dst.size() * graph_.feature_dim, threads);
+      b.input_means = true;
+    } else {
+      GatherRows(graph_.features, csc.node_start, graph_.feature_dim, b.input_nodes(),
+                 &b.features, threads);
+    }
   }
   if (graph_.labels != nullptr) {
     b.labels.resize(b.seeds.size());

@@ -34,9 +34,13 @@ struct LoaderOptions {
   bool link = false;
   int num_negs = 1;
   bool remove_edge = false;
-  // Also build each block's transpose (BuildTranspose) in the worker, off
-  // the consumer's critical path: the trainer's backward pass reads it.
+  // Also build the transposes (BuildTranspose) of blocks 1.. in the worker,
+  // off the consumer's critical path: the trainer's backward pass reads
+  // them. Block 0 aggregates raw features, through which no gradient flows.
   bool transpose = false;
+  // Batches carry block 0's destination rows and their sources' means
+  // (MiniBatch::input_means) instead of every source row.
+  bool input_means = false;
 };
 
 // Everything the loader reads; the arrays outlive the loader.

@@ -414,4 +414,40 @@ void GatherRows(const float* rows, int64_t row_start, int64_t dim, const std::ve
   });
 }
 
+void MeanOfSources(const float* rows, int64_t row_start, int64_t dim, const Block& block,
+                   float* out, int threads) {
+  const int64_t n = block.num_dst;
+  if (n == 0 || dim == 0) return;
+  const int64_t* ptr = block.indptr.data();
+  const int64_t* idx = block.indices.data();
+  const int64_t* src = block.src_nodes.data();
+  const int64_t row_bytes = dim * static_cast<int64_t>(sizeof(float));
+  // Scattered rows: prefetch the row kAhead edges ahead, as GatherRows.
+  constexpr int64_t kAhead = 8;
+  const int64_t lines = std::min<int64_t>(4, (row_bytes + 63) / 64);
+  constexpr int64_t kMinBytesPerThread = int64_t{1} << 20;
+  const int t = static_cast<int>(std::max<int64_t>(
+      1, std::min<int64_t>(ResolveThreads(threads), ptr[n] * row_bytes / kMinBytesPerThread)));
+  ParallelFor(n, t, [&](int64_t b, int64_t e) {
+    const int64_t edge_end = ptr[e];
+    for (int64_t i = b; i < e; ++i) {
+      float* o = out + i * dim;
+      std::fill(o, o + dim, 0.0f);
+      for (int64_t k = ptr[i]; k < ptr[i + 1]; ++k) {
+        if (k + kAhead < edge_end) {
+          const char* p =
+              reinterpret_cast<const char*>(rows + (src[idx[k + kAhead]] - row_start) * dim);
+          for (int64_t c = 0; c < lines; ++c) __builtin_prefetch(p + 64 * c);
+        }
+        const float* r = rows + (src[idx[k]] - row_start) * dim;
+        for (int64_t j = 0; j < dim; ++j) o[j] += r[j];
+      }
+      if (ptr[i + 1] > ptr[i]) {
+        const float s = 1.0f / static_cast<float>(ptr[i + 1] - ptr[i]);
+        for (int64_t j = 0; j < dim; ++j) o[j] *= s;
+      }
+    }
+  });
+}
+
 }  // namespace gnn

@@ -79,6 +79,13 @@ std::vector<Block> SampleBlocks(const CscView& csc, const std::vector<int64_t>& 
 void GatherRows(const float* rows, int64_t row_start, int64_t dim, const std::vector<int64_t>& ids,
                 std::vector<float>* out, int threads);
 
+// out[i, :] = mean over block i's in-edges of the source's row of a
+// row-major [*, dim] matrix (row src_nodes[indices[e]] - row_start; the
+// caller guarantees every row exists), zero for a destination without
+// edges. `out` has block.num_dst * dim floats. Uses `threads` threads.
+void MeanOfSources(const float* rows, int64_t row_start, int64_t dim, const Block& block,
+                   float* out, int threads);
+
 // Seed for (base seed, stream...) combinations: a splitmix64 hash chain.
 // Also declared in loader.h; declared here because the sampler derives each
 // seed node's RNG as MixSeed(rng_seed, node id).

@@ -15,26 +15,27 @@
 namespace gnn {
 
 // A block's structure as int64 CPU tensors: from_blob views of the Block's
-// vectors where it has them (the Block must outlive the tensors).
+// vectors (the Block must outlive the tensors).
 struct BlockTensors {
   int64_t num_dst = 0;
-  int64_t num_src = 0;
+  int64_t num_src = 0;    // rows of the input the indices point into
   torch::Tensor indptr;   // [num_dst + 1]
-  torch::Tensor indices;  // [E] local src index per edge
-  // The transpose (only when gradients flow back through the block):
+  torch::Tensor indices;  // [E] input row per edge
+  // The transpose, when the sampler built it (Block::t_indptr); undefined
+  // otherwise (MeanAggregate then builds one if a gradient needs it).
   torch::Tensor t_indptr;   // [num_src + 1]
-  torch::Tensor t_indices;  // [E] local dst index, edges grouped by src
+  torch::Tensor t_indices;  // [E] dst index, edges grouped by input row
 };
 
-// Views of `block`; the transpose is the block's own when the sampler built
-// it (Block::t_indptr), otherwise it is built here when `with_transpose`.
-BlockTensors ToTensors(const Block& block, bool with_transpose = true);
+// Views of `block` (and of its transpose, when it has one).
+BlockTensors ToTensors(const Block& block);
 
 // out[i, :] = mean of h[indices[j], :] over j in [indptr[i], indptr[i+1]),
 // zero for a destination without in-edges. h: [num_src, d] float or double,
 // rows may be strided (a column slice of a wider matrix). Differentiable in
-// h (backward needs block.t_indptr/t_indices). Uses LibTorch's intra-op
-// threads.
+// h; the backward pass reads the block's transpose, built here (once per
+// call) when the block has none and a gradient will flow. Uses LibTorch's
+// intra-op threads.
 torch::Tensor MeanAggregate(const BlockTensors& block, const torch::Tensor& h);
 
 }  // namespace gnn

@@ -409,7 +409,7 @@ class DistEnv : public TrainEnv {
         std::vector<int64_t> ptr, idx;
         graph_->SampleNeighbors(dst, -1, false, 0, &ptr, &idx);
         Block block = ToBlock(dst, std::move(ptr), idx);
-        BlockTensors bt = ToTensors(block, /*with_transpose=*/false);  // no gradients
+        BlockTensors bt = ToTensors(block);
         torch::Tensor x;
         std::vector<float> feats;
         if (l == 0) {

@@ -3,7 +3,8 @@
 namespace gnn {
 
 SAGEConvImpl::SAGEConvImpl(int64_t in, int64_t out) : in_(in), out_(out) {
-  fc_self_ = register_module("fc_self", torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
+  fc_self_ =
+      register_module("fc_self", torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
   fc_neigh_ =
       register_module("fc_neigh", torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
   bias_ = register_parameter("bias", torch::zeros({out}));
@@ -35,15 +36,20 @@ bool ProjectFirst(const BlockTensors& b, int64_t in, int64_t out, bool weight_gr
 }
 
 torch::Tensor SAGEConvImpl::forward(const BlockTensors& block, const torch::Tensor& h_src) {
-  torch::Tensor h_dst = h_src.slice(0, 0, block.num_dst);
   const bool grad = torch::GradMode::is_enabled();
   const bool weight_grad = grad && fc_neigh_->weight.requires_grad();
-  torch::Tensor neigh =
-      ProjectFirst(block, in_, out_, weight_grad, grad && h_src.requires_grad())
-          ? MeanAggregate(block, fc_neigh_(h_src))
-          : fc_neigh_(MeanAggregate(block, h_src));
+  if (ProjectFirst(block, in_, out_, weight_grad, grad && h_src.requires_grad())) {
+    torch::Tensor h_dst = h_src.slice(0, 0, block.num_dst);
+    return torch::addmm(bias_, h_dst, fc_self_->weight.t())
+        .add_(MeanAggregate(block, fc_neigh_(h_src)));
+  }
+  return ForwardMean(h_src.slice(0, 0, block.num_dst), MeanAggregate(block, h_src));
+}
+
+torch::Tensor SAGEConvImpl::ForwardMean(const torch::Tensor& h_dst,
+                                        const torch::Tensor& neigh_mean) {
   // bias + h_dst W_self^T in one GEMM call, then the neighbour term.
-  return torch::addmm(bias_, h_dst, fc_self_->weight.t()).add_(neigh);
+  return torch::addmm(bias_, h_dst, fc_self_->weight.t()).add_(fc_neigh_(neigh_mean));
 }
 
 GraphSageImpl::GraphSageImpl(int64_t in, int64_t hidden, int64_t classes, int num_layers,
@@ -56,8 +62,7 @@ GraphSageImpl::GraphSageImpl(int64_t in, int64_t hidden, int64_t classes, int nu
   for (int l = 0; l < num_layers; ++l) layers_->push_back(SAGEConv(dims_[l], dims_[l + 1]));
 }
 
-torch::Tensor GraphSageImpl::ForwardLayer(int l, const BlockTensors& block, const torch::Tensor& h) {
-  torch::Tensor out = layers_[l]->as<SAGEConvImpl>()->forward(block, h);
+torch::Tensor GraphSageImpl::Activate(int l, torch::Tensor out) {
   if (l + 1 < num_layers()) {
     out = torch::relu(out);
     out = torch::dropout(out, dropout_, is_training());
@@ -65,9 +70,23 @@ torch::Tensor GraphSageImpl::ForwardLayer(int l, const BlockTensors& block, cons
   return out;
 }
 
+torch::Tensor GraphSageImpl::ForwardLayer(int l, const BlockTensors& block,
+                                          const torch::Tensor& h) {
+  return Activate(l, layers_[l]->as<SAGEConvImpl>()->forward(block, h));
+}
+
 torch::Tensor GraphSageImpl::forward(const std::vector<BlockTensors>& blocks, torch::Tensor x) {
   for (int l = 0; l < num_layers(); ++l) x = ForwardLayer(l, blocks[l], x);
   return x;
+}
+
+torch::Tensor GraphSageImpl::ForwardFromMeans(const std::vector<BlockTensors>& blocks,
+                                              const torch::Tensor& x) {
+  const int64_t n = blocks.front().num_dst;
+  torch::Tensor h =
+      Activate(0, layers_[0]->as<SAGEConvImpl>()->ForwardMean(x.slice(0, 0, n), x.slice(0, n)));
+  for (int l = 1; l < num_layers(); ++l) h = ForwardLayer(l, blocks[l], h);
+  return h;
 }
 
 }  // namespace gnn

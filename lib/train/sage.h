@@ -25,6 +25,9 @@ class SAGEConvImpl : public torch::nn::Module {
   SAGEConvImpl(int64_t in, int64_t out);
   // h_src: [num_src, in] with the dst rows first. Returns [num_dst, out].
   torch::Tensor forward(const BlockTensors& block, const torch::Tensor& h_src);
+  // The same from the destinations' rows and their neighbours' mean
+  // (aggregated already, e.g. by the sampler: MiniBatch::input_means).
+  torch::Tensor ForwardMean(const torch::Tensor& h_dst, const torch::Tensor& neigh_mean);
 
  private:
   int64_t in_, out_;
@@ -38,6 +41,9 @@ class GraphSageImpl : public torch::nn::Module {
   GraphSageImpl(int64_t in, int64_t hidden, int64_t classes, int num_layers, double dropout);
   // One block per layer, input -> output; x: [blocks[0].num_src, in].
   torch::Tensor forward(const std::vector<BlockTensors>& blocks, torch::Tensor x);
+  // The same when layer 0's input is [2 * blocks[0].num_dst, in]: the
+  // destinations' rows, then their neighbours' means (MiniBatch::input_means).
+  torch::Tensor ForwardFromMeans(const std::vector<BlockTensors>& blocks, const torch::Tensor& x);
   // Applies layer `l` alone (with its activation/dropout), for layer-wise
   // full-neighbour inference.
   torch::Tensor ForwardLayer(int l, const BlockTensors& block, const torch::Tensor& h);
@@ -45,6 +51,8 @@ class GraphSageImpl : public torch::nn::Module {
   int64_t OutDim(int l) const { return dims_[l + 1]; }
 
  private:
+  torch::Tensor Activate(int l, torch::Tensor out);
+
   std::vector<int64_t> dims_;
   torch::nn::ModuleList layers_;
   double dropout_;

@@ -32,7 +32,7 @@ torch::Tensor Inference(GraphSage& model, const LocalPartition& part, int64_t ba
       SampleNeighbors(csc, dst.data(), static_cast<int64_t>(dst.size()), -1, false, 0, threads,
                       &nbr_ptr, &nbr_idx);
       Block block = ToBlock(dst, std::move(nbr_ptr), nbr_idx);
-      BlockTensors bt = ToTensors(block, /*with_transpose=*/false);  // no gradients
+      BlockTensors bt = ToTensors(block);
       torch::Tensor src = torch::from_blob(block.src_nodes.data(), {block.num_src()}, torch::kInt64);
       torch::Tensor out = model->ForwardLayer(l, bt, h.index_select(0, src - part.node_start));
       next.slice(0, start, end).copy_(out);
@@ -85,6 +85,7 @@ class StandaloneEnv : public TrainEnv {
     lo_.prefetch = o.prefetch;
     lo_.seed = o.seed;
     lo_.transpose = true;
+    lo_.input_means = true;
     if (o.task == "link") {
       // Every stored in-edge is a training edge (held-out ones were removed
       // by gnn-partition --val_edges).
@@ -117,6 +118,7 @@ class StandaloneEnv : public TrainEnv {
   const LabeledSplits& Labeled() override { return labeled_; }
   HeldOutEdges HeldOut() override { return LoadHeldOutEdges(config_, 0, false); }
   std::optional<MiniBatch> Next() override { return loader_->Next(); }
+
   std::pair<double, double> Evaluate(GraphSage& model) override {
     torch::Tensor logits = Inference(model, part_, o_.batch_size_eval, o_.num_workers);
     return {Accuracy(logits, part_, valid_), Accuracy(logits, part_, test_)};

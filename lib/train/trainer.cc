@@ -12,7 +12,6 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
-#include "common/memory.h"
 #include "common/parallel.h"
 #include "common/npy.h"
 #include "common/timer.h"
@@ -258,7 +257,6 @@ json RunTrain(const TrainOptions& o) {
                       std::string(torch::cuda::is_available() ? "with" : "without") +
                       " CUDA); use --num_gpus -1 for CPU");
   }
-  KeepFreedMemoryForReuse();
   torch::set_num_threads(DefaultTorchThreads(o));
   PartitionConfig config = LoadPartitionConfig(o.part_config);
   if (!o.graph_name.empty() && o.graph_name != config.graph_name) {
@@ -316,11 +314,13 @@ json RunTrain(const TrainOptions& o) {
       if (!mb->seeds.empty()) {
         std::vector<BlockTensors> blocks;
         for (const Block& b : mb->blocks) blocks.push_back(ToTensors(b));
-        torch::Tensor x = torch::from_blob(
-            mb->features.data(), {mb->blocks.front().num_src(), mb->feature_dim}, torch::kFloat32);
+        const int64_t rows = mb->input_means ? 2 * mb->blocks.front().num_dst
+                                             : mb->blocks.front().num_src();
+        torch::Tensor x =
+            torch::from_blob(mb->features.data(), {rows, mb->feature_dim}, torch::kFloat32);
         y = torch::from_blob(mb->labels.data(), {static_cast<int64_t>(mb->labels.size())},
                              torch::kInt64);
-        logits = model->forward(blocks, x);
+        logits = mb->input_means ? model->ForwardFromMeans(blocks, x) : model->forward(blocks, x);
         if (link) {
           // Dot-product scores of positive and negative pairs, binary
           // cross-entropy against 1 and 0.
@@ -432,6 +432,12 @@ json RunTrain(const TrainOptions& o) {
     if (lead) WriteNpy(o.save_embeddings, emb.data_ptr<float>(), {emb.size(0), emb.size(1)});
   }
 
+  if (o.eval_every > 0 && st.best_epoch > 0) {
+    GNN_LOG(kInfo) << label << ", test_acc " << std::fixed << std::setprecision(4)
+                   << st.test_at_best << " is from epoch " << st.best_epoch
+                   << " (best validation accuracy " << st.best_val << "); after the last epoch ("
+                   << st.epochs_done << "): final_test_acc " << st.final_test;
+  }
   // Throughput of the whole job: every rank's seeds over the slowest clock.
   const double all_seeds = env->SumOverRanks(static_cast<double>(seeds_seen));
   json summary = {
@@ -440,6 +446,9 @@ json RunTrain(const TrainOptions& o) {
       {"test_acc", st.test_at_best},
       {"final_test_acc", st.final_test},
       {"best_epoch", st.best_epoch},
+      // Which evaluation each accuracy comes from (0: none ran).
+      {"test_acc_epoch", st.best_epoch},
+      {"final_test_acc_epoch", o.eval_every > 0 ? st.epochs_done : 0},
       {"epochs", st.epochs_done},
       {"epochs_run", epochs_run},
       {"mean_epoch_time_s", epochs_run ? train_seconds / epochs_run : 0.0},

@@ -30,7 +30,7 @@ struct TrainOptions {
   uint64_t seed = 0;
   int num_omp_threads = 0;        // 0 = DefaultTorchThreads
   int num_gpus = -1;              // -1/0 = CPU
-  int num_workers = 1;            // sampling threads
+  int num_workers = 2;            // sampling threads (standalone)
   int prefetch = 2;               // batches sampled ahead
   bool sample_replace = false;
   std::string metrics_file;       // JSON lines

@@ -73,6 +73,12 @@ TEST_CASE("standalone GraphSAGE reaches the accuracy bars on Cora and CiteSeer",
         CHECK(s.contains(key));
       }
       CHECK(s.at("epochs").get<int>() == 40);
+      // test_acc comes from the best validation epoch, an evaluated one
+      // (every 2nd, configs/*.toml); final_test_acc from the last.
+      const int at = s.at("test_acc_epoch").get<int>();
+      CHECK(at == s.at("best_epoch").get<int>());
+      CHECK((at >= 2 && at <= 40 && at % 2 == 0));
+      CHECK(s.at("final_test_acc_epoch").get<int>() == 40);
       sum += s.at("test_acc").get<double>();
     }
     INFO(bar.name << " mean test accuracy over 3 seeds: " << sum / 3);

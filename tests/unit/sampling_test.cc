@@ -431,6 +431,50 @@ TEST_CASE("BatchLoader covers every seed once per epoch, in the same batches for
   }
 }
 
+TEST_CASE("BatchLoader input_means: destination rows and their sources' means; transposes",
+          "[unit]") {
+  const TinyGraph& t = Tiny();
+  LoaderOptions o;
+  o.fanouts = {3, 4};
+  o.batch_size = 50;
+  o.seed = 2;
+  o.num_workers = 1;
+  BatchLoader full(t.graph, t.data.train_idx, o, 0);
+  o.input_means = true;
+  o.transpose = true;
+  BatchLoader means(t.graph, t.data.train_idx, o, 0);
+  std::vector<MiniBatch> a = Drain(full), b = Drain(means);
+  REQUIRE(a.size() == b.size());
+  const int64_t dim = t.data.feature_dim;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const Block& blk = a[i].blocks.front();
+    CHECK(b[i].blocks.front().src_nodes == blk.src_nodes);  // same sampling
+    CHECK_FALSE(a[i].input_means);
+    REQUIRE(b[i].input_means);
+    REQUIRE(static_cast<int64_t>(b[i].features.size()) == 2 * blk.num_dst * dim);
+    // Rows 0..n-1: the destinations' own rows, as the full batch has them.
+    CHECK(std::equal(b[i].features.begin(), b[i].features.begin() + blk.num_dst * dim,
+                     a[i].features.begin()));
+    // Rows n..2n-1: the mean of each destination's sources' rows.
+    for (int64_t d = 0; d < blk.num_dst; ++d) {
+      const int64_t deg = blk.indptr[d + 1] - blk.indptr[d];
+      for (int64_t k = 0; k < dim; ++k) {
+        double sum = 0;
+        for (int64_t e = blk.indptr[d]; e < blk.indptr[d + 1]; ++e) {
+          sum += a[i].features[blk.indices[e] * dim + k];
+        }
+        const double want = deg > 0 ? sum / static_cast<double>(deg) : 0.0;
+        REQUIRE(b[i].features[(blk.num_dst + d) * dim + k] == Approx(want).margin(1e-5));
+      }
+    }
+    // Transposes of the blocks a gradient flows through (1..), not block 0.
+    CHECK(b[i].blocks[0].t_indptr.empty());
+    const Block& top = b[i].blocks[1];
+    REQUIRE(static_cast<int64_t>(top.t_indptr.size()) == top.num_src() + 1);
+    CHECK(top.t_indptr.back() == top.num_edges());
+  }
+}
+
 TEST_CASE("BatchLoader prefetches at most `prefetch` batches ahead", "[unit]") {
   const TinyGraph& t = Tiny();
   LoaderOptions o;
