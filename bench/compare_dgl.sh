@@ -23,7 +23,9 @@
 # (mean and standard deviation over seeds) and gnn/DGL ratios.
 #
 # Environment: GRAPHS (small products), MODES (standalone dist2), SEEDS
-# (0 1 2), EPOCHS_<graph> (small 10, products 2, cora/citeseer: the
+# (0 1 2), PART_METHOD_<graph> (metis; random: the 2-part copies of both
+# systems, e.g. where DGL's METIS partitioning does not fit in memory),
+# EPOCHS_<graph> (small 10, products 2, cora/citeseer: the
 # config's), DGL_VENV (/opt/dgl/venv: created from PyPI when missing), WORK
 # (a temporary folder; partitions there are reused), GNN_BUILD_DIR.
 set -euo pipefail
@@ -49,9 +51,8 @@ fi
 export DGLBACKEND=pytorch
 
 # --- two machines: network namespaces on a bridge -------------------------
-NS_UP=0
 netns_up() {
-  [ "$NS_UP" = 1 ] && return
+  netns_down
   ip link add gnncmpbr type bridge
   ip link set gnncmpbr up
   for i in 0 1; do
@@ -64,13 +65,10 @@ netns_up() {
     ip netns exec gnncmp$i ip link set gl$i up
     ip netns exec gnncmp$i ip link set lo up
   done
-  NS_UP=1
 }
 netns_down() {
-  [ "$NS_UP" = 1 ] || return 0
   for i in 0 1; do ip netns delete gnncmp$i 2>/dev/null || true; done
   ip link delete gnncmpbr 2>/dev/null || true
-  NS_UP=0
 }
 trap netns_down EXIT
 
@@ -117,11 +115,10 @@ dgl_standalone() {
     MASTER_PORT=$((20000 + RANDOM % 20000)) \
     "$PY" "$HERE/dgl_peer.py" train --part_config "$(config_of "$WORK/$1-dgl1")" \
     --ip_config "$WORK/ip-local.txt" $(flags_of "$1") --num_epochs "$3" --eval_every "$3" \
-    --seed "$2" 2> "$WORK/dgl-standalone.log" | tail -1
+    --seed "$2" 2> "$WORK/dgl-standalone.log" | grep "^{" | tail -1
 }
 
 gnn_dist2() {
-  netns_up
   printf '10.78.0.10 31050\n10.78.0.11 31050\n' > "$WORK/ip-ns.txt"
   local train="$BIN/gnn-train --num_omp_threads 1 $(flags_of "$1") --num_epochs $3 --eval_every $3 --seed $2"
   local pids=() i
@@ -139,7 +136,6 @@ gnn_dist2() {
 }
 
 dgl_dist2() {
-  netns_up
   printf '10.78.0.10 30050\n10.78.0.11 30050\n' > "$WORK/ip-ns-dgl.txt"
   local cfg port=$((20000 + RANDOM % 20000)) i pids=()
   cfg=$(config_of "$WORK/$1-dgl2")
@@ -162,7 +158,7 @@ EOF
   local rc=0
   for p in "${pids[@]}"; do wait "$p" || rc=$?; done
   [ "$rc" = 0 ] || { log "DGL dist2 failed, see $WORK/dgl-*.log"; return 1; }
-  tail -1 "$WORK/dgl-trainer0.out"
+  grep "^{" "$WORK/dgl-trainer0.out" | tail -1
 }
 
 # --- data -------------------------------------------------------------------
@@ -175,18 +171,24 @@ prepare() {  # graph
     "$PY" "$HERE/dgl_peer.py" partition "$(config_of "$WORK/$g-gnn1")" 1 "$WORK/$g-dgl1" >&2
   fi
   if [[ " $MODES " == *" dist2 "* ]]; then
+    local method_var="PART_METHOD_$g"
+    local method=${!method_var:-metis}
     [ -d "$WORK/$g-gnn2" ] ||
-      "$BIN/gnn-partition" --dataset "$ds" --num_parts 2 --balance_train --balance_edges \
-        --output "$WORK/$g-gnn2" --quiet >&2
+      "$BIN/gnn-partition" --dataset "$ds" --num_parts 2 --part_method "$method" \
+        --balance_train --balance_edges --output "$WORK/$g-gnn2" --quiet >&2
     if [ ! -d "$WORK/$g-dgl2" ]; then
-      log "DGL partitions $ds (2 parts, METIS)"
-      "$PY" "$HERE/dgl_peer.py" partition "$(config_of "$WORK/$g-gnn1")" 2 "$WORK/$g-dgl2" >&2
+      log "DGL partitions $ds (2 parts, $method)"
+      "$PY" "$HERE/dgl_peer.py" partition "$(config_of "$WORK/$g-gnn1")" 2 "$WORK/$g-dgl2" \
+        "$method" >&2
     fi
   fi
 }
 
 RESULTS="$WORK/results.jsonl"
 : > "$RESULTS"
+# The runs happen in command substitutions (subshells): the namespaces are
+# made here, once, and removed on exit.
+[[ " $MODES " == *" dist2 "* ]] && netns_up
 for g in $GRAPHS; do
   prepare "$g"
   epochs=$(epochs_of "$g")

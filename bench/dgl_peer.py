@@ -1,10 +1,10 @@
 """DGL on gnn's data, for bench/compare_dgl.sh (never run by CI).
 
-  dgl_peer.py partition GNN_1PART_JSON NUM_PARTS OUT_DIR
+  dgl_peer.py partition GNN_1PART_JSON NUM_PARTS OUT_DIR [metis|random]
       Rebuilds the graph from gnn's 1-partition arrays (the CSC of in-edges,
       features, labels, masks: byte for byte what gnn-train reads) and has
-      DGL's own partition_graph split it (METIS, balanced like gnn-partition
-      --balance_train --balance_edges).
+      DGL's own partition_graph split it (METIS balanced like gnn-partition
+      --balance_train --balance_edges, or random).
 
   dgl_peer.py train --part_config DGL_JSON [gnn-train's flags]
       DGL's distributed GraphSAGE recipe (examples/pytorch/graphsage/dist):
@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 
-def partition(cfg_path, num_parts, out_dir):
+def partition(cfg_path, num_parts, out_dir, method):
     import dgl
     folder = os.path.join(os.path.dirname(os.path.abspath(cfg_path)), "part0")
     arr = {n: np.load(os.path.join(folder, n + ".npy"))
@@ -47,7 +47,7 @@ def partition(cfg_path, num_parts, out_dir):
     gc.collect()
     name = json.load(open(cfg_path))["graph_name"]
     start = time.time()
-    dgl.distributed.partition_graph(g, name, num_parts, out_dir, part_method="metis",
+    dgl.distributed.partition_graph(g, name, num_parts, out_dir, part_method=method,
                                     balance_ntypes=g.ndata["train_mask"], balance_edges=True)
     print(json.dumps({"dgl_partition_s": round(time.time() - start, 2), "nodes": n,
                       "edges": num_edges}))
@@ -163,7 +163,8 @@ def train(argv):
 
 if __name__ == "__main__":
     if len(sys.argv) >= 5 and sys.argv[1] == "partition":
-        partition(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+        partition(sys.argv[2], int(sys.argv[3]), sys.argv[4],
+                  sys.argv[5] if len(sys.argv) > 5 else "metis")
     elif len(sys.argv) >= 2 and sys.argv[1] == "train":
         train(sys.argv[2:])
     else:
