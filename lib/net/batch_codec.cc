@@ -37,8 +37,9 @@ SeedBatch DecodeSeedBatch(const Message& m) {
 }
 
 Message EncodeMiniBatch(const MiniBatch& b, uint64_t request_id) {
-  Message m = MakeMessage(MsgType::kMiniBatch, request_id,
-                          {b.index, static_cast<int64_t>(b.blocks.size()), b.feature_dim});
+  std::vector<int64_t> ints = {b.index, static_cast<int64_t>(b.blocks.size()), b.feature_dim};
+  if (b.input_means) ints.push_back(1);  // a 4th int only when set: older peers read 3
+  Message m = MakeMessage(MsgType::kMiniBatch, request_id, std::move(ints));
   AddArray(&m, b.seeds);
   AddArray(&m, b.labels);
   AddArray(&m, b.features);
@@ -54,9 +55,16 @@ MiniBatch DecodeMiniBatch(const Message& m) {
   auto fail = [&](const std::string& what) {
     throw ProtocolError("malformed MiniBatch (" + m.header.DebugString() + "): " + what);
   };
-  if (m.header.msg_type() != MsgType::kMiniBatch || m.header.ints.size() != 3) fail("header");
+  if (m.header.msg_type() != MsgType::kMiniBatch || m.header.ints.size() < 3 ||
+      m.header.ints.size() > 4) {
+    fail("header");
+  }
   MiniBatch b;
   b.index = m.header.ints[0];
+  if (m.header.ints.size() == 4) {
+    if (m.header.ints[3] != 0 && m.header.ints[3] != 1) fail("input_means flag");
+    b.input_means = m.header.ints[3] == 1;
+  }
   const int64_t num_blocks = m.header.ints[1];
   b.feature_dim = m.header.ints[2];
   if (num_blocks < 0 || num_blocks > 16 || b.feature_dim < 0) fail("counts");
@@ -91,7 +99,9 @@ MiniBatch DecodeMiniBatch(const Message& m) {
       if (x < 0 || x >= blk.num_src()) fail("block " + std::to_string(l) + " edge index out of range");
     }
   }
-  const size_t inputs = num_blocks ? b.blocks[0].src_nodes.size() : b.seeds.size();
+  const size_t inputs = !num_blocks      ? b.seeds.size()
+                        : b.input_means ? 2 * static_cast<size_t>(b.blocks[0].num_dst)
+                                        : b.blocks[0].src_nodes.size();
   // Divide, not multiply: inputs * feature_dim can overflow and wrap to
   // the frame's size (found by tests/fuzz/protocol_fuzz.cc).
   const size_t dim = static_cast<size_t>(b.feature_dim);

@@ -414,18 +414,22 @@ void GatherRows(const float* rows, int64_t row_start, int64_t dim, const std::ve
   });
 }
 
-void MeanOfSources(const float* rows, int64_t row_start, int64_t dim, const Block& block,
-                   float* out, int threads) {
+namespace {
+
+// out[i, :] = mean over destination i's edges of rows[row_of(source)];
+// zero without edges. Rows are prefetched kAhead edges ahead (scattered over
+// a matrix far larger than the caches, as in GatherRows).
+template <typename RowOf>
+void MeanRows(const float* rows, int64_t dim, const Block& block, RowOf row_of, float* out,
+              int threads) {
   const int64_t n = block.num_dst;
   if (n == 0 || dim == 0) return;
   const int64_t* ptr = block.indptr.data();
   const int64_t* idx = block.indices.data();
-  const int64_t* src = block.src_nodes.data();
   const int64_t row_bytes = dim * static_cast<int64_t>(sizeof(float));
-  // Scattered rows: prefetch the row kAhead edges ahead, as GatherRows.
   constexpr int64_t kAhead = 8;
-  const int64_t lines = std::min<int64_t>(4, (row_bytes + 63) / 64);
   constexpr int64_t kMinBytesPerThread = int64_t{1} << 20;
+  const int64_t lines = std::min<int64_t>(4, (row_bytes + 63) / 64);
   const int t = static_cast<int>(std::max<int64_t>(
       1, std::min<int64_t>(ResolveThreads(threads), ptr[n] * row_bytes / kMinBytesPerThread)));
   ParallelFor(n, t, [&](int64_t b, int64_t e) {
@@ -435,11 +439,10 @@ void MeanOfSources(const float* rows, int64_t row_start, int64_t dim, const Bloc
       std::fill(o, o + dim, 0.0f);
       for (int64_t k = ptr[i]; k < ptr[i + 1]; ++k) {
         if (k + kAhead < edge_end) {
-          const char* p =
-              reinterpret_cast<const char*>(rows + (src[idx[k + kAhead]] - row_start) * dim);
+          const char* p = reinterpret_cast<const char*>(rows + row_of(idx[k + kAhead]) * dim);
           for (int64_t c = 0; c < lines; ++c) __builtin_prefetch(p + 64 * c);
         }
-        const float* r = rows + (src[idx[k]] - row_start) * dim;
+        const float* r = rows + row_of(idx[k]) * dim;
         for (int64_t j = 0; j < dim; ++j) o[j] += r[j];
       }
       if (ptr[i + 1] > ptr[i]) {
@@ -448,6 +451,32 @@ void MeanOfSources(const float* rows, int64_t row_start, int64_t dim, const Bloc
       }
     }
   });
+}
+
+}  // namespace
+
+void MeanOfSources(const float* rows, int64_t row_start, int64_t dim, const Block& block,
+                   float* out, int threads) {
+  const int64_t* src = block.src_nodes.data();
+  MeanRows(rows, dim, block, [&](int64_t s) { return src[s] - row_start; }, out, threads);
+}
+
+void PackInputMeans(MiniBatch* mb, int threads) {
+  if (mb->input_means || mb->blocks.empty() || mb->feature_dim == 0) return;
+  const Block& first = mb->blocks.front();
+  const int64_t dim = mb->feature_dim, n = first.num_dst;
+  if (static_cast<int64_t>(mb->features.size()) != first.num_src() * dim) {
+    throw DataError("PackInputMeans: " + std::to_string(mb->features.size()) +
+                    " feature values for " + std::to_string(first.num_src()) + " input rows of " +
+                    std::to_string(dim));
+  }
+  std::vector<float> packed(static_cast<size_t>(2 * n * dim));
+  // Destinations come first among the sources: their rows are the first n.
+  std::copy(mb->features.begin(), mb->features.begin() + n * dim, packed.begin());
+  MeanRows(mb->features.data(), dim, first, [](int64_t s) { return s; }, packed.data() + n * dim,
+           threads);
+  mb->features.swap(packed);
+  mb->input_means = true;
 }
 
 }  // namespace gnn

@@ -86,6 +86,12 @@ void GatherRows(const float* rows, int64_t row_start, int64_t dim, const std::ve
 void MeanOfSources(const float* rows, int64_t row_start, int64_t dim, const Block& block,
                    float* out, int threads);
 
+// Turns a batch whose features follow block 0's sources into the
+// MiniBatch::input_means form (destination rows, then their sources'
+// means), in place; no-op when it is in that form already or has no
+// blocks. Throws DataError when the features do not match block 0.
+void PackInputMeans(MiniBatch* mb, int threads);
+
 // Seed for (base seed, stream...) combinations: a splitmix64 hash chain.
 // Also declared in loader.h; declared here because the sampler derives each
 // seed node's RNG as MixSeed(rng_seed, node id).

@@ -86,9 +86,10 @@ class Prefetcher {
         MiniBatch mb = graph_->MakeBatch(sb.seeds, sb.fanouts, sb.replace, sb.rng_seed,
                                          exclude.empty() ? nullptr : &exclude);
         mb.index = sb.index;
-        // The backward pass's transposes, built here rather than on the
-        // trainer's critical path.
-        for (Block& b : mb.blocks) BuildTranspose(&b);
+        // Layer 0's means and the backward pass's transposes, made here
+        // rather than on the trainer's critical path.
+        PackInputMeans(&mb, 1);
+        for (size_t l = 1; l < mb.blocks.size(); ++l) BuildTranspose(&mb.blocks[l]);
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [&] { return static_cast<int>(queue_.size()) < prefetch_ || stop_; });
         if (stop_) return;

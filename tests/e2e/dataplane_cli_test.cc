@@ -229,8 +229,10 @@ TEST_CASE("gnn-server and gnn-sampler processes stream 20 batches and shut down 
     REQUIRE(mb->blocks.size() == 2);
     CHECK(mb->labels.size() == mb->seeds.size());
     CHECK(mb->feature_dim == d.config.feature_dim);
+    // gnn-sampler sends layer 0's destination rows and their sources' means.
+    CHECK(mb->input_means);
     CHECK(mb->features.size() ==
-          mb->blocks.front().src_nodes.size() * static_cast<size_t>(d.config.feature_dim));
+          2 * static_cast<size_t>(mb->blocks.front().num_dst * d.config.feature_dim));
     ++expect;
   }
   CHECK(expect == 20);

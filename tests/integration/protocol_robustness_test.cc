@@ -19,6 +19,7 @@
 #include "net/channel.h"
 #include "net/protocol.h"
 #include "partition/config.h"
+#include "sampling/sampler.h"
 
 using namespace gnn;
 using net::Header;
@@ -499,3 +500,38 @@ TEST_CASE("DecodeMiniBatch refuses a feature_dim whose product with the inputs o
   net::Message ok = net::EncodeMiniBatch(b, 1);
   CHECK(net::DecodeMiniBatch(ok).features.size() == 4);
 }
+
+TEST_CASE("MiniBatch with sampler-side means round-trips; its shape is checked", "[integration]") {
+  MiniBatch b;
+  b.seeds = {10, 11};
+  b.labels = {0, 1};
+  Block blk;
+  blk.num_dst = 2;
+  blk.src_nodes = {10, 11, 12, 13, 14};
+  blk.indptr = {0, 1, 3};
+  blk.indices = {2, 3, 4};
+  b.blocks = {blk};
+  b.feature_dim = 3;
+  b.features.assign(5 * 3, 1.f);  // one row per input node
+  PackInputMeans(&b, 1);
+  REQUIRE(b.input_means);
+  REQUIRE(b.features.size() == 2 * 2 * 3);  // [dst rows | means]
+  MiniBatch back = net::DecodeMiniBatch(net::EncodeMiniBatch(b, 7));
+  CHECK(back.input_means);
+  CHECK(back.features == b.features);
+  // A plain batch still has no 4th header int (older peers read it).
+  MiniBatch plain = b;
+  plain.input_means = false;
+  plain.features.assign(5 * 3, 1.f);
+  net::Message pm = net::EncodeMiniBatch(plain, 8);
+  CHECK(pm.header.ints.size() == 3);
+  CHECK_FALSE(net::DecodeMiniBatch(pm).input_means);
+  // Means with the row count of a plain batch, or a flag that is not 0/1: refused.
+  b.features.assign(5 * 3, 1.f);
+  CHECK_THROWS_WITH(net::DecodeMiniBatch(net::EncodeMiniBatch(b, 9)),
+                    Catch::Contains("features do not match"));
+  net::Message bad = net::EncodeMiniBatch(plain, 10);
+  bad.header.ints.push_back(2);
+  CHECK_THROWS_WITH(net::DecodeMiniBatch(bad), Catch::Contains("input_means flag"));
+}
+

@@ -467,6 +467,11 @@ TEST_CASE("BatchLoader input_means: destination rows and their sources' means; t
         REQUIRE(b[i].features[(blk.num_dst + d) * dim + k] == Approx(want).margin(1e-5));
       }
     }
+    // The same form made from the full batch (as samplers of the cluster do).
+    MiniBatch packed = a[i];
+    PackInputMeans(&packed, 1);
+    CHECK(packed.input_means);
+    CHECK(packed.features == b[i].features);
     // Transposes of the blocks a gradient flows through (1..), not block 0.
     CHECK(b[i].blocks[0].t_indptr.empty());
     const Block& top = b[i].blocks[1];
