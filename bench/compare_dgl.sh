@@ -81,8 +81,8 @@ dataset_of() {
 }
 # Flags of configs/<graph>.toml (key = value lines) as --key value.
 toml_flags() {
-  sed -n 's/^\([a-z_]*\) *= *"*\([^"]*\)"*$/--\1 \2/p' "$ROOT/configs/$1.toml" |
-    grep -v -e '--log_every' -e '--num_epochs' -e '--eval_every'
+  sed -n 's/^\([a-z_]*\) *= *"*\([^"]*\)"*$/--\1=\2/p' "$ROOT/configs/$1.toml" |
+    grep -v -e '^--log_every' -e '^--num_epochs' -e '^--eval_every'
 }
 epochs_of() {
   local v="EPOCHS_$1"
@@ -196,7 +196,10 @@ for g in $GRAPHS; do
     for seed in $SEEDS; do
       for sys in gnn dgl; do
         log "$g $mode $sys seed $seed ($epochs epochs)"
-        line=$("${sys}_${mode}" "$g" "$seed" "$epochs")
+        line=$("${sys}_${mode}" "$g" "$seed" "$epochs") || {
+          log "$sys $mode on $g, seed $seed failed (logs in $WORK)"
+          exit 1
+        }
         echo "{\"graph\":\"$g\",\"mode\":\"$mode\",\"sys\":\"$sys\",\"seed\":$seed,\"r\":$line}" >> "$RESULTS"
       done
     done
