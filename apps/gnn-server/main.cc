@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
     gnn::SetLogRole("server " + std::to_string(o.machine_id) + "." + std::to_string(o.server_id));
     std::signal(SIGTERM, OnSignal);
     std::signal(SIGINT, OnSignal);
+    std::signal(SIGHUP, OnSignal);  // a hang-up is a stop: free the shared memory
     gnn::RunServer(o, g_stop);
   });
 }

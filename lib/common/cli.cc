@@ -25,6 +25,11 @@ int Fail(const std::string& program, const std::string& message, int code) {
 }  // namespace
 
 void WatchLauncherStdin(const std::string& program, double grace_s) {
+  // When the launcher (or its ssh connection) goes, our stdout/stderr go
+  // with it, possibly before stdin's EOF reaches the thread below: a log
+  // line written then must fail with EPIPE, not kill us by SIGPIPE before
+  // the clean stop (a server killed so leaves its shared memory behind).
+  ::signal(SIGPIPE, SIG_IGN);
   std::thread([program, grace_s] {
     char buf[256];
     while (true) {
@@ -32,9 +37,6 @@ void WatchLauncherStdin(const std::string& program, double grace_s) {
       if (n > 0 || (n < 0 && errno == EINTR)) continue;
       break;
     }
-    // Our stdout/stderr may be gone with the launcher too: a write must not
-    // kill us (SIGPIPE) before the clean stop below.
-    ::signal(SIGPIPE, SIG_IGN);
     std::string line = program + ": launcher gone (stdin closed), stopping\n";
     ssize_t ignored = ::write(2, line.data(), line.size());
     (void)ignored;

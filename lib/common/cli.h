@@ -20,7 +20,8 @@ namespace gnn {
 // connection is gone, and the process stops itself (WatchLauncherStdin).
 int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& body);
 
-// Starts a thread that waits for EOF on stdin, then prints one line,
+// Ignores SIGPIPE (the launcher's pipes may close first) and starts a
+// thread that waits for EOF on stdin, then prints one line,
 // sends this process SIGTERM (its normal, clean stop) and, if it is still
 // alive `grace_s` later, exits with kExitPeer.
 void WatchLauncherStdin(const std::string& program, double grace_s);
