@@ -87,13 +87,16 @@ void TrainOptions::Validate() const {
 int DefaultTorchThreads(const TrainOptions& o) {
   if (o.num_omp_threads > 0) return o.num_omp_threads;
   // Debian's LibTorch starts with one OpenMP thread whatever the core count,
-  // so "default" is set here. The sampling threads that run beside the
-  // model in this process (standalone: --num_workers; distributed with
-  // in-process sampling: one) get cores of their own: OpenMP threads that
-  // share a core with a sampler spin while it runs, and both slow down.
+  // so "default" is set here: this trainer's share of the machine's cores
+  // (DGL's launcher gives each of num_trainers an equal share), less the
+  // sampling that runs beside the model (standalone: --num_workers
+  // threads; distributed: the in-process sampling thread, or this
+  // trainer's gnn-sampler processes). OpenMP threads that share a core with
+  // a sampler spin while it runs, and both slow down.
   const int cores = ResolveThreads(0);
-  const int samplers = o.standalone ? o.num_workers : (o.num_samplers == 0 ? 1 : 0);
-  return std::max(1, cores - samplers);
+  const int share = o.standalone ? cores : std::max(1, cores / std::max(1, o.num_trainers));
+  const int samplers = o.standalone ? o.num_workers : (o.num_samplers == 0 ? 1 : o.num_samplers);
+  return std::max(1, share - samplers);
 }
 
 namespace {

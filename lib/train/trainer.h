@@ -63,8 +63,9 @@ struct TrainOptions {
   void Validate() const;
 };
 
-// LibTorch's intra-op threads when --num_omp_threads is 0: the cores left
-// after the sampling threads this process runs beside the model (at least 1).
+// LibTorch's intra-op threads when --num_omp_threads is 0: this trainer's
+// share of the cores (cores / num_trainers in a cluster) less the sampling
+// threads or gnn-sampler processes that run beside it (at least 1).
 int DefaultTorchThreads(const TrainOptions& o);
 
 
