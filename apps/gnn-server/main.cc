@@ -37,5 +37,5 @@ int main(int argc, char** argv) {
     std::signal(SIGINT, OnSignal);
     std::signal(SIGHUP, OnSignal);  // a hang-up is a stop: free the shared memory
     gnn::RunServer(o, g_stop);
-  });
+  }, gnn::kServerStopGraceS);
 }

@@ -62,7 +62,8 @@ void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, int* ou
   *out = static_cast<int>(x);
 }
 
-int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& body) {
+int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& body,
+            double stop_grace_s) {
   const std::string program = app.get_name();
   try {
     app.parse(argc, argv);
@@ -76,7 +77,7 @@ int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& b
     return Fail(program, std::string(e.what()) + " (see --help)", kExitConfig);
   }
   const char* watch = std::getenv("GNN_WATCH_STDIN");
-  if (watch && std::string(watch) == "1") WatchLauncherStdin(program, 10);
+  if (watch && std::string(watch) == "1") WatchLauncherStdin(program, stop_grace_s);
   try {
     body();
     return kExitOk;

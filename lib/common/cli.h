@@ -17,8 +17,10 @@ namespace gnn {
 //
 // With GNN_WATCH_STDIN=1 in the environment (gnn-launch sets it), the
 // binary also watches its stdin: EOF means the launcher or its ssh
-// connection is gone, and the process stops itself (WatchLauncherStdin).
-int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& body);
+// connection is gone, and the process stops itself (WatchLauncherStdin),
+// exiting hard if its clean stop takes longer than `stop_grace_s`.
+int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& body,
+            double stop_grace_s = 10);
 
 // Ignores SIGPIPE (the launcher's pipes may close first) and starts a
 // thread that waits for EOF on stdin, then prints one line,

@@ -300,6 +300,12 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
           ? ShmPartition::Create(shm_name, s.config, o.machine_id, o.verify_checksums)
           : ShmPartition::Attach(shm_name, std::chrono::milliseconds(o.attach_timeout_ms));
   s.view = &shm->view();
+  // Server 0 removes the segment when it stops, after the job's other
+  // holders have let go: trainers and samplers are often killed (a sampler
+  // blocked on a stopped server is, 10 s after its launcher went away) and
+  // then clean up nothing. Bounded by kServerRemoveWait, which gnn-server's
+  // own stop allowance exceeds.
+  if (o.server_id == 0) shm->SetRemoveWait(kServerRemoveWait);
 
   const std::string backend = "inproc://workers";
   zmq::socket_t back(ctx, zmq::socket_type::dealer);

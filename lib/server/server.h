@@ -34,6 +34,14 @@ struct ServerOptions {
 std::string JobShmName(const std::string& graph_name, const std::string& config_sha256,
                        const std::string& job_id, int part);
 
+// How long server 0, stopping, waits for the other holders of its shared
+// memory (trainers, samplers) to let go before leaving its removal to them:
+// longer than the 10 s after which a process whose launcher is gone exits
+// hard, so a sampler stuck on a stopped peer is gone by then.
+constexpr std::chrono::milliseconds kServerRemoveWait{12000};
+// gnn-server's own allowance for a clean stop once its launcher is gone.
+constexpr double kServerStopGraceS = 15;
+
 // Runs the server until `stop` becomes true, a valid Shutdown arrives, or an
 // error occurs (thrown: ConfigError for busy ports / mismatches, DataError,
 // TimeoutError). `on_ready(endpoint)` is called once it is serving.

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <cerrno>
 #include <cstddef>
@@ -638,8 +639,14 @@ ShmPartition::~ShmPartition() {
   fl.l_whence = SEEK_SET;
   fcntl(lock_fd_, F_OFD_SETLK, &fl);
   bool last = false;
+  const auto deadline = std::chrono::steady_clock::now() + remove_wait_;
   try {
-    last = TryLock(lock_fd_, F_WRLCK) && StillLinked(lock_fd_, lock_path_);
+    // Holders that exit, cleanly or by a signal, release their locks: poll
+    // for the exclusive one until the deadline.
+    while (!(last = TryLock(lock_fd_, F_WRLCK)) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    last = last && StillLinked(lock_fd_, lock_path_);
   } catch (const std::exception& e) {
     GNN_LOG(kWarn) << "shared memory segment " << name_ << ": " << e.what();
   }

@@ -131,8 +131,15 @@ class ShmPartition {
                                               std::chrono::milliseconds timeout);
 
   // Unmaps; removes the segment and lock file if no other process (or
-  // handle) is attached. Never throws.
+  // handle) is attached, waiting up to the remove wait (SetRemoveWait) for
+  // the others to leave. Never throws.
   ~ShmPartition();
+  // How long the destructor waits for other holders to let go before it
+  // leaves removal to them (default 0: it does not wait). Server 0 waits a
+  // few seconds: a trainer or sampler killed by a signal (the usual way a
+  // job is torn down) runs no destructor, so if it held the segment longer
+  // than server 0 nobody would remove it.
+  void SetRemoveWait(std::chrono::milliseconds wait) { remove_wait_ = wait; }
   ShmPartition(const ShmPartition&) = delete;
   ShmPartition& operator=(const ShmPartition&) = delete;
 
@@ -160,6 +167,7 @@ class ShmPartition {
   void* base_ = nullptr;
   size_t size_ = 0;
   bool is_creator_ = false;
+  std::chrono::milliseconds remove_wait_{0};
   pid_t creator_pid_ = 0;
   std::string graph_name_;
   std::string config_digest_;
