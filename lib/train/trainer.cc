@@ -12,8 +12,8 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
-#include "common/parallel.h"
 #include "common/npy.h"
+#include "common/parallel.h"
 #include "common/timer.h"
 #include "partition/config.h"
 #include "partition/local_partition.h"
@@ -93,20 +93,23 @@ int DefaultTorchThreads(const TrainOptions& o) {
   // threads; distributed: the in-process sampling thread, or this
   // trainer's gnn-sampler processes). OpenMP threads that share a core with
   // a sampler spin while it runs, and both slow down.
-  const int cores = ResolveThreads(0);
-  const int share = o.standalone ? cores : std::max(1, cores / std::max(1, o.num_trainers));
   const int samplers = o.standalone ? o.num_workers : (o.num_samplers == 0 ? 1 : o.num_samplers);
-  return std::max(1, share - samplers);
+  return std::max(1, CoreShare(o) - samplers);
+}
+
+int CoreShare(const TrainOptions& o) {
+  const int cores = ResolveThreads(0);
+  return o.standalone ? cores : std::max(1, cores / std::max(1, o.num_trainers));
 }
 
 namespace {
 
-// Every core for LibTorch while nothing samples beside it (evaluation,
-// embeddings), unless the user fixed --num_omp_threads.
+// The trainer's whole core share for LibTorch while nothing samples beside
+// it (evaluation, embeddings), unless the user fixed --num_omp_threads.
 class AllCoresWhileIdle {
  public:
   explicit AllCoresWhileIdle(const TrainOptions& o) : before_(torch::get_num_threads()) {
-    if (o.num_omp_threads == 0) torch::set_num_threads(ResolveThreads(0));
+    if (o.num_omp_threads == 0) torch::set_num_threads(CoreShare(o));
   }
   ~AllCoresWhileIdle() { torch::set_num_threads(before_); }
 

@@ -67,6 +67,9 @@ struct TrainOptions {
 // share of the cores (cores / num_trainers in a cluster) less the sampling
 // threads or gnn-sampler processes that run beside it (at least 1).
 int DefaultTorchThreads(const TrainOptions& o);
+// This trainer's share of the machine's cores: all of them standalone,
+// cores / num_trainers in a cluster (at least 1).
+int CoreShare(const TrainOptions& o);
 
 
 // Runs training; returns the summary object (best_val_acc, test_acc,
