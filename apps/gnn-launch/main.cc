@@ -8,6 +8,8 @@
 
 #include "cluster/ip_config.h"
 #include "cluster/launcher.h"
+#include "cluster/preflight.h"
+#include "cluster/slurm.h"
 #include "common/cli.h"
 #include "common/error.h"
 

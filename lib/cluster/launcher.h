@@ -43,20 +43,6 @@ struct LaunchOptions {
   void Validate() const;  // ConfigError naming the bad field
 };
 
-// --slurm: machine id (unless given) from SLURM_NODEID, job id from
-// SLURM_JOB_ID (unless given), and the ip_config (default
-// ip_config-slurm-<SLURM_JOB_ID>.txt in the workspace) written from
-// SLURM_JOB_NODELIST with base port `port` when the file does not exist. ConfigError naming the variable or file on bad input.
-void ApplySlurm(bool machine_id_given, int port, LaunchOptions* o);
-
-// Every problem that would stop the launch, one message each (empty = go):
-// unreadable/malformed ip_config or partition config, partition count !=
-// machines, busy local ports (naming the holder), missing binaries or
-// files on any machine, remote machines that ssh cannot reach. The
-// launcher reads ip_config and part_config in machine 0's workspace when
-// they are there, else relative to the current directory.
-std::vector<std::string> CheckLaunch(const LaunchOptions& options);
-
 // Runs the job to the end. Returns the launcher's exit code: 0 when every
 // trainer exited 0 (rank 0's last stdout line, a JSON summary, is printed
 // on stdout with "wall_time_s" added); 1 when a process failed; 128+sig

@@ -2,10 +2,18 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
 
+#include "cluster/ip_config.h"
+#include "cluster/launch_plan.h"
+#include "cluster/launcher.h"
 #include "common/error.h"
 
 extern char** environ;
@@ -150,6 +158,46 @@ std::string SlurmIpConfig(const std::vector<std::string>& hosts, int port) {
     text += address + " " + std::to_string(port) + "   # " + h + "\n";
   }
   return text;
+}
+
+namespace fs = std::filesystem;
+
+void ApplySlurm(bool machine_id_given, int port, LaunchOptions* o) {
+  const SlurmNode node = ReadSlurm(ProcessEnvironment());
+  if (!machine_id_given) o->machine_id = node.machine_id;
+  if (o->job_id.empty() && !node.job_id.empty()) o->job_id = "slurm-" + node.job_id;
+  // One file per allocation: a later job on other nodes never reads a
+  // stale list from a shared home directory.
+  if (o->ip_config.empty()) {
+    o->ip_config = node.job_id.empty() ? "ip_config-slurm.txt" : "ip_config-slurm-" + node.job_id + ".txt";
+  }
+  const std::string path = LauncherPath(*o, o->ip_config);
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    const size_t listed = ReadIpConfig(path).size();
+    if (static_cast<int>(listed) != node.num_machines) {
+      throw ConfigError("--slurm: " + path + " lists " + std::to_string(listed) + " machines but SLURM_NNODES is " +
+                        std::to_string(node.num_machines) + " (remove it to have it written from the node list)");
+    }
+    return;
+  }
+  if (port < 1 || port + 1 > 65535) throw ConfigError("--slurm_port " + std::to_string(port) + " out of range");
+  // Every node writes the same text; a rename keeps readers from ever
+  // seeing half a file, also on a shared file system.
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp);
+    out << SlurmIpConfig(node.hosts, port);
+    if (!out.flush()) {
+      ::unlink(tmp.c_str());
+      throw ConfigError("--slurm: cannot write " + tmp + " (does the workspace exist?)");
+    }
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    throw ConfigError("--slurm: cannot write " + path + ": " + std::strerror(errno));
+  }
+  std::cerr << "gnn-launch: wrote " << path << " (" << node.hosts.size() << " machines) from SLURM_JOB_NODELIST\n";
 }
 
 }  // namespace gnn

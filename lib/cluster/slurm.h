@@ -33,4 +33,12 @@ std::map<std::string, std::string> ProcessEnvironment();
 // written when there is none).
 std::string SlurmIpConfig(const std::vector<std::string>& hosts, int port);
 
+struct LaunchOptions;
+
+// --slurm: machine id (unless given) from SLURM_NODEID, job id from
+// SLURM_JOB_ID (unless given), and the ip_config (default
+// ip_config-slurm-<SLURM_JOB_ID>.txt in the workspace) written from
+// SLURM_JOB_NODELIST with base port `port` when the file does not exist. ConfigError naming the variable or file on bad input.
+void ApplySlurm(bool machine_id_given, int port, LaunchOptions* o);
+
 }  // namespace gnn

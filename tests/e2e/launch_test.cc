@@ -14,6 +14,8 @@
 
 #include "cluster/ip_config.h"
 #include "cluster/launcher.h"
+#include "cluster/preflight.h"
+#include "cluster/slurm.h"
 #include "cluster/slurm.h"
 #include "common/error.h"
 #include "cluster_util.h"

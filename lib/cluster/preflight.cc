@@ -1,0 +1,201 @@
+#include "cluster/preflight.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+#include <thread>
+
+#include "cluster/ip_config.h"
+#include "cluster/launch_plan.h"
+#include "cluster/ports.h"
+#include "cluster/remote.h"
+#include "partition/config.h"
+
+namespace gnn {
+
+namespace fs = std::filesystem;
+
+// "" if TCP `port` can be bound on this host, else why not.
+std::string PortBusy(const std::string& host, int port) {
+  const bool v6 = IsIpv6Literal(host);
+  int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  int rc;
+  if (v6) {
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    if (::inet_pton(AF_INET6, host.c_str(), &a.sin6_addr) != 1) a.sin6_addr = in6addr_any;
+    a.sin6_port = htons(static_cast<uint16_t>(port));
+    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  } else {
+    // The machine's own address (two "machines" of one host may use the
+    // same port on 127.0.0.1 and 127.0.0.2); a host name binds any.
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    if (::inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  }
+  int err = errno;
+  ::close(fd);
+  if (rc == 0) return "";
+  std::string holder = DescribePortHolder(port);
+  return std::string(std::strerror(err)) + (holder.empty() ? "" : ", held by " + holder);
+}
+
+
+namespace {
+
+// One shell script that prints one line per problem on a remote machine.
+std::string RemoteCheckScript(const MachinePlan& p, const std::string& trainer_word, int num_servers,
+                              int master_port, int machine) {
+  const std::string ws = ShellPath(p.workspace);
+  std::string s = "cd " + ws + " 2>/dev/null || { echo " + ShellQuote("workspace " + p.workspace + " does not exist") +
+                  "; exit 0; }; PATH=\"$PWD/bin:$PATH\"; ";
+  for (const auto& f : {p.part_config, p.ip_config}) {
+    s += "test -r " + ShellQuote(f) + " || echo " + ShellQuote("file " + f + " not found in the workspace") + "; ";
+  }
+  for (const auto& b : {std::string("gnn-server"), trainer_word}) {
+    s += "command -v " + ShellQuote(b) + " >/dev/null || echo " +
+         ShellQuote("binary " + b + " not found (workspace bin/ or PATH)") + "; ";
+  }
+  // Ports a listener already holds (bash's /dev/tcp connects; plain sh
+  // without bash skips this check and the server reports a busy port).
+  std::vector<std::pair<int, std::string>> ports;
+  for (int k = 0; k < num_servers; ++k) ports.push_back({p.address.port + k, "server " + std::to_string(k)});
+  if (machine == 0) ports.push_back({master_port, "the trainers' rendezvous (--master_port)"});
+  std::string probe;
+  for (const auto& [port, what] : ports) {
+    const std::string target = "/dev/tcp/" + p.address.host + "/" + std::to_string(port);
+    probe += "if (exec 3<>" + target + ") 2>/dev/null; then echo \"port " + std::to_string(port) + " for " + what +
+             " is busy: something listens there\"; fi; ";
+  }
+  s += "if command -v bash >/dev/null && command -v timeout >/dev/null; then timeout 5 bash -c " +
+       ShellQuote(probe) + "; fi; ";
+  return s + "exit 0";
+}
+
+
+}  // namespace
+
+std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
+  std::vector<std::string> problems;
+  const std::string ip_path = LauncherPath(o, o.ip_config);
+  const std::string part_path = LauncherPath(o, o.part_config);
+  std::vector<MachineAddress> machines;
+  bool have_machines = false, have_parts = false;
+  PartitionConfig config;
+  try {
+    machines = ReadIpConfig(ip_path);
+    have_machines = true;
+  } catch (const std::exception& e) {
+    problems.push_back(std::string("ip_config: ") + e.what());
+  }
+  try {
+    config = LoadPartitionConfig(part_path);
+    have_parts = true;
+  } catch (const std::exception& e) {
+    problems.push_back(std::string("part_config: ") + e.what());
+  }
+  if (have_machines && o.machine_id >= static_cast<int>(machines.size())) {
+    problems.push_back("--machine_id " + std::to_string(o.machine_id) + " but ip_config " + ip_path + " lists " +
+                       std::to_string(machines.size()) + " machines");
+    return problems;
+  }
+  if (have_machines && have_parts && config.num_parts != static_cast<int>(machines.size())) {
+    problems.push_back("partition config " + part_path + " has " + std::to_string(config.num_parts) +
+                       " partitions but ip_config " + ip_path + " lists " +
+                       std::to_string(machines.size()) + " machines (one partition per machine)");
+  }
+  const std::string word = FirstWord(o.command, nullptr);
+  if (!have_machines) return problems;
+  try {
+    CheckServerPorts(machines, o.num_servers, ip_path);
+  } catch (const std::exception& e) {
+    problems.push_back(e.what());
+  }
+  const std::vector<MachinePlan> plans = PlanMachines(o, machines);
+  bool any_local = false;
+  std::vector<std::thread> remote_checks;
+  std::vector<std::vector<std::string>> remote_problems(plans.size());
+  for (size_t m = 0; m < plans.size(); ++m) {
+    const MachinePlan& p = plans[m];
+    const std::string who = "machine " + std::to_string(m) + " (" + p.address.host + ")";
+    if (o.machine_id >= 0 && static_cast<int>(m) != o.machine_id) continue;  // its own launcher checks it
+    if (o.machine_id >= 0 && !p.local) {
+      problems.push_back(who + " (" + ip_path + ":" + std::to_string(p.address.line) +
+                         ") is not an address of this host: run gnn-launch --machine_id " + std::to_string(m) +
+                         " on that machine");
+      continue;
+    }
+    if (!p.local) {
+      remote_checks.emplace_back([&, m, who] {
+        const std::string script =
+            RemoteCheckScript(plans[m], word, o.num_servers, o.master_port, static_cast<int>(m));
+        CommandResult r = RunCommand(SshArgv(o.ssh, plans[m].address.host, script), o.ssh.connect_timeout_s + 20);
+        if (r.exit_code != 0) {
+          remote_problems[m].push_back(who + ": ssh failed (" + r.Describe() + "): " + r.LastErrorLine());
+          return;
+        }
+        std::istringstream lines(r.out);  // one problem per line
+        for (std::string line; std::getline(lines, line);) {
+          if (!line.empty()) remote_problems[m].push_back(who + ": " + line);
+        }
+      });
+      continue;
+    }
+    any_local = true;
+    std::error_code ec;
+    if (!fs::is_directory(p.workspace, ec)) {
+      problems.push_back(who + ": workspace " + p.workspace + " is not a directory");
+    } else {
+      for (const auto& f : {p.part_config, p.ip_config}) {
+        const bool said = (f == part_path && !have_parts) || (f == ip_path && !have_machines);
+        if (!said && ::access(f.c_str(), R_OK) != 0) problems.push_back(who + ": " + f + " not found");
+      }
+    }
+    for (int s = 0; s < o.num_servers && p.address.port + s <= 65535; ++s) {
+      std::string why = PortBusy(p.address.host, p.address.port + s);
+      if (!why.empty()) {
+        problems.push_back("port " + std::to_string(p.address.port + s) + " of machine " + std::to_string(m) +
+                           " server " + std::to_string(s) + " (" + ip_path + ":" +
+                           std::to_string(p.address.line) + ") is busy: " + why);
+      }
+    }
+    if (m == 0) {
+      if (o.master_port >= p.address.port && o.master_port < p.address.port + o.num_servers) {
+        problems.push_back("--master_port " + std::to_string(o.master_port) +
+                           " collides with machine 0's server ports");
+      } else {
+        std::string why = PortBusy(p.address.host, o.master_port);
+        if (!why.empty()) {
+          problems.push_back("master port " + std::to_string(o.master_port) + " on machine 0 is busy: " + why);
+        }
+      }
+    }
+  }
+  for (auto& t : remote_checks) t.join();
+  for (const auto& rp : remote_problems) problems.insert(problems.end(), rp.begin(), rp.end());
+  if (any_local) {
+    for (size_t m = 0; m < plans.size(); ++m) {
+      if (!plans[m].local || (o.machine_id >= 0 && static_cast<int>(m) != o.machine_id)) continue;
+      if (ResolveBinary(word, plans[m].workspace).empty()) {
+        problems.push_back("machine " + std::to_string(m) + ": trainer binary '" + word +
+                           "' not found (workspace bin/, PATH, or workspace " + plans[m].workspace + ")");
+      }
+    }
+    const std::string server = ServerBinary(o);
+    if (!IsExecutableFile(server)) problems.push_back("server binary " + server + " not found");
+  }
+  return problems;
+}
+
+}  // namespace gnn
