@@ -40,6 +40,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--log_dir", o.log_dir, "one log file per process (default WORKSPACE/logs/JOB_ID)");
   app.add_option("--job_id", o.job_id, "job id shared by every process (default: generated)");
+  app.add_option("--secret_file", o.secret_file,
+                 "cluster secret (mode 0600) on every machine; the job's keys derive from it and the job id "
+                 "(default: a fresh secret per job; per-node and --slurm launches need one)");
+  app.add_flag("--insecure", o.insecure, "plaintext and unauthenticated: anyone on the network may read the graph");
   app.add_option("--grace_s", o.grace_s, "SIGTERM, then SIGKILL after this many seconds")
       ->capture_default_str();
   app.add_option("--server_ready_timeout_s", o.server_ready_timeout_s,

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "net/replies.h"
 #include "common/sha256.h"
 #include "sampling/edge_batch.h"
 #include "sampling/sampler.h"
@@ -45,7 +46,7 @@ DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
     for (size_t s = 0; s < endpoints[p].size(); ++s) {
       std::string peer = "machine " + std::to_string(p) + " server " + std::to_string(s) +
                          " at " + endpoints[p][s].substr(endpoints[p][s].find("://") + 3);
-      conns_[p].push_back(std::make_unique<net::Connection>(ctx_, endpoints[p][s], peer));
+      conns_[p].push_back(std::make_unique<net::Connection>(ctx_, endpoints[p][s], peer, o.keys));
       hellos.emplace_back(conns_[p].back().get(), net::MakeMessage(MsgType::kHello, 0, {}, hello));
     }
   }
@@ -119,15 +120,10 @@ void DistGraph::SampleNeighbors(const std::vector<int64_t>& seeds, int fanout, b
   }
   for (size_t c = 0; c < calls.size(); ++c) {
     Message r = calls[c].first->Finish(ids[c], deadline, "Sample");
-    net::CheckShape(r, 0, 2);
-    int p = call_part[c];
-    part_ptr[p] = r.CopyArray<int64_t>(0);
-    part_idx[p] = r.CopyArray<int64_t>(1);
+    const int p = call_part[c];
+    net::DecodeSampleReply(r, part_seeds[p].size(), fanout, config_.num_nodes, calls[c].first->peer(),
+                           &part_ptr[p], &part_idx[p]);
     wire_bytes_ += r.frames[0].size() + r.frames[1].size();
-    if (part_ptr[p].size() != part_seeds[p].size() + 1 ||
-        part_ptr[p].back() != static_cast<int64_t>(part_idx[p].size())) {
-      throw ProtocolError(calls[c].first->peer() + " sent an inconsistent SampleReply");
-    }
   }
   // Merge back into the seeds' order.
   indptr->assign(seeds.size() + 1, 0);
@@ -206,12 +202,7 @@ void DistGraph::PullFeatures(const std::vector<int64_t>& ids, std::vector<float>
   }
   for (const Pending& q : pending) {
     Message r = q.conn->Finish(q.rid, deadline, "PullFeatures");
-    net::CheckShape(r, 1, 1);
-    size_t n = 0;
-    const float* rows = r.Array<float>(0, &n);
-    if (r.header.ints[0] != dim || n != q.count * static_cast<size_t>(dim)) {
-      throw ProtocolError(q.conn->peer() + " sent a PullFeaturesReply of the wrong size");
-    }
+    const float* rows = net::DecodeFeaturesReply(r, q.count, dim, q.conn->peer());
     wire_bytes_ += r.frames[0].size();
     for (size_t j = 0; j < q.count; ++j) {
       std::memcpy(out->data() + pos[q.part][q.first + j] * dim, rows + j * dim, row);
@@ -224,6 +215,7 @@ void DistGraph::PullLabels(const std::vector<int64_t>& ids, std::vector<int64_t>
   auto pos = ByOwner(ids);
   std::vector<std::pair<net::Connection*, Message>> calls;
   std::vector<int> call_part;
+  std::vector<std::string> peers;
   for (int p = 0; p < config_.num_parts; ++p) {
     if (pos[p].empty()) continue;
     if (p == options_.local_machine_id) {
@@ -233,17 +225,21 @@ void DistGraph::PullLabels(const std::vector<int64_t>& ids, std::vector<int64_t>
     }
     std::vector<int64_t> part_ids;
     for (size_t i : pos[p]) part_ids.push_back(ids[i]);
+    if (static_cast<int64_t>(part_ids.size() * sizeof(int64_t)) > net::kMaxPullReplyBytes) {
+      throw ConfigError("PullLabels of " + std::to_string(part_ids.size()) + " nodes from one partition: " +
+                        "more than one request may carry; pull in batches");
+    }
     Message m = net::MakeMessage(MsgType::kPullLabels, 0);
     net::AddArray(&m, part_ids);
     wire_bytes_ += part_ids.size() * sizeof(int64_t);
     calls.emplace_back(&Pick(p), std::move(m));
     call_part.push_back(p);
+    peers.push_back(calls.back().first->peer());
   }
   std::vector<Message> replies = net::CallAll(std::move(calls), net::Millis(options_.timeout_ms));
   for (size_t c = 0; c < replies.size(); ++c) {
     int p = call_part[c];
-    std::vector<int64_t> labels = replies[c].CopyArray<int64_t>(0);
-    if (labels.size() != pos[p].size()) throw ProtocolError("PullLabelsReply of the wrong size");
+    std::vector<int64_t> labels = net::DecodeLabelsReply(replies[c], pos[p].size(), peers[c]);
     wire_bytes_ += replies[c].frames[0].size();
     for (size_t j = 0; j < pos[p].size(); ++j) (*out)[pos[p][j]] = labels[j];
   }
@@ -260,6 +256,7 @@ int64_t DistGraph::CountNodes(int mask) const {
 std::vector<int64_t> DistGraph::SplitNodes(int mask, int64_t begin, int64_t end) {
   std::vector<int64_t> out;
   std::vector<std::pair<net::Connection*, Message>> calls;
+  std::vector<int> call_part;  // of each remote call
   int64_t prefix = 0;
   for (int p = 0; p < config_.num_parts; ++p) {
     const PartInfo& info = config_.parts[p];
@@ -279,18 +276,30 @@ std::vector<int64_t> DistGraph::SplitNodes(int mask, int64_t begin, int64_t end)
       } else {
         calls.emplace_back(&Pick(p), net::MakeMessage(MsgType::kSplitNodes, 0,
                                                       {mask, lo - prefix, hi - lo}));
+        call_part.push_back(p);
       }
     }
     prefix += n;
   }
   std::vector<std::pair<net::Connection*, Message>> remote;
+  std::vector<int64_t> expect;
   for (auto& c : calls) {
-    if (c.first) remote.emplace_back(c.first, std::move(c.second));
+    if (c.first) {
+      expect.push_back(c.second.header.ints[2]);
+      remote.emplace_back(c.first, std::move(c.second));
+    }
   }
   std::vector<Message> replies = net::CallAll(std::move(remote), net::Millis(options_.timeout_ms));
   size_t r = 0;
   for (auto& c : calls) {
-    std::vector<int64_t> ids = c.first ? replies[r++].CopyArray<int64_t>(0) : c.second.header.ints;
+    std::vector<int64_t> ids;
+    if (c.first) {
+      const PartInfo& info = config_.parts[call_part[r]];
+      ids = net::DecodeSplitNodesReply(replies[r], expect[r], info.node_start, info.node_end, c.first->peer());
+      ++r;
+    } else {
+      ids = c.second.header.ints;
+    }
     out.insert(out.end(), ids.begin(), ids.end());
   }
   if (static_cast<int64_t>(out.size()) != std::max<int64_t>(0, end - begin)) {

@@ -27,6 +27,7 @@ struct DistGraphOptions {
   int num_servers = 1;         // servers per machine (backups round-robin)
   int local_machine_id = -1;   // >= 0: read this partition from shared memory
   std::string job_id;
+  net::JobKeys keys;           // the job's CURVE keys (or Insecure())
   int timeout_ms = 30000;      // per request round
   int attach_timeout_ms = 60000;
   // Tests only: explicit server endpoints [machine][server] instead of

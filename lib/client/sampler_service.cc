@@ -27,6 +27,8 @@ void RunSampler(const SamplerOptions& o, const std::atomic<bool>& stop) {
   zmq::context_t ctx;
   zmq::socket_t sock(ctx, zmq::socket_type::dealer);
   sock.set(zmq::sockopt::linger, 1000);
+  sock.set(zmq::sockopt::maxmsgsize, net::kMaxReplyBytes);
+  o.graph.keys.MakeClient(sock);
   sock.connect(o.trainer_endpoint);
   const std::string hello = graph.config().graph_name + "\n" + Sha256File(o.graph.part_config) +
                             "\n" + o.graph.job_id;
@@ -83,13 +85,16 @@ void RunSampler(const SamplerOptions& o, const std::atomic<bool>& stop) {
 }
 
 SamplerPool::SamplerPool(const std::string& bind_endpoint, int num_samplers, std::string hello,
-                         int prefetch_per_sampler, int timeout_ms)
-    : sock_(ctx_, zmq::socket_type::router),
+                         int prefetch_per_sampler, int timeout_ms, const net::JobKeys& keys)
+    : auth_(ctx_, keys, "the trainer's sampler pool"),
+      sock_(ctx_, zmq::socket_type::router),
       num_samplers_(num_samplers),
       hello_(std::move(hello)),
       prefetch_(std::max(1, prefetch_per_sampler)),
       timeout_ms_(timeout_ms) {
   sock_.set(zmq::sockopt::linger, 0);
+  sock_.set(zmq::sockopt::maxmsgsize, net::kMaxReplyBytes);
+  keys.MakeServer(sock_);
   try {
     sock_.bind(bind_endpoint);
   } catch (const zmq::error_t& e) {

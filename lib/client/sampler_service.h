@@ -7,7 +7,6 @@
 
 #include <atomic>
 #include <functional>
-#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -17,6 +16,7 @@
 
 #include "client/dist_graph.h"
 #include "net/batch_codec.h"
+#include "net/security.h"
 
 namespace gnn {
 
@@ -39,8 +39,9 @@ class SamplerPool {
  public:
   // Binds `bind_endpoint` (e.g. "tcp://127.0.0.1:*"). `hello` is the text
   // samplers must present ("graph\nconfig_sha256\njob_id").
+  // Only samplers holding the job's `keys` can connect (CURVE + ZAP).
   SamplerPool(const std::string& bind_endpoint, int num_samplers, std::string hello,
-              int prefetch_per_sampler, int timeout_ms);
+              int prefetch_per_sampler, int timeout_ms, const net::JobKeys& keys);
   ~SamplerPool();
   const std::string& endpoint() const { return endpoint_; }
 
@@ -69,6 +70,7 @@ class SamplerPool {
   void ReceiveOne(int timeout_ms);
 
   zmq::context_t ctx_;
+  net::Authenticator auth_;  // before sock_ binds, gone after it closes
   zmq::socket_t sock_;
   std::string endpoint_;
   int num_samplers_;

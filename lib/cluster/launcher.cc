@@ -13,6 +13,7 @@
 
 #include "cluster/guardian.h"
 #include "cluster/ip_config.h"
+#include "cluster/job_secret.h"
 #include "cluster/launch_plan.h"
 #include "cluster/peer_watch.h"
 #include "cluster/remote.h"
@@ -114,6 +115,10 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
       for (const auto& name : names) RemoveShmSegment(name);
     }
   } shm_cleanup{shm_names};
+  std::vector<bool> mine_list(plans.size());
+  for (size_t m = 0; m < plans.size(); ++m) mine_list[m] = mine(m);
+  // Its files go after the processes that read them: declared before `job`.
+  const JobSecret secret(o, plans, mine_list, job_id);
   Job job(&guardian);
 
   // Every process watches its stdin: EOF means the launcher (or its ssh
@@ -126,6 +131,7 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
     env.push_back("GNN_PART_CONFIG=" + p.part_config);
     env.push_back("GNN_MACHINE_ID=" + std::to_string(m));
     env.push_back("GNN_JOB_ID=" + job_id);
+    env.push_back(secret.EnvFor(static_cast<size_t>(m)));
     if (p.local) {
       const char* path = std::getenv("PATH");
       env.push_back("PATH=" + p.workspace + "/bin" + (path ? std::string(":") + path : ""));
@@ -215,7 +221,7 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
             cleanup_shm();
             return rc;
           }
-          if (Ping(ctx, machines[m], static_cast<int>(m), s, 200)) break;
+          if (Ping(ctx, secret.keys(), machines[m], static_cast<int>(m), s, 200)) break;
           if (Clock::now() > next_note) {
             std::cerr << "gnn-launch: waiting for machine " << m << " server " << s << " at "
                       << Endpoint(machines[m], s) << " ("
@@ -239,7 +245,7 @@ int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
   // Per-node mode: a thread pings every other machine's server 0; a machine
   // that stops answering while our trainers still run has failed (its
   // launcher tore its job down) or is gone.
-  PeerWatch peers(machines, per_node ? o.machine_id : -1);
+  PeerWatch peers(machines, per_node ? o.machine_id : -1, secret.keys());
 
   for (size_t m = 0; m < machines.size(); ++m) {
     if (!mine(m)) continue;

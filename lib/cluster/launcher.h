@@ -39,6 +39,10 @@ struct LaunchOptions {
   int machine_id = -1;
   double peer_timeout_s = 300;  // per-node: wait this long for other machines' servers
   double peer_grace_s = 10;     // per-node: a peer silent this long while our trainers run = failed
+  // Security (cluster/job_secret.h): a cluster secret on every machine, or
+  // "" for a fresh per-job secret (one launcher for all machines only).
+  std::string secret_file;
+  bool insecure = false;        // plaintext, unauthenticated, said in the log
 
   void Validate() const;  // ConfigError naming the bad field
 };

@@ -8,8 +8,10 @@ namespace gnn {
 
 using Clock = std::chrono::steady_clock;
 
-bool Ping(zmq::context_t& ctx, const MachineAddress& machine, int m, int s, int timeout_ms) {
-  net::Connection c(ctx, Endpoint(machine, s), "machine " + std::to_string(m) + " server " + std::to_string(s));
+bool Ping(zmq::context_t& ctx, const net::JobKeys& keys, const MachineAddress& machine, int m, int s,
+          int timeout_ms) {
+  net::Connection c(ctx, Endpoint(machine, s), "machine " + std::to_string(m) + " server " + std::to_string(s),
+                    keys);
   try {
     c.Call(net::MakeMessage(net::MsgType::kPing, 0), net::Millis(timeout_ms));
     return true;
@@ -19,7 +21,8 @@ bool Ping(zmq::context_t& ctx, const MachineAddress& machine, int m, int s, int 
 }
 
 
-PeerWatch::PeerWatch(const std::vector<MachineAddress>& machines, int self) : machines_(machines) {
+PeerWatch::PeerWatch(const std::vector<MachineAddress>& machines, int self, const net::JobKeys& keys)
+    : machines_(machines), keys_(keys) {
   if (self < 0 || machines.size() < 2) return;
   silent_since_.assign(machines.size(), Clock::time_point{});
   thread_ = std::thread([this, self] {
@@ -28,7 +31,7 @@ PeerWatch::PeerWatch(const std::vector<MachineAddress>& machines, int self) : ma
     while (!stop_.load()) {
       for (size_t m = 0; m < machines_.size() && !stop_.load(); ++m) {
         if (static_cast<int>(m) == self) continue;
-        const bool ok = Ping(ctx, machines_[m], static_cast<int>(m), 0, 500);
+        const bool ok = Ping(ctx, keys_, machines_[m], static_cast<int>(m), 0, 500);
         std::lock_guard<std::mutex> lock(mu_);
         if (ok) {
           misses[m] = 0;

@@ -13,17 +13,20 @@
 #include <zmq.hpp>
 
 #include "cluster/ip_config.h"
+#include "net/security.h"
 
 namespace gnn {
 
 // True if server `s` of machine `m` answers a Ping within `timeout_ms`.
-bool Ping(zmq::context_t& ctx, const MachineAddress& machine, int m, int s, int timeout_ms);
+// `keys` are the job's: a server of another job (or a stranger's) does not answer.
+bool Ping(zmq::context_t& ctx, const net::JobKeys& keys, const MachineAddress& machine, int m, int s,
+          int timeout_ms);
 
 // Pings server 0 of every machine but `self` from its own thread (self < 0:
 // watches nothing) and remembers since when each has been silent.
 class PeerWatch {
  public:
-  PeerWatch(const std::vector<MachineAddress>& machines, int self);
+  PeerWatch(const std::vector<MachineAddress>& machines, int self, const net::JobKeys& keys);
   ~PeerWatch() { Stop(); }
   PeerWatch(const PeerWatch&) = delete;
   PeerWatch& operator=(const PeerWatch&) = delete;
@@ -34,6 +37,7 @@ class PeerWatch {
 
  private:
   std::vector<MachineAddress> machines_;
+  net::JobKeys keys_;
   std::vector<std::chrono::steady_clock::time_point> silent_since_;
   std::mutex mu_;
   std::atomic<bool> stop_{false};

@@ -15,6 +15,7 @@
 #include "cluster/launch_plan.h"
 #include "cluster/ports.h"
 #include "cluster/remote.h"
+#include "net/security.h"
 #include "partition/config.h"
 
 namespace gnn {
@@ -114,6 +115,16 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
     problems.push_back("partition config " + part_path + " has " + std::to_string(config.num_parts) +
                        " partitions but ip_config " + ip_path + " lists " +
                        std::to_string(machines.size()) + " machines (one partition per machine)");
+  }
+  if (!o.insecure && !o.secret_file.empty()) {
+    try {
+      net::ReadSecretFile(LauncherPath(o, o.secret_file));
+    } catch (const std::exception& e) {
+      problems.push_back(std::string("--secret_file: ") + e.what());
+    }
+  } else if (!o.insecure && o.machine_id >= 0) {
+    problems.push_back("a per-node launch (--machine_id / --slurm) needs --secret_file: one cluster secret on "
+                       "every machine (gnn-copy --secret_file FILE makes and ships it), or --insecure");
   }
   const std::string word = FirstWord(o.command, nullptr);
   if (!have_machines) return problems;

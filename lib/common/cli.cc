@@ -62,6 +62,17 @@ void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, int* ou
   *out = static_cast<int>(x);
 }
 
+void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, bool* out) {
+  const char* v = std::getenv(env);
+  if (!v || app.count(flag) != 0) return;
+  const std::string s = v;
+  if (s == "1" || s == "true") {
+    *out = true;
+  } else if (!(s == "0" || s == "false" || s.empty())) {
+    throw ConfigError(std::string(env) + "='" + v + "' is not 1 or 0 (for " + flag + ")");
+  }
+}
+
 int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& body,
             double stop_grace_s) {
   const std::string program = app.get_name();

@@ -33,5 +33,7 @@ void WatchLauncherStdin(const std::string& program, double grace_s);
 // (flags win). A malformed number is a ConfigError naming the variable.
 void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, std::string* out);
 void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, int* out);
+// A switch: "1" or "true" sets it, "0", "false" or "" leave it off.
+void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, bool* out);
 
 }  // namespace gnn

@@ -1,5 +1,6 @@
 #include "common/sha256.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -117,6 +118,44 @@ std::string Sha256File(const std::string& path) {
   while ((n = std::fread(buf.data(), 1, buf.size(), f.get())) > 0) sha.Update(buf.data(), n);
   if (std::ferror(f.get())) throw DataError("read error while checksumming " + path);
   return sha.HexDigest();
+}
+
+namespace {
+
+std::array<uint8_t, 32> DigestBytes(Sha256& h) {
+  const std::string hex = h.HexDigest();
+  std::array<uint8_t, 32> out{};
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i] = static_cast<uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::array<uint8_t, 32> HmacSha256(const std::string& key, const std::string& message) {
+  std::array<uint8_t, 64> block{};
+  if (key.size() > block.size()) {
+    Sha256 h;
+    h.Update(key.data(), key.size());
+    const auto d = DigestBytes(h);
+    std::copy(d.begin(), d.end(), block.begin());
+  } else {
+    std::copy(key.begin(), key.end(), block.begin());
+  }
+  std::array<uint8_t, 64> ipad{}, opad{};
+  for (size_t i = 0; i < block.size(); ++i) {
+    ipad[i] = static_cast<uint8_t>(block[i] ^ 0x36);
+    opad[i] = static_cast<uint8_t>(block[i] ^ 0x5c);
+  }
+  Sha256 inner;
+  inner.Update(ipad.data(), ipad.size());
+  inner.Update(message.data(), message.size());
+  const auto inner_digest = DigestBytes(inner);
+  Sha256 outer;
+  outer.Update(opad.data(), opad.size());
+  outer.Update(inner_digest.data(), inner_digest.size());
+  return DigestBytes(outer);
 }
 
 }  // namespace gnn

@@ -24,6 +24,9 @@ class Sha256 {
   uint64_t total_ = 0;
 };
 
+// HMAC-SHA256 (RFC 2104) of `message` under `key`: 32 raw bytes.
+std::array<uint8_t, 32> HmacSha256(const std::string& key, const std::string& message);
+
 // Hex SHA-256 of a whole file. Throws DataError if it cannot be read.
 std::string Sha256File(const std::string& path);
 

@@ -55,11 +55,15 @@ bool RecvParts(zmq::socket_t& socket, std::vector<zmq::message_t>* parts, Millis
   }
 }
 
-Connection::Connection(zmq::context_t& ctx, const std::string& endpoint, std::string peer)
+Connection::Connection(zmq::context_t& ctx, const std::string& endpoint, std::string peer,
+                       const JobKeys& keys)
     : socket_(ctx, zmq::socket_type::dealer), peer_(std::move(peer)) {
   socket_.set(zmq::sockopt::linger, 0);
   socket_.set(zmq::sockopt::sndhwm, 0);
   socket_.set(zmq::sockopt::rcvhwm, 0);
+  // A reply larger than any a server sends (kMaxReplyBytes) is not read.
+  socket_.set(zmq::sockopt::maxmsgsize, kMaxReplyBytes);
+  keys.MakeClient(socket_);
   try {
     socket_.connect(endpoint);
   } catch (const zmq::error_t& e) {

@@ -12,6 +12,7 @@
 #include <zmq.hpp>
 
 #include "net/protocol.h"
+#include "net/security.h"
 
 namespace gnn::net {
 
@@ -30,7 +31,8 @@ bool RecvParts(zmq::socket_t& socket, std::vector<zmq::message_t>* parts, Millis
 class Connection {
  public:
   // `peer` names the server in errors, e.g. "machine 1 server 0 at 10.0.0.2:30051".
-  Connection(zmq::context_t& ctx, const std::string& endpoint, std::string peer);
+  // `keys`: the job's (a CURVE client), or JobKeys::Insecure() for plaintext.
+  Connection(zmq::context_t& ctx, const std::string& endpoint, std::string peer, const JobKeys& keys);
   const std::string& peer() const { return peer_; }
 
   // Sends a request and returns without waiting; returns its request id.

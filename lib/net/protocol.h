@@ -20,6 +20,17 @@ constexpr uint16_t kProtocolVersion = 1;
 constexpr uint32_t kMaxArrayFrames = 32;
 constexpr uint64_t kMaxFrameBytes = uint64_t{4} << 30;  // one array frame
 constexpr size_t kMaxHeaderBytes = 64 << 10;
+// Bounds that keep any peer from making a process buffer without limit.
+// A request frame a server accepts (ids; clients send far less).
+constexpr int64_t kMaxRequestBytes = int64_t{64} << 20;
+// A PullFeatures / PullLabels reply a server builds: larger pulls are split
+// by the client and refused by the server.
+constexpr int64_t kMaxPullReplyBytes = int64_t{64} << 20;
+// Neighbour ids one Sample reply may hold (512 MiB).
+constexpr int64_t kMaxSampledPerRequest = int64_t{1} << 26;
+// One frame any client or sampler socket accepts (a Sample reply's ids, a
+// mini-batch's features); larger frames are dropped by ZeroMQ unread.
+constexpr int64_t kMaxReplyBytes = int64_t{1} << 30;
 
 // Message types. Numbers are part of the protocol: never renumber or reuse.
 // Retired numbers: (none yet).

@@ -35,9 +35,13 @@ void ServerOptions::Validate() const {
 
 namespace {
 
-// Largest Sample reply (neighbour ids) and request accepted by a server.
-constexpr int64_t kMaxSampledPerRequest = int64_t{1} << 26;  // 512 MiB of ids
-constexpr int64_t kMaxRequestBytes = int64_t{1} << 30;
+using net::kMaxPullReplyBytes;
+using net::kMaxRequestBytes;
+using net::kMaxSampledPerRequest;
+
+// Replies queued for one client that does not read them: past this many,
+// further replies to it are dropped (it times out) instead of buffered.
+constexpr int kMaxQueuedRepliesPerClient = 16;
 
 struct ServerState {
   const ServerOptions* options;
@@ -131,6 +135,13 @@ Message HandleRequest(ServerState& s, const Message& req) {
         return rep;
       }
       const size_t row = static_cast<size_t>(v.feature_dim) * sizeof(float);
+      // The reply is row/8 times the request: bound it before allocating.
+      if (n > static_cast<size_t>(kMaxPullReplyBytes) / std::max<size_t>(row, 1)) {
+        return net::MakeError(id, net::kErrBadRequest,
+                              "PullFeatures of " + std::to_string(n) + " rows (" + std::to_string(n * row >> 20) +
+                                  " MiB) passes the reply limit of " + std::to_string(kMaxPullReplyBytes >> 20) +
+                                  " MiB: split the request");
+      }
       zmq::message_t out(n * row);
       char* dst = static_cast<char*>(out.data());
       for (size_t i = 0; i < n; ++i) {
@@ -267,10 +278,14 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
       o.bind_endpoint.empty() ? Endpoint(me, o.server_id) : o.bind_endpoint;
 
   zmq::context_t ctx;
+  // Only the job's processes complete a handshake (CURVE + ZAP).
+  net::Authenticator auth(ctx, o.keys, s.name);
   zmq::socket_t frontend(ctx, zmq::socket_type::router);
   frontend.set(zmq::sockopt::linger, 0);
   frontend.set(zmq::sockopt::router_mandatory, false);
   frontend.set(zmq::sockopt::maxmsgsize, kMaxRequestBytes);
+  frontend.set(zmq::sockopt::sndhwm, kMaxQueuedRepliesPerClient);
+  o.keys.MakeServer(frontend);
   try {
     frontend.bind(endpoint);
   } catch (const zmq::error_t& e) {
@@ -318,7 +333,7 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
   }
   GNN_LOG(kInfo) << s.name << " serving partition " << o.machine_id << " ("
                  << s.view->num_nodes << " nodes) at " << bound << " with " << threads
-                 << " worker threads";
+                 << " worker threads, " << (o.keys.secure() ? "CURVE (job key required)" : "PLAINTEXT (--insecure)");
   if (on_ready) on_ready(bound);
 
   // The proxy: requests to workers, replies back to their clients.

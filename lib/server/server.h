@@ -10,6 +10,8 @@
 #include <functional>
 #include <string>
 
+#include "net/security.h"
+
 namespace gnn {
 
 struct ServerOptions {
@@ -20,6 +22,7 @@ struct ServerOptions {
   int num_servers = 1;      // --num_servers per machine
   int num_threads = 0;      // --num_threads worker threads (0 = all cores)
   std::string job_id;       // --job_id: only a Shutdown carrying it is obeyed
+  net::JobKeys keys;        // from --secret_file and the job id (or --insecure)
   // Empty: bind to the machine's ip_config address. Tests may pass
   // "tcp://127.0.0.1:*" to get an ephemeral port (reported via on_ready).
   std::string bind_endpoint;

@@ -2,51 +2,79 @@
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <thread>
 
+#include "cluster/ip_config.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "net/kv_store.h"
 
 namespace gnn {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+
+// c10d's Store interface over the job's rendezvous (net::KvClient), so
+// ProcessGroupGloo exchanges its addresses only with the job's trainers.
+class RendezvousStore : public c10d::Store {
+ public:
+  RendezvousStore(const std::string& endpoint, const net::JobKeys& keys, const std::string& where,
+                  std::chrono::milliseconds timeout)
+      : Store(timeout), client_(endpoint, keys, where) {
+    client_.set_timeout(timeout);
+  }
+  void set(const std::string& key, const std::vector<uint8_t>& value) override {
+    client_.Set(key, std::string(value.begin(), value.end()));
+  }
+  std::vector<uint8_t> get(const std::string& key) override {
+    const std::string v = client_.Get(key, timeout_);
+    return std::vector<uint8_t>(v.begin(), v.end());
+  }
+  int64_t add(const std::string& key, int64_t value) override { return client_.Add(key, value); }
+  bool deleteKey(const std::string& key) override { return client_.Delete(key); }
+  bool check(const std::vector<std::string>& keys) override { return client_.Check(keys); }
+  int64_t getNumKeys() override { return client_.NumKeys(); }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    const auto deadline = Clock::now() + timeout;
+    while (!client_.Check(keys)) {
+      if (Clock::now() >= deadline) throw TimeoutError("rendezvous: keys not set within the timeout");
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+ private:
+  net::KvClient client_;
+};
+
+}  // namespace
+
 Collective::Collective(const std::string& master_addr, int master_port, int rank, int world,
                        const std::vector<std::string>& who, const std::string& bind_host,
-                       std::chrono::seconds timeout)
+                       std::chrono::seconds timeout, const net::JobKeys& keys)
     : rank_(rank), world_(world) {
-  const std::string where = master_addr + ":" + std::to_string(master_port);
-  c10d::TCPStoreOptions opts;
-  opts.port = static_cast<uint16_t>(master_port);
-  opts.isServer = rank == 0;
-  opts.numWorkers = c10::nullopt;  // we wait ourselves, to name who is missing
-  opts.waitWorkers = false;
-  opts.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
-  try {
-    store_ = c10::make_intrusive<c10d::TCPStore>(master_addr, opts);
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    what = what.substr(0, what.find('\n'));
-    if (rank == 0) {
-      throw ConfigError("rank 0 cannot open the rendezvous at " + where + ": " + what);
-    }
-    throw TimeoutError("rank " + std::to_string(rank) + " could not reach the rendezvous at " +
-                       where + " (is rank 0, " + who[0] + ", running?): " + what);
-  }
+  const std::string where = "the rendezvous at " + master_addr + ":" + std::to_string(master_port);
+  // Bound to the master address only (not every interface), and only the
+  // job's trainers complete a handshake.
+  const std::string endpoint = Endpoint(MachineAddress{master_addr, master_port, 0}, 0);
+  if (rank == 0) server_ = std::make_unique<net::KvServer>(endpoint, keys);
+  const auto timeout_ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
+  auto store = c10::make_intrusive<RendezvousStore>(endpoint, keys, where, timeout_ms);
+  store_ = store;
   store_->set("gnn/arrived/" + std::to_string(rank), std::vector<uint8_t>{1});
   auto deadline = Clock::now() + timeout;
-  std::vector<std::string> keys;
-  for (int r = 0; r < world; ++r) keys.push_back("gnn/arrived/" + std::to_string(r));
-  while (!store_->check(keys)) {
+  std::vector<std::string> keys_arrived;
+  for (int r = 0; r < world; ++r) keys_arrived.push_back("gnn/arrived/" + std::to_string(r));
+  while (!store_->check(keys_arrived)) {
     if (Clock::now() >= deadline) {
       std::string missing;
       for (int r = 0; r < world; ++r) {
-        if (!store_->check({keys[r]})) missing += (missing.empty() ? "" : ", ") + who[r];
+        if (!store_->check({keys_arrived[r]})) missing += (missing.empty() ? "" : ", ") + who[r];
       }
-      throw TimeoutError("rendezvous at " + where + ": " + missing + " did not arrive within " +
-                         std::to_string(timeout.count()) + " s");
+      throw TimeoutError(where + ": " + missing + " did not arrive within " + std::to_string(timeout.count()) +
+                         " s");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

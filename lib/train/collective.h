@@ -1,6 +1,8 @@
-// Collectives among trainers: a TCPStore rendezvous at machine 0 (naming
-// who is missing on timeout) and c10d's ProcessGroupGloo for all-reduce,
-// all-gather and broadcast. Every call blocks with the group's timeout.
+// Collectives among trainers: a rendezvous store served by rank 0 on the
+// master address only, over CURVE with the job's keys (net/kv_store; it
+// names who is missing on timeout), and c10d's ProcessGroupGloo for
+// all-reduce, all-gather and broadcast. Every call blocks with the group's
+// timeout.
 #pragma once
 
 #include <torch/torch.h>
@@ -10,12 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "net/security.h"
+
 namespace c10d {
 class ProcessGroupGloo;
 class Store;
 }  // namespace c10d
 
 namespace gnn {
+
+namespace net {
+class KvServer;
+}
 
 class Collective {
  public:
@@ -24,7 +32,7 @@ class Collective {
   // naming the ranks that did not arrive within `timeout`.
   Collective(const std::string& master_addr, int master_port, int rank, int world,
              const std::vector<std::string>& who, const std::string& bind_host,
-             std::chrono::seconds timeout);
+             std::chrono::seconds timeout, const net::JobKeys& keys);
   ~Collective();
 
   int rank() const { return rank_; }
@@ -45,6 +53,7 @@ class Collective {
 
  private:
   int rank_, world_;
+  std::unique_ptr<net::KvServer> server_;  // rank 0 only
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
 };

@@ -144,15 +144,17 @@ class SamplerChildren {
     }
   }
   void Spawn(const std::vector<std::string>& argv) {
+    // Everything the child needs is built before fork(): this process has
+    // threads, and a child may only call async-signal-safe functions.
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) throw Error("cannot start gnn-sampler: fork failed");
     if (pid == 0) {
       prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (getppid() != parent) _exit(1);
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
       execv(args[0], args.data());
       _exit(127);
     }
@@ -200,12 +202,13 @@ class DistEnv : public TrainEnv {
                     std::to_string(r / o.num_trainers) + " trainer " +
                     std::to_string(r % o.num_trainers) + ")");
     }
+    keys_ = net::ResolveJobKeys(o.secret_file, o.insecure, o.job_id, "gnn-train");
     const std::string master = o.master_addr.empty() ? machines[0].host : o.master_addr;
     GNN_LOG(kInfo) << "rank " << rank_ << " of " << world_ << ": rendezvous at " << master << ":"
                    << o.master_port;
     collective_ = std::make_unique<Collective>(master, o.master_port, rank_, world_, who,
                                                machines[o.machine_id].host,
-                                               std::chrono::seconds(o.rendezvous_timeout_s));
+                                               std::chrono::seconds(o.rendezvous_timeout_s), keys_);
 
     DistGraphOptions g;
     g.ip_config = o.ip_config;
@@ -213,6 +216,7 @@ class DistEnv : public TrainEnv {
     g.num_servers = o.num_servers;
     g.local_machine_id = o.machine_id;
     g.job_id = o.job_id;
+    g.keys = keys_;
     g.timeout_ms = o.request_timeout_ms;
     g.attach_timeout_ms = o.request_timeout_ms;
     graph_ = std::make_unique<DistGraph>(g);
@@ -256,14 +260,19 @@ class DistEnv : public TrainEnv {
       const std::string hello =
           config.graph_name + "\n" + Sha256File(o.part_config) + "\n" + o.job_id;
       pool_ = std::make_unique<SamplerPool>("tcp://127.0.0.1:*", o.num_samplers, hello,
-                                            o.prefetch, o.request_timeout_ms);
+                                            o.prefetch, o.request_timeout_ms, keys_);
       for (int s = 0; s < o.num_samplers; ++s) {
-        children_.Spawn({SelfDir() + "/gnn-sampler", "--ip_config", o.ip_config, "--part_config",
-                         o.part_config, "--machine_id", std::to_string(o.machine_id),
-                         "--num_servers", std::to_string(o.num_servers), "--trainer_endpoint",
-                         pool_->endpoint(), "--trainer_id", std::to_string(rank_), "--sampler_id",
-                         std::to_string(s), "--job_id", o.job_id, "--timeout_ms",
-                         std::to_string(o.request_timeout_ms)});
+        std::vector<std::string> argv = {
+            SelfDir() + "/gnn-sampler", "--ip_config", o.ip_config, "--part_config", o.part_config,
+            "--machine_id", std::to_string(o.machine_id), "--num_servers", std::to_string(o.num_servers),
+            "--trainer_endpoint", pool_->endpoint(), "--trainer_id", std::to_string(rank_), "--sampler_id",
+            std::to_string(s), "--job_id", o.job_id, "--timeout_ms", std::to_string(o.request_timeout_ms)};
+        if (o.insecure) {
+          argv.push_back("--insecure");
+        } else {
+          argv.insert(argv.end(), {"--secret_file", o.secret_file});
+        }
+        children_.Spawn(argv);
       }
       pool_->SetLivenessCheck([this] { return children_.Exited(); });
       try {
@@ -513,6 +522,7 @@ class DistEnv : public TrainEnv {
   bool labeled_ready_ = false;
   int64_t num_batches_ = 0;
   SamplerChildren children_;
+  net::JobKeys keys_;
   std::unique_ptr<SamplerPool> pool_;
   std::unique_ptr<Prefetcher> prefetcher_;
 };

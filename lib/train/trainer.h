@@ -55,6 +55,8 @@ struct TrainOptions {
   std::string master_addr;        // --master_addr: rendezvous host (default: machine 0)
   int master_port = 29500;        // --master_port
   std::string job_id = "gnn";     // --job_id: shared with servers and samplers
+  std::string secret_file;        // --secret_file: the job's secret (keys derive from it and job_id)
+  bool insecure = false;          // --insecure: plaintext, unauthenticated
   int rendezvous_timeout_s = 60;
   int request_timeout_ms = 30000;
 

@@ -135,9 +135,9 @@ net::Message RawCall(net::Connection& c, net::Message m, Millis timeout) {
 
 // Pings `endpoint` until it answers (the server is serving) or `timeout`
 // passes; fails early, with its stderr, if the process exits.
-net::Message PingWhenUp(zmq::context_t& ctx, const std::string& endpoint, test::ChildProcess& proc,
-                        Millis timeout) {
-  net::Connection c(ctx, endpoint, proc.name() + " at " + endpoint);
+net::Message PingWhenUp(zmq::context_t& ctx, const std::string& job, const std::string& endpoint,
+                        test::ChildProcess& proc, Millis timeout) {
+  net::Connection c(ctx, endpoint, proc.name() + " at " + endpoint, test::Keys(job));
   const auto deadline = Clock::now() + timeout;
   while (true) {
     if (!proc.Running()) FAIL("server exited before answering Ping: " << proc.Describe());
@@ -155,7 +155,7 @@ net::Message PingWhenUp(zmq::context_t& ctx, const std::string& endpoint, test::
 // Shutdown with the job id: ShutdownReply, then exit 0.
 void ShutdownAndWait(zmq::context_t& ctx, const Deployment& d, int machine, int server,
                      test::ChildProcess& proc) {
-  net::Connection c(ctx, d.Endpoint(machine, server), "server");
+  net::Connection c(ctx, d.Endpoint(machine, server), "server", test::Keys(d.job));
   net::Message r =
       RawCall(c, net::MakeMessage(net::MsgType::kShutdown, 0, {}, d.job), Millis(10000));
   CHECK(r.header.msg_type() == net::MsgType::kShutdownReply);
@@ -206,14 +206,14 @@ TEST_CASE("gnn-server and gnn-sampler processes stream 20 batches and shut down 
   auto m0 = d.StartServer(0, 0);
   auto m1 = d.StartServer(1, 0);
   zmq::context_t ctx;
-  net::Message pong = PingWhenUp(ctx, d.Endpoint(0, 0), *m0, Millis(30000));
+  net::Message pong = PingWhenUp(ctx, d.job, d.Endpoint(0, 0), *m0, Millis(30000));
   CHECK(pong.header.ints == std::vector<int64_t>{0, 0});
-  pong = PingWhenUp(ctx, d.Endpoint(1, 0), *m1, Millis(30000));
+  pong = PingWhenUp(ctx, d.job, d.Endpoint(1, 0), *m1, Millis(30000));
   CHECK(pong.header.ints == std::vector<int64_t>{1, 0});
 
   // Two samplers for one trainer, each reading partition 0 from shared
   // memory and partition 1 from machine 1's server.
-  SamplerPool pool("tcp://127.0.0.1:*", 2, d.Hello(), 2, 20000);
+  SamplerPool pool("tcp://127.0.0.1:*", 2, d.Hello(), 2, 20000, test::Keys(d.job));
   std::vector<std::unique_ptr<test::ChildProcess>> samplers;
   for (int s = 0; s < 2; ++s) samplers.push_back(d.StartSampler(pool.endpoint(), s, 10000));
   WaitForSamplers(pool, samplers);
@@ -246,7 +246,7 @@ TEST_CASE("gnn-server and gnn-sampler processes stream 20 batches and shut down 
 
   // A Shutdown from another job is refused and the server keeps serving.
   {
-    net::Connection c(ctx, d.Endpoint(0, 0), "machine 0 server 0");
+    net::Connection c(ctx, d.Endpoint(0, 0), "machine 0 server 0", test::Keys(d.job));
     net::Message r = RawCall(c, net::MakeMessage(net::MsgType::kShutdown, 0, {}, d.job + "-other"),
                              Millis(10000));
     REQUIRE(r.header.msg_type() == net::MsgType::kError);
@@ -274,11 +274,11 @@ TEST_CASE("a backup gnn-server attaches to server 0's shared memory instead of c
   auto m0s1 = d.StartServer(0, 1);  // started at once: it waits for the segment
   auto m1s0 = d.StartServer(1, 0);
   zmq::context_t ctx;
-  CHECK(PingWhenUp(ctx, d.Endpoint(0, 0), *m0s0, Millis(30000)).header.ints ==
+  CHECK(PingWhenUp(ctx, d.job, d.Endpoint(0, 0), *m0s0, Millis(30000)).header.ints ==
         std::vector<int64_t>{0, 0});
-  CHECK(PingWhenUp(ctx, d.Endpoint(0, 1), *m0s1, Millis(30000)).header.ints ==
+  CHECK(PingWhenUp(ctx, d.job, d.Endpoint(0, 1), *m0s1, Millis(30000)).header.ints ==
         std::vector<int64_t>{0, 1});
-  PingWhenUp(ctx, d.Endpoint(1, 0), *m1s0, Millis(30000));
+  PingWhenUp(ctx, d.job, d.Endpoint(1, 0), *m1s0, Millis(30000));
 
   // Requests alternate between machine 0's two servers; both give the
   // partition's real rows.
@@ -287,6 +287,7 @@ TEST_CASE("a backup gnn-server attaches to server 0's shared memory instead of c
   o.part_config = d.part_config;
   o.ip_config = d.ip_config;
   o.job_id = d.job;
+  o.keys = test::Keys(d.job);
   o.timeout_ms = 10000;
   o.endpoints = {{d.Endpoint(0, 0), d.Endpoint(0, 1)}, {d.Endpoint(1, 0)}};
   DistGraph g(o);
@@ -308,7 +309,7 @@ TEST_CASE("a backup gnn-server attaches to server 0's shared memory instead of c
   }
   // The backup directly: a Metadata request says who answers.
   {
-    net::Connection c(ctx, d.Endpoint(0, 1), "machine 0 server 1");
+    net::Connection c(ctx, d.Endpoint(0, 1), "machine 0 server 1", test::Keys(d.job));
     net::Message r = c.Call(net::MakeMessage(net::MsgType::kMetadata, 0), Millis(10000));
     CHECK(r.header.text.find("\"server_id\":1") != std::string::npos);
   }
@@ -344,15 +345,15 @@ TEST_CASE("after server 0 is SIGKILLed its backup keeps serving and removes the 
   auto s0 = d.StartServer(0, 0);
   auto s1 = d.StartServer(0, 1);
   zmq::context_t ctx;
-  PingWhenUp(ctx, d.Endpoint(0, 0), *s0, Millis(30000));
-  PingWhenUp(ctx, d.Endpoint(0, 1), *s1, Millis(30000));
+  PingWhenUp(ctx, d.job, d.Endpoint(0, 0), *s0, Millis(30000));
+  PingWhenUp(ctx, d.job, d.Endpoint(0, 1), *s1, Millis(30000));
   REQUIRE(fs::exists(ShmSegmentPath(d.ShmName(0))));
 
   CHECK(s0->Kill() == -SIGKILL);
   // The backup's mapping outlives its creator: it still serves real rows.
   LocalPartition p0 = LoadLocalPartition(d.config, 0, false);
   {
-    net::Connection c(ctx, d.Endpoint(0, 1), "machine 0 server 1");
+    net::Connection c(ctx, d.Endpoint(0, 1), "machine 0 server 1", test::Keys(d.job));
     std::vector<int64_t> ids = {p0.node_start, p0.node_start + p0.num_nodes - 1};
     net::Message req = net::MakeMessage(net::MsgType::kPullLabels, 0);
     net::AddArray(&req, ids);
@@ -376,7 +377,7 @@ TEST_CASE("a second gnn-server on a busy port fails with one line naming the por
   ShmGuard guard{d};
   auto first = d.StartServer(0, 0);
   zmq::context_t ctx;
-  PingWhenUp(ctx, d.Endpoint(0, 0), *first, Millis(30000));
+  PingWhenUp(ctx, d.job, d.Endpoint(0, 0), *first, Millis(30000));
 
   test::ProcessResult r = test::RunProcess(
       {test::Bin("gnn-server"), "--ip_config", d.ip_config, "--part_config", d.part_config,
@@ -406,7 +407,7 @@ TEST_CASE("a second gnn-server on a busy port fails with one line naming the por
   // The loser touched nothing: the first server and its segment are fine.
   CHECK(first->Running());
   CHECK(fs::exists(ShmSegmentPath(d.ShmName(0))));
-  net::Connection c(ctx, d.Endpoint(0, 0), "machine 0 server 0");
+  net::Connection c(ctx, d.Endpoint(0, 0), "machine 0 server 0", test::Keys(d.job));
   CHECK(RawCall(c, net::MakeMessage(net::MsgType::kPing, 0), Millis(10000)).header.msg_type() ==
         net::MsgType::kPong);
   ShutdownAndWait(ctx, d, 0, 0, *first);
@@ -421,13 +422,13 @@ TEST_CASE(
   auto m0 = d.StartServer(0, 0);
   auto m1 = d.StartServer(1, 0);
   zmq::context_t ctx;
-  PingWhenUp(ctx, d.Endpoint(0, 0), *m0, Millis(30000));
-  PingWhenUp(ctx, d.Endpoint(1, 0), *m1, Millis(30000));
+  PingWhenUp(ctx, d.job, d.Endpoint(0, 0), *m0, Millis(30000));
+  PingWhenUp(ctx, d.job, d.Endpoint(1, 0), *m1, Millis(30000));
 
   const int sampler_timeout_ms = 2000;
   // The pool waits longer than the sampler, so what surfaces is the
   // sampler's report, not the pool's own timeout.
-  SamplerPool pool("tcp://127.0.0.1:*", 1, d.Hello(), 2, 20000);
+  SamplerPool pool("tcp://127.0.0.1:*", 1, d.Hello(), 2, 20000, test::Keys(d.job));
   std::vector<std::unique_ptr<test::ChildProcess>> samplers;
   samplers.push_back(d.StartSampler(pool.endpoint(), 0, sampler_timeout_ms));
   WaitForSamplers(pool, samplers);

@@ -54,7 +54,7 @@ class Deployment {
     for (int m = 0; m < machines; ++m) {
       auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
       while (true) {
-        net::Connection c(ctx, "tcp://127.0.0.1:" + std::to_string(ports[m]), "server");
+        net::Connection c(ctx, "tcp://127.0.0.1:" + std::to_string(ports[m]), "server", test::Keys(job_));
         try {
           c.Call(net::MakeMessage(net::MsgType::kPing, 0), net::Millis(200));
           break;

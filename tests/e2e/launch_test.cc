@@ -517,7 +517,8 @@ std::vector<std::string> PerNodeArgs(const std::string& ws, const std::string& c
                                 "--num_samplers", "1", "--num_servers", "1", "--part_config", config,
                                 "--ip_config", "ip_config.txt", "--master_port", std::to_string(master),
                                 "--grace_s", "3", "--log_dir", ws + "/logs-m" + std::to_string(machine)};
-  if (machine >= 0) a.insert(a.end(), {"--machine_id", std::to_string(machine)});
+  // Per-node launchers share the cluster secret (as gnn-copy would ship it).
+  if (machine >= 0) a.insert(a.end(), {"--machine_id", std::to_string(machine), "--secret_file", test::TestSecretFile()});
   a.insert(a.end(), extra.begin(), extra.end());
   a.push_back(command);
   return a;
@@ -635,7 +636,8 @@ TEST_CASE("gnn-launch --slurm takes machine ids and the ip_config from srun's en
     std::vector<std::string> env = {"SLURM_NODEID=" + std::to_string(id), "SLURM_PROCID=" + std::to_string(id),
                                     "SLURM_NNODES=2", "SLURM_JOB_NODELIST=127.0.0.[1-2]",
                                     "SLURM_JOB_ID=77" + std::to_string(getpid())};
-    std::vector<std::string> args = {test::Bin("gnn-launch"), "--slurm", "--slurm_port", std::to_string(port),
+    std::vector<std::string> args = {test::Bin("gnn-launch"), "--slurm", "--secret_file", test::TestSecretFile(),
+                                     "--slurm_port", std::to_string(port),
                                      "--workspace", s.dir.path(), "--num_samplers", "1", "--part_config",
                                      s.config, "--ip_config", "slurm_ip.txt", "--master_port",
                                      std::to_string(s.ports[2]), "--log_dir",

@@ -91,6 +91,7 @@ void RunEquality(const std::string& dataset) {
     o.endpoints = servers.endpoints();
     o.local_machine_id = local;
     o.job_id = job;
+    o.keys = test::Keys(job);
     o.timeout_ms = 20000;
     DistGraph g(o);
     std::mt19937_64 rng(local + 5);
@@ -152,8 +153,11 @@ TEST_CASE("a handshake with a different partition config is refused naming the s
   o.output = dir / "b";
   std::string b = RunPartition(o).config_path;
   std::string ip = test::WriteLoopbackIpConfig(dir, 2);
-  test::ServerThreads servers(ip, a, 2, 1, "job-mismatch-" + std::to_string(::getpid()));
+  const std::string job = "job-mismatch-" + std::to_string(::getpid());
+  test::ServerThreads servers(ip, a, 2, 1, job);
   DistGraphOptions c;
+  c.job_id = job;
+  c.keys = test::Keys(job);
   c.part_config = b;
   c.ip_config = ip;
   c.endpoints = servers.endpoints();
@@ -186,7 +190,7 @@ TEST_CASE("SamplerPool streams batches from sampler threads in order with bounde
   test::ServerThreads servers(ip, four, 2, 1, job);
   PartitionConfig config = LoadPartitionConfig(four);
   SamplerPool pool("tcp://127.0.0.1:*", 2,
-                   config.graph_name + "\n" + Sha256File(four) + "\n" + job, 2, 20000);
+                   config.graph_name + "\n" + Sha256File(four) + "\n" + job, 2, 20000, test::Keys(job));
   std::atomic<bool> stop{false};
   std::vector<std::thread> samplers;
   std::vector<std::string> errors(2);
@@ -198,6 +202,7 @@ TEST_CASE("SamplerPool streams batches from sampler threads in order with bounde
       so.graph.endpoints = servers.endpoints();
       so.graph.local_machine_id = 0;
       so.graph.job_id = job;
+      so.graph.keys = test::Keys(job);
       so.trainer_endpoint = pool.endpoint();
       so.sampler_id = s;
       try {

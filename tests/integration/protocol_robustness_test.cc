@@ -411,6 +411,7 @@ TEST_CASE("a server answers every random, mutated or hostile message and keeps s
   zmq::context_t ctx;
   zmq::socket_t sock(ctx, zmq::socket_type::dealer);
   sock.set(zmq::sockopt::linger, 0);
+  test::Keys(job).MakeClient(sock);  // a hostile member of the job: it holds the key
   sock.connect(endpoint);
 
   ProbeMaker maker(20240611, config.parts[0].node_start, config.parts[0].node_end,
@@ -459,7 +460,7 @@ TEST_CASE("a server answers every random, mutated or hostile message and keeps s
 
   // A normal client still works: Ping, Sample and features over both
   // machines, and a Shutdown from another job is still refused.
-  net::Connection c(ctx, endpoint, "machine 0 server 0");
+  net::Connection c(ctx, endpoint, "machine 0 server 0", test::Keys(job));
   net::Message pong = c.Call(net::MakeMessage(MsgType::kPing, 0), Millis(5000));
   CHECK(pong.header.ints == std::vector<int64_t>{0, 0});
   CHECK_THROWS_WITH(c.Call(net::MakeMessage(MsgType::kShutdown, 0, {}, job + "x"), Millis(5000)),
@@ -469,6 +470,7 @@ TEST_CASE("a server answers every random, mutated or hostile message and keeps s
   o.ip_config = ip;
   o.endpoints = servers.endpoints();
   o.job_id = job;
+  o.keys = test::Keys(job);
   o.timeout_ms = 5000;
   DistGraph g(o);
   std::vector<int64_t> seeds = {0, 1, config.num_nodes - 1};

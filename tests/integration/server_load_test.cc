@@ -60,6 +60,7 @@ TEST_CASE("32 concurrent clients hammer a 2-part deployment without errors or me
         o.ip_config = ip;
         o.endpoints = servers.endpoints();
         o.job_id = job;
+        o.keys = test::Keys(job);
         o.timeout_ms = 20000;
         DistGraph g(o);
         std::mt19937_64 rng(c);

@@ -45,6 +45,7 @@ ServerThreads::ServerThreads(const std::string& ip_config, const std::string& pa
         o.num_servers = num_servers;
         o.num_threads = 2;
         o.job_id = job_id;
+        o.keys = Keys(job_id);
         o.bind_endpoint = "tcp://127.0.0.1:*";
         o.attach_timeout_ms = 20000;
         try {

@@ -16,6 +16,35 @@
 
 namespace gnn::test {
 
+namespace {
+std::string g_secret_dir;
+std::string g_secret_file;
+}  // namespace
+
+void InstallTestSecret() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/gnn-test-secret-XXXXXX";
+  std::vector<char> name(templ.begin(), templ.end());
+  name.push_back('\0');
+  if (!::mkdtemp(name.data())) throw std::runtime_error("cannot make a directory for the test secret");
+  g_secret_dir = name.data();
+  g_secret_file = g_secret_dir + "/cluster.secret";
+  net::WriteSecretFile(g_secret_file, net::NewSecret());
+  ::setenv("GNN_SECRET_FILE", g_secret_file.c_str(), 1);
+}
+
+void RemoveTestSecret() {
+  if (g_secret_dir.empty()) return;
+  ::unlink(g_secret_file.c_str());
+  ::rmdir(g_secret_dir.c_str());
+}
+
+const std::string& TestSecretFile() { return g_secret_file; }
+
+net::JobKeys Keys(const std::string& job_id) {
+  return net::JobKeys::Derive(net::ReadSecretFile(g_secret_file), job_id);
+}
+
 namespace fs = std::filesystem;
 
 TempDir::TempDir() {

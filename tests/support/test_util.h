@@ -4,7 +4,18 @@
 #include <string>
 #include <vector>
 
+#include "net/security.h"
+
 namespace gnn::test {
+
+// The suites' cluster secret: a 0600 file made when a test executable
+// starts and exported as GNN_SECRET_FILE, so every gnn binary a test starts
+// (and every launcher's processes) holds it. Keys(job) are what those
+// processes derive for `job`.
+void InstallTestSecret();
+void RemoveTestSecret();
+const std::string& TestSecretFile();
+net::JobKeys Keys(const std::string& job_id);
 
 // A fresh directory under $TMPDIR, removed with its contents on destruction.
 class TempDir {

@@ -152,7 +152,7 @@ TEST_CASE("Connection times out naming the peer", "[unit]") {
   zmq::socket_t silent(ctx, zmq::socket_type::router);
   silent.set(zmq::sockopt::linger, 0);
   silent.bind("inproc://silent");
-  Connection c(ctx, "inproc://silent", "machine 3 server 1 at inproc://silent");
+  Connection c(ctx, "inproc://silent", "machine 3 server 1 at inproc://silent", JobKeys::Insecure());
   auto start = std::chrono::steady_clock::now();
   CHECK_THROWS_WITH(c.Call(MakeMessage(MsgType::kPing, 0), Millis(200)),
                     Catch::Contains("machine 3 server 1") && Catch::Contains("Ping"));
@@ -167,7 +167,7 @@ TEST_CASE("Connection matches out-of-order replies to their requests", "[unit]")
   zmq::socket_t server(ctx, zmq::socket_type::router);
   server.set(zmq::sockopt::linger, 0);
   server.bind("inproc://reorder");
-  Connection c(ctx, "inproc://reorder", "reordering server");
+  Connection c(ctx, "inproc://reorder", "reordering server", JobKeys::Insecure());
   std::vector<uint64_t> ids;
   for (int i = 0; i < 3; ++i) ids.push_back(c.Start(MakeMessage(MsgType::kPing, 0, {i})));
   // Receive all three, answer them in reverse order.

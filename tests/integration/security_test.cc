@@ -1,0 +1,192 @@
+// The attacks of issue #12 replayed against real servers on real sockets:
+// a stranger without the job's secret gets nothing and cannot grow the
+// server's memory; a member's oversized pull is refused before it is built;
+// the rendezvous listens on the master address only and admits only the job.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster_util.h"
+#include "process_util.h"
+#include "common/error.h"
+#include "net/channel.h"
+#include "net/kv_store.h"
+#include "net/protocol.h"
+#include "net/security.h"
+#include "partition/config.h"
+#include "test_util.h"
+
+using namespace gnn;
+using net::Millis;
+using net::MsgType;
+
+namespace {
+
+long RssKiB() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+// A raw DEALER that asks for Metadata and returns true if anything came back.
+bool StrangerGetsAnswer(zmq::context_t& ctx, const std::string& endpoint,
+                        const std::function<void(zmq::socket_t&)>& setup) {
+  zmq::socket_t sock(ctx, zmq::socket_type::dealer);
+  sock.set(zmq::sockopt::linger, 0);
+  setup(sock);
+  sock.connect(endpoint);
+  net::Message m = net::MakeMessage(MsgType::kMetadata, 1);
+  net::Send(sock, m, nullptr, Millis(1000));
+  std::vector<zmq::message_t> parts;
+  return net::RecvParts(sock, &parts, Millis(1500));
+}
+
+bool TcpConnects(const std::string& ip, int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, ip.c_str(), &a.sin_addr);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace
+
+TEST_CASE("a stranger without the job's secret gets nothing from a server, the job still does",
+          "[integration]") {
+  test::TempDir dir;
+  const std::string job = "sec-" + std::to_string(::getpid());
+  std::string cfg = test::MakePartitions(dir, "synthetic:tiny", 2, "data");
+  std::string ip = test::WriteLoopbackIpConfig(dir, 2);
+  test::ServerThreads servers(ip, cfg, 2, 1, job);
+  const std::string endpoint = servers.endpoints()[0][0];
+  zmq::context_t ctx;
+
+  // Plaintext (what every client could do before).
+  CHECK_FALSE(StrangerGetsAnswer(ctx, endpoint, [](zmq::socket_t&) {}));
+  // CURVE with keys from another secret (and the right job id).
+  const net::JobKeys other = net::JobKeys::Derive(net::NewSecret(), job);
+  CHECK_FALSE(StrangerGetsAnswer(ctx, endpoint, [&](zmq::socket_t& s) { other.MakeClient(s); }));
+  // The right server key (public keys leak) but its own client key: ZAP refuses it.
+  const net::JobKeys mine = test::Keys(job);
+  CHECK_FALSE(StrangerGetsAnswer(ctx, endpoint, [&](zmq::socket_t& s) {
+    char pub[41], sec[41];
+    REQUIRE(zmq_curve_keypair(pub, sec) == 0);
+    s.set(zmq::sockopt::curve_serverkey, mine.server_public_z85());
+    s.set(zmq::sockopt::curve_publickey, std::string(pub, 40));
+    s.set(zmq::sockopt::curve_secretkey, std::string(sec, 40));
+  }));
+  // The job's own keys: answered.
+  CHECK(StrangerGetsAnswer(ctx, endpoint, [&](zmq::socket_t& s) { mine.MakeClient(s); }));
+}
+
+TEST_CASE("unfinished 4 MiB frames from a stranger do not grow the server's memory", "[integration]") {
+  test::TempDir dir;
+  const std::string job = "secmem-" + std::to_string(::getpid());
+  std::string cfg = test::MakePartitions(dir, "synthetic:tiny", 2, "data");
+  std::string ip = test::WriteLoopbackIpConfig(dir, 2);
+  test::ServerThreads servers(ip, cfg, 2, 1, job);
+  const long before = RssKiB();
+  {
+    zmq::context_t ctx;
+    zmq::socket_t sock(ctx, zmq::socket_type::dealer);
+    sock.set(zmq::sockopt::linger, 0);
+    sock.set(zmq::sockopt::sndtimeo, 200);
+    sock.connect(servers.endpoints()[0][0]);
+    std::string frame(4 << 20, 'x');
+    for (int i = 0; i < 64; ++i) {
+      // Flagged "more" and never finished: 256 MiB if the server buffered it.
+      sock.send(zmq::buffer(frame), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  const long grown_mib = (RssKiB() - before) >> 10;
+  INFO("the test process (servers inside) grew by " << grown_mib << " MiB");
+  // The bound: the client's own queued frames may stay in its process for a
+  // while; the server holds none of it (no handshake, nothing read).
+  CHECK(grown_mib < 64);
+  // And the server still serves the job.
+  zmq::context_t ctx;
+  net::Connection c(ctx, servers.endpoints()[0][0], "machine 0 server 0", test::Keys(job));
+  CHECK_NOTHROW(c.Call(net::MakeMessage(MsgType::kPing, 0), Millis(5000)));
+}
+
+TEST_CASE("a PullFeatures whose reply would pass the cap is refused before it is built", "[integration]") {
+  test::TempDir dir;
+  const std::string job = "seccap-" + std::to_string(::getpid());
+  std::string cfg = test::MakePartitions(dir, "synthetic:tiny", 2, "data");
+  std::string ip = test::WriteLoopbackIpConfig(dir, 2);
+  PartitionConfig config = LoadPartitionConfig(cfg);
+  test::ServerThreads servers(ip, cfg, 2, 1, job);
+  zmq::context_t ctx;
+  net::Connection c(ctx, servers.endpoints()[0][0], "machine 0 server 0", test::Keys(job));
+  const size_t row = static_cast<size_t>(config.feature_dim) * sizeof(float);
+  const size_t n = static_cast<size_t>(net::kMaxPullReplyBytes) / row + 1;
+  REQUIRE(n * sizeof(int64_t) < static_cast<size_t>(net::kMaxRequestBytes));
+  std::vector<int64_t> ids(n, config.parts[0].node_start);
+  net::Message m = net::MakeMessage(MsgType::kPullFeatures, 0);
+  net::AddArray(&m, ids);
+  const long before = RssKiB();
+  CHECK_THROWS_WITH(c.Call(std::move(m), Millis(10000)), Catch::Contains("reply limit"));
+  CHECK(((RssKiB() - before) >> 10) < 48);  // the 64 MiB reply was never made
+  // Just under the cap is served.
+  std::vector<int64_t> fewer(n - 1, config.parts[0].node_start);
+  net::Message ok = net::MakeMessage(MsgType::kPullFeatures, 0);
+  net::AddArray(&ok, fewer);
+  CHECK(c.Call(std::move(ok), Millis(10000)).frames.at(0).size() == (n - 1) * row);
+}
+
+TEST_CASE("the rendezvous listens on the master address only and admits only the job", "[integration]") {
+  const int port = test::FreeLoopbackPortRanges(1, 1)[0];
+  const std::string job = "seckv-" + std::to_string(::getpid());
+  const net::JobKeys keys = test::Keys(job);
+  net::KvServer server("tcp://127.0.0.1:" + std::to_string(port), keys);
+  CHECK(TcpConnects("127.0.0.1", port));
+  CHECK_FALSE(TcpConnects("127.0.0.2", port));  // not *:PORT
+
+  net::KvClient member("tcp://127.0.0.1:" + std::to_string(port), keys, "the rendezvous");
+  member.Set("gloo/rank0", "10.0.0.1:4242");
+  CHECK(member.Get("gloo/rank0", Millis(1000)) == "10.0.0.1:4242");
+  CHECK(member.Add("counter", 3) == 3);
+  CHECK(member.Add("counter", -1) == 2);
+  CHECK(member.Check({"gloo/rank0", "counter"}));
+  CHECK_FALSE(member.Check({"gloo/rank1"}));
+
+  net::KvClient stranger("tcp://127.0.0.1:" + std::to_string(port), net::JobKeys::Derive(net::NewSecret(), job),
+                         "the rendezvous");
+  stranger.set_timeout(Millis(1000));
+  CHECK_THROWS_AS(stranger.Set("gloo/rank0", "6.6.6.6:1"), TimeoutError);
+  CHECK(member.Get("gloo/rank0", Millis(1000)) == "10.0.0.1:4242");  // not overwritten
+}
+
+TEST_CASE("a secret file others may read is refused, naming the file and the fix", "[integration]") {
+  test::TempDir dir;
+  const std::string path = dir / "s.secret";
+  net::WriteSecretFile(path, net::NewSecret());
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK(net::ReadSecretFile(path).size() == 64);
+  ::chmod(path.c_str(), 0644);
+  CHECK_THROWS_WITH(net::ReadSecretFile(path), Catch::Contains(path) && Catch::Contains("chmod 600"));
+  ::chmod(path.c_str(), 0600);
+  std::ofstream(path) << "short";
+  CHECK_THROWS_WITH(net::ReadSecretFile(path), Catch::Contains("at least 32"));
+  CHECK_THROWS_AS(net::ResolveJobKeys("", false, "job", "gnn-server"), ConfigError);
+  CHECK_FALSE(net::ResolveJobKeys("", true, "job", "gnn-server").secure());
+}
