@@ -122,8 +122,10 @@ gnn_dist2() {
   printf '10.78.0.10 31050\n10.78.0.11 31050\n' > "$WORK/ip-ns.txt"
   local train="$BIN/gnn-train --num_omp_threads 1 $(flags_of "$1") --num_epochs $3 --eval_every $3 --seed $2"
   local pids=() i
+  # Per-node launchers share one cluster secret (gnn-copy --secret_file ships it between real machines).
+  [ -f "$WORK/cluster.secret" ] || (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$WORK/cluster.secret")
   for i in 1 0; do
-    ip netns exec gnncmp$i "$BIN/gnn-launch" --machine_id $i --workspace "$WORK" \
+    ip netns exec gnncmp$i "$BIN/gnn-launch" --machine_id $i --workspace "$WORK" --secret_file cluster.secret \
       --ip_config ip-ns.txt --part_config "$(config_of "$WORK/$1-gnn2")" --num_trainers 1 \
       --num_servers 1 --num_samplers 0 --master_port 29600 --job_id "cmp-$1-$2" \
       --log_dir "$WORK/gnn-logs-m$i" "$train" > "$WORK/gnn-m$i.out" 2> "$WORK/gnn-m$i.err" &

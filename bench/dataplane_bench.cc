@@ -55,6 +55,7 @@
 #include <zmq.hpp>
 
 #include "client/dist_graph.h"
+#include "net/security.h"
 #include "common/cli.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -82,6 +83,7 @@ struct BenchOptions {
   std::string work_dir;  // server logs and ip_config files
   uint64_t seed = 0;
   bool echo_server = false;  // internal: run the raw ZeroMQ echo process
+  bool insecure = false;     // plaintext servers and clients (default: CURVE with a job secret)
 };
 
 std::vector<int> ParseInts(const std::string& text, const std::string& flag) {
@@ -534,6 +536,9 @@ struct Bench {
       std::ofstream out(ip_config);
       for (int m = 0; m < parts; ++m) out << "127.0.0.1 " << base + 10 * m << "\n";
     }
+    // The job's secret, as gnn-launch would hand it to its servers.
+    const std::string secret_file = o.work_dir + "/job.secret";
+    if (!o.insecure) gnn::net::WriteSecretFile(secret_file, gnn::net::NewSecret());
     std::vector<Child> cluster;
     gnn::Stopwatch startup;
     struct Guard {
@@ -543,12 +548,18 @@ struct Bench {
     for (int s = 0; s < servers; ++s) {  // server 0 of every machine first: they load
       for (int m = 0; m < parts; ++m) {
         std::string what = "gnn-server machine " + std::to_string(m) + " server " + std::to_string(s);
+        std::vector<std::string> argv = {
+            o.server_bin, "--ip_config", ip_config, "--part_config", o.part_config,
+            "--machine_id", std::to_string(m), "--server_id", std::to_string(s),
+            "--num_servers", std::to_string(servers), "--num_threads",
+            std::to_string(o.server_threads), "--job_id", job, "--attach_timeout_ms", "300000"};
+        if (o.insecure) {
+          argv.push_back("--insecure");
+        } else {
+          argv.insert(argv.end(), {"--secret_file", secret_file});
+        }
         cluster.push_back(Spawn(
-            {o.server_bin, "--ip_config", ip_config, "--part_config", o.part_config,
-             "--machine_id", std::to_string(m), "--server_id", std::to_string(s),
-             "--num_servers", std::to_string(servers), "--num_threads",
-             std::to_string(o.server_threads), "--job_id", job, "--attach_timeout_ms", "300000"},
-            what,
+            argv, what,
             o.work_dir + "/server_" + std::to_string(servers) + "_" + std::to_string(m) + "_" +
                 std::to_string(s) + ".log"));
       }
@@ -558,6 +569,8 @@ struct Bench {
     base_opt.part_config = o.part_config;
     base_opt.num_servers = servers;
     base_opt.job_id = job;
+    base_opt.keys = o.insecure ? gnn::net::JobKeys::Insecure()
+                               : gnn::net::JobKeys::Derive(gnn::net::ReadSecretFile(secret_file), job);
     base_opt.timeout_ms = 120000;
     // Ready = every server answers Hello (they answer once the partition is
     // in shared memory).
@@ -576,10 +589,11 @@ struct Bench {
     std::vector<Child> all = cluster;
     all.insert(all.end(), echo.begin(), echo.end());
 
-    std::printf("\n== %d server%s per partition: %d gnn-server processes (%d worker threads each), "
+    std::printf("\n== %d server%s per partition: %d gnn-server processes (%d worker threads each, %s), "
                 "ready in %.1f s; load average %s\n",
                 servers, servers > 1 ? "s" : "", parts * servers,
                 o.server_threads > 0 ? o.server_threads : static_cast<int>(std::thread::hardware_concurrency()),
+                o.insecure ? "PLAINTEXT" : "CURVE",
                 startup_s, LoadAvg().c_str());
     std::printf("  %7s  %-38s %-9s %9s %9s %-9s %6s %8s %8s\n", "clients", "path", "figure",
                 "value", "per cpu-s", "unit", "wall s", "cpu self", "cpu srv");
@@ -824,6 +838,7 @@ int main(int argc, char** argv) {
   app.add_option("--work_dir", o.work_dir, "server logs and ip_config files");
   app.add_option("--seed", o.seed, "shuffle and sampling seed")->capture_default_str();
   app.add_flag("--echo_server", o.echo_server, "internal: run the raw ZeroMQ echo process");
+  app.add_flag("--insecure", o.insecure, "plaintext servers and clients (to measure what CURVE costs)");
   if (argc > 1 && std::string(argv[1]) == "--echo_server") {
     RunEchoServer();
     return 0;

@@ -44,9 +44,16 @@ for n in $PARTS_LIST; do
   config="$(ls "$out"/*.json | head -1)"
   echo
   echo "== $n partitions; $(uptime)"
-  # shellcheck disable=SC2086
-  "$BUILD_DIR/bench/gnn-dataplane-bench" --part_config "$config" --servers "$SERVERS" \
-    --clients "$CLIENTS" --work_dir "$WORK/run_p$n" ${GNN_BENCH_ARGS:-} | tee "$WORK/result_p$n.txt"
+  # CURVE (the default) and plaintext (--insecure) in one run: the ratio is
+  # what encryption and authentication cost.
+  for sec in ${GNN_BENCH_SECURITY:-curve insecure}; do
+    flag=""
+    [ "$sec" = insecure ] && flag="--insecure"
+    echo "== security: $sec"
+    # shellcheck disable=SC2086
+    "$BUILD_DIR/bench/gnn-dataplane-bench" --part_config "$config" --servers "$SERVERS" \
+      --clients "$CLIENTS" --work_dir "$WORK/run_p$n" $flag ${GNN_BENCH_ARGS:-} | tee "$WORK/result_p${n}_$sec.txt"
+  done
 done
 echo
 echo "== done; $(uptime)"

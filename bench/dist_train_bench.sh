@@ -38,6 +38,9 @@ run_cluster() {
   : > "$ip"
   for ((m = 0; m < parts; m++)); do echo "127.0.0.1 $(free_port)" >> "$ip"; done
   local master; master=$(free_port)
+  # The job's secret, as gnn-launch would hand it to every process.
+  export GNN_SECRET_FILE="$WORK/job.secret"
+  [ -f "$GNN_SECRET_FILE" ] || (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$GNN_SECRET_FILE")
   for ((m = 0; m < parts; m++)); do
     "$BIN/gnn-server" --ip_config "$ip" --part_config "$cfg" --machine_id $m --job_id "$job" \
       2> "$WORK/${label}_server$m.err" &

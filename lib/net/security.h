@@ -1,7 +1,7 @@
 // Who may talk to a job's sockets. Every ZeroMQ socket of a job uses CURVE
 // (authenticated, encrypted) with keys derived from a secret and the job id:
 // every process of the job holds the secret (a 0600 file gnn-launch makes
-// per job, or a cluster secret shipped by gnn-copy) and so derives the same
+// per job, or a cluster secret on every machine) and so derives the same
 // keys; a ZAP handler on each listening context admits only peers that
 // present the job's client key. A stranger without the secret completes no
 // handshake and gets nothing. Plaintext needs an explicit --insecure.
