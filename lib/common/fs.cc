@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "common/error.h"
@@ -16,11 +17,65 @@ namespace gnn {
 
 namespace fs = std::filesystem;
 
-AtomicFile::AtomicFile(const std::string& path) : path_(path), tmp_(path + ".tmp") {
-  file_ = std::fopen(tmp_.c_str(), "wb");
-  if (!file_) {
-    throw DataError("cannot write " + path + ": " + std::strerror(errno));
+namespace {
+
+constexpr int kMaxNameAttempts = 100;
+
+std::string ParentDir(const std::string& path) {
+  std::string parent = fs::path(path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
+}  // namespace
+
+std::string RandomSuffix() {
+  // random_device draws from the kernel, so processes sharing a pid (on
+  // another host of a shared file system) or forked copies do not repeat.
+  thread_local std::random_device rd;
+  const uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%012llx",
+                static_cast<unsigned long long>(v & 0xffffffffffffULL));
+  return buf;
+}
+
+std::string MakeUniqueDir(const std::string& prefix) {
+  for (int i = 0; i < kMaxNameAttempts; ++i) {
+    std::string path = prefix + RandomSuffix();
+    if (::mkdir(path.c_str(), 0777) == 0) return path;
+    if (errno != EEXIST) {
+      throw DataError("cannot create directory " + path + ": " + std::strerror(errno));
+    }
   }
+  throw DataError("cannot create a unique directory " + prefix + "*: every name was taken");
+}
+
+void SyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    int err = errno;
+    if (fd >= 0) ::close(fd);
+    throw DataError("cannot sync directory " + dir + ": " + std::strerror(err));
+  }
+  ::close(fd);
+}
+
+AtomicFile::AtomicFile(const std::string& path) : path_(path) {
+  for (int i = 0; i < kMaxNameAttempts && !file_; ++i) {
+    tmp_ = path + ".tmp." + RandomSuffix();
+    int fd = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == EEXIST) continue;
+    if (fd >= 0) file_ = ::fdopen(fd, "wb");
+    if (!file_) {
+      int err = errno;
+      if (fd >= 0) {
+        ::close(fd);
+        ::unlink(tmp_.c_str());
+      }
+      throw DataError("cannot write " + path + ": " + std::strerror(err));
+    }
+  }
+  if (!file_) throw DataError("cannot write " + path + ": no unused temporary name");
 }
 
 AtomicFile::~AtomicFile() {
@@ -47,6 +102,7 @@ void AtomicFile::Commit() {
     std::remove(tmp_.c_str());
     throw DataError("cannot finish writing " + path_ + ": " + std::strerror(err));
   }
+  SyncDir(ParentDir(path_));
 }
 
 void WriteFileAtomic(const std::string& path, const std::string& text) {

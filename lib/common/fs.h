@@ -7,9 +7,12 @@
 
 namespace gnn {
 
-// Writes a file through "<path>.tmp", fsyncs and renames it over `path`.
-// On any failure the temporary is removed and DataError names the path.
-// Not thread-safe for the same path.
+// Writes a file through a uniquely named temporary "<path>.tmp.<random>"
+// (created with O_EXCL, so concurrent writers of one path never share it),
+// fsyncs it, renames it over `path` and fsyncs the folder. On any failure
+// (or destruction before Commit) the temporary is removed and DataError
+// names the path. One object is not thread-safe; several objects writing the
+// same path are (the last Commit wins).
 class AtomicFile {
  public:
   explicit AtomicFile(const std::string& path);
@@ -27,6 +30,18 @@ class AtomicFile {
   std::string tmp_;
   FILE* file_ = nullptr;
 };
+
+// A random suffix for temporary names (12 hex digits). Thread-safe.
+std::string RandomSuffix();
+
+// Creates a new directory "<prefix><random>" (mkdtemp-style: O_EXCL
+// semantics, retried on collision, mode 0777 less the umask) and returns
+// its path. Throws DataError naming the prefix. Thread-safe.
+std::string MakeUniqueDir(const std::string& prefix);
+
+// fsyncs the directory `dir`, making renames and creations in it durable.
+// Throws DataError naming the directory.
+void SyncDir(const std::string& dir);
 
 // Writes `text` to `path` atomically.
 void WriteFileAtomic(const std::string& path, const std::string& text);

@@ -1,9 +1,12 @@
 #include "common/npy.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <sstream>
 
 #include "common/error.h"
 
@@ -27,12 +30,6 @@ size_t DTypeSize(DType dtype) {
     case DType::kFloat32: return 4;
   }
   return 0;
-}
-
-int64_t NpyHeader::NumElements() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
 }
 
 namespace {
@@ -71,12 +68,217 @@ bool ParseDescr(const std::string& d, DType* out) {
   return true;
 }
 
+// magic(6) + version(2) + header length (2 bytes in format 1.0, 4 in 2.0/3.0).
+size_t PreambleBytes(uint8_t major) { return major == 1 ? 10 : 12; }
+
+// Reads the preamble of `p` (`size` bytes available) and returns the offset
+// of the array data, i.e. the preamble plus the header dict.
+size_t NpyDataOffset(const uint8_t* p, size_t size, const std::string& name) {
+  if (size < 8 || std::memcmp(p, "\x93NUMPY", 6) != 0) {
+    throw DataError(name + ": not a .npy file (bad magic)");
+  }
+  const uint8_t major = p[6], minor = p[7];
+  if (major < 1 || major > 3 || minor != 0) {
+    throw DataError(name + ": unsupported .npy version " + std::to_string(major) + "." +
+                    std::to_string(minor));
+  }
+  const size_t pre = PreambleBytes(major);
+  if (size < pre) throw DataError(name + ": truncated .npy header");
+  uint64_t len = p[8] | (static_cast<uint64_t>(p[9]) << 8);
+  if (major > 1) len |= (static_cast<uint64_t>(p[10]) << 16) | (static_cast<uint64_t>(p[11]) << 24);
+  if (len == 0 || len > kMaxNpyHeaderBytes) {
+    throw DataError(name + ": .npy header length " + std::to_string(len) + " outside [1, " +
+                    std::to_string(kMaxNpyHeaderBytes) + "]");
+  }
+  return pre + static_cast<size_t>(len);
+}
+
+// The header dict, a Python literal such as
+//   {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
+// followed by space padding and '\n'. Only that grammar is accepted.
+class HeaderDict {
+ public:
+  HeaderDict(const char* begin, const char* end, const std::string& name)
+      : p_(begin), end_(end), name_(name) {}
+
+  NpyHeader Parse() {
+    NpyHeader h;
+    bool have_descr = false, have_order = false, have_shape = false;
+    Expect('{');
+    while (SkipSpace(), Peek() != '}') {
+      const std::string key = String();
+      Expect(':');
+      if (key == "descr" && !have_descr) {
+        const std::string descr = String();
+        if (!ParseDescr(descr, &h.dtype)) Fail("unsupported dtype '" + descr + "'");
+        have_descr = true;
+      } else if (key == "fortran_order" && !have_order) {
+        if (Bool()) Fail("Fortran-order arrays are not supported");
+        have_order = true;
+      } else if (key == "shape" && !have_shape) {
+        h.shape = Tuple();
+        have_shape = true;
+      } else {
+        Fail("unexpected or repeated key '" + key + "' in .npy header");
+      }
+      if (SkipSpace(), Peek() == ',') ++p_;
+    }
+    ++p_;  // '}'
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n')) ++p_;
+    if (p_ != end_) Fail("junk after the .npy header dict");
+    if (!have_descr || !have_order || !have_shape) {
+      Fail(std::string(".npy header lacks '") +
+           (!have_descr ? "descr" : !have_order ? "fortran_order" : "shape") + "'");
+    }
+    return h;
+  }
+
+ private:
+  [[noreturn]] void Fail(const std::string& what) const { throw DataError(name_ + ": " + what); }
+  void SkipSpace() {
+    while (p_ < end_ && *p_ == ' ') ++p_;
+  }
+  char Peek() const {
+    if (p_ >= end_) Fail("malformed .npy header (ends early)");
+    return *p_;
+  }
+  void Expect(char c) {
+    SkipSpace();
+    if (Peek() != c) Fail(std::string("malformed .npy header (expected '") + c + "')");
+    ++p_;
+  }
+  std::string String() {
+    SkipSpace();
+    const char quote = Peek();
+    if (quote != '\'' && quote != '"') Fail("malformed .npy header (expected a string)");
+    const char* b = ++p_;
+    while (Peek() != quote) {
+      if (*p_ == '\\' || *p_ == '\n') Fail("malformed .npy header (bad string)");
+      ++p_;
+    }
+    return std::string(b, p_++);
+  }
+  bool Bool() {
+    SkipSpace();
+    for (bool v : {false, true}) {
+      const char* word = v ? "True" : "False";
+      const size_t len = std::strlen(word);
+      if (static_cast<size_t>(end_ - p_) >= len && std::memcmp(p_, word, len) == 0) {
+        p_ += len;
+        return v;
+      }
+    }
+    Fail("malformed .npy header (expected True or False)");
+  }
+  int64_t Extent() {
+    SkipSpace();
+    if (Peek() == '-') Fail("negative extent in .npy shape");
+    int64_t v = 0;
+    auto r = std::from_chars(p_, end_, v);
+    if (r.ec == std::errc::result_out_of_range) Fail(".npy shape extent does not fit int64");
+    if (r.ec != std::errc()) Fail("malformed .npy shape (expected an integer)");
+    p_ = r.ptr;
+    if (p_ < end_ && *p_ == 'L') ++p_;  // Python 2's long literals
+    return v;
+  }
+  std::vector<int64_t> Tuple() {
+    std::vector<int64_t> shape;
+    Expect('(');
+    while (SkipSpace(), Peek() != ')') {
+      if (shape.size() == kMaxNpyDims) {
+        Fail(".npy shape has more than " + std::to_string(kMaxNpyDims) + " dimensions");
+      }
+      shape.push_back(Extent());
+      SkipSpace();
+      if (Peek() == ',') {
+        ++p_;
+      } else if (Peek() != ')') {
+        Fail("malformed .npy shape (expected ',' or ')')");
+      }
+    }
+    ++p_;  // ')'
+    return shape;
+  }
+
+  const char* p_;
+  const char* end_;
+  const std::string& name_;
+};
+
+using FilePtr = std::unique_ptr<FILE, int (*)(FILE*)>;
+
+// Reads the header at the start of the open file `f` of `file_size` bytes,
+// leaving the file positioned at the data.
+NpyHeader ReadHeaderFrom(FILE* f, uint64_t file_size, const std::string& path) {
+  uint8_t pre[12];
+  const size_t got = std::fread(pre, 1, sizeof(pre), f);
+  const size_t offset = NpyDataOffset(pre, got, path);
+  if (offset > file_size) throw DataError(path + ": truncated .npy header");
+  std::vector<uint8_t> head(offset);
+  if (std::fseek(f, 0, SEEK_SET) != 0 || std::fread(head.data(), 1, offset, f) != offset) {
+    throw DataError("cannot read " + path + ": " + std::strerror(errno));
+  }
+  return ParseNpyHeader(head.data(), head.size(), file_size, path);
+}
+
+uint64_t FileSize(FILE* f, const std::string& path) {
+  struct stat st;
+  if (::fstat(::fileno(f), &st) != 0) {
+    throw DataError("cannot stat " + path + ": " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) throw DataError(path + ": not a regular file");
+  return static_cast<uint64_t>(st.st_size);
+}
+
+FilePtr OpenNpy(const std::string& path) {
+  FilePtr f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!f) throw DataError("missing file " + path + ": " + std::strerror(errno));
+  return f;
+}
+
 }  // namespace
+
+int64_t ShapeElements(const std::vector<int64_t>& shape, DType dtype, const std::string& what) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw DataError(what + ": negative extent in shape " + ShapeString(shape));
+    if (__builtin_mul_overflow(n, d, &n)) {
+      throw DataError(what + ": shape " + ShapeString(shape) + " has more than 2^63 elements");
+    }
+  }
+  int64_t bytes;
+  if (__builtin_mul_overflow(n, static_cast<int64_t>(DTypeSize(dtype)), &bytes)) {
+    throw DataError(what + ": shape " + ShapeString(shape) + " of " + DTypeDescr(dtype) +
+                    " is more than 2^63 bytes");
+  }
+  return n;
+}
+
+NpyHeader ParseNpyHeader(const void* data, size_t size, uint64_t file_size,
+                         const std::string& name) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  const size_t offset = NpyDataOffset(p, size, name);
+  if (size < offset || file_size < offset) throw DataError(name + ": truncated .npy header");
+  const char* dict = reinterpret_cast<const char*>(p) + PreambleBytes(p[6]);
+  NpyHeader h = HeaderDict(dict, reinterpret_cast<const char*>(p) + offset, name).Parse();
+  h.data_offset = offset;
+  h.num_elements = ShapeElements(h.shape, h.dtype, name);
+  h.data_bytes = static_cast<uint64_t>(h.num_elements) * DTypeSize(h.dtype);
+  if (file_size - offset != h.data_bytes) {
+    throw DataError(name + ": file has " + std::to_string(file_size) + " bytes, header says " +
+                    std::to_string(offset) + " + " + std::to_string(h.data_bytes) +
+                    " (truncated or corrupt)");
+  }
+  return h;
+}
 
 NpyWriter::NpyWriter(const std::string& path, DType dtype, std::vector<int64_t> shape)
     : file_(path), dtype_(dtype) {
-  expected_ = 1;
-  for (int64_t d : shape) expected_ *= d;
+  if (shape.size() > kMaxNpyDims) {
+    throw DataError("internal: " + path + ": shape has more than " + std::to_string(kMaxNpyDims) +
+                    " dimensions");
+  }
+  expected_ = ShapeElements(shape, dtype, path);
   std::string header = MakeHeader(dtype, shape);
   file_.Write(header.data(), header.size());
   sha_.Update(header.data(), header.size());
@@ -84,6 +286,12 @@ NpyWriter::NpyWriter(const std::string& path, DType dtype, std::vector<int64_t> 
 }
 
 void NpyWriter::Append(const void* data, int64_t num_elements) {
+  if (num_elements < 0 || num_elements > expected_ - written_) {
+    throw DataError("internal: " + file_.path() + ": appending " + std::to_string(num_elements) +
+                    " elements after " + std::to_string(written_) + " of " +
+                    std::to_string(expected_));
+  }
+  // Cannot overflow: num_elements <= expected_, whose byte size was checked.
   size_t size = static_cast<size_t>(num_elements) * DTypeSize(dtype_);
   file_.Write(data, size);
   sha_.Update(data, size);
@@ -101,69 +309,15 @@ WrittenFile NpyWriter::Commit() {
 }
 
 NpyHeader ReadNpyHeader(const std::string& path) {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) throw DataError("missing file " + path);
-  char pre[10];
-  if (std::fread(pre, 1, 10, f.get()) != 10 || std::memcmp(pre, "\x93NUMPY", 6) != 0) {
-    throw DataError(path + ": not a .npy file (bad magic)");
-  }
-  if (pre[6] != 1) throw DataError(path + ": unsupported .npy version " + std::to_string(pre[6]));
-  size_t len = static_cast<uint8_t>(pre[8]) | (static_cast<size_t>(static_cast<uint8_t>(pre[9])) << 8);
-  std::string dict(len, '\0');
-  if (std::fread(&dict[0], 1, len, f.get()) != len) throw DataError(path + ": truncated .npy header");
-
-  NpyHeader h;
-  h.data_offset = 10 + len;
-  auto field = [&](const std::string& key) -> size_t {
-    size_t p = dict.find("'" + key + "'");
-    if (p == std::string::npos) throw DataError(path + ": .npy header lacks '" + key + "'");
-    p = dict.find(':', p);
-    if (p == std::string::npos) throw DataError(path + ": malformed .npy header");
-    return p + 1;
-  };
-  size_t p = field("descr");
-  size_t q1 = dict.find('\'', p);
-  size_t q2 = q1 == std::string::npos ? q1 : dict.find('\'', q1 + 1);
-  if (q2 == std::string::npos) throw DataError(path + ": malformed .npy descr");
-  std::string descr = dict.substr(q1 + 1, q2 - q1 - 1);
-  if (!ParseDescr(descr, &h.dtype)) throw DataError(path + ": unsupported dtype " + descr);
-  p = field("fortran_order");
-  if (dict.compare(dict.find_first_not_of(' ', p), 5, "False") != 0) {
-    throw DataError(path + ": Fortran-order arrays are not supported");
-  }
-  p = field("shape");
-  size_t open = dict.find('(', p), close = dict.find(')', p);
-  if (open == std::string::npos || close == std::string::npos) {
-    throw DataError(path + ": malformed .npy shape");
-  }
-  std::istringstream dims(dict.substr(open + 1, close - open - 1));
-  std::string tok;
-  while (std::getline(dims, tok, ',')) {
-    size_t b = tok.find_first_not_of(" ");
-    if (b == std::string::npos) continue;
-    try {
-      long long d = std::stoll(tok.substr(b));
-      if (d < 0) throw std::invalid_argument("negative");
-      h.shape.push_back(d);
-    } catch (const std::exception&) {
-      throw DataError(path + ": malformed .npy shape");
-    }
-  }
-  if (std::fseek(f.get(), 0, SEEK_END) != 0) throw DataError(path + ": cannot seek");
-  long long size = std::ftell(f.get());
-  long long need = static_cast<long long>(h.data_offset) +
-                   static_cast<long long>(h.NumElements() * DTypeSize(h.dtype));
-  if (size != need) {
-    throw DataError(path + ": file has " + std::to_string(size) + " bytes, header says " +
-                    std::to_string(need) + " (truncated or corrupt)");
-  }
-  return h;
+  FilePtr f = OpenNpy(path);
+  return ReadHeaderFrom(f.get(), FileSize(f.get(), path), path);
 }
 
 template <typename T>
 std::vector<T> ReadNpy(const std::string& path, const std::vector<int64_t>& expected_shape,
                        std::vector<int64_t>* shape_out) {
-  NpyHeader h = ReadNpyHeader(path);
+  FilePtr f = OpenNpy(path);
+  NpyHeader h = ReadHeaderFrom(f.get(), FileSize(f.get(), path), path);
   if (h.dtype != DTypeOf<T>()) {
     throw DataError(path + ": dtype " + DTypeDescr(h.dtype) + ", expected " +
                     DTypeDescr(DTypeOf<T>()));
@@ -178,11 +332,11 @@ std::vector<T> ReadNpy(const std::string& path, const std::vector<int64_t>& expe
                       ShapeString(expected_shape));
     }
   }
-  std::vector<T> data(static_cast<size_t>(h.NumElements()));
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f || std::fseek(f.get(), static_cast<long>(h.data_offset), SEEK_SET) != 0 ||
-      std::fread(data.data(), sizeof(T), data.size(), f.get()) != data.size()) {
-    throw DataError("cannot read " + path);
+  // The size was checked against the file's, so this allocation is bounded
+  // by what is on disk. The stream is positioned at the data.
+  std::vector<T> data(static_cast<size_t>(h.num_elements));
+  if (std::fread(data.data(), sizeof(T), data.size(), f.get()) != data.size()) {
+    throw DataError("cannot read " + path + " (file shrank while being read?)");
   }
   if (shape_out) *shape_out = h.shape;
   return data;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/fs.h"
@@ -27,12 +28,24 @@ inline DType DTypeOf<int64_t>() { return DType::kInt64; }
 template <>
 inline DType DTypeOf<float>() { return DType::kFloat32; }
 
+// Headers longer than this are rejected as corrupt (numpy's own reader
+// refuses headers over 10000 bytes by default).
+constexpr size_t kMaxNpyHeaderBytes = 1 << 16;
+// numpy's limit on the number of dimensions.
+constexpr size_t kMaxNpyDims = 64;
+
 struct NpyHeader {
-  DType dtype;
+  DType dtype = DType::kUInt8;
   std::vector<int64_t> shape;
-  size_t data_offset = 0;  // bytes from the start of the file
-  int64_t NumElements() const;
+  size_t data_offset = 0;   // bytes from the start of the file
+  int64_t num_elements = 0;  // prod(shape), checked against overflow
+  uint64_t data_bytes = 0;   // num_elements * DTypeSize(dtype), checked
+  int64_t NumElements() const { return num_elements; }
 };
+
+// prod(shape), or DataError "<what>: ..." when an extent is negative or the
+// product (or its size in bytes for `dtype`) does not fit int64.
+int64_t ShapeElements(const std::vector<int64_t>& shape, DType dtype, const std::string& what);
 
 // What was written: bytes on disk and the sha256 of the file.
 struct WrittenFile {
@@ -59,9 +72,8 @@ class NpyWriter {
 
 template <typename T>
 WrittenFile WriteNpy(const std::string& path, const T* data, std::vector<int64_t> shape) {
-  NpyWriter w(path, DTypeOf<T>(), shape);
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  const int64_t n = ShapeElements(shape, DTypeOf<T>(), path);
+  NpyWriter w(path, DTypeOf<T>(), std::move(shape));
   w.Append(data, n);
   return w.Commit();
 }
@@ -71,8 +83,16 @@ WrittenFile WriteNpy(const std::string& path, const std::vector<T>& v) {
   return WriteNpy(path, v.data(), {static_cast<int64_t>(v.size())});
 }
 
-// Parses and validates the header; checks that the file size matches the
-// shape. Throws DataError naming the file.
+// Parses and validates the header of a .npy file from memory: `data` holds
+// the first `size` bytes of a file of `file_size` bytes (at least the whole
+// header; more is ignored). Every count is overflow-checked and the file
+// size must equal data_offset + data_bytes. Throws DataError "<name>: ...".
+// Pure function, thread-safe.
+NpyHeader ParseNpyHeader(const void* data, size_t size, uint64_t file_size,
+                         const std::string& name);
+
+// Reads and checks the header of the file at `path` (ParseNpyHeader).
+// Throws DataError naming the file.
 NpyHeader ReadNpyHeader(const std::string& path);
 
 // Reads a whole array, checking dtype and (when expected_shape is non-empty)

@@ -7,6 +7,13 @@
 
 namespace gnn {
 
+namespace {
+
+// Class indices beyond this are corrupt input (and would not fit a model).
+constexpr float kMaxLabel = 2147483648.0f;  // 2^31
+
+}  // namespace
+
 void CsvCursor::Fail(const std::string& what) const {
   throw DataError(file_ + ":" + std::to_string(line_) + ": " + what);
 }
@@ -89,7 +96,10 @@ int64_t CsvCursor::Label() {
     return Int64();
   }
   float f = Float();
-  if (f != std::floor(f) || f < 0) Fail("label " + std::string(field) + " is not a class index");
+  // The bound also keeps the cast below defined (inf, 1e30).
+  if (!(f >= 0 && f < kMaxLabel) || f != std::floor(f)) {
+    Fail("label " + std::string(field) + " is not a class index");
+  }
   return static_cast<int64_t>(f);
 }
 

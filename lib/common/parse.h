@@ -21,7 +21,8 @@ class CsvCursor {
   // Reads one field and consumes the ',' after it if present.
   int64_t Int64();
   float Float();
-  // Integer label field: "3", "3.0" -> 3; "nan" or empty -> -1.
+  // Integer label field: "3", "3.0" -> 3; "nan" or empty -> -1. A float
+  // form must be a whole number in [0, 2^31).
   int64_t Label();
   // Requires the end of the line (after optional '\r'), consuming '\n'. A
   // trailing ',' (an empty last field) is an error.

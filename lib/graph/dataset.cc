@@ -35,7 +35,9 @@ void Dataset::Validate() const {
                       std::to_string(num_nodes) + ")");
     }
   }
-  if (static_cast<int64_t>(features.size()) != num_nodes * feature_dim) {
+  int64_t cells = 0;
+  if (feature_dim < 0 || __builtin_mul_overflow(num_nodes, feature_dim, &cells) ||
+      static_cast<int64_t>(features.size()) != cells) {
     throw DataError(name + ": feature matrix has " + std::to_string(features.size()) +
                     " values, expected " + std::to_string(num_nodes) + " x " +
                     std::to_string(feature_dim));

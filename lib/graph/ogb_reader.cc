@@ -42,6 +42,11 @@ constexpr int kCacheFormatVersion = 1;
 // count is a DataError rather than a bad_alloc.
 constexpr uint64_t kMaxDeflateRatio = 1032;
 
+// Node and edge counts beyond this are corrupt (and would overflow sums
+// such as num_nodes + 1); class indices must fit a 32-bit model dimension.
+constexpr int64_t kMaxCount = int64_t{1} << 62;
+constexpr int64_t kMaxClasses = std::numeric_limits<int32_t>::max();
+
 // Level 1 compresses CSV of floats about 4x faster than the default 6 and
 // only ~10% larger; WriteOgbFolder is used to make products-size inputs.
 constexpr int kWriteGzipLevel = 1;
@@ -162,6 +167,7 @@ int64_t ReadCount(const std::string& path, ParseContext* ctx) {
       value = c.Int64();
       c.EndLine();
       if (value < 0) c.Fail("negative count " + std::to_string(value));
+      if (value > kMaxCount) c.Fail("count " + std::to_string(value) + " is beyond 2^62");
     }
   });
   if (lines == 0) throw DataError(path + ": empty file, expected one number");
@@ -262,6 +268,7 @@ void ReadLabels(const std::string& path, int64_t num_nodes, Dataset* d, ParseCon
       int64_t l = c.Label();
       c.EndLine();
       if (l < -1) c.Fail("negative label " + std::to_string(l));
+      if (l >= kMaxClasses) c.Fail("label " + std::to_string(l) + " is beyond 2^31 - 1");
       max_label = std::max(max_label, l);
       d->labels.push_back(l);
     }

@@ -2,14 +2,20 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
+#include <set>
+#include <tuple>
+#include <utility>
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/json_reader.h"
 #include "common/sha256.h"
 
 namespace gnn {
 
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 const std::vector<std::string> kPartFiles = {
     "indptr.npy",     "indices.npy",    "feat.npy",      "label.npy",
@@ -25,7 +31,7 @@ int PartitionConfig::PartOf(int64_t node) const {
 }
 
 std::string PartitionConfig::FilePath(int part, const std::string& file) const {
-  return (std::filesystem::path(base_dir) / parts.at(part).dir / file).string();
+  return (fs::path(base_dir) / parts.at(part).dir / file).string();
 }
 
 json ToJson(const PartitionConfig& c) {
@@ -80,105 +86,190 @@ json ToJson(const PartitionConfig& c) {
   return j;
 }
 
+namespace {
+
+// Counts fit int64 with room for n + 1 and sums of a few of them.
+constexpr int64_t kMaxCount = int64_t{1} << 62;
+constexpr int64_t kMaxParts = int64_t{1} << 20;
+constexpr int64_t kMaxHaloHops = 64;
+constexpr int64_t kMaxNegatives = int64_t{1} << 20;
+constexpr int64_t kMaxClasses = std::numeric_limits<int32_t>::max();
+
+bool IsHex64(const std::string& s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char ch) {
+           return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
+         });
+}
+
+// True if `inner` is `outer` or lies below it (both canonical).
+bool IsWithin(const fs::path& inner, const fs::path& outer) {
+  auto [o, i] = std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
+  return o == outer.end() || (o->empty() && std::next(o) == outer.end());
+}
+
+// `part_dir` must name a folder inside the config's folder: relative, no
+// ".." component, and (resolving symlinks) not leading out of it.
+std::string ConfinedDir(const JsonReader& r, const std::string& base_dir) {
+  const std::string dir = r.String();
+  const fs::path rel(dir);
+  if (dir.empty() || dir.find('\0') != std::string::npos) r.Fail("expected a folder name");
+  if (rel.is_absolute()) r.Fail("absolute path '" + dir + "' (must be inside the config's folder)");
+  for (const fs::path& part : rel) {
+    if (part == "..") r.Fail("path '" + dir + "' has a '..' component");
+  }
+  std::error_code ec;
+  const fs::path base = fs::weakly_canonical(fs::absolute(base_dir, ec), ec);
+  if (ec) r.Fail("cannot resolve the config's folder " + base_dir + ": " + ec.message());
+  const fs::path full = fs::weakly_canonical(base / rel, ec);
+  if (ec) r.Fail("cannot resolve '" + dir + "': " + ec.message());
+  if (!IsWithin(full, base) || full == base) {
+    r.Fail("path '" + dir + "' resolves to " + full.string() + ", outside " + base.string());
+  }
+  return dir;
+}
+
+void ParseValEdges(const JsonReader& v, PartitionConfig* c) {
+  c->val_edges_fraction = v.At("fraction").Number(0, 1);
+  if (c->val_edges_fraction <= 0 || c->val_edges_fraction >= 1) {
+    v.At("fraction").Fail("expected a fraction in (0, 1)");
+  }
+  c->num_val_edges = v.At("num_edges").Int(0, kMaxCount);
+  c->val_negatives = static_cast<int>(v.At("negatives_per_edge").Int(1, kMaxNegatives));
+}
+
+void ParseScalars(const JsonReader& r, PartitionConfig* c) {
+  c->format_version = static_cast<int>(r.At("format_version").Int(0, 1 << 30));
+  if (c->format_version != kPartitionFormatVersion) {
+    r.At("format_version")
+        .Fail(std::to_string(c->format_version) + " is not supported (this build reads " +
+              std::to_string(kPartitionFormatVersion) + ")");
+  }
+  c->graph_name = r.At("graph_name").String();
+  if (c->graph_name.empty()) r.At("graph_name").Fail("empty graph name");
+  c->dataset = r.Has("dataset") ? r.At("dataset").String() : "";
+  c->num_nodes = r.At("num_nodes").Int(0, kMaxCount);
+  c->num_edges = r.At("num_edges").Int(0, kMaxCount);
+  c->part_method = r.At("part_method").String();
+  c->num_parts = static_cast<int>(r.At("num_parts").Int(1, kMaxParts));
+  c->halo_hops = static_cast<int>(r.At("halo_hops").Int(0, kMaxHaloHops));
+  c->feature_dim = r.At("feature_dim").Int(0, kMaxCount);
+  int64_t cells;
+  if (__builtin_mul_overflow(c->num_nodes, c->feature_dim, &cells) || cells > kMaxCount) {
+    r.At("feature_dim").Fail("num_nodes x feature_dim does not fit 62 bits");
+  }
+  c->num_classes = r.At("num_classes").Int(0, kMaxClasses);
+  c->balance_train = r.At("balance_train").Bool();
+  c->balance_edges = r.At("balance_edges").Bool();
+  c->undirected = r.At("undirected").Bool();
+  c->seed = r.At("seed").Uint64();
+  if (r.Has("val_edges")) ParseValEdges(r.At("val_edges"), c);
+}
+
+// [start, end) from a node_map / edge_map entry; must start at `next`.
+std::pair<int64_t, int64_t> Range(const JsonReader& r, int64_t next, int64_t total) {
+  if (r.ArraySize() != 2) r.Fail("expected [start, end]");
+  const int64_t start = r.Item(0).Int(0, total), end = r.Item(1).Int(0, total);
+  if (start != next || end < start) {
+    r.Fail("range [" + std::to_string(start) + ", " + std::to_string(end) +
+           ") is not contiguous with the previous one (expected start " + std::to_string(next) +
+           ")");
+  }
+  return {start, end};
+}
+
+void ParsePartCounts(const JsonReader& pj, const PartitionConfig& c, PartInfo* p) {
+  const int64_t n = p->num_nodes();
+  p->num_train = pj.At("num_train").Int(0, n);
+  p->num_valid = pj.At("num_valid").Int(0, n);
+  p->num_test = pj.At("num_test").Int(0, n);
+  if (c.val_edges_fraction > 0) p->num_val_edges = pj.At("num_val_edges").Int(0, c.num_val_edges);
+}
+
+void ParseFiles(const JsonReader& files, const PartitionConfig& c, PartInfo* p) {
+  std::vector<std::string> names = kPartFiles;
+  if (c.val_edges_fraction > 0) names.insert(names.end(), kValEdgeFiles.begin(), kValEdgeFiles.end());
+  for (const std::string& name : names) {
+    const JsonReader f = files.At(name);
+    PartFile pf{static_cast<uint64_t>(f.At("bytes").Int(0, kMaxCount)), f.At("sha256").String()};
+    if (!IsHex64(pf.sha256)) f.At("sha256").Fail("expected 64 lowercase hex digits");
+    p->files[name] = pf;
+  }
+}
+
+void ParseParts(const JsonReader& r, PartitionConfig* c) {
+  const JsonReader node_map = r.At("node_map").At("_N");
+  const JsonReader edge_map = r.At("edge_map").At("_N:_E:_N");
+  for (const JsonReader* m : {&node_map, &edge_map}) {
+    if (m->ArraySize() != static_cast<size_t>(c->num_parts)) {
+      m->Fail("has " + std::to_string(m->ArraySize()) + " ranges for num_parts " +
+              std::to_string(c->num_parts));
+    }
+  }
+  int64_t next_node = 0, next_edge = 0, val_edges = 0;
+  std::set<std::string> dirs;
+  for (int i = 0; i < c->num_parts; ++i) {
+    PartInfo p;
+    const JsonReader pj = r.At("part-" + std::to_string(i));
+    p.dir = ConfinedDir(pj.At("part_dir"), c->base_dir);
+    if (!dirs.insert(fs::path(p.dir).lexically_normal().string()).second) {
+      pj.At("part_dir").Fail("folder '" + p.dir + "' is used by another partition");
+    }
+    std::tie(p.node_start, p.node_end) = Range(node_map.Item(i), next_node, c->num_nodes);
+    std::tie(p.edge_start, p.edge_end) = Range(edge_map.Item(i), next_edge, c->num_edges);
+    next_node = p.node_end;
+    next_edge = p.edge_end;
+    ParsePartCounts(pj, *c, &p);
+    val_edges += p.num_val_edges;
+    ParseFiles(pj.At("files"), *c, &p);
+    c->parts.push_back(std::move(p));
+  }
+  if (next_node != c->num_nodes) {
+    node_map.Fail("ranges cover " + std::to_string(next_node) + " of " +
+                  std::to_string(c->num_nodes) + " nodes");
+  }
+  if (next_edge != c->num_edges) {
+    edge_map.Fail("ranges cover " + std::to_string(next_edge) + " of " +
+                  std::to_string(c->num_edges) + " edges");
+  }
+  if (val_edges != c->num_val_edges) {
+    r.At("val_edges").At("num_edges").Fail("partitions hold " + std::to_string(val_edges) +
+                                           " held-out edges, not " +
+                                           std::to_string(c->num_val_edges));
+  }
+}
+
+}  // namespace
+
 PartitionConfig ParsePartitionConfig(const json& j, const std::string& base_dir,
                                      const std::string& source) {
   PartitionConfig c;
   c.base_dir = base_dir;
+  const JsonReader r(j, source);
   try {
-    c.format_version = j.at("format_version").get<int>();
-    if (c.format_version != kPartitionFormatVersion) {
-      throw DataError(source + ": format_version " + std::to_string(c.format_version) +
-                      " is not supported (this build reads " +
-                      std::to_string(kPartitionFormatVersion) + ")");
-    }
-    c.graph_name = j.at("graph_name").get<std::string>();
-    c.dataset = j.value("dataset", "");
-    c.num_nodes = j.at("num_nodes").get<int64_t>();
-    c.num_edges = j.at("num_edges").get<int64_t>();
-    c.part_method = j.at("part_method").get<std::string>();
-    c.num_parts = j.at("num_parts").get<int>();
-    c.halo_hops = j.at("halo_hops").get<int>();
-    c.feature_dim = j.at("feature_dim").get<int64_t>();
-    c.num_classes = j.at("num_classes").get<int64_t>();
-    c.balance_train = j.at("balance_train").get<bool>();
-    c.balance_edges = j.at("balance_edges").get<bool>();
-    c.undirected = j.at("undirected").get<bool>();
-    c.seed = j.at("seed").get<uint64_t>();
-    if (j.contains("val_edges")) {
-      const json& v = j.at("val_edges");
-      c.val_edges_fraction = v.at("fraction").get<double>();
-      c.num_val_edges = v.at("num_edges").get<int64_t>();
-      c.val_negatives = v.at("negatives_per_edge").get<int>();
-      if (!(c.val_edges_fraction > 0 && c.val_edges_fraction < 1) || c.num_val_edges < 0 ||
-          c.val_negatives < 1) {
-        throw DataError(source + ": val_edges has an invalid fraction, count or negatives");
-      }
-    }
-    const json& node_map = j.at("node_map").at("_N");
-    const json& edge_map = j.at("edge_map").at("_N:_E:_N");
-    if (c.num_parts < 1 || node_map.size() != static_cast<size_t>(c.num_parts) ||
-        edge_map.size() != static_cast<size_t>(c.num_parts)) {
-      throw DataError(source + ": num_parts " + std::to_string(c.num_parts) +
-                      " does not match node_map/edge_map");
-    }
-    int64_t next_node = 0, next_edge = 0;
-    for (int i = 0; i < c.num_parts; ++i) {
-      PartInfo p;
-      const json& pj = j.at("part-" + std::to_string(i));
-      p.dir = pj.at("part_dir").get<std::string>();
-      p.node_start = node_map[i].at(0).get<int64_t>();
-      p.node_end = node_map[i].at(1).get<int64_t>();
-      p.edge_start = edge_map[i].at(0).get<int64_t>();
-      p.edge_end = edge_map[i].at(1).get<int64_t>();
-      if (p.node_start != next_node || p.node_end < p.node_start) {
-        throw DataError(source + ": node_map range " + std::to_string(i) +
-                        " is not contiguous with the previous one");
-      }
-      if (p.edge_start != next_edge || p.edge_end < p.edge_start) {
-        throw DataError(source + ": edge_map range " + std::to_string(i) +
-                        " is not contiguous with the previous one");
-      }
-      next_node = p.node_end;
-      next_edge = p.edge_end;
-      p.num_train = pj.at("num_train").get<int64_t>();
-      p.num_valid = pj.at("num_valid").get<int64_t>();
-      p.num_test = pj.at("num_test").get<int64_t>();
-      std::vector<std::string> names = kPartFiles;
-      if (c.val_edges_fraction > 0) {
-        names.insert(names.end(), kValEdgeFiles.begin(), kValEdgeFiles.end());
-        p.num_val_edges = pj.at("num_val_edges").get<int64_t>();
-      }
-      for (const std::string& name : names) {
-        const json& f = pj.at("files").at(name);
-        p.files[name] = PartFile{f.at("bytes").get<uint64_t>(), f.at("sha256").get<std::string>()};
-      }
-      c.parts.push_back(std::move(p));
-    }
-    if (next_node != c.num_nodes) {
-      throw DataError(source + ": node_map covers " + std::to_string(next_node) + " of " +
-                      std::to_string(c.num_nodes) + " nodes");
-    }
-    if (next_edge != c.num_edges) {
-      throw DataError(source + ": edge_map covers " + std::to_string(next_edge) + " of " +
-                      std::to_string(c.num_edges) + " edges");
-    }
-    if (j.contains("partition_report")) c.report = j["partition_report"];
+    ParseScalars(r, &c);
+    ParseParts(r, &c);
+    if (r.Has("partition_report")) c.report = j.at("partition_report");
   } catch (const json::exception& e) {
+    // JsonReader checks types first; this is a backstop for anything missed.
     throw DataError(source + ": invalid partition config: " + e.what());
   }
   return c;
 }
 
-PartitionConfig LoadPartitionConfig(const std::string& path) {
-  std::string text = ReadFile(path);
+PartitionConfig ParsePartitionConfigText(const std::string& text, const std::string& base_dir,
+                                         const std::string& source) {
   json j;
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {
-    throw DataError(path + ": not valid JSON: " + e.what());
+    throw DataError(source + ": not valid JSON: " + e.what());
   }
-  std::string base = std::filesystem::path(path).parent_path().string();
-  return ParsePartitionConfig(j, base.empty() ? "." : base, path);
+  return ParsePartitionConfig(j, base_dir, source);
+}
+
+PartitionConfig LoadPartitionConfig(const std::string& path) {
+  std::string base = fs::path(path).parent_path().string();
+  return ParsePartitionConfigText(ReadFile(path), base.empty() ? "." : base, path);
 }
 
 void VerifyPartFiles(const PartitionConfig& config, int part) {

@@ -72,11 +72,19 @@ struct PartitionConfig {
 
 nlohmann::json ToJson(const PartitionConfig& config);
 
-// Parses and checks invariants (format_version, ranges contiguous and
-// covering [0, num_nodes), edge ranges consistent, every file listed).
-// `source` names the file in errors. Throws DataError.
+// Parses and checks invariants: every value's type and range (counts
+// non-negative and below 2^62, num_parts in [1, 2^20], ...), node and edge
+// ranges contiguous and covering [0, num_nodes) and [0, num_edges), per-part
+// counts consistent, every file listed with a sha256, and every part_dir
+// confined to `base_dir` (relative, no "..", not escaping through
+// symlinks). `source` names the file in errors: one DataError line naming
+// the file and the key.
 PartitionConfig ParsePartitionConfig(const nlohmann::json& j, const std::string& base_dir,
                                      const std::string& source);
+
+// ParsePartitionConfig of JSON text (DataError if it is not JSON).
+PartitionConfig ParsePartitionConfigText(const std::string& text, const std::string& base_dir,
+                                         const std::string& source);
 
 // Reads and parses `<path>`; throws DataError naming the path.
 PartitionConfig LoadPartitionConfig(const std::string& path);

@@ -51,6 +51,65 @@ HeldOutEdges LoadHeldOutEdges(const PartitionConfig& config, int part, bool veri
   return h;
 }
 
+namespace {
+
+void CheckIds(const std::string& path, const int64_t* ids, int64_t count, int64_t num_nodes) {
+  for (int64_t i = 0; i < count; ++i) {
+    if (ids[i] < 0 || ids[i] >= num_nodes) {
+      throw DataError(path + ": entry " + std::to_string(i) + " is node id " +
+                      std::to_string(ids[i]) + ", outside [0, " + std::to_string(num_nodes) + ")");
+    }
+  }
+}
+
+void CheckIndptr(const std::string& path, const int64_t* indptr, int64_t n, int64_t e) {
+  if (indptr[0] != 0 || indptr[n] != e) {
+    throw DataError(path + ": offsets run from " + std::to_string(indptr[0]) + " to " +
+                    std::to_string(indptr[n]) + ", not from 0 to the " + std::to_string(e) +
+                    " entries of indices.npy");
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (indptr[i + 1] < indptr[i]) {
+      throw DataError(path + ": offsets decrease at entry " + std::to_string(i + 1));
+    }
+  }
+}
+
+void CheckMask(const std::string& path, const uint8_t* mask, int64_t n, int64_t want) {
+  int64_t ones = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (mask[i] > 1) {
+      throw DataError(path + ": entry " + std::to_string(i) + " is " + std::to_string(mask[i]) +
+                      ", not 0 or 1");
+    }
+    ones += mask[i];
+  }
+  if (ones != want) {
+    throw DataError(path + ": " + std::to_string(ones) + " nodes are set, the partition config says " +
+                    std::to_string(want));
+  }
+}
+
+}  // namespace
+
+void CheckPartitionArrays(const PartitionConfig& config, int part, const PartitionArrays& a) {
+  const PartInfo& info = config.parts.at(part);
+  const int64_t n = info.num_nodes(), e = info.num_edges();
+  auto path = [&](const char* f) { return config.FilePath(part, f); };
+  CheckIndptr(path("indptr.npy"), a.indptr, n, e);
+  CheckIds(path("indices.npy"), a.indices, e, config.num_nodes);
+  for (int64_t i = 0; i < n; ++i) {
+    if (a.labels[i] < -1 || a.labels[i] >= config.num_classes) {
+      throw DataError(path("label.npy") + ": label " + std::to_string(a.labels[i]) +
+                      " outside [0, " + std::to_string(config.num_classes) + ")");
+    }
+  }
+  const char* mask_files[3] = {"train_mask.npy", "valid_mask.npy", "test_mask.npy"};
+  const int64_t counts[3] = {info.num_train, info.num_valid, info.num_test};
+  for (int m = 0; m < 3; ++m) CheckMask(path(mask_files[m]), a.masks[m], n, counts[m]);
+  CheckIds(path("orig_nids.npy"), a.orig_nids, n, config.num_nodes);
+}
+
 LocalPartition LoadLocalPartition(const PartitionConfig& config, int part, bool verify_checksums) {
   if (part < 0 || part >= config.num_parts) {
     throw ConfigError("partition " + std::to_string(part) + " does not exist (config has " +
@@ -64,32 +123,26 @@ LocalPartition LoadLocalPartition(const PartitionConfig& config, int part, bool 
   p.node_start = info.node_start;
   p.num_nodes = n;
   p.feature_dim = config.feature_dim;
+  // Every read checks dtype and the shape the config implies (so feature
+  // rows = owned nodes, and so on); the contents are checked below.
   auto path = [&](const char* f) { return config.FilePath(part, f); };
   p.indptr = ReadNpy<int64_t>(path("indptr.npy"), {n + 1});
   p.indices = ReadNpy<int64_t>(path("indices.npy"), {info.num_edges()});
-  if (p.indptr.front() != 0 || p.indptr.back() != info.num_edges()) {
-    throw DataError(path("indptr.npy") + ": offsets do not span indices.npy");
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    if (p.indptr[i + 1] < p.indptr[i]) throw DataError(path("indptr.npy") + ": offsets decrease");
-  }
-  for (int64_t v : p.indices) {
-    if (v < 0 || v >= config.num_nodes) {
-      throw DataError(path("indices.npy") + ": node id " + std::to_string(v) + " out of range");
-    }
-  }
   p.features = ReadNpy<float>(path("feat.npy"), {n, config.feature_dim});
   p.labels = ReadNpy<int64_t>(path("label.npy"), {n});
   p.train_mask = ReadNpy<uint8_t>(path("train_mask.npy"), {n});
   p.valid_mask = ReadNpy<uint8_t>(path("valid_mask.npy"), {n});
   p.test_mask = ReadNpy<uint8_t>(path("test_mask.npy"), {n});
   p.orig_nids = ReadNpy<int64_t>(path("orig_nids.npy"), {n});
-  for (int64_t l : p.labels) {
-    if (l < -1 || l >= config.num_classes) {
-      throw DataError(path("label.npy") + ": label " + std::to_string(l) + " outside [0, " +
-                      std::to_string(config.num_classes) + ")");
-    }
-  }
+  PartitionArrays a;
+  a.indptr = p.indptr.data();
+  a.indices = p.indices.data();
+  a.labels = p.labels.data();
+  a.masks[0] = p.train_mask.data();
+  a.masks[1] = p.valid_mask.data();
+  a.masks[2] = p.test_mask.data();
+  a.orig_nids = p.orig_nids.data();
+  CheckPartitionArrays(config, part, a);
   return p;
 }
 

@@ -34,6 +34,25 @@ struct HeldOutEdges {
   int64_t size() const { return static_cast<int64_t>(heads.size()); }
 };
 
+// Borrowed views of one partition's arrays, each of the length the config
+// gives it: indptr [n + 1], indices [e], labels, masks and orig_nids [n].
+struct PartitionArrays {
+  const int64_t* indptr = nullptr;
+  const int64_t* indices = nullptr;
+  const int64_t* labels = nullptr;
+  const uint8_t* masks[3] = {nullptr, nullptr, nullptr};  // train, valid, test
+  const int64_t* orig_nids = nullptr;
+};
+
+// The consistency checks of partition `part`'s arrays against `config`,
+// shared by every loader (files, shared memory): indptr starts at 0, never
+// decreases and ends at the edge count; indices and orig_nids are node ids
+// of the graph; labels in [-1, num_classes); masks hold 0/1 and as many
+// ones as the config's num_train / num_valid / num_test. Throws DataError
+// naming the file (config.FilePath) and the first bad entry. Pure,
+// thread-safe.
+void CheckPartitionArrays(const PartitionConfig& config, int part, const PartitionArrays& a);
+
 // Reads partition `part`'s held-out edges (checksums first when asked);
 // shapes and ids are checked; DataError names the file.
 HeldOutEdges LoadHeldOutEdges(const PartitionConfig& config, int part, bool verify_checksums);

@@ -84,13 +84,19 @@ void CheckOutput(const PartitionOptions& o) {
   }
 }
 
-// Removes the temporary output folder unless released.
+// `output` as an absolute, normal path without a trailing '/'.
+std::string AbsoluteOutput(const std::string& output) {
+  std::string path = fs::absolute(output).lexically_normal().string();
+  if (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+// A new, uniquely named "<output>.tmp.<random>" folder (never shared with
+// another run, even one with the same pid on another host), removed with its
+// contents unless released.
 class TempOutput {
  public:
-  explicit TempOutput(std::string path) : path_(std::move(path)) {
-    RemoveAllQuietly(path_);
-    MakeDirs(path_);
-  }
+  explicit TempOutput(const std::string& prefix) : path_(MakeUniqueDir(prefix)) {}
   ~TempOutput() {
     if (!path_.empty()) RemoveAllQuietly(path_);
   }
@@ -104,11 +110,17 @@ class TempOutput {
 // Moves the finished temp folder to `output`, replacing an old one only now.
 void Publish(TempOutput& tmp, const std::string& output) {
   std::error_code ec;
-  std::string old = output + ".old." + std::to_string(::getpid());
+  const std::string absolute = AbsoluteOutput(output);
   bool had_old = fs::exists(output, ec);
+  std::string old;
   if (had_old) {
+    // rename(2) may replace an empty folder: reserve a unique one.
+    old = MakeUniqueDir(absolute + ".old.");
     fs::rename(output, old, ec);
-    if (ec) throw DataError("cannot replace " + output + ": " + ec.message());
+    if (ec) {
+      RemoveAllQuietly(old);
+      throw DataError("cannot replace " + output + ": " + ec.message());
+    }
   }
   fs::rename(tmp.path(), output, ec);
   if (ec) {
@@ -117,6 +129,7 @@ void Publish(TempOutput& tmp, const std::string& output) {
   }
   tmp.Release();
   if (had_old) RemoveAllQuietly(old);
+  SyncDir(fs::path(absolute).parent_path().string());
 }
 
 uint64_t Mix64(uint64_t z) {
@@ -465,9 +478,7 @@ PartitionResult RunPartition(const PartitionOptions& options) {
   const std::string graph_name = options.graph_name.empty() ? d.name : options.graph_name;
   const int64_t input_edges = d.num_edges();
 
-  std::string tmp_path = fs::absolute(options.output).lexically_normal().string();
-  if (!tmp_path.empty() && tmp_path.back() == '/') tmp_path.pop_back();
-  TempOutput tmp(tmp_path + ".tmp." + std::to_string(::getpid()));
+  TempOutput tmp(AbsoluteOutput(options.output) + ".tmp.");
   PartitionConfig config;
   int64_t cut = 0, undirected_edges = 0;
   // Ids that fit 32 bits halve the adjacency's memory (and METIS reads it

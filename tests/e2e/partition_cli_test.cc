@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "common/fs.h"
+#include "common/npy.h"
 #include "partition/config.h"
 #include "test_util.h"
 
@@ -165,6 +166,16 @@ TEST_CASE("gnn-partition bad input: one error line, non-zero exit, nothing writt
     std::ofstream(dir / "g/raw/node-feat.csv.gz", std::ios::binary) << gz.substr(0, gz.size() - 10);
     ExpectCleanFailure(run({"--dataset", dir / "g"}), "node-feat.csv.gz");
   }
+  SECTION("a node count beyond 2^62") {
+    WriteTinyOgb(dir / "g");
+    test::WriteGz(dir / "g/raw/num-node-list.csv.gz", "4611686018427387905\n");
+    ExpectCleanFailure(run({"--dataset", dir / "g"}), "num-node-list.csv.gz:1: count");
+  }
+  SECTION("a label of 1e30") {
+    WriteTinyOgb(dir / "g");
+    test::WriteGz(dir / "g/raw/node-label.csv.gz", "0\n1e30\n0\n1\n");
+    ExpectCleanFailure(run({"--dataset", dir / "g"}), "node-label.csv.gz:2: label 1e30");
+  }
   SECTION("unwritable output") {
     WriteFileAtomic(dir / "afile", "x");
     auto r = RunProcess({Bin("gnn-partition"), "--dataset", "synthetic:tiny", "--output",
@@ -176,4 +187,45 @@ TEST_CASE("gnn-partition bad input: one error line, non-zero exit, nothing writt
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
     CHECK(entry.path().filename().string().find(".tmp") == std::string::npos);
   }
+}
+
+// The cache is disposable: a poisoned one (here consistent with itself, for
+// a 4-node graph whose feat.npy claims 4 x 2^62 floats in 128 bytes, which
+// an unchecked product wrapped to 0) is refused naming the file, and the
+// partitions come from the raw files.
+TEST_CASE("gnn-partition refuses a poisoned .npy cache and uses the raw files", "[e2e]") {
+  test::TempDir dir;
+  const std::string g = dir / "g";
+  WriteTinyOgb(g);
+  test::WriteGz(g + "/raw/num-node-list.csv.gz", "5\n");
+  test::WriteGz(g + "/raw/node-feat.csv.gz", "1,0\n0,1\n1,1\n0,0\n2,2\n");
+  test::WriteGz(g + "/raw/node-label.csv.gz", "0\n1\n0\n1\n1\n");
+  auto run = [&](const std::string& out) {
+    return RunProcess({Bin("gnn-partition"), "--dataset", g, "--num_parts", "2", "--output", out});
+  };
+  REQUIRE(run(dir / "first").exit_code == 0);
+  const std::string cache = g + "/processed";
+  REQUIRE(PathExists(cache + "/meta.json"));
+
+  nlohmann::json meta = nlohmann::json::parse(ReadFile(cache + "/meta.json"));
+  meta["num_nodes"] = 4;
+  meta["feature_dim"] = int64_t{1} << 62;
+  WriteFileAtomic(cache + "/meta.json", meta.dump());
+  WriteNpy(cache + "/label.npy", std::vector<int64_t>{0, 1, 0, 1});
+  std::string feat("\x93NUMPY\x01\x00\x76\x00", 10);
+  feat += "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 4611686018427387904), }";
+  feat.resize(127, ' ');
+  feat += '\n';
+  REQUIRE(feat.size() == 128);
+  std::ofstream(cache + "/feat.npy", std::ios::binary | std::ios::trunc) << feat;
+
+  auto r = run(dir / "second");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("ignoring the cache") != std::string::npos);
+  CHECK(r.err.find(cache + "/feat.npy: shape (4, 4611686018427387904) has more than 2^63") !=
+        std::string::npos);
+  PartitionConfig c = LoadPartitionConfig(dir / "second/g.json");
+  CHECK(c.num_nodes == 5);
+  CHECK(c.feature_dim == 2);
 }
