@@ -160,7 +160,9 @@ struct Plan {
 // another machine; any that is not is rewritten to "part<i>". Otherwise the
 // JSON stays byte-identical (servers and trainers compare its checksum).
 void PlanConfig(const CopyOptions& o, Plan* plan) {
-  plan->config = LoadPartitionConfig(o.part_config);
+  // The user's own config may name its partitions by absolute paths; the
+  // configs shipped to the machines are rewritten relative (and confined).
+  plan->config = LoadPartitionConfig(o.part_config, PartDirs::kAnywhere);
   plan->json_text = ReadFile(o.part_config);
   for (int i = 0; i < plan->config.num_parts; ++i) {
     std::string dir;

@@ -109,10 +109,11 @@ bool IsWithin(const fs::path& inner, const fs::path& outer) {
 
 // `part_dir` must name a folder inside the config's folder: relative, no
 // ".." component, and (resolving symlinks) not leading out of it.
-std::string ConfinedDir(const JsonReader& r, const std::string& base_dir) {
+std::string ConfinedDir(const JsonReader& r, const std::string& base_dir, PartDirs dirs) {
   const std::string dir = r.String();
   const fs::path rel(dir);
   if (dir.empty() || dir.find('\0') != std::string::npos) r.Fail("expected a folder name");
+  if (dirs == PartDirs::kAnywhere) return dir;
   if (rel.is_absolute()) r.Fail("absolute path '" + dir + "' (must be inside the config's folder)");
   for (const fs::path& part : rel) {
     if (part == "..") r.Fail("path '" + dir + "' has a '..' component");
@@ -196,7 +197,7 @@ void ParseFiles(const JsonReader& files, const PartitionConfig& c, PartInfo* p) 
   }
 }
 
-void ParseParts(const JsonReader& r, PartitionConfig* c) {
+void ParseParts(const JsonReader& r, PartDirs dirs_allowed, PartitionConfig* c) {
   const JsonReader node_map = r.At("node_map").At("_N");
   const JsonReader edge_map = r.At("edge_map").At("_N:_E:_N");
   for (const JsonReader* m : {&node_map, &edge_map}) {
@@ -210,7 +211,7 @@ void ParseParts(const JsonReader& r, PartitionConfig* c) {
   for (int i = 0; i < c->num_parts; ++i) {
     PartInfo p;
     const JsonReader pj = r.At("part-" + std::to_string(i));
-    p.dir = ConfinedDir(pj.At("part_dir"), c->base_dir);
+    p.dir = ConfinedDir(pj.At("part_dir"), c->base_dir, dirs_allowed);
     if (!dirs.insert(fs::path(p.dir).lexically_normal().string()).second) {
       pj.At("part_dir").Fail("folder '" + p.dir + "' is used by another partition");
     }
@@ -241,13 +242,13 @@ void ParseParts(const JsonReader& r, PartitionConfig* c) {
 }  // namespace
 
 PartitionConfig ParsePartitionConfig(const json& j, const std::string& base_dir,
-                                     const std::string& source) {
+                                     const std::string& source, PartDirs dirs) {
   PartitionConfig c;
   c.base_dir = base_dir;
   const JsonReader r(j, source);
   try {
     ParseScalars(r, &c);
-    ParseParts(r, &c);
+    ParseParts(r, dirs, &c);
     if (r.Has("partition_report")) c.report = j.at("partition_report");
   } catch (const json::exception& e) {
     // JsonReader checks types first; this is a backstop for anything missed.
@@ -257,19 +258,19 @@ PartitionConfig ParsePartitionConfig(const json& j, const std::string& base_dir,
 }
 
 PartitionConfig ParsePartitionConfigText(const std::string& text, const std::string& base_dir,
-                                         const std::string& source) {
+                                         const std::string& source, PartDirs dirs) {
   json j;
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {
     throw DataError(source + ": not valid JSON: " + e.what());
   }
-  return ParsePartitionConfig(j, base_dir, source);
+  return ParsePartitionConfig(j, base_dir, source, dirs);
 }
 
-PartitionConfig LoadPartitionConfig(const std::string& path) {
+PartitionConfig LoadPartitionConfig(const std::string& path, PartDirs dirs) {
   std::string base = fs::path(path).parent_path().string();
-  return ParsePartitionConfigText(ReadFile(path), base.empty() ? "." : base, path);
+  return ParsePartitionConfigText(ReadFile(path), base.empty() ? "." : base, path, dirs);
 }
 
 void VerifyPartFiles(const PartitionConfig& config, int part) {

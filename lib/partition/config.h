@@ -79,15 +79,20 @@ nlohmann::json ToJson(const PartitionConfig& config);
 // confined to `base_dir` (relative, no "..", not escaping through
 // symlinks). `source` names the file in errors: one DataError line naming
 // the file and the key.
+// kAnywhere is for gnn-copy's source config only, which may point at its
+// partitions by absolute paths (its user wrote it; what it ships is
+// rewritten relative): every other reader confines part_dir.
+enum class PartDirs { kConfined, kAnywhere };
+
 PartitionConfig ParsePartitionConfig(const nlohmann::json& j, const std::string& base_dir,
-                                     const std::string& source);
+                                     const std::string& source, PartDirs dirs = PartDirs::kConfined);
 
 // ParsePartitionConfig of JSON text (DataError if it is not JSON).
 PartitionConfig ParsePartitionConfigText(const std::string& text, const std::string& base_dir,
-                                         const std::string& source);
+                                         const std::string& source, PartDirs dirs = PartDirs::kConfined);
 
 // Reads and parses `<path>`; throws DataError naming the path.
-PartitionConfig LoadPartitionConfig(const std::string& path);
+PartitionConfig LoadPartitionConfig(const std::string& path, PartDirs dirs = PartDirs::kConfined);
 
 // Recomputes the sha256 of partition `part`'s files and compares them with
 // the config. Throws DataError naming the first mismatching file.
