@@ -1,0 +1,104 @@
+// libFuzzer target for the client-side reply decoders (lib/net/replies):
+// what a broken or hostile server could send to a trainer or sampler. The
+// input is a message (header frame + array frames, the protocol fuzzer's
+// layout after 8 leading bytes) and the request it answers (8 bytes: seed
+// count, fanout, node count, split bounds). The only acceptable failure is
+// a ProtocolError; a decoded reply must satisfy what the decoder promises.
+//
+//   CXX=clang++ cmake -S . -B build-fuzz -DGNN_FUZZ=ON -DGNN_WITH_TORCH=OFF -DGNN_BUILD_TESTS=OFF
+//   cmake --build build-fuzz --target gnn-reply-fuzz && build-fuzz/tests/fuzz/gnn-reply-fuzz -max_total_time=60
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "net/protocol.h"
+#include "net/replies.h"
+
+namespace {
+
+using gnn::ProtocolError;
+using namespace gnn::net;
+
+[[noreturn]] void Broken(const char* what) {
+  std::fprintf(stderr, "invariant broken: %s\n", what);
+  std::abort();
+}
+
+std::vector<zmq::message_t> Split(const uint8_t* data, size_t size) {
+  std::vector<zmq::message_t> parts;
+  if (size == 0) return parts;
+  const size_t frames = data[0] % 6;
+  size_t pos = 1;
+  for (size_t f = 0; f < frames; ++f) {
+    size_t len;
+    if (f + 1 == frames) {
+      len = size - pos;
+    } else {
+      len = 0;
+      if (pos < size) len = data[pos++];
+      if (pos < size) len |= static_cast<size_t>(data[pos++]) << 8;
+      if (len > size - pos) len = size - pos;
+    }
+    parts.emplace_back(data + pos, len);
+    pos += len;
+  }
+  return parts;
+}
+
+void Exercise(const Message& m, const uint8_t* q) {
+  const size_t seeds = q[0] % 64;
+  const int fanout = static_cast<int>(q[1] % 20) - 1;
+  const int64_t nodes = q[2] + 1;
+  std::vector<int64_t> ptr, idx;
+  try {
+    DecodeSampleReply(m, seeds, fanout, nodes, "server", &ptr, &idx);
+    if (ptr.size() != seeds + 1 || ptr[0] != 0 || ptr.back() != static_cast<int64_t>(idx.size())) {
+      Broken("SampleReply offsets");
+    }
+    for (size_t i = 0; i < seeds; ++i) {
+      if (ptr[i + 1] < ptr[i] || (fanout >= 0 && ptr[i + 1] - ptr[i] > fanout)) Broken("SampleReply row");
+    }
+    for (int64_t v : idx) {
+      if (v < 0 || v >= nodes) Broken("SampleReply id");
+    }
+  } catch (const ProtocolError&) {
+  }
+  try {
+    const size_t rows = q[3] % 16;
+    const int64_t dim = q[4] % 8;
+    const float* f = DecodeFeaturesReply(m, rows, dim, "server");
+    if (m.frames.at(0).size() != rows * static_cast<size_t>(dim) * sizeof(float) || (rows * dim > 0 && !f)) {
+      Broken("FeaturesReply size");
+    }
+  } catch (const ProtocolError&) {
+  }
+  try {
+    if (DecodeLabelsReply(m, q[5] % 16, "server").size() != q[5] % 16u) Broken("LabelsReply size");
+  } catch (const ProtocolError&) {
+  }
+  try {
+    const int64_t lo = q[6] % 32, hi = lo + q[7] % 32, count = q[5] % 8;
+    std::vector<int64_t> ids = DecodeSplitNodesReply(m, count, lo, hi, "server");
+    if (static_cast<int64_t>(ids.size()) != count) Broken("SplitNodesReply size");
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < lo || ids[i] >= hi || (i > 0 && ids[i] <= ids[i - 1])) Broken("SplitNodesReply id");
+    }
+  } catch (const ProtocolError&) {
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 8) return 0;
+  std::vector<zmq::message_t> parts = Split(data + 8, size - 8);
+  try {
+    Message m = Decode(std::move(parts));
+    Exercise(m, data);
+  } catch (const ProtocolError&) {
+  }
+  return 0;
+}
