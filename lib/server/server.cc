@@ -39,10 +39,6 @@ using net::kMaxPullReplyBytes;
 using net::kMaxRequestBytes;
 using net::kMaxSampledPerRequest;
 
-// Replies queued for one client that does not read them: past this many,
-// further replies to it are dropped (it times out) instead of buffered.
-constexpr int kMaxQueuedRepliesPerClient = 16;
-
 struct ServerState {
   const ServerOptions* options;
   PartitionConfig config;
@@ -284,7 +280,6 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
   frontend.set(zmq::sockopt::linger, 0);
   frontend.set(zmq::sockopt::router_mandatory, false);
   frontend.set(zmq::sockopt::maxmsgsize, kMaxRequestBytes);
-  frontend.set(zmq::sockopt::sndhwm, kMaxQueuedRepliesPerClient);
   o.keys.MakeServer(frontend);
   try {
     frontend.bind(endpoint);
