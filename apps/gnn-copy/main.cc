@@ -40,6 +40,9 @@ int main(int argc, char** argv) {
                  "partitions go to WORKSPACE/REL_DATA_PATH (relative; default: the workspace)");
   app.add_option("--part_config", o.part_config, "partition config JSON written by gnn-partition")
       ->required();
+  app.add_option("--secret_file", o.secret_file,
+                 "cluster secret for per-node/Slurm launches: made here (mode 0600) if missing, "
+                 "shipped to WORKSPACE/<its name> with mode 0600");
   app.add_option("--script_folder", o.script_folder,
                  "folder copied to WORKSPACE/<its name> on every machine");
   app.add_option("--ssh_port", o.ssh.port, "ssh port of remote machines")->capture_default_str();

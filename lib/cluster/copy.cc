@@ -13,6 +13,7 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <iostream>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -25,6 +26,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/sha256.h"
+#include "net/security.h"
 #include "partition/config.h"
 
 namespace gnn {
@@ -193,6 +195,21 @@ Item HashedItem(const std::string& source, const std::string& dest) {
   return Item{source, dest, Sha256File(source), static_cast<uint64_t>(st.st_size)};
 }
 
+// The cluster secret: made when missing (not in a dry run), and checked as
+// every binary checks it (owner-only, long enough) before it is shipped.
+// Its mode travels with it (local copies keep it, rsync --perms, scp -p).
+Item SecretItem(const CopyOptions& o) {
+  const std::string dest = Basename(o.secret_file);
+  std::error_code ec;
+  if (!fs::exists(o.secret_file, ec)) {
+    if (o.dry_run) return Item{"", dest, "", 65};
+    net::WriteSecretFile(o.secret_file, net::NewSecret());
+    std::cerr << "gnn-copy: made a new cluster secret " << o.secret_file << " (mode 0600)\n";
+  }
+  net::ReadSecretFile(o.secret_file);
+  return HashedItem(o.secret_file, dest);
+}
+
 void PlanShared(const CopyOptions& o, const std::string& rel, Plan* plan) {
   Sha256 sha;
   sha.Update(plan->json_text.data(), plan->json_text.size());
@@ -220,6 +237,7 @@ void PlanShared(const CopyOptions& o, const std::string& rel, Plan* plan) {
       plan->shared.push_back(HashedItem(Join(o.script_folder, f), Join(base, f)));
     }
   }
+  if (!o.secret_file.empty()) plan->shared.push_back(SecretItem(o));
   if (o.ship_binaries) {
     const std::string dir = o.binary_dir.empty() ? SelfDir() : o.binary_dir;
     for (const auto& name : kShippedBinaries) {

@@ -30,6 +30,10 @@ struct CopyOptions {
   std::string rel_data_path;  // partitions go to WORKSPACE/REL_DATA_PATH ("" = WORKSPACE)
   std::string part_config;    // partition config JSON written by gnn-partition
   std::string script_folder;  // optional; copied to WORKSPACE/<its basename>
+  // Optional cluster secret (net/security.h): made here with mode 0600 when
+  // it does not exist, shipped to WORKSPACE/<its basename> keeping mode
+  // 0600, for per-node and Slurm launches (gnn-launch --secret_file).
+  std::string secret_file;
   SshOptions ssh;
   bool ship_binaries = false;
   std::string binary_dir;  // where --ship_binaries takes them ("" = this executable's folder)

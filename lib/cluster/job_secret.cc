@@ -39,7 +39,7 @@ JobSecret::JobSecret(const LaunchOptions& o, const std::vector<MachinePlan>& pla
   if (o.machine_id >= 0) {
     throw ConfigError(
         "a per-node launch (--machine_id / --slurm) needs --secret_file: one cluster secret on every machine "
-        "(mode 0600, e.g. `umask 077; openssl rand -hex 32 > cluster.secret`), or --insecure for plaintext");
+        "(gnn-copy --secret_file FILE makes and ships it), or --insecure for plaintext");
   }
   const std::string secret = net::NewSecret();
   keys_ = net::JobKeys::Derive(secret, job_id);

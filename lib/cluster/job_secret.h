@@ -1,7 +1,7 @@
 // The secret a launch hands its processes, from which every one of them
 // derives the job's CURVE keys (net/security.h):
-//  * --secret_file F: a cluster secret already on every machine (copied
-//    there like an ssh key, mode 0600); per-node and Slurm launches need
+//  * --secret_file F: a cluster secret already on every machine (gnn-copy
+//    --secret_file makes and ships it, mode 0600); per-node and Slurm launches need
 //    one, since no launcher talks to another. Keys are per job all the
 //    same: they derive from the secret and the job id.
 //  * otherwise (one launcher for all machines): a fresh random secret for

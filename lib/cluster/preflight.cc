@@ -124,7 +124,7 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
     }
   } else if (!o.insecure && o.machine_id >= 0) {
     problems.push_back("a per-node launch (--machine_id / --slurm) needs --secret_file: one cluster secret on "
-                       "every machine (mode 0600, e.g. `umask 077; openssl rand -hex 32 > cluster.secret`), or --insecure");
+                       "every machine (gnn-copy --secret_file FILE makes and ships it), or --insecure");
   }
   const std::string word = FirstWord(o.command, nullptr);
   if (!have_machines) return problems;

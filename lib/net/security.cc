@@ -160,7 +160,7 @@ JobKeys ResolveJobKeys(const std::string& secret_file, bool insecure, const std:
   }
   if (secret_file.empty()) {
     throw ConfigError(who + " needs the job's secret: --secret_file (gnn-launch passes one; " +
-                      "per-node launches: one cluster secret file on every machine) or --insecure for plaintext");
+                      "per-node launches: a cluster secret on every machine, shipped by gnn-copy --secret_file) or --insecure for plaintext");
   }
   return JobKeys::Derive(ReadSecretFile(secret_file), job_id);
 }

@@ -23,6 +23,7 @@
 #include "cluster_util.h"
 #include "common/error.h"
 #include "common/sha256.h"
+#include "net/security.h"
 #include "partition/config.h"
 #include "process_util.h"
 #include "ssh_util.h"
@@ -105,8 +106,9 @@ void Corrupt(const std::string& path) {
 // Machine m's workspace holds partition m (and only it), the JSON byte for
 // byte as `json_text`, and the ip_config; the copied JSON finds and
 // verifies partition m.
+// `extra`: files shipped besides the partition, config and ip_config.
 void CheckWorkspace(const std::string& ws, int m, const std::string& json_text,
-                    const std::string& ip) {
+                    const std::string& ip, int extra = 0) {
   INFO("workspace " << ws);
   REQUIRE(test::ReadFileOrEmpty(ws + "/data/synthetic-tiny.json") == json_text);
   CHECK(test::ReadFileOrEmpty(ws + "/ip_config.txt") == test::ReadFileOrEmpty(ip));
@@ -116,7 +118,7 @@ void CheckWorkspace(const std::string& ws, int m, const std::string& json_text,
   CHECK_NOTHROW(VerifyPartFiles(copied, m));
   int files = 0;
   for (const auto& e : fs::recursive_directory_iterator(ws)) files += e.is_regular_file() ? 1 : 0;
-  CHECK(files == 2 + static_cast<int>(copied.parts[static_cast<size_t>(m)].files.size()));
+  CHECK(files == 2 + extra + static_cast<int>(copied.parts[static_cast<size_t>(m)].files.size()));
 }
 
 // A loopback TCP port that accepts connections (the kernel completes the
@@ -258,6 +260,37 @@ TEST_CASE("gnn-copy: absolute part dirs are rewritten the same for every machine
   }
 }
 
+TEST_CASE("gnn-copy --secret_file makes a cluster secret once and ships it owner-only", "[e2e]") {
+  Setup s;
+  const std::string secret = s.dir / "cluster.secret";
+  test::ProcessResult r = test::RunProcess(s.Args(s.dir / "ws/m{machine}", {"--secret_file", secret}), 30);
+  INFO(Joined(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("made a new cluster secret") != std::string::npos);
+  const std::string made = test::ReadFileOrEmpty(secret);
+  CHECK(made.size() == 65);
+  CHECK(r.out.find(made.substr(0, 16)) == std::string::npos);  // never printed
+  CHECK(r.err.find(made.substr(0, 16)) == std::string::npos);
+  for (int m = 0; m < 2; ++m) {
+    const std::string shipped = s.dir / ("ws/m" + std::to_string(m) + "/cluster.secret");
+    struct stat st {};
+    REQUIRE(::stat(shipped.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    CHECK(test::ReadFileOrEmpty(shipped) == made);
+    // What gnn-launch --secret_file derives there equals what it derives here.
+    CHECK(net::JobKeys::Derive(net::ReadSecretFile(shipped), "j").server_public_z85() ==
+          net::JobKeys::Derive(net::ReadSecretFile(secret), "j").server_public_z85());
+  }
+  // Kept, not remade, on the next run; a readable-by-others secret is refused.
+  r = test::RunProcess(s.Args(s.dir / "ws/m{machine}", {"--secret_file", secret}), 30);
+  CHECK(r.exit_code == 0);
+  CHECK(test::ReadFileOrEmpty(secret) == made);
+  ::chmod(secret.c_str(), 0644);
+  r = test::RunProcess(s.Args(s.dir / "ws/m{machine}", {"--secret_file", secret}), 30);
+  CHECK(r.exit_code == kExitConfig);
+  CHECK(r.err.find("chmod 600") != std::string::npos);
+}
+
 TEST_CASE("gnn-copy: bad input is one clear error and nothing is copied", "[e2e]") {
   Setup s;
   const std::string ws = s.dir / "ws/m{machine}";
@@ -340,8 +373,10 @@ TEST_CASE("gnn-copy: over a real sshd with rsync and scp, binaries shipped, re-r
   if (!sshd) GNN_SKIP(why);
   Setup s;
   const std::string json_text = test::ReadFileOrEmpty(s.config);
+  // The cluster secret rides along: it must land owner-only over rsync and scp too.
   const std::vector<std::string> ssh = {"--force_ssh", "--ssh_config", sshd->client_config(),
-                                        "--ssh_port", std::to_string(sshd->port())};
+                                        "--ssh_port", std::to_string(sshd->port()),
+                                        "--secret_file", s.dir / "cluster.secret"};
   auto args = [&](const std::string& ws, std::vector<std::string> extra) {
     extra.insert(extra.end(), ssh.begin(), ssh.end());
     return s.Args(ws, extra);
@@ -356,7 +391,12 @@ TEST_CASE("gnn-copy: over a real sshd with rsync and scp, binaries shipped, re-r
     CHECK(MachineLine(r.out, 1).find("via " + transfer) != std::string::npos);
     CHECK(Copied(r.out, 1) > 0);
     for (int m = 0; m < 2; ++m) {
-      CheckWorkspace(s.dir / (transfer + "/m" + std::to_string(m)), m, json_text, s.ip);
+      CheckWorkspace(s.dir / (transfer + "/m" + std::to_string(m)), m, json_text, s.ip, 1);
+      const std::string shipped = s.dir / (transfer + "/m" + std::to_string(m) + "/cluster.secret");
+      struct stat st {};
+      REQUIRE(::stat(shipped.c_str(), &st) == 0);
+      CHECK((st.st_mode & 0777) == 0600);
+      CHECK(test::ReadFileOrEmpty(shipped) == test::ReadFileOrEmpty(s.dir / "cluster.secret"));
     }
 
     r = test::RunProcess(args(ws, {"--transfer", transfer}), 30);
@@ -370,7 +410,7 @@ TEST_CASE("gnn-copy: over a real sshd with rsync and scp, binaries shipped, re-r
     REQUIRE(r.exit_code == 0);
     CHECK(Copied(r.out, 0) == 1);
     CHECK(Copied(r.out, 1) == 0);
-    CheckWorkspace(s.dir / (transfer + "/m0"), 0, json_text, s.ip);
+    CheckWorkspace(s.dir / (transfer + "/m0"), 0, json_text, s.ip, 1);
   }
 
   // --ship_binaries into the remote home ("~/"): runnable executables in
