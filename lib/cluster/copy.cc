@@ -575,7 +575,7 @@ std::vector<std::string> RemoteTransfer(const CopyOptions& o, const Machine& m,
     // scp cannot rename, so files land in a fresh folder of the workspace
     // and are renamed into place (atomic on one file system) afterwards.
     const std::string incoming =
-        ".gnn-copy-incoming-" + std::to_string(::getpid()) + "-" + std::to_string(m.index);
+        ".gnn-copy-incoming-" + RandomSuffix() + "-" + std::to_string(m.index);
     auto scp = [&](bool legacy) {
       std::vector<std::string> argv = {"scp"};
       for (const auto& opt : TransportOptions(o, m)) argv.push_back(opt);
@@ -667,7 +667,7 @@ MachineCopyResult CopyToMachine(const CopyOptions& o, const Machine& m, bool loc
   std::vector<std::string> now;
   if (!changed.empty() && m.local) {
     const std::string suffix =
-        ".gnn-copy-" + std::to_string(::getpid()) + "-" + std::to_string(m.index);
+        ".gnn-copy-" + RandomSuffix() + "-" + std::to_string(m.index);
     for (const Item* item : changed) {
       const std::string dest = Join(m.workspace, item->dest);
       try {

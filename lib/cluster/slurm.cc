@@ -15,6 +15,7 @@
 #include "cluster/launch_plan.h"
 #include "cluster/launcher.h"
 #include "common/error.h"
+#include "common/fs.h"
 
 extern char** environ;
 
@@ -183,19 +184,12 @@ void ApplySlurm(bool machine_id_given, int port, LaunchOptions* o) {
   }
   if (port < 1 || port + 1 > 65535) throw ConfigError("--slurm_port " + std::to_string(port) + " out of range");
   // Every node writes the same text; a rename keeps readers from ever
-  // seeing half a file, also on a shared file system.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp);
-    out << SlurmIpConfig(node.hosts, port);
-    if (!out.flush()) {
-      ::unlink(tmp.c_str());
-      throw ConfigError("--slurm: cannot write " + tmp + " (does the workspace exist?)");
-    }
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    throw ConfigError("--slurm: cannot write " + path + ": " + std::strerror(errno));
+  // seeing half a file, also on a shared file system (where nodes' pids
+  // may coincide: the temporary's name is random).
+  try {
+    WriteFileAtomic(path, SlurmIpConfig(node.hosts, port));
+  } catch (const Error& e) {
+    throw ConfigError(std::string("--slurm: ") + e.what() + " (does the workspace exist?)");
   }
   std::cerr << "gnn-launch: wrote " << path << " (" << node.hosts.size() << " machines) from SLURM_JOB_NODELIST\n";
 }

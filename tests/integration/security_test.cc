@@ -91,7 +91,17 @@ TEST_CASE("a stranger without the job's secret gets nothing from a server, the j
     s.set(zmq::sockopt::curve_publickey, std::string(pub, 40));
     s.set(zmq::sockopt::curve_secretkey, std::string(sec, 40));
   }));
-  // The job's own keys: answered.
+  // A stranger's Shutdown carrying the (guessable) job id does nothing.
+  {
+    zmq::socket_t sock(ctx, zmq::socket_type::dealer);
+    sock.set(zmq::sockopt::linger, 0);
+    sock.connect(endpoint);
+    net::Message shutdown = net::MakeMessage(MsgType::kShutdown, 7, {}, job);
+    net::Send(sock, shutdown, nullptr, Millis(1000));
+    std::vector<zmq::message_t> parts;
+    CHECK_FALSE(net::RecvParts(sock, &parts, Millis(1500)));
+  }
+  // The job's own keys: answered (and the server is still up).
   CHECK(StrangerGetsAnswer(ctx, endpoint, [&](zmq::socket_t& s) { mine.MakeClient(s); }));
 }
 

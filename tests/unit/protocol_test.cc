@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "net/channel.h"
 #include "net/protocol.h"
+#include "net/replies.h"
 
 using namespace gnn;
 using namespace gnn::net;
@@ -186,4 +187,57 @@ TEST_CASE("Connection matches out-of-order replies to their requests", "[unit]")
     Message r = c.Finish(ids[i], deadline, "Ping");
     CHECK(r.header.ints[0] == i * 10);
   }
+}
+
+namespace {
+
+Message SampleReply(const std::vector<int64_t>& ptr, const std::vector<int64_t>& idx) {
+  Message m = MakeMessage(MsgType::kSampleReply, 1);
+  AddArray(&m, ptr);
+  AddArray(&m, idx);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("a client refuses Sample replies whose offsets or ids do not fit the request", "[unit]") {
+  std::vector<int64_t> ptr, idx;
+  // 2 seeds, fanout 2, a graph of 10 nodes.
+  DecodeSampleReply(SampleReply({0, 2, 3}, {4, 5, 9}), 2, 2, 10, "server 1", &ptr, &idx);
+  CHECK(ptr == std::vector<int64_t>{0, 2, 3});
+  CHECK(idx == std::vector<int64_t>{4, 5, 9});
+  auto refused = [&](const Message& m, const char* why) {
+    INFO(why);
+    CHECK_THROWS_AS(DecodeSampleReply(m, 2, 2, 10, "server 1", &ptr, &idx), ProtocolError);
+    CHECK_THROWS_WITH(DecodeSampleReply(m, 2, 2, 10, "server 1", &ptr, &idx), Catch::Contains("server 1"));
+  };
+  refused(SampleReply({0, 3, 1}, {4, 5, 9}), "decreasing offsets (the out-of-range copy of issue 12)");
+  refused(SampleReply({1, 2, 3}, {4, 5, 9}), "not starting at 0");
+  refused(SampleReply({0, 2, 4}, {4, 5, 9}), "past the neighbours");
+  refused(SampleReply({0, 2}, {4, 5}), "too few offsets");
+  refused(SampleReply({0, 3, 3}, {4, 5, 9}), "more than fanout in a row");
+  refused(SampleReply({0, 2, 3}, {4, -1, 9}), "negative id");
+  refused(SampleReply({0, 2, 3}, {4, 5, 10}), "id past the graph");
+  // fanout -1 (all neighbours): any row length.
+  CHECK_NOTHROW(DecodeSampleReply(SampleReply({0, 3, 3}, {1, 2, 3}), 2, -1, 10, "s", &ptr, &idx));
+}
+
+TEST_CASE("a client refuses feature, label and split replies of the wrong size or range", "[unit]") {
+  Message f = MakeMessage(MsgType::kPullFeaturesReply, 1, {3});
+  AddArray(&f, std::vector<float>(6, 1.0f));
+  CHECK(DecodeFeaturesReply(f, 2, 3, "s") != nullptr);
+  CHECK_THROWS_AS(DecodeFeaturesReply(f, 3, 3, "s"), ProtocolError);
+  CHECK_THROWS_AS(DecodeFeaturesReply(f, 3, 2, "s"), ProtocolError);
+  Message l = MakeMessage(MsgType::kPullLabelsReply, 1);
+  AddArray(&l, std::vector<int64_t>{1, 2});
+  CHECK(DecodeLabelsReply(l, 2, "s").size() == 2);
+  CHECK_THROWS_AS(DecodeLabelsReply(l, 3, "s"), ProtocolError);
+  Message s = MakeMessage(MsgType::kSplitNodesReply, 1);
+  AddArray(&s, std::vector<int64_t>{10, 12, 13});
+  CHECK(DecodeSplitNodesReply(s, 3, 10, 20, "s").size() == 3);
+  CHECK_THROWS_AS(DecodeSplitNodesReply(s, 3, 11, 20, "s"), ProtocolError);  // outside the partition
+  CHECK_THROWS_AS(DecodeSplitNodesReply(s, 2, 10, 20, "s"), ProtocolError);  // wrong count
+  Message unordered = MakeMessage(MsgType::kSplitNodesReply, 1);
+  AddArray(&unordered, std::vector<int64_t>{12, 10});
+  CHECK_THROWS_AS(DecodeSplitNodesReply(unordered, 2, 10, 20, "s"), ProtocolError);
 }
