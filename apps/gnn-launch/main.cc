@@ -6,7 +6,7 @@
 #include <csignal>
 #include <iostream>
 
-#include "cluster/ip_config.h"
+#include "net/ip_config.h"
 #include "cluster/launcher.h"
 #include "cluster/preflight.h"
 #include "cluster/slurm.h"

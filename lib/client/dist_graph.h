@@ -10,7 +10,7 @@
 
 #include <zmq.hpp>
 
-#include "cluster/ip_config.h"
+#include "net/ip_config.h"
 #include "net/channel.h"
 #include "partition/config.h"
 #include "sampling/block.h"

@@ -21,7 +21,7 @@
 #include <sstream>
 #include <thread>
 
-#include "cluster/ip_config.h"
+#include "net/ip_config.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"

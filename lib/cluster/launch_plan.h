@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cluster/ip_config.h"
+#include "net/ip_config.h"
 #include "cluster/launcher.h"
 
 namespace gnn {

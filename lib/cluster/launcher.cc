@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "cluster/guardian.h"
-#include "cluster/ip_config.h"
+#include "net/ip_config.h"
 #include "cluster/job_secret.h"
 #include "cluster/launch_plan.h"
 #include "cluster/peer_watch.h"

@@ -12,7 +12,7 @@
 
 #include <zmq.hpp>
 
-#include "cluster/ip_config.h"
+#include "net/ip_config.h"
 #include "net/security.h"
 
 namespace gnn {

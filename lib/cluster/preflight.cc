@@ -11,9 +11,9 @@
 #include <sstream>
 #include <thread>
 
-#include "cluster/ip_config.h"
+#include "net/ip_config.h"
 #include "cluster/launch_plan.h"
-#include "cluster/ports.h"
+#include "net/ports.h"
 #include "cluster/remote.h"
 #include "net/security.h"
 #include "partition/config.h"

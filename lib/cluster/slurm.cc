@@ -11,7 +11,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "cluster/ip_config.h"
+#include "net/ip_config.h"
 #include "cluster/launch_plan.h"
 #include "cluster/launcher.h"
 #include "common/error.h"

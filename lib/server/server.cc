@@ -5,8 +5,8 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/ip_config.h"
-#include "cluster/ports.h"
+#include "net/ip_config.h"
+#include "net/ports.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/parallel.h"

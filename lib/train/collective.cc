@@ -5,7 +5,7 @@
 
 #include <thread>
 
-#include "cluster/ip_config.h"
+#include "net/ip_config.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "net/kv_store.h"

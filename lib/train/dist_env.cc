@@ -18,8 +18,8 @@
 
 #include "client/dist_graph.h"
 #include "client/sampler_service.h"
-#include "cluster/ip_config.h"
-#include "cluster/remote.h"
+#include "net/ip_config.h"
+#include "common/process.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/sha256.h"

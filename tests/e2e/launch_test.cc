@@ -12,7 +12,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include "cluster/ip_config.h"
+#include "net/ip_config.h"
 #include "cluster/launcher.h"
 #include "cluster/preflight.h"
 #include "cluster/slurm.h"

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "cluster/ip_config.h"
+#include "net/ip_config.h"
 #include "common/error.h"
 #include "test_util.h"
 

@@ -1,4 +1,4 @@
-#include "cluster/ports.h"
+#include "net/ports.h"
 
 #include <dirent.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "cluster/ip_config.h"
+#include "net/ip_config.h"
 
 #include <arpa/inet.h>
 
