@@ -8,7 +8,10 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
 #include <thread>
 
 #include "cluster/guardian.h"
@@ -51,6 +54,14 @@ void LaunchOptions::Validate() const {
 
 namespace {
 
+// Timings of a launch, besides the options'.
+constexpr double kWaitNoteEveryS = 5;       // "waiting for machine m server s" this often
+constexpr int kReadyPingMs = 200;           // a server is up when it answers a Ping this fast
+constexpr double kLateFailureWindowS = 1;   // failures this soon after the first are reported too
+constexpr double kPeerBlameWaitS = 8;       // a peer-blamed failure waits this long for PeerWatch to name the peer
+constexpr int kSuperviseTickMs = 100;       // the supervision loop's pace
+
+// Per-node launchers of one job share its id without talking: derived from
 // what they all read (ip_config, partition config) and the master port.
 std::string PerNodeJobId(const LaunchOptions& o, const std::string& ip_path, const std::string& part_path) {
   Sha256 h;
@@ -61,265 +72,295 @@ std::string PerNodeJobId(const LaunchOptions& o, const std::string& ip_path, con
   return "job-" + h.HexDigest().substr(0, 16);
 }
 
-// Pings server 0 of every machine but `self` about 3 times a second from its own
-// thread (self < 0: watches nothing) and remembers since when each has
+std::string MakeJobId(const LaunchOptions& o, const std::string& ip_path, const std::string& part_path) {
+  if (!o.job_id.empty()) return o.job_id;
+  if (o.machine_id >= 0) return PerNodeJobId(o, ip_path, part_path);
+  const auto ms = std::chrono::system_clock::now().time_since_epoch().count() / 1000000;
+  return "job-" + std::to_string(::getpid()) + "-" + std::to_string(ms);
+}
 
-}  // namespace
+// "was killed by signal 9 (remote)" etc. for a process of the job.
+std::string HowItEnded(const Proc& f) {
+  std::string how = DescribeWaitStatus(f.status);
+  if (f.remote && WIFEXITED(f.status)) {
+    const int code = WEXITSTATUS(f.status);
+    if (code == 255) how += " (ssh: connection lost or refused)";
+    if (code > 128 && code < 160) how = "was killed by signal " + std::to_string(code - 128) + " (remote)";
+  }
+  return how;
+}
 
-int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
-  const auto t0 = Clock::now();
-  const std::string ip_path = LauncherPath(o, o.ip_config);
-  const std::string part_path = LauncherPath(o, o.part_config);
-  const bool per_node = o.machine_id >= 0;
-  const std::string job_id = !o.job_id.empty() ? o.job_id : per_node ? PerNodeJobId(o, ip_path, part_path)
-                             : "job-" + std::to_string(::getpid()) + "-" +
-                                   std::to_string(std::chrono::system_clock::now().time_since_epoch().count() /
-                                                  1000000);
-  const std::vector<MachineAddress> machines = ReadIpConfig(ip_path);
-  // Machines this launcher starts processes on: all, or only its own.
-  auto mine = [&](size_t m) { return !per_node || static_cast<int>(m) == o.machine_id; };
-  const PartitionConfig config = LoadPartitionConfig(part_path);
-  const std::vector<MachinePlan> plans = PlanMachines(o, machines);
-  std::string log_dir;
-  {
+// One launch, in phases: Prepare, StartServers, WaitForServers,
+// StartTrainers, Supervise, Succeed; every early end goes through End().
+// Members are declared in teardown order: the processes (job_) go first,
+// then the files they read (secret_), then their shared memory, then the
+// guardian.
+class Launch {
+ public:
+  Launch(const LaunchOptions& o, const std::atomic<int>& signal) : o_(o), signal_(signal) {}
+
+  int Run() {
+    Prepare();
+    StartServers();
+    if (std::optional<int> ended = WaitForServers()) return *ended;
+    // Per-node mode: a thread pings every other machine's server 0; a
+    // machine that stops answering while our trainers still run has failed
+    // (its launcher tore its job down) or is gone.
+    PeerWatch peers(machines_, per_node_ ? o_.machine_id : -1, secret_->keys());
+    StartTrainers();
+    if (std::optional<int> ended = Supervise(peers)) return *ended;
+    peers.Stop();
+    return Succeed();
+  }
+
+ private:
+  bool Mine(size_t m) const { return !per_node_ || static_cast<int>(m) == o_.machine_id; }
+
+  // Ids, machines, plans, the log folder; then the guardian (before any
+  // thread exists), the job's secret and the supervisor.
+  void Prepare() {
+    ip_path_ = LauncherPath(o_, o_.ip_config);
+    part_path_ = LauncherPath(o_, o_.part_config);
+    per_node_ = o_.machine_id >= 0;
+    job_id_ = MakeJobId(o_, ip_path_, part_path_);
+    machines_ = ReadIpConfig(ip_path_);
+    const PartitionConfig config = LoadPartitionConfig(part_path_);
+    plans_ = PlanMachines(o_, machines_);
+    log_dir_ = LogDir();
+    fs::create_directories(log_dir_);
+    for (size_t m = 0; m < plans_.size(); ++m) {
+      if (!plans_[m].local || !Mine(m)) continue;
+      try {
+        shm_names_.push_back(
+            JobShmName(config.graph_name, Sha256File(plans_[m].part_config), job_id_, static_cast<int>(m)));
+      } catch (const std::exception&) {
+      }
+    }
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphaned grandchildren come to us to be reaped
+    guardian_ = std::make_unique<Guardian>(o_.grace_s, shm_names_);
+    std::vector<bool> mine(plans_.size());
+    for (size_t m = 0; m < plans_.size(); ++m) mine[m] = Mine(m);
+    secret_ = std::make_unique<JobSecret>(o_, plans_, mine, job_id_);
+    job_ = std::make_unique<Job>(guardian_.get());
+    std::cerr << "gnn-launch: job " << job_id_ << ", " << machines_.size() << " machines, logs in " << log_dir_
+              << "\n";
+  }
+
+  std::string LogDir() const {
     std::error_code ec;
-    const MachinePlan& home = plans[static_cast<size_t>(std::max(o.machine_id, 0))];
+    const MachinePlan& home = plans_[static_cast<size_t>(std::max(o_.machine_id, 0))];
     const std::string base =
         home.local && fs::is_directory(home.workspace, ec) ? home.workspace : fs::current_path().string();
     // A derived per-node job id repeats across runs: keep each run's logs.
-    const std::string run = per_node && o.job_id.empty() ? job_id + "-" + std::to_string(::time(nullptr)) : job_id;
-    log_dir = o.log_dir.empty() ? base + "/logs/" + run : InWorkspace(base, ExpandHome(o.log_dir));
+    const std::string run =
+        per_node_ && o_.job_id.empty() ? job_id_ + "-" + std::to_string(::time(nullptr)) : job_id_;
+    return o_.log_dir.empty() ? base + "/logs/" + run : InWorkspace(base, ExpandHome(o_.log_dir));
   }
-  fs::create_directories(log_dir);
-  const std::string server_bin = ServerBinary(o);
-  std::string rest;
-  const std::string word = FirstWord(o.command, &rest);
-  const std::string master_addr = machines[0].host;
 
-  std::vector<std::string> shm_names;
-  for (size_t m = 0; m < plans.size(); ++m) {
-    if (!plans[m].local || !mine(m)) continue;
-    try {
-      shm_names.push_back(
-          JobShmName(config.graph_name, Sha256File(plans[m].part_config), job_id, static_cast<int>(m)));
-    } catch (const std::exception&) {
-    }
-  }
-  ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphaned grandchildren come to us to be reaped
-  Guardian guardian(o.grace_s, shm_names);  // before any thread exists
-  // However RunLaunch ends (also by an exception), the job's shared memory
-  // goes after its processes: declared before `job`, destroyed after it.
-  struct ShmCleanup {
-    const std::vector<std::string>& names;
-    ~ShmCleanup() {
-      for (const auto& name : names) RemoveShmSegment(name);
-    }
-  } shm_cleanup{shm_names};
-  std::vector<bool> mine_list(plans.size());
-  for (size_t m = 0; m < plans.size(); ++m) mine_list[m] = mine(m);
-  // Its files go after the processes that read them: declared before `job`.
-  const JobSecret secret(o, plans, mine_list, job_id);
-  Job job(&guardian);
-
-  // Every process watches its stdin: EOF means the launcher (or its ssh
-  // connection) is gone, and the process stops by itself.
-  auto start = [&](int m, const std::string& role, int rank, const std::string& local_cmd,
-                   const std::string& remote_cmd, std::vector<std::string> env) {
-    const MachinePlan& p = plans[static_cast<size_t>(m)];
+  // Starts one process of machine m. Every process watches its stdin: EOF
+  // means the launcher (or its ssh connection) is gone, and it stops.
+  void Start(int m, const std::string& role, int rank, const std::string& local_cmd, const std::string& remote_cmd,
+             std::vector<std::string> env) {
+    const MachinePlan& p = plans_[static_cast<size_t>(m)];
     env.push_back("GNN_WATCH_STDIN=1");
     env.push_back("GNN_IP_CONFIG=" + p.ip_config);
     env.push_back("GNN_PART_CONFIG=" + p.part_config);
     env.push_back("GNN_MACHINE_ID=" + std::to_string(m));
-    env.push_back("GNN_JOB_ID=" + job_id);
-    env.push_back(secret.EnvFor(static_cast<size_t>(m)));
+    env.push_back("GNN_JOB_ID=" + job_id_);
+    env.push_back(secret_->EnvFor(static_cast<size_t>(m)));
     if (p.local) {
       const char* path = std::getenv("PATH");
       env.push_back("PATH=" + p.workspace + "/bin" + (path ? std::string(":") + path : ""));
-      job.Start(m, role, rank, {"/bin/sh", "-c", "exec " + local_cmd}, env, p.workspace, log_dir, false);
+      job_->Start(m, role, rank, {"/bin/sh", "-c", "exec " + local_cmd}, env, p.workspace, log_dir_, false);
     } else {
       for (const auto& v : NumericLibraryEnvironment()) env.push_back(v);
-      job.Start(m, role, rank, SshArgv(o.ssh, p.address.host, RemoteCommand(p.workspace, env, remote_cmd)), {},
-                "", log_dir, true);
+      job_->Start(m, role, rank, SshArgv(o_.ssh, p.address.host, RemoteCommand(p.workspace, env, remote_cmd)), {},
+                  "", log_dir_, true);
     }
-  };
+  }
 
-  // What happens when the job ends early; returns the exit code.
-  // What happens when the job ends early; returns the exit code. Processes
-  // that fail on their own within a second of the first (a trainer whose
-  // peer died fails on the collective) are reported too, in exit order, so
-  // the cause is in the report whichever exit was seen first.
-  auto fail = [&](Proc* failed) {
+  void StartServers() {
+    for (size_t m = 0; m < machines_.size(); ++m) {
+      if (!Mine(m)) continue;
+      for (int s = 0; s < o_.num_servers; ++s) {
+        Start(static_cast<int>(m), "server", s, ShellQuote(ServerBinary(o_)), "gnn-server",
+              {"GNN_SERVER_ID=" + std::to_string(s), "GNN_NUM_SERVERS=" + std::to_string(o_.num_servers)});
+      }
+    }
+  }
+
+  // Servers are ready when each answers a Ping: this launcher's own within
+  // --server_ready_timeout_s; in per-node mode the other machines' within
+  // --peer_timeout_s (their launchers may start later), with progress
+  // lines. An exit code if the job ended instead.
+  std::optional<int> WaitForServers() {
+    zmq::context_t ctx;
+    const double peer_timeout_s = std::max(o_.server_ready_timeout_s, o_.peer_timeout_s);
+    const auto own_deadline = DeadlineAfter(o_.server_ready_timeout_s);
+    const auto peer_deadline = DeadlineAfter(peer_timeout_s);
+    auto next_note = DeadlineAfter(kWaitNoteEveryS);
+    std::vector<size_t> order;  // our own machines first
+    for (size_t m = 0; m < machines_.size(); ++m) {
+      if (Mine(m)) order.push_back(m);
+    }
+    for (size_t m = 0; m < machines_.size(); ++m) {
+      if (!Mine(m)) order.push_back(m);
+    }
+    for (size_t m : order) {
+      for (int s = 0; s < o_.num_servers; ++s) {
+        while (!Ping(ctx, secret_->keys(), machines_[m], static_cast<int>(m), s, kReadyPingMs)) {
+          if (std::optional<int> ended = EndedEarly(true)) return ended;
+          if (Clock::now() > next_note) {
+            std::cerr << "gnn-launch: waiting for machine " << m << " server " << s << " at "
+                      << Endpoint(machines_[m], s) << " (" << std::lround(Elapsed()) << " s)\n";
+            next_note = DeadlineAfter(kWaitNoteEveryS);
+          }
+          if (Clock::now() > (Mine(m) ? own_deadline : peer_deadline)) {
+            std::ostringstream why;
+            why << "machine " << m << " server " << s << " at " << Endpoint(machines_[m], s)
+                << " did not answer within " << (Mine(m) ? o_.server_ready_timeout_s : peer_timeout_s) << " s"
+                << (Mine(m) ? "" : " (is gnn-launch running on that machine?)");
+            return End(nullptr, why.str(), kExitTimeout);
+          }
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
+  void StartTrainers() {
+    std::string rest;
+    const std::string word = FirstWord(o_.command, &rest);
+    for (size_t m = 0; m < machines_.size(); ++m) {
+      if (!Mine(m)) continue;
+      std::string local_trainer = plans_[m].local ? ResolveBinary(word, plans_[m].workspace) : "";
+      if (local_trainer.empty()) local_trainer = word;  // let the shell say what is wrong
+      for (int t = 0; t < o_.num_trainers; ++t) {
+        Start(static_cast<int>(m), "trainer", t, ShellQuote(local_trainer) + rest, o_.command,
+              {"GNN_TRAINER_ID=" + std::to_string(t), "GNN_NUM_TRAINERS=" + std::to_string(o_.num_trainers),
+               "GNN_NUM_SERVERS=" + std::to_string(o_.num_servers),
+               "GNN_NUM_SAMPLERS=" + std::to_string(o_.num_samplers), "GNN_MASTER_ADDR=" + machines_[0].host,
+               "GNN_MASTER_PORT=" + std::to_string(o_.master_port)});
+      }
+    }
+  }
+
+  // Until every trainer has exited 0 (nullopt), or the job ends early.
+  std::optional<int> Supervise(PeerWatch& peers) {
+    while (true) {
+      job_->Pump(kSuperviseTickMs);
+      if (std::optional<int> ended = EndedEarly(false, &peers)) return ended;
+      if (job_->TrainersDone()) return std::nullopt;
+      // A peer silent for longer than the grace, while our trainers still
+      // run: a trainer that finished normally would have ended by now.
+      const std::string peer = job_->AnyTrainerSucceeded() ? "" : peers.Silent(o_.peer_grace_s);
+      if (!peer.empty()) return End(nullptr, peer + "; stopping this machine's job", kExitPeer);
+    }
+  }
+
+  // A signal, or a process that failed (while waiting for servers, any
+  // process that ended; later, a trainer, or a server while trainers run):
+  // the job's exit code after End(); nullopt while all is well.
+  std::optional<int> EndedEarly(bool servers_must_run, PeerWatch* peers = nullptr) {
+    if (signal_.load()) return End(nullptr, "stopped by signal " + std::to_string(signal_.load()), 128 + signal_.load());
+    if (servers_must_run) job_->Pump(0);
+    Proc* f = job_->FirstFailure(servers_must_run || !job_->TrainersDone());
+    if (!f || (!servers_must_run && f->role != "trainer" && job_->TrainersDone())) return std::nullopt;
+    // A trainer that failed because of a peer (exit 6, peer; 5, timeout)
+    // points at another machine: give the watch a few seconds to see which
+    // one went silent, then say so. A machine whose own process died
+    // tears down at once.
+    std::string peer = peers ? peers->Silent(0) : "";
+    const bool victim = WIFEXITED(f->status) && (WEXITSTATUS(f->status) == kExitPeer ||
+                                                 WEXITSTATUS(f->status) == kExitTimeout);
+    const auto until = DeadlineAfter(kPeerBlameWaitS);
+    while (peers && per_node_ && victim && peer.empty() && Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(kSuperviseTickMs));
+      peer = peers->Silent(0);
+    }
+    return End(f, peer.empty() ? "" : "before that, " + peer, 1);
+  }
+
+  // The one teardown of an early end: waits briefly for failures that
+  // follow the first (a trainer whose peer died fails on the collective:
+  // all are reported, in exit order, so the cause is there whichever exit
+  // was seen first), stops every process, removes the shared memory, and
+  // says what happened. Returns `code`.
+  int End(Proc* failed, const std::string& note, int code) {
     std::vector<Proc*> failures;
     if (failed) {
-      const auto until = Clock::now() + std::chrono::seconds(1);
-      while (Clock::now() < until) job.Pump(50);
-      for (const auto& p : job.procs()) {
+      const auto until = DeadlineAfter(kLateFailureWindowS);
+      while (Clock::now() < until) job_->Pump(50);
+      for (const auto& p : job_->procs()) {
         if (p->Failed()) failures.push_back(p.get());
       }
       // A server that ended while it was needed counts even with status 0.
       if (std::find(failures.begin(), failures.end(), failed) == failures.end()) failures.push_back(failed);
       std::sort(failures.begin(), failures.end(), [](Proc* a, Proc* b) { return a->exit_seq < b->exit_seq; });
     }
-    job.Stop(o.grace_s);
+    StopAll();
     for (Proc* f : failures) {
-      std::string how = DescribeWaitStatus(f->status);
-      if (f->remote && WIFEXITED(f->status)) {
-        const int code = WEXITSTATUS(f->status);
-        if (code == 255) how += " (ssh: connection lost or refused)";
-        if (code > 128 && code < 160) how = "was killed by signal " + std::to_string(code - 128) + " (remote)";
-      }
-      std::cerr << "gnn-launch: " << f->Name() << " (pid " << f->pid << (f->remote ? ", ssh" : "") << ") " << how
-                << "; log " << f->log_path << "; last lines:\n";
+      std::cerr << "gnn-launch: " << f->Name() << " (pid " << f->pid << (f->remote ? ", ssh" : "") << ") "
+                << HowItEnded(*f) << "; log " << f->log_path << "; last lines:\n";
       for (const auto& line : f->tail) std::cerr << "  " << line << "\n";
     }
-    if (!failures.empty()) return 1;
-    std::cerr << "gnn-launch: stopped by signal " << signal.load() << "\n";
-    return 128 + signal.load();
-  };
-  auto cleanup_shm = [&] {
-    for (const auto& name : shm_names) RemoveShmSegment(name);
-  };
-
-  std::cerr << "gnn-launch: job " << job_id << ", " << machines.size() << " machines, logs in " << log_dir
-            << "\n";
-  for (size_t m = 0; m < machines.size(); ++m) {
-    if (!mine(m)) continue;
-    for (int s = 0; s < o.num_servers; ++s) {
-      std::vector<std::string> env = {"GNN_SERVER_ID=" + std::to_string(s),
-                                      "GNN_NUM_SERVERS=" + std::to_string(o.num_servers)};
-      start(static_cast<int>(m), "server", s, ShellQuote(server_bin), "gnn-server", env);
-    }
+    if (!note.empty()) std::cerr << "gnn-launch: " << note << "\n";
+    return code;
   }
 
-  // Servers are ready when each answers a Ping: this launcher's own within
-  // --server_ready_timeout_s; in per-node mode the other machines' within
-  // --peer_timeout_s (their launchers may start later), with progress lines.
-  {
-    zmq::context_t ctx;
-    const auto own_deadline = DeadlineAfter(o.server_ready_timeout_s);
-    const auto peer_deadline = DeadlineAfter(std::max(o.server_ready_timeout_s, o.peer_timeout_s));
-    auto next_note = DeadlineAfter(5);
-    std::vector<size_t> order;
-    for (size_t m = 0; m < machines.size(); ++m) {
-      if (mine(m)) order.push_back(m);
-    }
-    for (size_t m = 0; m < machines.size(); ++m) {
-      if (!mine(m)) order.push_back(m);
-    }
-    for (size_t m : order) {
-      const auto deadline = mine(m) ? own_deadline : peer_deadline;
-      for (int s = 0; s < o.num_servers; ++s) {
-        while (true) {
-          if (signal.load()) {
-            int rc = fail(nullptr);
-            cleanup_shm();
-            return rc;
-          }
-          job.Pump(0);
-          if (Proc* f = job.FirstFailure(true)) {
-            int rc = fail(f);
-            cleanup_shm();
-            return rc;
-          }
-          if (Ping(ctx, secret.keys(), machines[m], static_cast<int>(m), s, 200)) break;
-          if (Clock::now() > next_note) {
-            std::cerr << "gnn-launch: waiting for machine " << m << " server " << s << " at "
-                      << Endpoint(machines[m], s) << " ("
-                      << std::lround(std::chrono::duration<double>(Clock::now() - t0).count()) << " s)\n";
-            next_note = DeadlineAfter(5);
-          }
-          if (Clock::now() > deadline) {
-            job.Stop(o.grace_s);
-            cleanup_shm();
-            std::cerr << "gnn-launch: machine " << m << " server " << s << " at " << Endpoint(machines[m], s)
-                      << " did not answer within "
-                      << (mine(m) ? o.server_ready_timeout_s : std::max(o.server_ready_timeout_s, o.peer_timeout_s))
-                      << " s" << (mine(m) ? "" : " (is gnn-launch running on that machine?)") << "\n";
-            return kExitTimeout;
-          }
-        }
+  void StopAll() {
+    job_->Stop(o_.grace_s);
+    for (const auto& name : shm_names_) RemoveShmSegment(name);
+  }
+
+  // Every trainer exited 0: stop the servers, print rank 0's summary.
+  int Succeed() {
+    StopAll();
+    std::string summary;
+    for (const auto& p : job_->procs()) {
+      if (p->role == "trainer" && p->machine == (per_node_ ? o_.machine_id : 0) && p->rank == 0) {
+        summary = p->last_stdout;
       }
     }
+    try {
+      nlohmann::json j = nlohmann::json::parse(summary);
+      if (!j.is_object()) throw std::runtime_error("not an object");
+      j["wall_time_s"] = Elapsed();
+      std::cout << j.dump() << std::endl;
+    } catch (const std::exception&) {
+      nlohmann::json j = {{"wall_time_s", Elapsed()}, {"trainer_output", summary}};
+      if (per_node_) j["machine_id"] = o_.machine_id;
+      std::cout << j.dump() << std::endl;
+    }
+    return 0;
   }
 
-  // Per-node mode: a thread pings every other machine's server 0; a machine
-  // that stops answering while our trainers still run has failed (its
-  // launcher tore its job down) or is gone.
-  PeerWatch peers(machines, per_node ? o.machine_id : -1, secret.keys());
+  double Elapsed() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
 
-  for (size_t m = 0; m < machines.size(); ++m) {
-    if (!mine(m)) continue;
-    std::string local_trainer = plans[m].local ? ResolveBinary(word, plans[m].workspace) : "";
-    if (local_trainer.empty()) local_trainer = word;  // let the shell say what is wrong
-    for (int t = 0; t < o.num_trainers; ++t) {
-      std::vector<std::string> env = {
-          "GNN_TRAINER_ID=" + std::to_string(t),          "GNN_NUM_TRAINERS=" + std::to_string(o.num_trainers),
-          "GNN_NUM_SERVERS=" + std::to_string(o.num_servers), "GNN_NUM_SAMPLERS=" + std::to_string(o.num_samplers),
-          "GNN_MASTER_ADDR=" + master_addr,                "GNN_MASTER_PORT=" + std::to_string(o.master_port)};
-      start(static_cast<int>(m), "trainer", t, ShellQuote(local_trainer) + rest, o.command, env);
+  const LaunchOptions& o_;
+  const std::atomic<int>& signal_;
+  const Clock::time_point t0_ = Clock::now();
+  std::string ip_path_, part_path_, job_id_, log_dir_;
+  bool per_node_ = false;
+  std::vector<MachineAddress> machines_;
+  std::vector<MachinePlan> plans_;
+  std::vector<std::string> shm_names_;
+  // Teardown order (reverse of declaration): processes, their secret
+  // files, their shared memory (however Run ends, also by an exception),
+  // the guardian.
+  std::unique_ptr<Guardian> guardian_;
+  struct ShmCleanup {
+    const std::vector<std::string>& names;
+    ~ShmCleanup() {
+      for (const auto& name : names) RemoveShmSegment(name);
     }
-  }
+  } shm_cleanup_{shm_names_};
+  std::unique_ptr<JobSecret> secret_;
+  std::unique_ptr<Job> job_;
+};
 
-  while (true) {
-    job.Pump(100);
-    if (signal.load()) {
-      int rc = fail(nullptr);
-      cleanup_shm();
-      return rc;
-    }
-    if (Proc* f = job.FirstFailure(!job.TrainersDone())) {
-      if (f->role == "trainer" || !job.TrainersDone()) {
-        // A trainer that failed because of a peer (exit 6, peer; 5,
-        // timeout) points at another machine: give the watch a few seconds
-        // to see which one went silent, then say so. A machine whose own
-        // process died tears down at once.
-        const bool victim = WIFEXITED(f->status) && (WEXITSTATUS(f->status) == kExitPeer ||
-                                                     WEXITSTATUS(f->status) == kExitTimeout);
-        std::string peer = peers.Silent(0);
-        for (int i = 0; per_node && victim && peer.empty() && i < 80; ++i) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(100));
-          peer = peers.Silent(0);
-        }
-        int rc = fail(f);
-        if (!peer.empty()) std::cerr << "gnn-launch: before that, " << peer << "\n";
-        cleanup_shm();
-        return rc;
-      }
-    }
-    if (job.TrainersDone()) break;
-    // A peer silent for longer than the grace, while our trainers still
-    // run: a trainer that finished normally would have ended by now.
-    std::string peer = job.AnyTrainerSucceeded() ? "" : peers.Silent(o.peer_grace_s);
-    if (!peer.empty()) {
-      job.Stop(o.grace_s);
-      cleanup_shm();
-      std::cerr << "gnn-launch: " << peer << "; stopping this machine's job\n";
-      return kExitPeer;
-    }
-  }
-  peers.Stop();
+}  // namespace
 
-  // Every trainer exited 0: stop the servers.
-  job.Stop(o.grace_s);
-  cleanup_shm();
-  std::string summary;
-  for (const auto& p : job.procs()) {
-    if (p->role == "trainer" && p->machine == (per_node ? o.machine_id : 0) && p->rank == 0) {
-      summary = p->last_stdout;
-    }
-  }
-  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-  try {
-    nlohmann::json j = nlohmann::json::parse(summary);
-    if (!j.is_object()) throw std::runtime_error("not an object");
-    j["wall_time_s"] = wall;
-    std::cout << j.dump() << std::endl;
-  } catch (const std::exception&) {
-    nlohmann::json j = {{"wall_time_s", wall}, {"trainer_output", summary}};
-    if (per_node) j["machine_id"] = o.machine_id;
-    std::cout << j.dump() << std::endl;
-  }
-  return 0;
-}
+int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) { return Launch(o, signal).Run(); }
 
 }  // namespace gnn
