@@ -36,6 +36,8 @@ int main(int argc, char** argv) {
   app.add_option("--secret_file", secret_file, "the job's secret (mode 0600)");
   app.add_flag("--insecure", insecure, "plaintext, no authentication");
   gnn::KeepFreedMemoryForReuse();  // batch buffers are reused, not re-faulted, every step
+  std::signal(SIGTERM, OnSignal);  // before anything else (see gnn-server)
+  std::signal(SIGINT, OnSignal);
   return gnn::RunMain(app, argc, argv, [&] {
     gnn::FlagFromEnv(app, "--ip_config", "GNN_IP_CONFIG", &o.graph.ip_config);
     gnn::FlagFromEnv(app, "--part_config", "GNN_PART_CONFIG", &o.graph.part_config);
@@ -50,8 +52,6 @@ int main(int argc, char** argv) {
     if (no_local) o.graph.local_machine_id = -1;
     gnn::SetLogRole("sampler " + std::to_string(o.trainer_id) + "." + std::to_string(o.sampler_id));
     o.graph.keys = gnn::net::ResolveJobKeys(secret_file, insecure, o.graph.job_id, "gnn-sampler");
-    std::signal(SIGTERM, OnSignal);
-    std::signal(SIGINT, OnSignal);
     gnn::RunSampler(o, g_stop);
   });
 }

@@ -29,6 +29,11 @@ int main(int argc, char** argv) {
   app.add_flag("--insecure", insecure, "plaintext, no authentication (anyone on the network may read the graph)");
   app.add_option("--attach_timeout_ms", o.attach_timeout_ms, "backups wait this long for server 0")
       ->capture_default_str();
+  // Before anything else: a launcher gone at once (stdin EOF) sends SIGTERM
+  // while the flags are still being read.
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGHUP, OnSignal);  // a hang-up is a stop: free the shared memory
   return gnn::RunMain(app, argc, argv, [&] {
     gnn::FlagFromEnv(app, "--ip_config", "GNN_IP_CONFIG", &o.ip_config);
     gnn::FlagFromEnv(app, "--part_config", "GNN_PART_CONFIG", &o.part_config);
@@ -40,9 +45,6 @@ int main(int argc, char** argv) {
     gnn::FlagFromEnv(app, "--insecure", "GNN_INSECURE", &insecure);
     gnn::SetLogRole("server " + std::to_string(o.machine_id) + "." + std::to_string(o.server_id));
     o.keys = gnn::net::ResolveJobKeys(secret_file, insecure, o.job_id, "gnn-server");
-    std::signal(SIGTERM, OnSignal);
-    std::signal(SIGINT, OnSignal);
-    std::signal(SIGHUP, OnSignal);  // a hang-up is a stop: free the shared memory
     gnn::RunServer(o, g_stop);
   }, gnn::kServerStopGraceS);
 }

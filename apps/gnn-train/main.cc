@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
 
   gnn::KeepFreedMemoryForReuse();  // batch buffers are reused, not re-faulted, every step
   return gnn::RunMain(app, argc, argv, [&] {
-    if (o.task != "link" && (app.count("--num_negs") > 0 || o.remove_edge)) {
+    if (o.Kind() != gnn::TaskKind::kLink && (app.count("--num_negs") > 0 || o.remove_edge)) {
       throw gnn::ConfigError("--num_negs and --remove_edge apply only to --task link");
     }
     gnn::FlagFromEnv(app, "--ip_config", "GNN_IP_CONFIG", &o.ip_config);

@@ -29,6 +29,7 @@
 #include "sampling/loader.h"
 #include "sampling/sampler.h"
 #include "train/collective.h"
+#include "train/inference.h"
 #include "train/train_env.h"
 
 namespace gnn {
@@ -232,7 +233,7 @@ class DistEnv : public TrainEnv {
       int64_t n = graph_->CountNodes(mask);
       eval_nodes_[mask - 1] = graph_->SplitNodes(mask, n * rank_ / world_, n * (rank_ + 1) / world_);
     }
-    if (o.task == "link") {
+    if (o.Kind() == TaskKind::kLink) {
       // Edges are split by the partition that owns them (the in-edges of
       // its nodes, read from shared memory): this machine's trainers take
       // even slices, and every rank runs as many steps as the largest
@@ -284,10 +285,10 @@ class DistEnv : public TrainEnv {
     } else {
       prefetcher_ = std::make_unique<Prefetcher>(
           g, o.prefetch,
-          o.task == "link" ? [this](net::SeedBatch* sb) { PlanLinkBatch(sb); }
+          o.Kind() == TaskKind::kLink ? [this](net::SeedBatch* sb) { PlanLinkBatch(sb); }
                            : std::function<void(net::SeedBatch*)>());
     }
-    if (pool_ && o.task == "link") pool_->SetPrepare([this](net::SeedBatch* sb) { PlanLinkBatch(sb); });
+    if (pool_ && o.Kind() == TaskKind::kLink) pool_->SetPrepare([this](net::SeedBatch* sb) { PlanLinkBatch(sb); });
   }
 
   // --task link: a batch is sent as a slice of edge positions and planned
@@ -325,7 +326,7 @@ class DistEnv : public TrainEnv {
   int64_t NumBatches() const override { return num_batches_; }
 
   void StartEpoch(int epoch) override {
-    const bool link = o_.task == "link";
+    const bool link = o_.Kind() == TaskKind::kLink;
     std::vector<int64_t> seeds = link ? edges_ : train_;
     // Each rank shuffles its own share; batches are near-equal slices so
     // every rank runs exactly num_batches_ steps (no all-reduce deadlock).
@@ -370,7 +371,7 @@ class DistEnv : public TrainEnv {
         throw PeerError(std::string(e.what()) + (exited.empty() ? "" : " (" + exited + ")"));
       }
     }
-    if (mb && o_.task == "link") {
+    if (mb && o_.Kind() == TaskKind::kLink) {
       std::unique_lock<std::mutex> lock(plans_mu_);
       auto it = plans_.find(mb->index);
       if (it == plans_.end()) {
@@ -405,37 +406,22 @@ class DistEnv : public TrainEnv {
   // next layer can read any node's row. The last layer is gathered too when
   // `gather_last`; otherwise each rank returns its own slice.
   torch::Tensor Infer(GraphSage& model, bool gather_last) {
-    torch::NoGradGuard no_grad;
-    model->eval();
     const int64_t n = config_.num_nodes;
-    const int64_t lo = n * rank_ / world_, hi = n * (rank_ + 1) / world_;
-    torch::Tensor h;  // [N, d] after each layer
-    for (int l = 0; l < model->num_layers(); ++l) {
-      torch::Tensor mine = torch::empty({hi - lo, model->OutDim(l)}, torch::kFloat32);
-      for (int64_t start = lo; start < hi; start += o_.batch_size_eval) {
-        int64_t end = std::min(hi, start + o_.batch_size_eval);
-        std::vector<int64_t> dst(end - start);
-        for (int64_t i = start; i < end; ++i) dst[i - start] = i;
-        std::vector<int64_t> ptr, idx;
-        graph_->SampleNeighbors(dst, -1, false, 0, &ptr, &idx);
-        Block block = ToBlock(dst, std::move(ptr), idx);
-        BlockTensors bt = ToTensors(block);
-        torch::Tensor x;
-        std::vector<float> feats;
-        if (l == 0) {
-          graph_->PullFeatures(block.src_nodes, &feats);
-          x = torch::from_blob(feats.data(), {block.num_src(), config_.feature_dim});
-        } else {
-          x = h.index_select(0, torch::from_blob(block.src_nodes.data(), {block.num_src()},
-                                                 torch::kInt64));
-        }
-        mine.slice(0, start - lo, end - lo).copy_(model->ForwardLayer(l, bt, x));
-      }
-      if (l + 1 < model->num_layers() || gather_last) h = collective_->AllgatherRows(mine);
-      else h = mine;  // the last layer: each rank scores its own slice
-    }
-    model->train();
-    return h;
+    InferenceSource source;
+    source.neighbors = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr, std::vector<int64_t>* idx) {
+      graph_->SampleNeighbors(dst, -1, false, 0, ptr, idx);
+    };
+    source.features = [&](const std::vector<int64_t>& ids) {
+      std::vector<float> feats;
+      graph_->PullFeatures(ids, &feats);
+      return torch::from_blob(feats.data(), {static_cast<int64_t>(ids.size()), config_.feature_dim},
+                              torch::kFloat32)
+          .clone();
+    };
+    source.exchange = [&](const torch::Tensor& rows) { return collective_->AllgatherRows(rows); };
+    source.base = 0;
+    return LayerwiseInference(model, source, n * rank_ / world_, n * (rank_ + 1) / world_, o_.batch_size_eval,
+                              gather_last);
   }
 
   torch::Tensor AllNodeOutputs(GraphSage& model) override { return Infer(model, true); }

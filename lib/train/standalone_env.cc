@@ -6,41 +6,31 @@
 #include "partition/local_partition.h"
 #include "sampling/loader.h"
 #include "sampling/sampler.h"
+#include "train/inference.h"
 #include "train/train_env.h"
 
 namespace gnn {
 
 namespace {
 
-// Layer-wise full-neighbour inference over every node of the partition (as
-// DGL's evaluate): layer l is computed for all nodes before layer l+1, in
-// batches of batch_size_eval destination nodes, so memory stays bounded.
-torch::Tensor Inference(GraphSage& model, const LocalPartition& part, int64_t batch_size,
-                        int threads) {
-  torch::NoGradGuard no_grad;
-  model->eval();
+// Layer-wise full-neighbour inference over every node of the partition:
+// neighbours and features from memory, nothing to exchange.
+torch::Tensor Inference(GraphSage& model, const LocalPartition& part, int64_t batch_size, int threads) {
   CscView csc{part.indptr.data(), part.indices.data(), part.node_start, part.num_nodes};
-  torch::Tensor h = torch::from_blob(const_cast<float*>(part.features.data()),
-                                     {part.num_nodes, part.feature_dim}, torch::kFloat32);
-  for (int l = 0; l < model->num_layers(); ++l) {
-    torch::Tensor next = torch::empty({part.num_nodes, model->OutDim(l)}, torch::kFloat32);
-    for (int64_t start = 0; start < part.num_nodes; start += batch_size) {
-      int64_t end = std::min(part.num_nodes, start + batch_size);
-      std::vector<int64_t> dst(end - start);
-      for (int64_t i = start; i < end; ++i) dst[i - start] = part.node_start + i;
-      std::vector<int64_t> nbr_ptr, nbr_idx;
-      SampleNeighbors(csc, dst.data(), static_cast<int64_t>(dst.size()), -1, false, 0, threads,
-                      &nbr_ptr, &nbr_idx);
-      Block block = ToBlock(dst, std::move(nbr_ptr), nbr_idx);
-      BlockTensors bt = ToTensors(block);
-      torch::Tensor src = torch::from_blob(block.src_nodes.data(), {block.num_src()}, torch::kInt64);
-      torch::Tensor out = model->ForwardLayer(l, bt, h.index_select(0, src - part.node_start));
-      next.slice(0, start, end).copy_(out);
-    }
-    h = next;
-  }
-  model->train();
-  return h;
+  torch::Tensor x = torch::from_blob(const_cast<float*>(part.features.data()), {part.num_nodes, part.feature_dim},
+                                     torch::kFloat32);
+  InferenceSource source;
+  source.neighbors = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr, std::vector<int64_t>* idx) {
+    SampleNeighbors(csc, dst.data(), static_cast<int64_t>(dst.size()), -1, false, 0, threads, ptr, idx);
+  };
+  source.features = [&](const std::vector<int64_t>& ids) {
+    torch::Tensor rows = torch::from_blob(const_cast<int64_t*>(ids.data()), {static_cast<int64_t>(ids.size())},
+                                          torch::kInt64);
+    return x.index_select(0, rows - part.node_start);
+  };
+  source.exchange = [](const torch::Tensor& rows) { return rows; };
+  source.base = part.node_start;
+  return LayerwiseInference(model, source, part.node_start, part.node_start + part.num_nodes, batch_size, true);
 }
 
 double Accuracy(const torch::Tensor& logits, const LocalPartition& part,
@@ -86,7 +76,7 @@ class StandaloneEnv : public TrainEnv {
     lo_.seed = o.seed;
     lo_.transpose = true;
     lo_.input_means = true;
-    if (o.task == "link") {
+    if (o.Kind() == TaskKind::kLink) {
       // Every stored in-edge is a training edge (held-out ones were removed
       // by gnn-partition --val_edges).
       lo_.link = true;

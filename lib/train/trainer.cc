@@ -20,8 +20,8 @@
 #include "sampling/loader.h"
 #include "sampling/sampler.h"
 #include "common/sha256.h"
-#include "train/link_eval.h"
 #include "train/sage.h"
+#include "train/task.h"
 #include "train/train_env.h"
 
 namespace gnn {
@@ -65,10 +65,7 @@ void TrainOptions::Validate() const {
                       " entries but --num_layers is " + std::to_string(num_layers));
   }
   if (resume && checkpoint_dir.empty()) throw ConfigError("--resume needs --checkpoint_dir");
-  if (task != "node" && task != "link") {
-    throw ConfigError("--task must be node or link, got '" + task + "'");
-  }
-  if (task == "link" && num_negs < 1) {
+  if (Kind() == TaskKind::kLink && num_negs < 1) {
     throw ConfigError("--num_negs must be >= 1, got " + std::to_string(num_negs));
   }
   if (!standalone) {
@@ -82,6 +79,12 @@ void TrainOptions::Validate() const {
     if (rendezvous_timeout_s < 1) throw ConfigError("--rendezvous_timeout_s must be >= 1");
     if (request_timeout_ms < 1) throw ConfigError("--request_timeout_ms must be >= 1");
   }
+}
+
+TaskKind TrainOptions::Kind() const {
+  if (task == "node") return TaskKind::kNode;
+  if (task == "link") return TaskKind::kLink;
+  throw ConfigError("--task must be node or link, got '" + task + "'");
 }
 
 int DefaultTorchThreads(const TrainOptions& o) {
@@ -143,39 +146,7 @@ struct TrainState {
   int epochs_done = 0;
   double best_val = -1, test_at_best = 0, final_test = 0;
   int best_epoch = 0;
-  // --task link: the last evaluation (not checkpointed; a resumed run
-  // evaluates again at its end).
-  double lr_val = 0, lr_test = 0, link_auc = 0, link_mrr = 0;
-  bool has_link_eval = false;
 };
-
-// --task link's evaluation: full-neighbour embeddings of every node, a
-// logistic regression on them, and the held-out edges ranked against their
-// corrupted tails (scores gathered from every rank).
-void EvaluateLink(TrainEnv& env, GraphSage& model, const PartitionConfig& config, TrainState* st) {
-  torch::Tensor emb = env.AllNodeOutputs(model);
-  std::tie(st->lr_val, st->lr_test) =
-      EmbeddingLogRegAccuracy(emb, env.Labeled(), config.num_classes);
-  st->has_link_eval = config.val_edges_fraction > 0;
-  if (!st->has_link_eval) return;
-  HeldOutEdges he = env.HeldOut();
-  const int64_t k = he.size(), m = config.val_negatives;
-  torch::Tensor scores = torch::zeros({k, 1 + m}, torch::kFloat32);
-  if (k > 0) {
-    torch::NoGradGuard no_grad;
-    auto ids = [](std::vector<int64_t>& v) {
-      return torch::from_blob(v.data(), {static_cast<int64_t>(v.size())}, torch::kInt64);
-    };
-    torch::Tensor h = emb.index_select(0, ids(he.heads));
-    torch::Tensor t = emb.index_select(0, ids(he.tails));
-    torch::Tensor neg = emb.index_select(0, ids(he.negatives)).view({k, m, emb.size(1)});
-    scores.select(1, 0).copy_((h * t).sum(1));
-    scores.slice(1, 1).copy_((h.unsqueeze(1) * neg).sum(2));
-  }
-  LinkMetrics lm = RankMetrics(env.GatherRows(scores));
-  st->link_auc = lm.auc;
-  st->link_mrr = lm.mrr;
-}
 
 // Order-sensitive checksum of every parameter's bytes: equal on every rank
 // after every step when the all-reduce keeps the replicas identical.
@@ -189,11 +160,10 @@ std::string ParamChecksum(GraphSage& model) {
   return h.HexDigest().substr(0, 16);
 }
 
-std::string ModelSignature(const TrainOptions& o, const PartitionConfig& c) {
+std::string ModelSignature(const TrainOptions& o, const PartitionConfig& c, const Task& task) {
   std::ostringstream s;
   s << "graphsage graph=" << c.graph_name << " in=" << c.feature_dim << " hidden=" << o.num_hidden
-    << " classes=" << c.num_classes << " layers=" << o.num_layers;
-  if (o.task == "link") s << " task=link out=" << o.num_hidden;
+    << " classes=" << c.num_classes << " layers=" << o.num_layers << task.Signature();
   return s.str();
 }
 
@@ -276,14 +246,11 @@ json RunTrain(const TrainOptions& o) {
   const std::string label = env->Label();
 
   torch::manual_seed(o.seed);
-  const bool link = o.task == "link";
-  // Unsupervised GraphSAGE outputs num_hidden-wide embeddings (DGL's
-  // DistSAGE(in, hidden, hidden, ...)).
-  GraphSage model(config.feature_dim, o.num_hidden, link ? o.num_hidden : config.num_classes,
-                  o.num_layers, o.dropout);
+  std::unique_ptr<Task> task = MakeTask(o, config);
+  GraphSage model(config.feature_dim, o.num_hidden, task->OutputDim(), o.num_layers, o.dropout);
   torch::optim::Adam opt(model->parameters(),
                          torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
-  const std::string signature = ModelSignature(o, config);
+  const std::string signature = ModelSignature(o, config, *task);
   TrainState st;
   if (o.resume) {
     // Every rank reads the same checkpoint (a shared or copied folder).
@@ -314,7 +281,7 @@ json RunTrain(const TrainOptions& o) {
       if (!mb) break;
       t.Reset();
       opt.zero_grad();
-      torch::Tensor loss, logits, y;
+      torch::Tensor loss, out;
       // An empty batch (a rank whose share is one short) still joins the
       // all-reduce with zero gradients.
       if (!mb->seeds.empty()) {
@@ -324,27 +291,8 @@ json RunTrain(const TrainOptions& o) {
                                              : mb->blocks.front().num_src();
         torch::Tensor x =
             torch::from_blob(mb->features.data(), {rows, mb->feature_dim}, torch::kFloat32);
-        y = torch::from_blob(mb->labels.data(), {static_cast<int64_t>(mb->labels.size())},
-                             torch::kInt64);
-        logits = mb->input_means ? model->ForwardFromMeans(blocks, x) : model->forward(blocks, x);
-        if (link) {
-          // Dot-product scores of positive and negative pairs, binary
-          // cross-entropy against 1 and 0.
-          auto pos = [&](std::vector<int64_t>& v) {
-            return torch::from_blob(v.data(), {static_cast<int64_t>(v.size())}, torch::kInt64);
-          };
-          torch::Tensor ps = (logits.index_select(0, pos(mb->pos_head)) *
-                              logits.index_select(0, pos(mb->pos_tail))).sum(1);
-          torch::Tensor ns = (logits.index_select(0, pos(mb->neg_head)) *
-                              logits.index_select(0, pos(mb->neg_tail))).sum(1);
-          torch::Tensor score = torch::cat({ps, ns});
-          torch::Tensor target =
-              torch::cat({torch::ones_like(ps), torch::zeros_like(ns)});
-          loss = torch::nn::functional::binary_cross_entropy_with_logits(score, target);
-          y = score.gt(0).eq(target.gt(0.5)).to(torch::kFloat64);  // for the log line
-        } else {
-          loss = torch::nn::functional::cross_entropy(logits, y);
-        }
+        out = mb->input_means ? model->ForwardFromMeans(blocks, x) : model->forward(blocks, x);
+        loss = task->Loss(out, *mb);
         t_fwd += t.Seconds();
         t.Reset();
         loss.backward();
@@ -356,15 +304,12 @@ json RunTrain(const TrainOptions& o) {
       t.Reset();
       opt.step();
       t_upd += t.Seconds();
-      // Link batches count their positive edges.
-      epoch_seeds += static_cast<int64_t>(link ? mb->pos_head.size() : mb->seeds.size());
+      epoch_seeds += task->Examples(*mb);
       if (!mb->blocks.empty()) epoch_inputs += mb->blocks.front().num_src();
       ++step;
       ++steps_total;
       if (step % o.log_every == 0 && loss.defined()) {
-        // Link: the share of pairs whose score has the right sign.
-        double acc = link ? y.mean().item<double>()
-                          : logits.argmax(1).eq(y).to(torch::kFloat64).mean().item<double>();
+        const double acc = task->TrainAccuracy(out, *mb);
         double speed = static_cast<double>(epoch_seeds - seeds_at_log) / step_watch.Seconds();
         step_watch.Reset();
         seeds_at_log = epoch_seeds;
@@ -395,19 +340,8 @@ json RunTrain(const TrainOptions& o) {
     if (o.eval_every > 0 && ((epoch + 1) % o.eval_every == 0 || epoch + 1 == o.num_epochs)) {
       Stopwatch ev;
       AllCoresWhileIdle all_cores(o);
-      double val, test;
-      if (link) {
-        EvaluateLink(*env, model, config, &st);
-        val = st.lr_val;
-        test = st.lr_test;
-        GNN_LOG(kInfo) << label << ", Link AUC " << std::fixed << std::setprecision(4)
-                       << st.link_auc << ", Link MRR " << st.link_mrr
-                       << (st.has_link_eval ? "" : " (no held-out edges: gnn-partition --val_edges)");
-        metrics.Write({{"type", "link_eval"}, {"epoch", epoch + 1}, {"link_auc", st.link_auc},
-                       {"link_mrr", st.link_mrr}});
-      } else {
-        std::tie(val, test) = env->Evaluate(model);
-      }
+      const auto [val, test] =
+          task->Evaluate(*env, model, epoch + 1, label, [&](const json& j) { metrics.Write(j); });
       st.final_test = test;
       if (val > st.best_val) {
         st.best_val = val;
@@ -466,13 +400,7 @@ json RunTrain(const TrainOptions& o) {
       {"param_checksum", ParamChecksum(model)},
   };
   summary["task"] = o.task;
-  if (link) {
-    summary["embedding_lr_val_acc"] = st.lr_val;
-    summary["embedding_lr_test_acc"] = st.lr_test;
-    summary["link_auc"] = st.has_link_eval ? json(st.link_auc) : json(nullptr);
-    summary["link_mrr"] = st.has_link_eval ? json(st.link_mrr) : json(nullptr);
-    summary["edges_per_s"] = summary["seeds_per_s"];
-  }
+  task->Summarize(&summary);
   metrics.Write({{"type", "summary"}, {"summary", summary}});
   return summary;
 }

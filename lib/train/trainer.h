@@ -12,6 +12,9 @@
 
 namespace gnn {
 
+// --task: what is learnt (train/task.h).
+enum class TaskKind { kNode, kLink };
+
 struct TrainOptions {
   std::string graph_name;        // --graph_name; must match the config when set
   std::string part_config;       // --part_config path to <graph>.json
@@ -61,6 +64,7 @@ struct TrainOptions {
   int request_timeout_ms = 30000;
 
   std::vector<int> Fanouts() const;  // parsed fan_out; throws ConfigError
+  TaskKind Kind() const;             // parsed task; throws ConfigError
   // Throws ConfigError naming the first bad field.
   void Validate() const;
 };

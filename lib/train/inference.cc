@@ -1,0 +1,42 @@
+#include "train/inference.h"
+
+#include <algorithm>
+
+#include "sampling/block.h"
+#include "sampling/sampler.h"
+#include "train/aggregate.h"
+
+namespace gnn {
+
+torch::Tensor LayerwiseInference(GraphSage& model, const InferenceSource& source, int64_t lo, int64_t hi,
+                                 int64_t batch_size, bool exchange_last) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  torch::Tensor h;  // the previous layer's rows of every node
+  for (int l = 0; l < model->num_layers(); ++l) {
+    torch::Tensor mine = torch::empty({hi - lo, model->OutDim(l)}, torch::kFloat32);
+    for (int64_t start = lo; start < hi; start += batch_size) {
+      const int64_t end = std::min(hi, start + batch_size);
+      std::vector<int64_t> dst(end - start);
+      for (int64_t i = start; i < end; ++i) dst[i - start] = i;
+      std::vector<int64_t> ptr, idx;
+      source.neighbors(dst, &ptr, &idx);
+      Block block = ToBlock(dst, std::move(ptr), idx);
+      BlockTensors bt = ToTensors(block);
+      torch::Tensor x;
+      if (l == 0) {
+        x = source.features(block.src_nodes);
+      } else {
+        torch::Tensor src = torch::from_blob(block.src_nodes.data(), {block.num_src()}, torch::kInt64);
+        x = h.index_select(0, src - source.base);
+      }
+      mine.slice(0, start - lo, end - lo).copy_(model->ForwardLayer(l, bt, x));
+    }
+    const bool last = l + 1 == model->num_layers();
+    h = !last || exchange_last ? source.exchange(mine) : mine;
+  }
+  model->train();
+  return h;
+}
+
+}  // namespace gnn
