@@ -16,7 +16,6 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -175,15 +174,11 @@ void PlanConfig(const CopyOptions& o, Plan* plan) {
     plan->part_dirs.push_back(dir);
   }
   if (!plan->json_rewritten) return;
-  nlohmann::json j = nlohmann::json::parse(plan->json_text);
-  for (int i = 0; i < plan->config.num_parts; ++i) {
-    const std::string& dir = plan->part_dirs[static_cast<size_t>(i)];
-    nlohmann::json& p = j.at("part-" + std::to_string(i));
-    p["part_dir"] = dir;
-    if (p.contains("node_feats")) p["node_feats"] = dir + "/feat.npy";
-    if (p.contains("part_graph")) p["part_graph"] = dir + "/indptr.npy";
+  PartitionConfig shipped = plan->config;
+  for (int i = 0; i < shipped.num_parts; ++i) {
+    shipped.parts[static_cast<size_t>(i)].dir = plan->part_dirs[static_cast<size_t>(i)];
   }
-  plan->json_text = j.dump(2) + "\n";
+  plan->json_text = PartitionConfigText(shipped);
 }
 
 Item HashedItem(const std::string& source, const std::string& dest) {
@@ -695,26 +690,6 @@ MachineCopyResult CopyToMachine(const CopyOptions& o, const Machine& m, bool loc
   return result;
 }
 
-// A temporary folder under `parent`, removed with its contents on
-// destruction.
-class TempFolder {
- public:
-  explicit TempFolder(const std::string& parent) {
-    std::string pattern = parent + "/gnn-copy-XXXXXX";
-    if (!::mkdtemp(pattern.data())) {
-      throw DataError("cannot create a temporary folder in " + parent + ": " +
-                      std::strerror(errno));
-    }
-    path_ = pattern;
-  }
-  ~TempFolder() { RemoveAllQuietly(path_); }
-  TempFolder(const TempFolder&) = delete;
-  TempFolder& operator=(const TempFolder&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 }  // namespace
 
@@ -763,16 +738,16 @@ CopyReport RunCopy(const CopyOptions& o, std::ostream& out, const std::atomic<in
   }
 
   // ssh control sockets live in /tmp: their paths must stay short.
-  std::unique_ptr<TempFolder> sockets;
+  std::unique_ptr<ScopedTempDir> sockets;
   if (any_remote) {
-    sockets = std::make_unique<TempFolder>("/tmp");
+    sockets = std::make_unique<ScopedTempDir>("/tmp", "gnn-copy-");
     for (auto& m : plan.machines) {
       if (!m.local) m.control_path = sockets->path() + "/" + std::to_string(m.index);
     }
   }
-  std::unique_ptr<TempFolder> stage;
+  std::unique_ptr<ScopedTempDir> stage;
   if (!o.dry_run) {
-    stage = std::make_unique<TempFolder>(fs::temp_directory_path().string());
+    stage = std::make_unique<ScopedTempDir>(fs::temp_directory_path().string(), "gnn-copy-");
     if (plan.json_rewritten) {
       const std::string path = stage->path() + "/" + Basename(o.part_config);
       WriteFileAtomic(path, plan.json_text);

@@ -50,6 +50,17 @@ std::string MakeUniqueDir(const std::string& prefix) {
   throw DataError("cannot create a unique directory " + prefix + "*: every name was taken");
 }
 
+ScopedTempDir::ScopedTempDir(const std::string& parent, const std::string& prefix) {
+  std::string base = parent;
+  if (base.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    base = tmp && *tmp ? tmp : "/tmp";
+  }
+  path_ = MakeUniqueDir(base + "/" + prefix);
+}
+
+ScopedTempDir::~ScopedTempDir() { RemoveAllQuietly(path_); }
+
 void SyncDir(const std::string& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0 || ::fsync(fd) != 0) {

@@ -39,6 +39,20 @@ std::string RandomSuffix();
 // its path. Throws DataError naming the prefix. Thread-safe.
 std::string MakeUniqueDir(const std::string& prefix);
 
+// A fresh directory "<parent>/<prefix><random>" (MakeUniqueDir), removed
+// with its contents on destruction. `parent` "" = $TMPDIR or /tmp.
+class ScopedTempDir {
+ public:
+  explicit ScopedTempDir(const std::string& parent = "", const std::string& prefix = "gnn-");
+  ~ScopedTempDir();
+  ScopedTempDir(const ScopedTempDir&) = delete;
+  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 // fsyncs the directory `dir`, making renames and creations in it durable.
 // Throws DataError naming the directory.
 void SyncDir(const std::string& dir);

@@ -1,9 +1,12 @@
-// Minimal fork-join parallelism over index ranges (std::thread, no pool).
+// Minimal fork-join parallelism (std::thread, no pool): static slices of
+// an index range, or chunks handed out dynamically.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <exception>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -40,6 +43,36 @@ void ParallelFor(int64_t n, int threads, Fn fn) {
   for (auto& err : errors) {
     if (err) std::rethrow_exception(err);
   }
+}
+
+// Calls fn(c) for every chunk c of [0, num_chunks), handed out dynamically
+// to up to `threads` threads (this one included) and waits. Each chunk
+// should write only its own output, so scheduling never shows in results.
+// The first exception stops the hand-out and is rethrown.
+template <typename Fn>
+void ParallelChunks(int64_t num_chunks, int threads, const Fn& fn) {
+  const int workers = static_cast<int>(std::min<int64_t>(ResolveThreads(threads), num_chunks));
+  if (workers <= 1) {
+    for (int64_t c = 0; c < num_chunks; ++c) fn(c);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto work = [&] {
+    try {
+      for (int64_t c = next++; c < num_chunks; c = next++) fn(c);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      if (!error) error = std::current_exception();
+      next = num_chunks;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < workers; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace gnn

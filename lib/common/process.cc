@@ -223,6 +223,23 @@ PipedChild SpawnPiped(const std::vector<std::string>& argv, const std::vector<st
   return PipedChild{pid, fds[0][1], fds[1][0], fds[2][0]};
 }
 
+pid_t SpawnChild(const std::vector<std::string>& argv, int death_signal) {
+  if (argv.empty()) throw Error("SpawnChild: empty argv");
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Error("cannot start " + argv[0] + ": fork failed: " + std::strerror(errno));
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, death_signal);
+    if (::getppid() != parent) _exit(1);  // the parent is already gone
+    ::execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
 std::string DescribeWaitStatus(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));

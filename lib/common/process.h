@@ -47,6 +47,13 @@ struct PipedChild {
 PipedChild SpawnPiped(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                       const std::string& cwd, int death_signal);
 
+// Forks and execs argv[0] (a path; execv) sharing this process's stdio and
+// process group, with `death_signal` sent to it when this process dies
+// (PR_SET_PDEATHSIG). Everything the child needs is built before fork(), so
+// it is safe from a threaded process. Returns the child's pid; Error if the
+// fork fails (an exec failure is exit 127).
+pid_t SpawnChild(const std::vector<std::string>& argv, int death_signal);
+
 // "exited with status 3", "was killed by signal 9" for a waitpid status.
 std::string DescribeWaitStatus(int status);
 

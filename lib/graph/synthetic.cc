@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/parallel.h"
+#include "common/random.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/timer.h"
@@ -72,12 +74,6 @@ constexpr const char* kPresetHelp =
 // for data generation; std:: distributions are avoided because their output
 // is implementation-defined.
 
-uint64_t Mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 // One tag per use of randomness, so streams never overlap between uses.
 enum class Stream : uint64_t {
   kCommunity = 1,
@@ -131,32 +127,6 @@ class Rng {
 // Threads: chunks are handed out dynamically, but each chunk writes only its
 // own output range with its own stream, so scheduling never shows in results.
 
-template <typename Fn>
-void ParallelFor(int64_t num_chunks, int num_threads, const Fn& fn) {
-  int workers = static_cast<int>(std::min<int64_t>(num_threads, num_chunks));
-  if (workers <= 1) {
-    for (int64_t c = 0; c < num_chunks; ++c) fn(c);
-    return;
-  }
-  std::atomic<int64_t> next{0};
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  auto work = [&] {
-    try {
-      for (int64_t c = next++; c < num_chunks; c = next++) fn(c);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mutex);
-      if (!error) error = std::current_exception();
-      next = num_chunks;
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int t = 1; t < workers; ++t) threads.emplace_back(work);
-  work();
-  for (auto& t : threads) t.join();
-  if (error) std::rethrow_exception(error);
-}
-
 int64_t NumChunks(int64_t n, int64_t chunk) { return (n + chunk - 1) / chunk; }
 
 // ---------------------------------------------------------------------------
@@ -181,7 +151,7 @@ void RadixSort(std::vector<uint64_t>* keys, uint64_t max_key, int num_threads) {
     const int shift = pass * digit_bits;
     const uint64_t* in = keys->data();
     uint64_t* out = tmp.data();
-    ParallelFor(parts, parts, [&](int64_t p) {
+    ParallelChunks(parts, parts, [&](int64_t p) {
       int64_t* count = &offsets[p * buckets];
       std::fill(count, count + buckets, 0);
       for (int64_t i = n * p / parts, end = n * (p + 1) / parts; i < end; ++i) {
@@ -196,7 +166,7 @@ void RadixSort(std::vector<uint64_t>* keys, uint64_t max_key, int num_threads) {
         sum += c;
       }
     }
-    ParallelFor(parts, parts, [&](int64_t p) {
+    ParallelChunks(parts, parts, [&](int64_t p) {
       int64_t* pos = &offsets[p * buckets];
       for (int64_t i = n * p / parts, end = n * (p + 1) / parts; i < end; ++i) {
         uint64_t k = in[i];
@@ -311,7 +281,7 @@ Model BuildModel(const SyntheticSpec& spec, uint64_t seed, int num_threads) {
   const double cap =
       std::max(1.0, std::min(kMaxWeight, 1.5 * static_cast<double>(n - 1) / mean_degree));
   const double tail = -1.0 / (kPowerLawExponent - 1.0);
-  ParallelFor(NumChunks(n, kNodeChunk), num_threads, [&](int64_t c) {
+  ParallelChunks(NumChunks(n, kNodeChunk), num_threads, [&](int64_t c) {
     Rng community_rng(StreamSeed(seed, Stream::kCommunity, c));
     Rng weight_rng(StreamSeed(seed, Stream::kWeight, c));
     for (int64_t v = c * kNodeChunk, end = std::min(n, v + kNodeChunk); v < end; ++v) {
@@ -368,7 +338,7 @@ std::vector<uint64_t> SampleModelEdges(const Model& m, int64_t count, uint64_t s
   const MemberSlot* member_slots = m.member_slots.data();
   const int64_t* offsets = m.member_offsets.data();
   const uint64_t round_base = static_cast<uint64_t>(round) << 40;
-  ParallelFor(NumChunks(count, kEdgeChunk), num_threads, [&](int64_t c) {
+  ParallelChunks(NumChunks(count, kEdgeChunk), num_threads, [&](int64_t c) {
     constexpr int kBlock = 64;
     uint64_t rand[kBlock];
     uint32_t slot[kBlock], node[kBlock];
@@ -437,7 +407,7 @@ std::vector<uint64_t> SampleUniformEdges(int64_t num_nodes, int64_t count, uint6
   std::vector<uint64_t> keys(count);
   const uint64_t n = static_cast<uint64_t>(num_nodes);
   const uint64_t round_base = static_cast<uint64_t>(round) << 40;
-  ParallelFor(NumChunks(count, kEdgeChunk), num_threads, [&](int64_t c) {
+  ParallelChunks(NumChunks(count, kEdgeChunk), num_threads, [&](int64_t c) {
     Rng rng(StreamSeed(seed, Stream::kUniformEdge, round_base + c));
     for (int64_t i = c * kEdgeChunk, end = std::min(count, i + kEdgeChunk); i < end; ++i) {
       uint64_t u, v;
@@ -562,7 +532,7 @@ std::vector<int64_t> MakeLabels(const SyntheticSpec& spec, const Model& model, u
   for (int64_t i = 0; i < k; ++i) class_of[order[i]] = i % classes;
 
   std::vector<int64_t> labels(n);
-  ParallelFor(NumChunks(n, kNodeChunk), num_threads, [&](int64_t c) {
+  ParallelChunks(NumChunks(n, kNodeChunk), num_threads, [&](int64_t c) {
     Rng rng(StreamSeed(seed, Stream::kLabel, c));
     for (int64_t v = c * kNodeChunk, end = std::min(n, v + kNodeChunk); v < end; ++v) {
       if (rng.Uniform() < kLabelFidelity) {
@@ -595,7 +565,7 @@ std::vector<float> MakeFeatures(const SyntheticSpec& spec, const std::vector<int
 
   std::vector<float> features(n * f);
   constexpr int64_t kFeatureChunk = 1 << 12;  // nodes per stream
-  ParallelFor(NumChunks(n, kFeatureChunk), num_threads, [&](int64_t c) {
+  ParallelChunks(NumChunks(n, kFeatureChunk), num_threads, [&](int64_t c) {
     Rng rng(StreamSeed(seed, Stream::kFeature, c));
     for (int64_t v = c * kFeatureChunk, end = std::min(n, v + kFeatureChunk); v < end; ++v) {
       const double* mu = &centroids[labels[v] * f];
@@ -767,7 +737,7 @@ Dataset GenerateSynthetic(const SyntheticSpec& spec, uint64_t seed, int num_thre
     const uint64_t n = static_cast<uint64_t>(spec.num_nodes);
     d.src.resize(m);
     d.dst.resize(m);
-    ParallelFor(NumChunks(m, kEdgeChunk), num_threads, [&](int64_t c) {
+    ParallelChunks(NumChunks(m, kEdgeChunk), num_threads, [&](int64_t c) {
       for (int64_t i = c * kEdgeChunk, end = std::min(m, i + kEdgeChunk); i < end; ++i) {
         d.src[i] = static_cast<int64_t>(keys[i] / n);
         d.dst[i] = static_cast<int64_t>(keys[i] % n);

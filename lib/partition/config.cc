@@ -86,6 +86,8 @@ json ToJson(const PartitionConfig& c) {
   return j;
 }
 
+std::string PartitionConfigText(const PartitionConfig& config) { return ToJson(config).dump(2) + "\n"; }
+
 namespace {
 
 // Counts fit int64 with room for n + 1 and sums of a few of them.

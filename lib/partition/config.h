@@ -71,6 +71,9 @@ struct PartitionConfig {
 };
 
 nlohmann::json ToJson(const PartitionConfig& config);
+// The config file's text (ToJson, indented): the one writer of it, for
+// gnn-partition and for gnn-copy's rewritten copies.
+std::string PartitionConfigText(const PartitionConfig& config);
 
 // Parses and checks invariants: every value's type and range (counts
 // non-negative and below 2^62, num_parts in [1, 2^20], ...), node and edge

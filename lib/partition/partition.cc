@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <sstream>
 
+#include "common/random.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
@@ -132,13 +133,6 @@ void Publish(TempOutput& tmp, const std::string& output) {
   SyncDir(fs::path(absolute).parent_path().string());
 }
 
-uint64_t Mix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 // Held-out edges for link evaluation: an undirected pair {a, b} (input ids)
 // is held out when its hash falls below fraction * 2^64. The choice depends
 // only on the pair and the seed, never on the partitioning, so every
@@ -147,16 +141,16 @@ class HeldOutChooser {
  public:
   HeldOutChooser(double fraction, uint64_t seed)
       : threshold_(fraction <= 0 ? 0 : static_cast<uint64_t>(fraction * 18446744073709551616.0)),
-        seed_(Mix64(seed ^ 0x76616c6564676573ULL)) {}
+        seed_(SplitMix64(seed ^ 0x76616c6564676573ULL)) {}
   bool active() const { return threshold_ > 0; }
   bool operator()(int64_t a, int64_t b) const {
     if (a == b || threshold_ == 0) return false;
     const uint64_t lo = static_cast<uint64_t>(std::min(a, b)), hi = static_cast<uint64_t>(std::max(a, b));
-    return Mix64(Mix64(seed_ ^ lo) + hi) < threshold_;
+    return SplitMix64(SplitMix64(seed_ ^ lo) + hi) < threshold_;
   }
   // Corrupted tail j of held-out edge {a, b}: uniform over [0, n).
   int64_t Negative(int64_t a, int64_t b, int j, int64_t n) const {
-    const uint64_t h = Mix64(Mix64(Mix64(seed_ + static_cast<uint64_t>(a)) ^ static_cast<uint64_t>(b)) +
+    const uint64_t h = SplitMix64(SplitMix64(SplitMix64(seed_ + static_cast<uint64_t>(a)) ^ static_cast<uint64_t>(b)) +
                              static_cast<uint64_t>(j));
     return static_cast<int64_t>((static_cast<unsigned __int128>(h) * static_cast<uint64_t>(n)) >> 64);
   }
@@ -530,7 +524,7 @@ PartitionResult RunPartition(const PartitionOptions& options) {
   config.report = report;
 
   const std::string json_name = graph_name + ".json";
-  WriteFileAtomic(tmp.path() + "/" + json_name, ToJson(config).dump(2) + "\n");
+  WriteFileAtomic(tmp.path() + "/" + json_name, PartitionConfigText(config));
   Publish(tmp, options.output);
   GNN_LOG(kInfo) << "wrote " << options.num_parts << " partitions of " << graph_name << " to "
                  << options.output;

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/random.h"
 #include "sampling/block.h"
 #include "sampling/sampler.h"
 
@@ -100,8 +101,5 @@ class BatchLoader {
   bool stop_ = false;
   std::vector<std::thread> workers_;
 };
-
-// Seed for (base seed, stream...) combinations: a splitmix64 hash chain.
-uint64_t MixSeed(uint64_t a, uint64_t b);
 
 }  // namespace gnn

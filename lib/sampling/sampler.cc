@@ -15,13 +15,7 @@
 namespace gnn {
 namespace {
 
-constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
-
-uint64_t Mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+constexpr uint64_t kGolden = kGoldenGamma;
 
 // splitmix64 stream. Seeded per seed node from MixSeed(rng_seed, node), so a
 // node's draw never depends on which thread or slice handled it. std::
@@ -196,10 +190,6 @@ void AdviseHugePages(void* data, size_t bytes) {
 }
 
 }  // namespace
-
-uint64_t MixSeed(uint64_t a, uint64_t b) {
-  return Mix64(Mix64(a + kGolden) ^ Mix64(b + 0x632be59bd9b4e019ULL));
-}
 
 void SampleNeighbors(const CscView& csc, const int64_t* seeds, int64_t num_seeds, int fanout,
                      bool replace, uint64_t rng_seed, int threads, std::vector<int64_t>* out_indptr,

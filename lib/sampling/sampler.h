@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/random.h"
 #include "sampling/block.h"
 
 namespace gnn {
@@ -92,9 +93,5 @@ void MeanOfSources(const float* rows, int64_t row_start, int64_t dim, const Bloc
 // blocks. Throws DataError when the features do not match block 0.
 void PackInputMeans(MiniBatch* mb, int threads);
 
-// Seed for (base seed, stream...) combinations: a splitmix64 hash chain.
-// Also declared in loader.h; declared here because the sampler derives each
-// seed node's RNG as MixSeed(rng_seed, node id).
-uint64_t MixSeed(uint64_t a, uint64_t b);
 
 }  // namespace gnn

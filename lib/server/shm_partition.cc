@@ -23,6 +23,7 @@
 #include "common/parallel.h"
 #include "common/sha256.h"
 #include "common/timer.h"
+#include "partition/local_partition.h"
 
 namespace gnn {
 
@@ -429,27 +430,18 @@ std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
       for (int64_t i = b; i < end; ++i) CopyArray(plan[i], bytes + plan[i].offset, want_sha[i]);
     });
 
-    // The checks LoadLocalPartition does, on the mapped data.
+    // The checks LoadLocalPartition does (one function), on the mapped data.
     p->ReadHeader();
     const PartitionView& v = p->view_;
-    if (v.indptr[0] != 0 || v.indptr[n] != e) {
-      throw DataError(plan[kIndptr].path + ": offsets do not span indices.npy");
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      if (v.indptr[i + 1] < v.indptr[i]) throw DataError(plan[kIndptr].path + ": offsets decrease");
-    }
-    for (int64_t k = 0; k < e; ++k) {
-      if (v.indices[k] < 0 || v.indices[k] >= config.num_nodes) {
-        throw DataError(plan[kIndices].path + ": node id " + std::to_string(v.indices[k]) +
-                        " out of range");
-      }
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      if (v.labels[i] < -1 || v.labels[i] >= config.num_classes) {
-        throw DataError(plan[kLabel].path + ": label " + std::to_string(v.labels[i]) +
-                        " outside [0, " + std::to_string(config.num_classes) + ")");
-      }
-    }
+    PartitionArrays arrays;
+    arrays.indptr = v.indptr;
+    arrays.indices = v.indices;
+    arrays.labels = v.labels;
+    arrays.masks[0] = v.train_mask;
+    arrays.masks[1] = v.valid_mask;
+    arrays.masks[2] = v.test_mask;
+    arrays.orig_nids = v.orig_nids;
+    CheckPartitionArrays(config, part, arrays);
 
     __atomic_store_n(&h->ready, kShmReadyValue, __ATOMIC_RELEASE);
     if (mprotect(base, total, PROT_READ) != 0) {

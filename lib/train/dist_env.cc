@@ -144,23 +144,7 @@ class SamplerChildren {
       }
     }
   }
-  void Spawn(const std::vector<std::string>& argv) {
-    // Everything the child needs is built before fork(): this process has
-    // threads, and a child may only call async-signal-safe functions.
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) throw Error("cannot start gnn-sampler: fork failed");
-    if (pid == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (getppid() != parent) _exit(1);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-    pids_.push_back(pid);
-  }
+  void Spawn(const std::vector<std::string>& argv) { pids_.push_back(SpawnChild(argv, SIGTERM)); }
   // "" if all run; otherwise which one exited and how.
   std::string Exited() {
     for (size_t i = 0; i < pids_.size(); ++i) {

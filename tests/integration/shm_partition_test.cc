@@ -277,7 +277,8 @@ TEST_CASE("shm Create validates the files and leaves nothing behind on error", "
     f.write(reinterpret_cast<const char*>(&v), 8);
   }
   CHECK_THROWS_WITH(ShmPartition::Create(name, config, 0, false),
-                    Catch::Contains(indices) && Catch::Contains("out of range"));
+                    Catch::Contains(indices) &&
+                        Catch::Contains("node id " + std::to_string(config.num_nodes + 7) + ", outside"));
   CHECK_FALSE(SegmentExists(name));
   CHECK_FALSE(LockExists(name));
 

@@ -47,17 +47,7 @@ net::JobKeys Keys(const std::string& job_id) {
 
 namespace fs = std::filesystem;
 
-TempDir::TempDir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/gnn-test-XXXXXX";
-  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-  path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
-}
+TempDir::TempDir() : dir_("", "gnn-test-") {}
 
 std::string SharedDataset(const std::string& name) {
   fs::path p = fs::path(GNN_SOURCE_DIR) / ".." / "shared" / "datasets" / name;

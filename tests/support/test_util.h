@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "common/fs.h"
 #include "net/security.h"
 
 namespace gnn::test {
@@ -21,14 +22,11 @@ net::JobKeys Keys(const std::string& job_id);
 class TempDir {
  public:
   TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return dir_.path(); }
+  std::string operator/(const std::string& name) const { return dir_.path() + "/" + name; }
 
  private:
-  std::string path_;
+  ScopedTempDir dir_;
 };
 
 // ../shared/datasets/<name> relative to the source tree, or "" when absent
