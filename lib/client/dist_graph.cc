@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "common/error.h"
-#include "net/replies.h"
 #include "common/sha256.h"
+#include "net/messages.h"
 #include "sampling/edge_batch.h"
 #include "sampling/sampler.h"
 #include "server/server.h"
@@ -13,7 +13,22 @@
 namespace gnn {
 
 using net::Message;
-using net::MsgType;
+
+namespace {
+
+// The mask's nodes [asked.offset, asked.offset + asked.count) of a local
+// partition, as the server would answer SplitNodes.
+std::vector<int64_t> LocalMaskSlice(const PartitionView& v, const net::SplitNodes& asked) {
+  const uint8_t* m = asked.mask == 0 ? v.train_mask : asked.mask == 1 ? v.valid_mask : v.test_mask;
+  std::vector<int64_t> ids;
+  int64_t seen = 0;
+  for (int64_t i = 0; i < v.num_nodes && seen < asked.offset + asked.count; ++i) {
+    if (m[i] && seen++ >= asked.offset) ids.push_back(v.node_start + i);
+  }
+  return ids;
+}
+
+}  // namespace
 
 DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
   config_ = LoadPartitionConfig(o.part_config);
@@ -40,27 +55,24 @@ DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
   conns_.resize(config_.num_parts);
   next_server_.assign(config_.num_parts, 0);
   std::vector<std::pair<net::Connection*, Message>> hellos;
-  const std::string hello = config_.graph_name + "\n" + config_sha_ + "\n" + o.job_id;
+  const net::Hello hello{config_.graph_name, config_sha_, o.job_id};
   for (int p = 0; p < config_.num_parts; ++p) {
     if (p == o.local_machine_id) continue;  // read from shared memory
     for (size_t s = 0; s < endpoints[p].size(); ++s) {
       std::string peer = "machine " + std::to_string(p) + " server " + std::to_string(s) +
                          " at " + endpoints[p][s].substr(endpoints[p][s].find("://") + 3);
       conns_[p].push_back(std::make_unique<net::Connection>(ctx_, endpoints[p][s], peer, o.keys));
-      hellos.emplace_back(conns_[p].back().get(), net::MakeMessage(MsgType::kHello, 0, {}, hello));
+      hellos.emplace_back(conns_[p].back().get(), hello.Encode(0));
     }
   }
   std::vector<Message> replies = net::CallAll(std::move(hellos), net::Millis(o.timeout_ms));
   size_t k = 0;
   for (int p = 0; p < config_.num_parts; ++p) {
     for (auto& c : conns_[p]) {
-      const Message& r = replies[k++];
-      net::CheckShape(r, 6, 0);
-      if (r.header.ints[2] != config_.parts[p].node_start ||
-          r.header.ints[3] != config_.parts[p].node_end) {
-        throw PeerError(c->peer() + " serves nodes [" + std::to_string(r.header.ints[2]) + ", " +
-                        std::to_string(r.header.ints[3]) + "), expected partition " +
-                        std::to_string(p));
+      const net::HelloReply r = net::HelloReply::Decode(replies[k++]);
+      if (r.node_start != config_.parts[p].node_start || r.node_end != config_.parts[p].node_end) {
+        throw PeerError(c->peer() + " serves nodes [" + std::to_string(r.node_start) + ", " +
+                        std::to_string(r.node_end) + "), expected partition " + std::to_string(p));
       }
     }
   }
@@ -93,37 +105,39 @@ void DistGraph::SampleNeighbors(const std::vector<int64_t>& seeds, int fanout, b
                                 std::vector<int64_t>* indices) {
   auto pos = ByOwner(seeds);
   const int parts = config_.num_parts;
-  std::vector<std::vector<int64_t>> part_seeds(parts), part_ptr(parts), part_idx(parts);
-  std::vector<std::pair<net::Connection*, Message>> calls;
-  std::vector<int> call_part;
+  // One request per owner; the local partition's is answered in place.
+  std::vector<net::SampleRequest> asked(parts);
+  std::vector<std::vector<int64_t>> part_ptr(parts), part_idx(parts);
+  struct Call {
+    net::Connection* conn;
+    uint64_t rid;
+    int part;
+  };
+  std::vector<Call> calls;
+  auto deadline = std::chrono::steady_clock::now() + net::Millis(options_.timeout_ms);
   for (int p = 0; p < parts; ++p) {
     if (pos[p].empty()) continue;
-    for (size_t i : pos[p]) part_seeds[p].push_back(seeds[i]);
+    asked[p] = {{}, fanout, replace, rng_seed};
+    for (size_t i : pos[p]) asked[p].seeds.push_back(seeds[i]);
     if (p == options_.local_machine_id) continue;
-    Message m = net::MakeMessage(MsgType::kSample, 0,
-                                 {fanout, replace ? 1 : 0, static_cast<int64_t>(rng_seed)});
-    net::AddArray(&m, part_seeds[p]);
-    wire_bytes_ += part_seeds[p].size() * sizeof(int64_t);
-    calls.emplace_back(&Pick(p), std::move(m));
-    call_part.push_back(p);
+    wire_bytes_ += asked[p].seeds.size() * sizeof(int64_t);
+    net::Connection& c = Pick(p);
+    calls.push_back({&c, c.Start(asked[p].Encode(0)), p});
   }
   // Remote requests are in flight while the local partition is sampled.
-  std::vector<uint64_t> ids;
-  std::vector<std::string> whats;
-  auto deadline = std::chrono::steady_clock::now() + net::Millis(options_.timeout_ms);
-  for (auto& [conn, msg] : calls) ids.push_back(conn->Start(std::move(msg)));
-  if (options_.local_machine_id >= 0 && !part_seeds[options_.local_machine_id].empty()) {
+  if (options_.local_machine_id >= 0 && !asked[options_.local_machine_id].seeds.empty()) {
     int p = options_.local_machine_id;
-    gnn::SampleNeighbors(local_->view().csc(), part_seeds[p].data(),
-                         static_cast<int64_t>(part_seeds[p].size()), fanout, replace, rng_seed, 1,
+    gnn::SampleNeighbors(local_->view().csc(), asked[p].seeds.data(),
+                         static_cast<int64_t>(asked[p].seeds.size()), fanout, replace, rng_seed, 1,
                          &part_ptr[p], &part_idx[p]);
   }
-  for (size_t c = 0; c < calls.size(); ++c) {
-    Message r = calls[c].first->Finish(ids[c], deadline, "Sample");
-    const int p = call_part[c];
-    net::DecodeSampleReply(r, part_seeds[p].size(), fanout, config_.num_nodes, calls[c].first->peer(),
-                           &part_ptr[p], &part_idx[p]);
+  for (const Call& c : calls) {
+    Message r = c.conn->Finish(c.rid, deadline, "Sample");
+    net::SampleReply rep =
+        net::SampleReply::Decode(r, asked[c.part], config_.num_nodes, c.conn->peer());
     wire_bytes_ += r.frames[0].size() + r.frames[1].size();
+    part_ptr[c.part] = std::move(rep.indptr);
+    part_idx[c.part] = std::move(rep.indices);
   }
   // Merge back into the seeds' order.
   indptr->assign(seeds.size() + 1, 0);
@@ -171,7 +185,8 @@ void DistGraph::PullFeatures(const std::vector<int64_t>& ids, std::vector<float>
     net::Connection* conn;
     uint64_t rid;
     int part;
-    size_t first, count;  // slice of pos[part]
+    size_t first;  // of the slice of pos[part] asked
+    net::PullFeatures asked;
   };
   std::vector<Pending> pending;
   auto deadline = std::chrono::steady_clock::now() + net::Millis(options_.timeout_ms);
@@ -179,13 +194,12 @@ void DistGraph::PullFeatures(const std::vector<int64_t>& ids, std::vector<float>
     if (pos[p].empty() || p == options_.local_machine_id) continue;
     for (size_t first = 0; first < pos[p].size(); first += chunk) {
       size_t count = std::min(chunk, pos[p].size() - first);
-      std::vector<int64_t> part_ids(count);
-      for (size_t j = 0; j < count; ++j) part_ids[j] = ids[pos[p][first + j]];
-      Message m = net::MakeMessage(MsgType::kPullFeatures, 0);
-      net::AddArray(&m, part_ids);
+      net::PullFeatures asked{std::vector<int64_t>(count)};
+      for (size_t j = 0; j < count; ++j) asked.ids[j] = ids[pos[p][first + j]];
       wire_bytes_ += count * sizeof(int64_t);
       net::Connection& c = Pick(p);
-      pending.push_back({&c, c.Start(std::move(m)), p, first, count});
+      const uint64_t rid = c.Start(asked.Encode(0));
+      pending.push_back({&c, rid, p, first, std::move(asked)});
     }
   }
   if (options_.local_machine_id >= 0) {
@@ -202,9 +216,11 @@ void DistGraph::PullFeatures(const std::vector<int64_t>& ids, std::vector<float>
   }
   for (const Pending& q : pending) {
     Message r = q.conn->Finish(q.rid, deadline, "PullFeatures");
-    const float* rows = net::DecodeFeaturesReply(r, q.count, dim, q.conn->peer());
+    const net::PullFeaturesReply rep =
+        net::PullFeaturesReply::Decode(r, q.asked, dim, q.conn->peer());
+    const float* rows = rep.data();
     wire_bytes_ += r.frames[0].size();
-    for (size_t j = 0; j < q.count; ++j) {
+    for (size_t j = 0; j < q.asked.ids.size(); ++j) {
       std::memcpy(out->data() + pos[q.part][q.first + j] * dim, rows + j * dim, row);
     }
   }
@@ -215,7 +231,7 @@ void DistGraph::PullLabels(const std::vector<int64_t>& ids, std::vector<int64_t>
   auto pos = ByOwner(ids);
   std::vector<std::pair<net::Connection*, Message>> calls;
   std::vector<int> call_part;
-  std::vector<std::string> peers;
+  std::vector<net::PullLabels> asked;
   for (int p = 0; p < config_.num_parts; ++p) {
     if (pos[p].empty()) continue;
     if (p == options_.local_machine_id) {
@@ -223,23 +239,25 @@ void DistGraph::PullLabels(const std::vector<int64_t>& ids, std::vector<int64_t>
       for (size_t i : pos[p]) (*out)[i] = v.labels[ids[i] - v.node_start];
       continue;
     }
-    std::vector<int64_t> part_ids;
-    for (size_t i : pos[p]) part_ids.push_back(ids[i]);
-    if (static_cast<int64_t>(part_ids.size() * sizeof(int64_t)) > net::kMaxPullReplyBytes) {
-      throw ConfigError("PullLabels of " + std::to_string(part_ids.size()) + " nodes from one partition: " +
-                        "more than one request may carry; pull in batches");
+    net::PullLabels req;
+    for (size_t i : pos[p]) req.ids.push_back(ids[i]);
+    if (static_cast<int64_t>(req.ids.size() * sizeof(int64_t)) > net::kMaxPullReplyBytes) {
+      throw ConfigError(
+          "PullLabels of " + std::to_string(req.ids.size()) +
+          " nodes from one partition: " + "more than one request may carry; pull in batches");
     }
-    Message m = net::MakeMessage(MsgType::kPullLabels, 0);
-    net::AddArray(&m, part_ids);
-    wire_bytes_ += part_ids.size() * sizeof(int64_t);
-    calls.emplace_back(&Pick(p), std::move(m));
+    wire_bytes_ += req.ids.size() * sizeof(int64_t);
+    calls.emplace_back(&Pick(p), req.Encode(0));
     call_part.push_back(p);
-    peers.push_back(calls.back().first->peer());
+    asked.push_back(std::move(req));
   }
+  std::vector<std::string> peers;
+  for (const auto& c : calls) peers.push_back(c.first->peer());
   std::vector<Message> replies = net::CallAll(std::move(calls), net::Millis(options_.timeout_ms));
   for (size_t c = 0; c < replies.size(); ++c) {
-    int p = call_part[c];
-    std::vector<int64_t> labels = net::DecodeLabelsReply(replies[c], pos[p].size(), peers[c]);
+    const int p = call_part[c];
+    const std::vector<int64_t> labels =
+        net::PullLabelsReply::Decode(replies[c], asked[c], peers[c]).labels;
     wire_bytes_ += replies[c].frames[0].size();
     for (size_t j = 0; j < pos[p].size(); ++j) (*out)[pos[p][j]] = labels[j];
   }
@@ -254,54 +272,43 @@ int64_t DistGraph::CountNodes(int mask) const {
 }
 
 std::vector<int64_t> DistGraph::SplitNodes(int mask, int64_t begin, int64_t end) {
-  std::vector<int64_t> out;
+  // One slice per partition holding part of [begin, end), in partition
+  // order: the local one read in place, the others asked concurrently.
+  struct Slice {
+    int part;
+    net::SplitNodes asked;
+    net::Connection* conn;  // null: local
+    std::vector<int64_t> ids;
+  };
+  std::vector<Slice> slices;
   std::vector<std::pair<net::Connection*, Message>> calls;
-  std::vector<int> call_part;  // of each remote call
+  std::vector<size_t> remote;  // the slice of each call
   int64_t prefix = 0;
   for (int p = 0; p < config_.num_parts; ++p) {
     const PartInfo& info = config_.parts[p];
-    int64_t n = mask == 0 ? info.num_train : mask == 1 ? info.num_valid : info.num_test;
-    int64_t lo = std::max(begin, prefix), hi = std::min(end, prefix + n);
-    if (lo < hi) {
-      if (p == options_.local_machine_id) {
-        const PartitionView& v = local_->view();
-        const uint8_t* m = mask == 0 ? v.train_mask : mask == 1 ? v.valid_mask : v.test_mask;
-        int64_t seen = 0;
-        std::vector<int64_t> ids;
-        for (int64_t i = 0; i < v.num_nodes && seen < hi - prefix; ++i) {
-          if (m[i] && seen++ >= lo - prefix) ids.push_back(v.node_start + i);
-        }
-        calls.emplace_back(nullptr, Message());
-        calls.back().second.header.ints = ids;  // local result parked in the slot
-      } else {
-        calls.emplace_back(&Pick(p), net::MakeMessage(MsgType::kSplitNodes, 0,
-                                                      {mask, lo - prefix, hi - lo}));
-        call_part.push_back(p);
-      }
-    }
+    const int64_t n = mask == 0 ? info.num_train : mask == 1 ? info.num_valid : info.num_test;
+    const int64_t lo = std::max(begin, prefix), hi = std::min(end, prefix + n);
     prefix += n;
-  }
-  std::vector<std::pair<net::Connection*, Message>> remote;
-  std::vector<int64_t> expect;
-  for (auto& c : calls) {
-    if (c.first) {
-      expect.push_back(c.second.header.ints[2]);
-      remote.emplace_back(c.first, std::move(c.second));
+    if (lo >= hi) continue;
+    const net::SplitNodes asked{mask, lo - (prefix - n), hi - lo};
+    if (p == options_.local_machine_id) {
+      slices.push_back({p, asked, nullptr, LocalMaskSlice(local_->view(), asked)});
+      continue;
     }
+    slices.push_back({p, asked, &Pick(p), {}});
+    calls.emplace_back(slices.back().conn, asked.Encode(0));
+    remote.push_back(slices.size() - 1);
   }
-  std::vector<Message> replies = net::CallAll(std::move(remote), net::Millis(options_.timeout_ms));
-  size_t r = 0;
-  for (auto& c : calls) {
-    std::vector<int64_t> ids;
-    if (c.first) {
-      const PartInfo& info = config_.parts[call_part[r]];
-      ids = net::DecodeSplitNodesReply(replies[r], expect[r], info.node_start, info.node_end, c.first->peer());
-      ++r;
-    } else {
-      ids = c.second.header.ints;
-    }
-    out.insert(out.end(), ids.begin(), ids.end());
+  std::vector<Message> replies = net::CallAll(std::move(calls), net::Millis(options_.timeout_ms));
+  for (size_t r = 0; r < replies.size(); ++r) {
+    Slice& s = slices[remote[r]];
+    const PartInfo& info = config_.parts[s.part];
+    s.ids = net::SplitNodesReply::Decode(replies[r], s.asked, info.node_start, info.node_end,
+                                         s.conn->peer())
+                .ids;
   }
+  std::vector<int64_t> out;
+  for (const Slice& s : slices) out.insert(out.end(), s.ids.begin(), s.ids.end());
   if (static_cast<int64_t>(out.size()) != std::max<int64_t>(0, end - begin)) {
     throw ProtocolError("SplitNodes returned " + std::to_string(out.size()) + " ids, expected " +
                         std::to_string(end - begin));

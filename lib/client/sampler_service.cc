@@ -1,13 +1,13 @@
 #include "client/sampler_service.h"
 
-#include "sampling/edge_batch.h"
-
 #include <chrono>
 
 #include "common/error.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "net/channel.h"
+#include "net/messages.h"
+#include "sampling/edge_batch.h"
 
 namespace gnn {
 
@@ -30,9 +30,11 @@ void RunSampler(const SamplerOptions& o, const std::atomic<bool>& stop) {
   sock.set(zmq::sockopt::maxmsgsize, net::kMaxReplyBytes);
   o.graph.keys.MakeClient(sock);
   sock.connect(o.trainer_endpoint);
-  const std::string hello = graph.config().graph_name + "\n" + Sha256File(o.graph.part_config) +
-                            "\n" + o.graph.job_id;
-  Message h = net::MakeMessage(MsgType::kHello, 0, {o.trainer_id, o.sampler_id}, hello);
+  const net::SamplerHello hello{
+      {graph.config().graph_name, Sha256File(o.graph.part_config), o.graph.job_id},
+      o.trainer_id,
+      o.sampler_id};
+  Message h = hello.Encode(0);
   net::Send(sock, h);
   GNN_LOG(kInfo) << "sampler " << o.trainer_id << "." << o.sampler_id << " connected to trainer at "
                  << o.trainer_endpoint;
@@ -53,8 +55,8 @@ void RunSampler(const SamplerOptions& o, const std::atomic<bool>& stop) {
         GNN_LOG(kInfo) << "trainer said stop";
         return;
       case MsgType::kError:
-        throw PeerError("trainer at " + o.trainer_endpoint + " refused this sampler: " +
-                        m.header.text);
+        throw PeerError("trainer at " + o.trainer_endpoint +
+                        " refused this sampler: " + net::ErrorReply::Decode(m).message);
       case MsgType::kSeedBatch: {
         net::SeedBatch sb = net::DecodeSeedBatch(m);
         Message reply;
@@ -84,7 +86,7 @@ void RunSampler(const SamplerOptions& o, const std::atomic<bool>& stop) {
   }
 }
 
-SamplerPool::SamplerPool(const std::string& bind_endpoint, int num_samplers, std::string hello,
+SamplerPool::SamplerPool(const std::string& bind_endpoint, int num_samplers, net::Hello hello,
                          int prefetch_per_sampler, int timeout_ms, const net::JobKeys& keys)
     : auth_(ctx_, keys, "the trainer's sampler pool"),
       sock_(ctx_, zmq::socket_type::router),
@@ -126,7 +128,7 @@ void SamplerPool::WaitForSamplers(int timeout_ms) {
     parts.erase(parts.begin());
     Message m = net::Decode(std::move(parts));
     if (m.header.msg_type() != MsgType::kHello) continue;
-    if (m.header.text != hello_) {
+    if (!SameJob(m)) {
       std::vector<zmq::message_t> route;
       route.push_back(std::move(id));
       Message err = net::MakeError(0, net::kErrMismatch,
@@ -137,6 +139,14 @@ void SamplerPool::WaitForSamplers(int timeout_ms) {
     }
     identities_.push_back(std::move(id));
     in_flight_.push_back(0);
+  }
+}
+
+bool SamplerPool::SameJob(const Message& hello) const {
+  try {
+    return net::SamplerHello::Decode(hello).hello == hello_;
+  } catch (const ProtocolError&) {
+    return false;  // not a sampler's hello: refused like a stranger's
   }
 }
 
@@ -190,7 +200,8 @@ void SamplerPool::ReceiveOne(int timeout_ms) {
   Message m = net::Decode(std::move(parts));
   if (sampler < 0) return;  // a stranger; ignore
   if (m.header.msg_type() == MsgType::kError) {
-    throw PeerError("sampler " + std::to_string(sampler) + " failed: " + m.header.text);
+    throw PeerError("sampler " + std::to_string(sampler) +
+                    " failed: " + net::ErrorReply::Decode(m).message);
   }
   if (m.header.msg_type() != MsgType::kMiniBatch) return;
   MiniBatch mb = net::DecodeMiniBatch(m);
@@ -217,7 +228,7 @@ void SamplerPool::Stop() {
   for (auto& id : identities_) {
     std::vector<zmq::message_t> route;
     route.emplace_back(id.data(), id.size());
-    Message m = net::MakeMessage(MsgType::kStop, 0);
+    Message m = net::Stop{}.Encode(0);
     net::Send(sock_, m, &route, net::Millis(1000));
   }
 }

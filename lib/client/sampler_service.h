@@ -11,11 +11,11 @@
 #include <optional>
 #include <string>
 #include <vector>
-
 #include <zmq.hpp>
 
 #include "client/dist_graph.h"
 #include "net/batch_codec.h"
+#include "net/messages.h"
 #include "net/security.h"
 
 namespace gnn {
@@ -37,10 +37,10 @@ void RunSampler(const SamplerOptions& options, const std::atomic<bool>& stop);
 // The trainer's side: a ROUTER the samplers connect to. Not thread-safe.
 class SamplerPool {
  public:
-  // Binds `bind_endpoint` (e.g. "tcp://127.0.0.1:*"). `hello` is the text
-  // samplers must present ("graph\nconfig_sha256\njob_id").
+  // Binds `bind_endpoint` (e.g. "tcp://127.0.0.1:*"). `hello` is what
+  // samplers must present (graph, partition config sha256, job id).
   // Only samplers holding the job's `keys` can connect (CURVE + ZAP).
-  SamplerPool(const std::string& bind_endpoint, int num_samplers, std::string hello,
+  SamplerPool(const std::string& bind_endpoint, int num_samplers, net::Hello hello,
               int prefetch_per_sampler, int timeout_ms, const net::JobKeys& keys);
   ~SamplerPool();
   const std::string& endpoint() const { return endpoint_; }
@@ -67,6 +67,7 @@ class SamplerPool {
 
  private:
   void Dispatch();
+  bool SameJob(const net::Message& hello) const;
   void ReceiveOne(int timeout_ms);
 
   zmq::context_t ctx_;
@@ -74,7 +75,7 @@ class SamplerPool {
   zmq::socket_t sock_;
   std::string endpoint_;
   int num_samplers_;
-  std::string hello_;
+  net::Hello hello_;
   int prefetch_;
   int timeout_ms_;
   std::vector<zmq::message_t> identities_;

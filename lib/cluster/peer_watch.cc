@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "net/channel.h"
+#include "net/messages.h"
 
 namespace gnn {
 
@@ -13,7 +14,7 @@ bool Ping(zmq::context_t& ctx, const net::JobKeys& keys, const MachineAddress& m
   net::Connection c(ctx, Endpoint(machine, s), "machine " + std::to_string(m) + " server " + std::to_string(s),
                     keys);
   try {
-    c.Call(net::MakeMessage(net::MsgType::kPing, 0), net::Millis(timeout_ms));
+    net::Pong::Decode(c.Call(net::Ping{}.Encode(0), net::Millis(timeout_ms)));
     return true;
   } catch (const std::exception&) {
     return false;

@@ -5,13 +5,14 @@
 #include <thread>
 #include <vector>
 
-#include "net/ip_config.h"
-#include "net/ports.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/parallel.h"
 #include "common/sha256.h"
 #include "net/channel.h"
+#include "net/ip_config.h"
+#include "net/messages.h"
+#include "net/ports.h"
 #include "net/protocol.h"
 #include "partition/config.h"
 #include "sampling/sampler.h"
@@ -48,157 +49,182 @@ struct ServerState {
   std::atomic<bool> shutdown{false};
 };
 
-Message HandleRequest(ServerState& s, const Message& req) {
-  const uint64_t id = req.header.request_id;
+// The handlers: each decodes its request (a malformed one throws
+// ProtocolError), answers, or returns the Error reply that says why not.
+
+Message OnHello(ServerState& s, const Message& req) {
+  const net::Hello h = net::Hello::Decode(req);
+  if (h.graph_name != s.config.graph_name || h.config_sha256 != s.config_sha) {
+    return net::MakeError(
+        req.header.request_id, net::kErrMismatch,
+        s.name + " serves graph " + s.config.graph_name + " (partition config sha256 " +
+            s.config_sha.substr(0, 12) + "), client has graph " + h.graph_name + " (sha256 " +
+            h.config_sha256.substr(0, 12) + "): deploy the same partition config");
+  }
   const PartitionView& v = *s.view;
+  return net::HelloReply{s.options->machine_id,      s.options->server_id, v.node_start,
+                         v.node_start + v.num_nodes, v.feature_dim,        v.num_classes}
+      .Encode(req.header.request_id);
+}
+
+Message OnPing(ServerState& s, const Message& req) {
+  net::Ping::Decode(req);
+  return net::Pong{s.options->machine_id, s.options->server_id}.Encode(req.header.request_id);
+}
+
+// Bound on the neighbours a Sample reply would hold, computed before it is
+// built: a small request must not make the server build gigabytes (a hub
+// repeated, or a huge fanout). Throws DataError for a node not owned.
+int64_t SampleBound(const ServerState& s, const net::SampleRequest& r) {
+  const PartitionView& v = *s.view;
+  int64_t bound = 0;
+  for (int64_t seed : r.seeds) {
+    const int64_t row = seed - v.node_start;
+    if (row < 0 || row >= v.num_nodes) {
+      throw DataError("node " + std::to_string(seed) + " is not owned by " + s.name);
+    }
+    const int64_t deg = v.indptr[row + 1] - v.indptr[row];
+    bound += r.fanout < 0 ? deg : (r.replace ? (deg > 0 ? r.fanout : 0) : std::min(deg, r.fanout));
+  }
+  return bound;
+}
+
+Message OnSample(ServerState& s, const Message& req) {
+  const uint64_t id = req.header.request_id;
+  const net::SampleRequest r = net::SampleRequest::Decode(req);
+  if (r.fanout < -1 || r.fanout > (1 << 20)) {
+    return net::MakeError(id, net::kErrBadRequest,
+                          "fanout " + std::to_string(r.fanout) + " out of range");
+  }
+  const int64_t bound = SampleBound(s, r);
+  if (bound > kMaxSampledPerRequest) {
+    return net::MakeError(id, net::kErrBadRequest,
+                          "Sample would return " + std::to_string(bound) +
+                              " neighbours, more than the limit of " +
+                              std::to_string(kMaxSampledPerRequest) + " per request");
+  }
+  net::SampleReply rep;
+  SampleNeighbors(s.view->csc(), r.seeds.data(), static_cast<int64_t>(r.seeds.size()),
+                  static_cast<int>(r.fanout), r.replace, r.rng_seed, 1, &rep.indptr, &rep.indices);
+  return rep.Encode(id);
+}
+
+// Throws DataError unless every id is a node this server owns.
+void CheckOwned(const ServerState& s, const std::vector<int64_t>& ids) {
+  const PartitionView& v = *s.view;
+  for (int64_t id : ids) {
+    if (id < v.node_start || id >= v.node_start + v.num_nodes) {
+      throw DataError("node " + std::to_string(id) + " is not owned by " + s.name + " (owns [" +
+                      std::to_string(v.node_start) + ", " +
+                      std::to_string(v.node_start + v.num_nodes) + "))");
+    }
+  }
+}
+
+Message OnPullFeatures(ServerState& s, const Message& req) {
+  const uint64_t id = req.header.request_id;
+  const std::vector<int64_t> ids = net::PullFeatures::Decode(req).ids;
+  CheckOwned(s, ids);
+  const PartitionView& v = *s.view;
+  const size_t n = ids.size();
+  const size_t row = static_cast<size_t>(v.feature_dim) * sizeof(float);
+  // The reply is row/8 times the request: bound it before allocating.
+  if (n > static_cast<size_t>(kMaxPullReplyBytes) / std::max<size_t>(row, 1)) {
+    return net::MakeError(id, net::kErrBadRequest,
+                          "PullFeatures of " + std::to_string(n) + " rows (" +
+                              std::to_string(n * row >> 20) + " MiB) passes the reply limit of " +
+                              std::to_string(kMaxPullReplyBytes >> 20) + " MiB: split the request");
+  }
+  net::PullFeaturesReply rep(v.feature_dim, n);
+  char* dst = reinterpret_cast<char*>(rep.data());
+  for (size_t i = 0; i < n; ++i) {
+    // Rows are scattered in memory: fetch a few ahead of the copy.
+    if (i + 8 < n) __builtin_prefetch(v.features + (ids[i + 8] - v.node_start) * v.feature_dim);
+    std::memcpy(dst + i * row, v.features + (ids[i] - v.node_start) * v.feature_dim, row);
+  }
+  return rep.Encode(id);
+}
+
+Message OnPullLabels(ServerState& s, const Message& req) {
+  net::PullLabels r = net::PullLabels::Decode(req);
+  CheckOwned(s, r.ids);
+  const PartitionView& v = *s.view;
+  net::PullLabelsReply rep;
+  rep.labels.reserve(r.ids.size());
+  for (int64_t id : r.ids) rep.labels.push_back(v.labels[id - v.node_start]);
+  return rep.Encode(req.header.request_id);
+}
+
+Message OnMetadata(ServerState& s, const Message& req) {
+  net::Metadata::Decode(req);
+  const PartitionView& v = *s.view;
+  nlohmann::json j = {{"graph_name", s.config.graph_name},
+                      {"config_sha256", s.config_sha},
+                      {"machine_id", s.options->machine_id},
+                      {"server_id", s.options->server_id},
+                      {"num_servers", s.options->num_servers},
+                      {"part_id", v.part_id},
+                      {"node_start", v.node_start},
+                      {"node_end", v.node_start + v.num_nodes},
+                      {"num_edges", v.num_edges},
+                      {"feature_dim", v.feature_dim},
+                      {"num_classes", v.num_classes},
+                      {"num_parts", s.config.num_parts}};
+  return net::MetadataReply{j.dump()}.Encode(req.header.request_id);
+}
+
+Message OnSplitNodes(ServerState& s, const Message& req) {
+  const uint64_t id = req.header.request_id;
+  const net::SplitNodes r = net::SplitNodes::Decode(req);
+  if (r.mask < 0 || r.mask > 2 || r.offset < 0 || r.count < 0) {
+    return net::MakeError(id, net::kErrBadRequest, "bad SplitNodes arguments");
+  }
+  const PartitionView& v = *s.view;
+  const uint8_t* mask = r.mask == 0 ? v.train_mask : r.mask == 1 ? v.valid_mask : v.test_mask;
+  net::SplitNodesReply rep;
+  int64_t seen = 0;
+  for (int64_t i = 0; i < v.num_nodes && static_cast<int64_t>(rep.ids.size()) < r.count; ++i) {
+    if (mask[i] && seen++ >= r.offset) rep.ids.push_back(v.node_start + i);
+  }
+  if (static_cast<int64_t>(rep.ids.size()) != r.count) {
+    return net::MakeError(id, net::kErrBadRequest,
+                          "SplitNodes asks past the end of " + s.name + "'s mask");
+  }
+  return rep.Encode(id);
+}
+
+Message OnShutdown(ServerState& s, const Message& req) {
+  const net::Shutdown r = net::Shutdown::Decode(req);
+  if (s.options->job_id.empty() || r.job_id != s.options->job_id) {
+    return net::MakeError(req.header.request_id, net::kErrNotAllowed,
+                          s.name + " only obeys Shutdown from the job that started it");
+  }
+  s.shutdown = true;
+  return net::ShutdownReply{}.Encode(req.header.request_id);
+}
+
+Message HandleRequest(ServerState& s, const Message& req) {
   switch (req.header.msg_type()) {
-    case MsgType::kHello: {
-      net::CheckShape(req, 0, 0);
-      std::vector<std::string> f;
-      size_t start = 0;
-      for (int i = 0; i < 3; ++i) {
-        size_t nl = req.header.text.find('\n', start);
-        f.push_back(req.header.text.substr(start, nl == std::string::npos ? nl : nl - start));
-        start = nl == std::string::npos ? req.header.text.size() : nl + 1;
-      }
-      if (f[0] != s.config.graph_name || f[1] != s.config_sha) {
-        return net::MakeError(id, net::kErrMismatch,
-                              s.name + " serves graph " + s.config.graph_name +
-                                  " (partition config sha256 " + s.config_sha.substr(0, 12) +
-                                  "), client has graph " + f[0] + " (sha256 " +
-                                  f[1].substr(0, 12) + "): deploy the same partition config");
-      }
-      return net::MakeMessage(MsgType::kHelloReply, id,
-                              {s.options->machine_id, s.options->server_id, v.node_start,
-                               v.node_start + v.num_nodes, v.feature_dim, v.num_classes});
-    }
+    case MsgType::kHello:
+      return OnHello(s, req);
     case MsgType::kPing:
-      net::CheckShape(req, 0, 0);
-      return net::MakeMessage(MsgType::kPong, id, {s.options->machine_id, s.options->server_id});
-    case MsgType::kSample: {
-      net::CheckShape(req, 3, 1);
-      size_t n = 0;
-      const int64_t* seeds = req.Array<int64_t>(0, &n);
-      const int64_t fanout = req.header.ints[0];
-      if (fanout < -1 || fanout > (1 << 20)) {
-        return net::MakeError(id, net::kErrBadRequest, "fanout " + std::to_string(fanout) + " out of range");
-      }
-      // Bound the reply before allocating it: a small request must not make
-      // the server build gigabytes (a hub repeated, or a huge fanout).
-      const bool replace = req.header.ints[1] != 0;
-      int64_t bound = 0;
-      for (size_t i = 0; i < n; ++i) {
-        int64_t r = seeds[i] - v.node_start;
-        if (r < 0 || r >= v.num_nodes) {
-          throw DataError("node " + std::to_string(seeds[i]) + " is not owned by " + s.name);
-        }
-        int64_t deg = v.indptr[r + 1] - v.indptr[r];
-        bound += fanout < 0 ? deg : (replace ? (deg > 0 ? fanout : 0) : std::min(deg, fanout));
-      }
-      if (bound > kMaxSampledPerRequest) {
-        return net::MakeError(id, net::kErrBadRequest,
-                              "Sample would return " + std::to_string(bound) +
-                                  " neighbours, more than the limit of " +
-                                  std::to_string(kMaxSampledPerRequest) + " per request");
-      }
-      std::vector<int64_t> indptr, indices;
-      SampleNeighbors(v.csc(), seeds, static_cast<int64_t>(n), static_cast<int>(fanout),
-                      replace, static_cast<uint64_t>(req.header.ints[2]), 1,
-                      &indptr, &indices);
-      Message rep = net::MakeMessage(MsgType::kSampleReply, id);
-      net::AddArray(&rep, indptr);
-      net::AddArray(&rep, indices);
-      return rep;
-    }
+      return OnPing(s, req);
+    case MsgType::kSample:
+      return OnSample(s, req);
     case MsgType::kPullFeatures:
-    case MsgType::kPullLabels: {
-      net::CheckShape(req, 0, 1);
-      size_t n = 0;
-      const int64_t* ids = req.Array<int64_t>(0, &n);
-      for (size_t i = 0; i < n; ++i) {
-        if (ids[i] < v.node_start || ids[i] >= v.node_start + v.num_nodes) {
-          throw DataError("node " + std::to_string(ids[i]) + " is not owned by " + s.name +
-                          " (owns [" + std::to_string(v.node_start) + ", " +
-                          std::to_string(v.node_start + v.num_nodes) + "))");
-        }
-      }
-      if (req.header.msg_type() == MsgType::kPullLabels) {
-        zmq::message_t out(n * sizeof(int64_t));
-        int64_t* dst = static_cast<int64_t*>(out.data());
-        for (size_t i = 0; i < n; ++i) dst[i] = v.labels[ids[i] - v.node_start];
-        Message rep = net::MakeMessage(MsgType::kPullLabelsReply, id);
-        net::AddFrame(&rep, std::move(out));
-        return rep;
-      }
-      const size_t row = static_cast<size_t>(v.feature_dim) * sizeof(float);
-      // The reply is row/8 times the request: bound it before allocating.
-      if (n > static_cast<size_t>(kMaxPullReplyBytes) / std::max<size_t>(row, 1)) {
-        return net::MakeError(id, net::kErrBadRequest,
-                              "PullFeatures of " + std::to_string(n) + " rows (" + std::to_string(n * row >> 20) +
-                                  " MiB) passes the reply limit of " + std::to_string(kMaxPullReplyBytes >> 20) +
-                                  " MiB: split the request");
-      }
-      zmq::message_t out(n * row);
-      char* dst = static_cast<char*>(out.data());
-      for (size_t i = 0; i < n; ++i) {
-        // Rows are scattered in memory: fetch a few ahead of the copy.
-        if (i + 8 < n) __builtin_prefetch(v.features + (ids[i + 8] - v.node_start) * v.feature_dim);
-        std::memcpy(dst + i * row, v.features + (ids[i] - v.node_start) * v.feature_dim, row);
-      }
-      Message rep = net::MakeMessage(MsgType::kPullFeaturesReply, id, {v.feature_dim});
-      net::AddFrame(&rep, std::move(out));
-      return rep;
-    }
-    case MsgType::kMetadata: {
-      net::CheckShape(req, 0, 0);
-      nlohmann::json j = {{"graph_name", s.config.graph_name},
-                          {"config_sha256", s.config_sha},
-                          {"machine_id", s.options->machine_id},
-                          {"server_id", s.options->server_id},
-                          {"num_servers", s.options->num_servers},
-                          {"part_id", v.part_id},
-                          {"node_start", v.node_start},
-                          {"node_end", v.node_start + v.num_nodes},
-                          {"num_edges", v.num_edges},
-                          {"feature_dim", v.feature_dim},
-                          {"num_classes", v.num_classes},
-                          {"num_parts", s.config.num_parts}};
-      return net::MakeMessage(MsgType::kMetadataReply, id, {}, j.dump());
-    }
-    case MsgType::kSplitNodes: {
-      net::CheckShape(req, 3, 0);
-      const int64_t which = req.header.ints[0], offset = req.header.ints[1],
-                    count = req.header.ints[2];
-      if (which < 0 || which > 2 || offset < 0 || count < 0) {
-        return net::MakeError(id, net::kErrBadRequest, "bad SplitNodes arguments");
-      }
-      const uint8_t* mask = which == 0 ? v.train_mask : which == 1 ? v.valid_mask : v.test_mask;
-      std::vector<int64_t> ids;
-      int64_t seen = 0;
-      for (int64_t i = 0; i < v.num_nodes && static_cast<int64_t>(ids.size()) < count; ++i) {
-        if (!mask[i]) continue;
-        if (seen++ >= offset) ids.push_back(v.node_start + i);
-      }
-      if (static_cast<int64_t>(ids.size()) != count) {
-        return net::MakeError(id, net::kErrBadRequest,
-                              "SplitNodes asks past the end of " + s.name + "'s mask");
-      }
-      Message rep = net::MakeMessage(MsgType::kSplitNodesReply, id);
-      net::AddArray(&rep, ids);
-      return rep;
-    }
+      return OnPullFeatures(s, req);
+    case MsgType::kPullLabels:
+      return OnPullLabels(s, req);
+    case MsgType::kMetadata:
+      return OnMetadata(s, req);
+    case MsgType::kSplitNodes:
+      return OnSplitNodes(s, req);
     case MsgType::kShutdown:
-      net::CheckShape(req, 0, 0);
-      if (s.options->job_id.empty() || req.header.text != s.options->job_id) {
-        return net::MakeError(id, net::kErrNotAllowed,
-                              s.name + " only obeys Shutdown from the job that started it");
-      }
-      s.shutdown = true;
-      return net::MakeMessage(MsgType::kShutdownReply, id);
+      return OnShutdown(s, req);
     default:
-      return net::MakeError(id, net::kErrUnknownType,
-                            std::string(net::MsgTypeName(req.header.msg_type())) +
-                                " is not a server request");
+      return net::MakeError(
+          req.header.request_id, net::kErrUnknownType,
+          std::string(net::MsgTypeName(req.header.msg_type())) + " is not a server request");
   }
 }
 

@@ -242,8 +242,7 @@ class DistEnv : public TrainEnv {
     }
 
     if (o.num_samplers > 0) {
-      const std::string hello =
-          config.graph_name + "\n" + Sha256File(o.part_config) + "\n" + o.job_id;
+      const net::Hello hello{config.graph_name, Sha256File(o.part_config), o.job_id};
       pool_ = std::make_unique<SamplerPool>("tcp://127.0.0.1:*", o.num_samplers, hello,
                                             o.prefetch, o.request_timeout_ms, keys_);
       for (int s = 0; s < o.num_samplers; ++s) {

@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "common/sha256.h"
 #include "net/channel.h"
+#include "net/messages.h"
 #include "partition/config.h"
 #include "partition/local_partition.h"
 #include "process_util.h"
@@ -68,7 +69,7 @@ struct Deployment {
   bool ShmLeft(int part) const {
     return fs::exists(ShmSegmentPath(ShmName(part))) || fs::exists(ShmLockPath(ShmName(part)));
   }
-  std::string Hello() const { return config.graph_name + "\n" + config_sha + "\n" + job; }
+  net::Hello Hello() const { return {config.graph_name, config_sha, job}; }
 
   std::unique_ptr<test::ChildProcess> StartServer(int machine, int server) const {
     return std::make_unique<test::ChildProcess>(
@@ -135,14 +136,14 @@ net::Message RawCall(net::Connection& c, net::Message m, Millis timeout) {
 
 // Pings `endpoint` until it answers (the server is serving) or `timeout`
 // passes; fails early, with its stderr, if the process exits.
-net::Message PingWhenUp(zmq::context_t& ctx, const std::string& job, const std::string& endpoint,
-                        test::ChildProcess& proc, Millis timeout) {
+net::Pong PingWhenUp(zmq::context_t& ctx, const std::string& job, const std::string& endpoint,
+                     test::ChildProcess& proc, Millis timeout) {
   net::Connection c(ctx, endpoint, proc.name() + " at " + endpoint, test::Keys(job));
   const auto deadline = Clock::now() + timeout;
   while (true) {
     if (!proc.Running()) FAIL("server exited before answering Ping: " << proc.Describe());
     try {
-      return c.Call(net::MakeMessage(net::MsgType::kPing, 0), Millis(200));
+      return net::Pong::Decode(c.Call(net::Ping{}.Encode(0), Millis(200)));
     } catch (const TimeoutError&) {
     }
     if (Clock::now() >= deadline) {
@@ -156,9 +157,8 @@ net::Message PingWhenUp(zmq::context_t& ctx, const std::string& job, const std::
 void ShutdownAndWait(zmq::context_t& ctx, const Deployment& d, int machine, int server,
                      test::ChildProcess& proc) {
   net::Connection c(ctx, d.Endpoint(machine, server), "server", test::Keys(d.job));
-  net::Message r =
-      RawCall(c, net::MakeMessage(net::MsgType::kShutdown, 0, {}, d.job), Millis(10000));
-  CHECK(r.header.msg_type() == net::MsgType::kShutdownReply);
+  net::Message r = RawCall(c, net::Shutdown{d.job}.Encode(0), Millis(10000));
+  CHECK_NOTHROW(net::ShutdownReply::Decode(r));
   auto code = proc.Wait(Millis(15000));
   INFO(proc.Describe());
   REQUIRE(code.has_value());
@@ -206,10 +206,8 @@ TEST_CASE("gnn-server and gnn-sampler processes stream 20 batches and shut down 
   auto m0 = d.StartServer(0, 0);
   auto m1 = d.StartServer(1, 0);
   zmq::context_t ctx;
-  net::Message pong = PingWhenUp(ctx, d.job, d.Endpoint(0, 0), *m0, Millis(30000));
-  CHECK(pong.header.ints == std::vector<int64_t>{0, 0});
-  pong = PingWhenUp(ctx, d.job, d.Endpoint(1, 0), *m1, Millis(30000));
-  CHECK(pong.header.ints == std::vector<int64_t>{1, 0});
+  CHECK(PingWhenUp(ctx, d.job, d.Endpoint(0, 0), *m0, Millis(30000)) == net::Pong{0, 0});
+  CHECK(PingWhenUp(ctx, d.job, d.Endpoint(1, 0), *m1, Millis(30000)) == net::Pong{1, 0});
 
   // Two samplers for one trainer, each reading partition 0 from shared
   // memory and partition 1 from machine 1's server.
@@ -247,16 +245,13 @@ TEST_CASE("gnn-server and gnn-sampler processes stream 20 batches and shut down 
   // A Shutdown from another job is refused and the server keeps serving.
   {
     net::Connection c(ctx, d.Endpoint(0, 0), "machine 0 server 0", test::Keys(d.job));
-    net::Message r = RawCall(c, net::MakeMessage(net::MsgType::kShutdown, 0, {}, d.job + "-other"),
-                             Millis(10000));
-    REQUIRE(r.header.msg_type() == net::MsgType::kError);
-    REQUIRE(r.header.ints.size() == 1);
-    CHECK(r.header.ints[0] == net::kErrNotAllowed);
-    r = RawCall(c, net::MakeMessage(net::MsgType::kShutdown, 0, {}, ""), Millis(10000));
-    CHECK(r.header.msg_type() == net::MsgType::kError);
+    net::Message r = RawCall(c, net::Shutdown{d.job + "-other"}.Encode(0), Millis(10000));
+    CHECK(net::ErrorReply::Decode(r).code == net::kErrNotAllowed);
+    r = RawCall(c, net::Shutdown{""}.Encode(0), Millis(10000));
+    CHECK_NOTHROW(net::ErrorReply::Decode(r));
     CHECK(m0->Running());
-    r = RawCall(c, net::MakeMessage(net::MsgType::kPing, 0), Millis(10000));
-    CHECK(r.header.msg_type() == net::MsgType::kPong);
+    r = RawCall(c, net::Ping{}.Encode(0), Millis(10000));
+    CHECK_NOTHROW(net::Pong::Decode(r));
   }
   ShutdownAndWait(ctx, d, 0, 0, *m0);
   ShutdownAndWait(ctx, d, 1, 0, *m1);
@@ -274,10 +269,8 @@ TEST_CASE("a backup gnn-server attaches to server 0's shared memory instead of c
   auto m0s1 = d.StartServer(0, 1);  // started at once: it waits for the segment
   auto m1s0 = d.StartServer(1, 0);
   zmq::context_t ctx;
-  CHECK(PingWhenUp(ctx, d.job, d.Endpoint(0, 0), *m0s0, Millis(30000)).header.ints ==
-        std::vector<int64_t>{0, 0});
-  CHECK(PingWhenUp(ctx, d.job, d.Endpoint(0, 1), *m0s1, Millis(30000)).header.ints ==
-        std::vector<int64_t>{0, 1});
+  CHECK(PingWhenUp(ctx, d.job, d.Endpoint(0, 0), *m0s0, Millis(30000)) == net::Pong{0, 0});
+  CHECK(PingWhenUp(ctx, d.job, d.Endpoint(0, 1), *m0s1, Millis(30000)) == net::Pong{0, 1});
   PingWhenUp(ctx, d.job, d.Endpoint(1, 0), *m1s0, Millis(30000));
 
   // Requests alternate between machine 0's two servers; both give the
@@ -310,8 +303,9 @@ TEST_CASE("a backup gnn-server attaches to server 0's shared memory instead of c
   // The backup directly: a Metadata request says who answers.
   {
     net::Connection c(ctx, d.Endpoint(0, 1), "machine 0 server 1", test::Keys(d.job));
-    net::Message r = c.Call(net::MakeMessage(net::MsgType::kMetadata, 0), Millis(10000));
-    CHECK(r.header.text.find("\"server_id\":1") != std::string::npos);
+    net::MetadataReply r =
+        net::MetadataReply::Decode(c.Call(net::Metadata{}.Encode(0), Millis(10000)));
+    CHECK(r.json.find("\"server_id\":1") != std::string::npos);
   }
 
   // Memory: the partition is in memory once. Its bytes on disk are what a
@@ -354,11 +348,9 @@ TEST_CASE("after server 0 is SIGKILLed its backup keeps serving and removes the 
   LocalPartition p0 = LoadLocalPartition(d.config, 0, false);
   {
     net::Connection c(ctx, d.Endpoint(0, 1), "machine 0 server 1", test::Keys(d.job));
-    std::vector<int64_t> ids = {p0.node_start, p0.node_start + p0.num_nodes - 1};
-    net::Message req = net::MakeMessage(net::MsgType::kPullLabels, 0);
-    net::AddArray(&req, ids);
-    net::Message r = c.Call(std::move(req), Millis(10000));
-    std::vector<int64_t> labels = r.CopyArray<int64_t>(0);
+    const net::PullLabels req{{p0.node_start, p0.node_start + p0.num_nodes - 1}};
+    std::vector<int64_t> labels =
+        net::PullLabelsReply::Decode(c.Call(req.Encode(0), Millis(10000)), req, c.peer()).labels;
     CHECK(labels == std::vector<int64_t>{p0.labels.front(), p0.labels.back()});
   }
   CHECK(fs::exists(ShmSegmentPath(d.ShmName(0))));  // the backup still holds it
@@ -408,8 +400,7 @@ TEST_CASE("a second gnn-server on a busy port fails with one line naming the por
   CHECK(first->Running());
   CHECK(fs::exists(ShmSegmentPath(d.ShmName(0))));
   net::Connection c(ctx, d.Endpoint(0, 0), "machine 0 server 0", test::Keys(d.job));
-  CHECK(RawCall(c, net::MakeMessage(net::MsgType::kPing, 0), Millis(10000)).header.msg_type() ==
-        net::MsgType::kPong);
+  CHECK_NOTHROW(net::Pong::Decode(RawCall(c, net::Ping{}.Encode(0), Millis(10000))));
   ShutdownAndWait(ctx, d, 0, 0, *first);
   CHECK_FALSE(d.ShmLeft(0));
 }

@@ -1,19 +1,21 @@
 // Distributed gnn-train with real gnn-server / gnn-sampler / gnn-train
 // processes on loopback: accuracy parity with standalone, identical replicas,
 // equal steps on a skewed partition, and failures that end the job.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
-#include <unistd.h>
 
 #include "cluster_util.h"
-#include "net/channel.h"
-#include "partition/partition.h"
 #include "common/npy.h"
 #include "graph/dataset.h"
+#include "net/channel.h"
+#include "net/messages.h"
+#include "partition/partition.h"
 #include "process_util.h"
 #include "test_util.h"
 
@@ -56,7 +58,7 @@ class Deployment {
       while (true) {
         net::Connection c(ctx, "tcp://127.0.0.1:" + std::to_string(ports[m]), "server", test::Keys(job_));
         try {
-          c.Call(net::MakeMessage(net::MsgType::kPing, 0), net::Millis(200));
+          net::Pong::Decode(c.Call(net::Ping{}.Encode(0), net::Millis(200)));
           break;
         } catch (const std::exception&) {
           REQUIRE(servers_[m]->Running());

@@ -1,4 +1,5 @@
-// libFuzzer target for the client-side reply decoders (lib/net/replies):
+// libFuzzer target for the client-side reply decoders (the typed replies of
+// lib/net/messages.h, decoded against the request they answer):
 // what a broken or hostile server could send to a trainer or sampler. The
 // input is a message (header frame + array frames, the protocol fuzzer's
 // layout after 8 leading bytes) and the request it answers (8 bytes: seed
@@ -6,7 +7,8 @@
 // a ProtocolError; a decoded reply must satisfy what the decoder promises.
 //
 //   CXX=clang++ cmake -S . -B build-fuzz -DGNN_FUZZ=ON -DGNN_WITH_TORCH=OFF -DGNN_BUILD_TESTS=OFF
-//   cmake --build build-fuzz --target gnn-reply-fuzz && build-fuzz/tests/fuzz/gnn-reply-fuzz -max_total_time=60
+//   cmake --build build-fuzz --target gnn-reply-fuzz && build-fuzz/tests/fuzz/gnn-reply-fuzz
+//   -max_total_time=60
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -14,8 +16,8 @@
 #include <vector>
 
 #include "common/error.h"
+#include "net/messages.h"
 #include "net/protocol.h"
-#include "net/replies.h"
 
 namespace {
 
@@ -49,40 +51,49 @@ std::vector<zmq::message_t> Split(const uint8_t* data, size_t size) {
 }
 
 void Exercise(const Message& m, const uint8_t* q) {
-  const size_t seeds = q[0] % 64;
-  const int fanout = static_cast<int>(q[1] % 20) - 1;
+  const SampleRequest sample{std::vector<int64_t>(q[0] % 64), static_cast<int>(q[1] % 20) - 1,
+                             false, 0};
   const int64_t nodes = q[2] + 1;
-  std::vector<int64_t> ptr, idx;
   try {
-    DecodeSampleReply(m, seeds, fanout, nodes, "server", &ptr, &idx);
-    if (ptr.size() != seeds + 1 || ptr[0] != 0 || ptr.back() != static_cast<int64_t>(idx.size())) {
+    const SampleReply r = SampleReply::Decode(m, sample, nodes, "server");
+    const std::vector<int64_t>& ptr = r.indptr;
+    const size_t seeds = sample.seeds.size();
+    if (ptr.size() != seeds + 1 || ptr[0] != 0 ||
+        ptr.back() != static_cast<int64_t>(r.indices.size())) {
       Broken("SampleReply offsets");
     }
     for (size_t i = 0; i < seeds; ++i) {
-      if (ptr[i + 1] < ptr[i] || (fanout >= 0 && ptr[i + 1] - ptr[i] > fanout)) Broken("SampleReply row");
+      if (ptr[i + 1] < ptr[i] || (sample.fanout >= 0 && ptr[i + 1] - ptr[i] > sample.fanout)) {
+        Broken("SampleReply row");
+      }
     }
-    for (int64_t v : idx) {
+    for (int64_t v : r.indices) {
       if (v < 0 || v >= nodes) Broken("SampleReply id");
     }
   } catch (const ProtocolError&) {
   }
   try {
-    const size_t rows = q[3] % 16;
+    const PullFeatures asked{std::vector<int64_t>(q[3] % 16)};
     const int64_t dim = q[4] % 8;
-    const float* f = DecodeFeaturesReply(m, rows, dim, "server");
-    if (m.frames.at(0).size() != rows * static_cast<size_t>(dim) * sizeof(float) || (rows * dim > 0 && !f)) {
+    const PullFeaturesReply r = PullFeaturesReply::Decode(m, asked, dim, "server");
+    const size_t floats = asked.ids.size() * static_cast<size_t>(dim);
+    if (r.dim != dim || r.num_floats() != floats ||
+        m.frames.at(0).size() != floats * sizeof(float) || (floats > 0 && !r.data())) {
       Broken("FeaturesReply size");
     }
   } catch (const ProtocolError&) {
   }
   try {
-    if (DecodeLabelsReply(m, q[5] % 16, "server").size() != q[5] % 16u) Broken("LabelsReply size");
+    const PullLabels asked{std::vector<int64_t>(q[5] % 16)};
+    if (PullLabelsReply::Decode(m, asked, "server").labels.size() != asked.ids.size())
+      Broken("LabelsReply size");
   } catch (const ProtocolError&) {
   }
   try {
-    const int64_t lo = q[6] % 32, hi = lo + q[7] % 32, count = q[5] % 8;
-    std::vector<int64_t> ids = DecodeSplitNodesReply(m, count, lo, hi, "server");
-    if (static_cast<int64_t>(ids.size()) != count) Broken("SplitNodesReply size");
+    const int64_t lo = q[6] % 32, hi = lo + q[7] % 32;
+    const SplitNodes asked{0, 0, q[5] % 8};
+    std::vector<int64_t> ids = SplitNodesReply::Decode(m, asked, lo, hi, "server").ids;
+    if (static_cast<int64_t>(ids.size()) != asked.count) Broken("SplitNodesReply size");
     for (size_t i = 0; i < ids.size(); ++i) {
       if (ids[i] < lo || ids[i] >= hi || (i > 0 && ids[i] <= ids[i - 1])) Broken("SplitNodesReply id");
     }

@@ -189,8 +189,8 @@ TEST_CASE("SamplerPool streams batches from sampler threads in order with bounde
   std::string ip = test::WriteLoopbackIpConfig(dir, 2);
   test::ServerThreads servers(ip, four, 2, 1, job);
   PartitionConfig config = LoadPartitionConfig(four);
-  SamplerPool pool("tcp://127.0.0.1:*", 2,
-                   config.graph_name + "\n" + Sha256File(four) + "\n" + job, 2, 20000, test::Keys(job));
+  SamplerPool pool("tcp://127.0.0.1:*", 2, net::Hello{config.graph_name, Sha256File(four), job}, 2,
+                   20000, test::Keys(job));
   std::atomic<bool> stop{false};
   std::vector<std::thread> samplers;
   std::vector<std::string> errors(2);

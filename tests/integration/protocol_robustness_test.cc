@@ -17,6 +17,7 @@
 #include "common/error.h"
 #include "net/batch_codec.h"
 #include "net/channel.h"
+#include "net/messages.h"
 #include "net/protocol.h"
 #include "partition/config.h"
 #include "sampling/sampler.h"
@@ -461,9 +462,8 @@ TEST_CASE("a server answers every random, mutated or hostile message and keeps s
   // A normal client still works: Ping, Sample and features over both
   // machines, and a Shutdown from another job is still refused.
   net::Connection c(ctx, endpoint, "machine 0 server 0", test::Keys(job));
-  net::Message pong = c.Call(net::MakeMessage(MsgType::kPing, 0), Millis(5000));
-  CHECK(pong.header.ints == std::vector<int64_t>{0, 0});
-  CHECK_THROWS_WITH(c.Call(net::MakeMessage(MsgType::kShutdown, 0, {}, job + "x"), Millis(5000)),
+  CHECK(net::Pong::Decode(c.Call(net::Ping{}.Encode(0), Millis(5000))) == net::Pong{0, 0});
+  CHECK_THROWS_WITH(c.Call(net::Shutdown{job + "x"}.Encode(0), Millis(5000)),
                     Catch::Contains("only obeys Shutdown"));
   DistGraphOptions o;
   o.part_config = cfg;

@@ -2,6 +2,8 @@
 // a stranger without the job's secret gets nothing and cannot grow the
 // server's memory; a member's oversized pull is refused before it is built;
 // the rendezvous listens on the master address only and admits only the job.
+#include "net/security.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -17,13 +19,13 @@
 #include <vector>
 
 #include "cluster_util.h"
-#include "process_util.h"
 #include "common/error.h"
 #include "net/channel.h"
 #include "net/kv_store.h"
+#include "net/messages.h"
 #include "net/protocol.h"
-#include "net/security.h"
 #include "partition/config.h"
+#include "process_util.h"
 #include "test_util.h"
 
 using namespace gnn;
@@ -48,7 +50,7 @@ bool StrangerGetsAnswer(zmq::context_t& ctx, const std::string& endpoint,
   sock.set(zmq::sockopt::linger, 0);
   setup(sock);
   sock.connect(endpoint);
-  net::Message m = net::MakeMessage(MsgType::kMetadata, 1);
+  net::Message m = net::Metadata{}.Encode(1);
   net::Send(sock, m, nullptr, Millis(1000));
   std::vector<zmq::message_t> parts;
   return net::RecvParts(sock, &parts, Millis(1500));
@@ -96,7 +98,7 @@ TEST_CASE("a stranger without the job's secret gets nothing from a server, the j
     zmq::socket_t sock(ctx, zmq::socket_type::dealer);
     sock.set(zmq::sockopt::linger, 0);
     sock.connect(endpoint);
-    net::Message shutdown = net::MakeMessage(MsgType::kShutdown, 7, {}, job);
+    net::Message shutdown = net::Shutdown{job}.Encode(7);
     net::Send(sock, shutdown, nullptr, Millis(1000));
     std::vector<zmq::message_t> parts;
     CHECK_FALSE(net::RecvParts(sock, &parts, Millis(1500)));
@@ -133,7 +135,7 @@ TEST_CASE("unfinished 4 MiB frames from a stranger do not grow the server's memo
   // And the server still serves the job.
   zmq::context_t ctx;
   net::Connection c(ctx, servers.endpoints()[0][0], "machine 0 server 0", test::Keys(job));
-  CHECK_NOTHROW(c.Call(net::MakeMessage(MsgType::kPing, 0), Millis(5000)));
+  CHECK_NOTHROW(net::Pong::Decode(c.Call(net::Ping{}.Encode(0), Millis(5000))));
 }
 
 TEST_CASE("a PullFeatures whose reply would pass the cap is refused before it is built", "[integration]") {
@@ -149,16 +151,15 @@ TEST_CASE("a PullFeatures whose reply would pass the cap is refused before it is
   const size_t n = static_cast<size_t>(net::kMaxPullReplyBytes) / row + 1;
   REQUIRE(n * sizeof(int64_t) < static_cast<size_t>(net::kMaxRequestBytes));
   std::vector<int64_t> ids(n, config.parts[0].node_start);
-  net::Message m = net::MakeMessage(MsgType::kPullFeatures, 0);
-  net::AddArray(&m, ids);
   const long before = RssKiB();
-  CHECK_THROWS_WITH(c.Call(std::move(m), Millis(10000)), Catch::Contains("reply limit"));
+  CHECK_THROWS_WITH(c.Call(net::PullFeatures{ids}.Encode(0), Millis(10000)),
+                    Catch::Contains("reply limit"));
   CHECK(((RssKiB() - before) >> 10) < 48);  // the 64 MiB reply was never made
   // Just under the cap is served.
-  std::vector<int64_t> fewer(n - 1, config.parts[0].node_start);
-  net::Message ok = net::MakeMessage(MsgType::kPullFeatures, 0);
-  net::AddArray(&ok, fewer);
-  CHECK(c.Call(std::move(ok), Millis(10000)).frames.at(0).size() == (n - 1) * row);
+  const net::PullFeatures fewer{std::vector<int64_t>(n - 1, config.parts[0].node_start)};
+  CHECK(net::PullFeaturesReply::Decode(c.Call(fewer.Encode(0), Millis(10000)), fewer,
+                                       config.feature_dim, "s")
+            .rows.size() == (n - 1) * row);
 }
 
 TEST_CASE("the rendezvous listens on the master address only and admits only the job", "[integration]") {

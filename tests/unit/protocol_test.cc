@@ -1,10 +1,12 @@
+#include "net/protocol.h"
+
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <random>
 
 #include "common/error.h"
 #include "net/channel.h"
-#include "net/protocol.h"
-#include "net/replies.h"
+#include "net/messages.h"
 
 using namespace gnn;
 using namespace gnn::net;
@@ -191,53 +193,54 @@ TEST_CASE("Connection matches out-of-order replies to their requests", "[unit]")
 
 namespace {
 
-Message SampleReply(const std::vector<int64_t>& ptr, const std::vector<int64_t>& idx) {
-  Message m = MakeMessage(MsgType::kSampleReply, 1);
-  AddArray(&m, ptr);
-  AddArray(&m, idx);
-  return m;
+Message SampleReplyOf(const std::vector<int64_t>& ptr, const std::vector<int64_t>& idx) {
+  return SampleReply{ptr, idx}.Encode(1);
 }
 
 }  // namespace
 
 TEST_CASE("a client refuses Sample replies whose offsets or ids do not fit the request", "[unit]") {
-  std::vector<int64_t> ptr, idx;
   // 2 seeds, fanout 2, a graph of 10 nodes.
-  DecodeSampleReply(SampleReply({0, 2, 3}, {4, 5, 9}), 2, 2, 10, "server 1", &ptr, &idx);
-  CHECK(ptr == std::vector<int64_t>{0, 2, 3});
-  CHECK(idx == std::vector<int64_t>{4, 5, 9});
+  const SampleRequest asked{{3, 7}, 2, false, 1};
+  SampleReply r = SampleReply::Decode(SampleReplyOf({0, 2, 3}, {4, 5, 9}), asked, 10, "server 1");
+  CHECK(r.indptr == std::vector<int64_t>{0, 2, 3});
+  CHECK(r.indices == std::vector<int64_t>{4, 5, 9});
   auto refused = [&](const Message& m, const char* why) {
     INFO(why);
-    CHECK_THROWS_AS(DecodeSampleReply(m, 2, 2, 10, "server 1", &ptr, &idx), ProtocolError);
-    CHECK_THROWS_WITH(DecodeSampleReply(m, 2, 2, 10, "server 1", &ptr, &idx), Catch::Contains("server 1"));
+    CHECK_THROWS_AS(SampleReply::Decode(m, asked, 10, "server 1"), ProtocolError);
+    CHECK_THROWS_WITH(SampleReply::Decode(m, asked, 10, "server 1"), Catch::Contains("server 1"));
   };
-  refused(SampleReply({0, 3, 1}, {4, 5, 9}), "decreasing offsets (the out-of-range copy of issue 12)");
-  refused(SampleReply({1, 2, 3}, {4, 5, 9}), "not starting at 0");
-  refused(SampleReply({0, 2, 4}, {4, 5, 9}), "past the neighbours");
-  refused(SampleReply({0, 2}, {4, 5}), "too few offsets");
-  refused(SampleReply({0, 3, 3}, {4, 5, 9}), "more than fanout in a row");
-  refused(SampleReply({0, 2, 3}, {4, -1, 9}), "negative id");
-  refused(SampleReply({0, 2, 3}, {4, 5, 10}), "id past the graph");
+  refused(SampleReplyOf({0, 3, 1}, {4, 5, 9}),
+          "decreasing offsets (the out-of-range copy of issue 12)");
+  refused(SampleReplyOf({1, 2, 3}, {4, 5, 9}), "not starting at 0");
+  refused(SampleReplyOf({0, 2, 4}, {4, 5, 9}), "past the neighbours");
+  refused(SampleReplyOf({0, 2}, {4, 5}), "too few offsets");
+  refused(SampleReplyOf({0, 3, 3}, {4, 5, 9}), "more than fanout in a row");
+  refused(SampleReplyOf({0, 2, 3}, {4, -1, 9}), "negative id");
+  refused(SampleReplyOf({0, 2, 3}, {4, 5, 10}), "id past the graph");
+  refused(Pong{1, 2}.Encode(1), "another type");
   // fanout -1 (all neighbours): any row length.
-  CHECK_NOTHROW(DecodeSampleReply(SampleReply({0, 3, 3}, {1, 2, 3}), 2, -1, 10, "s", &ptr, &idx));
+  const SampleRequest all{{3, 7}, -1, false, 1};
+  CHECK_NOTHROW(SampleReply::Decode(SampleReplyOf({0, 3, 3}, {1, 2, 3}), all, 10, "s"));
 }
 
 TEST_CASE("a client refuses feature, label and split replies of the wrong size or range", "[unit]") {
-  Message f = MakeMessage(MsgType::kPullFeaturesReply, 1, {3});
-  AddArray(&f, std::vector<float>(6, 1.0f));
-  CHECK(DecodeFeaturesReply(f, 2, 3, "s") != nullptr);
-  CHECK_THROWS_AS(DecodeFeaturesReply(f, 3, 3, "s"), ProtocolError);
-  CHECK_THROWS_AS(DecodeFeaturesReply(f, 3, 2, "s"), ProtocolError);
-  Message l = MakeMessage(MsgType::kPullLabelsReply, 1);
-  AddArray(&l, std::vector<int64_t>{1, 2});
-  CHECK(DecodeLabelsReply(l, 2, "s").size() == 2);
-  CHECK_THROWS_AS(DecodeLabelsReply(l, 3, "s"), ProtocolError);
-  Message s = MakeMessage(MsgType::kSplitNodesReply, 1);
-  AddArray(&s, std::vector<int64_t>{10, 12, 13});
-  CHECK(DecodeSplitNodesReply(s, 3, 10, 20, "s").size() == 3);
-  CHECK_THROWS_AS(DecodeSplitNodesReply(s, 3, 11, 20, "s"), ProtocolError);  // outside the partition
-  CHECK_THROWS_AS(DecodeSplitNodesReply(s, 2, 10, 20, "s"), ProtocolError);  // wrong count
-  Message unordered = MakeMessage(MsgType::kSplitNodesReply, 1);
-  AddArray(&unordered, std::vector<int64_t>{12, 10});
-  CHECK_THROWS_AS(DecodeSplitNodesReply(unordered, 2, 10, 20, "s"), ProtocolError);
+  PullFeaturesReply rows(3, 2);
+  std::fill(rows.data(), rows.data() + 6, 1.0f);
+  const Message f = rows.Encode(1);
+  CHECK(PullFeaturesReply::Decode(f, PullFeatures{{1, 2}}, 3, "s").data() != nullptr);
+  CHECK_THROWS_AS(PullFeaturesReply::Decode(f, PullFeatures{{1, 2, 3}}, 3, "s"), ProtocolError);
+  CHECK_THROWS_AS(PullFeaturesReply::Decode(f, PullFeatures{{1, 2, 3}}, 2, "s"), ProtocolError);
+  const Message l = PullLabelsReply{{1, 2}}.Encode(1);
+  CHECK(PullLabelsReply::Decode(l, PullLabels{{5, 6}}, "s").labels.size() == 2);
+  CHECK_THROWS_AS(PullLabelsReply::Decode(l, PullLabels{{5, 6, 7}}, "s"), ProtocolError);
+  const Message s = SplitNodesReply{{10, 12, 13}}.Encode(1);
+  CHECK(SplitNodesReply::Decode(s, SplitNodes{0, 0, 3}, 10, 20, "s").ids.size() == 3);
+  CHECK_THROWS_AS(SplitNodesReply::Decode(s, SplitNodes{0, 0, 3}, 11, 20, "s"),
+                  ProtocolError);  // outside
+  CHECK_THROWS_AS(SplitNodesReply::Decode(s, SplitNodes{0, 0, 2}, 10, 20, "s"),
+                  ProtocolError);  // count
+  const Message unordered = SplitNodesReply{{12, 10}}.Encode(1);
+  CHECK_THROWS_AS(SplitNodesReply::Decode(unordered, SplitNodes{0, 0, 2}, 10, 20, "s"),
+                  ProtocolError);
 }

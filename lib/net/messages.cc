@@ -1,0 +1,390 @@
+#include "net/messages.h"
+
+#include <cstring>
+
+#include "common/error.h"
+
+namespace gnn::net {
+
+namespace {
+
+std::string N(size_t n) { return std::to_string(n); }
+
+[[noreturn]] void Malformed(MsgType type, const std::string& what) {
+  throw ProtocolError(std::string("malformed ") + MsgTypeName(type) + ": " + what);
+}
+
+// Throws unless `m` is a `type` message with `ints` ints and `frames` array frames.
+void Expect(const Message& m, MsgType type, size_t ints, size_t frames) {
+  if (m.header.msg_type() != type) Malformed(type, "got " + m.header.DebugString());
+  if (m.header.ints.size() != ints || m.frames.size() != frames) {
+    Malformed(type, "expected " + N(ints) + " ints and " + N(frames) + " array frames, got " +
+                        m.header.DebugString());
+  }
+}
+
+[[noreturn]] void Bad(const std::string& peer, const std::string& what) {
+  throw ProtocolError(peer + " sent " + what);
+}
+
+// A shape error of a reply, said as the peer's.
+template <typename F>
+auto FromPeer(const std::string& peer, F decode) {
+  try {
+    return decode();
+  } catch (const ProtocolError& e) {
+    Bad(peer, std::string("a ") + e.what());
+  }
+}
+
+// zmq_msg_copy shares a buffer by reference count (tiny messages are copied).
+// It marks the source as shared but never changes its bytes, so a const
+// frame may be shared.
+zmq::message_t Share(const zmq::message_t& frame) {
+  zmq::message_t out;
+  out.copy(const_cast<zmq::message_t&>(frame));
+  return out;
+}
+
+Message WithIds(MsgType type, uint64_t request_id, const std::vector<int64_t>& ids) {
+  Message m = MakeMessage(type, request_id);
+  AddArray(&m, ids);
+  return m;
+}
+
+// The one-frame id messages (PullFeatures, PullLabels, their replies).
+std::vector<int64_t> IdsOf(const Message& m, MsgType type) {
+  Expect(m, type, 0, 1);
+  return m.CopyArray<int64_t>(0);
+}
+
+}  // namespace
+
+// ----------------------------------------------------------------- Hello
+
+std::string Hello::Text() const { return graph_name + "\n" + config_sha256 + "\n" + job_id; }
+
+Hello Hello::Parse(const std::string& text) {
+  Hello h;
+  const size_t a = text.find('\n');
+  h.graph_name = text.substr(0, a);
+  if (a == std::string::npos) return h;
+  const size_t b = text.find('\n', a + 1);
+  h.config_sha256 = text.substr(a + 1, b == std::string::npos ? b : b - a - 1);
+  if (b != std::string::npos) h.job_id = text.substr(b + 1);
+  return h;
+}
+
+Message Hello::Encode(uint64_t request_id) const {
+  return MakeMessage(MsgType::kHello, request_id, {}, Text());
+}
+
+Hello Hello::Decode(const Message& m) {
+  Expect(m, MsgType::kHello, 0, 0);
+  return Parse(m.header.text);
+}
+
+bool Hello::operator==(const Hello& o) const {
+  return graph_name == o.graph_name && config_sha256 == o.config_sha256 && job_id == o.job_id;
+}
+
+Message HelloReply::Encode(uint64_t request_id) const {
+  return MakeMessage(MsgType::kHelloReply, request_id,
+                     {machine_id, server_id, node_start, node_end, feature_dim, num_classes});
+}
+
+HelloReply HelloReply::Decode(const Message& m) {
+  Expect(m, MsgType::kHelloReply, 6, 0);
+  const std::vector<int64_t>& i = m.header.ints;
+  return {i[0], i[1], i[2], i[3], i[4], i[5]};
+}
+
+bool HelloReply::operator==(const HelloReply& o) const {
+  return machine_id == o.machine_id && server_id == o.server_id && node_start == o.node_start &&
+         node_end == o.node_end && feature_dim == o.feature_dim && num_classes == o.num_classes;
+}
+
+Message SamplerHello::Encode(uint64_t request_id) const {
+  return MakeMessage(MsgType::kHello, request_id, {trainer_id, sampler_id}, hello.Text());
+}
+
+SamplerHello SamplerHello::Decode(const Message& m) {
+  Expect(m, MsgType::kHello, 2, 0);
+  return {Hello::Parse(m.header.text), m.header.ints[0], m.header.ints[1]};
+}
+
+bool SamplerHello::operator==(const SamplerHello& o) const {
+  return hello == o.hello && trainer_id == o.trainer_id && sampler_id == o.sampler_id;
+}
+
+// ------------------------------------------------------------ Ping, Pong
+
+Message Ping::Encode(uint64_t request_id) const { return MakeMessage(MsgType::kPing, request_id); }
+
+Ping Ping::Decode(const Message& m) {
+  Expect(m, MsgType::kPing, 0, 0);
+  return {};
+}
+
+Message Pong::Encode(uint64_t request_id) const {
+  return MakeMessage(MsgType::kPong, request_id, {machine_id, server_id});
+}
+
+Pong Pong::Decode(const Message& m) {
+  Expect(m, MsgType::kPong, 2, 0);
+  return {m.header.ints[0], m.header.ints[1]};
+}
+
+bool Pong::operator==(const Pong& o) const {
+  return machine_id == o.machine_id && server_id == o.server_id;
+}
+
+// ---------------------------------------------------------------- Sample
+
+Message SampleRequest::Encode(uint64_t request_id) const {
+  Message m = MakeMessage(MsgType::kSample, request_id,
+                          {fanout, replace ? 1 : 0, static_cast<int64_t>(rng_seed)});
+  AddArray(&m, seeds);
+  return m;
+}
+
+SampleRequest SampleRequest::Decode(const Message& m) {
+  Expect(m, MsgType::kSample, 3, 1);
+  const std::vector<int64_t>& i = m.header.ints;
+  return {m.CopyArray<int64_t>(0), i[0], i[1] != 0, static_cast<uint64_t>(i[2])};
+}
+
+bool SampleRequest::operator==(const SampleRequest& o) const {
+  return seeds == o.seeds && fanout == o.fanout && replace == o.replace && rng_seed == o.rng_seed;
+}
+
+Message SampleReply::Encode(uint64_t request_id) const {
+  Message m = MakeMessage(MsgType::kSampleReply, request_id);
+  AddArray(&m, indptr);
+  AddArray(&m, indices);
+  return m;
+}
+
+SampleReply SampleReply::Decode(const Message& m) {
+  Expect(m, MsgType::kSampleReply, 0, 2);
+  SampleReply r{m.CopyArray<int64_t>(0), m.CopyArray<int64_t>(1)};
+  const std::vector<int64_t>& p = r.indptr;
+  if (p.empty() || p.front() != 0 || p.back() != static_cast<int64_t>(r.indices.size())) {
+    Malformed(MsgType::kSampleReply,
+              "offsets do not span its " + N(r.indices.size()) + " neighbours");
+  }
+  for (size_t i = 0; i + 1 < p.size(); ++i) {
+    if (p[i + 1] < p[i]) Malformed(MsgType::kSampleReply, "offsets decrease at seed " + N(i));
+  }
+  return r;
+}
+
+SampleReply SampleReply::Decode(const Message& m, const SampleRequest& asked, int64_t num_nodes,
+                                const std::string& peer) {
+  SampleReply r = FromPeer(peer, [&] { return Decode(m); });
+  const size_t n = asked.seeds.size();
+  if (r.indptr.size() != n + 1) {
+    Bad(peer, "a SampleReply with " + N(r.indptr.size()) + " offsets for " + N(n) + " seeds");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t row = r.indptr[i + 1] - r.indptr[i];
+    if (asked.fanout >= 0 && row > asked.fanout) {
+      Bad(peer, "a SampleReply with " + std::to_string(row) + " neighbours for fanout " +
+                    std::to_string(asked.fanout));
+    }
+  }
+  for (int64_t v : r.indices) {
+    if (v < 0 || v >= num_nodes) {
+      Bad(peer, "a SampleReply with node id " + std::to_string(v) + " outside the graph");
+    }
+  }
+  return r;
+}
+
+bool SampleReply::operator==(const SampleReply& o) const {
+  return indptr == o.indptr && indices == o.indices;
+}
+
+// ---------------------------------------------------------- PullFeatures
+
+Message PullFeatures::Encode(uint64_t request_id) const {
+  return WithIds(MsgType::kPullFeatures, request_id, ids);
+}
+
+PullFeatures PullFeatures::Decode(const Message& m) { return {IdsOf(m, MsgType::kPullFeatures)}; }
+
+bool PullFeatures::operator==(const PullFeatures& o) const { return ids == o.ids; }
+
+PullFeaturesReply::PullFeaturesReply(int64_t d, size_t num_rows)
+    : dim(d), rows(num_rows * static_cast<size_t>(d) * sizeof(float)) {}
+
+Message PullFeaturesReply::Encode(uint64_t request_id) const {
+  Message m = MakeMessage(MsgType::kPullFeaturesReply, request_id, {dim});
+  AddFrame(&m, Share(rows));
+  return m;
+}
+
+PullFeaturesReply PullFeaturesReply::Decode(const Message& m) {
+  Expect(m, MsgType::kPullFeaturesReply, 1, 1);
+  PullFeaturesReply r;
+  r.dim = m.header.ints[0];
+  size_t n = 0;
+  m.Array<float>(0, &n);
+  if (r.dim < 0) Malformed(MsgType::kPullFeaturesReply, "negative width " + std::to_string(r.dim));
+  if (r.dim == 0 ? n != 0 : n % static_cast<size_t>(r.dim) != 0) {
+    Malformed(MsgType::kPullFeaturesReply,
+              N(n) + " floats are not whole rows of width " + std::to_string(r.dim));
+  }
+  r.rows = Share(m.frames[0]);
+  return r;
+}
+
+PullFeaturesReply PullFeaturesReply::Decode(const Message& m, const PullFeatures& asked,
+                                            int64_t dim, const std::string& peer) {
+  PullFeaturesReply r = FromPeer(peer, [&] { return Decode(m); });
+  const size_t count = asked.ids.size();
+  if (r.dim != dim || r.num_floats() != count * static_cast<size_t>(dim)) {
+    Bad(peer, "a PullFeaturesReply of " + N(r.num_floats()) + " floats of width " +
+                  std::to_string(r.dim) + " for " + N(count) + " rows of " + std::to_string(dim));
+  }
+  return r;
+}
+
+bool PullFeaturesReply::operator==(const PullFeaturesReply& o) const {
+  return dim == o.dim && rows.size() == o.rows.size() &&
+         (rows.size() == 0 || std::memcmp(rows.data(), o.rows.data(), rows.size()) == 0);
+}
+
+// ------------------------------------------------------------ PullLabels
+
+Message PullLabels::Encode(uint64_t request_id) const {
+  return WithIds(MsgType::kPullLabels, request_id, ids);
+}
+
+PullLabels PullLabels::Decode(const Message& m) { return {IdsOf(m, MsgType::kPullLabels)}; }
+
+bool PullLabels::operator==(const PullLabels& o) const { return ids == o.ids; }
+
+Message PullLabelsReply::Encode(uint64_t request_id) const {
+  return WithIds(MsgType::kPullLabelsReply, request_id, labels);
+}
+
+PullLabelsReply PullLabelsReply::Decode(const Message& m) {
+  return {IdsOf(m, MsgType::kPullLabelsReply)};
+}
+
+PullLabelsReply PullLabelsReply::Decode(const Message& m, const PullLabels& asked,
+                                        const std::string& peer) {
+  PullLabelsReply r = FromPeer(peer, [&] { return Decode(m); });
+  if (r.labels.size() != asked.ids.size()) {
+    Bad(peer, "a PullLabelsReply of " + N(r.labels.size()) + " labels for " + N(asked.ids.size()) +
+                  " nodes");
+  }
+  return r;
+}
+
+bool PullLabelsReply::operator==(const PullLabelsReply& o) const { return labels == o.labels; }
+
+// ------------------------------------------------------------ SplitNodes
+
+Message SplitNodes::Encode(uint64_t request_id) const {
+  return MakeMessage(MsgType::kSplitNodes, request_id, {mask, offset, count});
+}
+
+SplitNodes SplitNodes::Decode(const Message& m) {
+  Expect(m, MsgType::kSplitNodes, 3, 0);
+  return {m.header.ints[0], m.header.ints[1], m.header.ints[2]};
+}
+
+bool SplitNodes::operator==(const SplitNodes& o) const {
+  return mask == o.mask && offset == o.offset && count == o.count;
+}
+
+Message SplitNodesReply::Encode(uint64_t request_id) const {
+  return WithIds(MsgType::kSplitNodesReply, request_id, ids);
+}
+
+SplitNodesReply SplitNodesReply::Decode(const Message& m) {
+  SplitNodesReply r{IdsOf(m, MsgType::kSplitNodesReply)};
+  for (size_t i = 1; i < r.ids.size(); ++i) {
+    if (r.ids[i] <= r.ids[i - 1]) {
+      Malformed(MsgType::kSplitNodesReply, "id " + std::to_string(r.ids[i]) + " out of order");
+    }
+  }
+  return r;
+}
+
+SplitNodesReply SplitNodesReply::Decode(const Message& m, const SplitNodes& asked,
+                                        int64_t node_start, int64_t node_end,
+                                        const std::string& peer) {
+  SplitNodesReply r = FromPeer(peer, [&] { return Decode(m); });
+  if (static_cast<int64_t>(r.ids.size()) != asked.count) {
+    Bad(peer, "a SplitNodesReply of " + N(r.ids.size()) + " ids, expected " +
+                  std::to_string(asked.count));
+  }
+  for (int64_t id : r.ids) {
+    if (id < node_start || id >= node_end) {
+      Bad(peer, "a SplitNodesReply with id " + std::to_string(id) + " outside [" +
+                    std::to_string(node_start) + ", " + std::to_string(node_end) + ")");
+    }
+  }
+  return r;
+}
+
+bool SplitNodesReply::operator==(const SplitNodesReply& o) const { return ids == o.ids; }
+
+// ------------------------------------- Metadata, Shutdown, Stop, Error
+
+Message Metadata::Encode(uint64_t request_id) const {
+  return MakeMessage(MsgType::kMetadata, request_id);
+}
+
+Metadata Metadata::Decode(const Message& m) {
+  Expect(m, MsgType::kMetadata, 0, 0);
+  return {};
+}
+
+Message MetadataReply::Encode(uint64_t request_id) const {
+  return MakeMessage(MsgType::kMetadataReply, request_id, {}, json);
+}
+
+MetadataReply MetadataReply::Decode(const Message& m) {
+  Expect(m, MsgType::kMetadataReply, 0, 0);
+  return {m.header.text};
+}
+
+Message Shutdown::Encode(uint64_t request_id) const {
+  return MakeMessage(MsgType::kShutdown, request_id, {}, job_id);
+}
+
+Shutdown Shutdown::Decode(const Message& m) {
+  Expect(m, MsgType::kShutdown, 0, 0);
+  return {m.header.text};
+}
+
+Message ShutdownReply::Encode(uint64_t request_id) const {
+  return MakeMessage(MsgType::kShutdownReply, request_id);
+}
+
+ShutdownReply ShutdownReply::Decode(const Message& m) {
+  Expect(m, MsgType::kShutdownReply, 0, 0);
+  return {};
+}
+
+Message Stop::Encode(uint64_t request_id) const { return MakeMessage(MsgType::kStop, request_id); }
+
+Stop Stop::Decode(const Message& m) {
+  Expect(m, MsgType::kStop, 0, 0);
+  return {};
+}
+
+Message ErrorReply::Encode(uint64_t request_id) const {
+  return MakeMessage(MsgType::kError, request_id, {code}, message);
+}
+
+ErrorReply ErrorReply::Decode(const Message& m) {
+  Expect(m, MsgType::kError, 1, 0);
+  return {m.header.ints[0], m.header.text};
+}
+
+}  // namespace gnn::net

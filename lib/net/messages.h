@@ -1,0 +1,225 @@
+// Typed forms of every request and reply the servers and the sampler pool
+// speak (SeedBatch / MiniBatch are in batch_codec.h). Each struct has one
+// Encode and one Decode; the wire layout of each type is the one documented
+// beside its MsgType in protocol.h, byte for byte.
+//
+// Decode(const Message&) checks the message's type and shape (number of
+// ints and frames, frame element sizes, structure such as offsets that
+// span their indices) and throws ProtocolError naming the type. Replies
+// also have a Decode that takes the request they answer and the peer's
+// name: it checks every count, offset and id against what was asked, so a
+// broken or hostile server yields a ProtocolError naming it, never an
+// out-of-range access.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+#include "net/protocol.h"
+
+namespace gnn::net {
+
+// The handshake text every client presents, "graph\nconfig_sha256\njob_id":
+// servers compare the graph and config, a trainer's sampler pool all three.
+struct Hello {
+  std::string graph_name;
+  std::string config_sha256;
+  std::string job_id;
+
+  std::string Text() const;
+  // Reads the first line as the graph, the second as the sha256, the rest as
+  // the job; missing lines read as empty, so a foreign peer's text is a
+  // mismatch (the server says which graph it has), not a malformed message.
+  static Hello Parse(const std::string& text);
+  Message Encode(uint64_t request_id) const;
+  static Hello Decode(const Message& m);
+  bool operator==(const Hello& o) const;
+  bool operator!=(const Hello& o) const { return !(*this == o); }
+};
+
+struct HelloReply {
+  int64_t machine_id = 0;
+  int64_t server_id = 0;
+  int64_t node_start = 0;
+  int64_t node_end = 0;  // the server owns [node_start, node_end)
+  int64_t feature_dim = 0;
+  int64_t num_classes = 0;
+
+  Message Encode(uint64_t request_id) const;
+  static HelloReply Decode(const Message& m);
+  bool operator==(const HelloReply& o) const;
+};
+
+// A gnn-sampler's hello to its trainer's pool: the same text, plus who it is.
+struct SamplerHello {
+  Hello hello;
+  int64_t trainer_id = 0;
+  int64_t sampler_id = 0;
+
+  Message Encode(uint64_t request_id) const;
+  static SamplerHello Decode(const Message& m);
+  bool operator==(const SamplerHello& o) const;
+};
+
+struct Ping {
+  Message Encode(uint64_t request_id) const;
+  static Ping Decode(const Message& m);
+  bool operator==(const Ping&) const { return true; }
+};
+
+struct Pong {
+  int64_t machine_id = 0;
+  int64_t server_id = 0;
+
+  Message Encode(uint64_t request_id) const;
+  static Pong Decode(const Message& m);
+  bool operator==(const Pong& o) const;
+};
+
+// Neighbours of `seeds` (all owned by the server), up to `fanout` each
+// (-1 = all); the server checks the range of fanout.
+struct SampleRequest {
+  std::vector<int64_t> seeds;
+  int64_t fanout = 0;
+  bool replace = false;
+  uint64_t rng_seed = 0;
+
+  Message Encode(uint64_t request_id) const;
+  static SampleRequest Decode(const Message& m);
+  bool operator==(const SampleRequest& o) const;
+};
+
+struct SampleReply {
+  std::vector<int64_t> indptr;   // one row per seed: starts at 0, never decreases
+  std::vector<int64_t> indices;  // global ids, indptr.back() of them
+
+  Message Encode(uint64_t request_id) const;
+  static SampleReply Decode(const Message& m);
+  // Also: one row per asked seed, no row longer than its fanout, every id
+  // inside [0, num_nodes). `peer` names the server in errors.
+  static SampleReply Decode(const Message& m, const SampleRequest& asked, int64_t num_nodes,
+                            const std::string& peer);
+  bool operator==(const SampleReply& o) const;
+};
+
+struct PullFeatures {
+  std::vector<int64_t> ids;
+
+  Message Encode(uint64_t request_id) const;
+  static PullFeatures Decode(const Message& m);
+  bool operator==(const PullFeatures& o) const;
+};
+
+// Feature rows travel in one ZeroMQ buffer from the server's gather to the
+// client's copy: the server fills `rows` in place, Encode and Decode share
+// the buffer (reference counted) instead of copying megabytes. A decoded
+// reply keeps the received buffer alive by itself.
+struct PullFeaturesReply {
+  int64_t dim = 0;
+  zmq::message_t rows;  // float32 [num_rows, dim]
+
+  PullFeaturesReply() = default;
+  // `num_rows` rows of `dim` floats, uninitialized: fill data() before Encode.
+  PullFeaturesReply(int64_t dim, size_t num_rows);
+  float* data() { return static_cast<float*>(rows.data()); }
+  const float* data() const { return static_cast<const float*>(rows.data()); }
+  size_t num_floats() const { return rows.size() / sizeof(float); }
+
+  Message Encode(uint64_t request_id) const;
+  static PullFeaturesReply Decode(const Message& m);
+  // Also: exactly one row of `dim` floats per asked id.
+  static PullFeaturesReply Decode(const Message& m, const PullFeatures& asked, int64_t dim,
+                                  const std::string& peer);
+  bool operator==(const PullFeaturesReply& o) const;  // same dim and bytes
+};
+
+struct PullLabels {
+  std::vector<int64_t> ids;
+
+  Message Encode(uint64_t request_id) const;
+  static PullLabels Decode(const Message& m);
+  bool operator==(const PullLabels& o) const;
+};
+
+struct PullLabelsReply {
+  std::vector<int64_t> labels;
+
+  Message Encode(uint64_t request_id) const;
+  static PullLabelsReply Decode(const Message& m);
+  // Also: exactly one label per asked id.
+  static PullLabelsReply Decode(const Message& m, const PullLabels& asked, const std::string& peer);
+  bool operator==(const PullLabelsReply& o) const;
+};
+
+// The server's `mask` nodes (0 train, 1 valid, 2 test) number
+// [offset, offset + count) in id order; the server checks the arguments.
+struct SplitNodes {
+  int64_t mask = 0;
+  int64_t offset = 0;
+  int64_t count = 0;
+
+  Message Encode(uint64_t request_id) const;
+  static SplitNodes Decode(const Message& m);
+  bool operator==(const SplitNodes& o) const;
+};
+
+struct SplitNodesReply {
+  std::vector<int64_t> ids;
+
+  Message Encode(uint64_t request_id) const;
+  static SplitNodesReply Decode(const Message& m);
+  // Also: exactly asked.count increasing ids inside [node_start, node_end).
+  static SplitNodesReply Decode(const Message& m, const SplitNodes& asked, int64_t node_start,
+                                int64_t node_end, const std::string& peer);
+  bool operator==(const SplitNodesReply& o) const;
+};
+
+struct Metadata {
+  Message Encode(uint64_t request_id) const;
+  static Metadata Decode(const Message& m);
+  bool operator==(const Metadata&) const { return true; }
+};
+
+struct MetadataReply {
+  std::string json;  // the server's graph, partition and ids (see RunServer)
+
+  Message Encode(uint64_t request_id) const;
+  static MetadataReply Decode(const Message& m);
+  bool operator==(const MetadataReply& o) const { return json == o.json; }
+};
+
+// Only obeyed when `job_id` is the server's own job.
+struct Shutdown {
+  std::string job_id;
+
+  Message Encode(uint64_t request_id) const;
+  static Shutdown Decode(const Message& m);
+  bool operator==(const Shutdown& o) const { return job_id == o.job_id; }
+};
+
+struct ShutdownReply {
+  Message Encode(uint64_t request_id) const;
+  static ShutdownReply Decode(const Message& m);
+  bool operator==(const ShutdownReply&) const { return true; }
+};
+
+// Trainer -> gnn-sampler: no more batches.
+struct Stop {
+  Message Encode(uint64_t request_id) const;
+  static Stop Decode(const Message& m);
+  bool operator==(const Stop&) const { return true; }
+};
+
+// Any refusal; `code` is an ErrorCode (an unknown code still decodes).
+struct ErrorReply {
+  int64_t code = 0;
+  std::string message;
+
+  Message Encode(uint64_t request_id) const;
+  static ErrorReply Decode(const Message& m);
+  bool operator==(const ErrorReply& o) const { return code == o.code && message == o.message; }
+};
+
+}  // namespace gnn::net

@@ -1,0 +1,185 @@
+#include "net/messages.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "net/protocol.h"
+
+using namespace gnn;
+using namespace gnn::net;
+
+namespace {
+
+// What goes on the wire: the header frame's bytes, then each array frame's.
+std::vector<std::string> Wire(const Message& m) {
+  std::vector<std::string> out;
+  zmq::message_t h = EncodeHeader(m.header);
+  out.emplace_back(static_cast<const char*>(h.data()), h.size());
+  for (const auto& f : m.frames) out.emplace_back(static_cast<const char*>(f.data()), f.size());
+  return out;
+}
+
+// Through the wire and back: the receiver's view of `m`.
+Message Received(const Message& m) {
+  std::vector<zmq::message_t> parts;
+  for (const std::string& p : Wire(m)) parts.emplace_back(p.data(), p.size());
+  return Decode(std::move(parts));
+}
+
+template <typename T>
+void RoundTrips(const T& value) {
+  const Message m = value.Encode(42);
+  CHECK(m.header.request_id == 42u);
+  CHECK(T::Decode(Received(m)) == value);
+}
+
+// Variants of `good` with an extra int, an extra frame, another type: T's
+// decoder refuses each with an error that names `name`.
+template <typename T>
+void RefusesBadShapes(const Message& good, const std::string& name) {
+  INFO(name);
+  std::vector<Message> bad;
+  bad.push_back(Received(good));
+  bad.back().header.ints.push_back(1);
+  bad.push_back(Received(good));
+  AddArray(&bad.back(), std::vector<int64_t>{1});
+  bad.push_back(Received(good));
+  bad.back().header.type = static_cast<uint16_t>(
+      good.header.msg_type() == MsgType::kPing ? MsgType::kPong : MsgType::kPing);
+  for (const Message& m : bad) {
+    INFO(m.header.DebugString());
+    CHECK_THROWS_WITH(T::Decode(m), Catch::Contains("malformed " + name + ":"));
+  }
+}
+
+PullFeaturesReply Rows(int64_t dim, const std::vector<float>& values) {
+  PullFeaturesReply r(dim, dim ? values.size() / dim : 0);
+  std::copy(values.begin(), values.end(), r.data());
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("every typed message round-trips through the wire", "[unit]") {
+  RoundTrips(Hello{"ogbn-products", std::string(64, 'a'), "job-7"});
+  RoundTrips(Hello{"g", "", ""});
+  RoundTrips(HelloReply{1, 2, 100, 200, 128, 47});
+  RoundTrips(SamplerHello{{"g", "sha", "job"}, 3, 1});
+  RoundTrips(Ping{});
+  RoundTrips(Pong{4, 1});
+  RoundTrips(SampleRequest{{5, 6, 7}, 10, true, ~uint64_t{0}});
+  RoundTrips(SampleRequest{{}, -1, false, 0});
+  RoundTrips(SampleReply{{0, 2, 2, 3}, {9, 8, 7}});
+  RoundTrips(SampleReply{{0}, {}});
+  RoundTrips(PullFeatures{{1, 2, 3}});
+  RoundTrips(Rows(2, {0.5f, -1.f, 3.f, 4.f}));
+  RoundTrips(Rows(0, {}));
+  RoundTrips(PullLabels{{int64_t{1} << 40}});
+  RoundTrips(PullLabelsReply{{0, 46, -1}});
+  RoundTrips(SplitNodes{1, 10, 20});
+  RoundTrips(SplitNodesReply{{3, 4, 90}});
+  RoundTrips(Metadata{});
+  RoundTrips(MetadataReply{R"({"graph_name":"g"})"});
+  RoundTrips(Shutdown{"job-7"});
+  RoundTrips(ShutdownReply{});
+  RoundTrips(Stop{});
+  RoundTrips(ErrorReply{kErrMismatch, "wrong graph"});
+}
+
+TEST_CASE("typed messages are byte for byte what MakeMessage built before them", "[unit]") {
+  const std::vector<int64_t> seeds = {5, 6, 7};
+  Message old_sample = MakeMessage(MsgType::kSample, 9, {10, 1, -3});
+  AddArray(&old_sample, seeds);
+  CHECK(Wire(SampleRequest{seeds, 10, true, static_cast<uint64_t>(-3)}.Encode(9)) ==
+        Wire(old_sample));
+
+  CHECK(Wire(Hello{"g", "abc", "job"}.Encode(0)) ==
+        Wire(MakeMessage(MsgType::kHello, 0, {}, "g\nabc\njob")));
+  CHECK(Wire(SamplerHello{{"g", "abc", "job"}, 2, 1}.Encode(0)) ==
+        Wire(MakeMessage(MsgType::kHello, 0, {2, 1}, "g\nabc\njob")));
+  CHECK(Wire(HelloReply{0, 1, 2, 3, 4, 5}.Encode(3)) ==
+        Wire(MakeMessage(MsgType::kHelloReply, 3, {0, 1, 2, 3, 4, 5})));
+  CHECK(Wire(Ping{}.Encode(0)) == Wire(MakeMessage(MsgType::kPing, 0)));
+  CHECK(Wire(Pong{1, 0}.Encode(5)) == Wire(MakeMessage(MsgType::kPong, 5, {1, 0})));
+  CHECK(Wire(SplitNodes{0, 4, 8}.Encode(1)) ==
+        Wire(MakeMessage(MsgType::kSplitNodes, 1, {0, 4, 8})));
+  CHECK(Wire(Shutdown{"job"}.Encode(1)) == Wire(MakeMessage(MsgType::kShutdown, 1, {}, "job")));
+  CHECK(Wire(ErrorReply{kErrBadRequest, "no"}.Encode(1)) ==
+        Wire(MakeError(1, kErrBadRequest, "no")));
+  Message old_rows = MakeMessage(MsgType::kPullFeaturesReply, 2, {2});
+  AddArray(&old_rows, std::vector<float>{1.f, 2.f, 3.f, 4.f});
+  CHECK(Wire(Rows(2, {1.f, 2.f, 3.f, 4.f}).Encode(2)) == Wire(old_rows));
+}
+
+TEST_CASE("typed decoders refuse wrong shapes and types, naming the type", "[unit]") {
+  RefusesBadShapes<Hello>(Hello{"g", "s", "j"}.Encode(1), "Hello");
+  RefusesBadShapes<HelloReply>(HelloReply{}.Encode(1), "HelloReply");
+  RefusesBadShapes<SamplerHello>(SamplerHello{}.Encode(1), "Hello");
+  RefusesBadShapes<Ping>(Ping{}.Encode(1), "Ping");
+  RefusesBadShapes<Pong>(Pong{}.Encode(1), "Pong");
+  RefusesBadShapes<SampleRequest>(SampleRequest{{1}, 2, false, 3}.Encode(1), "Sample");
+  RefusesBadShapes<SampleReply>(SampleReply{{0, 1}, {4}}.Encode(1), "SampleReply");
+  RefusesBadShapes<PullFeatures>(PullFeatures{{1}}.Encode(1), "PullFeatures");
+  RefusesBadShapes<PullFeaturesReply>(Rows(1, {1.f}).Encode(1), "PullFeaturesReply");
+  RefusesBadShapes<PullLabels>(PullLabels{{1}}.Encode(1), "PullLabels");
+  RefusesBadShapes<PullLabelsReply>(PullLabelsReply{{1}}.Encode(1), "PullLabelsReply");
+  RefusesBadShapes<SplitNodes>(SplitNodes{}.Encode(1), "SplitNodes");
+  RefusesBadShapes<SplitNodesReply>(SplitNodesReply{{1}}.Encode(1), "SplitNodesReply");
+  RefusesBadShapes<Metadata>(Metadata{}.Encode(1), "Metadata");
+  RefusesBadShapes<MetadataReply>(MetadataReply{"{}"}.Encode(1), "MetadataReply");
+  RefusesBadShapes<Shutdown>(Shutdown{"j"}.Encode(1), "Shutdown");
+  RefusesBadShapes<ShutdownReply>(ShutdownReply{}.Encode(1), "ShutdownReply");
+  RefusesBadShapes<Stop>(Stop{}.Encode(1), "Stop");
+  RefusesBadShapes<ErrorReply>(ErrorReply{1, "x"}.Encode(1), "Error");
+}
+
+TEST_CASE("typed decoders refuse frames whose contents cannot be what the type says", "[unit]") {
+  // Sample offsets that do not describe the indices.
+  CHECK_THROWS_WITH(SampleReply::Decode(SampleReply{{}, {}}.Encode(1)),
+                    Catch::Contains("malformed SampleReply"));
+  CHECK_THROWS_WITH(SampleReply::Decode(SampleReply{{0, 2, 1}, {1}}.Encode(1)),
+                    Catch::Contains("offsets decrease at seed 1"));
+  CHECK_THROWS_WITH(SampleReply::Decode(SampleReply{{0, 2}, {1}}.Encode(1)),
+                    Catch::Contains("do not span"));
+  // Feature rows: a negative width, a partial row, a ragged float frame.
+  CHECK_THROWS_WITH(PullFeaturesReply::Decode(Rows(-1, {}).Encode(1)),
+                    Catch::Contains("negative width"));
+  Message partial = MakeMessage(MsgType::kPullFeaturesReply, 1, {2});
+  AddArray(&partial, std::vector<float>{1.f, 2.f, 3.f});
+  CHECK_THROWS_WITH(PullFeaturesReply::Decode(partial), Catch::Contains("not whole rows"));
+  Message ragged = MakeMessage(MsgType::kPullFeaturesReply, 1, {1});
+  AddArray(&ragged, std::vector<char>{1, 2, 3});
+  CHECK_THROWS_AS(PullFeaturesReply::Decode(ragged), ProtocolError);
+  // Ids not in increasing order; an id frame that is not whole int64s.
+  CHECK_THROWS_WITH(SplitNodesReply::Decode(SplitNodesReply{{3, 3}}.Encode(1)),
+                    Catch::Contains("out of order"));
+  Message odd = MakeMessage(MsgType::kPullLabels, 1);
+  AddArray(&odd, std::vector<char>(12, 0));
+  CHECK_THROWS_WITH(PullLabels::Decode(odd), Catch::Contains("PullLabels"));
+}
+
+TEST_CASE("a Hello's text is parsed in one place, leniently", "[unit]") {
+  CHECK(Hello::Parse("g\nsha\njob") == Hello{"g", "sha", "job"});
+  CHECK(Hello::Parse("g\nsha\n") == Hello{"g", "sha", ""});
+  // Missing lines read as empty: a foreign text is a mismatch, not malformed.
+  CHECK(Hello::Parse("g") == Hello{"g", "", ""});
+  CHECK(Hello::Parse("") == Hello{});
+  CHECK(Hello::Parse("g\nsha") == Hello{"g", "sha", ""});
+  CHECK(Hello::Parse(Hello{"a", "b", "c"}.Text()) == Hello{"a", "b", "c"});
+  CHECK(Hello{"a", "b", "c"} != Hello{"a", "b", "d"});
+}
+
+TEST_CASE("a decoded feature reply shares the received buffer and outlives the message", "[unit]") {
+  PullFeaturesReply sent = Rows(4, std::vector<float>(4 * 100, 2.5f));
+  PullFeaturesReply got;
+  {
+    const Message m = Received(sent.Encode(1));
+    got = PullFeaturesReply::Decode(m, PullFeatures{std::vector<int64_t>(100, 0)}, 4, "s");
+    CHECK(got.data() == static_cast<const void*>(m.frames[0].data()));  // no copy
+  }
+  CHECK(got == sent);
+  CHECK(got.num_floats() == 400u);
+}
