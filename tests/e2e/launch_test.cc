@@ -172,6 +172,15 @@ struct Setup {
     FAIL("no trainer started");
     return -1;
   }
+
+  // Waits until the job is mid-training: a trainer finished an epoch.
+  void WaitTraining(ChildProcess& launcher) const {
+    INFO(launcher.Stderr());
+    REQUIRE(test::WaitUntil(
+        [&] { return !launcher.Running() || launcher.Stderr().find("Epoch Time(s)") != std::string::npos; },
+        std::chrono::seconds(120)));
+    REQUIRE(launcher.Running());
+  }
 };
 
 }  // namespace
@@ -218,8 +227,7 @@ TEST_CASE("gnn-launch stops the job and names the trainer that fails", "[e2e]") 
 TEST_CASE("SIGINT to gnn-launch stops the job with exit 130", "[e2e]") {
   Setup s("sigint");
   ChildProcess launcher(s.Args(s.Train("--num_epochs 100000")), s.dir / "launcher");
-  s.WaitTrainer(launcher);
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  s.WaitTraining(launcher);
   launcher.Signal(SIGINT);
   auto code = launcher.Wait(std::chrono::seconds(15));
   REQUIRE(code.has_value());
@@ -233,7 +241,7 @@ namespace {
 // kill -9 `victim` of a running job: the launcher ends it within 15 s with
 // a report line naming `named`, and nothing is left behind.
 void KillAndExpectTeardown(const Setup& s, ChildProcess& launcher, pid_t victim, const std::string& named) {
-  std::this_thread::sleep_for(std::chrono::seconds(2));  // mid-training
+  s.WaitTraining(launcher);
   REQUIRE(kill(victim, SIGKILL) == 0);
   auto t0 = Clock::now();
   auto code = launcher.Wait(std::chrono::seconds(30));
@@ -296,8 +304,7 @@ TEST_CASE("gnn-launch stops everything when a sampler is SIGKILLed mid-training"
 TEST_CASE("the children of a SIGKILLed gnn-launch are gone within 30 s", "[e2e]") {
   Setup s("sigkill");
   ChildProcess launcher(s.Args(s.Train("--num_epochs 100000")), s.dir / "launcher");
-  s.WaitTrainer(launcher);
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  s.WaitTraining(launcher);
   pid_t pid = launcher.pid();
   launcher.Kill();
   s.RequireNothingLeft(pid, std::chrono::seconds(30));
@@ -442,8 +449,7 @@ TEST_CASE("gnn-launch runs every process through a real sshd and stops them all"
   SECTION("SIGKILL of the launcher: the remote processes notice and stop within 30 s") {
     ChildProcess launcher(relocate(s.Args("gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 100000", flags)),
                           s.dir / "launcher");
-    s.WaitTrainer(launcher);
-    std::this_thread::sleep_for(std::chrono::seconds(1));
+    s.WaitTraining(launcher);
     pid_t pid = launcher.pid();
     launcher.Kill();
     s.RequireNothingLeft(pid, std::chrono::seconds(30));
@@ -534,7 +540,8 @@ int Finish(ChildProcess& launcher, int seconds) {
 
 }  // namespace
 
-TEST_CASE("per-node gnn-launch --machine_id started 10 s apart trains Cora like the ssh launcher", "[e2e]") {
+TEST_CASE("per-node gnn-launch --machine_id started apart (one already waiting) trains Cora like the ssh launcher",
+          "[e2e]") {
   const std::string cora = test::SharedDataset("cora");
   if (cora.empty()) GNN_SKIP("../shared/datasets/cora not found");
   test::TempDir dir;
@@ -560,9 +567,11 @@ TEST_CASE("per-node gnn-launch --machine_id started 10 s apart trains Cora like 
   REQUIRE(Finish(one, 300) == 0);
   json ref = json::parse(LastLine(one.Stdout()));
 
-  // Machine 1 first; machine 0 (with the rendezvous) 10 s later.
+  // Machine 1 first; machine 0 (with the rendezvous) once machine 1 says
+  // it is waiting for it (its first note comes after 5 s).
   ChildProcess m1(PerNodeArgs(dir.path(), config, 1, ports[2], train), dir / "m1");
-  std::this_thread::sleep_for(std::chrono::seconds(10));
+  REQUIRE(test::WaitUntil([&] { return m1.Stderr().find("waiting for machine 0 server 0") != std::string::npos; },
+                          std::chrono::seconds(60)));
   REQUIRE(m1.Running());
   ChildProcess m0(PerNodeArgs(dir.path(), config, 0, ports[2], train), dir / "m0");
   REQUIRE(Finish(m0, 300) == 0);
@@ -596,7 +605,9 @@ TEST_CASE("kill -9 of one node's trainer ends both per-node launchers within 30 
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   REQUIRE(trainers.size() == 2);
-  std::this_thread::sleep_for(std::chrono::seconds(2));
+  // Mid-training: an epoch has ended on machine 0.
+  REQUIRE(test::WaitUntil([&] { return m0.Stderr().find("Epoch Time(s)") != std::string::npos; },
+                          std::chrono::seconds(120)));
   pid_t victim = -1;
   for (pid_t t : trainers) {
     std::string env = test::ReadFileOrEmpty("/proc/" + std::to_string(t) + "/environ");

@@ -1,6 +1,8 @@
 // Shared helpers for the test suites.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -8,6 +10,10 @@
 #include "net/security.h"
 
 namespace gnn::test {
+
+// Polls `condition` every 20 ms until it holds (true) or `timeout` passes
+// (false): a wait on what a test needs, instead of a fixed sleep.
+bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
 
 // The suites' cluster secret: a 0600 file made when a test executable
 // starts and exported as GNN_SECRET_FILE, so every gnn binary a test starts
