@@ -51,15 +51,14 @@
 #include <string>
 #include <thread>
 #include <vector>
-
 #include <zmq.hpp>
 
 #include "client/dist_graph.h"
-#include "net/security.h"
 #include "common/cli.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/timer.h"
+#include "net/security.h"
 #include "partition/config.h"
 #include "partition/local_partition.h"
 #include "sampling/loader.h"
@@ -75,9 +74,9 @@ struct BenchOptions {
   int machine = 0;
   std::string fanouts = "10,25";
   int64_t batch_size = 1000;
-  int batches = 10;     // mini-batches whose frontiers form the workload
-  int reps = 5;         // repetitions per figure (best reported)
-  int mb_batches = 8;   // MakeBatch batches per placement
+  int batches = 10;    // mini-batches whose frontiers form the workload
+  int reps = 5;        // repetitions per figure (best reported)
+  int mb_batches = 8;  // MakeBatch batches per placement
   int server_threads = 0;
   int raw_chunk_mb = 4;  // extra rows: sliced remote pulls, pipelined raw chunks (0: off)
   std::string work_dir;  // server logs and ip_config files
@@ -148,8 +147,8 @@ struct Child {
 
 // fork + exec with stdout/stderr to `log` (stdout to `stdout_fd` if >= 0).
 // The child gets SIGTERM if this process dies.
-Child Spawn(const std::vector<std::string>& args, const std::string& what,
-            const std::string& log, int stdout_fd = -1) {
+Child Spawn(const std::vector<std::string>& args, const std::string& what, const std::string& log,
+            int stdout_fd = -1) {
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -262,8 +261,8 @@ void RunEchoServer() {
 Child StartEcho(const std::string& work_dir, std::string* endpoint) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) throw gnn::Error("pipe2 failed");
-  Child c = Spawn({SelfExe(), "--echo_server"}, "raw ZeroMQ echo process",
-                  work_dir + "/echo.log", fds[1]);
+  Child c = Spawn({SelfExe(), "--echo_server"}, "raw ZeroMQ echo process", work_dir + "/echo.log",
+                  fds[1]);
   close(fds[1]);
   std::string line;
   pollfd p{fds[0], POLLIN, 0};
@@ -288,7 +287,7 @@ struct SampleCall {
 struct Workload {
   std::vector<std::vector<int64_t>> batch_seeds;  // train seeds of the machine
   std::vector<SampleCall> calls;
-  int64_t sample_edges = 0;  // what the standalone sampler returns for `calls`
+  int64_t sample_edges = 0;                    // what the standalone sampler returns for `calls`
   std::vector<std::vector<int64_t>> pull_ids;  // owned input nodes per batch
   int64_t pull_rows = 0;
 };
@@ -380,11 +379,13 @@ struct Bench {
 
   void BuildWorkload() {
     std::vector<int64_t> train = lp.Nodes(lp.train_mask);
-    if (train.empty()) throw gnn::DataError("partition " + std::to_string(o.machine) + " has no train nodes");
+    if (train.empty())
+      throw gnn::DataError("partition " + std::to_string(o.machine) + " has no train nodes");
     for (int64_t i = static_cast<int64_t>(train.size()) - 1; i > 0; --i) {
       std::swap(train[i], train[gnn::MixSeed(o.seed, i) % static_cast<uint64_t>(i + 1)]);
     }
-    const int64_t per_epoch = std::max<int64_t>(1, static_cast<int64_t>(train.size()) / o.batch_size);
+    const int64_t per_epoch =
+        std::max<int64_t>(1, static_cast<int64_t>(train.size()) / o.batch_size);
     for (int k = 0; k < o.batches; ++k) {
       int64_t b = (k % per_epoch) * o.batch_size;
       int64_t e = std::min<int64_t>(b + o.batch_size, train.size());
@@ -547,21 +548,33 @@ struct Bench {
     } guard{&cluster};
     for (int s = 0; s < servers; ++s) {  // server 0 of every machine first: they load
       for (int m = 0; m < parts; ++m) {
-        std::string what = "gnn-server machine " + std::to_string(m) + " server " + std::to_string(s);
-        std::vector<std::string> argv = {
-            o.server_bin, "--ip_config", ip_config, "--part_config", o.part_config,
-            "--machine_id", std::to_string(m), "--server_id", std::to_string(s),
-            "--num_servers", std::to_string(servers), "--num_threads",
-            std::to_string(o.server_threads), "--job_id", job, "--attach_timeout_ms", "300000"};
+        std::string what =
+            "gnn-server machine " + std::to_string(m) + " server " + std::to_string(s);
+        std::vector<std::string> argv = {o.server_bin,
+                                         "--ip_config",
+                                         ip_config,
+                                         "--part_config",
+                                         o.part_config,
+                                         "--machine_id",
+                                         std::to_string(m),
+                                         "--server_id",
+                                         std::to_string(s),
+                                         "--num_servers",
+                                         std::to_string(servers),
+                                         "--num_threads",
+                                         std::to_string(o.server_threads),
+                                         "--job_id",
+                                         job,
+                                         "--attach_timeout_ms",
+                                         "300000"};
         if (o.insecure) {
           argv.push_back("--insecure");
         } else {
           argv.insert(argv.end(), {"--secret_file", secret_file});
         }
-        cluster.push_back(Spawn(
-            argv, what,
-            o.work_dir + "/server_" + std::to_string(servers) + "_" + std::to_string(m) + "_" +
-                std::to_string(s) + ".log"));
+        cluster.push_back(Spawn(argv, what,
+                                o.work_dir + "/server_" + std::to_string(servers) + "_" +
+                                    std::to_string(m) + "_" + std::to_string(s) + ".log"));
       }
     }
     gnn::DistGraphOptions base_opt;
@@ -569,8 +582,9 @@ struct Bench {
     base_opt.part_config = o.part_config;
     base_opt.num_servers = servers;
     base_opt.job_id = job;
-    base_opt.keys = o.insecure ? gnn::net::JobKeys::Insecure()
-                               : gnn::net::JobKeys::Derive(gnn::net::ReadSecretFile(secret_file), job);
+    base_opt.keys = o.insecure
+                        ? gnn::net::JobKeys::Insecure()
+                        : gnn::net::JobKeys::Derive(gnn::net::ReadSecretFile(secret_file), job);
     base_opt.timeout_ms = 120000;
     // Ready = every server answers Hello (they answer once the partition is
     // in shared memory).
@@ -589,12 +603,13 @@ struct Bench {
     std::vector<Child> all = cluster;
     all.insert(all.end(), echo.begin(), echo.end());
 
-    std::printf("\n== %d server%s per partition: %d gnn-server processes (%d worker threads each, %s), "
-                "ready in %.1f s; load average %s\n",
-                servers, servers > 1 ? "s" : "", parts * servers,
-                o.server_threads > 0 ? o.server_threads : static_cast<int>(std::thread::hardware_concurrency()),
-                o.insecure ? "PLAINTEXT" : "CURVE",
-                startup_s, LoadAvg().c_str());
+    std::printf(
+        "\n== %d server%s per partition: %d gnn-server processes (%d worker threads each, %s), "
+        "ready in %.1f s; load average %s\n",
+        servers, servers > 1 ? "s" : "", parts * servers,
+        o.server_threads > 0 ? o.server_threads
+                             : static_cast<int>(std::thread::hardware_concurrency()),
+        o.insecure ? "PLAINTEXT" : "CURVE", startup_s, LoadAvg().c_str());
     std::printf("  %7s  %-38s %-9s %9s %9s %-9s %6s %8s %8s\n", "clients", "path", "figure",
                 "value", "per cpu-s", "unit", "wall s", "cpu self", "cpu srv");
 
@@ -638,12 +653,18 @@ struct Bench {
       std::vector<std::vector<Figure>> f(kCases);
       for (int r = 0; r < o.reps; ++r) {
         f[kSaS].push_back(Timed(clients, all, [&](int, double*) { return StandaloneSample(); }));
-        f[kLoS].push_back(Timed(clients, all, [&](int c, double* w) { return DistSample(*local[c], w); }));
-        f[kReS].push_back(Timed(clients, all, [&](int c, double* w) { return DistSample(*remote[c], w); }));
-        f[kSaP].push_back(Timed(clients, all, [&](int c, double*) { return StandaloneGather(&out[c]); }));
-        f[kLoP].push_back(Timed(clients, all, [&](int c, double* w) { return DistPull(*local[c], &out[c], w); }));
-        f[kReP].push_back(Timed(clients, all, [&](int c, double* w) { return DistPull(*remote[c], &out[c], w); }));
-        f[kRaw].push_back(Timed(clients, all, [&](int c, double* w) { return RawEcho(*raw[c], w); }));
+        f[kLoS].push_back(
+            Timed(clients, all, [&](int c, double* w) { return DistSample(*local[c], w); }));
+        f[kReS].push_back(
+            Timed(clients, all, [&](int c, double* w) { return DistSample(*remote[c], w); }));
+        f[kSaP].push_back(
+            Timed(clients, all, [&](int c, double*) { return StandaloneGather(&out[c]); }));
+        f[kLoP].push_back(
+            Timed(clients, all, [&](int c, double* w) { return DistPull(*local[c], &out[c], w); }));
+        f[kReP].push_back(Timed(
+            clients, all, [&](int c, double* w) { return DistPull(*remote[c], &out[c], w); }));
+        f[kRaw].push_back(
+            Timed(clients, all, [&](int c, double* w) { return RawEcho(*raw[c], w); }));
         if (chunk) {
           f[kReSliced].push_back(Timed(clients, all, [&](int c, double* w) {
             return DistPullSliced(*remote[c], &out[c], w, chunk);
@@ -664,32 +685,35 @@ struct Bench {
                Pct(m[kLoS].rate, m[kSaS].rate) + " of standalone");
       std::snprintf(note, sizeof(note), "%s of local; %.0f KB wire/call",
                     Pct(m[kReS].rate, m[kLoS].rate).c_str(), m[kReS].wire / units / 1e3);
-      PrintRow(clients, "remote loopback (DistGraph, -1)", "sample", m[kReS], 1e6, "Medges/s", note);
+      PrintRow(clients, "remote loopback (DistGraph, -1)", "sample", m[kReS], 1e6, "Medges/s",
+               note);
       PrintRow(clients, "standalone GatherRows", "features", m[kSaP], 1e9, "GB/s");
       PrintRow(clients, "local shm PullFeatures", "features", m[kLoP], 1e9, "GB/s",
                Pct(m[kLoP].rate, m[kSaP].rate) + " of standalone");
       std::snprintf(note, sizeof(note), "%s of local, %s of raw ZeroMQ",
-                    Pct(m[kReP].rate, m[kLoP].rate).c_str(), Pct(m[kReP].rate, m[kRaw].rate).c_str());
+                    Pct(m[kReP].rate, m[kLoP].rate).c_str(),
+                    Pct(m[kReP].rate, m[kRaw].rate).c_str());
       PrintRow(clients, "remote loopback PullFeatures", "features", m[kReP], 1e9, "GB/s", note);
       PrintRow(clients, "raw ZeroMQ DEALER/ROUTER, same sizes", "features", m[kRaw], 1e9, "GB/s",
                "payload (reply) bytes");
       if (chunk) {
         std::snprintf(note, sizeof(note), "(not a target) %d MB slices, one call after another",
                       o.raw_chunk_mb);
-        PrintRow(clients, "remote PullFeatures, sliced", "features", m[kReSliced], 1e9, "GB/s", note);
-        std::snprintf(note, sizeof(note), "(not a target) the same bytes as %d MB replies, pipelined",
-                      o.raw_chunk_mb);
+        PrintRow(clients, "remote PullFeatures, sliced", "features", m[kReSliced], 1e9, "GB/s",
+                 note);
+        std::snprintf(note, sizeof(note),
+                      "(not a target) the same bytes as %d MB replies, pipelined", o.raw_chunk_mb);
         PrintRow(clients, "raw ZeroMQ, chunked", "features", m[kRawChunk], 1e9, "GB/s", note);
       }
       auto target = [&](const char* what, int a, int b, double want) {
         char line[256];
         double got = m[a].rate / m[b].rate;
-        std::snprintf(line, sizeof(line),
-                      "  %d parts, %d server%s/part, %d client%s: %-36s %5.2f  (target >= %.2f: %-6s) "
-                      "per cpu-s %5.2f",
-                      parts, servers, servers > 1 ? "s" : "", clients, clients > 1 ? "s" : " ",
-                      what, got, want, got >= want ? "met" : "MISSED",
-                      m[a].PerCpu() / m[b].PerCpu());
+        std::snprintf(
+            line, sizeof(line),
+            "  %d parts, %d server%s/part, %d client%s: %-36s %5.2f  (target >= %.2f: %-6s) "
+            "per cpu-s %5.2f",
+            parts, servers, servers > 1 ? "s" : "", clients, clients > 1 ? "s" : " ", what, got,
+            want, got >= want ? "met" : "MISSED", m[a].PerCpu() / m[b].PerCpu());
         summary.push_back(line);
       };
       target("sampling: remote / local", kReS, kLoS, 0.5);
@@ -699,7 +723,8 @@ struct Bench {
     }
 
     // Whole mini-batches (one client): co-located with the machine, and remote.
-    std::printf("\n  MakeBatch, DGL default (fanouts %s, batch %" PRId64 ", train seeds of partition %d), 1 client:\n",
+    std::printf("\n  MakeBatch, DGL default (fanouts %s, batch %" PRId64
+                ", train seeds of partition %d), 1 client:\n",
                 o.fanouts.c_str(), o.batch_size, o.machine);
     std::printf("  %-28s %9s %10s %12s %10s %10s %10s %12s\n", "client", "batches/s", "Medges/s",
                 "wire MB/bat", "sample MB", "feat MB", "label MB", "input nodes");
@@ -725,8 +750,9 @@ struct Bench {
       double s = w.Seconds();
       const double n = o.mb_batches;
       std::printf("  %-28s %9.2f %10.2f %12.2f %10.2f %10.2f %10.3f %12.0f\n",
-                  placement >= 0 ? ("co-located (machine " + std::to_string(placement) + ")").c_str()
-                                 : "remote (local_machine_id -1)",
+                  placement >= 0
+                      ? ("co-located (machine " + std::to_string(placement) + ")").c_str()
+                      : "remote (local_machine_id -1)",
                   n / s, edges / s / 1e6, wire / n / 1e6, (wire - feat - label) / n / 1e6,
                   feat / n / 1e6, label / n / 1e6, inputs / n);
     }
@@ -746,8 +772,10 @@ struct Bench {
     for (int c : clients) {
       if (c < 1) throw gnn::ConfigError("--clients: each value >= 1");
     }
-    if (o.batch_size <= 0 || o.batches <= 0 || o.reps <= 0 || o.mb_batches <= 0 || o.raw_chunk_mb < 0) {
-      throw gnn::ConfigError("--batch_size, --batches, --reps, --mb_batches must be positive, --raw_chunk_mb >= 0");
+    if (o.batch_size <= 0 || o.batches <= 0 || o.reps <= 0 || o.mb_batches <= 0 ||
+        o.raw_chunk_mb < 0) {
+      throw gnn::ConfigError(
+          "--batch_size, --batches, --reps, --mb_batches must be positive, --raw_chunk_mb >= 0");
     }
     if (o.part_config.empty()) throw gnn::ConfigError("--part_config is required");
     std::string self = SelfExe();
@@ -762,7 +790,8 @@ struct Bench {
     }
 
     config = gnn::LoadPartitionConfig(o.part_config);
-    if (o.machine < 0 || o.machine >= config.num_parts) throw gnn::ConfigError("--machine out of range");
+    if (o.machine < 0 || o.machine >= config.num_parts)
+      throw gnn::ConfigError("--machine out of range");
     gnn::Stopwatch lw;
     lp = gnn::LoadLocalPartition(config, o.machine, false);
     csc = gnn::CscView{lp.indptr.data(), lp.indices.data(), lp.node_start, lp.num_nodes,
@@ -774,23 +803,31 @@ struct Bench {
                 " in-edges, feature_dim %" PRId64 "\n",
                 config.graph_name.c_str(), config.num_parts, config.num_nodes, config.num_edges,
                 config.feature_dim);
-    std::printf("  local machine %d owns %" PRId64 " nodes, %zu in-edges (loaded in %.1f s); "
+    std::printf("  local machine %d owns %" PRId64
+                " nodes, %zu in-edges (loaded in %.1f s); "
                 "%u hardware threads; load average %s\n",
                 o.machine, lp.num_nodes, lp.indices.size(), load_s,
                 std::thread::hardware_concurrency(), LoadAvg().c_str());
-    std::printf("  workload: %d mini-batches of %" PRId64 " train seeds of partition %d, fanouts %s "
-                "(input layer first); each layer's frontier cut to the owned nodes:\n"
-                "    sampling %" PRId64 " SampleNeighbors calls, %.0f seeds and %.0f sampled edges per call;\n"
-                "    features %.0f owned input rows per batch (%.1f MB per PullFeatures call)\n",
-                o.batches, o.batch_size, o.machine, o.fanouts.c_str(), layer_calls,
-                [&] { double s = 0; for (auto& c : wl.calls) s += c.seeds.size(); return s / layer_calls; }(),
-                static_cast<double>(wl.sample_edges) / layer_calls,
-                static_cast<double>(wl.pull_rows) / o.batches,
-                wl.pull_rows * RowBytes() / o.batches / 1e6);
-    std::printf("  every figure: best of %d interleaved repetitions over the whole workload (per client); "
-                "value = work / wall time, per cpu-s = work / (cpu self + cpu srv);\n"
-                "  cpu self = this process incl. ZeroMQ I/O threads, cpu srv = servers + echo process\n",
-                o.reps);
+    std::printf(
+        "  workload: %d mini-batches of %" PRId64
+        " train seeds of partition %d, fanouts %s "
+        "(input layer first); each layer's frontier cut to the owned nodes:\n"
+        "    sampling %" PRId64
+        " SampleNeighbors calls, %.0f seeds and %.0f sampled edges per call;\n"
+        "    features %.0f owned input rows per batch (%.1f MB per PullFeatures call)\n",
+        o.batches, o.batch_size, o.machine, o.fanouts.c_str(), layer_calls,
+        [&] {
+          double s = 0;
+          for (auto& c : wl.calls) s += c.seeds.size();
+          return s / layer_calls;
+        }(),
+        static_cast<double>(wl.sample_edges) / layer_calls,
+        static_cast<double>(wl.pull_rows) / o.batches, wl.pull_rows * RowBytes() / o.batches / 1e6);
+    std::printf(
+        "  every figure: best of %d interleaved repetitions over the whole workload (per client); "
+        "value = work / wall time, per cpu-s = work / (cpu self + cpu srv);\n"
+        "  cpu self = this process incl. ZeroMQ I/O threads, cpu srv = servers + echo process\n",
+        o.reps);
 
     echo.push_back(StartEcho(o.work_dir, &echo_endpoint));
     struct Guard {
@@ -799,8 +836,9 @@ struct Bench {
     } guard{&echo};
     for (int s : servers) RunCluster(s, clients);
 
-    std::printf("\n== targets (ratios of the best runs measured in this run; 'per cpu-s' = the "
-                "same ratio of work per CPU-second)\n");
+    std::printf(
+        "\n== targets (ratios of the best runs measured in this run; 'per cpu-s' = the "
+        "same ratio of work per CPU-second)\n");
     for (const auto& line : summary) std::printf("%s\n", line.c_str());
     std::printf("\n  load average at the end %s; peak RSS of this process %.2f GB\n",
                 LoadAvg().c_str(), gnn::PeakRssBytes() / 1e9);
@@ -827,18 +865,21 @@ int main(int argc, char** argv) {
   app.add_option("--batch_size", o.batch_size, "seeds per mini-batch")->capture_default_str();
   app.add_option("--batches", o.batches, "mini-batches whose frontiers form the workload")
       ->capture_default_str();
-  app.add_option("--reps", o.reps, "repetitions per figure (the best is reported)")->capture_default_str();
+  app.add_option("--reps", o.reps, "repetitions per figure (the best is reported)")
+      ->capture_default_str();
   app.add_option("--mb_batches", o.mb_batches, "MakeBatch batches per placement")
       ->capture_default_str();
   app.add_option("--server_threads", o.server_threads, "gnn-server --num_threads (0 = all cores)")
       ->capture_default_str();
-  app.add_option("--raw_chunk_mb", o.raw_chunk_mb,
-                 "extra rows (not targets): remote pulls in slices and raw replies of this size (0 = off)")
+  app.add_option(
+         "--raw_chunk_mb", o.raw_chunk_mb,
+         "extra rows (not targets): remote pulls in slices and raw replies of this size (0 = off)")
       ->capture_default_str();
   app.add_option("--work_dir", o.work_dir, "server logs and ip_config files");
   app.add_option("--seed", o.seed, "shuffle and sampling seed")->capture_default_str();
   app.add_flag("--echo_server", o.echo_server, "internal: run the raw ZeroMQ echo process");
-  app.add_flag("--insecure", o.insecure, "plaintext servers and clients (to measure what CURVE costs)");
+  app.add_flag("--insecure", o.insecure,
+               "plaintext servers and clients (to measure what CURVE costs)");
   if (argc > 1 && std::string(argv[1]) == "--echo_server") {
     RunEchoServer();
     return 0;

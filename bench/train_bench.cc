@@ -40,9 +40,8 @@ double GemmFlops(const std::vector<gnn::Block>& blocks, const std::vector<int64_
     // fc_self on the dst rows; fc_neigh on the src rows (projected first)
     // or on the dst rows after aggregation (always for layer 0, whose means
     // the sampler computes).
-    int64_t neigh_rows = l > 0 && gnn::ProjectFirst(bt, in, out, true, true)
-                             ? blocks[l].num_src()
-                             : blocks[l].num_dst;
+    int64_t neigh_rows = l > 0 && gnn::ProjectFirst(bt, in, out, true, true) ? blocks[l].num_src()
+                                                                             : blocks[l].num_dst;
     flops += 2.0 * static_cast<double>(blocks[l].num_dst + neigh_rows) * in * out;
   }
   return flops;
@@ -161,10 +160,10 @@ int main(int argc, char** argv) {
         t.Reset();
         std::vector<gnn::BlockTensors> blocks;
         for (const auto& b : mb->blocks) blocks.push_back(gnn::ToTensors(b));
-        torch::Tensor x = torch::from_blob(mb->features.data(),
-                                           {2 * mb->blocks[0].num_dst, mb->feature_dim});
-        torch::Tensor y = torch::from_blob(mb->labels.data(),
-                                           {static_cast<int64_t>(mb->labels.size())}, torch::kInt64);
+        torch::Tensor x =
+            torch::from_blob(mb->features.data(), {2 * mb->blocks[0].num_dst, mb->feature_dim});
+        torch::Tensor y = torch::from_blob(
+            mb->labels.data(), {static_cast<int64_t>(mb->labels.size())}, torch::kInt64);
         torch::Tensor loss =
             torch::nn::functional::cross_entropy(model->ForwardFromMeans(blocks, x), y);
         fwd += t.Seconds();
@@ -207,11 +206,11 @@ int main(int argc, char** argv) {
                   static_cast<long long>(inputs / std::max(1, steps - 1)), model_gflops,
                   bare_gflops, model_gflops / bare_gflops);
       const double per_step = step_bytes / std::max(1, steps - 1);
-      std::printf("  %.1f MB/step must move; at %.2f GB/s that is >= %.4f s/step; measured %.4f "
-                  "s/step (%.1fx the limit)\n",
-                  per_step / 1e6, bandwidth, per_step / bandwidth / 1e9,
-                  elapsed / std::max(1, steps - 1), elapsed / std::max(1, steps - 1) /
-                  (per_step / bandwidth / 1e9));
+      std::printf(
+          "  %.1f MB/step must move; at %.2f GB/s that is >= %.4f s/step; measured %.4f "
+          "s/step (%.1fx the limit)\n",
+          per_step / 1e6, bandwidth, per_step / bandwidth / 1e9, elapsed / std::max(1, steps - 1),
+          elapsed / std::max(1, steps - 1) / (per_step / bandwidth / 1e9));
     }
   });
 }

@@ -13,6 +13,7 @@ PACKAGES=(
   libtorch-dev libgloo-dev libopenblas0-openmp
   python3-numpy python3-torch
   openssh-server openssh-client rsync iproute2 time procps
+  clang-format
 )
 
 missing=()

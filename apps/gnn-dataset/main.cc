@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
   app.add_option("--root", o.root, "folder holding OGB datasets")->capture_default_str();
   app.add_option("--split", o.split, "split folder under split/ (default: the only one)");
   app.add_option("--cache_dir", o.cache_dir, "parse cache folder (default: <dataset>/processed)");
-  app.add_flag("--no_cache", [&](int64_t) { o.use_cache = false; }, "do not use the parse cache");
+  app.add_flag(
+      "--no_cache", [&](int64_t) { o.use_cache = false; }, "do not use the parse cache");
   app.add_option("--seed", o.seed, "seed for synthetic datasets")->capture_default_str();
   app.add_option("--num_threads", o.num_threads, "threads (0 = all cores)")->capture_default_str();
   app.add_option("--write_ogb", write_ogb, "write the dataset as an OGB raw folder here");

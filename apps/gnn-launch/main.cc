@@ -6,12 +6,12 @@
 #include <csignal>
 #include <iostream>
 
-#include "net/ip_config.h"
 #include "cluster/launcher.h"
 #include "cluster/preflight.h"
 #include "cluster/slurm.h"
 #include "common/cli.h"
 #include "common/error.h"
+#include "net/ip_config.h"
 
 namespace {
 std::atomic<int> g_signal{0};
@@ -23,34 +23,40 @@ int main(int argc, char** argv) {
   std::vector<std::string> command;
   CLI::App app{"Launch a distributed training job (servers, then trainers) on every machine.",
                "gnn-launch"};
-  app.add_option("--workspace", o.workspace,
-                 "working directory of every process; relative paths start here; {machine} = machine index")
+  app.add_option(
+         "--workspace", o.workspace,
+         "working directory of every process; relative paths start here; {machine} = machine index")
       ->capture_default_str();
   app.add_option("--num_trainers", o.num_trainers, "trainers per machine")->capture_default_str();
   app.add_option("--num_samplers", o.num_samplers, "gnn-sampler processes per trainer")
       ->capture_default_str();
   app.add_option("--num_servers", o.num_servers, "servers per machine")->capture_default_str();
   app.add_option("--part_config", o.part_config, "partition config JSON (relative to workspace)");
-  app.add_option("--ip_config", o.ip_config, "machines, one 'IP [PORT]' per line (relative to workspace)");
+  app.add_option("--ip_config", o.ip_config,
+                 "machines, one 'IP [PORT]' per line (relative to workspace)");
   app.add_option("--ssh_port", o.ssh.port, "ssh port of remote machines")->capture_default_str();
   app.add_option("--ssh_username", o.ssh.username, "ssh user for remote machines");
   app.add_option("--ssh_config", o.ssh.config, "ssh client config file (ssh -F)");
   app.add_flag("--force_ssh", o.ssh.force, "reach every machine over ssh, this host too");
   app.add_option("--master_port", o.master_port, "trainer rendezvous port on machine 0")
       ->capture_default_str();
-  app.add_option("--log_dir", o.log_dir, "one log file per process (default WORKSPACE/logs/JOB_ID)");
+  app.add_option("--log_dir", o.log_dir,
+                 "one log file per process (default WORKSPACE/logs/JOB_ID)");
   app.add_option("--job_id", o.job_id, "job id shared by every process (default: generated)");
-  app.add_option("--secret_file", o.secret_file,
-                 "cluster secret (mode 0600) on every machine; the job's keys derive from it and the job id "
-                 "(default: a fresh secret per job; per-node and --slurm launches need one)");
-  app.add_flag("--insecure", o.insecure, "plaintext and unauthenticated: anyone on the network may read the graph");
+  app.add_option(
+      "--secret_file", o.secret_file,
+      "cluster secret (mode 0600) on every machine; the job's keys derive from it and the job id "
+      "(default: a fresh secret per job; per-node and --slurm launches need one)");
+  app.add_flag("--insecure", o.insecure,
+               "plaintext and unauthenticated: anyone on the network may read the graph");
   app.add_option("--grace_s", o.grace_s, "SIGTERM, then SIGKILL after this many seconds")
       ->capture_default_str();
   app.add_option("--server_ready_timeout_s", o.server_ready_timeout_s,
                  "every server must answer a ping within this time")
       ->capture_default_str();
-  app.add_option("--machine_id", o.machine_id,
-                 "per-node mode: start only this machine's processes (run on every machine; no ssh)");
+  app.add_option(
+      "--machine_id", o.machine_id,
+      "per-node mode: start only this machine's processes (run on every machine; no ssh)");
   app.add_option("--peer_timeout_s", o.peer_timeout_s,
                  "per-node mode: wait this long for the other machines' servers")
       ->capture_default_str();
@@ -59,12 +65,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bool slurm = false;
   int slurm_port = gnn::kDefaultPort;
-  app.add_flag("--slurm", slurm,
-               "per-node mode under srun: machine id from SLURM_NODEID; --ip_config is written from "
-               "SLURM_JOB_NODELIST when the file does not exist");
+  app.add_flag(
+      "--slurm", slurm,
+      "per-node mode under srun: machine id from SLURM_NODEID; --ip_config is written from "
+      "SLURM_JOB_NODELIST when the file does not exist");
   app.add_option("--slurm_port", slurm_port, "server base port in an ip_config written by --slurm")
       ->capture_default_str();
-  app.add_option("command", command, "trainer command, e.g. \"gnn-train --num_epochs 2\"")->required();
+  app.add_option("command", command, "trainer command, e.g. \"gnn-train --num_epochs 2\"")
+      ->required();
   int code = 0;
   int rc = gnn::RunMain(app, argc, argv, [&] {
     for (const auto& w : command) o.command += (o.command.empty() ? "" : " ") + w;

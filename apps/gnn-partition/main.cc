@@ -18,7 +18,9 @@ int main(int argc, char** argv) {
   app.add_option("--split", o.data.split, "split folder under split/ (default: the only one)");
   app.add_option("--cache_dir", o.data.cache_dir,
                  "where parsed arrays are cached (default: <dataset>/processed)");
-  app.add_flag("--no_cache", [&](int64_t) { o.data.use_cache = false; }, "do not read or write the parse cache");
+  app.add_flag(
+      "--no_cache", [&](int64_t) { o.data.use_cache = false; },
+      "do not read or write the parse cache");
   app.add_option("--num_parts", o.num_parts, "number of partitions")->capture_default_str();
   app.add_option("--part_method", o.part_method, "metis or random")->capture_default_str();
   app.add_flag("--balance_train", o.balance_train, "balance train nodes across partitions");
@@ -28,10 +30,12 @@ int main(int argc, char** argv) {
   app.add_option("--graph_name", o.graph_name, "graph name (default: the dataset's)");
   app.add_option("--seed", o.data.seed, "random seed")->capture_default_str();
   app.add_option("--num_trainers_per_machine", o.num_trainers_per_machine,
-                 "accepted for DGL compatibility")->capture_default_str();
+                 "accepted for DGL compatibility")
+      ->capture_default_str();
   app.add_option("--num_threads", o.num_threads, "threads (0 = all cores)")->capture_default_str();
-  app.add_option("--val_edges", o.val_edges,
-                 "fraction of undirected edges held out for link evaluation (gnn-train --task link)")
+  app.add_option(
+         "--val_edges", o.val_edges,
+         "fraction of undirected edges held out for link evaluation (gnn-train --task link)")
       ->capture_default_str();
   app.add_flag("--overwrite", o.overwrite, "replace an existing output folder");
   app.add_flag("--quiet", quiet, "no progress lines on stderr");

@@ -21,13 +21,15 @@ int main(int argc, char** argv) {
   CLI::App app{"Sample mini-batches for a trainer across graph partitions.", "gnn-sampler"};
   app.add_option("--ip_config", o.graph.ip_config, "machines, one 'IP [PORT]' per line");
   app.add_option("--part_config", o.graph.part_config, "partition config JSON");
-  app.add_option("--machine_id", o.graph.local_machine_id, "this machine (its partition is read from shared memory)");
+  app.add_option("--machine_id", o.graph.local_machine_id,
+                 "this machine (its partition is read from shared memory)");
   app.add_option("--num_servers", o.graph.num_servers, "servers per machine");
   app.add_option("--trainer_endpoint", o.trainer_endpoint, "where the trainer listens");
   app.add_option("--trainer_id", o.trainer_id, "trainer this sampler serves");
   app.add_option("--sampler_id", o.sampler_id, "index among the trainer's samplers");
   app.add_option("--job_id", o.graph.job_id, "job id (must match the trainer's and servers')");
-  app.add_option("--timeout_ms", o.graph.timeout_ms, "deadline per request round")->capture_default_str();
+  app.add_option("--timeout_ms", o.graph.timeout_ms, "deadline per request round")
+      ->capture_default_str();
   app.add_option("--idle_timeout_s", o.idle_timeout_s, "exit when the trainer is silent this long")
       ->capture_default_str();
   app.add_flag("--no_local", no_local, "reach the local partition over the network too");

@@ -9,7 +9,6 @@
 #include "common/memory.h"
 #include "train/trainer.h"
 
-
 int main(int argc, char** argv) {
   gnn::TrainOptions o;
   CLI::App app{"Train a GraphSAGE model on partitioned graph data.", "gnn-train"};
@@ -29,9 +28,11 @@ int main(int argc, char** argv) {
   app.add_option("--dropout", o.dropout, "dropout between layers")->capture_default_str();
   app.add_option("--weight_decay", o.weight_decay, "Adam weight decay")->capture_default_str();
   app.add_option("--log_every", o.log_every, "log every N steps")->capture_default_str();
-  app.add_option("--eval_every", o.eval_every, "evaluate every N epochs and at the end (0 = never)")->capture_default_str();
+  app.add_option("--eval_every", o.eval_every, "evaluate every N epochs and at the end (0 = never)")
+      ->capture_default_str();
   app.add_option("--seed", o.seed, "random seed")->capture_default_str();
-  app.add_option("--num_omp_threads", o.num_omp_threads, "LibTorch threads (0 = the cores the sampling threads leave)")
+  app.add_option("--num_omp_threads", o.num_omp_threads,
+                 "LibTorch threads (0 = the cores the sampling threads leave)")
       ->capture_default_str();
   app.add_option("--num_gpus", o.num_gpus, "GPUs to use (-1 = CPU)")->capture_default_str();
   app.add_option("--num_workers", o.num_workers, "sampling threads (0 = in the training loop)")
@@ -44,13 +45,13 @@ int main(int argc, char** argv) {
   app.add_option("--save_model", o.save_model, "write weights loadable by Python's torch.load");
   app.add_option("--save_embeddings", o.save_embeddings,
                  "write the final layer output of every node (.npy, input node order)");
-  app.add_option("--task", o.task,
-                 "node (classification) or link (unsupervised link prediction)")
+  app.add_option("--task", o.task, "node (classification) or link (unsupervised link prediction)")
       ->capture_default_str();
   app.add_option("--num_negs", o.num_negs, "--task link: negative tails per positive edge")
       ->capture_default_str();
-  app.add_flag("--remove_edge", o.remove_edge,
-               "--task link: keep a batch's edges (and reverses) out of its sampled neighbourhoods");
+  app.add_flag(
+      "--remove_edge", o.remove_edge,
+      "--task link: keep a batch's edges (and reverses) out of its sampled neighbourhoods");
   bool quiet = false;
   app.add_flag("--quiet", quiet, "only warnings and errors on stderr");
   app.add_option("--ip_config", o.ip_config, "machines, one 'IP [PORT]' per line (distributed)");
@@ -60,15 +61,19 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--num_trainers", o.num_trainers, "trainers per machine")->capture_default_str();
   app.add_option("--num_servers", o.num_servers, "servers per machine")->capture_default_str();
-  app.add_option("--num_samplers", o.num_samplers, "gnn-sampler processes per trainer (0 = in-process)")
+  app.add_option("--num_samplers", o.num_samplers,
+                 "gnn-sampler processes per trainer (0 = in-process)")
       ->capture_default_str();
   app.add_option("--master_addr", o.master_addr, "rendezvous host (default: machine 0)");
   app.add_option("--master_port", o.master_port, "rendezvous port")->capture_default_str();
   app.add_option("--job_id", o.job_id, "job id shared with servers and samplers")
       ->capture_default_str();
-  app.add_option("--secret_file", o.secret_file, "the job's secret (mode 0600; gnn-launch passes one)");
-  app.add_flag("--insecure", o.insecure, "plaintext, no authentication (anyone on the network may join)");
-  app.add_option("--rendezvous_timeout_s", o.rendezvous_timeout_s, "wait this long for all trainers")
+  app.add_option("--secret_file", o.secret_file,
+                 "the job's secret (mode 0600; gnn-launch passes one)");
+  app.add_flag("--insecure", o.insecure,
+               "plaintext, no authentication (anyone on the network may join)");
+  app.add_option("--rendezvous_timeout_s", o.rendezvous_timeout_s,
+                 "wait this long for all trainers")
       ->capture_default_str();
   app.add_option("--request_timeout_ms", o.request_timeout_ms, "deadline per server request")
       ->capture_default_str();
@@ -90,9 +95,9 @@ int main(int argc, char** argv) {
     gnn::FlagFromEnv(app, "--master_port", "GNN_MASTER_PORT", &o.master_port);
     gnn::FlagFromEnv(app, "--secret_file", "GNN_SECRET_FILE", &o.secret_file);
     gnn::FlagFromEnv(app, "--insecure", "GNN_INSECURE", &o.insecure);
-    gnn::SetLogRole(o.standalone ? std::string("trainer 0")
-                                 : "trainer " + std::to_string(o.machine_id * o.num_trainers +
-                                                               o.trainer_id));
+    gnn::SetLogRole(
+        o.standalone ? std::string("trainer 0")
+                     : "trainer " + std::to_string(o.machine_id * o.num_trainers + o.trainer_id));
     if (quiet) gnn::SetLogLevel(gnn::LogLevel::kWarn);
     nlohmann::json summary = gnn::RunTrain(o);
     std::cout << summary.dump() << std::endl;

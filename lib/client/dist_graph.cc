@@ -59,8 +59,8 @@ DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
   for (int p = 0; p < config_.num_parts; ++p) {
     if (p == o.local_machine_id) continue;  // read from shared memory
     for (size_t s = 0; s < endpoints[p].size(); ++s) {
-      std::string peer = "machine " + std::to_string(p) + " server " + std::to_string(s) +
-                         " at " + endpoints[p][s].substr(endpoints[p][s].find("://") + 3);
+      std::string peer = "machine " + std::to_string(p) + " server " + std::to_string(s) + " at " +
+                         endpoints[p][s].substr(endpoints[p][s].find("://") + 3);
       conns_[p].push_back(std::make_unique<net::Connection>(ctx_, endpoints[p][s], peer, o.keys));
       hellos.emplace_back(conns_[p].back().get(), hello.Encode(0));
     }
@@ -165,7 +165,8 @@ std::vector<Block> DistGraph::SampleBlocks(const std::vector<int64_t>& seeds,
     std::vector<int64_t> ptr, idx;
     SampleNeighbors(frontier, fanouts[l], replace, MixSeed(rng_seed, static_cast<uint64_t>(l)),
                     &ptr, &idx);
-    if (exclude) exclude->Filter(frontier.data(), static_cast<int64_t>(frontier.size()), &ptr, &idx);
+    if (exclude)
+      exclude->Filter(frontier.data(), static_cast<int64_t>(frontier.size()), &ptr, &idx);
     blocks[l] = ToBlock(frontier, std::move(ptr), idx);
     frontier = blocks[l].src_nodes;
   }

@@ -7,11 +7,10 @@
 #include <memory>
 #include <string>
 #include <vector>
-
 #include <zmq.hpp>
 
-#include "net/ip_config.h"
 #include "net/channel.h"
+#include "net/ip_config.h"
 #include "partition/config.h"
 #include "sampling/block.h"
 
@@ -24,11 +23,11 @@ struct CscView;
 struct DistGraphOptions {
   std::string ip_config;
   std::string part_config;
-  int num_servers = 1;         // servers per machine (backups round-robin)
-  int local_machine_id = -1;   // >= 0: read this partition from shared memory
+  int num_servers = 1;        // servers per machine (backups round-robin)
+  int local_machine_id = -1;  // >= 0: read this partition from shared memory
   std::string job_id;
-  net::JobKeys keys;           // the job's CURVE keys (or Insecure())
-  int timeout_ms = 30000;      // per request round
+  net::JobKeys keys;       // the job's CURVE keys (or Insecure())
+  int timeout_ms = 30000;  // per request round
   int attach_timeout_ms = 60000;
   // Tests only: explicit server endpoints [machine][server] instead of
   // ip_config's addresses.
@@ -55,8 +54,8 @@ class DistGraph {
 
   // Same contract as the standalone SampleBlocks (layer l draws with
   // MixSeed(rng_seed, l)); `exclude` filters every layer as there.
-  std::vector<Block> SampleBlocks(const std::vector<int64_t>& seeds, const std::vector<int>& fanouts,
-                                  bool replace, uint64_t rng_seed,
+  std::vector<Block> SampleBlocks(const std::vector<int64_t>& seeds,
+                                  const std::vector<int>& fanouts, bool replace, uint64_t rng_seed,
                                   const EdgeExclusion* exclude = nullptr);
 
   // Feature rows [ids.size(), feature_dim] and labels of any nodes.

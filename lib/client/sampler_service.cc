@@ -119,9 +119,8 @@ void SamplerPool::WaitForSamplers(int timeout_ms) {
     auto left = std::chrono::duration_cast<net::Millis>(deadline - Clock::now());
     if (left.count() <= 0 || !net::RecvParts(sock_, &parts, left)) {
       throw TimeoutError(std::to_string(num_samplers_ - static_cast<int>(identities_.size())) +
-                         " of " + std::to_string(num_samplers_) +
-                         " samplers did not connect to " + endpoint_ + " within " +
-                         std::to_string(timeout_ms) + " ms");
+                         " of " + std::to_string(num_samplers_) + " samplers did not connect to " +
+                         endpoint_ + " within " + std::to_string(timeout_ms) + " ms");
     }
     if (parts.size() < 2) continue;
     zmq::message_t id = std::move(parts[0]);
@@ -179,7 +178,8 @@ void SamplerPool::ReceiveOne(int timeout_ms) {
   std::vector<zmq::message_t> parts;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       throw TimeoutError("no mini-batch from the samplers within " + std::to_string(timeout_ms) +
                          " ms (waiting for batch " + std::to_string(next_return_) + ")");
@@ -187,7 +187,8 @@ void SamplerPool::ReceiveOne(int timeout_ms) {
     if (net::RecvParts(sock_, &parts, std::min(left, std::chrono::milliseconds(500)))) break;
     if (check_) {
       std::string why = check_();
-      if (!why.empty()) throw PeerError(why + " (waiting for batch " + std::to_string(next_return_) + ")");
+      if (!why.empty())
+        throw PeerError(why + " (waiting for batch " + std::to_string(next_return_) + ")");
     }
   }
   if (parts.size() < 2) return;

@@ -21,11 +21,11 @@
 namespace gnn {
 
 struct SamplerOptions {
-  DistGraphOptions graph;         // servers, part_config, local machine
-  std::string trainer_endpoint;   // --trainer_endpoint: where the trainer listens
+  DistGraphOptions graph;        // servers, part_config, local machine
+  std::string trainer_endpoint;  // --trainer_endpoint: where the trainer listens
   int trainer_id = 0;
   int sampler_id = 0;
-  int idle_timeout_s = 600;       // exit if the trainer sends nothing this long
+  int idle_timeout_s = 600;  // exit if the trainer sends nothing this long
   void Validate() const;
 };
 

@@ -20,11 +20,11 @@
 #include <sstream>
 #include <thread>
 
-#include "net/ip_config.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/sha256.h"
+#include "net/ip_config.h"
 #include "net/security.h"
 #include "partition/config.h"
 
@@ -64,7 +64,6 @@ struct Machine {
   std::string control_path;  // ssh ControlPath shared by this machine's calls ("" = none)
   const std::atomic<int>* stop = nullptr;  // non-zero: a signal asked us to stop
 };
-
 
 std::string Megabytes(uint64_t bytes) {
   char buf[32];
@@ -661,8 +660,7 @@ MachineCopyResult CopyToMachine(const CopyOptions& o, const Machine& m, bool loc
   }
   std::vector<std::string> now;
   if (!changed.empty() && m.local) {
-    const std::string suffix =
-        ".gnn-copy-" + RandomSuffix() + "-" + std::to_string(m.index);
+    const std::string suffix = ".gnn-copy-" + RandomSuffix() + "-" + std::to_string(m.index);
     for (const Item* item : changed) {
       const std::string dest = Join(m.workspace, item->dest);
       try {
@@ -689,7 +687,6 @@ MachineCopyResult CopyToMachine(const CopyOptions& o, const Machine& m, bool loc
       << std::flush;
   return result;
 }
-
 
 }  // namespace
 

@@ -23,7 +23,8 @@ using Clock = std::chrono::steady_clock;
 
 // The guardian's life: read the pipe until it closes; unless the launcher
 // said "done", stop the groups it named and remove the shared memory.
-[[noreturn]] void GuardianMain(int read_fd, double grace_s, const std::vector<std::string>& shm_names) {
+[[noreturn]] void GuardianMain(int read_fd, double grace_s,
+                               const std::vector<std::string>& shm_names) {
   ::setpgid(0, 0);
   ::signal(SIGINT, SIG_IGN);
   ::signal(SIGTERM, SIG_IGN);
@@ -44,7 +45,8 @@ using Clock = std::chrono::steady_clock;
     if (n != 1) break;
     if (c == '\n') {
       if (buf == "D") done = true;
-      if (!buf.empty() && buf[0] == 'P') groups.push_back(static_cast<pid_t>(std::atoi(buf.c_str() + 1)));
+      if (!buf.empty() && buf[0] == 'P')
+        groups.push_back(static_cast<pid_t>(std::atoi(buf.c_str() + 1)));
       buf.clear();
     } else {
       buf += c;
@@ -70,7 +72,8 @@ using Clock = std::chrono::steady_clock;
 
 Guardian::Guardian(double grace_s, const std::vector<std::string>& shm_names) {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw Error("cannot create a pipe: " + std::string(std::strerror(errno)));
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    throw Error("cannot create a pipe: " + std::string(std::strerror(errno)));
   pid_ = ::fork();
   if (pid_ < 0) throw Error("fork failed: " + std::string(std::strerror(errno)));
   if (pid_ == 0) {

@@ -20,25 +20,28 @@ constexpr double kShipTimeoutS = 30;
 
 }  // namespace
 
-JobSecret::JobSecret(const LaunchOptions& o, const std::vector<MachinePlan>& plans, const std::vector<bool>& mine,
-                     const std::string& job_id)
+JobSecret::JobSecret(const LaunchOptions& o, const std::vector<MachinePlan>& plans,
+                     const std::vector<bool>& mine, const std::string& job_id)
     : o_(o), plans_(plans), paths_(plans.size()), written_(plans.size()) {
   if (o.insecure) {
-    std::cerr << "gnn-launch: --insecure: servers, samplers and the rendezvous run in PLAINTEXT without "
-                 "authentication; anyone who reaches their ports can read the graph and stop the job\n";
+    std::cerr
+        << "gnn-launch: --insecure: servers, samplers and the rendezvous run in PLAINTEXT without "
+           "authentication; anyone who reaches their ports can read the graph and stop the job\n";
     keys_ = net::JobKeys::Insecure();
     return;
   }
   if (!o.secret_file.empty()) {
     keys_ = net::JobKeys::Derive(net::ReadSecretFile(LauncherPath(o, o.secret_file)), job_id);
     for (size_t m = 0; m < plans.size(); ++m) {
-      paths_[m] = plans[m].local ? InWorkspace(plans[m].workspace, ExpandHome(o.secret_file)) : o.secret_file;
+      paths_[m] = plans[m].local ? InWorkspace(plans[m].workspace, ExpandHome(o.secret_file))
+                                 : o.secret_file;
     }
     return;
   }
   if (o.machine_id >= 0) {
     throw ConfigError(
-        "a per-node launch (--machine_id / --slurm) needs --secret_file: one cluster secret on every machine "
+        "a per-node launch (--machine_id / --slurm) needs --secret_file: one cluster secret on "
+        "every machine "
         "(gnn-copy --secret_file FILE makes and ships it), or --insecure for plaintext");
   }
   const std::string secret = net::NewSecret();
@@ -58,14 +61,15 @@ JobSecret::JobSecret(const LaunchOptions& o, const std::vector<MachinePlan>& pla
       continue;
     }
     // Over ssh's stdin: a command line is visible to every user of both hosts.
-    const std::string script = "cd " + ShellPath(p.workspace) + " && umask 077 && mkdir -p " + kSecretsDir +
-                               " && cat > " + ShellQuote(rel + ".tmp") + " && mv -f " + ShellQuote(rel + ".tmp") +
-                               " " + ShellQuote(rel);
-    CommandResult r = RunCommand(SshArgv(o.ssh, p.address.host, script), kShipTimeoutS, secret + "\n");
+    const std::string script = "cd " + ShellPath(p.workspace) + " && umask 077 && mkdir -p " +
+                               kSecretsDir + " && cat > " + ShellQuote(rel + ".tmp") +
+                               " && mv -f " + ShellQuote(rel + ".tmp") + " " + ShellQuote(rel);
+    CommandResult r =
+        RunCommand(SshArgv(o.ssh, p.address.host, script), kShipTimeoutS, secret + "\n");
     if (r.exit_code != 0) {
       throw ConfigError("machine " + std::to_string(m) + " (" + p.address.host +
-                        "): cannot write the job's secret into its workspace: " + r.Describe() + ": " +
-                        r.LastErrorLine());
+                        "): cannot write the job's secret into its workspace: " + r.Describe() +
+                        ": " + r.LastErrorLine());
     }
     paths_[m] = rel;  // the remote process runs in its workspace
     written_[m] = rel;
@@ -78,9 +82,10 @@ JobSecret::~JobSecret() {
     if (plans_[m].local) {
       ::unlink(written_[m].c_str());
     } else {
-      RunCommand(SshArgv(o_.ssh, plans_[m].address.host,
-                         "cd " + ShellPath(plans_[m].workspace) + " && rm -f " + ShellQuote(written_[m])),
-                 kShipTimeoutS);
+      RunCommand(
+          SshArgv(o_.ssh, plans_[m].address.host,
+                  "cd " + ShellPath(plans_[m].workspace) + " && rm -f " + ShellQuote(written_[m])),
+          kShipTimeoutS);
     }
   }
 }

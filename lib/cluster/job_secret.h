@@ -23,8 +23,8 @@ class JobSecret {
  public:
   // Prepares the secret for the machines this launcher starts (`mine`).
   // ConfigError naming the file or machine when it cannot.
-  JobSecret(const LaunchOptions& o, const std::vector<MachinePlan>& plans, const std::vector<bool>& mine,
-            const std::string& job_id);
+  JobSecret(const LaunchOptions& o, const std::vector<MachinePlan>& plans,
+            const std::vector<bool>& mine, const std::string& job_id);
   // Removes the per-job secret files it wrote (best effort for remote ones).
   ~JobSecret();
   JobSecret(const JobSecret&) = delete;

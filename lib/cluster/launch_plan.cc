@@ -26,7 +26,6 @@ std::string FirstWord(const std::string& command, std::string* rest) {
   return command.substr(b, e == std::string::npos ? std::string::npos : e - b);
 }
 
-
 std::string ResolveBinary(const std::string& word, const std::string& workspace) {
   if (word.empty()) return "";
   if (word.find('/') == std::string::npos) {
@@ -47,7 +46,8 @@ std::string ServerBinary(const LaunchOptions& o) {
 
 std::chrono::steady_clock::time_point DeadlineAfter(double seconds) {
   return std::chrono::steady_clock::now() +
-         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+             std::chrono::duration<double>(seconds));
 }
 
 std::string ExpandHome(const std::string& path) {
@@ -65,7 +65,8 @@ std::string LauncherPath(const LaunchOptions& o, const std::string& path) {
   return fs::exists(path, ec) ? fs::absolute(path).lexically_normal().string() : in_ws;
 }
 
-std::vector<MachinePlan> PlanMachines(const LaunchOptions& o, const std::vector<MachineAddress>& machines) {
+std::vector<MachinePlan> PlanMachines(const LaunchOptions& o,
+                                      const std::vector<MachineAddress>& machines) {
   std::vector<MachinePlan> plans;
   for (size_t m = 0; m < machines.size(); ++m) {
     MachinePlan p;
@@ -85,6 +86,5 @@ std::vector<MachinePlan> PlanMachines(const LaunchOptions& o, const std::vector<
   }
   return plans;
 }
-
 
 }  // namespace gnn

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "net/ip_config.h"
 #include "cluster/launcher.h"
+#include "net/ip_config.h"
 
 namespace gnn {
 
@@ -43,6 +43,7 @@ struct MachinePlan {
 // workspace if it is there, else relative to the current directory.
 std::string LauncherPath(const LaunchOptions& o, const std::string& path);
 
-std::vector<MachinePlan> PlanMachines(const LaunchOptions& o, const std::vector<MachineAddress>& machines);
+std::vector<MachinePlan> PlanMachines(const LaunchOptions& o,
+                                      const std::vector<MachineAddress>& machines);
 
 }  // namespace gnn

@@ -15,7 +15,6 @@
 #include <thread>
 
 #include "cluster/guardian.h"
-#include "net/ip_config.h"
 #include "cluster/job_secret.h"
 #include "cluster/launch_plan.h"
 #include "cluster/peer_watch.h"
@@ -23,6 +22,7 @@
 #include "cluster/supervisor.h"
 #include "common/error.h"
 #include "common/sha256.h"
+#include "net/ip_config.h"
 #include "partition/config.h"
 #include "server/server.h"
 #include "server/shm_partition.h"
@@ -44,10 +44,12 @@ void LaunchOptions::Validate() const {
   ssh.Validate();
   if (machine_id < -1) throw ConfigError("--machine_id must be >= 0");
   if (!(server_ready_timeout_s > 0)) throw ConfigError("--server_ready_timeout_s must be > 0");
-  if (machine_id >= 0 && ssh.force) throw ConfigError("--machine_id (per-node mode, no ssh) and --force_ssh exclude each other");
+  if (machine_id >= 0 && ssh.force)
+    throw ConfigError("--machine_id (per-node mode, no ssh) and --force_ssh exclude each other");
   if (!(peer_timeout_s > 0)) throw ConfigError("--peer_timeout_s must be > 0");
   if (!(peer_grace_s >= 0)) throw ConfigError("--peer_grace_s must be >= 0");
-  if (master_port < 1 || master_port > 65535) throw ConfigError("--master_port out of range [1, 65535]");
+  if (master_port < 1 || master_port > 65535)
+    throw ConfigError("--master_port out of range [1, 65535]");
   if (grace_s < 0) throw ConfigError("--grace_s must be >= 0");
   if (FirstWord(command, nullptr).empty()) throw ConfigError("the trainer command is missing");
 }
@@ -55,24 +57,28 @@ void LaunchOptions::Validate() const {
 namespace {
 
 // Timings of a launch, besides the options'.
-constexpr double kWaitNoteEveryS = 5;       // "waiting for machine m server s" this often
-constexpr int kReadyPingMs = 200;           // a server is up when it answers a Ping this fast
-constexpr double kLateFailureWindowS = 1;   // failures this soon after the first are reported too
-constexpr double kPeerBlameWaitS = 8;       // a peer-blamed failure waits this long for PeerWatch to name the peer
-constexpr int kSuperviseTickMs = 100;       // the supervision loop's pace
+constexpr double kWaitNoteEveryS = 5;      // "waiting for machine m server s" this often
+constexpr int kReadyPingMs = 200;          // a server is up when it answers a Ping this fast
+constexpr double kLateFailureWindowS = 1;  // failures this soon after the first are reported too
+constexpr double kPeerBlameWaitS =
+    8;  // a peer-blamed failure waits this long for PeerWatch to name the peer
+constexpr int kSuperviseTickMs = 100;  // the supervision loop's pace
 
 // Per-node launchers of one job share its id without talking: derived from
 // what they all read (ip_config, partition config) and the master port.
-std::string PerNodeJobId(const LaunchOptions& o, const std::string& ip_path, const std::string& part_path) {
+std::string PerNodeJobId(const LaunchOptions& o, const std::string& ip_path,
+                         const std::string& part_path) {
   Sha256 h;
-  for (const std::string& part : {Sha256File(ip_path), Sha256File(part_path), std::to_string(o.master_port)}) {
+  for (const std::string& part :
+       {Sha256File(ip_path), Sha256File(part_path), std::to_string(o.master_port)}) {
     h.Update(part.data(), part.size());
     h.Update("|", 1);
   }
   return "job-" + h.HexDigest().substr(0, 16);
 }
 
-std::string MakeJobId(const LaunchOptions& o, const std::string& ip_path, const std::string& part_path) {
+std::string MakeJobId(const LaunchOptions& o, const std::string& ip_path,
+                      const std::string& part_path) {
   if (!o.job_id.empty()) return o.job_id;
   if (o.machine_id >= 0) return PerNodeJobId(o, ip_path, part_path);
   const auto ms = std::chrono::system_clock::now().time_since_epoch().count() / 1000000;
@@ -85,7 +91,8 @@ std::string HowItEnded(const Proc& f) {
   if (f.remote && WIFEXITED(f.status)) {
     const int code = WEXITSTATUS(f.status);
     if (code == 255) how += " (ssh: connection lost or refused)";
-    if (code > 128 && code < 160) how = "was killed by signal " + std::to_string(code - 128) + " (remote)";
+    if (code > 128 && code < 160)
+      how = "was killed by signal " + std::to_string(code - 128) + " (remote)";
   }
   return how;
 }
@@ -131,8 +138,8 @@ class Launch {
     for (size_t m = 0; m < plans_.size(); ++m) {
       if (!plans_[m].local || !Mine(m)) continue;
       try {
-        shm_names_.push_back(
-            JobShmName(config.graph_name, Sha256File(plans_[m].part_config), job_id_, static_cast<int>(m)));
+        shm_names_.push_back(JobShmName(config.graph_name, Sha256File(plans_[m].part_config),
+                                        job_id_, static_cast<int>(m)));
       } catch (const std::exception&) {
       }
     }
@@ -142,15 +149,16 @@ class Launch {
     for (size_t m = 0; m < plans_.size(); ++m) mine[m] = Mine(m);
     secret_ = std::make_unique<JobSecret>(o_, plans_, mine, job_id_);
     job_ = std::make_unique<Job>(guardian_.get());
-    std::cerr << "gnn-launch: job " << job_id_ << ", " << machines_.size() << " machines, logs in " << log_dir_
-              << "\n";
+    std::cerr << "gnn-launch: job " << job_id_ << ", " << machines_.size() << " machines, logs in "
+              << log_dir_ << "\n";
   }
 
   std::string LogDir() const {
     std::error_code ec;
     const MachinePlan& home = plans_[static_cast<size_t>(std::max(o_.machine_id, 0))];
-    const std::string base =
-        home.local && fs::is_directory(home.workspace, ec) ? home.workspace : fs::current_path().string();
+    const std::string base = home.local && fs::is_directory(home.workspace, ec)
+                                 ? home.workspace
+                                 : fs::current_path().string();
     // A derived per-node job id repeats across runs: keep each run's logs.
     const std::string run =
         per_node_ && o_.job_id.empty() ? job_id_ + "-" + std::to_string(::time(nullptr)) : job_id_;
@@ -159,8 +167,8 @@ class Launch {
 
   // Starts one process of machine m. Every process watches its stdin: EOF
   // means the launcher (or its ssh connection) is gone, and it stops.
-  void Start(int m, const std::string& role, int rank, const std::string& local_cmd, const std::string& remote_cmd,
-             std::vector<std::string> env) {
+  void Start(int m, const std::string& role, int rank, const std::string& local_cmd,
+             const std::string& remote_cmd, std::vector<std::string> env) {
     const MachinePlan& p = plans_[static_cast<size_t>(m)];
     env.push_back("GNN_WATCH_STDIN=1");
     env.push_back("GNN_IP_CONFIG=" + p.ip_config);
@@ -171,10 +179,12 @@ class Launch {
     if (p.local) {
       const char* path = std::getenv("PATH");
       env.push_back("PATH=" + p.workspace + "/bin" + (path ? std::string(":") + path : ""));
-      job_->Start(m, role, rank, {"/bin/sh", "-c", "exec " + local_cmd}, env, p.workspace, log_dir_, false);
+      job_->Start(m, role, rank, {"/bin/sh", "-c", "exec " + local_cmd}, env, p.workspace, log_dir_,
+                  false);
     } else {
       for (const auto& v : NumericLibraryEnvironment()) env.push_back(v);
-      job_->Start(m, role, rank, SshArgv(o_.ssh, p.address.host, RemoteCommand(p.workspace, env, remote_cmd)), {},
+      job_->Start(m, role, rank,
+                  SshArgv(o_.ssh, p.address.host, RemoteCommand(p.workspace, env, remote_cmd)), {},
                   "", log_dir_, true);
     }
   }
@@ -184,7 +194,8 @@ class Launch {
       if (!Mine(m)) continue;
       for (int s = 0; s < o_.num_servers; ++s) {
         Start(static_cast<int>(m), "server", s, ShellQuote(ServerBinary(o_)), "gnn-server",
-              {"GNN_SERVER_ID=" + std::to_string(s), "GNN_NUM_SERVERS=" + std::to_string(o_.num_servers)});
+              {"GNN_SERVER_ID=" + std::to_string(s),
+               "GNN_NUM_SERVERS=" + std::to_string(o_.num_servers)});
       }
     }
   }
@@ -218,7 +229,8 @@ class Launch {
           if (Clock::now() > (Mine(m) ? own_deadline : peer_deadline)) {
             std::ostringstream why;
             why << "machine " << m << " server " << s << " at " << Endpoint(machines_[m], s)
-                << " did not answer within " << (Mine(m) ? o_.server_ready_timeout_s : peer_timeout_s) << " s"
+                << " did not answer within "
+                << (Mine(m) ? o_.server_ready_timeout_s : peer_timeout_s) << " s"
                 << (Mine(m) ? "" : " (is gnn-launch running on that machine?)");
             return End(nullptr, why.str(), kExitTimeout);
           }
@@ -237,9 +249,11 @@ class Launch {
       if (local_trainer.empty()) local_trainer = word;  // let the shell say what is wrong
       for (int t = 0; t < o_.num_trainers; ++t) {
         Start(static_cast<int>(m), "trainer", t, ShellQuote(local_trainer) + rest, o_.command,
-              {"GNN_TRAINER_ID=" + std::to_string(t), "GNN_NUM_TRAINERS=" + std::to_string(o_.num_trainers),
+              {"GNN_TRAINER_ID=" + std::to_string(t),
+               "GNN_NUM_TRAINERS=" + std::to_string(o_.num_trainers),
                "GNN_NUM_SERVERS=" + std::to_string(o_.num_servers),
-               "GNN_NUM_SAMPLERS=" + std::to_string(o_.num_samplers), "GNN_MASTER_ADDR=" + machines_[0].host,
+               "GNN_NUM_SAMPLERS=" + std::to_string(o_.num_samplers),
+               "GNN_MASTER_ADDR=" + machines_[0].host,
                "GNN_MASTER_PORT=" + std::to_string(o_.master_port)});
       }
     }
@@ -262,10 +276,13 @@ class Launch {
   // process that ended; later, a trainer, or a server while trainers run):
   // the job's exit code after End(); nullopt while all is well.
   std::optional<int> EndedEarly(bool servers_must_run, PeerWatch* peers = nullptr) {
-    if (signal_.load()) return End(nullptr, "stopped by signal " + std::to_string(signal_.load()), 128 + signal_.load());
+    if (signal_.load())
+      return End(nullptr, "stopped by signal " + std::to_string(signal_.load()),
+                 128 + signal_.load());
     if (servers_must_run) job_->Pump(0);
     Proc* f = job_->FirstFailure(servers_must_run || !job_->TrainersDone());
-    if (!f || (!servers_must_run && f->role != "trainer" && job_->TrainersDone())) return std::nullopt;
+    if (!f || (!servers_must_run && f->role != "trainer" && job_->TrainersDone()))
+      return std::nullopt;
     // A trainer that failed because of a peer (exit 6, peer; 5, timeout)
     // points at another machine: give the watch a few seconds to see which
     // one went silent, then say so. A machine whose own process died
@@ -295,13 +312,15 @@ class Launch {
         if (p->Failed()) failures.push_back(p.get());
       }
       // A server that ended while it was needed counts even with status 0.
-      if (std::find(failures.begin(), failures.end(), failed) == failures.end()) failures.push_back(failed);
-      std::sort(failures.begin(), failures.end(), [](Proc* a, Proc* b) { return a->exit_seq < b->exit_seq; });
+      if (std::find(failures.begin(), failures.end(), failed) == failures.end())
+        failures.push_back(failed);
+      std::sort(failures.begin(), failures.end(),
+                [](Proc* a, Proc* b) { return a->exit_seq < b->exit_seq; });
     }
     StopAll();
     for (Proc* f : failures) {
-      std::cerr << "gnn-launch: " << f->Name() << " (pid " << f->pid << (f->remote ? ", ssh" : "") << ") "
-                << HowItEnded(*f) << "; log " << f->log_path << "; last lines:\n";
+      std::cerr << "gnn-launch: " << f->Name() << " (pid " << f->pid << (f->remote ? ", ssh" : "")
+                << ") " << HowItEnded(*f) << "; log " << f->log_path << "; last lines:\n";
       for (const auto& line : f->tail) std::cerr << "  " << line << "\n";
     }
     if (!note.empty()) std::cerr << "gnn-launch: " << note << "\n";
@@ -361,6 +380,8 @@ class Launch {
 
 }  // namespace
 
-int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) { return Launch(o, signal).Run(); }
+int RunLaunch(const LaunchOptions& o, const std::atomic<int>& signal) {
+  return Launch(o, signal).Run();
+}
 
 }  // namespace gnn

@@ -19,19 +19,19 @@ struct LaunchOptions {
   // there. "{machine}" expands to the machine index (two "machines" on one
   // host get two workspaces), a leading "~/" to the home directory.
   std::string workspace = ".";
-  int num_trainers = 1;         // trainers per machine
-  int num_samplers = 0;         // gnn-sampler processes per trainer (the trainer starts them)
-  int num_servers = 1;          // servers per machine
-  std::string part_config;      // relative to workspace unless absolute
-  std::string ip_config;        // relative to workspace unless absolute
-  SshOptions ssh;               // how remote machines are reached
-  int master_port = 29500;      // trainer rendezvous on machine 0
-  std::string log_dir;          // "" = WORKSPACE/logs/JOB_ID
-  std::string job_id;           // "" = "job-<pid>-<time>"
-  double grace_s = 5;           // SIGTERM, then SIGKILL after this long
+  int num_trainers = 1;     // trainers per machine
+  int num_samplers = 0;     // gnn-sampler processes per trainer (the trainer starts them)
+  int num_servers = 1;      // servers per machine
+  std::string part_config;  // relative to workspace unless absolute
+  std::string ip_config;    // relative to workspace unless absolute
+  SshOptions ssh;           // how remote machines are reached
+  int master_port = 29500;  // trainer rendezvous on machine 0
+  std::string log_dir;      // "" = WORKSPACE/logs/JOB_ID
+  std::string job_id;       // "" = "job-<pid>-<time>"
+  double grace_s = 5;       // SIGTERM, then SIGKILL after this long
   double server_ready_timeout_s = 60;  // every server must answer a Ping by then
-  std::string command;          // trainer command line (shell words)
-  std::string server_binary;    // gnn-server to run ("" = next to this executable)
+  std::string command;                 // trainer command line (shell words)
+  std::string server_binary;           // gnn-server to run ("" = next to this executable)
   // Per-node mode (>= 0): start and supervise only this machine's
   // processes, as local children; run once on every machine, the
   // launchers form one job without ssh. The job id then defaults to one
@@ -42,7 +42,7 @@ struct LaunchOptions {
   // Security (cluster/job_secret.h): a cluster secret on every machine, or
   // "" for a fresh per-job secret (one launcher for all machines only).
   std::string secret_file;
-  bool insecure = false;        // plaintext, unauthenticated, said in the log
+  bool insecure = false;  // plaintext, unauthenticated, said in the log
 
   void Validate() const;  // ConfigError naming the bad field
 };

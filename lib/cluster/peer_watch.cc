@@ -9,10 +9,10 @@ namespace gnn {
 
 using Clock = std::chrono::steady_clock;
 
-bool Ping(zmq::context_t& ctx, const net::JobKeys& keys, const MachineAddress& machine, int m, int s,
-          int timeout_ms) {
-  net::Connection c(ctx, Endpoint(machine, s), "machine " + std::to_string(m) + " server " + std::to_string(s),
-                    keys);
+bool Ping(zmq::context_t& ctx, const net::JobKeys& keys, const MachineAddress& machine, int m,
+          int s, int timeout_ms) {
+  net::Connection c(ctx, Endpoint(machine, s),
+                    "machine " + std::to_string(m) + " server " + std::to_string(s), keys);
   try {
     net::Pong::Decode(c.Call(net::Ping{}.Encode(0), net::Millis(timeout_ms)));
     return true;
@@ -21,8 +21,8 @@ bool Ping(zmq::context_t& ctx, const net::JobKeys& keys, const MachineAddress& m
   }
 }
 
-
-PeerWatch::PeerWatch(const std::vector<MachineAddress>& machines, int self, const net::JobKeys& keys)
+PeerWatch::PeerWatch(const std::vector<MachineAddress>& machines, int self,
+                     const net::JobKeys& keys)
     : machines_(machines), keys_(keys) {
   if (self < 0 || machines.size() < 2) return;
   silent_since_.assign(machines.size(), Clock::time_point{});
@@ -41,7 +41,8 @@ PeerWatch::PeerWatch(const std::vector<MachineAddress>& machines, int self, cons
           silent_since_[m] = Clock::now();
         }
       }
-      for (int i = 0; i < 3 && !stop_.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      for (int i = 0; i < 3 && !stop_.load(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
 }
@@ -60,9 +61,9 @@ std::string PeerWatch::Silent(double for_s) {
     const double age = std::chrono::duration<double>(Clock::now() - silent_since_[m]).count();
     if (age >= for_s && age > longest) {
       longest = age;
-      out = "machine " + std::to_string(m) + " (" + machines_[m].host + ":" + std::to_string(machines_[m].port) +
-            ") stopped answering " + std::to_string(std::lround(age)) +
-            " s ago: its job failed or the machine is gone";
+      out = "machine " + std::to_string(m) + " (" + machines_[m].host + ":" +
+            std::to_string(machines_[m].port) + ") stopped answering " +
+            std::to_string(std::lround(age)) + " s ago: its job failed or the machine is gone";
     }
   }
   return out;

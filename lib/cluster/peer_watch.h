@@ -9,7 +9,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
 #include <zmq.hpp>
 
 #include "net/ip_config.h"
@@ -19,8 +18,8 @@ namespace gnn {
 
 // True if server `s` of machine `m` answers a Ping within `timeout_ms`.
 // `keys` are the job's: a server of another job (or a stranger's) does not answer.
-bool Ping(zmq::context_t& ctx, const net::JobKeys& keys, const MachineAddress& machine, int m, int s,
-          int timeout_ms);
+bool Ping(zmq::context_t& ctx, const net::JobKeys& keys, const MachineAddress& machine, int m,
+          int s, int timeout_ms);
 
 // Pings server 0 of every machine but `self` from its own thread (self < 0:
 // watches nothing) and remembers since when each has been silent.

@@ -11,10 +11,10 @@
 #include <sstream>
 #include <thread>
 
-#include "net/ip_config.h"
 #include "cluster/launch_plan.h"
-#include "net/ports.h"
 #include "cluster/remote.h"
+#include "net/ip_config.h"
+#include "net/ports.h"
 #include "net/security.h"
 #include "partition/config.h"
 
@@ -52,17 +52,18 @@ std::string PortBusy(const std::string& host, int port) {
   return std::string(std::strerror(err)) + (holder.empty() ? "" : ", held by " + holder);
 }
 
-
 namespace {
 
 // One shell script that prints one line per problem on a remote machine.
-std::string RemoteCheckScript(const MachinePlan& p, const std::string& trainer_word, int num_servers,
-                              int master_port, int machine) {
+std::string RemoteCheckScript(const MachinePlan& p, const std::string& trainer_word,
+                              int num_servers, int master_port, int machine) {
   const std::string ws = ShellPath(p.workspace);
-  std::string s = "cd " + ws + " 2>/dev/null || { echo " + ShellQuote("workspace " + p.workspace + " does not exist") +
+  std::string s = "cd " + ws + " 2>/dev/null || { echo " +
+                  ShellQuote("workspace " + p.workspace + " does not exist") +
                   "; exit 0; }; PATH=\"$PWD/bin:$PATH\"; ";
   for (const auto& f : {p.part_config, p.ip_config}) {
-    s += "test -r " + ShellQuote(f) + " || echo " + ShellQuote("file " + f + " not found in the workspace") + "; ";
+    s += "test -r " + ShellQuote(f) + " || echo " +
+         ShellQuote("file " + f + " not found in the workspace") + "; ";
   }
   for (const auto& b : {std::string("gnn-server"), trainer_word}) {
     s += "command -v " + ShellQuote(b) + " >/dev/null || echo " +
@@ -71,19 +72,19 @@ std::string RemoteCheckScript(const MachinePlan& p, const std::string& trainer_w
   // Ports a listener already holds (bash's /dev/tcp connects; plain sh
   // without bash skips this check and the server reports a busy port).
   std::vector<std::pair<int, std::string>> ports;
-  for (int k = 0; k < num_servers; ++k) ports.push_back({p.address.port + k, "server " + std::to_string(k)});
+  for (int k = 0; k < num_servers; ++k)
+    ports.push_back({p.address.port + k, "server " + std::to_string(k)});
   if (machine == 0) ports.push_back({master_port, "the trainers' rendezvous (--master_port)"});
   std::string probe;
   for (const auto& [port, what] : ports) {
     const std::string target = "/dev/tcp/" + p.address.host + "/" + std::to_string(port);
-    probe += "if (exec 3<>" + target + ") 2>/dev/null; then echo \"port " + std::to_string(port) + " for " + what +
-             " is busy: something listens there\"; fi; ";
+    probe += "if (exec 3<>" + target + ") 2>/dev/null; then echo \"port " + std::to_string(port) +
+             " for " + what + " is busy: something listens there\"; fi; ";
   }
   s += "if command -v bash >/dev/null && command -v timeout >/dev/null; then timeout 5 bash -c " +
        ShellQuote(probe) + "; fi; ";
   return s + "exit 0";
 }
-
 
 }  // namespace
 
@@ -107,14 +108,15 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
     problems.push_back(std::string("part_config: ") + e.what());
   }
   if (have_machines && o.machine_id >= static_cast<int>(machines.size())) {
-    problems.push_back("--machine_id " + std::to_string(o.machine_id) + " but ip_config " + ip_path + " lists " +
-                       std::to_string(machines.size()) + " machines");
+    problems.push_back("--machine_id " + std::to_string(o.machine_id) + " but ip_config " +
+                       ip_path + " lists " + std::to_string(machines.size()) + " machines");
     return problems;
   }
   if (have_machines && have_parts && config.num_parts != static_cast<int>(machines.size())) {
-    problems.push_back("partition config " + part_path + " has " + std::to_string(config.num_parts) +
-                       " partitions but ip_config " + ip_path + " lists " +
-                       std::to_string(machines.size()) + " machines (one partition per machine)");
+    problems.push_back("partition config " + part_path + " has " +
+                       std::to_string(config.num_parts) + " partitions but ip_config " + ip_path +
+                       " lists " + std::to_string(machines.size()) +
+                       " machines (one partition per machine)");
   }
   if (!o.insecure && !o.secret_file.empty()) {
     try {
@@ -123,8 +125,9 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
       problems.push_back(std::string("--secret_file: ") + e.what());
     }
   } else if (!o.insecure && o.machine_id >= 0) {
-    problems.push_back("a per-node launch (--machine_id / --slurm) needs --secret_file: one cluster secret on "
-                       "every machine (gnn-copy --secret_file FILE makes and ships it), or --insecure");
+    problems.push_back(
+        "a per-node launch (--machine_id / --slurm) needs --secret_file: one cluster secret on "
+        "every machine (gnn-copy --secret_file FILE makes and ships it), or --insecure");
   }
   const std::string word = FirstWord(o.command, nullptr);
   if (!have_machines) return problems;
@@ -140,20 +143,23 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
   for (size_t m = 0; m < plans.size(); ++m) {
     const MachinePlan& p = plans[m];
     const std::string who = "machine " + std::to_string(m) + " (" + p.address.host + ")";
-    if (o.machine_id >= 0 && static_cast<int>(m) != o.machine_id) continue;  // its own launcher checks it
+    if (o.machine_id >= 0 && static_cast<int>(m) != o.machine_id)
+      continue;  // its own launcher checks it
     if (o.machine_id >= 0 && !p.local) {
       problems.push_back(who + " (" + ip_path + ":" + std::to_string(p.address.line) +
-                         ") is not an address of this host: run gnn-launch --machine_id " + std::to_string(m) +
-                         " on that machine");
+                         ") is not an address of this host: run gnn-launch --machine_id " +
+                         std::to_string(m) + " on that machine");
       continue;
     }
     if (!p.local) {
       remote_checks.emplace_back([&, m, who] {
         const std::string script =
             RemoteCheckScript(plans[m], word, o.num_servers, o.master_port, static_cast<int>(m));
-        CommandResult r = RunCommand(SshArgv(o.ssh, plans[m].address.host, script), o.ssh.connect_timeout_s + 20);
+        CommandResult r =
+            RunCommand(SshArgv(o.ssh, plans[m].address.host, script), o.ssh.connect_timeout_s + 20);
         if (r.exit_code != 0) {
-          remote_problems[m].push_back(who + ": ssh failed (" + r.Describe() + "): " + r.LastErrorLine());
+          remote_problems[m].push_back(who + ": ssh failed (" + r.Describe() +
+                                       "): " + r.LastErrorLine());
           return;
         }
         std::istringstream lines(r.out);  // one problem per line
@@ -170,15 +176,16 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
     } else {
       for (const auto& f : {p.part_config, p.ip_config}) {
         const bool said = (f == part_path && !have_parts) || (f == ip_path && !have_machines);
-        if (!said && ::access(f.c_str(), R_OK) != 0) problems.push_back(who + ": " + f + " not found");
+        if (!said && ::access(f.c_str(), R_OK) != 0)
+          problems.push_back(who + ": " + f + " not found");
       }
     }
     for (int s = 0; s < o.num_servers && p.address.port + s <= 65535; ++s) {
       std::string why = PortBusy(p.address.host, p.address.port + s);
       if (!why.empty()) {
-        problems.push_back("port " + std::to_string(p.address.port + s) + " of machine " + std::to_string(m) +
-                           " server " + std::to_string(s) + " (" + ip_path + ":" +
-                           std::to_string(p.address.line) + ") is busy: " + why);
+        problems.push_back("port " + std::to_string(p.address.port + s) + " of machine " +
+                           std::to_string(m) + " server " + std::to_string(s) + " (" + ip_path +
+                           ":" + std::to_string(p.address.line) + ") is busy: " + why);
       }
     }
     if (m == 0) {
@@ -188,7 +195,8 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
       } else {
         std::string why = PortBusy(p.address.host, o.master_port);
         if (!why.empty()) {
-          problems.push_back("master port " + std::to_string(o.master_port) + " on machine 0 is busy: " + why);
+          problems.push_back("master port " + std::to_string(o.master_port) +
+                             " on machine 0 is busy: " + why);
         }
       }
     }
@@ -200,7 +208,8 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
       if (!plans[m].local || (o.machine_id >= 0 && static_cast<int>(m) != o.machine_id)) continue;
       if (ResolveBinary(word, plans[m].workspace).empty()) {
         problems.push_back("machine " + std::to_string(m) + ": trainer binary '" + word +
-                           "' not found (workspace bin/, PATH, or workspace " + plans[m].workspace + ")");
+                           "' not found (workspace bin/, PATH, or workspace " + plans[m].workspace +
+                           ")");
       }
     }
     const std::string server = ServerBinary(o);

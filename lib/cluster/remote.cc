@@ -26,7 +26,8 @@ extern char** environ;
 namespace gnn {
 
 void SshOptions::Validate() const {
-  if (port < 1 || port > 65535) throw ConfigError("--ssh_port " + std::to_string(port) + " out of range [1, 65535]");
+  if (port < 1 || port > 65535)
+    throw ConfigError("--ssh_port " + std::to_string(port) + " out of range [1, 65535]");
   if (!config.empty() && ::access(config.c_str(), R_OK) != 0) {
     throw ConfigError("--ssh_config " + config + ": " + std::strerror(errno));
   }
@@ -44,9 +45,11 @@ bool IsLocalHost(const std::string& host) {
     if (!a->ifa_addr) continue;
     char buf[INET6_ADDRSTRLEN] = {};
     if (a->ifa_addr->sa_family == AF_INET) {
-      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, buf, sizeof(buf));
+      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, buf,
+                  sizeof(buf));
     } else if (a->ifa_addr->sa_family == AF_INET6) {
-      ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr, buf, sizeof(buf));
+      ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr, buf,
+                  sizeof(buf));
     } else {
       continue;
     }
@@ -93,10 +96,9 @@ std::vector<std::string> SshClientOptions(const SshOptions& ssh) {
     opts.push_back(ssh.config);
   }
   const long timeout = std::lround(std::ceil(ssh.connect_timeout_s));
-  const std::vector<std::string> settings = {"BatchMode=yes",
-                                             "ConnectTimeout=" + std::to_string(timeout),
-                                             "Port=" + std::to_string(ssh.port),
-                                             "ServerAliveInterval=15", "ServerAliveCountMax=4"};
+  const std::vector<std::string> settings = {
+      "BatchMode=yes", "ConnectTimeout=" + std::to_string(timeout),
+      "Port=" + std::to_string(ssh.port), "ServerAliveInterval=15", "ServerAliveCountMax=4"};
   for (const auto& s : settings) {
     opts.push_back("-o");
     opts.push_back(s);
@@ -121,7 +123,8 @@ std::string RemoteCommand(const std::string& workspace, const std::vector<std::s
   // Not exec'd: ssh reports a remote death by signal as exit 255, like a
   // lost connection; the shell says which signal it was.
   return remote + " " + command +
-         "; rc=$?; if [ $rc -gt 128 ] && [ $rc -lt 160 ]; then echo \"(remote process killed by signal $((rc - 128)))\" >&2; fi;"
+         "; rc=$?; if [ $rc -gt 128 ] && [ $rc -lt 160 ]; then echo \"(remote process killed by "
+         "signal $((rc - 128)))\" >&2; fi;"
          " exit $rc";
 }
 

@@ -11,11 +11,11 @@
 #include <fstream>
 #include <iostream>
 
-#include "net/ip_config.h"
 #include "cluster/launch_plan.h"
 #include "cluster/launcher.h"
 #include "common/error.h"
 #include "common/fs.h"
+#include "net/ip_config.h"
 
 extern char** environ;
 
@@ -64,14 +64,16 @@ void ExpandItem(const std::string& item, const std::string& whole, std::vector<s
   size_t start = 0;
   while (start <= ranges.size()) {
     size_t comma = ranges.find(',', start);
-    std::string r = ranges.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string r =
+        ranges.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     size_t dash = r.find('-');
     std::string lo = r.substr(0, dash), hi = dash == std::string::npos ? lo : r.substr(dash + 1);
     if (!AllDigits(lo) || !AllDigits(hi) || lo.size() > 9 || hi.size() > 9) {
       throw ConfigError("host list '" + whole + "': bad range '" + r + "'");
     }
     long a = std::atol(lo.c_str()), b = std::atol(hi.c_str());
-    if (b < a || b - a > 100000) throw ConfigError("host list '" + whole + "': bad range '" + r + "'");
+    if (b < a || b - a > 100000)
+      throw ConfigError("host list '" + whole + "': bad range '" + r + "'");
     for (long v = a; v <= b; ++v) {
       std::string num = std::to_string(v);
       if (num.size() < lo.size()) num = std::string(lo.size() - num.size(), '0') + num;
@@ -84,9 +86,11 @@ void ExpandItem(const std::string& item, const std::string& whole, std::vector<s
 
 int IntVar(const std::map<std::string, std::string>& env, const char* name) {
   auto it = env.find(name);
-  if (it == env.end()) throw ConfigError(std::string("--slurm: ") + name + " is not set (run under srun)");
+  if (it == env.end())
+    throw ConfigError(std::string("--slurm: ") + name + " is not set (run under srun)");
   if (!AllDigits(it->second) || it->second.size() > 9) {
-    throw ConfigError(std::string("--slurm: ") + name + "='" + it->second + "' is not a non-negative integer");
+    throw ConfigError(std::string("--slurm: ") + name + "='" + it->second +
+                      "' is not a non-negative integer");
   }
   return std::atoi(it->second.c_str());
 }
@@ -108,7 +112,8 @@ SlurmNode ReadSlurm(const std::map<std::string, std::string>& env) {
   node.num_machines = IntVar(env, "SLURM_NNODES");
   auto list = env.find("SLURM_JOB_NODELIST");
   if (list == env.end()) list = env.find("SLURM_NODELIST");
-  if (list == env.end()) throw ConfigError("--slurm: SLURM_JOB_NODELIST is not set (run under srun)");
+  if (list == env.end())
+    throw ConfigError("--slurm: SLURM_JOB_NODELIST is not set (run under srun)");
   node.hosts = ExpandHostList(list->second);
   if (static_cast<int>(node.hosts.size()) != node.num_machines) {
     throw ConfigError("--slurm: SLURM_JOB_NODELIST '" + list->second + "' names " +
@@ -116,8 +121,8 @@ SlurmNode ReadSlurm(const std::map<std::string, std::string>& env) {
                       std::to_string(node.num_machines));
   }
   if (node.machine_id >= node.num_machines) {
-    throw ConfigError("--slurm: SLURM_NODEID " + std::to_string(node.machine_id) + " is not below SLURM_NNODES " +
-                      std::to_string(node.num_machines));
+    throw ConfigError("--slurm: SLURM_NODEID " + std::to_string(node.machine_id) +
+                      " is not below SLURM_NNODES " + std::to_string(node.num_machines));
   }
   auto job = env.find("SLURM_JOB_ID");
   if (job != env.end()) node.job_id = job->second;
@@ -145,7 +150,8 @@ std::string SlurmIpConfig(const std::vector<std::string>& hosts, int port) {
     hints.ai_family = AF_INET;
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* res = nullptr;
-    if (::inet_pton(AF_INET, h.c_str(), &literal) != 1 && ::getaddrinfo(h.c_str(), nullptr, &hints, &res) == 0) {
+    if (::inet_pton(AF_INET, h.c_str(), &literal) != 1 &&
+        ::getaddrinfo(h.c_str(), nullptr, &hints, &res) == 0) {
       for (addrinfo* r = res; r; r = r->ai_next) {
         const in_addr a = reinterpret_cast<sockaddr_in*>(r->ai_addr)->sin_addr;
         if ((ntohl(a.s_addr) >> 24) == 127) continue;
@@ -170,19 +176,22 @@ void ApplySlurm(bool machine_id_given, int port, LaunchOptions* o) {
   // One file per allocation: a later job on other nodes never reads a
   // stale list from a shared home directory.
   if (o->ip_config.empty()) {
-    o->ip_config = node.job_id.empty() ? "ip_config-slurm.txt" : "ip_config-slurm-" + node.job_id + ".txt";
+    o->ip_config =
+        node.job_id.empty() ? "ip_config-slurm.txt" : "ip_config-slurm-" + node.job_id + ".txt";
   }
   const std::string path = LauncherPath(*o, o->ip_config);
   std::error_code ec;
   if (fs::exists(path, ec)) {
     const size_t listed = ReadIpConfig(path).size();
     if (static_cast<int>(listed) != node.num_machines) {
-      throw ConfigError("--slurm: " + path + " lists " + std::to_string(listed) + " machines but SLURM_NNODES is " +
-                        std::to_string(node.num_machines) + " (remove it to have it written from the node list)");
+      throw ConfigError("--slurm: " + path + " lists " + std::to_string(listed) +
+                        " machines but SLURM_NNODES is " + std::to_string(node.num_machines) +
+                        " (remove it to have it written from the node list)");
     }
     return;
   }
-  if (port < 1 || port + 1 > 65535) throw ConfigError("--slurm_port " + std::to_string(port) + " out of range");
+  if (port < 1 || port + 1 > 65535)
+    throw ConfigError("--slurm_port " + std::to_string(port) + " out of range");
   // Every node writes the same text; a rename keeps readers from ever
   // seeing half a file, also on a shared file system (where nodes' pids
   // may coincide: the temporary's name is random).
@@ -191,7 +200,8 @@ void ApplySlurm(bool machine_id_given, int port, LaunchOptions* o) {
   } catch (const Error& e) {
     throw ConfigError(std::string("--slurm: ") + e.what() + " (does the workspace exist?)");
   }
-  std::cerr << "gnn-launch: wrote " << path << " (" << node.hosts.size() << " machines) from SLURM_JOB_NODELIST\n";
+  std::cerr << "gnn-launch: wrote " << path << " (" << node.hosts.size()
+            << " machines) from SLURM_JOB_NODELIST\n";
 }
 
 }  // namespace gnn

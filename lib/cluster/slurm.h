@@ -14,9 +14,9 @@ namespace gnn {
 std::vector<std::string> ExpandHostList(const std::string& text);
 
 struct SlurmNode {
-  int machine_id = 0;            // SLURM_NODEID
-  int num_machines = 0;          // SLURM_NNODES
-  std::string job_id;            // SLURM_JOB_ID ("" if unset)
+  int machine_id = 0;              // SLURM_NODEID
+  int num_machines = 0;            // SLURM_NNODES
+  std::string job_id;              // SLURM_JOB_ID ("" if unset)
   std::vector<std::string> hosts;  // expanded SLURM_JOB_NODELIST, in order
 };
 
@@ -38,7 +38,8 @@ struct LaunchOptions;
 // --slurm: machine id (unless given) from SLURM_NODEID, job id from
 // SLURM_JOB_ID (unless given), and the ip_config (default
 // ip_config-slurm-<SLURM_JOB_ID>.txt in the workspace) written from
-// SLURM_JOB_NODELIST with base port `port` when the file does not exist. ConfigError naming the variable or file on bad input.
+// SLURM_JOB_NODELIST with base port `port` when the file does not exist. ConfigError naming the
+// variable or file on bad input.
 void ApplySlurm(bool machine_id_given, int port, LaunchOptions* o);
 
 }  // namespace gnn

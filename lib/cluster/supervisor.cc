@@ -18,15 +18,16 @@ namespace gnn {
 using Clock = std::chrono::steady_clock;
 
 // Starts argv in its own process group with `env` added (SpawnPiped).
-Proc* Job::Start(int machine, const std::string& role, int rank, const std::vector<std::string>& argv,
-                 const std::vector<std::string>& env, const std::string& cwd, const std::string& log_dir,
-                 bool remote) {
+Proc* Job::Start(int machine, const std::string& role, int rank,
+                 const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                 const std::string& cwd, const std::string& log_dir, bool remote) {
   auto p = std::make_unique<Proc>();
   p->remote = remote;
   p->machine = machine;
   p->role = role;
   p->rank = rank;
-  p->log_path = log_dir + "/" + role + "-" + std::to_string(machine) + "-" + std::to_string(rank) + ".log";
+  p->log_path =
+      log_dir + "/" + role + "-" + std::to_string(machine) + "-" + std::to_string(rank) + ".log";
   p->log.open(p->log_path, std::ios::out | std::ios::trunc);
   // SIGTERM when the launcher dies; EOF on stdin tells it the same
   // (GNN_WATCH_STDIN), also through ssh.
@@ -138,7 +139,6 @@ void Job::Stop(double grace_s) {
   for (int i = 0; i < 20 && AnyOpen(); ++i) Pump(10);
   for (auto& p : procs_) Flush(p.get());
 }
-
 
 bool Job::AllExited() const {
   for (auto& p : procs_) {

@@ -51,8 +51,8 @@ class Job {
 
   // Starts argv in its own process group with `env` added (SpawnPiped).
   Proc* Start(int machine, const std::string& role, int rank, const std::vector<std::string>& argv,
-              const std::vector<std::string>& env, const std::string& cwd, const std::string& log_dir,
-              bool remote);
+              const std::vector<std::string>& env, const std::string& cwd,
+              const std::string& log_dir, bool remote);
 
   // Forwards output for up to `timeout_ms`, then reaps exited children.
   void Pump(int timeout_ms);

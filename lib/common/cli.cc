@@ -1,5 +1,8 @@
 #include "common/cli.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <chrono>
@@ -8,9 +11,6 @@
 #include <cstdlib>
 #include <new>
 #include <thread>
-
-#include <signal.h>
-#include <unistd.h>
 
 #include "common/error.h"
 

@@ -140,7 +140,8 @@ std::string FileSignature(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) {
     throw DataError("missing file " + path + ": " + std::strerror(errno));
   }
-  long long mtime_ns = static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
+  long long mtime_ns =
+      static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
   return std::to_string(static_cast<long long>(st.st_size)) + ":" + std::to_string(mtime_ns);
 }
 

@@ -116,7 +116,8 @@ void Decompress(const std::string& path, ChunkQueue* queue) {
       } else if (rc == Z_BUF_ERROR) {
         if (eof && zs.avail_in == 0) break;
       } else if (rc != Z_OK) {
-        throw DataError(path + ": corrupt gzip data (" + (zs.msg ? zs.msg : "inflate failed") + ")");
+        throw DataError(path + ": corrupt gzip data (" + (zs.msg ? zs.msg : "inflate failed") +
+                        ")");
       }
     }
     out.resize(have);

@@ -19,9 +19,14 @@ void LogLine(LogLevel level, const std::string& message) {
   if (static_cast<int>(level) < g_level.load()) return;
   const char* tag = "";
   switch (level) {
-    case LogLevel::kWarn: tag = "warning: "; break;
-    case LogLevel::kError: tag = "error: "; break;
-    default: break;
+    case LogLevel::kWarn:
+      tag = "warning: ";
+      break;
+    case LogLevel::kError:
+      tag = "error: ";
+      break;
+    default:
+      break;
   }
   std::string line = "[" + g_role + "] " + tag + message + "\n";
   std::lock_guard<std::mutex> lock(g_mutex);

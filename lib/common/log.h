@@ -38,7 +38,7 @@ class LogStream {
 }  // namespace gnn
 
 // Usage: GNN_LOG(kInfo) << "loaded " << n << " nodes";
-#define GNN_LOG(level)                                          \
-  if (::gnn::LogLevel::level < ::gnn::GetLogLevel()) {          \
-  } else                                                        \
+#define GNN_LOG(level)                                 \
+  if (::gnn::LogLevel::level < ::gnn::GetLogLevel()) { \
+  } else                                               \
     ::gnn::detail::LogStream(::gnn::LogLevel::level)

@@ -14,20 +14,28 @@ namespace gnn {
 
 const char* DTypeDescr(DType dtype) {
   switch (dtype) {
-    case DType::kUInt8: return "|u1";
-    case DType::kInt32: return "<i4";
-    case DType::kInt64: return "<i8";
-    case DType::kFloat32: return "<f4";
+    case DType::kUInt8:
+      return "|u1";
+    case DType::kInt32:
+      return "<i4";
+    case DType::kInt64:
+      return "<i8";
+    case DType::kFloat32:
+      return "<f4";
   }
   return "?";
 }
 
 size_t DTypeSize(DType dtype) {
   switch (dtype) {
-    case DType::kUInt8: return 1;
-    case DType::kInt32: return 4;
-    case DType::kInt64: return 8;
-    case DType::kFloat32: return 4;
+    case DType::kUInt8:
+      return 1;
+    case DType::kInt32:
+      return 4;
+    case DType::kInt64:
+      return 8;
+    case DType::kFloat32:
+      return 4;
   }
   return 0;
 }
@@ -60,11 +68,16 @@ std::string MakeHeader(DType dtype, const std::vector<int64_t>& shape) {
 }
 
 bool ParseDescr(const std::string& d, DType* out) {
-  if (d == "|u1" || d == "<u1" || d == "|b1") *out = DType::kUInt8;
-  else if (d == "<i4") *out = DType::kInt32;
-  else if (d == "<i8") *out = DType::kInt64;
-  else if (d == "<f4") *out = DType::kFloat32;
-  else return false;
+  if (d == "|u1" || d == "<u1" || d == "|b1")
+    *out = DType::kUInt8;
+  else if (d == "<i4")
+    *out = DType::kInt32;
+  else if (d == "<i8")
+    *out = DType::kInt64;
+  else if (d == "<f4")
+    *out = DType::kFloat32;
+  else
+    return false;
   return true;
 }
 
@@ -128,7 +141,10 @@ class HeaderDict {
     if (p_ != end_) Fail("junk after the .npy header dict");
     if (!have_descr || !have_order || !have_shape) {
       Fail(std::string(".npy header lacks '") +
-           (!have_descr ? "descr" : !have_order ? "fortran_order" : "shape") + "'");
+           (!have_descr   ? "descr"
+            : !have_order ? "fortran_order"
+                          : "shape") +
+           "'");
     }
     return h;
   }

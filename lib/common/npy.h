@@ -20,13 +20,21 @@ size_t DTypeSize(DType dtype);
 template <typename T>
 DType DTypeOf();
 template <>
-inline DType DTypeOf<uint8_t>() { return DType::kUInt8; }
+inline DType DTypeOf<uint8_t>() {
+  return DType::kUInt8;
+}
 template <>
-inline DType DTypeOf<int32_t>() { return DType::kInt32; }
+inline DType DTypeOf<int32_t>() {
+  return DType::kInt32;
+}
 template <>
-inline DType DTypeOf<int64_t>() { return DType::kInt64; }
+inline DType DTypeOf<int64_t>() {
+  return DType::kInt64;
+}
 template <>
-inline DType DTypeOf<float>() { return DType::kFloat32; }
+inline DType DTypeOf<float>() {
+  return DType::kFloat32;
+}
 
 // Headers longer than this are rejected as corrupt (numpy's own reader
 // refuses headers over 10000 bytes by default).
@@ -37,7 +45,7 @@ constexpr size_t kMaxNpyDims = 64;
 struct NpyHeader {
   DType dtype = DType::kUInt8;
   std::vector<int64_t> shape;
-  size_t data_offset = 0;   // bytes from the start of the file
+  size_t data_offset = 0;    // bytes from the start of the file
   int64_t num_elements = 0;  // prod(shape), checked against overflow
   uint64_t data_bytes = 0;   // num_elements * DTypeSize(dtype), checked
   int64_t NumElements() const { return num_elements; }

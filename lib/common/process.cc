@@ -55,8 +55,8 @@ std::string CommandResult::LastErrorLine() const {
   return line.empty() ? LastLine(out) : line;
 }
 
-CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s, const std::string& input,
-                         const std::atomic<int>* cancel) {
+CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s,
+                         const std::string& input, const std::atomic<int>* cancel) {
   if (argv.empty()) throw Error("RunCommand: empty argv");
   const PipedChild child = SpawnPiped(argv, {}, "", SIGKILL);
   const pid_t pid = child.pid;
@@ -71,8 +71,8 @@ CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s,
   }
   int fds[2] = {child.out, child.err};
   std::string* sinks[2] = {&r.out, &r.err};
-  const auto deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(timeout_s));
   while (fds[0] >= 0 || fds[1] >= 0) {
     pollfd p[3];
     int n = 0, idx[3];
@@ -86,7 +86,8 @@ CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s,
       p[n] = {wfd, POLLOUT, 0};
       idx[n++] = 2;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
       r.timed_out = true;
       break;
@@ -247,7 +248,7 @@ std::string DescribeWaitStatus(int status) {
 }
 
 bool IsExecutableFile(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
 }
 
@@ -257,7 +258,8 @@ std::string FindOnPath(const std::string& name) {
   size_t start = 0;
   while (start <= dirs.size()) {
     size_t colon = dirs.find(':', start);
-    std::string dir = dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    std::string dir =
+        dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
     if (!dir.empty() && IsExecutableFile(dir + "/" + name)) return dir + "/" + name;
     if (colon == std::string::npos) break;
     start = colon + 1;

@@ -21,8 +21,8 @@ void StageTimer::End() {
   double s = watch_.Seconds();
   stages_.emplace_back(open_, s);
   GNN_LOG(kInfo) << open_ << " done in " << std::fixed << std::setprecision(2) << s
-                 << " s (elapsed " << std::setprecision(1) << total_.Seconds()
-                 << " s, peak RSS " << PeakRssBytes() / (1 << 20) << " MiB)";
+                 << " s (elapsed " << std::setprecision(1) << total_.Seconds() << " s, peak RSS "
+                 << PeakRssBytes() / (1 << 20) << " MiB)";
   open_.clear();
 }
 

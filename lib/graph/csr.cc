@@ -12,8 +12,8 @@ namespace {
 // optionally deduplicates) every row in parallel and compacts.
 template <typename Index>
 CsrT<Index> Group(int64_t num_rows, const std::vector<const std::vector<int64_t>*>& rows,
-          const std::vector<const std::vector<int64_t>*>& cols, bool dedup, bool drop_self_loops,
-          int threads) {
+                  const std::vector<const std::vector<int64_t>*>& cols, bool dedup,
+                  bool drop_self_loops, int threads) {
   CsrT<Index> csr;
   csr.indptr.assign(num_rows + 1, 0);
   for (size_t k = 0; k < rows.size(); ++k) {
@@ -74,14 +74,14 @@ CsrT<Index> BuildCsr(int64_t num_rows, const std::vector<int64_t>& row,
 template <typename Index>
 CsrT<Index> Symmetrize(int64_t num_nodes, const std::vector<int64_t>& src,
                        const std::vector<int64_t>& dst, int threads) {
-  return Group<Index>(num_nodes, {&src, &dst}, {&dst, &src}, /*dedup=*/true, /*drop_self_loops=*/true,
-               threads);
+  return Group<Index>(num_nodes, {&src, &dst}, {&dst, &src}, /*dedup=*/true,
+                      /*drop_self_loops=*/true, threads);
 }
 
 template Csr BuildCsr<int64_t>(int64_t, const std::vector<int64_t>&, const std::vector<int64_t>&,
                                bool, bool, int);
-template Csr32 BuildCsr<int32_t>(int64_t, const std::vector<int64_t>&,
-                                 const std::vector<int64_t>&, bool, bool, int);
+template Csr32 BuildCsr<int32_t>(int64_t, const std::vector<int64_t>&, const std::vector<int64_t>&,
+                                 bool, bool, int);
 template Csr Symmetrize<int64_t>(int64_t, const std::vector<int64_t>&, const std::vector<int64_t>&,
                                  int);
 template Csr32 Symmetrize<int32_t>(int64_t, const std::vector<int64_t>&,

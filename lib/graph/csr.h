@@ -11,8 +11,8 @@ namespace gnn {
 // also METIS's idx_t, so METIS reads the arrays without a copy).
 template <typename Index>
 struct CsrT {
-  std::vector<int64_t> indptr;   // [num_rows + 1], indptr[0] == 0
-  std::vector<Index> indices;    // [indptr.back()]
+  std::vector<int64_t> indptr;  // [num_rows + 1], indptr[0] == 0
+  std::vector<Index> indices;   // [indptr.back()]
   int64_t num_rows() const { return static_cast<int64_t>(indptr.size()) - 1; }
   int64_t num_entries() const { return static_cast<int64_t>(indices.size()); }
   int64_t Degree(int64_t row) const { return indptr[row + 1] - indptr[row]; }

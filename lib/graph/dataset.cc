@@ -30,8 +30,8 @@ void Dataset::Validate() const {
   if (src.size() != dst.size()) throw DataError(name + ": src/dst edge arrays differ in length");
   for (size_t i = 0; i < src.size(); ++i) {
     if (src[i] < 0 || src[i] >= num_nodes || dst[i] < 0 || dst[i] >= num_nodes) {
-      throw DataError(name + ": edge " + std::to_string(i) + " (" + std::to_string(src[i]) +
-                      ", " + std::to_string(dst[i]) + ") has a node id outside [0, " +
+      throw DataError(name + ": edge " + std::to_string(i) + " (" + std::to_string(src[i]) + ", " +
+                      std::to_string(dst[i]) + ") has a node id outside [0, " +
                       std::to_string(num_nodes) + ")");
     }
   }

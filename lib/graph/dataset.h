@@ -9,16 +9,16 @@
 namespace gnn {
 
 struct Dataset {
-  std::string name;          // "ogbn-products", "cora", "synthetic-small", ...
+  std::string name;  // "ogbn-products", "cora", "synthetic-small", ...
   int64_t num_nodes = 0;
   // Edges exactly as the source lists them (src -> dst). Datasets marked
   // known_undirected list each undirected edge once.
   std::vector<int64_t> src;
   std::vector<int64_t> dst;
   int64_t feature_dim = 0;
-  std::vector<float> features;  // row-major [num_nodes, feature_dim]
-  std::vector<int64_t> labels;  // [num_nodes]; -1 = no label
-  int64_t num_classes = 0;      // max label + 1
+  std::vector<float> features;                          // row-major [num_nodes, feature_dim]
+  std::vector<int64_t> labels;                          // [num_nodes]; -1 = no label
+  int64_t num_classes = 0;                              // max label + 1
   std::vector<int64_t> train_idx, valid_idx, test_idx;  // sorted, unique
   bool known_undirected = false;
 
@@ -38,8 +38,8 @@ struct DatasetOptions {
   // Where parsed arrays are cached as .npy; empty = <dataset folder>/processed.
   std::string cache_dir;
   bool use_cache = true;
-  uint64_t seed = 0;     // synthetic generators only
-  int num_threads = 0;   // 0 = hardware concurrency
+  uint64_t seed = 0;    // synthetic generators only
+  int num_threads = 0;  // 0 = hardware concurrency
 };
 
 // Loads a dataset. Throws ConfigError (unknown name/preset) or DataError

@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
-#include "common/parallel.h"
-#include "common/random.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/parallel.h"
+#include "common/random.h"
 #include "common/timer.h"
 
 namespace gnn {

@@ -12,9 +12,9 @@
 namespace gnn {
 
 struct SyntheticSpec {
-  std::string name;            // e.g. "synthetic-small"
+  std::string name;  // e.g. "synthetic-small"
   int64_t num_nodes = 0;
-  int64_t num_edges = 0;       // undirected, unique, no self-loops
+  int64_t num_edges = 0;  // undirected, unique, no self-loops
   int64_t feature_dim = 0;
   int64_t num_classes = 0;
   double train_fraction = 0.1;

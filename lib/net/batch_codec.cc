@@ -25,7 +25,8 @@ SeedBatch DecodeSeedBatch(const Message& m) {
   b.replace = m.header.ints[3] != 0;
   for (size_t i = 4; i < m.header.ints.size(); ++i) {
     int64_t f = m.header.ints[i];
-    if (f < -1 || f > (1 << 20)) throw ProtocolError("SeedBatch fanout " + std::to_string(f) + " out of range");
+    if (f < -1 || f > (1 << 20))
+      throw ProtocolError("SeedBatch fanout " + std::to_string(f) + " out of range");
     b.fanouts.push_back(static_cast<int>(f));
   }
   b.seeds = m.CopyArray<int64_t>(0);
@@ -82,8 +83,7 @@ MiniBatch DecodeMiniBatch(const Message& m) {
   }
   for (int64_t l = 0; l < num_blocks; ++l) {
     Block& blk = b.blocks[l];
-    const std::vector<int64_t>& dst =
-        l + 1 < num_blocks ? b.blocks[l + 1].src_nodes : b.seeds;
+    const std::vector<int64_t>& dst = l + 1 < num_blocks ? b.blocks[l + 1].src_nodes : b.seeds;
     blk.num_dst = static_cast<int64_t>(dst.size());
     if (blk.indptr.size() != dst.size() + 1 || blk.indptr.front() != 0 ||
         blk.indptr.back() != blk.num_edges()) {
@@ -96,10 +96,11 @@ MiniBatch DecodeMiniBatch(const Message& m) {
       if (blk.indptr[i + 1] < blk.indptr[i]) fail("block offsets decrease");
     }
     for (int64_t x : blk.indices) {
-      if (x < 0 || x >= blk.num_src()) fail("block " + std::to_string(l) + " edge index out of range");
+      if (x < 0 || x >= blk.num_src())
+        fail("block " + std::to_string(l) + " edge index out of range");
     }
   }
-  const size_t inputs = !num_blocks      ? b.seeds.size()
+  const size_t inputs = !num_blocks     ? b.seeds.size()
                         : b.input_means ? 2 * static_cast<size_t>(b.blocks[0].num_dst)
                                         : b.blocks[0].src_nodes.size();
   // Divide, not multiply: inputs * feature_dim can overflow and wrap to

@@ -15,8 +15,8 @@ struct SeedBatch {
   int64_t index = 0;  // batch number within the epoch
   uint64_t rng_seed = 0;
   bool replace = false;
-  std::vector<int> fanouts;     // DGL order, input layer first
-  std::vector<int64_t> seeds;   // global ids
+  std::vector<int> fanouts;    // DGL order, input layer first
+  std::vector<int64_t> seeds;  // global ids
   // Link prediction with --remove_edge: flat (head, tail) pairs kept out of
   // the sampled neighbourhoods (EdgeExclusion). Sent as a second frame only
   // when non-empty.

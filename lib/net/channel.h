@@ -8,7 +8,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
 #include <zmq.hpp>
 
 #include "net/protocol.h"
@@ -32,7 +31,8 @@ class Connection {
  public:
   // `peer` names the server in errors, e.g. "machine 1 server 0 at 10.0.0.2:30051".
   // `keys`: the job's (a CURVE client), or JobKeys::Insecure() for plaintext.
-  Connection(zmq::context_t& ctx, const std::string& endpoint, std::string peer, const JobKeys& keys);
+  Connection(zmq::context_t& ctx, const std::string& endpoint, std::string peer,
+             const JobKeys& keys);
   const std::string& peer() const { return peer_; }
 
   // Sends a request and returns without waiting; returns its request id.

@@ -21,7 +21,8 @@ std::vector<zmq::message_t> ToFrames(const std::vector<std::string>& parts) {
 
 void SendFrames(zmq::socket_t& socket, std::vector<zmq::message_t>& frames) {
   for (size_t i = 0; i < frames.size(); ++i) {
-    socket.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    socket.send(frames[i],
+                i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
   }
 }
 
@@ -57,7 +58,8 @@ class Table {
       int64_t delta = 0, now = 0;
       if (!ParseInt64(req[2], &delta)) return {"error", "add needs an integer"};
       auto it = map_.find(req[1]);
-      if (it != map_.end() && !ParseInt64(it->second, &now)) return {"error", "key holds no counter"};
+      if (it != map_.end() && !ParseInt64(it->second, &now))
+        return {"error", "key holds no counter"};
       if ((delta > 0 && now > INT64_MAX - delta) || (delta < 0 && now < INT64_MIN - delta)) {
         return {"error", "counter overflow"};
       }
@@ -87,7 +89,8 @@ class Table {
   bool Fits(const std::string& key, const std::string& value) const {
     auto it = map_.find(key);
     const size_t old = it == map_.end() ? 0 : key.size() + it->second.size();
-    return (it != map_.end() || map_.size() < kMaxKvKeys) && bytes_ - old + key.size() + value.size() <= kMaxKvBytes;
+    return (it != map_.end() || map_.size() < kMaxKvKeys) &&
+           bytes_ - old + key.size() + value.size() <= kMaxKvBytes;
   }
   void Put(const std::string& key, const std::string& value) {
     auto it = map_.find(key);
@@ -175,14 +178,17 @@ std::vector<std::string> KvClient::Call(std::vector<std::string> request) {
     const auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
     if (left.count() <= 0 || !RecvParts(impl_->sock, &parts, left)) {
       throw TimeoutError(where_ + " did not answer " + request[1] + " within " +
-                         std::to_string(timeout_.count() / 1000) + " s (is rank 0 running? do all trainers "
+                         std::to_string(timeout_.count() / 1000) +
+                         " s (is rank 0 running? do all trainers "
                          "hold the job's secret?)");
     }
-    if (parts.size() < 2 || parts[0].to_string() != id) continue;  // a late reply to an abandoned call
+    if (parts.size() < 2 || parts[0].to_string() != id)
+      continue;  // a late reply to an abandoned call
     std::vector<std::string> reply;
     for (size_t i = 1; i < parts.size(); ++i) reply.push_back(parts[i].to_string());
     if (reply[0] == "error") {
-      throw PeerError(where_ + " refused " + request[1] + ": " + (reply.size() > 1 ? reply[1] : "?"));
+      throw PeerError(where_ + " refused " + request[1] + ": " +
+                      (reply.size() > 1 ? reply[1] : "?"));
     }
     return reply;
   }
@@ -202,8 +208,8 @@ std::string KvClient::Get(const std::string& key, std::chrono::milliseconds time
   while (true) {
     if (auto v = TryGet(key)) return *v;
     if (Clock::now() >= deadline) {
-      throw TimeoutError(where_ + ": key " + key + " was not set within " + std::to_string(timeout.count() / 1000) +
-                         " s");
+      throw TimeoutError(where_ + ": key " + key + " was not set within " +
+                         std::to_string(timeout.count() / 1000) + " s");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -212,7 +218,8 @@ std::string KvClient::Get(const std::string& key, std::chrono::milliseconds time
 int64_t KvClient::Add(const std::string& key, int64_t delta) {
   std::vector<std::string> r = Call({"add", key, std::to_string(delta)});
   int64_t v = 0;
-  if (r.size() != 2 || !ParseInt64(r[1], &v)) throw ProtocolError(where_ + " sent a malformed reply to add");
+  if (r.size() != 2 || !ParseInt64(r[1], &v))
+    throw ProtocolError(where_ + " sent a malformed reply to add");
   return v;
 }
 
@@ -231,7 +238,8 @@ bool KvClient::Check(const std::vector<std::string>& keys) {
 int64_t KvClient::NumKeys() {
   std::vector<std::string> r = Call({"num"});
   int64_t v = 0;
-  if (r.size() != 2 || !ParseInt64(r[1], &v)) throw ProtocolError(where_ + " sent a malformed reply to num");
+  if (r.size() != 2 || !ParseInt64(r[1], &v))
+    throw ProtocolError(where_ + " sent a malformed reply to num");
   return v;
 }
 

@@ -27,26 +27,46 @@ class FrameBuf : public std::streambuf {
 
 const char* MsgTypeName(MsgType type) {
   switch (type) {
-    case MsgType::kError: return "Error";
-    case MsgType::kHello: return "Hello";
-    case MsgType::kHelloReply: return "HelloReply";
-    case MsgType::kPing: return "Ping";
-    case MsgType::kPong: return "Pong";
-    case MsgType::kSample: return "Sample";
-    case MsgType::kSampleReply: return "SampleReply";
-    case MsgType::kPullFeatures: return "PullFeatures";
-    case MsgType::kPullFeaturesReply: return "PullFeaturesReply";
-    case MsgType::kPullLabels: return "PullLabels";
-    case MsgType::kPullLabelsReply: return "PullLabelsReply";
-    case MsgType::kMetadata: return "Metadata";
-    case MsgType::kMetadataReply: return "MetadataReply";
-    case MsgType::kShutdown: return "Shutdown";
-    case MsgType::kShutdownReply: return "ShutdownReply";
-    case MsgType::kSeedBatch: return "SeedBatch";
-    case MsgType::kMiniBatch: return "MiniBatch";
-    case MsgType::kStop: return "Stop";
-    case MsgType::kSplitNodes: return "SplitNodes";
-    case MsgType::kSplitNodesReply: return "SplitNodesReply";
+    case MsgType::kError:
+      return "Error";
+    case MsgType::kHello:
+      return "Hello";
+    case MsgType::kHelloReply:
+      return "HelloReply";
+    case MsgType::kPing:
+      return "Ping";
+    case MsgType::kPong:
+      return "Pong";
+    case MsgType::kSample:
+      return "Sample";
+    case MsgType::kSampleReply:
+      return "SampleReply";
+    case MsgType::kPullFeatures:
+      return "PullFeatures";
+    case MsgType::kPullFeaturesReply:
+      return "PullFeaturesReply";
+    case MsgType::kPullLabels:
+      return "PullLabels";
+    case MsgType::kPullLabelsReply:
+      return "PullLabelsReply";
+    case MsgType::kMetadata:
+      return "Metadata";
+    case MsgType::kMetadataReply:
+      return "MetadataReply";
+    case MsgType::kShutdown:
+      return "Shutdown";
+    case MsgType::kShutdownReply:
+      return "ShutdownReply";
+    case MsgType::kSeedBatch:
+      return "SeedBatch";
+    case MsgType::kMiniBatch:
+      return "MiniBatch";
+    case MsgType::kStop:
+      return "Stop";
+    case MsgType::kSplitNodes:
+      return "SplitNodes";
+    case MsgType::kSplitNodesReply:
+      return "SplitNodesReply";
   }
   return "Unknown";
 }
@@ -103,7 +123,8 @@ Header DecodeHeader(const zmq::message_t& frame, uint64_t* request_id_out) {
     throw ProtocolError("header frame of " + std::to_string(frame.size()) +
                         " bytes exceeds the limit of " + std::to_string(kMaxHeaderBytes));
   }
-  if (frame.size() < 4) throw ProtocolError("header frame too short (" + std::to_string(frame.size()) + " bytes)");
+  if (frame.size() < 4)
+    throw ProtocolError("header frame too short (" + std::to_string(frame.size()) + " bytes)");
   Header h;
   // Strings and vectors carry their own lengths: bound them by the frame
   // size before cereal allocates, so a forged length cannot exhaust memory.
@@ -115,8 +136,8 @@ Header DecodeHeader(const zmq::message_t& frame, uint64_t* request_id_out) {
     if (h.magic != kMagic) throw ProtocolError("bad magic (not a gnn message)");
     if (request_id_out) *request_id_out = h.request_id;
     if (h.version != kProtocolVersion) {
-      throw VersionMismatchError("protocol version " + std::to_string(h.version) + " (this side speaks " +
-                          std::to_string(kProtocolVersion) + ")");
+      throw VersionMismatchError("protocol version " + std::to_string(h.version) +
+                                 " (this side speaks " + std::to_string(kProtocolVersion) + ")");
     }
     if (h.type == 0 || h.type > kMaxMsgType) {
       throw UnknownTypeError("unknown message type " + std::to_string(h.type));
@@ -146,7 +167,8 @@ Header DecodeHeader(const zmq::message_t& frame, uint64_t* request_id_out) {
     throw ProtocolError("too many array frames (" + std::to_string(h.frame_bytes.size()) + ")");
   }
   for (uint64_t b : h.frame_bytes) {
-    if (b > kMaxFrameBytes) throw ProtocolError("array frame of " + std::to_string(b) + " bytes exceeds the limit");
+    if (b > kMaxFrameBytes)
+      throw ProtocolError("array frame of " + std::to_string(b) + " bytes exceeds the limit");
   }
   return h;
 }

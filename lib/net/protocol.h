@@ -8,7 +8,6 @@
 #include <cstring>
 #include <string>
 #include <vector>
-
 #include <zmq.hpp>
 
 #include "common/error.h"
@@ -35,26 +34,27 @@ constexpr int64_t kMaxReplyBytes = int64_t{1} << 30;
 // Message types. Numbers are part of the protocol: never renumber or reuse.
 // Retired numbers: (none yet).
 enum class MsgType : uint16_t {
-  kError = 1,          // text: message; ints: {code}
-  kHello = 2,          // text: "graph_name\nconfig_sha256\njob_id"
-  kHelloReply = 3,     // ints: {machine_id, server_id, node_start, node_end, feature_dim, num_classes}
+  kError = 1,       // text: message; ints: {code}
+  kHello = 2,       // text: "graph_name\nconfig_sha256\njob_id"
+  kHelloReply = 3,  // ints: {machine_id, server_id, node_start, node_end, feature_dim, num_classes}
   kPing = 4,
-  kPong = 5,           // ints: {machine_id, server_id}
-  kSample = 6,         // ints: {fanout, replace, rng_seed}; frames: seeds[int64]
-  kSampleReply = 7,    // frames: indptr[int64, n+1], indices[int64]
-  kPullFeatures = 8,   // frames: ids[int64]
+  kPong = 5,               // ints: {machine_id, server_id}
+  kSample = 6,             // ints: {fanout, replace, rng_seed}; frames: seeds[int64]
+  kSampleReply = 7,        // frames: indptr[int64, n+1], indices[int64]
+  kPullFeatures = 8,       // frames: ids[int64]
   kPullFeaturesReply = 9,  // ints: {dim}; frames: rows[float32, n*dim]
-  kPullLabels = 10,    // frames: ids[int64]
+  kPullLabels = 10,        // frames: ids[int64]
   kPullLabelsReply = 11,   // frames: labels[int64]
   kMetadata = 12,
   kMetadataReply = 13,  // text: JSON
   kShutdown = 14,       // text: job_id
   kShutdownReply = 15,
-  kSeedBatch = 16,      // trainer -> gnn-sampler. ints: {epoch, batch index, rng_seed, replace, fanouts...};
-                        // frames: seeds[int64], optional excluded edge pairs[int64, 2k] (link)
-  kMiniBatch = 17,      // gnn-sampler -> trainer, see sampler docs
-  kStop = 18,           // trainer -> gnn-sampler: no more batches
-  kSplitNodes = 19,     // ints: {mask (0 train, 1 valid, 2 test), offset, count}
+  kSeedBatch =
+      16,  // trainer -> gnn-sampler. ints: {epoch, batch index, rng_seed, replace, fanouts...};
+           // frames: seeds[int64], optional excluded edge pairs[int64, 2k] (link)
+  kMiniBatch = 17,        // gnn-sampler -> trainer, see sampler docs
+  kStop = 18,             // trainer -> gnn-sampler: no more batches
+  kSplitNodes = 19,       // ints: {mask (0 train, 1 valid, 2 test), offset, count}
   kSplitNodesReply = 20,  // frames: ids[int64]: the mask's nodes [offset, offset+count) in id order
 };
 
@@ -65,8 +65,8 @@ const char* MsgTypeName(MsgType type);
 
 // Error codes carried by kError.
 enum ErrorCode : int32_t {
-  kErrMalformed = 1,   // header or frames do not match
-  kErrVersion = 2,     // protocol version mismatch
+  kErrMalformed = 1,  // header or frames do not match
+  kErrVersion = 2,    // protocol version mismatch
   kErrUnknownType = 3,
   kErrBadRequest = 4,  // well-formed but invalid (node not owned, bad fanout)
   kErrMismatch = 5,    // handshake: graph/config/job does not match

@@ -30,7 +30,8 @@ std::string Z85(const std::array<uint8_t, 32>& bytes) {
 
 // A CURVE key pair whose secret key is `seed` (any 32 bytes are a valid
 // Curve25519 secret); the public key is computed by libzmq.
-void KeyPair(const std::array<uint8_t, 32>& seed, std::string* public_z85, std::string* secret_z85) {
+void KeyPair(const std::array<uint8_t, 32>& seed, std::string* public_z85,
+             std::string* secret_z85) {
   *secret_z85 = Z85(seed);
   char pub[41];
   if (zmq_curve_public(pub, secret_z85->c_str()) != 0) {
@@ -42,7 +43,8 @@ void KeyPair(const std::array<uint8_t, 32>& seed, std::string* public_z85, std::
 std::string Bytes(const std::array<uint8_t, 32>& a) { return std::string(a.begin(), a.end()); }
 
 std::string Trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) {
+  while (!s.empty() &&
+         (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) {
     s.pop_back();
   }
   return s;
@@ -98,12 +100,14 @@ std::string ReadSecretFile(const std::string& path) {
     throw ConfigError("secret file " + path + ": " + std::strerror(errno));
   }
   if (!S_ISREG(st.st_mode)) throw ConfigError("secret file " + path + " is not a regular file");
-  if (st.st_uid != ::getuid()) throw ConfigError("secret file " + path + " is not owned by this user");
+  if (st.st_uid != ::getuid())
+    throw ConfigError("secret file " + path + " is not owned by this user");
   if (st.st_mode & 077) {
     char mode[8];
     std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    throw ConfigError("secret file " + path + " has mode " + mode +
-                      ": others may read it; chmod 600 it (and make a new secret if it was shared)");
+    throw ConfigError(
+        "secret file " + path + " has mode " + mode +
+        ": others may read it; chmod 600 it (and make a new secret if it was shared)");
   }
   std::ifstream in(path, std::ios::binary);
   std::stringstream buf;
@@ -160,7 +164,8 @@ JobKeys ResolveJobKeys(const std::string& secret_file, bool insecure, const std:
   }
   if (secret_file.empty()) {
     throw ConfigError(who + " needs the job's secret: --secret_file (gnn-launch passes one; " +
-                      "per-node launches: a cluster secret on every machine, shipped by gnn-copy --secret_file) or --insecure for plaintext");
+                      "per-node launches: a cluster secret on every machine, shipped by gnn-copy "
+                      "--secret_file) or --insecure for plaintext");
   }
   return JobKeys::Derive(ReadSecretFile(secret_file), job_id);
 }
@@ -213,13 +218,16 @@ void Authenticator::Serve(zmq::socket_t& socket) {
                        << (n == kLoggedRefusals ? " (further refusals are not logged)" : "");
       }
     }
-    std::vector<std::string> reply = {"1.0", req.size() > 1 ? req[1].to_string() : "",
-                                      admitted ? "200" : "400", admitted ? "OK" : "not this job's key",
-                                      "", ""};
+    std::vector<std::string> reply = {"1.0",
+                                      req.size() > 1 ? req[1].to_string() : "",
+                                      admitted ? "200" : "400",
+                                      admitted ? "OK" : "not this job's key",
+                                      "",
+                                      ""};
     try {
       for (size_t i = 0; i < reply.size(); ++i) {
-        socket.send(zmq::buffer(reply[i]), i + 1 < reply.size() ? zmq::send_flags::sndmore
-                                                                 : zmq::send_flags::none);
+        socket.send(zmq::buffer(reply[i]),
+                    i + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
       }
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) return;

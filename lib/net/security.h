@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <string>
 #include <thread>
-
 #include <zmq.hpp>
 
 namespace gnn::net {

@@ -53,8 +53,8 @@ std::vector<int32_t> MetisAssign(const Csr32& sym,
   options[METIS_OPTION_NUMBERING] = 0;
   idx_t objval = 0;
   std::vector<idx_t> part(n);
-  int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy, vwgt.data(), nullptr,
-                               nullptr, &nparts, nullptr, nullptr, options, &objval, part.data());
+  int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy, vwgt.data(), nullptr, nullptr,
+                               &nparts, nullptr, nullptr, options, &objval, part.data());
   if (rc != METIS_OK) {
     throw Error(std::string("METIS_PartGraphKway failed: ") +
                 (rc == METIS_ERROR_MEMORY ? "out of memory" : "error code " + std::to_string(rc)));

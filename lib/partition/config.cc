@@ -17,9 +17,9 @@ namespace gnn {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kPartFiles = {
-    "indptr.npy",     "indices.npy",    "feat.npy",      "label.npy",
-    "train_mask.npy", "valid_mask.npy", "test_mask.npy", "orig_nids.npy"};
+const std::vector<std::string> kPartFiles = {"indptr.npy",    "indices.npy",    "feat.npy",
+                                             "label.npy",     "train_mask.npy", "valid_mask.npy",
+                                             "test_mask.npy", "orig_nids.npy"};
 
 const std::vector<std::string> kValEdgeFiles = {"val_edges.npy", "val_neg.npy"};
 
@@ -86,7 +86,9 @@ json ToJson(const PartitionConfig& c) {
   return j;
 }
 
-std::string PartitionConfigText(const PartitionConfig& config) { return ToJson(config).dump(2) + "\n"; }
+std::string PartitionConfigText(const PartitionConfig& config) {
+  return ToJson(config).dump(2) + "\n";
+}
 
 namespace {
 
@@ -190,7 +192,8 @@ void ParsePartCounts(const JsonReader& pj, const PartitionConfig& c, PartInfo* p
 
 void ParseFiles(const JsonReader& files, const PartitionConfig& c, PartInfo* p) {
   std::vector<std::string> names = kPartFiles;
-  if (c.val_edges_fraction > 0) names.insert(names.end(), kValEdgeFiles.begin(), kValEdgeFiles.end());
+  if (c.val_edges_fraction > 0)
+    names.insert(names.end(), kValEdgeFiles.begin(), kValEdgeFiles.end());
   for (const std::string& name : names) {
     const JsonReader f = files.At(name);
     PartFile pf{static_cast<uint64_t>(f.At("bytes").Int(0, kMaxCount)), f.At("sha256").String()};
@@ -235,9 +238,10 @@ void ParseParts(const JsonReader& r, PartDirs dirs_allowed, PartitionConfig* c) 
                   std::to_string(c->num_edges) + " edges");
   }
   if (val_edges != c->num_val_edges) {
-    r.At("val_edges").At("num_edges").Fail("partitions hold " + std::to_string(val_edges) +
-                                           " held-out edges, not " +
-                                           std::to_string(c->num_val_edges));
+    r.At("val_edges")
+        .At("num_edges")
+        .Fail("partitions hold " + std::to_string(val_edges) + " held-out edges, not " +
+              std::to_string(c->num_val_edges));
   }
 }
 

@@ -4,10 +4,9 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace gnn {
 
@@ -29,11 +28,11 @@ struct PartFile {
 };
 
 struct PartInfo {
-  std::string dir;  // relative to the config's folder, e.g. "part0"
+  std::string dir;                       // relative to the config's folder, e.g. "part0"
   int64_t node_start = 0, node_end = 0;  // owned new ids [start, end)
   int64_t edge_start = 0, edge_end = 0;  // in-edges stored here (global edge ids)
   int64_t num_train = 0, num_valid = 0, num_test = 0;
-  int64_t num_val_edges = 0;  // held-out edges whose tail this partition owns
+  int64_t num_val_edges = 0;              // held-out edges whose tail this partition owns
   std::map<std::string, PartFile> files;  // file name -> size and sha256
   int64_t num_nodes() const { return node_end - node_start; }
   int64_t num_edges() const { return edge_end - edge_start; }
@@ -88,11 +87,13 @@ std::string PartitionConfigText(const PartitionConfig& config);
 enum class PartDirs { kConfined, kAnywhere };
 
 PartitionConfig ParsePartitionConfig(const nlohmann::json& j, const std::string& base_dir,
-                                     const std::string& source, PartDirs dirs = PartDirs::kConfined);
+                                     const std::string& source,
+                                     PartDirs dirs = PartDirs::kConfined);
 
 // ParsePartitionConfig of JSON text (DataError if it is not JSON).
 PartitionConfig ParsePartitionConfigText(const std::string& text, const std::string& base_dir,
-                                         const std::string& source, PartDirs dirs = PartDirs::kConfined);
+                                         const std::string& source,
+                                         PartDirs dirs = PartDirs::kConfined);
 
 // Reads and parses `<path>`; throws DataError naming the path.
 PartitionConfig LoadPartitionConfig(const std::string& path, PartDirs dirs = PartDirs::kConfined);

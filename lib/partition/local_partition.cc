@@ -85,8 +85,8 @@ void CheckMask(const std::string& path, const uint8_t* mask, int64_t n, int64_t 
     ones += mask[i];
   }
   if (ones != want) {
-    throw DataError(path + ": " + std::to_string(ones) + " nodes are set, the partition config says " +
-                    std::to_string(want));
+    throw DataError(path + ": " + std::to_string(ones) +
+                    " nodes are set, the partition config says " + std::to_string(want));
   }
 }
 

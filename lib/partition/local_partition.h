@@ -11,15 +11,15 @@ namespace gnn {
 
 struct LocalPartition {
   int part_id = 0;
-  int64_t node_start = 0;           // first owned global id
-  int64_t num_nodes = 0;            // owned nodes
+  int64_t node_start = 0;  // first owned global id
+  int64_t num_nodes = 0;   // owned nodes
   int64_t feature_dim = 0;
-  std::vector<int64_t> indptr;      // [num_nodes + 1]
-  std::vector<int64_t> indices;     // global ids of in-neighbours
-  std::vector<float> features;      // [num_nodes, feature_dim]
-  std::vector<int64_t> labels;      // [num_nodes]
+  std::vector<int64_t> indptr;                             // [num_nodes + 1]
+  std::vector<int64_t> indices;                            // global ids of in-neighbours
+  std::vector<float> features;                             // [num_nodes, feature_dim]
+  std::vector<int64_t> labels;                             // [num_nodes]
   std::vector<uint8_t> train_mask, valid_mask, test_mask;  // [num_nodes]
-  std::vector<int64_t> orig_nids;   // [num_nodes] new id -> input id
+  std::vector<int64_t> orig_nids;                          // [num_nodes] new id -> input id
 
   // Global ids of owned nodes whose mask is set.
   std::vector<int64_t> Nodes(const std::vector<uint8_t>& mask) const;

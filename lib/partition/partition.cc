@@ -9,15 +9,15 @@
 #include <filesystem>
 #include <iomanip>
 #include <limits>
-#include <type_traits>
 #include <sstream>
+#include <type_traits>
 
-#include "common/random.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/npy.h"
 #include "common/parallel.h"
+#include "common/random.h"
 #include "common/timer.h"
 #include "graph/csr.h"
 #include "partition/assign.h"
@@ -29,7 +29,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 void PartitionOptions::Validate() const {
-  if (num_parts < 1) throw ConfigError("--num_parts must be >= 1, got " + std::to_string(num_parts));
+  if (num_parts < 1)
+    throw ConfigError("--num_parts must be >= 1, got " + std::to_string(num_parts));
   if (part_method != "metis" && part_method != "random") {
     throw ConfigError("--part_method must be metis or random, got '" + part_method + "'");
   }
@@ -145,14 +146,17 @@ class HeldOutChooser {
   bool active() const { return threshold_ > 0; }
   bool operator()(int64_t a, int64_t b) const {
     if (a == b || threshold_ == 0) return false;
-    const uint64_t lo = static_cast<uint64_t>(std::min(a, b)), hi = static_cast<uint64_t>(std::max(a, b));
+    const uint64_t lo = static_cast<uint64_t>(std::min(a, b)),
+                   hi = static_cast<uint64_t>(std::max(a, b));
     return SplitMix64(SplitMix64(seed_ ^ lo) + hi) < threshold_;
   }
   // Corrupted tail j of held-out edge {a, b}: uniform over [0, n).
   int64_t Negative(int64_t a, int64_t b, int j, int64_t n) const {
-    const uint64_t h = SplitMix64(SplitMix64(SplitMix64(seed_ + static_cast<uint64_t>(a)) ^ static_cast<uint64_t>(b)) +
-                             static_cast<uint64_t>(j));
-    return static_cast<int64_t>((static_cast<unsigned __int128>(h) * static_cast<uint64_t>(n)) >> 64);
+    const uint64_t h = SplitMix64(
+        SplitMix64(SplitMix64(seed_ + static_cast<uint64_t>(a)) ^ static_cast<uint64_t>(b)) +
+        static_cast<uint64_t>(j));
+    return static_cast<int64_t>((static_cast<unsigned __int128>(h) * static_cast<uint64_t>(n)) >>
+                                64);
   }
 
  private:
@@ -252,8 +256,8 @@ class FeatureSpill {
 // entries old source ids.
 template <typename Index>
 void WritePart(const Dataset& d, const float* features, const CsrT<Index>& in_csc,
-               const Relabeling& r, int p,
-               const std::vector<uint8_t> masks[3], const std::string& dir, PartInfo* info) {
+               const Relabeling& r, int p, const std::vector<uint8_t> masks[3],
+               const std::string& dir, PartInfo* info) {
   const int64_t start = r.part_start[p], end = r.part_start[p + 1], owned = end - start;
   MakeDirs(dir);
   info->node_start = start;
@@ -320,9 +324,8 @@ void WritePart(const Dataset& d, const float* features, const CsrT<Index>& in_cs
 // relabel, and write the partitions into `tmp_dir`.
 template <typename Index>
 void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirected,
-                       const std::string& graph_name, StageTimer& timer,
-                       const std::string& tmp_dir, PartitionConfig* out, int64_t* cut,
-                       int64_t* undirected_edges) {
+                       const std::string& graph_name, StageTimer& timer, const std::string& tmp_dir,
+                       PartitionConfig* out, int64_t* cut, int64_t* undirected_edges) {
   const int64_t n = d.num_nodes;
   timer.Begin("symmetrize");
   // The symmetric adjacency drives METIS and the edge cut; for an undirected
@@ -478,11 +481,11 @@ PartitionResult RunPartition(const PartitionOptions& options) {
   // Ids that fit 32 bits halve the adjacency's memory (and METIS reads it
   // in place); DGL-scale graphs beyond that keep 64-bit ids.
   if (n < std::numeric_limits<int32_t>::max()) {
-    PartitionAndWrite<int32_t>(options, d, undirected, graph_name, timer, tmp.path(), &config,
-                               &cut, &undirected_edges);
+    PartitionAndWrite<int32_t>(options, d, undirected, graph_name, timer, tmp.path(), &config, &cut,
+                               &undirected_edges);
   } else {
-    PartitionAndWrite<int64_t>(options, d, undirected, graph_name, timer, tmp.path(), &config,
-                               &cut, &undirected_edges);
+    PartitionAndWrite<int64_t>(options, d, undirected, graph_name, timer, tmp.path(), &config, &cut,
+                               &undirected_edges);
   }
 
   // The report: quality, balance and where the time went.
@@ -492,8 +495,10 @@ PartitionResult RunPartition(const PartitionOptions& options) {
     nodes.push_back(p.num_nodes());
     edges.push_back(p.num_edges());
     train.push_back(p.num_train);
-    parts.push_back({{"nodes", p.num_nodes()}, {"edges", p.num_edges()},
-                     {"train_nodes", p.num_train}, {"valid_nodes", p.num_valid},
+    parts.push_back({{"nodes", p.num_nodes()},
+                     {"edges", p.num_edges()},
+                     {"train_nodes", p.num_train},
+                     {"valid_nodes", p.num_valid},
                      {"test_nodes", p.num_test}});
   }
   json stages = json::object();
@@ -510,12 +515,13 @@ PartitionResult RunPartition(const PartitionOptions& options) {
       {"stored_in_edges", config.num_edges},
       {"val_edges", config.num_val_edges},
       {"edge_cut", cut},
-      {"edge_cut_fraction",
-       undirected_edges > 0 ? static_cast<double>(cut) / static_cast<double>(undirected_edges)
-                            : 0.0},
+      {"edge_cut_fraction", undirected_edges > 0
+                                ? static_cast<double>(cut) / static_cast<double>(undirected_edges)
+                                : 0.0},
       {"parts", parts},
       {"imbalance",
-       {{"nodes", Imbalance(nodes)}, {"train_nodes", Imbalance(train)},
+       {{"nodes", Imbalance(nodes)},
+        {"train_nodes", Imbalance(train)},
         {"edges", Imbalance(edges)}}},
       {"stage_seconds", stages},
       {"total_seconds", timer.Total()},
@@ -556,7 +562,8 @@ std::string FormatPartitionReport(const json& r) {
       << im.at("edges").get<double>() << "\n";
   out << "stage seconds:";
   const json& stages = r.at("stage_seconds");
-  for (const char* name : {"load", "symmetrize", "metis", "random assignment", "relabel", "write"}) {
+  for (const char* name :
+       {"load", "symmetrize", "metis", "random assignment", "relabel", "write"}) {
     if (stages.contains(name)) {
       out << " " << name << " " << std::setprecision(2) << stages.at(name).get<double>();
     }

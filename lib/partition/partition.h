@@ -4,36 +4,35 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "graph/dataset.h"
 
 namespace gnn {
 
 struct PartitionOptions {
-  DatasetOptions data;              // --dataset --root --split --seed ...
-  int num_parts = 4;                // --num_parts, in [1, num_nodes]
+  DatasetOptions data;                // --dataset --root --split --seed ...
+  int num_parts = 4;                  // --num_parts, in [1, num_nodes]
   std::string part_method = "metis";  // --part_method metis|random
-  bool balance_train = false;       // --balance_train: METIS constraint on train nodes
-  bool balance_edges = false;       // --balance_edges: METIS constraint on in-degree
-  bool undirected = false;          // --undirected: add reverse edges (auto for known ones)
-  std::string output = "data";      // --output folder
-  std::string graph_name;           // --graph_name; default: the dataset's name
-  bool overwrite = false;           // --overwrite an existing output
-  int num_trainers_per_machine = 1; // accepted as DGL does; recorded only
-  int num_threads = 0;              // 0 = all cores
-  double val_edges = 0;             // --val_edges: fraction of undirected edges held out
-                                    // for link evaluation, in [0, 1)
+  bool balance_train = false;         // --balance_train: METIS constraint on train nodes
+  bool balance_edges = false;         // --balance_edges: METIS constraint on in-degree
+  bool undirected = false;            // --undirected: add reverse edges (auto for known ones)
+  std::string output = "data";        // --output folder
+  std::string graph_name;             // --graph_name; default: the dataset's name
+  bool overwrite = false;             // --overwrite an existing output
+  int num_trainers_per_machine = 1;   // accepted as DGL does; recorded only
+  int num_threads = 0;                // 0 = all cores
+  double val_edges = 0;               // --val_edges: fraction of undirected edges held out
+                                      // for link evaluation, in [0, 1)
 
   // Throws ConfigError naming the first bad field.
   void Validate() const;
 };
 
 struct PartitionResult {
-  std::string config_path;   // <output>/<graph_name>.json
-  nlohmann::json report;     // the partition_report written into the config
+  std::string config_path;  // <output>/<graph_name>.json
+  nlohmann::json report;    // the partition_report written into the config
 };
 
 // Runs the whole job. Progress goes to the log; nothing is printed to stdout.

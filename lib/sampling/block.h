@@ -24,12 +24,12 @@ struct Block {
 };
 
 struct MiniBatch {
-  int64_t index = 0;             // batch number within the epoch
-  std::vector<int64_t> seeds;    // global ids of the output nodes
-  std::vector<Block> blocks;     // blocks[0] is nearest the input, blocks.back() ends at seeds
+  int64_t index = 0;           // batch number within the epoch
+  std::vector<int64_t> seeds;  // global ids of the output nodes
+  std::vector<Block> blocks;   // blocks[0] is nearest the input, blocks.back() ends at seeds
   int64_t feature_dim = 0;
-  std::vector<float> features;   // [blocks[0].num_src(), feature_dim], rows follow src_nodes
-                                 // ([2 * blocks[0].num_dst, feature_dim] with input_means)
+  std::vector<float> features;  // [blocks[0].num_src(), feature_dim], rows follow src_nodes
+                                // ([2 * blocks[0].num_dst, feature_dim] with input_means)
   // Set by a loader with LoaderOptions::input_means: `features` holds block
   // 0's destination rows, then per destination the mean of its sampled
   // sources' rows (zero without any). The mean is linear and no gradient
@@ -37,8 +37,8 @@ struct MiniBatch {
   // nothing else, and the sampler, not the trainer, does that memory-bound
   // pass.
   bool input_means = false;
-  std::vector<int64_t> labels;   // [seeds.size()]
-  double sample_seconds = 0;     // time spent sampling + gathering this batch
+  std::vector<int64_t> labels;  // [seeds.size()]
+  double sample_seconds = 0;    // time spent sampling + gathering this batch
   // Link prediction (edge batches): positive and negative pairs as positions
   // into `seeds` (see EdgeBatchPlan); empty for node batches. Not on the
   // wire: the trainer keeps its plans and attaches them.

@@ -83,8 +83,8 @@ EdgeBatchPlan PlanEdgeBatch(const std::vector<int64_t>& heads, const std::vector
     for (int j = 0; j < num_negs; ++j) {
       const size_t k = i * num_negs + j;
       const uint64_t r = MixSeed(rng_seed, k);
-      const int64_t v = neg_lo + static_cast<int64_t>(
-                                     (static_cast<unsigned __int128>(r) * range) >> 64);
+      const int64_t v =
+          neg_lo + static_cast<int64_t>((static_cast<unsigned __int128>(r) * range) >> 64);
       p.neg_head[k] = p.pos_head[i];
       p.neg_tail[k] = local(v);
     }

@@ -30,7 +30,7 @@ class EdgeExclusion {
 
  private:
   std::vector<std::pair<int64_t, int64_t>> keys_;  // (min, max), sorted, unique
-  std::vector<int64_t> endpoints_;                  // sorted, unique: quick reject
+  std::vector<int64_t> endpoints_;                 // sorted, unique: quick reject
 };
 
 // One edge batch: positives (heads[i] -> tails[i]) and num_negs negatives

@@ -179,8 +179,7 @@ MiniBatch BatchLoader::Make(int64_t index, int threads) const {
                             exclude.empty() ? nullptr : &exclude);
   } else {
     b.seeds.assign(seeds_.begin() + begin, seeds_.begin() + end);
-    b.blocks =
-        SampleBlocks(csc, b.seeds, options_.fanouts, options_.replace, batch_seed, threads);
+    b.blocks = SampleBlocks(csc, b.seeds, options_.fanouts, options_.replace, batch_seed, threads);
   }
   if (options_.transpose) {
     for (size_t l = 1; l < b.blocks.size(); ++l) BuildTranspose(&b.blocks[l]);
@@ -206,8 +205,8 @@ MiniBatch BatchLoader::Make(int64_t index, int threads) const {
                     b.features.data() + dst.size() * graph_.feature_dim, threads);
       b.input_means = true;
     } else {
-      GatherRows(graph_.features, csc.node_start, graph_.feature_dim, b.input_nodes(),
-                 &b.features, threads);
+      GatherRows(graph_.features, csc.node_start, graph_.feature_dim, b.input_nodes(), &b.features,
+                 threads);
     }
   }
   if (graph_.labels != nullptr) {

@@ -448,7 +448,8 @@ void MeanRows(const float* rows, int64_t dim, const Block& block, RowOf row_of, 
 void MeanOfSources(const float* rows, int64_t row_start, int64_t dim, const Block& block,
                    float* out, int threads) {
   const int64_t* src = block.src_nodes.data();
-  MeanRows(rows, dim, block, [&](int64_t s) { return src[s] - row_start; }, out, threads);
+  MeanRows(
+      rows, dim, block, [&](int64_t s) { return src[s] - row_start; }, out, threads);
 }
 
 void PackInputMeans(MiniBatch* mb, int threads) {
@@ -463,8 +464,9 @@ void PackInputMeans(MiniBatch* mb, int threads) {
   std::vector<float> packed(static_cast<size_t>(2 * n * dim));
   // Destinations come first among the sources: their rows are the first n.
   std::copy(mb->features.begin(), mb->features.begin() + n * dim, packed.begin());
-  MeanRows(mb->features.data(), dim, first, [](int64_t s) { return s; }, packed.data() + n * dim,
-           threads);
+  MeanRows(
+      mb->features.data(), dim, first, [](int64_t s) { return s; }, packed.data() + n * dim,
+      threads);
   mb->features.swap(packed);
   mb->input_means = true;
 }

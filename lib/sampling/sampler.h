@@ -93,5 +93,4 @@ void MeanOfSources(const float* rows, int64_t row_start, int64_t dim, const Bloc
 // blocks. Throws DataError when the features do not match block 0.
 void PackInputMeans(MiniBatch* mb, int threads);
 
-
 }  // namespace gnn

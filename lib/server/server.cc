@@ -327,8 +327,9 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
     // Jobs whose every process was SIGKILLed could not free their memory.
     StaleSweep swept = SweepStaleSegments();
     if (!swept.names.empty()) {
-      GNN_LOG(kWarn) << s.name << ": removed " << swept.names.size() << " stale shared memory segment(s) ("
-                     << (swept.bytes >> 20) << " MiB) left by killed jobs, e.g. /dev/shm/" << swept.names[0];
+      GNN_LOG(kWarn) << s.name << ": removed " << swept.names.size()
+                     << " stale shared memory segment(s) (" << (swept.bytes >> 20)
+                     << " MiB) left by killed jobs, e.g. /dev/shm/" << swept.names[0];
     }
   }
   std::unique_ptr<ShmPartition> shm =
@@ -352,9 +353,9 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
   for (int i = 0; i < threads; ++i) {
     workers.emplace_back([&] { Worker(s, ctx, backend, stop); });
   }
-  GNN_LOG(kInfo) << s.name << " serving partition " << o.machine_id << " ("
-                 << s.view->num_nodes << " nodes) at " << bound << " with " << threads
-                 << " worker threads, " << (o.keys.secure() ? "CURVE (job key required)" : "PLAINTEXT (--insecure)");
+  GNN_LOG(kInfo) << s.name << " serving partition " << o.machine_id << " (" << s.view->num_nodes
+                 << " nodes) at " << bound << " with " << threads << " worker threads, "
+                 << (o.keys.secure() ? "CURVE (job key required)" : "PLAINTEXT (--insecure)");
   if (on_ready) on_ready(bound);
 
   // The proxy: requests to workers, replies back to their clients.

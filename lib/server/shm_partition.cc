@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -269,14 +269,16 @@ StaleSweep SweepStaleSegments(const std::string& dir, double min_age_s) {
   std::vector<std::string> locks;
   while (dirent* e = readdir(d)) {
     const std::string n = e->d_name;
-    if (n.rfind("gnn-", 0) == 0 && n.size() > 5 && n.compare(n.size() - 5, 5, ".lock") == 0) locks.push_back(n);
+    if (n.rfind("gnn-", 0) == 0 && n.size() > 5 && n.compare(n.size() - 5, 5, ".lock") == 0)
+      locks.push_back(n);
   }
   closedir(d);
   for (const auto& lock : locks) {
     const std::string lock_path = dir + "/" + lock;
     const std::string segment = lock.substr(0, lock.size() - 5);
     struct stat lst;
-    if (stat(lock_path.c_str(), &lst) != 0 || difftime(time(nullptr), lst.st_mtime) < min_age_s) continue;
+    if (stat(lock_path.c_str(), &lst) != 0 || difftime(time(nullptr), lst.st_mtime) < min_age_s)
+      continue;
     Fd fd(open(lock_path.c_str(), O_RDWR | O_CLOEXEC));
     if (fd.get() < 0) continue;
     // The protocol of Create/Attach: a segment whose lock file nobody holds

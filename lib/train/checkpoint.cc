@@ -37,10 +37,10 @@ void SaveCheckpoint(const std::string& dir, GraphSage& model, torch::optim::Adam
   archive.write("model", model_ar);
   archive.write("optimizer", opt_ar);
   archive.write("signature", c10::IValue(signature));
-  archive.write("state", torch::tensor({static_cast<double>(st.epochs_done), st.best_val,
-                                        st.test_at_best, st.final_test,
-                                        static_cast<double>(st.best_epoch)},
-                                       torch::kFloat64));
+  archive.write("state",
+                torch::tensor({static_cast<double>(st.epochs_done), st.best_val, st.test_at_best,
+                               st.final_test, static_cast<double>(st.best_epoch)},
+                              torch::kFloat64));
   const std::string path = dir + "/checkpoint.pt";
   const std::string tmp = path + ".tmp." + RandomSuffix();
   try {
@@ -92,6 +92,5 @@ TrainState LoadCheckpoint(const std::string& dir, GraphSage& model, torch::optim
   }
   return st;
 }
-
 
 }  // namespace gnn

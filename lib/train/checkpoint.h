@@ -28,8 +28,8 @@ std::string ParamChecksum(GraphSage& model);
 // task's part: what a checkpoint must match to be resumed.
 std::string ModelSignature(const TrainOptions& o, const PartitionConfig& c, const Task& task);
 
-void SaveCheckpoint(const std::string& dir, GraphSage& model, torch::optim::Adam& opt, const TrainState& st,
-                    const std::string& signature);
+void SaveCheckpoint(const std::string& dir, GraphSage& model, torch::optim::Adam& opt,
+                    const TrainState& st, const std::string& signature);
 
 // DataError naming the file when it is missing, unreadable, or for another
 // model (signature).

@@ -1,13 +1,12 @@
 #include "train/collective.h"
 
+#include <thread>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
-#include <thread>
-
-#include "net/ip_config.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "net/ip_config.h"
 #include "net/kv_store.h"
 
 namespace gnn {
@@ -37,10 +36,12 @@ class RendezvousStore : public c10d::Store {
   bool check(const std::vector<std::string>& keys) override { return client_.Check(keys); }
   int64_t getNumKeys() override { return client_.NumKeys(); }
   void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
-  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override {
     const auto deadline = Clock::now() + timeout;
     while (!client_.Check(keys)) {
-      if (Clock::now() >= deadline) throw TimeoutError("rendezvous: keys not set within the timeout");
+      if (Clock::now() >= deadline)
+        throw TimeoutError("rendezvous: keys not set within the timeout");
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
@@ -73,8 +74,8 @@ Collective::Collective(const std::string& master_addr, int master_port, int rank
       for (int r = 0; r < world; ++r) {
         if (!store_->check({keys_arrived[r]})) missing += (missing.empty() ? "" : ", ") + who[r];
       }
-      throw TimeoutError(where + ": " + missing + " did not arrive within " + std::to_string(timeout.count()) +
-                         " s");
+      throw TimeoutError(where + ": " + missing + " did not arrive within " +
+                         std::to_string(timeout.count()) + " s");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -87,7 +88,8 @@ Collective::Collective(const std::string& master_addr, int master_port, int rank
     pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, world, options);
   } catch (const std::exception& e) {
     std::string what = e.what();
-    throw PeerError("trainers could not connect for all-reduce: " + what.substr(0, what.find('\n')));
+    throw PeerError("trainers could not connect for all-reduce: " +
+                    what.substr(0, what.find('\n')));
   }
 }
 

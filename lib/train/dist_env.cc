@@ -18,13 +18,13 @@
 
 #include "client/dist_graph.h"
 #include "client/sampler_service.h"
-#include "net/ip_config.h"
-#include "common/process.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/process.h"
 #include "common/sha256.h"
 #include "common/timer.h"
 #include "net/batch_codec.h"
+#include "net/ip_config.h"
 #include "sampling/edge_batch.h"
 #include "sampling/loader.h"
 #include "sampling/sampler.h"
@@ -215,7 +215,8 @@ class DistEnv : public TrainEnv {
     num_batches_ = (max_share + o.batch_size - 1) / o.batch_size;
     for (int mask = 1; mask <= 2; ++mask) {
       int64_t n = graph_->CountNodes(mask);
-      eval_nodes_[mask - 1] = graph_->SplitNodes(mask, n * rank_ / world_, n * (rank_ + 1) / world_);
+      eval_nodes_[mask - 1] =
+          graph_->SplitNodes(mask, n * rank_ / world_, n * (rank_ + 1) / world_);
     }
     if (o.Kind() == TaskKind::kLink) {
       // Edges are split by the partition that owns them (the in-edges of
@@ -243,14 +244,28 @@ class DistEnv : public TrainEnv {
 
     if (o.num_samplers > 0) {
       const net::Hello hello{config.graph_name, Sha256File(o.part_config), o.job_id};
-      pool_ = std::make_unique<SamplerPool>("tcp://127.0.0.1:*", o.num_samplers, hello,
-                                            o.prefetch, o.request_timeout_ms, keys_);
+      pool_ = std::make_unique<SamplerPool>("tcp://127.0.0.1:*", o.num_samplers, hello, o.prefetch,
+                                            o.request_timeout_ms, keys_);
       for (int s = 0; s < o.num_samplers; ++s) {
-        std::vector<std::string> argv = {
-            SelfDir() + "/gnn-sampler", "--ip_config", o.ip_config, "--part_config", o.part_config,
-            "--machine_id", std::to_string(o.machine_id), "--num_servers", std::to_string(o.num_servers),
-            "--trainer_endpoint", pool_->endpoint(), "--trainer_id", std::to_string(rank_), "--sampler_id",
-            std::to_string(s), "--job_id", o.job_id, "--timeout_ms", std::to_string(o.request_timeout_ms)};
+        std::vector<std::string> argv = {SelfDir() + "/gnn-sampler",
+                                         "--ip_config",
+                                         o.ip_config,
+                                         "--part_config",
+                                         o.part_config,
+                                         "--machine_id",
+                                         std::to_string(o.machine_id),
+                                         "--num_servers",
+                                         std::to_string(o.num_servers),
+                                         "--trainer_endpoint",
+                                         pool_->endpoint(),
+                                         "--trainer_id",
+                                         std::to_string(rank_),
+                                         "--sampler_id",
+                                         std::to_string(s),
+                                         "--job_id",
+                                         o.job_id,
+                                         "--timeout_ms",
+                                         std::to_string(o.request_timeout_ms)};
         if (o.insecure) {
           argv.push_back("--insecure");
         } else {
@@ -269,9 +284,10 @@ class DistEnv : public TrainEnv {
       prefetcher_ = std::make_unique<Prefetcher>(
           g, o.prefetch,
           o.Kind() == TaskKind::kLink ? [this](net::SeedBatch* sb) { PlanLinkBatch(sb); }
-                           : std::function<void(net::SeedBatch*)>());
+                                      : std::function<void(net::SeedBatch*)>());
     }
-    if (pool_ && o.Kind() == TaskKind::kLink) pool_->SetPrepare([this](net::SeedBatch* sb) { PlanLinkBatch(sb); });
+    if (pool_ && o.Kind() == TaskKind::kLink)
+      pool_->SetPrepare([this](net::SeedBatch* sb) { PlanLinkBatch(sb); });
   }
 
   // --task link: a batch is sent as a slice of edge positions and planned
@@ -282,8 +298,8 @@ class DistEnv : public TrainEnv {
   void PlanLinkBatch(net::SeedBatch* sb) {
     std::vector<int64_t> heads, tails;
     EdgeEndpoints(local_csc_, sb->seeds, &heads, &tails);
-    EdgeBatchPlan plan = PlanEdgeBatch(heads, tails, o_.num_negs, 0, config_.num_nodes,
-                                       MixSeed(sb->rng_seed, 1));
+    EdgeBatchPlan plan =
+        PlanEdgeBatch(heads, tails, o_.num_negs, 0, config_.num_nodes, MixSeed(sb->rng_seed, 1));
     sb->seeds = std::move(plan.seeds);
     if (o_.remove_edge) sb->exclude = std::move(plan.exclude);
     plan.seeds.clear();
@@ -332,7 +348,8 @@ class DistEnv : public TrainEnv {
       sb.replace = o_.sample_replace;
       sb.fanouts = o_.Fanouts();
       // With --task link the slice holds edge positions (see PlanLinkBatch).
-      sb.seeds.assign(seeds.begin() + n * b / num_batches_, seeds.begin() + n * (b + 1) / num_batches_);
+      sb.seeds.assign(seeds.begin() + n * b / num_batches_,
+                      seeds.begin() + n * (b + 1) / num_batches_);
       batches.push_back(std::move(sb));
     }
     if (pool_) {
@@ -391,7 +408,8 @@ class DistEnv : public TrainEnv {
   torch::Tensor Infer(GraphSage& model, bool gather_last) {
     const int64_t n = config_.num_nodes;
     InferenceSource source;
-    source.neighbors = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr, std::vector<int64_t>* idx) {
+    source.neighbors = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
+                           std::vector<int64_t>* idx) {
       graph_->SampleNeighbors(dst, -1, false, 0, ptr, idx);
     };
     source.features = [&](const std::vector<int64_t>& ids) {
@@ -403,8 +421,8 @@ class DistEnv : public TrainEnv {
     };
     source.exchange = [&](const torch::Tensor& rows) { return collective_->AllgatherRows(rows); };
     source.base = 0;
-    return LayerwiseInference(model, source, n * rank_ / world_, n * (rank_ + 1) / world_, o_.batch_size_eval,
-                              gather_last);
+    return LayerwiseInference(model, source, n * rank_ / world_, n * (rank_ + 1) / world_,
+                              o_.batch_size_eval, gather_last);
   }
 
   torch::Tensor AllNodeOutputs(GraphSage& model) override { return Infer(model, true); }

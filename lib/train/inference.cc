@@ -8,8 +8,8 @@
 
 namespace gnn {
 
-torch::Tensor LayerwiseInference(GraphSage& model, const InferenceSource& source, int64_t lo, int64_t hi,
-                                 int64_t batch_size, bool exchange_last) {
+torch::Tensor LayerwiseInference(GraphSage& model, const InferenceSource& source, int64_t lo,
+                                 int64_t hi, int64_t batch_size, bool exchange_last) {
   torch::NoGradGuard no_grad;
   model->eval();
   torch::Tensor h;  // the previous layer's rows of every node
@@ -27,7 +27,8 @@ torch::Tensor LayerwiseInference(GraphSage& model, const InferenceSource& source
       if (l == 0) {
         x = source.features(block.src_nodes);
       } else {
-        torch::Tensor src = torch::from_blob(block.src_nodes.data(), {block.num_src()}, torch::kInt64);
+        torch::Tensor src =
+            torch::from_blob(block.src_nodes.data(), {block.num_src()}, torch::kInt64);
         x = h.index_select(0, src - source.base);
       }
       mine.slice(0, start - lo, end - lo).copy_(model->ForwardLayer(l, bt, x));

@@ -18,7 +18,8 @@ namespace gnn {
 
 struct InferenceSource {
   // All in-neighbours of `dst` (global ids): CSR over dst.
-  std::function<void(const std::vector<int64_t>& dst, std::vector<int64_t>* ptr, std::vector<int64_t>* idx)>
+  std::function<void(const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
+                     std::vector<int64_t>* idx)>
       neighbors;
   // Layer 0's input rows of `ids` [ids.size(), feature_dim].
   std::function<torch::Tensor(const std::vector<int64_t>& ids)> features;
@@ -31,7 +32,7 @@ struct InferenceSource {
 // Outputs of the model's last layer for nodes [lo, hi) (rows in id order);
 // with `exchange_last`, the last layer is exchanged too (every node's rows).
 // Runs under NoGradGuard in eval mode, and leaves the model in train mode.
-torch::Tensor LayerwiseInference(GraphSage& model, const InferenceSource& source, int64_t lo, int64_t hi,
-                                 int64_t batch_size, bool exchange_last);
+torch::Tensor LayerwiseInference(GraphSage& model, const InferenceSource& source, int64_t lo,
+                                 int64_t hi, int64_t batch_size, bool exchange_last);
 
 }  // namespace gnn

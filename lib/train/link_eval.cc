@@ -45,8 +45,8 @@ std::pair<double, double> EmbeddingLogRegAccuracy(const torch::Tensor& emb_in,
                                       .line_search_fn("strong_wolfe"));
   auto closure = [&] {
     opt.zero_grad();
-    torch::Tensor loss = torch::nn::functional::cross_entropy(x.matmul(w) + b, train_y) +
-                         l2 * w.pow(2).sum();
+    torch::Tensor loss =
+        torch::nn::functional::cross_entropy(x.matmul(w) + b, train_y) + l2 * w.pow(2).sum();
     loss.backward();
     return loss;
   };

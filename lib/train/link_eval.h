@@ -19,8 +19,7 @@ struct LabeledSplits;
 // mean/std of all rows; returns (valid accuracy, test accuracy). Nodes with
 // a negative label are ignored. Deterministic for a given input.
 std::pair<double, double> EmbeddingLogRegAccuracy(const torch::Tensor& emb,
-                                                  const LabeledSplits& splits,
-                                                  int64_t num_classes);
+                                                  const LabeledSplits& splits, int64_t num_classes);
 
 struct LinkMetrics {
   double auc = 0;  // P(score of a positive > score of a negative), ties half

@@ -15,30 +15,34 @@ namespace {
 
 // Layer-wise full-neighbour inference over every node of the partition:
 // neighbours and features from memory, nothing to exchange.
-torch::Tensor Inference(GraphSage& model, const LocalPartition& part, int64_t batch_size, int threads) {
+torch::Tensor Inference(GraphSage& model, const LocalPartition& part, int64_t batch_size,
+                        int threads) {
   CscView csc{part.indptr.data(), part.indices.data(), part.node_start, part.num_nodes};
-  torch::Tensor x = torch::from_blob(const_cast<float*>(part.features.data()), {part.num_nodes, part.feature_dim},
-                                     torch::kFloat32);
+  torch::Tensor x = torch::from_blob(const_cast<float*>(part.features.data()),
+                                     {part.num_nodes, part.feature_dim}, torch::kFloat32);
   InferenceSource source;
-  source.neighbors = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr, std::vector<int64_t>* idx) {
-    SampleNeighbors(csc, dst.data(), static_cast<int64_t>(dst.size()), -1, false, 0, threads, ptr, idx);
+  source.neighbors = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
+                         std::vector<int64_t>* idx) {
+    SampleNeighbors(csc, dst.data(), static_cast<int64_t>(dst.size()), -1, false, 0, threads, ptr,
+                    idx);
   };
   source.features = [&](const std::vector<int64_t>& ids) {
-    torch::Tensor rows = torch::from_blob(const_cast<int64_t*>(ids.data()), {static_cast<int64_t>(ids.size())},
-                                          torch::kInt64);
+    torch::Tensor rows = torch::from_blob(const_cast<int64_t*>(ids.data()),
+                                          {static_cast<int64_t>(ids.size())}, torch::kInt64);
     return x.index_select(0, rows - part.node_start);
   };
   source.exchange = [](const torch::Tensor& rows) { return rows; };
   source.base = part.node_start;
-  return LayerwiseInference(model, source, part.node_start, part.node_start + part.num_nodes, batch_size, true);
+  return LayerwiseInference(model, source, part.node_start, part.node_start + part.num_nodes,
+                            batch_size, true);
 }
 
 double Accuracy(const torch::Tensor& logits, const LocalPartition& part,
                 const std::vector<int64_t>& nodes) {
   if (nodes.empty()) return 0.0;
-  torch::Tensor idx =
-      torch::from_blob(const_cast<int64_t*>(nodes.data()), {static_cast<int64_t>(nodes.size())},
-                       torch::kInt64) - part.node_start;
+  torch::Tensor idx = torch::from_blob(const_cast<int64_t*>(nodes.data()),
+                                       {static_cast<int64_t>(nodes.size())}, torch::kInt64) -
+                      part.node_start;
   torch::Tensor labels =
       torch::from_blob(const_cast<int64_t*>(part.labels.data()), {part.num_nodes}, torch::kInt64);
   torch::Tensor pred = logits.index_select(0, idx).argmax(1);
@@ -49,8 +53,8 @@ class StandaloneEnv : public TrainEnv {
  public:
   StandaloneEnv(const TrainOptions& o, const PartitionConfig& config) : o_(o), config_(config) {
     if (config.num_parts != 1) {
-      throw ConfigError("--standalone needs a 1-partition config, but " + o.part_config +
-                        " has " + std::to_string(config.num_parts) +
+      throw ConfigError("--standalone needs a 1-partition config, but " + o.part_config + " has " +
+                        std::to_string(config.num_parts) +
                         " partitions (re-run gnn-partition with --num_parts 1)");
     }
     Stopwatch load_watch;
@@ -116,7 +120,8 @@ class StandaloneEnv : public TrainEnv {
   torch::Tensor Embeddings(GraphSage& model) override {
     torch::Tensor emb = Inference(model, part_, o_.batch_size_eval, o_.num_workers);
     // Rows in the input dataset's node order, so users can join on their ids.
-    torch::Tensor order = torch::from_blob(part_.orig_nids.data(), {part_.num_nodes}, torch::kInt64);
+    torch::Tensor order =
+        torch::from_blob(part_.orig_nids.data(), {part_.num_nodes}, torch::kInt64);
     torch::Tensor out = torch::empty_like(emb);
     out.index_copy_(0, order, emb);
     return out;

@@ -15,7 +15,8 @@ torch::Tensor IdTensor(std::vector<int64_t>& v) {
 }
 
 torch::Tensor Labels(MiniBatch& mb) {
-  return torch::from_blob(mb.labels.data(), {static_cast<int64_t>(mb.labels.size())}, torch::kInt64);
+  return torch::from_blob(mb.labels.data(), {static_cast<int64_t>(mb.labels.size())},
+                          torch::kInt64);
 }
 
 class NodeTask : public Task {
@@ -23,7 +24,9 @@ class NodeTask : public Task {
   explicit NodeTask(const PartitionConfig& config) : classes_(config.num_classes) {}
   int64_t OutputDim() const override { return classes_; }
   std::string Signature() const override { return ""; }
-  int64_t Examples(const MiniBatch& mb) const override { return static_cast<int64_t>(mb.seeds.size()); }
+  int64_t Examples(const MiniBatch& mb) const override {
+    return static_cast<int64_t>(mb.seeds.size());
+  }
   torch::Tensor Loss(const torch::Tensor& out, MiniBatch& mb) override {
     return torch::nn::functional::cross_entropy(out, Labels(mb));
   }
@@ -48,8 +51,12 @@ class LinkTask : public Task {
   // Unsupervised GraphSAGE outputs num_hidden-wide embeddings (DGL's
   // DistSAGE(in, hidden, hidden, ...)).
   int64_t OutputDim() const override { return o_.num_hidden; }
-  std::string Signature() const override { return " task=link out=" + std::to_string(o_.num_hidden); }
-  int64_t Examples(const MiniBatch& mb) const override { return static_cast<int64_t>(mb.pos_head.size()); }
+  std::string Signature() const override {
+    return " task=link out=" + std::to_string(o_.num_hidden);
+  }
+  int64_t Examples(const MiniBatch& mb) const override {
+    return static_cast<int64_t>(mb.pos_head.size());
+  }
 
   torch::Tensor Loss(const torch::Tensor& out, MiniBatch& mb) override {
     torch::Tensor ps, ns;
@@ -67,14 +74,15 @@ class LinkTask : public Task {
     return right / static_cast<double>(ps.size(0) + ns.size(0));
   }
 
-  std::pair<double, double> Evaluate(TrainEnv& env, GraphSage& model, int epoch, const std::string& label,
-                                     const RecordFn& record) override {
+  std::pair<double, double> Evaluate(TrainEnv& env, GraphSage& model, int epoch,
+                                     const std::string& label, const RecordFn& record) override {
     torch::Tensor emb = env.AllNodeOutputs(model);
     std::tie(lr_val_, lr_test_) = EmbeddingLogRegAccuracy(emb, env.Labeled(), config_.num_classes);
     has_link_eval_ = config_.val_edges_fraction > 0;
     if (has_link_eval_) RankHeldOut(env, emb);
-    GNN_LOG(kInfo) << label << ", Link AUC " << std::fixed << std::setprecision(4) << auc_ << ", Link MRR "
-                   << mrr_ << (has_link_eval_ ? "" : " (no held-out edges: gnn-partition --val_edges)");
+    GNN_LOG(kInfo) << label << ", Link AUC " << std::fixed << std::setprecision(4) << auc_
+                   << ", Link MRR " << mrr_
+                   << (has_link_eval_ ? "" : " (no held-out edges: gnn-partition --val_edges)");
     record({{"type", "link_eval"}, {"epoch", epoch}, {"link_auc", auc_}, {"link_mrr", mrr_}});
     return {lr_val_, lr_test_};
   }
@@ -89,9 +97,12 @@ class LinkTask : public Task {
   }
 
  private:
-  static void Scores(const torch::Tensor& out, MiniBatch& mb, torch::Tensor* ps, torch::Tensor* ns) {
-    *ps = (out.index_select(0, IdTensor(mb.pos_head)) * out.index_select(0, IdTensor(mb.pos_tail))).sum(1);
-    *ns = (out.index_select(0, IdTensor(mb.neg_head)) * out.index_select(0, IdTensor(mb.neg_tail))).sum(1);
+  static void Scores(const torch::Tensor& out, MiniBatch& mb, torch::Tensor* ps,
+                     torch::Tensor* ns) {
+    *ps = (out.index_select(0, IdTensor(mb.pos_head)) * out.index_select(0, IdTensor(mb.pos_tail)))
+              .sum(1);
+    *ns = (out.index_select(0, IdTensor(mb.neg_head)) * out.index_select(0, IdTensor(mb.neg_tail)))
+              .sum(1);
   }
 
   // The held-out edges (this rank's share) scored against their corrupted

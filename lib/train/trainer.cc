@@ -14,14 +14,14 @@
 #include "common/log.h"
 #include "common/npy.h"
 #include "common/parallel.h"
+#include "common/sha256.h"
 #include "common/timer.h"
 #include "partition/config.h"
 #include "partition/local_partition.h"
 #include "sampling/loader.h"
 #include "sampling/sampler.h"
-#include "common/sha256.h"
-#include "train/sage.h"
 #include "train/checkpoint.h"
+#include "train/sage.h"
 #include "train/task.h"
 #include "train/train_env.h"
 
@@ -207,8 +207,8 @@ json RunTrain(const TrainOptions& o) {
       if (!mb->seeds.empty()) {
         std::vector<BlockTensors> blocks;
         for (const Block& b : mb->blocks) blocks.push_back(ToTensors(b));
-        const int64_t rows = mb->input_means ? 2 * mb->blocks.front().num_dst
-                                             : mb->blocks.front().num_src();
+        const int64_t rows =
+            mb->input_means ? 2 * mb->blocks.front().num_dst : mb->blocks.front().num_src();
         torch::Tensor x =
             torch::from_blob(mb->features.data(), {rows, mb->feature_dim}, torch::kFloat32);
         out = mb->input_means ? model->ForwardFromMeans(blocks, x) : model->forward(blocks, x);
@@ -238,8 +238,11 @@ json RunTrain(const TrainOptions& o) {
                        << " | Loss " << std::setprecision(4) << loss.item<double>()
                        << " | Train Acc " << acc << " | Speed (samples/sec) "
                        << std::setprecision(1) << speed;
-        metrics.Write({{"type", "step"}, {"epoch", epoch + 1}, {"step", step},
-                       {"loss", loss.item<double>()}, {"train_acc", acc},
+        metrics.Write({{"type", "step"},
+                       {"epoch", epoch + 1},
+                       {"step", step},
+                       {"loss", loss.item<double>()},
+                       {"train_acc", acc},
                        {"samples_per_s", speed}});
       }
     }
@@ -252,10 +255,17 @@ json RunTrain(const TrainOptions& o) {
                    << ", sample+data_copy: " << t_sample << ", forward: " << t_fwd
                    << ", backward: " << t_bwd << ", allreduce: " << t_ar << ", update: " << t_upd
                    << ", #seeds: " << epoch_seeds << ", #inputs: " << epoch_inputs;
-    metrics.Write({{"type", "epoch"}, {"epoch", epoch + 1}, {"epoch_time_s", epoch_s},
-                   {"sample_s", t_sample}, {"forward_s", t_fwd}, {"backward_s", t_bwd},
-                   {"allreduce_s", t_ar}, {"update_s", t_upd}, {"seeds", epoch_seeds},
-                   {"inputs", epoch_inputs}, {"param_checksum", ParamChecksum(model)}});
+    metrics.Write({{"type", "epoch"},
+                   {"epoch", epoch + 1},
+                   {"epoch_time_s", epoch_s},
+                   {"sample_s", t_sample},
+                   {"forward_s", t_fwd},
+                   {"backward_s", t_bwd},
+                   {"allreduce_s", t_ar},
+                   {"update_s", t_upd},
+                   {"seeds", epoch_seeds},
+                   {"inputs", epoch_inputs},
+                   {"param_checksum", ParamChecksum(model)}});
     st.epochs_done = epoch + 1;
     if (o.eval_every > 0 && ((epoch + 1) % o.eval_every == 0 || epoch + 1 == o.num_epochs)) {
       Stopwatch ev;
@@ -270,8 +280,11 @@ json RunTrain(const TrainOptions& o) {
       }
       GNN_LOG(kInfo) << label << ", Val Acc " << std::fixed << std::setprecision(4) << val
                      << ", Test Acc " << test << ", time: " << ev.Seconds();
-      metrics.Write({{"type", "eval"}, {"epoch", epoch + 1}, {"val_acc", val},
-                     {"test_acc", test}, {"eval_time_s", ev.Seconds()}});
+      metrics.Write({{"type", "eval"},
+                     {"epoch", epoch + 1},
+                     {"val_acc", val},
+                     {"test_acc", test},
+                     {"eval_time_s", ev.Seconds()}});
     }
     if (lead && !o.checkpoint_dir.empty()) {
       SaveCheckpoint(o.checkpoint_dir, model, opt, st, signature);
@@ -280,7 +293,8 @@ json RunTrain(const TrainOptions& o) {
 
   if (lead && !o.save_model.empty()) {
     c10::Dict<std::string, torch::Tensor> dict;
-    for (const auto& p : model->named_parameters()) dict.insert(p.key(), p.value().detach().clone());
+    for (const auto& p : model->named_parameters())
+      dict.insert(p.key(), p.value().detach().clone());
     std::vector<char> bytes = torch::pickle_save(c10::IValue(dict));
     AtomicFile f(o.save_model);
     f.Write(bytes.data(), bytes.size());

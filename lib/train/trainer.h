@@ -5,10 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace gnn {
 
@@ -16,50 +15,50 @@ namespace gnn {
 enum class TaskKind { kNode, kLink };
 
 struct TrainOptions {
-  std::string graph_name;        // --graph_name; must match the config when set
-  std::string part_config;       // --part_config path to <graph>.json
-  bool standalone = false;       // --standalone: one partition, no servers
+  std::string graph_name;   // --graph_name; must match the config when set
+  std::string part_config;  // --part_config path to <graph>.json
+  bool standalone = false;  // --standalone: one partition, no servers
   int num_epochs = 20;
   int64_t batch_size = 1000;
   int64_t batch_size_eval = 100000;
   std::string fan_out = "10,25";  // per layer, input layer first
   int64_t num_hidden = 16;
   int num_layers = 2;
-  double lr = 0.003;              // Adam
+  double lr = 0.003;  // Adam
   double dropout = 0.5;
   double weight_decay = 0.0;
   int log_every = 20;
   int eval_every = 5;
   uint64_t seed = 0;
-  int num_omp_threads = 0;        // 0 = DefaultTorchThreads
-  int num_gpus = -1;              // -1/0 = CPU
-  int num_workers = 2;            // sampling threads (standalone)
-  int prefetch = 2;               // batches sampled ahead
+  int num_omp_threads = 0;  // 0 = DefaultTorchThreads
+  int num_gpus = -1;        // -1/0 = CPU
+  int num_workers = 2;      // sampling threads (standalone)
+  int prefetch = 2;         // batches sampled ahead
   bool sample_replace = false;
-  std::string metrics_file;       // JSON lines
-  std::string checkpoint_dir;     // model + optimizer + epoch, every epoch
-  bool resume = false;            // continue from checkpoint_dir
-  std::string save_model;         // torch.load-able dict of named tensors
-  std::string save_embeddings;    // .npy of the final layer output, input node order
+  std::string metrics_file;     // JSON lines
+  std::string checkpoint_dir;   // model + optimizer + epoch, every epoch
+  bool resume = false;          // continue from checkpoint_dir
+  std::string save_model;       // torch.load-able dict of named tensors
+  std::string save_embeddings;  // .npy of the final layer output, input node order
   bool verify_checksums = true;
 
   // Link prediction (unsupervised GraphSAGE, DGL's train_dist_unsupervised).
-  std::string task = "node";      // --task node|link
-  int num_negs = 1;               // --num_negs: uniform negative tails per positive edge
-  bool remove_edge = false;       // --remove_edge: keep batch edges out of their blocks
+  std::string task = "node";  // --task node|link
+  int num_negs = 1;           // --num_negs: uniform negative tails per positive edge
+  bool remove_edge = false;   // --remove_edge: keep batch edges out of their blocks
 
   // Distributed mode (also from the launcher's GNN_* environment, read in main).
-  std::string ip_config;          // --ip_config
-  int machine_id = 0;             // --machine_id: this machine's line = its partition
-  int trainer_id = 0;             // --trainer_id: index among this machine's trainers
-  int num_trainers = 1;           // --num_trainers per machine
-  int num_servers = 1;            // --num_servers per machine
-  int num_samplers = 0;           // --num_samplers per trainer (0 = sample in-process)
-  std::string master_addr;        // --master_addr: rendezvous host (default: machine 0)
-  int master_port = 29500;        // --master_port
-  std::string job_id = "gnn";     // --job_id: shared with servers and samplers
-  std::string secret_file;        // --secret_file: the job's secret (keys derive from it and job_id)
-  bool insecure = false;          // --insecure: plaintext, unauthenticated
+  std::string ip_config;       // --ip_config
+  int machine_id = 0;          // --machine_id: this machine's line = its partition
+  int trainer_id = 0;          // --trainer_id: index among this machine's trainers
+  int num_trainers = 1;        // --num_trainers per machine
+  int num_servers = 1;         // --num_servers per machine
+  int num_samplers = 0;        // --num_samplers per trainer (0 = sample in-process)
+  std::string master_addr;     // --master_addr: rendezvous host (default: machine 0)
+  int master_port = 29500;     // --master_port
+  std::string job_id = "gnn";  // --job_id: shared with servers and samplers
+  std::string secret_file;     // --secret_file: the job's secret (keys derive from it and job_id)
+  bool insecure = false;       // --insecure: plaintext, unauthenticated
   int rendezvous_timeout_s = 60;
   int request_timeout_ms = 30000;
 
@@ -76,7 +75,6 @@ int DefaultTorchThreads(const TrainOptions& o);
 // This trainer's share of the machine's cores: all of them standalone,
 // cores / num_trainers in a cluster (at least 1).
 int CoreShare(const TrainOptions& o);
-
 
 // Runs training; returns the summary object (best_val_acc, test_acc,
 // final_test_acc, epochs, mean_epoch_time_s, seeds_per_s, ...).

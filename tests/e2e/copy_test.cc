@@ -263,7 +263,8 @@ TEST_CASE("gnn-copy: absolute part dirs are rewritten the same for every machine
 TEST_CASE("gnn-copy --secret_file makes a cluster secret once and ships it owner-only", "[e2e]") {
   Setup s;
   const std::string secret = s.dir / "cluster.secret";
-  test::ProcessResult r = test::RunProcess(s.Args(s.dir / "ws/m{machine}", {"--secret_file", secret}), 30);
+  test::ProcessResult r =
+      test::RunProcess(s.Args(s.dir / "ws/m{machine}", {"--secret_file", secret}), 30);
   INFO(Joined(r));
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("made a new cluster secret") != std::string::npos);
@@ -374,9 +375,13 @@ TEST_CASE("gnn-copy: over a real sshd with rsync and scp, binaries shipped, re-r
   Setup s;
   const std::string json_text = test::ReadFileOrEmpty(s.config);
   // The cluster secret rides along: it must land owner-only over rsync and scp too.
-  const std::vector<std::string> ssh = {"--force_ssh", "--ssh_config", sshd->client_config(),
-                                        "--ssh_port", std::to_string(sshd->port()),
-                                        "--secret_file", s.dir / "cluster.secret"};
+  const std::vector<std::string> ssh = {"--force_ssh",
+                                        "--ssh_config",
+                                        sshd->client_config(),
+                                        "--ssh_port",
+                                        std::to_string(sshd->port()),
+                                        "--secret_file",
+                                        s.dir / "cluster.secret"};
   auto args = [&](const std::string& ws, std::vector<std::string> extra) {
     extra.insert(extra.end(), ssh.begin(), ssh.end());
     return s.Args(ws, extra);

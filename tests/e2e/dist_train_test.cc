@@ -56,7 +56,8 @@ class Deployment {
     for (int m = 0; m < machines; ++m) {
       auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
       while (true) {
-        net::Connection c(ctx, "tcp://127.0.0.1:" + std::to_string(ports[m]), "server", test::Keys(job_));
+        net::Connection c(ctx, "tcp://127.0.0.1:" + std::to_string(ports[m]), "server",
+                          test::Keys(job_));
         try {
           net::Pong::Decode(c.Call(net::Ping{}.Encode(0), net::Millis(200)));
           break;
@@ -76,10 +77,19 @@ class Deployment {
   }
 
   std::vector<std::string> TrainerArgs(int machine, const std::vector<std::string>& extra) const {
-    std::vector<std::string> args = {test::Bin("gnn-train"), "--ip_config", ip_, "--part_config",
-                                     config_, "--machine_id", std::to_string(machine), "--job_id",
-                                     job_, "--master_port", std::to_string(master_port_),
-                                     "--num_omp_threads", "1"};
+    std::vector<std::string> args = {test::Bin("gnn-train"),
+                                     "--ip_config",
+                                     ip_,
+                                     "--part_config",
+                                     config_,
+                                     "--machine_id",
+                                     std::to_string(machine),
+                                     "--job_id",
+                                     job_,
+                                     "--master_port",
+                                     std::to_string(master_port_),
+                                     "--num_omp_threads",
+                                     "1"};
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   }
@@ -116,8 +126,13 @@ class Deployment {
 };
 
 json Standalone(const std::string& config, const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {test::Bin("gnn-train"), "--standalone", "--part_config",
-                                   config, "--num_omp_threads", "1", "--quiet"};
+  std::vector<std::string> args = {test::Bin("gnn-train"),
+                                   "--standalone",
+                                   "--part_config",
+                                   config,
+                                   "--num_omp_threads",
+                                   "1",
+                                   "--quiet"};
   args.insert(args.end(), extra.begin(), extra.end());
   auto r = test::RunProcess(args, 600);
   INFO(r.err);
@@ -136,7 +151,8 @@ void Parity(const std::string& dataset, const std::vector<std::string>& model, d
   for (int parts : {1, 2, 4}) {
     std::string config = test::MakePartitions(dir, dataset, parts, "p" + std::to_string(parts));
     std::unique_ptr<Deployment> d;
-    if (parts > 1) d = std::make_unique<Deployment>(dir, config, parts, "p" + std::to_string(parts));
+    if (parts > 1)
+      d = std::make_unique<Deployment>(dir, config, parts, "p" + std::to_string(parts));
     double sum = 0;
     for (int seed = 0; seed < 3; ++seed) {
       std::vector<std::string> args = model;
@@ -148,7 +164,8 @@ void Parity(const std::string& dataset, const std::vector<std::string>& model, d
         sum += Standalone(config, args).at("test_acc").get<double>();
         continue;
       }
-      std::vector<json> s = d->Train(args, "p" + std::to_string(parts) + "s" + std::to_string(seed));
+      std::vector<json> s =
+          d->Train(args, "p" + std::to_string(parts) + "s" + std::to_string(seed));
       for (const json& j : s) {
         // Every replica ends with identical parameters and the same scores.
         CHECK(j.at("param_checksum") == s[0].at("param_checksum"));
@@ -176,8 +193,7 @@ TEST_CASE("distributed training matches standalone accuracy on Cora (1/2/4 parti
   Parity(cora, {"--config", std::string(GNN_SOURCE_DIR) + "/configs/cora.toml"}, 0.79);
 }
 
-TEST_CASE("distributed training matches standalone accuracy on synthetic:small",
-          "[e2e][slow]") {
+TEST_CASE("distributed training matches standalone accuracy on synthetic:small", "[e2e][slow]") {
   Parity("synthetic:small",
          {"--num_epochs", "6", "--lr", "0.01", "--num_hidden", "32", "--eval_every", "6"}, 0.5,
          1000);
@@ -192,12 +208,16 @@ TEST_CASE("a skewed partition still gives every trainer the same steps", "[e2e]"
   for (int c = 0; c < 2; ++c) {
     for (int i = 0; i < 60; ++i) {
       int v = c * 60 + i;
-      for (int k = 1; k <= 3; ++k) edges += std::to_string(v) + "," + std::to_string(c * 60 + (i + k) % 60) + "\n";
+      for (int k = 1; k <= 3; ++k)
+        edges += std::to_string(v) + "," + std::to_string(c * 60 + (i + k) % 60) + "\n";
       feats += std::to_string(c) + "," + std::to_string(i % 3) + "\n";
       labels += std::to_string((i % 3 == 0) ? c : 1 - c) + "\n";
-      if (c == 0) train += std::to_string(v) + "\n";
-      else if (i < 30) valid += std::to_string(v) + "\n";
-      else test_ids += std::to_string(v) + "\n";
+      if (c == 0)
+        train += std::to_string(v) + "\n";
+      else if (i < 30)
+        valid += std::to_string(v) + "\n";
+      else
+        test_ids += std::to_string(v) + "\n";
     }
   }
   edges += "0,60\n";  // one bridge
@@ -237,10 +257,10 @@ TEST_CASE("a trainer whose peers never arrive names them and exits", "[e2e]") {
   std::string ip = dir / "ip.txt";
   std::ofstream(ip) << "127.0.0.1 " << ports[0] << "\n127.0.0.1 " << ports[1] << "\n";
   auto start = std::chrono::steady_clock::now();
-  auto r = test::RunProcess({test::Bin("gnn-train"), "--ip_config", ip, "--part_config", config,
-                             "--machine_id", "0", "--master_port", std::to_string(ports[2]),
-                             "--rendezvous_timeout_s", "3"},
-                            60);
+  auto r = test::RunProcess(
+      {test::Bin("gnn-train"), "--ip_config", ip, "--part_config", config, "--machine_id", "0",
+       "--master_port", std::to_string(ports[2]), "--rendezvous_timeout_s", "3"},
+      60);
   INFO(r.err);
   CHECK(r.exit_code == 5);  // timeout
   CHECK(r.err.find("rank 1 (machine 1 trainer 0) did not arrive") != std::string::npos);
@@ -280,8 +300,8 @@ TEST_CASE("distributed --resume ends with the same model as an uninterrupted run
   test::TempDir dir;
   std::string config = test::MakePartitions(dir, "synthetic:tiny", 2, "data");
   Deployment d(dir, config, 2, "resume");
-  std::vector<std::string> base = {"--batch_size", "100", "--num_hidden", "8", "--seed", "3",
-                                   "--eval_every", "2"};
+  std::vector<std::string> base = {"--batch_size", "100", "--num_hidden", "8",
+                                   "--seed",       "3",   "--eval_every", "2"};
   auto straight = base;
   straight.insert(straight.end(), {"--num_epochs", "4", "--checkpoint_dir", dir / "ck1"});
   std::vector<json> a = d.Train(straight, "straight");
@@ -330,9 +350,9 @@ TEST_CASE("link prediction on Cora: bars standalone and on 2 partitions within 2
     alone.lr += s.at("embedding_lr_test_acc").get<double>() / seeds;
     alone.auc += s.at("link_auc").get<double>() / seeds;
     alone.mrr += s.at("link_mrr").get<double>() / seeds;
-    std::vector<json> r = d.Train(
-        {"--config", cfg, "--seed", std::to_string(seed), "--batch_size", "128"},
-        "link" + std::to_string(seed));
+    std::vector<json> r =
+        d.Train({"--config", cfg, "--seed", std::to_string(seed), "--batch_size", "128"},
+                "link" + std::to_string(seed));
     for (const json& j : r) {
       CHECK(j.at("param_checksum") == r[0].at("param_checksum"));
       CHECK(j.at("link_auc") == r[0].at("link_auc"));
@@ -367,9 +387,10 @@ TEST_CASE("distributed --task link samples the same with gnn-sampler processes a
   o.val_edges = 0.1;
   o.output = dir / "tiny";
   Deployment d(dir, RunPartition(o).config_path, 2, "linksamplers");
-  const std::vector<std::string> base = {"--task", "link", "--remove_edge", "--num_negs", "2",
-                                         "--num_epochs", "2", "--batch_size", "500",
-                                         "--num_hidden", "8", "--eval_every", "2"};
+  const std::vector<std::string> base = {
+      "--task", "link",         "--remove_edge", "--num_negs",   "2", "--num_epochs",
+      "2",      "--batch_size", "500",           "--num_hidden", "8", "--eval_every",
+      "2"};
   std::vector<json> in_process = d.Train(base, "inproc");
   auto with_samplers = base;
   with_samplers.insert(with_samplers.end(), {"--num_samplers", "2"});

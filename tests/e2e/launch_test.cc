@@ -1,30 +1,30 @@
 // gnn-launch end to end on loopback: a whole job (2 machines, servers,
 // trainers, samplers) to its JSON summary; failures, signals and bad input
 // that end it with nothing left behind.
-#include <catch2/catch.hpp>
 #include <arpa/inet.h>
-#include <csignal>
 #include <dirent.h>
-#include <fstream>
 #include <netinet/in.h>
-#include <nlohmann/json.hpp>
 #include <sys/socket.h>
-#include <thread>
 #include <unistd.h>
 
-#include "net/ip_config.h"
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
 #include "cluster/launcher.h"
 #include "cluster/preflight.h"
 #include "cluster/slurm.h"
-#include "cluster/slurm.h"
-#include "common/error.h"
 #include "cluster_util.h"
+#include "common/error.h"
 #include "common/sha256.h"
+#include "net/ip_config.h"
 #include "partition/config.h"
 #include "process_util.h"
-#include "ssh_util.h"
 #include "server/server.h"
 #include "server/shm_partition.h"
+#include "ssh_util.h"
 #include "test_util.h"
 
 using namespace gnn;
@@ -50,7 +50,8 @@ int CountOf(const std::string& text, const std::string& what) {
 
 // Pids of processes whose environment carries GNN_JOB_ID=job, or whose
 // parent is `parent` (0 = ignore), optionally only with comm `comm`.
-std::vector<pid_t> JobProcesses(const std::string& job, pid_t parent = 0, const std::string& comm = "") {
+std::vector<pid_t> JobProcesses(const std::string& job, pid_t parent = 0,
+                                const std::string& comm = "") {
   std::vector<pid_t> pids;
   DIR* d = opendir("/proc");
   if (!d) return pids;
@@ -86,7 +87,8 @@ std::vector<pid_t> JobProcesses(const std::string& job, pid_t parent = 0, const 
 }
 
 // `args` with the value after `flag` replaced by `value`.
-std::vector<std::string> WithFlag(std::vector<std::string> args, const std::string& flag, const std::string& value) {
+std::vector<std::string> WithFlag(std::vector<std::string> args, const std::string& flag,
+                                  const std::string& value) {
   for (size_t i = 0; i + 1 < args.size(); ++i) {
     if (args[i] == flag) args[i + 1] = value;
   }
@@ -111,11 +113,27 @@ struct Setup {
     out << "127.0.0.1 " << ports[0] << "\n127.0.0.1 " << ports[1] << "\n";
   }
 
-  std::vector<std::string> Args(const std::string& command, std::vector<std::string> extra = {}) const {
-    std::vector<std::string> a = {test::Bin("gnn-launch"), "--workspace", dir.path(), "--num_trainers", "1",
-                                  "--num_samplers", "1", "--num_servers", "1", "--part_config", config,
-                                  "--ip_config", ip, "--master_port", std::to_string(ports[2]),
-                                  "--job_id", job, "--grace_s", "3"};
+  std::vector<std::string> Args(const std::string& command,
+                                std::vector<std::string> extra = {}) const {
+    std::vector<std::string> a = {test::Bin("gnn-launch"),
+                                  "--workspace",
+                                  dir.path(),
+                                  "--num_trainers",
+                                  "1",
+                                  "--num_samplers",
+                                  "1",
+                                  "--num_servers",
+                                  "1",
+                                  "--part_config",
+                                  config,
+                                  "--ip_config",
+                                  ip,
+                                  "--master_port",
+                                  std::to_string(ports[2]),
+                                  "--job_id",
+                                  job,
+                                  "--grace_s",
+                                  "3"};
     a.insert(a.end(), extra.begin(), extra.end());
     a.push_back(command);
     return a;
@@ -139,7 +157,8 @@ struct Setup {
   }
 
   // Waits up to `timeout` for the job's processes to disappear.
-  void RequireNothingLeft(pid_t launcher, std::chrono::seconds timeout = std::chrono::seconds(5)) const {
+  void RequireNothingLeft(pid_t launcher,
+                          std::chrono::seconds timeout = std::chrono::seconds(5)) const {
     auto deadline = Clock::now() + timeout;
     std::vector<pid_t> left;
     std::vector<std::string> shm;
@@ -151,7 +170,8 @@ struct Setup {
     }
     std::string which;
     for (pid_t p : left) {
-      which += std::to_string(p) + ": " + test::ReadFileOrEmpty("/proc/" + std::to_string(p) + "/stat") + "\n";
+      which += std::to_string(p) + ": " +
+               test::ReadFileOrEmpty("/proc/" + std::to_string(p) + "/stat") + "\n";
       kill(p, SIGKILL);
     }
     INFO(which);
@@ -177,7 +197,10 @@ struct Setup {
   void WaitTraining(ChildProcess& launcher) const {
     INFO(launcher.Stderr());
     REQUIRE(test::WaitUntil(
-        [&] { return !launcher.Running() || launcher.Stderr().find("Epoch Time(s)") != std::string::npos; },
+        [&] {
+          return !launcher.Running() ||
+                 launcher.Stderr().find("Epoch Time(s)") != std::string::npos;
+        },
         std::chrono::seconds(120)));
     REQUIRE(launcher.Running());
   }
@@ -185,7 +208,8 @@ struct Setup {
 
 }  // namespace
 
-TEST_CASE("gnn-launch runs 2 machines on loopback to a JSON summary and leaves nothing behind", "[e2e]") {
+TEST_CASE("gnn-launch runs 2 machines on loopback to a JSON summary and leaves nothing behind",
+          "[e2e]") {
   Setup s("ok");
   ChildProcess launcher(s.Args(s.Train("--num_epochs 2")), s.dir / "launcher");
   auto code = launcher.Wait(std::chrono::seconds(120));
@@ -213,7 +237,8 @@ TEST_CASE("gnn-launch runs 2 machines on loopback to a JSON summary and leaves n
 TEST_CASE("gnn-launch stops the job and names the trainer that fails", "[e2e]") {
   Setup s("fail");
   auto t0 = Clock::now();
-  ChildProcess launcher(s.Args(s.Train("--num_epochs 2 --num_layers 2 --fan_out 1,2,3")), s.dir / "launcher");
+  ChildProcess launcher(s.Args(s.Train("--num_epochs 2 --num_layers 2 --fan_out 1,2,3")),
+                        s.dir / "launcher");
   auto code = launcher.Wait(std::chrono::seconds(30));
   REQUIRE(code.has_value());
   CHECK(Clock::now() - t0 < std::chrono::seconds(15));
@@ -240,7 +265,8 @@ namespace {
 
 // kill -9 `victim` of a running job: the launcher ends it within 15 s with
 // a report line naming `named`, and nothing is left behind.
-void KillAndExpectTeardown(const Setup& s, ChildProcess& launcher, pid_t victim, const std::string& named) {
+void KillAndExpectTeardown(const Setup& s, ChildProcess& launcher, pid_t victim,
+                           const std::string& named) {
   s.WaitTraining(launcher);
   REQUIRE(kill(victim, SIGKILL) == 0);
   auto t0 = Clock::now();
@@ -258,7 +284,8 @@ void KillAndExpectTeardown(const Setup& s, ChildProcess& launcher, pid_t victim,
 }
 
 // Starts a job and kill -9s its first process named `comm` mid-training.
-void KillOneAndExpectTeardown(const std::string& tag, const std::string& comm, const std::string& named) {
+void KillOneAndExpectTeardown(const std::string& tag, const std::string& comm,
+                              const std::string& named) {
   Setup s(tag);
   ChildProcess launcher(s.Args(s.Train("--num_epochs 100000")), s.dir / "launcher");
   s.WaitTrainer(launcher);
@@ -310,7 +337,8 @@ TEST_CASE("the children of a SIGKILLed gnn-launch are gone within 30 s", "[e2e]"
   s.RequireNothingLeft(pid, std::chrono::seconds(30));
 }
 
-TEST_CASE("gnn-launch reports every problem of bad input, one line each, and starts nothing", "[e2e]") {
+TEST_CASE("gnn-launch reports every problem of bad input, one line each, and starts nothing",
+          "[e2e]") {
   Setup s("bad");
   auto errors = [](const test::ProcessResult& r) { return CountOf(r.err, "gnn-launch: error: "); };
   auto started = [&] { return access((s.dir / ("logs/" + s.job)).c_str(), F_OK) == 0; };
@@ -334,7 +362,8 @@ TEST_CASE("gnn-launch reports every problem of bad input, one line each, and sta
   }
   SECTION("missing part config and missing trainer binary: one line each, per machine") {
     auto r = test::RunProcess(
-        WithFlag(s.Args("/nonexistent/gnn-train --num_epochs 1"), "--part_config", "no/such.json"), 30);
+        WithFlag(s.Args("/nonexistent/gnn-train --num_epochs 1"), "--part_config", "no/such.json"),
+        30);
     INFO(r.err);
     CHECK(r.exit_code != 0);
     CHECK(errors(r) == 3);
@@ -360,13 +389,29 @@ TEST_CASE("gnn-launch reaches remote machines with one quoted ssh command line",
   ssh.port = 2222;
   ssh.username = "alice";
   ssh.config = "/etc/gnn/ssh_config";
-  auto argv = SshArgv(ssh, "10.0.0.2", RemoteCommand("~/my ws", {"GNN_JOB_ID=j'1", "GNN_MACHINE_ID=1"},
-                                                     "gnn-train --num_epochs 2"));
+  auto argv = SshArgv(
+      ssh, "10.0.0.2",
+      RemoteCommand("~/my ws", {"GNN_JOB_ID=j'1", "GNN_MACHINE_ID=1"}, "gnn-train --num_epochs 2"));
   std::vector<std::string> want = {
-      "ssh", "-F", "/etc/gnn/ssh_config", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "Port=2222",
-      "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4", "-o", "User=alice", "10.0.0.2",
+      "ssh",
+      "-F",
+      "/etc/gnn/ssh_config",
+      "-o",
+      "BatchMode=yes",
+      "-o",
+      "ConnectTimeout=10",
+      "-o",
+      "Port=2222",
+      "-o",
+      "ServerAliveInterval=15",
+      "-o",
+      "ServerAliveCountMax=4",
+      "-o",
+      "User=alice",
+      "10.0.0.2",
       "cd \"$HOME\"/'my ws' && env PATH=\"$PWD/bin:$PATH\" 'GNN_JOB_ID=j'\\''1' 'GNN_MACHINE_ID=1' "
-      "gnn-train --num_epochs 2; rc=$?; if [ $rc -gt 128 ] && [ $rc -lt 160 ]; then echo \"(remote process "
+      "gnn-train --num_epochs 2; rc=$?; if [ $rc -gt 128 ] && [ $rc -lt 160 ]; then echo \"(remote "
+      "process "
       "killed by signal $((rc - 128)))\" >&2; fi; exit $rc"};
   CHECK(argv == want);
   CHECK(MachineWorkspace("/w/m{machine}/x{machine}", 3) == "/w/m3/x3");
@@ -385,9 +430,10 @@ namespace {
 // {machine}); the config's path relative to the workspace.
 std::string CopyOverSsh(const Setup& s, const std::string& ip_config, const std::string& ws,
                         const std::vector<std::string>& ssh_flags) {
-  std::vector<std::string> args = {test::Bin("gnn-copy"), "--ip_config", ip_config, "--workspace", ws,
-                                   "--rel_data_path", "tiny", "--part_config", s.config, "--ship_binaries",
-                                   "--force_ssh"};
+  std::vector<std::string> args = {
+      test::Bin("gnn-copy"), "--ip_config", ip_config,       "--workspace", ws,
+      "--rel_data_path",     "tiny",        "--part_config", s.config,      "--ship_binaries",
+      "--force_ssh"};
   args.insert(args.end(), ssh_flags.begin(), ssh_flags.end());
   auto r = test::RunProcess(args, 120);
   INFO(r.err);
@@ -420,8 +466,9 @@ TEST_CASE("gnn-launch runs every process through a real sshd and stops them all"
   };
 
   SECTION("a whole job to its JSON summary") {
-    ChildProcess launcher(relocate(s.Args("gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 2", flags)),
-                          s.dir / "launcher");
+    ChildProcess launcher(
+        relocate(s.Args("gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 2", flags)),
+        s.dir / "launcher");
     auto code = launcher.Wait(std::chrono::seconds(120));
     REQUIRE(code.has_value());
     INFO(launcher.Stderr());
@@ -432,8 +479,10 @@ TEST_CASE("gnn-launch runs every process through a real sshd and stops them all"
     s.RequireNothingLeft(launcher.pid());
   }
   SECTION("kill -9 of a trainer started over ssh ends the job within 15 s") {
-    ChildProcess launcher(relocate(s.Args("gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 100000", flags)),
-                          s.dir / "launcher");
+    ChildProcess launcher(
+        relocate(
+            s.Args("gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 100000", flags)),
+        s.dir / "launcher");
     KillAndExpectTeardown(s, launcher, s.WaitTrainer(launcher), "trainer 0] (pid");
   }
   SECTION("a busy port on a machine reached over ssh is named before anything starts") {
@@ -442,13 +491,15 @@ TEST_CASE("gnn-launch runs every process through a real sshd and stops them all"
     close(fd);
     INFO(r.err);
     CHECK(r.exit_code != 0);
-    CHECK(r.err.find("machine 1 (127.0.0.1): port " + std::to_string(s.ports[1]) + " for server 0 is busy") !=
-          std::string::npos);
+    CHECK(r.err.find("machine 1 (127.0.0.1): port " + std::to_string(s.ports[1]) +
+                     " for server 0 is busy") != std::string::npos);
     CHECK(CountOf(r.err, "gnn-launch: error: ") == 1);
   }
   SECTION("SIGKILL of the launcher: the remote processes notice and stop within 30 s") {
-    ChildProcess launcher(relocate(s.Args("gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 100000", flags)),
-                          s.dir / "launcher");
+    ChildProcess launcher(
+        relocate(
+            s.Args("gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 100000", flags)),
+        s.dir / "launcher");
     s.WaitTraining(launcher);
     pid_t pid = launcher.pid();
     launcher.Kill();
@@ -460,7 +511,8 @@ TEST_CASE("gnn-launch names an unreachable machine before starting anything", "[
   Setup s("unreachable");
   // Nothing listens on this port: ssh is refused at once.
   const int closed = test::FreeLoopbackPortRanges(1, 1)[0];
-  auto r = test::RunProcess(s.Args(s.Train(""), {"--force_ssh", "--ssh_port", std::to_string(closed)}), 60);
+  auto r = test::RunProcess(
+      s.Args(s.Train(""), {"--force_ssh", "--ssh_port", std::to_string(closed)}), 60);
   INFO(r.err);
   CHECK(r.exit_code != 0);
   CHECK(r.err.find("machine 0 (127.0.0.1): ssh failed") != std::string::npos);
@@ -481,18 +533,36 @@ TEST_CASE("gnn-launch runs a job across two network namespaces over ssh", "[e2e]
   Setup s("netns");
   // Two machines with their own addresses and workspaces, filled by
   // gnn-copy over ssh: the whole pipeline across "hosts".
-  std::ofstream(s.dir / "ip_config.txt") << net->address(0) << " 30050\n" << net->address(1) << " 30050\n";
+  std::ofstream(s.dir / "ip_config.txt") << net->address(0) << " 30050\n"
+                                         << net->address(1) << " 30050\n";
   const std::string config =
       CopyOverSsh(s, s.dir / "ip_config.txt", s.dir / "m{machine}", SshFlags(*sshd[0]));
   CHECK(access((s.dir / "m0/tiny/part0/feat.npy").c_str(), F_OK) == 0);
   CHECK(access((s.dir / "m0/tiny/part1").c_str(), F_OK) != 0);  // only its own partition
   CHECK(access((s.dir / "m1/bin/gnn-train").c_str(), X_OK) == 0);
-  std::vector<std::string> args = {test::Bin("gnn-launch"), "--workspace", s.dir / "m{machine}",
-                                   "--num_trainers", "1", "--num_samplers", "1", "--num_servers", "2",
-                                   "--part_config", config, "--ip_config", "ip_config.txt",
-                                   "--job_id", s.job, "--grace_s", "3", "--log_dir", s.dir / "logs",
+  std::vector<std::string> args = {test::Bin("gnn-launch"),
+                                   "--workspace",
+                                   s.dir / "m{machine}",
+                                   "--num_trainers",
+                                   "1",
+                                   "--num_samplers",
+                                   "1",
+                                   "--num_servers",
+                                   "2",
+                                   "--part_config",
+                                   config,
+                                   "--ip_config",
+                                   "ip_config.txt",
+                                   "--job_id",
+                                   s.job,
+                                   "--grace_s",
+                                   "3",
+                                   "--log_dir",
+                                   s.dir / "logs",
                                    "--ssh_config",
-                                   sshd[0]->client_config(), "--ssh_port", std::to_string(sshd[0]->port()),
+                                   sshd[0]->client_config(),
+                                   "--ssh_port",
+                                   std::to_string(sshd[0]->port()),
                                    "gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 2"};
   ChildProcess launcher(args, s.dir / "launcher");
   auto code = launcher.Wait(std::chrono::seconds(180));
@@ -517,14 +587,32 @@ std::string JobIdOf(const std::string& err) {
 }
 
 // One machine's per-node launcher of a 2-machine job in `ws`.
-std::vector<std::string> PerNodeArgs(const std::string& ws, const std::string& config, int machine, int master,
-                                     const std::string& command, std::vector<std::string> extra = {}) {
-  std::vector<std::string> a = {test::Bin("gnn-launch"), "--workspace", ws, "--num_trainers", "1",
-                                "--num_samplers", "1", "--num_servers", "1", "--part_config", config,
-                                "--ip_config", "ip_config.txt", "--master_port", std::to_string(master),
-                                "--grace_s", "3", "--log_dir", ws + "/logs-m" + std::to_string(machine)};
+std::vector<std::string> PerNodeArgs(const std::string& ws, const std::string& config, int machine,
+                                     int master, const std::string& command,
+                                     std::vector<std::string> extra = {}) {
+  std::vector<std::string> a = {test::Bin("gnn-launch"),
+                                "--workspace",
+                                ws,
+                                "--num_trainers",
+                                "1",
+                                "--num_samplers",
+                                "1",
+                                "--num_servers",
+                                "1",
+                                "--part_config",
+                                config,
+                                "--ip_config",
+                                "ip_config.txt",
+                                "--master_port",
+                                std::to_string(master),
+                                "--grace_s",
+                                "3",
+                                "--log_dir",
+                                ws + "/logs-m" + std::to_string(machine)};
   // Per-node launchers share the cluster secret (as gnn-copy would ship it).
-  if (machine >= 0) a.insert(a.end(), {"--machine_id", std::to_string(machine), "--secret_file", test::TestSecretFile()});
+  if (machine >= 0)
+    a.insert(a.end(),
+             {"--machine_id", std::to_string(machine), "--secret_file", test::TestSecretFile()});
   a.insert(a.end(), extra.begin(), extra.end());
   a.push_back(command);
   return a;
@@ -540,14 +628,17 @@ int Finish(ChildProcess& launcher, int seconds) {
 
 }  // namespace
 
-TEST_CASE("per-node gnn-launch --machine_id started apart (one already waiting) trains Cora like the ssh launcher",
-          "[e2e]") {
+TEST_CASE(
+    "per-node gnn-launch --machine_id started apart (one already waiting) trains Cora like the ssh "
+    "launcher",
+    "[e2e]") {
   const std::string cora = test::SharedDataset("cora");
   if (cora.empty()) GNN_SKIP("../shared/datasets/cora not found");
   test::TempDir dir;
   const std::string config = test::MakePartitions(dir, cora, 2, "cora");
   const auto ports = test::FreeLoopbackPortRanges(3, 1);
-  std::ofstream(dir / "ip_config.txt") << "127.0.0.1 " << ports[0] << "\n127.0.0.1 " << ports[1] << "\n";
+  std::ofstream(dir / "ip_config.txt")
+      << "127.0.0.1 " << ports[0] << "\n127.0.0.1 " << ports[1] << "\n";
   const std::string train = test::Bin("gnn-train") + " --num_omp_threads 1 --seed 1 --config " +
                             std::string(GNN_SOURCE_DIR) + "/configs/cora.toml";
 
@@ -559,7 +650,8 @@ TEST_CASE("per-node gnn-launch --machine_id started apart (one already waiting) 
   if (sshd) {
     std::filesystem::create_directories(dir / "bin");
     std::filesystem::create_symlink(test::Bin("gnn-server"), dir / "bin/gnn-server");
-    via_ssh = {"--force_ssh", "--ssh_config", sshd->client_config(), "--ssh_port", std::to_string(sshd->port())};
+    via_ssh = {"--force_ssh", "--ssh_config", sshd->client_config(), "--ssh_port",
+               std::to_string(sshd->port())};
   } else {
     WARN("reference run without ssh: " << why);
   }
@@ -570,8 +662,9 @@ TEST_CASE("per-node gnn-launch --machine_id started apart (one already waiting) 
   // Machine 1 first; machine 0 (with the rendezvous) once machine 1 says
   // it is waiting for it (its first note comes after 5 s).
   ChildProcess m1(PerNodeArgs(dir.path(), config, 1, ports[2], train), dir / "m1");
-  REQUIRE(test::WaitUntil([&] { return m1.Stderr().find("waiting for machine 0 server 0") != std::string::npos; },
-                          std::chrono::seconds(60)));
+  REQUIRE(test::WaitUntil(
+      [&] { return m1.Stderr().find("waiting for machine 0 server 0") != std::string::npos; },
+      std::chrono::seconds(60)));
   REQUIRE(m1.Running());
   ChildProcess m0(PerNodeArgs(dir.path(), config, 0, ports[2], train), dir / "m0");
   REQUIRE(Finish(m0, 300) == 0);
@@ -580,7 +673,8 @@ TEST_CASE("per-node gnn-launch --machine_id started apart (one already waiting) 
   CHECK(m0.Stderr().find("[0 trainer 0] ") != std::string::npos);
   CHECK(m0.Stderr().find("[1 trainer 0] ") == std::string::npos);  // machine 1's are not ours
   json s0 = json::parse(LastLine(m0.Stdout()));
-  WARN("Cora, 2 machines: one (ssh) launcher test_acc " << ref.at("test_acc") << ", per-node " << s0.at("test_acc"));
+  WARN("Cora, 2 machines: one (ssh) launcher test_acc " << ref.at("test_acc") << ", per-node "
+                                                        << s0.at("test_acc"));
   CHECK(s0.at("test_acc") == ref.at("test_acc"));
   CHECK(s0.at("param_checksum") == ref.at("param_checksum"));
   CHECK(s0.at("test_acc").get<double>() >= 0.75);
@@ -592,8 +686,10 @@ TEST_CASE("per-node gnn-launch --machine_id started apart (one already waiting) 
 TEST_CASE("kill -9 of one node's trainer ends both per-node launchers within 30 s", "[e2e]") {
   Setup s("pernode-kill");
   const std::string train = s.Train("--num_epochs 100000");
-  ChildProcess m0(PerNodeArgs(s.dir.path(), s.config, 0, s.ports[2], train, {"--job_id", s.job}), s.dir / "m0");
-  ChildProcess m1(PerNodeArgs(s.dir.path(), s.config, 1, s.ports[2], train, {"--job_id", s.job}), s.dir / "m1");
+  ChildProcess m0(PerNodeArgs(s.dir.path(), s.config, 0, s.ports[2], train, {"--job_id", s.job}),
+                  s.dir / "m0");
+  ChildProcess m1(PerNodeArgs(s.dir.path(), s.config, 1, s.ports[2], train, {"--job_id", s.job}),
+                  s.dir / "m1");
   // Wait until both trainers run, then kill machine 1's.
   std::vector<pid_t> trainers;
   auto deadline = Clock::now() + std::chrono::seconds(60);
@@ -622,13 +718,14 @@ TEST_CASE("kill -9 of one node's trainer ends both per-node launchers within 30 
   CHECK(m1.Stderr().find("[1 trainer 0] (pid") != std::string::npos);
   INFO(m0.Stderr());
   INFO(m1.Stderr());
-  CHECK(m0.Stderr().find("machine 1 (127.0.0.1:" + std::to_string(s.ports[1]) + ") stopped answering") !=
-        std::string::npos);
+  CHECK(m0.Stderr().find("machine 1 (127.0.0.1:" + std::to_string(s.ports[1]) +
+                         ") stopped answering") != std::string::npos);
   s.RequireNothingLeft(m0.pid());
   s.RequireNothingLeft(m1.pid());
 }
 
-TEST_CASE("gnn-launch --slurm takes machine ids and the ip_config from srun's environment", "[e2e]") {
+TEST_CASE("gnn-launch --slurm takes machine ids and the ip_config from srun's environment",
+          "[e2e]") {
   CHECK(ExpandHostList("node[01-03,7],gpu5") ==
         std::vector<std::string>{"node01", "node02", "node03", "node7", "gpu5"});
   CHECK(ExpandHostList("a") == std::vector<std::string>{"a"});
@@ -637,21 +734,35 @@ TEST_CASE("gnn-launch --slurm takes machine ids and the ip_config from srun's en
   CHECK_THROWS_AS(ExpandHostList("node[1-2"), ConfigError);
   CHECK_THROWS_WITH(ReadSlurm({{"SLURM_NNODES", "2"}, {"SLURM_JOB_NODELIST", "a,b"}}),
                     Catch::Contains("SLURM_NODEID"));
-  CHECK_THROWS_WITH(ReadSlurm({{"SLURM_NODEID", "0"}, {"SLURM_NNODES", "3"}, {"SLURM_JOB_NODELIST", "a,b"}}),
-                    Catch::Contains("names 2 hosts but SLURM_NNODES is 3"));
+  CHECK_THROWS_WITH(
+      ReadSlurm({{"SLURM_NODEID", "0"}, {"SLURM_NNODES", "3"}, {"SLURM_JOB_NODELIST", "a,b"}}),
+      Catch::Contains("names 2 hosts but SLURM_NNODES is 3"));
 
   // Two "nodes" of a fake allocation: 127.0.0.1 and 127.0.0.2 (both this host).
   Setup s("slurm");
   const int port = s.ports[0];
   auto node = [&](int id) {
-    std::vector<std::string> env = {"SLURM_NODEID=" + std::to_string(id), "SLURM_PROCID=" + std::to_string(id),
-                                    "SLURM_NNODES=2", "SLURM_JOB_NODELIST=127.0.0.[1-2]",
+    std::vector<std::string> env = {"SLURM_NODEID=" + std::to_string(id),
+                                    "SLURM_PROCID=" + std::to_string(id), "SLURM_NNODES=2",
+                                    "SLURM_JOB_NODELIST=127.0.0.[1-2]",
                                     "SLURM_JOB_ID=77" + std::to_string(getpid())};
-    std::vector<std::string> args = {test::Bin("gnn-launch"), "--slurm", "--secret_file", test::TestSecretFile(),
-                                     "--slurm_port", std::to_string(port),
-                                     "--workspace", s.dir.path(), "--num_samplers", "1", "--part_config",
-                                     s.config, "--ip_config", "slurm_ip.txt", "--master_port",
-                                     std::to_string(s.ports[2]), "--log_dir",
+    std::vector<std::string> args = {test::Bin("gnn-launch"),
+                                     "--slurm",
+                                     "--secret_file",
+                                     test::TestSecretFile(),
+                                     "--slurm_port",
+                                     std::to_string(port),
+                                     "--workspace",
+                                     s.dir.path(),
+                                     "--num_samplers",
+                                     "1",
+                                     "--part_config",
+                                     s.config,
+                                     "--ip_config",
+                                     "slurm_ip.txt",
+                                     "--master_port",
+                                     std::to_string(s.ports[2]),
+                                     "--log_dir",
                                      s.dir / ("slurm-logs-" + std::to_string(id)),
                                      s.Train("--num_epochs 2")};
     return std::make_unique<ChildProcess>(args, s.dir / ("slurm" + std::to_string(id)), env);
@@ -677,13 +788,14 @@ TEST_CASE("per-node gnn-launch in two network namespaces forms one job without s
   auto net = test::NetnsCluster::Create(2, &why);
   if (!net) GNN_SKIP("no network namespaces here: " << why);
   Setup s("pernode-netns");
-  std::ofstream(s.dir / "ns_ip.txt") << net->address(0) << " 30050\n" << net->address(1) << " 30050\n";
+  std::ofstream(s.dir / "ns_ip.txt") << net->address(0) << " 30050\n"
+                                     << net->address(1) << " 30050\n";
   const std::string ip = FindOnPath("ip").empty() ? "/usr/sbin/ip" : FindOnPath("ip");
   std::vector<std::unique_ptr<ChildProcess>> nodes;
   for (int m = 1; m >= 0; --m) {
     std::vector<std::string> args = {ip, "netns", "exec", net->name(m)};
-    for (const auto& a : WithFlag(PerNodeArgs(s.dir.path(), s.config, m, 29500, s.Train("--num_epochs 2"),
-                                              {"--job_id", s.job}),
+    for (const auto& a : WithFlag(PerNodeArgs(s.dir.path(), s.config, m, 29500,
+                                              s.Train("--num_epochs 2"), {"--job_id", s.job}),
                                   "--ip_config", "ns_ip.txt")) {
       args.push_back(a);
     }
@@ -696,14 +808,16 @@ TEST_CASE("per-node gnn-launch in two network namespaces forms one job without s
   s.RequireNothingLeft(nodes[0]->pid());
 }
 
-TEST_CASE("a gnn-server whose launcher is gone (stdin EOF) stops cleanly and frees its memory", "[e2e]") {
+TEST_CASE("a gnn-server whose launcher is gone (stdin EOF) stops cleanly and frees its memory",
+          "[e2e]") {
   Setup s("stdin-eof");
   // stdin is an empty pipe that is closed at once, as when the launcher
   // (or the ssh connection to it) dies.
   auto t0 = Clock::now();
-  CommandResult r = RunCommand({"/usr/bin/env", "GNN_WATCH_STDIN=1", test::Bin("gnn-server"), "--ip_config",
-                                s.dir / s.ip, "--part_config", s.config, "--machine_id", "0", "--job_id", s.job},
-                               60, "");
+  CommandResult r =
+      RunCommand({"/usr/bin/env", "GNN_WATCH_STDIN=1", test::Bin("gnn-server"), "--ip_config",
+                  s.dir / s.ip, "--part_config", s.config, "--machine_id", "0", "--job_id", s.job},
+                 60, "");
   INFO(r.err);
   CHECK(!r.timed_out);
   CHECK(Clock::now() - t0 < std::chrono::seconds(15));
@@ -714,7 +828,8 @@ TEST_CASE("a gnn-server whose launcher is gone (stdin EOF) stops cleanly and fre
 
 TEST_CASE("gnn-launch runs the unsupervised job (--task link) to its JSON summary", "[e2e]") {
   Setup s("link");
-  ChildProcess launcher(s.Args(s.Train("--task link --num_epochs 1 --num_hidden 16")), s.dir / "launcher");
+  ChildProcess launcher(s.Args(s.Train("--task link --num_epochs 1 --num_hidden 16")),
+                        s.dir / "launcher");
   REQUIRE(Finish(launcher, 180) == 0);
   json summary = json::parse(LastLine(launcher.Stdout()));
   CHECK(summary.at("task") == "link");

@@ -83,8 +83,8 @@ TEST_CASE("gnn-partition on Cora and CiteSeer matches their README counts", "[e2
     std::string name;
     int64_t nodes, directed_edges, feat, classes, train;
   };
-  for (const Want& w : {Want{"cora", 2708, 10556, 1433, 7, 140},
-                        Want{"citeseer", 3327, 9104, 3703, 6, 120}}) {
+  for (const Want& w :
+       {Want{"cora", 2708, 10556, 1433, 7, 140}, Want{"citeseer", 3327, 9104, 3703, 6, 120}}) {
     std::string path = test::SharedDataset(w.name);
     if (path.empty()) {
       WARN("SKIPPED: ../shared/datasets/" << w.name << " not found");
@@ -92,9 +92,9 @@ TEST_CASE("gnn-partition on Cora and CiteSeer matches their README counts", "[e2
     }
     test::TempDir dir;
     const std::string shared_before = test::TreeState(path);
-    auto r = RunProcess({Bin("gnn-partition"), "--dataset", path, "--num_parts", "4",
-                         "--balance_train", "--cache_dir", dir / "cache", "--output",
-                         dir / "data", "--quiet"});
+    auto r =
+        RunProcess({Bin("gnn-partition"), "--dataset", path, "--num_parts", "4", "--balance_train",
+                    "--cache_dir", dir / "cache", "--output", dir / "data", "--quiet"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(r.err.empty());  // --quiet
@@ -128,9 +128,7 @@ TEST_CASE("gnn-partition bad input: one error line, non-zero exit, nothing writt
   SECTION("missing dataset folder") {
     ExpectCleanFailure(run({"--dataset", dir / "nope"}), "not found");
   }
-  SECTION("unknown preset") {
-    ExpectCleanFailure(run({"--dataset", "synthetic:huge"}), "huge");
-  }
+  SECTION("unknown preset") { ExpectCleanFailure(run({"--dataset", "synthetic:huge"}), "huge"); }
   SECTION("num_parts 0") {
     ExpectCleanFailure(run({"--dataset", "synthetic:tiny", "--num_parts", "0"}), "--num_parts");
   }
@@ -178,8 +176,8 @@ TEST_CASE("gnn-partition bad input: one error line, non-zero exit, nothing writt
   }
   SECTION("unwritable output") {
     WriteFileAtomic(dir / "afile", "x");
-    auto r = RunProcess({Bin("gnn-partition"), "--dataset", "synthetic:tiny", "--output",
-                         dir / "afile/out"});
+    auto r = RunProcess(
+        {Bin("gnn-partition"), "--dataset", "synthetic:tiny", "--output", dir / "afile/out"});
     ExpectCleanFailure(r, "afile");
   }
   CHECK_FALSE(PathExists(out));

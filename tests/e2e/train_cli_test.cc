@@ -16,9 +16,9 @@ namespace {
 
 std::string Partition(const test::TempDir& dir, const std::string& dataset, int parts,
                       const std::string& name) {
-  auto r = RunProcess({Bin("gnn-partition"), "--dataset", dataset, "--num_parts",
-                       std::to_string(parts), "--output", dir / name, "--cache_dir",
-                       dir / "cache", "--quiet"});
+  auto r =
+      RunProcess({Bin("gnn-partition"), "--dataset", dataset, "--num_parts", std::to_string(parts),
+                  "--output", dir / name, "--cache_dir", dir / "cache", "--quiet"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   return r.out.substr(r.out.rfind("partition config: ") + 18, std::string::npos);
@@ -90,8 +90,8 @@ TEST_CASE("neighbours matter: 2-layer SAGE beats the no-neighbour model on synth
           "[e2e][slow]") {
   test::TempDir dir;
   std::string config = Trim(Partition(dir, "synthetic:small", 1, "data"));
-  std::vector<std::string> common = {"--part_config", config, "--num_epochs", "6", "--lr",
-                                     "0.01", "--num_hidden", "32"};
+  std::vector<std::string> common = {"--part_config", config, "--num_epochs", "6",
+                                     "--lr",          "0.01", "--num_hidden", "32"};
   auto with = common, without = common;
   with.insert(with.end(), {"--fan_out", "10,25"});
   without.insert(without.end(), {"--fan_out", "0,0"});
@@ -105,11 +105,11 @@ TEST_CASE("resume after an interruption ends with the same model", "[e2e]") {
   test::TempDir dir;
   std::string config = Trim(Partition(dir, "synthetic:tiny", 1, "data"));
   std::vector<std::string> base = {"--part_config", config, "--batch_size", "100", "--seed", "7",
-                                   "--num_hidden", "8", "--eval_every", "1"};
+                                   "--num_hidden",  "8",    "--eval_every", "1"};
   auto straight = base;
-  straight.insert(straight.end(), {"--num_epochs", "4", "--checkpoint_dir", dir / "ck1",
-                                   "--save_embeddings", dir / "emb1.npy", "--save_model",
-                                   dir / "m1.pt"});
+  straight.insert(straight.end(),
+                  {"--num_epochs", "4", "--checkpoint_dir", dir / "ck1", "--save_embeddings",
+                   dir / "emb1.npy", "--save_model", dir / "m1.pt"});
   json a = Train(straight);
 
   auto first = base;
@@ -117,8 +117,8 @@ TEST_CASE("resume after an interruption ends with the same model", "[e2e]") {
   Train(first);
   auto second = base;
   second.insert(second.end(), {"--num_epochs", "4", "--checkpoint_dir", dir / "ck2", "--resume",
-                               "--save_embeddings", dir / "emb2.npy", "--save_model",
-                               dir / "m2.pt", "--metrics_file", dir / "m.jsonl"});
+                               "--save_embeddings", dir / "emb2.npy", "--save_model", dir / "m2.pt",
+                               "--metrics_file", dir / "m.jsonl"});
   json b = Train(second);
   CHECK(b.at("epochs_run").get<int>() == 2);
   CHECK(a.at("final_test_acc") == b.at("final_test_acc"));
@@ -140,8 +140,8 @@ TEST_CASE("resume after an interruption ends with the same model", "[e2e]") {
       "assert all(torch.equal(a[k], b[k]) for k in a)\n"
       "e = np.load(sys.argv[3]); assert e.shape == (2000, 4) and e.dtype == np.float32\n"
       "print('ok')\n";
-  auto py = RunProcess({"/usr/bin/python3", "-c", script, dir / "m1.pt", dir / "m2.pt",
-                        dir / "emb1.npy"});
+  auto py = RunProcess(
+      {"/usr/bin/python3", "-c", script, dir / "m1.pt", dir / "m2.pt", dir / "emb1.npy"});
   INFO(py.err);
   CHECK(py.out == "ok\n");
 }
@@ -175,9 +175,9 @@ TEST_CASE("gnn-train bad input: one error line, non-zero exit", "[e2e]") {
   SECTION("unreadable checkpoint") {
     MakeDirs(dir / "ck");
     std::ofstream(dir / "ck/checkpoint.pt") << "garbage";
-    ExpectFailure({"--standalone", "--part_config", one, "--checkpoint_dir", dir / "ck",
-                   "--resume"},
-                  "checkpoint");
+    ExpectFailure(
+        {"--standalone", "--part_config", one, "--checkpoint_dir", dir / "ck", "--resume"},
+        "checkpoint");
   }
   SECTION("GPU requested on a CPU-only build") {
     ExpectFailure({"--standalone", "--part_config", one, "--num_gpus", "1"}, "--num_gpus");
@@ -192,18 +192,27 @@ TEST_CASE("gnn-train --task link: summary keys and embeddings file and bad input
   REQUIRE(r.exit_code == 0);
   const std::string held = dir / "held/synthetic-tiny.json";
   const std::string plain = Trim(Partition(dir, "synthetic:tiny", 1, "plain"));
-  const std::vector<std::string> quick = {"--task", "link", "--remove_edge", "--num_epochs", "1",
-                                          "--batch_size", "2000", "--num_hidden", "8",
-                                          "--eval_every", "1", "--num_omp_threads", "1"};
+  const std::vector<std::string> quick = {"--task",
+                                          "link",
+                                          "--remove_edge",
+                                          "--num_epochs",
+                                          "1",
+                                          "--batch_size",
+                                          "2000",
+                                          "--num_hidden",
+                                          "8",
+                                          "--eval_every",
+                                          "1",
+                                          "--num_omp_threads",
+                                          "1"};
 
   SECTION("held-out edges give AUC and MRR; embeddings are saved in input order") {
-    std::vector<std::string> args = {"--part_config", held, "--save_embeddings",
-                                     dir / "emb.npy"};
+    std::vector<std::string> args = {"--part_config", held, "--save_embeddings", dir / "emb.npy"};
     args.insert(args.end(), quick.begin(), quick.end());
     json s = Train(args);
     CHECK(s.at("task") == "link");
-    for (const char* key : {"embedding_lr_val_acc", "embedding_lr_test_acc", "link_auc",
-                            "link_mrr", "edges_per_s"}) {
+    for (const char* key :
+         {"embedding_lr_val_acc", "embedding_lr_test_acc", "link_auc", "link_mrr", "edges_per_s"}) {
       INFO(key);
       REQUIRE(s.at(key).is_number());
       CHECK(s.at(key).get<double>() > 0);
@@ -226,9 +235,10 @@ TEST_CASE("gnn-train --task link: summary keys and embeddings file and bad input
     ExpectFailure({"--standalone", "--part_config", held, "--task", "link", "--num_negs", "0"},
                   "--num_negs");
     ExpectFailure({"--standalone", "--part_config", held, "--remove_edge"}, "only to --task link");
-    ExpectFailure({"--standalone", "--part_config", held, "--num_negs", "3"}, "only to --task link");
-    auto p = RunProcess({Bin("gnn-partition"), "--dataset", "synthetic:tiny", "--val_edges",
-                         "1.5", "--output", dir / "bad"});
+    ExpectFailure({"--standalone", "--part_config", held, "--num_negs", "3"},
+                  "only to --task link");
+    auto p = RunProcess({Bin("gnn-partition"), "--dataset", "synthetic:tiny", "--val_edges", "1.5",
+                         "--output", dir / "bad"});
     CHECK(p.exit_code == 2);
     CHECK(p.err.find("--val_edges") != std::string::npos);
   }

@@ -95,7 +95,8 @@ void Exercise(const Message& m, const uint8_t* q) {
     std::vector<int64_t> ids = SplitNodesReply::Decode(m, asked, lo, hi, "server").ids;
     if (static_cast<int64_t>(ids.size()) != asked.count) Broken("SplitNodesReply size");
     for (size_t i = 0; i < ids.size(); ++i) {
-      if (ids[i] < lo || ids[i] >= hi || (i > 0 && ids[i] <= ids[i - 1])) Broken("SplitNodesReply id");
+      if (ids[i] < lo || ids[i] >= hi || (i > 0 && ids[i] <= ids[i - 1]))
+        Broken("SplitNodesReply id");
     }
   } catch (const ProtocolError&) {
   }

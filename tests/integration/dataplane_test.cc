@@ -1,18 +1,19 @@
 // Servers (threads) on loopback + the DistGraph client: distributed sampling
 // equals standalone sampling of the same graph, and features and labels are
 // the dataset's rows.
-#include <catch2/catch.hpp>
-#include <random>
 #include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <random>
 
 #include "client/dist_graph.h"
 #include "client/sampler_service.h"
 #include "cluster_util.h"
 #include "common/error.h"
 #include "common/sha256.h"
-#include "partition/partition.h"
-#include <cstring>
 #include "partition/local_partition.h"
+#include "partition/partition.h"
 #include "sampling/sampler.h"
 
 using namespace gnn;
@@ -68,7 +69,8 @@ void CheckAgainstStandalone(const MiniBatch& mb, const OneGraph& dist, const One
   REQUIRE(mb.features.size() == inputs.size() * static_cast<size_t>(f));
   for (size_t i = 0; i < inputs.size(); ++i) {
     int64_t row = to_single(inputs[i]);
-    REQUIRE(std::memcmp(&mb.features[i * f], &single.part.features[row * f], f * sizeof(float)) == 0);
+    REQUIRE(std::memcmp(&mb.features[i * f], &single.part.features[row * f], f * sizeof(float)) ==
+            0);
   }
   for (size_t i = 0; i < mb.seeds.size(); ++i) {
     REQUIRE(mb.labels[i] == single.part.labels[to_single(mb.seeds[i])]);

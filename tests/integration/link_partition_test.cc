@@ -22,8 +22,8 @@ namespace {
 using Pair = std::pair<int64_t, int64_t>;
 
 struct Written {
-  std::set<Pair> stored;                          // (src, dst) in input ids
-  std::map<Pair, std::vector<int64_t>> held;      // (head, tail) -> negatives, input ids
+  std::set<Pair> stored;                      // (src, dst) in input ids
+  std::map<Pair, std::vector<int64_t>> held;  // (head, tail) -> negatives, input ids
 };
 
 Written Read(const std::string& config_path) {
@@ -49,7 +49,8 @@ Written Read(const std::string& config_path) {
     for (int64_t i = 0; i < h.size(); ++i) {
       CHECK(c.PartOf(h.tails[i]) == p);  // stored with the tail's owner
       std::vector<int64_t> negs;
-      for (int j = 0; j < h.num_negatives; ++j) negs.push_back(orig[h.negatives[i * h.num_negatives + j]]);
+      for (int j = 0; j < h.num_negatives; ++j)
+        negs.push_back(orig[h.negatives[i * h.num_negatives + j]]);
       w.held[{orig[h.heads[i]], orig[h.tails[i]]}] = negs;
     }
   }
@@ -60,7 +61,8 @@ Written Read(const std::string& config_path) {
 
 }  // namespace
 
-TEST_CASE("gnn-partition --val_edges holds out the same edges for any partitioning", "[integration]") {
+TEST_CASE("gnn-partition --val_edges holds out the same edges for any partitioning",
+          "[integration]") {
   test::TempDir dir;
   DatasetOptions data;
   data.dataset = "synthetic:tiny";

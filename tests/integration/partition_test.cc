@@ -1,5 +1,7 @@
 // RunPartition in-process, then every invariant of the on-disk format is
 // checked against the input dataset.
+#include "partition/partition.h"
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <set>
@@ -10,7 +12,6 @@
 #include "graph/csr.h"
 #include "graph/dataset.h"
 #include "partition/config.h"
-#include "partition/partition.h"
 #include "test_util.h"
 
 using namespace gnn;

@@ -228,8 +228,7 @@ class ProbeMaker {
                  ? 0
                  : static_cast<uint16_t>(net::kMaxMsgType + 1 + Below(65535 - net::kMaxMsgType));
     h.request_id = rid;
-    return Expect("unknown type", {HeaderBytes(h)}, rid, MsgType::kError,
-                  {net::kErrUnknownType});
+    return Expect("unknown type", {HeaderBytes(h)}, rid, MsgType::kError, {net::kErrUnknownType});
   }
   Probe NotARequest(uint64_t rid) {
     static const MsgType kNot[] = {MsgType::kError,
@@ -536,4 +535,3 @@ TEST_CASE("MiniBatch with sampler-side means round-trips; its shape is checked",
   bad.header.ints.push_back(2);
   CHECK_THROWS_WITH(net::DecodeMiniBatch(bad), Catch::Contains("input_means flag"));
 }
-

@@ -107,7 +107,8 @@ TEST_CASE("a stranger without the job's secret gets nothing from a server, the j
   CHECK(StrangerGetsAnswer(ctx, endpoint, [&](zmq::socket_t& s) { mine.MakeClient(s); }));
 }
 
-TEST_CASE("unfinished 4 MiB frames from a stranger do not grow the server's memory", "[integration]") {
+TEST_CASE("unfinished 4 MiB frames from a stranger do not grow the server's memory",
+          "[integration]") {
   test::TempDir dir;
   const std::string job = "secmem-" + std::to_string(::getpid());
   std::string cfg = test::MakePartitions(dir, "synthetic:tiny", 2, "data");
@@ -138,7 +139,8 @@ TEST_CASE("unfinished 4 MiB frames from a stranger do not grow the server's memo
   CHECK_NOTHROW(net::Pong::Decode(c.Call(net::Ping{}.Encode(0), Millis(5000))));
 }
 
-TEST_CASE("a PullFeatures whose reply would pass the cap is refused before it is built", "[integration]") {
+TEST_CASE("a PullFeatures whose reply would pass the cap is refused before it is built",
+          "[integration]") {
   test::TempDir dir;
   const std::string job = "seccap-" + std::to_string(::getpid());
   std::string cfg = test::MakePartitions(dir, "synthetic:tiny", 2, "data");
@@ -162,7 +164,8 @@ TEST_CASE("a PullFeatures whose reply would pass the cap is refused before it is
             .rows.size() == (n - 1) * row);
 }
 
-TEST_CASE("the rendezvous listens on the master address only and admits only the job", "[integration]") {
+TEST_CASE("the rendezvous listens on the master address only and admits only the job",
+          "[integration]") {
   const int port = test::FreeLoopbackPortRanges(1, 1)[0];
   const std::string job = "seckv-" + std::to_string(::getpid());
   const net::JobKeys keys = test::Keys(job);
@@ -178,14 +181,15 @@ TEST_CASE("the rendezvous listens on the master address only and admits only the
   CHECK(member.Check({"gloo/rank0", "counter"}));
   CHECK_FALSE(member.Check({"gloo/rank1"}));
 
-  net::KvClient stranger("tcp://127.0.0.1:" + std::to_string(port), net::JobKeys::Derive(net::NewSecret(), job),
-                         "the rendezvous");
+  net::KvClient stranger("tcp://127.0.0.1:" + std::to_string(port),
+                         net::JobKeys::Derive(net::NewSecret(), job), "the rendezvous");
   stranger.set_timeout(Millis(1000));
   CHECK_THROWS_AS(stranger.Set("gloo/rank0", "6.6.6.6:1"), TimeoutError);
   CHECK(member.Get("gloo/rank0", Millis(1000)) == "10.0.0.1:4242");  // not overwritten
 }
 
-TEST_CASE("a secret file others may read is refused, naming the file and the fix", "[integration]") {
+TEST_CASE("a secret file others may read is refused, naming the file and the fix",
+          "[integration]") {
   test::TempDir dir;
   const std::string path = dir / "s.secret";
   net::WriteSecretFile(path, net::NewSecret());
@@ -194,7 +198,8 @@ TEST_CASE("a secret file others may read is refused, naming the file and the fix
   CHECK((st.st_mode & 0777) == 0600);
   CHECK(net::ReadSecretFile(path).size() == 64);
   ::chmod(path.c_str(), 0644);
-  CHECK_THROWS_WITH(net::ReadSecretFile(path), Catch::Contains(path) && Catch::Contains("chmod 600"));
+  CHECK_THROWS_WITH(net::ReadSecretFile(path),
+                    Catch::Contains(path) && Catch::Contains("chmod 600"));
   ::chmod(path.c_str(), 0600);
   std::ofstream(path) << "short";
   CHECK_THROWS_WITH(net::ReadSecretFile(path), Catch::Contains("at least 32"));

@@ -1,6 +1,8 @@
 // ShmPartition across threads and real (forked) processes: contents equal
 // LoadLocalPartition's bit for bit, attach waits with a deadline, and no
 // /dev/shm entry outlives its last user, even when the creator is SIGKILLed.
+#include "server/shm_partition.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,7 +27,6 @@
 #include "partition/config.h"
 #include "partition/local_partition.h"
 #include "partition/partition.h"
-#include "server/shm_partition.h"
 #include "test_util.h"
 
 using namespace gnn;
@@ -84,12 +85,12 @@ bool SameBytes(const T* a, const std::vector<T>& b) {
 // Plain bool (no Catch macros), so forked children can use it too.
 bool SameAsLocal(const PartitionView& v, const LocalPartition& p, int64_t num_classes) {
   return v.part_id == p.part_id && v.node_start == p.node_start && v.num_nodes == p.num_nodes &&
-         v.num_edges == static_cast<int64_t>(p.indices.size()) &&
-         v.feature_dim == p.feature_dim && v.num_classes == num_classes &&
-         SameBytes(v.indptr, p.indptr) && SameBytes(v.indices, p.indices) &&
-         SameBytes(v.features, p.features) && SameBytes(v.labels, p.labels) &&
-         SameBytes(v.train_mask, p.train_mask) && SameBytes(v.valid_mask, p.valid_mask) &&
-         SameBytes(v.test_mask, p.test_mask) && SameBytes(v.orig_nids, p.orig_nids);
+         v.num_edges == static_cast<int64_t>(p.indices.size()) && v.feature_dim == p.feature_dim &&
+         v.num_classes == num_classes && SameBytes(v.indptr, p.indptr) &&
+         SameBytes(v.indices, p.indices) && SameBytes(v.features, p.features) &&
+         SameBytes(v.labels, p.labels) && SameBytes(v.train_mask, p.train_mask) &&
+         SameBytes(v.valid_mask, p.valid_mask) && SameBytes(v.test_mask, p.test_mask) &&
+         SameBytes(v.orig_nids, p.orig_nids);
 }
 
 // A forked child running `body`; its return value is the exit code (100 if it
@@ -173,8 +174,7 @@ long VmRssKb() {
 
 }  // namespace
 
-TEST_CASE("shm partition equals LoadLocalPartition in this process and a child",
-          "[integration]") {
+TEST_CASE("shm partition equals LoadLocalPartition in this process and a child", "[integration]") {
   const Parts& parts = Tiny();
   const PartitionConfig& config = parts.config;
   LocalPartition local = LoadLocalPartition(config, 1, true);
@@ -276,9 +276,10 @@ TEST_CASE("shm Create validates the files and leaves nothing behind on error", "
     int64_t v = config.num_nodes + 7;
     f.write(reinterpret_cast<const char*>(&v), 8);
   }
-  CHECK_THROWS_WITH(ShmPartition::Create(name, config, 0, false),
-                    Catch::Contains(indices) &&
-                        Catch::Contains("node id " + std::to_string(config.num_nodes + 7) + ", outside"));
+  CHECK_THROWS_WITH(
+      ShmPartition::Create(name, config, 0, false),
+      Catch::Contains(indices) &&
+          Catch::Contains("node id " + std::to_string(config.num_nodes + 7) + ", outside"));
   CHECK_FALSE(SegmentExists(name));
   CHECK_FALSE(LockExists(name));
 
@@ -289,8 +290,7 @@ TEST_CASE("shm Create validates the files and leaves nothing behind on error", "
   CHECK_FALSE(SegmentExists(name));
 }
 
-TEST_CASE("shm Attach waits for a late Create and times out naming the segment",
-          "[integration]") {
+TEST_CASE("shm Attach waits for a late Create and times out naming the segment", "[integration]") {
   const Parts& parts = Tiny();
   const PartitionConfig& config = parts.config;
   const std::string name = UniqueName("late");
@@ -342,8 +342,7 @@ TEST_CASE("shm Attach waits for a late Create and times out naming the segment",
   CHECK_FALSE(LockExists(name2));
 }
 
-TEST_CASE("shm segment of a SIGKILLed creator is removed by its last attacher",
-          "[integration]") {
+TEST_CASE("shm segment of a SIGKILLed creator is removed by its last attacher", "[integration]") {
   const Parts& parts = Tiny();
   const PartitionConfig& config = parts.config;
   LocalPartition local = LoadLocalPartition(config, 1, false);
@@ -484,8 +483,8 @@ TEST_CASE("shm attacher's resident memory does not grow with the partition", "[i
   CHECK(child.Wait(20000ms) == 0);
   long before = -1, attached = -1, touched = -1;
   REQUIRE(std::sscanf(text.c_str(), "%ld %ld %ld", &before, &attached, &touched) == 3);
-  INFO("mapped " << mapped_kb << " kB; VmRSS before " << before << " kB, after attach "
-                 << attached << " kB, after touching " << touched << " kB");
+  INFO("mapped " << mapped_kb << " kB; VmRSS before " << before << " kB, after attach " << attached
+                 << " kB, after touching " << touched << " kB");
   CHECK(attached - before < mapped_kb / 10);
   CHECK(touched - before > mapped_kb / 2);
 }
@@ -515,7 +514,8 @@ TEST_CASE("shm sweep removes segments nobody holds and keeps live ones", "[integ
   // after a minute they are stale. Other tests' segments stay young.
   StaleSweep young = SweepStaleSegments();
   CHECK(SegmentExists(dead_name));
-  CHECK(std::find(young.names.begin(), young.names.end(), dead_name.substr(1)) == young.names.end());
+  CHECK(std::find(young.names.begin(), young.names.end(), dead_name.substr(1)) ==
+        young.names.end());
   for (const std::string& path : {ShmLockPath(dead_name), ShmLockPath(live_name)}) {
     timespec old_times[2] = {{time(nullptr) - 120, 0}, {time(nullptr) - 120, 0}};
     REQUIRE(utimensat(AT_FDCWD, path.c_str(), old_times, 0) == 0);
@@ -525,7 +525,8 @@ TEST_CASE("shm sweep removes segments nobody holds and keeps live ones", "[integ
   CHECK(!LockExists(dead_name));
   CHECK(SegmentExists(live_name));
   CHECK(LockExists(live_name));
-  CHECK(std::find(swept.names.begin(), swept.names.end(), dead_name.substr(1)) != swept.names.end());
+  CHECK(std::find(swept.names.begin(), swept.names.end(), dead_name.substr(1)) !=
+        swept.names.end());
   CHECK(swept.bytes > 0);
   // The live segment still reads.
   CHECK(live->view().num_nodes == config.parts[1].num_nodes());

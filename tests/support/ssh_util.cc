@@ -71,12 +71,14 @@ std::unique_ptr<SshServer> SshServer::Start(std::string* why, const std::string&
   s->client_config_ = d + "/ssh_config";
   {
     std::ofstream c(s->client_config_);
-    c << "Host *\n  IdentityFile " << d << "/user_key\n  IdentitiesOnly yes\n  StrictHostKeyChecking no\n"
+    c << "Host *\n  IdentityFile " << d
+      << "/user_key\n  IdentitiesOnly yes\n  StrictHostKeyChecking no\n"
       << "  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n  BatchMode yes\n";
   }
   std::vector<std::string> argv;
   if (!netns.empty()) argv = {SystemBinary("ip"), "netns", "exec", netns};
-  for (const std::string& a : {sshd, std::string("-D"), std::string("-e"), std::string("-f"), d + "/sshd_config"}) {
+  for (const std::string& a :
+       {sshd, std::string("-D"), std::string("-e"), std::string("-f"), d + "/sshd_config"}) {
     argv.push_back(a);
   }
   s->sshd_ = std::make_unique<ChildProcess>(argv, d + "/sshd");  // its log: sshd.err
@@ -97,8 +99,8 @@ std::unique_ptr<SshServer> SshServer::Start(std::string* why, const std::string&
     last = r.LastErrorLine();
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  *why = "sshd on " + address + ":" + std::to_string(s->port_) + " did not accept a login: " + last + "; " +
-         s->sshd_->Stderr();
+  *why = "sshd on " + address + ":" + std::to_string(s->port_) +
+         " did not accept a login: " + last + "; " + s->sshd_->Stderr();
   return nullptr;
 }
 
@@ -107,7 +109,8 @@ std::unique_ptr<SshServer> SshServer::Start(std::string* why, const std::string&
 SshServer::~SshServer() = default;
 
 void SshServer::Authorize(const SshServer& other) {
-  std::ofstream(dir_ / "authorized_keys", std::ios::app) << ReadFileOrEmpty(other.dir_ / "user_key.pub");
+  std::ofstream(dir_ / "authorized_keys", std::ios::app)
+      << ReadFileOrEmpty(other.dir_ / "user_key.pub");
 }
 
 std::unique_ptr<NetnsCluster> NetnsCluster::Create(int n, std::string* why) {
@@ -123,7 +126,8 @@ std::unique_ptr<NetnsCluster> NetnsCluster::Create(int n, std::string* why) {
   std::unique_ptr<NetnsCluster> c(new NetnsCluster());
   // A private /24 per test process: 10.(100 + pid/250 % 150).(pid % 250).0/24.
   const int pid = static_cast<int>(::getpid());
-  const std::string net = "10." + std::to_string(100 + (pid / 250) % 150) + "." + std::to_string(pid % 250) + ".";
+  const std::string net =
+      "10." + std::to_string(100 + (pid / 250) % 150) + "." + std::to_string(pid % 250) + ".";
   const std::string tag = std::to_string(pid % 100000);
   c->bridge_ = "gnnbr" + tag;
   c->host_address_ = net + "1";
@@ -180,7 +184,8 @@ std::unique_ptr<NetnsCluster> NetnsCluster::Create(int n, std::string* why) {
 NetnsCluster::~NetnsCluster() {
   const std::string ip = SystemBinary("ip");
   for (const auto& ns : names_) Run({ip, "netns", "delete", ns});
-  for (const auto& v : veths_) RunCommand({ip, "link", "delete", v}, 10);  // gone with its peer already, usually
+  for (const auto& v : veths_)
+    RunCommand({ip, "link", "delete", v}, 10);  // gone with its peer already, usually
   if (!bridge_.empty()) Run({ip, "link", "delete", bridge_});
 }
 

@@ -19,7 +19,8 @@ namespace gnn::test {
 // current user. Killed and its files removed by the destructor.
 class SshServer {
  public:
-  static std::unique_ptr<SshServer> Start(std::string* why, const std::string& address = "127.0.0.1",
+  static std::unique_ptr<SshServer> Start(std::string* why,
+                                          const std::string& address = "127.0.0.1",
                                           const std::string& netns = "");
   ~SshServer();
   SshServer(const SshServer&) = delete;

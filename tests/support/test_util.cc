@@ -36,7 +36,8 @@ void InstallTestSecret() {
   std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/gnn-test-secret-XXXXXX";
   std::vector<char> name(templ.begin(), templ.end());
   name.push_back('\0');
-  if (!::mkdtemp(name.data())) throw std::runtime_error("cannot make a directory for the test secret");
+  if (!::mkdtemp(name.data()))
+    throw std::runtime_error("cannot make a directory for the test secret");
   g_secret_dir = name.data();
   g_secret_file = g_secret_dir + "/cluster.secret";
   net::WriteSecretFile(g_secret_file, net::NewSecret());

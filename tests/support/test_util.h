@@ -63,8 +63,8 @@ void WriteGz(const std::string& path, const std::string& text);
 
 }  // namespace gnn::test
 
-#define GNN_SKIP(msg)                 \
-  do {                                \
-    WARN("SKIPPED: " << msg);         \
-    return;                           \
+#define GNN_SKIP(msg)         \
+  do {                        \
+    WARN("SKIPPED: " << msg); \
+    return;                   \
   } while (0)

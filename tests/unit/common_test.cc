@@ -25,7 +25,8 @@ TEST_CASE("sha256 matches FIPS 180-4 test vectors", "[unit]") {
   // Incremental updates in odd pieces give the same digest as one update.
   std::string million(1000000, 'a');
   Sha256 h;
-  for (size_t i = 0; i < million.size(); i += 997) h.Update(million.data() + i, std::min<size_t>(997, million.size() - i));
+  for (size_t i = 0; i < million.size(); i += 997)
+    h.Update(million.data() + i, std::min<size_t>(997, million.size() - i));
   CHECK(h.HexDigest() == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
@@ -48,9 +49,7 @@ TEST_CASE("npy round trip and header validation", "[unit]") {
     CHECK_THROWS_WITH(ReadNpy<int64_t>(dir / "f.npy"),
                       Catch::Contains("f.npy") && Catch::Contains("dtype <f4"));
   }
-  SECTION("wrong shape") {
-    CHECK_THROWS_AS(ReadNpy<float>(dir / "f.npy", {3, 2}), DataError);
-  }
+  SECTION("wrong shape") { CHECK_THROWS_AS(ReadNpy<float>(dir / "f.npy", {3, 2}), DataError); }
   SECTION("truncated file") {
     std::string bytes = ReadFile(dir / "f.npy");
     std::ofstream(dir / "t.npy", std::ios::binary) << bytes.substr(0, bytes.size() - 4);
@@ -60,7 +59,9 @@ TEST_CASE("npy round trip and header validation", "[unit]") {
     std::ofstream(dir / "x.npy") << "hello world, not numpy";
     CHECK_THROWS_WITH(ReadNpyHeader(dir / "x.npy"), Catch::Contains("bad magic"));
   }
-  SECTION("missing") { CHECK_THROWS_WITH(ReadNpyHeader(dir / "nope.npy"), Catch::Contains("missing file")); }
+  SECTION("missing") {
+    CHECK_THROWS_WITH(ReadNpyHeader(dir / "nope.npy"), Catch::Contains("missing file"));
+  }
 }
 
 TEST_CASE("AtomicFile leaves nothing behind when not committed", "[unit]") {
@@ -113,10 +114,13 @@ TEST_CASE("gzip errors name the file", "[unit]") {
   test::WriteGz(dir / "ok.gz", text);
   std::string gz = ReadFile(dir / "ok.gz");
 
-  SECTION("missing") { CHECK_THROWS_WITH(ReadAllGz(dir / "none.gz"), Catch::Contains("missing file")); }
+  SECTION("missing") {
+    CHECK_THROWS_WITH(ReadAllGz(dir / "none.gz"), Catch::Contains("missing file"));
+  }
   SECTION("truncated") {
     std::ofstream(dir / "cut.gz", std::ios::binary) << gz.substr(0, gz.size() / 2);
-    CHECK_THROWS_WITH(ReadAllGz(dir / "cut.gz"), Catch::Contains("cut.gz") && Catch::Contains("truncated"));
+    CHECK_THROWS_WITH(ReadAllGz(dir / "cut.gz"),
+                      Catch::Contains("cut.gz") && Catch::Contains("truncated"));
   }
   SECTION("corrupt") {
     std::string bad = gz;
@@ -126,7 +130,8 @@ TEST_CASE("gzip errors name the file", "[unit]") {
   }
   SECTION("not gzip") {
     std::ofstream(dir / "plain.gz") << "1,2\n3,4\n";
-    CHECK_THROWS_WITH(ReadAllGz(dir / "plain.gz"), Catch::Contains("plain.gz") && Catch::Contains("corrupt"));
+    CHECK_THROWS_WITH(ReadAllGz(dir / "plain.gz"),
+                      Catch::Contains("plain.gz") && Catch::Contains("corrupt"));
   }
   SECTION("empty") {
     std::ofstream(dir / "empty.gz").close();
@@ -154,9 +159,11 @@ TEST_CASE("CsvCursor parses fields and names file:line on errors", "[unit]") {
       k.EndLine();
     }
   };
-  CHECK_THROWS_WITH(parse_ints("1,2\n3,x\n"), Catch::Contains("edge.csv.gz:2:") && Catch::Contains("'x'"));
+  CHECK_THROWS_WITH(parse_ints("1,2\n3,x\n"),
+                    Catch::Contains("edge.csv.gz:2:") && Catch::Contains("'x'"));
   CHECK_THROWS_WITH(parse_ints("1,2\n3\n"), Catch::Contains("edge.csv.gz:2:"));
-  CHECK_THROWS_WITH(parse_ints("1,2,3\n"), Catch::Contains("edge.csv.gz:1:") && Catch::Contains("extra"));
+  CHECK_THROWS_WITH(parse_ints("1,2,3\n"),
+                    Catch::Contains("edge.csv.gz:1:") && Catch::Contains("extra"));
   CHECK_THROWS_WITH(parse_ints("1,2\n\n3,4\n"), Catch::Contains("empty line"));
   CHECK_THROWS_WITH(parse_ints("99999999999999999999,1\n"), Catch::Contains("too large"));
 

@@ -1,7 +1,7 @@
+#include "graph/csr.h"
+
 #include <catch2/catch.hpp>
 #include <set>
-
-#include "graph/csr.h"
 
 using namespace gnn;
 

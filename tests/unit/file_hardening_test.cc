@@ -176,9 +176,13 @@ TEST_CASE("npy: the from-memory parser agrees with the file reader", "[unit]") {
 TEST_CASE("npy: writers refuse shapes that overflow and leave no file", "[unit]") {
   test::TempDir dir;
   std::vector<float> data(4);
-  CHECK_THAT(ErrorOf([&] { WriteNpy(dir / "w.npy", data.data(), {4, int64_t{1} << 62}); }),
+  CHECK_THAT(ErrorOf([&] {
+               WriteNpy(dir / "w.npy", data.data(), {4, int64_t{1} << 62});
+             }),
              Catch::Contains("w.npy") && Catch::Contains("more than 2^63 elements"));
-  CHECK_THAT(ErrorOf([&] { NpyWriter(dir / "n.npy", DType::kFloat32, {-2, 2}); }),
+  CHECK_THAT(ErrorOf([&] {
+               NpyWriter(dir / "n.npy", DType::kFloat32, {-2, 2});
+             }),
              Catch::Contains("negative extent"));
   {
     NpyWriter w(dir / "x.npy", DType::kFloat32, {2});
@@ -230,7 +234,8 @@ TEST_CASE("AtomicFile: unique temporaries, nothing left when a write fails", "[u
     std::vector<std::thread> threads;
     for (int t = 0; t < 8; ++t) {
       threads.emplace_back([&, t] {
-        for (int i = 0; i < 50; ++i) WriteFileAtomic(target, std::string(100, static_cast<char>('a' + t)));
+        for (int i = 0; i < 50; ++i)
+          WriteFileAtomic(target, std::string(100, static_cast<char>('a' + t)));
       });
     }
     for (auto& th : threads) th.join();
@@ -344,7 +349,8 @@ TEST_CASE("partition config: every number is range-checked, errors name file and
        "key 'num_parts': expected an integer in [1, 1048576], got 1e+30"},
       {"num_parts a string", json::json_pointer("/num_parts"), "2",
        "key 'num_parts': expected an integer in [1, 1048576], got \"2\""},
-      {"num_parts 2.0", json::json_pointer("/num_parts"), 2.0, "key 'num_parts': expected an integer"},
+      {"num_parts 2.0", json::json_pointer("/num_parts"), 2.0,
+       "key 'num_parts': expected an integer"},
       {"num_parts above 2^20", json::json_pointer("/num_parts"), (1 << 20) + 1,
        "key 'num_parts': expected an integer in [1, 1048576]"},
       {"num_parts not matching node_map", json::json_pointer("/num_parts"), 3,
@@ -361,7 +367,8 @@ TEST_CASE("partition config: every number is range-checked, errors name file and
        "key 'balance_train': expected true or false"},
       {"node range gap", json::json_pointer("/node_map/_N/1/0"), 4,
        "key 'node_map._N[1]': range [4, 5) is not contiguous"},
-      {"node range reversed", json::json_pointer("/node_map/_N/0/1"), -1, "key 'node_map._N[0][1]'"},
+      {"node range reversed", json::json_pointer("/node_map/_N/0/1"), -1,
+       "key 'node_map._N[0][1]'"},
       {"edge range not a pair", json::json_pointer("/edge_map/_N:_E:_N/0"), json::array({0}),
        "key 'edge_map._N:_E:_N[0]': expected [start, end]"},
       {"num_train above the part's nodes", json::json_pointer("/part-1/num_train"), 3,
@@ -421,8 +428,8 @@ TEST_CASE("partition config: part_dir must stay inside the config's folder", "[u
     json j = good;
     j["part-1"]["part_dir"] = part_dir;
     std::string msg = ErrorOf([&] { ParsePartitionConfig(j, base, source); });
-    CHECK_THAT(msg, Catch::StartsWith(source + ": key 'part-1.part_dir': ") &&
-                        Catch::Contains(problem));
+    CHECK_THAT(msg,
+               Catch::StartsWith(source + ": key 'part-1.part_dir': ") && Catch::Contains(problem));
   };
   auto accept = [&](const std::string& part_dir) {
     json j = good;

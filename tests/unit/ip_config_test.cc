@@ -1,7 +1,8 @@
+#include "net/ip_config.h"
+
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "net/ip_config.h"
 #include "common/error.h"
 #include "test_util.h"
 
@@ -104,10 +105,12 @@ TEST_CASE("ip_config ReadIpConfig names the file, server port ranges are checked
   auto m = ReadIpConfig(path);
   REQUIRE(m.size() == 2);
   CHECK_NOTHROW(CheckServerPorts(m, 2, path));
-  CHECK_THROWS_WITH(CheckServerPorts(m, 3, path),
-                    Catch::Contains(path + ":2: server ports 30052..30054 overlap those of line 1"));
+  CHECK_THROWS_WITH(
+      CheckServerPorts(m, 3, path),
+      Catch::Contains(path + ":2: server ports 30052..30054 overlap those of line 1"));
   CHECK_THROWS_AS(CheckServerPorts(m, 0, path), ConfigError);
   auto high = ParseIpConfig("10.0.0.1 65535\n", "hi.txt");
   CHECK_NOTHROW(CheckServerPorts(high, 1, "hi.txt"));
-  CHECK_THROWS_WITH(CheckServerPorts(high, 2, "hi.txt"), Catch::Contains("hi.txt:1: ports 65535..65536"));
+  CHECK_THROWS_WITH(CheckServerPorts(high, 2, "hi.txt"),
+                    Catch::Contains("hi.txt:1: ports 65535..65536"));
 }

@@ -40,7 +40,8 @@ TEST_CASE("every message type round-trips through the header codec", "[unit]") {
     CHECK(back.header.frame_bytes == m.header.frame_bytes);
     CHECK(back.CopyArray<int64_t>(0) == ids);
     CHECK(back.CopyArray<float>(1) == rows);
-    CHECK(back.header.DebugString().find(MsgTypeName(static_cast<MsgType>(t))) != std::string::npos);
+    CHECK(back.header.DebugString().find(MsgTypeName(static_cast<MsgType>(t))) !=
+          std::string::npos);
     CHECK_NOTHROW(CheckShape(back, 3, 2));
     CHECK_THROWS_AS(CheckShape(back, 2, 2), ProtocolError);
   }
@@ -128,11 +129,13 @@ TEST_CASE("random and mutated header frames never crash the decoder", "[unit]") 
       h.resize(rng() % 96);
       for (auto& c : h) c = static_cast<char>(rng());
     } else if (kind == 1) {  // flip some bytes
-      for (int k = 0; k < 1 + static_cast<int>(rng() % 4); ++k) h[rng() % h.size()] ^= static_cast<char>(1 + rng() % 255);
+      for (int k = 0; k < 1 + static_cast<int>(rng() % 4); ++k)
+        h[rng() % h.size()] ^= static_cast<char>(1 + rng() % 255);
     } else if (kind == 2) {  // truncate
       h.resize(rng() % h.size());
     } else {  // extend with junk
-      for (int k = 0; k < 1 + static_cast<int>(rng() % 16); ++k) h.push_back(static_cast<char>(rng()));
+      for (int k = 0; k < 1 + static_cast<int>(rng() % 16); ++k)
+        h.push_back(static_cast<char>(rng()));
     }
     std::vector<zmq::message_t> parts;
     parts.emplace_back(h.data(), h.size());
@@ -155,7 +158,8 @@ TEST_CASE("Connection times out naming the peer", "[unit]") {
   zmq::socket_t silent(ctx, zmq::socket_type::router);
   silent.set(zmq::sockopt::linger, 0);
   silent.bind("inproc://silent");
-  Connection c(ctx, "inproc://silent", "machine 3 server 1 at inproc://silent", JobKeys::Insecure());
+  Connection c(ctx, "inproc://silent", "machine 3 server 1 at inproc://silent",
+               JobKeys::Insecure());
   auto start = std::chrono::steady_clock::now();
   CHECK_THROWS_WITH(c.Call(MakeMessage(MsgType::kPing, 0), Millis(200)),
                     Catch::Contains("machine 3 server 1") && Catch::Contains("Ping"));
@@ -224,7 +228,8 @@ TEST_CASE("a client refuses Sample replies whose offsets or ids do not fit the r
   CHECK_NOTHROW(SampleReply::Decode(SampleReplyOf({0, 3, 3}, {1, 2, 3}), all, 10, "s"));
 }
 
-TEST_CASE("a client refuses feature, label and split replies of the wrong size or range", "[unit]") {
+TEST_CASE("a client refuses feature, label and split replies of the wrong size or range",
+          "[unit]") {
   PullFeaturesReply rows(3, 2);
   std::fill(rows.data(), rows.data() + 6, 1.0f);
   const Message f = rows.Encode(1);

@@ -29,7 +29,8 @@ struct SmallGraph {
 
 Block FullBlock(const SmallGraph& g, const std::vector<int64_t>& dst) {
   std::vector<int64_t> ptr, idx;
-  SampleNeighbors(g.csc(), dst.data(), static_cast<int64_t>(dst.size()), -1, false, 0, 1, &ptr, &idx);
+  SampleNeighbors(g.csc(), dst.data(), static_cast<int64_t>(dst.size()), -1, false, 0, 1, &ptr,
+                  &idx);
   return ToBlock(dst, std::move(ptr), idx);
 }
 
@@ -39,7 +40,8 @@ torch::Tensor Rows(const torch::Tensor& x, const std::vector<int64_t>& ids) {
 
 }  // namespace
 
-TEST_CASE("SAGEConv computes W_self h_dst + W_neigh mean(h_src) + b under DGL's parameter names", "[unit]") {
+TEST_CASE("SAGEConv computes W_self h_dst + W_neigh mean(h_src) + b under DGL's parameter names",
+          "[unit]") {
   torch::manual_seed(3);
   SAGEConv conv(4, 3);
   SmallGraph g;
@@ -54,8 +56,8 @@ TEST_CASE("SAGEConv computes W_self h_dst + W_neigh mean(h_src) + b under DGL's 
     torch::Tensor mean = torch::zeros({4});
     for (int64_t k = b.indptr[d]; k < b.indptr[d + 1]; ++k) mean += h[b.indices[k]];
     mean /= static_cast<double>(b.indptr[d + 1] - b.indptr[d]);
-    torch::Tensor want = params["fc_self.weight"].matmul(h[d]) + params["fc_neigh.weight"].matmul(mean) +
-                         params["bias"];
+    torch::Tensor want = params["fc_self.weight"].matmul(h[d]) +
+                         params["fc_neigh.weight"].matmul(mean) + params["bias"];
     CHECK(torch::allclose(out[d], want, 1e-5, 1e-6));
   }
 }
@@ -73,8 +75,8 @@ TEST_CASE("GraphSage's forward, ForwardFromMeans and layer-wise inference agree"
   torch::NoGradGuard no_grad;
   torch::Tensor full = model->forward(blocks, Rows(x, bottom.src_nodes));
   // Layer 0's input as [dst rows | their neighbours' means].
-  torch::Tensor dst_rows = Rows(x, std::vector<int64_t>(bottom.src_nodes.begin(),
-                                                        bottom.src_nodes.begin() + bottom.num_dst));
+  torch::Tensor dst_rows = Rows(
+      x, std::vector<int64_t>(bottom.src_nodes.begin(), bottom.src_nodes.begin() + bottom.num_dst));
   torch::Tensor means = torch::zeros({bottom.num_dst, 4});
   for (int64_t d = 0; d < bottom.num_dst; ++d) {
     for (int64_t k = bottom.indptr[d]; k < bottom.indptr[d + 1]; ++k) {
@@ -87,8 +89,10 @@ TEST_CASE("GraphSage's forward, ForwardFromMeans and layer-wise inference agree"
   CHECK(torch::allclose(full, from_means, 1e-5, 1e-6));
 
   InferenceSource source;
-  source.neighbors = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr, std::vector<int64_t>* idx) {
-    SampleNeighbors(g.csc(), dst.data(), static_cast<int64_t>(dst.size()), -1, false, 0, 1, ptr, idx);
+  source.neighbors = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
+                         std::vector<int64_t>* idx) {
+    SampleNeighbors(g.csc(), dst.data(), static_cast<int64_t>(dst.size()), -1, false, 0, 1, ptr,
+                    idx);
   };
   source.features = [&](const std::vector<int64_t>& ids) { return Rows(x, ids); };
   source.exchange = [](const torch::Tensor& rows) { return rows; };
@@ -99,7 +103,8 @@ TEST_CASE("GraphSage's forward, ForwardFromMeans and layer-wise inference agree"
   CHECK(model->is_training());  // inference leaves it in train mode
 }
 
-TEST_CASE("RankMetrics: AUC over every positive/negative pair, MRR per positive, ties half", "[unit]") {
+TEST_CASE("RankMetrics: AUC over every positive/negative pair, MRR per positive, ties half",
+          "[unit]") {
   LinkMetrics m = RankMetrics(torch::tensor({{3.0, 1.0, 2.0}, {0.0, 1.0, 2.0}}));
   CHECK(m.auc == Approx(4.0 / 8.0));  // 3 beats all four negatives, 0 beats none
   CHECK(m.mrr == Approx((1.0 + 1.0 / 3.0) / 2.0));
@@ -126,7 +131,8 @@ TEST_CASE("the node and link tasks' losses, accuracies and example counts", "[un
   CHECK(node->OutputDim() == 3);
   CHECK(node->Examples(mb) == 2);
   CHECK(node->Loss(out, mb).item<double>() ==
-        Approx(torch::nn::functional::cross_entropy(out, torch::tensor({2, 0}, torch::kInt64)).item<double>()));
+        Approx(torch::nn::functional::cross_entropy(out, torch::tensor({2, 0}, torch::kInt64))
+                   .item<double>()));
   CHECK(node->TrainAccuracy(out, mb) == Approx(1.0));
 
   o.task = "link";
@@ -180,7 +186,8 @@ TEST_CASE("a checkpoint restores model, optimizer and state, and refuses another
   CHECK_THROWS_WITH(LoadCheckpoint(dir.path(), other, other_opt, "sig A"),
                     Catch::Contains("cannot read checkpoint " + dir.path()));
   ScopedTempDir empty;
-  CHECK_THROWS_WITH(LoadCheckpoint(empty.path(), other, other_opt, "sig A"), Catch::Contains("no checkpoint"));
+  CHECK_THROWS_WITH(LoadCheckpoint(empty.path(), other, other_opt, "sig A"),
+                    Catch::Contains("no checkpoint"));
 }
 
 }  // namespace gnn
