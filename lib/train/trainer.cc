@@ -145,198 +145,263 @@ class MetricsWriter {
 
 }  // namespace
 
-json RunTrain(const TrainOptions& o) {
-  o.Validate();
+namespace {
+
+// Where an epoch's time went, and what it saw.
+struct EpochStats {
+  double sample_s = 0, forward_s = 0, backward_s = 0, allreduce_s = 0, update_s = 0;
+  int64_t examples = 0, inputs = 0, steps = 0;
+};
+
+// The checks that need the partition config.
+PartitionConfig LoadCheckedConfig(const TrainOptions& o) {
   if (o.num_gpus > 0 && !torch::cuda::is_available()) {
     throw ConfigError("--num_gpus " + std::to_string(o.num_gpus) +
-                      " requested, but this gnn-train has no CUDA device (LibTorch " +
-                      std::string(torch::cuda::is_available() ? "with" : "without") +
-                      " CUDA); use --num_gpus -1 for CPU");
+                      " requested, but this gnn-train has no CUDA device (LibTorch without CUDA); "
+                      "use --num_gpus -1 for CPU");
   }
-  torch::set_num_threads(DefaultTorchThreads(o));
   PartitionConfig config = LoadPartitionConfig(o.part_config);
   if (!o.graph_name.empty() && o.graph_name != config.graph_name) {
     throw ConfigError("--graph_name " + o.graph_name + " does not match " + o.part_config +
                       " (graph_name " + config.graph_name + ")");
   }
   if (config.num_classes < 1) throw DataError(o.part_config + ": num_classes is 0");
-  std::unique_ptr<TrainEnv> env =
-      o.standalone ? MakeStandaloneEnv(o, config) : MakeDistEnv(o, config);
-  const bool lead = env->rank() == 0;  // writes metrics, checkpoints, the model
-  const std::string label = env->Label();
+  return config;
+}
 
-  torch::manual_seed(o.seed);
-  std::unique_ptr<Task> task = MakeTask(o, config);
-  GraphSage model(config.feature_dim, o.num_hidden, task->OutputDim(), o.num_layers, o.dropout);
-  torch::optim::Adam opt(model->parameters(),
-                         torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay));
-  const std::string signature = ModelSignature(o, config, *task);
-  TrainState st;
-  if (o.resume) {
-    // Every rank reads the same checkpoint (a shared or copied folder).
-    st = LoadCheckpoint(o.checkpoint_dir, model, opt, signature);
-    GNN_LOG(kInfo) << "resumed from " << o.checkpoint_dir << " after epoch " << st.epochs_done;
+// One training run: the environment, the task, the model and optimizer,
+// and what has been measured so far. Run() is the loop: epochs of steps,
+// evaluation, checkpoints, outputs, summary.
+class Training {
+ public:
+  Training(const TrainOptions& o, const PartitionConfig& config)
+      : o_(o),
+        config_(config),
+        env_(o.standalone ? MakeStandaloneEnv(o, config) : MakeDistEnv(o, config)),
+        lead_(env_->rank() == 0),
+        label_(env_->Label()),
+        task_((torch::manual_seed(o.seed), MakeTask(o, config))),
+        model_(config.feature_dim, o.num_hidden, task_->OutputDim(), o.num_layers, o.dropout),
+        opt_(model_->parameters(), torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay)),
+        signature_(ModelSignature(o, config, *task_)),
+        metrics_(lead_ ? o.metrics_file : std::string(), o.resume) {
+    if (o.resume) {
+      // Every rank reads the same checkpoint (a shared or copied folder).
+      st_ = LoadCheckpoint(o.checkpoint_dir, model_, opt_, signature_);
+      GNN_LOG(kInfo) << "resumed from " << o.checkpoint_dir << " after epoch " << st_.epochs_done;
+    }
+    env_->SyncParams(model_);
   }
-  env->SyncParams(model);
-  MetricsWriter metrics(lead ? o.metrics_file : std::string(), o.resume);
 
-  double train_seconds = 0, allreduce_seconds = 0;
-  int64_t seeds_seen = 0, allreduce_bytes = 0, steps_total = 0;
-  int epochs_run = 0;
-  for (int epoch = st.epochs_done; epoch < o.num_epochs; ++epoch) {
+  json Run() {
+    for (int epoch = st_.epochs_done; epoch < o_.num_epochs; ++epoch) {
+      RunEpoch(epoch);
+      st_.epochs_done = epoch + 1;
+      if (o_.eval_every > 0 && ((epoch + 1) % o_.eval_every == 0 || epoch + 1 == o_.num_epochs)) {
+        Evaluate(epoch + 1);
+      }
+      if (lead_ && !o_.checkpoint_dir.empty()) {
+        SaveCheckpoint(o_.checkpoint_dir, model_, opt_, st_, signature_);
+      }
+    }
+    SaveOutputs();
+    return Summary();
+  }
+
+ private:
+  void RunEpoch(int epoch) {
     // Dropout draws from LibTorch's generator: reseeding per epoch makes a
     // resumed run identical to an uninterrupted one.
-    torch::manual_seed(MixSeed(MixSeed(o.seed, static_cast<uint64_t>(epoch) + 1), env->rank()));
-    model->train();
-    Stopwatch epoch_watch;
-    double t_sample = 0, t_fwd = 0, t_bwd = 0, t_ar = 0, t_upd = 0;
-    int64_t epoch_seeds = 0, epoch_inputs = 0;
-    env->StartEpoch(epoch);
-    Stopwatch step_watch;
-    int64_t step = 0, seeds_at_log = 0;
+    torch::manual_seed(MixSeed(MixSeed(o_.seed, static_cast<uint64_t>(epoch) + 1), env_->rank()));
+    model_->train();
+    Stopwatch epoch_watch, log_watch;
+    EpochStats es;
+    int64_t examples_at_log = 0;
+    env_->StartEpoch(epoch);
     while (true) {
       Stopwatch t;
-      std::optional<MiniBatch> mb = env->Next();
-      t_sample += t.Seconds();
+      std::optional<MiniBatch> mb = env_->Next();
+      es.sample_s += t.Seconds();
       if (!mb) break;
-      t.Reset();
-      opt.zero_grad();
-      torch::Tensor loss, out;
-      // An empty batch (a rank whose share is one short) still joins the
-      // all-reduce with zero gradients.
-      if (!mb->seeds.empty()) {
-        std::vector<BlockTensors> blocks;
-        for (const Block& b : mb->blocks) blocks.push_back(ToTensors(b));
-        const int64_t rows =
-            mb->input_means ? 2 * mb->blocks.front().num_dst : mb->blocks.front().num_src();
-        torch::Tensor x =
-            torch::from_blob(mb->features.data(), {rows, mb->feature_dim}, torch::kFloat32);
-        out = mb->input_means ? model->ForwardFromMeans(blocks, x) : model->forward(blocks, x);
-        loss = task->Loss(out, *mb);
-        t_fwd += t.Seconds();
-        t.Reset();
-        loss.backward();
-        t_bwd += t.Seconds();
-      }
-      t.Reset();
-      allreduce_bytes += env->AllreduceGrads(model);
-      t_ar += t.Seconds();
-      t.Reset();
-      opt.step();
-      t_upd += t.Seconds();
-      epoch_seeds += task->Examples(*mb);
-      if (!mb->blocks.empty()) epoch_inputs += mb->blocks.front().num_src();
-      ++step;
-      ++steps_total;
-      if (step % o.log_every == 0 && loss.defined()) {
-        const double acc = task->TrainAccuracy(out, *mb);
-        double speed = static_cast<double>(epoch_seeds - seeds_at_log) / step_watch.Seconds();
-        step_watch.Reset();
-        seeds_at_log = epoch_seeds;
-        GNN_LOG(kInfo) << label << " | Epoch " << std::setw(5) << std::setfill('0') << epoch + 1
-                       << " | Step " << std::setw(5) << step << std::setfill(' ') << std::fixed
-                       << " | Loss " << std::setprecision(4) << loss.item<double>()
-                       << " | Train Acc " << acc << " | Speed (samples/sec) "
-                       << std::setprecision(1) << speed;
-        metrics.Write({{"type", "step"},
-                       {"epoch", epoch + 1},
-                       {"step", step},
-                       {"loss", loss.item<double>()},
-                       {"train_acc", acc},
-                       {"samples_per_s", speed}});
+      torch::Tensor out, loss;
+      Step(*mb, &es, &out, &loss);
+      if (es.steps % o_.log_every == 0 && loss.defined()) {
+        const double speed =
+            static_cast<double>(es.examples - examples_at_log) / log_watch.Seconds();
+        log_watch.Reset();
+        examples_at_log = es.examples;
+        LogStep(epoch, es.steps, loss.item<double>(), task_->TrainAccuracy(out, *mb), speed);
       }
     }
-    double epoch_s = epoch_watch.Seconds();
-    train_seconds += epoch_s;
-    allreduce_seconds += t_ar;
-    seeds_seen += epoch_seeds;
-    ++epochs_run;
-    GNN_LOG(kInfo) << label << ", Epoch Time(s): " << std::fixed << std::setprecision(4) << epoch_s
-                   << ", sample+data_copy: " << t_sample << ", forward: " << t_fwd
-                   << ", backward: " << t_bwd << ", allreduce: " << t_ar << ", update: " << t_upd
-                   << ", #seeds: " << epoch_seeds << ", #inputs: " << epoch_inputs;
-    metrics.Write({{"type", "epoch"},
-                   {"epoch", epoch + 1},
-                   {"epoch_time_s", epoch_s},
-                   {"sample_s", t_sample},
-                   {"forward_s", t_fwd},
-                   {"backward_s", t_bwd},
-                   {"allreduce_s", t_ar},
-                   {"update_s", t_upd},
-                   {"seeds", epoch_seeds},
-                   {"inputs", epoch_inputs},
-                   {"param_checksum", ParamChecksum(model)}});
-    st.epochs_done = epoch + 1;
-    if (o.eval_every > 0 && ((epoch + 1) % o.eval_every == 0 || epoch + 1 == o.num_epochs)) {
-      Stopwatch ev;
-      AllCoresWhileIdle all_cores(o);
-      const auto [val, test] =
-          task->Evaluate(*env, model, epoch + 1, label, [&](const json& j) { metrics.Write(j); });
-      st.final_test = test;
-      if (val > st.best_val) {
-        st.best_val = val;
-        st.test_at_best = test;
-        st.best_epoch = epoch + 1;
-      }
-      GNN_LOG(kInfo) << label << ", Val Acc " << std::fixed << std::setprecision(4) << val
-                     << ", Test Acc " << test << ", time: " << ev.Seconds();
-      metrics.Write({{"type", "eval"},
-                     {"epoch", epoch + 1},
-                     {"val_acc", val},
-                     {"test_acc", test},
-                     {"eval_time_s", ev.Seconds()}});
+    const double epoch_s = epoch_watch.Seconds();
+    train_s_ += epoch_s;
+    allreduce_s_ += es.allreduce_s;
+    examples_ += es.examples;
+    ++epochs_run_;
+    LogEpoch(epoch, epoch_s, es);
+  }
+
+  // One step: forward, loss and backward (skipped for an empty batch: a
+  // rank whose share is one short still joins the all-reduce with zero
+  // gradients), all-reduce, update.
+  void Step(MiniBatch& mb, EpochStats* es, torch::Tensor* out, torch::Tensor* loss) {
+    Stopwatch t;
+    opt_.zero_grad();
+    if (!mb.seeds.empty()) {
+      std::vector<BlockTensors> blocks;
+      for (const Block& b : mb.blocks) blocks.push_back(ToTensors(b));
+      const int64_t rows =
+          mb.input_means ? 2 * mb.blocks.front().num_dst : mb.blocks.front().num_src();
+      torch::Tensor x =
+          torch::from_blob(mb.features.data(), {rows, mb.feature_dim}, torch::kFloat32);
+      *out = mb.input_means ? model_->ForwardFromMeans(blocks, x) : model_->forward(blocks, x);
+      *loss = task_->Loss(*out, mb);
+      es->forward_s += t.Seconds();
+      t.Reset();
+      loss->backward();
+      es->backward_s += t.Seconds();
     }
-    if (lead && !o.checkpoint_dir.empty()) {
-      SaveCheckpoint(o.checkpoint_dir, model, opt, st, signature);
+    t.Reset();
+    allreduce_bytes_ += env_->AllreduceGrads(model_);
+    es->allreduce_s += t.Seconds();
+    t.Reset();
+    opt_.step();
+    es->update_s += t.Seconds();
+    es->examples += task_->Examples(mb);
+    if (!mb.blocks.empty()) es->inputs += mb.blocks.front().num_src();
+    ++es->steps;
+    ++steps_;
+  }
+
+  void LogStep(int epoch, int64_t step, double loss, double acc, double speed) {
+    GNN_LOG(kInfo) << label_ << " | Epoch " << std::setw(5) << std::setfill('0') << epoch + 1
+                   << " | Step " << std::setw(5) << step << std::setfill(' ') << std::fixed
+                   << " | Loss " << std::setprecision(4) << loss << " | Train Acc " << acc
+                   << " | Speed (samples/sec) " << std::setprecision(1) << speed;
+    metrics_.Write({{"type", "step"},
+                    {"epoch", epoch + 1},
+                    {"step", step},
+                    {"loss", loss},
+                    {"train_acc", acc},
+                    {"samples_per_s", speed}});
+  }
+
+  void LogEpoch(int epoch, double epoch_s, const EpochStats& es) {
+    GNN_LOG(kInfo) << label_ << ", Epoch Time(s): " << std::fixed << std::setprecision(4) << epoch_s
+                   << ", sample+data_copy: " << es.sample_s << ", forward: " << es.forward_s
+                   << ", backward: " << es.backward_s << ", allreduce: " << es.allreduce_s
+                   << ", update: " << es.update_s << ", #seeds: " << es.examples
+                   << ", #inputs: " << es.inputs;
+    metrics_.Write({{"type", "epoch"},
+                    {"epoch", epoch + 1},
+                    {"epoch_time_s", epoch_s},
+                    {"sample_s", es.sample_s},
+                    {"forward_s", es.forward_s},
+                    {"backward_s", es.backward_s},
+                    {"allreduce_s", es.allreduce_s},
+                    {"update_s", es.update_s},
+                    {"seeds", es.examples},
+                    {"inputs", es.inputs},
+                    {"param_checksum", ParamChecksum(model_)}});
+  }
+
+  // Validation and test after `epoch` (1-based); the best validation's test
+  // accuracy is kept.
+  void Evaluate(int epoch) {
+    Stopwatch ev;
+    AllCoresWhileIdle all_cores(o_);
+    const auto [val, test] =
+        task_->Evaluate(*env_, model_, epoch, label_, [&](const json& j) { metrics_.Write(j); });
+    st_.final_test = test;
+    if (val > st_.best_val) {
+      st_.best_val = val;
+      st_.test_at_best = test;
+      st_.best_epoch = epoch;
+    }
+    GNN_LOG(kInfo) << label_ << ", Val Acc " << std::fixed << std::setprecision(4) << val
+                   << ", Test Acc " << test << ", time: " << ev.Seconds();
+    metrics_.Write({{"type", "eval"},
+                    {"epoch", epoch},
+                    {"val_acc", val},
+                    {"test_acc", test},
+                    {"eval_time_s", ev.Seconds()}});
+  }
+
+  // --save_model (a torch.load-able dict) and --save_embeddings.
+  void SaveOutputs() {
+    if (lead_ && !o_.save_model.empty()) {
+      c10::Dict<std::string, torch::Tensor> dict;
+      for (const auto& p : model_->named_parameters())
+        dict.insert(p.key(), p.value().detach().clone());
+      std::vector<char> bytes = torch::pickle_save(c10::IValue(dict));
+      AtomicFile f(o_.save_model);
+      f.Write(bytes.data(), bytes.size());
+      f.Commit();
+    }
+    if (!o_.save_embeddings.empty()) {
+      AllCoresWhileIdle all_cores(o_);
+      torch::Tensor emb = env_->Embeddings(model_).contiguous();
+      if (lead_) WriteNpy(o_.save_embeddings, emb.data_ptr<float>(), {emb.size(0), emb.size(1)});
     }
   }
 
-  if (lead && !o.save_model.empty()) {
-    c10::Dict<std::string, torch::Tensor> dict;
-    for (const auto& p : model->named_parameters())
-      dict.insert(p.key(), p.value().detach().clone());
-    std::vector<char> bytes = torch::pickle_save(c10::IValue(dict));
-    AtomicFile f(o.save_model);
-    f.Write(bytes.data(), bytes.size());
-    f.Commit();
-  }
-  if (!o.save_embeddings.empty()) {
-    AllCoresWhileIdle all_cores(o);
-    torch::Tensor emb = env->Embeddings(model).contiguous();
-    if (lead) WriteNpy(o.save_embeddings, emb.data_ptr<float>(), {emb.size(0), emb.size(1)});
+  json Summary() {
+    if (o_.eval_every > 0 && st_.best_epoch > 0) {
+      GNN_LOG(kInfo) << label_ << ", test_acc " << std::fixed << std::setprecision(4)
+                     << st_.test_at_best << " is from epoch " << st_.best_epoch
+                     << " (best validation accuracy " << st_.best_val << "); after the last epoch ("
+                     << st_.epochs_done << "): final_test_acc " << st_.final_test;
+    }
+    // Throughput of the whole job: every rank's examples over the slowest clock.
+    const double all_examples = env_->SumOverRanks(static_cast<double>(examples_));
+    json summary = {
+        {"graph_name", config_.graph_name},
+        {"best_val_acc", st_.best_val < 0 ? 0.0 : st_.best_val},
+        {"test_acc", st_.test_at_best},
+        {"final_test_acc", st_.final_test},
+        {"best_epoch", st_.best_epoch},
+        // Which evaluation each accuracy comes from (0: none ran).
+        {"test_acc_epoch", st_.best_epoch},
+        {"final_test_acc_epoch", o_.eval_every > 0 ? st_.epochs_done : 0},
+        {"epochs", st_.epochs_done},
+        {"epochs_run", epochs_run_},
+        {"mean_epoch_time_s", epochs_run_ ? train_s_ / epochs_run_ : 0.0},
+        {"seeds_per_s", train_s_ > 0 ? all_examples / train_s_ : 0.0},
+        {"num_trainers", env_->world()},
+        {"rank", env_->rank()},
+        {"allreduce_time_s", epochs_run_ ? allreduce_s_ / epochs_run_ : 0.0},
+        {"allreduce_bytes_per_step", steps_ ? allreduce_bytes_ / steps_ : 0},
+        {"param_checksum", ParamChecksum(model_)},
+    };
+    summary["task"] = o_.task;
+    task_->Summarize(&summary);
+    metrics_.Write({{"type", "summary"}, {"summary", summary}});
+    return summary;
   }
 
-  if (o.eval_every > 0 && st.best_epoch > 0) {
-    GNN_LOG(kInfo) << label << ", test_acc " << std::fixed << std::setprecision(4)
-                   << st.test_at_best << " is from epoch " << st.best_epoch
-                   << " (best validation accuracy " << st.best_val << "); after the last epoch ("
-                   << st.epochs_done << "): final_test_acc " << st.final_test;
-  }
-  // Throughput of the whole job: every rank's seeds over the slowest clock.
-  const double all_seeds = env->SumOverRanks(static_cast<double>(seeds_seen));
-  json summary = {
-      {"graph_name", config.graph_name},
-      {"best_val_acc", st.best_val < 0 ? 0.0 : st.best_val},
-      {"test_acc", st.test_at_best},
-      {"final_test_acc", st.final_test},
-      {"best_epoch", st.best_epoch},
-      // Which evaluation each accuracy comes from (0: none ran).
-      {"test_acc_epoch", st.best_epoch},
-      {"final_test_acc_epoch", o.eval_every > 0 ? st.epochs_done : 0},
-      {"epochs", st.epochs_done},
-      {"epochs_run", epochs_run},
-      {"mean_epoch_time_s", epochs_run ? train_seconds / epochs_run : 0.0},
-      {"seeds_per_s", train_seconds > 0 ? all_seeds / train_seconds : 0.0},
-      {"num_trainers", env->world()},
-      {"rank", env->rank()},
-      {"allreduce_time_s", epochs_run ? allreduce_seconds / epochs_run : 0.0},
-      {"allreduce_bytes_per_step", steps_total ? allreduce_bytes / steps_total : 0},
-      {"param_checksum", ParamChecksum(model)},
-  };
-  summary["task"] = o.task;
-  task->Summarize(&summary);
-  metrics.Write({{"type", "summary"}, {"summary", summary}});
-  return summary;
+  const TrainOptions& o_;
+  const PartitionConfig& config_;
+  std::unique_ptr<TrainEnv> env_;
+  const bool lead_;  // rank 0 writes metrics, checkpoints, the model
+  const std::string label_;
+  std::unique_ptr<Task> task_;
+  GraphSage model_;
+  torch::optim::Adam opt_;
+  const std::string signature_;
+  MetricsWriter metrics_;
+  TrainState st_;
+  double train_s_ = 0, allreduce_s_ = 0;
+  int64_t examples_ = 0, allreduce_bytes_ = 0, steps_ = 0;
+  int epochs_run_ = 0;
+};
+
+}  // namespace
+
+json RunTrain(const TrainOptions& o) {
+  o.Validate();
+  const PartitionConfig config = LoadCheckedConfig(o);
+  torch::set_num_threads(DefaultTorchThreads(o));
+  return Training(o, config).Run();
 }
 
 }  // namespace gnn
