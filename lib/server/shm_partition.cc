@@ -299,22 +299,14 @@ StaleSweep SweepStaleSegments(const std::string& dir, double min_age_s) {
   return out;
 }
 
-std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
-                                                   const PartitionConfig& config, int part,
-                                                   bool verify_checksums) {
-  CheckName(name);
-  if (part < 0 || part >= config.num_parts) {
-    throw ConfigError("partition " + std::to_string(part) + " does not exist (config has " +
-                      std::to_string(config.num_parts) + ")");
-  }
-  if (config.graph_name.size() >= sizeof(ShmHeader::graph_name)) {
-    throw ConfigError("graph name '" + config.graph_name + "' is too long for shared memory");
-  }
-  Stopwatch watch;
+namespace {
+
+// The segment's layout from the .npy headers (which also checks file
+// sizes): one aligned slot per array after the header; *total is the
+// segment's size in whole pages.
+std::vector<ArrayPlan> PlanLayout(const PartitionConfig& config, int part, uint64_t* total) {
   const PartInfo& info = config.parts[part];
   const int64_t n = info.num_nodes(), e = info.num_edges(), f = config.feature_dim;
-
-  // Plan the layout from the .npy headers (which also checks file sizes).
   const DType dtypes[kNumArrays] = {DType::kInt64, DType::kInt64, DType::kFloat32, DType::kInt64,
                                     DType::kUInt8, DType::kUInt8, DType::kUInt8,   DType::kInt64};
   const std::vector<int64_t> shapes[kNumArrays] = {{n + 1}, {e}, {n, f}, {n}, {n}, {n}, {n}, {n}};
@@ -339,48 +331,111 @@ std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
     offset = (offset + a.bytes + kAlign - 1) / kAlign * kAlign;
   }
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  const uint64_t total = (offset + page - 1) / page * page;
-  std::vector<const std::string*> want_sha(kNumArrays, nullptr);
-  if (verify_checksums) {
-    for (int i = 0; i < kNumArrays; ++i) {
-      auto it = info.files.find(kPartFiles[i]);
-      if (it == info.files.end()) {
-        throw DataError("partition config lists no checksum for " + plan[i].path);
-      }
-      want_sha[i] = &it->second.sha256;
-    }
+  *total = (offset + page - 1) / page * page;
+  return plan;
+}
+
+// The sha256 each array must have (null: not verified).
+std::vector<const std::string*> WantedChecksums(const PartInfo& info,
+                                                const std::vector<ArrayPlan>& plan, bool verify) {
+  std::vector<const std::string*> want(kNumArrays, nullptr);
+  if (!verify) return want;
+  for (int i = 0; i < kNumArrays; ++i) {
+    auto it = info.files.find(kPartFiles[i]);
+    if (it == info.files.end())
+      throw DataError("partition config lists no checksum for " + plan[i].path);
+    want[i] = &it->second.sha256;
   }
-  const std::string digest = PartitionConfigDigest(config);
+  return want;
+}
 
-  std::unique_ptr<ShmPartition> p(new ShmPartition);
-  p->name_ = name;
-  p->lock_path_ = ShmLockPath(name);
-  p->is_creator_ = true;
-
-  // Exclusive lock: nobody is attached, and nobody attaches before we
-  // downgrade it to shared once the segment is complete.
+// The exclusive lock on the segment's lock file: nobody is attached, and
+// nobody attaches before it is downgraded to shared once the segment is
+// complete. Returns its descriptor; ConfigError when others hold it past
+// kCreateGrace.
+int LockForCreate(const std::string& name, const std::string& lock_path) {
   const auto deadline = std::chrono::steady_clock::now() + kCreateGrace;
   for (;;) {
-    Fd fd(open(p->lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    Fd fd(open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
     if (fd.get() < 0) {
-      throw ConfigError("cannot open lock file " + p->lock_path_ + " of shared memory segment " +
-                        name + ": " + Errno());
+      throw ConfigError("cannot open lock file " + lock_path + " of shared memory segment " + name +
+                        ": " + Errno());
     }
-    bool locked = TryLock(fd.get(), F_WRLCK);
-    if (locked && StillLinked(fd.get(), p->lock_path_)) {
-      p->lock_fd_ = fd.release();
-      break;
-    }
+    const bool locked = TryLock(fd.get(), F_WRLCK);
+    if (locked && StillLinked(fd.get(), lock_path)) return fd.release();
     if (locked) continue;  // a departing handle removed that file; take the new one
     if (std::chrono::steady_clock::now() >= deadline) {
       throw ConfigError("shared memory segment " + name +
                         " is in use by another process (another server 0 of this partition, or "
                         "processes still attached to a previous one); stop them, or remove " +
-                        ShmSegmentPath(name) + " and " + p->lock_path_);
+                        ShmSegmentPath(name) + " and " + lock_path);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+}
 
+void FillHeader(ShmHeader* h, const std::string& name, const PartitionConfig& config, int part,
+                uint64_t total, const std::vector<ArrayPlan>& plan) {
+  const PartInfo& info = config.parts[part];
+  std::memcpy(h->magic, kMagic, sizeof(kMagic));
+  h->version = kShmFormatVersion;
+  h->ready = 0;
+  h->total_bytes = total;
+  h->header_bytes = kShmHeaderBytes;
+  h->creator_pid = getpid();
+  h->part_id = part;
+  h->num_parts = config.num_parts;
+  h->node_start = info.node_start;
+  h->num_nodes = info.num_nodes();
+  h->num_edges = info.num_edges();
+  h->feature_dim = config.feature_dim;
+  h->num_classes = config.num_classes;
+  h->graph_num_nodes = config.num_nodes;
+  for (int i = 0; i < kNumArrays; ++i) {
+    h->offset[i] = plan[i].offset;
+    h->bytes[i] = plan[i].bytes;
+  }
+  CopyCString(h->name, sizeof(h->name), name);
+  CopyCString(h->graph_name, sizeof(h->graph_name), config.graph_name);
+  CopyCString(h->config_digest, sizeof(h->config_digest), PartitionConfigDigest(config));
+}
+
+PartitionArrays ArraysOf(const PartitionView& v) {
+  PartitionArrays a;
+  a.indptr = v.indptr;
+  a.indices = v.indices;
+  a.labels = v.labels;
+  a.masks[0] = v.train_mask;
+  a.masks[1] = v.valid_mask;
+  a.masks[2] = v.test_mask;
+  a.orig_nids = v.orig_nids;
+  return a;
+}
+
+}  // namespace
+
+std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
+                                                   const PartitionConfig& config, int part,
+                                                   bool verify_checksums) {
+  CheckName(name);
+  if (part < 0 || part >= config.num_parts) {
+    throw ConfigError("partition " + std::to_string(part) + " does not exist (config has " +
+                      std::to_string(config.num_parts) + ")");
+  }
+  if (config.graph_name.size() >= sizeof(ShmHeader::graph_name)) {
+    throw ConfigError("graph name '" + config.graph_name + "' is too long for shared memory");
+  }
+  Stopwatch watch;
+  uint64_t total = 0;
+  const std::vector<ArrayPlan> plan = PlanLayout(config, part, &total);
+  const std::vector<const std::string*> want_sha =
+      WantedChecksums(config.parts[part], plan, verify_checksums);
+
+  std::unique_ptr<ShmPartition> p(new ShmPartition);
+  p->name_ = name;
+  p->lock_path_ = ShmLockPath(name);
+  p->is_creator_ = true;
+  p->lock_fd_ = LockForCreate(name, p->lock_path_);
   try {
     // Holding the exclusive lock, any segment of this name is stale.
     if (shm_unlink(name.c_str()) == 0) {
@@ -403,47 +458,15 @@ std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
       throw Error("cannot map shared memory segment " + name + ": " + Errno());
     p->base_ = base;
     p->size_ = total;
-
     ShmHeader* h = static_cast<ShmHeader*>(base);
-    std::memcpy(h->magic, kMagic, sizeof(kMagic));
-    h->version = kShmFormatVersion;
-    h->ready = 0;
-    h->total_bytes = total;
-    h->header_bytes = kShmHeaderBytes;
-    h->creator_pid = getpid();
-    h->part_id = part;
-    h->num_parts = config.num_parts;
-    h->node_start = info.node_start;
-    h->num_nodes = n;
-    h->num_edges = e;
-    h->feature_dim = f;
-    h->num_classes = config.num_classes;
-    h->graph_num_nodes = config.num_nodes;
-    for (int i = 0; i < kNumArrays; ++i) {
-      h->offset[i] = plan[i].offset;
-      h->bytes[i] = plan[i].bytes;
-    }
-    CopyCString(h->name, sizeof(h->name), name);
-    CopyCString(h->graph_name, sizeof(h->graph_name), config.graph_name);
-    CopyCString(h->config_digest, sizeof(h->config_digest), digest);
-
+    FillHeader(h, name, config, part, total, plan);
     char* bytes = static_cast<char*>(base);
     ParallelFor(kNumArrays, 0, [&](int64_t b, int64_t end) {
       for (int64_t i = b; i < end; ++i) CopyArray(plan[i], bytes + plan[i].offset, want_sha[i]);
     });
-
     // The checks LoadLocalPartition does (one function), on the mapped data.
     p->ReadHeader();
-    const PartitionView& v = p->view_;
-    PartitionArrays arrays;
-    arrays.indptr = v.indptr;
-    arrays.indices = v.indices;
-    arrays.labels = v.labels;
-    arrays.masks[0] = v.train_mask;
-    arrays.masks[1] = v.valid_mask;
-    arrays.masks[2] = v.test_mask;
-    arrays.orig_nids = v.orig_nids;
-    CheckPartitionArrays(config, part, arrays);
+    CheckPartitionArrays(config, part, ArraysOf(p->view_));
 
     __atomic_store_n(&h->ready, kShmReadyValue, __ATOMIC_RELEASE);
     if (mprotect(base, total, PROT_READ) != 0) {
