@@ -519,7 +519,25 @@ struct Bench {
     if (a != b) throw gnn::DataError(std::string(what) + " PullFeatures differs from GatherRows");
   }
 
-  void RunCluster(int servers, const std::vector<int>& client_counts) {
+  // The clients of one measurement: DistGraphs reading the local partition
+  // from shared memory or everything over the network, raw echo sockets.
+  struct Clients {
+    std::vector<std::unique_ptr<gnn::DistGraph>> local, remote;
+    std::vector<std::unique_ptr<zmq::context_t>> raw_ctx;
+    std::vector<std::unique_ptr<zmq::socket_t>> raw;
+    std::vector<std::vector<float>> out;
+  };
+
+  // The gnn-server processes of one measurement, and how clients reach them.
+  struct Cluster {
+    std::vector<Child> servers;
+    gnn::DistGraphOptions options;
+  };
+
+  // Starts `servers` gnn-server processes per partition on free loopback
+  // ports (with the job's secret unless --insecure) and waits until every
+  // one answers Hello; prints the section header.
+  void StartCluster(int servers, Cluster* cl) {
     const int parts = config.num_parts;
     const std::string job = "dpbench-" + std::to_string(getpid()) + "-" + std::to_string(servers);
     // Ports: one range of `servers` ports per machine, 10 apart.
@@ -540,12 +558,8 @@ struct Bench {
     // The job's secret, as gnn-launch would hand it to its servers.
     const std::string secret_file = o.work_dir + "/job.secret";
     if (!o.insecure) gnn::net::WriteSecretFile(secret_file, gnn::net::NewSecret());
-    std::vector<Child> cluster;
+    std::vector<Child>& cluster = cl->servers;
     gnn::Stopwatch startup;
-    struct Guard {
-      std::vector<Child>* c;
-      ~Guard() { StopChildren(c); }
-    } guard{&cluster};
     for (int s = 0; s < servers; ++s) {  // server 0 of every machine first: they load
       for (int m = 0; m < parts; ++m) {
         std::string what =
@@ -577,7 +591,7 @@ struct Bench {
                                     std::to_string(m) + "_" + std::to_string(s) + ".log"));
       }
     }
-    gnn::DistGraphOptions base_opt;
+    gnn::DistGraphOptions& base_opt = cl->options;
     base_opt.ip_config = ip_config;
     base_opt.part_config = o.part_config;
     base_opt.num_servers = servers;
@@ -600,8 +614,6 @@ struct Bench {
       }
     }
     const double startup_s = startup.Seconds();
-    std::vector<Child> all = cluster;
-    all.insert(all.end(), echo.begin(), echo.end());
 
     std::printf(
         "\n== %d server%s per partition: %d gnn-server processes (%d worker threads each, %s), "
@@ -612,117 +624,103 @@ struct Bench {
         o.insecure ? "PLAINTEXT" : "CURVE", startup_s, LoadAvg().c_str());
     std::printf("  %7s  %-38s %-9s %9s %9s %-9s %6s %8s %8s\n", "clients", "path", "figure",
                 "value", "per cpu-s", "unit", "wall s", "cpu self", "cpu srv");
+  }
 
-    const int max_clients = *std::max_element(client_counts.begin(), client_counts.end());
-    std::vector<std::unique_ptr<gnn::DistGraph>> local, remote;
-    std::vector<std::unique_ptr<zmq::context_t>> raw_ctx;
-    std::vector<std::unique_ptr<zmq::socket_t>> raw;
-    for (int c = 0; c < max_clients; ++c) {
-      gnn::DistGraphOptions lo = base_opt;
-      lo.local_machine_id = o.machine;
-      local.push_back(std::make_unique<gnn::DistGraph>(lo));
-      remote.push_back(std::make_unique<gnn::DistGraph>(base_opt));
-      raw_ctx.push_back(std::make_unique<zmq::context_t>());
-      raw.push_back(std::make_unique<zmq::socket_t>(*raw_ctx.back(), zmq::socket_type::dealer));
-      raw.back()->set(zmq::sockopt::linger, 0);
-      raw.back()->set(zmq::sockopt::sndhwm, 0);
-      raw.back()->set(zmq::sockopt::rcvhwm, 0);
-      raw.back()->connect(echo_endpoint);
+  // One client count's figures: every path, best of --reps interleaved.
+  void MeasureClients(int servers, int clients, const std::vector<Child>& all, Clients& cs) {
+    auto& local = cs.local;
+    auto& remote = cs.remote;
+    auto& raw = cs.raw;
+    auto& out = cs.out;
+    const int parts = config.num_parts;
+    // Warm-up: page cache, shared-memory mappings, TCP windows, allocator.
+    for (int c = 0; c < clients; ++c) {
+      double w = 0;
+      DistSample(*local[c], &w);
+      DistSample(*remote[c], &w);
+      DistPull(*local[c], &out[c], &w);
+      DistPull(*remote[c], &out[c], &w);
+      RawEcho(*raw[c], &w);
+      if (o.raw_chunk_mb > 0) {
+        RawEcho(*raw[c], &w, static_cast<size_t>(o.raw_chunk_mb) << 20);
+        DistPullSliced(*remote[c], &out[c], &w, static_cast<size_t>(o.raw_chunk_mb) << 20);
+      }
+      StandaloneGather(&out[c]);
     }
-    CheckPull(*local[0], "local");
-    CheckPull(*remote[0], "remote");
-    std::vector<std::vector<float>> out(max_clients);
-
-    for (int clients : client_counts) {
-      // Warm-up: page cache, shared-memory mappings, TCP windows, allocator.
-      for (int c = 0; c < clients; ++c) {
-        double w = 0;
-        DistSample(*local[c], &w);
-        DistSample(*remote[c], &w);
-        DistPull(*local[c], &out[c], &w);
-        DistPull(*remote[c], &out[c], &w);
-        RawEcho(*raw[c], &w);
-        if (o.raw_chunk_mb > 0) {
-          RawEcho(*raw[c], &w, static_cast<size_t>(o.raw_chunk_mb) << 20);
-          DistPullSliced(*remote[c], &out[c], &w, static_cast<size_t>(o.raw_chunk_mb) << 20);
-        }
-        StandaloneGather(&out[c]);
-      }
-      enum { kSaS, kLoS, kReS, kSaP, kLoP, kReP, kRaw, kReSliced, kRawChunk, kCases };
-      const size_t chunk = static_cast<size_t>(o.raw_chunk_mb) << 20;
-      std::vector<std::vector<Figure>> f(kCases);
-      for (int r = 0; r < o.reps; ++r) {
-        f[kSaS].push_back(Timed(clients, all, [&](int, double*) { return StandaloneSample(); }));
-        f[kLoS].push_back(
-            Timed(clients, all, [&](int c, double* w) { return DistSample(*local[c], w); }));
-        f[kReS].push_back(
-            Timed(clients, all, [&](int c, double* w) { return DistSample(*remote[c], w); }));
-        f[kSaP].push_back(
-            Timed(clients, all, [&](int c, double*) { return StandaloneGather(&out[c]); }));
-        f[kLoP].push_back(
-            Timed(clients, all, [&](int c, double* w) { return DistPull(*local[c], &out[c], w); }));
-        f[kReP].push_back(Timed(
-            clients, all, [&](int c, double* w) { return DistPull(*remote[c], &out[c], w); }));
-        f[kRaw].push_back(
-            Timed(clients, all, [&](int c, double* w) { return RawEcho(*raw[c], w); }));
-        if (chunk) {
-          f[kReSliced].push_back(Timed(clients, all, [&](int c, double* w) {
-            return DistPullSliced(*remote[c], &out[c], w, chunk);
-          }));
-          f[kRawChunk].push_back(
-              Timed(clients, all, [&](int c, double* w) { return RawEcho(*raw[c], w, chunk); }));
-        } else {
-          f[kReSliced].push_back(Figure{});
-          f[kRawChunk].push_back(Figure{});
-        }
-      }
-      std::vector<Figure> m(kCases);
-      for (int k = 0; k < kCases; ++k) m[k] = Best(f[k]);
-      const double units = clients * static_cast<double>(wl.calls.size());
-      char note[160];
-      PrintRow(clients, "standalone (LoadLocalPartition)", "sample", m[kSaS], 1e6, "Medges/s");
-      PrintRow(clients, "local shm (DistGraph, own machine)", "sample", m[kLoS], 1e6, "Medges/s",
-               Pct(m[kLoS].rate, m[kSaS].rate) + " of standalone");
-      std::snprintf(note, sizeof(note), "%s of local; %.0f KB wire/call",
-                    Pct(m[kReS].rate, m[kLoS].rate).c_str(), m[kReS].wire / units / 1e3);
-      PrintRow(clients, "remote loopback (DistGraph, -1)", "sample", m[kReS], 1e6, "Medges/s",
-               note);
-      PrintRow(clients, "standalone GatherRows", "features", m[kSaP], 1e9, "GB/s");
-      PrintRow(clients, "local shm PullFeatures", "features", m[kLoP], 1e9, "GB/s",
-               Pct(m[kLoP].rate, m[kSaP].rate) + " of standalone");
-      std::snprintf(note, sizeof(note), "%s of local, %s of raw ZeroMQ",
-                    Pct(m[kReP].rate, m[kLoP].rate).c_str(),
-                    Pct(m[kReP].rate, m[kRaw].rate).c_str());
-      PrintRow(clients, "remote loopback PullFeatures", "features", m[kReP], 1e9, "GB/s", note);
-      PrintRow(clients, "raw ZeroMQ DEALER/ROUTER, same sizes", "features", m[kRaw], 1e9, "GB/s",
-               "payload (reply) bytes");
+    enum { kSaS, kLoS, kReS, kSaP, kLoP, kReP, kRaw, kReSliced, kRawChunk, kCases };
+    const size_t chunk = static_cast<size_t>(o.raw_chunk_mb) << 20;
+    std::vector<std::vector<Figure>> f(kCases);
+    for (int r = 0; r < o.reps; ++r) {
+      f[kSaS].push_back(Timed(clients, all, [&](int, double*) { return StandaloneSample(); }));
+      f[kLoS].push_back(
+          Timed(clients, all, [&](int c, double* w) { return DistSample(*local[c], w); }));
+      f[kReS].push_back(
+          Timed(clients, all, [&](int c, double* w) { return DistSample(*remote[c], w); }));
+      f[kSaP].push_back(
+          Timed(clients, all, [&](int c, double*) { return StandaloneGather(&out[c]); }));
+      f[kLoP].push_back(
+          Timed(clients, all, [&](int c, double* w) { return DistPull(*local[c], &out[c], w); }));
+      f[kReP].push_back(
+          Timed(clients, all, [&](int c, double* w) { return DistPull(*remote[c], &out[c], w); }));
+      f[kRaw].push_back(Timed(clients, all, [&](int c, double* w) { return RawEcho(*raw[c], w); }));
       if (chunk) {
-        std::snprintf(note, sizeof(note), "(not a target) %d MB slices, one call after another",
-                      o.raw_chunk_mb);
-        PrintRow(clients, "remote PullFeatures, sliced", "features", m[kReSliced], 1e9, "GB/s",
-                 note);
-        std::snprintf(note, sizeof(note),
-                      "(not a target) the same bytes as %d MB replies, pipelined", o.raw_chunk_mb);
-        PrintRow(clients, "raw ZeroMQ, chunked", "features", m[kRawChunk], 1e9, "GB/s", note);
+        f[kReSliced].push_back(Timed(clients, all, [&](int c, double* w) {
+          return DistPullSliced(*remote[c], &out[c], w, chunk);
+        }));
+        f[kRawChunk].push_back(
+            Timed(clients, all, [&](int c, double* w) { return RawEcho(*raw[c], w, chunk); }));
+      } else {
+        f[kReSliced].push_back(Figure{});
+        f[kRawChunk].push_back(Figure{});
       }
-      auto target = [&](const char* what, int a, int b, double want) {
-        char line[256];
-        double got = m[a].rate / m[b].rate;
-        std::snprintf(
-            line, sizeof(line),
-            "  %d parts, %d server%s/part, %d client%s: %-36s %5.2f  (target >= %.2f: %-6s) "
-            "per cpu-s %5.2f",
-            parts, servers, servers > 1 ? "s" : "", clients, clients > 1 ? "s" : " ", what, got,
-            want, got >= want ? "met" : "MISSED", m[a].PerCpu() / m[b].PerCpu());
-        summary.push_back(line);
-      };
-      target("sampling: remote / local", kReS, kLoS, 0.5);
-      target("sampling: local / standalone", kLoS, kSaS, 1 / 1.2);
-      target("feature pull: remote / local", kReP, kLoP, 0.5);
-      target("feature pull: remote / raw ZeroMQ", kReP, kRaw, 0.7);
     }
+    std::vector<Figure> m(kCases);
+    for (int k = 0; k < kCases; ++k) m[k] = Best(f[k]);
+    const double units = clients * static_cast<double>(wl.calls.size());
+    char note[160];
+    PrintRow(clients, "standalone (LoadLocalPartition)", "sample", m[kSaS], 1e6, "Medges/s");
+    PrintRow(clients, "local shm (DistGraph, own machine)", "sample", m[kLoS], 1e6, "Medges/s",
+             Pct(m[kLoS].rate, m[kSaS].rate) + " of standalone");
+    std::snprintf(note, sizeof(note), "%s of local; %.0f KB wire/call",
+                  Pct(m[kReS].rate, m[kLoS].rate).c_str(), m[kReS].wire / units / 1e3);
+    PrintRow(clients, "remote loopback (DistGraph, -1)", "sample", m[kReS], 1e6, "Medges/s", note);
+    PrintRow(clients, "standalone GatherRows", "features", m[kSaP], 1e9, "GB/s");
+    PrintRow(clients, "local shm PullFeatures", "features", m[kLoP], 1e9, "GB/s",
+             Pct(m[kLoP].rate, m[kSaP].rate) + " of standalone");
+    std::snprintf(note, sizeof(note), "%s of local, %s of raw ZeroMQ",
+                  Pct(m[kReP].rate, m[kLoP].rate).c_str(), Pct(m[kReP].rate, m[kRaw].rate).c_str());
+    PrintRow(clients, "remote loopback PullFeatures", "features", m[kReP], 1e9, "GB/s", note);
+    PrintRow(clients, "raw ZeroMQ DEALER/ROUTER, same sizes", "features", m[kRaw], 1e9, "GB/s",
+             "payload (reply) bytes");
+    if (chunk) {
+      std::snprintf(note, sizeof(note), "(not a target) %d MB slices, one call after another",
+                    o.raw_chunk_mb);
+      PrintRow(clients, "remote PullFeatures, sliced", "features", m[kReSliced], 1e9, "GB/s", note);
+      std::snprintf(note, sizeof(note), "(not a target) the same bytes as %d MB replies, pipelined",
+                    o.raw_chunk_mb);
+      PrintRow(clients, "raw ZeroMQ, chunked", "features", m[kRawChunk], 1e9, "GB/s", note);
+    }
+    auto target = [&](const char* what, int a, int b, double want) {
+      char line[256];
+      double got = m[a].rate / m[b].rate;
+      std::snprintf(
+          line, sizeof(line),
+          "  %d parts, %d server%s/part, %d client%s: %-36s %5.2f  (target >= %.2f: %-6s) "
+          "per cpu-s %5.2f",
+          parts, servers, servers > 1 ? "s" : "", clients, clients > 1 ? "s" : " ", what, got, want,
+          got >= want ? "met" : "MISSED", m[a].PerCpu() / m[b].PerCpu());
+      summary.push_back(line);
+    };
+    target("sampling: remote / local", kReS, kLoS, 0.5);
+    target("sampling: local / standalone", kLoS, kSaS, 1 / 1.2);
+    target("feature pull: remote / local", kReP, kLoP, 0.5);
+    target("feature pull: remote / raw ZeroMQ", kReP, kRaw, 0.7);
+  }
 
-    // Whole mini-batches (one client): co-located with the machine, and remote.
+  // Whole mini-batches (one client): co-located with the machine, and remote.
+  void MeasureMakeBatch(Clients& cs) {
+    auto& local = cs.local;
+    auto& remote = cs.remote;
     std::printf("\n  MakeBatch, DGL default (fanouts %s, batch %" PRId64
                 ", train seeds of partition %d), 1 client:\n",
                 o.fanouts.c_str(), o.batch_size, o.machine);
@@ -756,8 +754,42 @@ struct Bench {
                   n / s, edges / s / 1e6, wire / n / 1e6, (wire - feat - label) / n / 1e6,
                   feat / n / 1e6, label / n / 1e6, inputs / n);
     }
-    local.clear();
-    remote.clear();
+  }
+
+  void RunCluster(int servers, const std::vector<int>& client_counts) {
+    Cluster cl;
+    struct Guard {
+      std::vector<Child>* c;
+      ~Guard() { StopChildren(c); }
+    } guard{&cl.servers};
+    StartCluster(servers, &cl);
+    std::vector<Child> all = cl.servers;
+    all.insert(all.end(), echo.begin(), echo.end());
+    const gnn::DistGraphOptions& base_opt = cl.options;
+    const int max_clients = *std::max_element(client_counts.begin(), client_counts.end());
+    Clients cs;
+    auto& local = cs.local;
+    auto& remote = cs.remote;
+    auto& raw_ctx = cs.raw_ctx;
+    auto& raw = cs.raw;
+    for (int c = 0; c < max_clients; ++c) {
+      gnn::DistGraphOptions lo = base_opt;
+      lo.local_machine_id = o.machine;
+      local.push_back(std::make_unique<gnn::DistGraph>(lo));
+      remote.push_back(std::make_unique<gnn::DistGraph>(base_opt));
+      raw_ctx.push_back(std::make_unique<zmq::context_t>());
+      raw.push_back(std::make_unique<zmq::socket_t>(*raw_ctx.back(), zmq::socket_type::dealer));
+      raw.back()->set(zmq::sockopt::linger, 0);
+      raw.back()->set(zmq::sockopt::sndhwm, 0);
+      raw.back()->set(zmq::sockopt::rcvhwm, 0);
+      raw.back()->connect(echo_endpoint);
+    }
+    CheckPull(*local[0], "local");
+    CheckPull(*remote[0], "remote");
+    cs.out.resize(max_clients);
+
+    for (int clients : client_counts) MeasureClients(servers, clients, all, cs);
+    MeasureMakeBatch(cs);
   }
 
   void Run() {
