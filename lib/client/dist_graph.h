@@ -13,6 +13,7 @@
 #include "net/ip_config.h"
 #include "partition/config.h"
 #include "sampling/block.h"
+#include "server/shm_partition.h"
 
 namespace gnn {
 
@@ -28,7 +29,7 @@ struct DistGraphOptions {
   std::string job_id;
   net::JobKeys keys;       // the job's CURVE keys (or Insecure())
   int timeout_ms = 30000;  // per request round
-  int attach_timeout_ms = 60000;
+  int attach_timeout_ms = kDefaultAttachTimeoutMs;
   // Tests only: explicit server endpoints [machine][server] instead of
   // ip_config's addresses.
   std::vector<std::vector<std::string>> endpoints;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cluster/remote.h"
+#include "net/ip_config.h"
 
 namespace gnn {
 
@@ -25,13 +26,13 @@ struct LaunchOptions {
   std::string part_config;  // relative to workspace unless absolute
   std::string ip_config;    // relative to workspace unless absolute
   SshOptions ssh;           // how remote machines are reached
-  int master_port = 29500;  // trainer rendezvous on machine 0
-  std::string log_dir;      // "" = WORKSPACE/logs/JOB_ID
-  std::string job_id;       // "" = "job-<pid>-<time>"
-  double grace_s = 5;       // SIGTERM, then SIGKILL after this long
-  double server_ready_timeout_s = 60;  // every server must answer a Ping by then
-  std::string command;                 // trainer command line (shell words)
-  std::string server_binary;           // gnn-server to run ("" = next to this executable)
+  int master_port = kDefaultMasterPort;  // trainer rendezvous on machine 0
+  std::string log_dir;                   // "" = WORKSPACE/logs/JOB_ID
+  std::string job_id;                    // "" = "job-<pid>-<time>"
+  double grace_s = 5;                    // SIGTERM, then SIGKILL after this long
+  double server_ready_timeout_s = 60;    // every server must answer a Ping by then
+  std::string command;                   // trainer command line (shell words)
+  std::string server_binary;             // gnn-server to run ("" = next to this executable)
   // Per-node mode (>= 0): start and supervise only this machine's
   // processes, as local children; run once on every machine, the
   // launchers form one job without ssh. The job id then defaults to one

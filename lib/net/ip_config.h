@@ -15,6 +15,8 @@
 namespace gnn {
 
 constexpr int kDefaultPort = 30050;
+// The trainers' rendezvous on machine 0 (DGL's and torch.distributed's default).
+constexpr int kDefaultMasterPort = 29500;
 
 struct MachineAddress {
   std::string host;  // as written (brackets of an IPv6 literal removed)

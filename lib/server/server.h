@@ -11,6 +11,7 @@
 #include <string>
 
 #include "net/security.h"
+#include "server/shm_partition.h"
 
 namespace gnn {
 
@@ -26,7 +27,7 @@ struct ServerOptions {
   // Empty: bind to the machine's ip_config address. Tests may pass
   // "tcp://127.0.0.1:*" to get an ephemeral port (reported via on_ready).
   std::string bind_endpoint;
-  int attach_timeout_ms = 60000;  // backups wait this long for server 0
+  int attach_timeout_ms = kDefaultAttachTimeoutMs;  // backups wait this long for server 0
   bool verify_checksums = true;
 
   void Validate() const;  // ConfigError naming the bad field

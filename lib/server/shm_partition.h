@@ -33,6 +33,10 @@
 
 namespace gnn {
 
+// How long a process attaching to a partition's shared memory (a backup
+// server, a trainer, a gnn-sampler) waits for server 0 to finish creating it.
+constexpr int kDefaultAttachTimeoutMs = 60000;
+
 constexpr uint32_t kShmFormatVersion = 1;
 constexpr uint32_t kShmReadyValue = 0x59444552;  // "REDY"
 constexpr size_t kShmHeaderBytes = 4096;

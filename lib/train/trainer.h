@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "net/ip_config.h"
+
 namespace gnn {
 
 // --task: what is learnt (train/task.h).
@@ -48,17 +50,17 @@ struct TrainOptions {
   bool remove_edge = false;   // --remove_edge: keep batch edges out of their blocks
 
   // Distributed mode (also from the launcher's GNN_* environment, read in main).
-  std::string ip_config;       // --ip_config
-  int machine_id = 0;          // --machine_id: this machine's line = its partition
-  int trainer_id = 0;          // --trainer_id: index among this machine's trainers
-  int num_trainers = 1;        // --num_trainers per machine
-  int num_servers = 1;         // --num_servers per machine
-  int num_samplers = 0;        // --num_samplers per trainer (0 = sample in-process)
-  std::string master_addr;     // --master_addr: rendezvous host (default: machine 0)
-  int master_port = 29500;     // --master_port
-  std::string job_id = "gnn";  // --job_id: shared with servers and samplers
-  std::string secret_file;     // --secret_file: the job's secret (keys derive from it and job_id)
-  bool insecure = false;       // --insecure: plaintext, unauthenticated
+  std::string ip_config;                 // --ip_config
+  int machine_id = 0;                    // --machine_id: this machine's line = its partition
+  int trainer_id = 0;                    // --trainer_id: index among this machine's trainers
+  int num_trainers = 1;                  // --num_trainers per machine
+  int num_servers = 1;                   // --num_servers per machine
+  int num_samplers = 0;                  // --num_samplers per trainer (0 = sample in-process)
+  std::string master_addr;               // --master_addr: rendezvous host (default: machine 0)
+  int master_port = kDefaultMasterPort;  // --master_port
+  std::string job_id = "gnn";            // --job_id: shared with servers and samplers
+  std::string secret_file;  // --secret_file: the job's secret (keys derive from it and job_id)
+  bool insecure = false;    // --insecure: plaintext, unauthenticated
   int rendezvous_timeout_s = 60;
   int request_timeout_ms = 30000;
 
