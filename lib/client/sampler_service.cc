@@ -96,6 +96,7 @@ SamplerPool::SamplerPool(const std::string& bind_endpoint, int num_samplers, net
       timeout_ms_(timeout_ms) {
   sock_.set(zmq::sockopt::linger, 0);
   sock_.set(zmq::sockopt::maxmsgsize, net::kMaxReplyBytes);
+  sock_.set(zmq::sockopt::rcvhwm, net::kMaxQueuedMessages);
   keys.MakeServer(sock_);
   try {
     sock_.bind(bind_endpoint);

@@ -59,8 +59,8 @@ Connection::Connection(zmq::context_t& ctx, const std::string& endpoint, std::st
                        const JobKeys& keys)
     : socket_(ctx, zmq::socket_type::dealer), peer_(std::move(peer)) {
   socket_.set(zmq::sockopt::linger, 0);
-  socket_.set(zmq::sockopt::sndhwm, 0);
-  socket_.set(zmq::sockopt::rcvhwm, 0);
+  socket_.set(zmq::sockopt::sndhwm, kMaxQueuedMessages);
+  socket_.set(zmq::sockopt::rcvhwm, kMaxQueuedMessages);
   // A reply larger than any a server sends (kMaxReplyBytes) is not read.
   socket_.set(zmq::sockopt::maxmsgsize, kMaxReplyBytes);
   keys.MakeClient(socket_);

@@ -27,6 +27,10 @@ constexpr int64_t kMaxRequestBytes = int64_t{64} << 20;
 constexpr int64_t kMaxPullReplyBytes = int64_t{64} << 20;
 // Neighbour ids one Sample reply may hold (512 MiB).
 constexpr int64_t kMaxSampledPerRequest = int64_t{1} << 26;
+// Whole messages a socket queues for one peer before it pushes back (a
+// client's unread replies; a server's requests not yet taken by a worker):
+// each at most a frame limit, so what one peer can park is bounded.
+constexpr int kMaxQueuedMessages = 1000;
 // One frame any client or sampler socket accepts (a Sample reply's ids, a
 // mini-batch's features); larger frames are dropped by ZeroMQ unread.
 constexpr int64_t kMaxReplyBytes = int64_t{1} << 30;

@@ -306,6 +306,8 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
   frontend.set(zmq::sockopt::linger, 0);
   frontend.set(zmq::sockopt::router_mandatory, false);
   frontend.set(zmq::sockopt::maxmsgsize, kMaxRequestBytes);
+  frontend.set(zmq::sockopt::rcvhwm, net::kMaxQueuedMessages);
+  frontend.set(zmq::sockopt::sndhwm, net::kMaxQueuedMessages);
   o.keys.MakeServer(frontend);
   try {
     frontend.bind(endpoint);
