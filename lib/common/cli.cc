@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -73,11 +74,31 @@ void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, bool* o
   }
 }
 
+std::vector<std::string> NormalizeFlagSpellings(const CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string& a = args[i];
+    if (a == "--") break;  // what follows is not ours
+    if (a.size() < 4 || a.compare(0, 2, "--") != 0) continue;
+    const size_t eq = a.find('=');
+    std::string name = a.substr(0, eq);
+    if (name.find('-', 2) == std::string::npos) continue;
+    std::replace(name.begin() + 2, name.end(), '-', '_');
+    if (app.get_option_no_throw(name) != nullptr) {
+      a = name + (eq == std::string::npos ? "" : a.substr(eq));
+    }
+  }
+  return args;
+}
+
 int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& body,
             double stop_grace_s) {
   const std::string program = app.get_name();
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> args = NormalizeFlagSpellings(app, argc, argv);
+    std::vector<char*> ptrs;
+    for (auto& a : args) ptrs.push_back(a.data());
+    app.parse(static_cast<int>(ptrs.size()), ptrs.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

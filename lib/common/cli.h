@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -19,8 +20,16 @@ namespace gnn {
 // binary also watches its stdin: EOF means the launcher or its ssh
 // connection is gone, and the process stops itself (WatchLauncherStdin),
 // exiting hard if its clean stop takes longer than `stop_grace_s`.
+//
+// Long flags are also accepted in their hyphenated spelling (DGL's
+// train_dist.py uses --num-epochs, --graph-name, ...): --num-epochs 5 and
+// --num-epochs=5 mean --num_epochs; help shows the underscore spelling.
 int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& body,
             double stop_grace_s = 10);
+
+// argv with every "--a-b[=v]" whose "--a_b" is an option of `app` rewritten
+// to "--a_b[=v]" (up to a bare "--").
+std::vector<std::string> NormalizeFlagSpellings(const CLI::App& app, int argc, char** argv);
 
 // Ignores SIGPIPE (the launcher's pipes may close first) and starts a
 // thread that waits for EOF on stdin, then prints one line,

@@ -57,7 +57,15 @@ void Dataset::Validate() const {
   CheckSplit(*this, test_idx, "test");
 }
 
-bool IsKnownUndirected(const std::string& name) {
+std::string OgbDatasetName(const std::string& name) {
+  // The names DGL's distributed examples use (partition_graph.py --dataset).
+  if (name == "ogb-product") return "ogbn-products";
+  if (name == "ogb-paper100M") return "ogbn-papers100M";
+  return name;
+}
+
+bool IsKnownUndirected(const std::string& name_in) {
+  const std::string name = OgbDatasetName(name_in);
   static const char* kNames[] = {"ogbn-products", "ogbn-proteins", "cora", "citeseer", "pubmed"};
   std::string n = name;
   std::replace(n.begin(), n.end(), '_', '-');
@@ -79,10 +87,11 @@ Dataset LoadDataset(const DatasetOptions& options) {
   namespace fs = std::filesystem;
   std::string folder;
   std::error_code ec;
+  const std::string ogb = OgbDatasetName(options.dataset);
   if (fs::is_directory(fs::path(options.dataset) / "raw", ec)) {
     folder = options.dataset;
   } else {
-    std::string under = options.dataset;
+    std::string under = ogb;
     std::replace(under.begin(), under.end(), '-', '_');
     fs::path candidate = fs::path(options.root) / under;
     if (!fs::is_directory(candidate / "raw", ec)) {
@@ -95,6 +104,8 @@ Dataset LoadDataset(const DatasetOptions& options) {
     folder = candidate.string();
   }
   Dataset d = ReadOgbFolder(folder, options);
+  // A DGL alias names the graph as DGL does (graph_name "ogb-product").
+  if (ogb != options.dataset) d.name = options.dataset;
   d.Validate();
   return d;
 }

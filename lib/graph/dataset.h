@@ -47,6 +47,10 @@ struct DatasetOptions {
 Dataset LoadDataset(const DatasetOptions& options);
 
 // Names of datasets known to be undirected although listed once per edge.
+// DGL's dataset aliases resolved to OGB names ("ogb-product" ->
+// "ogbn-products", "ogb-paper100M" -> "ogbn-papers100M"); others unchanged.
+std::string OgbDatasetName(const std::string& name);
+
 bool IsKnownUndirected(const std::string& name);
 
 }  // namespace gnn

@@ -75,10 +75,11 @@ void CheckOutput(const PartitionOptions& o) {
                         " already exists and is not empty; pass --overwrite to replace it");
     }
   }
+  // Missing parent folders are made, as DGL's partition_graph does.
   fs::path parent = fs::absolute(o.output).parent_path();
-  if (!fs::is_directory(parent, ec)) {
-    throw DataError("cannot write --output " + o.output + ": parent folder " + parent.string() +
-                    " does not exist");
+  if (!fs::is_directory(parent, ec) && (!fs::create_directories(parent, ec) || ec)) {
+    throw DataError("cannot write --output " + o.output + ": cannot create its folder " +
+                    parent.string() + (ec ? ": " + ec.message() : ""));
   }
   if (::access(parent.c_str(), W_OK) != 0) {
     throw DataError("cannot write --output " + o.output + ": folder " + parent.string() +

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/error.h"
 #include "common/fs.h"
 #include "common/npy.h"
 #include "partition/config.h"
@@ -114,6 +115,42 @@ TEST_CASE("gnn-partition on Cora and CiteSeer matches their README counts", "[e2
     CHECK(PathExists(dir / "cache"));
     CHECK(test::TreeState(path) == shared_before);
   }
+}
+
+TEST_CASE("DGL's spellings work as typed: ogb-product, hyphenated flags, missing output folders",
+          "[e2e]") {
+  test::TempDir dir;
+  // DGL's example: partition_graph.py --dataset ogb-product ... --output data
+  // (here the OGB folder is a tiny stand-in under --root).
+  WriteTinyOgb(dir / "root/ogbn_products");
+  auto r = RunProcess({Bin("gnn-partition"), "--dataset", "ogb-product", "--root", dir / "root",
+                       "--num-parts", "2", "--balance-train", "--balance-edges", "--output",
+                       dir / "ws/not/yet/data"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // DGL names the graph after --dataset: train_dist.py --graph-name ogb-product.
+  PartitionConfig c = LoadPartitionConfig(dir / "ws/not/yet/data/ogb-product.json");
+  CHECK(c.graph_name == "ogb-product");
+  CHECK(c.num_parts == 2);
+  CHECK(c.balance_train);
+
+  auto t = RunProcess({Bin("gnn-train"), "--standalone", "--graph-name=ogb-product",
+                       "--part-config", dir / "one/ogb-product.json", "--num-epochs", "1"});
+  CHECK(t.exit_code != 0);  // no such file yet: the flags parsed, the file is named
+  CHECK(t.err.find(dir / "one/ogb-product.json") != std::string::npos);
+  r = RunProcess({Bin("gnn-partition"), "--dataset", "ogb-product", "--root", dir / "root",
+                  "--num-parts", "1", "--output", dir / "one"});
+  REQUIRE(r.exit_code == 0);
+  t = RunProcess({Bin("gnn-train"), "--standalone", "--graph-name=ogb-product", "--part-config",
+                  dir / "one/ogb-product.json", "--num-epochs", "1", "--batch-size", "2",
+                  "--fan-out", "2,2", "--eval-every", "1"});
+  INFO(t.err);
+  CHECK(t.exit_code == 0);
+  CHECK(t.out.find("\"epochs\":1") != std::string::npos);
+  // A hyphenated flag that does not exist is still an error naming it.
+  t = RunProcess({Bin("gnn-train"), "--standalone", "--num-epochz", "1"});
+  CHECK(t.exit_code == kExitConfig);
+  CHECK(t.err.find("--num-epochz") != std::string::npos);
 }
 
 TEST_CASE("gnn-partition bad input: one error line, non-zero exit, nothing written", "[e2e]") {
