@@ -9,6 +9,12 @@ namespace {
 std::string g_role = "gnn";
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
 std::mutex g_mutex;
+std::string g_status;  // under g_mutex
+
+// Erases the status line from the terminal (the cursor stays on its row).
+void ClearStatusLocked() {
+  if (!g_status.empty()) std::fputs("\r\x1b[K", stderr);
+}
 }  // namespace
 
 void SetLogRole(const std::string& role) { g_role = role; }
@@ -30,7 +36,17 @@ void LogLine(LogLevel level, const std::string& message) {
   }
   std::string line = "[" + g_role + "] " + tag + message + "\n";
   std::lock_guard<std::mutex> lock(g_mutex);
+  ClearStatusLocked();
   std::fwrite(line.data(), 1, line.size(), stderr);
+  if (!g_status.empty()) std::fputs(g_status.c_str(), stderr);
+  std::fflush(stderr);
+}
+
+void SetStatusLine(const std::string& text) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ClearStatusLocked();
+  g_status = text;
+  if (!g_status.empty()) std::fputs(g_status.c_str(), stderr);
   std::fflush(stderr);
 }
 

@@ -18,6 +18,10 @@ LogLevel GetLogLevel();
 
 void LogLine(LogLevel level, const std::string& message);
 
+// The live status line on a terminal (common/progress): log lines are
+// written above it, and it is redrawn after them. "" clears it.
+void SetStatusLine(const std::string& text);
+
 namespace detail {
 class LogStream {
  public:

@@ -12,12 +12,14 @@ void StageTimer::Begin(const std::string& name) {
   End();
   open_ = name;
   watch_.Reset();
+  live_ = std::make_unique<Progress>(name, 0, "");
   GNN_LOG(kInfo) << name << " ... (elapsed " << std::fixed << std::setprecision(1)
                  << total_.Seconds() << " s)";
 }
 
 void StageTimer::End() {
   if (open_.empty()) return;
+  live_.reset();
   double s = watch_.Seconds();
   stages_.emplace_back(open_, s);
   GNN_LOG(kInfo) << open_ << " done in " << std::fixed << std::setprecision(2) << s

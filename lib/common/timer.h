@@ -2,9 +2,12 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "common/progress.h"
 
 namespace gnn {
 
@@ -20,7 +23,8 @@ class Stopwatch {
   std::chrono::steady_clock::time_point start_;
 };
 
-// Records named stage durations in order; Log() lines go through GNN_LOG.
+// Records named stage durations in order; Log() lines go through GNN_LOG,
+// and a stage running past 2 s shows its elapsed time live (Progress).
 class StageTimer {
  public:
   // Starts timing `name`, closing the previous stage if one is open.
@@ -32,6 +36,7 @@ class StageTimer {
 
  private:
   std::string open_;
+  std::unique_ptr<Progress> live_;
   Stopwatch watch_;
   Stopwatch total_;
   std::vector<std::pair<std::string, double>> stages_;

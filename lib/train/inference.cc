@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/progress.h"
 #include "sampling/block.h"
 #include "sampling/sampler.h"
 #include "train/aggregate.h"
@@ -12,6 +13,8 @@ torch::Tensor LayerwiseInference(GraphSage& model, const InferenceSource& source
                                  int64_t hi, int64_t batch_size, bool exchange_last) {
   torch::NoGradGuard no_grad;
   model->eval();
+  const int64_t batches = (hi - lo + batch_size - 1) / batch_size;
+  Progress progress("evaluation (layer-wise inference)", model->num_layers() * batches, "batches");
   torch::Tensor h;  // the previous layer's rows of every node
   for (int l = 0; l < model->num_layers(); ++l) {
     torch::Tensor mine = torch::empty({hi - lo, model->OutDim(l)}, torch::kFloat32);
@@ -32,6 +35,7 @@ torch::Tensor LayerwiseInference(GraphSage& model, const InferenceSource& source
         x = h.index_select(0, src - source.base);
       }
       mine.slice(0, start - lo, end - lo).copy_(model->ForwardLayer(l, bt, x));
+      progress.Add();
     }
     const bool last = l + 1 == model->num_layers();
     h = !last || exchange_last ? source.exchange(mine) : mine;

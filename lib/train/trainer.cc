@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/npy.h"
 #include "common/parallel.h"
+#include "common/progress.h"
 #include "common/sha256.h"
 #include "common/timer.h"
 #include "partition/config.h"
@@ -218,6 +219,7 @@ class Training {
     EpochStats es;
     int64_t examples_at_log = 0;
     env_->StartEpoch(epoch);
+    Progress progress("epoch " + std::to_string(epoch + 1), env_->NumBatches(), "batches");
     while (true) {
       Stopwatch t;
       std::optional<MiniBatch> mb = env_->Next();
@@ -225,6 +227,7 @@ class Training {
       if (!mb) break;
       torch::Tensor out, loss;
       Step(*mb, &es, &out, &loss);
+      progress.Add();
       if (es.steps % o_.log_every == 0 && loss.defined()) {
         const double speed =
             static_cast<double>(es.examples - examples_at_log) / log_watch.Seconds();
@@ -233,6 +236,7 @@ class Training {
         LogStep(epoch, es.steps, loss.item<double>(), task_->TrainAccuracy(out, *mb), speed);
       }
     }
+    progress.Done();
     const double epoch_s = epoch_watch.Seconds();
     train_s_ += epoch_s;
     allreduce_s_ += es.allreduce_s;

@@ -1,13 +1,21 @@
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <thread>
 
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/gzip.h"
+#include "common/log.h"
 #include "common/npy.h"
 #include "common/parse.h"
+#include "common/progress.h"
 #include "common/sha256.h"
+#include "process_util.h"
 #include "test_util.h"
 
 using namespace gnn;
@@ -185,4 +193,69 @@ TEST_CASE("CsvCursor parses fields and names file:line on errors", "[unit]") {
     l.EndLine();
   }
   CHECK(ls == std::vector<int64_t>{3, 4, -1});
+}
+
+namespace {
+
+// Runs `body` with this process's stderr sent to a file; returns what it wrote.
+std::string CaptureStderr(const std::function<void()>& body) {
+  test::TempDir dir;
+  const std::string path = dir / "stderr";
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ::dup2(fd, 2);
+  ::close(fd);
+  body();
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  return test::ReadFileOrEmpty(path);
+}
+
+}  // namespace
+
+TEST_CASE("Progress describes done/total, rate and ETA, or elapsed time without a total",
+          "[unit]") {
+  CHECK(Progress::Describe("epoch 3", 25, 100, "batches", 5.0) ==
+        "epoch 3: 25/100 batches (25%), 5.00/s, ETA 15 s");
+  CHECK(Progress::Describe("epoch 3", 100, 100, "batches", 4.0) ==
+        "epoch 3: 100/100 batches (100%), 25.0/s");
+  CHECK(Progress::Describe("metis", 0, 0, "", 125.0) == "metis: 2.1 min");
+  CHECK(Progress::Describe("write", 0, 10, "files", 1.0) == "write: 0/10 files (0%)");
+}
+
+TEST_CASE(
+    "Progress stays silent for short stages, writes periodic lines to a log, one live line to a "
+    "terminal",
+    "[unit]") {
+  ProgressOptions quick;
+  quick.quiet_for = std::chrono::milliseconds(200);
+  quick.log_every = std::chrono::milliseconds(100);
+  quick.redraw_every = std::chrono::milliseconds(20);
+  auto run = [&](int terminal, int ms) {
+    return CaptureStderr([&] {
+      ProgressOptions o = quick;
+      o.terminal = terminal;
+      Progress p("work", 10, "items", o);
+      p.Add(4);
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    });
+  };
+  CHECK(run(0, 10).empty());  // ended before quiet_for
+  const std::string log = run(0, 700);
+  INFO(log);
+  CHECK(log.find("work: 4/10 items (40%)") != std::string::npos);
+  CHECK(log.find("\r") == std::string::npos);  // plain lines in a log
+  const std::string tty = run(1, 500);
+  INFO(tty);
+  CHECK(tty.find("\rwork: 4/10 items") == std::string::npos);  // drawn, then erased
+  CHECK(tty.find("work: 4/10 items (40%)") != std::string::npos);
+  CHECK(tty.find("\r\x1b[K") != std::string::npos);
+  CHECK(tty.find('\n') == std::string::npos);  // one line, redrawn in place
+  // --quiet: nothing at all.
+  const LogLevel before = GetLogLevel();
+  SetLogLevel(LogLevel::kWarn);
+  CHECK(run(0, 500).empty());
+  SetLogLevel(before);
 }
