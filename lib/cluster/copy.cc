@@ -23,6 +23,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "common/progress.h"
 #include "common/sha256.h"
 #include "net/ip_config.h"
 #include "net/security.h"
@@ -756,6 +757,12 @@ CopyReport RunCopy(const CopyOptions& o, std::ostream& out, const std::atomic<in
   report.machines.resize(plan.machines.size());
   std::mutex out_mu;
   const int n = static_cast<int>(plan.machines.size());
+  uint64_t total_bytes = 0;
+  for (const auto& m : plan.machines) {
+    for (const auto& item : m.items) total_bytes += item.bytes;
+  }
+  // Machines done of all, live past 2 s (transfers run inside rsync/scp).
+  Progress progress("gnn-copy (" + Megabytes(total_bytes) + " planned)", n, "machines");
   std::vector<std::exception_ptr> errors = ForEachParallel(n, o.jobs, [&](int i) {
     const Machine& m = plan.machines[static_cast<size_t>(i)];
     const std::string dir = stage ? stage->path() + "/m" + std::to_string(i) : "";
@@ -763,6 +770,10 @@ CopyReport RunCopy(const CopyOptions& o, std::ostream& out, const std::atomic<in
       const Machine& m;
       ~Closer() { CloseMux(m); }
     } closer{m};
+    struct Count {
+      Progress& p;
+      ~Count() { p.Add(); }
+    } count{progress};
     try {
       report.machines[static_cast<size_t>(i)] = CopyToMachine(o, m, local_rsync, dir, out, out_mu);
     } catch (const Error&) {
