@@ -40,6 +40,9 @@ int main(int argc, char** argv) {
   app.add_option("--prefetch", o.prefetch, "mini-batches sampled ahead")->capture_default_str();
   app.add_flag("--sample_replace", o.sample_replace, "sample neighbours with replacement");
   app.add_option("--metrics_file", o.metrics_file, "write metrics as JSON lines here");
+  app.add_option(
+      "--tensorboard_dir", o.tensorboard_dir,
+      "write loss, accuracy, speed, epoch time and evaluation as TensorBoard scalars here");
   app.add_option("--checkpoint_dir", o.checkpoint_dir, "keep a checkpoint here every epoch");
   app.add_flag("--resume", o.resume, "continue from the checkpoint in --checkpoint_dir");
   app.add_option("--save_model", o.save_model, "write weights loadable by Python's torch.load");

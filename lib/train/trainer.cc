@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "common/error.h"
 #include "common/fs.h"
@@ -16,6 +17,7 @@
 #include "common/parallel.h"
 #include "common/progress.h"
 #include "common/sha256.h"
+#include "common/tensorboard.h"
 #include "common/timer.h"
 #include "partition/config.h"
 #include "partition/local_partition.h"
@@ -122,10 +124,13 @@ class AllCoresWhileIdle {
   int before_;
 };
 
-// Appends JSON lines to the metrics file (if any), flushing each line.
+// Appends JSON lines to the metrics file (if any), flushing each line, and
+// mirrors the scalars to TensorBoard (if asked) on one step axis: the
+// global step count.
 class MetricsWriter {
  public:
-  MetricsWriter(const std::string& path, bool append) {
+  MetricsWriter(const std::string& path, bool append, const std::string& tensorboard_dir) {
+    if (!tensorboard_dir.empty()) tb_ = std::make_unique<TensorBoardWriter>(tensorboard_dir);
     if (path.empty()) return;
     file_ = std::fopen(path.c_str(), append ? "a" : "w");
     if (!file_) throw DataError("cannot write --metrics_file " + path);
@@ -133,7 +138,8 @@ class MetricsWriter {
   ~MetricsWriter() {
     if (file_) std::fclose(file_);
   }
-  void Write(const json& j) {
+  void Write(const json& j, int64_t global_step) {
+    if (tb_) Scalars(j, global_step);
     if (!file_) return;
     std::string line = j.dump() + "\n";
     std::fwrite(line.data(), 1, line.size(), file_);
@@ -141,7 +147,28 @@ class MetricsWriter {
   }
 
  private:
+  // Which JSON fields of which record type become which TensorBoard tags.
+  void Scalars(const json& j, int64_t step) {
+    static const std::vector<std::tuple<const char*, const char*, const char*>> kTags = {
+        {"step", "loss", "train/loss"},
+        {"step", "train_acc", "train/acc"},
+        {"step", "samples_per_s", "train/samples_per_s"},
+        {"epoch", "epoch_time_s", "epoch/time_s"},
+        {"eval", "val_acc", "eval/val_acc"},
+        {"eval", "test_acc", "eval/test_acc"},
+        {"link_eval", "link_auc", "link/auc"},
+        {"link_eval", "link_mrr", "link/mrr"}};
+    const std::string type = j.value("type", "");
+    for (const auto& [t, field, tag] : kTags) {
+      if (type == t && j.contains(field) && j.at(field).is_number()) {
+        tb_->AddScalar(tag, j.at(field).get<double>(), step);
+      }
+    }
+    if (type != "step") tb_->Flush();  // readable after each epoch and evaluation
+  }
+
   FILE* file_ = nullptr;
+  std::unique_ptr<TensorBoardWriter> tb_;
 };
 
 }  // namespace
@@ -185,7 +212,8 @@ class Training {
         model_(config.feature_dim, o.num_hidden, task_->OutputDim(), o.num_layers, o.dropout),
         opt_(model_->parameters(), torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay)),
         signature_(ModelSignature(o, config, *task_)),
-        metrics_(lead_ ? o.metrics_file : std::string(), o.resume) {
+        metrics_(lead_ ? o.metrics_file : std::string(), o.resume,
+                 lead_ ? o.tensorboard_dir : std::string()) {
     if (o.resume) {
       // Every rank reads the same checkpoint (a shared or copied folder).
       st_ = LoadCheckpoint(o.checkpoint_dir, model_, opt_, signature_);
@@ -287,7 +315,8 @@ class Training {
                     {"step", step},
                     {"loss", loss},
                     {"train_acc", acc},
-                    {"samples_per_s", speed}});
+                    {"samples_per_s", speed}},
+                   steps_);
   }
 
   void LogEpoch(int epoch, double epoch_s, const EpochStats& es) {
@@ -306,7 +335,8 @@ class Training {
                     {"update_s", es.update_s},
                     {"seeds", es.examples},
                     {"inputs", es.inputs},
-                    {"param_checksum", ParamChecksum(model_)}});
+                    {"param_checksum", ParamChecksum(model_)}},
+                   steps_);
   }
 
   // Validation and test after `epoch` (1-based); the best validation's test
@@ -314,8 +344,8 @@ class Training {
   void Evaluate(int epoch) {
     Stopwatch ev;
     AllCoresWhileIdle all_cores(o_);
-    const auto [val, test] =
-        task_->Evaluate(*env_, model_, epoch, label_, [&](const json& j) { metrics_.Write(j); });
+    const auto [val, test] = task_->Evaluate(*env_, model_, epoch, label_,
+                                             [&](const json& j) { metrics_.Write(j, steps_); });
     st_.final_test = test;
     if (val > st_.best_val) {
       st_.best_val = val;
@@ -328,7 +358,8 @@ class Training {
                     {"epoch", epoch},
                     {"val_acc", val},
                     {"test_acc", test},
-                    {"eval_time_s", ev.Seconds()}});
+                    {"eval_time_s", ev.Seconds()}},
+                   steps_);
   }
 
   // --save_model (a torch.load-able dict) and --save_embeddings.
@@ -379,7 +410,7 @@ class Training {
     };
     summary["task"] = o_.task;
     task_->Summarize(&summary);
-    metrics_.Write({{"type", "summary"}, {"summary", summary}});
+    metrics_.Write({{"type", "summary"}, {"summary", summary}}, steps_);
     return summary;
   }
 

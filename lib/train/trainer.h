@@ -38,6 +38,7 @@ struct TrainOptions {
   int prefetch = 2;         // batches sampled ahead
   bool sample_replace = false;
   std::string metrics_file;     // JSON lines
+  std::string tensorboard_dir;  // TensorBoard scalar event files (rank 0)
   std::string checkpoint_dir;   // model + optimizer + epoch, every epoch
   bool resume = false;          // continue from checkpoint_dir
   std::string save_model;       // torch.load-able dict of named tensors

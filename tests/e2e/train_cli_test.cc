@@ -1,10 +1,13 @@
 // The real gnn-partition + gnn-train --standalone binaries, run as processes.
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "common/fs.h"
 #include "common/npy.h"
+#include "process_util.h"
+#include "tensorboard_util.h"
 #include "test_util.h"
 
 using namespace gnn;
@@ -144,6 +147,45 @@ TEST_CASE("resume after an interruption ends with the same model", "[e2e]") {
       {"/usr/bin/python3", "-c", script, dir / "m1.pt", dir / "m2.pt", dir / "emb1.npy"});
   INFO(py.err);
   CHECK(py.out == "ok\n");
+}
+
+TEST_CASE("gnn-train --tensorboard_dir writes the run's curves, readable by TensorBoard",
+          "[e2e][python]") {
+  test::TempDir dir;
+  const std::string config = Trim(Partition(dir, "synthetic:tiny", 1, "data"));
+  Train({"--part_config", config, "--num_epochs", "3", "--eval_every", "1", "--log_every", "1",
+         "--batch_size", "100", "--tensorboard_dir", dir / "tb"});
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "tb")) {
+    files.push_back(e.path().string());
+  }
+  REQUIRE(files.size() == 1);
+  CHECK(files[0].find("events.out.tfevents.") != std::string::npos);
+  const std::string bytes = test::ReadFileOrEmpty(files[0]);
+  for (const char* tag :
+       {"train/loss", "train/acc", "epoch/time_s", "eval/val_acc", "eval/test_acc"}) {
+    CHECK(bytes.find(tag) != std::string::npos);
+  }
+  std::string why;
+  const std::string python = test::TensorBoardPython(&why);
+  if (python.empty()) GNN_SKIP("no Python tensorboard package: " << why);
+  const char* script = R"(import sys
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator(sys.argv[1])
+acc.Reload()
+ev = acc.Scalars("eval/val_acc")
+ep = acc.Scalars("epoch/time_s")
+loss = acc.Scalars("train/loss")
+assert len(ev) == 3 and len(ep) == 3, (len(ev), len(ep))
+assert all(0 <= e.value <= 1 for e in ev)
+assert [e.step for e in ev] == sorted(e.step for e in ev) and ev[0].step < ev[-1].step
+assert len(loss) >= 3 and all(e.value > 0 for e in loss)
+print("ok", len(loss))
+)";
+  auto r = test::RunProcess({python, "-c", script, dir / "tb"}, 120);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.rfind("ok ", 0) == 0);
 }
 
 TEST_CASE("gnn-train bad input: one error line, non-zero exit", "[e2e]") {
