@@ -387,4 +387,61 @@ ErrorReply ErrorReply::Decode(const Message& m) {
   return {m.header.ints[0], m.header.text};
 }
 
+namespace {
+template <typename T>
+std::string S(T v) {
+  return std::to_string(v);
+}
+}  // namespace
+
+std::string Hello::DebugString() const {
+  return "Hello{graph=" + graph_name + ", config_sha256=" + config_sha256.substr(0, 12) +
+         ", job=" + job_id + "}";
+}
+std::string HelloReply::DebugString() const {
+  return "HelloReply{machine=" + S(machine_id) + ", server=" + S(server_id) + ", nodes=[" +
+         S(node_start) + ", " + S(node_end) + "), feature_dim=" + S(feature_dim) +
+         ", classes=" + S(num_classes) + "}";
+}
+std::string SamplerHello::DebugString() const {
+  return "SamplerHello{" + hello.DebugString() + ", trainer=" + S(trainer_id) +
+         ", sampler=" + S(sampler_id) + "}";
+}
+std::string Ping::DebugString() const { return std::string("Ping{}"); }
+std::string Pong::DebugString() const {
+  return "Pong{machine=" + S(machine_id) + ", server=" + S(server_id) + "}";
+}
+std::string SampleRequest::DebugString() const {
+  return "SampleRequest{seeds=" + S(seeds.size()) + ", fanout=" + S(fanout) +
+         ", replace=" + S(replace) + ", rng_seed=" + std::to_string(rng_seed) + "}";
+}
+std::string SampleReply::DebugString() const {
+  return "SampleReply{rows=" + S(indptr.empty() ? 0 : indptr.size() - 1) +
+         ", neighbours=" + S(indices.size()) + "}";
+}
+std::string PullFeatures::DebugString() const { return "PullFeatures{ids=" + S(ids.size()) + "}"; }
+std::string PullFeaturesReply::DebugString() const {
+  return "PullFeaturesReply{dim=" + S(dim) + ", bytes=" + S(rows.size()) + "}";
+}
+std::string PullLabels::DebugString() const { return "PullLabels{ids=" + S(ids.size()) + "}"; }
+std::string PullLabelsReply::DebugString() const {
+  return "PullLabelsReply{labels=" + S(labels.size()) + "}";
+}
+std::string SplitNodes::DebugString() const {
+  return "SplitNodes{mask=" + S(mask) + ", offset=" + S(offset) + ", count=" + S(count) + "}";
+}
+std::string SplitNodesReply::DebugString() const {
+  return "SplitNodesReply{ids=" + S(ids.size()) + "}";
+}
+std::string Metadata::DebugString() const { return std::string("Metadata{}"); }
+std::string MetadataReply::DebugString() const {
+  return "MetadataReply{json_bytes=" + S(json.size()) + "}";
+}
+std::string Shutdown::DebugString() const { return "Shutdown{job=" + job_id + "}"; }
+std::string ShutdownReply::DebugString() const { return std::string("ShutdownReply{}"); }
+std::string Stop::DebugString() const { return std::string("Stop{}"); }
+std::string ErrorReply::DebugString() const {
+  return "ErrorReply{code=" + S(code) + ", message=" + message + "}";
+}
+
 }  // namespace gnn::net

@@ -33,6 +33,8 @@ struct Hello {
   // the job; missing lines read as empty, so a foreign peer's text is a
   // mismatch (the server says which graph it has), not a malformed message.
   static Hello Parse(const std::string& text);
+  // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
+  std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static Hello Decode(const Message& m);
   bool operator==(const Hello& o) const;
@@ -47,6 +49,8 @@ struct HelloReply {
   int64_t feature_dim = 0;
   int64_t num_classes = 0;
 
+  // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
+  std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static HelloReply Decode(const Message& m);
   bool operator==(const HelloReply& o) const;
@@ -58,12 +62,16 @@ struct SamplerHello {
   int64_t trainer_id = 0;
   int64_t sampler_id = 0;
 
+  // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
+  std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static SamplerHello Decode(const Message& m);
   bool operator==(const SamplerHello& o) const;
 };
 
 struct Ping {
+  // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
+  std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static Ping Decode(const Message& m);
   bool operator==(const Ping&) const { return true; }
@@ -73,6 +81,8 @@ struct Pong {
   int64_t machine_id = 0;
   int64_t server_id = 0;
 
+  // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
+  std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static Pong Decode(const Message& m);
   bool operator==(const Pong& o) const;
@@ -86,6 +96,8 @@ struct SampleRequest {
   bool replace = false;
   uint64_t rng_seed = 0;
 
+  // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
+  std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static SampleRequest Decode(const Message& m);
   bool operator==(const SampleRequest& o) const;
@@ -95,6 +107,8 @@ struct SampleReply {
   std::vector<int64_t> indptr;   // one row per seed: starts at 0, never decreases
   std::vector<int64_t> indices;  // global ids, indptr.back() of them
 
+  // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
+  std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static SampleReply Decode(const Message& m);
   // Also: one row per asked seed, no row longer than its fanout, every id
@@ -107,6 +121,8 @@ struct SampleReply {
 struct PullFeatures {
   std::vector<int64_t> ids;
 
+  // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
+  std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static PullFeatures Decode(const Message& m);
   bool operator==(const PullFeatures& o) const;
@@ -127,6 +143,8 @@ struct PullFeaturesReply {
   const float* data() const { return static_cast<const float*>(rows.data()); }
   size_t num_floats() const { return rows.size() / sizeof(float); }
 
+  // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
+  std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static PullFeaturesReply Decode(const Message& m);
   // Also: exactly one row of `dim` floats per asked id.
@@ -138,6 +156,8 @@ struct PullFeaturesReply {
 struct PullLabels {
   std::vector<int64_t> ids;
 
+  // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
+  std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static PullLabels Decode(const Message& m);
   bool operator==(const PullLabels& o) const;
@@ -146,6 +166,8 @@ struct PullLabels {
 struct PullLabelsReply {
   std::vector<int64_t> labels;
 
+  // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
+  std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static PullLabelsReply Decode(const Message& m);
   // Also: exactly one label per asked id.
@@ -160,6 +182,8 @@ struct SplitNodes {
   int64_t offset = 0;
   int64_t count = 0;
 
+  // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
+  std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static SplitNodes Decode(const Message& m);
   bool operator==(const SplitNodes& o) const;
@@ -168,6 +192,8 @@ struct SplitNodes {
 struct SplitNodesReply {
   std::vector<int64_t> ids;
 
+  // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
+  std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static SplitNodesReply Decode(const Message& m);
   // Also: exactly asked.count increasing ids inside [node_start, node_end).
@@ -177,6 +203,8 @@ struct SplitNodesReply {
 };
 
 struct Metadata {
+  // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
+  std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static Metadata Decode(const Message& m);
   bool operator==(const Metadata&) const { return true; }
@@ -185,6 +213,8 @@ struct Metadata {
 struct MetadataReply {
   std::string json;  // the server's graph, partition and ids (see RunServer)
 
+  // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
+  std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static MetadataReply Decode(const Message& m);
   bool operator==(const MetadataReply& o) const { return json == o.json; }
@@ -194,12 +224,16 @@ struct MetadataReply {
 struct Shutdown {
   std::string job_id;
 
+  // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
+  std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static Shutdown Decode(const Message& m);
   bool operator==(const Shutdown& o) const { return job_id == o.job_id; }
 };
 
 struct ShutdownReply {
+  // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
+  std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static ShutdownReply Decode(const Message& m);
   bool operator==(const ShutdownReply&) const { return true; }
@@ -207,6 +241,8 @@ struct ShutdownReply {
 
 // Trainer -> gnn-sampler: no more batches.
 struct Stop {
+  // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
+  std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static Stop Decode(const Message& m);
   bool operator==(const Stop&) const { return true; }
@@ -217,6 +253,8 @@ struct ErrorReply {
   int64_t code = 0;
   std::string message;
 
+  // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
+  std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static ErrorReply Decode(const Message& m);
   bool operator==(const ErrorReply& o) const { return code == o.code && message == o.message; }

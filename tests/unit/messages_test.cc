@@ -183,3 +183,32 @@ TEST_CASE("a decoded feature reply shares the received buffer and outlives the m
   CHECK(got == sent);
   CHECK(got.num_floats() == 400u);
 }
+
+TEST_CASE("every message type has a one-line DebugString naming it and its sizes", "[unit]") {
+  SampleRequest s;
+  s.seeds = {1, 2, 3};
+  s.fanout = 10;
+  CHECK(s.DebugString() == "SampleRequest{seeds=3, fanout=10, replace=0, rng_seed=0}");
+  SampleReply r;
+  r.indptr = {0, 2, 3};
+  r.indices = {4, 5, 6};
+  CHECK(r.DebugString() == "SampleReply{rows=2, neighbours=3}");
+  Hello h{"cora", std::string(64, 'a'), "job-1"};
+  CHECK(h.DebugString() == "Hello{graph=cora, config_sha256=aaaaaaaaaaaa, job=job-1}");
+  SplitNodes sn;
+  sn.mask = 1;
+  sn.offset = 5;
+  sn.count = 7;
+  CHECK(sn.DebugString() == "SplitNodes{mask=1, offset=5, count=7}");
+  CHECK(Ping().DebugString() == "Ping{}");
+  for (const std::string& d :
+       {HelloReply().DebugString(), SamplerHello().DebugString(), Pong().DebugString(),
+        PullFeatures().DebugString(), PullLabels().DebugString(), PullLabelsReply().DebugString(),
+        SplitNodesReply().DebugString(), Metadata().DebugString(), MetadataReply().DebugString(),
+        Shutdown().DebugString(), ShutdownReply().DebugString(), Stop().DebugString(),
+        ErrorReply().DebugString()}) {
+    CHECK(d.find('{') != std::string::npos);
+    CHECK(d.back() == '}');
+    CHECK(d.find('\n') == std::string::npos);
+  }
+}
