@@ -152,6 +152,7 @@ struct Plan {
   PartitionConfig config;
   std::string json_text;  // the partition config as every machine receives it
   bool json_rewritten = false;
+  std::string new_secret;              // a cluster secret to write once every check passed
   std::vector<std::string> part_dirs;  // per partition, relative to the JSON's folder
   std::vector<Item> shared;            // items every machine receives
   std::vector<Machine> machines;
@@ -190,19 +191,22 @@ Item HashedItem(const std::string& source, const std::string& dest) {
   return Item{source, dest, Sha256File(source), static_cast<uint64_t>(st.st_size)};
 }
 
-// The cluster secret: made when missing (not in a dry run), and checked as
-// every binary checks it (owner-only, long enough) before it is shipped.
-// Its mode travels with it (local copies keep it, rsync --perms, scp -p).
-Item SecretItem(const CopyOptions& o) {
+// The cluster secret, checked as every binary checks it (owner-only, long
+// enough). A missing one is planned here and written by RunCopy only once
+// every check passed (never in a dry run). Its mode travels with it (local
+// copies keep it, rsync --perms, scp -p).
+Item SecretItem(const CopyOptions& o, Plan* plan) {
   const std::string dest = Basename(o.secret_file);
   std::error_code ec;
-  if (!fs::exists(o.secret_file, ec)) {
-    if (o.dry_run) return Item{"", dest, "", 65};
-    net::WriteSecretFile(o.secret_file, net::NewSecret());
-    std::cerr << "gnn-copy: made a new cluster secret " << o.secret_file << " (mode 0600)\n";
+  if (fs::exists(o.secret_file, ec)) {
+    net::ReadSecretFile(o.secret_file);
+    return HashedItem(o.secret_file, dest);
   }
-  net::ReadSecretFile(o.secret_file);
-  return HashedItem(o.secret_file, dest);
+  const std::string text = net::NewSecret() + "\n";
+  Sha256 sha;
+  sha.Update(text.data(), text.size());
+  if (!o.dry_run) plan->new_secret = text;
+  return Item{o.secret_file, dest, sha.HexDigest(), text.size()};
 }
 
 void PlanShared(const CopyOptions& o, const std::string& rel, Plan* plan) {
@@ -232,7 +236,7 @@ void PlanShared(const CopyOptions& o, const std::string& rel, Plan* plan) {
       plan->shared.push_back(HashedItem(Join(o.script_folder, f), Join(base, f)));
     }
   }
-  if (!o.secret_file.empty()) plan->shared.push_back(SecretItem(o));
+  if (!o.secret_file.empty()) plan->shared.push_back(SecretItem(o, plan));
   if (o.ship_binaries) {
     const std::string dir = o.binary_dir.empty() ? SelfDir() : o.binary_dir;
     for (const auto& name : kShippedBinaries) {
@@ -742,6 +746,10 @@ CopyReport RunCopy(const CopyOptions& o, std::ostream& out, const std::atomic<in
     for (auto& m : plan.machines) {
       if (!m.local) m.control_path = sockets->path() + "/" + std::to_string(m.index);
     }
+  }
+  if (!plan.new_secret.empty()) {
+    net::WriteSecretFile(o.secret_file, plan.new_secret.substr(0, plan.new_secret.size() - 1));
+    std::cerr << "gnn-copy: made a new cluster secret " << o.secret_file << " (mode 0600)\n";
   }
   std::unique_ptr<ScopedTempDir> stage;
   if (!o.dry_run) {

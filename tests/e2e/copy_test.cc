@@ -290,6 +290,12 @@ TEST_CASE("gnn-copy --secret_file makes a cluster secret once and ships it owner
   r = test::RunProcess(s.Args(s.dir / "ws/m{machine}", {"--secret_file", secret}), 30);
   CHECK(r.exit_code == kExitConfig);
   CHECK(r.err.find("chmod 600") != std::string::npos);
+  // A run that fails its checks (a corrupt partition file) makes no secret.
+  Corrupt(s.dir / "tiny/part0/indices.npy");
+  r = test::RunProcess(s.Args(s.dir / "ws/m{machine}", {"--secret_file", s.dir / "other.secret"}),
+                       30);
+  CHECK(r.exit_code != 0);
+  CHECK_FALSE(PathExists(s.dir / "other.secret"));
 }
 
 TEST_CASE("gnn-copy: bad input is one clear error and nothing is copied", "[e2e]") {
