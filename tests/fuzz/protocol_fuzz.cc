@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "fuzz_frames.h"
 #include "net/batch_codec.h"
 #include "net/messages.h"
 #include "net/protocol.h"
@@ -35,24 +36,7 @@ using namespace gnn::net;
 }
 
 std::vector<zmq::message_t> Split(const uint8_t* data, size_t size) {
-  std::vector<zmq::message_t> parts;
-  if (size == 0) return parts;
-  const size_t frames = data[0] % 36;
-  size_t pos = 1;
-  for (size_t f = 0; f < frames; ++f) {
-    size_t len;
-    if (f + 1 == frames) {
-      len = size - pos;
-    } else {
-      len = 0;
-      if (pos < size) len = data[pos++];
-      if (pos < size) len |= static_cast<size_t>(data[pos++]) << 8;
-      if (len > size - pos) len = size - pos;
-    }
-    parts.emplace_back(data + pos, len);
-    pos += len;
-  }
-  return parts;
+  return gnn::fuzz::SplitFrames(data, size, 36);
 }
 
 void CheckHeaderRoundTrip(const Header& h) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "fuzz_frames.h"
 #include "net/messages.h"
 #include "net/protocol.h"
 
@@ -30,24 +31,7 @@ using namespace gnn::net;
 }
 
 std::vector<zmq::message_t> Split(const uint8_t* data, size_t size) {
-  std::vector<zmq::message_t> parts;
-  if (size == 0) return parts;
-  const size_t frames = data[0] % 6;
-  size_t pos = 1;
-  for (size_t f = 0; f < frames; ++f) {
-    size_t len;
-    if (f + 1 == frames) {
-      len = size - pos;
-    } else {
-      len = 0;
-      if (pos < size) len = data[pos++];
-      if (pos < size) len |= static_cast<size_t>(data[pos++]) << 8;
-      if (len > size - pos) len = size - pos;
-    }
-    parts.emplace_back(data + pos, len);
-    pos += len;
-  }
-  return parts;
+  return gnn::fuzz::SplitFrames(data, size, 6);
 }
 
 void Exercise(const Message& m, const uint8_t* q) {
