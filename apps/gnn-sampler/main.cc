@@ -35,8 +35,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no_local", no_local, "reach the local partition over the network too");
   std::string secret_file;
   bool insecure = false;
-  app.add_option("--secret_file", secret_file, "the job's secret (mode 0600)");
-  app.add_flag("--insecure", insecure, "plaintext, no authentication");
+  gnn::AddJobSecretFlags(app, &secret_file, &insecure);
   gnn::KeepFreedMemoryForReuse();  // batch buffers are reused, not re-faulted, every step
   std::signal(SIGTERM, OnSignal);  // before anything else (see gnn-server)
   std::signal(SIGINT, OnSignal);
@@ -49,8 +48,7 @@ int main(int argc, char** argv) {
     gnn::FlagFromEnv(app, "--num_servers", "GNN_NUM_SERVERS", &o.graph.num_servers);
     gnn::FlagFromEnv(app, "--trainer_id", "GNN_TRAINER_ID", &o.trainer_id);
     gnn::FlagFromEnv(app, "--sampler_id", "GNN_SAMPLER_ID", &o.sampler_id);
-    gnn::FlagFromEnv(app, "--secret_file", "GNN_SECRET_FILE", &secret_file);
-    gnn::FlagFromEnv(app, "--insecure", "GNN_INSECURE", &insecure);
+    gnn::JobSecretFromEnv(app, &secret_file, &insecure);
     if (no_local) o.graph.local_machine_id = -1;
     gnn::SetLogRole("sampler " + std::to_string(o.trainer_id) + "." + std::to_string(o.sampler_id));
     o.graph.keys = gnn::net::ResolveJobKeys(secret_file, insecure, o.graph.job_id, "gnn-sampler");

@@ -25,10 +25,7 @@ int main(int argc, char** argv) {
   app.add_option("--job_id", o.job_id, "only Shutdown requests carrying this id are obeyed");
   std::string secret_file;
   bool insecure = false;
-  app.add_option("--secret_file", secret_file,
-                 "the job's secret (mode 0600): only its holders get an answer");
-  app.add_flag("--insecure", insecure,
-               "plaintext, no authentication (anyone on the network may read the graph)");
+  gnn::AddJobSecretFlags(app, &secret_file, &insecure);
   app.add_option("--attach_timeout_ms", o.attach_timeout_ms, "backups wait this long for server 0")
       ->capture_default_str();
   // Before anything else: a launcher gone at once (stdin EOF) sends SIGTERM
@@ -45,8 +42,7 @@ int main(int argc, char** argv) {
         gnn::FlagFromEnv(app, "--machine_id", "GNN_MACHINE_ID", &o.machine_id);
         gnn::FlagFromEnv(app, "--server_id", "GNN_SERVER_ID", &o.server_id);
         gnn::FlagFromEnv(app, "--num_servers", "GNN_NUM_SERVERS", &o.num_servers);
-        gnn::FlagFromEnv(app, "--secret_file", "GNN_SECRET_FILE", &secret_file);
-        gnn::FlagFromEnv(app, "--insecure", "GNN_INSECURE", &insecure);
+        gnn::JobSecretFromEnv(app, &secret_file, &insecure);
         gnn::SetLogRole("server " + std::to_string(o.machine_id) + "." +
                         std::to_string(o.server_id));
         o.keys = gnn::net::ResolveJobKeys(secret_file, insecure, o.job_id, "gnn-server");

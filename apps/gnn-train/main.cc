@@ -71,10 +71,7 @@ int main(int argc, char** argv) {
   app.add_option("--master_port", o.master_port, "rendezvous port")->capture_default_str();
   app.add_option("--job_id", o.job_id, "job id shared with servers and samplers")
       ->capture_default_str();
-  app.add_option("--secret_file", o.secret_file,
-                 "the job's secret (mode 0600; gnn-launch passes one)");
-  app.add_flag("--insecure", o.insecure,
-               "plaintext, no authentication (anyone on the network may join)");
+  gnn::AddJobSecretFlags(app, &o.secret_file, &o.insecure);
   app.add_option("--rendezvous_timeout_s", o.rendezvous_timeout_s,
                  "wait this long for all trainers")
       ->capture_default_str();
@@ -96,8 +93,7 @@ int main(int argc, char** argv) {
     gnn::FlagFromEnv(app, "--num_servers", "GNN_NUM_SERVERS", &o.num_servers);
     gnn::FlagFromEnv(app, "--num_samplers", "GNN_NUM_SAMPLERS", &o.num_samplers);
     gnn::FlagFromEnv(app, "--master_port", "GNN_MASTER_PORT", &o.master_port);
-    gnn::FlagFromEnv(app, "--secret_file", "GNN_SECRET_FILE", &o.secret_file);
-    gnn::FlagFromEnv(app, "--insecure", "GNN_INSECURE", &o.insecure);
+    gnn::JobSecretFromEnv(app, &o.secret_file, &o.insecure);
     gnn::SetLogRole(
         o.standalone ? std::string("trainer 0")
                      : "trainer " + std::to_string(o.machine_id * o.num_trainers + o.trainer_id));

@@ -74,6 +74,18 @@ void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, bool* o
   }
 }
 
+void AddJobSecretFlags(CLI::App& app, std::string* secret_file, bool* insecure) {
+  app.add_option("--secret_file", *secret_file,
+                 "the job's secret (mode 0600; gnn-launch passes one): only its holders take part");
+  app.add_flag("--insecure", *insecure,
+               "plaintext, no authentication (anyone on the network may read the graph or join)");
+}
+
+void JobSecretFromEnv(const CLI::App& app, std::string* secret_file, bool* insecure) {
+  FlagFromEnv(app, "--secret_file", "GNN_SECRET_FILE", secret_file);
+  FlagFromEnv(app, "--insecure", "GNN_INSECURE", insecure);
+}
+
 std::vector<std::string> NormalizeFlagSpellings(const CLI::App& app, int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   for (size_t i = 1; i < args.size(); ++i) {

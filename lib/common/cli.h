@@ -42,6 +42,12 @@ void WatchLauncherStdin(const std::string& program, double grace_s);
 // (flags win). A malformed number is a ConfigError naming the variable.
 void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, std::string* out);
 void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, int* out);
+// --secret_file and --insecure, the flags of every binary that joins a job
+// (net/security.h resolves them to the job's keys), and their launcher
+// environment (GNN_SECRET_FILE, GNN_INSECURE) read after parsing.
+void AddJobSecretFlags(CLI::App& app, std::string* secret_file, bool* insecure);
+void JobSecretFromEnv(const CLI::App& app, std::string* secret_file, bool* insecure);
+
 // A switch: "1" or "true" sets it, "0", "false" or "" leave it off.
 void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, bool* out);
 
