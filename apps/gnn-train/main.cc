@@ -43,7 +43,12 @@ int main(int argc, char** argv) {
   app.add_option(
       "--tensorboard_dir", o.tensorboard_dir,
       "write loss, accuracy, speed, epoch time and evaluation as TensorBoard scalars here");
-  app.add_option("--checkpoint_dir", o.checkpoint_dir, "keep a checkpoint here every epoch");
+  app.add_option("--checkpoint_dir", o.checkpoint_dir,
+                 "rank 0 keeps a checkpoint here every epoch (gnn-launch --max_restarts resumes "
+                 "from it)");
+  app.add_option("--checkpoint_every", o.checkpoint_every,
+                 "also checkpoint every N steps within an epoch (0 = at epoch ends only)")
+      ->capture_default_str();
   app.add_flag("--resume", o.resume, "continue from the checkpoint in --checkpoint_dir");
   app.add_option("--save_model", o.save_model, "write weights loadable by Python's torch.load");
   app.add_option("--save_embeddings", o.save_embeddings,
@@ -94,6 +99,8 @@ int main(int argc, char** argv) {
     gnn::FlagFromEnv(app, "--num_samplers", "GNN_NUM_SAMPLERS", &o.num_samplers);
     gnn::FlagFromEnv(app, "--master_port", "GNN_MASTER_PORT", &o.master_port);
     gnn::JobSecretFromEnv(app, &o.secret_file, &o.insecure);
+    gnn::FlagFromEnv(app, nullptr, "GNN_RESTART", &o.restart);
+    gnn::FlagFromEnv(app, nullptr, "GNN_REPORT_PROGRESS", &o.report_progress);
     gnn::SetLogRole(
         o.standalone ? std::string("trainer 0")
                      : "trainer " + std::to_string(o.machine_id * o.num_trainers + o.trainer_id));

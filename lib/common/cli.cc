@@ -49,28 +49,30 @@ void WatchLauncherStdin(const std::string& program, double grace_s) {
 
 void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, std::string* out) {
   const char* v = std::getenv(env);
-  if (v && app.count(flag) == 0) *out = v;
+  if (v && (!flag || app.count(flag) == 0)) *out = v;
 }
 
 void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, int* out) {
   const char* v = std::getenv(env);
-  if (!v || app.count(flag) != 0) return;
+  if (!v || (flag && app.count(flag) != 0)) return;
   char* end = nullptr;
   long x = std::strtol(v, &end, 10);
   if (*v == '\0' || *end != '\0' || x < INT32_MIN || x > INT32_MAX) {
-    throw ConfigError(std::string(env) + "='" + v + "' is not an integer (for " + flag + ")");
+    throw ConfigError(std::string(env) + "='" + v + "' is not an integer" +
+                      (flag ? std::string(" (for ") + flag + ")" : std::string()));
   }
   *out = static_cast<int>(x);
 }
 
 void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, bool* out) {
   const char* v = std::getenv(env);
-  if (!v || app.count(flag) != 0) return;
+  if (!v || (flag && app.count(flag) != 0)) return;
   const std::string s = v;
   if (s == "1" || s == "true") {
     *out = true;
   } else if (!(s == "0" || s == "false" || s.empty())) {
-    throw ConfigError(std::string(env) + "='" + v + "' is not 1 or 0 (for " + flag + ")");
+    throw ConfigError(std::string(env) + "='" + v + "' is not 1 or 0" +
+                      (flag ? std::string(" (for ") + flag + ")" : std::string()));
   }
 }
 

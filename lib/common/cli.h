@@ -39,7 +39,8 @@ void WatchLauncherStdin(const std::string& program, double grace_s);
 
 // Launcher environment, read once at the top of main: fills *out from the
 // environment variable `env` unless `flag` was given on the command line
-// (flags win). A malformed number is a ConfigError naming the variable.
+// (flags win; a null `flag`: the environment only). A malformed number is
+// a ConfigError naming the variable.
 void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, std::string* out);
 void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, int* out);
 // --secret_file and --insecure, the flags of every binary that joins a job

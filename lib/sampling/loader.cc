@@ -57,7 +57,7 @@ void ValidateOptions(const LocalGraph& graph, const LoaderOptions& o) {
 }  // namespace
 
 BatchLoader::BatchLoader(const LocalGraph& graph, std::vector<int64_t> seeds,
-                         const LoaderOptions& options, int64_t epoch)
+                         const LoaderOptions& options, int64_t epoch, int64_t first_batch)
     : graph_(graph), seeds_(std::move(seeds)), options_(options), epoch_(epoch) {
   ValidateOptions(graph_, options_);
   const int64_t n = static_cast<int64_t>(seeds_.size());
@@ -69,7 +69,12 @@ BatchLoader::BatchLoader(const LocalGraph& graph, std::vector<int64_t> seeds,
   }
   num_batches_ = options_.drop_last ? n / options_.batch_size
                                     : (n + options_.batch_size - 1) / options_.batch_size;
-  for (int w = 0; w < options_.num_workers && w < num_batches_; ++w) {
+  if (first_batch < 0 || first_batch > num_batches_) {
+    throw ConfigError("batch " + std::to_string(first_batch) + " is not in an epoch of " +
+                      std::to_string(num_batches_) + " batches");
+  }
+  next_to_claim_ = next_to_return_ = first_batch;
+  for (int w = 0; w < options_.num_workers && w < num_batches_ - first_batch; ++w) {
     workers_.emplace_back([this] { Work(); });
   }
 }

@@ -65,8 +65,10 @@ struct LocalGraph {
 // (batches before it are still returned).
 class BatchLoader {
  public:
+  // Starts at batch `first_batch` of the epoch (a run resumed mid-epoch):
+  // the earlier batches are skipped, not sampled.
   BatchLoader(const LocalGraph& graph, std::vector<int64_t> seeds, const LoaderOptions& options,
-              int64_t epoch);
+              int64_t epoch, int64_t first_batch = 0);
   ~BatchLoader();
   BatchLoader(const BatchLoader&) = delete;
   BatchLoader& operator=(const BatchLoader&) = delete;

@@ -1,6 +1,6 @@
 #include "train/checkpoint.h"
 
-#include <cstdio>
+#include <fstream>
 #include <sstream>
 
 #include "common/error.h"
@@ -8,6 +8,28 @@
 #include "common/sha256.h"
 
 namespace gnn {
+
+namespace {
+
+// The state tensor's fields, in order. Checkpoints of earlier versions
+// have the first five only (whole epochs).
+enum StateField {
+  kEpochsDone,
+  kBestVal,
+  kTestAtBest,
+  kFinalTest,
+  kBestEpoch,
+  kBatchesDone,
+  kGlobalStep,
+  kNumStateFields
+};
+
+std::string FirstLine(const std::exception& e) {
+  const std::string what = e.what();
+  return what.substr(0, what.find('\n'));
+}
+
+}  // namespace
 
 // Order-sensitive checksum of every parameter's bytes: equal on every rank
 // after every step when the all-reduce keeps the replicas identical.
@@ -28,6 +50,8 @@ std::string ModelSignature(const TrainOptions& o, const PartitionConfig& c, cons
   return s.str();
 }
 
+std::string CheckpointPath(const std::string& dir) { return dir + "/checkpoint.pt"; }
+
 void SaveCheckpoint(const std::string& dir, GraphSage& model, torch::optim::Adam& opt,
                     const TrainState& st, const std::string& signature) {
   MakeDirs(dir);
@@ -37,34 +61,44 @@ void SaveCheckpoint(const std::string& dir, GraphSage& model, torch::optim::Adam
   archive.write("model", model_ar);
   archive.write("optimizer", opt_ar);
   archive.write("signature", c10::IValue(signature));
-  archive.write("state",
-                torch::tensor({static_cast<double>(st.epochs_done), st.best_val, st.test_at_best,
-                               st.final_test, static_cast<double>(st.best_epoch)},
-                              torch::kFloat64));
-  const std::string path = dir + "/checkpoint.pt";
-  const std::string tmp = path + ".tmp." + RandomSuffix();
+  std::vector<double> state(kNumStateFields);
+  state[kEpochsDone] = st.epochs_done;
+  state[kBestVal] = st.best_val;
+  state[kTestAtBest] = st.test_at_best;
+  state[kFinalTest] = st.final_test;
+  state[kBestEpoch] = st.best_epoch;
+  state[kBatchesDone] = static_cast<double>(st.batches_done);
+  state[kGlobalStep] = static_cast<double>(st.global_step);
+  archive.write("state", torch::tensor(state, torch::kFloat64));
+  std::ostringstream bytes;
+  const std::string path = CheckpointPath(dir);
   try {
-    archive.save_to(tmp);
+    archive.save_to(bytes);
   } catch (const std::exception& e) {
-    std::remove(tmp.c_str());
-    const std::string what = e.what();
-    throw DataError("cannot write checkpoint " + path + ": " + what.substr(0, what.find('\n')));
+    throw DataError("cannot write checkpoint " + path + ": " + FirstLine(e));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw DataError("cannot write checkpoint " + path);
-  }
-  SyncDir(dir);
+  const std::string b = bytes.str();
+  AtomicFile f(path);
+  f.Write(b.data(), b.size());
+  f.Commit();
 }
 
-TrainState LoadCheckpoint(const std::string& dir, GraphSage& model, torch::optim::Adam& opt,
-                          const std::string& signature) {
-  const std::string path = dir + "/checkpoint.pt";
-  if (!PathExists(path)) throw DataError("--resume: no checkpoint at " + path);
+std::string ReadCheckpointBytes(const std::string& dir) {
+  const std::string path = CheckpointPath(dir);
+  if (!PathExists(path)) return "";
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (!in.good() && !in.eof()) throw DataError("cannot read checkpoint " + path);
+  return bytes.str();
+}
+
+TrainState RestoreCheckpoint(const std::string& bytes, const std::string& path, GraphSage& model,
+                             torch::optim::Adam& opt, const std::string& signature) {
   TrainState st;
   try {
     torch::serialize::InputArchive archive, model_ar, opt_ar;
-    archive.load_from(path);
+    archive.load_from(bytes.data(), bytes.size());
     c10::IValue sig;
     archive.read("signature", sig);
     if (!sig.isString() || sig.toStringRef() != signature) {
@@ -78,19 +112,31 @@ TrainState LoadCheckpoint(const std::string& dir, GraphSage& model, torch::optim
     opt.load(opt_ar);
     torch::Tensor s;
     archive.read("state", s);
+    if (s.dim() != 1 || s.scalar_type() != torch::kFloat64 || s.size(0) < kBatchesDone)
+      throw DataError("checkpoint " + path + " has no valid training state");
     auto a = s.accessor<double, 1>();
-    st.epochs_done = static_cast<int>(a[0]);
-    st.best_val = a[1];
-    st.test_at_best = a[2];
-    st.final_test = a[3];
-    st.best_epoch = static_cast<int>(a[4]);
+    st.epochs_done = static_cast<int>(a[kEpochsDone]);
+    st.best_val = a[kBestVal];
+    st.test_at_best = a[kTestAtBest];
+    st.final_test = a[kFinalTest];
+    st.best_epoch = static_cast<int>(a[kBestEpoch]);
+    if (s.size(0) >= kNumStateFields) {
+      st.batches_done = static_cast<int64_t>(a[kBatchesDone]);
+      st.global_step = static_cast<int64_t>(a[kGlobalStep]);
+    }
   } catch (const DataError&) {
     throw;
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    throw DataError("cannot read checkpoint " + path + ": " + what.substr(0, what.find('\n')));
+    throw DataError("cannot read checkpoint " + path + ": " + FirstLine(e));
   }
   return st;
+}
+
+TrainState LoadCheckpoint(const std::string& dir, GraphSage& model, torch::optim::Adam& opt,
+                          const std::string& signature) {
+  const std::string bytes = ReadCheckpointBytes(dir);
+  if (bytes.empty()) throw DataError("--resume: no checkpoint at " + CheckpointPath(dir));
+  return RestoreCheckpoint(bytes, CheckpointPath(dir), model, opt, signature);
 }
 
 }  // namespace gnn

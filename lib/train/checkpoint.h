@@ -1,6 +1,8 @@
-// Checkpoints: the model, the optimizer and where training stands, in one
-// LibTorch archive (CHECKPOINT_DIR/checkpoint.pt, written atomically), with
-// the model's signature so a checkpoint of another model or task is refused.
+// Checkpoints: the model, the optimizer and where training stands (epoch,
+// batch within it, global step), in one LibTorch archive
+// (CHECKPOINT_DIR/checkpoint.pt, written atomically), with the model's
+// signature so a checkpoint of another model or task is refused. Rank 0
+// writes and reads it; the other ranks get its bytes over the collective.
 #pragma once
 
 #include <torch/torch.h>
@@ -15,7 +17,9 @@
 namespace gnn {
 
 struct TrainState {
-  int epochs_done = 0;
+  int epochs_done = 0;       // whole epochs behind
+  int64_t batches_done = 0;  // batches of epoch `epochs_done` behind (a mid-epoch checkpoint)
+  int64_t global_step = 0;   // optimizer steps since training began
   double best_val = -1, test_at_best = 0, final_test = 0;
   int best_epoch = 0;
 };
@@ -28,11 +32,22 @@ std::string ParamChecksum(GraphSage& model);
 // task's part: what a checkpoint must match to be resumed.
 std::string ModelSignature(const TrainOptions& o, const PartitionConfig& c, const Task& task);
 
+std::string CheckpointPath(const std::string& dir);
+
 void SaveCheckpoint(const std::string& dir, GraphSage& model, torch::optim::Adam& opt,
                     const TrainState& st, const std::string& signature);
 
-// DataError naming the file when it is missing, unreadable, or for another
-// model (signature).
+// The bytes of DIR/checkpoint.pt; "" when there is none. DataError when it
+// exists but cannot be read.
+std::string ReadCheckpointBytes(const std::string& dir);
+
+// Restores model, optimizer and state from a checkpoint's bytes (read from
+// `path`, named in errors). DataError when they are unreadable or for
+// another model (signature).
+TrainState RestoreCheckpoint(const std::string& bytes, const std::string& path, GraphSage& model,
+                             torch::optim::Adam& opt, const std::string& signature);
+
+// ReadCheckpointBytes + RestoreCheckpoint; DataError when there is none.
 TrainState LoadCheckpoint(const std::string& dir, GraphSage& model, torch::optim::Adam& opt,
                           const std::string& signature);
 

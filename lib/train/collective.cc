@@ -1,5 +1,6 @@
 #include "train/collective.h"
 
+#include <cstring>
 #include <thread>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -181,6 +182,20 @@ void Collective::Broadcast(const std::vector<torch::Tensor>& tensors) {
     std::vector<torch::Tensor> v = {t};
     Wait(pg_->broadcast(v), "broadcast");
   }
+}
+
+void Collective::BroadcastBytes(std::string* bytes) {
+  torch::Tensor size = torch::tensor({static_cast<int64_t>(bytes->size())}, torch::kInt64);
+  Broadcast({size});
+  const int64_t n = size.item<int64_t>();
+  if (n == 0) {
+    bytes->clear();
+    return;
+  }
+  torch::Tensor data = torch::empty({n}, torch::kUInt8);
+  if (rank_ == 0) std::memcpy(data.data_ptr(), bytes->data(), static_cast<size_t>(n));
+  Broadcast({data});
+  if (rank_ != 0) bytes->assign(static_cast<const char*>(data.data_ptr()), static_cast<size_t>(n));
 }
 
 void Collective::Barrier() { Wait(pg_->barrier(), "barrier"); }

@@ -49,6 +49,8 @@ class Collective {
   torch::Tensor AllgatherRows(const torch::Tensor& rows);
   // Overwrites `tensors` with rank 0's values.
   void Broadcast(const std::vector<torch::Tensor>& tensors);
+  // Overwrites `bytes` with rank 0's.
+  void BroadcastBytes(std::string* bytes);
   void Barrier();
 
  private:

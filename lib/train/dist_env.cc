@@ -324,7 +324,7 @@ class DistEnv : public TrainEnv {
   }
   int64_t NumBatches() const override { return num_batches_; }
 
-  void StartEpoch(int epoch) override {
+  void StartEpoch(int epoch, int64_t first_batch) override {
     const bool link = o_.Kind() == TaskKind::kLink;
     std::vector<int64_t> seeds = link ? edges_ : train_;
     // Each rank shuffles its own share; batches are near-equal slices so
@@ -340,7 +340,7 @@ class DistEnv : public TrainEnv {
       std::lock_guard<std::mutex> lock(plans_mu_);
       plans_.clear();
     }
-    for (int64_t b = 0; b < num_batches_; ++b) {
+    for (int64_t b = first_batch; b < num_batches_; ++b) {
       net::SeedBatch sb;
       sb.epoch = epoch;
       sb.index = b;
@@ -398,6 +398,8 @@ class DistEnv : public TrainEnv {
     for (auto& p : model->parameters()) ps.push_back(p.detach());
     collective_->Broadcast(ps);
   }
+
+  void BroadcastBytes(std::string* bytes) override { collective_->BroadcastBytes(bytes); }
 
   double SumOverRanks(double v) override { return collective_->AllreduceSum({v})[0]; }
 

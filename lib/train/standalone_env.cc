@@ -102,9 +102,10 @@ class StandaloneEnv : public TrainEnv {
     const auto items = static_cast<int64_t>(lo_.link ? edges_.size() : train_.size());
     return (items + o_.batch_size - 1) / o_.batch_size;
   }
-  void StartEpoch(int epoch) override {
+  void StartEpoch(int epoch, int64_t first_batch) override {
     loader_.reset();
-    loader_ = std::make_unique<BatchLoader>(graph_, lo_.link ? edges_ : train_, lo_, epoch);
+    loader_ =
+        std::make_unique<BatchLoader>(graph_, lo_.link ? edges_ : train_, lo_, epoch, first_batch);
   }
   torch::Tensor AllNodeOutputs(GraphSage& model) override {
     return Inference(model, part_, o_.batch_size_eval, o_.num_workers);

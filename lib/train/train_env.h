@@ -35,7 +35,9 @@ class TrainEnv {
   // Every rank runs the same number of batches per epoch. With --task link
   // the batches are edge batches (MiniBatch::pos_head... are set).
   virtual int64_t NumBatches() const = 0;
-  virtual void StartEpoch(int epoch) = 0;
+  // Batches of `epoch` from `first_batch` on (a run resumed mid-epoch skips
+  // the ones before it: batch b of an epoch is the same whatever came first).
+  virtual void StartEpoch(int epoch, int64_t first_batch) = 0;
   // The next batch of this epoch, or nullopt after NumBatches(). Blocking,
   // with the configured timeouts; throws on sampler/server failures.
   virtual std::optional<MiniBatch> Next() = 0;
@@ -43,6 +45,8 @@ class TrainEnv {
   virtual int64_t AllreduceGrads(GraphSage& /*model*/) { return 0; }
   // Makes every rank's parameters equal rank 0's.
   virtual void SyncParams(GraphSage& /*model*/) {}
+  // Makes every rank's `bytes` equal rank 0's (a checkpoint read by rank 0).
+  virtual void BroadcastBytes(std::string* /*bytes*/) {}
   // Validation and test accuracy over the whole graph (layer-wise
   // full-neighbour inference), identical on every rank.
   virtual std::pair<double, double> Evaluate(GraphSage& model) = 0;

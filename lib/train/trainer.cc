@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iomanip>
+#include <iostream>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -69,6 +70,9 @@ void TrainOptions::Validate() const {
                       " entries but --num_layers is " + std::to_string(num_layers));
   }
   if (resume && checkpoint_dir.empty()) throw ConfigError("--resume needs --checkpoint_dir");
+  if (checkpoint_every < 0) throw ConfigError("--checkpoint_every must be >= 0");
+  if (checkpoint_every > 0 && checkpoint_dir.empty())
+    throw ConfigError("--checkpoint_every needs --checkpoint_dir");
   if (Kind() == TaskKind::kLink && num_negs < 1) {
     throw ConfigError("--num_negs must be >= 1, got " + std::to_string(num_negs));
   }
@@ -212,49 +216,95 @@ class Training {
         model_(config.feature_dim, o.num_hidden, task_->OutputDim(), o.num_layers, o.dropout),
         opt_(model_->parameters(), torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay)),
         signature_(ModelSignature(o, config, *task_)),
-        metrics_(lead_ ? o.metrics_file : std::string(), o.resume,
+        metrics_(lead_ ? o.metrics_file : std::string(), o.resume || o.restart > 0,
                  lead_ ? o.tensorboard_dir : std::string()) {
-    if (o.resume) {
-      // Every rank reads the same checkpoint (a shared or copied folder).
-      st_ = LoadCheckpoint(o.checkpoint_dir, model_, opt_, signature_);
-      GNN_LOG(kInfo) << "resumed from " << o.checkpoint_dir << " after epoch " << st_.epochs_done;
-    }
+    Resume();
     env_->SyncParams(model_);
   }
 
   json Run() {
     for (int epoch = st_.epochs_done; epoch < o_.num_epochs; ++epoch) {
-      RunEpoch(epoch);
+      RunEpoch(epoch, epoch == st_.epochs_done ? st_.batches_done : 0);
       st_.epochs_done = epoch + 1;
+      st_.batches_done = 0;
       if (o_.eval_every > 0 && ((epoch + 1) % o_.eval_every == 0 || epoch + 1 == o_.num_epochs)) {
         Evaluate(epoch + 1);
       }
-      if (lead_ && !o_.checkpoint_dir.empty()) {
-        SaveCheckpoint(o_.checkpoint_dir, model_, opt_, st_, signature_);
-      }
+      Checkpoint();
     }
     SaveOutputs();
     return Summary();
   }
 
  private:
-  void RunEpoch(int epoch) {
-    // Dropout draws from LibTorch's generator: reseeding per epoch makes a
-    // resumed run identical to an uninterrupted one.
-    torch::manual_seed(MixSeed(MixSeed(o_.seed, static_cast<uint64_t>(epoch) + 1), env_->rank()));
+  // --resume, or a restart by gnn-launch: rank 0 reads the checkpoint and
+  // every rank restores its bytes, so only rank 0's folder needs one.
+  void Resume() {
+    if (!o_.resume && o_.restart == 0) return;
+    std::string bytes;
+    if (lead_ && !o_.checkpoint_dir.empty()) {
+      bytes = o_.resume ? ReadRequired() : ReadCheckpointBytes(o_.checkpoint_dir);
+    }
+    env_->BroadcastBytes(&bytes);
+    if (bytes.empty()) {
+      GNN_LOG(kWarn) << "restart " << o_.restart << ": no checkpoint"
+                     << (o_.checkpoint_dir.empty() ? " (no --checkpoint_dir)" : " yet")
+                     << "; training from the start";
+    } else {
+      st_ = RestoreCheckpoint(bytes, CheckpointPath(o_.checkpoint_dir), model_, opt_, signature_);
+      GNN_LOG(kInfo) << "resumed from " << CheckpointPath(o_.checkpoint_dir) << " at epoch "
+                     << st_.epochs_done + 1 << " batch " << st_.batches_done << " (step "
+                     << st_.global_step << ")";
+    }
+    Report("resumed " + std::to_string(st_.global_step));
+  }
+
+  std::string ReadRequired() const {
+    std::string bytes = ReadCheckpointBytes(o_.checkpoint_dir);
+    if (bytes.empty())
+      throw DataError("--resume: no checkpoint at " + CheckpointPath(o_.checkpoint_dir));
+    return bytes;
+  }
+
+  // Rank 0 writes the checkpoint (atomically) and tells gnn-launch.
+  void Checkpoint() {
+    if (!lead_ || o_.checkpoint_dir.empty()) return;
+    SaveCheckpoint(o_.checkpoint_dir, model_, opt_, st_, signature_);
+    Report("checkpoint " + std::to_string(st_.global_step));
+  }
+
+  // A progress line for gnn-launch (which keeps it out of the logs).
+  void Report(const std::string& what) const {
+    if (o_.report_progress) std::cout << "@gnn " << what << std::endl;
+  }
+
+  // Epoch `epoch` from batch `first` on (> 0 when resumed mid-epoch).
+  void RunEpoch(int epoch, int64_t first) {
     model_->train();
     Stopwatch epoch_watch, log_watch;
     EpochStats es;
     int64_t examples_at_log = 0;
-    env_->StartEpoch(epoch);
-    Progress progress("epoch " + std::to_string(epoch + 1), env_->NumBatches(), "batches");
-    while (true) {
+    env_->StartEpoch(epoch, first);
+    Progress progress("epoch " + std::to_string(epoch + 1), env_->NumBatches() - first, "batches");
+    for (int64_t batch = first;; ++batch) {
+      // Dropout draws from LibTorch's generator: reseeding per step makes a
+      // run resumed at any step identical to an uninterrupted one.
+      torch::manual_seed(
+          MixSeed(MixSeed(MixSeed(o_.seed, static_cast<uint64_t>(epoch) + 1), env_->rank()),
+                  static_cast<uint64_t>(batch)));
       Stopwatch t;
       std::optional<MiniBatch> mb = env_->Next();
       es.sample_s += t.Seconds();
       if (!mb) break;
       torch::Tensor out, loss;
       Step(*mb, &es, &out, &loss);
+      st_.batches_done = batch + 1;
+      ++st_.global_step;
+      Report("step " + std::to_string(st_.global_step));
+      if (o_.checkpoint_every > 0 && st_.global_step % o_.checkpoint_every == 0 &&
+          st_.batches_done < env_->NumBatches()) {
+        Checkpoint();
+      }
       progress.Add();
       if (es.steps % o_.log_every == 0 && loss.defined()) {
         const double speed =
@@ -316,7 +366,7 @@ class Training {
                     {"loss", loss},
                     {"train_acc", acc},
                     {"samples_per_s", speed}},
-                   steps_);
+                   st_.global_step);
   }
 
   void LogEpoch(int epoch, double epoch_s, const EpochStats& es) {
@@ -336,7 +386,7 @@ class Training {
                     {"seeds", es.examples},
                     {"inputs", es.inputs},
                     {"param_checksum", ParamChecksum(model_)}},
-                   steps_);
+                   st_.global_step);
   }
 
   // Validation and test after `epoch` (1-based); the best validation's test
@@ -344,8 +394,8 @@ class Training {
   void Evaluate(int epoch) {
     Stopwatch ev;
     AllCoresWhileIdle all_cores(o_);
-    const auto [val, test] = task_->Evaluate(*env_, model_, epoch, label_,
-                                             [&](const json& j) { metrics_.Write(j, steps_); });
+    const auto [val, test] = task_->Evaluate(
+        *env_, model_, epoch, label_, [&](const json& j) { metrics_.Write(j, st_.global_step); });
     st_.final_test = test;
     if (val > st_.best_val) {
       st_.best_val = val;
@@ -359,7 +409,7 @@ class Training {
                     {"val_acc", val},
                     {"test_acc", test},
                     {"eval_time_s", ev.Seconds()}},
-                   steps_);
+                   st_.global_step);
   }
 
   // --save_model (a torch.load-able dict) and --save_embeddings.
@@ -400,6 +450,7 @@ class Training {
         {"final_test_acc_epoch", o_.eval_every > 0 ? st_.epochs_done : 0},
         {"epochs", st_.epochs_done},
         {"epochs_run", epochs_run_},
+        {"steps", st_.global_step},
         {"mean_epoch_time_s", epochs_run_ ? train_s_ / epochs_run_ : 0.0},
         {"seeds_per_s", train_s_ > 0 ? all_examples / train_s_ : 0.0},
         {"num_trainers", env_->world()},
@@ -410,7 +461,7 @@ class Training {
     };
     summary["task"] = o_.task;
     task_->Summarize(&summary);
-    metrics_.Write({{"type", "summary"}, {"summary", summary}}, steps_);
+    metrics_.Write({{"type", "summary"}, {"summary", summary}}, st_.global_step);
     return summary;
   }
 

@@ -37,10 +37,16 @@ struct TrainOptions {
   int num_workers = 2;      // sampling threads (standalone)
   int prefetch = 2;         // batches sampled ahead
   bool sample_replace = false;
-  std::string metrics_file;     // JSON lines
-  std::string tensorboard_dir;  // TensorBoard scalar event files (rank 0)
-  std::string checkpoint_dir;   // model + optimizer + epoch, every epoch
-  bool resume = false;          // continue from checkpoint_dir
+  std::string metrics_file;      // JSON lines
+  std::string tensorboard_dir;   // TensorBoard scalar event files (rank 0)
+  std::string checkpoint_dir;    // model + optimizer + position, every epoch (rank 0 writes)
+  int64_t checkpoint_every = 0;  // also every N steps within an epoch (0 = at epoch ends only)
+  bool resume = false;           // continue from checkpoint_dir (it must hold one)
+  // Set by gnn-launch (GNN_RESTART, GNN_REPORT_PROGRESS): the job's restart
+  // generation (> 0: continue from checkpoint_dir if it holds a checkpoint,
+  // else from the start), and "@gnn ..." progress lines on stdout for it.
+  int restart = 0;
+  bool report_progress = false;
   std::string save_model;       // torch.load-able dict of named tensors
   std::string save_embeddings;  // .npy of the final layer output, input node order
   bool verify_checksums = true;
