@@ -51,6 +51,13 @@ int main(int argc, char** argv) {
                "plaintext and unauthenticated: anyone on the network may read the graph");
   app.add_option("--grace_s", o.grace_s, "SIGTERM, then SIGKILL after this many seconds")
       ->capture_default_str();
+  app.add_option("--max_restarts", o.max_restarts,
+                 "after a failure, start the job again this many times at most; trainers resume "
+                 "from their --checkpoint_dir")
+      ->capture_default_str();
+  app.add_option("--restart_backoff_s", o.restart_backoff_s,
+                 "wait this long after a failure before starting again")
+      ->capture_default_str();
   app.add_option("--server_ready_timeout_s", o.server_ready_timeout_s,
                  "every server must answer a ping within this time")
       ->capture_default_str();

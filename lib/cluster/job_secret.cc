@@ -31,7 +31,8 @@ JobSecret::JobSecret(const LaunchOptions& o, const std::vector<MachinePlan>& pla
     return;
   }
   if (!o.secret_file.empty()) {
-    keys_ = net::JobKeys::Derive(net::ReadSecretFile(LauncherPath(o, o.secret_file)), job_id);
+    secret_ = net::ReadSecretFile(LauncherPath(o, o.secret_file));
+    keys_ = net::JobKeys::Derive(secret_, job_id);
     for (size_t m = 0; m < plans.size(); ++m) {
       paths_[m] = plans[m].local ? InWorkspace(plans[m].workspace, ExpandHome(o.secret_file))
                                  : o.secret_file;
@@ -44,7 +45,8 @@ JobSecret::JobSecret(const LaunchOptions& o, const std::vector<MachinePlan>& pla
         "every machine "
         "(gnn-copy --secret_file FILE makes and ships it), or --insecure for plaintext");
   }
-  const std::string secret = net::NewSecret();
+  secret_ = net::NewSecret();
+  const std::string& secret = secret_;
   keys_ = net::JobKeys::Derive(secret, job_id);
   const std::string rel = std::string(kSecretsDir) + "/" + job_id + ".secret";
   for (size_t m = 0; m < plans.size(); ++m) {
@@ -88,6 +90,10 @@ JobSecret::~JobSecret() {
           kShipTimeoutS);
     }
   }
+}
+
+net::JobKeys JobSecret::KeysFor(const std::string& job_id) const {
+  return o_.insecure ? net::JobKeys::Insecure() : net::JobKeys::Derive(secret_, job_id);
 }
 
 std::string JobSecret::EnvFor(size_t machine) const {

@@ -32,12 +32,15 @@ class JobSecret {
 
   // The job's keys (for the launcher's own pings).
   const net::JobKeys& keys() const { return keys_; }
+  // The keys of another job id with the same secret (a restarted job's).
+  net::JobKeys KeysFor(const std::string& job_id) const;
   // Environment for machine m's processes: GNN_SECRET_FILE=... or GNN_INSECURE=1.
   std::string EnvFor(size_t machine) const;
 
  private:
   const LaunchOptions& o_;
   const std::vector<MachinePlan>& plans_;
+  std::string secret_;  // "" when insecure
   net::JobKeys keys_;
   std::vector<std::string> paths_;    // per machine, as its processes see it
   std::vector<std::string> written_;  // per machine: the per-job file we wrote ("" if none)

@@ -51,6 +51,8 @@ void LaunchOptions::Validate() const {
   if (master_port < 1 || master_port > 65535)
     throw ConfigError("--master_port out of range [1, 65535]");
   if (grace_s < 0) throw ConfigError("--grace_s must be >= 0");
+  if (max_restarts < 0) throw ConfigError("--max_restarts must be >= 0");
+  if (!(restart_backoff_s >= 0)) throw ConfigError("--restart_backoff_s must be >= 0");
   if (FirstWord(command, nullptr).empty()) throw ConfigError("the trainer command is missing");
 }
 
@@ -97,8 +99,24 @@ std::string HowItEnded(const Proc& f) {
   return how;
 }
 
-// One launch, in phases: Prepare, StartServers, WaitForServers,
-// StartTrainers, Supervise, Succeed; every early end goes through End().
+// A process that failed because another did (exit 6, peer; 5, timeout).
+bool Victim(const Proc& f) {
+  return WIFEXITED(f.status) &&
+         (WEXITSTATUS(f.status) == kExitPeer || WEXITSTATUS(f.status) == kExitTimeout);
+}
+
+// The exit codes of a failure that would happen again after a restart.
+bool Recurs(const Proc& f) {
+  return WIFEXITED(f.status) &&
+         (WEXITSTATUS(f.status) == kExitConfig || WEXITSTATUS(f.status) == kExitData);
+}
+
+// One launch, in phases: Prepare, then per run StartServers,
+// WaitForServers, StartTrainers, Supervise, Succeed; every early end goes
+// through End(), after which Restart() may start another run. Run g > 0
+// is a job of its own (id JOB-rG: its own keys and shared memory), so no
+// process of an earlier run can reach it; its trainers resume from rank
+// 0's newest checkpoint.
 // Members are declared in teardown order: the processes (job_) go first,
 // then the files they read (secret_), then their shared memory, then the
 // guardian.
@@ -108,19 +126,100 @@ class Launch {
 
   int Run() {
     Prepare();
+    while (true) {
+      const int code = RunOnce();
+      if (code == 0) return code;
+      if (std::optional<int> ended = Restart(code)) return *ended;
+    }
+  }
+
+ private:
+  // One run of the job, to its exit code.
+  int RunOnce() {
+    run_id_ = RunId(run_);
+    keys_ = secret_->KeysFor(run_id_);
     StartServers();
     if (std::optional<int> ended = WaitForServers()) return *ended;
     // Per-node mode: a thread pings every other machine's server 0; a
     // machine that stops answering while our trainers still run has failed
     // (its launcher tore its job down) or is gone.
-    PeerWatch peers(machines_, per_node_ ? o_.machine_id : -1, secret_->keys());
+    PeerWatch peers(machines_, per_node_ ? o_.machine_id : -1, keys_);
     StartTrainers();
     if (std::optional<int> ended = Supervise(peers)) return *ended;
     peers.Stop();
     return Succeed();
   }
 
- private:
+  std::string RunId(int run) const {
+    return run == 0 ? job_id_ : job_id_ + "-r" + std::to_string(run);
+  }
+
+  // After a failed run: nullopt to run again (the restart said in one
+  // line), or the launcher's exit code.
+  std::optional<int> Restart(int code) {
+    if (signal_.load() || run_ >= o_.max_restarts) return code;
+    if (recurs_) {
+      std::cerr << "gnn-launch: not restarting: a configuration or data error would recur\n";
+      return code;
+    }
+    Account();
+    ++run_;
+    std::ostringstream line;
+    line << "gnn-launch: restart " << run_ << " of " << o_.max_restarts << " in "
+         << o_.restart_backoff_s << " s: " << cause_ << "; ";
+    if (checkpoint_step_ >= 0) {
+      line << "resuming from " << checkpoint_path_ << " (step " << checkpoint_step_ << "), "
+           << std::max<int64_t>(0, reached_ - checkpoint_step_) << " steps to replay";
+    } else if (Mine(0)) {
+      line << "no checkpoint yet (" << (HasCheckpointDir() ? "" : "no --checkpoint_dir; ")
+           << "training starts again), " << std::max<int64_t>(0, reached_) << " steps lost";
+    } else {
+      line << "rank 0 resumes from the newest checkpoint on machine 0";
+    }
+    std::cerr << line.str() << std::endl;
+    const auto until = DeadlineAfter(o_.restart_backoff_s);
+    while (Clock::now() < until) {
+      if (signal_.load()) return 128 + signal_.load();
+      std::this_thread::sleep_for(std::chrono::milliseconds(kSuperviseTickMs));
+    }
+    job_ = std::make_unique<Job>(guardian_.get());
+    return std::nullopt;
+  }
+
+  // What the ended run's trainers reported: the furthest step, the newest
+  // checkpoint; and, for a restarted run, the steps it replayed and how
+  // long after the failure it was training again.
+  void Account() {
+    int64_t reached = -1, resumed = -1;
+    Clock::time_point first_step{};
+    for (const auto& p : job_->procs()) {
+      if (p->role != "trainer") continue;
+      reached = std::max(reached, p->step);
+      resumed = std::max(resumed, p->resumed_step);
+      if (p->checkpoint_step > checkpoint_step_) {
+        checkpoint_step_ = p->checkpoint_step;
+        checkpoint_path_ = p->checkpoint_path;
+      }
+      if (p->first_step_at != Clock::time_point{} &&
+          (first_step == Clock::time_point{} || p->first_step_at < first_step))
+        first_step = p->first_step_at;
+    }
+    reached_ = reached;
+    if (run_ > 0) {
+      if (resumed >= 0) steps_replayed_ += std::max<int64_t>(0, previous_reached_ - resumed);
+      if (first_step != Clock::time_point{})
+        recovery_s_.push_back(
+            std::chrono::duration<double>(first_step - previous_failed_at_).count());
+    }
+    previous_reached_ = reached;
+    previous_failed_at_ = failed_at_;
+  }
+
+  bool HasCheckpointDir() const {
+    return o_.command.find("--checkpoint_dir") != std::string::npos ||
+           o_.command.find("--checkpoint-dir") != std::string::npos;
+  }
+
   bool Mine(size_t m) const { return !per_node_ || static_cast<int>(m) == o_.machine_id; }
 
   // Ids, machines, plans, the log folder; then the guardian (before any
@@ -135,11 +234,13 @@ class Launch {
     plans_ = PlanMachines(o_, machines_);
     log_dir_ = LogDir();
     fs::create_directories(log_dir_);
+    // Every run's segments, so the guardian removes whichever exist.
     for (size_t m = 0; m < plans_.size(); ++m) {
       if (!plans_[m].local || !Mine(m)) continue;
       try {
-        shm_names_.push_back(JobShmName(config.graph_name, Sha256File(plans_[m].part_config),
-                                        job_id_, static_cast<int>(m)));
+        const std::string sha = Sha256File(plans_[m].part_config);
+        for (int run = 0; run <= o_.max_restarts; ++run)
+          shm_names_.push_back(JobShmName(config.graph_name, sha, RunId(run), static_cast<int>(m)));
       } catch (const std::exception&) {
       }
     }
@@ -174,19 +275,27 @@ class Launch {
     env.push_back("GNN_IP_CONFIG=" + p.ip_config);
     env.push_back("GNN_PART_CONFIG=" + p.part_config);
     env.push_back("GNN_MACHINE_ID=" + std::to_string(m));
-    env.push_back("GNN_JOB_ID=" + job_id_);
+    env.push_back("GNN_JOB_ID=" + run_id_);
     env.push_back(secret_->EnvFor(static_cast<size_t>(m)));
     if (p.local) {
       const char* path = std::getenv("PATH");
       env.push_back("PATH=" + p.workspace + "/bin" + (path ? std::string(":") + path : ""));
-      job_->Start(m, role, rank, {"/bin/sh", "-c", "exec " + local_cmd}, env, p.workspace, log_dir_,
-                  false);
+      job_->Start(m, role, rank, {"/bin/sh", "-c", "exec " + local_cmd}, env, p.workspace,
+                  RunLogDir(), false);
     } else {
       for (const auto& v : NumericLibraryEnvironment()) env.push_back(v);
       job_->Start(m, role, rank,
                   SshArgv(o_.ssh, p.address.host, RemoteCommand(p.workspace, env, remote_cmd)), {},
-                  "", log_dir_, true);
+                  "", RunLogDir(), true);
     }
+  }
+
+  // Run 0 logs into the job's log folder, run g into its restart-g/.
+  std::string RunLogDir() const {
+    if (run_ == 0) return log_dir_;
+    const std::string dir = log_dir_ + "/restart-" + std::to_string(run_);
+    fs::create_directories(dir);
+    return dir;
   }
 
   void StartServers() {
@@ -219,7 +328,7 @@ class Launch {
     }
     for (size_t m : order) {
       for (int s = 0; s < o_.num_servers; ++s) {
-        while (!Ping(ctx, secret_->keys(), machines_[m], static_cast<int>(m), s, kReadyPingMs)) {
+        while (!Ping(ctx, keys_, machines_[m], static_cast<int>(m), s, kReadyPingMs)) {
           if (std::optional<int> ended = EndedEarly(true)) return ended;
           if (Clock::now() > next_note) {
             std::cerr << "gnn-launch: waiting for machine " << m << " server " << s << " at "
@@ -254,7 +363,8 @@ class Launch {
                "GNN_NUM_SERVERS=" + std::to_string(o_.num_servers),
                "GNN_NUM_SAMPLERS=" + std::to_string(o_.num_samplers),
                "GNN_MASTER_ADDR=" + machines_[0].host,
-               "GNN_MASTER_PORT=" + std::to_string(o_.master_port)});
+               "GNN_MASTER_PORT=" + std::to_string(o_.master_port),
+               "GNN_RESTART=" + std::to_string(run_), "GNN_REPORT_PROGRESS=1"});
       }
     }
   }
@@ -288,8 +398,7 @@ class Launch {
     // one went silent, then say so. A machine whose own process died
     // tears down at once.
     std::string peer = peers ? peers->Silent(0) : "";
-    const bool victim = WIFEXITED(f->status) && (WEXITSTATUS(f->status) == kExitPeer ||
-                                                 WEXITSTATUS(f->status) == kExitTimeout);
+    const bool victim = Victim(*f);
     const auto until = DeadlineAfter(kPeerBlameWaitS);
     while (peers && per_node_ && victim && peer.empty() && Clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(kSuperviseTickMs));
@@ -304,6 +413,7 @@ class Launch {
   // was seen first), stops every process, removes the shared memory, and
   // says what happened. Returns `code`.
   int End(Proc* failed, const std::string& note, int code) {
+    failed_at_ = Clock::now();
     std::vector<Proc*> failures;
     if (failed) {
       const auto until = DeadlineAfter(kLateFailureWindowS);
@@ -317,6 +427,17 @@ class Launch {
       std::sort(failures.begin(), failures.end(),
                 [](Proc* a, Proc* b) { return a->exit_seq < b->exit_seq; });
     }
+    // The cause: the first failure that is not a victim of another (a
+    // trainer that lost a peer exits 6 as soon as the dead one exits).
+    Proc* cause = failures.empty() ? nullptr : failures.front();
+    for (Proc* f : failures) {
+      if (!Victim(*f)) {
+        cause = f;
+        break;
+      }
+    }
+    cause_ = cause ? cause->Name() + " " + HowItEnded(*cause) : note;
+    recurs_ = cause && Recurs(*cause);
     StopAll();
     for (Proc* f : failures) {
       std::cerr << "gnn-launch: " << f->Name() << " (pid " << f->pid << (f->remote ? ", ssh" : "")
@@ -345,13 +466,22 @@ class Launch {
       nlohmann::json j = nlohmann::json::parse(summary);
       if (!j.is_object()) throw std::runtime_error("not an object");
       j["wall_time_s"] = Elapsed();
+      AddRecovery(&j);
       std::cout << j.dump() << std::endl;
     } catch (const std::exception&) {
       nlohmann::json j = {{"wall_time_s", Elapsed()}, {"trainer_output", summary}};
       if (per_node_) j["machine_id"] = o_.machine_id;
+      AddRecovery(&j);
       std::cout << j.dump() << std::endl;
     }
     return 0;
+  }
+
+  void AddRecovery(nlohmann::json* j) {
+    Account();
+    (*j)["restarts"] = run_;
+    (*j)["steps_replayed"] = steps_replayed_;
+    (*j)["recovery_s"] = recovery_s_;
   }
 
   double Elapsed() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
@@ -360,6 +490,17 @@ class Launch {
   const std::atomic<int>& signal_;
   const Clock::time_point t0_ = Clock::now();
   std::string ip_path_, part_path_, job_id_, log_dir_;
+  // The current run: its number (0 = first), job id and keys.
+  int run_ = 0;
+  std::string run_id_;
+  net::JobKeys keys_ = net::JobKeys::Insecure();
+  // The last failure, and what the trainers reported (Account).
+  std::string cause_;
+  bool recurs_ = false;
+  Clock::time_point failed_at_{}, previous_failed_at_{};
+  int64_t previous_reached_ = -1, reached_ = -1, checkpoint_step_ = -1, steps_replayed_ = 0;
+  std::string checkpoint_path_;
+  std::vector<double> recovery_s_;
   bool per_node_ = false;
   std::vector<MachineAddress> machines_;
   std::vector<MachinePlan> plans_;

@@ -3,7 +3,9 @@
 // an address of this host) get child processes; remote machines are reached
 // with ssh. Every output line is prefixed "[machine role rank]" on stderr and
 // kept in one log file per process. The first process that fails stops the
-// job; nothing the launcher started survives it.
+// job; nothing the launcher started survives it. With --max_restarts the
+// job then starts again, and the trainers continue from rank 0's newest
+// checkpoint.
 #pragma once
 
 #include <atomic>
@@ -44,13 +46,20 @@ struct LaunchOptions {
   // "" for a fresh per-job secret (one launcher for all machines only).
   std::string secret_file;
   bool insecure = false;  // plaintext, unauthenticated, said in the log
+  // Automatic recovery: after a failure (not a configuration or data error,
+  // nor a signal) tear down, wait restart_backoff_s, start every process
+  // again; the trainers resume from the checkpoint in their
+  // --checkpoint_dir (GNN_RESTART). At most max_restarts times.
+  int max_restarts = 0;
+  double restart_backoff_s = 3;
 
   void Validate() const;  // ConfigError naming the bad field
 };
 
 // Runs the job to the end. Returns the launcher's exit code: 0 when every
 // trainer exited 0 (rank 0's last stdout line, a JSON summary, is printed
-// on stdout with "wall_time_s" added); 1 when a process failed; 128+sig
+// on stdout with "wall_time_s", "restarts", "steps_replayed" and
+// "recovery_s" added); 1 when a process failed; 128+sig
 // when `signal` became non-zero (set by the caller's SIGINT/SIGTERM
 // handler). Call from the main thread (children die with it).
 int RunLaunch(const LaunchOptions& options, const std::atomic<int>& signal);

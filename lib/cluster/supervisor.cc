@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <sstream>
 #include <thread>
 
 #include "cluster/guardian.h"
@@ -138,6 +139,7 @@ void Job::Stop(double grace_s) {
   // Drain what the pipes still hold.
   for (int i = 0; i < 20 && AnyOpen(); ++i) Pump(10);
   for (auto& p : procs_) Flush(p.get());
+  stopped_ = true;
 }
 
 bool Job::AllExited() const {
@@ -197,7 +199,27 @@ void Job::Flush(Proc* p) {
   p->log.flush();
 }
 
+bool Job::Progress(Proc* p, const std::string& line) {
+  static const std::string kTag = "@gnn ";
+  if (line.compare(0, kTag.size(), kTag) != 0) return false;
+  std::istringstream in(line.substr(kTag.size()));
+  std::string what;
+  int64_t step = -1;
+  if (!(in >> what >> step)) return true;  // malformed: dropped, like any noise
+  if (what == "step") {
+    if (p->first_step_at == Clock::time_point{}) p->first_step_at = Clock::now();
+    p->step = step;
+  } else if (what == "resumed") {
+    p->resumed_step = step;
+  } else if (what == "checkpoint") {
+    p->checkpoint_step = step;
+    std::getline(in >> std::ws, p->checkpoint_path);
+  }
+  return true;
+}
+
 void Job::Line(Proc* p, int k, const std::string& line) {
+  if (k == 0 && Progress(p, line)) return;
   std::string out = p->Name() + " " + line + "\n";
   ::fwrite(out.data(), 1, out.size(), stderr);
   p->log << line << '\n';

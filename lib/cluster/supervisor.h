@@ -8,6 +8,8 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
+#include <chrono>
+#include <cstdint>
 #include <deque>
 #include <fstream>
 #include <memory>
@@ -35,6 +37,13 @@ struct Proc {
   bool exited = false;
   int status = 0;
   int exit_seq = 0;  // order in which exits were seen
+  // What a trainer says on "@gnn ..." stdout lines (GNN_REPORT_PROGRESS),
+  // which are kept out of the output and the log.
+  int64_t step = -1;             // "@gnn step G": global steps done
+  int64_t resumed_step = -1;     // "@gnn resumed G": where this run began
+  int64_t checkpoint_step = -1;  // "@gnn checkpoint G PATH": its newest checkpoint (rank 0)
+  std::string checkpoint_path;
+  std::chrono::steady_clock::time_point first_step_at{};  // when it first reported a step
 
   std::string Name() const {
     return "[" + std::to_string(machine) + " " + role + " " + std::to_string(rank) + "]";
@@ -45,7 +54,9 @@ struct Proc {
 class Job {
  public:
   explicit Job(Guardian* guardian) : guardian_(guardian) {}
-  ~Job() { KillAll(); }
+  ~Job() {
+    if (!stopped_) KillAll();
+  }
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
 
@@ -85,10 +96,13 @@ class Job {
   void Read(Proc* p, int k);
   void Flush(Proc* p);
   void Line(Proc* p, int k, const std::string& line);
+  // Takes an "@gnn ..." progress line; false if `line` is not one.
+  static bool Progress(Proc* p, const std::string& line);
 
   Guardian* guardian_;
   std::vector<std::unique_ptr<Proc>> procs_;
   int exits_ = 0;
+  bool stopped_ = false;  // Stop() ran: every group is gone, their ids may be reused
 };
 
 }  // namespace gnn

@@ -270,7 +270,8 @@ class Training {
   void Checkpoint() {
     if (!lead_ || o_.checkpoint_dir.empty()) return;
     SaveCheckpoint(o_.checkpoint_dir, model_, opt_, st_, signature_);
-    Report("checkpoint " + std::to_string(st_.global_step));
+    Report("checkpoint " + std::to_string(st_.global_step) + " " +
+           fs::absolute(CheckpointPath(o_.checkpoint_dir)).lexically_normal().string());
   }
 
   // A progress line for gnn-launch (which keeps it out of the logs).
