@@ -105,6 +105,16 @@ bool Victim(const Proc& f) {
          (WEXITSTATUS(f.status) == kExitPeer || WEXITSTATUS(f.status) == kExitTimeout);
 }
 
+// " (error: ...)" when a process that exited non-zero said why.
+std::string LastError(const Proc& p) {
+  if (!WIFEXITED(p.status)) return "";
+  for (auto it = p.tail.rbegin(); it != p.tail.rend(); ++it) {
+    const size_t at = it->find("error: ");
+    if (at != std::string::npos) return " (" + it->substr(at) + ")";
+  }
+  return "";
+}
+
 // The exit codes of a failure that would happen again after a restart.
 bool Recurs(const Proc& f) {
   return WIFEXITED(f.status) &&
@@ -436,7 +446,7 @@ class Launch {
         break;
       }
     }
-    cause_ = cause ? cause->Name() + " " + HowItEnded(*cause) : note;
+    cause_ = cause ? cause->Name() + " " + HowItEnded(*cause) + LastError(*cause) : note;
     recurs_ = cause && Recurs(*cause);
     StopAll();
     for (Proc* f : failures) {

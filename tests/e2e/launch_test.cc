@@ -19,6 +19,7 @@
 #include "cluster_util.h"
 #include "common/error.h"
 #include "common/sha256.h"
+#include "launch_util.h"
 #include "net/ip_config.h"
 #include "partition/config.h"
 #include "process_util.h"
@@ -30,181 +31,20 @@
 using namespace gnn;
 using nlohmann::json;
 using test::ChildProcess;
+using test::JobProcesses;
+using test::LastLine;
+using test::Setup;
+using test::WithFlag;
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string LastLine(const std::string& out) {
-  std::string s = out;
-  while (!s.empty() && s.back() == '\n') s.pop_back();
-  size_t nl = s.rfind('\n');
-  return nl == std::string::npos ? s : s.substr(nl + 1);
-}
 
 int CountOf(const std::string& text, const std::string& what) {
   int n = 0;
   for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
   return n;
 }
-
-// Pids of processes whose environment carries GNN_JOB_ID=job, or whose
-// parent is `parent` (0 = ignore), optionally only with comm `comm`.
-std::vector<pid_t> JobProcesses(const std::string& job, pid_t parent = 0,
-                                const std::string& comm = "") {
-  std::vector<pid_t> pids;
-  DIR* d = opendir("/proc");
-  if (!d) return pids;
-  const std::string needle = "GNN_JOB_ID=" + job;
-  while (dirent* e = readdir(d)) {
-    pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
-    if (pid <= 0 || pid == getpid()) continue;
-    const std::string base = std::string("/proc/") + e->d_name;
-    std::string env = test::ReadFileOrEmpty(base + "/environ");
-    for (char& c : env) {
-      if (c == '\0') c = '\n';
-    }
-    bool match = (env + "\n").find(needle + "\n") != std::string::npos;
-    std::string stat = test::ReadFileOrEmpty(base + "/stat");
-    size_t rp = stat.rfind(')');
-    if (rp != std::string::npos && stat.size() > rp + 2) {
-      if (stat[rp + 2] == 'Z') continue;  // zombies are gone, only not yet reaped
-      if (parent > 0) {
-        int ppid = std::atoi(stat.c_str() + rp + 4);
-        if (ppid == parent) match = true;
-      }
-    }
-    if (!match) continue;
-    if (!comm.empty()) {
-      std::string c = test::ReadFileOrEmpty(base + "/comm");
-      while (!c.empty() && c.back() == '\n') c.pop_back();
-      if (c != comm) continue;
-    }
-    pids.push_back(pid);
-  }
-  closedir(d);
-  return pids;
-}
-
-// `args` with the value after `flag` replaced by `value`.
-std::vector<std::string> WithFlag(std::vector<std::string> args, const std::string& flag,
-                                  const std::string& value) {
-  for (size_t i = 0; i + 1 < args.size(); ++i) {
-    if (args[i] == flag) args[i + 1] = value;
-  }
-  return args;
-}
-
-// A 2-machine loopback deployment of synthetic:tiny.
-struct Setup {
-  test::TempDir dir;
-  std::string config;
-  std::string ip = "ip_config.txt";  // relative to the workspace
-  std::string job;
-  std::vector<int> ports;  // machine 0, machine 1, master
-  std::string graph_name;
-
-  explicit Setup(const std::string& tag) {
-    config = test::MakePartitions(dir, "synthetic:tiny", 2, "tiny");
-    graph_name = LoadPartitionConfig(config).graph_name;
-    job = "launch-" + tag + "-" + std::to_string(getpid());
-    ports = test::FreeLoopbackPortRanges(3, 1);
-    std::ofstream out(dir / ip);
-    out << "127.0.0.1 " << ports[0] << "\n127.0.0.1 " << ports[1] << "\n";
-  }
-
-  std::vector<std::string> Args(const std::string& command,
-                                std::vector<std::string> extra = {}) const {
-    std::vector<std::string> a = {test::Bin("gnn-launch"),
-                                  "--workspace",
-                                  dir.path(),
-                                  "--num_trainers",
-                                  "1",
-                                  "--num_samplers",
-                                  "1",
-                                  "--num_servers",
-                                  "1",
-                                  "--part_config",
-                                  config,
-                                  "--ip_config",
-                                  ip,
-                                  "--master_port",
-                                  std::to_string(ports[2]),
-                                  "--job_id",
-                                  job,
-                                  "--grace_s",
-                                  "3"};
-    a.insert(a.end(), extra.begin(), extra.end());
-    a.push_back(command);
-    return a;
-  }
-
-  std::string Train(const std::string& flags) const {
-    return test::Bin("gnn-train") + " --batch_size 100 --num_omp_threads 1 " + flags;
-  }
-
-  // Every /dev/shm entry of this job's segments.
-  std::vector<std::string> ShmLeft() const {
-    std::vector<std::string> left;
-    const std::string sha = Sha256File(config);
-    for (int m = 0; m < 2; ++m) {
-      const std::string name = JobShmName(graph_name, sha, job, m);
-      for (const std::string& p : {ShmSegmentPath(name), ShmLockPath(name)}) {
-        if (access(p.c_str(), F_OK) == 0) left.push_back(p);
-      }
-    }
-    return left;
-  }
-
-  // Waits up to `timeout` for the job's processes to disappear.
-  void RequireNothingLeft(pid_t launcher,
-                          std::chrono::seconds timeout = std::chrono::seconds(5)) const {
-    auto deadline = Clock::now() + timeout;
-    std::vector<pid_t> left;
-    std::vector<std::string> shm;
-    while (true) {
-      left = JobProcesses(job, launcher);
-      shm = ShmLeft();
-      if ((left.empty() && shm.empty()) || Clock::now() > deadline) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    std::string which;
-    for (pid_t p : left) {
-      which += std::to_string(p) + ": " +
-               test::ReadFileOrEmpty("/proc/" + std::to_string(p) + "/stat") + "\n";
-      kill(p, SIGKILL);
-    }
-    INFO(which);
-    CHECK(left.empty());
-    CHECK(shm.empty());
-    for (const auto& s : shm) unlink(s.c_str());
-  }
-
-  // Waits until a gnn-train of this job runs; its pid.
-  pid_t WaitTrainer(ChildProcess& launcher) const {
-    auto deadline = Clock::now() + std::chrono::seconds(60);
-    while (Clock::now() < deadline) {
-      REQUIRE(launcher.Running());
-      auto t = JobProcesses(job, 0, "gnn-train");
-      if (!t.empty()) return t[0];
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    FAIL("no trainer started");
-    return -1;
-  }
-
-  // Waits until the job is mid-training: a trainer finished an epoch.
-  void WaitTraining(ChildProcess& launcher) const {
-    INFO(launcher.Stderr());
-    REQUIRE(test::WaitUntil(
-        [&] {
-          return !launcher.Running() ||
-                 launcher.Stderr().find("Epoch Time(s)") != std::string::npos;
-        },
-        std::chrono::seconds(120)));
-    REQUIRE(launcher.Running());
-  }
-};
 
 }  // namespace
 

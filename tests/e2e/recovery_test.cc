@@ -1,0 +1,154 @@
+// Automatic recovery (gnn-launch --max_restarts): a job whose trainer,
+// server or sampler is SIGKILLed mid-epoch starts again from rank 0's
+// newest checkpoint and ends with the same model as an uninterrupted run;
+// a configuration error is not restarted; the restart budget holds.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "launch_util.h"
+#include "process_util.h"
+#include "test_util.h"
+
+using namespace gnn;
+using nlohmann::json;
+using test::ChildProcess;
+using test::JobProcesses;
+using test::LastLine;
+using test::Setup;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// 150 epochs (300 steps) of synthetic:tiny on 2 machines, one evaluation at the end,
+// a checkpoint every 3 steps into `ck` (in machine 0's workspace).
+std::string Command(const Setup& s, const std::string& ck) {
+  return s.Train("--num_epochs 150 --eval_every 150 --seed 3 --checkpoint_dir " + ck +
+                 " --checkpoint_every 3");
+}
+
+std::vector<std::string> Args(const Setup& s, const std::string& ck, const std::string& run,
+                              int max_restarts) {
+  return test::WithFlag(s.Args(Command(s, ck), {"--max_restarts", std::to_string(max_restarts),
+                                                "--restart_backoff_s", "0.5"}),
+                        "--job_id", s.job + "-" + run);
+}
+
+json Summary(ChildProcess& launcher) {
+  auto code = launcher.Wait(std::chrono::seconds(180));
+  REQUIRE(code.has_value());
+  INFO(launcher.Stderr());
+  REQUIRE(*code == 0);
+  return json::parse(LastLine(launcher.Stdout()));
+}
+
+// Waits for rank 0's first checkpoint of the run, then a little more, and
+// kill -9s the first process named `comm` of job `job`.
+void KillMidTraining(const Setup& s, ChildProcess& launcher, const std::string& ck,
+                     const std::string& job, const std::string& comm) {
+  INFO(launcher.Stderr());
+  REQUIRE(test::WaitUntil(
+      [&] {
+        return !launcher.Running() || access((s.dir / (ck + "/checkpoint.pt")).c_str(), F_OK) == 0;
+      },
+      std::chrono::seconds(120)));
+  REQUIRE(launcher.Running());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::vector<pid_t> victims = JobProcesses(job, 0, comm);
+  REQUIRE(!victims.empty());
+  REQUIRE(kill(victims[0], SIGKILL) == 0);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a job whose trainer, server or sampler dies mid-epoch restarts and ends with the "
+    "uninterrupted run's model",
+    "[e2e]") {
+  Setup s("recover");
+  ChildProcess straight(Args(s, "ck-straight", "straight", 0), s.dir / "straight");
+  const json want = Summary(straight);
+  CHECK(want.at("restarts") == 0);
+  CHECK(want.at("steps_replayed") == 0);
+
+  for (const std::string comm : {"gnn-train", "gnn-server", "gnn-sampler"}) {
+    DYNAMIC_SECTION(comm << " killed") {
+      const std::string ck = "ck-" + comm;
+      const std::string job = s.job + "-" + comm;
+      ChildProcess launcher(Args(s, ck, comm, 2), s.dir / comm);
+      KillMidTraining(s, launcher, ck, job, comm);
+      const json got = Summary(launcher);
+      const std::string err = launcher.Stderr();
+      INFO(err);
+      CHECK(got.at("restarts") == 1);
+      CHECK(got.at("param_checksum") == want.at("param_checksum"));
+      CHECK(got.at("final_test_acc") == want.at("final_test_acc"));
+      CHECK(got.at("steps") == want.at("steps"));
+      CHECK(got.at("epochs_run").get<int>() < want.at("epochs_run").get<int>() + 1);
+      CHECK(got.at("steps_replayed").get<int>() >= 0);
+      REQUIRE(got.at("recovery_s").size() == 1);
+      CHECK(got.at("recovery_s")[0].get<double>() > 0.5);  // at least the backoff
+      // One restart line naming the cause and the checkpoint used.
+      const size_t line = err.find("gnn-launch: restart 1 of 2 in 0.5 s: ");
+      REQUIRE(line != std::string::npos);
+      const std::string restart = err.substr(line, err.find('\n', line) - line);
+      CHECK(restart.find(comm == "gnn-sampler" ? "gnn-sampler 0 was killed by signal 9"
+                                               : "was killed by signal 9") != std::string::npos);
+      CHECK(restart.find("resuming from " + (s.dir / (ck + "/checkpoint.pt"))) !=
+            std::string::npos);
+      CHECK(restart.find("steps to replay") != std::string::npos);
+      // Run 1 logs in its own folder.
+      CHECK(!test::ReadFileOrEmpty(s.dir / ("logs/" + job + "/restart-1/trainer-0-0.log")).empty());
+      s.RequireNothingLeft(launcher.pid(), std::chrono::seconds(5), 2);
+    }
+  }
+}
+
+TEST_CASE("gnn-launch does not restart a job whose trainer has a configuration error", "[e2e]") {
+  Setup s("norestart");
+  ChildProcess launcher(s.Args(s.Train("--num_epochs 2 --num_layers 2 --fan_out 1,2,3"),
+                               {"--max_restarts", "3", "--restart_backoff_s", "0"}),
+                        s.dir / "launcher");
+  auto code = launcher.Wait(std::chrono::seconds(60));
+  REQUIRE(code.has_value());
+  const std::string err = launcher.Stderr();
+  INFO(err);
+  CHECK(*code != 0);
+  CHECK(err.find("not restarting: a configuration or data error would recur") != std::string::npos);
+  CHECK(err.find("gnn-launch: restart 1") == std::string::npos);
+  s.RequireNothingLeft(launcher.pid());
+}
+
+TEST_CASE("gnn-launch gives up after --max_restarts restarts and leaves nothing behind", "[e2e]") {
+  Setup s("budget");
+  ChildProcess launcher(
+      test::WithFlag(s.Args(Command(s, "ck"), {"--max_restarts", "1", "--restart_backoff_s", "0"}),
+                     "--num_samplers", "0"),
+      s.dir / "launcher");
+  // Run 0: kill a trainer once it checkpointed; run 1: kill one again.
+  KillMidTraining(s, launcher, "ck", s.job, "gnn-train");
+  INFO(launcher.Stderr());
+  REQUIRE(test::WaitUntil(
+      [&] {
+        return !launcher.Running() || (!JobProcesses(s.job + "-r1", 0, "gnn-train").empty() &&
+                                       launcher.Stderr().find("[0 trainer 0] ") !=
+                                           launcher.Stderr().rfind("gnn-launch: restart 1"));
+      },
+      std::chrono::seconds(60)));
+  REQUIRE(launcher.Running());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::vector<pid_t> victims = JobProcesses(s.job + "-r1", 0, "gnn-train");
+  REQUIRE(!victims.empty());
+  REQUIRE(kill(victims[0], SIGKILL) == 0);
+  auto code = launcher.Wait(std::chrono::seconds(60));
+  REQUIRE(code.has_value());
+  CHECK(*code == 1);
+  const std::string err = launcher.Stderr();
+  CHECK(err.find("gnn-launch: restart 1 of 1") != std::string::npos);
+  CHECK(err.find("gnn-launch: restart 2") == std::string::npos);
+  s.RequireNothingLeft(launcher.pid(), std::chrono::seconds(5), 2);
+}
