@@ -115,6 +115,15 @@ std::string LastError(const Proc& p) {
   return "";
 }
 
+// How much a failure says about the cause: 2 for a process that died or
+// failed on its own; 1 for one that lost a peer it named (its sampler, a
+// server); 0 for a trainer that only saw the collective break (another
+// trainer went first).
+int Blame(const Proc& f) {
+  if (!Victim(f)) return 2;
+  return LastError(f).find("among trainers failed") != std::string::npos ? 0 : 1;
+}
+
 // The exit codes of a failure that would happen again after a restart.
 bool Recurs(const Proc& f) {
   return WIFEXITED(f.status) &&
@@ -437,16 +446,14 @@ class Launch {
       std::sort(failures.begin(), failures.end(),
                 [](Proc* a, Proc* b) { return a->exit_seq < b->exit_seq; });
     }
-    // The cause: the first failure that is not a victim of another (a
-    // trainer that lost a peer exits 6 as soon as the dead one exits).
-    Proc* cause = failures.empty() ? nullptr : failures.front();
+    // The cause: the failure that says most about it (Blame), the first
+    // to exit among equals.
+    Proc* cause = nullptr;
     for (Proc* f : failures) {
-      if (!Victim(*f)) {
-        cause = f;
-        break;
-      }
+      if (!cause || Blame(*f) > Blame(*cause)) cause = f;
     }
     cause_ = cause ? cause->Name() + " " + HowItEnded(*cause) + LastError(*cause) : note;
+    if (cause && Victim(*cause) && !note.empty()) cause_ += "; " + note;
     recurs_ = cause && Recurs(*cause);
     StopAll();
     for (Proc* f : failures) {

@@ -33,6 +33,7 @@ using nlohmann::json;
 using test::ChildProcess;
 using test::JobProcesses;
 using test::LastLine;
+using test::PerNodeArgs;
 using test::Setup;
 using test::WithFlag;
 
@@ -424,38 +425,6 @@ std::string JobIdOf(const std::string& err) {
   if (p == std::string::npos) return "";
   p += 16;
   return err.substr(p, err.find(',', p) - p);
-}
-
-// One machine's per-node launcher of a 2-machine job in `ws`.
-std::vector<std::string> PerNodeArgs(const std::string& ws, const std::string& config, int machine,
-                                     int master, const std::string& command,
-                                     std::vector<std::string> extra = {}) {
-  std::vector<std::string> a = {test::Bin("gnn-launch"),
-                                "--workspace",
-                                ws,
-                                "--num_trainers",
-                                "1",
-                                "--num_samplers",
-                                "1",
-                                "--num_servers",
-                                "1",
-                                "--part_config",
-                                config,
-                                "--ip_config",
-                                "ip_config.txt",
-                                "--master_port",
-                                std::to_string(master),
-                                "--grace_s",
-                                "3",
-                                "--log_dir",
-                                ws + "/logs-m" + std::to_string(machine)};
-  // Per-node launchers share the cluster secret (as gnn-copy would ship it).
-  if (machine >= 0)
-    a.insert(a.end(),
-             {"--machine_id", std::to_string(machine), "--secret_file", test::TestSecretFile()});
-  a.insert(a.end(), extra.begin(), extra.end());
-  a.push_back(command);
-  return a;
 }
 
 // Waits for a launcher; its exit code (fails the test on a hang).

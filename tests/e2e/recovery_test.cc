@@ -152,3 +152,47 @@ TEST_CASE("gnn-launch gives up after --max_restarts restarts and leaves nothing 
   CHECK(err.find("gnn-launch: restart 2") == std::string::npos);
   s.RequireNothingLeft(launcher.pid(), std::chrono::seconds(5), 2);
 }
+
+TEST_CASE("per-node launchers restart together after one node's trainer dies, to the same model",
+          "[e2e]") {
+  Setup s("pernode-recover");
+  ChildProcess straight(Args(s, "ck-straight", "straight", 0), s.dir / "straight");
+  const json want = Summary(straight);
+
+  const std::vector<std::string> extra = {
+      "--job_id", s.job, "--max_restarts", "2", "--restart_backoff_s", "0.5"};
+  const std::string train = Command(s, "ck");
+  ChildProcess m0(test::PerNodeArgs(s.dir.path(), s.config, 0, s.ports[2], train, extra),
+                  s.dir / "m0");
+  ChildProcess m1(test::PerNodeArgs(s.dir.path(), s.config, 1, s.ports[2], train, extra),
+                  s.dir / "m1");
+  // Machine 1's trainer dies once rank 0 (machine 0) has checkpointed.
+  INFO(m0.Stderr());
+  INFO(m1.Stderr());
+  REQUIRE(test::WaitUntil(
+      [&] {
+        return !m0.Running() || !m1.Running() ||
+               access((s.dir / "ck/checkpoint.pt").c_str(), F_OK) == 0;
+      },
+      std::chrono::seconds(120)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  pid_t victim = -1;
+  for (pid_t t : JobProcesses(s.job, 0, "gnn-train")) {
+    std::string env = test::ReadFileOrEmpty("/proc/" + std::to_string(t) + "/environ");
+    if (env.find(std::string("GNN_MACHINE_ID=1") + '\0') != std::string::npos) victim = t;
+  }
+  REQUIRE(victim > 0);
+  REQUIRE(kill(victim, SIGKILL) == 0);
+  const json got0 = Summary(m0);
+  const json got1 = Summary(m1);
+  CHECK(got0.at("restarts") == 1);
+  CHECK(got1.at("restarts") == 1);
+  CHECK(got0.at("param_checksum") == want.at("param_checksum"));
+  CHECK(got0.at("steps") == want.at("steps"));
+  CHECK(m1.Stderr().find("gnn-launch: restart 1 of 2 in 0.5 s: [1 trainer 0] was killed by "
+                         "signal 9; rank 0 resumes from the newest checkpoint on machine 0") !=
+        std::string::npos);
+  CHECK(m0.Stderr().find("gnn-launch: restart 1 of 2") != std::string::npos);
+  s.RequireNothingLeft(m0.pid(), std::chrono::seconds(5), 2);
+  s.RequireNothingLeft(m1.pid(), std::chrono::seconds(5), 2);
+}

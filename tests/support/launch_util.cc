@@ -75,6 +75,36 @@ std::vector<std::string> WithFlag(std::vector<std::string> args, const std::stri
   return args;
 }
 
+std::vector<std::string> PerNodeArgs(const std::string& ws, const std::string& config, int machine,
+                                     int master, const std::string& command,
+                                     std::vector<std::string> extra) {
+  std::vector<std::string> a = {Bin("gnn-launch"),
+                                "--workspace",
+                                ws,
+                                "--num_trainers",
+                                "1",
+                                "--num_samplers",
+                                "1",
+                                "--num_servers",
+                                "1",
+                                "--part_config",
+                                config,
+                                "--ip_config",
+                                "ip_config.txt",
+                                "--master_port",
+                                std::to_string(master),
+                                "--grace_s",
+                                "3",
+                                "--log_dir",
+                                ws + "/logs-m" + std::to_string(machine)};
+  // Per-node launchers share the cluster secret (as gnn-copy would ship it).
+  if (machine >= 0)
+    a.insert(a.end(), {"--machine_id", std::to_string(machine), "--secret_file", TestSecretFile()});
+  a.insert(a.end(), extra.begin(), extra.end());
+  a.push_back(command);
+  return a;
+}
+
 Setup::Setup(const std::string& tag) {
   config = MakePartitions(dir, "synthetic:tiny", 2, "tiny");
   graph_name = LoadPartitionConfig(config).graph_name;

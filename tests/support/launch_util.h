@@ -27,6 +27,12 @@ std::vector<pid_t> JobProcesses(const std::string& job, pid_t parent = 0,
 std::vector<std::string> WithFlag(std::vector<std::string> args, const std::string& flag,
                                   const std::string& value);
 
+// One machine's per-node launcher (machine >= 0, with the test's cluster
+// secret) of a 2-machine job in `ws`, or one launcher for both (-1).
+std::vector<std::string> PerNodeArgs(const std::string& ws, const std::string& config, int machine,
+                                     int master, const std::string& command,
+                                     std::vector<std::string> extra = {});
+
 // A 2-machine loopback deployment of synthetic:tiny.
 struct Setup {
   TempDir dir;
