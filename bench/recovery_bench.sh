@@ -13,21 +13,22 @@ EPOCHS="${1:-30}"
 EVERY="${2:-20}"
 BACKOFF="${3:-1}"
 WORK="$(mktemp -d /tmp/gnn-recovery-bench-XXXXXX)"
-trap 'pkill -9 -f "gnn-launch.*$WORK" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+trap 'pkill -9 -f "gnn-launch.*$WORK" 2>/dev/null || true; [ -n "${GNN_KEEP:-}" ] || rm -rf "$WORK"' EXIT
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 gnn-partition --dataset synthetic:small --num_parts 2 --output "$WORK/data" --quiet >/dev/null
 config=$(ls "$WORK"/data/*.json)
 printf '127.0.0.1 %s\n127.0.0.1 %s\n' "$(port)" "$(port)" > "$WORK/ip_config.txt"
 
-# launch TAG EXTRA_TRAINER_FLAGS: one job in the background, output in $WORK/TAG.*
+# launch TAG EXTRA_TRAINER_FLAGS: one job in the background (its pid in
+# $PID), output in $WORK/TAG.*
 launch() {
   gnn-launch --workspace "$WORK" --num_trainers 1 --num_samplers 1 --num_servers 1 \
     --part_config "$config" --ip_config ip_config.txt --master_port "$(port)" --job_id "rb-$1" \
     --max_restarts 2 --restart_backoff_s "$BACKOFF" \
     "gnn-train --num_epochs $EPOCHS --eval_every $EPOCHS --seed 1 --num_omp_threads 1 $2" \
     > "$WORK/$1.out" 2> "$WORK/$1.err" &
-  echo $!
+  PID=$!
 }
 # The pid of the first process named $2 of job rb-$1 (or of its runs).
 victim() {
@@ -38,14 +39,16 @@ victim() {
 }
 
 summary() { tail -1 "$WORK/$1.out"; }
-wait "$(launch plain "")" || true
-wait "$(launch ckpt "--checkpoint_dir ck-ckpt --checkpoint_every $EVERY")" || true
+launch plain ""
+wait "$PID" || true
+launch ckpt "--checkpoint_dir ck-ckpt --checkpoint_every $EVERY"
+wait "$PID" || true
 for who in gnn-train gnn-server gnn-sampler; do
-  pid=$(launch "kill-$who" "--checkpoint_dir ck-$who --checkpoint_every $EVERY")
-  until [ -e "$WORK/ck-$who/checkpoint.pt" ]; do sleep 0.05; done
+  launch "kill-$who" "--checkpoint_dir ck-$who --checkpoint_every $EVERY"
+  until [ -e "$WORK/ck-$who/checkpoint.pt" ] || ! kill -0 "$PID" 2>/dev/null; do sleep 0.05; done
   sleep 1
-  kill -9 "$(victim "kill-$who" "$who")"
-  wait "$pid" || true
+  kill -9 "$(victim "kill-$who" "$who")" || echo "no $who to kill: did the job end already?" >&2
+  wait "$PID" || true
 done
 
 /usr/bin/python3 - "$WORK" "$EPOCHS" "$EVERY" "$BACKOFF" <<'PY'

@@ -1,17 +1,27 @@
 // gnn-sampler: sample mini-batches for one trainer across all partitions
 // (DGL's sampler processes).
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <csignal>
 
 #include "client/sampler_service.h"
 #include "common/cli.h"
+#include "common/error.h"
 #include "common/log.h"
 #include "common/memory.h"
 
 namespace {
 std::atomic<bool> g_stop{false};
-void OnSignal(int) { g_stop = true; }
+// A stop ends the loop between batches; a sampler blocked in a request to
+// a dead server (up to --timeout_ms) holds nothing worth waiting for, so
+// it exits 1 s later whatever it is doing: its trainer's job is ending.
+void OnSignal(int) {
+  g_stop = true;
+  ::alarm(1);
+}
+void OnAlarm(int) { ::_exit(gnn::kExitPeer); }
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -39,6 +49,7 @@ int main(int argc, char** argv) {
   gnn::KeepFreedMemoryForReuse();  // batch buffers are reused, not re-faulted, every step
   std::signal(SIGTERM, OnSignal);  // before anything else (see gnn-server)
   std::signal(SIGINT, OnSignal);
+  std::signal(SIGALRM, OnAlarm);
   return gnn::RunMain(app, argc, argv, [&] {
     gnn::FlagFromEnv(app, "--ip_config", "GNN_IP_CONFIG", &o.graph.ip_config);
     gnn::FlagFromEnv(app, "--part_config", "GNN_PART_CONFIG", &o.graph.part_config);
