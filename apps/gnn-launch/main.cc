@@ -58,6 +58,9 @@ int main(int argc, char** argv) {
   app.add_option("--restart_backoff_s", o.restart_backoff_s,
                  "wait this long after a failure before starting again")
       ->capture_default_str();
+  app.add_option("--part_source", o.part_source,
+                 "the whole partitioned graph on this host (gnn-copy's --part_config): a restart "
+                 "moves a lost machine's partition to the machines left");
   app.add_option("--server_ready_timeout_s", o.server_ready_timeout_s,
                  "every server must answer a ping within this time")
       ->capture_default_str();

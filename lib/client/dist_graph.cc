@@ -33,41 +33,53 @@ std::vector<int64_t> LocalMaskSlice(const PartitionView& v, const net::SplitNode
 DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
   config_ = LoadPartitionConfig(o.part_config);
   config_sha_ = Sha256File(o.part_config);
-  std::vector<std::vector<std::string>> endpoints = o.endpoints;
-  std::vector<std::string> hosts;
-  if (endpoints.empty()) {
+  const int parts = config_.num_parts;
+  // Per partition: every server of every machine that serves it (backups
+  // and replicas are taken in turn), named for errors.
+  std::vector<std::vector<std::pair<std::string, std::string>>> servers(parts);
+  if (o.endpoints.empty()) {
     std::vector<MachineAddress> machines = ReadIpConfig(o.ip_config);
-    if (static_cast<int>(machines.size()) != config_.num_parts) {
-      throw ConfigError(o.ip_config + " lists " + std::to_string(machines.size()) +
-                        " machines but " + o.part_config + " has " +
-                        std::to_string(config_.num_parts) + " partitions");
+    const int num_machines = static_cast<int>(machines.size());
+    CheckMachinesForParts(parts, num_machines, o.ip_config);
+    local_part_ = o.local_machine_id >= 0 ? MachinePartition(o.local_machine_id, parts) : -1;
+    for (int p = 0; p < parts; ++p) {
+      for (int m : PartitionMachines(p, parts, num_machines)) {
+        for (int srv = 0; srv < o.num_servers; ++srv) {
+          const std::string ep = Endpoint(machines[m], srv);
+          servers[p].push_back({ep, "machine " + std::to_string(m) + " server " +
+                                        std::to_string(srv) + " at " +
+                                        ep.substr(ep.find("://") + 3)});
+        }
+      }
     }
-    for (const auto& m : machines) {
-      std::vector<std::string> eps;
-      for (int s = 0; s < o.num_servers; ++s) eps.push_back(Endpoint(m, s));
-      endpoints.push_back(eps);
+  } else {
+    if (static_cast<int>(o.endpoints.size()) != parts) {
+      throw ConfigError("need server endpoints for " + std::to_string(parts) + " partitions");
+    }
+    local_part_ = o.local_machine_id;
+    for (int p = 0; p < parts; ++p) {
+      for (size_t srv = 0; srv < o.endpoints[p].size(); ++srv) {
+        const std::string& ep = o.endpoints[p][srv];
+        servers[p].push_back({ep, "machine " + std::to_string(p) + " server " +
+                                      std::to_string(srv) + " at " +
+                                      ep.substr(ep.find("://") + 3)});
+      }
     }
   }
-  if (static_cast<int>(endpoints.size()) != config_.num_parts) {
-    throw ConfigError("need server endpoints for " + std::to_string(config_.num_parts) +
-                      " partitions");
-  }
-  conns_.resize(config_.num_parts);
-  next_server_.assign(config_.num_parts, 0);
+  conns_.resize(parts);
+  next_server_.assign(parts, 0);
   std::vector<std::pair<net::Connection*, Message>> hellos;
   const net::Hello hello{config_.graph_name, config_sha_, o.job_id};
-  for (int p = 0; p < config_.num_parts; ++p) {
-    if (p == o.local_machine_id) continue;  // read from shared memory
-    for (size_t s = 0; s < endpoints[p].size(); ++s) {
-      std::string peer = "machine " + std::to_string(p) + " server " + std::to_string(s) + " at " +
-                         endpoints[p][s].substr(endpoints[p][s].find("://") + 3);
-      conns_[p].push_back(std::make_unique<net::Connection>(ctx_, endpoints[p][s], peer, o.keys));
+  for (int p = 0; p < parts; ++p) {
+    if (p == local_part_) continue;  // read from shared memory
+    for (const auto& [endpoint, peer] : servers[p]) {
+      conns_[p].push_back(std::make_unique<net::Connection>(ctx_, endpoint, peer, o.keys));
       hellos.emplace_back(conns_[p].back().get(), hello.Encode(0));
     }
   }
   std::vector<Message> replies = net::CallAll(std::move(hellos), net::Millis(o.timeout_ms));
   size_t k = 0;
-  for (int p = 0; p < config_.num_parts; ++p) {
+  for (int p = 0; p < parts; ++p) {
     for (auto& c : conns_[p]) {
       const net::HelloReply r = net::HelloReply::Decode(replies[k++]);
       if (r.node_start != config_.parts[p].node_start || r.node_end != config_.parts[p].node_end) {
@@ -76,10 +88,10 @@ DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
       }
     }
   }
-  if (o.local_machine_id >= 0) {
+  if (local_part_ >= 0) {
     local_ = ShmPartition::Attach(
         JobShmName(config_.graph_name, config_sha_, o.job_id, o.local_machine_id), config_,
-        o.local_machine_id, std::chrono::milliseconds(o.attach_timeout_ms));
+        local_part_, std::chrono::milliseconds(o.attach_timeout_ms));
   }
 }
 
@@ -119,14 +131,14 @@ void DistGraph::SampleNeighbors(const std::vector<int64_t>& seeds, int fanout, b
     if (pos[p].empty()) continue;
     asked[p] = {{}, fanout, replace, rng_seed};
     for (size_t i : pos[p]) asked[p].seeds.push_back(seeds[i]);
-    if (p == options_.local_machine_id) continue;
+    if (p == local_part_) continue;
     wire_bytes_ += asked[p].seeds.size() * sizeof(int64_t);
     net::Connection& c = Pick(p);
     calls.push_back({&c, c.Start(asked[p].Encode(0)), p});
   }
   // Remote requests are in flight while the local partition is sampled.
-  if (options_.local_machine_id >= 0 && !asked[options_.local_machine_id].seeds.empty()) {
-    int p = options_.local_machine_id;
+  if (local_part_ >= 0 && !asked[local_part_].seeds.empty()) {
+    int p = local_part_;
     gnn::SampleNeighbors(local_->view().csc(), asked[p].seeds.data(),
                          static_cast<int64_t>(asked[p].seeds.size()), fanout, replace, rng_seed, 1,
                          &part_ptr[p], &part_idx[p]);
@@ -192,7 +204,7 @@ void DistGraph::PullFeatures(const std::vector<int64_t>& ids, std::vector<float>
   std::vector<Pending> pending;
   auto deadline = std::chrono::steady_clock::now() + net::Millis(options_.timeout_ms);
   for (int p = 0; p < config_.num_parts; ++p) {
-    if (pos[p].empty() || p == options_.local_machine_id) continue;
+    if (pos[p].empty() || p == local_part_) continue;
     for (size_t first = 0; first < pos[p].size(); first += chunk) {
       size_t count = std::min(chunk, pos[p].size() - first);
       net::PullFeatures asked{std::vector<int64_t>(count)};
@@ -203,9 +215,9 @@ void DistGraph::PullFeatures(const std::vector<int64_t>& ids, std::vector<float>
       pending.push_back({&c, rid, p, first, std::move(asked)});
     }
   }
-  if (options_.local_machine_id >= 0) {
+  if (local_part_ >= 0) {
     const PartitionView& v = local_->view();
-    const std::vector<size_t>& mine = pos[options_.local_machine_id];
+    const std::vector<size_t>& mine = pos[local_part_];
     for (size_t j = 0; j < mine.size(); ++j) {
       // Rows are scattered in memory: fetch a few ahead of the copy.
       if (j + 8 < mine.size()) {
@@ -235,7 +247,7 @@ void DistGraph::PullLabels(const std::vector<int64_t>& ids, std::vector<int64_t>
   std::vector<net::PullLabels> asked;
   for (int p = 0; p < config_.num_parts; ++p) {
     if (pos[p].empty()) continue;
-    if (p == options_.local_machine_id) {
+    if (p == local_part_) {
       const PartitionView& v = local_->view();
       for (size_t i : pos[p]) (*out)[i] = v.labels[ids[i] - v.node_start];
       continue;
@@ -292,7 +304,7 @@ std::vector<int64_t> DistGraph::SplitNodes(int mask, int64_t begin, int64_t end)
     prefix += n;
     if (lo >= hi) continue;
     const net::SplitNodes asked{mask, lo - (prefix - n), hi - lo};
-    if (p == options_.local_machine_id) {
+    if (p == local_part_) {
       slices.push_back({p, asked, nullptr, LocalMaskSlice(local_->view(), asked)});
       continue;
     }

@@ -25,13 +25,13 @@ struct DistGraphOptions {
   std::string ip_config;
   std::string part_config;
   int num_servers = 1;        // servers per machine (backups round-robin)
-  int local_machine_id = -1;  // >= 0: read this partition from shared memory
+  int local_machine_id = -1;  // >= 0: this machine; its partition is read from shared memory
   std::string job_id;
   net::JobKeys keys;       // the job's CURVE keys (or Insecure())
   int timeout_ms = 30000;  // per request round
   int attach_timeout_ms = kDefaultAttachTimeoutMs;
-  // Tests only: explicit server endpoints [machine][server] instead of
-  // ip_config's addresses.
+  // Tests only: explicit server endpoints [partition][server] instead of
+  // ip_config's addresses (local_machine_id is then the local partition).
   std::vector<std::vector<std::string>> endpoints;
 };
 
@@ -95,6 +95,7 @@ class DistGraph {
   std::vector<std::vector<std::unique_ptr<net::Connection>>> conns_;  // [part][server]
   std::vector<size_t> next_server_;
   std::unique_ptr<ShmPartition> local_;
+  int local_part_ = -1;  // the partition read from shared memory (-1: none)
   uint64_t wire_bytes_ = 0;
 };
 

@@ -146,19 +146,15 @@ void PlanShared(const CopyOptions& o, const std::string& rel, Plan* plan) {
 
 void PlanMachines(const CopyOptions& o, const std::string& rel, Plan* plan) {
   const std::vector<MachineAddress> addresses = ReadIpConfig(o.ip_config);
-  if (static_cast<size_t>(plan->config.num_parts) != addresses.size()) {
-    throw ConfigError(
-        o.part_config + " has " + std::to_string(plan->config.num_parts) + " partitions but " +
-        o.ip_config + " lists " + std::to_string(addresses.size()) +
-        (addresses.size() == 1 ? " machine" : " machines") + " (machine i receives partition i)");
-  }
+  CheckMachinesForParts(plan->config.num_parts, static_cast<int>(addresses.size()), o.ip_config);
   const char* home = std::getenv("HOME");
   for (size_t i = 0; i < addresses.size(); ++i) {
     Machine m;
     m.index = static_cast<int>(i);
     m.address = addresses[i];
     m.local = RunsLocally(o.ssh, m.address.host);
-    m.workspace = MachineWorkspace(o.workspace, m.index);
+    m.workspace = MachineWorkspace(o.workspace,
+                                   o.workspace_index.empty() ? m.index : o.workspace_index.at(i));
     if (m.local && home && (m.workspace == "~" || m.workspace.rfind("~/", 0) == 0)) {
       m.workspace = home + m.workspace.substr(1);
     }
@@ -174,10 +170,13 @@ void PlanMachines(const CopyOptions& o, const std::string& rel, Plan* plan) {
                        << ", which will hold both partitions (use {machine} in --workspace)";
       }
     }
-    const PartInfo& part = plan->config.parts[i];
+    // Machine i serves (and receives) partition i mod P.
+    const int p = MachinePartition(m.index, plan->config.num_parts);
+    const PartInfo& part = plan->config.parts[static_cast<size_t>(p)];
     for (const auto& [name, f] : part.files) {
-      m.items.push_back(Item{plan->config.FilePath(m.index, name),
-                             Join(Join(rel, plan->part_dirs[i]), name), f.sha256, f.bytes, true});
+      m.items.push_back(Item{plan->config.FilePath(p, name),
+                             Join(Join(rel, plan->part_dirs[static_cast<size_t>(p)]), name),
+                             f.sha256, f.bytes, true});
     }
     plan->machines.push_back(std::move(m));
   }

@@ -21,12 +21,15 @@ namespace gnn {
 extern const std::vector<std::string> kShippedBinaries;
 
 struct CopyOptions {
-  std::string ip_config;  // machines, one "IP [PORT]" per line; machine i gets partition i
+  std::string ip_config;  // machines, one "IP [PORT]" per line; machine i gets partition i mod P
   // Destination on every machine. "{machine}" expands to the machine index,
   // a leading "~/" is the (remote) user's home; a relative path is relative
   // to the home directory on remote machines and to the current directory
   // on local ones.
   std::string workspace;
+  // The "{machine}" of machine i's workspace: workspace_index[i] (a job
+  // moved off a lost machine keeps each survivor's workspace); empty = i.
+  std::vector<int> workspace_index;
   std::string rel_data_path;  // partitions go to WORKSPACE/REL_DATA_PATH ("" = WORKSPACE)
   std::string part_config;    // partition config JSON written by gnn-partition
   std::string script_folder;  // optional; copied to WORKSPACE/<its basename>

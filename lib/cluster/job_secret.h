@@ -39,8 +39,8 @@ class JobSecret {
 
  private:
   const LaunchOptions& o_;
-  const std::vector<MachinePlan>& plans_;
-  std::string secret_;  // "" when insecure
+  const std::vector<MachinePlan> plans_;  // a copy: the launcher re-plans after a lost machine
+  std::string secret_;                    // "" when insecure
   net::JobKeys keys_;
   std::vector<std::string> paths_;    // per machine, as its processes see it
   std::vector<std::string> written_;  // per machine: the per-job file we wrote ("" if none)

@@ -66,13 +66,15 @@ std::string LauncherPath(const LaunchOptions& o, const std::string& path) {
 }
 
 std::vector<MachinePlan> PlanMachines(const LaunchOptions& o,
-                                      const std::vector<MachineAddress>& machines) {
+                                      const std::vector<MachineAddress>& machines,
+                                      const std::vector<int>& origin) {
   std::vector<MachinePlan> plans;
   for (size_t m = 0; m < machines.size(); ++m) {
     MachinePlan p;
     p.address = machines[m];
     p.local = RunsLocally(o.ssh, machines[m].host);
-    const std::string ws = MachineWorkspace(o.workspace, static_cast<int>(m));
+    const std::string ws =
+        MachineWorkspace(o.workspace, origin.empty() ? static_cast<int>(m) : origin[m]);
     if (p.local) {
       p.workspace = fs::absolute(ExpandHome(ws)).lexically_normal().string();
       p.part_config = InWorkspace(p.workspace, o.part_config);

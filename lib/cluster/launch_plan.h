@@ -43,7 +43,10 @@ struct MachinePlan {
 // workspace if it is there, else relative to the current directory.
 std::string LauncherPath(const LaunchOptions& o, const std::string& path);
 
+// Machine m's workspace is the one of "{machine}" = origin[m] (a job moved
+// off a lost machine keeps each survivor's workspace); empty origin = m.
 std::vector<MachinePlan> PlanMachines(const LaunchOptions& o,
-                                      const std::vector<MachineAddress>& machines);
+                                      const std::vector<MachineAddress>& machines,
+                                      const std::vector<int>& origin = {});
 
 }  // namespace gnn

@@ -11,9 +11,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
+#include "cluster/failover.h"
 #include "cluster/guardian.h"
 #include "cluster/job_secret.h"
 #include "cluster/launch_plan.h"
@@ -201,8 +203,55 @@ class Launch {
       if (signal_.load()) return 128 + signal_.load();
       std::this_thread::sleep_for(std::chrono::milliseconds(kSuperviseTickMs));
     }
+    if (!MoveOffLostMachines()) return code;
     job_ = std::make_unique<Job>(guardian_.get());
     return std::nullopt;
+  }
+
+  // One launcher for all machines: machines that no longer answer over
+  // ssh are dropped, and the survivors take the partitions over (copies
+  // from --part_source where needed; the run's ip_config shipped to each).
+  // False (said why) when the job cannot go on.
+  bool MoveOffLostMachines() {
+    if (per_node_) return true;
+    std::vector<std::string> why;
+    const std::vector<int> lost = ProbeLost(o_.ssh, all_machines_, origin_, &why);
+    if (lost.empty()) return true;
+    for (const auto& w : why) std::cerr << "gnn-launch: " << w << "\n";
+    if (o_.part_source.empty()) {
+      std::cerr << "gnn-launch: not restarting: a lost machine's partition can move only with "
+                   "--part_source (the whole partitioned graph on this host)\n";
+      return false;
+    }
+    std::vector<int> survivors;
+    for (int m : origin_) {
+      if (std::find(lost.begin(), lost.end(), m) == lost.end()) survivors.push_back(m);
+    }
+    try {
+      const std::vector<int> order = Reassign(survivors, holds_, num_parts_);
+      run_options_ = o_;
+      run_options_.ip_config = "ip_config-" + RunId(run_) + ".txt";
+      ShipRunLayout(o_, all_machines_, order, log_dir_ + "/" + run_options_.ip_config,
+                    o_.part_source);
+      origin_ = order;
+    } catch (const std::exception& e) {
+      std::cerr << "gnn-launch: not restarting: cannot move the job off the lost machines: "
+                << e.what() << "\n";
+      return false;
+    }
+    machines_.clear();
+    std::ostringstream layout;
+    for (size_t j = 0; j < origin_.size(); ++j) {
+      machines_.push_back(all_machines_[static_cast<size_t>(origin_[j])]);
+      holds_[static_cast<size_t>(origin_[j])].insert(
+          MachinePartition(static_cast<int>(j), num_parts_));
+      layout << (j ? ", " : "") << "machine " << j << " = " << machines_.back().host << " (was "
+             << origin_[j] << ") partition " << MachinePartition(static_cast<int>(j), num_parts_);
+    }
+    plans_ = PlanMachines(run_options_, machines_, origin_);
+    std::cerr << "gnn-launch: run " << run_ << " on " << machines_.size()
+              << " machines: " << layout.str() << std::endl;
+    return true;
   }
 
   // What the ended run's trainers reported: the furthest step, the newest
@@ -249,7 +298,13 @@ class Launch {
     per_node_ = o_.machine_id >= 0;
     job_id_ = MakeJobId(o_, ip_path_, part_path_);
     machines_ = ReadIpConfig(ip_path_);
+    all_machines_ = machines_;
     const PartitionConfig config = LoadPartitionConfig(part_path_);
+    num_parts_ = config.num_parts;
+    for (size_t m = 0; m < machines_.size(); ++m) {
+      origin_.push_back(static_cast<int>(m));
+      holds_.push_back({MachinePartition(static_cast<int>(m), num_parts_)});
+    }
     plans_ = PlanMachines(o_, machines_);
     log_dir_ = LogDir();
     fs::create_directories(log_dir_);
@@ -295,7 +350,7 @@ class Launch {
     env.push_back("GNN_PART_CONFIG=" + p.part_config);
     env.push_back("GNN_MACHINE_ID=" + std::to_string(m));
     env.push_back("GNN_JOB_ID=" + run_id_);
-    env.push_back(secret_->EnvFor(static_cast<size_t>(m)));
+    env.push_back(secret_->EnvFor(static_cast<size_t>(origin_[static_cast<size_t>(m)])));
     if (p.local) {
       const char* path = std::getenv("PATH");
       env.push_back("PATH=" + p.workspace + "/bin" + (path ? std::string(":") + path : ""));
@@ -519,8 +574,15 @@ class Launch {
   std::string checkpoint_path_;
   std::vector<double> recovery_s_;
   bool per_node_ = false;
-  std::vector<MachineAddress> machines_;
+  std::vector<MachineAddress> machines_;  // of the current run
   std::vector<MachinePlan> plans_;
+  // Every machine of the ip_config; the current run's machine j is
+  // all_machines_[origin_[j]]; the partitions each machine holds.
+  std::vector<MachineAddress> all_machines_;
+  std::vector<int> origin_;
+  std::vector<std::set<int>> holds_;
+  int num_parts_ = 0;
+  LaunchOptions run_options_;  // o_ with the run's ip_config, once machines were lost
   std::vector<std::string> shm_names_;
   // Teardown order (reverse of declaration): processes, their secret
   // files, their shared memory (however Run ends, also by an exception),

@@ -52,6 +52,11 @@ struct LaunchOptions {
   // --checkpoint_dir (GNN_RESTART). At most max_restarts times.
   int max_restarts = 0;
   double restart_backoff_s = 3;
+  // The whole partitioned graph on this host (the config gnn-copy read):
+  // a restart after a machine stopped answering over ssh moves the job to
+  // the machines left (machine j serves partition j mod P) and copies what
+  // they lack from here. Without it, a lost machine ends the job.
+  std::string part_source;
 
   void Validate() const;  // ConfigError naming the bad field
 };

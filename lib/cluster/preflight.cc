@@ -112,11 +112,26 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
                        ip_path + " lists " + std::to_string(machines.size()) + " machines");
     return problems;
   }
-  if (have_machines && have_parts && config.num_parts != static_cast<int>(machines.size())) {
+  if (have_machines && have_parts && config.num_parts > static_cast<int>(machines.size())) {
     problems.push_back("partition config " + part_path + " has " +
                        std::to_string(config.num_parts) + " partitions but ip_config " + ip_path +
                        " lists " + std::to_string(machines.size()) +
-                       " machines (one partition per machine)");
+                       " machines (machine m serves partition m mod " +
+                       std::to_string(config.num_parts) + ": every partition needs one)");
+  }
+  if (!o.part_source.empty()) {
+    try {
+      const PartitionConfig source = LoadPartitionConfig(o.part_source);
+      if (have_parts && source.num_parts != config.num_parts)
+        problems.push_back("--part_source " + o.part_source + " has " +
+                           std::to_string(source.num_parts) + " partitions, --part_config " +
+                           std::to_string(config.num_parts));
+      if (fs::path(o.part_source).filename() != fs::path(o.part_config).filename())
+        problems.push_back("--part_source " + o.part_source + " and --part_config " +
+                           o.part_config + " name different files");
+    } catch (const std::exception& e) {
+      problems.push_back(std::string("--part_source: ") + e.what());
+    }
   }
   if (!o.insecure && !o.secret_file.empty()) {
     try {

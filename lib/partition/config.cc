@@ -30,6 +30,23 @@ int PartitionConfig::PartOf(int64_t node) const {
   return static_cast<int>(it - parts.begin());
 }
 
+std::vector<int> PartitionMachines(int part, int num_parts, int num_machines) {
+  std::vector<int> out;
+  for (int m = part; m < num_machines; m += num_parts) out.push_back(m);
+  return out;
+}
+
+void CheckMachinesForParts(int num_parts, int num_machines, const std::string& what) {
+  if (num_parts < 1 || num_parts > num_machines) {
+    throw ConfigError(what + " lists " + std::to_string(num_machines) +
+                      (num_machines == 1 ? " machine" : " machines") + " for " +
+                      std::to_string(num_parts) +
+                      " partitions: every partition needs a machine (machine m serves partition "
+                      "m mod " +
+                      std::to_string(num_parts) + ")");
+  }
+}
+
 std::string PartitionConfig::FilePath(int part, const std::string& file) const {
   return (fs::path(base_dir) / parts.at(part).dir / file).string();
 }

@@ -69,6 +69,16 @@ struct PartitionConfig {
   std::string FilePath(int part, const std::string& file) const;
 };
 
+// Machines and partitions (GraphLearn's rule): an ip_config may list more
+// machines than there are partitions; machine m serves partition
+// m mod num_parts, so partition p is served by machines p, p + P, p + 2P...
+inline int MachinePartition(int machine, int num_parts) { return machine % num_parts; }
+// The machines of `num_machines` that serve partition `part`, in order.
+std::vector<int> PartitionMachines(int part, int num_parts, int num_machines);
+// ConfigError unless 1 <= num_parts <= num_machines (what = where the
+// machines come from, named in the message).
+void CheckMachinesForParts(int num_parts, int num_machines, const std::string& what);
+
 nlohmann::json ToJson(const PartitionConfig& config);
 // The config file's text (ToJson, indented): the one writer of it, for
 // gnn-partition and for gnn-copy's rewritten copies.

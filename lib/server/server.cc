@@ -290,11 +290,8 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
     throw ConfigError("--machine_id " + std::to_string(o.machine_id) + " but " + o.ip_config +
                       " lists " + std::to_string(machines.size()) + " machines");
   }
-  if (s.config.num_parts != static_cast<int>(machines.size())) {
-    throw ConfigError(o.part_config + " has " + std::to_string(s.config.num_parts) +
-                      " partitions but " + o.ip_config + " lists " +
-                      std::to_string(machines.size()) + " machines (one partition per machine)");
-  }
+  CheckMachinesForParts(s.config.num_parts, static_cast<int>(machines.size()), o.ip_config);
+  const int part = MachinePartition(o.machine_id, s.config.num_parts);
   const MachineAddress& me = machines[o.machine_id];
   const std::string endpoint =
       o.bind_endpoint.empty() ? Endpoint(me, o.server_id) : o.bind_endpoint;
@@ -336,7 +333,7 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
   }
   std::unique_ptr<ShmPartition> shm =
       o.server_id == 0
-          ? ShmPartition::Create(shm_name, s.config, o.machine_id, o.verify_checksums)
+          ? ShmPartition::Create(shm_name, s.config, part, o.verify_checksums)
           : ShmPartition::Attach(shm_name, std::chrono::milliseconds(o.attach_timeout_ms));
   s.view = &shm->view();
   // Server 0 removes the segment when it stops, after the job's other
@@ -355,7 +352,7 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
   for (int i = 0; i < threads; ++i) {
     workers.emplace_back([&] { Worker(s, ctx, backend, stop); });
   }
-  GNN_LOG(kInfo) << s.name << " serving partition " << o.machine_id << " (" << s.view->num_nodes
+  GNN_LOG(kInfo) << s.name << " serving partition " << part << " (" << s.view->num_nodes
                  << " nodes) at " << bound << " with " << threads << " worker threads, "
                  << (o.keys.secure() ? "CURVE (job key required)" : "PLAINTEXT (--insecure)");
   if (on_ready) on_ready(bound);

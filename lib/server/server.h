@@ -18,7 +18,7 @@ namespace gnn {
 struct ServerOptions {
   std::string ip_config;    // --ip_config
   std::string part_config;  // --part_config
-  int machine_id = -1;      // --machine_id: line of ip_config, = partition id
+  int machine_id = -1;      // --machine_id: line of ip_config; serves partition machine_id mod P
   int server_id = 0;        // --server_id: 0 loads, others attach (backups)
   int num_servers = 1;      // --num_servers per machine
   int num_threads = 0;      // --num_threads worker threads (0 = all cores)

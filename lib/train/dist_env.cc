@@ -167,15 +167,12 @@ class DistEnv : public TrainEnv {
   DistEnv(const TrainOptions& o, const PartitionConfig& config) : o_(o), config_(config) {
     std::vector<MachineAddress> machines = ReadIpConfig(o.ip_config);
     const int num_machines = static_cast<int>(machines.size());
-    if (config.num_parts != num_machines) {
-      throw ConfigError(o.part_config + " has " + std::to_string(config.num_parts) +
-                        " partitions but " + o.ip_config + " lists " +
-                        std::to_string(num_machines) + " machines (one partition per machine)");
-    }
+    CheckMachinesForParts(config.num_parts, num_machines, o.ip_config);
     if (o.machine_id < 0 || o.machine_id >= num_machines) {
       throw ConfigError("--machine_id " + std::to_string(o.machine_id) + " is not a line of " +
                         o.ip_config);
     }
+    part_ = MachinePartition(o.machine_id, config.num_parts);
     if (o.trainer_id < 0 || o.trainer_id >= o.num_trainers) {
       throw ConfigError("--trainer_id must be in [0, --num_trainers)");
     }
@@ -206,34 +203,41 @@ class DistEnv : public TrainEnv {
     g.attach_timeout_ms = o.request_timeout_ms;
     graph_ = std::make_unique<DistGraph>(g);
 
-    // node_split with force_even: rank r takes [r*T/W, (r+1)*T/W) of the
-    // id-ordered training nodes, so shares differ by at most one node.
+    // node_split with force_even: the rank in slot s takes [s*T/W,
+    // (s+1)*T/W) of the id-ordered training nodes, so shares differ by at
+    // most one node. Slots follow partitions (all trainers of machines
+    // serving partition 0 first, ...): with one machine per partition the
+    // slot is the rank, and a trainer's share is mostly its own partition's.
     const int64_t total = graph_->CountNodes(0);
     if (total == 0) throw DataError(o.part_config + ": the graph has no training nodes");
-    train_ = graph_->SplitNodes(0, total * rank_ / world_, total * (rank_ + 1) / world_);
+    const int slot = Slot(num_machines);
+    train_ = graph_->SplitNodes(0, total * slot / world_, total * (slot + 1) / world_);
     const int64_t max_share = (total + world_ - 1) / world_;
     num_batches_ = (max_share + o.batch_size - 1) / o.batch_size;
     for (int mask = 1; mask <= 2; ++mask) {
       int64_t n = graph_->CountNodes(mask);
-      eval_nodes_[mask - 1] =
-          graph_->SplitNodes(mask, n * rank_ / world_, n * (rank_ + 1) / world_);
+      eval_nodes_[mask - 1] = graph_->SplitNodes(mask, n * slot / world_, n * (slot + 1) / world_);
     }
     if (o.Kind() == TaskKind::kLink) {
       // Edges are split by the partition that owns them (the in-edges of
-      // its nodes, read from shared memory): this machine's trainers take
-      // even slices, and every rank runs as many steps as the largest
-      // slice of any machine needs.
+      // its nodes, read from shared memory): the trainers of the machines
+      // serving it take even slices, and every rank runs as many steps as
+      // the largest slice of any partition needs.
       if (!graph_->LocalCsc(&local_csc_)) throw Error("no local partition for --task link");
       int64_t max_share = 0;
-      for (const PartInfo& p : config.parts) {
-        max_share = std::max(max_share, (p.num_edges() + o.num_trainers - 1) / o.num_trainers);
+      for (int p = 0; p < config.num_parts; ++p) {
+        const int64_t sharers =
+            static_cast<int64_t>(PartitionMachines(p, config.num_parts, num_machines).size()) *
+            o.num_trainers;
+        max_share = std::max(max_share, (config.parts[p].num_edges() + sharers - 1) / sharers);
       }
       if (max_share == 0) throw DataError(o.part_config + ": the graph has no edges");
-      const int64_t mine = config.parts[o.machine_id].num_edges();
-      for (int64_t e = mine * o.trainer_id / o.num_trainers;
-           e < mine * (o.trainer_id + 1) / o.num_trainers; ++e) {
-        edges_.push_back(e);
-      }
+      const int64_t mine = config.parts[part_].num_edges();
+      const int64_t sharers =
+          static_cast<int64_t>(PartitionMachines(part_, config.num_parts, num_machines).size()) *
+          o.num_trainers;
+      const int64_t me = (o.machine_id / config.num_parts) * o.num_trainers + o.trainer_id;
+      for (int64_t e = mine * me / sharers; e < mine * (me + 1) / sharers; ++e) edges_.push_back(e);
       num_batches_ = (max_share + o.batch_size - 1) / o.batch_size;
       GNN_LOG(kInfo) << Label() << ": " << edges_.size() << " of " << config.num_edges
                      << " training edges, " << num_batches_ << " batches per epoch";
@@ -320,7 +324,7 @@ class DistEnv : public TrainEnv {
   int rank() const override { return rank_; }
   int world() const override { return world_; }
   std::string Label() const override {
-    return "Part " + std::to_string(o_.machine_id) + " rank " + std::to_string(rank_);
+    return "Part " + std::to_string(part_) + " rank " + std::to_string(rank_);
   }
   int64_t NumBatches() const override { return num_batches_; }
 
@@ -440,10 +444,11 @@ class DistEnv : public TrainEnv {
     return labeled_;
   }
 
-  // The first trainer of each machine scores its partition's held-out edges.
+  // The first trainer of each partition's first machine scores the
+  // partition's held-out edges.
   HeldOutEdges HeldOut() override {
-    if (o_.trainer_id != 0) return HeldOutEdges{config_.val_negatives, {}, {}, {}};
-    return LoadHeldOutEdges(config_, o_.machine_id, o_.verify_checksums);
+    if (!FirstOfPartition()) return HeldOutEdges{config_.val_negatives, {}, {}, {}};
+    return LoadHeldOutEdges(config_, part_, o_.verify_checksums);
   }
 
   torch::Tensor GatherRows(const torch::Tensor& rows) override {
@@ -473,14 +478,15 @@ class DistEnv : public TrainEnv {
   }
 
   // Every node's output in input-dataset order: the first trainer of each
-  // machine contributes its partition's orig_nids (machines are in
-  // partition order, and partitions own consecutive id ranges, so the
-  // gathered ids line up with the rows of AllNodeOutputs).
+  // partition's first machine contributes the partition's orig_nids
+  // (machines 0..P-1 serve partitions 0..P-1 in order, and partitions own
+  // consecutive id ranges, so the gathered ids line up with the rows of
+  // AllNodeOutputs).
   torch::Tensor Embeddings(GraphSage& model) override {
     torch::Tensor emb = Infer(model, true);
     CscView local;
     torch::Tensor ids = torch::empty({0, 1}, torch::kFloat64);
-    if (o_.trainer_id == 0 && graph_->LocalCsc(&local)) {
+    if (FirstOfPartition() && graph_->LocalCsc(&local)) {
       ids = torch::from_blob(const_cast<int64_t*>(local.rng_keys), {local.num_nodes, 1},
                              torch::kInt64)
                 .to(torch::kFloat64);  // exact: ids < 2^53
@@ -496,9 +502,23 @@ class DistEnv : public TrainEnv {
   }
 
  private:
+  // This rank's place when work is split by partition: the trainers of
+  // partition 0's machines first, then partition 1's, ... (= rank with one
+  // machine per partition).
+  int Slot(int num_machines) const {
+    const int parts = config_.num_parts;
+    int before = 0;  // machines serving a lower partition
+    for (int p = 0; p < part_; ++p)
+      before += static_cast<int>(PartitionMachines(p, parts, num_machines).size());
+    const int replica = o_.machine_id / parts;
+    return (before + replica) * o_.num_trainers + o_.trainer_id;
+  }
+  bool FirstOfPartition() const { return o_.trainer_id == 0 && o_.machine_id < config_.num_parts; }
+
   const TrainOptions& o_;
   const PartitionConfig& config_;
   int rank_ = 0, world_ = 1;
+  int part_ = 0;  // the partition this machine serves
   std::unique_ptr<Collective> collective_;
   std::unique_ptr<DistGraph> graph_;
   std::vector<int64_t> train_;

@@ -6,11 +6,16 @@
 
 #include <catch2/catch.hpp>
 #include <csignal>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/sha256.h"
 #include "launch_util.h"
 #include "process_util.h"
+#include "server/server.h"
+#include "server/shm_partition.h"
+#include "ssh_util.h"
 #include "test_util.h"
 
 using namespace gnn;
@@ -195,4 +200,115 @@ TEST_CASE("per-node launchers restart together after one node's trainer dies, to
   CHECK(m0.Stderr().find("gnn-launch: restart 1 of 2") != std::string::npos);
   s.RequireNothingLeft(m0.pid(), std::chrono::seconds(5), 2);
   s.RequireNothingLeft(m1.pid(), std::chrono::seconds(5), 2);
+}
+
+TEST_CASE("more machines than partitions: machine m serves partition m mod P and trains its share",
+          "[e2e]") {
+  Setup s("spare");
+  const std::vector<int> ports = test::FreeLoopbackPortRanges(1, 1);
+  std::ofstream(s.dir / "ip3.txt") << "127.0.0.1 " << s.ports[0] << "\n127.0.0.1 " << s.ports[1]
+                                   << "\n127.0.0.1 " << ports[0] << "\n";
+  ChildProcess launcher(test::WithFlag(s.Args(s.Train("--num_epochs 30 --eval_every 30 --seed 3")),
+                                       "--ip_config", "ip3.txt"),
+                        s.dir / "launcher");
+  const json got = Summary(launcher);
+  const std::string err = launcher.Stderr();
+  INFO(err);
+  CHECK(got.at("num_trainers") == 3);
+  CHECK(got.at("test_acc").get<double>() > 0.45);  // 2 machines: 0.54
+  CHECK(err.find("machine 2 server 0 serving partition 0") != std::string::npos);
+  CHECK(err.find("machine 1 server 0 serving partition 1") != std::string::npos);
+  // The training nodes are split over all three trainers, none twice.
+  int64_t shares = 0;
+  for (const std::string rank : {"rank 0: ", "rank 1: ", "rank 2: "}) {
+    const size_t at = err.find(rank);
+    REQUIRE(at != std::string::npos);
+    shares += std::stoll(err.substr(at + rank.size()));
+  }
+  CHECK(shares == 400);
+  s.RequireNothingLeft(launcher.pid());
+}
+
+TEST_CASE(
+    "a machine lost for good: the restart moves its partition to a spare and finishes on "
+    "fewer machines",
+    "[e2e]") {
+  std::string why;
+  auto sshd = test::SshServer::Start(&why);
+  if (!sshd) GNN_SKIP("no sshd here: " << why);
+  Setup s("failover");
+  // Three "hosts" on loopback, all reached through one real sshd: machine
+  // 1 (127.0.0.2) is lost when its processes die and ssh can no longer
+  // reach it (ProxyCommand false).
+  const int third = test::FreeLoopbackPortRanges(1, 1)[0];
+  std::ofstream(s.dir / "ip3.txt") << "127.0.0.1 " << s.ports[0] << "\n127.0.0.2 " << s.ports[1]
+                                   << "\n127.0.0.3 " << third << "\n";
+  const std::string client = test::ReadFileOrEmpty(sshd->client_config());
+  const std::string ssh_config = s.dir / "ssh_config";
+  auto write_ssh_config = [&](bool lost) {
+    std::ofstream out(ssh_config, std::ios::trunc);
+    if (lost) out << "Host 127.0.0.2\n  ProxyCommand false\n";
+    out << "Host 127.0.0.2 127.0.0.3\n  HostName 127.0.0.1\n" << client;
+  };
+  write_ssh_config(false);
+  const std::vector<std::string> ssh = {"--ssh_config", ssh_config, "--ssh_port",
+                                        std::to_string(sshd->port()), "--force_ssh"};
+  // gnn-copy: machine 0 and 2 hold partition 0, machine 1 partition 1.
+  const std::string ws = s.dir / "remote/m{machine}";
+  std::vector<std::string> copy = {
+      test::Bin("gnn-copy"), "--ip_config", s.dir / "ip3.txt", "--workspace", ws,
+      "--rel_data_path",     "tiny",        "--part_config",   s.config,      "--ship_binaries"};
+  copy.insert(copy.end(), ssh.begin(), ssh.end());
+  test::ProcessResult r = test::RunProcess(copy, 120);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string m2_part1 = s.dir / "remote/m2/tiny/part1/feat.npy";
+  REQUIRE(access(m2_part1.c_str(), F_OK) != 0);
+
+  std::vector<std::string> args = s.Args(
+      "gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 150 --eval_every 150 --seed 3 "
+      "--checkpoint_dir ck --checkpoint_every 3",
+      {"--max_restarts", "1", "--restart_backoff_s", "0.5", "--part_source", s.config, "--log_dir",
+       s.dir / "logs"});
+  args.insert(args.end() - 1, ssh.begin(), ssh.end());
+  args = test::WithFlag(test::WithFlag(test::WithFlag(std::move(args), "--workspace", ws),
+                                       "--part_config", "tiny/synthetic-tiny.json"),
+                        "--ip_config", "ip3.txt");
+  ChildProcess launcher(args, s.dir / "launcher");
+  INFO(launcher.Stderr());
+  REQUIRE(test::WaitUntil(
+      [&] {
+        return !launcher.Running() ||
+               access((s.dir / "remote/m0/ck/checkpoint.pt").c_str(), F_OK) == 0;
+      },
+      std::chrono::seconds(120)));
+  REQUIRE(launcher.Running());
+  // Machine 1 goes: unreachable first, then every process of it dies.
+  write_ssh_config(true);
+  int killed = 0;
+  for (pid_t p : JobProcesses(s.job)) {
+    std::string env = test::ReadFileOrEmpty("/proc/" + std::to_string(p) + "/environ");
+    if (env.find(std::string("GNN_MACHINE_ID=1") + '\0') != std::string::npos) {
+      killed += kill(p, SIGKILL) == 0;
+    }
+  }
+  REQUIRE(killed >= 2);  // its server and trainer (and sampler)
+  const json got = Summary(launcher);
+  const std::string err = launcher.Stderr();
+  CHECK(got.at("restarts") == 1);
+  CHECK(got.at("num_trainers") == 2);
+  CHECK(got.at("steps").get<int>() > 0);
+  CHECK(err.find("machine 1 (127.0.0.2) does not answer") != std::string::npos);
+  CHECK(err.find("run 1 on 2 machines: machine 0 = 127.0.0.1 (was 0) partition 0, machine 1 = "
+                 "127.0.0.3 (was 2) partition 1") != std::string::npos);
+  // The spare got partition 1 by gnn-copy's verified copy.
+  CHECK(access(m2_part1.c_str(), F_OK) == 0);
+  CHECK(err.find("[1 server 0] [server 1.0] machine 1 server 0 serving partition 1") !=
+        std::string::npos);
+  // The killed server's segment stays on "its" host (here, this one):
+  // remove it; every other segment of both runs must be gone.
+  const std::string lost_shm = JobShmName(s.graph_name, Sha256File(s.config), s.job, /*machine=*/1);
+  unlink(ShmSegmentPath(lost_shm).c_str());
+  unlink(ShmLockPath(lost_shm).c_str());
+  s.RequireNothingLeft(launcher.pid(), std::chrono::seconds(10), 2);
 }

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "partition/config.h"
 #include "test_util.h"
 
 using namespace gnn;
@@ -113,4 +114,18 @@ TEST_CASE("ip_config ReadIpConfig names the file, server port ranges are checked
   CHECK_NOTHROW(CheckServerPorts(high, 1, "hi.txt"));
   CHECK_THROWS_WITH(CheckServerPorts(high, 2, "hi.txt"),
                     Catch::Contains("hi.txt:1: ports 65535..65536"));
+}
+
+TEST_CASE("machine m serves partition m mod P; every partition needs a machine", "[unit]") {
+  CHECK(MachinePartition(0, 2) == 0);
+  CHECK(MachinePartition(3, 2) == 1);
+  CHECK(MachinePartition(4, 2) == 0);
+  CHECK(PartitionMachines(0, 2, 5) == std::vector<int>{0, 2, 4});
+  CHECK(PartitionMachines(1, 2, 5) == std::vector<int>{1, 3});
+  CHECK(PartitionMachines(1, 2, 1).empty());
+  CHECK_NOTHROW(CheckMachinesForParts(2, 2, "ip.txt"));
+  CHECK_NOTHROW(CheckMachinesForParts(2, 5, "ip.txt"));
+  CHECK_THROWS_WITH(CheckMachinesForParts(3, 2, "ip.txt"),
+                    Catch::Contains("ip.txt lists 2 machines for 3 partitions"));
+  CHECK_THROWS_AS(CheckMachinesForParts(0, 2, "ip.txt"), ConfigError);
 }
