@@ -75,9 +75,15 @@ std::vector<std::string> WithFlag(std::vector<std::string> args, const std::stri
   return args;
 }
 
-std::vector<std::string> PerNodeArgs(const std::string& ws, const std::string& config, int machine,
-                                     int master, const std::string& command,
-                                     std::vector<std::string> extra) {
+namespace {
+
+// gnn-launch with 1 trainer (1 sampler) and 1 server per machine, a 3 s
+// grace, `flags` and then `extra`, running `command`.
+std::vector<std::string> LaunchArgs(const std::string& ws, const std::string& config,
+                                    const std::string& ip, int master,
+                                    const std::vector<std::string>& flags,
+                                    const std::vector<std::string>& extra,
+                                    const std::string& command) {
   std::vector<std::string> a = {Bin("gnn-launch"),
                                 "--workspace",
                                 ws,
@@ -90,19 +96,28 @@ std::vector<std::string> PerNodeArgs(const std::string& ws, const std::string& c
                                 "--part_config",
                                 config,
                                 "--ip_config",
-                                "ip_config.txt",
+                                ip,
                                 "--master_port",
                                 std::to_string(master),
                                 "--grace_s",
-                                "3",
-                                "--log_dir",
-                                ws + "/logs-m" + std::to_string(machine)};
-  // Per-node launchers share the cluster secret (as gnn-copy would ship it).
-  if (machine >= 0)
-    a.insert(a.end(), {"--machine_id", std::to_string(machine), "--secret_file", TestSecretFile()});
+                                "3"};
+  a.insert(a.end(), flags.begin(), flags.end());
   a.insert(a.end(), extra.begin(), extra.end());
   a.push_back(command);
   return a;
+}
+
+}  // namespace
+
+std::vector<std::string> PerNodeArgs(const std::string& ws, const std::string& config, int machine,
+                                     int master, const std::string& command,
+                                     std::vector<std::string> extra) {
+  std::vector<std::string> flags = {"--log_dir", ws + "/logs-m" + std::to_string(machine)};
+  // Per-node launchers share the cluster secret (as gnn-copy would ship it).
+  if (machine >= 0)
+    flags.insert(flags.end(),
+                 {"--machine_id", std::to_string(machine), "--secret_file", TestSecretFile()});
+  return LaunchArgs(ws, config, "ip_config.txt", master, flags, extra, command);
 }
 
 Setup::Setup(const std::string& tag) {
@@ -116,28 +131,7 @@ Setup::Setup(const std::string& tag) {
 
 std::vector<std::string> Setup::Args(const std::string& command,
                                      std::vector<std::string> extra) const {
-  std::vector<std::string> a = {Bin("gnn-launch"),
-                                "--workspace",
-                                dir.path(),
-                                "--num_trainers",
-                                "1",
-                                "--num_samplers",
-                                "1",
-                                "--num_servers",
-                                "1",
-                                "--part_config",
-                                config,
-                                "--ip_config",
-                                ip,
-                                "--master_port",
-                                std::to_string(ports[2]),
-                                "--job_id",
-                                job,
-                                "--grace_s",
-                                "3"};
-  a.insert(a.end(), extra.begin(), extra.end());
-  a.push_back(command);
-  return a;
+  return LaunchArgs(dir.path(), config, ip, ports[2], {"--job_id", job}, extra, command);
 }
 
 std::string Setup::Train(const std::string& flags) const {
