@@ -218,10 +218,12 @@ class Launch {
     const std::vector<int> lost = ProbeLost(o_.ssh, all_machines_, origin_, &why);
     if (lost.empty()) return true;
     for (const auto& w : why) std::cerr << "gnn-launch: " << w << "\n";
-    if (std::find(lost.begin(), lost.end(), origin_[0]) != lost.end() && checkpoint_step_ >= 0)
+    if (std::find(lost.begin(), lost.end(), origin_[0]) != lost.end() && checkpoint_step_ >= 0) {
       std::cerr << "gnn-launch: the checkpoint was on the lost machine " << origin_[0]
                 << ": training starts over unless --checkpoint_dir is storage the next machine 0 "
                    "sees too\n";
+      checkpoint_step_ = -1;  // the next restart line must not name it
+    }
     if (o_.part_source.empty()) {
       std::cerr << "gnn-launch: not restarting: a lost machine's partition can move only with "
                    "--part_source (the whole partitioned graph on this host)\n";
