@@ -17,6 +17,7 @@
 #include "common/parallel.h"
 #include "common/random.h"
 #include "common/timer.h"
+#include "graph/synthetic_kit.h"
 
 namespace gnn {
 
@@ -69,12 +70,8 @@ constexpr const char* kPresetHelp =
     "known: tiny, small, products, or nodes=N,edges=E,feat=F,classes=C";
 
 // ---------------------------------------------------------------------------
-// Random numbers: splitmix64 streams, one per (purpose, chunk). splitmix64 is
-// tiny, fast, and its streams from well-mixed seeds are independent enough
-// for data generation; std:: distributions are avoided because their output
-// is implementation-defined.
-
-// One tag per use of randomness, so streams never overlap between uses.
+// Random streams (graph/synthetic_kit.h): // One tag per use of randomness, so streams never
+// overlap between uses.
 enum class Stream : uint64_t {
   kCommunity = 1,
   kClassOfCommunity,
@@ -90,153 +87,7 @@ enum class Stream : uint64_t {
 };
 
 uint64_t StreamSeed(uint64_t seed, Stream stream, uint64_t index) {
-  uint64_t h = Mix64(seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(stream));
-  return Mix64(h ^ Mix64(index + 0x632be59bd9b4e019ULL));
-}
-
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() { return Mix64(state_ += 0x9e3779b97f4a7c15ULL); }
-  // Uniform in [0, 1).
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1p-53; }
-  // Uniform in [0, n) for n < 2^32 (multiply-shift; the bias is < n / 2^32).
-  uint32_t Below(uint64_t n) { return static_cast<uint32_t>(((Next() >> 32) * n) >> 32); }
-  // Uniform in [0, n) for any n > 0 (bias < n / 2^64).
-  uint64_t Below64(uint64_t n) {
-    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >> 64);
-  }
-  // Two independent standard normals (Marsaglia's polar method).
-  void Gaussian2(double* a, double* b) {
-    double x, y, s;
-    do {
-      x = 2.0 * Uniform() - 1.0;
-      y = 2.0 * Uniform() - 1.0;
-      s = x * x + y * y;
-    } while (s >= 1.0 || s == 0.0);
-    double f = std::sqrt(-2.0 * std::log(s) / s);
-    *a = x * f;
-    *b = y * f;
-  }
-
- private:
-  uint64_t state_;
-};
-
-// ---------------------------------------------------------------------------
-// Threads: chunks are handed out dynamically, but each chunk writes only its
-// own output range with its own stream, so scheduling never shows in results.
-
-int64_t NumChunks(int64_t n, int64_t chunk) { return (n + chunk - 1) / chunk; }
-
-// ---------------------------------------------------------------------------
-// Sorting 64-bit pair keys: LSD radix sort, parallel over contiguous parts
-// (any correct sort gives the same bytes, so the part count is free).
-void RadixSort(std::vector<uint64_t>* keys, uint64_t max_key, int num_threads) {
-  const int64_t n = static_cast<int64_t>(keys->size());
-  if (n < (1 << 16)) {
-    std::sort(keys->begin(), keys->end());
-    return;
-  }
-  int bits = 1;
-  while (bits < 64 && (max_key >> bits) != 0) ++bits;
-  const int passes = (bits + 10) / 11;
-  const int digit_bits = (bits + passes - 1) / passes;
-  const int64_t buckets = int64_t{1} << digit_bits;
-  const uint64_t mask = static_cast<uint64_t>(buckets - 1);
-  const int parts = std::max(1, num_threads);
-  std::vector<uint64_t> tmp(n);
-  std::vector<int64_t> offsets(parts * buckets);
-  for (int pass = 0; pass < passes; ++pass) {
-    const int shift = pass * digit_bits;
-    const uint64_t* in = keys->data();
-    uint64_t* out = tmp.data();
-    ParallelChunks(parts, parts, [&](int64_t p) {
-      int64_t* count = &offsets[p * buckets];
-      std::fill(count, count + buckets, 0);
-      for (int64_t i = n * p / parts, end = n * (p + 1) / parts; i < end; ++i) {
-        ++count[(in[i] >> shift) & mask];
-      }
-    });
-    int64_t sum = 0;
-    for (int64_t b = 0; b < buckets; ++b) {
-      for (int p = 0; p < parts; ++p) {
-        int64_t c = offsets[p * buckets + b];
-        offsets[p * buckets + b] = sum;
-        sum += c;
-      }
-    }
-    ParallelChunks(parts, parts, [&](int64_t p) {
-      int64_t* pos = &offsets[p * buckets];
-      for (int64_t i = n * p / parts, end = n * (p + 1) / parts; i < end; ++i) {
-        uint64_t k = in[i];
-        out[pos[(k >> shift) & mask]++] = k;
-      }
-    });
-    keys->swap(tmp);
-  }
-}
-
-void SortUnique(std::vector<uint64_t>* keys, uint64_t max_key, int num_threads) {
-  RadixSort(keys, max_key, num_threads);
-  keys->erase(std::unique(keys->begin(), keys->end()), keys->end());
-}
-
-// Merges sorted unique `add` into sorted unique `*keys`.
-void Union(std::vector<uint64_t>* keys, const std::vector<uint64_t>& add) {
-  std::vector<uint64_t> merged;
-  merged.reserve(keys->size() + add.size());
-  std::set_union(keys->begin(), keys->end(), add.begin(), add.end(), std::back_inserter(merged));
-  keys->swap(merged);
-}
-
-// ---------------------------------------------------------------------------
-// Walker/Vose alias tables: O(1) weighted draws with one 64-bit random number
-// (upper half picks the slot, lower half decides slot vs alias), which keeps
-// the edge sampler far faster than binary search over prefix sums.
-
-class AliasBuilder {
- public:
-  // Builds the table for weights w[0, n) (all > 0): slot i keeps i when
-  // (uint32)r < threshold(i), else yields alias(i). Reuses its buffers.
-  void Build(const double* w, uint32_t n) {
-    double sum = 0;
-    for (uint32_t i = 0; i < n; ++i) sum += w[i];
-    prob_.resize(n);
-    threshold_.resize(n);
-    alias_.resize(n);
-    small_.clear();
-    large_.clear();
-    for (uint32_t i = 0; i < n; ++i) {
-      prob_[i] = w[i] * n / sum;
-      (prob_[i] < 1.0 ? small_ : large_).push_back(i);
-    }
-    while (!small_.empty() && !large_.empty()) {
-      uint32_t s = small_.back();
-      small_.pop_back();
-      uint32_t l = large_.back();
-      threshold_[s] = static_cast<uint32_t>(std::min(prob_[s] * 4294967296.0, 4294967295.0));
-      alias_[s] = l;
-      prob_[l] -= 1.0 - prob_[s];
-      if (prob_[l] < 1.0) {
-        large_.pop_back();
-        small_.push_back(l);
-      }
-    }
-    // Leftovers are 1 up to rounding: always keep them.
-    for (uint32_t i : small_) threshold_[i] = UINT32_MAX, alias_[i] = i;
-    for (uint32_t i : large_) threshold_[i] = UINT32_MAX, alias_[i] = i;
-  }
-  uint32_t threshold(uint32_t i) const { return threshold_[i]; }
-  uint32_t alias(uint32_t i) const { return alias_[i]; }
-
- private:
-  std::vector<double> prob_;
-  std::vector<uint32_t> threshold_, alias_, small_, large_;
-};
-
-inline uint32_t SlotIndex(uint64_t r, uint32_t n) {
-  return static_cast<uint32_t>(((r >> 32) * n) >> 32);
+  return gnn::StreamSeed(seed, static_cast<uint64_t>(stream), index);
 }
 
 // Slots carry the answer for both outcomes (node ids, communities), so that

@@ -1,0 +1,87 @@
+// The tools every synthetic generator shares: seeded random streams
+// (splitmix64, one per purpose and chunk, so output never depends on the
+// thread count), sorting and merging of 64-bit pair keys, and Walker/Vose
+// alias tables for O(1) weighted draws.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "common/random.h"
+
+namespace gnn {
+
+// The seed of stream (`stream`, `index`) of generator seed `seed`: one tag
+// per use of randomness, so streams never overlap between uses.
+uint64_t StreamSeed(uint64_t seed, uint64_t stream, uint64_t index);
+
+// Random numbers: splitmix64 is tiny, fast, and its streams from
+// well-mixed seeds are independent enough for data generation; std::
+// distributions are avoided because their output is implementation-defined.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t Next() { return Mix64(state_ += 0x9e3779b97f4a7c15ULL); }
+  // Uniform in [0, 1).
+  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1p-53; }
+  // Uniform in [0, n) for n < 2^32 (multiply-shift; the bias is < n / 2^32).
+  uint32_t Below(uint64_t n) { return static_cast<uint32_t>(((Next() >> 32) * n) >> 32); }
+  // Uniform in [0, n) for any n > 0 (bias < n / 2^64).
+  uint64_t Below64(uint64_t n) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >> 64);
+  }
+  // Two independent standard normals (Marsaglia's polar method).
+  void Gaussian2(double* a, double* b) {
+    double x, y, s;
+    do {
+      x = 2.0 * Uniform() - 1.0;
+      y = 2.0 * Uniform() - 1.0;
+      s = x * x + y * y;
+    } while (s >= 1.0 || s == 0.0);
+    double f = std::sqrt(-2.0 * std::log(s) / s);
+    *a = x * f;
+    *b = y * f;
+  }
+
+ private:
+  uint64_t state_;
+};
+
+// ---------------------------------------------------------------------------
+// Threads: chunks are handed out dynamically, but each chunk writes only its
+// own output range with its own stream, so scheduling never shows in results.
+
+inline int64_t NumChunks(int64_t n, int64_t chunk) { return (n + chunk - 1) / chunk; }
+
+// Sorts 64-bit keys (LSD radix sort, parallel over contiguous parts; any
+// correct sort gives the same bytes, so the part count is free).
+void RadixSort(std::vector<uint64_t>* keys, uint64_t max_key, int num_threads);
+// RadixSort, then duplicates removed.
+void SortUnique(std::vector<uint64_t>* keys, uint64_t max_key, int num_threads);
+// Merges sorted unique `add` into sorted unique `*keys`.
+void Union(std::vector<uint64_t>* keys, const std::vector<uint64_t>& add);
+
+// ---------------------------------------------------------------------------
+// Walker/Vose alias tables: O(1) weighted draws with one 64-bit random number
+// (upper half picks the slot, lower half decides slot vs alias), which keeps
+// the edge sampler far faster than binary search over prefix sums.
+
+class AliasBuilder {
+ public:
+  // Builds the table for weights w[0, n) (all > 0): slot i keeps i when
+  // (uint32)r < threshold(i), else yields alias(i). Reuses its buffers.
+  void Build(const double* w, uint32_t n);
+  uint32_t threshold(uint32_t i) const { return threshold_[i]; }
+  uint32_t alias(uint32_t i) const { return alias_[i]; }
+
+ private:
+  std::vector<double> prob_;
+  std::vector<uint32_t> threshold_, alias_, small_, large_;
+};
+
+inline uint32_t SlotIndex(uint64_t r, uint32_t n) {
+  return static_cast<uint32_t>(((r >> 32) * n) >> 32);
+}
+
+}  // namespace gnn
