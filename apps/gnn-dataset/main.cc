@@ -7,9 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.h"
+#include "common/error.h"
 #include "common/log.h"
 #include "common/timer.h"
 #include "graph/dataset.h"
+#include "graph/hetero.h"
+#include "graph/ogb_hetero.h"
 #include "graph/ogb_reader.h"
 
 int main(int argc, char** argv) {
@@ -18,7 +21,8 @@ int main(int argc, char** argv) {
   bool quiet = false;
   CLI::App app{"Inspect a dataset or write it in OGB raw layout.", "gnn-dataset"};
   app.add_option("--dataset", o.dataset,
-                 "ogbn-* name under --root, a path to an OGB raw folder, or synthetic:<preset>")
+                 "ogbn-* name under --root, a path to an OGB raw folder (homogeneous or "
+                 "heterogeneous), or synthetic:<preset> (tiny, small, products, mag, mag-small)")
       ->required();
   app.add_option("--root", o.root, "folder holding OGB datasets")->capture_default_str();
   app.add_option("--split", o.split, "split folder under split/ (default: the only one)");
@@ -30,12 +34,45 @@ int main(int argc, char** argv) {
   app.add_option("--write_ogb", write_ogb, "write the dataset as an OGB raw folder here");
   app.add_option("--write_split", write_split, "split name used with --write_ogb")
       ->capture_default_str();
+  bool undirected = false;
+  app.add_flag("--undirected", undirected,
+               "heterogeneous datasets: add a reverse relation (dst, rev-REL, src) for each "
+               "(DGL's RGCN example)");
   app.add_flag("--quiet", quiet, "no progress lines on stderr");
 
   return gnn::RunMain(app, argc, argv, [&] {
     gnn::SetLogRole("dataset");
     if (quiet) gnn::SetLogLevel(gnn::LogLevel::kWarn);
     gnn::Stopwatch load;
+    if (gnn::IsHeteroDataset(o)) {
+      // Heterogeneous: per node type and per relation.
+      gnn::HeteroDataset h = gnn::LoadHeteroDataset(o);
+      if (undirected) gnn::AddReverseRelations(&h);
+      nlohmann::json types = nlohmann::json::object(), relations = nlohmann::json::object();
+      for (const auto& t : h.node_types)
+        types[t.name] = {{"num_nodes", t.num_nodes}, {"feature_dim", t.feature_dim}};
+      for (const auto& r : h.relations) relations[r.Key()] = r.num_edges();
+      nlohmann::json stats = {{"name", h.name},
+                              {"num_nodes", h.num_nodes()},
+                              {"num_edges", h.num_edges()},
+                              {"node_types", types},
+                              {"relations", relations},
+                              {"target", h.target},
+                              {"num_classes", h.num_classes},
+                              {"train", h.train_idx.size()},
+                              {"valid", h.valid_idx.size()},
+                              {"test", h.test_idx.size()},
+                              {"load_seconds", load.Seconds()}};
+      if (!write_ogb.empty()) {
+        gnn::Stopwatch w;
+        gnn::WriteOgbHeteroFolder(h, write_ogb, write_split);
+        stats["write_seconds"] = w.Seconds();
+        stats["written_to"] = write_ogb;
+      }
+      std::cout << stats.dump() << std::endl;
+      return;
+    }
+    if (undirected) throw gnn::ConfigError("--undirected applies to heterogeneous datasets");
     gnn::Dataset d = gnn::LoadDataset(o);
     double load_s = load.Seconds();
     std::vector<int64_t> degree(d.num_nodes, 0);

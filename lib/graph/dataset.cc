@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "common/error.h"
+#include "graph/hetero.h"
 #include "graph/ogb_reader.h"
 #include "graph/synthetic.h"
 
@@ -76,36 +77,43 @@ bool IsKnownUndirected(const std::string& name_in) {
   return n.rfind("synthetic", 0) == 0;
 }
 
+std::string FindOgbFolder(const DatasetOptions& options) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(fs::path(options.dataset) / "raw", ec)) return options.dataset;
+  std::string under = OgbDatasetName(options.dataset);
+  std::replace(under.begin(), under.end(), '-', '_');
+  const fs::path candidate = fs::path(options.root) / under;
+  return fs::is_directory(candidate / "raw", ec) ? candidate.string() : "";
+}
+
 Dataset LoadDataset(const DatasetOptions& options) {
   if (options.dataset.empty()) throw ConfigError("--dataset is empty");
+  if (IsHeteroDataset(options)) {
+    throw ConfigError(options.dataset +
+                      " is a heterogeneous graph (several node and edge types): gnn-dataset "
+                      "reads and writes it; partitioning and training take one node type so far");
+  }
   if (options.dataset.rfind("synthetic:", 0) == 0) {
     SyntheticSpec spec = ParseSyntheticSpec(options.dataset.substr(10));
     Dataset d = GenerateSynthetic(spec, options.seed, options.num_threads);
     d.Validate();
     return d;
   }
-  namespace fs = std::filesystem;
-  std::string folder;
-  std::error_code ec;
-  const std::string ogb = OgbDatasetName(options.dataset);
-  if (fs::is_directory(fs::path(options.dataset) / "raw", ec)) {
-    folder = options.dataset;
-  } else {
-    std::string under = ogb;
+  const std::string folder = FindOgbFolder(options);
+  if (folder.empty()) {
+    std::string under = OgbDatasetName(options.dataset);
     std::replace(under.begin(), under.end(), '-', '_');
-    fs::path candidate = fs::path(options.root) / under;
-    if (!fs::is_directory(candidate / "raw", ec)) {
-      bool looks_like_path = options.dataset.find('/') != std::string::npos;
-      throw DataError("dataset " + options.dataset + " not found: " +
-                      (looks_like_path ? options.dataset + "/raw does not exist"
-                                       : "neither " + options.dataset + "/raw nor " +
-                                             candidate.string() + "/raw exists (see --root)"));
-    }
-    folder = candidate.string();
+    const std::string candidate = (std::filesystem::path(options.root) / under).string();
+    bool looks_like_path = options.dataset.find('/') != std::string::npos;
+    throw DataError("dataset " + options.dataset + " not found: " +
+                    (looks_like_path ? options.dataset + "/raw does not exist"
+                                     : "neither " + options.dataset + "/raw nor " + candidate +
+                                           "/raw exists (see --root)"));
   }
   Dataset d = ReadOgbFolder(folder, options);
   // A DGL alias names the graph as DGL does (graph_name "ogb-product").
-  if (ogb != options.dataset) d.name = options.dataset;
+  if (OgbDatasetName(options.dataset) != options.dataset) d.name = options.dataset;
   d.Validate();
   return d;
 }

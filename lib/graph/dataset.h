@@ -42,6 +42,10 @@ struct DatasetOptions {
   int num_threads = 0;  // 0 = hardware concurrency
 };
 
+// The OGB folder options.dataset names (a path holding raw/, or a name
+// under options.root with '-' as '_'); "" if there is none.
+std::string FindOgbFolder(const DatasetOptions& options);
+
 // Loads a dataset. Throws ConfigError (unknown name/preset) or DataError
 // (missing/corrupt/malformed files, naming the file and line).
 Dataset LoadDataset(const DatasetOptions& options);

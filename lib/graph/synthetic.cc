@@ -43,14 +43,6 @@ constexpr double kLabelFidelity = 0.85;
 // (ogbn-products: mean degree ~50, max ~17K, i.e. ~330 x mean).
 constexpr double kPowerLawExponent = 2.5;
 constexpr double kMaxWeight = 1000.0;
-// Separation z of the class centroids in the features: for one pair of
-// classes, a node's own features pick the wrong one with probability ~Phi(-z).
-// z grows slowly with the number of classes so that a per-node classifier
-// lands near 50% accuracy whatever C is, well below what neighbours allow.
-double FeatureSeparation(int64_t num_classes) {
-  return 0.3 + 0.3 * std::log(static_cast<double>(std::max<int64_t>(num_classes, 2)));
-}
-
 // Work granularity. The chunk -> random stream mapping depends only on these,
 // never on the thread count, which is what makes the output thread-invariant.
 constexpr int64_t kNodeChunk = 1 << 14;
@@ -400,54 +392,14 @@ std::vector<int64_t> MakeLabels(const SyntheticSpec& spec, const Model& model, u
 // centroids ~ N(0, I), so every feature is roughly unit variance.
 std::vector<float> MakeFeatures(const SyntheticSpec& spec, const std::vector<int64_t>& labels,
                                 uint64_t seed, int num_threads) {
-  const int64_t n = spec.num_nodes;
-  const int64_t f = spec.feature_dim;
-  const int64_t classes = spec.num_classes;
-  std::vector<double> centroids(classes * f + 1);
-  Rng centroid_rng(StreamSeed(seed, Stream::kCentroid, 0));
-  for (int64_t i = 0; i < classes * f; i += 2) {
-    centroid_rng.Gaussian2(&centroids[i], &centroids[i + 1]);
-  }
-  // Two centroids are sqrt(2F) apart on average; noise along that direction
-  // has std sigma, so sigma = sqrt(F / 2) / z gives pairwise error Phi(-z).
-  const double sigma =
-      std::sqrt(static_cast<double>(f) / 2.0) / FeatureSeparation(spec.num_classes);
-  const double scale = 1.0 / std::sqrt(1.0 + sigma * sigma);
-
-  std::vector<float> features(n * f);
-  constexpr int64_t kFeatureChunk = 1 << 12;  // nodes per stream
-  ParallelChunks(NumChunks(n, kFeatureChunk), num_threads, [&](int64_t c) {
-    Rng rng(StreamSeed(seed, Stream::kFeature, c));
-    for (int64_t v = c * kFeatureChunk, end = std::min(n, v + kFeatureChunk); v < end; ++v) {
-      const double* mu = &centroids[labels[v] * f];
-      float* x = &features[v * f];
-      for (int64_t j = 0; j < f; j += 2) {
-        double a, b;
-        rng.Gaussian2(&a, &b);
-        x[j] = static_cast<float>((mu[j] + sigma * a) * scale);
-        if (j + 1 < f) x[j + 1] = static_cast<float>((mu[j + 1] + sigma * b) * scale);
-      }
-    }
-  });
-  return features;
+  return ClassFeatures(spec.num_nodes, spec.feature_dim, spec.num_classes, labels.data(),
+                       StreamSeed(seed, Stream::kCentroid, 0), seed,
+                       static_cast<uint64_t>(Stream::kFeature), 0, num_threads);
 }
 
 void MakeSplit(const SyntheticSpec& spec, uint64_t seed, Dataset* d) {
-  const int64_t n = spec.num_nodes;
-  std::vector<int64_t> perm(n);
-  for (int64_t i = 0; i < n; ++i) perm[i] = i;
-  Rng rng(StreamSeed(seed, Stream::kSplit, 0));
-  for (int64_t i = n - 1; i > 0; --i) std::swap(perm[i], perm[rng.Below64(i + 1)]);
-  // Each size is rounded on its own; valid yields to train when the two
-  // roundings together would exceed N.
-  const int64_t train_end = std::min<int64_t>(n, std::llround(spec.train_fraction * n));
-  const int64_t valid_end = std::min<int64_t>(n, train_end + std::llround(spec.valid_fraction * n));
-  d->train_idx.assign(perm.begin(), perm.begin() + train_end);
-  d->valid_idx.assign(perm.begin() + train_end, perm.begin() + valid_end);
-  d->test_idx.assign(perm.begin() + valid_end, perm.end());
-  std::sort(d->train_idx.begin(), d->train_idx.end());
-  std::sort(d->valid_idx.begin(), d->valid_idx.end());
-  std::sort(d->test_idx.begin(), d->test_idx.end());
+  RandomSplit(spec.num_nodes, spec.train_fraction, spec.valid_fraction,
+              StreamSeed(seed, Stream::kSplit, 0), &d->train_idx, &d->valid_idx, &d->test_idx);
 }
 
 // ---------------------------------------------------------------------------

@@ -98,4 +98,56 @@ void AliasBuilder::Build(const double* w, uint32_t n) {
   for (uint32_t i : large_) threshold_[i] = UINT32_MAX, alias_[i] = i;
 }
 
+double FeatureSeparation(int64_t num_classes) {
+  return 0.3 + 0.3 * std::log(static_cast<double>(std::max<int64_t>(num_classes, 2)));
+}
+
+std::vector<float> ClassFeatures(int64_t n, int64_t f, int64_t num_classes, const int64_t* classes,
+                                 uint64_t centroid_seed, uint64_t seed, uint64_t feature_stream,
+                                 uint64_t index_base, int num_threads) {
+  std::vector<double> centroids(num_classes * f + 1);
+  Rng centroid_rng(centroid_seed);
+  for (int64_t i = 0; i < num_classes * f; i += 2) {
+    centroid_rng.Gaussian2(&centroids[i], &centroids[i + 1]);
+  }
+  // Two centroids are sqrt(2F) apart on average; noise along that direction
+  // has std sigma, so sigma = sqrt(F / 2) / z gives pairwise error Phi(-z).
+  const double sigma = std::sqrt(static_cast<double>(f) / 2.0) / FeatureSeparation(num_classes);
+  const double scale = 1.0 / std::sqrt(1.0 + sigma * sigma);
+
+  std::vector<float> features(n * f);
+  constexpr int64_t kFeatureChunk = 1 << 12;  // nodes per stream
+  ParallelChunks(NumChunks(n, kFeatureChunk), num_threads, [&](int64_t c) {
+    Rng rng(StreamSeed(seed, feature_stream, index_base + static_cast<uint64_t>(c)));
+    for (int64_t v = c * kFeatureChunk, end = std::min(n, v + kFeatureChunk); v < end; ++v) {
+      const double* mu = &centroids[classes[v] * f];
+      float* x = &features[v * f];
+      for (int64_t j = 0; j < f; j += 2) {
+        double a, b;
+        rng.Gaussian2(&a, &b);
+        x[j] = static_cast<float>((mu[j] + sigma * a) * scale);
+        if (j + 1 < f) x[j + 1] = static_cast<float>((mu[j + 1] + sigma * b) * scale);
+      }
+    }
+  });
+  return features;
+}
+
+void RandomSplit(int64_t n, double train_fraction, double valid_fraction, uint64_t stream_seed,
+                 std::vector<int64_t>* train, std::vector<int64_t>* valid,
+                 std::vector<int64_t>* test) {
+  std::vector<int64_t> perm(n);
+  for (int64_t i = 0; i < n; ++i) perm[i] = i;
+  Rng rng(stream_seed);
+  for (int64_t i = n - 1; i > 0; --i) std::swap(perm[i], perm[rng.Below64(i + 1)]);
+  const int64_t train_end = std::min<int64_t>(n, std::llround(train_fraction * n));
+  const int64_t valid_end = std::min<int64_t>(n, train_end + std::llround(valid_fraction * n));
+  train->assign(perm.begin(), perm.begin() + train_end);
+  valid->assign(perm.begin() + train_end, perm.begin() + valid_end);
+  test->assign(perm.begin() + valid_end, perm.end());
+  std::sort(train->begin(), train->end());
+  std::sort(valid->begin(), valid->end());
+  std::sort(test->begin(), test->end());
+}
+
 }  // namespace gnn

@@ -80,6 +80,28 @@ class AliasBuilder {
   std::vector<uint32_t> threshold_, alias_, small_, large_;
 };
 
+// Separation z of the class centroids in the features: for one pair of
+// classes, a node's own features pick the wrong one with probability ~Phi(-z).
+// z grows slowly with the number of classes so that a per-node classifier
+// lands near 50% accuracy whatever C is, well below what neighbours allow.
+double FeatureSeparation(int64_t num_classes);
+
+// Features [n, f] of nodes whose classes are classes[0, n): a Gaussian
+// centroid per class (drawn from `centroid_seed`) plus Gaussian noise of
+// the strength FeatureSeparation asks for, scaled to unit variance. Rows
+// are drawn in chunks of 4096 nodes from StreamSeed(seed, feature_stream,
+// index_base + chunk), so the bytes do not depend on num_threads.
+std::vector<float> ClassFeatures(int64_t n, int64_t f, int64_t num_classes, const int64_t* classes,
+                                 uint64_t centroid_seed, uint64_t seed, uint64_t feature_stream,
+                                 uint64_t index_base, int num_threads);
+
+// A random permutation of [0, n) (from `stream_seed`) cut into train,
+// valid and test by the fractions (each rounded on its own; valid yields
+// to train when both would exceed n), each returned sorted.
+void RandomSplit(int64_t n, double train_fraction, double valid_fraction, uint64_t stream_seed,
+                 std::vector<int64_t>* train, std::vector<int64_t>* valid,
+                 std::vector<int64_t>* test);
+
 inline uint32_t SlotIndex(uint64_t r, uint32_t n) {
   return static_cast<uint32_t>(((r >> 32) * n) >> 32);
 }

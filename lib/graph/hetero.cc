@@ -1,0 +1,136 @@
+#include "graph/hetero.h"
+
+#include <filesystem>
+#include <set>
+
+#include "common/error.h"
+#include "graph/ogb_hetero.h"
+#include "graph/synthetic_hetero.h"
+
+namespace gnn {
+
+namespace {
+
+void CheckIds(const HeteroDataset& d, const std::vector<int64_t>& ids, int64_t limit,
+              const std::string& what) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= limit) {
+      throw DataError(d.name + ": " + what + " has id " + std::to_string(ids[i]) + " outside [0, " +
+                      std::to_string(limit) + ")");
+    }
+  }
+}
+
+void CheckSplit(const HeteroDataset& d, const std::vector<int64_t>& idx, int64_t limit,
+                const char* which) {
+  CheckIds(d, idx, limit, std::string(which) + " split");
+  for (size_t i = 1; i < idx.size(); ++i) {
+    if (idx[i] <= idx[i - 1])
+      throw DataError(d.name + ": " + which + " split is not sorted and unique");
+  }
+}
+
+}  // namespace
+
+int HeteroDataset::TypeIndex(const std::string& type) const {
+  for (size_t i = 0; i < node_types.size(); ++i) {
+    if (node_types[i].name == type) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int64_t HeteroDataset::num_nodes() const {
+  int64_t n = 0;
+  for (const auto& t : node_types) n += t.num_nodes;
+  return n;
+}
+
+int64_t HeteroDataset::num_edges() const {
+  int64_t m = 0;
+  for (const auto& r : relations) m += r.num_edges();
+  return m;
+}
+
+void HeteroDataset::Validate() const {
+  if (node_types.empty()) throw DataError(name + ": no node types");
+  std::set<std::string> seen;
+  for (const auto& t : node_types) {
+    if (t.name.empty() || !seen.insert(t.name).second)
+      throw DataError(name + ": node type '" + t.name + "' is empty or listed twice");
+    if (t.num_nodes <= 0) throw DataError(name + ": node type " + t.name + " has no nodes");
+    int64_t cells = 0;
+    if (t.feature_dim < 0 || __builtin_mul_overflow(t.num_nodes, t.feature_dim, &cells) ||
+        static_cast<int64_t>(t.features.size()) != cells) {
+      throw DataError(name + ": features of " + t.name + " have " +
+                      std::to_string(t.features.size()) + " values, expected " +
+                      std::to_string(t.num_nodes) + " x " + std::to_string(t.feature_dim));
+    }
+  }
+  std::set<std::string> keys;
+  for (const auto& r : relations) {
+    const int s = TypeIndex(r.src_type), t = TypeIndex(r.dst_type);
+    if (s < 0 || t < 0) throw DataError(name + ": relation " + r.Key() + " names an unknown type");
+    if (r.name.empty() || !keys.insert(r.Key()).second)
+      throw DataError(name + ": relation " + r.Key() + " is unnamed or listed twice");
+    if (r.src.size() != r.dst.size())
+      throw DataError(name + ": relation " + r.Key() + " has src/dst arrays of different length");
+    CheckIds(*this, r.src, node_types[static_cast<size_t>(s)].num_nodes, r.Key() + " sources");
+    CheckIds(*this, r.dst, node_types[static_cast<size_t>(t)].num_nodes, r.Key() + " destinations");
+  }
+  const int target_index = TypeIndex(target);
+  if (target_index < 0) throw DataError(name + ": target type '" + target + "' is not a node type");
+  const int64_t n = node_types[static_cast<size_t>(target_index)].num_nodes;
+  if (static_cast<int64_t>(labels.size()) != n) {
+    throw DataError(name + ": " + std::to_string(labels.size()) + " labels for " +
+                    std::to_string(n) + " " + target + " nodes");
+  }
+  for (int64_t l : labels) {
+    if (l < -1 || l >= num_classes)
+      throw DataError(name + ": label " + std::to_string(l) + " outside [0, " +
+                      std::to_string(num_classes) + ")");
+  }
+  CheckSplit(*this, train_idx, n, "train");
+  CheckSplit(*this, valid_idx, n, "valid");
+  CheckSplit(*this, test_idx, n, "test");
+}
+
+void AddReverseRelations(HeteroDataset* d) {
+  const size_t n = d->relations.size();
+  for (size_t i = 0; i < n; ++i) {
+    Relation rev;
+    const Relation& r = d->relations[i];
+    rev.src_type = r.dst_type;
+    rev.name = "rev-" + r.name;
+    rev.dst_type = r.src_type;
+    rev.src = r.dst;
+    rev.dst = r.src;
+    d->relations.push_back(std::move(rev));
+  }
+}
+
+bool IsHeteroDataset(const DatasetOptions& o) {
+  const std::string prefix = "synthetic:";
+  if (o.dataset.rfind(prefix, 0) == 0)
+    return IsHeteroSyntheticPreset(o.dataset.substr(prefix.size()));
+  const std::string folder = FindOgbFolder(o);
+  std::error_code ec;
+  return !folder.empty() &&
+         std::filesystem::exists(std::filesystem::path(folder) / "raw/num-node-dict.csv.gz", ec);
+}
+
+HeteroDataset LoadHeteroDataset(const DatasetOptions& o) {
+  const std::string prefix = "synthetic:";
+  if (o.dataset.rfind(prefix, 0) == 0) {
+    return GenerateHeteroSynthetic(ParseHeteroSyntheticSpec(o.dataset.substr(prefix.size())),
+                                   o.seed, o.num_threads);
+  }
+  if (!IsHeteroDataset(o)) {
+    throw ConfigError(o.dataset +
+                      " is not a heterogeneous dataset (synthetic:mag, "
+                      "synthetic:mag-small, or an OGB folder with "
+                      "raw/num-node-dict.csv.gz)");
+  }
+  return ReadOgbHeteroFolder(FindOgbFolder(o), o);
+}
+
+}  // namespace gnn

@@ -1,0 +1,308 @@
+#include "graph/synthetic_hetero.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <thread>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/parallel.h"
+#include "common/timer.h"
+#include "graph/synthetic_kit.h"
+
+namespace gnn {
+
+namespace {
+
+// Model constants (changing one changes every generated dataset).
+constexpr double kIntraClass = 0.8;      // an edge's destination shares its source's class
+constexpr double kLabelFidelity = 0.85;  // a paper's label is its class
+constexpr double kPowerLawExponent = 2.5;
+constexpr double kMaxWeight = 1000.0;
+constexpr int64_t kNodeChunk = 1 << 14;  // nodes per random stream
+constexpr int64_t kEdgeChunk = 1 << 16;  // edges per random stream
+constexpr int kMaxRounds = 8;            // sampling rounds to reach a relation's edge count
+constexpr int64_t kMaxTypeNodes = (int64_t{1} << 32) - 1;  // node ids travel as uint32
+
+// One tag per use of randomness (disjoint from the homogeneous generator's).
+enum Stream : uint64_t {
+  kClass = 101,
+  kWeight,
+  kLabel,
+  kCentroid,
+  kFeature,
+  kSplit,
+  kEdge,
+  kKeep,
+};
+
+// A node type's home classes and the alias tables to draw its nodes:
+// over all nodes by weight, and within each class.
+struct TypeModel {
+  int64_t n = 0;
+  std::vector<int64_t> cls;                    // [n]
+  std::vector<uint32_t> threshold, alias;      // [n] over all nodes
+  std::vector<int64_t> offsets;                // [C + 1] into members
+  std::vector<uint32_t> members;               // [n] node ids grouped by class
+  std::vector<uint32_t> m_threshold, m_alias;  // [n] per class segment (segment-local)
+
+  uint32_t Draw(uint64_t r) const {
+    const uint32_t i = SlotIndex(r, static_cast<uint32_t>(n));
+    return static_cast<uint32_t>(r) < threshold[i] ? i : alias[i];
+  }
+  uint32_t DrawInClass(int64_t c, uint64_t r) const {
+    const int64_t begin = offsets[c], len = offsets[c + 1] - begin;
+    if (len == 0) return Draw(r);
+    const uint32_t k = SlotIndex(r, static_cast<uint32_t>(len));
+    const uint32_t j = static_cast<uint32_t>(r) < m_threshold[begin + k] ? k : m_alias[begin + k];
+    return members[begin + j];
+  }
+};
+
+TypeModel BuildType(int64_t n, int64_t classes, uint64_t seed, uint64_t type, int threads) {
+  TypeModel t;
+  t.n = n;
+  t.cls.resize(n);
+  std::vector<double> weight(n);
+  const double tail = -1.0 / (kPowerLawExponent - 1.0);
+  const uint64_t base = type << 40;
+  ParallelChunks(NumChunks(n, kNodeChunk), threads, [&](int64_t c) {
+    Rng class_rng(StreamSeed(seed, kClass, base + c));
+    Rng weight_rng(StreamSeed(seed, kWeight, base + c));
+    for (int64_t v = c * kNodeChunk, end = std::min(n, v + kNodeChunk); v < end; ++v) {
+      t.cls[v] = class_rng.Below(static_cast<uint64_t>(classes));
+      weight[v] = std::min(kMaxWeight, std::pow(1.0 - weight_rng.Uniform(), tail));
+    }
+  });
+  AliasBuilder alias;
+  alias.Build(weight.data(), static_cast<uint32_t>(n));
+  t.threshold.resize(n);
+  t.alias.resize(n);
+  for (uint32_t i = 0; i < static_cast<uint32_t>(n); ++i) {
+    t.threshold[i] = alias.threshold(i);
+    t.alias[i] = alias.alias(i);
+  }
+  t.offsets.assign(classes + 1, 0);
+  for (int64_t v = 0; v < n; ++v) ++t.offsets[t.cls[v] + 1];
+  for (int64_t c = 0; c < classes; ++c) t.offsets[c + 1] += t.offsets[c];
+  t.members.resize(n);
+  std::vector<int64_t> fill(t.offsets.begin(), t.offsets.end() - 1);
+  for (int64_t v = 0; v < n; ++v) t.members[fill[t.cls[v]]++] = static_cast<uint32_t>(v);
+  t.m_threshold.resize(n);
+  t.m_alias.resize(n);
+  std::vector<double> w;
+  for (int64_t c = 0; c < classes; ++c) {
+    const int64_t begin = t.offsets[c], len = t.offsets[c + 1] - begin;
+    if (len == 0) continue;
+    w.resize(len);
+    for (int64_t k = 0; k < len; ++k) w[k] = weight[t.members[begin + k]];
+    alias.Build(w.data(), static_cast<uint32_t>(len));
+    for (int64_t k = 0; k < len; ++k) {
+      t.m_threshold[begin + k] = alias.threshold(static_cast<uint32_t>(k));
+      t.m_alias[begin + k] = alias.alias(static_cast<uint32_t>(k));
+    }
+  }
+  return t;
+}
+
+// Exactly r.num_edges unique keys u * |D| + v (no u == v within one type),
+// sorted. Rounds of draws top up what deduplication removed; the surplus
+// of the last round is dropped by a hash of the key, so the kept set does
+// not depend on the order of anything.
+std::vector<uint64_t> SampleRelation(const HeteroSyntheticSpec::Rel& r, const TypeModel& s,
+                                     const TypeModel& d, bool same_type, uint64_t seed,
+                                     uint64_t rel, int threads) {
+  const uint64_t nd = static_cast<uint64_t>(d.n);
+  const uint64_t max_key = static_cast<uint64_t>(s.n) * nd - 1;
+  std::vector<uint64_t> keys;
+  double new_rate = 0.95;
+  for (int round = 0; round < kMaxRounds && static_cast<int64_t>(keys.size()) < r.num_edges;
+       ++round) {
+    const int64_t deficit = r.num_edges - static_cast<int64_t>(keys.size());
+    const int64_t count = static_cast<int64_t>(deficit / new_rate * 1.02) + 64;
+    std::vector<uint64_t> batch(count);
+    const uint64_t base = (rel << 48) | (static_cast<uint64_t>(round) << 40);
+    ParallelChunks(NumChunks(count, kEdgeChunk), threads, [&](int64_t c) {
+      Rng rng(StreamSeed(seed, kEdge, base + c));
+      for (int64_t i = c * kEdgeChunk, end = std::min(count, i + kEdgeChunk); i < end; ++i) {
+        uint64_t u, v;
+        do {
+          u = s.Draw(rng.Next());
+          const bool intra = rng.Uniform() < kIntraClass;
+          v = intra ? d.DrawInClass(s.cls[u], rng.Next()) : d.Draw(rng.Next());
+        } while (same_type && u == v);
+        batch[i] = u * nd + v;
+      }
+    });
+    SortUnique(&batch, max_key, threads);
+    const size_t before = keys.size();
+    if (keys.empty()) {
+      keys.swap(batch);
+    } else {
+      Union(&keys, batch);
+    }
+    new_rate = std::max(0.01, static_cast<double>(keys.size() - before) / count);
+  }
+  if (static_cast<int64_t>(keys.size()) < r.num_edges) {
+    throw ConfigError("synthetic relation " + r.src + ":" + r.name + ":" + r.dst + ": only " +
+                      std::to_string(keys.size()) + " distinct edges of " +
+                      std::to_string(r.num_edges) + " after " + std::to_string(kMaxRounds) +
+                      " rounds (too dense)");
+  }
+  if (static_cast<int64_t>(keys.size()) > r.num_edges) {
+    const uint64_t salt = StreamSeed(seed, kKeep, rel);
+    std::vector<std::pair<uint64_t, uint64_t>> ranked(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) ranked[i] = {Mix64(keys[i] ^ salt), keys[i]};
+    std::nth_element(ranked.begin(), ranked.begin() + r.num_edges, ranked.end());
+    keys.resize(r.num_edges);
+    for (int64_t i = 0; i < r.num_edges; ++i) keys[i] = ranked[i].second;
+    std::sort(keys.begin(), keys.end());
+  }
+  return keys;
+}
+
+void CheckSpec(const HeteroSyntheticSpec& spec) {
+  auto bad = [&](const std::string& what) {
+    throw ConfigError("synthetic spec '" + spec.name + "': " + what);
+  };
+  if (spec.num_classes <= 0) bad("classes must be positive");
+  std::vector<std::string> names;
+  for (const auto& t : spec.types) {
+    if (t.num_nodes <= 0 || t.num_nodes > kMaxTypeNodes) bad("bad node count of " + t.name);
+    if (t.feature_dim < 0) bad("bad feature width of " + t.name);
+    names.push_back(t.name);
+  }
+  auto known = [&](const std::string& n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+  };
+  if (!known(spec.target)) bad("target " + spec.target + " is not a node type");
+  for (const auto& r : spec.relations) {
+    if (!known(r.src) || !known(r.dst)) bad("relation " + r.name + " names an unknown type");
+    if (r.num_edges <= 0) bad("relation " + r.name + " has no edges");
+  }
+}
+
+}  // namespace
+
+bool IsHeteroSyntheticPreset(const std::string& text) {
+  return text == "mag" || text == "mag-small";
+}
+
+HeteroSyntheticSpec ParseHeteroSyntheticSpec(const std::string& text) {
+  HeteroSyntheticSpec s;
+  if (text == "mag") {
+    s.name = "synthetic-mag";
+    s.types = {{"author", 1134649, 0},
+               {"field_of_study", 59965, 0},
+               {"institution", 8740, 0},
+               {"paper", 736389, 128}};
+    s.relations = {{"author", "affiliated_with", "institution", 1043998},
+                   {"author", "writes", "paper", 7145660},
+                   {"paper", "cites", "paper", 5416271},
+                   {"paper", "has_topic", "field_of_study", 7505078}};
+    s.num_classes = 349;
+    // ogbn-mag's split sizes: 629,571 / 64,879 / 41,939 papers.
+    s.train_fraction = 629571.0 / 736389.0;
+    s.valid_fraction = 64879.0 / 736389.0;
+  } else if (text == "mag-small") {
+    s.name = "synthetic-mag-small";
+    s.types = {{"author", 11346, 0},
+               {"field_of_study", 600, 0},
+               {"institution", 87, 0},
+               {"paper", 7364, 64}};
+    s.relations = {{"author", "affiliated_with", "institution", 10440},
+                   {"author", "writes", "paper", 71457},
+                   {"paper", "cites", "paper", 54163},
+                   {"paper", "has_topic", "field_of_study", 75051}};
+    s.num_classes = 16;
+    s.train_fraction = 629571.0 / 736389.0;
+    s.valid_fraction = 64879.0 / 736389.0;
+  } else {
+    throw ConfigError("unknown heterogeneous synthetic preset '" + text +
+                      "' (known: mag, mag-small)");
+  }
+  s.target = "paper";
+  CheckSpec(s);
+  return s;
+}
+
+HeteroDataset GenerateHeteroSynthetic(const HeteroSyntheticSpec& spec, uint64_t seed,
+                                      int num_threads) {
+  CheckSpec(spec);
+  if (num_threads <= 0) num_threads = static_cast<int>(std::thread::hardware_concurrency());
+  num_threads = std::max(1, num_threads);
+  Stopwatch watch;
+  HeteroDataset d;
+  d.name = spec.name;
+  d.target = spec.target;
+  d.num_classes = spec.num_classes;
+  std::vector<TypeModel> models;
+  for (size_t t = 0; t < spec.types.size(); ++t) {
+    models.push_back(BuildType(spec.types[t].num_nodes, spec.num_classes, seed, t, num_threads));
+  }
+  for (size_t i = 0; i < spec.relations.size(); ++i) {
+    const auto& r = spec.relations[i];
+    Relation out;
+    out.src_type = r.src;
+    out.name = r.name;
+    out.dst_type = r.dst;
+    d.relations.push_back(std::move(out));
+  }
+  // Types first (their features and labels), then relations, so the type
+  // indices below stay valid.
+  for (size_t t = 0; t < spec.types.size(); ++t) {
+    NodeType nt;
+    nt.name = spec.types[t].name;
+    nt.num_nodes = spec.types[t].num_nodes;
+    nt.feature_dim = spec.types[t].feature_dim;
+    d.node_types.push_back(std::move(nt));
+  }
+  const size_t target = static_cast<size_t>(d.TypeIndex(spec.target));
+  const int64_t n_target = d.node_types[target].num_nodes;
+  d.labels.resize(n_target);
+  ParallelChunks(NumChunks(n_target, kNodeChunk), num_threads, [&](int64_t c) {
+    Rng rng(StreamSeed(seed, kLabel, c));
+    for (int64_t v = c * kNodeChunk, end = std::min(n_target, v + kNodeChunk); v < end; ++v) {
+      const bool keep = rng.Uniform() < kLabelFidelity;
+      const int64_t other = rng.Below(static_cast<uint64_t>(spec.num_classes));
+      d.labels[v] = keep ? models[target].cls[v] : other;
+    }
+  });
+  for (size_t t = 0; t < d.node_types.size(); ++t) {
+    NodeType& nt = d.node_types[t];
+    if (nt.feature_dim == 0) continue;
+    // The target's features follow its labels (as in the homogeneous
+    // generator); other types' follow their home class.
+    const int64_t* classes = t == target ? d.labels.data() : models[t].cls.data();
+    nt.features =
+        ClassFeatures(nt.num_nodes, nt.feature_dim, spec.num_classes, classes,
+                      StreamSeed(seed, kCentroid, t), seed, kFeature, t << 40, num_threads);
+  }
+  for (size_t i = 0; i < spec.relations.size(); ++i) {
+    const auto& r = spec.relations[i];
+    const int s = d.TypeIndex(r.src), t = d.TypeIndex(r.dst);
+    std::vector<uint64_t> keys =
+        SampleRelation(r, models[static_cast<size_t>(s)], models[static_cast<size_t>(t)], s == t,
+                       seed, i, num_threads);
+    const uint64_t nd = static_cast<uint64_t>(models[static_cast<size_t>(t)].n);
+    Relation& out = d.relations[i];
+    out.src.resize(keys.size());
+    out.dst.resize(keys.size());
+    for (size_t k = 0; k < keys.size(); ++k) {
+      out.src[k] = static_cast<int64_t>(keys[k] / nd);
+      out.dst[k] = static_cast<int64_t>(keys[k] % nd);
+    }
+  }
+  RandomSplit(n_target, spec.train_fraction, spec.valid_fraction, StreamSeed(seed, kSplit, 0),
+              &d.train_idx, &d.valid_idx, &d.test_idx);
+  if (d.num_edges() >= (int64_t{1} << 24)) {
+    GNN_LOG(kInfo) << "generated " << spec.name << " in " << std::fixed << std::setprecision(1)
+                   << watch.Seconds() << " s: " << d.num_nodes() << " nodes, " << d.num_edges()
+                   << " edges";
+  }
+  d.Validate();
+  return d;
+}
+
+}  // namespace gnn

@@ -1,0 +1,48 @@
+// Synthetic heterogeneous graphs of ogbn-mag's shape, deterministic from a
+// seed: every node of every type has a home class; a relation's edge picks
+// its source by a power-law weight and, with probability 0.8, a destination
+// of the source's class (else any), so authors, fields and cited papers
+// tell a paper's class; paper features are a noisy class centroid, weak on
+// their own; the paper label is its class with probability 0.85.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/hetero.h"
+
+namespace gnn {
+
+struct HeteroSyntheticSpec {
+  struct Type {
+    std::string name;
+    int64_t num_nodes = 0;
+    int64_t feature_dim = 0;  // 0: featureless
+  };
+  struct Rel {
+    std::string src, name, dst;
+    int64_t num_edges = 0;  // directed, unique, no self-loops
+  };
+  std::string name;
+  std::vector<Type> types;
+  std::vector<Rel> relations;
+  std::string target;
+  int64_t num_classes = 0;
+  double train_fraction = 0.8, valid_fraction = 0.1;  // of the target; test = the rest
+};
+
+// True for the presets ParseHeteroSyntheticSpec knows ("mag", "mag-small").
+bool IsHeteroSyntheticPreset(const std::string& text);
+
+// "mag": ogbn-mag's size (1,939,743 nodes of 4 types, 21,111,007 edges of 4
+// relations, 128-wide paper features, 349 classes, its split fractions);
+// "mag-small": the same shape at 1/100 (64 features, 16 classes) for tests.
+// ConfigError for anything else.
+HeteroSyntheticSpec ParseHeteroSyntheticSpec(const std::string& text);
+
+// Same (spec, seed) -> same bytes, whatever num_threads is (0 = all cores).
+HeteroDataset GenerateHeteroSynthetic(const HeteroSyntheticSpec& spec, uint64_t seed,
+                                      int num_threads);
+
+}  // namespace gnn
