@@ -5,6 +5,7 @@
 
 #include "common/cli.h"
 #include "common/log.h"
+#include "net/ports.h"
 #include "server/server.h"
 
 namespace {
@@ -43,6 +44,9 @@ int main(int argc, char** argv) {
         gnn::FlagFromEnv(app, "--server_id", "GNN_SERVER_ID", &o.server_id);
         gnn::FlagFromEnv(app, "--num_servers", "GNN_NUM_SERVERS", &o.num_servers);
         gnn::JobSecretFromEnv(app, &secret_file, &insecure);
+        int restart = 0;
+        gnn::FlagFromEnv(app, nullptr, "GNN_RESTART", &restart);
+        if (restart > 0) o.bind_retry_s = gnn::kBindRetryS;
         gnn::SetLogRole("server " + std::to_string(o.machine_id) + "." +
                         std::to_string(o.server_id));
         o.keys = gnn::net::ResolveJobKeys(secret_file, insecure, o.job_id, "gnn-server");

@@ -101,6 +101,9 @@ int main(int argc, char** argv) {
     gnn::JobSecretFromEnv(app, &o.secret_file, &o.insecure);
     gnn::FlagFromEnv(app, nullptr, "GNN_RESTART", &o.restart);
     gnn::FlagFromEnv(app, nullptr, "GNN_REPORT_PROGRESS", &o.report_progress);
+    int resume_step = -2;
+    gnn::FlagFromEnv(app, nullptr, "GNN_RESUME_STEP", &resume_step);
+    o.resume_step = resume_step;
     gnn::SetLogRole(
         o.standalone ? std::string("trainer 0")
                      : "trainer " + std::to_string(o.machine_id * o.num_trainers + o.trainer_id));

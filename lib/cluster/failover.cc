@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cluster/copy.h"
+#include "cluster/launch_plan.h"
 #include "cluster/remote.h"
 #include "common/error.h"
 #include "common/fs.h"
@@ -66,9 +67,11 @@ std::vector<int> Reassign(const std::vector<int>& survivors,
   return order;
 }
 
-void ShipRunLayout(const LaunchOptions& o, const std::vector<MachineAddress>& all,
-                   const std::vector<int>& order, const std::string& ip_path,
-                   const std::string& part_source) {
+namespace {
+
+// The ip_config of `order`, written at `ip_path` on this host; its text.
+std::string WriteRunIpConfig(const std::vector<MachineAddress>& all, const std::vector<int>& order,
+                             const std::string& ip_path) {
   std::ostringstream text;
   for (int m : order) {
     const MachineAddress& a = all[static_cast<size_t>(m)];
@@ -76,6 +79,41 @@ void ShipRunLayout(const LaunchOptions& o, const std::vector<MachineAddress>& al
     text << (v6 ? "[" + a.host + "]" : a.host) << " " << a.port << "\n";
   }
   WriteFileAtomic(ip_path, text.str());
+  return text.str();
+}
+
+// Seconds a remote write of a small file may take, beyond connecting.
+constexpr double kShipTimeoutS = 30;
+
+}  // namespace
+
+void ShipIpConfig(const LaunchOptions& o, const std::vector<MachineAddress>& all,
+                  const std::vector<int>& order, const std::string& ip_path) {
+  const std::string text = WriteRunIpConfig(all, order, ip_path);
+  const std::string name = fs::path(ip_path).filename().string();
+  for (int m : order) {
+    const std::string& host = all[static_cast<size_t>(m)].host;
+    const std::string ws = MachineWorkspace(o.workspace, m);
+    if (RunsLocally(o.ssh, host)) {
+      WriteFileAtomic(InWorkspace(ExpandHome(ws), name), text);
+      continue;
+    }
+    const std::string dest = ShellPath(ws) + "/" + ShellQuote(name);
+    const std::string script =
+        "mkdir -p " + ShellPath(ws) + " && cat > " + dest + ".tmp && mv " + dest + ".tmp " + dest;
+    const CommandResult r =
+        RunCommand(SshArgv(o.ssh, host, script), o.ssh.connect_timeout_s + kShipTimeoutS, text);
+    if (r.exit_code != 0) {
+      throw PeerError("machine " + std::to_string(m) + " (" + host + "): cannot write " + name +
+                      ": ssh " + r.Describe());
+    }
+  }
+}
+
+void ShipRunLayout(const LaunchOptions& o, const std::vector<MachineAddress>& all,
+                   const std::vector<int>& order, const std::string& ip_path,
+                   const std::string& part_source) {
+  WriteRunIpConfig(all, order, ip_path);
   if (fs::path(part_source).filename() != fs::path(o.part_config).filename()) {
     throw ConfigError("--part_source " + part_source + " and --part_config " + o.part_config +
                       " name different files (a restart ships the source to where the job "

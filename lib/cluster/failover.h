@@ -35,6 +35,12 @@ std::vector<int> Reassign(const std::vector<int>& survivors,
 // one of original machine order[j]) with gnn-copy's RunCopy: only what is
 // missing or different is copied, all of it verified. The ip_config lands
 // at WORKSPACE/<basename of ip_path>. Progress goes to stderr.
+// Writes the run's ip_config at `ip_path` and puts it into every
+// machine's workspace when no partition has to move (local machines: a
+// file; remote ones: over ssh's stdin).
+void ShipIpConfig(const LaunchOptions& o, const std::vector<MachineAddress>& all,
+                  const std::vector<int>& order, const std::string& ip_path);
+
 void ShipRunLayout(const LaunchOptions& o, const std::vector<MachineAddress>& all,
                    const std::vector<int>& order, const std::string& ip_path,
                    const std::string& part_source);

@@ -23,8 +23,7 @@ using Clock = std::chrono::steady_clock;
 
 // The guardian's life: read the pipe until it closes; unless the launcher
 // said "done", stop the groups it named and remove the shared memory.
-[[noreturn]] void GuardianMain(int read_fd, double grace_s,
-                               const std::vector<std::string>& shm_names) {
+[[noreturn]] void GuardianMain(int read_fd, double grace_s, std::vector<std::string> shm_names) {
   ::setpgid(0, 0);
   ::signal(SIGINT, SIG_IGN);
   ::signal(SIGTERM, SIG_IGN);
@@ -45,8 +44,10 @@ using Clock = std::chrono::steady_clock;
     if (n != 1) break;
     if (c == '\n') {
       if (buf == "D") done = true;
+      if (buf == "F") groups.clear();
       if (!buf.empty() && buf[0] == 'P')
         groups.push_back(static_cast<pid_t>(std::atoi(buf.c_str() + 1)));
+      if (!buf.empty() && buf[0] == 'S') shm_names.push_back(buf.substr(1));
       buf.clear();
     } else {
       buf += c;
@@ -92,6 +93,10 @@ Guardian::~Guardian() {
 }
 
 void Guardian::Watch(pid_t group) { Send("P" + std::to_string(group)); }
+
+void Guardian::ForgetGroups() { Send("F"); }
+
+void Guardian::AddShm(const std::string& name) { Send("S" + name); }
 
 void Guardian::Send(const std::string& line) {
   std::string l = line + "\n";

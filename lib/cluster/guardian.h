@@ -23,6 +23,11 @@ class Guardian {
 
   // The guardian kills this process group if the launcher dies.
   void Watch(pid_t group);
+  // Every group watched so far is gone (a run of the job was stopped): the
+  // guardian forgets them, so it never signals a reused id.
+  void ForgetGroups();
+  // The guardian also removes this shared-memory segment (a later run's).
+  void AddShm(const std::string& name);
 
  private:
   void Send(const std::string& line);

@@ -35,6 +35,9 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+constexpr int kMaxRestarts = 1000;
+constexpr double kMaxBackoffS = 3600;
+
 }  // namespace
 
 void LaunchOptions::Validate() const {
@@ -53,8 +56,10 @@ void LaunchOptions::Validate() const {
   if (master_port < 1 || master_port > 65535)
     throw ConfigError("--master_port out of range [1, 65535]");
   if (grace_s < 0) throw ConfigError("--grace_s must be >= 0");
-  if (max_restarts < 0) throw ConfigError("--max_restarts must be >= 0");
-  if (!(restart_backoff_s >= 0)) throw ConfigError("--restart_backoff_s must be >= 0");
+  if (max_restarts < 0 || max_restarts > kMaxRestarts)
+    throw ConfigError("--max_restarts must be in [0, " + std::to_string(kMaxRestarts) + "]");
+  if (!(restart_backoff_s >= 0 && restart_backoff_s <= kMaxBackoffS))
+    throw ConfigError("--restart_backoff_s must be in [0, " + std::to_string(kMaxBackoffS) + "]");
   if (FirstWord(command, nullptr).empty()) throw ConfigError("the trainer command is missing");
 }
 
@@ -159,6 +164,7 @@ class Launch {
   int RunOnce() {
     run_id_ = RunId(run_);
     keys_ = secret_->KeysFor(run_id_);
+    RegisterShm();
     StartServers();
     if (std::optional<int> ended = WaitForServers()) return *ended;
     // Per-node mode: a thread pings every other machine's server 0; a
@@ -184,16 +190,18 @@ class Launch {
       return code;
     }
     Account();
+    guardian_->ForgetGroups();  // the run's groups are gone; their ids may be reused
     ++run_;
+    if (!MoveOffLostMachines()) return code;
     std::ostringstream line;
     line << "gnn-launch: restart " << run_ << " of " << o_.max_restarts << " in "
          << o_.restart_backoff_s << " s: " << cause_ << "; ";
     if (checkpoint_step_ >= 0) {
       line << "resuming from " << checkpoint_path_ << " (step " << checkpoint_step_ << "), "
-           << std::max<int64_t>(0, reached_ - checkpoint_step_) << " steps to replay";
+           << std::max<int64_t>(0, high_water_ - checkpoint_step_) << " steps to replay";
     } else if (Mine(0)) {
       line << "no checkpoint yet (" << (HasCheckpointDir() ? "" : "no --checkpoint_dir; ")
-           << "training starts again), " << std::max<int64_t>(0, reached_) << " steps lost";
+           << "training starts again), " << std::max<int64_t>(0, high_water_) << " steps lost";
     } else {
       line << "rank 0 resumes from the newest checkpoint on machine 0";
     }
@@ -203,15 +211,14 @@ class Launch {
       if (signal_.load()) return 128 + signal_.load();
       std::this_thread::sleep_for(std::chrono::milliseconds(kSuperviseTickMs));
     }
-    if (!MoveOffLostMachines()) return code;
     job_ = std::make_unique<Job>(guardian_.get());
     return std::nullopt;
   }
 
   // One launcher for all machines: machines that no longer answer over
-  // ssh are dropped, and the survivors take the partitions over (copies
-  // from --part_source where needed; the run's ip_config shipped to each).
-  // False (said why) when the job cannot go on.
+  // ssh are dropped, and the survivors take the partitions over: the run's
+  // ip_config goes to each, and what a survivor lacks is copied from
+  // --part_source. False (said why) when the job cannot go on.
   bool MoveOffLostMachines() {
     if (per_node_) return true;
     std::vector<std::string> why;
@@ -222,12 +229,7 @@ class Launch {
       std::cerr << "gnn-launch: the checkpoint was on the lost machine " << origin_[0]
                 << ": training starts over unless --checkpoint_dir is storage the next machine 0 "
                    "sees too\n";
-      checkpoint_step_ = -1;  // the next restart line must not name it
-    }
-    if (o_.part_source.empty()) {
-      std::cerr << "gnn-launch: not restarting: a lost machine's partition can move only with "
-                   "--part_source (the whole partitioned graph on this host)\n";
-      return false;
+      checkpoint_step_ = -1;  // the restart line must not name it, the trainers not take it
     }
     std::vector<int> survivors;
     for (int m : origin_) {
@@ -235,10 +237,25 @@ class Launch {
     }
     try {
       const std::vector<int> order = Reassign(survivors, holds_, num_parts_);
+      bool copies = false;
+      for (size_t j = 0; j < order.size(); ++j) {
+        copies = copies || !holds_[static_cast<size_t>(order[j])].count(
+                               MachinePartition(static_cast<int>(j), num_parts_));
+      }
+      if (copies && o_.part_source.empty()) {
+        std::cerr << "gnn-launch: not restarting: the machines left lack a partition, which "
+                     "can move only with --part_source (the whole partitioned graph on this "
+                     "host)\n";
+        return false;
+      }
       run_options_ = o_;
       run_options_.ip_config = "ip_config-" + RunId(run_) + ".txt";
-      ShipRunLayout(o_, all_machines_, order, log_dir_ + "/" + run_options_.ip_config,
-                    o_.part_source);
+      const std::string ip_path = log_dir_ + "/" + run_options_.ip_config;
+      if (copies) {
+        ShipRunLayout(o_, all_machines_, order, ip_path, o_.part_source);
+      } else {
+        ShipIpConfig(o_, all_machines_, order, ip_path);
+      }
       origin_ = order;
     } catch (const std::exception& e) {
       std::cerr << "gnn-launch: not restarting: cannot move the job off the lost machines: "
@@ -260,9 +277,11 @@ class Launch {
     return true;
   }
 
-  // What the ended run's trainers reported: the furthest step, the newest
-  // checkpoint; and, for a restarted run, the steps it replayed and how
-  // long after the failure it was training again.
+  // What the ended run's trainers reported: the furthest step (kept as a
+  // high-water mark over all runs), the newest checkpoint; and, for a
+  // restarted run, the steps it ran again (from where it resumed up to the
+  // mark before it) and how long after the failure before it it was
+  // training again (null if it never was).
   void Account() {
     int64_t reached = -1, resumed = -1;
     Clock::time_point first_step{};
@@ -278,14 +297,16 @@ class Launch {
           (first_step == Clock::time_point{} || p->first_step_at < first_step))
         first_step = p->first_step_at;
     }
-    reached_ = reached;
     if (run_ > 0) {
-      if (resumed >= 0) steps_replayed_ += std::max<int64_t>(0, previous_reached_ - resumed);
-      if (first_step != Clock::time_point{})
-        recovery_s_.push_back(
-            std::chrono::duration<double>(first_step - previous_failed_at_).count());
+      if (resumed >= 0 && reached > resumed)
+        steps_replayed_ += std::max<int64_t>(0, std::min(high_water_, reached) - resumed);
+      recovery_s_.push_back(
+          first_step == Clock::time_point{}
+              ? nlohmann::json()
+              : nlohmann::json(
+                    std::chrono::duration<double>(first_step - previous_failed_at_).count()));
     }
-    previous_reached_ = reached;
+    high_water_ = std::max(high_water_, reached);
     previous_failed_at_ = failed_at_;
   }
 
@@ -295,6 +316,23 @@ class Launch {
   }
 
   bool Mine(size_t m) const { return !per_node_ || static_cast<int>(m) == o_.machine_id; }
+
+  // The shared memory this run's local servers create (named by run id and
+  // current machine index): the guardian and every teardown remove it.
+  void RegisterShm() {
+    run_shm_names_.clear();
+    for (size_t m = 0; m < plans_.size(); ++m) {
+      if (!plans_[m].local || !Mine(m)) continue;
+      try {
+        const std::string name = JobShmName(graph_name_, Sha256File(plans_[m].part_config), run_id_,
+                                            static_cast<int>(m));
+        run_shm_names_.push_back(name);
+        shm_names_.push_back(name);
+        guardian_->AddShm(name);
+      } catch (const std::exception&) {
+      }
+    }
+  }
 
   // Ids, machines, plans, the log folder; then the guardian (before any
   // thread exists), the job's secret and the supervisor.
@@ -314,18 +352,9 @@ class Launch {
     plans_ = PlanMachines(o_, machines_);
     log_dir_ = LogDir();
     fs::create_directories(log_dir_);
-    // Every run's segments, so the guardian removes whichever exist.
-    for (size_t m = 0; m < plans_.size(); ++m) {
-      if (!plans_[m].local || !Mine(m)) continue;
-      try {
-        const std::string sha = Sha256File(plans_[m].part_config);
-        for (int run = 0; run <= o_.max_restarts; ++run)
-          shm_names_.push_back(JobShmName(config.graph_name, sha, RunId(run), static_cast<int>(m)));
-      } catch (const std::exception&) {
-      }
-    }
+    graph_name_ = config.graph_name;
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphaned grandchildren come to us to be reaped
-    guardian_ = std::make_unique<Guardian>(o_.grace_s, shm_names_);
+    guardian_ = std::make_unique<Guardian>(o_.grace_s, std::vector<std::string>{});
     std::vector<bool> mine(plans_.size());
     for (size_t m = 0; m < plans_.size(); ++m) mine[m] = Mine(m);
     secret_ = std::make_unique<JobSecret>(o_, plans_, mine, job_id_);
@@ -384,7 +413,8 @@ class Launch {
       for (int s = 0; s < o_.num_servers; ++s) {
         Start(static_cast<int>(m), "server", s, ShellQuote(ServerBinary(o_)), "gnn-server",
               {"GNN_SERVER_ID=" + std::to_string(s),
-               "GNN_NUM_SERVERS=" + std::to_string(o_.num_servers)});
+               "GNN_NUM_SERVERS=" + std::to_string(o_.num_servers),
+               "GNN_RESTART=" + std::to_string(run_)});
       }
     }
   }
@@ -444,7 +474,8 @@ class Launch {
                "GNN_NUM_SAMPLERS=" + std::to_string(o_.num_samplers),
                "GNN_MASTER_ADDR=" + machines_[0].host,
                "GNN_MASTER_PORT=" + std::to_string(o_.master_port),
-               "GNN_RESTART=" + std::to_string(run_), "GNN_REPORT_PROGRESS=1"});
+               "GNN_RESTART=" + std::to_string(run_), "GNN_REPORT_PROGRESS=1",
+               "GNN_RESUME_STEP=" + std::to_string(checkpoint_step_)});
       }
     }
   }
@@ -528,7 +559,7 @@ class Launch {
 
   void StopAll() {
     job_->Stop(o_.grace_s);
-    for (const auto& name : shm_names_) RemoveShmSegment(name);
+    for (const auto& name : run_shm_names_) RemoveShmSegment(name);
   }
 
   // Every trainer exited 0: stop the servers, print rank 0's summary.
@@ -576,9 +607,9 @@ class Launch {
   std::string cause_;
   bool recurs_ = false;
   Clock::time_point failed_at_{}, previous_failed_at_{};
-  int64_t previous_reached_ = -1, reached_ = -1, checkpoint_step_ = -1, steps_replayed_ = 0;
+  int64_t high_water_ = -1, checkpoint_step_ = -1, steps_replayed_ = 0;
   std::string checkpoint_path_;
-  std::vector<double> recovery_s_;
+  nlohmann::json recovery_s_ = nlohmann::json::array();  // per restart: seconds, or null
   bool per_node_ = false;
   std::vector<MachineAddress> machines_;  // of the current run
   std::vector<MachinePlan> plans_;
@@ -589,7 +620,9 @@ class Launch {
   std::vector<std::set<int>> holds_;
   int num_parts_ = 0;
   LaunchOptions run_options_;  // o_ with the run's ip_config, once machines were lost
-  std::vector<std::string> shm_names_;
+  std::string graph_name_;
+  std::vector<std::string> shm_names_;      // of every run so far (removed at the end)
+  std::vector<std::string> run_shm_names_;  // of the current run
   // Teardown order (reverse of declaration): processes, their secret
   // files, their shared memory (however Run ends, also by an exception),
   // the guardian.

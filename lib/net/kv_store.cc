@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "net/channel.h"
+#include "net/ports.h"
 
 namespace gnn::net {
 
@@ -104,7 +105,7 @@ class Table {
 
 }  // namespace
 
-KvServer::KvServer(const std::string& endpoint, const JobKeys& keys) {
+KvServer::KvServer(const std::string& endpoint, const JobKeys& keys, double bind_retry_s) {
   auth_ = std::make_unique<Authenticator>(ctx_, keys, "the rendezvous");
   auto sock = std::make_shared<zmq::socket_t>(ctx_, zmq::socket_type::router);
   sock->set(zmq::sockopt::linger, 0);
@@ -112,7 +113,7 @@ KvServer::KvServer(const std::string& endpoint, const JobKeys& keys) {
   sock->set(zmq::sockopt::sndhwm, 64);
   keys.MakeServer(*sock);
   try {
-    sock->bind(endpoint);
+    BindRetrying(*sock, endpoint, bind_retry_s);
   } catch (const zmq::error_t& e) {
     throw ConfigError("the rendezvous cannot bind " + endpoint + ": " + e.what());
   }

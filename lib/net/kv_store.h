@@ -25,9 +25,10 @@ constexpr int64_t kMaxKvMessageBytes = int64_t{4} << 20;
 
 class KvServer {
  public:
-  // Binds `endpoint` (e.g. "tcp://10.0.0.1:29500"); ConfigError naming it
+  // Binds `endpoint` (e.g. "tcp://10.0.0.1:29500"), waiting up to
+  // `bind_retry_s` for a busy port (BindRetrying); ConfigError naming it
   // when it cannot. Serves from its own thread until destroyed.
-  KvServer(const std::string& endpoint, const JobKeys& keys);
+  KvServer(const std::string& endpoint, const JobKeys& keys, double bind_retry_s = 0);
   ~KvServer();
   KvServer(const KvServer&) = delete;
   KvServer& operator=(const KvServer&) = delete;

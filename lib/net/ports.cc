@@ -3,9 +3,12 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace gnn {
 
@@ -61,6 +64,19 @@ std::string DescribePortHolder(int port) {
   }
   closedir(proc);
   return found;
+}
+
+void BindRetrying(zmq::socket_t& sock, const std::string& endpoint, double retry_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(retry_s);
+  while (true) {
+    try {
+      sock.bind(endpoint);
+      return;
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EADDRINUSE || std::chrono::steady_clock::now() > deadline) throw;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
 }
 
 }  // namespace gnn

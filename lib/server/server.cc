@@ -307,7 +307,7 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
   frontend.set(zmq::sockopt::sndhwm, net::kMaxQueuedMessages);
   o.keys.MakeServer(frontend);
   try {
-    frontend.bind(endpoint);
+    BindRetrying(frontend, endpoint, o.bind_retry_s);
   } catch (const zmq::error_t& e) {
     std::string holder;
     if (o.bind_endpoint.empty() && e.num() == EADDRINUSE) {

@@ -1,5 +1,6 @@
 #include "train/checkpoint.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -11,6 +12,8 @@ namespace gnn {
 
 namespace {
 
+namespace fs = std::filesystem;
+
 // The state tensor's fields, in order. Checkpoints of earlier versions
 // have the first five only (whole epochs).
 enum StateField {
@@ -21,8 +24,14 @@ enum StateField {
   kBestEpoch,
   kBatchesDone,
   kGlobalStep,
+  kWorld,
+  kNumBatches,
   kNumStateFields
 };
+
+// Fields of checkpoints of earlier versions: whole epochs only, then the
+// position without the epoch's cut.
+constexpr int kEpochFields = 5, kPositionFields = 7;
 
 std::string FirstLine(const std::exception& e) {
   const std::string what = e.what();
@@ -69,6 +78,8 @@ void SaveCheckpoint(const std::string& dir, GraphSage& model, torch::optim::Adam
   state[kBestEpoch] = st.best_epoch;
   state[kBatchesDone] = static_cast<double>(st.batches_done);
   state[kGlobalStep] = static_cast<double>(st.global_step);
+  state[kWorld] = static_cast<double>(st.world);
+  state[kNumBatches] = static_cast<double>(st.num_batches);
   archive.write("state", torch::tensor(state, torch::kFloat64));
   std::ostringstream bytes;
   const std::string path = CheckpointPath(dir);
@@ -93,6 +104,53 @@ std::string ReadCheckpointBytes(const std::string& dir) {
   return bytes.str();
 }
 
+namespace {
+
+TrainState ReadState(torch::serialize::InputArchive& archive, const std::string& path) {
+  torch::Tensor s;
+  archive.read("state", s);
+  if (s.dim() != 1 || s.scalar_type() != torch::kFloat64 || s.size(0) < kEpochFields)
+    throw DataError("checkpoint " + path + " has no valid training state");
+  auto a = s.accessor<double, 1>();
+  TrainState st;
+  st.epochs_done = static_cast<int>(a[kEpochsDone]);
+  st.best_val = a[kBestVal];
+  st.test_at_best = a[kTestAtBest];
+  st.final_test = a[kFinalTest];
+  st.best_epoch = static_cast<int>(a[kBestEpoch]);
+  if (s.size(0) >= kPositionFields) {
+    st.batches_done = static_cast<int64_t>(a[kBatchesDone]);
+    st.global_step = static_cast<int64_t>(a[kGlobalStep]);
+  }
+  if (s.size(0) >= kNumStateFields) {
+    st.world = static_cast<int64_t>(a[kWorld]);
+    st.num_batches = static_cast<int64_t>(a[kNumBatches]);
+  }
+  return st;
+}
+
+}  // namespace
+
+TrainState PeekCheckpointState(const std::string& bytes, const std::string& path) {
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(bytes.data(), bytes.size());
+    return ReadState(archive, path);
+  } catch (const DataError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw DataError("cannot read checkpoint " + path + ": " + FirstLine(e));
+  }
+}
+
+void RemoveCheckpointTemporaries(const std::string& dir) {
+  std::error_code ec;
+  const std::string prefix = "checkpoint.pt.tmp.";
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename().string().rfind(prefix, 0) == 0) fs::remove(it->path(), ec);
+  }
+}
+
 TrainState RestoreCheckpoint(const std::string& bytes, const std::string& path, GraphSage& model,
                              torch::optim::Adam& opt, const std::string& signature) {
   TrainState st;
@@ -110,20 +168,7 @@ TrainState RestoreCheckpoint(const std::string& bytes, const std::string& path, 
     archive.read("optimizer", opt_ar);
     model->load(model_ar);
     opt.load(opt_ar);
-    torch::Tensor s;
-    archive.read("state", s);
-    if (s.dim() != 1 || s.scalar_type() != torch::kFloat64 || s.size(0) < kBatchesDone)
-      throw DataError("checkpoint " + path + " has no valid training state");
-    auto a = s.accessor<double, 1>();
-    st.epochs_done = static_cast<int>(a[kEpochsDone]);
-    st.best_val = a[kBestVal];
-    st.test_at_best = a[kTestAtBest];
-    st.final_test = a[kFinalTest];
-    st.best_epoch = static_cast<int>(a[kBestEpoch]);
-    if (s.size(0) >= kNumStateFields) {
-      st.batches_done = static_cast<int64_t>(a[kBatchesDone]);
-      st.global_step = static_cast<int64_t>(a[kGlobalStep]);
-    }
+    st = ReadState(archive, path);
   } catch (const DataError&) {
     throw;
   } catch (const std::exception& e) {

@@ -22,6 +22,9 @@ struct TrainState {
   int64_t global_step = 0;   // optimizer steps since training began
   double best_val = -1, test_at_best = 0, final_test = 0;
   int best_epoch = 0;
+  // How epochs were cut when it was written (0: unknown, older files): a
+  // mid-epoch position means something only for the same cut.
+  int64_t world = 0, num_batches = 0;
 };
 
 // Order-sensitive checksum of every parameter's bytes: equal on every rank
@@ -40,6 +43,13 @@ void SaveCheckpoint(const std::string& dir, GraphSage& model, torch::optim::Adam
 // The bytes of DIR/checkpoint.pt; "" when there is none. DataError when it
 // exists but cannot be read.
 std::string ReadCheckpointBytes(const std::string& dir);
+
+// The training state of a checkpoint's bytes, without the model (DataError
+// when unreadable).
+TrainState PeekCheckpointState(const std::string& bytes, const std::string& path);
+
+// Removes DIR/checkpoint.pt.tmp.* left by a writer that was killed.
+void RemoveCheckpointTemporaries(const std::string& dir);
 
 // Restores model, optimizer and state from a checkpoint's bytes (read from
 // `path`, named in errors). DataError when they are unreadable or for

@@ -55,13 +55,13 @@ class RendezvousStore : public c10d::Store {
 
 Collective::Collective(const std::string& master_addr, int master_port, int rank, int world,
                        const std::vector<std::string>& who, const std::string& bind_host,
-                       std::chrono::seconds timeout, const net::JobKeys& keys)
+                       std::chrono::seconds timeout, const net::JobKeys& keys, double bind_retry_s)
     : rank_(rank), world_(world) {
   const std::string where = "the rendezvous at " + master_addr + ":" + std::to_string(master_port);
   // Bound to the master address only (not every interface), and only the
   // job's trainers complete a handshake.
   const std::string endpoint = Endpoint(MachineAddress{master_addr, master_port, 0}, 0);
-  if (rank == 0) server_ = std::make_unique<net::KvServer>(endpoint, keys);
+  if (rank == 0) server_ = std::make_unique<net::KvServer>(endpoint, keys, bind_retry_s);
   const auto timeout_ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
   auto store = c10::make_intrusive<RendezvousStore>(endpoint, keys, where, timeout_ms);
   store_ = store;

@@ -29,10 +29,12 @@ class Collective {
  public:
   // `who[r]` describes rank r in errors ("machine 1 trainer 0"). `bind_host`
   // is this rank's address for gloo's connections. Throws TimeoutError
-  // naming the ranks that did not arrive within `timeout`.
+  // naming the ranks that did not arrive within `timeout`. Rank 0 waits up
+  // to `bind_retry_s` for a busy master port (a restarted job's rendezvous
+  // may start while the one it replaces is still stopping).
   Collective(const std::string& master_addr, int master_port, int rank, int world,
              const std::vector<std::string>& who, const std::string& bind_host,
-             std::chrono::seconds timeout, const net::JobKeys& keys);
+             std::chrono::seconds timeout, const net::JobKeys& keys, double bind_retry_s = 0);
   ~Collective();
 
   int rank() const { return rank_; }

@@ -25,6 +25,7 @@
 #include "common/timer.h"
 #include "net/batch_codec.h"
 #include "net/ip_config.h"
+#include "net/ports.h"
 #include "sampling/edge_batch.h"
 #include "sampling/loader.h"
 #include "sampling/sampler.h"
@@ -188,9 +189,9 @@ class DistEnv : public TrainEnv {
     const std::string master = o.master_addr.empty() ? machines[0].host : o.master_addr;
     GNN_LOG(kInfo) << "rank " << rank_ << " of " << world_ << ": rendezvous at " << master << ":"
                    << o.master_port;
-    collective_ = std::make_unique<Collective>(master, o.master_port, rank_, world_, who,
-                                               machines[o.machine_id].host,
-                                               std::chrono::seconds(o.rendezvous_timeout_s), keys_);
+    collective_ = std::make_unique<Collective>(
+        master, o.master_port, rank_, world_, who, machines[o.machine_id].host,
+        std::chrono::seconds(o.rendezvous_timeout_s), keys_, o.restart > 0 ? kBindRetryS : 0);
 
     DistGraphOptions g;
     g.ip_config = o.ip_config;

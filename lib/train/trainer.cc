@@ -240,23 +240,49 @@ class Training {
   // --resume, or a restart by gnn-launch: rank 0 reads the checkpoint and
   // every rank restores its bytes, so only rank 0's folder needs one.
   void Resume() {
+    if (lead_ && !o_.checkpoint_dir.empty()) RemoveCheckpointTemporaries(o_.checkpoint_dir);
     if (!o_.resume && o_.restart == 0) return;
     std::string bytes;
     if (lead_ && !o_.checkpoint_dir.empty()) {
       bytes = o_.resume ? ReadRequired() : ReadCheckpointBytes(o_.checkpoint_dir);
+      if (!o_.resume && !bytes.empty() && !OfThisJob(bytes)) bytes.clear();
     }
     env_->BroadcastBytes(&bytes);
     if (bytes.empty()) {
       GNN_LOG(kWarn) << "restart " << o_.restart << ": no checkpoint"
-                     << (o_.checkpoint_dir.empty() ? " (no --checkpoint_dir)" : " yet")
+                     << (o_.checkpoint_dir.empty() ? " (no --checkpoint_dir)" : " of this job yet")
                      << "; training from the start";
     } else {
       st_ = RestoreCheckpoint(bytes, CheckpointPath(o_.checkpoint_dir), model_, opt_, signature_);
       GNN_LOG(kInfo) << "resumed from " << CheckpointPath(o_.checkpoint_dir) << " at epoch "
                      << st_.epochs_done + 1 << " batch " << st_.batches_done << " (step "
                      << st_.global_step << ")";
+      // A position inside an epoch holds only for the same cut of it.
+      if (st_.batches_done > 0 &&
+          (st_.world != env_->world() || st_.num_batches != env_->NumBatches())) {
+        GNN_LOG(kWarn) << "the checkpoint's epoch was cut for " << st_.world << " trainers in "
+                       << st_.num_batches << " batches, now " << env_->world() << " in "
+                       << env_->NumBatches() << ": epoch " << st_.epochs_done + 1
+                       << " starts again at batch 0";
+        st_.batches_done = 0;
+      }
     }
     Report("resumed " + std::to_string(st_.global_step));
+  }
+
+  // A restart takes only a checkpoint this job wrote: at least as far as
+  // the newest one gnn-launch saw (GNN_RESUME_STEP), none if it saw none.
+  bool OfThisJob(const std::string& bytes) const {
+    if (o_.resume_step == -2) return true;
+    const std::string path = CheckpointPath(o_.checkpoint_dir);
+    const TrainState st = PeekCheckpointState(bytes, path);
+    if (o_.resume_step >= 0 && st.global_step >= o_.resume_step) return true;
+    GNN_LOG(kWarn) << "ignoring " << path << " (step " << st.global_step
+                   << "): not written by this job ("
+                   << (o_.resume_step < 0 ? std::string("it wrote none yet")
+                                          : "its newest is step " + std::to_string(o_.resume_step))
+                   << ")";
+    return false;
   }
 
   std::string ReadRequired() const {
@@ -269,6 +295,8 @@ class Training {
   // Rank 0 writes the checkpoint (atomically) and tells gnn-launch.
   void Checkpoint() {
     if (!lead_ || o_.checkpoint_dir.empty()) return;
+    st_.world = env_->world();
+    st_.num_batches = env_->NumBatches();
     SaveCheckpoint(o_.checkpoint_dir, model_, opt_, st_, signature_);
     Report("checkpoint " + std::to_string(st_.global_step) + " " +
            fs::absolute(CheckpointPath(o_.checkpoint_dir)).lexically_normal().string());

@@ -47,6 +47,10 @@ struct TrainOptions {
   // else from the start), and "@gnn ..." progress lines on stdout for it.
   int restart = 0;
   bool report_progress = false;
+  // GNN_RESUME_STEP: the newest checkpoint step gnn-launch saw this job
+  // write (-1: none); a restart takes only a checkpoint at least that far
+  // (an older or foreign file is ignored). -2: not told.
+  int64_t resume_step = -2;
   std::string save_model;       // torch.load-able dict of named tensors
   std::string save_embeddings;  // .npy of the final layer output, input node order
   bool verify_checksums = true;

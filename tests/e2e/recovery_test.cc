@@ -229,31 +229,30 @@ TEST_CASE("more machines than partitions: machine m serves partition m mod P and
   s.RequireNothingLeft(launcher.pid());
 }
 
-TEST_CASE(
-    "a machine lost for good: the restart moves its partition to a spare and finishes on "
-    "fewer machines",
-    "[e2e]") {
-  std::string why;
-  auto sshd = test::SshServer::Start(&why);
-  if (!sshd) GNN_SKIP("no sshd here: " << why);
-  Setup s("failover");
-  // Three "hosts" on loopback, all reached through one real sshd: machine
-  // 1 (127.0.0.2) is lost when its processes die and ssh can no longer
-  // reach it (ProxyCommand false).
+namespace {
+
+// Three "hosts" on loopback (127.0.0.1-3, 2 partitions: machines 0 and 2
+// hold partition 0, machine 1 partition 1), all reached through one real
+// sshd; machine `lost` goes for good mid-training: ssh can no longer reach
+// it (ProxyCommand false) and every process of it dies. Returns the
+// launcher's stderr after checking the job finished on the 2 others.
+std::string LoseMachine(const test::SshServer& sshd, int lost, bool part_source,
+                        const std::string& tag) {
+  Setup s(tag);
   const int third = test::FreeLoopbackPortRanges(1, 1)[0];
   std::ofstream(s.dir / "ip3.txt") << "127.0.0.1 " << s.ports[0] << "\n127.0.0.2 " << s.ports[1]
                                    << "\n127.0.0.3 " << third << "\n";
-  const std::string client = test::ReadFileOrEmpty(sshd->client_config());
+  const std::string lost_host = "127.0.0." + std::to_string(lost + 1);
+  const std::string client = test::ReadFileOrEmpty(sshd.client_config());
   const std::string ssh_config = s.dir / "ssh_config";
-  auto write_ssh_config = [&](bool lost) {
+  auto write_ssh_config = [&](bool gone) {
     std::ofstream out(ssh_config, std::ios::trunc);
-    if (lost) out << "Host 127.0.0.2\n  ProxyCommand false\n";
+    if (gone) out << "Host " << lost_host << "\n  ProxyCommand false\n";
     out << "Host 127.0.0.2 127.0.0.3\n  HostName 127.0.0.1\n" << client;
   };
   write_ssh_config(false);
   const std::vector<std::string> ssh = {"--ssh_config", ssh_config, "--ssh_port",
-                                        std::to_string(sshd->port()), "--force_ssh"};
-  // gnn-copy: machine 0 and 2 hold partition 0, machine 1 partition 1.
+                                        std::to_string(sshd.port()), "--force_ssh"};
   const std::string ws = s.dir / "remote/m{machine}";
   std::vector<std::string> copy = {
       test::Bin("gnn-copy"), "--ip_config", s.dir / "ip3.txt", "--workspace", ws,
@@ -262,14 +261,15 @@ TEST_CASE(
   test::ProcessResult r = test::RunProcess(copy, 120);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  const std::string m2_part1 = s.dir / "remote/m2/tiny/part1/feat.npy";
-  REQUIRE(access(m2_part1.c_str(), F_OK) != 0);
+  REQUIRE(access((s.dir / "remote/m2/tiny/part1/feat.npy").c_str(), F_OK) != 0);
 
+  std::vector<std::string> extra = {"--max_restarts", "1",           "--restart_backoff_s", "0.5",
+                                    "--log_dir",      s.dir / "logs"};
+  if (part_source) extra.insert(extra.end(), {"--part_source", s.config});
   std::vector<std::string> args = s.Args(
       "gnn-train --batch_size 100 --num_omp_threads 1 --num_epochs 150 --eval_every 150 --seed 3 "
       "--checkpoint_dir ck --checkpoint_every 3",
-      {"--max_restarts", "1", "--restart_backoff_s", "0.5", "--part_source", s.config, "--log_dir",
-       s.dir / "logs"});
+      extra);
   args.insert(args.end() - 1, ssh.begin(), ssh.end());
   args = test::WithFlag(test::WithFlag(test::WithFlag(std::move(args), "--workspace", ws),
                                        "--part_config", "tiny/synthetic-tiny.json"),
@@ -283,14 +283,12 @@ TEST_CASE(
       },
       std::chrono::seconds(120)));
   REQUIRE(launcher.Running());
-  // Machine 1 goes: unreachable first, then every process of it dies.
   write_ssh_config(true);
   int killed = 0;
+  const std::string machine_env = "GNN_MACHINE_ID=" + std::to_string(lost) + '\0';
   for (pid_t p : JobProcesses(s.job)) {
     std::string env = test::ReadFileOrEmpty("/proc/" + std::to_string(p) + "/environ");
-    if (env.find(std::string("GNN_MACHINE_ID=1") + '\0') != std::string::npos) {
-      killed += kill(p, SIGKILL) == 0;
-    }
+    if (env.find(machine_env) != std::string::npos) killed += kill(p, SIGKILL) == 0;
   }
   REQUIRE(killed >= 2);  // its server and trainer (and sampler)
   const json got = Summary(launcher);
@@ -298,17 +296,41 @@ TEST_CASE(
   CHECK(got.at("restarts") == 1);
   CHECK(got.at("num_trainers") == 2);
   CHECK(got.at("steps").get<int>() > 0);
-  CHECK(err.find("machine 1 (127.0.0.2) does not answer") != std::string::npos);
-  CHECK(err.find("run 1 on 2 machines: machine 0 = 127.0.0.1 (was 0) partition 0, machine 1 = "
-                 "127.0.0.3 (was 2) partition 1") != std::string::npos);
-  // The spare got partition 1 by gnn-copy's verified copy.
-  CHECK(access(m2_part1.c_str(), F_OK) == 0);
+  CHECK(err.find("machine " + std::to_string(lost) + " (" + lost_host + ") does not answer") !=
+        std::string::npos);
   CHECK(err.find("[1 server 0] [server 1.0] machine 1 server 0 serving partition 1") !=
         std::string::npos);
   // The killed server's segment stays on "its" host (here, this one):
   // remove it; every other segment of both runs must be gone.
-  const std::string lost_shm = JobShmName(s.graph_name, Sha256File(s.config), s.job, /*machine=*/1);
+  const std::string lost_shm = JobShmName(s.graph_name, Sha256File(s.config), s.job, lost);
   unlink(ShmSegmentPath(lost_shm).c_str());
   unlink(ShmLockPath(lost_shm).c_str());
   s.RequireNothingLeft(launcher.pid(), std::chrono::seconds(10), 2);
+  // Machine 2's workspace holds partition 1 only if it was moved there.
+  CHECK(access((s.dir / "remote/m2/tiny/part1/feat.npy").c_str(), F_OK) == (lost == 1 ? 0 : -1));
+  return err;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a machine lost for good: the restart moves its partition to a spare and finishes on "
+    "fewer machines",
+    "[e2e]") {
+  std::string why;
+  auto sshd = test::SshServer::Start(&why);
+  if (!sshd) GNN_SKIP("no sshd here: " << why);
+  const std::string err = LoseMachine(*sshd, 1, true, "failover");
+  CHECK(err.find("run 1 on 2 machines: machine 0 = 127.0.0.1 (was 0) partition 0, machine 1 = "
+                 "127.0.0.3 (was 2) partition 1") != std::string::npos);
+  CHECK(err.find("copied") != std::string::npos);  // gnn-copy's verified copy
+}
+
+TEST_CASE("a lost spare needs no --part_source: the machines left hold every partition", "[e2e]") {
+  std::string why;
+  auto sshd = test::SshServer::Start(&why);
+  if (!sshd) GNN_SKIP("no sshd here: " << why);
+  const std::string err = LoseMachine(*sshd, 2, false, "lostspare");
+  CHECK(err.find("run 1 on 2 machines: machine 0 = 127.0.0.1 (was 0) partition 0, machine 1 = "
+                 "127.0.0.2 (was 1) partition 1") != std::string::npos);
 }

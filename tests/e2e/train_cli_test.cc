@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "common/fs.h"
 #include "common/npy.h"
@@ -284,4 +285,89 @@ TEST_CASE("gnn-train --task link: summary keys and embeddings file and bad input
     CHECK(p.exit_code == 2);
     CHECK(p.err.find("--val_edges") != std::string::npos);
   }
+}
+
+namespace {
+
+// gnn-train --standalone with gnn-launch's restart environment.
+test::ProcessResult Restarted(const std::vector<std::string>& args, int64_t resume_step) {
+  std::vector<std::string> argv = {"/usr/bin/env", "GNN_RESTART=1",
+                                   "GNN_RESUME_STEP=" + std::to_string(resume_step),
+                                   Bin("gnn-train"), "--standalone"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProcess(argv, 300);
+}
+
+json LastJson(const test::ProcessResult& r) {
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::string out = Trim(r.out);
+  return json::parse(out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1));
+}
+
+}  // namespace
+
+TEST_CASE("a restart takes only a checkpoint its job wrote, at least as far as the launcher saw",
+          "[e2e]") {
+  test::TempDir dir;
+  const std::string config = Trim(Partition(dir, "synthetic:tiny", 1, "data"));
+  const std::vector<std::string> base = {"--part_config",    config,     "--batch_size", "100",
+                                         "--num_hidden",     "8",        "--eval_every", "0",
+                                         "--checkpoint_dir", dir / "ck", "--seed",       "1"};
+  // An earlier job leaves a checkpoint after 2 epochs (4 steps each).
+  auto first = base;
+  first.insert(first.end(), {"--num_epochs", "2"});
+  REQUIRE(Train(first).at("steps") == 8);
+  auto next = base;
+  next.insert(next.end(), {"--num_epochs", "3"});
+  // The launcher saw no checkpoint of this job: the file is someone else's.
+  test::ProcessResult r = Restarted(next, -1);
+  CHECK(LastJson(r).at("epochs_run") == 3);
+  CHECK(r.err.find("ignoring") != std::string::npos);
+  CHECK(r.err.find("not written by this job (it wrote none yet)") != std::string::npos);
+  // It saw step 8 (or earlier): the file at step 8 (now 12) is this job's.
+  r = Restarted(next, 8);
+  CHECK(r.err.find("ignoring") == std::string::npos);
+  CHECK(LastJson(r).at("epochs_run") == 0);  // the checkpoint above ended epoch 3
+  // It saw a newer one than the file: the file is older than this job's.
+  r = Restarted(next, 13);
+  CHECK(r.err.find("its newest is step 13") != std::string::npos);
+  CHECK(LastJson(r).at("epochs_run") == 3);
+}
+
+TEST_CASE("a mid-epoch checkpoint cut for another batch count restarts that epoch at batch 0",
+          "[e2e]") {
+  test::TempDir dir;
+  const std::string config = Trim(Partition(dir, "synthetic:tiny", 1, "data"));
+  const std::vector<std::string> base = {Bin("gnn-train"),     "--standalone",
+                                         "--part_config",      config,
+                                         "--num_hidden",       "8",
+                                         "--eval_every",       "0",
+                                         "--checkpoint_dir",   dir / "ck",
+                                         "--checkpoint_every", "1"};
+  // Killed after a checkpoint; one inside an epoch is the usual case (40
+  // batches per epoch), an epoch end is retried.
+  std::string resumed;
+  for (int attempt = 0; attempt < 5 && resumed.empty(); ++attempt) {
+    std::filesystem::remove_all(dir / "ck");
+    auto args = base;
+    args.insert(args.end(), {"--batch_size", "10", "--num_epochs", "400"});
+    test::ChildProcess run(args, dir / ("run" + std::to_string(attempt)));
+    REQUIRE(test::WaitUntil([&] { return !run.Running() || PathExists(dir / "ck/checkpoint.pt"); },
+                            std::chrono::seconds(60)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    run.Kill();
+    // The warning comes with the resume; no epoch needs to run after it.
+    auto again = base;
+    again.insert(again.end(), {"--batch_size", "20", "--resume", "--num_epochs", "1"});
+    const test::ProcessResult r = RunProcess(again, 300);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const size_t at = r.err.find(" batch ", r.err.find("resumed from"));
+    REQUIRE(at != std::string::npos);
+    if (std::stoll(r.err.substr(at + 7)) > 0) resumed = r.err;
+  }
+  REQUIRE(!resumed.empty());
+  CHECK(resumed.find("cut for 1 trainers in 40 batches, now 1 in 20") != std::string::npos);
+  CHECK(resumed.find("starts again at batch 0") != std::string::npos);
 }
