@@ -136,7 +136,7 @@ int64_t ReadCount(const std::string& path, ParseContext* ctx) {
 
 void ReadIdPairs(const std::string& path, int64_t num_src, int64_t num_dst, int64_t num_edges,
                  std::vector<int64_t>* src, std::vector<int64_t>* dst, ParseContext* ctx,
-                 const std::string& counts) {
+                 const std::string& node_counts, const std::string& edge_counts) {
   // Shortest edge line: "0,0\n".
   size_t reserve =
       static_cast<size_t>(std::min<uint64_t>(static_cast<uint64_t>(num_edges), MaxLines(path, 4)));
@@ -155,19 +155,19 @@ void ReadIdPairs(const std::string& path, int64_t num_src, int64_t num_dst, int6
       // One unsigned compare per id catches negatives too.
       if (static_cast<uint64_t>(s) >= ns) {
         c.Fail("node id " + std::to_string(s) + " outside [0, " + std::to_string(num_src) + ") (" +
-               counts + ")");
+               node_counts + ")");
       }
       if (static_cast<uint64_t>(t) >= nd) {
         c.Fail("node id " + std::to_string(t) + " outside [0, " + std::to_string(num_dst) + ") (" +
-               counts + ")");
+               node_counts + ")");
       }
       src->push_back(s);
       dst->push_back(t);
     }
   });
   if (static_cast<int64_t>(src->size()) != num_edges) {
-    throw DataError(path + " has " + std::to_string(src->size()) + " edges, " + counts + " says " +
-                    std::to_string(num_edges));
+    throw DataError(path + " has " + std::to_string(src->size()) + " edges, " + edge_counts +
+                    " says " + std::to_string(num_edges));
   }
 }
 

@@ -39,11 +39,11 @@ std::string ResolveSplit(const std::string& folder, const std::string& requested
 
 // A file of exactly one non-negative integer (num-node-list, num-edge-list).
 int64_t ReadCount(const std::string& path, ParseContext* ctx);
-// `num_edges` lines "s,d" with s < num_src and d < num_dst; `counts` names
-// the file the counts came from, in errors.
+// `num_edges` lines "s,d" with s < num_src and d < num_dst; errors name
+// the files the node and edge counts came from.
 void ReadIdPairs(const std::string& path, int64_t num_src, int64_t num_dst, int64_t num_edges,
                  std::vector<int64_t>* src, std::vector<int64_t>* dst, ParseContext* ctx,
-                 const std::string& counts);
+                 const std::string& node_counts, const std::string& edge_counts);
 // `num_rows` rows of floats, straight into a [num_rows, F] array; F is the
 // field count of line 1, returned.
 int64_t ReadFloatRows(const std::string& path, int64_t num_rows, std::vector<float>* out,

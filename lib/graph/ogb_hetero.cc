@@ -116,7 +116,8 @@ HeteroDataset ReadOgbHeteroFolder(const std::string& folder, const DatasetOption
     const std::string counts = (dir / "num-edge-list.csv.gz").string();
     const int64_t m = ReadCount(counts, &ctx);
     ReadIdPairs((dir / "edge.csv.gz").string(), d.node_types[static_cast<size_t>(s)].num_nodes,
-                d.node_types[static_cast<size_t>(t)].num_nodes, m, &r.src, &r.dst, &ctx, counts);
+                d.node_types[static_cast<size_t>(t)].num_nodes, m, &r.src, &r.dst, &ctx,
+                "num-node-dict.csv.gz", counts);
     d.relations.push_back(std::move(r));
   }
   std::error_code ec;

@@ -83,7 +83,8 @@ Dataset ParseRaw(const OgbFiles& f, int num_threads, ParseContext* ctx) {
     }
   };
   auto edges = [&] {
-    ReadIdPairs(f.edge, n, n, num_edges, &d.src, &d.dst, ctx, "num-node-list.csv.gz");
+    ReadIdPairs(f.edge, n, n, num_edges, &d.src, &d.dst, ctx, "num-node-list.csv.gz",
+                "num-edge-list.csv.gz");
   };
   auto nodes = [&] {
     d.feature_dim = ReadFloatRows(f.feat, n, &d.features, ctx);
