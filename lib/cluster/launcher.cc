@@ -21,6 +21,7 @@
 #include "cluster/launch_plan.h"
 #include "cluster/peer_watch.h"
 #include "cluster/remote.h"
+#include "cluster/restart_ledger.h"
 #include "cluster/supervisor.h"
 #include "common/error.h"
 #include "common/sha256.h"
@@ -195,16 +196,8 @@ class Launch {
     if (!MoveOffLostMachines()) return code;
     std::ostringstream line;
     line << "gnn-launch: restart " << run_ << " of " << o_.max_restarts << " in "
-         << o_.restart_backoff_s << " s: " << cause_ << "; ";
-    if (checkpoint_step_ >= 0) {
-      line << "resuming from " << checkpoint_path_ << " (step " << checkpoint_step_ << "), "
-           << std::max<int64_t>(0, high_water_ - checkpoint_step_) << " steps to replay";
-    } else if (Mine(0)) {
-      line << "no checkpoint yet (" << (HasCheckpointDir() ? "" : "no --checkpoint_dir; ")
-           << "training starts again), " << std::max<int64_t>(0, high_water_) << " steps lost";
-    } else {
-      line << "rank 0 resumes from the newest checkpoint on machine 0";
-    }
+         << o_.restart_backoff_s << " s: " << cause_ << "; "
+         << ledger_.ResumeText(Mine(0), HasCheckpointDir());
     std::cerr << line.str() << std::endl;
     const auto until = DeadlineAfter(o_.restart_backoff_s);
     while (Clock::now() < until) {
@@ -225,11 +218,12 @@ class Launch {
     const std::vector<int> lost = ProbeLost(o_.ssh, all_machines_, origin_, &why);
     if (lost.empty()) return true;
     for (const auto& w : why) std::cerr << "gnn-launch: " << w << "\n";
-    if (std::find(lost.begin(), lost.end(), origin_[0]) != lost.end() && checkpoint_step_ >= 0) {
+    if (std::find(lost.begin(), lost.end(), origin_[0]) != lost.end() &&
+        ledger_.checkpoint_step() >= 0) {
       std::cerr << "gnn-launch: the checkpoint was on the lost machine " << origin_[0]
                 << ": training starts over unless --checkpoint_dir is storage the next machine 0 "
                    "sees too\n";
-      checkpoint_step_ = -1;  // the restart line must not name it, the trainers not take it
+      ledger_.ForgetCheckpoint();  // the restart line must not name it, the trainers not take it
     }
     std::vector<int> survivors;
     for (int m : origin_) {
@@ -277,37 +271,13 @@ class Launch {
     return true;
   }
 
-  // What the ended run's trainers reported: the furthest step (kept as a
-  // high-water mark over all runs), the newest checkpoint; and, for a
-  // restarted run, the steps it ran again (from where it resumed up to the
-  // mark before it) and how long after the failure before it it was
-  // training again (null if it never was).
+  // The ended run's trainers' reports into the ledger.
   void Account() {
-    int64_t reached = -1, resumed = -1;
-    Clock::time_point first_step{};
+    std::vector<const Proc*> trainers;
     for (const auto& p : job_->procs()) {
-      if (p->role != "trainer") continue;
-      reached = std::max(reached, p->step);
-      resumed = std::max(resumed, p->resumed_step);
-      if (p->checkpoint_step > checkpoint_step_) {
-        checkpoint_step_ = p->checkpoint_step;
-        checkpoint_path_ = p->checkpoint_path;
-      }
-      if (p->first_step_at != Clock::time_point{} &&
-          (first_step == Clock::time_point{} || p->first_step_at < first_step))
-        first_step = p->first_step_at;
+      if (p->role == "trainer") trainers.push_back(p.get());
     }
-    if (run_ > 0) {
-      if (resumed >= 0 && reached > resumed)
-        steps_replayed_ += std::max<int64_t>(0, std::min(high_water_, reached) - resumed);
-      recovery_s_.push_back(
-          first_step == Clock::time_point{}
-              ? nlohmann::json()
-              : nlohmann::json(
-                    std::chrono::duration<double>(first_step - previous_failed_at_).count()));
-    }
-    high_water_ = std::max(high_water_, reached);
-    previous_failed_at_ = failed_at_;
+    ledger_.EndRun(run_, trainers, failed_at_);
   }
 
   bool HasCheckpointDir() const {
@@ -475,7 +445,7 @@ class Launch {
                "GNN_MASTER_ADDR=" + machines_[0].host,
                "GNN_MASTER_PORT=" + std::to_string(o_.master_port),
                "GNN_RESTART=" + std::to_string(run_), "GNN_REPORT_PROGRESS=1",
-               "GNN_RESUME_STEP=" + std::to_string(checkpoint_step_)});
+               "GNN_RESUME_STEP=" + std::to_string(ledger_.checkpoint_step())});
       }
     }
   }
@@ -588,9 +558,7 @@ class Launch {
 
   void AddRecovery(nlohmann::json* j) {
     Account();
-    (*j)["restarts"] = run_;
-    (*j)["steps_replayed"] = steps_replayed_;
-    (*j)["recovery_s"] = recovery_s_;
+    ledger_.AddTo(run_, j);
   }
 
   double Elapsed() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
@@ -606,10 +574,8 @@ class Launch {
   // The last failure, and what the trainers reported (Account).
   std::string cause_;
   bool recurs_ = false;
-  Clock::time_point failed_at_{}, previous_failed_at_{};
-  int64_t high_water_ = -1, checkpoint_step_ = -1, steps_replayed_ = 0;
-  std::string checkpoint_path_;
-  nlohmann::json recovery_s_ = nlohmann::json::array();  // per restart: seconds, or null
+  Clock::time_point failed_at_{};
+  RestartLedger ledger_;  // progress across runs
   bool per_node_ = false;
   std::vector<MachineAddress> machines_;  // of the current run
   std::vector<MachinePlan> plans_;
