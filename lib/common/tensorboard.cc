@@ -21,6 +21,9 @@ constexpr uint32_t kEventWallTime = 1;     // double
 constexpr uint32_t kEventStep = 2;         // int64
 constexpr uint32_t kEventFileVersion = 3;  // string
 constexpr uint32_t kEventSummary = 5;      // Summary
+constexpr uint32_t kEventSessionLog = 6;   // SessionLog
+constexpr uint32_t kSessionLogStatus = 1;  // enum SessionStatus
+constexpr uint64_t kSessionStart = 1;      // SessionLog.START
 constexpr uint32_t kSummaryValue = 1;      // repeated Summary.Value
 constexpr uint32_t kValueTag = 1;          // string
 constexpr uint32_t kValueSimpleValue = 2;  // float
@@ -85,6 +88,18 @@ std::string ScalarEvent(const std::string& tag, float value, int64_t step) {
   return event;
 }
 
+std::string SessionStartEvent(int64_t step) {
+  std::string log;
+  PutKey(&log, kSessionLogStatus, kVarint);
+  PutVarint(&log, kSessionStart);
+  std::string event;
+  PutDouble(&event, kEventWallTime, WallTime());
+  PutKey(&event, kEventStep, kVarint);
+  PutVarint(&event, static_cast<uint64_t>(step));
+  PutBytes(&event, kEventSessionLog, log);
+  return event;
+}
+
 // TensorFlow's name plus pid and a per-process count, so writers started in
 // the same second (other processes, or this one) never share a file.
 std::string EventFileName() {
@@ -120,6 +135,8 @@ TensorBoardWriter::~TensorBoardWriter() {
 void TensorBoardWriter::AddScalar(const std::string& tag, double value, int64_t step) {
   WriteRecord(ScalarEvent(tag, static_cast<float>(value), step));
 }
+
+void TensorBoardWriter::AddSessionStart(int64_t step) { WriteRecord(SessionStartEvent(step)); }
 
 void TensorBoardWriter::Flush() {
   if (std::fflush(file_) != 0) {

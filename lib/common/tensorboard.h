@@ -26,6 +26,10 @@ class TensorBoardWriter {
   // One point of the curve `tag` (e.g. "train/loss") at `step`, stamped
   // with the current wall time. TensorBoard stores values as float.
   void AddScalar(const std::string& tag, double value, int64_t step);
+  // A SessionLog START at `step`: the run starts again there (a resumed
+  // job), so TensorBoard drops the points at `step` and later that an
+  // earlier, interrupted session of the same run wrote.
+  void AddSessionStart(int64_t step);
   void Flush();
   const std::string& path() const { return path_; }
 

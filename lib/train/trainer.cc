@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -130,21 +131,50 @@ class AllCoresWhileIdle {
 
 // Appends JSON lines to the metrics file (if any), flushing each line, and
 // mirrors the scalars to TensorBoard (if asked) on one step axis: the
-// global step count.
+// global step count (each line's "global_step").
 class MetricsWriter {
  public:
-  MetricsWriter(const std::string& path, bool append, const std::string& tensorboard_dir) {
+  MetricsWriter(const std::string& path, bool append, const std::string& tensorboard_dir)
+      : path_(path) {
     if (!tensorboard_dir.empty()) tb_ = std::make_unique<TensorBoardWriter>(tensorboard_dir);
     if (path.empty()) return;
     file_ = std::fopen(path.c_str(), append ? "a" : "w");
     if (!file_) throw DataError("cannot write --metrics_file " + path);
   }
+
+  // A resumed run goes on after global step `step`: what an interrupted
+  // run wrote past it is dropped (metrics lines; TensorBoard by a session
+  // start), so every step appears once.
+  void Rewind(int64_t step) {
+    if (tb_) {
+      tb_->AddSessionStart(step + 1);
+      tb_->Flush();
+    }
+    if (!file_) return;
+    std::fclose(file_);
+    file_ = nullptr;
+    std::string kept, line;
+    {
+      std::ifstream in(path_);
+      while (std::getline(in, line)) {
+        const json j = json::parse(line, nullptr, false);
+        if (!j.is_discarded() && j.is_object() && j.contains("global_step") &&
+            j["global_step"].is_number_integer() && j["global_step"].get<int64_t>() > step)
+          continue;
+        kept += line + "\n";
+      }
+    }
+    WriteFileAtomic(path_, kept);
+    file_ = std::fopen(path_.c_str(), "a");
+    if (!file_) throw DataError("cannot write --metrics_file " + path_);
+  }
   ~MetricsWriter() {
     if (file_) std::fclose(file_);
   }
-  void Write(const json& j, int64_t global_step) {
+  void Write(json j, int64_t global_step) {
     if (tb_) Scalars(j, global_step);
     if (!file_) return;
+    j["global_step"] = global_step;
     std::string line = j.dump() + "\n";
     std::fwrite(line.data(), 1, line.size(), file_);
     std::fflush(file_);
@@ -171,6 +201,7 @@ class MetricsWriter {
     if (type != "step") tb_->Flush();  // readable after each epoch and evaluation
   }
 
+  std::string path_;
   FILE* file_ = nullptr;
   std::unique_ptr<TensorBoardWriter> tb_;
 };
@@ -267,6 +298,7 @@ class Training {
         st_.batches_done = 0;
       }
     }
+    metrics_.Rewind(st_.global_step);
     Report("resumed " + std::to_string(st_.global_step));
   }
 

@@ -371,3 +371,68 @@ TEST_CASE("a mid-epoch checkpoint cut for another batch count restarts that epoc
   CHECK(resumed.find("cut for 1 trainers in 40 batches, now 1 in 20") != std::string::npos);
   CHECK(resumed.find("starts again at batch 0") != std::string::npos);
 }
+
+TEST_CASE("after a resume the metrics file and TensorBoard hold every step once", "[e2e][python]") {
+  test::TempDir dir;
+  const std::string config = Trim(Partition(dir, "synthetic:tiny", 1, "data"));
+  const std::vector<std::string> base = {Bin("gnn-train"),     "--standalone",
+                                         "--part_config",      config,
+                                         "--num_hidden",       "8",
+                                         "--eval_every",       "0",
+                                         "--log_every",        "1",
+                                         "--batch_size",       "10",
+                                         "--num_epochs",       "20",
+                                         "--checkpoint_dir",   dir / "ck",
+                                         "--checkpoint_every", "25",
+                                         "--metrics_file",     dir / "m.jsonl",
+                                         "--tensorboard_dir",  dir / "tb"};
+  auto read_steps = [&] {
+    std::vector<int64_t> steps;
+    std::ifstream in(dir / "m.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      const json j = json::parse(line);
+      if (j.at("type") == "step") steps.push_back(j.at("global_step").get<int64_t>());
+    }
+    return steps;
+  };
+  // Killed some steps after a checkpoint (800 steps in all, one checkpoint
+  // every 25 and at each epoch's end): those steps are in both files.
+  {
+    test::ChildProcess run(base, dir / "run");
+    REQUIRE(test::WaitUntil([&] { return !run.Running() || PathExists(dir / "ck/checkpoint.pt"); },
+                            std::chrono::seconds(60)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    run.Kill();
+  }
+  const std::vector<int64_t> before = read_steps();
+  auto again = base;
+  again.push_back("--resume");
+  const test::ProcessResult r = RunProcess(again, 300);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const size_t at = r.err.find("(step ", r.err.find("resumed from"));
+  REQUIRE(at != std::string::npos);
+  const int64_t resumed = std::stoll(r.err.substr(at + 6));
+  REQUIRE(!before.empty());
+  REQUIRE(before.back() > resumed);  // the interrupted run went past its checkpoint
+  // Every "step" record's global step once, and no gap, to the end.
+  const std::vector<int64_t> steps = read_steps();
+  REQUIRE(steps.size() == 800);
+  for (size_t i = 0; i < steps.size(); ++i) CHECK(steps[i] == static_cast<int64_t>(i) + 1);
+
+  std::string why;
+  const std::string python = test::TensorBoardPython(&why);
+  if (python.empty()) GNN_SKIP("no Python tensorboard package: " << why);
+  const char* script = R"(import sys
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator(sys.argv[1])
+acc.Reload()
+steps = [e.step for e in acc.Scalars("train/loss")]
+assert steps == list(range(1, len(steps) + 1)), steps[:50]
+print("ok", len(steps))
+)";
+  auto py = test::RunProcess({python, "-c", script, dir / "tb"}, 120);
+  INFO(py.err);
+  CHECK(py.exit_code == 0);
+  CHECK(py.out == "ok 800\n");
+}
