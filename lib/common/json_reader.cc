@@ -46,6 +46,13 @@ size_t JsonReader::ArraySize() const {
   return value_.size();
 }
 
+std::vector<std::string> JsonReader::Keys() const {
+  if (!value_.is_object()) Fail("expected an object, got " + Brief(value_));
+  std::vector<std::string> keys;
+  for (auto it = value_.begin(); it != value_.end(); ++it) keys.push_back(it.key());
+  return keys;
+}
+
 JsonReader JsonReader::Item(size_t i) const {
   if (i >= ArraySize()) Fail("has no element " + std::to_string(i));
   return JsonReader(value_[i], source_, key_path_ + "[" + std::to_string(i) + "]");

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace gnn {
 
@@ -23,6 +24,8 @@ class JsonReader {
   // Element `i` of an array; DataError if this is not an array or too short.
   JsonReader Item(size_t i) const;
   size_t ArraySize() const;  // DataError unless an array
+  // The keys of an object, sorted; DataError unless an object.
+  std::vector<std::string> Keys() const;
 
   // An integer (not a float, string or bool) in [lo, hi].
   int64_t Int(int64_t lo, int64_t hi) const;

@@ -1,6 +1,7 @@
 #include "partition/config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <limits>
 #include <set>
@@ -47,6 +48,26 @@ void CheckMachinesForParts(int num_parts, int num_machines, const std::string& w
   }
 }
 
+std::vector<std::string> PartitionConfig::PartFileNames() const {
+  if (!hetero()) return kPartFiles;
+  std::vector<std::string> names = {"indptr.npy", "indices.npy", kEtypeFile, "orig_nids.npy"};
+  for (size_t t = 0; t < ntypes.size(); ++t) {
+    if (t < ntype_feature_dims.size() && ntype_feature_dims[t] > 0)
+      names.push_back(ntypes[t] + "-feat.npy");
+  }
+  for (const char* f : {"-label.npy", "-train_mask.npy", "-valid_mask.npy", "-test_mask.npy"})
+    names.push_back(target_ntype + f);
+  return names;
+}
+
+void PartitionConfig::RequireHomogeneous(const std::string& who) const {
+  if (!hetero()) return;
+  throw ConfigError(graph_name + " is partitioned as a heterogeneous graph (" +
+                    std::to_string(ntypes.size()) + " node types, " +
+                    std::to_string(etypes.size()) + " relations): " + who +
+                    " takes one node type and one relation so far");
+}
+
 std::string PartitionConfig::FilePath(int part, const std::string& file) const {
   return (fs::path(base_dir) / parts.at(part).dir / file).string();
 }
@@ -72,23 +93,49 @@ json ToJson(const PartitionConfig& c) {
                       {"num_edges", c.num_val_edges},
                       {"negatives_per_edge", c.val_negatives}};
   }
-  // DGL's keys for a homogeneous graph.
-  j["ntypes"] = {{"_N", 0}};
-  j["etypes"] = {{"_N:_E:_N", 0}};
-  json node_map = json::array(), edge_map = json::array();
-  for (const auto& p : c.parts) {
-    node_map.push_back({p.node_start, p.node_end});
-    edge_map.push_back({p.edge_start, p.edge_end});
+  // DGL's keys: one range per type (relation) per partition.
+  json ntypes = json::object(), etypes = json::object(), node_map = json::object(),
+       edge_map = json::object();
+  for (size_t t = 0; t < c.ntypes.size(); ++t) {
+    ntypes[c.ntypes[t]] = t;
+    json ranges = json::array();
+    for (const auto& p : c.parts) {
+      ranges.push_back(c.hetero() ? json{p.ntype_ranges[t].first, p.ntype_ranges[t].second}
+                                  : json{p.node_start, p.node_end});
+    }
+    node_map[c.ntypes[t]] = ranges;
   }
-  j["node_map"] = {{"_N", node_map}};
-  j["edge_map"] = {{"_N:_E:_N", edge_map}};
+  for (size_t e = 0; e < c.etypes.size(); ++e) {
+    etypes[c.etypes[e]] = e;
+    json ranges = json::array();
+    for (const auto& p : c.parts) {
+      if (!c.hetero()) {
+        ranges.push_back({p.edge_start, p.edge_end});
+        continue;
+      }
+      int64_t start = p.edge_start;
+      for (size_t k = 0; k < e; ++k) start += p.etype_edges[k];
+      ranges.push_back({start, start + p.etype_edges[e]});
+    }
+    edge_map[c.etypes[e]] = ranges;
+  }
+  j["ntypes"] = ntypes;
+  j["etypes"] = etypes;
+  j["node_map"] = node_map;
+  j["edge_map"] = edge_map;
+  if (c.hetero()) {
+    j["target_ntype"] = c.target_ntype;
+    json dims = json::object();
+    for (size_t t = 0; t < c.ntypes.size(); ++t) dims[c.ntypes[t]] = c.ntype_feature_dims[t];
+    j["ntype_feature_dims"] = dims;
+  }
   for (size_t i = 0; i < c.parts.size(); ++i) {
     const PartInfo& p = c.parts[i];
     json files = json::object();
     for (const auto& [name, f] : p.files) files[name] = {{"bytes", f.bytes}, {"sha256", f.sha256}};
     j["part-" + std::to_string(i)] = {
         {"part_dir", p.dir},
-        {"node_feats", p.dir + "/feat.npy"},
+        {"node_feats", c.hetero() ? p.dir : p.dir + "/feat.npy"},
         {"part_graph", p.dir + "/indptr.npy"},
         {"num_nodes", p.num_nodes()},
         {"num_edges", p.num_edges()},
@@ -208,7 +255,7 @@ void ParsePartCounts(const JsonReader& pj, const PartitionConfig& c, PartInfo* p
 }
 
 void ParseFiles(const JsonReader& files, const PartitionConfig& c, PartInfo* p) {
-  std::vector<std::string> names = kPartFiles;
+  std::vector<std::string> names = c.PartFileNames();
   if (c.val_edges_fraction > 0)
     names.insert(names.end(), kValEdgeFiles.begin(), kValEdgeFiles.end());
   for (const std::string& name : names) {
@@ -219,13 +266,52 @@ void ParseFiles(const JsonReader& files, const PartitionConfig& c, PartInfo* p) 
   }
 }
 
+// The names of a {name: index} object (ntypes, etypes) in index order;
+// indices must be 0..n-1, each once.
+std::vector<std::string> TypeNames(const JsonReader& r) {
+  const std::vector<std::string> keys = r.Keys();
+  if (keys.empty()) r.Fail("expected at least one type");
+  std::vector<std::string> names(keys.size());
+  for (const std::string& k : keys) {
+    const int64_t i = r.At(k).Int(0, static_cast<int64_t>(keys.size()) - 1);
+    if (!names[static_cast<size_t>(i)].empty()) r.At(k).Fail("index given twice");
+    names[static_cast<size_t>(i)] = k;
+  }
+  return names;
+}
+
+// Node type names land in file names: letters, digits, '_', '-', '.'.
+void CheckTypeName(const JsonReader& r, const std::string& name) {
+  const bool ok =
+      !name.empty() && name != "." && name != ".." &&
+      std::all_of(name.begin(), name.end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
+      });
+  if (!ok) r.Fail("node type '" + name + "' (letters, digits, '_', '-', '.' only)");
+}
+
+void ParseTypes(const JsonReader& r, PartitionConfig* c) {
+  c->ntypes = TypeNames(r.At("ntypes"));
+  c->etypes = TypeNames(r.At("etypes"));
+  if (!c->hetero()) return;
+  for (const auto& t : c->ntypes) CheckTypeName(r.At("ntypes"), t);
+  c->target_ntype = r.At("target_ntype").String();
+  if (std::find(c->ntypes.begin(), c->ntypes.end(), c->target_ntype) == c->ntypes.end())
+    r.At("target_ntype").Fail("'" + c->target_ntype + "' is not a node type");
+  for (const auto& t : c->ntypes)
+    c->ntype_feature_dims.push_back(r.At("ntype_feature_dims").At(t).Int(0, kMaxCount));
+}
+
 void ParseParts(const JsonReader& r, PartDirs dirs_allowed, PartitionConfig* c) {
-  const JsonReader node_map = r.At("node_map").At("_N");
-  const JsonReader edge_map = r.At("edge_map").At("_N:_E:_N");
-  for (const JsonReader* m : {&node_map, &edge_map}) {
-    if (m->ArraySize() != static_cast<size_t>(c->num_parts)) {
-      m->Fail("has " + std::to_string(m->ArraySize()) + " ranges for num_parts " +
-              std::to_string(c->num_parts));
+  std::vector<JsonReader> node_maps, edge_maps;
+  for (const auto& t : c->ntypes) node_maps.push_back(r.At("node_map").At(t));
+  for (const auto& e : c->etypes) edge_maps.push_back(r.At("edge_map").At(e));
+  for (const auto* maps : {&node_maps, &edge_maps}) {
+    for (const JsonReader& m : *maps) {
+      if (m.ArraySize() != static_cast<size_t>(c->num_parts)) {
+        m.Fail("has " + std::to_string(m.ArraySize()) + " ranges for num_parts " +
+               std::to_string(c->num_parts));
+      }
     }
   }
   int64_t next_node = 0, next_edge = 0, val_edges = 0;
@@ -237,22 +323,37 @@ void ParseParts(const JsonReader& r, PartDirs dirs_allowed, PartitionConfig* c) 
     if (!dirs.insert(fs::path(p.dir).lexically_normal().string()).second) {
       pj.At("part_dir").Fail("folder '" + p.dir + "' is used by another partition");
     }
-    std::tie(p.node_start, p.node_end) = Range(node_map.Item(i), next_node, c->num_nodes);
-    std::tie(p.edge_start, p.edge_end) = Range(edge_map.Item(i), next_edge, c->num_edges);
-    next_node = p.node_end;
-    next_edge = p.edge_end;
+    // A partition's types (relations) follow each other, then the next
+    // partition's: one contiguous walk over all ranges.
+    p.node_start = next_node;
+    for (const JsonReader& m : node_maps) {
+      p.ntype_ranges.push_back(Range(m.Item(i), next_node, c->num_nodes));
+      next_node = p.ntype_ranges.back().second;
+    }
+    p.node_end = next_node;
+    p.edge_start = next_edge;
+    for (const JsonReader& m : edge_maps) {
+      const auto [start, end] = Range(m.Item(i), next_edge, c->num_edges);
+      p.etype_edges.push_back(end - start);
+      next_edge = end;
+    }
+    p.edge_end = next_edge;
+    if (!c->hetero()) {
+      p.ntype_ranges.clear();
+      p.etype_edges.clear();
+    }
     ParsePartCounts(pj, *c, &p);
     val_edges += p.num_val_edges;
     ParseFiles(pj.At("files"), *c, &p);
     c->parts.push_back(std::move(p));
   }
   if (next_node != c->num_nodes) {
-    node_map.Fail("ranges cover " + std::to_string(next_node) + " of " +
-                  std::to_string(c->num_nodes) + " nodes");
+    node_maps.back().Fail("ranges cover " + std::to_string(next_node) + " of " +
+                          std::to_string(c->num_nodes) + " nodes");
   }
   if (next_edge != c->num_edges) {
-    edge_map.Fail("ranges cover " + std::to_string(next_edge) + " of " +
-                  std::to_string(c->num_edges) + " edges");
+    edge_maps.back().Fail("ranges cover " + std::to_string(next_edge) + " of " +
+                          std::to_string(c->num_edges) + " edges");
   }
   if (val_edges != c->num_val_edges) {
     r.At("val_edges")
@@ -271,6 +372,7 @@ PartitionConfig ParsePartitionConfig(const json& j, const std::string& base_dir,
   const JsonReader r(j, source);
   try {
     ParseScalars(r, &c);
+    ParseTypes(r, &c);
     ParseParts(r, dirs, &c);
     if (r.Has("partition_report")) c.report = j.at("partition_report");
   } catch (const json::exception& e) {

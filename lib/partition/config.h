@@ -27,10 +27,25 @@ struct PartFile {
   std::string sha256;
 };
 
+// Heterogeneous partitions (several node types or relations, DGL's keys):
+// new ids are grouped by partition, then by node type, so each type owns
+// one range per partition (node_map[type][part]); stored in-edges are
+// numbered per partition grouped by relation (edge_map[etype][part]). A
+// partition folder then holds indptr.npy, indices.npy (every relation, new
+// ids), etype.npy (int64 relation index of each stored in-edge),
+// orig_nids.npy (type-local input id of each owned node), <type>-feat.npy
+// for each type with features, and <target>-label.npy and
+// <target>-{train,valid,test}_mask.npy for the labelled type.
+constexpr const char* kEtypeFile = "etype.npy";
+
 struct PartInfo {
   std::string dir;                       // relative to the config's folder, e.g. "part0"
   int64_t node_start = 0, node_end = 0;  // owned new ids [start, end)
   int64_t edge_start = 0, edge_end = 0;  // in-edges stored here (global edge ids)
+  // Heterogeneous: owned new ids of each node type, [start, end) in ntype
+  // order, and stored in-edges of each relation in etype order.
+  std::vector<std::pair<int64_t, int64_t>> ntype_ranges;
+  std::vector<int64_t> etype_edges;
   int64_t num_train = 0, num_valid = 0, num_test = 0;
   int64_t num_val_edges = 0;              // held-out edges whose tail this partition owns
   std::map<std::string, PartFile> files;  // file name -> size and sha256
@@ -60,6 +75,24 @@ struct PartitionConfig {
   int val_negatives = 0;  // columns of val_neg.npy
   std::vector<PartInfo> parts;
   nlohmann::json report;  // partition_report, kept as written
+  // Node types and relations ("src:rel:dst") in id order; {"_N"} and
+  // {"_N:_E:_N"} for a homogeneous graph. Heterogeneous only: the labelled
+  // type and each type's feature width (0: none).
+  std::vector<std::string> ntypes{"_N"};
+  std::vector<std::string> etypes{"_N:_E:_N"};
+  std::string target_ntype;
+  std::vector<int64_t> ntype_feature_dims;
+
+  bool hetero() const {
+    return ntypes != std::vector<std::string>{"_N"} ||
+           etypes != std::vector<std::string>{"_N:_E:_N"};
+  }
+  // The files every partition folder holds (kPartFiles, or the
+  // heterogeneous list above), without the held-out edges.
+  std::vector<std::string> PartFileNames() const;
+  // ConfigError for a heterogeneous config: `who` (a server, a trainer)
+  // takes one node type and one relation so far.
+  void RequireHomogeneous(const std::string& who) const;
 
   std::string base_dir;  // folder of the JSON file (not serialized)
 

@@ -111,6 +111,7 @@ void CheckPartitionArrays(const PartitionConfig& config, int part, const Partiti
 }
 
 LocalPartition LoadLocalPartition(const PartitionConfig& config, int part, bool verify_checksums) {
+  config.RequireHomogeneous("loading a partition for training");
   if (part < 0 || part >= config.num_parts) {
     throw ConfigError("partition " + std::to_string(part) + " does not exist (config has " +
                       std::to_string(config.num_parts) + ")");

@@ -418,6 +418,7 @@ std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
                                                    const PartitionConfig& config, int part,
                                                    bool verify_checksums) {
   CheckName(name);
+  config.RequireHomogeneous("gnn-server");
   if (part < 0 || part >= config.num_parts) {
     throw ConfigError("partition " + std::to_string(part) + " does not exist (config has " +
                       std::to_string(config.num_parts) + ")");

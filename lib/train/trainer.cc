@@ -224,6 +224,7 @@ PartitionConfig LoadCheckedConfig(const TrainOptions& o) {
                       "use --num_gpus -1 for CPU");
   }
   PartitionConfig config = LoadPartitionConfig(o.part_config);
+  config.RequireHomogeneous("gnn-train");
   if (!o.graph_name.empty() && o.graph_name != config.graph_name) {
     throw ConfigError("--graph_name " + o.graph_name + " does not match " + o.part_config +
                       " (graph_name " + config.graph_name + ")");

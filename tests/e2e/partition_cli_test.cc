@@ -264,3 +264,82 @@ TEST_CASE("gnn-partition refuses a poisoned .npy cache and uses the raw files", 
   CHECK(c.num_nodes == 5);
   CHECK(c.feature_dim == 2);
 }
+
+TEST_CASE(
+    "gnn-partition partitions synthetic:mag-small in DGL's heterogeneous format, numpy "
+    "checks every array",
+    "[e2e][python]") {
+  test::TempDir dir;
+  // The dataset as OGB files too, so numpy can compare against the input.
+  auto w = RunProcess({Bin("gnn-dataset"), "--dataset", "synthetic:mag-small", "--undirected",
+                       "--write_ogb", dir / "mag", "--quiet"});
+  INFO(w.err);
+  REQUIRE(w.exit_code == 0);
+  auto r = RunProcess({Bin("gnn-partition"), "--dataset", dir / "mag", "--num_parts", "3",
+                       "--balance_train", "--balance_edges", "--output", dir / "out", "--quiet"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string config = dir / "out/mag.json";
+  const PartitionConfig c = LoadPartitionConfig(config);
+  REQUIRE(c.hetero());
+  CHECK(c.ntypes == std::vector<std::string>{"author", "field_of_study", "institution", "paper"});
+  CHECK(c.etypes.size() == 8);
+  CHECK(c.target_ntype == "paper");
+  for (int p = 0; p < 3; ++p) CHECK_NOTHROW(VerifyPartFiles(c, p));
+  // Per node type, METIS kept the parts within 10% of each other.
+  for (const auto& [key, value] : c.report.at("imbalance").items()) {
+    INFO(key);
+    CHECK(value.get<double>() < 1.1);
+  }
+  // Servers and trainers say what they cannot do yet.
+  CHECK_THROWS_WITH(c.RequireHomogeneous("gnn-server"), Catch::Contains("heterogeneous"));
+
+  if (RunProcess({"/usr/bin/python3", "-c", "import numpy"}).exit_code != 0) {
+    GNN_SKIP("python3-numpy not installed: arrays not checked");
+  }
+  const char* script = R"(import gzip, json, sys
+import numpy as np
+root, out = sys.argv[1], sys.argv[2]
+c = json.load(open(out + "/mag.json"))
+ntypes = sorted(c["ntypes"], key=c["ntypes"].get)
+etypes = sorted(c["etypes"], key=c["etypes"].get)
+counts = dict(zip(*[l.split(",") for l in gzip.open(root + "/raw/num-node-dict.csv.gz", "rt").read().split()]))
+labels = np.loadtxt(gzip.open(root + "/raw/node-label/paper/node-label.csv.gz"), dtype=np.int64)
+train = np.loadtxt(gzip.open(root + "/split/random/paper/train.csv.gz"), dtype=np.int64)
+feat = np.loadtxt(gzip.open(root + "/raw/node-feat/paper/node-feat.csv.gz"), delimiter=",", dtype=np.float32)
+seen = {t: [] for t in ntypes}
+edges = {e: 0 for e in etypes}
+trained = []
+for p in range(c["num_parts"]):
+    d = out + "/" + c["part-%d" % p]["part_dir"]
+    indptr, indices, etype = (np.load(d + f) for f in ("/indptr.npy", "/indices.npy", "/etype.npy"))
+    orig = np.load(d + "/orig_nids.npy")
+    start = c["node_map"][ntypes[0]][p][0]
+    assert indptr[0] == 0 and indptr[-1] == len(indices) == len(etype)
+    assert (indices >= 0).all() and (indices < c["num_nodes"]).all()
+    for e, name in enumerate(etypes):
+        s, t = c["edge_map"][name][p]
+        assert (etype == e).sum() == t - s, (name, p)
+        edges[name] += t - s
+    for t in ntypes:
+        s, e = c["node_map"][t][p]
+        seen[t].extend(orig[s - start:e - start])
+    s, e = c["node_map"]["paper"][p]
+    ids = orig[s - start:e - start]
+    assert (np.load(d + "/paper-label.npy") == labels[ids]).all()
+    assert np.array_equal(np.load(d + "/paper-feat.npy"), feat[ids])
+    trained.extend(ids[np.load(d + "/paper-train_mask.npy") == 1])
+for t in ntypes:
+    assert sorted(seen[t]) == list(range(int(counts[t]))), t
+assert sorted(trained) == sorted(train)
+for name, n in edges.items():
+    src, rel, dst = name.split(":")
+    m = int(gzip.open(root + "/raw/relations/%s___%s___%s/num-edge-list.csv.gz" % (src, rel, dst), "rt").read())
+    assert n == m, (name, n, m)
+print("ok")
+)";
+  auto py = RunProcess({"/usr/bin/python3", "-c", script, dir / "mag", dir / "out"}, 300);
+  INFO(py.err);
+  CHECK(py.exit_code == 0);
+  CHECK(py.out == "ok\n");
+}

@@ -1,0 +1,327 @@
+#include "partition/hetero_partition.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "common/npy.h"
+#include "common/parallel.h"
+#include "common/timer.h"
+#include "graph/csr.h"
+#include "graph/hetero.h"
+#include "partition/assign.h"
+#include "partition/config.h"
+#include "partition/partition_util.h"
+
+namespace gnn {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// The homogeneous view: node v of type t is offset[t] + v.
+struct HomogeneousView {
+  std::vector<int64_t> offset;  // [num types + 1]
+  int64_t num_nodes = 0;
+  int TypeOf(int64_t id) const {
+    return static_cast<int>(std::upper_bound(offset.begin(), offset.end(), id) - offset.begin()) -
+           1;
+  }
+};
+
+// The in-edges of every node (old homogeneous ids) with their relation:
+// rows by destination, entries (source, relation) sorted, so a partition's
+// rows keep the same order whatever the partitioning.
+struct TypedCsc {
+  std::vector<int64_t> indptr;
+  std::vector<int64_t> src;
+  std::vector<int64_t> etype;
+};
+
+TypedCsc BuildTypedCsc(const HeteroDataset& d, const HomogeneousView& h, int threads) {
+  const int64_t num_etypes = static_cast<int64_t>(d.relations.size());
+  std::vector<int64_t> rows, cols;
+  rows.reserve(static_cast<size_t>(d.num_edges()));
+  cols.reserve(static_cast<size_t>(d.num_edges()));
+  for (int64_t e = 0; e < num_etypes; ++e) {
+    const Relation& r = d.relations[static_cast<size_t>(e)];
+    const int64_t so = h.offset[static_cast<size_t>(d.TypeIndex(r.src_type))];
+    const int64_t dof = h.offset[static_cast<size_t>(d.TypeIndex(r.dst_type))];
+    for (int64_t i = 0; i < r.num_edges(); ++i) {
+      rows.push_back(dof + r.dst[i]);
+      cols.push_back((so + r.src[i]) * num_etypes + e);  // (source, relation) in one key
+    }
+  }
+  Csr keyed = BuildCsr<int64_t>(h.num_nodes, rows, cols, false, false, threads);
+  FreeVector(rows);
+  FreeVector(cols);
+  TypedCsc csc;
+  csc.indptr = std::move(keyed.indptr);
+  csc.src.resize(keyed.indices.size());
+  csc.etype.resize(keyed.indices.size());
+  for (size_t k = 0; k < keyed.indices.size(); ++k) {
+    csc.src[k] = keyed.indices[k] / num_etypes;
+    csc.etype[k] = keyed.indices[k] % num_etypes;
+  }
+  return csc;
+}
+
+// Writes part<p>/ and fills `info`.
+void WriteHeteroPart(const HeteroDataset& d, const HomogeneousView& h, const TypedCsc& csc,
+                     const Relabeling& r, int p, const std::vector<uint8_t> masks[3],
+                     const std::string& dir, PartInfo* info) {
+  const int64_t start = r.part_start[p], end = r.part_start[p + 1], owned = end - start;
+  MakeDirs(dir);
+  info->node_start = start;
+  info->node_end = end;
+  auto record = [&](const std::string& name, WrittenFile f) {
+    info->files[name] = PartFile{f.bytes, f.sha256};
+  };
+  // New ids within a partition follow old ids, which are type-major: each
+  // type's nodes are one range.
+  const size_t num_types = d.node_types.size();
+  info->ntype_ranges.assign(num_types, {0, 0});
+  {
+    int64_t pos = start;
+    for (size_t t = 0; t < num_types; ++t) {
+      int64_t count = 0;
+      while (pos + count < end && h.TypeOf(r.orig[pos + count]) == static_cast<int>(t)) ++count;
+      info->ntype_ranges[t] = {pos, pos + count};
+      pos += count;
+    }
+    if (pos != end) throw Error("partition " + std::to_string(p) + ": node types out of order");
+  }
+  std::vector<int64_t> indptr(owned + 1, 0), indices, etypes;
+  info->etype_edges.assign(d.relations.size(), 0);
+  for (int64_t i = 0; i < owned; ++i) {
+    const int64_t v = r.orig[start + i];
+    for (int64_t k = csc.indptr[v]; k < csc.indptr[v + 1]; ++k) {
+      indices.push_back(r.new_id[csc.src[k]]);
+      etypes.push_back(csc.etype[k]);
+      ++info->etype_edges[static_cast<size_t>(csc.etype[k])];
+    }
+    indptr[i + 1] = static_cast<int64_t>(indices.size());
+  }
+  record("indptr.npy", WriteNpy(dir + "/indptr.npy", indptr));
+  record("indices.npy", WriteNpy(dir + "/indices.npy", indices));
+  record(kEtypeFile, WriteNpy(dir + "/" + kEtypeFile, etypes));
+  std::vector<int64_t> orig(owned);
+  for (int64_t i = 0; i < owned; ++i) {
+    const int64_t v = r.orig[start + i];
+    orig[i] = v - h.offset[static_cast<size_t>(h.TypeOf(v))];
+  }
+  record("orig_nids.npy", WriteNpy(dir + "/orig_nids.npy", orig));
+  for (size_t t = 0; t < num_types; ++t) {
+    const NodeType& nt = d.node_types[t];
+    if (nt.feature_dim == 0) continue;
+    const auto [b, e] = info->ntype_ranges[t];
+    std::vector<float> rows(static_cast<size_t>((e - b) * nt.feature_dim));
+    for (int64_t i = b; i < e; ++i) {
+      const float* src = nt.features.data() + orig[i - start] * nt.feature_dim;
+      std::copy(src, src + nt.feature_dim, rows.begin() + (i - b) * nt.feature_dim);
+    }
+    const std::string name = nt.name + "-feat.npy";
+    record(name, WriteNpy(dir + "/" + name, rows.data(), {e - b, nt.feature_dim}));
+  }
+  const size_t target = static_cast<size_t>(d.TypeIndex(d.target));
+  const auto [tb, te] = info->ntype_ranges[target];
+  std::vector<int64_t> labels;
+  for (int64_t i = tb; i < te; ++i) labels.push_back(d.labels[orig[i - start]]);  // type-local
+  record(d.target + "-label.npy", WriteNpy(dir + "/" + d.target + "-label.npy", labels));
+  const char* mask_names[3] = {"-train_mask.npy", "-valid_mask.npy", "-test_mask.npy"};
+  int64_t* counts[3] = {&info->num_train, &info->num_valid, &info->num_test};
+  for (int m = 0; m < 3; ++m) {
+    std::vector<uint8_t> mask;
+    for (int64_t i = tb; i < te; ++i) mask.push_back(masks[m][r.orig[i]]);  // homogeneous ids
+    *counts[m] = std::count(mask.begin(), mask.end(), uint8_t{1});
+    const std::string name = d.target + mask_names[m];
+    record(name, WriteNpy(dir + "/" + name, mask));
+  }
+}
+
+}  // namespace
+
+PartitionResult RunHeteroPartition(const PartitionOptions& options) {
+  if (options.val_edges > 0)
+    throw ConfigError("--val_edges applies to homogeneous graphs (link prediction) only");
+  StageTimer timer;
+  timer.Begin("load " + options.data.dataset);
+  HeteroDataset d = LoadHeteroDataset(options.data);
+  if (options.undirected) AddReverseRelations(&d);
+  d.Validate();
+  HomogeneousView h;
+  h.offset.push_back(0);
+  for (const auto& t : d.node_types) h.offset.push_back(h.offset.back() + t.num_nodes);
+  h.num_nodes = h.offset.back();
+  const int64_t n = h.num_nodes;
+  if (options.num_parts > n) {
+    throw ConfigError("--num_parts " + std::to_string(options.num_parts) + " exceeds the " +
+                      std::to_string(n) + " nodes of " + d.name);
+  }
+  const std::string graph_name = options.graph_name.empty() ? d.name : options.graph_name;
+  const size_t target = static_cast<size_t>(d.TypeIndex(d.target));
+  TempOutput tmp(AbsoluteOutput(options.output) + ".tmp.");
+
+  timer.Begin("symmetrize");
+  TypedCsc csc = BuildTypedCsc(d, h, options.num_threads);
+  std::vector<uint8_t> masks[3];
+  {
+    const int64_t to = h.offset[target];
+    const std::vector<int64_t>* idx[3] = {&d.train_idx, &d.valid_idx, &d.test_idx};
+    for (int m = 0; m < 3; ++m) {
+      masks[m].assign(static_cast<size_t>(n), 0);
+      for (int64_t v : *idx[m]) masks[m][to + v] = 1;
+    }
+  }
+  if (n >= std::numeric_limits<int32_t>::max() && options.part_method == "metis") {
+    throw ConfigError("graph too large for METIS's 32-bit index (" + std::to_string(n) +
+                      " nodes); use --part_method random");
+  }
+  std::vector<int32_t> part;
+  int64_t cut = 0, undirected_edges = 0;
+  {
+    std::vector<int64_t> src, dst;
+    src.reserve(csc.src.size());
+    dst.reserve(csc.src.size());
+    for (int64_t v = 0; v < n; ++v) {
+      for (int64_t k = csc.indptr[v]; k < csc.indptr[v + 1]; ++k) {
+        src.push_back(csc.src[k]);
+        dst.push_back(v);
+      }
+    }
+    Csr32 sym = Symmetrize<int32_t>(n, src, dst, options.num_threads);
+    FreeVector(src);
+    FreeVector(dst);
+    timer.Begin(options.part_method == "metis" ? "metis" : "random assignment");
+    if (options.part_method == "metis") {
+      // One constraint per node type (DGL's balance_ntypes), then the
+      // target's train nodes and in-degree when asked.
+      std::vector<std::vector<int32_t>> weights;
+      for (size_t t = 0; t < d.node_types.size(); ++t) {
+        std::vector<int32_t> w(static_cast<size_t>(n), 0);
+        std::fill(w.begin() + h.offset[t], w.begin() + h.offset[t + 1], 1);
+        weights.push_back(std::move(w));
+      }
+      if (options.balance_train) weights.emplace_back(masks[0].begin(), masks[0].end());
+      if (options.balance_edges) {
+        std::vector<int32_t> deg(static_cast<size_t>(n));
+        for (int64_t v = 0; v < n; ++v)
+          deg[v] = static_cast<int32_t>(csc.indptr[v + 1] - csc.indptr[v]);
+        weights.push_back(std::move(deg));
+      }
+      part = MetisAssign(sym, weights, options.num_parts, options.data.seed);
+    } else {
+      part = RandomAssign(n, options.num_parts, options.data.seed);
+    }
+    cut = EdgeCut(sym, part);
+    undirected_edges = sym.num_entries() / 2;
+  }
+
+  timer.Begin("relabel");
+  const Relabeling relabel = Relabel(part, options.num_parts);
+
+  timer.Begin("write");
+  PartitionConfig config;
+  config.graph_name = graph_name;
+  config.dataset = options.data.dataset;
+  config.num_nodes = n;
+  config.num_edges = static_cast<int64_t>(csc.src.size());
+  config.part_method = options.part_method;
+  config.num_parts = options.num_parts;
+  config.halo_hops = 1;
+  config.feature_dim = d.node_types[target].feature_dim;
+  config.num_classes = d.num_classes;
+  config.balance_train = options.balance_train;
+  config.balance_edges = options.balance_edges;
+  config.undirected = options.undirected;
+  config.seed = options.data.seed;
+  config.ntypes.clear();
+  config.etypes.clear();
+  for (const auto& t : d.node_types) {
+    config.ntypes.push_back(t.name);
+    config.ntype_feature_dims.push_back(t.feature_dim);
+  }
+  for (const auto& r : d.relations) config.etypes.push_back(r.Key());
+  config.target_ntype = d.target;
+  std::vector<PartInfo> infos(options.num_parts);
+  ParallelFor(options.num_parts, options.num_threads, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      infos[p].dir = "part" + std::to_string(p);
+      WriteHeteroPart(d, h, csc, relabel, static_cast<int>(p), masks,
+                      tmp.path() + "/" + infos[p].dir, &infos[p]);
+    }
+  });
+  int64_t edge_start = 0;
+  for (PartInfo& info : infos) {
+    info.edge_start = edge_start;
+    for (int64_t c : info.etype_edges) edge_start += c;
+    info.edge_end = edge_start;
+    config.parts.push_back(std::move(info));
+  }
+  timer.End();
+
+  // The report: as the homogeneous one, plus nodes of each type per part.
+  std::vector<int64_t> nodes, edges, train;
+  std::vector<std::vector<int64_t>> per_type(d.node_types.size());
+  json parts = json::array();
+  for (const PartInfo& p : config.parts) {
+    nodes.push_back(p.num_nodes());
+    edges.push_back(p.num_edges());
+    train.push_back(p.num_train);
+    json types = json::object();
+    for (size_t t = 0; t < d.node_types.size(); ++t) {
+      const int64_t c = p.ntype_ranges[t].second - p.ntype_ranges[t].first;
+      types[d.node_types[t].name] = c;
+      per_type[t].push_back(c);
+    }
+    parts.push_back({{"nodes", p.num_nodes()},
+                     {"edges", p.num_edges()},
+                     {"train_nodes", p.num_train},
+                     {"valid_nodes", p.num_valid},
+                     {"test_nodes", p.num_test},
+                     {"node_types", types}});
+  }
+  json imbalance = {
+      {"nodes", Imbalance(nodes)}, {"train_nodes", Imbalance(train)}, {"edges", Imbalance(edges)}};
+  for (size_t t = 0; t < d.node_types.size(); ++t)
+    imbalance["nodes_" + d.node_types[t].name] = Imbalance(per_type[t]);
+  json stages = json::object();
+  for (const auto& [name, secs] : timer.stages()) {
+    stages[name.rfind("load", 0) == 0 ? "load" : name] = secs;
+  }
+  json report = {
+      {"graph_name", graph_name},
+      {"num_parts", options.num_parts},
+      {"part_method", options.part_method},
+      {"num_nodes", n},
+      {"input_edges", d.num_edges()},
+      {"undirected_edges", undirected_edges},
+      {"stored_in_edges", config.num_edges},
+      {"val_edges", 0},
+      {"edge_cut", cut},
+      {"edge_cut_fraction", undirected_edges > 0
+                                ? static_cast<double>(cut) / static_cast<double>(undirected_edges)
+                                : 0.0},
+      {"ntypes", config.ntypes},
+      {"etypes", config.etypes},
+      {"parts", parts},
+      {"imbalance", imbalance},
+      {"stage_seconds", stages},
+      {"total_seconds", timer.Total()},
+      {"peak_rss_bytes", PeakRssBytes()},
+  };
+  config.report = report;
+  const std::string json_name = graph_name + ".json";
+  WriteFileAtomic(tmp.path() + "/" + json_name, PartitionConfigText(config));
+  Publish(tmp, options.output);
+  GNN_LOG(kInfo) << "wrote " << options.num_parts << " partitions of " << graph_name << " ("
+                 << config.ntypes.size() << " node types, " << config.etypes.size()
+                 << " relations) to " << options.output;
+  return PartitionResult{(fs::path(options.output) / json_name).string(), report};
+}
+
+}  // namespace gnn

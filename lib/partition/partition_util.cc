@@ -1,0 +1,111 @@
+#include "partition/partition_util.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "common/error.h"
+#include "common/fs.h"
+
+namespace gnn {
+
+namespace fs = std::filesystem;
+
+double Imbalance(const std::vector<int64_t>& per_part) {
+  if (per_part.empty()) return 1.0;
+  double sum = 0, mx = 0;
+  for (int64_t x : per_part) {
+    sum += static_cast<double>(x);
+    mx = std::max(mx, static_cast<double>(x));
+  }
+  double mean = sum / static_cast<double>(per_part.size());
+  return mean > 0 ? mx / mean : 1.0;
+}
+
+std::vector<uint8_t> MaskOf(int64_t n, const std::vector<int64_t>& idx) {
+  std::vector<uint8_t> m(n, 0);
+  for (int64_t v : idx) m[v] = 1;
+  return m;
+}
+
+// Checks that `output` may be (re)placed, before any work is done.
+void CheckOutput(const PartitionOptions& o) {
+  std::error_code ec;
+  if (fs::exists(o.output, ec)) {
+    if (!fs::is_directory(o.output, ec)) {
+      throw ConfigError("--output " + o.output + " exists and is not a directory");
+    }
+    if (!fs::is_empty(o.output, ec) && !o.overwrite) {
+      throw ConfigError("--output " + o.output +
+                        " already exists and is not empty; pass --overwrite to replace it");
+    }
+  }
+  // Missing parent folders are made, as DGL's partition_graph does.
+  fs::path parent = fs::absolute(o.output).parent_path();
+  if (!fs::is_directory(parent, ec) && (!fs::create_directories(parent, ec) || ec)) {
+    throw DataError("cannot write --output " + o.output + ": cannot create its folder " +
+                    parent.string() + (ec ? ": " + ec.message() : ""));
+  }
+  if (::access(parent.c_str(), W_OK) != 0) {
+    throw DataError("cannot write --output " + o.output + ": folder " + parent.string() +
+                    " is not writable");
+  }
+}
+
+// `output` as an absolute, normal path without a trailing '/'.
+std::string AbsoluteOutput(const std::string& output) {
+  std::string path = fs::absolute(output).lexically_normal().string();
+  if (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+TempOutput::TempOutput(const std::string& prefix) : path_(MakeUniqueDir(prefix)) {}
+
+TempOutput::~TempOutput() {
+  if (!path_.empty()) RemoveAllQuietly(path_);
+}
+
+// Moves the finished temp folder to `output`, replacing an old one only now.
+void Publish(TempOutput& tmp, const std::string& output) {
+  std::error_code ec;
+  const std::string absolute = AbsoluteOutput(output);
+  bool had_old = fs::exists(output, ec);
+  std::string old;
+  if (had_old) {
+    // rename(2) may replace an empty folder: reserve a unique one.
+    old = MakeUniqueDir(absolute + ".old.");
+    fs::rename(output, old, ec);
+    if (ec) {
+      RemoveAllQuietly(old);
+      throw DataError("cannot replace " + output + ": " + ec.message());
+    }
+  }
+  fs::rename(tmp.path(), output, ec);
+  if (ec) {
+    if (had_old) fs::rename(old, output, ec);
+    throw DataError("cannot move the finished partitions to " + output + ": " + ec.message());
+  }
+  tmp.Release();
+  if (had_old) RemoveAllQuietly(old);
+  SyncDir(fs::path(absolute).parent_path().string());
+}
+
+// Orders nodes by partition, then by original id (stable and reproducible).
+Relabeling Relabel(const std::vector<int32_t>& part, int num_parts) {
+  const int64_t n = static_cast<int64_t>(part.size());
+  Relabeling r;
+  r.part_start.assign(num_parts + 1, 0);
+  for (int32_t p : part) ++r.part_start[p + 1];
+  for (int p = 0; p < num_parts; ++p) r.part_start[p + 1] += r.part_start[p];
+  std::vector<int64_t> fill(r.part_start.begin(), r.part_start.end() - 1);
+  r.new_id.resize(n);
+  r.orig.resize(n);
+  for (int64_t v = 0; v < n; ++v) {
+    int64_t id = fill[part[v]]++;
+    r.new_id[v] = id;
+    r.orig[id] = v;
+  }
+  return r;
+}
+
+}  // namespace gnn

@@ -1,0 +1,53 @@
+// What gnn-partition's homogeneous and heterogeneous paths share: the
+// output folder (checked first, written in a unique temporary folder and
+// published atomically), the relabeling (partition-major new ids) and
+// small report helpers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "partition/partition.h"
+
+namespace gnn {
+
+// Largest over mean of per-partition counts (1 = balanced).
+double Imbalance(const std::vector<int64_t>& per_part);
+
+// A 0/1 mask of n entries with `idx` set.
+std::vector<uint8_t> MaskOf(int64_t n, const std::vector<int64_t>& idx);
+
+// Checks that `output` may be (re)placed, before any work is done.
+void CheckOutput(const PartitionOptions& o);
+
+// `output` as an absolute, normal path without a trailing '/'.
+std::string AbsoluteOutput(const std::string& output);
+
+// A new, uniquely named "<output>.tmp.<random>" folder (never shared with
+// another run, even one with the same pid on another host), removed with its
+// contents unless released.
+class TempOutput {
+ public:
+  explicit TempOutput(const std::string& prefix);
+  ~TempOutput();
+  const std::string& path() const { return path_; }
+  void Release() { path_.clear(); }
+
+ private:
+  std::string path_;
+};
+
+// Moves the finished temp folder to `output`, replacing an old one only now.
+void Publish(TempOutput& tmp, const std::string& output);
+
+struct Relabeling {
+  std::vector<int64_t> new_id;      // old -> new
+  std::vector<int64_t> orig;        // new -> old
+  std::vector<int64_t> part_start;  // [num_parts + 1]
+};
+
+// Orders nodes by partition, then by original id (stable and reproducible).
+Relabeling Relabel(const std::vector<int32_t>& part, int num_parts);
+
+}  // namespace gnn
