@@ -5,7 +5,9 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "common/crc32c.h"
 #include "common/error.h"
@@ -21,7 +23,7 @@ constexpr uint32_t kEventWallTime = 1;     // double
 constexpr uint32_t kEventStep = 2;         // int64
 constexpr uint32_t kEventFileVersion = 3;  // string
 constexpr uint32_t kEventSummary = 5;      // Summary
-constexpr uint32_t kEventSessionLog = 6;   // SessionLog
+constexpr uint32_t kEventSessionLog = 7;   // SessionLog (6 is the deprecated LogMessage)
 constexpr uint32_t kSessionLogStatus = 1;  // enum SessionStatus
 constexpr uint64_t kSessionStart = 1;      // SessionLog.START
 constexpr uint32_t kSummaryValue = 1;      // repeated Summary.Value
@@ -101,21 +103,32 @@ std::string SessionStartEvent(int64_t step) {
 }
 
 // TensorFlow's name plus pid and a per-process count, so writers started in
-// the same second (other processes, or this one) never share a file.
-std::string EventFileName() {
+// the same second (other processes, or this one) never share a file. The
+// second is later than any event file already in `dir`: TensorBoard reads
+// a folder's files in name order, and a resumed run's session start must
+// come after what the interrupted run wrote.
+std::string EventFileName(const std::string& dir) {
   static std::atomic<int> count{0};
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::strcpy(host, "localhost");
-  const auto secs = static_cast<int64_t>(WallTime());
-  return "events.out.tfevents." + std::to_string(secs) + "." + host + "." +
-         std::to_string(getpid()) + "." + std::to_string(count++);
+  int64_t secs = static_cast<int64_t>(WallTime());
+  const std::string prefix = "events.out.tfevents.";
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const int64_t other = std::atoll(name.c_str() + prefix.size());
+    if (other >= secs) secs = other + 1;
+  }
+  return prefix + std::to_string(secs) + "." + host + "." + std::to_string(getpid()) + "." +
+         std::to_string(count++);
 }
 
 }  // namespace
 
 TensorBoardWriter::TensorBoardWriter(const std::string& dir) {
   MakeDirs(dir);
-  path_ = dir + "/" + EventFileName();
+  path_ = dir + "/" + EventFileName(dir);
   file_ = std::fopen(path_.c_str(), "wbx");  // x: never append to another writer's file
   if (!file_) {
     throw DataError("cannot create TensorBoard event file " + path_ + ": " + std::strerror(errno));

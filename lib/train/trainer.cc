@@ -142,6 +142,13 @@ class MetricsWriter {
     if (!file_) throw DataError("cannot write --metrics_file " + path);
   }
 
+  // Everything written so far reaches the files (TensorBoard buffers its
+  // records): with a checkpoint, so a resumed run's curves have no gap.
+  void Flush() {
+    if (tb_) tb_->Flush();
+    if (file_) std::fflush(file_);
+  }
+
   // A resumed run goes on after global step `step`: what an interrupted
   // run wrote past it is dropped (metrics lines; TensorBoard by a session
   // start), so every step appears once.
@@ -330,6 +337,7 @@ class Training {
     if (!lead_ || o_.checkpoint_dir.empty()) return;
     st_.world = env_->world();
     st_.num_batches = env_->NumBatches();
+    metrics_.Flush();
     SaveCheckpoint(o_.checkpoint_dir, model_, opt_, st_, signature_);
     Report("checkpoint " + std::to_string(st_.global_step) + " " +
            fs::absolute(CheckpointPath(o_.checkpoint_dir)).lexically_normal().string());
@@ -363,10 +371,6 @@ class Training {
       st_.batches_done = batch + 1;
       ++st_.global_step;
       Report("step " + std::to_string(st_.global_step));
-      if (o_.checkpoint_every > 0 && st_.global_step % o_.checkpoint_every == 0 &&
-          st_.batches_done < env_->NumBatches()) {
-        Checkpoint();
-      }
       progress.Add();
       if (es.steps % o_.log_every == 0 && loss.defined()) {
         const double speed =
@@ -374,6 +378,11 @@ class Training {
         log_watch.Reset();
         examples_at_log = es.examples;
         LogStep(epoch, es.steps, loss.item<double>(), task_->TrainAccuracy(out, *mb), speed);
+      }
+      // After the step's metrics: a checkpoint covers everything logged.
+      if (o_.checkpoint_every > 0 && st_.global_step % o_.checkpoint_every == 0 &&
+          st_.batches_done < env_->NumBatches()) {
+        Checkpoint();
       }
     }
     progress.Done();

@@ -396,25 +396,34 @@ TEST_CASE("after a resume the metrics file and TensorBoard hold every step once"
     return steps;
   };
   // Killed some steps after a checkpoint (800 steps in all, one checkpoint
-  // every 25 and at each epoch's end): those steps are in both files.
-  {
-    test::ChildProcess run(base, dir / "run");
-    REQUIRE(test::WaitUntil([&] { return !run.Running() || PathExists(dir / "ck/checkpoint.pt"); },
-                            std::chrono::seconds(60)));
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    run.Kill();
+  // every 25 and at each epoch's end): those steps are in both files. A
+  // kill that lands between a checkpoint and its step's metrics line leaves
+  // nothing to drop: that attempt is done again.
+  bool replayed = false;
+  for (int attempt = 0; attempt < 5 && !replayed; ++attempt) {
+    std::filesystem::remove_all(dir / "ck");
+    std::filesystem::remove_all(dir / "tb");
+    std::filesystem::remove(dir / "m.jsonl");
+    {
+      test::ChildProcess run(base, dir / ("run" + std::to_string(attempt)));
+      REQUIRE(
+          test::WaitUntil([&] { return !run.Running() || PathExists(dir / "ck/checkpoint.pt"); },
+                          std::chrono::seconds(60)));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      run.Kill();
+    }
+    const std::vector<int64_t> before = read_steps();
+    auto again = base;
+    again.push_back("--resume");
+    const test::ProcessResult r = RunProcess(again, 300);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const size_t at = r.err.find("(step ", r.err.find("resumed from"));
+    REQUIRE(at != std::string::npos);
+    const int64_t resumed = std::stoll(r.err.substr(at + 6));
+    replayed = !before.empty() && before.back() > resumed;
   }
-  const std::vector<int64_t> before = read_steps();
-  auto again = base;
-  again.push_back("--resume");
-  const test::ProcessResult r = RunProcess(again, 300);
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  const size_t at = r.err.find("(step ", r.err.find("resumed from"));
-  REQUIRE(at != std::string::npos);
-  const int64_t resumed = std::stoll(r.err.substr(at + 6));
-  REQUIRE(!before.empty());
-  REQUIRE(before.back() > resumed);  // the interrupted run went past its checkpoint
+  REQUIRE(replayed);  // the interrupted run went past its checkpoint
   // Every "step" record's global step once, and no gap, to the end.
   const std::vector<int64_t> steps = read_steps();
   REQUIRE(steps.size() == 800);
@@ -428,7 +437,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 acc = EventAccumulator(sys.argv[1])
 acc.Reload()
 steps = [e.step for e in acc.Scalars("train/loss")]
-assert steps == list(range(1, len(steps) + 1)), steps[:50]
+breaks = [(a, b) for a, b in zip(steps, steps[1:]) if b != a + 1]
+assert steps[:1] == [1] and not breaks, (len(steps), breaks[:5], sorted(__import__("os").listdir(sys.argv[1])))
 print("ok", len(steps))
 )";
   auto py = test::RunProcess({python, "-c", script, dir / "tb"}, 120);

@@ -1,19 +1,24 @@
 // Heterogeneous datasets: the synthetic:mag presets (ogbn-mag's shape,
 // exact sizes, thread-invariant bytes, a planted class signal in every
 // relation), DGL's reverse relations, and OGB's raw heterogeneous layout
-// written and read back, with clear errors for broken folders.
+// written and read back, with clear errors for broken folders; the
+// heterogeneous partition config and its checks.
 #include "graph/hetero.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
+#include "common/fs.h"
 #include "graph/ogb_hetero.h"
 #include "graph/synthetic_hetero.h"
+#include "partition/config.h"
+#include "partition/partition.h"
 #include "test_util.h"
 
 namespace gnn {
@@ -212,6 +217,60 @@ TEST_CASE("synthetic heterogeneous presets: unknown names are one clear error", 
   CHECK(nodes == 1939743);
   CHECK(edges == 21111007);
   CHECK(mag.num_classes == 349);
+}
+
+TEST_CASE("a heterogeneous partition config is checked: per-type ranges, type names, target",
+          "[unit]") {
+  test::TempDir dir;
+  PartitionOptions o;
+  o.data.dataset = "synthetic:mag-small";
+  o.num_parts = 2;
+  o.output = dir / "out";
+  o.undirected = true;
+  const PartitionResult r = RunPartition(o);
+  const std::string text = ReadFile(r.config_path);
+  const PartitionConfig c = ParsePartitionConfigText(text, dir / "out", r.config_path);
+  REQUIRE(c.hetero());
+  CHECK(c.PartFileNames() ==
+        std::vector<std::string>{"indptr.npy", "indices.npy", "etype.npy", "orig_nids.npy",
+                                 "paper-feat.npy", "paper-label.npy", "paper-train_mask.npy",
+                                 "paper-valid_mask.npy", "paper-test_mask.npy"});
+  // Every type's ranges, partition after partition, cover the ids once.
+  int64_t covered = 0;
+  for (const auto& p : c.parts) {
+    REQUIRE(p.ntype_ranges.size() == 4);
+    for (const auto& [s, e] : p.ntype_ranges) covered += e - s;
+    int64_t stored = 0;
+    for (int64_t k : p.etype_edges) stored += k;
+    CHECK(stored == p.num_edges());
+  }
+  CHECK(covered == 19397);
+
+  auto error_of = [&](const std::function<void(nlohmann::json&)>& mutate) {
+    nlohmann::json j = nlohmann::json::parse(text);
+    mutate(j);
+    try {
+      ParsePartitionConfig(j, dir / "out", "mag.json");
+    } catch (const DataError& e) {
+      return std::string(e.what());
+    }
+    return std::string("parsed");
+  };
+  CHECK_THAT(error_of([](nlohmann::json& j) {
+               std::swap(j["node_map"]["author"][0][1], j["node_map"]["author"][1][1]);
+             }),
+             Catch::Contains("node_map") && Catch::Contains("contiguous"));
+  CHECK_THAT(error_of([](nlohmann::json& j) { j["target_ntype"] = "venue"; }),
+             Catch::Contains("'venue' is not a node type"));
+  CHECK_THAT(error_of([](nlohmann::json& j) {
+               j["ntypes"]["../x"] = j["ntypes"]["author"];
+               j["ntypes"].erase("author");
+             }),
+             Catch::Contains("node type '../x'"));
+  CHECK_THAT(error_of([](nlohmann::json& j) { j["part-1"]["files"].erase("etype.npy"); }),
+             Catch::Contains("etype.npy"));
+  CHECK_THAT(error_of([](nlohmann::json& j) { j["etypes"]["paper:cites:paper"] = 0; }),
+             Catch::Contains("index given twice"));
 }
 
 }  // namespace gnn
