@@ -112,6 +112,13 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
                        ip_path + " lists " + std::to_string(machines.size()) + " machines");
     return problems;
   }
+  if (have_parts && config.hetero()) {
+    try {
+      config.RequireHomogeneous("a launched job (gnn-server, gnn-train)");
+    } catch (const std::exception& e) {
+      problems.push_back(std::string("partition config ") + part_path + ": " + e.what());
+    }
+  }
   if (have_machines && have_parts && config.num_parts > static_cast<int>(machines.size())) {
     problems.push_back("partition config " + part_path + " has " +
                        std::to_string(config.num_parts) + " partitions but ip_config " + ip_path +

@@ -92,7 +92,8 @@ Dataset LoadDataset(const DatasetOptions& options) {
   if (IsHeteroDataset(options)) {
     throw ConfigError(options.dataset +
                       " is a heterogeneous graph (several node and edge types): gnn-dataset "
-                      "reads and writes it; partitioning and training take one node type so far");
+                      "reads and writes it, gnn-partition partitions it; training takes one node "
+                      "type so far");
   }
   if (options.dataset.rfind("synthetic:", 0) == 0) {
     SyntheticSpec spec = ParseSyntheticSpec(options.dataset.substr(10));

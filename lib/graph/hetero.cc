@@ -1,5 +1,7 @@
 #include "graph/hetero.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <set>
 
@@ -30,6 +32,16 @@ void CheckSplit(const HeteroDataset& d, const std::vector<int64_t>& idx, int64_t
   }
 }
 
+// Type and relation names land in file names and in "src:rel:dst" keys:
+// letters, digits, '_', '-', '.' only.
+bool SafeName(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." &&
+         std::all_of(name.begin(), name.end(), [](char ch) {
+           return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' ||
+                  ch == '.';
+         });
+}
+
 }  // namespace
 
 int HeteroDataset::TypeIndex(const std::string& type) const {
@@ -55,8 +67,11 @@ void HeteroDataset::Validate() const {
   if (node_types.empty()) throw DataError(name + ": no node types");
   std::set<std::string> seen;
   for (const auto& t : node_types) {
-    if (t.name.empty() || !seen.insert(t.name).second)
-      throw DataError(name + ": node type '" + t.name + "' is empty or listed twice");
+    if (!SafeName(t.name))
+      throw DataError(name + ": node type '" + t.name +
+                      "' (letters, digits, '_', '-', '.' only: it names files)");
+    if (!seen.insert(t.name).second)
+      throw DataError(name + ": node type '" + t.name + "' is listed twice");
     if (t.num_nodes <= 0) throw DataError(name + ": node type " + t.name + " has no nodes");
     int64_t cells = 0;
     if (t.feature_dim < 0 || __builtin_mul_overflow(t.num_nodes, t.feature_dim, &cells) ||
@@ -66,8 +81,11 @@ void HeteroDataset::Validate() const {
                       std::to_string(t.num_nodes) + " x " + std::to_string(t.feature_dim));
     }
   }
+  if (relations.empty()) throw DataError(name + ": no relations");
   std::set<std::string> keys;
   for (const auto& r : relations) {
+    if (!SafeName(r.name))
+      throw DataError(name + ": relation '" + r.name + "' (letters, digits, '_', '-', '.' only)");
     const int s = TypeIndex(r.src_type), t = TypeIndex(r.dst_type);
     if (s < 0 || t < 0) throw DataError(name + ": relation " + r.Key() + " names an unknown type");
     if (r.name.empty() || !keys.insert(r.Key()).second)

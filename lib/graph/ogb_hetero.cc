@@ -42,7 +42,11 @@ std::vector<std::vector<std::string>> Rows(const std::string& text) {
     std::vector<std::string> fields;
     std::istringstream l(line);
     std::string f;
-    while (std::getline(l, f, ',')) fields.push_back(f);
+    while (std::getline(l, f, ',')) {
+      const size_t b = f.find_first_not_of(" \t"), e = f.find_last_not_of(" \t");
+      fields.push_back(b == std::string::npos ? "" : f.substr(b, e - b + 1));
+    }
+    if (line.back() == ',') fields.push_back("");  // an empty last field is one too
     rows.push_back(fields);
   }
   return rows;

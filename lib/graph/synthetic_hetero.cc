@@ -180,6 +180,15 @@ void CheckSpec(const HeteroSyntheticSpec& spec) {
   for (const auto& r : spec.relations) {
     if (!known(r.src) || !known(r.dst)) bad("relation " + r.name + " names an unknown type");
     if (r.num_edges <= 0) bad("relation " + r.name + " has no edges");
+    int64_t ns = 0, nd = 0;
+    for (const auto& t : spec.types) {
+      if (t.name == r.src) ns = t.num_nodes;
+      if (t.name == r.dst) nd = t.num_nodes;
+    }
+    const int64_t pairs = r.src == r.dst ? ns * (ns - 1) : ns * nd;
+    if (r.num_edges > pairs / 2)
+      bad("relation " + r.name + " asks for " + std::to_string(r.num_edges) +
+          " edges, more than half of the " + std::to_string(pairs) + " possible");
   }
 }
 

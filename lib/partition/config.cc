@@ -100,7 +100,7 @@ json ToJson(const PartitionConfig& c) {
     ntypes[c.ntypes[t]] = t;
     json ranges = json::array();
     for (const auto& p : c.parts) {
-      ranges.push_back(c.hetero() ? json{p.ntype_ranges[t].first, p.ntype_ranges[t].second}
+      ranges.push_back(c.hetero() ? json{p.ntype_ranges.at(t).first, p.ntype_ranges.at(t).second}
                                   : json{p.node_start, p.node_end});
     }
     node_map[c.ntypes[t]] = ranges;
@@ -114,8 +114,8 @@ json ToJson(const PartitionConfig& c) {
         continue;
       }
       int64_t start = p.edge_start;
-      for (size_t k = 0; k < e; ++k) start += p.etype_edges[k];
-      ranges.push_back({start, start + p.etype_edges[e]});
+      for (size_t k = 0; k < e; ++k) start += p.etype_edges.at(k);
+      ranges.push_back({start, start + p.etype_edges.at(e)});
     }
     edge_map[c.etypes[e]] = ranges;
   }
@@ -126,7 +126,7 @@ json ToJson(const PartitionConfig& c) {
   if (c.hetero()) {
     j["target_ntype"] = c.target_ntype;
     json dims = json::object();
-    for (size_t t = 0; t < c.ntypes.size(); ++t) dims[c.ntypes[t]] = c.ntype_feature_dims[t];
+    for (size_t t = 0; t < c.ntypes.size(); ++t) dims[c.ntypes[t]] = c.ntype_feature_dims.at(t);
     j["ntype_feature_dims"] = dims;
   }
   for (size_t i = 0; i < c.parts.size(); ++i) {
@@ -272,10 +272,13 @@ std::vector<std::string> TypeNames(const JsonReader& r) {
   const std::vector<std::string> keys = r.Keys();
   if (keys.empty()) r.Fail("expected at least one type");
   std::vector<std::string> names(keys.size());
+  std::vector<bool> seen(keys.size(), false);
   for (const std::string& k : keys) {
-    const int64_t i = r.At(k).Int(0, static_cast<int64_t>(keys.size()) - 1);
-    if (!names[static_cast<size_t>(i)].empty()) r.At(k).Fail("index given twice");
-    names[static_cast<size_t>(i)] = k;
+    if (k.empty()) r.Fail("empty type name");
+    const size_t i = static_cast<size_t>(r.At(k).Int(0, static_cast<int64_t>(keys.size()) - 1));
+    if (seen[i]) r.At(k).Fail("index given twice");
+    seen[i] = true;
+    names[i] = k;
   }
   return names;
 }
@@ -293,8 +296,22 @@ void CheckTypeName(const JsonReader& r, const std::string& name) {
 void ParseTypes(const JsonReader& r, PartitionConfig* c) {
   c->ntypes = TypeNames(r.At("ntypes"));
   c->etypes = TypeNames(r.At("etypes"));
-  if (!c->hetero()) return;
+  if (!r.Has("target_ntype")) {
+    if (c->ntypes != std::vector<std::string>{"_N"} ||
+        c->etypes != std::vector<std::string>{"_N:_E:_N"})
+      r.At("ntypes").Fail("several node types or relations need a target_ntype");
+    return;
+  }
   for (const auto& t : c->ntypes) CheckTypeName(r.At("ntypes"), t);
+  // Every relation is "src:rel:dst" over the node types.
+  for (const auto& e : c->etypes) {
+    const size_t a = e.find(':'), b = e.find(':', a == std::string::npos ? a : a + 1);
+    const bool ok = a != std::string::npos && b != std::string::npos &&
+                    e.find(':', b + 1) == std::string::npos && b > a + 1 &&
+                    std::count(c->ntypes.begin(), c->ntypes.end(), e.substr(0, a)) == 1 &&
+                    std::count(c->ntypes.begin(), c->ntypes.end(), e.substr(b + 1)) == 1;
+    if (!ok) r.At("etypes").Fail("'" + e + "' is not src:rel:dst over the node types");
+  }
   c->target_ntype = r.At("target_ntype").String();
   if (std::find(c->ntypes.begin(), c->ntypes.end(), c->target_ntype) == c->ntypes.end())
     r.At("target_ntype").Fail("'" + c->target_ntype + "' is not a node type");

@@ -30,7 +30,9 @@ struct PartFile {
 // Heterogeneous partitions (several node types or relations, DGL's keys):
 // new ids are grouped by partition, then by node type, so each type owns
 // one range per partition (node_map[type][part]); stored in-edges are
-// numbered per partition grouped by relation (edge_map[etype][part]). A
+// counted per partition and relation (edge_map[etype][part]: a range of
+// that many ids, relations in etype order; the stored order itself is the
+// CSC's, with each edge's relation in etype.npy). A
 // partition folder then holds indptr.npy, indices.npy (every relation, new
 // ids), etype.npy (int64 relation index of each stored in-edge),
 // orig_nids.npy (type-local input id of each owned node), <type>-feat.npy
@@ -83,10 +85,8 @@ struct PartitionConfig {
   std::string target_ntype;
   std::vector<int64_t> ntype_feature_dims;
 
-  bool hetero() const {
-    return ntypes != std::vector<std::string>{"_N"} ||
-           etypes != std::vector<std::string>{"_N:_E:_N"};
-  }
+  // Heterogeneous configs name their labelled type (target_ntype).
+  bool hetero() const { return !target_ntype.empty(); }
   // The files every partition folder holds (kPartFiles, or the
   // heterogeneous list above), without the held-out edges.
   std::vector<std::string> PartFileNames() const;

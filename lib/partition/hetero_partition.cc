@@ -177,9 +177,10 @@ PartitionResult RunHeteroPartition(const PartitionOptions& options) {
       for (int64_t v : *idx[m]) masks[m][to + v] = 1;
     }
   }
-  if (n >= std::numeric_limits<int32_t>::max() && options.part_method == "metis") {
-    throw ConfigError("graph too large for METIS's 32-bit index (" + std::to_string(n) +
-                      " nodes); use --part_method random");
+  if (n >= std::numeric_limits<int32_t>::max()) {
+    throw ConfigError(d.name + " has " + std::to_string(n) +
+                      " nodes: heterogeneous graphs are partitioned with 32-bit ids (METIS's) "
+                      "so far, at most 2^31 - 1 nodes");
   }
   std::vector<int32_t> part;
   int64_t cut = 0, undirected_edges = 0;

@@ -141,6 +141,18 @@ TEST_CASE("synthetic:mag-small plants its class signal in relations, weakly in f
                                         << ", author purity " << agree / authors);
 }
 
+TEST_CASE("a heterogeneous dataset's type and relation names are safe for file names", "[unit]") {
+  HeteroDataset d = MagSmall(0);
+  d.node_types[0].name = " author";
+  CHECK_THROWS_WITH(d.Validate(), Catch::Contains("node type ' author'"));
+  d = MagSmall(0);
+  d.relations[0].name = "a:b";
+  CHECK_THROWS_WITH(d.Validate(), Catch::Contains("relation 'a:b'"));
+  d = MagSmall(0);
+  d.relations.clear();
+  CHECK_THROWS_WITH(d.Validate(), Catch::Contains("no relations"));
+}
+
 TEST_CASE("reverse relations are DGL's rev- relations with the edges turned around", "[unit]") {
   HeteroDataset d = MagSmall(0);
   const HeteroDataset before = d;
@@ -271,6 +283,13 @@ TEST_CASE("a heterogeneous partition config is checked: per-type ranges, type na
              Catch::Contains("etype.npy"));
   CHECK_THAT(error_of([](nlohmann::json& j) { j["etypes"]["paper:cites:paper"] = 0; }),
              Catch::Contains("index given twice"));
+  CHECK_THAT(error_of([](nlohmann::json& j) {
+               j["etypes"]["paper:cites:venue"] = j["etypes"]["paper:cites:paper"];
+               j["etypes"].erase("paper:cites:paper");
+             }),
+             Catch::Contains("'paper:cites:venue' is not src:rel:dst"));
+  CHECK_THAT(error_of([](nlohmann::json& j) { j.erase("target_ntype"); }),
+             Catch::Contains("need a target_ntype"));
 }
 
 }  // namespace gnn
