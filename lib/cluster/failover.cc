@@ -98,14 +98,11 @@ void ShipIpConfig(const LaunchOptions& o, const std::vector<MachineAddress>& all
       WriteFileAtomic(InWorkspace(ExpandHome(ws), name), text);
       continue;
     }
-    const std::string dest = ShellPath(ws) + "/" + ShellQuote(name);
-    const std::string script =
-        "mkdir -p " + ShellPath(ws) + " && cat > " + dest + ".tmp && mv " + dest + ".tmp " + dest;
-    const CommandResult r =
-        RunCommand(SshArgv(o.ssh, host, script), o.ssh.connect_timeout_s + kShipTimeoutS, text);
+    const CommandResult r = WriteFileOverSsh(o.ssh, host, ws, name, text, false,
+                                             o.ssh.connect_timeout_s + kShipTimeoutS);
     if (r.exit_code != 0) {
       throw PeerError("machine " + std::to_string(m) + " (" + host + "): cannot write " + name +
-                      ": ssh " + r.Describe());
+                      ": ssh " + r.Describe() + ": " + r.LastErrorLine());
     }
   }
 }

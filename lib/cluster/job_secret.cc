@@ -63,11 +63,8 @@ JobSecret::JobSecret(const LaunchOptions& o, const std::vector<MachinePlan>& pla
       continue;
     }
     // Over ssh's stdin: a command line is visible to every user of both hosts.
-    const std::string script = "cd " + ShellPath(p.workspace) + " && umask 077 && mkdir -p " +
-                               kSecretsDir + " && cat > " + ShellQuote(rel + ".tmp") +
-                               " && mv -f " + ShellQuote(rel + ".tmp") + " " + ShellQuote(rel);
-    CommandResult r =
-        RunCommand(SshArgv(o.ssh, p.address.host, script), kShipTimeoutS, secret + "\n");
+    const CommandResult r = WriteFileOverSsh(o.ssh, p.address.host, p.workspace, rel, secret + "\n",
+                                             true, kShipTimeoutS);
     if (r.exit_code != 0) {
       throw ConfigError("machine " + std::to_string(m) + " (" + p.address.host +
                         "): cannot write the job's secret into its workspace: " + r.Describe() +

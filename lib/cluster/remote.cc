@@ -25,6 +25,8 @@ extern char** environ;
 
 namespace gnn {
 
+namespace fs = std::filesystem;
+
 void SshOptions::Validate() const {
   if (port < 1 || port > 65535)
     throw ConfigError("--ssh_port " + std::to_string(port) + " out of range [1, 65535]");
@@ -140,6 +142,18 @@ std::vector<std::string> NumericLibraryEnvironment() {
     }
   }
   return out;
+}
+
+CommandResult WriteFileOverSsh(const SshOptions& ssh, const std::string& host,
+                               const std::string& workspace, const std::string& rel_path,
+                               const std::string& text, bool owner_only, double timeout_s) {
+  const std::string dir = fs::path(rel_path).parent_path().string();
+  const std::string tmp = ShellQuote(rel_path + ".tmp"), dest = ShellQuote(rel_path);
+  const std::string script = "mkdir -p " + ShellPath(workspace) + " && cd " + ShellPath(workspace) +
+                             (owner_only ? " && umask 077" : "") +
+                             (dir.empty() ? "" : " && mkdir -p " + ShellQuote(dir)) + " && cat > " +
+                             tmp + " && mv -f " + tmp + " " + dest;
+  return RunCommand(SshArgv(ssh, host, script), timeout_s, text);
 }
 
 }  // namespace gnn

@@ -60,6 +60,14 @@ std::vector<std::string> SshClientOptions(const SshOptions& ssh);
 std::string RemoteCommand(const std::string& workspace, const std::vector<std::string>& env_vars,
                           const std::string& command);
 
+// Writes `text` to `rel_path` inside `workspace` on `host` over ssh's
+// stdin (never on a command line), through a temporary renamed into place;
+// the workspace and the file's folder are made when missing, and with
+// `owner_only` the file is created mode 0600 (umask 077).
+CommandResult WriteFileOverSsh(const SshOptions& ssh, const std::string& host,
+                               const std::string& workspace, const std::string& rel_path,
+                               const std::string& text, bool owner_only, double timeout_s);
+
 // The numeric libraries' settings of this process's environment (OMP_*,
 // GOMP_*, KMP_*, OPENBLAS_*, MKL_*, as "NAME=value"), to hand on to remote
 // processes: sshd starts them with a fresh environment, and a BLAS that

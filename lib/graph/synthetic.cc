@@ -38,11 +38,6 @@ constexpr double kIntraCommunity = 0.8;
 // label is uniform over all classes. The noisy rest is what a GNN cannot fix
 // from neighbours alone, while the features carry the node's own label.
 constexpr double kLabelFidelity = 0.85;
-// Node weights (expected degrees up to a factor) follow P(w) ~ w^-2.5 for
-// w >= 1, the tail of many real graphs; capped so the hubs stay plausible
-// (ogbn-products: mean degree ~50, max ~17K, i.e. ~330 x mean).
-constexpr double kPowerLawExponent = 2.5;
-constexpr double kMaxWeight = 1000.0;
 // Work granularity. The chunk -> random stream mapping depends only on these,
 // never on the thread count, which is what makes the output thread-invariant.
 constexpr int64_t kNodeChunk = 1 << 14;
@@ -62,8 +57,8 @@ constexpr const char* kPresetHelp =
     "known: tiny, small, products, or nodes=N,edges=E,feat=F,classes=C";
 
 // ---------------------------------------------------------------------------
-// Random streams (graph/synthetic_kit.h): // One tag per use of randomness, so streams never
-// overlap between uses.
+// Random streams (graph/synthetic_kit.h): one tag per use of randomness,
+// so streams never overlap between uses.
 enum class Stream : uint64_t {
   kCommunity = 1,
   kClassOfCommunity,
@@ -123,13 +118,12 @@ Model BuildModel(const SyntheticSpec& spec, uint64_t seed, int num_threads) {
   const double mean_degree = 2.0 * spec.num_edges / n;
   const double cap =
       std::max(1.0, std::min(kMaxWeight, 1.5 * static_cast<double>(n - 1) / mean_degree));
-  const double tail = -1.0 / (kPowerLawExponent - 1.0);
   ParallelChunks(NumChunks(n, kNodeChunk), num_threads, [&](int64_t c) {
     Rng community_rng(StreamSeed(seed, Stream::kCommunity, c));
     Rng weight_rng(StreamSeed(seed, Stream::kWeight, c));
     for (int64_t v = c * kNodeChunk, end = std::min(n, v + kNodeChunk); v < end; ++v) {
       m.community[v] = community_rng.Below(k);
-      weight[v] = std::min(cap, std::pow(1.0 - weight_rng.Uniform(), tail));
+      weight[v] = PowerLawWeight(weight_rng.Uniform(), cap);
     }
   });
 

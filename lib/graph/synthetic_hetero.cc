@@ -18,8 +18,6 @@ namespace {
 // Model constants (changing one changes every generated dataset).
 constexpr double kIntraClass = 0.8;      // an edge's destination shares its source's class
 constexpr double kLabelFidelity = 0.85;  // a paper's label is its class
-constexpr double kPowerLawExponent = 2.5;
-constexpr double kMaxWeight = 1000.0;
 constexpr int64_t kNodeChunk = 1 << 14;  // nodes per random stream
 constexpr int64_t kEdgeChunk = 1 << 16;  // edges per random stream
 constexpr int kMaxRounds = 8;            // sampling rounds to reach a relation's edge count
@@ -65,14 +63,13 @@ TypeModel BuildType(int64_t n, int64_t classes, uint64_t seed, uint64_t type, in
   t.n = n;
   t.cls.resize(n);
   std::vector<double> weight(n);
-  const double tail = -1.0 / (kPowerLawExponent - 1.0);
   const uint64_t base = type << 40;
   ParallelChunks(NumChunks(n, kNodeChunk), threads, [&](int64_t c) {
     Rng class_rng(StreamSeed(seed, kClass, base + c));
     Rng weight_rng(StreamSeed(seed, kWeight, base + c));
     for (int64_t v = c * kNodeChunk, end = std::min(n, v + kNodeChunk); v < end; ++v) {
       t.cls[v] = class_rng.Below(static_cast<uint64_t>(classes));
-      weight[v] = std::min(kMaxWeight, std::pow(1.0 - weight_rng.Uniform(), tail));
+      weight[v] = PowerLawWeight(weight_rng.Uniform(), kMaxWeight);
     }
   });
   AliasBuilder alias;

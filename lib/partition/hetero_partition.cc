@@ -265,56 +265,19 @@ PartitionResult RunHeteroPartition(const PartitionOptions& options) {
   }
   timer.End();
 
-  // The report: as the homogeneous one, plus nodes of each type per part.
-  std::vector<int64_t> nodes, edges, train;
-  std::vector<std::vector<int64_t>> per_type(d.node_types.size());
-  json parts = json::array();
-  for (const PartInfo& p : config.parts) {
-    nodes.push_back(p.num_nodes());
-    edges.push_back(p.num_edges());
-    train.push_back(p.num_train);
-    json types = json::object();
-    for (size_t t = 0; t < d.node_types.size(); ++t) {
-      const int64_t c = p.ntype_ranges[t].second - p.ntype_ranges[t].first;
-      types[d.node_types[t].name] = c;
-      per_type[t].push_back(c);
+  // The report: as the homogeneous one, plus each type's nodes per part.
+  json report = PartitionReport(config, d.num_edges(), undirected_edges, cut, timer);
+  for (size_t t = 0; t < d.node_types.size(); ++t) {
+    std::vector<int64_t> per_part;
+    for (size_t p = 0; p < config.parts.size(); ++p) {
+      const auto [start, end] = config.parts[p].ntype_ranges[t];
+      report["parts"][p]["node_types"][d.node_types[t].name] = end - start;
+      per_part.push_back(end - start);
     }
-    parts.push_back({{"nodes", p.num_nodes()},
-                     {"edges", p.num_edges()},
-                     {"train_nodes", p.num_train},
-                     {"valid_nodes", p.num_valid},
-                     {"test_nodes", p.num_test},
-                     {"node_types", types}});
+    report["imbalance"]["nodes_" + d.node_types[t].name] = Imbalance(per_part);
   }
-  json imbalance = {
-      {"nodes", Imbalance(nodes)}, {"train_nodes", Imbalance(train)}, {"edges", Imbalance(edges)}};
-  for (size_t t = 0; t < d.node_types.size(); ++t)
-    imbalance["nodes_" + d.node_types[t].name] = Imbalance(per_type[t]);
-  json stages = json::object();
-  for (const auto& [name, secs] : timer.stages()) {
-    stages[name.rfind("load", 0) == 0 ? "load" : name] = secs;
-  }
-  json report = {
-      {"graph_name", graph_name},
-      {"num_parts", options.num_parts},
-      {"part_method", options.part_method},
-      {"num_nodes", n},
-      {"input_edges", d.num_edges()},
-      {"undirected_edges", undirected_edges},
-      {"stored_in_edges", config.num_edges},
-      {"val_edges", 0},
-      {"edge_cut", cut},
-      {"edge_cut_fraction", undirected_edges > 0
-                                ? static_cast<double>(cut) / static_cast<double>(undirected_edges)
-                                : 0.0},
-      {"ntypes", config.ntypes},
-      {"etypes", config.etypes},
-      {"parts", parts},
-      {"imbalance", imbalance},
-      {"stage_seconds", stages},
-      {"total_seconds", timer.Total()},
-      {"peak_rss_bytes", PeakRssBytes()},
-  };
+  report["ntypes"] = config.ntypes;
+  report["etypes"] = config.etypes;
   config.report = report;
   const std::string json_name = graph_name + ".json";
   WriteFileAtomic(tmp.path() + "/" + json_name, PartitionConfigText(config));

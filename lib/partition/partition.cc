@@ -380,45 +380,7 @@ PartitionResult RunPartition(const PartitionOptions& options) {
                                &undirected_edges);
   }
 
-  // The report: quality, balance and where the time went.
-  std::vector<int64_t> nodes, edges, train;
-  json parts = json::array();
-  for (const PartInfo& p : config.parts) {
-    nodes.push_back(p.num_nodes());
-    edges.push_back(p.num_edges());
-    train.push_back(p.num_train);
-    parts.push_back({{"nodes", p.num_nodes()},
-                     {"edges", p.num_edges()},
-                     {"train_nodes", p.num_train},
-                     {"valid_nodes", p.num_valid},
-                     {"test_nodes", p.num_test}});
-  }
-  json stages = json::object();
-  for (const auto& [name, secs] : timer.stages()) {
-    stages[name.rfind("load", 0) == 0 ? "load" : name] = secs;
-  }
-  json report = {
-      {"graph_name", graph_name},
-      {"num_parts", options.num_parts},
-      {"part_method", options.part_method},
-      {"num_nodes", n},
-      {"input_edges", input_edges},
-      {"undirected_edges", undirected_edges},
-      {"stored_in_edges", config.num_edges},
-      {"val_edges", config.num_val_edges},
-      {"edge_cut", cut},
-      {"edge_cut_fraction", undirected_edges > 0
-                                ? static_cast<double>(cut) / static_cast<double>(undirected_edges)
-                                : 0.0},
-      {"parts", parts},
-      {"imbalance",
-       {{"nodes", Imbalance(nodes)},
-        {"train_nodes", Imbalance(train)},
-        {"edges", Imbalance(edges)}}},
-      {"stage_seconds", stages},
-      {"total_seconds", timer.Total()},
-      {"peak_rss_bytes", PeakRssBytes()},
-  };
+  const json report = PartitionReport(config, input_edges, undirected_edges, cut, timer);
   config.report = report;
 
   const std::string json_name = graph_name + ".json";

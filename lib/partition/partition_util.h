@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/timer.h"
+#include "partition/config.h"
 #include "partition/partition.h"
 
 namespace gnn {
@@ -49,5 +51,11 @@ struct Relabeling {
 
 // Orders nodes by partition, then by original id (stable and reproducible).
 Relabeling Relabel(const std::vector<int32_t>& part, int num_parts);
+
+// The partition_report both paths write: sizes, edge cut, each part's
+// nodes, edges and splits, balance (max/mean), where the time went, peak
+// memory.
+nlohmann::json PartitionReport(const PartitionConfig& config, int64_t input_edges,
+                               int64_t undirected_edges, int64_t cut, const StageTimer& timer);
 
 }  // namespace gnn

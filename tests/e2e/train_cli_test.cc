@@ -42,6 +42,19 @@ json Train(std::vector<std::string> args) {
   return json::parse(out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1));
 }
 
+// Runs `body` with `python` after loading the event files of `dir` into
+// TensorBoard's own EventAccumulator `acc`.
+test::ProcessResult TensorBoardScript(const std::string& python, const std::string& body,
+                                      const std::string& dir) {
+  const std::string script =
+      "import sys\n"
+      "from tensorboard.backend.event_processing.event_accumulator import EventAccumulator\n"
+      "acc = EventAccumulator(sys.argv[1])\n"
+      "acc.Reload()\n" +
+      body;
+  return RunProcess({python, "-c", script, dir}, 120);
+}
+
 void ExpectFailure(std::vector<std::string> args, const std::string& needle) {
   args.insert(args.begin(), Bin("gnn-train"));
   auto r = RunProcess(args, 120);
@@ -170,11 +183,7 @@ TEST_CASE("gnn-train --tensorboard_dir writes the run's curves, readable by Tens
   std::string why;
   const std::string python = test::TensorBoardPython(&why);
   if (python.empty()) GNN_SKIP("no Python tensorboard package: " << why);
-  const char* script = R"(import sys
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-acc = EventAccumulator(sys.argv[1])
-acc.Reload()
-ev = acc.Scalars("eval/val_acc")
+  const char* script = R"(ev = acc.Scalars("eval/val_acc")
 ep = acc.Scalars("epoch/time_s")
 loss = acc.Scalars("train/loss")
 assert len(ev) == 3 and len(ep) == 3, (len(ev), len(ep))
@@ -183,7 +192,7 @@ assert [e.step for e in ev] == sorted(e.step for e in ev) and ev[0].step < ev[-1
 assert len(loss) >= 3 and all(e.value > 0 for e in loss)
 print("ok", len(loss))
 )";
-  auto r = test::RunProcess({python, "-c", script, dir / "tb"}, 120);
+  auto r = TensorBoardScript(python, script, dir / "tb");
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out.rfind("ok ", 0) == 0);
@@ -432,16 +441,12 @@ TEST_CASE("after a resume the metrics file and TensorBoard hold every step once"
   std::string why;
   const std::string python = test::TensorBoardPython(&why);
   if (python.empty()) GNN_SKIP("no Python tensorboard package: " << why);
-  const char* script = R"(import sys
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-acc = EventAccumulator(sys.argv[1])
-acc.Reload()
-steps = [e.step for e in acc.Scalars("train/loss")]
+  const char* script = R"(steps = [e.step for e in acc.Scalars("train/loss")]
 breaks = [(a, b) for a, b in zip(steps, steps[1:]) if b != a + 1]
 assert steps[:1] == [1] and not breaks, (len(steps), breaks[:5], sorted(__import__("os").listdir(sys.argv[1])))
 print("ok", len(steps))
 )";
-  auto py = test::RunProcess({python, "-c", script, dir / "tb"}, 120);
+  auto py = TensorBoardScript(python, script, dir / "tb");
   INFO(py.err);
   CHECK(py.exit_code == 0);
   CHECK(py.out == "ok 800\n");
