@@ -61,6 +61,19 @@ int main(int argc, char** argv) {
       "--remove_edge", o.remove_edge,
       "--task link: keep a batch's edges (and reverses) out of its sampled neighbourhoods");
   bool quiet = false;
+  app.add_option("--model", o.model, "graphsage, or rgcn for heterogeneous graphs")
+      ->capture_default_str();
+  app.add_option("--num_bases", o.num_bases, "rgcn: bases of the relation weights (<= 0: none)")
+      ->capture_default_str();
+  bool no_self_loop = false;
+  app.add_flag("--no_self_loop", no_self_loop, "rgcn: no self-loop weight");
+  app.add_option("--predict_category", o.predict_category,
+                 "rgcn: the labelled node type (default: the config's target_ntype)");
+  app.add_option("--sparse_optimizer", o.sparse_optimizer,
+                 "rgcn: adagrad or adam for the node embeddings")
+      ->capture_default_str();
+  app.add_option("--sparse_lr", o.sparse_lr, "rgcn: learning rate of the node embeddings")
+      ->capture_default_str();
   app.add_flag("--quiet", quiet, "only warnings and errors on stderr");
   app.add_option("--ip_config", o.ip_config, "machines, one 'IP [PORT]' per line (distributed)");
   app.add_option("--machine_id", o.machine_id, "this machine's line in ip_config")
@@ -108,6 +121,7 @@ int main(int argc, char** argv) {
         o.standalone ? std::string("trainer 0")
                      : "trainer " + std::to_string(o.machine_id * o.num_trainers + o.trainer_id));
     if (quiet) gnn::SetLogLevel(gnn::LogLevel::kWarn);
+    o.self_loop = !no_self_loop;
     nlohmann::json summary = gnn::RunTrain(o);
     std::cout << summary.dump() << std::endl;
   });

@@ -31,6 +31,28 @@ int PartitionConfig::PartOf(int64_t node) const {
   return static_cast<int>(it - parts.begin());
 }
 
+int PartitionConfig::NtypeOf(int64_t node) const {
+  const int p = PartOf(node);
+  if (p < 0) return -1;
+  const auto& ranges = parts[static_cast<size_t>(p)].ntype_ranges;
+  if (ranges.empty()) return 0;
+  for (size_t t = 0; t < ranges.size(); ++t) {
+    if (node >= ranges[t].first && node < ranges[t].second) return static_cast<int>(t);
+  }
+  return -1;
+}
+
+std::vector<int64_t> PartitionConfig::InputTypeOffsets() const {
+  std::vector<int64_t> offset(ntypes.size() + 1, 0);
+  for (const PartInfo& p : parts) {
+    for (size_t t = 0; t < p.ntype_ranges.size() && t < ntypes.size(); ++t)
+      offset[t + 1] += p.ntype_ranges[t].second - p.ntype_ranges[t].first;
+  }
+  if (parts.empty() || parts.front().ntype_ranges.empty()) offset.back() = num_nodes;
+  for (size_t t = 0; t < ntypes.size(); ++t) offset[t + 1] += offset[t];
+  return offset;
+}
+
 std::vector<int> PartitionMachines(int part, int num_parts, int num_machines) {
   std::vector<int> out;
   for (int m = part; m < num_machines; m += num_parts) out.push_back(m);

@@ -34,7 +34,8 @@ struct PartFile {
 // that many ids, relations in etype order; the stored order itself is the
 // CSC's, with each edge's relation in etype.npy). A
 // partition folder then holds indptr.npy, indices.npy (every relation, new
-// ids), etype.npy (int64 relation index of each stored in-edge),
+// ids), etype.npy (int64 relation index of each stored in-edge; each
+// node's in-edges are sorted by relation, then by the source's input id),
 // orig_nids.npy (type-local input id of each owned node), <type>-feat.npy
 // for each type with features, and <target>-label.npy and
 // <target>-{train,valid,test}_mask.npy for the labelled type.
@@ -98,6 +99,13 @@ struct PartitionConfig {
 
   // Partition that owns `node` (binary search over node ranges); -1 if none.
   int PartOf(int64_t node) const;
+  // Heterogeneous: the node type of global id `node` (-1 if none), and
+  // where each type starts in the input's homogeneous numbering (type-major:
+  // type t's input id v is offset[t] + v; [num types + 1] entries). With
+  // orig_nids this is the key that makes sampling and initial embeddings
+  // the same for a node whatever the partitioning.
+  int NtypeOf(int64_t node) const;
+  std::vector<int64_t> InputTypeOffsets() const;
   // Absolute-or-relative path of a file of partition `part`.
   std::string FilePath(int part, const std::string& file) const;
 };

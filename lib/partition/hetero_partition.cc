@@ -34,8 +34,9 @@ struct HomogeneousView {
 };
 
 // The in-edges of every node (old homogeneous ids) with their relation:
-// rows by destination, entries (source, relation) sorted, so a partition's
-// rows keep the same order whatever the partitioning.
+// rows by destination, entries (relation, source) sorted, so each row's
+// edges of one relation are one run (typed sampling draws from it) and a
+// partition's rows keep the same order whatever the partitioning.
 struct TypedCsc {
   std::vector<int64_t> indptr;
   std::vector<int64_t> src;
@@ -53,7 +54,7 @@ TypedCsc BuildTypedCsc(const HeteroDataset& d, const HomogeneousView& h, int thr
     const int64_t dof = h.offset[static_cast<size_t>(d.TypeIndex(r.dst_type))];
     for (int64_t i = 0; i < r.num_edges(); ++i) {
       rows.push_back(dof + r.dst[i]);
-      cols.push_back((so + r.src[i]) * num_etypes + e);  // (source, relation) in one key
+      cols.push_back(e * h.num_nodes + so + r.src[i]);  // (relation, source) in one key
     }
   }
   Csr keyed = BuildCsr<int64_t>(h.num_nodes, rows, cols, false, false, threads);
@@ -64,8 +65,8 @@ TypedCsc BuildTypedCsc(const HeteroDataset& d, const HomogeneousView& h, int thr
   csc.src.resize(keyed.indices.size());
   csc.etype.resize(keyed.indices.size());
   for (size_t k = 0; k < keyed.indices.size(); ++k) {
-    csc.src[k] = keyed.indices[k] / num_etypes;
-    csc.etype[k] = keyed.indices[k] % num_etypes;
+    csc.src[k] = keyed.indices[k] % h.num_nodes;
+    csc.etype[k] = keyed.indices[k] / h.num_nodes;
   }
   return csc;
 }

@@ -15,6 +15,9 @@ struct Block {
   std::vector<int64_t> src_nodes;  // global node ids, dst nodes first, unique
   std::vector<int64_t> indptr;     // [num_dst + 1]: CSR over destinations
   std::vector<int64_t> indices;    // local indices into src_nodes
+  // Heterogeneous graphs: the relation index (the config's etypes order) of
+  // each edge, parallel to `indices`; empty for a homogeneous block.
+  std::vector<int64_t> etypes;
   // Optional transpose (BuildTranspose): edges grouped by source, for the
   // trainer's backward pass. Empty unless built; never on the wire.
   std::vector<int64_t> t_indptr;   // [num_src + 1]

@@ -11,99 +11,17 @@
 #include "common/error.h"
 #include "common/parallel.h"
 #include "sampling/edge_batch.h"
+#include "sampling/row_sampling.h"
 
 namespace gnn {
 namespace {
 
+using sampling_detail::FloydScratch;
+using sampling_detail::Rng;
+using sampling_detail::SampleCount;
+using sampling_detail::SampleWithoutReplacement;
+
 constexpr uint64_t kGolden = kGoldenGamma;
-
-// splitmix64 stream. Seeded per seed node from MixSeed(rng_seed, node), so a
-// node's draw never depends on which thread or slice handled it. std::
-// distributions are avoided: their output is implementation-defined.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() { return Mix64(state_ += kGolden); }
-  // Uniform in [0, n), n > 0 (Lemire's multiply-shift; bias < n / 2^64).
-  int64_t Below(int64_t n) {
-    return static_cast<int64_t>(
-        (static_cast<unsigned __int128>(Next()) * static_cast<uint64_t>(n)) >> 64);
-  }
-
- private:
-  uint64_t state_;
-};
-
-// Floyd's algorithm keeps its chosen positions in a linear list up to this
-// fanout (a scan of <= 32 int64 is cheaper than hashing); above it, in an
-// open-addressing set.
-constexpr int kLinearFloydMax = 32;
-
-// Scratch for one thread's slice of SampleNeighbors: allocated once per
-// slice, never per seed.
-struct FloydScratch {
-  std::vector<int64_t> set;  // open addressing, -1 = empty; size is a power of 2
-  uint64_t mask = 0;
-  explicit FloydScratch(int fanout) {
-    if (fanout > kLinearFloydMax) {
-      uint64_t cap = 64;
-      while (cap < 2 * static_cast<uint64_t>(fanout)) cap <<= 1;
-      set.assign(cap, -1);
-      mask = cap - 1;
-    }
-  }
-  // Inserts p; false if already present.
-  bool Insert(int64_t p) {
-    uint64_t h = (static_cast<uint64_t>(p) * kGolden) & mask;
-    while (set[h] != -1) {
-      if (set[h] == p) return false;
-      h = (h + 1) & mask;
-    }
-    set[h] = p;
-    return true;
-  }
-};
-
-// Number of neighbours seed with in-degree `deg` gets (see header).
-inline int64_t SampleCount(int64_t deg, int fanout, bool replace) {
-  if (fanout < 0) return deg;
-  if (replace) return deg == 0 ? 0 : fanout;
-  return std::min<int64_t>(deg, fanout);
-}
-
-// Writes `k` < deg distinct uniformly chosen entries of row[0, deg) to out
-// (Floyd: k draws whatever deg is, so hub nodes cost the same as others).
-void SampleWithoutReplacement(const int64_t* row, int64_t deg, int64_t k, Rng* rng,
-                              FloydScratch* scratch, int64_t* out) {
-  if (k <= kLinearFloydMax) {
-    // Chosen positions are kept in `pos` for the duplicate check: ids in
-    // `out` cannot be used, since a multigraph row may repeat an id.
-    int64_t pos[kLinearFloydMax];
-    int64_t m = 0;
-    for (int64_t j = deg - k; j < deg; ++j) {
-      int64_t t = rng->Below(j + 1);
-      for (int64_t q = 0; q < m; ++q) {
-        if (pos[q] == t) {
-          t = j;
-          break;
-        }
-      }
-      pos[m] = t;
-      out[m++] = row[t];
-    }
-    return;
-  }
-  std::fill(scratch->set.begin(), scratch->set.end(), -1);
-  int64_t m = 0;
-  for (int64_t j = deg - k; j < deg; ++j) {
-    int64_t t = rng->Below(j + 1);
-    if (!scratch->Insert(t)) {
-      t = j;
-      scratch->Insert(t);
-    }
-    out[m++] = row[t];
-  }
-}
 
 // Global id -> local index map for ToBlock: open addressing with linear
 // probing over 16-byte slots, Fibonacci hashing, load factor <= 1/2. Kept

@@ -42,9 +42,9 @@ std::string FirstLine(const std::exception& e) {
 
 // Order-sensitive checksum of every parameter's bytes: equal on every rank
 // after every step when the all-reduce keeps the replicas identical.
-std::string ParamChecksum(GraphSage& model) {
+std::string ParamChecksum(torch::nn::Module& model) {
   Sha256 h;
-  for (const auto& p : model->named_parameters()) {
+  for (const auto& p : model.named_parameters()) {
     torch::Tensor t = p.value().detach().contiguous();
     h.Update(p.key().data(), p.key().size());
     h.Update(t.data_ptr(), static_cast<size_t>(t.numel()) * t.element_size());
@@ -61,11 +61,16 @@ std::string ModelSignature(const TrainOptions& o, const PartitionConfig& c, cons
 
 std::string CheckpointPath(const std::string& dir) { return dir + "/checkpoint.pt"; }
 
-void SaveCheckpoint(const std::string& dir, GraphSage& model, torch::optim::Adam& opt,
-                    const TrainState& st, const std::string& signature) {
+void SaveCheckpoint(const std::string& dir, torch::nn::Module& model, torch::optim::Adam& opt,
+                    const TrainState& st, const std::string& signature, const std::string& extra) {
   MakeDirs(dir);
   torch::serialize::OutputArchive archive, model_ar, opt_ar;
-  model->save(model_ar);
+  model.save(model_ar);
+  if (!extra.empty()) {
+    archive.write("extra", torch::from_blob(const_cast<char*>(extra.data()),
+                                            {static_cast<int64_t>(extra.size())}, torch::kUInt8)
+                               .clone());
+  }
   opt.save(opt_ar);
   archive.write("model", model_ar);
   archive.write("optimizer", opt_ar);
@@ -151,8 +156,9 @@ void RemoveCheckpointTemporaries(const std::string& dir) {
   }
 }
 
-TrainState RestoreCheckpoint(const std::string& bytes, const std::string& path, GraphSage& model,
-                             torch::optim::Adam& opt, const std::string& signature) {
+TrainState RestoreCheckpoint(const std::string& bytes, const std::string& path,
+                             torch::nn::Module& model, torch::optim::Adam& opt,
+                             const std::string& signature, std::string* extra) {
   TrainState st;
   try {
     torch::serialize::InputArchive archive, model_ar, opt_ar;
@@ -166,9 +172,18 @@ TrainState RestoreCheckpoint(const std::string& bytes, const std::string& path, 
     }
     archive.read("model", model_ar);
     archive.read("optimizer", opt_ar);
-    model->load(model_ar);
+    model.load(model_ar);
     opt.load(opt_ar);
     st = ReadState(archive, path);
+    if (extra) {
+      torch::Tensor blob;
+      if (!archive.try_read("extra", blob) || blob.scalar_type() != torch::kUInt8 ||
+          blob.dim() != 1) {
+        throw DataError("checkpoint " + path + " has no embedding tables");
+      }
+      blob = blob.contiguous();
+      extra->assign(static_cast<const char*>(blob.data_ptr()), static_cast<size_t>(blob.numel()));
+    }
   } catch (const DataError&) {
     throw;
   } catch (const std::exception& e) {
@@ -177,7 +192,7 @@ TrainState RestoreCheckpoint(const std::string& bytes, const std::string& path, 
   return st;
 }
 
-TrainState LoadCheckpoint(const std::string& dir, GraphSage& model, torch::optim::Adam& opt,
+TrainState LoadCheckpoint(const std::string& dir, torch::nn::Module& model, torch::optim::Adam& opt,
                           const std::string& signature) {
   const std::string bytes = ReadCheckpointBytes(dir);
   if (bytes.empty()) throw DataError("--resume: no checkpoint at " + CheckpointPath(dir));

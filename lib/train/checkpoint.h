@@ -29,7 +29,8 @@ struct TrainState {
 
 // Order-sensitive checksum of every parameter's bytes: equal on every rank
 // after every step when the all-reduce keeps the replicas identical.
-std::string ParamChecksum(GraphSage& model);
+std::string ParamChecksum(torch::nn::Module& model);
+inline std::string ParamChecksum(GraphSage& model) { return ParamChecksum(*model); }
 
 // "graphsage graph=... in=... hidden=... classes=... layers=..." plus the
 // task's part: what a checkpoint must match to be resumed.
@@ -37,8 +38,15 @@ std::string ModelSignature(const TrainOptions& o, const PartitionConfig& c, cons
 
 std::string CheckpointPath(const std::string& dir);
 
-void SaveCheckpoint(const std::string& dir, GraphSage& model, torch::optim::Adam& opt,
-                    const TrainState& st, const std::string& signature);
+// `extra`: bytes stored beside the model (an RGCN's embedding tables and
+// their sparse optimizer state); none when empty.
+void SaveCheckpoint(const std::string& dir, torch::nn::Module& model, torch::optim::Adam& opt,
+                    const TrainState& st, const std::string& signature,
+                    const std::string& extra = "");
+inline void SaveCheckpoint(const std::string& dir, GraphSage& model, torch::optim::Adam& opt,
+                           const TrainState& st, const std::string& signature) {
+  SaveCheckpoint(dir, *model, opt, st, signature);
+}
 
 // The bytes of DIR/checkpoint.pt; "" when there is none. DataError when it
 // exists but cannot be read.
@@ -54,11 +62,23 @@ void RemoveCheckpointTemporaries(const std::string& dir);
 // Restores model, optimizer and state from a checkpoint's bytes (read from
 // `path`, named in errors). DataError when they are unreadable or for
 // another model (signature).
-TrainState RestoreCheckpoint(const std::string& bytes, const std::string& path, GraphSage& model,
-                             torch::optim::Adam& opt, const std::string& signature);
+// With `extra`, the bytes SaveCheckpoint stored beside the model (DataError
+// when the checkpoint has none).
+TrainState RestoreCheckpoint(const std::string& bytes, const std::string& path,
+                             torch::nn::Module& model, torch::optim::Adam& opt,
+                             const std::string& signature, std::string* extra = nullptr);
+inline TrainState RestoreCheckpoint(const std::string& bytes, const std::string& path,
+                                    GraphSage& model, torch::optim::Adam& opt,
+                                    const std::string& signature) {
+  return RestoreCheckpoint(bytes, path, *model, opt, signature);
+}
 
 // ReadCheckpointBytes + RestoreCheckpoint; DataError when there is none.
-TrainState LoadCheckpoint(const std::string& dir, GraphSage& model, torch::optim::Adam& opt,
+TrainState LoadCheckpoint(const std::string& dir, torch::nn::Module& model, torch::optim::Adam& opt,
                           const std::string& signature);
+inline TrainState LoadCheckpoint(const std::string& dir, GraphSage& model, torch::optim::Adam& opt,
+                                 const std::string& signature) {
+  return LoadCheckpoint(dir, *model, opt, signature);
+}
 
 }  // namespace gnn

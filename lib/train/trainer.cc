@@ -26,6 +26,8 @@
 #include "sampling/loader.h"
 #include "sampling/sampler.h"
 #include "train/checkpoint.h"
+#include "train/hetero_trainer.h"
+#include "train/metrics.h"
 #include "train/sage.h"
 #include "train/task.h"
 #include "train/train_env.h"
@@ -66,7 +68,23 @@ void TrainOptions::Validate() const {
   if (eval_every < 0) throw ConfigError("--eval_every must be >= 0 (0 = no evaluation)");
   if (num_workers < 0) throw ConfigError("--num_workers must be >= 0");
   if (prefetch < 1) throw ConfigError("--prefetch must be >= 1");
-  if (static_cast<int>(Fanouts().size()) != num_layers) {
+  if (model != "graphsage" && model != "rgcn") {
+    throw ConfigError("--model must be graphsage or rgcn, got '" + model + "'");
+  }
+  if (Rgcn()) {
+    if (Kind() != TaskKind::kNode) throw ConfigError("--model rgcn trains --task node only");
+    if (!(sparse_lr > 0)) throw ConfigError("--sparse_lr must be > 0");
+    if (sparse_optimizer != "adagrad" && sparse_optimizer != "adam") {
+      throw ConfigError("--sparse_optimizer must be adagrad or adam, got '" + sparse_optimizer +
+                        "'");
+    }
+    if (!standalone) {
+      throw ConfigError(
+          "--model rgcn trains with --standalone only so far (the servers do not serve "
+          "heterogeneous partitions yet): partition with --num_parts 1 and add --standalone");
+    }
+    // Its --fan_out names relations: checked against the config (ParseTypedFanouts).
+  } else if (static_cast<int>(Fanouts().size()) != num_layers) {
     throw ConfigError("--fan_out '" + fan_out + "' has " + std::to_string(Fanouts().size()) +
                       " entries but --num_layers is " + std::to_string(num_layers));
   }
@@ -129,90 +147,6 @@ class AllCoresWhileIdle {
   int before_;
 };
 
-// Appends JSON lines to the metrics file (if any), flushing each line, and
-// mirrors the scalars to TensorBoard (if asked) on one step axis: the
-// global step count (each line's "global_step").
-class MetricsWriter {
- public:
-  MetricsWriter(const std::string& path, bool append, const std::string& tensorboard_dir)
-      : path_(path) {
-    if (!tensorboard_dir.empty()) tb_ = std::make_unique<TensorBoardWriter>(tensorboard_dir);
-    if (path.empty()) return;
-    file_ = std::fopen(path.c_str(), append ? "a" : "w");
-    if (!file_) throw DataError("cannot write --metrics_file " + path);
-  }
-
-  // Everything written so far reaches the files (TensorBoard buffers its
-  // records): with a checkpoint, so a resumed run's curves have no gap.
-  void Flush() {
-    if (tb_) tb_->Flush();
-    if (file_) std::fflush(file_);
-  }
-
-  // A resumed run goes on after global step `step`: what an interrupted
-  // run wrote past it is dropped (metrics lines; TensorBoard by a session
-  // start), so every step appears once.
-  void Rewind(int64_t step) {
-    if (tb_) {
-      tb_->AddSessionStart(step + 1);
-      tb_->Flush();
-    }
-    if (!file_) return;
-    std::fclose(file_);
-    file_ = nullptr;
-    std::string kept, line;
-    {
-      std::ifstream in(path_);
-      while (std::getline(in, line)) {
-        const json j = json::parse(line, nullptr, false);
-        if (!j.is_discarded() && j.is_object() && j.contains("global_step") &&
-            j["global_step"].is_number_integer() && j["global_step"].get<int64_t>() > step)
-          continue;
-        kept += line + "\n";
-      }
-    }
-    WriteFileAtomic(path_, kept);
-    file_ = std::fopen(path_.c_str(), "a");
-    if (!file_) throw DataError("cannot write --metrics_file " + path_);
-  }
-  ~MetricsWriter() {
-    if (file_) std::fclose(file_);
-  }
-  void Write(json j, int64_t global_step) {
-    if (tb_) Scalars(j, global_step);
-    if (!file_) return;
-    j["global_step"] = global_step;
-    std::string line = j.dump() + "\n";
-    std::fwrite(line.data(), 1, line.size(), file_);
-    std::fflush(file_);
-  }
-
- private:
-  // Which JSON fields of which record type become which TensorBoard tags.
-  void Scalars(const json& j, int64_t step) {
-    static const std::vector<std::tuple<const char*, const char*, const char*>> kTags = {
-        {"step", "loss", "train/loss"},
-        {"step", "train_acc", "train/acc"},
-        {"step", "samples_per_s", "train/samples_per_s"},
-        {"epoch", "epoch_time_s", "epoch/time_s"},
-        {"eval", "val_acc", "eval/val_acc"},
-        {"eval", "test_acc", "eval/test_acc"},
-        {"link_eval", "link_auc", "link/auc"},
-        {"link_eval", "link_mrr", "link/mrr"}};
-    const std::string type = j.value("type", "");
-    for (const auto& [t, field, tag] : kTags) {
-      if (type == t && j.contains(field) && j.at(field).is_number()) {
-        tb_->AddScalar(tag, j.at(field).get<double>(), step);
-      }
-    }
-    if (type != "step") tb_->Flush();  // readable after each epoch and evaluation
-  }
-
-  std::string path_;
-  FILE* file_ = nullptr;
-  std::unique_ptr<TensorBoardWriter> tb_;
-};
-
 }  // namespace
 
 namespace {
@@ -231,7 +165,15 @@ PartitionConfig LoadCheckedConfig(const TrainOptions& o) {
                       "use --num_gpus -1 for CPU");
   }
   PartitionConfig config = LoadPartitionConfig(o.part_config);
-  config.RequireHomogeneous("gnn-train");
+  if (o.Rgcn() && !config.hetero()) {
+    throw ConfigError("--model rgcn needs a heterogeneous partitioning; " + o.part_config +
+                      " has one node type (use --model graphsage)");
+  }
+  if (!o.Rgcn()) config.RequireHomogeneous("gnn-train --model graphsage (use --model rgcn)");
+  if (o.Rgcn() && !o.predict_category.empty() && o.predict_category != config.target_ntype) {
+    throw ConfigError("--predict_category " + o.predict_category + ": " + o.part_config +
+                      " was partitioned with labels on '" + config.target_ntype + "'");
+  }
   if (!o.graph_name.empty() && o.graph_name != config.graph_name) {
     throw ConfigError("--graph_name " + o.graph_name + " does not match " + o.part_config +
                       " (graph_name " + config.graph_name + ")");
@@ -558,6 +500,7 @@ json RunTrain(const TrainOptions& o) {
   o.Validate();
   const PartitionConfig config = LoadCheckedConfig(o);
   torch::set_num_threads(DefaultTorchThreads(o));
+  if (o.Rgcn()) return RunHeteroTrain(o, config);
   return Training(o, config).Run();
 }
 

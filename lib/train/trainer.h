@@ -60,6 +60,17 @@ struct TrainOptions {
   int num_negs = 1;           // --num_negs: uniform negative tails per positive edge
   bool remove_edge = false;   // --remove_edge: keep batch edges out of their blocks
 
+  // --model rgcn (heterogeneous graphs, DGL's entity_classify_dist.py):
+  // relation weights with num_bases bases (<= 0: one full weight per
+  // relation), a self-loop, embeddings of num_hidden for featureless node
+  // types stored where their nodes live and updated by a sparse optimizer.
+  std::string model = "graphsage";        // --model graphsage|rgcn
+  int num_bases = 2;                      // --num_bases
+  bool self_loop = true;                  // --no_self_loop clears it
+  std::string predict_category;           // --predict_category: must be the config's target
+  std::string sparse_optimizer = "adam";  // --sparse_optimizer adagrad|adam
+  double sparse_lr = 0.06;                // --sparse_lr
+
   // Distributed mode (also from the launcher's GNN_* environment, read in main).
   std::string ip_config;                 // --ip_config
   int machine_id = 0;                    // --machine_id: this machine's line = its partition
@@ -75,6 +86,7 @@ struct TrainOptions {
   int rendezvous_timeout_s = 60;
   int request_timeout_ms = 30000;
 
+  bool Rgcn() const { return model == "rgcn"; }
   std::vector<int> Fanouts() const;  // parsed fan_out; throws ConfigError
   TaskKind Kind() const;             // parsed task; throws ConfigError
   // Throws ConfigError naming the first bad field.

@@ -317,6 +317,9 @@ for p in range(c["num_parts"]):
     start = c["node_map"][ntypes[0]][p][0]
     assert indptr[0] == 0 and indptr[-1] == len(indices) == len(etype)
     assert (indices >= 0).all() and (indices < c["num_nodes"]).all()
+    # Each node's in-edges are sorted by relation (typed sampling reads runs).
+    row_of = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    assert (np.diff(etype)[np.diff(row_of) == 0] >= 0).all()
     for e, name in enumerate(etypes):
         s, t = c["edge_map"][name][p]
         assert (etype == e).sum() == t - s, (name, p)

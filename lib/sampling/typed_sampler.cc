@@ -1,0 +1,190 @@
+#include "sampling/typed_sampler.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/parallel.h"
+#include "sampling/row_sampling.h"
+
+namespace gnn {
+
+using sampling_detail::FloydScratch;
+using sampling_detail::Rng;
+using sampling_detail::SampleCount;
+using sampling_detail::SampleWithoutReplacement;
+
+namespace {
+
+// [begin, end) of relation r's run within row [b, e) (etypes sorted there).
+std::pair<int64_t, int64_t> RelationRun(const int64_t* etypes, int64_t b, int64_t e, int64_t r) {
+  const int64_t* lo = std::lower_bound(etypes + b, etypes + e, r);
+  const int64_t* hi = std::upper_bound(lo, etypes + e, r);
+  return {lo - etypes, hi - etypes};
+}
+
+}  // namespace
+
+void SampleTypedNeighbors(const TypedCscView& g, const int64_t* seeds, int64_t num_seeds,
+                          const std::vector<int>& fanouts, bool replace, uint64_t rng_seed,
+                          int threads, std::vector<int64_t>* out_indptr,
+                          std::vector<int64_t>* out_indices, std::vector<int64_t>* out_etypes) {
+  const CscView& csc = g.csc;
+  const int64_t R = g.num_rels;
+  if (static_cast<int64_t>(fanouts.size()) != R) {
+    throw ConfigError(std::to_string(fanouts.size()) + " fan-outs for " + std::to_string(R) +
+                      " relations");
+  }
+  int max_fanout = 0;
+  for (int f : fanouts) {
+    if (f < -1) throw ConfigError("fan-out " + std::to_string(f) + " is below -1");
+    max_fanout = std::max(max_fanout, f);
+  }
+  if (num_seeds > 0 && csc.num_nodes > 0 && (!csc.indptr || !csc.indices || !g.etypes)) {
+    throw DataError("typed neighbour sampling over a CSC without arrays");
+  }
+  out_indptr->resize(static_cast<size_t>(num_seeds + 1));
+  int64_t* optr = out_indptr->data();
+  optr[0] = 0;
+  ParallelFor(num_seeds, threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t row = seeds[i] - csc.node_start;
+      if (row < 0 || row >= csc.num_nodes) {
+        throw DataError("seed node " + std::to_string(seeds[i]) +
+                        " is outside the graph's node range [" + std::to_string(csc.node_start) +
+                        ", " + std::to_string(csc.node_start + csc.num_nodes) + ")");
+      }
+      int64_t count = 0;
+      for (int64_t r = 0; r < R; ++r) {
+        const auto [lo, hi] = RelationRun(g.etypes, csc.indptr[row], csc.indptr[row + 1], r);
+        count += SampleCount(hi - lo, fanouts[static_cast<size_t>(r)], replace);
+      }
+      optr[i + 1] = count;
+    }
+  });
+  for (int64_t i = 0; i < num_seeds; ++i) optr[i + 1] += optr[i];
+  out_indices->resize(static_cast<size_t>(optr[num_seeds]));
+  out_etypes->resize(static_cast<size_t>(optr[num_seeds]));
+  int64_t* out = out_indices->data();
+  int64_t* out_r = out_etypes->data();
+  ParallelFor(num_seeds, threads, [&](int64_t b, int64_t e) {
+    FloydScratch scratch(replace ? 0 : max_fanout);
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t row = seeds[i] - csc.node_start;
+      const int64_t key = csc.rng_keys ? csc.rng_keys[row] : seeds[i];
+      int64_t pos = optr[i];
+      for (int64_t r = 0; r < R; ++r) {
+        const int fanout = fanouts[static_cast<size_t>(r)];
+        const auto [lo, hi] = RelationRun(g.etypes, csc.indptr[row], csc.indptr[row + 1], r);
+        const int64_t deg = hi - lo, k = SampleCount(deg, fanout, replace);
+        if (k == 0) continue;
+        const int64_t* src = csc.indices + lo;
+        int64_t* dst = out + pos;
+        if (fanout < 0 || (!replace && k == deg)) {
+          std::memcpy(dst, src, static_cast<size_t>(deg) * sizeof(int64_t));
+        } else {
+          Rng rng(MixSeed(MixSeed(rng_seed, static_cast<uint64_t>(key)), static_cast<uint64_t>(r)));
+          if (replace) {
+            for (int64_t q = 0; q < k; ++q) dst[q] = src[rng.Below(deg)];
+          } else {
+            SampleWithoutReplacement(src, deg, k, &rng, &scratch, dst);
+          }
+        }
+        std::fill(out_r + pos, out_r + pos + k, r);
+        pos += k;
+      }
+    }
+  });
+}
+
+std::vector<Block> SampleTypedBlocks(const TypedCscView& g, const std::vector<int64_t>& seeds,
+                                     const std::vector<std::vector<int>>& fanouts, bool replace,
+                                     uint64_t rng_seed, int threads) {
+  const int num_layers = static_cast<int>(fanouts.size());
+  std::vector<Block> blocks(static_cast<size_t>(num_layers));
+  const std::vector<int64_t>* frontier = &seeds;
+  std::vector<int64_t> indptr, indices, etypes;
+  for (int l = num_layers - 1; l >= 0; --l) {
+    SampleTypedNeighbors(g, frontier->data(), static_cast<int64_t>(frontier->size()),
+                         fanouts[static_cast<size_t>(l)], replace,
+                         MixSeed(rng_seed, static_cast<uint64_t>(l)), threads, &indptr, &indices,
+                         &etypes);
+    Block& block = blocks[static_cast<size_t>(l)];
+    block = ToBlock(*frontier, std::move(indptr), indices);
+    block.etypes = std::move(etypes);
+    indptr.clear();
+    etypes.clear();
+    frontier = &block.src_nodes;
+  }
+  return blocks;
+}
+
+namespace {
+
+int ParseCount(const std::string& text, const std::string& spec) {
+  try {
+    size_t used = 0;
+    const int v = std::stoi(text, &used);
+    if (used == text.size() && v >= -1) return v;
+  } catch (const std::exception&) {
+  }
+  throw ConfigError("--fan_out '" + spec + "': '" + text + "' is not a fan-out (an integer >= -1)");
+}
+
+}  // namespace
+
+std::vector<std::vector<int>> ParseTypedFanouts(const std::string& spec,
+                                                const std::vector<std::string>& etypes) {
+  std::vector<std::vector<int>> layers;
+  std::stringstream ss(spec);
+  std::string layer;
+  while (std::getline(ss, layer, ',')) {
+    if (layer.find(':') == std::string::npos) {
+      layers.emplace_back(etypes.size(), ParseCount(layer, spec));
+      continue;
+    }
+    std::vector<int> f(etypes.size(), -2);
+    int rest = -2;
+    std::stringstream es(layer);
+    std::string entry;
+    while (std::getline(es, entry, '/')) {
+      const size_t colon = entry.rfind(':');
+      if (colon == std::string::npos) {
+        throw ConfigError("--fan_out '" + spec + "': '" + entry + "' is not REL:n");
+      }
+      const std::string rel = entry.substr(0, colon);
+      const int n = ParseCount(entry.substr(colon + 1), spec);
+      if (rel == "*") {
+        rest = n;
+        continue;
+      }
+      bool found = false;
+      for (size_t r = 0; r < etypes.size(); ++r) {
+        const std::string& key = etypes[r];
+        const size_t a = key.find(':'), b = key.rfind(':');
+        const std::string name = a == std::string::npos ? key : key.substr(a + 1, b - a - 1);
+        if (rel == key || rel == name) {
+          f[r] = n;
+          found = true;
+        }
+      }
+      if (!found) {
+        throw ConfigError("--fan_out '" + spec + "': the graph has no relation '" + rel + "'");
+      }
+    }
+    for (size_t r = 0; r < etypes.size(); ++r) {
+      if (f[r] != -2) continue;
+      if (rest == -2) {
+        throw ConfigError("--fan_out '" + spec + "': layer '" + layer +
+                          "' gives no fan-out for relation " + etypes[r] + " (add it or '*:n')");
+      }
+      f[r] = rest;
+    }
+    layers.push_back(f);
+  }
+  if (layers.empty()) throw ConfigError("--fan_out is empty");
+  return layers;
+}
+
+}  // namespace gnn

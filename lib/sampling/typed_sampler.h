@@ -1,0 +1,52 @@
+// Neighbour sampling over a heterogeneous CSC (every relation's in-edges in
+// one CSC, each edge's relation beside it): per-relation fan-outs, as DGL's
+// sample_neighbors with a fanout per edge type. Pure functions with the
+// guarantees of sampler.h: the draw of a seed depends only on the seed's
+// key, the relation and the rng seed, never on threads or partitioning.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sampling/block.h"
+#include "sampling/sampler.h"
+
+namespace gnn {
+
+// A CSC whose rows list in-edges sorted by relation (etypes[k] is edge k's
+// relation in [0, num_rels)), as heterogeneous partitions store them.
+struct TypedCscView {
+  CscView csc;
+  const int64_t* etypes = nullptr;
+  int64_t num_rels = 0;
+};
+
+// Sampled in-neighbours of `seeds`: for each seed and relation r, up to
+// fanouts[r] of its in-edges of relation r (-1: all of them; the
+// replace/without-replacement rules of SampleNeighbors apply per relation),
+// drawn from MixSeed(MixSeed(rng_seed, key), r). Each seed's edges come in
+// relation order; out_etypes gives each sampled edge's relation. Throws
+// DataError for a seed the CSC does not own and ConfigError when fanouts
+// has another length than num_rels or an entry < -1.
+void SampleTypedNeighbors(const TypedCscView& g, const int64_t* seeds, int64_t num_seeds,
+                          const std::vector<int>& fanouts, bool replace, uint64_t rng_seed,
+                          int threads, std::vector<int64_t>* out_indptr,
+                          std::vector<int64_t>* out_indices, std::vector<int64_t>* out_etypes);
+
+// All layers for `seeds` (fanouts[l][r]: layer l, relation r; DGL's layer
+// order), blocks input -> output with Block::etypes set. Layer l draws with
+// MixSeed(rng_seed, l), as SampleBlocks.
+std::vector<Block> SampleTypedBlocks(const TypedCscView& g, const std::vector<int64_t>& seeds,
+                                     const std::vector<std::vector<int>>& fanouts, bool replace,
+                                     uint64_t rng_seed, int threads);
+
+// --fan_out for a graph with relations `etypes` ("src:rel:dst"): layers
+// separated by ','; a layer is one integer (every relation) or entries
+// "REL:n" separated by '/', REL being a relation's name or its full key,
+// '*' for the relations not named (without '*', every relation must be
+// named). Returns [layer][relation]; ConfigError naming the bad part.
+std::vector<std::vector<int>> ParseTypedFanouts(const std::string& spec,
+                                                const std::vector<std::string>& etypes);
+
+}  // namespace gnn

@@ -1,0 +1,72 @@
+// Where an RGCN trainer's mini-batches and node embeddings come from: one
+// heterogeneous partition in this process (standalone), or the cluster
+// (servers hold the partitions and the embedding rows of their nodes).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "partition/config.h"
+#include "sampling/block.h"
+#include "train/trainer.h"
+
+namespace gnn {
+
+// One heterogeneous mini-batch: typed blocks (Block::etypes set), the
+// seeds' labels, and per node type which rows of block 0's sources are of
+// that type (positions, global ids) and, for types with features, their
+// feature rows [ids.size(), feature_dims[t]].
+struct HeteroBatch {
+  std::vector<int64_t> seeds;
+  std::vector<Block> blocks;
+  std::vector<int64_t> labels;
+  std::vector<std::vector<int64_t>> positions, ids;
+  std::vector<std::vector<float>> features;
+};
+
+class HeteroSource {
+ public:
+  virtual ~HeteroSource() = default;
+  virtual int rank() const { return 0; }
+  virtual int world() const { return 1; }
+  virtual std::string Label() const = 0;
+  // This rank's share of the target nodes of split m (0 train, 1 valid,
+  // 2 test): DGL's node_split with force_even over the id-ordered list.
+  virtual std::vector<int64_t> SplitNodes(int m) = 0;
+  // Samples and gathers a batch for `seeds` (fanouts[layer][relation]).
+  virtual HeteroBatch Sample(const std::vector<int64_t>& seeds,
+                             const std::vector<std::vector<int>>& fanouts, uint64_t rng_seed) = 0;
+  // Embedding rows [ids.size(), dim] of featureless type t.
+  virtual void PullEmbeddings(int t, const std::vector<int64_t>& ids, std::vector<float>* out) = 0;
+  // One sparse optimizer step for type t: every rank calls it with the rows
+  // its batch used and their gradients; the rows' gradients are combined
+  // across ranks as DGL does (mean over the ranks that used a row) and
+  // applied where the rows live. On return every rank's next pull sees it.
+  virtual void PushEmbeddingGrads(int t, const std::vector<int64_t>& ids,
+                                  const std::vector<float>& grads) = 0;
+  // Every embedding table with its optimizer state (rank 0's result is the
+  // one that counts; every rank calls), and back (every rank calls with
+  // rank 0's bytes).
+  virtual std::string SaveEmbeddings() = 0;
+  virtual void RestoreEmbeddings(const std::string& bytes, const std::string& source) = 0;
+  // Dense collectives, as TrainEnv's.
+  virtual int64_t AllreduceGrads(torch::nn::Module& /*model*/) { return 0; }
+  virtual void SyncParams(torch::nn::Module& /*model*/) {}
+  virtual void BroadcastBytes(std::string* /*bytes*/) {}
+  virtual std::vector<double> SumOverRanks(std::vector<double> v) { return v; }
+};
+
+// Loads partition 0 of a 1-partition heterogeneous config.
+std::unique_ptr<HeteroSource> MakeStandaloneHeteroSource(const TrainOptions& o,
+                                                         const PartitionConfig& config);
+
+// Batches of one epoch over `nodes` (shuffled from MixSeed(seed, epoch)
+// when asked), sized so every rank runs `num_batches` of them.
+std::vector<std::vector<int64_t>> EpochBatches(std::vector<int64_t> nodes, int64_t num_batches,
+                                               uint64_t seed, int64_t epoch, bool shuffle);
+
+}  // namespace gnn

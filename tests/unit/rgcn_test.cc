@@ -1,0 +1,447 @@
+// RGCN: the relation-major regrouping of a block on a hand-made case,
+// RelGraphConv against a per-edge double-precision reference (full weights
+// and bases) and its gradients against plain LibTorch ops (index_add_ and
+// division by counts), and the model's input embedding and layer stack.
+#include "train/rgcn.h"
+
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace gnn {
+namespace {
+
+// dst 0 <- (src 3, rel 1), (src 1, rel 0), (src 4, rel 1)
+// dst 1 <- nothing
+// dst 2 <- (src 0, rel 2), (src 3, rel 0), (src 2, rel 2), (src 4, rel 0)
+Block HandBlock() {
+  Block b;
+  b.num_dst = 3;
+  b.src_nodes = {10, 11, 12, 13, 14};
+  b.indptr = {0, 3, 3, 7};
+  b.indices = {3, 1, 4, 0, 3, 2, 4};
+  b.etypes = {1, 0, 1, 2, 0, 2, 0};
+  return b;
+}
+
+// Random degrees in [0, max_deg] (some destinations have none), sources with
+// repeats, relations uniform in [0, num_rels).
+Block RandomHeteroBlock(int64_t num_dst, int64_t num_src, int max_deg, int64_t num_rels,
+                        uint32_t seed) {
+  std::mt19937 rng(seed);
+  Block b;
+  b.num_dst = num_dst;
+  for (int64_t i = 0; i < num_src; ++i) b.src_nodes.push_back(100 + i);
+  b.indptr.push_back(0);
+  for (int64_t d = 0; d < num_dst; ++d) {
+    const int deg = static_cast<int>(rng() % (max_deg + 1));
+    for (int k = 0; k < deg; ++k) {
+      b.indices.push_back(static_cast<int64_t>(rng() % num_src));
+      b.etypes.push_back(static_cast<int64_t>(rng() % num_rels));
+    }
+    b.indptr.push_back(static_cast<int64_t>(b.indices.size()));
+  }
+  return b;
+}
+
+// The per-relation weights from the parameters by explicit loops:
+// W_r = weight_r (full) or sum_b coeff[r, b] V_b (bases).
+torch::Tensor NaiveWeights(RelGraphConv& conv, int64_t num_rels) {
+  auto p = conv->named_parameters();
+  torch::Tensor w = p["weight"].detach().to(torch::kFloat64);
+  if (!p.contains("coeff")) return w;
+  torch::Tensor c = p["coeff"].detach().to(torch::kFloat64);
+  const int64_t bases = w.size(0), in = w.size(1), out = w.size(2);
+  torch::Tensor eff = torch::zeros({num_rels, in, out}, torch::kFloat64);
+  auto wa = w.accessor<double, 3>();
+  auto ca = c.accessor<double, 2>();
+  auto ea = eff.accessor<double, 3>();
+  for (int64_t r = 0; r < num_rels; ++r)
+    for (int64_t bb = 0; bb < bases; ++bb)
+      for (int64_t i = 0; i < in; ++i)
+        for (int64_t o = 0; o < out; ++o) ea[r][i][o] += ca[r][bb] * wa[bb][i][o];
+  return eff;
+}
+
+// RGCN's formula edge by edge, in double: per (destination, relation) sums
+// and counts, then sum_r (sum / count) W_r + h_dst W_loop + b.
+torch::Tensor NaiveRelConv(const Block& b, int64_t num_rels, const torch::Tensor& h_in,
+                           const torch::Tensor& w_in, const torch::Tensor& loop_in,
+                           const torch::Tensor& bias_in) {
+  torch::Tensor h = h_in.detach().to(torch::kFloat64);
+  torch::Tensor w = w_in.detach().to(torch::kFloat64);
+  torch::Tensor bias = bias_in.detach().to(torch::kFloat64);
+  const int64_t in = h.size(1), out = w.size(2);
+  auto ha = h.accessor<double, 2>();
+  auto wa = w.accessor<double, 3>();
+  auto ba = bias.accessor<double, 1>();
+  // Without a self loop, a zero matrix stands in (its accessor needs a tensor).
+  torch::Tensor loop = loop_in.defined() ? loop_in.detach().to(torch::kFloat64)
+                                         : torch::zeros({in, out}, torch::kFloat64);
+  auto la = loop.accessor<double, 2>();
+  torch::Tensor result = torch::zeros({b.num_dst, out}, torch::kFloat64);
+  auto ra = result.accessor<double, 2>();
+  for (int64_t d = 0; d < b.num_dst; ++d) {
+    std::vector<std::vector<double>> sum(num_rels, std::vector<double>(in, 0.0));
+    std::vector<int64_t> count(num_rels, 0);
+    for (int64_t e = b.indptr[d]; e < b.indptr[d + 1]; ++e) {
+      const int64_t r = b.etypes[e];
+      for (int64_t i = 0; i < in; ++i) sum[r][i] += ha[b.indices[e]][i];
+      ++count[r];
+    }
+    for (int64_t o = 0; o < out; ++o) {
+      double acc = ba[o];
+      for (int64_t r = 0; r < num_rels; ++r) {
+        if (count[r] == 0) continue;
+        for (int64_t i = 0; i < in; ++i) acc += sum[r][i] / count[r] * wa[r][i][o];
+      }
+      if (loop_in.defined()) {
+        for (int64_t i = 0; i < in; ++i) acc += ha[d][i] * la[i][o];
+      }
+      ra[d][o] = acc;
+    }
+  }
+  return result;
+}
+
+// The same with differentiable LibTorch ops over the original block: a
+// relation-major index_add_ of the source rows, divided by the counts.
+torch::Tensor ReferenceRelConv(const Block& b, int64_t num_rels, const torch::Tensor& h,
+                               const torch::Tensor& w, const torch::Tensor& loop,
+                               const torch::Tensor& bias) {
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+  torch::Tensor indptr = torch::tensor(b.indptr, i64);
+  torch::Tensor indices = torch::tensor(b.indices, i64);
+  torch::Tensor etypes = torch::tensor(b.etypes, i64);
+  torch::Tensor dst_of = torch::repeat_interleave(indptr.slice(0, 1) - indptr.slice(0, 0, -1));
+  torch::Tensor row = etypes * b.num_dst + dst_of;
+  const int64_t rows = num_rels * b.num_dst;
+  torch::Tensor sum =
+      torch::zeros({rows, h.size(1)}, h.options()).index_add_(0, row, h.index_select(0, indices));
+  torch::Tensor count =
+      torch::zeros({rows}, h.options()).index_add_(0, row, torch::ones({row.size(0)}, h.options()));
+  torch::Tensor mean = sum / count.clamp_min(1).unsqueeze(1);
+  torch::Tensor out = bias.expand({b.num_dst, bias.size(0)});
+  for (int64_t r = 0; r < num_rels; ++r) {
+    out = out + mean.slice(0, r * b.num_dst, (r + 1) * b.num_dst).matmul(w[r]);
+  }
+  if (loop.defined()) out = out + h.slice(0, 0, b.num_dst).matmul(loop);
+  return out;
+}
+
+torch::Tensor Dbl(torch::IntArrayRef shape, uint64_t seed) {
+  torch::manual_seed(seed);
+  return torch::randn(shape, torch::kFloat64);
+}
+
+// A double-precision layer whose bias is not zero (so the test sees it).
+RelGraphConv DoubleConv(int64_t in, int64_t out, int64_t num_rels, int64_t bases, bool loop,
+                        uint64_t seed) {
+  torch::manual_seed(seed);
+  RelGraphConv conv(in, out, num_rels, bases, loop);
+  conv->to(torch::kFloat64);
+  torch::NoGradGuard no_grad;
+  conv->named_parameters()["h_bias"].normal_();
+  return conv;
+}
+
+}  // namespace
+
+TEST_CASE("ToRelationBlock groups edges by (relation, destination) in block order",
+          "[unit][rgcn]") {
+  Block b = HandBlock();
+  RelationBlock rb = ToRelationBlock(b, 3);
+  CHECK(rb.num_dst == 3);
+  CHECK(rb.num_src == 5);
+  CHECK(rb.num_rels == 3);
+  // rows r * 3 + d: (0,0) {1}; (0,2) {3, 4}; (1,0) {3, 4}; (2,2) {0, 2}
+  CHECK(rb.indptr == std::vector<int64_t>{0, 1, 1, 3, 5, 5, 5, 5, 5, 7});
+  CHECK(rb.indices == std::vector<int64_t>{1, 3, 4, 3, 4, 0, 2});
+  // An unused relation adds empty rows.
+  RelationBlock wide = ToRelationBlock(b, 4);
+  CHECK(wide.indptr == std::vector<int64_t>{0, 1, 1, 3, 5, 5, 5, 5, 5, 7, 7, 7, 7});
+  CHECK(wide.indices == rb.indices);
+
+  BlockTensors t = ToTensors(rb);
+  CHECK(t.num_dst == 9);
+  CHECK(t.num_src == 5);
+  CHECK(t.indptr.data_ptr<int64_t>() == rb.indptr.data());  // views, no copy
+  CHECK(t.indices.numel() == 7);
+  CHECK_FALSE(t.t_indptr.defined());
+
+  // MeanAggregate over it: each (relation, destination) mean, zero when empty.
+  torch::Tensor h = torch::arange(5, torch::kFloat64).unsqueeze(1);  // row s holds s
+  torch::Tensor mean = MeanAggregate(t, h).squeeze(1);
+  CHECK(torch::equal(
+      mean, torch::tensor({1.0, 0.0, 3.5, 3.5, 0.0, 0.0, 0.0, 0.0, 1.0}, torch::kFloat64)));
+
+  SECTION("a block without edges needs no relations") {
+    Block empty;
+    empty.num_dst = 2;
+    empty.src_nodes = {1, 2, 3};
+    empty.indptr = {0, 0, 0};
+    RelationBlock e = ToRelationBlock(empty, 2);
+    CHECK(e.indptr == std::vector<int64_t>(5, 0));
+    CHECK(e.indices.empty());
+  }
+  SECTION("bad relations are refused") {
+    Block missing = HandBlock();
+    missing.etypes.clear();
+    CHECK_THROWS_AS(ToRelationBlock(missing, 3), DataError);
+    CHECK_THROWS_WITH(ToRelationBlock(missing, 3), Catch::Contains("0 edge relations for 7"));
+    Block short_types = HandBlock();
+    short_types.etypes.pop_back();
+    CHECK_THROWS_AS(ToRelationBlock(short_types, 3), DataError);
+    Block high = HandBlock();
+    high.etypes[2] = 3;
+    CHECK_THROWS_AS(ToRelationBlock(high, 3), DataError);
+    CHECK_THROWS_WITH(ToRelationBlock(high, 3),
+                      Catch::Contains("edge 2 has relation 3, outside [0, 3)"));
+    Block negative = HandBlock();
+    negative.etypes[5] = -1;
+    CHECK_THROWS_WITH(ToRelationBlock(negative, 3), Catch::Contains("edge 5 has relation -1"));
+    Block bad_ptr = HandBlock();
+    bad_ptr.indptr = {0, 3, 7};
+    CHECK_THROWS_AS(ToRelationBlock(bad_ptr, 3), DataError);
+    CHECK_THROWS_AS(ToRelationBlock(b, 0), ConfigError);
+  }
+}
+
+TEST_CASE("RelGraphConv equals the per-edge RGCN formula, full weights and bases", "[unit][rgcn]") {
+  const int64_t num_rels = 3, in = 5, out = 4;
+  Block b = RandomHeteroBlock(40, 70, 7, num_rels, 1);
+  RelationBlock rb = ToRelationBlock(b, num_rels);
+  torch::Tensor h = Dbl({b.num_src(), in}, 2);
+  for (int64_t bases : {0, 3, 7, 2, 1}) {
+    for (bool loop : {false, true}) {
+      CAPTURE(bases, loop);
+      RelGraphConv conv = DoubleConv(in, out, num_rels, bases, loop, 10 + bases);
+      auto p = conv->named_parameters();
+      const bool decomposed = bases > 0 && bases < num_rels;
+      CHECK(conv->has_bases() == decomposed);
+      std::vector<std::string> names;
+      for (const auto& item : p) names.push_back(item.key());
+      std::vector<std::string> want{"weight"};
+      if (decomposed) want.push_back("coeff");
+      want.push_back("h_bias");
+      if (loop) want.push_back("loop_weight");
+      CHECK(names == want);
+      CHECK(p["weight"].sizes() == torch::IntArrayRef({decomposed ? bases : num_rels, in, out}));
+      if (decomposed) CHECK(p["coeff"].sizes() == torch::IntArrayRef({num_rels, bases}));
+      if (loop) CHECK(p["loop_weight"].sizes() == torch::IntArrayRef({in, out}));
+
+      torch::Tensor w = NaiveWeights(conv, num_rels);  // coeff · V by loops
+      CHECK(torch::allclose(conv->RelationWeight(), w, 1e-12, 1e-12));
+      torch::Tensor got = conv->forward(ToTensors(rb), b.num_dst, h);
+      torch::Tensor want_out =
+          NaiveRelConv(b, num_rels, h, w, loop ? p["loop_weight"] : torch::Tensor(), p["h_bias"]);
+      REQUIRE(got.sizes() == want_out.sizes());
+      CHECK(torch::allclose(got, want_out, 1e-10, 1e-10));
+    }
+  }
+
+  SECTION("in float, as trained") {
+    torch::manual_seed(4);
+    RelGraphConv conv(in, out, num_rels, 2, true);
+    auto p = conv->named_parameters();
+    torch::Tensor hf = h.to(torch::kFloat32);
+    torch::Tensor got = conv->forward(ToTensors(rb), b.num_dst, hf);
+    CHECK(got.scalar_type() == torch::kFloat32);
+    torch::Tensor want_out =
+        NaiveRelConv(b, num_rels, hf, NaiveWeights(conv, num_rels), p["loop_weight"], p["h_bias"]);
+    CHECK(torch::allclose(got.to(torch::kFloat64), want_out, 1e-4, 1e-5));
+  }
+  SECTION("mismatched shapes are refused") {
+    RelGraphConv conv = DoubleConv(in, out, num_rels, 0, true, 5);
+    CHECK_THROWS_AS(conv->forward(ToTensors(rb), b.num_dst, Dbl({b.num_src(), in + 1}, 1)),
+                    DataError);
+    CHECK_THROWS_AS(conv->forward(ToTensors(rb), b.num_dst, Dbl({b.num_src() - 1, in}, 1)),
+                    DataError);
+    CHECK_THROWS_WITH(conv->forward(ToTensors(rb), b.num_dst + 1, h),
+                      Catch::Contains("3 relations x 41 destinations"));
+    CHECK_THROWS_AS(RelGraphConv(0, out, num_rels, 0, true), ConfigError);
+    CHECK_THROWS_AS(RelGraphConv(in, out, 0, 0, true), ConfigError);
+  }
+}
+
+TEST_CASE("RelGraphConv's gradients equal those of index_add_ and division by counts",
+          "[unit][rgcn]") {
+  torch::set_num_threads(2);
+  const int64_t num_rels = 4, in = 6, out = 3;
+  for (uint32_t seed : {1u, 2u}) {
+    Block b = RandomHeteroBlock(60, 150, 9, num_rels, seed);
+    RelationBlock rb = ToRelationBlock(b, num_rels);
+    for (int64_t bases : {0, 2}) {
+      for (bool loop : {false, true}) {
+        CAPTURE(seed, bases, loop);
+        RelGraphConv conv = DoubleConv(in, out, num_rels, bases, loop, seed * 10 + bases);
+        auto p = conv->named_parameters();
+        // The reference's own leaves: detached copies of every parameter.
+        std::map<std::string, torch::Tensor> ref;
+        for (const auto& item : p) {
+          ref[item.key()] = item.value().detach().clone().requires_grad_(true);
+        }
+        torch::Tensor w_ref = bases > 0 ? ref["coeff"]
+                                              .matmul(ref["weight"].reshape({bases, in * out}))
+                                              .reshape({num_rels, in, out})
+                                        : ref["weight"];
+        torch::Tensor h = Dbl({b.num_src(), in}, seed + 7).requires_grad_(true);
+        torch::Tensor h_ref = h.detach().clone().requires_grad_(true);
+        torch::Tensor upstream = Dbl({b.num_dst, out}, seed + 8);
+
+        torch::Tensor got = conv->forward(ToTensors(rb), b.num_dst, h);
+        torch::Tensor want = ReferenceRelConv(
+            b, num_rels, h_ref, w_ref, loop ? ref["loop_weight"] : torch::Tensor(), ref["h_bias"]);
+        CHECK(torch::allclose(got, want, 1e-10, 1e-10));
+        (got * upstream).sum().backward();
+        (want * upstream).sum().backward();
+        CHECK(torch::allclose(h.grad(), h_ref.grad(), 1e-10, 1e-10));
+        for (const auto& item : p) {
+          CAPTURE(item.key());
+          REQUIRE(item.value().grad().defined());
+          CHECK(torch::allclose(item.value().grad(), ref[item.key()].grad(), 1e-10, 1e-10));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("RelGraphConv: a relation without edges at a destination contributes nothing",
+          "[unit][rgcn]") {
+  // dst 0 <- relation 0 only; dst 1 <- nothing; dst 2 <- relations 1 and 2.
+  Block b;
+  b.num_dst = 3;
+  b.src_nodes = {0, 1, 2, 3, 4, 5};
+  b.indptr = {0, 2, 2, 5};
+  b.indices = {3, 4, 5, 0, 3};
+  b.etypes = {0, 0, 1, 2, 2};
+  RelationBlock rb = ToRelationBlock(b, 3);
+  torch::Tensor h = Dbl({6, 4}, 3);
+  RelGraphConv conv = DoubleConv(4, 2, 3, 0, false, 9);
+  torch::Tensor bias = conv->named_parameters()["h_bias"];
+  torch::Tensor weight = conv->named_parameters()["weight"];
+  torch::NoGradGuard no_grad;
+  torch::Tensor before = conv->forward(ToTensors(rb), 3, h).clone();
+  CHECK(torch::equal(before[1], bias));  // no edges at all: the bias alone
+  CHECK(torch::allclose(before[0] - bias, ((h[3] + h[4]) / 2).matmul(weight[0]), 1e-12, 1e-12));
+  // Changing the weights of relations a destination lacks leaves it alone.
+  weight[1].add_(Dbl({4, 2}, 4));
+  weight[2].add_(Dbl({4, 2}, 5));
+  torch::Tensor after = conv->forward(ToTensors(rb), 3, h);
+  CHECK(torch::equal(after[0], before[0]));
+  CHECK(torch::equal(after[1], before[1]));
+  CHECK_FALSE(torch::allclose(after[2], before[2]));
+  weight[0].add_(Dbl({4, 2}, 6));
+  CHECK(torch::equal(conv->forward(ToTensors(rb), 3, h)[2], after[2]));
+}
+
+TEST_CASE("RGCN embeds typed inputs at their positions and stacks its layers", "[unit][rgcn]") {
+  const int64_t num_rels = 3, embed = 4, hidden = 5, classes = 3;
+  torch::manual_seed(5);
+  RGCN model(std::vector<int64_t>{3, 0, 2}, embed, hidden, classes, num_rels, 2, 2, 0.5, true);
+  CHECK(model->num_layers() == 2);
+  std::vector<std::string> names;
+  for (const auto& item : model->named_parameters()) names.push_back(item.key());
+  CHECK(names == std::vector<std::string>{
+                     "embed.proj_0", "embed.proj_2", "layers.0.weight", "layers.0.coeff",
+                     "layers.0.h_bias", "layers.0.loop_weight", "layers.1.weight", "layers.1.coeff",
+                     "layers.1.h_bias", "layers.1.loop_weight"});
+  auto p = model->named_parameters();
+  CHECK(p["embed.proj_0"].sizes() == torch::IntArrayRef({3, embed}));
+  CHECK(p["embed.proj_2"].sizes() == torch::IntArrayRef({2, embed}));
+  CHECK(p["layers.0.weight"].sizes() == torch::IntArrayRef({2, embed, hidden}));
+  CHECK(p["layers.1.weight"].sizes() == torch::IntArrayRef({2, hidden, classes}));
+
+  // Layer-0 input rows 0..8: type 0 at {0, 5, 7}, type 1 (featureless) at
+  // {2, 8}, type 2 at {1, 4}; rows 3 and 6 uncovered.
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+  torch::Tensor x0 = torch::randn({3, 3});
+  torch::Tensor emb = torch::randn({2, embed}).requires_grad_(true);
+  torch::Tensor x2 = torch::randn({2, 2});
+  std::vector<TypedInput> inputs{{torch::tensor({0, 5, 7}, i64), x0},
+                                 {torch::tensor({2, 8}, i64), emb},
+                                 {torch::tensor({1, 4}, i64), x2}};
+  torch::Tensor h0 = model->Embed(9, inputs);
+  REQUIRE(h0.sizes() == torch::IntArrayRef({9, embed}));
+  torch::Tensor proj0 = x0.matmul(p["embed.proj_0"]);
+  CHECK(torch::allclose(h0[0], proj0[0]));
+  CHECK(torch::allclose(h0[5], proj0[1]));
+  CHECK(torch::allclose(h0[7], proj0[2]));
+  CHECK(torch::equal(h0[2], emb[0]));
+  CHECK(torch::equal(h0[8], emb[1]));
+  torch::Tensor proj2 = x2.matmul(p["embed.proj_2"]);
+  CHECK(torch::allclose(h0[1], proj2[0]));
+  CHECK(torch::allclose(h0[4], proj2[1]));
+  CHECK(torch::equal(h0[3], torch::zeros({embed})));
+  CHECK(torch::equal(h0[6], torch::zeros({embed})));
+
+  // Two layers: 9 sources -> 5 destinations -> 2 seeds.
+  Block b0 = RandomHeteroBlock(5, 9, 4, num_rels, 11);
+  Block b1 = RandomHeteroBlock(2, 5, 3, num_rels, 12);
+  std::vector<RelationBlock> blocks{ToRelationBlock(b0, num_rels), ToRelationBlock(b1, num_rels)};
+
+  SECTION("forward is the layers with relu between them (eval: no dropout)") {
+    model->eval();
+    torch::Tensor logits = model->forward(blocks, h0);
+    REQUIRE(logits.sizes() == torch::IntArrayRef({2, classes}));
+    auto& layers = *model->named_children()["layers"]->as<torch::nn::ModuleList>();
+    torch::Tensor h1 =
+        torch::relu(layers[0]->as<RelGraphConvImpl>()->forward(ToTensors(blocks[0]), 5, h0));
+    torch::Tensor want = layers[1]->as<RelGraphConvImpl>()->forward(ToTensors(blocks[1]), 2, h1);
+    CHECK(torch::allclose(logits, want));
+  }
+  SECTION("the gradient reaches the embedding rows and the projections") {
+    model->train();
+    h0.retain_grad();
+    model->forward(blocks, h0).pow(2).sum().backward();
+    REQUIRE(emb.grad().defined());
+    REQUIRE(h0.grad().defined());
+    CHECK(h0.grad().abs().sum().item<double>() > 0);
+    CHECK(torch::equal(emb.grad(), h0.grad().index_select(0, inputs[1].positions)));
+    REQUIRE(p["embed.proj_0"].grad().defined());
+    CHECK(torch::allclose(p["embed.proj_0"].grad(),
+                          x0.t().matmul(h0.grad().index_select(0, inputs[0].positions))));
+  }
+  SECTION("one layer maps embed straight to classes") {
+    RGCN one(std::vector<int64_t>{0}, embed, hidden, classes, num_rels, 0, 1, 0.0, false);
+    auto q = one->named_parameters();
+    CHECK(q["layers.0.weight"].sizes() == torch::IntArrayRef({num_rels, embed, classes}));
+    CHECK_FALSE(q.contains("embed.proj_0"));
+    torch::Tensor e = torch::randn({9, embed}).requires_grad_(true);
+    torch::Tensor hh = one->Embed(9, {{torch::arange(9, i64), e}});
+    torch::Tensor logits = one->forward({blocks[0]}, hh);
+    CHECK(logits.sizes() == torch::IntArrayRef({5, classes}));
+    logits.sum().backward();
+    REQUIRE(e.grad().defined());
+    CHECK(e.grad().abs().sum().item<double>() > 0);
+  }
+  SECTION("bad inputs are refused") {
+    CHECK_THROWS_AS(model->forward({blocks[0]}, h0), DataError);
+    CHECK_THROWS_WITH(model->forward({blocks[0]}, h0), Catch::Contains("1 blocks for 2 layers"));
+    std::vector<TypedInput> wide = inputs;
+    wide[0].rows = torch::randn({3, 4});
+    CHECK_THROWS_AS(model->Embed(9, wide), DataError);
+    std::vector<TypedInput> outside = inputs;
+    outside[2].positions = torch::tensor({1, 9}, i64);
+    CHECK_THROWS_WITH(model->Embed(9, outside), Catch::Contains("outside [0, 9)"));
+    CHECK_THROWS_AS(model->Embed(9, {inputs[0]}), DataError);
+    // A type absent from the batch leaves its input undefined.
+    std::vector<TypedInput> absent = inputs;
+    absent[1] = TypedInput{};
+    CHECK(torch::equal(model->Embed(9, absent)[2], torch::zeros({embed})));
+    CHECK_THROWS_AS(
+        RGCN(std::vector<int64_t>{3}, embed, hidden, classes, num_rels, 0, 0, 0.0, false),
+        ConfigError);
+    CHECK_THROWS_AS(
+        RGCN(std::vector<int64_t>{3}, embed, hidden, classes, num_rels, 0, 2, 1.0, false),
+        ConfigError);
+  }
+}
+
+}  // namespace gnn
