@@ -32,7 +32,7 @@ std::vector<int64_t> LocalMaskSlice(const PartitionView& v, const net::SplitNode
 
 DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
   config_ = LoadPartitionConfig(o.part_config);
-  config_.RequireHomogeneous("a sampling client");
+
   config_sha_ = Sha256File(o.part_config);
   const int parts = config_.num_parts;
   // Per partition: every server of every machine that serves it (backups
@@ -67,6 +67,8 @@ DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
       }
     }
   }
+  // Heterogeneous partitions are not in shared memory (yet): all remote.
+  if (config_.hetero()) local_part_ = -1;
   conns_.resize(parts);
   next_server_.assign(parts, 0);
   std::vector<std::pair<net::Connection*, Message>> hellos;

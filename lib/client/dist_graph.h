@@ -11,6 +11,7 @@
 
 #include "net/channel.h"
 #include "net/ip_config.h"
+#include "net/typed_messages.h"
 #include "partition/config.h"
 #include "sampling/block.h"
 #include "server/shm_partition.h"
@@ -83,7 +84,30 @@ class DistGraph {
   // Bytes sent and received over sockets so far (local reads excluded).
   uint64_t wire_bytes() const { return wire_bytes_; }
 
+  // Heterogeneous graphs (dist_graph_typed.cc; every partition over its
+  // sockets, no shared memory yet). SampleTypedBlocks has the contract of
+  // the standalone SampleTypedBlocks (fanouts[layer][relation]).
+  std::vector<Block> SampleTypedBlocks(const std::vector<int64_t>& seeds,
+                                       const std::vector<std::vector<int>>& fanouts, bool replace,
+                                       uint64_t rng_seed);
+  // Feature rows [ids.size(), dim of type ntype] of nodes of type `ntype`.
+  void PullTyped(int ntype, const std::vector<int64_t>& ids, std::vector<float>* out);
+  // Embedding rows of featureless type spec.ntype (they live at server 0 of
+  // the machine whose index is their partition), a sparse optimizer step
+  // for rows with their (combined) gradients, and a partition's whole table
+  // with its optimizer state as bytes, and back.
+  void EmbPull(const net::EmbSpec& spec, const std::vector<int64_t>& ids, std::vector<float>* out);
+  void EmbPush(const net::EmbSpec& spec, const std::vector<int64_t>& ids,
+               const std::vector<float>& grads);
+  std::string EmbSave(const net::EmbSpec& spec, int part);
+  void EmbRestore(const net::EmbSpec& spec, int part, const std::string& bytes);
+
  private:
+  // The server that holds partition `part`'s embedding rows.
+  net::Connection& EmbConn(int part) { return *conns_[part].front(); }
+  // Rows per embedding request: about 4 MB of floats.
+  static size_t EmbChunk(int64_t dim);
+
   net::Connection& Pick(int part);
   // Splits positions of `ids` by owning partition.
   std::vector<std::vector<size_t>> ByOwner(const std::vector<int64_t>& ids) const;

@@ -67,6 +67,24 @@ const char* MsgTypeName(MsgType type) {
       return "SplitNodes";
     case MsgType::kSplitNodesReply:
       return "SplitNodesReply";
+    case MsgType::kTypedSample:
+      return "TypedSample";
+    case MsgType::kTypedSampleReply:
+      return "TypedSampleReply";
+    case MsgType::kPullTyped:
+      return "PullTyped";
+    case MsgType::kEmbPull:
+      return "EmbPull";
+    case MsgType::kEmbPush:
+      return "EmbPush";
+    case MsgType::kEmbSave:
+      return "EmbSave";
+    case MsgType::kEmbBlob:
+      return "EmbBlob";
+    case MsgType::kEmbRestore:
+      return "EmbRestore";
+    case MsgType::kEmbAck:
+      return "EmbAck";
   }
   return "Unknown";
 }

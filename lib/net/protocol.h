@@ -60,10 +60,21 @@ enum class MsgType : uint16_t {
   kStop = 18,             // trainer -> gnn-sampler: no more batches
   kSplitNodes = 19,       // ints: {mask (0 train, 1 valid, 2 test), offset, count}
   kSplitNodesReply = 20,  // frames: ids[int64]: the mask's nodes [offset, offset+count) in id order
+  // Heterogeneous graphs (net/typed_messages.h). An embedding spec is the
+  // ints {ntype, dim, optimizer, lr bits, seed} every embedding request starts with.
+  kTypedSample = 21,       // ints: {replace, rng_seed, R, fanouts[R]...}; frames: seeds[int64]
+  kTypedSampleReply = 22,  // frames: indptr[int64, n+1], indices[int64], etypes[int64]
+  kPullTyped = 23,         // ints: {ntype}; frames: ids[int64] -> PullFeaturesReply
+  kEmbPull = 24,           // ints: spec; frames: ids[int64] -> PullFeaturesReply
+  kEmbPush = 25,           // ints: spec; frames: ids[int64], grads[float32, n*dim] -> EmbAck
+  kEmbSave = 26,           // ints: spec, begin, end (rows) -> EmbBlob
+  kEmbBlob = 27,           // frames: bytes[uint8] (EmbeddingTable::Save)
+  kEmbRestore = 28,        // ints: spec, begin; frames: bytes[uint8] -> EmbAck
+  kEmbAck = 29,            // ints: {rows}
 };
 
 // Largest MsgType value; types above it are unknown.
-constexpr uint16_t kMaxMsgType = 20;
+constexpr uint16_t kMaxMsgType = 29;
 
 const char* MsgTypeName(MsgType type);
 

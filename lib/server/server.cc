@@ -1,7 +1,9 @@
 #include "server/server.h"
 
 #include <cstring>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "net/protocol.h"
 #include "partition/config.h"
 #include "sampling/sampler.h"
+#include "server/hetero_server.h"
 #include "server/shm_partition.h"
 
 namespace gnn {
@@ -45,6 +48,10 @@ struct ServerState {
   PartitionConfig config;
   std::string config_sha;
   const PartitionView* view;
+  // Heterogeneous partitions: served by `hetero`; `view` then holds only
+  // the node range and counts (Hello, Metadata).
+  std::unique_ptr<HeteroServing> hetero;
+  PartitionView hetero_view;
   std::string name;  // "machine 1 server 0"
   std::atomic<bool> shutdown{false};
 };
@@ -204,6 +211,9 @@ Message OnShutdown(ServerState& s, const Message& req) {
 }
 
 Message HandleRequest(ServerState& s, const Message& req) {
+  if (s.hetero) {
+    if (std::optional<Message> r = s.hetero->Handle(req)) return std::move(*r);
+  }
   switch (req.header.msg_type()) {
     case MsgType::kHello:
       return OnHello(s, req);
@@ -331,17 +341,31 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
                      << " MiB) left by killed jobs, e.g. /dev/shm/" << swept.names[0];
     }
   }
-  std::unique_ptr<ShmPartition> shm =
-      o.server_id == 0
-          ? ShmPartition::Create(shm_name, s.config, part, o.verify_checksums)
-          : ShmPartition::Attach(shm_name, std::chrono::milliseconds(o.attach_timeout_ms));
-  s.view = &shm->view();
-  // Server 0 removes the segment when it stops, after the job's other
-  // holders have let go: trainers and samplers are often killed (a sampler
-  // blocked on a stopped server is, 10 s after its launcher went away) and
-  // then clean up nothing. Bounded by kServerRemoveWait, which gnn-server's
-  // own stop allowance exceeds.
-  if (o.server_id == 0) shm->SetRemoveWait(kServerRemoveWait);
+  std::unique_ptr<ShmPartition> shm;
+  if (s.config.hetero()) {
+    // Each server loads its own copy; embedding rows live at server 0 of
+    // the first machine serving the partition (machine == partition).
+    s.hetero = std::make_unique<HeteroServing>(s.config, part, o.verify_checksums,
+                                               o.server_id == 0 && o.machine_id == part, s.name);
+    const HeteroPartition& hp = s.hetero->partition();
+    s.hetero_view.part_id = part;
+    s.hetero_view.node_start = hp.node_start;
+    s.hetero_view.num_nodes = hp.num_nodes;
+    s.hetero_view.num_edges = static_cast<int64_t>(hp.indices.size());
+    s.hetero_view.num_classes = s.config.num_classes;
+    s.view = &s.hetero_view;
+  } else {
+    shm = o.server_id == 0
+              ? ShmPartition::Create(shm_name, s.config, part, o.verify_checksums)
+              : ShmPartition::Attach(shm_name, std::chrono::milliseconds(o.attach_timeout_ms));
+    s.view = &shm->view();
+    // Server 0 removes the segment when it stops, after the job's other
+    // holders have let go: trainers and samplers are often killed (a sampler
+    // blocked on a stopped server is, 10 s after its launcher went away) and
+    // then clean up nothing. Bounded by kServerRemoveWait, which gnn-server's
+    // own stop allowance exceeds.
+    if (o.server_id == 0) shm->SetRemoveWait(kServerRemoveWait);
+  }
 
   const std::string backend = "inproc://workers";
   zmq::socket_t back(ctx, zmq::socket_type::dealer);

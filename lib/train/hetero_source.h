@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/sha256.h"
 #include "partition/config.h"
 #include "sampling/block.h"
 #include "train/trainer.h"
@@ -53,16 +54,46 @@ class HeteroSource {
   // rank 0's bytes).
   virtual std::string SaveEmbeddings() = 0;
   virtual void RestoreEmbeddings(const std::string& bytes, const std::string& source) = 0;
+  // sha256 prefix of every embedding row's values, types in order and rows
+  // in global id order (rank 0's result counts; every rank calls): equal
+  // for a standalone run and a cluster run of the same partitioning.
+  virtual std::string EmbeddingChecksum() = 0;
   // Dense collectives, as TrainEnv's.
   virtual int64_t AllreduceGrads(torch::nn::Module& /*model*/) { return 0; }
   virtual void SyncParams(torch::nn::Module& /*model*/) {}
   virtual void BroadcastBytes(std::string* /*bytes*/) {}
   virtual std::vector<double> SumOverRanks(std::vector<double> v) { return v; }
+  // Bytes this rank sent and received over sockets (0 standalone).
+  virtual uint64_t WireBytes() const { return 0; }
 };
 
 // Loads partition 0 of a 1-partition heterogeneous config.
 std::unique_ptr<HeteroSource> MakeStandaloneHeteroSource(const TrainOptions& o,
                                                          const PartitionConfig& config);
+// Joins the cluster (servers, rendezvous, the other trainers).
+std::unique_ptr<HeteroSource> MakeDistHeteroSource(const TrainOptions& o,
+                                                   const PartitionConfig& config);
+
+// The checksum EmbeddingChecksum reports: featureless types in order, each
+// type's rows pulled in global id order by `pull(t, ids, out)`.
+template <typename Pull>
+std::string ChecksumEmbeddings(const PartitionConfig& c, Pull pull) {
+  Sha256 h;
+  std::vector<float> rows;
+  for (size_t t = 0; t < c.ntypes.size(); ++t) {
+    if (t < c.ntype_feature_dims.size() && c.ntype_feature_dims[t] > 0) continue;
+    for (const PartInfo& p : c.parts) {
+      const auto [first, end] = p.ntype_ranges[t];
+      for (int64_t b = first; b < end; b += 65536) {
+        std::vector<int64_t> ids;
+        for (int64_t v = b; v < std::min(end, b + 65536); ++v) ids.push_back(v);
+        pull(static_cast<int>(t), ids, &rows);
+        h.Update(rows.data(), rows.size() * sizeof(float));
+      }
+    }
+  }
+  return h.HexDigest().substr(0, 16);
+}
 
 // Batches of one epoch over `nodes` (shuffled from MixSeed(seed, epoch)
 // when asked), sized so every rank runs `num_batches` of them.

@@ -87,7 +87,7 @@ void RestoreTables(const std::string& bytes, const std::string& source,
 class StandaloneHeteroSource : public HeteroSource {
  public:
   StandaloneHeteroSource(const TrainOptions& o, const PartitionConfig& config)
-      : o_(o), threads_(std::max(1, ResolveThreads(0))) {
+      : o_(o), config_(config), threads_(std::max(1, ResolveThreads(0))) {
     if (config.num_parts != 1) {
       throw ConfigError("--standalone needs a 1-partition config, but " + o.part_config + " has " +
                         std::to_string(config.num_parts) +
@@ -148,6 +148,12 @@ class StandaloneHeteroSource : public HeteroSource {
   }
 
   std::string SaveEmbeddings() override { return SaveTables(tables_); }
+  std::string EmbeddingChecksum() override {
+    return ChecksumEmbeddings(config_,
+                              [&](int t, const std::vector<int64_t>& ids, std::vector<float>* out) {
+                                PullEmbeddings(t, ids, out);
+                              });
+  }
   void RestoreEmbeddings(const std::string& bytes, const std::string& source) override {
     RestoreTables(bytes, source, &tables_);
   }
@@ -160,6 +166,7 @@ class StandaloneHeteroSource : public HeteroSource {
   }
 
   const TrainOptions& o_;
+  const PartitionConfig& config_;
   const int threads_;
   HeteroPartition part_;
   TypedCscView g_;

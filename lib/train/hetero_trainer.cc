@@ -41,7 +41,8 @@ class HeteroTraining {
   HeteroTraining(const TrainOptions& o, const PartitionConfig& config)
       : o_(o),
         config_(config),
-        source_(MakeStandaloneHeteroSource(o, config)),
+        source_(o.standalone ? MakeStandaloneHeteroSource(o, config)
+                             : MakeDistHeteroSource(o, config)),
         lead_(source_->rank() == 0),
         label_(source_->Label()),
         fanouts_(ParseTypedFanouts(o.fan_out, config.etypes)),
@@ -192,6 +193,7 @@ class HeteroTraining {
       torch::manual_seed(
           MixSeed(MixSeed(MixSeed(o_.seed, static_cast<uint64_t>(epoch) + 1), source_->rank()),
                   static_cast<uint64_t>(i)));
+      const uint64_t wire_before = source_->WireBytes();
       Stopwatch t;
       HeteroBatch b = source_->Sample(
           batches[static_cast<size_t>(i)], fanouts_,
@@ -225,6 +227,7 @@ class HeteroTraining {
         source_->PushEmbeddingGrads(static_cast<int>(ty), used ? b.ids[ty] : none, g);
       }
       sparse_s += t.Seconds();
+      train_wire_bytes_ += source_->WireBytes() - wire_before;
       t.Reset();
       allreduce_bytes_ += source_->AllreduceGrads(*model_);
       allreduce_s += t.Seconds();
@@ -328,9 +331,7 @@ class HeteroTraining {
   }
 
   json Summary() {
-    const std::string tables = source_->SaveEmbeddings();
-    Sha256 h;
-    h.Update(tables.data(), tables.size());
+    const std::string embedding_checksum = source_->EmbeddingChecksum();
     const double all_seeds = source_->SumOverRanks({static_cast<double>(seeds_)})[0];
     json summary = {
         {"graph_name", config_.graph_name},
@@ -350,8 +351,12 @@ class HeteroTraining {
         {"num_trainers", source_->world()},
         {"rank", source_->rank()},
         {"allreduce_bytes_per_step", steps_run_ ? allreduce_bytes_ / steps_run_ : 0},
+        // Sampling, feature and embedding traffic of this rank per training
+        // step (requests and replies; 0 standalone).
+        {"wire_bytes_per_step",
+         steps_run_ ? static_cast<double>(train_wire_bytes_) / steps_run_ : 0.0},
         {"param_checksum", ParamChecksum(*model_)},
-        {"embedding_checksum", h.HexDigest().substr(0, 16)},
+        {"embedding_checksum", embedding_checksum},
     };
     metrics_.Write({{"type", "summary"}, {"summary", summary}}, st_.global_step);
     return summary;
@@ -373,6 +378,7 @@ class HeteroTraining {
   int64_t num_batches_ = 0;
   double train_s_ = 0, last_acc_ = 0;
   int64_t seeds_ = 0, allreduce_bytes_ = 0, steps_run_ = 0;
+  uint64_t train_wire_bytes_ = 0;
   int epochs_run_ = 0;
 };
 

@@ -78,11 +78,6 @@ void TrainOptions::Validate() const {
       throw ConfigError("--sparse_optimizer must be adagrad or adam, got '" + sparse_optimizer +
                         "'");
     }
-    if (!standalone) {
-      throw ConfigError(
-          "--model rgcn trains with --standalone only so far (the servers do not serve "
-          "heterogeneous partitions yet): partition with --num_parts 1 and add --standalone");
-    }
     // Its --fan_out names relations: checked against the config (ParseTypedFanouts).
   } else if (static_cast<int>(Fanouts().size()) != num_layers) {
     throw ConfigError("--fan_out '" + fan_out + "' has " + std::to_string(Fanouts().size()) +

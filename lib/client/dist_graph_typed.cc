@@ -1,0 +1,219 @@
+// DistGraph's heterogeneous requests: typed sampling, typed feature pulls,
+// and the embedding rows the servers keep.
+#include <algorithm>
+#include <cstring>
+
+#include "client/dist_graph.h"
+#include "common/error.h"
+#include "common/random.h"
+#include "net/messages.h"
+#include "sampling/sampler.h"
+
+namespace gnn {
+
+using net::Message;
+
+std::vector<Block> DistGraph::SampleTypedBlocks(const std::vector<int64_t>& seeds,
+                                                const std::vector<std::vector<int>>& fanouts,
+                                                bool replace, uint64_t rng_seed) {
+  std::vector<Block> blocks(fanouts.size());
+  std::vector<int64_t> frontier = seeds;
+  const auto deadline_of = [&] {
+    return std::chrono::steady_clock::now() + net::Millis(options_.timeout_ms);
+  };
+  for (int l = static_cast<int>(fanouts.size()) - 1; l >= 0; --l) {
+    const auto pos = ByOwner(frontier);
+    const int parts = config_.num_parts;
+    std::vector<net::TypedSampleRequest> asked(parts);
+    std::vector<net::TypedSampleReply> got(parts);
+    std::vector<std::pair<net::Connection*, uint64_t>> calls(parts, {nullptr, 0});
+    const auto deadline = deadline_of();
+    for (int p = 0; p < parts; ++p) {
+      if (pos[p].empty()) continue;
+      asked[p].fanouts.assign(fanouts[l].begin(), fanouts[l].end());
+      asked[p].replace = replace;
+      asked[p].rng_seed = MixSeed(rng_seed, static_cast<uint64_t>(l));
+      for (size_t i : pos[p]) asked[p].seeds.push_back(frontier[i]);
+      wire_bytes_ += asked[p].seeds.size() * sizeof(int64_t);
+      net::Connection& c = Pick(p);
+      calls[p] = {&c, c.Start(asked[p].Encode(0))};
+    }
+    for (int p = 0; p < parts; ++p) {
+      if (!calls[p].first) continue;
+      Message r = calls[p].first->Finish(calls[p].second, deadline, "TypedSample");
+      got[p] =
+          net::TypedSampleReply::Decode(r, asked[p], config_.num_nodes, calls[p].first->peer());
+      for (const auto& f : r.frames) wire_bytes_ += f.size();
+    }
+    // Merge back into the frontier's order.
+    std::vector<int64_t> indptr(frontier.size() + 1, 0), indices, etypes;
+    for (int p = 0; p < parts; ++p) {
+      for (size_t j = 0; j < pos[p].size(); ++j)
+        indptr[pos[p][j] + 1] = got[p].indptr[j + 1] - got[p].indptr[j];
+    }
+    for (size_t i = 0; i < frontier.size(); ++i) indptr[i + 1] += indptr[i];
+    indices.resize(static_cast<size_t>(indptr.back()));
+    etypes.resize(indices.size());
+    for (int p = 0; p < parts; ++p) {
+      for (size_t j = 0; j < pos[p].size(); ++j) {
+        const int64_t b = got[p].indptr[j], e = got[p].indptr[j + 1];
+        std::copy(got[p].indices.begin() + b, got[p].indices.begin() + e,
+                  indices.begin() + indptr[pos[p][j]]);
+        std::copy(got[p].etypes.begin() + b, got[p].etypes.begin() + e,
+                  etypes.begin() + indptr[pos[p][j]]);
+      }
+    }
+    blocks[l] = ToBlock(frontier, std::move(indptr), indices);
+    blocks[l].etypes = std::move(etypes);
+    frontier = blocks[l].src_nodes;
+  }
+  return blocks;
+}
+
+size_t DistGraph::EmbChunk(int64_t dim) {
+  return std::max<size_t>(1, (size_t{4} << 20) / (static_cast<size_t>(dim) * sizeof(float)));
+}
+
+namespace {
+
+// Rows of a float reply placed at positions `where` of `out` (width dim).
+void Place(const net::PullFeaturesReply& rep, const std::vector<size_t>& where, size_t first,
+           size_t count, int64_t dim, std::vector<float>* out) {
+  const float* rows = rep.data();
+  for (size_t j = 0; j < count; ++j) {
+    std::memcpy(out->data() + where[first + j] * static_cast<size_t>(dim),
+                rows + j * static_cast<size_t>(dim), static_cast<size_t>(dim) * sizeof(float));
+  }
+}
+
+}  // namespace
+
+void DistGraph::PullTyped(int ntype, const std::vector<int64_t>& ids, std::vector<float>* out) {
+  const int64_t dim = config_.ntype_feature_dims.at(static_cast<size_t>(ntype));
+  out->resize(ids.size() * static_cast<size_t>(dim));
+  const auto pos = ByOwner(ids);
+  const size_t chunk = EmbChunk(std::max<int64_t>(dim, 1));
+  struct Pending {
+    net::Connection* conn;
+    uint64_t rid;
+    int part;
+    size_t first;
+    net::PullFeatures asked;  // for the reply's check
+  };
+  std::vector<Pending> pending;
+  const auto deadline = std::chrono::steady_clock::now() + net::Millis(options_.timeout_ms);
+  for (int p = 0; p < config_.num_parts; ++p) {
+    for (size_t first = 0; first < pos[p].size(); first += chunk) {
+      const size_t count = std::min(chunk, pos[p].size() - first);
+      net::PullTyped req{ntype, std::vector<int64_t>(count)};
+      for (size_t j = 0; j < count; ++j) req.ids[j] = ids[pos[p][first + j]];
+      wire_bytes_ += count * sizeof(int64_t);
+      net::Connection& c = Pick(p);
+      const uint64_t rid = c.Start(req.Encode(0));
+      pending.push_back({&c, rid, p, first, net::PullFeatures{std::move(req.ids)}});
+    }
+  }
+  for (const Pending& q : pending) {
+    Message r = q.conn->Finish(q.rid, deadline, "PullTyped");
+    const auto rep = net::PullFeaturesReply::Decode(r, q.asked, dim, q.conn->peer());
+    wire_bytes_ += r.frames[0].size();
+    Place(rep, pos[q.part], q.first, q.asked.ids.size(), dim, out);
+  }
+}
+
+void DistGraph::EmbPull(const net::EmbSpec& spec, const std::vector<int64_t>& ids,
+                        std::vector<float>* out) {
+  out->resize(ids.size() * static_cast<size_t>(spec.dim));
+  const auto pos = ByOwner(ids);
+  const size_t chunk = EmbChunk(spec.dim);
+  struct Pending {
+    net::Connection* conn;
+    uint64_t rid;
+    int part;
+    size_t first;
+    net::PullFeatures asked;
+  };
+  std::vector<Pending> pending;
+  const auto deadline = std::chrono::steady_clock::now() + net::Millis(options_.timeout_ms);
+  for (int p = 0; p < config_.num_parts; ++p) {
+    for (size_t first = 0; first < pos[p].size(); first += chunk) {
+      const size_t count = std::min(chunk, pos[p].size() - first);
+      net::EmbPull req{spec, std::vector<int64_t>(count)};
+      for (size_t j = 0; j < count; ++j) req.ids[j] = ids[pos[p][first + j]];
+      wire_bytes_ += count * sizeof(int64_t);
+      net::Connection& c = EmbConn(p);
+      const uint64_t rid = c.Start(req.Encode(0));
+      pending.push_back({&c, rid, p, first, net::PullFeatures{std::move(req.ids)}});
+    }
+  }
+  for (const Pending& q : pending) {
+    Message r = q.conn->Finish(q.rid, deadline, "EmbPull");
+    const auto rep = net::PullFeaturesReply::Decode(r, q.asked, spec.dim, q.conn->peer());
+    wire_bytes_ += r.frames[0].size();
+    Place(rep, pos[q.part], q.first, q.asked.ids.size(), spec.dim, out);
+  }
+}
+
+void DistGraph::EmbPush(const net::EmbSpec& spec, const std::vector<int64_t>& ids,
+                        const std::vector<float>& grads) {
+  if (grads.size() != ids.size() * static_cast<size_t>(spec.dim)) {
+    throw DataError("EmbPush: " + std::to_string(grads.size()) + " gradient values for " +
+                    std::to_string(ids.size()) + " rows");
+  }
+  const auto pos = ByOwner(ids);
+  const size_t chunk = EmbChunk(spec.dim), dim = static_cast<size_t>(spec.dim);
+  std::vector<std::tuple<net::Connection*, uint64_t, int64_t>> pending;
+  const auto deadline = std::chrono::steady_clock::now() + net::Millis(options_.timeout_ms);
+  for (int p = 0; p < config_.num_parts; ++p) {
+    for (size_t first = 0; first < pos[p].size(); first += chunk) {
+      const size_t count = std::min(chunk, pos[p].size() - first);
+      net::EmbPush req{spec, std::vector<int64_t>(count), std::vector<float>(count * dim)};
+      for (size_t j = 0; j < count; ++j) {
+        const size_t i = pos[p][first + j];
+        req.ids[j] = ids[i];
+        std::memcpy(req.grads.data() + j * dim, grads.data() + i * dim, dim * sizeof(float));
+      }
+      wire_bytes_ += count * (sizeof(int64_t) + dim * sizeof(float));
+      net::Connection& c = EmbConn(p);
+      pending.emplace_back(&c, c.Start(req.Encode(0)), static_cast<int64_t>(count));
+    }
+  }
+  for (const auto& [conn, rid, count] : pending) {
+    net::EmbAck::Decode(conn->Finish(rid, deadline, "EmbPush"), count, conn->peer());
+  }
+}
+
+std::string DistGraph::EmbSave(const net::EmbSpec& spec, int part) {
+  const auto [first, end] =
+      config_.parts.at(static_cast<size_t>(part)).ntype_ranges.at(static_cast<size_t>(spec.ntype));
+  const int64_t rows = end - first, chunk = static_cast<int64_t>(EmbChunk(spec.dim));
+  std::string out;
+  net::Connection& c = EmbConn(part);
+  for (int64_t b = 0; b < rows || (rows == 0 && b == 0); b += chunk) {
+    const int64_t e = std::min(rows, b + chunk);
+    const Message r = c.Call(net::EmbSave{spec, b, e}.Encode(0), net::Millis(options_.timeout_ms));
+    const std::string blob = net::EmbBlob::Decode(r, c.peer()).bytes;
+    const uint64_t head[2] = {static_cast<uint64_t>(b), blob.size()};
+    out.append(reinterpret_cast<const char*>(head), sizeof head);
+    out += blob;
+    if (rows == 0) break;
+  }
+  return out;
+}
+
+void DistGraph::EmbRestore(const net::EmbSpec& spec, int part, const std::string& bytes) {
+  net::Connection& c = EmbConn(part);
+  size_t pos = 0;
+  while (pos < bytes.size()) {
+    uint64_t head[2];
+    if (bytes.size() - pos < sizeof head) throw DataError("embedding blob cut short");
+    std::memcpy(head, bytes.data() + pos, sizeof head);
+    pos += sizeof head;
+    if (bytes.size() - pos < head[1]) throw DataError("embedding blob cut short");
+    net::EmbRestore req{spec, static_cast<int64_t>(head[0]), bytes.substr(pos, head[1])};
+    pos += head[1];
+    net::EmbAck::Decode(c.Call(req.Encode(0), net::Millis(options_.timeout_ms)), 0, c.peer());
+  }
+}
+
+}  // namespace gnn

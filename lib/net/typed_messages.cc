@@ -1,0 +1,260 @@
+#include "net/typed_messages.h"
+
+#include <cstring>
+
+#include "common/error.h"
+
+namespace gnn::net {
+
+namespace {
+
+constexpr size_t kSpecInts = 5;
+// More relations than any real schema has; bounds a request's ints.
+constexpr int64_t kMaxRelations = 4096;
+
+[[noreturn]] void Malformed(MsgType type, const std::string& what) {
+  throw ProtocolError(std::string("malformed ") + MsgTypeName(type) + ": " + what);
+}
+
+void Expect(const Message& m, MsgType type, size_t ints, size_t frames) {
+  if (m.header.msg_type() != type) Malformed(type, "got " + m.header.DebugString());
+  if (m.header.ints.size() != ints || m.frames.size() != frames) {
+    Malformed(type, "expected " + std::to_string(ints) + " ints and " + std::to_string(frames) +
+                        " array frames, got " + m.header.DebugString());
+  }
+}
+
+[[noreturn]] void Bad(const std::string& peer, const std::string& what) {
+  throw ProtocolError(peer + " sent " + what);
+}
+
+void PutSpec(const EmbSpec& s, std::vector<int64_t>* ints) {
+  int64_t lr_bits = 0;
+  std::memcpy(&lr_bits, &s.lr, sizeof lr_bits);
+  ints->insert(ints->end(), {s.ntype, s.dim, s.optimizer, lr_bits, static_cast<int64_t>(s.seed)});
+}
+
+EmbSpec GetSpec(const Message& m) {
+  const auto& i = m.header.ints;
+  EmbSpec s{i[0], i[1], i[2], 0, static_cast<uint64_t>(i[4])};
+  std::memcpy(&s.lr, &i[3], sizeof s.lr);
+  if (s.ntype < 0 || s.dim < 1 || s.dim > (1 << 20) || s.optimizer < 0 || s.optimizer > 1) {
+    Malformed(m.header.msg_type(), "bad embedding spec " + s.DebugString());
+  }
+  return s;
+}
+
+std::string Bytes(const Message& m, size_t frame) {
+  size_t n = 0;
+  const uint8_t* p = m.Array<uint8_t>(frame, &n);
+  return std::string(reinterpret_cast<const char*>(p), n);
+}
+
+}  // namespace
+
+bool EmbSpec::operator==(const EmbSpec& o) const {
+  return ntype == o.ntype && dim == o.dim && optimizer == o.optimizer && lr == o.lr &&
+         seed == o.seed;
+}
+
+std::string EmbSpec::DebugString() const {
+  return "{ntype=" + std::to_string(ntype) + ", dim=" + std::to_string(dim) +
+         ", optimizer=" + std::to_string(optimizer) + ", lr=" + std::to_string(lr) +
+         ", seed=" + std::to_string(seed) + "}";
+}
+
+std::string TypedSampleRequest::DebugString() const {
+  return "TypedSample{seeds=" + std::to_string(seeds.size()) +
+         ", relations=" + std::to_string(fanouts.size()) + "}";
+}
+
+Message TypedSampleRequest::Encode(uint64_t request_id) const {
+  std::vector<int64_t> ints = {replace ? 1 : 0, static_cast<int64_t>(rng_seed),
+                               static_cast<int64_t>(fanouts.size())};
+  ints.insert(ints.end(), fanouts.begin(), fanouts.end());
+  Message m = MakeMessage(MsgType::kTypedSample, request_id, ints);
+  AddArray(&m, seeds);
+  return m;
+}
+
+TypedSampleRequest TypedSampleRequest::Decode(const Message& m) {
+  const auto& i = m.header.ints;
+  if (i.size() < 3 || i[2] < 1 || i[2] > kMaxRelations) {
+    Malformed(MsgType::kTypedSample, "bad relation count in " + m.header.DebugString());
+  }
+  Expect(m, MsgType::kTypedSample, 3 + static_cast<size_t>(i[2]), 1);
+  TypedSampleRequest r;
+  r.replace = i[0] != 0;
+  r.rng_seed = static_cast<uint64_t>(i[1]);
+  r.fanouts.assign(i.begin() + 3, i.end());
+  r.seeds = m.CopyArray<int64_t>(0);
+  return r;
+}
+
+Message TypedSampleReply::Encode(uint64_t request_id) const {
+  Message m = MakeMessage(MsgType::kTypedSampleReply, request_id);
+  AddArray(&m, indptr);
+  AddArray(&m, indices);
+  AddArray(&m, etypes);
+  return m;
+}
+
+TypedSampleReply TypedSampleReply::Decode(const Message& m) {
+  Expect(m, MsgType::kTypedSampleReply, 0, 3);
+  TypedSampleReply r{m.CopyArray<int64_t>(0), m.CopyArray<int64_t>(1), m.CopyArray<int64_t>(2)};
+  if (r.indptr.empty() || r.indptr[0] != 0 ||
+      r.indptr.back() != static_cast<int64_t>(r.indices.size()) ||
+      r.etypes.size() != r.indices.size()) {
+    Malformed(MsgType::kTypedSampleReply, "offsets do not span the indices and relations");
+  }
+  for (size_t k = 0; k + 1 < r.indptr.size(); ++k) {
+    if (r.indptr[k + 1] < r.indptr[k]) Malformed(MsgType::kTypedSampleReply, "offsets decrease");
+  }
+  return r;
+}
+
+TypedSampleReply TypedSampleReply::Decode(const Message& m, const TypedSampleRequest& asked,
+                                          int64_t num_nodes, const std::string& peer) {
+  TypedSampleReply r;
+  try {
+    r = Decode(m);
+  } catch (const ProtocolError& e) {
+    Bad(peer, std::string("a ") + e.what());
+  }
+  const size_t n = asked.seeds.size();
+  const int64_t R = static_cast<int64_t>(asked.fanouts.size());
+  if (r.indptr.size() != n + 1) {
+    Bad(peer, "a TypedSampleReply with " + std::to_string(r.indptr.size()) + " offsets for " +
+                  std::to_string(n) + " seeds");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    int64_t run = 0;
+    for (int64_t k = r.indptr[i]; k < r.indptr[i + 1]; ++k) {
+      const int64_t e = r.etypes[static_cast<size_t>(k)];
+      const int64_t v = r.indices[static_cast<size_t>(k)];
+      if (e < 0 || e >= R || (k > r.indptr[i] && e < r.etypes[static_cast<size_t>(k - 1)])) {
+        Bad(peer, "a TypedSampleReply with relation " + std::to_string(e) + " out of order/range");
+      }
+      run = (k > r.indptr[i] && e == r.etypes[static_cast<size_t>(k - 1)]) ? run + 1 : 1;
+      const int64_t f = asked.fanouts[static_cast<size_t>(e)];
+      if (f >= 0 && run > f) {
+        Bad(peer, "a TypedSampleReply with more than " + std::to_string(f) +
+                      " neighbours of relation " + std::to_string(e));
+      }
+      if (v < 0 || v >= num_nodes) {
+        Bad(peer, "a TypedSampleReply with node id " + std::to_string(v) + " outside the graph");
+      }
+    }
+  }
+  return r;
+}
+
+Message PullTyped::Encode(uint64_t request_id) const {
+  Message m = MakeMessage(MsgType::kPullTyped, request_id, {ntype});
+  AddArray(&m, ids);
+  return m;
+}
+
+PullTyped PullTyped::Decode(const Message& m) {
+  Expect(m, MsgType::kPullTyped, 1, 1);
+  if (m.header.ints[0] < 0) Malformed(MsgType::kPullTyped, "negative node type");
+  return {m.header.ints[0], m.CopyArray<int64_t>(0)};
+}
+
+Message EmbPull::Encode(uint64_t request_id) const {
+  std::vector<int64_t> ints;
+  PutSpec(spec, &ints);
+  Message m = MakeMessage(MsgType::kEmbPull, request_id, ints);
+  AddArray(&m, ids);
+  return m;
+}
+
+EmbPull EmbPull::Decode(const Message& m) {
+  Expect(m, MsgType::kEmbPull, kSpecInts, 1);
+  return {GetSpec(m), m.CopyArray<int64_t>(0)};
+}
+
+Message EmbPush::Encode(uint64_t request_id) const {
+  std::vector<int64_t> ints;
+  PutSpec(spec, &ints);
+  Message m = MakeMessage(MsgType::kEmbPush, request_id, ints);
+  AddArray(&m, ids);
+  AddArray(&m, grads);
+  return m;
+}
+
+EmbPush EmbPush::Decode(const Message& m) {
+  Expect(m, MsgType::kEmbPush, kSpecInts, 2);
+  EmbPush p{GetSpec(m), m.CopyArray<int64_t>(0), m.CopyArray<float>(1)};
+  if (p.grads.size() != p.ids.size() * static_cast<size_t>(p.spec.dim)) {
+    Malformed(MsgType::kEmbPush, std::to_string(p.grads.size()) + " gradient values for " +
+                                     std::to_string(p.ids.size()) + " rows of " +
+                                     std::to_string(p.spec.dim));
+  }
+  return p;
+}
+
+Message EmbSave::Encode(uint64_t request_id) const {
+  std::vector<int64_t> ints;
+  PutSpec(spec, &ints);
+  ints.push_back(begin);
+  ints.push_back(end);
+  return MakeMessage(MsgType::kEmbSave, request_id, ints);
+}
+
+EmbSave EmbSave::Decode(const Message& m) {
+  Expect(m, MsgType::kEmbSave, kSpecInts + 2, 0);
+  EmbSave s{GetSpec(m), m.header.ints[kSpecInts], m.header.ints[kSpecInts + 1]};
+  if (s.begin < 0 || s.end < s.begin) Malformed(MsgType::kEmbSave, "bad row range");
+  return s;
+}
+
+Message EmbRestore::Encode(uint64_t request_id) const {
+  std::vector<int64_t> ints;
+  PutSpec(spec, &ints);
+  ints.push_back(begin);
+  Message m = MakeMessage(MsgType::kEmbRestore, request_id, ints);
+  AddArray(&m, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  return m;
+}
+
+EmbRestore EmbRestore::Decode(const Message& m) {
+  Expect(m, MsgType::kEmbRestore, kSpecInts + 1, 1);
+  EmbRestore r{GetSpec(m), m.header.ints[kSpecInts], Bytes(m, 0)};
+  if (r.begin < 0) Malformed(MsgType::kEmbRestore, "negative first row");
+  return r;
+}
+
+Message EmbBlob::Encode(uint64_t request_id) const {
+  Message m = MakeMessage(MsgType::kEmbBlob, request_id);
+  AddArray(&m, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  return m;
+}
+
+EmbBlob EmbBlob::Decode(const Message& m, const std::string& peer) {
+  try {
+    Expect(m, MsgType::kEmbBlob, 0, 1);
+  } catch (const ProtocolError& e) {
+    Bad(peer, std::string("a ") + e.what());
+  }
+  return {Bytes(m, 0)};
+}
+
+Message EmbAck::Encode(uint64_t request_id) const {
+  return MakeMessage(MsgType::kEmbAck, request_id, {rows});
+}
+
+EmbAck EmbAck::Decode(const Message& m, int64_t expected_rows, const std::string& peer) {
+  try {
+    Expect(m, MsgType::kEmbAck, 1, 0);
+  } catch (const ProtocolError& e) {
+    Bad(peer, std::string("a ") + e.what());
+  }
+  if (m.header.ints[0] != expected_rows) {
+    Bad(peer, "an EmbAck for " + std::to_string(m.header.ints[0]) + " rows, expected " +
+                  std::to_string(expected_rows));
+  }
+  return {m.header.ints[0]};
+}
+
+}  // namespace gnn::net

@@ -1,0 +1,219 @@
+#include "server/hetero_server.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/error.h"
+#include "common/random.h"
+#include "net/messages.h"
+
+namespace gnn {
+
+using net::Message;
+using net::MsgType;
+
+HeteroServing::HeteroServing(const PartitionConfig& config, int part, bool verify_checksums,
+                             bool holds_embeddings, std::string name)
+    : config_(config),
+      part_(LoadHeteroPartition(config, part, verify_checksums)),
+      holds_embeddings_(holds_embeddings),
+      name_(std::move(name)) {
+  g_.csc = CscView{part_.indptr.data(), part_.indices.data(), part_.node_start, part_.num_nodes,
+                   part_.rng_keys.data()};
+  g_.etypes = part_.etypes.data();
+  g_.num_rels = static_cast<int64_t>(config.etypes.size());
+  tables_.resize(config.ntypes.size());
+  specs_.resize(config.ntypes.size());
+}
+
+std::optional<Message> HeteroServing::Handle(const Message& req) {
+  switch (req.header.msg_type()) {
+    case MsgType::kTypedSample:
+      return OnTypedSample(req);
+    case MsgType::kPullTyped:
+      return OnPullTyped(req);
+    case MsgType::kPullLabels:
+      return OnPullLabels(req);
+    case MsgType::kSplitNodes:
+      return OnSplitNodes(req);
+    case MsgType::kEmbPull:
+    case MsgType::kEmbPush:
+    case MsgType::kEmbSave:
+    case MsgType::kEmbRestore:
+      return OnEmbedding(req);
+    case MsgType::kSample:
+    case MsgType::kPullFeatures:
+      throw DataError(
+          name_ + " serves a heterogeneous partition: " + net::MsgTypeName(req.header.msg_type()) +
+          " has no node type (use TypedSample / PullTyped)");
+    default:
+      return std::nullopt;
+  }
+}
+
+Message HeteroServing::OnTypedSample(const Message& req) {
+  const net::TypedSampleRequest r = net::TypedSampleRequest::Decode(req);
+  if (static_cast<int64_t>(r.fanouts.size()) != g_.num_rels) {
+    throw DataError("TypedSample with " + std::to_string(r.fanouts.size()) +
+                    " fan-outs for a graph of " + std::to_string(g_.num_rels) + " relations");
+  }
+  for (int64_t f : r.fanouts) {
+    if (f < -1 || f > (1 << 20)) throw DataError("fan-out " + std::to_string(f) + " out of range");
+  }
+  // Bound the reply before building it (as Sample does): at most a seed's
+  // degree without replacement, the sum of the fan-outs with it.
+  int64_t bound = 0;
+  for (int64_t s : r.seeds) {
+    const int64_t row = s - part_.node_start;
+    if (row < 0 || row >= part_.num_nodes) {
+      throw DataError("node " + std::to_string(s) + " is not owned by " + name_);
+    }
+    const int64_t deg =
+        part_.indptr[static_cast<size_t>(row + 1)] - part_.indptr[static_cast<size_t>(row)];
+    if (!r.replace) {
+      bound += deg;
+    } else {
+      for (int64_t f : r.fanouts) bound += f < 0 ? deg : f;
+    }
+  }
+  if (bound > net::kMaxSampledPerRequest) {
+    throw DataError("TypedSample would return up to " + std::to_string(bound) +
+                    " neighbours, more than the limit of " +
+                    std::to_string(net::kMaxSampledPerRequest) + " per request");
+  }
+  std::vector<int> fanouts(r.fanouts.begin(), r.fanouts.end());
+  net::TypedSampleReply rep;
+  SampleTypedNeighbors(g_, r.seeds.data(), static_cast<int64_t>(r.seeds.size()), fanouts, r.replace,
+                       r.rng_seed, 1, &rep.indptr, &rep.indices, &rep.etypes);
+  return rep.Encode(req.header.request_id);
+}
+
+std::vector<int64_t> HeteroServing::Rows(int t, const std::vector<int64_t>& ids) const {
+  const auto [first, end] = part_.ntype_ranges[static_cast<size_t>(t)];
+  std::vector<int64_t> rows(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < first || ids[i] >= end) {
+      throw DataError("node " + std::to_string(ids[i]) + " is not a " +
+                      config_.ntypes[static_cast<size_t>(t)] + " node of " + name_);
+    }
+    rows[i] = ids[i] - first;
+  }
+  return rows;
+}
+
+Message HeteroServing::OnPullTyped(const Message& req) {
+  const net::PullTyped r = net::PullTyped::Decode(req);
+  if (r.ntype >= static_cast<int64_t>(config_.ntypes.size())) {
+    throw DataError("node type " + std::to_string(r.ntype) + " does not exist");
+  }
+  const int t = static_cast<int>(r.ntype);
+  const int64_t dim = part_.feature_dims[static_cast<size_t>(t)];
+  if (dim == 0) throw DataError(config_.ntypes[static_cast<size_t>(t)] + " nodes have no features");
+  if (static_cast<int64_t>(r.ids.size()) * dim * 4 > net::kMaxPullReplyBytes) {
+    throw DataError("PullTyped reply would exceed " + std::to_string(net::kMaxPullReplyBytes) +
+                    " bytes");
+  }
+  const std::vector<int64_t> rows = Rows(t, r.ids);
+  net::PullFeaturesReply rep(dim, rows.size());
+  float* out = static_cast<float*>(rep.rows.data());
+  const float* feat = part_.features[static_cast<size_t>(t)].data();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::memcpy(out + i * static_cast<size_t>(dim), feat + rows[i] * dim,
+                static_cast<size_t>(dim) * sizeof(float));
+  }
+  return rep.Encode(req.header.request_id);
+}
+
+Message HeteroServing::OnPullLabels(const Message& req) {
+  const std::vector<int64_t> ids = net::PullLabels::Decode(req).ids;
+  const std::vector<int64_t> rows = Rows(part_.target, ids);
+  net::PullLabelsReply rep;
+  for (int64_t r : rows) rep.labels.push_back(part_.labels[static_cast<size_t>(r)]);
+  return rep.Encode(req.header.request_id);
+}
+
+Message HeteroServing::OnSplitNodes(const Message& req) {
+  const net::SplitNodes r = net::SplitNodes::Decode(req);
+  if (r.mask < 0 || r.mask > 2 || r.offset < 0 || r.count < 0) {
+    throw DataError("bad SplitNodes arguments");
+  }
+  const std::vector<int64_t> all = part_.Nodes(static_cast<int>(r.mask));
+  if (r.offset + r.count > static_cast<int64_t>(all.size())) {
+    throw DataError("SplitNodes asks past the end of " + name_ + "'s mask");
+  }
+  net::SplitNodesReply rep;
+  rep.ids.assign(all.begin() + r.offset, all.begin() + r.offset + r.count);
+  return rep.Encode(req.header.request_id);
+}
+
+EmbeddingTable& HeteroServing::Table(const net::EmbSpec& spec) {
+  if (!holds_embeddings_) {
+    throw DataError(name_ + " holds no embedding rows (they live at server 0 of machine " +
+                    std::to_string(part_.part_id) + ")");
+  }
+  if (spec.ntype >= static_cast<int64_t>(config_.ntypes.size()) ||
+      part_.feature_dims[static_cast<size_t>(spec.ntype)] > 0) {
+    throw DataError("node type " + std::to_string(spec.ntype) +
+                    " has features or does not exist: it has no embedding table");
+  }
+  const size_t t = static_cast<size_t>(spec.ntype);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!tables_[t]) {
+    EmbeddingOptions eo;
+    eo.dim = spec.dim;
+    eo.optimizer = spec.optimizer == 0 ? SparseOptimizerKind::kAdagrad : SparseOptimizerKind::kAdam;
+    eo.lr = spec.lr;
+    eo.seed = spec.seed;
+    std::vector<uint64_t> keys;
+    for (int64_t v = part_.ntype_ranges[t].first; v < part_.ntype_ranges[t].second; ++v)
+      keys.push_back(
+          static_cast<uint64_t>(part_.rng_keys[static_cast<size_t>(v - part_.node_start)]));
+    tables_[t] = std::make_unique<EmbeddingTable>(eo, keys, 0);
+    specs_[t] = spec;
+  } else if (!(specs_[t] == spec)) {
+    throw DataError(name_ + ": the " + config_.ntypes[t] + " embedding table is " +
+                    specs_[t].DebugString() + ", the request asks for " + spec.DebugString() +
+                    " (trainers of one job must agree)");
+  }
+  return *tables_[t];
+}
+
+Message HeteroServing::OnEmbedding(const Message& req) {
+  const uint64_t id = req.header.request_id;
+  switch (req.header.msg_type()) {
+    case MsgType::kEmbPull: {
+      const net::EmbPull r = net::EmbPull::Decode(req);
+      EmbeddingTable& table = Table(r.spec);
+      if (static_cast<int64_t>(r.ids.size()) * r.spec.dim * 4 > net::kMaxPullReplyBytes) {
+        throw DataError("EmbPull reply would exceed " + std::to_string(net::kMaxPullReplyBytes) +
+                        " bytes");
+      }
+      std::vector<float> rows;
+      table.Pull(Rows(static_cast<int>(r.spec.ntype), r.ids), &rows, 1);
+      net::PullFeaturesReply rep(r.spec.dim, r.ids.size());
+      if (!rows.empty()) std::memcpy(rep.rows.data(), rows.data(), rows.size() * sizeof(float));
+      return rep.Encode(id);
+    }
+    case MsgType::kEmbPush: {
+      const net::EmbPush r = net::EmbPush::Decode(req);
+      Table(r.spec).Apply(Rows(static_cast<int>(r.spec.ntype), r.ids), r.grads, 1);
+      return net::EmbAck{static_cast<int64_t>(r.ids.size())}.Encode(id);
+    }
+    case MsgType::kEmbSave: {
+      const net::EmbSave r = net::EmbSave::Decode(req);
+      EmbeddingTable& table = Table(r.spec);
+      if ((r.end - r.begin) * r.spec.dim * 4 > net::kMaxPullReplyBytes / 2) {
+        throw DataError("EmbSave of " + std::to_string(r.end - r.begin) + " rows is too large");
+      }
+      return net::EmbBlob{table.Save(r.begin, r.end)}.Encode(id);
+    }
+    default: {
+      const net::EmbRestore r = net::EmbRestore::Decode(req);
+      EmbeddingTable& table = Table(r.spec);
+      table.Restore(r.bytes, r.begin, name_ + " EmbRestore");
+      return net::EmbAck{0}.Encode(id);
+    }
+  }
+}
+
+}  // namespace gnn

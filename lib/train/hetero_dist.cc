@@ -1,0 +1,238 @@
+// The distributed heterogeneous source: typed sampling and pulls from the
+// servers (DistGraph), embedding rows at the servers of their partitions,
+// and the trainers' collective for gradients.
+//
+// A sparse step: every rank all-gathers (ids, gradient rows) of its batch,
+// combines them as DGL does (mean over the ranks that used a row) and
+// pushes the rows of partitions p with p mod W == rank, each row by exactly
+// one rank. Every push is acknowledged before its rank enters the dense
+// all-reduce that follows, so no rank pulls the next batch's rows before
+// every update of this step is in.
+#include <cstring>
+
+#include "client/dist_graph.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/timer.h"
+#include "net/ip_config.h"
+#include "net/ports.h"
+#include "net/security.h"
+#include "server/embedding_table.h"
+#include "train/collective.h"
+#include "train/hetero_source.h"
+
+namespace gnn {
+
+namespace {
+
+class DistHeteroSource : public HeteroSource {
+ public:
+  DistHeteroSource(const TrainOptions& o, const PartitionConfig& config) : o_(o), config_(config) {
+    if (o.num_samplers > 0) {
+      throw ConfigError("--model rgcn samples in the trainer: use --num_samplers 0");
+    }
+    const std::vector<MachineAddress> machines = ReadIpConfig(o.ip_config);
+    const int num_machines = static_cast<int>(machines.size());
+    CheckMachinesForParts(config.num_parts, num_machines, o.ip_config);
+    if (o.machine_id < 0 || o.machine_id >= num_machines) {
+      throw ConfigError("--machine_id " + std::to_string(o.machine_id) + " is not a line of " +
+                        o.ip_config);
+    }
+    if (o.trainer_id < 0 || o.trainer_id >= o.num_trainers) {
+      throw ConfigError("--trainer_id must be in [0, --num_trainers)");
+    }
+    world_ = num_machines * o.num_trainers;
+    rank_ = o.machine_id * o.num_trainers + o.trainer_id;
+    std::vector<std::string> who;
+    for (int r = 0; r < world_; ++r) {
+      who.push_back("rank " + std::to_string(r) + " (machine " +
+                    std::to_string(r / o.num_trainers) + " trainer " +
+                    std::to_string(r % o.num_trainers) + ")");
+    }
+    const net::JobKeys keys = net::ResolveJobKeys(o.secret_file, o.insecure, o.job_id, "gnn-train");
+    const std::string master = o.master_addr.empty() ? machines[0].host : o.master_addr;
+    collective_ = std::make_unique<Collective>(
+        master, o.master_port, rank_, world_, who, machines[static_cast<size_t>(o.machine_id)].host,
+        std::chrono::seconds(o.rendezvous_timeout_s), keys, o.restart > 0 ? kBindRetryS : 0);
+    DistGraphOptions g;
+    g.ip_config = o.ip_config;
+    g.part_config = o.part_config;
+    g.num_servers = o.num_servers;
+    g.local_machine_id = o.machine_id;
+    g.job_id = o.job_id;
+    g.keys = keys;
+    g.timeout_ms = o.request_timeout_ms;
+    graph_ = std::make_unique<DistGraph>(g);
+    // node_split with force_even, slots following partitions (as DistEnv).
+    const int parts = config.num_parts, part = MachinePartition(o.machine_id, parts);
+    int before = 0;
+    for (int p = 0; p < part; ++p)
+      before += static_cast<int>(PartitionMachines(p, parts, num_machines).size());
+    slot_ = (before + o.machine_id / parts) * o.num_trainers + o.trainer_id;
+    const size_t T = config.ntypes.size();
+    specs_.resize(T);
+    for (size_t t = 0; t < T; ++t) {
+      specs_[t].ntype = static_cast<int64_t>(t);
+      specs_[t].dim = o.num_hidden;
+      specs_[t].optimizer =
+          ParseSparseOptimizer(o.sparse_optimizer) == SparseOptimizerKind::kAdagrad ? 0 : 1;
+      specs_[t].lr = o.sparse_lr;
+      specs_[t].seed = MixSeed(o.seed, 0x656d62);  // as the standalone tables
+    }
+  }
+
+  int rank() const override { return rank_; }
+  int world() const override { return world_; }
+  std::string Label() const override {
+    return "Part " + std::to_string(MachinePartition(o_.machine_id, config_.num_parts)) + " rank " +
+           std::to_string(rank_);
+  }
+
+  std::vector<int64_t> SplitNodes(int m) override {
+    const int64_t total = graph_->CountNodes(m);
+    return graph_->SplitNodes(m, total * slot_ / world_, total * (slot_ + 1) / world_);
+  }
+
+  HeteroBatch Sample(const std::vector<int64_t>& seeds,
+                     const std::vector<std::vector<int>>& fanouts, uint64_t rng_seed) override {
+    HeteroBatch b;
+    b.seeds = seeds;
+    b.blocks = graph_->SampleTypedBlocks(seeds, fanouts, o_.sample_replace, rng_seed);
+    const size_t T = config_.ntypes.size();
+    b.positions.resize(T);
+    b.ids.resize(T);
+    b.features.resize(T);
+    const std::vector<int64_t>& src = b.blocks.front().src_nodes;
+    for (size_t i = 0; i < src.size(); ++i) {
+      const int t = config_.NtypeOf(src[i]);
+      if (t < 0) throw DataError("node " + std::to_string(src[i]) + " has no node type");
+      b.positions[static_cast<size_t>(t)].push_back(static_cast<int64_t>(i));
+      b.ids[static_cast<size_t>(t)].push_back(src[i]);
+    }
+    for (size_t t = 0; t < T; ++t) {
+      if (t < config_.ntype_feature_dims.size() && config_.ntype_feature_dims[t] > 0 &&
+          !b.ids[t].empty())
+        graph_->PullTyped(static_cast<int>(t), b.ids[t], &b.features[t]);
+    }
+    if (!seeds.empty()) graph_->PullLabels(seeds, &b.labels);
+    return b;
+  }
+
+  void PullEmbeddings(int t, const std::vector<int64_t>& ids, std::vector<float>* out) override {
+    graph_->EmbPull(specs_[static_cast<size_t>(t)], ids, out);
+  }
+
+  void PushEmbeddingGrads(int t, const std::vector<int64_t>& ids,
+                          const std::vector<float>& grads) override {
+    const net::EmbSpec& spec = specs_[static_cast<size_t>(t)];
+    const int64_t n = static_cast<int64_t>(ids.size());
+    torch::Tensor all_ids = collective_->AllgatherRows(
+        torch::from_blob(const_cast<int64_t*>(ids.data()), {n, 1}, torch::kInt64));
+    torch::Tensor all_grads = collective_->AllgatherRows(
+        torch::from_blob(const_cast<float*>(grads.data()), {n, spec.dim}, torch::kFloat32));
+    all_ids = all_ids.contiguous();
+    all_grads = all_grads.contiguous();
+    const std::vector<int64_t> gathered(all_ids.data_ptr<int64_t>(),
+                                        all_ids.data_ptr<int64_t>() + all_ids.numel());
+    const std::vector<float> gathered_grads(all_grads.data_ptr<float>(),
+                                            all_grads.data_ptr<float>() + all_grads.numel());
+    std::vector<int64_t> rows;
+    std::vector<float> combined;
+    CombineSparseGrads({&gathered}, {&gathered_grads}, spec.dim, &rows, &combined);
+    // This rank's share: rows of partitions p with p mod W == rank.
+    std::vector<int64_t> mine;
+    std::vector<float> mine_grads;
+    const size_t dim = static_cast<size_t>(spec.dim);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (config_.PartOf(rows[i]) % world_ != rank_) continue;
+      mine.push_back(rows[i]);
+      mine_grads.insert(mine_grads.end(), combined.begin() + i * dim,
+                        combined.begin() + (i + 1) * dim);
+    }
+    if (!mine.empty()) graph_->EmbPush(spec, mine, mine_grads);
+  }
+
+  // Rank 0 fetches every partition's table of every featureless type; the
+  // barrier keeps the other ranks from updating rows while it reads.
+  std::string SaveEmbeddings() override {
+    std::string out;
+    if (rank_ == 0) {
+      for (size_t t = 0; t < specs_.size(); ++t) {
+        if (t < config_.ntype_feature_dims.size() && config_.ntype_feature_dims[t] > 0) continue;
+        for (int p = 0; p < config_.num_parts; ++p) {
+          const std::string blob = graph_->EmbSave(specs_[t], p);
+          const uint64_t n = blob.size();
+          out.append(reinterpret_cast<const char*>(&n), sizeof n);
+          out += blob;
+        }
+      }
+    }
+    collective_->Barrier();
+    return out;
+  }
+
+  std::string EmbeddingChecksum() override {
+    if (rank_ != 0) return "";
+    return ChecksumEmbeddings(config_,
+                              [&](int t, const std::vector<int64_t>& ids, std::vector<float>* out) {
+                                PullEmbeddings(t, ids, out);
+                              });
+  }
+
+  void RestoreEmbeddings(const std::string& bytes, const std::string& source) override {
+    if (rank_ == 0) {
+      size_t pos = 0;
+      for (size_t t = 0; t < specs_.size(); ++t) {
+        if (t < config_.ntype_feature_dims.size() && config_.ntype_feature_dims[t] > 0) continue;
+        for (int p = 0; p < config_.num_parts; ++p) {
+          uint64_t n = 0;
+          if (bytes.size() - pos < sizeof n) {
+            throw DataError(source + ": embedding tables cut short (another partitioning?)");
+          }
+          std::memcpy(&n, bytes.data() + pos, sizeof n);
+          pos += sizeof n;
+          if (bytes.size() - pos < n) throw DataError(source + ": embedding tables cut short");
+          graph_->EmbRestore(specs_[t], p, bytes.substr(pos, n));
+          pos += n;
+        }
+      }
+      if (pos != bytes.size()) {
+        throw DataError(source + ": embedding tables of another layout (" +
+                        std::to_string(bytes.size() - pos) + " bytes left over)");
+      }
+    }
+    collective_->Barrier();
+  }
+
+  int64_t AllreduceGrads(torch::nn::Module& model) override {
+    return collective_->AllreduceMeanGrads(model.parameters());
+  }
+  void SyncParams(torch::nn::Module& model) override {
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> ps;
+    for (auto& p : model.parameters()) ps.push_back(p.detach());
+    collective_->Broadcast(ps);
+  }
+  void BroadcastBytes(std::string* bytes) override { collective_->BroadcastBytes(bytes); }
+  std::vector<double> SumOverRanks(std::vector<double> v) override {
+    return collective_->AllreduceSum(v);
+  }
+  uint64_t WireBytes() const override { return graph_->wire_bytes(); }
+
+ private:
+  const TrainOptions& o_;
+  const PartitionConfig& config_;
+  int rank_ = 0, world_ = 1, slot_ = 0;
+  std::unique_ptr<Collective> collective_;
+  std::unique_ptr<DistGraph> graph_;
+  std::vector<net::EmbSpec> specs_;
+};
+
+}  // namespace
+
+std::unique_ptr<HeteroSource> MakeDistHeteroSource(const TrainOptions& o,
+                                                   const PartitionConfig& config) {
+  return std::make_unique<DistHeteroSource>(o, config);
+}
+
+}  // namespace gnn
