@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "common/error.h"
+#include "common/fs.h"
 #include "common/log.h"
 #include "common/progress.h"
 #include "common/random.h"
@@ -78,6 +79,7 @@ class HeteroTraining {
       }
       Checkpoint();
     }
+    SaveModel();
     return Summary();
   }
 
@@ -328,6 +330,19 @@ class HeteroTraining {
                     {"test_acc", test},
                     {"eval_time_s", ev.Seconds()}},
                    st_.global_step);
+  }
+
+  // --save_model: the dense parameters as a dict torch.load reads (the
+  // embedding tables are in the checkpoint).
+  void SaveModel() {
+    if (!lead_ || o_.save_model.empty()) return;
+    c10::Dict<std::string, torch::Tensor> dict;
+    for (const auto& p : model_->named_parameters())
+      dict.insert(p.key(), p.value().detach().clone());
+    const std::vector<char> bytes = torch::pickle_save(c10::IValue(dict));
+    AtomicFile f(o_.save_model);
+    f.Write(bytes.data(), bytes.size());
+    f.Commit();
   }
 
   json Summary() {

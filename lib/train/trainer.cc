@@ -73,6 +73,10 @@ void TrainOptions::Validate() const {
   }
   if (Rgcn()) {
     if (Kind() != TaskKind::kNode) throw ConfigError("--model rgcn trains --task node only");
+    if (!save_embeddings.empty()) {
+      throw ConfigError(
+          "--save_embeddings writes GraphSAGE outputs; --model rgcn has --save_model");
+    }
     if (!(sparse_lr > 0)) throw ConfigError("--sparse_lr must be > 0");
     if (sparse_optimizer != "adagrad" && sparse_optimizer != "adam") {
       throw ConfigError("--sparse_optimizer must be adagrad or adam, got '" + sparse_optimizer +

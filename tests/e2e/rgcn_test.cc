@@ -123,8 +123,25 @@ TEST_CASE("standalone RGCN learns from typed neighbours and learnt embeddings", 
   // Both sparse optimizers move the embeddings (different tables after
   // the same dense training).
   const json adagrad = Rgcn(config, {"--num_epochs", "1", "--sparse_optimizer", "adagrad"});
-  const json adam = Rgcn(config, {"--num_epochs", "1"});
+  const json adam = Rgcn(config, {"--num_epochs", "1", "--save_model", dir / "rgcn.pt"});
   CHECK(adagrad["embedding_checksum"] != adam["embedding_checksum"]);
+  // --save_model: PyTorch reads RelGraphConv's parameters by name.
+  if (RunProcess({"/usr/bin/python3", "-c", "import torch"}).exit_code != 0) {
+    GNN_SKIP("python3-torch not installed: --save_model not read back");
+  }
+  auto py =
+      RunProcess({"/usr/bin/python3", "-c",
+                  "import sys, torch\n"
+                  "d = torch.load(sys.argv[1])\n"
+                  "w = d['layers.0.weight']; c = d['layers.0.coeff']\n"
+                  "assert w.shape == (2, 32, 32) and c.shape == (8, 2), (w.shape, c.shape)\n"
+                  "assert d['layers.1.loop_weight'].shape[1] == d['layers.1.h_bias'].shape[0]\n"
+                  "assert 'embed.proj_3' in d\n"
+                  "print('ok')",
+                  dir / "rgcn.pt"},
+                 120);
+  INFO(py.err);
+  CHECK(py.out == "ok\n");
 }
 
 TEST_CASE("RGCN resumes exactly: model, Adam state, embeddings and their optimizer", "[e2e]") {
@@ -169,6 +186,8 @@ TEST_CASE("gnn-train --model rgcn bad input: one error line, non-zero exit", "[e
       "labels on 'paper'");
   expect({"--standalone", "--model", "rgcn", "--part_config", config, "--sparse_optimizer", "sgd"},
          "--sparse_optimizer must be adagrad or adam");
+  expect({"--standalone", "--model", "rgcn", "--part_config", config, "--save_embeddings", "e.npy"},
+         "--model rgcn has --save_model");
   expect({"--model", "rgcn", "--part_config", config, "--ip_config", dir / "none.txt",
           "--num_samplers", "2"},
          "use --num_samplers 0");

@@ -1,0 +1,136 @@
+// Heterogeneous serving on real sockets: typed sampling through servers of
+// 3 partitions draws, node for node (by input id), what one in-memory
+// partition draws; typed pulls return the partition files' rows; embedding
+// rows live at server 0 only; homogeneous requests are refused by name.
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "client/dist_graph.h"
+#include "cluster_util.h"
+#include "common/error.h"
+#include "partition/hetero_local.h"
+#include "partition/partition.h"
+#include "sampling/typed_sampler.h"
+#include "test_util.h"
+
+using namespace gnn;
+
+namespace {
+
+std::string MagSmall(const test::TempDir& dir, int parts, const std::string& name) {
+  PartitionOptions o;
+  o.data.dataset = "synthetic:mag-small";
+  o.num_parts = parts;
+  o.undirected = true;
+  o.balance_train = true;
+  o.output = dir / name;
+  return RunPartition(o).config_path;
+}
+
+// Input id (type offset + type-local id) of every new id of `config`.
+std::map<int64_t, int64_t> InputIds(const PartitionConfig& c) {
+  std::map<int64_t, int64_t> out;
+  for (int p = 0; p < c.num_parts; ++p) {
+    const HeteroPartition part = LoadHeteroPartition(c, p, false);
+    for (int64_t i = 0; i < part.num_nodes; ++i)
+      out[part.node_start + i] = part.rng_keys[static_cast<size_t>(i)];
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("typed sampling over 3 servers equals one in-memory partition, by input id",
+          "[integration]") {
+  test::TempDir dir;
+  const std::string three = MagSmall(dir, 3, "three"), one = MagSmall(dir, 1, "one");
+  const PartitionConfig c3 = LoadPartitionConfig(three), c1 = LoadPartitionConfig(one);
+  const std::map<int64_t, int64_t> in3 = InputIds(c3), in1 = InputIds(c1);
+  std::map<int64_t, int64_t> from_input1;  // input id -> new id of the 1-partition config
+  for (const auto& [v, k] : in1) from_input1[k] = v;
+
+  const std::string job = "hetero-" + std::to_string(::getpid());
+  const std::string ip = test::WriteLoopbackIpConfig(dir, 3);
+  test::ServerThreads servers(ip, three, 3, 2, job);
+  DistGraphOptions o;
+  o.part_config = three;
+  o.ip_config = ip;
+  o.endpoints = servers.endpoints();
+  o.job_id = job;
+  o.keys = test::Keys(job);
+  o.timeout_ms = 20000;
+  DistGraph g(o);
+
+  const HeteroPartition local = LoadHeteroPartition(c1, 0, false);
+  TypedCscView view;
+  view.csc =
+      CscView{local.indptr.data(), local.indices.data(), 0, local.num_nodes, local.rng_keys.data()};
+  view.etypes = local.etypes.data();
+  view.num_rels = static_cast<int64_t>(c1.etypes.size());
+
+  // Seeds: the first 300 training papers of the 3-partition numbering.
+  std::vector<int64_t> seeds3 = g.SplitNodes(0, 0, 300), seeds1;
+  for (int64_t v : seeds3) seeds1.push_back(from_input1.at(in3.at(v)));
+  const std::vector<std::vector<int>> fanouts = {std::vector<int>(8, 3), std::vector<int>(8, 5)};
+  const std::vector<Block> d = g.SampleTypedBlocks(seeds3, fanouts, false, 77);
+  const std::vector<Block> s = SampleTypedBlocks(view, seeds1, fanouts, false, 77, 2);
+  REQUIRE(d.size() == 2);
+  // The last block (seeds -> first hop): the same sampled (relation, input
+  // id) pairs for every seed; then the same number of input nodes.
+  const Block &bd = d[1], &bs = s[1];
+  REQUIRE(bd.num_dst == bs.num_dst);
+  for (int64_t i = 0; i < bd.num_dst; ++i) {
+    std::vector<std::pair<int64_t, int64_t>> a, b;
+    for (int64_t k = bd.indptr[i]; k < bd.indptr[i + 1]; ++k)
+      a.push_back({bd.etypes[k], in3.at(bd.src_nodes[bd.indices[k]])});
+    for (int64_t k = bs.indptr[i]; k < bs.indptr[i + 1]; ++k)
+      b.push_back({bs.etypes[k], in1.at(bs.src_nodes[bs.indices[k]])});
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    CHECK(a == b);
+  }
+  CHECK(d[0].num_src() == s[0].num_src());
+  CHECK(d[0].num_edges() == s[0].num_edges());
+
+  // Typed pulls: paper features (type 3) as in the 1-partition files, by input id.
+  const int paper = 3;
+  std::vector<int64_t> papers;
+  for (int64_t v : seeds3) papers.push_back(v);
+  std::vector<float> rows;
+  g.PullTyped(paper, papers, &rows);
+  const int64_t dim = c3.ntype_feature_dims[paper];
+  for (size_t i = 0; i < papers.size(); i += 37) {
+    const int64_t v1 = from_input1.at(in3.at(papers[i]));
+    const float* want = local.features[paper].data() + (v1 - local.ntype_ranges[paper].first) * dim;
+    CHECK(std::equal(want, want + dim, rows.data() + i * dim));
+  }
+
+  // Embedding rows: initial values keyed by input id (the same in any
+  // partitioning); a push moves exactly the rows pushed.
+  const net::EmbSpec spec{0, 8, 0, 0.5, 11};
+  std::vector<int64_t> authors;
+  for (int p = 0; p < 3; ++p) authors.push_back(c3.parts[p].ntype_ranges[0].first);
+  std::vector<float> before, after;
+  g.EmbPull(spec, authors, &before);
+  std::vector<float> grads(8, 0.0f);
+  grads[0] = 1.0f;
+  g.EmbPush(spec, {authors[1]}, grads);
+  g.EmbPull(spec, authors, &after);
+  CHECK(after[8] == Approx(before[8] - 0.5f).margin(1e-4));  // Adagrad's first step: lr * sign
+  CHECK(std::equal(before.begin(), before.begin() + 8, after.begin()));
+  CHECK(std::equal(before.begin() + 16, before.end(), after.begin() + 16));
+  // A different spec for the same table, and a featured type, are refused.
+  net::EmbSpec other = spec;
+  other.dim = 16;
+  CHECK_THROWS_WITH(g.EmbPull(other, authors, &after), Catch::Contains("must agree"));
+  net::EmbSpec featured = spec;
+  featured.ntype = paper;
+  CHECK_THROWS_WITH(g.EmbPull(featured, {papers[0]}, &after), Catch::Contains("has features"));
+  // Homogeneous requests name the heterogeneous partition.
+  std::vector<int64_t> ptr, idx;
+  CHECK_THROWS_WITH(g.SampleNeighbors(seeds3, 5, false, 0, &ptr, &idx),
+                    Catch::Contains("heterogeneous"));
+}
