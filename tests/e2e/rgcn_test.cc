@@ -1,9 +1,13 @@
 // gnn-train --model rgcn on a heterogeneous partitioning (synthetic:mag-small:
 // papers with features, authors, institutions and fields of study without),
 // run as real processes: accuracy, learnt embeddings, exact resume, errors.
+#include <signal.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "launch_util.h"
 #include "process_util.h"
@@ -57,21 +61,42 @@ std::string Trainer(const std::string& flags) {
          flags;
 }
 
-// gnn-launch on `machines` loopback machines (2 servers each: embedding
-// rows live at server 0, the others serve samples), running `train`.
-json Launch(const test::TempDir& dir, const std::string& config, int machines,
-            const std::string& train) {
+// gnn-launch's arguments for `machines` loopback machines (2 servers
+// each: embedding rows live at server 0, the others serve samples).
+std::vector<std::string> LaunchArgs(const test::TempDir& dir, const std::string& config,
+                                    int machines, const std::string& train,
+                                    const std::vector<std::string>& extra = {}) {
   const std::vector<int> ports = test::FreeLoopbackPortRanges(machines + 1, 2);
   const std::string ip = dir / ("ip-" + std::to_string(ports[0]) + ".txt");
   {
     std::ofstream out(ip);
     for (int m = 0; m < machines; ++m) out << "127.0.0.1 " << ports[static_cast<size_t>(m)] << "\n";
   }
-  auto r = RunProcess(
-      {Bin("gnn-launch"), "--workspace", dir.path(), "--num_trainers", "1", "--num_samplers", "0",
-       "--num_servers", "2", "--part_config", config, "--ip_config", ip, "--master_port",
-       std::to_string(ports[static_cast<size_t>(machines)]), "--grace_s", "3", train},
-      900);
+  std::vector<std::string> a = {Bin("gnn-launch"),
+                                "--workspace",
+                                dir.path(),
+                                "--num_trainers",
+                                "1",
+                                "--num_samplers",
+                                "0",
+                                "--num_servers",
+                                "2",
+                                "--part_config",
+                                config,
+                                "--ip_config",
+                                ip,
+                                "--master_port",
+                                std::to_string(ports[static_cast<size_t>(machines)]),
+                                "--grace_s",
+                                "3"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  a.push_back(train);
+  return a;
+}
+
+json Launch(const test::TempDir& dir, const std::string& config, int machines,
+            const std::string& train) {
+  auto r = RunProcess(LaunchArgs(dir, config, machines, train), 900);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   return json::parse(test::LastLine(r.out));
@@ -197,4 +222,40 @@ TEST_CASE("gnn-train --model rgcn bad input: one error line, non-zero exit", "[e
   REQUIRE(r.exit_code == 0);
   expect({"--standalone", "--model", "rgcn", "--part_config", dir / "tiny/synthetic-tiny.json"},
          "needs a heterogeneous partitioning");
+}
+
+TEST_CASE(
+    "a launched RGCN job whose server dies restarts with its embeddings and ends as if "
+    "uninterrupted",
+    "[e2e]") {
+  test::TempDir dir;
+  const std::string two = MagParts(dir, 2, "two");
+  const std::string train =
+      Trainer("--num_epochs 12 --eval_every 12 --checkpoint_every 3 --checkpoint_dir ");
+  const json want = Launch(dir, two, 2, train + "ck-straight");
+  const std::string job = "rgcn-kill-" + std::to_string(::getpid());
+  test::ChildProcess launcher(
+      LaunchArgs(dir, two, 2, train + "ck-kill",
+                 {"--max_restarts", "1", "--restart_backoff_s", "0.5", "--job_id", job}),
+      dir / "kill");
+  REQUIRE(test::WaitUntil(
+      [&] {
+        return !launcher.Running() || access((dir / "ck-kill/checkpoint.pt").c_str(), F_OK) == 0;
+      },
+      std::chrono::seconds(120)));
+  REQUIRE(launcher.Running());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Server 0 of a machine: it holds that partition's embedding rows.
+  const std::vector<pid_t> servers = test::JobProcesses(job, 0, "gnn-server");
+  REQUIRE(!servers.empty());
+  REQUIRE(kill(servers[0], SIGKILL) == 0);
+  const auto code = launcher.Wait(std::chrono::seconds(300));
+  INFO(launcher.Stderr());
+  REQUIRE(code.has_value());
+  REQUIRE(*code == 0);
+  const json got = json::parse(test::LastLine(launcher.Stdout()));
+  CHECK(got["restarts"] == 1);
+  CHECK(got["param_checksum"] == want["param_checksum"]);
+  CHECK(got["embedding_checksum"] == want["embedding_checksum"]);
+  CHECK(got["final_test_acc"] == want["final_test_acc"]);
 }
