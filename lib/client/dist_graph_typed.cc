@@ -206,10 +206,12 @@ void DistGraph::EmbRestore(const net::EmbSpec& spec, int part, const std::string
   size_t pos = 0;
   while (pos < bytes.size()) {
     uint64_t head[2];
-    if (bytes.size() - pos < sizeof head) throw DataError("embedding blob cut short");
+    const std::string what = "the embedding table of node type " + std::to_string(spec.ntype) +
+                             " for partition " + std::to_string(part) + " is cut short";
+    if (bytes.size() - pos < sizeof head) throw DataError(what);
     std::memcpy(head, bytes.data() + pos, sizeof head);
     pos += sizeof head;
-    if (bytes.size() - pos < head[1]) throw DataError("embedding blob cut short");
+    if (bytes.size() - pos < head[1]) throw DataError(what);
     net::EmbRestore req{spec, static_cast<int64_t>(head[0]), bytes.substr(pos, head[1])};
     pos += head[1];
     net::EmbAck::Decode(c.Call(req.Encode(0), net::Millis(options_.timeout_ms)), 0, c.peer());

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -21,6 +22,24 @@
 namespace gnn {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Whether a trainer command asks for --model rgcn (or --model=rgcn, with
+// or without quotes around the value).
+bool NamesRgcn(const std::string& command) {
+  std::istringstream words(command);
+  std::string w, prev;
+  while (words >> w) {
+    w.erase(std::remove(w.begin(), w.end(), '\''), w.end());
+    w.erase(std::remove(w.begin(), w.end(), '"'), w.end());
+    if (w == "--model=rgcn" || (prev == "--model" && w == "rgcn")) return true;
+    prev = w;
+  }
+  return false;
+}
+
+}  // namespace
 
 // "" if TCP `port` can be bound on this host, else why not.
 std::string PortBusy(const std::string& host, int port) {
@@ -113,8 +132,7 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
     return problems;
   }
   // Servers serve heterogeneous partitions; a trainer needs RGCN for them.
-  if (have_parts && config.hetero() && o.command.find("--model rgcn") == std::string::npos &&
-      o.command.find("--model=rgcn") == std::string::npos) {
+  if (have_parts && config.hetero() && !NamesRgcn(o.command)) {
     problems.push_back("partition config " + part_path +
                        " is a heterogeneous partitioning: the trainer command needs --model rgcn");
   }

@@ -56,11 +56,13 @@ HeteroPartition LoadHeteroPartition(const PartitionConfig& config, int part,
     throw DataError(path("indptr.npy") + ": offsets do not run from 0 to the " + std::to_string(e) +
                     " entries of indices.npy");
   }
+  for (int64_t v = 0; v < n; ++v) {
+    if (p.indptr[static_cast<size_t>(v + 1)] < p.indptr[static_cast<size_t>(v)])
+      throw DataError(path("indptr.npy") + ": offsets decrease at entry " + std::to_string(v + 1));
+  }
   const int64_t num_rels = static_cast<int64_t>(config.etypes.size());
   for (int64_t v = 0; v < n; ++v) {
     const int64_t b = p.indptr[static_cast<size_t>(v)], end = p.indptr[static_cast<size_t>(v + 1)];
-    if (end < b)
-      throw DataError(path("indptr.npy") + ": offsets decrease at entry " + std::to_string(v + 1));
     for (int64_t k = b; k < end; ++k) {
       const int64_t r = p.etypes[static_cast<size_t>(k)];
       if (r < 0 || r >= num_rels || (k > b && r < p.etypes[static_cast<size_t>(k - 1)])) {

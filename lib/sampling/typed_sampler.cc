@@ -36,10 +36,8 @@ void SampleTypedNeighbors(const TypedCscView& g, const int64_t* seeds, int64_t n
     throw ConfigError(std::to_string(fanouts.size()) + " fan-outs for " + std::to_string(R) +
                       " relations");
   }
-  int max_fanout = 0;
   for (int f : fanouts) {
     if (f < -1) throw ConfigError("fan-out " + std::to_string(f) + " is below -1");
-    max_fanout = std::max(max_fanout, f);
   }
   if (num_seeds > 0 && csc.num_nodes > 0 && (!csc.indptr || !csc.indices || !g.etypes)) {
     throw DataError("typed neighbour sampling over a CSC without arrays");
@@ -69,7 +67,10 @@ void SampleTypedNeighbors(const TypedCscView& g, const int64_t* seeds, int64_t n
   int64_t* out = out_indices->data();
   int64_t* out_r = out_etypes->data();
   ParallelFor(num_seeds, threads, [&](int64_t b, int64_t e) {
-    FloydScratch scratch(replace ? 0 : max_fanout);
+    // One scratch per relation, sized by its own fan-out: a large fan-out
+    // of one relation must not make every other relation's draw clear it.
+    std::vector<FloydScratch> scratch;
+    for (int f : fanouts) scratch.emplace_back(replace ? 0 : f);
     for (int64_t i = b; i < e; ++i) {
       const int64_t row = seeds[i] - csc.node_start;
       const int64_t key = csc.rng_keys ? csc.rng_keys[row] : seeds[i];
@@ -88,7 +89,7 @@ void SampleTypedNeighbors(const TypedCscView& g, const int64_t* seeds, int64_t n
           if (replace) {
             for (int64_t q = 0; q < k; ++q) dst[q] = src[rng.Below(deg)];
           } else {
-            SampleWithoutReplacement(src, deg, k, &rng, &scratch, dst);
+            SampleWithoutReplacement(src, deg, k, &rng, &scratch[static_cast<size_t>(r)], dst);
           }
         }
         std::fill(out_r + pos, out_r + pos + k, r);

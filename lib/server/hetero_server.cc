@@ -9,6 +9,11 @@
 
 namespace gnn {
 
+namespace {
+// Values one embedding table may hold (16 GiB of floats, 48 with Adam's state).
+constexpr int64_t kMaxEmbeddingFloats = int64_t{1} << 32;
+}  // namespace
+
 using net::Message;
 using net::MsgType;
 
@@ -138,7 +143,8 @@ Message HeteroServing::OnSplitNodes(const Message& req) {
     throw DataError("bad SplitNodes arguments");
   }
   const std::vector<int64_t> all = part_.Nodes(static_cast<int>(r.mask));
-  if (r.offset + r.count > static_cast<int64_t>(all.size())) {
+  const int64_t size = static_cast<int64_t>(all.size());
+  if (r.count > size || r.offset > size - r.count) {
     throw DataError("SplitNodes asks past the end of " + name_ + "'s mask");
   }
   net::SplitNodesReply rep;
@@ -159,6 +165,14 @@ EmbeddingTable& HeteroServing::Table(const net::EmbSpec& spec) {
   const size_t t = static_cast<size_t>(spec.ntype);
   std::lock_guard<std::mutex> lock(mu_);
   if (!tables_[t]) {
+    // Values and (Adam) two state arrays: refuse a width that would not fit
+    // rather than let the first request allocate without bound.
+    const int64_t rows = part_.ntype_ranges[t].second - part_.ntype_ranges[t].first;
+    if (rows > 0 && spec.dim > kMaxEmbeddingFloats / rows) {
+      throw DataError(name_ + ": an embedding table of " + std::to_string(rows) + " rows x " +
+                      std::to_string(spec.dim) + " is more than " +
+                      std::to_string(kMaxEmbeddingFloats) + " values");
+    }
     EmbeddingOptions eo;
     eo.dim = spec.dim;
     eo.optimizer = spec.optimizer == 0 ? SparseOptimizerKind::kAdagrad : SparseOptimizerKind::kAdam;
@@ -183,11 +197,11 @@ Message HeteroServing::OnEmbedding(const Message& req) {
   switch (req.header.msg_type()) {
     case MsgType::kEmbPull: {
       const net::EmbPull r = net::EmbPull::Decode(req);
-      EmbeddingTable& table = Table(r.spec);
-      if (static_cast<int64_t>(r.ids.size()) * r.spec.dim * 4 > net::kMaxPullReplyBytes) {
+      if (static_cast<int64_t>(r.ids.size()) > net::kMaxPullReplyBytes / 4 / r.spec.dim) {
         throw DataError("EmbPull reply would exceed " + std::to_string(net::kMaxPullReplyBytes) +
                         " bytes");
       }
+      EmbeddingTable& table = Table(r.spec);
       std::vector<float> rows;
       table.Pull(Rows(static_cast<int>(r.spec.ntype), r.ids), &rows, 1);
       net::PullFeaturesReply rep(r.spec.dim, r.ids.size());
@@ -202,7 +216,8 @@ Message HeteroServing::OnEmbedding(const Message& req) {
     case MsgType::kEmbSave: {
       const net::EmbSave r = net::EmbSave::Decode(req);
       EmbeddingTable& table = Table(r.spec);
-      if ((r.end - r.begin) * r.spec.dim * 4 > net::kMaxPullReplyBytes / 2) {
+      // Values plus at most two state arrays per row, within one reply.
+      if (r.end - r.begin > net::kMaxPullReplyBytes / (3 * 4 * r.spec.dim)) {
         throw DataError("EmbSave of " + std::to_string(r.end - r.begin) + " rows is too large");
       }
       return net::EmbBlob{table.Save(r.begin, r.end)}.Encode(id);

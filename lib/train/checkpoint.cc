@@ -176,13 +176,16 @@ TrainState RestoreCheckpoint(const std::string& bytes, const std::string& path,
     opt.load(opt_ar);
     st = ReadState(archive, path);
     if (extra) {
+      // Absent when it was empty (an RGCN whose every node type has
+      // features); the caller judges whether bytes were due.
       torch::Tensor blob;
-      if (!archive.try_read("extra", blob) || blob.scalar_type() != torch::kUInt8 ||
-          blob.dim() != 1) {
-        throw DataError("checkpoint " + path + " has no embedding tables");
+      extra->clear();
+      if (archive.try_read("extra", blob)) {
+        if (blob.scalar_type() != torch::kUInt8 || blob.dim() != 1)
+          throw DataError("checkpoint " + path + " has a malformed embedding-table entry");
+        blob = blob.contiguous();
+        extra->assign(static_cast<const char*>(blob.data_ptr()), static_cast<size_t>(blob.numel()));
       }
-      blob = blob.contiguous();
-      extra->assign(static_cast<const char*>(blob.data_ptr()), static_cast<size_t>(blob.numel()));
     }
   } catch (const DataError&) {
     throw;

@@ -62,8 +62,8 @@ void RemoveCheckpointTemporaries(const std::string& dir);
 // Restores model, optimizer and state from a checkpoint's bytes (read from
 // `path`, named in errors). DataError when they are unreadable or for
 // another model (signature).
-// With `extra`, the bytes SaveCheckpoint stored beside the model (DataError
-// when the checkpoint has none).
+// With `extra`, the bytes SaveCheckpoint stored beside the model ("" when
+// it stored none).
 TrainState RestoreCheckpoint(const std::string& bytes, const std::string& path,
                              torch::nn::Module& model, torch::optim::Adam& opt,
                              const std::string& signature, std::string* extra = nullptr);

@@ -30,7 +30,12 @@ std::string RgcnSignature(const TrainOptions& o, const PartitionConfig& c) {
   std::ostringstream s;
   s << "rgcn graph=" << c.graph_name << " ntypes=" << c.ntypes.size() << " rels=" << c.etypes.size()
     << " hidden=" << o.num_hidden << " classes=" << c.num_classes << " layers=" << o.num_layers
-    << " bases=" << o.num_bases << " self_loop=" << o.self_loop << " sparse=" << o.sparse_optimizer;
+    << " bases=" << o.num_bases << " self_loop=" << o.self_loop << " sparse="
+    << o.sparse_optimizer
+    // The embedding tables' layout: one per type in this process, or one
+    // per type and partition at the servers.
+    << " tables="
+    << (o.standalone ? std::string("local") : "servers/" + std::to_string(c.num_parts));
   return s.str();
 }
 
@@ -213,6 +218,12 @@ class HeteroTraining {
             b.labels.data(), {static_cast<int64_t>(b.labels.size())}, torch::kInt64);
         loss = torch::nn::functional::cross_entropy(out, labels);
         loss.backward();
+        // A parameter the batch did not reach (a featured type absent from
+        // it) steps with a zero gradient, as the all-reduce makes it in a
+        // cluster: standalone and distributed runs take the same steps.
+        for (auto& p : model_->parameters()) {
+          if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+        }
         last_acc_ = out.argmax(1).eq(labels).to(torch::kFloat64).mean().item<double>();
       }
       compute_s += t.Seconds();

@@ -122,7 +122,10 @@ int DefaultTorchThreads(const TrainOptions& o) {
   // threads; distributed: the in-process sampling thread, or this
   // trainer's gnn-sampler processes). OpenMP threads that share a core with
   // a sampler spin while it runs, and both slow down.
-  const int samplers = o.standalone ? o.num_workers : (o.num_samplers == 0 ? 1 : o.num_samplers);
+  // --model rgcn samples inside its training loop, between steps.
+  const int samplers = o.Rgcn()       ? 0
+                       : o.standalone ? o.num_workers
+                                      : (o.num_samplers == 0 ? 1 : o.num_samplers);
   return std::max(1, CoreShare(o) - samplers);
 }
 

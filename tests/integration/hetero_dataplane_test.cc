@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <climits>
 #include <map>
 
 #include "client/dist_graph.h"
 #include "cluster_util.h"
 #include "common/error.h"
+#include "net/channel.h"
+#include "net/messages.h"
 #include "partition/hetero_local.h"
 #include "partition/partition.h"
 #include "sampling/typed_sampler.h"
@@ -129,6 +132,19 @@ TEST_CASE("typed sampling over 3 servers equals one in-memory partition, by inpu
   net::EmbSpec featured = spec;
   featured.ntype = paper;
   CHECK_THROWS_WITH(g.EmbPull(featured, {papers[0]}, &after), Catch::Contains("has features"));
+  // Hostile arguments get an Error reply, and the server goes on serving:
+  // a SplitNodes range whose end overflows, another embedding width, an
+  // unknown node type.
+  zmq::context_t ctx;
+  net::Connection raw(ctx, servers.endpoints()[1][0], "machine 1 server 0", test::Keys(job));
+  CHECK_THROWS_WITH(raw.Call(net::SplitNodes{0, INT64_MAX - 8, 16}.Encode(0), net::Millis(5000)),
+                    Catch::Contains("past the end"));
+  CHECK_THROWS_WITH(
+      raw.Call(net::EmbPull{{0, 1 << 20, 0, 0.1, 1}, {authors[1]}}.Encode(0), net::Millis(5000)),
+      Catch::Contains("must agree"));
+  CHECK_THROWS_WITH(raw.Call(net::PullTyped{99, {authors[1]}}.Encode(0), net::Millis(5000)),
+                    Catch::Contains("does not exist"));
+  CHECK(g.SplitNodes(0, 0, 3).size() == 3);
   // Homogeneous requests name the heterogeneous partition.
   std::vector<int64_t> ptr, idx;
   CHECK_THROWS_WITH(g.SampleNeighbors(seeds3, 5, false, 0, &ptr, &idx),
