@@ -192,7 +192,8 @@ class HeteroTraining {
     model_->train();
     Stopwatch epoch_watch, log_watch;
     double sample_s = 0, compute_s = 0, sparse_s = 0, allreduce_s = 0;
-    int64_t seeds = 0, seeds_at_log = 0, inputs = 0, steps = 0;
+    int64_t seeds = 0, seeds_at_log = 0, inputs = 0, steps = 0, steps_at_log = 0;
+    uint64_t wire_at_log = train_wire_bytes_;
     const auto batches =
         EpochBatches(train_nodes_, num_batches_, o_.seed, static_cast<int64_t>(epoch), true);
     Progress progress("epoch " + std::to_string(epoch + 1), num_batches_ - first, "batches");
@@ -255,19 +256,27 @@ class HeteroTraining {
       progress.Add();
       if (steps % o_.log_every == 0 && loss.defined()) {
         const double speed = static_cast<double>(seeds - seeds_at_log) / log_watch.Seconds();
+        const double wire_mb = static_cast<double>(train_wire_bytes_ - wire_at_log) / 1e6 /
+                               static_cast<double>(steps - steps_at_log);
         log_watch.Reset();
         seeds_at_log = seeds;
+        wire_at_log = train_wire_bytes_;
+        steps_at_log = steps;
         GNN_LOG(kInfo) << label_ << " | Epoch " << std::setw(5) << std::setfill('0') << epoch + 1
                        << " | Step " << std::setw(5) << steps << std::setfill(' ') << std::fixed
                        << " | Loss " << std::setprecision(4) << loss.item<double>()
                        << " | Train Acc " << last_acc_ << " | Speed (samples/sec) "
-                       << std::setprecision(1) << speed;
+                       << std::setprecision(1) << speed
+                       << (source_->world() > 1 || !o_.standalone
+                               ? " | Wire (MB/step) " + std::to_string(wire_mb)
+                               : std::string());
         metrics_.Write({{"type", "step"},
                         {"epoch", epoch + 1},
                         {"step", steps},
                         {"loss", loss.item<double>()},
                         {"train_acc", last_acc_},
-                        {"samples_per_s", speed}},
+                        {"samples_per_s", speed},
+                        {"wire_mb_per_step", wire_mb}},
                        st_.global_step);
       }
       if (o_.checkpoint_every > 0 && st_.global_step % o_.checkpoint_every == 0 &&
