@@ -44,7 +44,7 @@ TEST_CASE("gnn-dataset: synthetic:mag-small per type and relation, written and r
   CHECK(back.at("node_types") == u.at("node_types"));
   CHECK(back.at("train") == u.at("train"));
 
-  // Partitioned (gnn-partition), but not served or trained yet: one line.
+  // Partitioned (gnn-partition): GraphSAGE says in one line to use RGCN.
   const auto p = RunProcess({Bin("gnn-partition"), "--dataset", dir / "mag_small", "--num_parts",
                              "1", "--output", dir / "out", "--quiet"},
                             60);
@@ -52,8 +52,8 @@ TEST_CASE("gnn-dataset: synthetic:mag-small per type and relation, written and r
   const auto t = RunProcess(
       {Bin("gnn-train"), "--standalone", "--part_config", dir / "out/mag-small.json"}, 60);
   CHECK(t.exit_code == 2);
-  CHECK(t.err.find("heterogeneous graph (4 node types, 8 relations): gnn-train takes one node "
-                   "type") != std::string::npos);
+  CHECK(t.err.find("heterogeneous graph (4 node types, 8 relations): gnn-train --model "
+                   "graphsage (use --model rgcn) takes one node type") != std::string::npos);
   // --undirected is for heterogeneous graphs only.
   const auto h =
       RunProcess({Bin("gnn-dataset"), "--dataset", "synthetic:tiny", "--undirected"}, 60);

@@ -98,7 +98,7 @@ TEST_CASE("typed blocks carry each edge's relation", "[sampling]") {
   CHECK(blocks[0].num_dst == blocks[1].num_src());
 }
 
-TEST_CASE("--fan_out for relations: one count or REL:n entries", "[sampling]") {
+TEST_CASE("fan-outs for relations: one count or REL:n entries per layer", "[sampling]") {
   const std::vector<std::string> rels = {"paper:cites:paper", "author:writes:paper",
                                          "paper:rev-writes:author"};
   CHECK(ParseTypedFanouts("25,10", rels) ==
