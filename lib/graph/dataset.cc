@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "common/error.h"
+#include "graph/chunked.h"
 #include "graph/hetero.h"
 #include "graph/ogb_reader.h"
 #include "graph/synthetic.h"
@@ -95,6 +96,7 @@ Dataset LoadDataset(const DatasetOptions& options) {
                       "reads and writes it, gnn-partition partitions it; training takes one node "
                       "type so far");
   }
+  if (IsChunkedFolder(options.dataset)) return ReadChunkedDataset(options.dataset);
   if (options.dataset.rfind("synthetic:", 0) == 0) {
     SyntheticSpec spec = ParseSyntheticSpec(options.dataset.substr(10));
     Dataset d = GenerateSynthetic(spec, options.seed, options.num_threads);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "graph/chunked.h"
 #include "graph/ogb_hetero.h"
 #include "graph/synthetic_hetero.h"
 
@@ -127,6 +128,7 @@ void AddReverseRelations(HeteroDataset* d) {
 }
 
 bool IsHeteroDataset(const DatasetOptions& o) {
+  if (IsChunkedFolder(o.dataset)) return ReadChunkedMeta(o.dataset).hetero();
   const std::string prefix = "synthetic:";
   if (o.dataset.rfind(prefix, 0) == 0)
     return IsHeteroSyntheticPreset(o.dataset.substr(prefix.size()));
@@ -137,6 +139,7 @@ bool IsHeteroDataset(const DatasetOptions& o) {
 }
 
 HeteroDataset LoadHeteroDataset(const DatasetOptions& o) {
+  if (IsChunkedFolder(o.dataset)) return ReadChunkedHeteroDataset(o.dataset);
   const std::string prefix = "synthetic:";
   if (o.dataset.rfind(prefix, 0) == 0) {
     return GenerateHeteroSynthetic(ParseHeteroSyntheticSpec(o.dataset.substr(prefix.size())),

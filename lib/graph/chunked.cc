@@ -1,0 +1,432 @@
+#include "graph/chunked.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/json_reader.h"
+#include "common/npy.h"
+
+namespace gnn {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kChunkedVersion = 1;
+constexpr int kMaxChunks = 1 << 16;
+const char* kSplitNames[3] = {"train_mask", "val_mask", "test_mask"};
+
+// A dataset as the writer sees it: borrowed arrays, homogeneous or not.
+struct TypeView {
+  std::string name;
+  int64_t num_nodes = 0, feature_dim = 0;
+  const float* features = nullptr;
+};
+struct RelView {
+  std::string key;
+  const int64_t *src = nullptr, *dst = nullptr;
+  int64_t num_edges = 0;
+};
+struct DatasetView {
+  std::string name;
+  std::vector<TypeView> types;
+  std::vector<RelView> rels;
+  size_t target = 0;
+  const int64_t* labels = nullptr;
+  int64_t num_classes = 0;
+  const std::vector<int64_t>* splits[3] = {nullptr, nullptr, nullptr};
+  bool known_undirected = false;
+};
+
+// Safe as a folder name inside the output ("src:rel:dst" keys are checked
+// by the dataset already; '/' and ".." never reach here).
+std::string Checked(const std::string& name) {
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
+    throw DataError("'" + name + "' cannot name a folder of a chunked dataset");
+  }
+  return name;
+}
+
+void Write(const DatasetView& v, int chunks, const std::string& dir) {
+  if (chunks < 1 || chunks > kMaxChunks) {
+    throw ConfigError("--write_chunked needs 1 to " + std::to_string(kMaxChunks) + " chunks, got " +
+                      std::to_string(chunks));
+  }
+  for (const TypeView& t : v.types) {
+    if (t.num_nodes < chunks) {
+      throw ConfigError("cannot cut " + std::to_string(t.num_nodes) + " " + t.name +
+                        " nodes into " + std::to_string(chunks) + " chunks");
+    }
+  }
+  if (PathExists(dir)) throw ConfigError(dir + " exists: choose a new folder for the chunks");
+  const fs::path target = fs::absolute(dir).lexically_normal();
+  MakeDirs(target.parent_path().string());
+  ScopedTempDir tmp(target.parent_path().string(), "." + target.filename().string() + ".tmp.");
+  const fs::path out = tmp.path();
+  auto part = [&](int64_t n, int c) { return n * c / chunks; };
+  json meta;
+  meta["graph_name"] = v.name;
+  meta["node_type"] = json::array();
+  meta["num_nodes_per_chunk"] = json::array();
+  for (const TypeView& t : v.types) {
+    meta["node_type"].push_back(t.name);
+    json counts = json::array();
+    for (int c = 0; c < chunks; ++c)
+      counts.push_back(part(t.num_nodes, c + 1) - part(t.num_nodes, c));
+    meta["num_nodes_per_chunk"].push_back(counts);
+  }
+  meta["edge_type"] = json::array();
+  meta["num_edges_per_chunk"] = json::array();
+  meta["edges"] = json::object();
+  for (const RelView& r : v.rels) {
+    meta["edge_type"].push_back(r.key);
+    json counts = json::array(), paths = json::array();
+    const std::string rel_dir = "edges/" + Checked(r.key);
+    MakeDirs((out / rel_dir).string());
+    for (int c = 0; c < chunks; ++c) {
+      const int64_t b = part(r.num_edges, c), e = part(r.num_edges, c + 1);
+      std::vector<int64_t> pairs(static_cast<size_t>(2 * (e - b)));
+      for (int64_t i = b; i < e; ++i) {
+        pairs[static_cast<size_t>(2 * (i - b))] = r.src[i];
+        pairs[static_cast<size_t>(2 * (i - b) + 1)] = r.dst[i];
+      }
+      const std::string path = rel_dir + "/chunk-" + std::to_string(c) + ".npy";
+      WriteNpy((out / path).string(), pairs.data(), {e - b, 2});
+      counts.push_back(e - b);
+      paths.push_back(path);
+    }
+    meta["num_edges_per_chunk"].push_back(counts);
+    meta["edges"][r.key] = {{"format", {{"name", "numpy"}}}, {"data", paths}};
+  }
+  meta["node_data"] = json::object();
+  for (size_t ti = 0; ti < v.types.size(); ++ti) {
+    const TypeView& t = v.types[ti];
+    const std::string type_dir = "node_data/" + Checked(t.name);
+    auto write_rows = [&](const std::string& name, auto row_of, auto* sample, int64_t width) {
+      using T = std::remove_pointer_t<decltype(sample)>;
+      MakeDirs((out / type_dir).string());
+      json paths = json::array();
+      for (int c = 0; c < chunks; ++c) {
+        const int64_t b = part(t.num_nodes, c), e = part(t.num_nodes, c + 1);
+        std::vector<T> rows(static_cast<size_t>((e - b) * width));
+        for (int64_t i = b; i < e; ++i) row_of(i, rows.data() + (i - b) * width);
+        const std::string path = type_dir + "/" + name + "-" + std::to_string(c) + ".npy";
+        std::vector<int64_t> shape = {e - b};
+        if (width > 1 || name == "feat") shape.push_back(width);
+        WriteNpy((out / path).string(), rows.data(), shape);
+        paths.push_back(path);
+      }
+      meta["node_data"][t.name][name] = {{"format", {{"name", "numpy"}}}, {"data", paths}};
+    };
+    if (t.feature_dim > 0) {
+      write_rows(
+          "feat",
+          [&](int64_t i, float* o) {
+            std::copy(t.features + i * t.feature_dim, t.features + (i + 1) * t.feature_dim, o);
+          },
+          static_cast<float*>(nullptr), t.feature_dim);
+    }
+    if (ti != v.target) continue;
+    write_rows(
+        "label", [&](int64_t i, int64_t* o) { *o = v.labels[i]; }, static_cast<int64_t*>(nullptr),
+        1);
+    for (int m = 0; m < 3; ++m) {
+      std::vector<uint8_t> mask(static_cast<size_t>(t.num_nodes), 0);
+      for (int64_t i : *v.splits[m]) mask[static_cast<size_t>(i)] = 1;
+      write_rows(
+          kSplitNames[m], [&](int64_t i, uint8_t* o) { *o = mask[static_cast<size_t>(i)]; },
+          static_cast<uint8_t*>(nullptr), 1);
+    }
+  }
+  meta["edge_data"] = json::object();
+  meta["gnn"] = {{"format_version", kChunkedVersion},
+                 {"target", v.types[v.target].name},
+                 {"num_classes", v.num_classes},
+                 {"known_undirected", v.known_undirected}};
+  WriteFileAtomic((out / "metadata.json").string(), meta.dump(2) + "\n");
+  std::error_code ec;
+  fs::rename(out, target, ec);
+  if (ec) throw DataError("cannot move the chunks to " + dir + ": " + ec.message());
+  SyncDir(target.parent_path().string());
+}
+
+std::string Resolve(const ChunkedMeta& m, const std::string& path, const std::string& what) {
+  const fs::path p(path);
+  if (p.is_absolute() || path.find("..") != std::string::npos) {
+    throw DataError(m.dir + "/metadata.json: " + what + " '" + path +
+                    "' must be a path inside the folder");
+  }
+  return (fs::path(m.dir) / p).string();
+}
+
+// Edge chunk c of relation r as (src, dst) pairs appended to the vectors.
+void ReadEdgeChunk(const ChunkedMeta& m, size_t r, int c, std::vector<int64_t>* src,
+                   std::vector<int64_t>* dst) {
+  const ChunkedMeta::Files& f = m.edges[r];
+  const std::string path = Resolve(m, f.paths[static_cast<size_t>(c)], "edge file");
+  const int64_t want = m.edges_per_chunk[r][static_cast<size_t>(c)];
+  if (f.format == "numpy") {
+    const std::vector<int64_t> pairs = ReadNpy<int64_t>(path, {want, 2});
+    for (int64_t i = 0; i < want; ++i) {
+      src->push_back(pairs[static_cast<size_t>(2 * i)]);
+      dst->push_back(pairs[static_cast<size_t>(2 * i + 1)]);
+    }
+    return;
+  }
+  std::ifstream in(path);
+  if (!in) throw DataError("cannot read " + path);
+  std::string line;
+  int64_t n = 0;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    std::replace(line.begin(), line.end(), f.delimiter, ' ');
+    std::istringstream ss(line);
+    int64_t a = 0, b = 0;
+    std::string rest;
+    if (!(ss >> a >> b) || (ss >> rest)) {
+      throw DataError(path + ": line " + std::to_string(n + 1) + " is not 'src" + f.delimiter +
+                      "dst'");
+    }
+    src->push_back(a);
+    dst->push_back(b);
+    ++n;
+  }
+  if (n != want) {
+    throw DataError(path + ": " + std::to_string(n) + " edges, metadata.json says " +
+                    std::to_string(want));
+  }
+}
+
+const ChunkedMeta::Files* NodeData(const ChunkedMeta& m, size_t t, const std::string& name) {
+  for (const auto& [n, f] : m.node_data[t]) {
+    if (n == name) return &f;
+  }
+  return nullptr;
+}
+
+template <typename T>
+std::vector<T> ReadNodeData(const ChunkedMeta& m, size_t t, const ChunkedMeta::Files& f,
+                            const std::string& name, int64_t* width) {
+  std::vector<T> all;
+  *width = -1;
+  for (int c = 0; c < m.num_chunks; ++c) {
+    if (f.format != "numpy") {
+      throw DataError(m.dir + "/metadata.json: node data " + name + " of " + m.node_types[t] +
+                      " must be numpy");
+    }
+    std::vector<int64_t> shape;
+    const std::string path = Resolve(m, f.paths[static_cast<size_t>(c)], "node data file");
+    std::vector<T> rows = ReadNpy<T>(path, {}, &shape);
+    const int64_t w = shape.size() == 1 ? 1 : (shape.size() == 2 ? shape[1] : -1);
+    if (shape.empty() || shape[0] != m.nodes_per_chunk[t][static_cast<size_t>(c)] || w < 0 ||
+        (*width >= 0 && w != *width)) {
+      throw DataError(path + ": shape does not match the chunk's " +
+                      std::to_string(m.nodes_per_chunk[t][static_cast<size_t>(c)]) + " nodes");
+    }
+    *width = w;
+    all.insert(all.end(), rows.begin(), rows.end());
+  }
+  return all;
+}
+
+}  // namespace
+
+int64_t ChunkedMeta::NumNodes(size_t type) const {
+  int64_t n = 0;
+  for (int64_t c : nodes_per_chunk[type]) n += c;
+  return n;
+}
+
+int64_t ChunkedMeta::ChunkStart(size_t type, int c) const {
+  int64_t n = 0;
+  for (int i = 0; i < c; ++i) n += nodes_per_chunk[type][static_cast<size_t>(i)];
+  return n;
+}
+
+bool IsChunkedFolder(const std::string& path) {
+  std::error_code ec;
+  return !path.empty() && fs::is_regular_file(fs::path(path) / "metadata.json", ec);
+}
+
+ChunkedMeta ReadChunkedMeta(const std::string& dir) {
+  const std::string file = (fs::path(dir) / "metadata.json").string();
+  const json j = json::parse(ReadFile(file), nullptr, false);
+  if (j.is_discarded()) throw DataError(file + " is not JSON");
+  const JsonReader r(j, file);
+  ChunkedMeta m;
+  m.dir = dir;
+  m.graph_name = r.At("graph_name").String();
+  const JsonReader types = r.At("node_type"), ncounts = r.At("num_nodes_per_chunk");
+  if (types.ArraySize() < 1 || ncounts.ArraySize() != types.ArraySize())
+    ncounts.Fail("needs one list of chunk sizes per node type");
+  for (size_t t = 0; t < types.ArraySize(); ++t) {
+    m.node_types.push_back(types.Item(t).String());
+    std::vector<int64_t> counts;
+    for (size_t c = 0; c < ncounts.Item(t).ArraySize(); ++c)
+      counts.push_back(ncounts.Item(t).Item(c).Int(0, int64_t{1} << 40));
+    m.nodes_per_chunk.push_back(counts);
+  }
+  m.num_chunks = static_cast<int>(m.nodes_per_chunk[0].size());
+  if (m.num_chunks < 1 || m.num_chunks > kMaxChunks) ncounts.Fail("bad number of chunks");
+  for (const auto& c : m.nodes_per_chunk)
+    if (static_cast<int>(c.size()) != m.num_chunks) ncounts.Fail("chunk counts differ by type");
+  const JsonReader etypes = r.At("edge_type"), ecounts = r.At("num_edges_per_chunk");
+  if (ecounts.ArraySize() != etypes.ArraySize())
+    ecounts.Fail("needs one list of chunk sizes per edge type");
+  for (size_t e = 0; e < etypes.ArraySize(); ++e) {
+    m.edge_types.push_back(etypes.Item(e).String());
+    std::vector<int64_t> counts;
+    for (size_t c = 0; c < ecounts.Item(e).ArraySize(); ++c)
+      counts.push_back(ecounts.Item(e).Item(c).Int(0, int64_t{1} << 42));
+    if (static_cast<int>(counts.size()) != m.num_chunks)
+      ecounts.Item(e).Fail("needs " + std::to_string(m.num_chunks) + " chunk sizes");
+    m.edges_per_chunk.push_back(counts);
+  }
+  auto files = [&](const JsonReader& f) {
+    ChunkedMeta::Files out;
+    out.format = f.At("format").At("name").String();
+    if (out.format != "numpy" && out.format != "csv")
+      f.At("format").At("name").Fail("must be numpy or csv");
+    if (out.format == "csv" && f.At("format").Has("delimiter")) {
+      const std::string d = f.At("format").At("delimiter").String();
+      if (d.size() != 1) f.At("format").At("delimiter").Fail("must be one character");
+      out.delimiter = d[0];
+    }
+    const JsonReader data = f.At("data");
+    if (static_cast<int>(data.ArraySize()) != m.num_chunks)
+      data.Fail("needs one file per chunk (" + std::to_string(m.num_chunks) + ")");
+    for (size_t c = 0; c < data.ArraySize(); ++c) out.paths.push_back(data.Item(c).String());
+    return out;
+  };
+  for (const std::string& key : m.edge_types) m.edges.push_back(files(r.At("edges").At(key)));
+  m.node_data.resize(m.node_types.size());
+  if (r.Has("node_data")) {
+    for (size_t t = 0; t < m.node_types.size(); ++t) {
+      if (!r.At("node_data").Has(m.node_types[t])) continue;
+      const JsonReader nd = r.At("node_data").At(m.node_types[t]);
+      for (const std::string& name : nd.Keys())
+        m.node_data[t].push_back({name, files(nd.At(name))});
+    }
+  }
+  if (r.Has("gnn")) {
+    const JsonReader g = r.At("gnn");
+    if (g.Has("target")) m.target = g.At("target").String();
+    if (g.Has("num_classes")) m.num_classes = g.At("num_classes").Int(0, int64_t{1} << 31);
+    if (g.Has("known_undirected")) m.known_undirected = g.At("known_undirected").Bool();
+  }
+  if (m.target.empty()) {
+    for (size_t t = 0; t < m.node_types.size(); ++t)
+      if (NodeData(m, t, "label")) m.target = m.node_types[t];
+  }
+  if (std::find(m.node_types.begin(), m.node_types.end(), m.target) == m.node_types.end()) {
+    r.Fail("no node type has a 'label' (or gnn.target names none)");
+  }
+  return m;
+}
+
+HeteroDataset ReadChunkedHeteroDataset(const std::string& dir) {
+  const ChunkedMeta m = ReadChunkedMeta(dir);
+  HeteroDataset d;
+  d.name = m.graph_name;
+  for (size_t t = 0; t < m.node_types.size(); ++t) {
+    NodeType nt;
+    nt.name = m.node_types[t];
+    nt.num_nodes = m.NumNodes(t);
+    if (const ChunkedMeta::Files* f = NodeData(m, t, "feat")) {
+      nt.features = ReadNodeData<float>(m, t, *f, "feat", &nt.feature_dim);
+    }
+    d.node_types.push_back(std::move(nt));
+  }
+  for (size_t e = 0; e < m.edge_types.size(); ++e) {
+    const std::string& key = m.edge_types[e];
+    const size_t a = key.find(':'), b = key.rfind(':');
+    if (a == std::string::npos || a == b) {
+      throw DataError(dir + "/metadata.json: edge type '" + key + "' is not src:rel:dst");
+    }
+    Relation rel;
+    rel.src_type = key.substr(0, a);
+    rel.name = key.substr(a + 1, b - a - 1);
+    rel.dst_type = key.substr(b + 1);
+    for (int c = 0; c < m.num_chunks; ++c) ReadEdgeChunk(m, e, c, &rel.src, &rel.dst);
+    d.relations.push_back(std::move(rel));
+  }
+  d.target = m.target;
+  const size_t target = static_cast<size_t>(d.TypeIndex(d.target));
+  int64_t width = 0;
+  const ChunkedMeta::Files* labels = NodeData(m, target, "label");
+  d.labels = ReadNodeData<int64_t>(m, target, *labels, "label", &width);
+  d.num_classes = m.num_classes;
+  for (int64_t l : d.labels) d.num_classes = std::max(d.num_classes, l + 1);
+  std::vector<int64_t>* splits[3] = {&d.train_idx, &d.valid_idx, &d.test_idx};
+  for (int s = 0; s < 3; ++s) {
+    const ChunkedMeta::Files* f = NodeData(m, target, kSplitNames[s]);
+    if (!f) throw DataError(dir + "/metadata.json: " + d.target + " has no " + kSplitNames[s]);
+    const std::vector<uint8_t> mask = ReadNodeData<uint8_t>(m, target, *f, kSplitNames[s], &width);
+    for (size_t i = 0; i < mask.size(); ++i)
+      if (mask[i]) splits[s]->push_back(static_cast<int64_t>(i));
+  }
+  d.Validate();
+  return d;
+}
+
+Dataset ReadChunkedDataset(const std::string& dir) {
+  const ChunkedMeta m = ReadChunkedMeta(dir);
+  if (m.hetero()) {
+    throw ConfigError(dir + " holds a heterogeneous graph (" + std::to_string(m.node_types.size()) +
+                      " node types, " + std::to_string(m.edge_types.size()) + " relations)");
+  }
+  HeteroDataset h = ReadChunkedHeteroDataset(dir);
+  Dataset d;
+  d.name = h.name;
+  d.num_nodes = h.node_types[0].num_nodes;
+  d.feature_dim = h.node_types[0].feature_dim;
+  d.features = std::move(h.node_types[0].features);
+  d.src = std::move(h.relations[0].src);
+  d.dst = std::move(h.relations[0].dst);
+  d.labels = std::move(h.labels);
+  d.num_classes = h.num_classes;
+  d.train_idx = std::move(h.train_idx);
+  d.valid_idx = std::move(h.valid_idx);
+  d.test_idx = std::move(h.test_idx);
+  d.known_undirected = m.known_undirected;
+  d.Validate();
+  return d;
+}
+
+void WriteChunked(const Dataset& d, int chunks, const std::string& dir) {
+  DatasetView v;
+  v.name = d.name;
+  v.types.push_back({"_N", d.num_nodes, d.feature_dim, d.features.data()});
+  v.rels.push_back({"_N:_E:_N", d.src.data(), d.dst.data(), d.num_edges()});
+  v.labels = d.labels.data();
+  v.num_classes = d.num_classes;
+  v.splits[0] = &d.train_idx;
+  v.splits[1] = &d.valid_idx;
+  v.splits[2] = &d.test_idx;
+  v.known_undirected = d.known_undirected;
+  Write(v, chunks, dir);
+}
+
+void WriteChunked(const HeteroDataset& d, int chunks, const std::string& dir) {
+  DatasetView v;
+  v.name = d.name;
+  for (const NodeType& t : d.node_types)
+    v.types.push_back({t.name, t.num_nodes, t.feature_dim, t.features.data()});
+  for (const Relation& r : d.relations)
+    v.rels.push_back({r.Key(), r.src.data(), r.dst.data(), r.num_edges()});
+  v.target = static_cast<size_t>(d.TypeIndex(d.target));
+  v.labels = d.labels.data();
+  v.num_classes = d.num_classes;
+  v.splits[0] = &d.train_idx;
+  v.splits[1] = &d.valid_idx;
+  v.splits[2] = &d.test_idx;
+  Write(v, chunks, dir);
+}
+
+}  // namespace gnn

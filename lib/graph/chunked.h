@@ -1,0 +1,65 @@
+// DGL's chunked graph format: a dataset split by id range into N chunks
+// (metadata.json; edges/<src:rel:dst>/ and node_data/<type>/ files), the
+// input of distributed partitioning, where each machine reads only its
+// chunks. Homogeneous datasets are one node type "_N" and one relation
+// "_N:_E:_N". Written with numpy edge chunks ([E, 2] int64, type-local
+// ids); edges DGL tools wrote as text ("csv", space-delimited) read too.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/dataset.h"
+#include "graph/hetero.h"
+
+namespace gnn {
+
+// What metadata.json says, checked: counts non-negative, one file per chunk,
+// every path relative and inside the folder.
+struct ChunkedMeta {
+  std::string dir;  // the folder (absolute or as given)
+  std::string graph_name;
+  int num_chunks = 0;
+  std::vector<std::string> node_types;
+  std::vector<std::vector<int64_t>> nodes_per_chunk;  // [type][chunk]
+  std::vector<std::string> edge_types;                // "src:rel:dst"
+  std::vector<std::vector<int64_t>> edges_per_chunk;  // [relation][chunk]
+  struct Files {
+    std::string format;              // "numpy" or "csv"
+    char delimiter = ' ';            // csv
+    std::vector<std::string> paths;  // one per chunk, relative to dir
+  };
+  std::vector<Files> edges;                                           // [relation]
+  std::vector<std::vector<std::pair<std::string, Files>>> node_data;  // [type] -> (name, files)
+  // gnn's own keys (DGL's readers ignore them).
+  std::string target;  // the labelled type
+  int64_t num_classes = 0;
+  bool known_undirected = false;
+
+  bool hetero() const { return node_types.size() != 1 || edge_types.size() != 1; }
+  int64_t NumNodes(size_t type) const;
+  // First id of chunk c within its type (chunks are contiguous id ranges).
+  int64_t ChunkStart(size_t type, int c) const;
+};
+
+// True when `path` is a folder holding metadata.json.
+bool IsChunkedFolder(const std::string& path);
+
+// Reads and checks DIR/metadata.json; DataError naming the file and key.
+ChunkedMeta ReadChunkedMeta(const std::string& dir);
+
+// Writes `d` as `chunks` chunks into `dir` (which must not exist): into a
+// fresh sibling folder renamed to `dir` when complete, so a failure leaves
+// nothing half-written. ConfigError when chunks < 1 or exceeds a type's
+// node count.
+void WriteChunked(const Dataset& d, int chunks, const std::string& dir);
+void WriteChunked(const HeteroDataset& d, int chunks, const std::string& dir);
+
+// The whole dataset (every chunk). DataError for missing or inconsistent
+// files; ConfigError when the folder's kind (homogeneous or not) is not
+// the one asked for.
+Dataset ReadChunkedDataset(const std::string& dir);
+HeteroDataset ReadChunkedHeteroDataset(const std::string& dir);
+
+}  // namespace gnn
