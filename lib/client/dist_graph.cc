@@ -67,8 +67,21 @@ DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
       }
     }
   }
-  // Heterogeneous partitions are not in shared memory (yet): all remote.
-  if (config_.hetero()) local_part_ = -1;
+  // Heterogeneous partitions are not in shared memory (yet): this
+  // machine's is loaded from its files (the servers checked their hashes).
+  if (config_.hetero()) {
+    if (local_part_ >= 0 && o.endpoints.empty()) {
+      hetero_part_ = local_part_;
+      hetero_local_ = std::make_unique<HeteroPartition>(
+          LoadHeteroPartition(config_, hetero_part_, /*verify_checksums=*/false));
+      const HeteroPartition& hp = *hetero_local_;
+      hetero_csc_.csc = CscView{hp.indptr.data(), hp.indices.data(), hp.node_start, hp.num_nodes,
+                                hp.rng_keys.data()};
+      hetero_csc_.etypes = hp.etypes.data();
+      hetero_csc_.num_rels = static_cast<int64_t>(config_.etypes.size());
+    }
+    local_part_ = -1;
+  }
   conns_.resize(parts);
   next_server_.assign(parts, 0);
   std::vector<std::pair<net::Connection*, Message>> hellos;

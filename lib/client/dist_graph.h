@@ -13,7 +13,9 @@
 #include "net/ip_config.h"
 #include "net/typed_messages.h"
 #include "partition/config.h"
+#include "partition/hetero_local.h"
 #include "sampling/block.h"
+#include "sampling/typed_sampler.h"
 #include "server/shm_partition.h"
 
 namespace gnn {
@@ -120,6 +122,11 @@ class DistGraph {
   std::vector<size_t> next_server_;
   std::unique_ptr<ShmPartition> local_;
   int local_part_ = -1;  // the partition read from shared memory (-1: none)
+  // Heterogeneous: this machine's partition, loaded from its files (not in
+  // shared memory yet), sampled and read in place; -1: none.
+  std::unique_ptr<HeteroPartition> hetero_local_;
+  TypedCscView hetero_csc_;
+  int hetero_part_ = -1;
   uint64_t wire_bytes_ = 0;
 };
 

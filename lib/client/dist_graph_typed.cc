@@ -34,9 +34,19 @@ std::vector<Block> DistGraph::SampleTypedBlocks(const std::vector<int64_t>& seed
       asked[p].replace = replace;
       asked[p].rng_seed = MixSeed(rng_seed, static_cast<uint64_t>(l));
       for (size_t i : pos[p]) asked[p].seeds.push_back(frontier[i]);
+      if (p == hetero_part_) continue;
       wire_bytes_ += asked[p].seeds.size() * sizeof(int64_t);
       net::Connection& c = Pick(p);
       calls[p] = {&c, c.Start(asked[p].Encode(0))};
+    }
+    // This machine's partition is sampled here while the requests travel.
+    if (hetero_part_ >= 0 && !asked[hetero_part_].seeds.empty()) {
+      const std::vector<int> f(fanouts[l].begin(), fanouts[l].end());
+      net::TypedSampleReply& mine = got[hetero_part_];
+      SampleTypedNeighbors(hetero_csc_, asked[hetero_part_].seeds.data(),
+                           static_cast<int64_t>(asked[hetero_part_].seeds.size()), f, replace,
+                           asked[hetero_part_].rng_seed, 1, &mine.indptr, &mine.indices,
+                           &mine.etypes);
     }
     for (int p = 0; p < parts; ++p) {
       if (!calls[p].first) continue;
@@ -103,6 +113,7 @@ void DistGraph::PullTyped(int ntype, const std::vector<int64_t>& ids, std::vecto
   std::vector<Pending> pending;
   const auto deadline = std::chrono::steady_clock::now() + net::Millis(options_.timeout_ms);
   for (int p = 0; p < config_.num_parts; ++p) {
+    if (p == hetero_part_) continue;
     for (size_t first = 0; first < pos[p].size(); first += chunk) {
       const size_t count = std::min(chunk, pos[p].size() - first);
       net::PullTyped req{ntype, std::vector<int64_t>(count)};
@@ -111,6 +122,19 @@ void DistGraph::PullTyped(int ntype, const std::vector<int64_t>& ids, std::vecto
       net::Connection& c = Pick(p);
       const uint64_t rid = c.Start(req.Encode(0));
       pending.push_back({&c, rid, p, first, net::PullFeatures{std::move(req.ids)}});
+    }
+  }
+  if (hetero_part_ >= 0 && !pos[hetero_part_].empty()) {
+    const HeteroPartition& hp = *hetero_local_;
+    const auto [first, end] = hp.ntype_ranges[static_cast<size_t>(ntype)];
+    const float* feat = hp.features[static_cast<size_t>(ntype)].data();
+    for (size_t i : pos[hetero_part_]) {
+      if (ids[i] < first || ids[i] >= end) {
+        throw DataError("node " + std::to_string(ids[i]) + " is not of node type " +
+                        std::to_string(ntype));
+      }
+      std::memcpy(out->data() + i * static_cast<size_t>(dim), feat + (ids[i] - first) * dim,
+                  static_cast<size_t>(dim) * sizeof(float));
     }
   }
   for (const Pending& q : pending) {
