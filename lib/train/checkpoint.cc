@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/log.h"
 #include "common/sha256.h"
 
 namespace gnn {
@@ -146,6 +147,25 @@ TrainState PeekCheckpointState(const std::string& bytes, const std::string& path
   } catch (const std::exception& e) {
     throw DataError("cannot read checkpoint " + path + ": " + FirstLine(e));
   }
+}
+
+std::string ReadResumeBytes(const TrainOptions& o) {
+  if (o.checkpoint_dir.empty()) return "";
+  const std::string path = CheckpointPath(o.checkpoint_dir);
+  std::string bytes = ReadCheckpointBytes(o.checkpoint_dir);
+  if (o.resume) {
+    if (bytes.empty()) throw DataError("--resume: no checkpoint at " + path);
+    return bytes;
+  }
+  if (bytes.empty() || o.resume_step == -2) return bytes;
+  const TrainState st = PeekCheckpointState(bytes, path);
+  if (o.resume_step >= 0 && st.global_step >= o.resume_step) return bytes;
+  GNN_LOG(kWarn) << "ignoring " << path << " (step " << st.global_step
+                 << "): not written by this job ("
+                 << (o.resume_step < 0 ? std::string("it wrote none yet")
+                                       : "its newest is step " + std::to_string(o.resume_step))
+                 << ")";
+  return "";
 }
 
 void RemoveCheckpointTemporaries(const std::string& dir) {

@@ -56,6 +56,13 @@ std::string ReadCheckpointBytes(const std::string& dir);
 // when unreadable).
 TrainState PeekCheckpointState(const std::string& bytes, const std::string& path);
 
+// What rank 0 resumes from (--resume, or a restart by gnn-launch): the
+// bytes of o.checkpoint_dir's checkpoint; DataError with --resume and none
+// there. A restart takes only a checkpoint this job wrote: at least as far
+// as the newest one gnn-launch saw (GNN_RESUME_STEP), none if it saw none;
+// another is ignored with a warning and "" returned.
+std::string ReadResumeBytes(const TrainOptions& o);
+
 // Removes DIR/checkpoint.pt.tmp.* left by a writer that was killed.
 void RemoveCheckpointTemporaries(const std::string& dir);
 

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "net/ip_config.h"
 #include "net/kv_store.h"
+#include "net/ports.h"
 
 namespace gnn {
 
@@ -199,5 +200,32 @@ void Collective::BroadcastBytes(std::string* bytes) {
 }
 
 void Collective::Barrier() { Wait(pg_->barrier(), "barrier"); }
+
+TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddress>& machines) {
+  const int num_machines = static_cast<int>(machines.size());
+  if (o.machine_id < 0 || o.machine_id >= num_machines) {
+    throw ConfigError("--machine_id " + std::to_string(o.machine_id) + " is not a line of " +
+                      o.ip_config);
+  }
+  if (o.trainer_id < 0 || o.trainer_id >= o.num_trainers) {
+    throw ConfigError("--trainer_id must be in [0, --num_trainers)");
+  }
+  TrainerGroup g;
+  g.world = num_machines * o.num_trainers;
+  g.rank = o.machine_id * o.num_trainers + o.trainer_id;
+  std::vector<std::string> who;
+  for (int r = 0; r < g.world; ++r) {
+    who.push_back("rank " + std::to_string(r) + " (machine " + std::to_string(r / o.num_trainers) +
+                  " trainer " + std::to_string(r % o.num_trainers) + ")");
+  }
+  g.keys = net::ResolveJobKeys(o.secret_file, o.insecure, o.job_id, "gnn-train");
+  const std::string master = o.master_addr.empty() ? machines[0].host : o.master_addr;
+  GNN_LOG(kInfo) << "rank " << g.rank << " of " << g.world << ": rendezvous at " << master << ":"
+                 << o.master_port;
+  g.collective = std::make_unique<Collective>(
+      master, o.master_port, g.rank, g.world, who, machines[static_cast<size_t>(o.machine_id)].host,
+      std::chrono::seconds(o.rendezvous_timeout_s), g.keys, o.restart > 0 ? kBindRetryS : 0);
+  return g;
+}
 
 }  // namespace gnn

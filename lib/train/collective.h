@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "net/ip_config.h"
 #include "net/security.h"
+#include "train/trainer.h"
 
 namespace c10d {
 class ProcessGroupGloo;
@@ -61,5 +63,17 @@ class Collective {
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
 };
+
+// The trainers of a distributed job: rank = machine_id * num_trainers +
+// trainer_id of world = machines * num_trainers, the job's keys, and the
+// collective joined (rendezvous at machine 0, or --master_addr; a
+// restarted run waits for a busy master port). ConfigError for a machine
+// or trainer id out of range.
+struct TrainerGroup {
+  int rank = 0, world = 1;
+  net::JobKeys keys;
+  std::unique_ptr<Collective> collective;
+};
+TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddress>& machines);
 
 }  // namespace gnn

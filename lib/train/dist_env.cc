@@ -169,29 +169,12 @@ class DistEnv : public TrainEnv {
     std::vector<MachineAddress> machines = ReadIpConfig(o.ip_config);
     const int num_machines = static_cast<int>(machines.size());
     CheckMachinesForParts(config.num_parts, num_machines, o.ip_config);
-    if (o.machine_id < 0 || o.machine_id >= num_machines) {
-      throw ConfigError("--machine_id " + std::to_string(o.machine_id) + " is not a line of " +
-                        o.ip_config);
-    }
+    TrainerGroup group = JoinTrainers(o, machines);
     part_ = MachinePartition(o.machine_id, config.num_parts);
-    if (o.trainer_id < 0 || o.trainer_id >= o.num_trainers) {
-      throw ConfigError("--trainer_id must be in [0, --num_trainers)");
-    }
-    world_ = num_machines * o.num_trainers;
-    rank_ = o.machine_id * o.num_trainers + o.trainer_id;
-    std::vector<std::string> who;
-    for (int r = 0; r < world_; ++r) {
-      who.push_back("rank " + std::to_string(r) + " (machine " +
-                    std::to_string(r / o.num_trainers) + " trainer " +
-                    std::to_string(r % o.num_trainers) + ")");
-    }
-    keys_ = net::ResolveJobKeys(o.secret_file, o.insecure, o.job_id, "gnn-train");
-    const std::string master = o.master_addr.empty() ? machines[0].host : o.master_addr;
-    GNN_LOG(kInfo) << "rank " << rank_ << " of " << world_ << ": rendezvous at " << master << ":"
-                   << o.master_port;
-    collective_ = std::make_unique<Collective>(
-        master, o.master_port, rank_, world_, who, machines[o.machine_id].host,
-        std::chrono::seconds(o.rendezvous_timeout_s), keys_, o.restart > 0 ? kBindRetryS : 0);
+    rank_ = group.rank;
+    world_ = group.world;
+    keys_ = group.keys;
+    collective_ = std::move(group.collective);
 
     DistGraphOptions g;
     g.ip_config = o.ip_config;

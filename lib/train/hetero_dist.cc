@@ -34,26 +34,11 @@ class DistHeteroSource : public HeteroSource {
     const std::vector<MachineAddress> machines = ReadIpConfig(o.ip_config);
     const int num_machines = static_cast<int>(machines.size());
     CheckMachinesForParts(config.num_parts, num_machines, o.ip_config);
-    if (o.machine_id < 0 || o.machine_id >= num_machines) {
-      throw ConfigError("--machine_id " + std::to_string(o.machine_id) + " is not a line of " +
-                        o.ip_config);
-    }
-    if (o.trainer_id < 0 || o.trainer_id >= o.num_trainers) {
-      throw ConfigError("--trainer_id must be in [0, --num_trainers)");
-    }
-    world_ = num_machines * o.num_trainers;
-    rank_ = o.machine_id * o.num_trainers + o.trainer_id;
-    std::vector<std::string> who;
-    for (int r = 0; r < world_; ++r) {
-      who.push_back("rank " + std::to_string(r) + " (machine " +
-                    std::to_string(r / o.num_trainers) + " trainer " +
-                    std::to_string(r % o.num_trainers) + ")");
-    }
-    const net::JobKeys keys = net::ResolveJobKeys(o.secret_file, o.insecure, o.job_id, "gnn-train");
-    const std::string master = o.master_addr.empty() ? machines[0].host : o.master_addr;
-    collective_ = std::make_unique<Collective>(
-        master, o.master_port, rank_, world_, who, machines[static_cast<size_t>(o.machine_id)].host,
-        std::chrono::seconds(o.rendezvous_timeout_s), keys, o.restart > 0 ? kBindRetryS : 0);
+    TrainerGroup group = JoinTrainers(o, machines);
+    rank_ = group.rank;
+    world_ = group.world;
+    const net::JobKeys keys = group.keys;
+    collective_ = std::move(group.collective);
     DistGraphOptions g;
     g.ip_config = o.ip_config;
     g.part_config = o.part_config;
@@ -99,16 +84,7 @@ class DistHeteroSource : public HeteroSource {
     b.seeds = seeds;
     b.blocks = graph_->SampleTypedBlocks(seeds, fanouts, o_.sample_replace, rng_seed);
     const size_t T = config_.ntypes.size();
-    b.positions.resize(T);
-    b.ids.resize(T);
-    b.features.resize(T);
-    const std::vector<int64_t>& src = b.blocks.front().src_nodes;
-    for (size_t i = 0; i < src.size(); ++i) {
-      const int t = config_.NtypeOf(src[i]);
-      if (t < 0) throw DataError("node " + std::to_string(src[i]) + " has no node type");
-      b.positions[static_cast<size_t>(t)].push_back(static_cast<int64_t>(i));
-      b.ids[static_cast<size_t>(t)].push_back(src[i]);
-    }
+    b.GroupInputsByType(T, [&](int64_t v) { return config_.NtypeOf(v); });
     for (size_t t = 0; t < T; ++t) {
       if (t < config_.ntype_feature_dims.size() && config_.ntype_feature_dims[t] > 0 &&
           !b.ids[t].empty())

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "common/sha256.h"
 #include "partition/config.h"
 #include "sampling/block.h"
@@ -27,6 +28,23 @@ struct HeteroBatch {
   std::vector<int64_t> labels;
   std::vector<std::vector<int64_t>> positions, ids;
   std::vector<std::vector<float>> features;
+
+  // Fills positions and ids from block 0's sources (`type_of(id)`: a node
+  // type in [0, num_types), or -1, a DataError) and sizes `features`.
+  template <typename TypeOf>
+  void GroupInputsByType(size_t num_types, TypeOf type_of) {
+    positions.assign(num_types, {});
+    ids.assign(num_types, {});
+    features.assign(num_types, {});
+    const std::vector<int64_t>& src = blocks.front().src_nodes;
+    for (size_t i = 0; i < src.size(); ++i) {
+      const int t = type_of(src[i]);
+      if (t < 0 || static_cast<size_t>(t) >= num_types)
+        throw DataError("node " + std::to_string(src[i]) + " has no node type");
+      positions[static_cast<size_t>(t)].push_back(static_cast<int64_t>(i));
+      ids[static_cast<size_t>(t)].push_back(src[i]);
+    }
+  }
 };
 
 class HeteroSource {

@@ -115,15 +115,7 @@ class StandaloneHeteroSource : public HeteroSource {
     b.seeds = seeds;
     b.blocks = SampleTypedBlocks(g_, seeds, fanouts, o_.sample_replace, rng_seed, threads_);
     const size_t T = part_.ntype_ranges.size();
-    b.positions.resize(T);
-    b.ids.resize(T);
-    b.features.resize(T);
-    const std::vector<int64_t>& src = b.blocks.front().src_nodes;
-    for (size_t i = 0; i < src.size(); ++i) {
-      const int t = part_.TypeOf(src[i]);
-      b.positions[static_cast<size_t>(t)].push_back(static_cast<int64_t>(i));
-      b.ids[static_cast<size_t>(t)].push_back(src[i]);
-    }
+    b.GroupInputsByType(T, [&](int64_t v) { return part_.TypeOf(v); });
     for (size_t t = 0; t < T; ++t) {
       if (part_.feature_dims[t] == 0) continue;
       GatherRows(part_.features[t].data(), part_.ntype_ranges[t].first, part_.feature_dims[t],

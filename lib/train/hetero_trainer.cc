@@ -98,20 +98,7 @@ class HeteroTraining {
   void Resume() {
     if (lead_ && !o_.checkpoint_dir.empty()) RemoveCheckpointTemporaries(o_.checkpoint_dir);
     if (!o_.resume && o_.restart == 0) return;
-    std::string bytes;
-    if (lead_ && !o_.checkpoint_dir.empty()) {
-      bytes = ReadCheckpointBytes(o_.checkpoint_dir);
-      if (o_.resume && bytes.empty())
-        throw DataError("--resume: no checkpoint at " + CheckpointPath(o_.checkpoint_dir));
-      if (!o_.resume && !bytes.empty() && o_.resume_step != -2 &&
-          (o_.resume_step < 0 ||
-           PeekCheckpointState(bytes, CheckpointPath(o_.checkpoint_dir)).global_step <
-               o_.resume_step)) {
-        GNN_LOG(kWarn) << "ignoring " << CheckpointPath(o_.checkpoint_dir)
-                       << ": not written by this job";
-        bytes.clear();
-      }
-    }
+    std::string bytes = lead_ ? ReadResumeBytes(o_) : std::string();
     source_->BroadcastBytes(&bytes);
     if (bytes.empty()) {
       GNN_LOG(kWarn) << "restart " << o_.restart << ": no checkpoint; training from the start";

@@ -225,11 +225,7 @@ class Training {
   void Resume() {
     if (lead_ && !o_.checkpoint_dir.empty()) RemoveCheckpointTemporaries(o_.checkpoint_dir);
     if (!o_.resume && o_.restart == 0) return;
-    std::string bytes;
-    if (lead_ && !o_.checkpoint_dir.empty()) {
-      bytes = o_.resume ? ReadRequired() : ReadCheckpointBytes(o_.checkpoint_dir);
-      if (!o_.resume && !bytes.empty() && !OfThisJob(bytes)) bytes.clear();
-    }
+    std::string bytes = lead_ ? ReadResumeBytes(o_) : std::string();
     env_->BroadcastBytes(&bytes);
     if (bytes.empty()) {
       GNN_LOG(kWarn) << "restart " << o_.restart << ": no checkpoint"
@@ -252,28 +248,6 @@ class Training {
     }
     metrics_.Rewind(st_.global_step);
     Report("resumed " + std::to_string(st_.global_step));
-  }
-
-  // A restart takes only a checkpoint this job wrote: at least as far as
-  // the newest one gnn-launch saw (GNN_RESUME_STEP), none if it saw none.
-  bool OfThisJob(const std::string& bytes) const {
-    if (o_.resume_step == -2) return true;
-    const std::string path = CheckpointPath(o_.checkpoint_dir);
-    const TrainState st = PeekCheckpointState(bytes, path);
-    if (o_.resume_step >= 0 && st.global_step >= o_.resume_step) return true;
-    GNN_LOG(kWarn) << "ignoring " << path << " (step " << st.global_step
-                   << "): not written by this job ("
-                   << (o_.resume_step < 0 ? std::string("it wrote none yet")
-                                          : "its newest is step " + std::to_string(o_.resume_step))
-                   << ")";
-    return false;
-  }
-
-  std::string ReadRequired() const {
-    std::string bytes = ReadCheckpointBytes(o_.checkpoint_dir);
-    if (bytes.empty())
-      throw DataError("--resume: no checkpoint at " + CheckpointPath(o_.checkpoint_dir));
-    return bytes;
   }
 
   // Rank 0 writes the checkpoint (atomically) and tells gnn-launch.
