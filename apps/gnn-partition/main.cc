@@ -22,7 +22,9 @@ int main(int argc, char** argv) {
       "--no_cache", [&](int64_t) { o.data.use_cache = false; },
       "do not read or write the parse cache");
   app.add_option("--num_parts", o.num_parts, "number of partitions")->capture_default_str();
-  app.add_option("--part_method", o.part_method, "metis or random")->capture_default_str();
+  app.add_option("--part_method", o.part_method,
+                 "metis, stream (one-pass greedy, any size) or random")
+      ->capture_default_str();
   app.add_flag("--balance_train", o.balance_train, "balance train nodes across partitions");
   app.add_flag("--balance_edges", o.balance_edges, "balance in-edges across partitions");
   app.add_flag("--undirected", o.undirected, "add the reverse of every edge");

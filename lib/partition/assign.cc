@@ -3,6 +3,7 @@
 #include <metis.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -91,5 +92,109 @@ int64_t EdgeCut(const CsrT<Index>& sym, const std::vector<int32_t>& part) {
 
 template int64_t EdgeCut(const Csr&, const std::vector<int32_t>&);
 template int64_t EdgeCut(const Csr32&, const std::vector<int32_t>&);
+
+int64_t MetisMaxAdjacency() {
+  int64_t limit = std::numeric_limits<idx_t>::max();
+  if (const char* env = std::getenv("GNN_METIS_MAX_ADJACENCY")) {
+    char* end = nullptr;
+    const long long v = std::strtoll(env, &end, 10);
+    if (end != env && *end == '\0' && v > 0) limit = std::min<int64_t>(limit, v);
+  }
+  return limit;
+}
+
+template <typename Index>
+std::vector<int32_t> StreamAssign(const CsrT<Index>& sym,
+                                  const std::vector<std::vector<int32_t>>& weights, int num_parts,
+                                  double slack) {
+  const int64_t n = sym.num_rows();
+  std::vector<int32_t> part(static_cast<size_t>(n), -1);
+  if (num_parts <= 1) {
+    std::fill(part.begin(), part.end(), 0);
+    return part;
+  }
+  const size_t P = static_cast<size_t>(num_parts), C = weights.size();
+  // Capacity per constraint: the even share plus slack, never below the
+  // heaviest single node (so every node fits somewhere).
+  std::vector<double> cap(C), load(P * C, 0.0);
+  for (size_t c = 0; c < C; ++c) {
+    double total = 0, heaviest = 0;
+    for (int32_t w : weights[c]) {
+      total += w;
+      heaviest = std::max<double>(heaviest, w);
+    }
+    cap[c] = std::max(heaviest, (1.0 + slack) * total / static_cast<double>(P));
+    if (cap[c] <= 0) cap[c] = 1;
+  }
+  std::vector<int64_t> count(P, 0), queue;
+  std::vector<size_t> touched;
+  queue.reserve(static_cast<size_t>(n));
+  std::vector<uint8_t> seen(static_cast<size_t>(n), 0);
+  auto place = [&](int64_t v) {
+    for (int64_t k = sym.indptr[static_cast<size_t>(v)]; k < sym.indptr[static_cast<size_t>(v) + 1];
+         ++k) {
+      const int32_t p = part[static_cast<size_t>(sym.indices[static_cast<size_t>(k)])];
+      if (p < 0) continue;
+      if (count[static_cast<size_t>(p)]++ == 0) touched.push_back(static_cast<size_t>(p));
+    }
+    // Best eligible part: most placed neighbours x room left (LDG); ties to
+    // the emptier part, then the lower index. No eligible part (every one
+    // full in some constraint): the one that overflows least.
+    int best = -1;
+    double best_score = -1, best_fill = 0, least_over = 0;
+    int least = 0;
+    for (size_t p = 0; p < P; ++p) {
+      bool fits = true;
+      double over = 0;
+      for (size_t c = 0; c < C; ++c) {
+        const double after = load[p * C + c] + weights[c][static_cast<size_t>(v)];
+        if (after > cap[c]) fits = false;
+        over = std::max(over, after / cap[c]);
+      }
+      if (p == 0 || over < least_over) {
+        least_over = over;
+        least = static_cast<int>(p);
+      }
+      if (!fits) continue;
+      const double fill = load[p * C] / cap[0];
+      const double score = static_cast<double>(count[p]) * (1.0 - fill);
+      if (best < 0 || score > best_score || (score == best_score && fill < best_fill)) {
+        best = static_cast<int>(p);
+        best_score = score;
+        best_fill = fill;
+      }
+    }
+    if (best < 0) best = least;
+    part[static_cast<size_t>(v)] = best;
+    for (size_t c = 0; c < C; ++c)
+      load[static_cast<size_t>(best) * C + c] += weights[c][static_cast<size_t>(v)];
+    for (size_t p : touched) count[p] = 0;
+    touched.clear();
+  };
+  for (int64_t root = 0; root < n; ++root) {
+    if (seen[static_cast<size_t>(root)]) continue;
+    seen[static_cast<size_t>(root)] = 1;
+    queue.clear();
+    queue.push_back(root);
+    for (size_t head = 0; head < queue.size(); ++head) {
+      const int64_t v = queue[head];
+      place(v);
+      for (int64_t k = sym.indptr[static_cast<size_t>(v)];
+           k < sym.indptr[static_cast<size_t>(v) + 1]; ++k) {
+        const int64_t u = static_cast<int64_t>(sym.indices[static_cast<size_t>(k)]);
+        if (!seen[static_cast<size_t>(u)]) {
+          seen[static_cast<size_t>(u)] = 1;
+          queue.push_back(u);
+        }
+      }
+    }
+  }
+  return part;
+}
+
+template std::vector<int32_t> StreamAssign(const Csr&, const std::vector<std::vector<int32_t>>&,
+                                           int, double);
+template std::vector<int32_t> StreamAssign(const Csr32&, const std::vector<std::vector<int32_t>>&,
+                                           int, double);
 
 }  // namespace gnn

@@ -19,6 +19,22 @@ std::vector<int32_t> MetisAssign(const Csr32& sym,
                                  const std::vector<std::vector<int32_t>>& vertex_weights,
                                  int num_parts, uint64_t seed);
 
+// One-pass streaming assignment (linear deterministic greedy, LDG) for
+// graphs METIS cannot take: nodes in breadth-first order (components in id
+// order), each to the part holding most of its already placed neighbours,
+// scaled by how empty that part still is, among the parts where every
+// balance constraint (`vertex_weights`, as MetisAssign's) stays within
+// (1 + slack) x its even share. O(edges + nodes x parts) time, O(nodes)
+// memory; 64-bit ids. Deterministic.
+template <typename Index>
+std::vector<int32_t> StreamAssign(const CsrT<Index>& sym,
+                                  const std::vector<std::vector<int32_t>>& vertex_weights,
+                                  int num_parts, double slack = 0.05);
+
+// Adjacency entries METIS's 32-bit idx_t can take (GNN_METIS_MAX_ADJACENCY
+// lowers it, so the streaming fallback can be tested on small graphs).
+int64_t MetisMaxAdjacency();
+
 // Uniformly random and exactly balanced: a seeded shuffle dealt round-robin.
 std::vector<int32_t> RandomAssign(int64_t num_nodes, int num_parts, uint64_t seed);
 

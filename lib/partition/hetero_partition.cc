@@ -184,6 +184,7 @@ PartitionResult RunHeteroPartition(const PartitionOptions& options) {
                       "so far, at most 2^31 - 1 nodes");
   }
   std::vector<int32_t> part;
+  std::string method = options.part_method;
   int64_t cut = 0, undirected_edges = 0;
   {
     std::vector<int64_t> src, dst;
@@ -198,8 +199,9 @@ PartitionResult RunHeteroPartition(const PartitionOptions& options) {
     Csr32 sym = Symmetrize<int32_t>(n, src, dst, options.num_threads);
     FreeVector(src);
     FreeVector(dst);
-    timer.Begin(options.part_method == "metis" ? "metis" : "random assignment");
-    if (options.part_method == "metis") {
+    method = AssignMethod(options.part_method, sym.num_entries(), true);
+    timer.Begin(method == "metis" ? "metis" : method + " assignment");
+    if (method != "random") {
       // One constraint per node type (DGL's balance_ntypes), then the
       // target's train nodes and in-degree when asked.
       std::vector<std::vector<int32_t>> weights;
@@ -215,7 +217,8 @@ PartitionResult RunHeteroPartition(const PartitionOptions& options) {
           deg[v] = static_cast<int32_t>(csc.indptr[v + 1] - csc.indptr[v]);
         weights.push_back(std::move(deg));
       }
-      part = MetisAssign(sym, weights, options.num_parts, options.data.seed);
+      part = method == "stream" ? StreamAssign(sym, weights, options.num_parts)
+                                : MetisAssign(sym, weights, options.num_parts, options.data.seed);
     } else {
       part = RandomAssign(n, options.num_parts, options.data.seed);
     }
@@ -232,7 +235,7 @@ PartitionResult RunHeteroPartition(const PartitionOptions& options) {
   config.dataset = options.data.dataset;
   config.num_nodes = n;
   config.num_edges = static_cast<int64_t>(csc.src.size());
-  config.part_method = options.part_method;
+  config.part_method = method;
   config.num_parts = options.num_parts;
   config.halo_hops = 1;
   config.feature_dim = d.node_types[target].feature_dim;

@@ -34,8 +34,8 @@ using nlohmann::json;
 void PartitionOptions::Validate() const {
   if (num_parts < 1)
     throw ConfigError("--num_parts must be >= 1, got " + std::to_string(num_parts));
-  if (part_method != "metis" && part_method != "random") {
-    throw ConfigError("--part_method must be metis or random, got '" + part_method + "'");
+  if (part_method != "metis" && part_method != "random" && part_method != "stream") {
+    throw ConfigError("--part_method must be metis, stream or random, got '" + part_method + "'");
   }
   if (output.empty()) throw ConfigError("--output is empty");
   if (num_trainers_per_machine < 1) throw ConfigError("--num_trainers_per_machine must be >= 1");
@@ -256,9 +256,11 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
   // needed until writing, so they wait on disk instead of adding to the peak.
   FeatureSpill spill(tmp_dir + "/.features.spill", &d.features);
 
-  timer.Begin(options.part_method == "metis" ? "metis" : "random assignment");
+  const std::string method =
+      AssignMethod(options.part_method, sym.num_entries(), std::is_same_v<Index, int32_t>);
+  timer.Begin(method == "metis" ? "metis" : method + " assignment");
   std::vector<int32_t> part;
-  if (options.part_method == "metis") {
+  if (method != "random") {
     std::vector<std::vector<int32_t>> weights;
     weights.emplace_back(n, 1);
     if (options.balance_train) weights.emplace_back(masks[0].begin(), masks[0].end());
@@ -267,11 +269,10 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
       for (int64_t v = 0; v < n; ++v) deg[v] = static_cast<int32_t>(in_csc.Degree(v));
       weights.push_back(std::move(deg));
     }
-    if constexpr (std::is_same_v<Index, int32_t>) {
+    if (method == "stream") {
+      part = StreamAssign(sym, weights, options.num_parts);
+    } else if constexpr (std::is_same_v<Index, int32_t>) {
       part = MetisAssign(sym, weights, options.num_parts, options.data.seed);
-    } else {
-      throw ConfigError("graph too large for METIS's 32-bit index (" + std::to_string(n) +
-                        " nodes); use --part_method random");
     }
   } else {
     part = RandomAssign(n, options.num_parts, options.data.seed);
@@ -288,7 +289,7 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
   config.dataset = options.data.dataset;
   config.num_nodes = n;
   config.num_edges = in_csc.num_entries();
-  config.part_method = options.part_method;
+  config.part_method = method;
   config.num_parts = options.num_parts;
   config.halo_hops = 1;
   config.feature_dim = d.feature_dim;

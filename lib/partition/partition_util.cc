@@ -6,6 +6,8 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/log.h"
+#include "partition/assign.h"
 
 namespace gnn {
 
@@ -149,6 +151,17 @@ nlohmann::json PartitionReport(const PartitionConfig& config, int64_t input_edge
       {"total_seconds", timer.Total()},
       {"peak_rss_bytes", PeakRssBytes()},
   };
+}
+
+std::string AssignMethod(const std::string& asked, int64_t entries, bool ids_fit_32) {
+  if (asked != "metis") return asked;
+  const int64_t limit = MetisMaxAdjacency();
+  if (ids_fit_32 && entries <= limit) return asked;
+  GNN_LOG(kWarn) << "the graph's " << entries << " adjacency entries"
+                 << (ids_fit_32 ? "" : " and 64-bit node ids")
+                 << " exceed METIS's 32-bit index (at most " << limit
+                 << " entries): using the streaming assignment (--part_method stream) instead";
+  return "stream";
 }
 
 }  // namespace gnn

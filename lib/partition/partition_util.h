@@ -58,4 +58,10 @@ Relabeling Relabel(const std::vector<int32_t>& part, int num_parts);
 nlohmann::json PartitionReport(const PartitionConfig& config, int64_t input_edges,
                                int64_t undirected_edges, int64_t cut, const StageTimer& timer);
 
+// The assignment --part_method asks for, or "stream" when it asks for METIS
+// and the graph does not fit METIS's 32-bit index (`entries` adjacency
+// entries above MetisMaxAdjacency(), or ids that needed 64 bits), said in
+// one warning line.
+std::string AssignMethod(const std::string& asked, int64_t entries, bool ids_fit_32);
+
 }  // namespace gnn
