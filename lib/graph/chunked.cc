@@ -47,7 +47,8 @@ struct DatasetView {
 // Safe as a folder name inside the output ("src:rel:dst" keys are checked
 // by the dataset already; '/' and ".." never reach here).
 std::string Checked(const std::string& name) {
-  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
+  if (name.empty() || name == "." || name.find("..") != std::string::npos ||
+      name.find('/') != std::string::npos) {
     throw DataError("'" + name + "' cannot name a folder of a chunked dataset");
   }
   return name;
@@ -65,7 +66,8 @@ void Write(const DatasetView& v, int chunks, const std::string& dir) {
     }
   }
   if (PathExists(dir)) throw ConfigError(dir + " exists: choose a new folder for the chunks");
-  const fs::path target = fs::absolute(dir).lexically_normal();
+  fs::path target = fs::absolute(dir).lexically_normal();
+  if (target.filename().empty()) target = target.parent_path();  // a trailing slash
   MakeDirs(target.parent_path().string());
   ScopedTempDir tmp(target.parent_path().string(), "." + target.filename().string() + ".tmp.");
   const fs::path out = tmp.path();
@@ -262,6 +264,12 @@ ChunkedMeta ReadChunkedMeta(const std::string& dir) {
   ChunkedMeta m;
   m.dir = dir;
   m.graph_name = r.At("graph_name").String();
+  // It names the partition config file: a plain file name.
+  if (m.graph_name.empty() || m.graph_name[0] == '.' ||
+      m.graph_name.find('/') != std::string::npos) {
+    r.At("graph_name").Fail("'" + m.graph_name + "' cannot name a graph (a plain file name)");
+  }
+  m.known_undirected = IsKnownUndirected(m.graph_name);
   const JsonReader types = r.At("node_type"), ncounts = r.At("num_nodes_per_chunk");
   if (types.ArraySize() < 1 || ncounts.ArraySize() != types.ArraySize())
     ncounts.Fail("needs one list of chunk sizes per node type");
@@ -360,9 +368,15 @@ HeteroDataset ReadChunkedHeteroDataset(const std::string& dir) {
   const size_t target = static_cast<size_t>(d.TypeIndex(d.target));
   int64_t width = 0;
   const ChunkedMeta::Files* labels = NodeData(m, target, "label");
+  if (!labels) throw DataError(dir + "/metadata.json: " + d.target + " has no label");
   d.labels = ReadNodeData<int64_t>(m, target, *labels, "label", &width);
   d.num_classes = m.num_classes;
-  for (int64_t l : d.labels) d.num_classes = std::max(d.num_classes, l + 1);
+  for (int64_t l : d.labels) {
+    if (l >= (int64_t{1} << 31)) {
+      throw DataError(dir + ": label " + std::to_string(l) + " of " + d.target + " is not a class");
+    }
+    d.num_classes = std::max(d.num_classes, l + 1);
+  }
   std::vector<int64_t>* splits[3] = {&d.train_idx, &d.valid_idx, &d.test_idx};
   for (int s = 0; s < 3; ++s) {
     const ChunkedMeta::Files* f = NodeData(m, target, kSplitNames[s]);

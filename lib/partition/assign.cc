@@ -115,17 +115,23 @@ std::vector<int32_t> StreamAssign(const CsrT<Index>& sym,
   }
   const size_t P = static_cast<size_t>(num_parts), C = weights.size();
   // Capacity per constraint: the even share plus slack, never below the
-  // heaviest single node (so every node fits somewhere).
-  std::vector<double> cap(C), load(P * C, 0.0);
+  // heaviest single node (so every node fits somewhere). The slack is one
+  // budget for all parts together (what parts hold above their share),
+  // not per part: parts filled one after another (a chain) would otherwise
+  // each take 1 + slack shares and leave the last ones empty.
+  std::vector<double> cap(C), share(C), budget(C), excess(C, 0.0), load(P * C, 0.0);
   for (size_t c = 0; c < C; ++c) {
     double total = 0, heaviest = 0;
     for (int32_t w : weights[c]) {
       total += w;
       heaviest = std::max<double>(heaviest, w);
     }
-    cap[c] = std::max(heaviest, (1.0 + slack) * total / static_cast<double>(P));
+    share[c] = total / static_cast<double>(P);
+    cap[c] = std::max(heaviest, (1.0 + slack) * share[c]);
     if (cap[c] <= 0) cap[c] = 1;
+    budget[c] = slack * share[c] + heaviest;
   }
+  auto above = [&](size_t c, double l) { return std::max(0.0, l - share[c]); };
   std::vector<int64_t> count(P, 0), queue;
   std::vector<size_t> touched;
   queue.reserve(static_cast<size_t>(n));
@@ -147,8 +153,10 @@ std::vector<int32_t> StreamAssign(const CsrT<Index>& sym,
       bool fits = true;
       double over = 0;
       for (size_t c = 0; c < C; ++c) {
-        const double after = load[p * C + c] + weights[c][static_cast<size_t>(v)];
-        if (after > cap[c]) fits = false;
+        const double before = load[p * C + c];
+        const double after = before + weights[c][static_cast<size_t>(v)];
+        if (after > cap[c] || excess[c] + above(c, after) - above(c, before) > budget[c])
+          fits = false;
         over = std::max(over, after / cap[c]);
       }
       if (p == 0 || over < least_over) {
@@ -166,8 +174,12 @@ std::vector<int32_t> StreamAssign(const CsrT<Index>& sym,
     }
     if (best < 0) best = least;
     part[static_cast<size_t>(v)] = best;
-    for (size_t c = 0; c < C; ++c)
-      load[static_cast<size_t>(best) * C + c] += weights[c][static_cast<size_t>(v)];
+    for (size_t c = 0; c < C; ++c) {
+      double& l = load[static_cast<size_t>(best) * C + c];
+      const double before = l;
+      l += weights[c][static_cast<size_t>(v)];
+      excess[c] += above(c, l) - above(c, before);
+    }
     for (size_t p : touched) count[p] = 0;
     touched.clear();
   };

@@ -183,4 +183,32 @@ TEST_CASE("chunked datasets: bad input is one error line naming the file", "[e2e
     f << m.dump();
   }
   fail({"--dataset", dir / "d"}, "metadata.json");
+  // The graph name becomes a file name; the labelled type needs labels.
+  m = json::parse(meta);
+  m["graph_name"] = "../x";
+  {
+    std::ofstream f(dir / "d/metadata.json");
+    f << m.dump();
+  }
+  fail({"--dataset", dir / "d"}, "cannot name a graph");
+  m = json::parse(meta);
+  m["node_data"]["_N"].erase("label");
+  m.erase("gnn");  // as DGL writes it: the labelled type is the one with labels
+  {
+    std::ofstream f(dir / "d/metadata.json");
+    f << m.dump();
+  }
+  fail({"--dataset", dir / "d"}, "no node type has a 'label'");
+  m["gnn"] = {{"target", "_N"}};
+  {
+    std::ofstream f(dir / "d/metadata.json");
+    f << m.dump();
+  }
+  fail({"--dataset", dir / "d"}, "_N has no label");
+  // A trailing slash names the same folder.
+  REQUIRE(RunProcess({Bin("gnn-dataset"), "--dataset", "synthetic:tiny", "--write_chunked", "2",
+                      "--output", dir / "e/", "--quiet"},
+                     60)
+              .exit_code == 0);
+  CHECK(std::filesystem::exists(dir / "e/metadata.json"));
 }
