@@ -2,6 +2,7 @@
 // and the embedding rows the servers keep.
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "client/dist_graph.h"
 #include "common/error.h"
@@ -98,11 +99,18 @@ void Place(const net::PullFeaturesReply& rep, const std::vector<size_t>& where, 
 
 }  // namespace
 
-void DistGraph::PullTyped(int ntype, const std::vector<int64_t>& ids, std::vector<float>* out) {
-  const int64_t dim = config_.ntype_feature_dims.at(static_cast<size_t>(ntype));
-  out->resize(ids.size() * static_cast<size_t>(dim));
-  const auto pos = ByOwner(ids);
-  const size_t chunk = EmbChunk(std::max<int64_t>(dim, 1));
+namespace {
+
+// Rows of width `dim` for ids[pos[p]...] of every partition p but `skip`,
+// in requests of at most `chunk` ids, all in flight at once: `request(p,
+// ids)` makes partition p's request and `conn(p)` names its server; the
+// replies are checked against what was asked and placed at the ids'
+// positions of `out`. `while_in_flight` runs once every request is sent.
+template <typename Request, typename Conn>
+void PullRows(const std::vector<int64_t>& ids, const std::vector<std::vector<size_t>>& pos,
+              int64_t dim, size_t chunk, int skip, const char* what, int timeout_ms,
+              Request request, Conn conn, uint64_t* wire_bytes, std::vector<float>* out,
+              const std::function<void()>& while_in_flight) {
   struct Pending {
     net::Connection* conn;
     uint64_t rid;
@@ -111,20 +119,37 @@ void DistGraph::PullTyped(int ntype, const std::vector<int64_t>& ids, std::vecto
     net::PullFeatures asked;  // for the reply's check
   };
   std::vector<Pending> pending;
-  const auto deadline = std::chrono::steady_clock::now() + net::Millis(options_.timeout_ms);
-  for (int p = 0; p < config_.num_parts; ++p) {
-    if (p == hetero_part_) continue;
+  const auto deadline = std::chrono::steady_clock::now() + net::Millis(timeout_ms);
+  for (int p = 0; p < static_cast<int>(pos.size()); ++p) {
+    if (p == skip) continue;
     for (size_t first = 0; first < pos[p].size(); first += chunk) {
       const size_t count = std::min(chunk, pos[p].size() - first);
-      net::PullTyped req{ntype, std::vector<int64_t>(count)};
-      for (size_t j = 0; j < count; ++j) req.ids[j] = ids[pos[p][first + j]];
-      wire_bytes_ += count * sizeof(int64_t);
-      net::Connection& c = Pick(p);
-      const uint64_t rid = c.Start(req.Encode(0));
-      pending.push_back({&c, rid, p, first, net::PullFeatures{std::move(req.ids)}});
+      std::vector<int64_t> asked(count);
+      for (size_t j = 0; j < count; ++j) asked[j] = ids[pos[p][first + j]];
+      *wire_bytes += count * sizeof(int64_t);
+      net::Connection& c = conn(p);
+      const uint64_t rid = c.Start(request(asked).Encode(0));
+      pending.push_back({&c, rid, p, first, net::PullFeatures{std::move(asked)}});
     }
   }
-  if (hetero_part_ >= 0 && !pos[hetero_part_].empty()) {
+  while_in_flight();
+  for (const Pending& q : pending) {
+    Message r = q.conn->Finish(q.rid, deadline, what);
+    const auto rep = net::PullFeaturesReply::Decode(r, q.asked, dim, q.conn->peer());
+    *wire_bytes += r.frames[0].size();
+    Place(rep, pos[q.part], q.first, q.asked.ids.size(), dim, out);
+  }
+}
+
+}  // namespace
+
+void DistGraph::PullTyped(int ntype, const std::vector<int64_t>& ids, std::vector<float>* out) {
+  const int64_t dim = config_.ntype_feature_dims.at(static_cast<size_t>(ntype));
+  out->resize(ids.size() * static_cast<size_t>(dim));
+  const auto pos = ByOwner(ids);
+  // This machine's partition is copied in place after the requests left.
+  auto local = [&] {
+    if (hetero_part_ < 0 || pos[hetero_part_].empty()) return;
     const HeteroPartition& hp = *hetero_local_;
     const auto [first, end] = hp.ntype_ranges[static_cast<size_t>(ntype)];
     const float* feat = hp.features[static_cast<size_t>(ntype)].data();
@@ -136,46 +161,25 @@ void DistGraph::PullTyped(int ntype, const std::vector<int64_t>& ids, std::vecto
       std::memcpy(out->data() + i * static_cast<size_t>(dim), feat + (ids[i] - first) * dim,
                   static_cast<size_t>(dim) * sizeof(float));
     }
-  }
-  for (const Pending& q : pending) {
-    Message r = q.conn->Finish(q.rid, deadline, "PullTyped");
-    const auto rep = net::PullFeaturesReply::Decode(r, q.asked, dim, q.conn->peer());
-    wire_bytes_ += r.frames[0].size();
-    Place(rep, pos[q.part], q.first, q.asked.ids.size(), dim, out);
-  }
+  };
+  PullRows(
+      ids, pos, dim, EmbChunk(std::max<int64_t>(dim, 1)), hetero_part_, "PullTyped",
+      options_.timeout_ms,
+      [&](std::vector<int64_t> asked) {
+        return net::PullTyped{ntype, std::move(asked)};
+      },
+      [&](int p) -> net::Connection& { return Pick(p); }, &wire_bytes_, out, local);
 }
 
 void DistGraph::EmbPull(const net::EmbSpec& spec, const std::vector<int64_t>& ids,
                         std::vector<float>* out) {
   out->resize(ids.size() * static_cast<size_t>(spec.dim));
-  const auto pos = ByOwner(ids);
-  const size_t chunk = EmbChunk(spec.dim);
-  struct Pending {
-    net::Connection* conn;
-    uint64_t rid;
-    int part;
-    size_t first;
-    net::PullFeatures asked;
-  };
-  std::vector<Pending> pending;
-  const auto deadline = std::chrono::steady_clock::now() + net::Millis(options_.timeout_ms);
-  for (int p = 0; p < config_.num_parts; ++p) {
-    for (size_t first = 0; first < pos[p].size(); first += chunk) {
-      const size_t count = std::min(chunk, pos[p].size() - first);
-      net::EmbPull req{spec, std::vector<int64_t>(count)};
-      for (size_t j = 0; j < count; ++j) req.ids[j] = ids[pos[p][first + j]];
-      wire_bytes_ += count * sizeof(int64_t);
-      net::Connection& c = EmbConn(p);
-      const uint64_t rid = c.Start(req.Encode(0));
-      pending.push_back({&c, rid, p, first, net::PullFeatures{std::move(req.ids)}});
-    }
-  }
-  for (const Pending& q : pending) {
-    Message r = q.conn->Finish(q.rid, deadline, "EmbPull");
-    const auto rep = net::PullFeaturesReply::Decode(r, q.asked, spec.dim, q.conn->peer());
-    wire_bytes_ += r.frames[0].size();
-    Place(rep, pos[q.part], q.first, q.asked.ids.size(), spec.dim, out);
-  }
+  PullRows(
+      ids, ByOwner(ids), spec.dim, EmbChunk(spec.dim), -1, "EmbPull", options_.timeout_ms,
+      [&](std::vector<int64_t> asked) {
+        return net::EmbPull{spec, std::move(asked)};
+      },
+      [&](int p) -> net::Connection& { return EmbConn(p); }, &wire_bytes_, out, [] {});
 }
 
 void DistGraph::EmbPush(const net::EmbSpec& spec, const std::vector<int64_t>& ids,

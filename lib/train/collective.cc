@@ -201,7 +201,8 @@ void Collective::BroadcastBytes(std::string* bytes) {
 
 void Collective::Barrier() { Wait(pg_->barrier(), "barrier"); }
 
-TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddress>& machines) {
+TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddress>& machines,
+                          int num_parts) {
   const int num_machines = static_cast<int>(machines.size());
   if (o.machine_id < 0 || o.machine_id >= num_machines) {
     throw ConfigError("--machine_id " + std::to_string(o.machine_id) + " is not a line of " +
@@ -225,6 +226,18 @@ TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddres
   g.collective = std::make_unique<Collective>(
       master, o.master_port, g.rank, g.world, who, machines[static_cast<size_t>(o.machine_id)].host,
       std::chrono::seconds(o.rendezvous_timeout_s), g.keys, o.restart > 0 ? kBindRetryS : 0);
+  int before = 0;  // machines serving a lower partition
+  for (int p = 0; p < MachinePartition(o.machine_id, num_parts); ++p)
+    before += static_cast<int>(PartitionMachines(p, num_parts, num_machines).size());
+  g.slot = (before + o.machine_id / num_parts) * o.num_trainers + o.trainer_id;
+  g.graph.ip_config = o.ip_config;
+  g.graph.part_config = o.part_config;
+  g.graph.num_servers = o.num_servers;
+  g.graph.local_machine_id = o.machine_id;
+  g.graph.job_id = o.job_id;
+  g.graph.keys = g.keys;
+  g.graph.timeout_ms = o.request_timeout_ms;
+  g.graph.attach_timeout_ms = o.request_timeout_ms;
   return g;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "client/dist_graph.h"
 #include "net/ip_config.h"
 #include "net/security.h"
 #include "train/trainer.h"
@@ -71,9 +72,16 @@ class Collective {
 // or trainer id out of range.
 struct TrainerGroup {
   int rank = 0, world = 1;
+  // node_split's slot (force_even: slot s takes [s*T/W, (s+1)*T/W) of the
+  // id-ordered nodes): slots follow partitions (every trainer of the
+  // machines serving partition 0 first, ...), so with one machine per
+  // partition the slot is the rank and a share is mostly its own partition.
+  int slot = 0;
   net::JobKeys keys;
   std::unique_ptr<Collective> collective;
+  DistGraphOptions graph;  // how this trainer reaches the servers
 };
-TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddress>& machines);
+TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddress>& machines,
+                          int num_parts);
 
 }  // namespace gnn

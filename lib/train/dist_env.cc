@@ -169,32 +169,19 @@ class DistEnv : public TrainEnv {
     std::vector<MachineAddress> machines = ReadIpConfig(o.ip_config);
     const int num_machines = static_cast<int>(machines.size());
     CheckMachinesForParts(config.num_parts, num_machines, o.ip_config);
-    TrainerGroup group = JoinTrainers(o, machines);
+    TrainerGroup group = JoinTrainers(o, machines, config.num_parts);
     part_ = MachinePartition(o.machine_id, config.num_parts);
     rank_ = group.rank;
     world_ = group.world;
     keys_ = group.keys;
     collective_ = std::move(group.collective);
 
-    DistGraphOptions g;
-    g.ip_config = o.ip_config;
-    g.part_config = o.part_config;
-    g.num_servers = o.num_servers;
-    g.local_machine_id = o.machine_id;
-    g.job_id = o.job_id;
-    g.keys = keys_;
-    g.timeout_ms = o.request_timeout_ms;
-    g.attach_timeout_ms = o.request_timeout_ms;
-    graph_ = std::make_unique<DistGraph>(g);
+    graph_ = std::make_unique<DistGraph>(group.graph);
 
-    // node_split with force_even: the rank in slot s takes [s*T/W,
-    // (s+1)*T/W) of the id-ordered training nodes, so shares differ by at
-    // most one node. Slots follow partitions (all trainers of machines
-    // serving partition 0 first, ...): with one machine per partition the
-    // slot is the rank, and a trainer's share is mostly its own partition's.
+    // node_split with force_even (TrainerGroup::slot).
     const int64_t total = graph_->CountNodes(0);
     if (total == 0) throw DataError(o.part_config + ": the graph has no training nodes");
-    const int slot = Slot(num_machines);
+    const int slot = group.slot;
     train_ = graph_->SplitNodes(0, total * slot / world_, total * (slot + 1) / world_);
     const int64_t max_share = (total + world_ - 1) / world_;
     num_batches_ = (max_share + o.batch_size - 1) / o.batch_size;
@@ -270,7 +257,7 @@ class DistEnv : public TrainEnv {
       }
     } else {
       prefetcher_ = std::make_unique<Prefetcher>(
-          g, o.prefetch,
+          group.graph, o.prefetch,
           o.Kind() == TaskKind::kLink ? [this](net::SeedBatch* sb) { PlanLinkBatch(sb); }
                                       : std::function<void(net::SeedBatch*)>());
     }
@@ -489,14 +476,6 @@ class DistEnv : public TrainEnv {
   // This rank's place when work is split by partition: the trainers of
   // partition 0's machines first, then partition 1's, ... (= rank with one
   // machine per partition).
-  int Slot(int num_machines) const {
-    const int parts = config_.num_parts;
-    int before = 0;  // machines serving a lower partition
-    for (int p = 0; p < part_; ++p)
-      before += static_cast<int>(PartitionMachines(p, parts, num_machines).size());
-    const int replica = o_.machine_id / parts;
-    return (before + replica) * o_.num_trainers + o_.trainer_id;
-  }
   bool FirstOfPartition() const { return o_.trainer_id == 0 && o_.machine_id < config_.num_parts; }
 
   const TrainOptions& o_;

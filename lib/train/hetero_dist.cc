@@ -34,26 +34,12 @@ class DistHeteroSource : public HeteroSource {
     const std::vector<MachineAddress> machines = ReadIpConfig(o.ip_config);
     const int num_machines = static_cast<int>(machines.size());
     CheckMachinesForParts(config.num_parts, num_machines, o.ip_config);
-    TrainerGroup group = JoinTrainers(o, machines);
+    TrainerGroup group = JoinTrainers(o, machines, config.num_parts);
     rank_ = group.rank;
     world_ = group.world;
-    const net::JobKeys keys = group.keys;
+    slot_ = group.slot;
     collective_ = std::move(group.collective);
-    DistGraphOptions g;
-    g.ip_config = o.ip_config;
-    g.part_config = o.part_config;
-    g.num_servers = o.num_servers;
-    g.local_machine_id = o.machine_id;
-    g.job_id = o.job_id;
-    g.keys = keys;
-    g.timeout_ms = o.request_timeout_ms;
-    graph_ = std::make_unique<DistGraph>(g);
-    // node_split with force_even, slots following partitions (as DistEnv).
-    const int parts = config.num_parts, part = MachinePartition(o.machine_id, parts);
-    int before = 0;
-    for (int p = 0; p < part; ++p)
-      before += static_cast<int>(PartitionMachines(p, parts, num_machines).size());
-    slot_ = (before + o.machine_id / parts) * o.num_trainers + o.trainer_id;
+    graph_ = std::make_unique<DistGraph>(group.graph);
     const size_t T = config.ntypes.size();
     specs_.resize(T);
     for (size_t t = 0; t < T; ++t) {
