@@ -88,11 +88,6 @@ class StandaloneHeteroSource : public HeteroSource {
  public:
   StandaloneHeteroSource(const TrainOptions& o, const PartitionConfig& config)
       : o_(o), config_(config), threads_(std::max(1, ResolveThreads(0))) {
-    if (config.num_parts != 1) {
-      throw ConfigError("--standalone needs a 1-partition config, but " + o.part_config + " has " +
-                        std::to_string(config.num_parts) +
-                        " partitions (re-run gnn-partition with --num_parts 1)");
-    }
     Stopwatch watch;
     part_ = LoadHeteroPartition(config, 0, o.verify_checksums);
     g_.csc = CscView{part_.indptr.data(), part_.indices.data(), part_.node_start, part_.num_nodes,

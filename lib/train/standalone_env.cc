@@ -52,11 +52,6 @@ double Accuracy(const torch::Tensor& logits, const LocalPartition& part,
 class StandaloneEnv : public TrainEnv {
  public:
   StandaloneEnv(const TrainOptions& o, const PartitionConfig& config) : o_(o), config_(config) {
-    if (config.num_parts != 1) {
-      throw ConfigError("--standalone needs a 1-partition config, but " + o.part_config + " has " +
-                        std::to_string(config.num_parts) +
-                        " partitions (re-run gnn-partition with --num_parts 1)");
-    }
     Stopwatch load_watch;
     part_ = LoadLocalPartition(config, 0, o.verify_checksums);
     train_ = part_.Nodes(part_.train_mask);

@@ -181,6 +181,11 @@ PartitionConfig LoadCheckedConfig(const TrainOptions& o) {
                       " (graph_name " + config.graph_name + ")");
   }
   if (config.num_classes < 1) throw DataError(o.part_config + ": num_classes is 0");
+  if (o.standalone && config.num_parts != 1) {
+    throw ConfigError("--standalone needs a 1-partition config, but " + o.part_config + " has " +
+                      std::to_string(config.num_parts) +
+                      " partitions (re-run gnn-partition with --num_parts 1)");
+  }
   return config;
 }
 

@@ -216,6 +216,9 @@ TEST_CASE("gnn-train --model rgcn bad input: one error line, non-zero exit", "[e
   expect({"--model", "rgcn", "--part_config", config, "--ip_config", dir / "none.txt",
           "--num_samplers", "2"},
          "use --num_samplers 0");
+  // --standalone takes one partition (checked once, for every model).
+  expect({"--standalone", "--model", "rgcn", "--part_config", MagParts(dir, 2, "two")},
+         "--standalone needs a 1-partition config");
   // A homogeneous partitioning is not for RGCN.
   auto r = RunProcess({Bin("gnn-partition"), "--dataset", "synthetic:tiny", "--num_parts", "1",
                        "--output", dir / "tiny", "--quiet"});
