@@ -7,7 +7,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config git
   zlib1g-dev
-  libmetis-dev
+  libmetis-dev libptscotch-dev libopenmpi-dev openmpi-bin
   libzmq3-dev cppzmq-dev
   libcereal-dev nlohmann-json3-dev libcli11-dev catch2
   libtorch-dev libgloo-dev libopenblas0-openmp

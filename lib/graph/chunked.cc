@@ -14,13 +14,14 @@
 namespace gnn {
 
 namespace fs = std::filesystem;
+
+const char* const kChunkSplitNames[3] = {"train_mask", "val_mask", "test_mask"};
 using nlohmann::json;
 
 namespace {
 
 constexpr int kChunkedVersion = 1;
 constexpr int kMaxChunks = 1 << 16;
-const char* kSplitNames[3] = {"train_mask", "val_mask", "test_mask"};
 
 // A dataset as the writer sees it: borrowed arrays, homogeneous or not.
 struct TypeView {
@@ -142,7 +143,7 @@ void Write(const DatasetView& v, int chunks, const std::string& dir) {
       std::vector<uint8_t> mask(static_cast<size_t>(t.num_nodes), 0);
       for (int64_t i : *v.splits[m]) mask[static_cast<size_t>(i)] = 1;
       write_rows(
-          kSplitNames[m], [&](int64_t i, uint8_t* o) { *o = mask[static_cast<size_t>(i)]; },
+          kChunkSplitNames[m], [&](int64_t i, uint8_t* o) { *o = mask[static_cast<size_t>(i)]; },
           static_cast<uint8_t*>(nullptr), 1);
     }
   }
@@ -167,7 +168,8 @@ std::string Resolve(const ChunkedMeta& m, const std::string& path, const std::st
   return (fs::path(m.dir) / p).string();
 }
 
-// Edge chunk c of relation r as (src, dst) pairs appended to the vectors.
+}  // namespace
+
 void ReadEdgeChunk(const ChunkedMeta& m, size_t r, int c, std::vector<int64_t>* src,
                    std::vector<int64_t>* dst) {
   const ChunkedMeta::Files& f = m.edges[r];
@@ -213,23 +215,47 @@ const ChunkedMeta::Files* NodeData(const ChunkedMeta& m, size_t t, const std::st
 }
 
 template <typename T>
-std::vector<T> ReadNodeData(const ChunkedMeta& m, size_t t, const ChunkedMeta::Files& f,
-                            const std::string& name, int64_t* width) {
+std::vector<T> ReadChunkNodeData(const ChunkedMeta& m, size_t t, const std::string& name, int c,
+                                 int64_t* width) {
+  const ChunkedMeta::Files* f = NodeData(m, t, name);
+  if (!f) throw DataError(m.dir + "/metadata.json: " + m.node_types[t] + " has no " + name);
+  if (f->format != "numpy") {
+    throw DataError(m.dir + "/metadata.json: node data " + name + " of " + m.node_types[t] +
+                    " must be numpy");
+  }
+  std::vector<int64_t> shape;
+  const std::string path = Resolve(m, f->paths[static_cast<size_t>(c)], "node data file");
+  std::vector<T> rows = ReadNpy<T>(path, {}, &shape);
+  const int64_t w = shape.size() == 1 ? 1 : (shape.size() == 2 ? shape[1] : -1);
+  if (shape.empty() || shape[0] != m.nodes_per_chunk[t][static_cast<size_t>(c)] || w < 0) {
+    throw DataError(path + ": shape does not match the chunk's " +
+                    std::to_string(m.nodes_per_chunk[t][static_cast<size_t>(c)]) + " nodes");
+  }
+  *width = w;
+  return rows;
+}
+
+template std::vector<float> ReadChunkNodeData<float>(const ChunkedMeta&, size_t, const std::string&,
+                                                     int, int64_t*);
+template std::vector<int64_t> ReadChunkNodeData<int64_t>(const ChunkedMeta&, size_t,
+                                                         const std::string&, int, int64_t*);
+template std::vector<uint8_t> ReadChunkNodeData<uint8_t>(const ChunkedMeta&, size_t,
+                                                         const std::string&, int, int64_t*);
+
+namespace {
+
+template <typename T>
+std::vector<T> ReadNodeData(const ChunkedMeta& m, size_t t, const std::string& name,
+                            int64_t* width) {
   std::vector<T> all;
   *width = -1;
   for (int c = 0; c < m.num_chunks; ++c) {
-    if (f.format != "numpy") {
-      throw DataError(m.dir + "/metadata.json: node data " + name + " of " + m.node_types[t] +
-                      " must be numpy");
-    }
-    std::vector<int64_t> shape;
-    const std::string path = Resolve(m, f.paths[static_cast<size_t>(c)], "node data file");
-    std::vector<T> rows = ReadNpy<T>(path, {}, &shape);
-    const int64_t w = shape.size() == 1 ? 1 : (shape.size() == 2 ? shape[1] : -1);
-    if (shape.empty() || shape[0] != m.nodes_per_chunk[t][static_cast<size_t>(c)] || w < 0 ||
-        (*width >= 0 && w != *width)) {
-      throw DataError(path + ": shape does not match the chunk's " +
-                      std::to_string(m.nodes_per_chunk[t][static_cast<size_t>(c)]) + " nodes");
+    int64_t w = 0;
+    std::vector<T> rows = ReadChunkNodeData<T>(m, t, name, c, &w);
+    if (*width >= 0 && w != *width) {
+      throw DataError(
+          Resolve(m, NodeData(m, t, name)->paths[static_cast<size_t>(c)], "node data file") + ": " +
+          std::to_string(w) + " columns, earlier chunks have " + std::to_string(*width));
     }
     *width = w;
     all.insert(all.end(), rows.begin(), rows.end());
@@ -346,8 +372,8 @@ HeteroDataset ReadChunkedHeteroDataset(const std::string& dir) {
     NodeType nt;
     nt.name = m.node_types[t];
     nt.num_nodes = m.NumNodes(t);
-    if (const ChunkedMeta::Files* f = NodeData(m, t, "feat")) {
-      nt.features = ReadNodeData<float>(m, t, *f, "feat", &nt.feature_dim);
+    if (NodeData(m, t, "feat")) {
+      nt.features = ReadNodeData<float>(m, t, "feat", &nt.feature_dim);
     }
     d.node_types.push_back(std::move(nt));
   }
@@ -369,7 +395,7 @@ HeteroDataset ReadChunkedHeteroDataset(const std::string& dir) {
   int64_t width = 0;
   const ChunkedMeta::Files* labels = NodeData(m, target, "label");
   if (!labels) throw DataError(dir + "/metadata.json: " + d.target + " has no label");
-  d.labels = ReadNodeData<int64_t>(m, target, *labels, "label", &width);
+  d.labels = ReadNodeData<int64_t>(m, target, "label", &width);
   d.num_classes = m.num_classes;
   for (int64_t l : d.labels) {
     if (l >= (int64_t{1} << 31)) {
@@ -379,9 +405,9 @@ HeteroDataset ReadChunkedHeteroDataset(const std::string& dir) {
   }
   std::vector<int64_t>* splits[3] = {&d.train_idx, &d.valid_idx, &d.test_idx};
   for (int s = 0; s < 3; ++s) {
-    const ChunkedMeta::Files* f = NodeData(m, target, kSplitNames[s]);
-    if (!f) throw DataError(dir + "/metadata.json: " + d.target + " has no " + kSplitNames[s]);
-    const std::vector<uint8_t> mask = ReadNodeData<uint8_t>(m, target, *f, kSplitNames[s], &width);
+    const ChunkedMeta::Files* f = NodeData(m, target, kChunkSplitNames[s]);
+    if (!f) throw DataError(dir + "/metadata.json: " + d.target + " has no " + kChunkSplitNames[s]);
+    const std::vector<uint8_t> mask = ReadNodeData<uint8_t>(m, target, kChunkSplitNames[s], &width);
     for (size_t i = 0; i < mask.size(); ++i)
       if (mask[i]) splits[s]->push_back(static_cast<int64_t>(i));
   }

@@ -62,4 +62,24 @@ void WriteChunked(const HeteroDataset& d, int chunks, const std::string& dir);
 Dataset ReadChunkedDataset(const std::string& dir);
 HeteroDataset ReadChunkedHeteroDataset(const std::string& dir);
 
+// Node data names of the train, validation and test masks.
+extern const char* const kChunkSplitNames[3];
+
+// One chunk at a time, for readers that take only some chunks (each
+// machine of a distributed partitioning reads its own). Edge chunk `chunk`
+// of relation `relation` appended as (src, dst) pairs (type-local ids, not
+// range-checked); DataError naming the file when it is missing or its size
+// disagrees with metadata.json.
+void ReadEdgeChunk(const ChunkedMeta& m, size_t relation, int chunk, std::vector<int64_t>* src,
+                   std::vector<int64_t>* dst);
+// The files of node data `name` ("feat", "label", "train_mask", ...) of
+// node type `type`, or null.
+const ChunkedMeta::Files* NodeData(const ChunkedMeta& m, size_t type, const std::string& name);
+// Rows of node data `name` of chunk `chunk` (T = float, int64_t or
+// uint8_t); *width = columns (1 for a vector). DataError naming the file
+// when it is missing, not numpy or not one row per node of the chunk.
+template <typename T>
+std::vector<T> ReadChunkNodeData(const ChunkedMeta& m, size_t type, const std::string& name,
+                                 int chunk, int64_t* width);
+
 }  // namespace gnn

@@ -418,7 +418,8 @@ std::string FormatPartitionReport(const json& r) {
   out << "stage seconds:";
   const json& stages = r.at("stage_seconds");
   for (const char* name :
-       {"load", "symmetrize", "metis", "random assignment", "relabel", "write"}) {
+       {"load", "symmetrize", "metis", "stream assignment", "random assignment", "exchange edges",
+        "ptscotch", "relabel", "exchange rows", "exchange features", "write", "publish"}) {
     if (stages.contains(name)) {
       out << " " << name << " " << std::setprecision(2) << stages.at(name).get<double>();
     }

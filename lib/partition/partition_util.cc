@@ -63,6 +63,8 @@ std::string AbsoluteOutput(const std::string& output) {
 
 TempOutput::TempOutput(const std::string& prefix) : path_(MakeUniqueDir(prefix)) {}
 
+TempOutput::TempOutput(const std::string& path, Exact) : path_(path) { MakeDirs(path); }
+
 TempOutput::~TempOutput() {
   if (!path_.empty()) RemoveAllQuietly(path_);
 }

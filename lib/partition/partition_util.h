@@ -32,6 +32,10 @@ std::string AbsoluteOutput(const std::string& output);
 class TempOutput {
  public:
   explicit TempOutput(const std::string& prefix);
+  // Adopts `path` as is (made if missing): the folder the machines of a
+  // distributed run agreed on.
+  struct Exact {};
+  TempOutput(const std::string& path, Exact);
   ~TempOutput();
   const std::string& path() const { return path_; }
   void Release() { path_.clear(); }

@@ -1,0 +1,685 @@
+#include "dist_partition/dist_partition.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <new>
+#include <numeric>
+
+#include "common/fs.h"
+#include "common/log.h"
+#include "common/npy.h"
+#include "common/random.h"
+#include "common/timer.h"
+#include "dist_partition/mpi_comm.h"
+#include "dist_partition/scotch_assign.h"
+#include "graph/chunked.h"
+#include "graph/csr.h"
+#include "partition/assign.h"
+#include "partition/config.h"
+#include "partition/partition_util.h"
+
+namespace gnn {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// PT-Scotch's allowed imbalance (METIS's default ufactor is 1.03 too).
+constexpr double kImbalance = 0.03;
+
+// Input errors become one agreed error: each rank runs a local step, then
+// all learn whether any failed; the lowest failing rank's error is thrown
+// by rank 0 (its class and message) and FailedElsewhere by the others.
+class Agreement {
+ public:
+  explicit Agreement(MpiComm& comm) : comm_(comm) {}
+
+  template <typename F>
+  void Run(const std::string& what, F&& step) {
+    int code = 0;
+    std::string message;
+    try {
+      step();
+    } catch (const TimeoutError&) {
+      throw;
+    } catch (const ConfigError& e) {
+      code = kExitConfig, message = e.what();
+    } catch (const DataError& e) {
+      code = kExitData, message = e.what();
+    } catch (const PeerError& e) {
+      code = kExitPeer, message = e.what();
+    } catch (const std::bad_alloc&) {
+      code = kExitError, message = "out of memory while " + what;
+    } catch (const std::exception& e) {
+      code = kExitError, message = e.what();
+    }
+    Settle(code, message, what);
+  }
+
+ private:
+  void Settle(int code, const std::string& message, const std::string& what) {
+    std::vector<int64_t> codes(static_cast<size_t>(comm_.size()), 0);
+    codes[static_cast<size_t>(comm_.rank())] = code;
+    codes = comm_.AllreduceSum(codes, what);
+    const auto failed = std::find_if(codes.begin(), codes.end(), [](int64_t c) { return c != 0; });
+    if (failed == codes.end()) return;
+    const int who = static_cast<int>(failed - codes.begin());
+    const std::vector<std::string> messages = comm_.AllgatherStrings(message, what);
+    if (comm_.rank() != 0) throw FailedElsewhere(static_cast<int>(*failed));
+    const std::string text =
+        (who == 0 ? std::string() : "machine " + std::to_string(who) + ": ") + messages[who];
+    switch (*failed) {
+      case kExitConfig:
+        throw ConfigError(text);
+      case kExitData:
+        throw DataError(text);
+      case kExitPeer:
+        throw PeerError(text);
+      default:
+        throw Error(text);
+    }
+  }
+
+  MpiComm& comm_;
+};
+
+// Which rank holds which ids: rank r holds [start[r], start[r + 1]).
+struct Ranges {
+  std::vector<int64_t> start;
+  int Owner(int64_t v) const {
+    return static_cast<int>(std::upper_bound(start.begin(), start.end(), v) - start.begin()) - 1;
+  }
+};
+
+// Counts per destination -> (offsets into one send buffer, filled cursor).
+std::vector<int64_t> Offsets(const std::vector<int64_t>& counts) {
+  std::vector<int64_t> at(counts.size() + 1, 0);
+  for (size_t p = 0; p < counts.size(); ++p) at[p + 1] = at[p] + counts[p];
+  return at;
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "?";
+  return name;
+}
+
+// What a rank sends the owner of a partition about each node it gives it.
+struct NodeRow {
+  int64_t orig = 0, degree = 0, label = 0;
+  uint8_t masks = 0;  // bit m: train, valid, test
+};
+
+class Job {
+ public:
+  Job(MpiComm& comm, PartitionOptions o, const DistributedOptions& d)
+      : comm_(comm), agree_(comm), o_(std::move(o)), d_(d), P_(comm.size()), me_(comm.rank()) {}
+
+  PartitionResult Run();
+
+ private:
+  void CheckInput();
+  void ReadNodeData();
+  void ExchangeEdges();
+  void Assign();
+  void Relabel();
+  void ExchangeRows();
+  PartInfo Write(const std::string& tmp);
+  PartitionResult Publish(const PartInfo& mine, TempOutput& tmp);
+
+  int64_t NewId(int64_t g) const {
+    if (g >= lo_ && g < hi_) return new_local_[static_cast<size_t>(g - lo_)];
+    const auto it = std::lower_bound(remote_.begin(), remote_.end(), g);
+    return remote_new_[static_cast<size_t>(it - remote_.begin())];
+  }
+  int PartOfNew(int64_t id) const {
+    return static_cast<int>(std::upper_bound(part_start_.begin(), part_start_.end(), id) -
+                            part_start_.begin()) -
+           1;
+  }
+
+  MpiComm& comm_;
+  Agreement agree_;
+  PartitionOptions o_;
+  DistributedOptions d_;
+  const int P_, me_;
+  StageTimer timer_;
+
+  ChunkedMeta meta_;
+  int c0_ = 0, c1_ = 0;  // this rank's chunks [c0, c1)
+  Ranges ranges_;
+  int64_t n_ = 0, lo_ = 0, hi_ = 0;
+  bool undirected_ = false;
+  std::vector<int64_t> labels_;
+  std::vector<uint8_t> masks_;  // bits as NodeRow::masks
+  int64_t num_classes_ = 0, input_edges_ = 0;
+
+  Csr sym_, in_;  // rows: this rank's nodes; entries: global input ids
+  std::vector<int32_t> part_;
+  std::vector<int64_t> part_start_, new_local_, remote_, remote_new_;
+  int64_t cut_ = 0, undirected_edges_ = 0, stored_edges_ = 0;
+  std::string method_;
+
+  // Rows of the partition this rank writes, in new-id order.
+  std::vector<NodeRow> rows_;
+  std::vector<int64_t> indices_;
+  std::vector<float> feat_;
+  int64_t feature_dim_ = 0;
+};
+
+void Job::CheckInput() {
+  agree_.Run("checking the input", [&] {
+    if (o_.num_parts == 0) o_.num_parts = P_;
+    o_.Validate();
+    if (o_.part_method == "stream") {
+      throw ConfigError(
+          "--part_method stream runs on one machine; --distributed takes metis (PT-Scotch) or "
+          "random");
+    }
+    if (o_.val_edges > 0) throw ConfigError("--val_edges is not supported with --distributed");
+    if (d_.machines > 0 && d_.machines != P_) {
+      throw ConfigError("--ip_config lists " + std::to_string(d_.machines) + " machines but " +
+                        std::to_string(P_) + " processes were started");
+    }
+    if (o_.num_parts != P_) {
+      throw ConfigError("--num_parts " + std::to_string(o_.num_parts) +
+                        " must equal the number of machines (" + std::to_string(P_) +
+                        "): each machine writes its own partition");
+    }
+    if (!IsChunkedFolder(o_.data.dataset)) {
+      throw ConfigError(
+          "--distributed reads a chunked dataset (a folder with metadata.json, "
+          "from gnn-dataset --write_chunked N); " +
+          o_.data.dataset + " is not one");
+    }
+    CheckOutput(o_);
+    meta_ = ReadChunkedMeta(o_.data.dataset);
+    if (meta_.hetero()) {
+      throw ConfigError(o_.data.dataset +
+                        " holds a heterogeneous graph; --distributed partitions homogeneous "
+                        "graphs (one node type, one relation)");
+    }
+    if (meta_.num_chunks < P_) {
+      throw ConfigError(o_.data.dataset + " has " + std::to_string(meta_.num_chunks) +
+                        " chunks; --distributed needs at least one per machine (" +
+                        std::to_string(P_) + ")");
+    }
+  });
+  c0_ = static_cast<int>(int64_t{me_} * meta_.num_chunks / P_);
+  c1_ = static_cast<int>(int64_t{me_ + 1} * meta_.num_chunks / P_);
+  for (int r = 0; r <= P_; ++r) {
+    ranges_.start.push_back(
+        meta_.ChunkStart(0, static_cast<int>(int64_t{r} * meta_.num_chunks / P_)));
+  }
+  n_ = meta_.NumNodes(0);
+  lo_ = ranges_.start[static_cast<size_t>(me_)];
+  hi_ = ranges_.start[static_cast<size_t>(me_) + 1];
+  undirected_ = o_.undirected || meta_.known_undirected;
+}
+
+void Job::ReadNodeData() {
+  int64_t max_label = -1;
+  agree_.Run("reading node data", [&] {
+    for (int c = c0_; c < c1_; ++c) {
+      int64_t width = 0;
+      std::vector<int64_t> l = ReadChunkNodeData<int64_t>(meta_, 0, "label", c, &width);
+      if (width != 1)
+        throw DataError(o_.data.dataset + ": label chunk " + std::to_string(c) +
+                        " is not one label per node");
+      for (int64_t x : l) {
+        if (x < -1 || x >= (int64_t{1} << 31)) {
+          throw DataError(o_.data.dataset + ": label " + std::to_string(x) + " in chunk " +
+                          std::to_string(c) + " is not a class");
+        }
+        max_label = std::max(max_label, x);
+      }
+      labels_.insert(labels_.end(), l.begin(), l.end());
+      const size_t at = masks_.size();
+      masks_.resize(at + l.size(), 0);
+      for (int m = 0; m < 3; ++m) {
+        const std::vector<uint8_t> mask =
+            ReadChunkNodeData<uint8_t>(meta_, 0, kChunkSplitNames[m], c, &width);
+        for (size_t i = 0; i < mask.size(); ++i) {
+          if (mask[i]) masks_[at + i] |= static_cast<uint8_t>(1 << m);
+        }
+      }
+    }
+  });
+  num_classes_ = std::max(meta_.num_classes, comm_.AllreduceMax(max_label + 1, "reading labels"));
+}
+
+void Job::ExchangeEdges() {
+  const int rounds = static_cast<int>(comm_.AllreduceMax(int64_t{c1_ - c0_}, "reading edges"));
+  // Received (row - lo, col); for a directed graph ~col marks a pair that
+  // is only the reverse of an edge (symmetric adjacency, not an in-edge).
+  std::vector<int64_t> rows, cols;
+  int64_t read = 0;
+  for (int i = 0; i < rounds; ++i) {
+    std::vector<int64_t> src, dst;
+    const int c = c0_ + i;
+    agree_.Run("reading edges", [&] {
+      if (c >= c1_) return;
+      ReadEdgeChunk(meta_, 0, c, &src, &dst);
+      for (size_t k = 0; k < src.size(); ++k) {
+        if (src[k] < 0 || src[k] >= n_ || dst[k] < 0 || dst[k] >= n_) {
+          throw DataError(o_.data.dataset + ": edge chunk " + std::to_string(c) + " has edge (" +
+                          std::to_string(src[k]) + ", " + std::to_string(dst[k]) +
+                          ") outside the " + std::to_string(n_) + " nodes");
+        }
+      }
+    });
+    read += static_cast<int64_t>(src.size());
+    // Each edge goes to its destination's owner (an in-edge) and, reversed,
+    // to its source's owner (the symmetric adjacency).
+    std::vector<int64_t> counts(static_cast<size_t>(P_), 0);
+    for (size_t k = 0; k < src.size(); ++k) {
+      counts[static_cast<size_t>(ranges_.Owner(dst[k]))] += 2;
+      if (src[k] != dst[k]) counts[static_cast<size_t>(ranges_.Owner(src[k]))] += 2;
+    }
+    std::vector<int64_t> at = Offsets(counts);
+    std::vector<int64_t> send(static_cast<size_t>(at.back()));
+    for (size_t k = 0; k < src.size(); ++k) {
+      int64_t* p = &send[static_cast<size_t>(at[static_cast<size_t>(ranges_.Owner(dst[k]))])];
+      p[0] = dst[k], p[1] = src[k];
+      at[static_cast<size_t>(ranges_.Owner(dst[k]))] += 2;
+      if (src[k] != dst[k]) {
+        p = &send[static_cast<size_t>(at[static_cast<size_t>(ranges_.Owner(src[k]))])];
+        p[0] = src[k], p[1] = undirected_ ? dst[k] : ~dst[k];
+        at[static_cast<size_t>(ranges_.Owner(src[k]))] += 2;
+      }
+    }
+    FreeVector(src);
+    FreeVector(dst);
+    std::vector<int64_t> got_counts;
+    const std::vector<int64_t> got = comm_.Alltoallv(send, counts, &got_counts, "exchanging edges");
+    FreeVector(send);
+    for (size_t k = 0; k < got.size(); k += 2) {
+      rows.push_back(got[k] - lo_);
+      cols.push_back(got[k + 1]);
+    }
+  }
+  input_edges_ = comm_.AllreduceSum(read, "counting edges");
+  const int64_t local = hi_ - lo_;
+  if (!undirected_) {
+    // The in-edges as the single-machine path stores them: every edge,
+    // duplicates and self-loops kept, each row sorted by source.
+    std::vector<int64_t> r, c;
+    for (size_t k = 0; k < rows.size(); ++k) {
+      if (cols[k] >= 0) r.push_back(rows[k]), c.push_back(cols[k]);
+    }
+    in_ = BuildCsr<int64_t>(local, r, c, false, false, o_.num_threads);
+    for (int64_t& x : cols) x = x < 0 ? ~x : x;
+  }
+  // The symmetric adjacency: sorted, no duplicates, no self-loops.
+  size_t out = 0;
+  for (size_t k = 0; k < rows.size(); ++k) {
+    if (rows[k] + lo_ == cols[k]) continue;
+    rows[out] = rows[k], cols[out] = cols[k], ++out;
+  }
+  rows.resize(out);
+  cols.resize(out);
+  sym_ = BuildCsr<int64_t>(local, rows, cols, true, false, o_.num_threads);
+  if (undirected_) in_ = sym_;
+}
+
+void Job::Assign() {
+  const int64_t local = hi_ - lo_;
+  if (o_.part_method == "random") {
+    method_ = "random";
+    timer_.Begin("random assignment");
+    // The single-machine shuffle (4 bytes per node on every machine), so
+    // both paths give the same partitions.
+    std::vector<int32_t> all = RandomAssign(n_, o_.num_parts, o_.data.seed);
+    part_.assign(all.begin() + lo_, all.begin() + hi_);
+    return;
+  }
+  method_ = "ptscotch";
+  timer_.Begin("ptscotch");
+  // PT-Scotch balances one weight: each asked-for constraint adds a share
+  // scaled so that every constraint weighs as much as the node count.
+  std::vector<int64_t> weights(static_cast<size_t>(local), 1);
+  const int64_t train = o_.balance_train
+                            ? comm_.AllreduceSum(std::count_if(masks_.begin(), masks_.end(),
+                                                               [](uint8_t m) { return m & 1; }),
+                                                 "weighing nodes")
+                            : 0;
+  const int64_t in_edges = comm_.AllreduceSum(in_.num_entries(), "weighing nodes");
+  for (int64_t v = 0; v < local; ++v) {
+    double w = 1;
+    if (train > 0 && (masks_[static_cast<size_t>(v)] & 1)) {
+      w += static_cast<double>(n_) / static_cast<double>(train);
+    }
+    if (o_.balance_edges && in_edges > 0) {
+      w += static_cast<double>(in_.Degree(v)) * static_cast<double>(n_) /
+           static_cast<double>(in_edges);
+    }
+    weights[static_cast<size_t>(v)] = static_cast<int64_t>(w + 0.5);
+  }
+  agree_.Run("partitioning with PT-Scotch", [&] {
+    part_ = ScotchAssign(comm_, sym_.indptr, sym_.indices, weights, o_.num_parts, kImbalance,
+                         o_.data.seed);
+  });
+}
+
+void Job::Relabel() {
+  timer_.Begin("relabel");
+  const int64_t local = hi_ - lo_;
+  // New ids: partition-major, then input id (the single-machine order):
+  // this rank's nodes of part p follow those of lower ranks.
+  std::vector<int64_t> counts(static_cast<size_t>(o_.num_parts), 0);
+  for (int32_t p : part_) ++counts[static_cast<size_t>(p)];
+  const std::vector<int64_t> total = comm_.AllreduceSum(counts, "relabeling");
+  std::vector<int64_t> fill = comm_.ExscanSum(counts, "relabeling");
+  part_start_ = Offsets(total);
+  for (int p = 0; p < o_.num_parts; ++p) fill[static_cast<size_t>(p)] += part_start_[p];
+  new_local_.resize(static_cast<size_t>(local));
+  for (int64_t v = 0; v < local; ++v) {
+    new_local_[static_cast<size_t>(v)] = fill[static_cast<size_t>(part_[static_cast<size_t>(v)])]++;
+  }
+  // New ids of the neighbours other ranks hold: ask their owners.
+  remote_.clear();
+  for (int64_t g : sym_.indices) {
+    if (g < lo_ || g >= hi_) remote_.push_back(g);
+  }
+  std::sort(remote_.begin(), remote_.end());
+  remote_.erase(std::unique(remote_.begin(), remote_.end()), remote_.end());
+  std::vector<int64_t> ask(static_cast<size_t>(P_), 0);
+  for (int64_t g : remote_) ++ask[static_cast<size_t>(ranges_.Owner(g))];
+  std::vector<int64_t> asked_counts;
+  std::vector<int64_t> asked = comm_.Alltoallv(remote_, ask, &asked_counts, "relabeling");
+  for (int64_t& g : asked) g = new_local_[static_cast<size_t>(g - lo_)];
+  std::vector<int64_t> back;
+  remote_new_ = comm_.Alltoallv(asked, asked_counts, &back, "relabeling");
+
+  int64_t cut = 0;
+  for (int64_t v = 0; v < local; ++v) {
+    for (int64_t k = sym_.indptr[v]; k < sym_.indptr[v + 1]; ++k) {
+      cut += PartOfNew(NewId(sym_.indices[k])) != part_[static_cast<size_t>(v)];
+    }
+  }
+  const std::vector<int64_t> sums =
+      comm_.AllreduceSum({cut, sym_.num_entries(), in_.num_entries()}, "counting the cut");
+  cut_ = sums[0] / 2;
+  undirected_edges_ = sums[1] / 2;
+  stored_edges_ = sums[2];
+}
+
+void Job::ExchangeRows() {
+  timer_.Begin("exchange rows");
+  const int64_t local = hi_ - lo_;
+  FreeVector(sym_.indptr);
+  FreeVector(sym_.indices);
+  // Nodes go to their partition's rank in input-id order; ranks' pieces
+  // arrive in rank order: new-id order.
+  std::vector<int64_t> nodes(static_cast<size_t>(P_), 0), entries(static_cast<size_t>(P_), 0);
+  for (int64_t v = 0; v < local; ++v) {
+    ++nodes[static_cast<size_t>(part_[static_cast<size_t>(v)])];
+    entries[static_cast<size_t>(part_[static_cast<size_t>(v)])] += in_.Degree(v);
+  }
+  {
+    std::vector<int64_t> at = Offsets(nodes), eat = Offsets(entries);
+    std::vector<NodeRow> send(static_cast<size_t>(local));
+    std::vector<int64_t> ids(static_cast<size_t>(eat.back()));
+    for (int64_t v = 0; v < local; ++v) {
+      const size_t p = static_cast<size_t>(part_[static_cast<size_t>(v)]);
+      NodeRow& row = send[static_cast<size_t>(at[p]++)];
+      row.orig = lo_ + v;
+      row.degree = in_.Degree(v);
+      row.label = labels_[static_cast<size_t>(v)];
+      row.masks = masks_[static_cast<size_t>(v)];
+      for (int64_t k = in_.indptr[v]; k < in_.indptr[v + 1]; ++k) {
+        ids[static_cast<size_t>(eat[p]++)] = NewId(in_.indices[k]);
+      }
+    }
+    std::vector<int64_t> got;
+    rows_ = comm_.Alltoallv(send, nodes, &got, "exchanging rows");
+    FreeVector(send);
+    FreeVector(in_.indptr);
+    FreeVector(in_.indices);
+    indices_ = comm_.Alltoallv(ids, entries, &got, "exchanging rows");
+  }
+  FreeVector(labels_);
+  FreeVector(remote_);
+  FreeVector(remote_new_);
+
+  // Features, one chunk per round, straight into place: rows from rank q
+  // start where q's nodes of this partition start.
+  timer_.Begin("exchange features");
+  std::vector<int64_t> ones(static_cast<size_t>(P_), 1), unused;
+  const std::vector<int64_t> from = comm_.Alltoallv(nodes, ones, &unused, "exchanging features");
+  std::vector<int64_t> cursor = Offsets(from);
+  const bool has_feat = NodeData(meta_, 0, "feat") != nullptr;
+  const int rounds =
+      has_feat ? static_cast<int>(comm_.AllreduceMax(int64_t{c1_ - c0_}, "features")) : 0;
+  int64_t width = -1;
+  std::vector<int64_t> widths;
+  int64_t first = lo_;  // input id of the next chunk's first node
+  for (int i = 0; i < rounds; ++i) {
+    std::vector<float> rows;
+    const int c = c0_ + i;
+    agree_.Run("reading features", [&] {
+      if (c >= c1_) return;
+      int64_t w = 0;
+      rows = ReadChunkNodeData<float>(meta_, 0, "feat", c, &w);
+      if (width >= 0 && w != width) {
+        throw DataError(o_.data.dataset + ": feature chunk " + std::to_string(c) + " has " +
+                        std::to_string(w) + " columns, chunk " + std::to_string(c0_) + " has " +
+                        std::to_string(width));
+      }
+      width = w;
+    });
+    if (i == 0) {
+      // Every rank reads a chunk in round 0: the widths must agree.
+      const std::vector<int64_t> mm = comm_.AllreduceMax({width, -width}, "features");
+      agree_.Run("reading features", [&] {
+        if (mm[0] != -mm[1]) {
+          throw DataError(o_.data.dataset + ": feature chunks have " + std::to_string(-mm[1]) +
+                          " and " + std::to_string(mm[0]) + " columns");
+        }
+      });
+      feature_dim_ = width;
+      feat_.resize(static_cast<size_t>(rows_.size() * static_cast<size_t>(width)));
+    }
+    const int64_t count = c < c1_ ? meta_.nodes_per_chunk[0][static_cast<size_t>(c)] : 0;
+    std::vector<int64_t> counts(static_cast<size_t>(P_), 0);
+    for (int64_t v = first; v < first + count; ++v) {
+      counts[static_cast<size_t>(part_[static_cast<size_t>(v - lo_)])] += feature_dim_;
+    }
+    std::vector<int64_t> at = Offsets(counts);
+    std::vector<float> send(rows.size());
+    for (int64_t v = first; v < first + count; ++v) {
+      const size_t p = static_cast<size_t>(part_[static_cast<size_t>(v - lo_)]);
+      std::copy_n(rows.begin() + (v - first) * feature_dim_, feature_dim_, send.begin() + at[p]);
+      at[p] += feature_dim_;
+    }
+    first += count;
+    FreeVector(rows);
+    std::vector<int64_t> got_counts;
+    const std::vector<float> got =
+        comm_.Alltoallv(send, counts, &got_counts, "exchanging features");
+    size_t g = 0;
+    for (int q = 0; q < P_; ++q) {
+      std::copy_n(got.begin() + static_cast<int64_t>(g), got_counts[static_cast<size_t>(q)],
+                  feat_.begin() + cursor[static_cast<size_t>(q)] * feature_dim_);
+      cursor[static_cast<size_t>(q)] +=
+          got_counts[static_cast<size_t>(q)] / std::max<int64_t>(1, feature_dim_);
+      g += static_cast<size_t>(got_counts[static_cast<size_t>(q)]);
+    }
+  }
+  FreeVector(part_);
+  FreeVector(masks_);
+}
+
+PartInfo Job::Write(const std::string& tmp) {
+  timer_.Begin("write");
+  PartInfo info;
+  info.dir = "part" + std::to_string(me_);
+  const std::string dir = tmp + "/" + info.dir;
+  MakeDirs(dir);
+  const int64_t owned = static_cast<int64_t>(rows_.size());
+  info.node_start = part_start_[static_cast<size_t>(me_)];
+  info.node_end = part_start_[static_cast<size_t>(me_) + 1];
+  auto record = [&](const std::string& name, WrittenFile f) {
+    info.files[name] = PartFile{f.bytes, f.sha256};
+  };
+  std::vector<int64_t> column(static_cast<size_t>(owned) + 1, 0);
+  for (int64_t i = 0; i < owned; ++i) column[i + 1] = column[i] + rows_[i].degree;
+  record("indptr.npy", WriteNpy(dir + "/indptr.npy", column));
+  record("indices.npy", WriteNpy(dir + "/indices.npy", indices_));
+  FreeVector(indices_);
+  record("feat.npy", WriteNpy(dir + "/feat.npy", feat_.data(), {owned, feature_dim_}));
+  FreeVector(feat_);
+  column.resize(static_cast<size_t>(owned));
+  for (int64_t i = 0; i < owned; ++i) column[i] = rows_[i].label;
+  record("label.npy", WriteNpy(dir + "/label.npy", column));
+  const char* mask_names[3] = {"train_mask.npy", "valid_mask.npy", "test_mask.npy"};
+  int64_t* counts[3] = {&info.num_train, &info.num_valid, &info.num_test};
+  for (int m = 0; m < 3; ++m) {
+    std::vector<uint8_t> mask(static_cast<size_t>(owned));
+    for (int64_t i = 0; i < owned; ++i) mask[i] = (rows_[i].masks >> m) & 1;
+    *counts[m] = std::count(mask.begin(), mask.end(), uint8_t{1});
+    record(mask_names[m], WriteNpy(dir + "/" + mask_names[m], mask));
+  }
+  for (int64_t i = 0; i < owned; ++i) column[i] = rows_[i].orig;
+  record("orig_nids.npy", WriteNpy(dir + "/orig_nids.npy", column));
+  info.edge_end = std::accumulate(rows_.begin(), rows_.end(), int64_t{0},
+                                  [](int64_t s, const NodeRow& r) { return s + r.degree; });
+  return info;
+}
+
+json PartInfoJson(const PartInfo& p) {
+  json files = json::object();
+  for (const auto& [name, f] : p.files) files[name] = {{"bytes", f.bytes}, {"sha256", f.sha256}};
+  return {{"dir", p.dir},           {"node_start", p.node_start},
+          {"node_end", p.node_end}, {"edges", p.edge_end},
+          {"train", p.num_train},   {"valid", p.num_valid},
+          {"test", p.num_test},     {"files", files}};
+}
+
+PartInfo PartInfoFromJson(const json& j) {
+  PartInfo p;
+  p.dir = j.at("dir").get<std::string>();
+  p.node_start = j.at("node_start").get<int64_t>();
+  p.node_end = j.at("node_end").get<int64_t>();
+  p.edge_end = j.at("edges").get<int64_t>();
+  p.num_train = j.at("train").get<int64_t>();
+  p.num_valid = j.at("valid").get<int64_t>();
+  p.num_test = j.at("test").get<int64_t>();
+  for (const auto& [name, f] : j.at("files").items()) {
+    p.files[name] = PartFile{f.at("bytes").get<uint64_t>(), f.at("sha256").get<std::string>()};
+  }
+  return p;
+}
+
+PartitionResult Job::Publish(const PartInfo& mine, TempOutput& tmp) {
+  timer_.Begin("publish");
+  PartitionConfig config;
+  config.graph_name = o_.graph_name.empty() ? meta_.graph_name : o_.graph_name;
+  config.dataset = o_.data.dataset;
+  config.num_nodes = n_;
+  config.num_edges = stored_edges_;
+  config.part_method = method_;
+  config.num_parts = o_.num_parts;
+  config.halo_hops = 1;
+  config.feature_dim = feature_dim_;
+  config.num_classes = num_classes_;
+  config.balance_train = o_.balance_train;
+  config.balance_edges = o_.balance_edges;
+  config.undirected = undirected_;
+  config.seed = o_.data.seed;
+  const std::vector<std::string> infos =
+      comm_.AllgatherStrings(PartInfoJson(mine).dump(), "gathering the partitions");
+  int64_t edge_start = 0;
+  for (const std::string& text : infos) {
+    PartInfo p = PartInfoFromJson(json::parse(text));
+    p.edge_start = edge_start;
+    p.edge_end += edge_start;
+    edge_start = p.edge_end;
+    config.parts.push_back(std::move(p));
+  }
+  // Every machine's peak memory and time, for the report.
+  const std::vector<std::string> machines = comm_.AllgatherStrings(
+      json{{"host", HostName()}, {"peak_rss_bytes", PeakRssBytes()}, {"seconds", timer_.Total()}}
+          .dump(),
+      "gathering the report");
+  json report = PartitionReport(config, input_edges_, undirected_edges_, cut_, timer_);
+  report["machines"] = json::array();
+  long long peak = 0;
+  for (const std::string& m : machines) {
+    report["machines"].push_back(json::parse(m));
+    peak = std::max(peak, report["machines"].back().at("peak_rss_bytes").get<long long>());
+  }
+  report["peak_rss_bytes"] = peak;
+  if (method_ == "ptscotch") report["engine"] = ScotchVersion();
+  config.report = report;
+  const std::string json_name = config.graph_name + ".json";
+
+  // One machine per filesystem publishes: the lowest rank whose marker is
+  // the first it sees in the agreed temporary folder.
+  const std::string marker = tmp.path() + "/.machine" + std::to_string(me_);
+  agree_.Run("writing the partition config",
+             [&] { WriteFileAtomic(marker, std::to_string(me_) + "\n"); });
+  comm_.Barrier("writing the partition config");
+  bool publisher = true;
+  for (int q = 0; q < me_; ++q) {
+    if (fs::exists(tmp.path() + "/.machine" + std::to_string(q))) publisher = false;
+  }
+  comm_.Barrier("publishing");
+  agree_.Run("publishing the partitions", [&] {
+    if (!publisher) return;
+    for (int q = 0; q < P_; ++q) RemoveAllQuietly(tmp.path() + "/.machine" + std::to_string(q));
+    WriteFileAtomic(tmp.path() + "/" + json_name, PartitionConfigText(config));
+    gnn::Publish(tmp, o_.output);
+  });
+  tmp.Release();
+  timer_.End();
+  return PartitionResult{(fs::path(o_.output) / json_name).string(), report};
+}
+
+PartitionResult Job::Run() {
+  timer_.Begin("load");
+  CheckInput();
+  ReadNodeData();
+  timer_.Begin("exchange edges");
+  ExchangeEdges();
+  Assign();
+  Relabel();
+  ExchangeRows();
+  // The temporary folder's name is rank 0's; on a shared filesystem all
+  // ranks write into one folder, otherwise each into its own.
+  std::unique_ptr<TempOutput> tmp;
+  agree_.Run("writing the partition", [&] {
+    if (me_ == 0) tmp = std::make_unique<TempOutput>(AbsoluteOutput(o_.output) + ".tmp.");
+  });
+  const std::string path = comm_.AllgatherStrings(tmp ? tmp->path() : "", "naming the output")[0];
+  PartInfo mine;
+  agree_.Run("writing the partition", [&] {
+    if (me_ != 0) tmp = std::make_unique<TempOutput>(path, TempOutput::Exact{});
+    mine = Write(tmp->path());
+  });
+  return Publish(mine, *tmp);
+}
+
+}  // namespace
+
+PartitionResult RunDistributedPartition(PartitionOptions options, const DistributedOptions& d,
+                                        int* argc, char*** argv, int* rank) {
+  MpiComm comm(argc, argv, d.wait_timeout_s);
+  *rank = comm.rank();
+  SetLogRole("partition[" + std::to_string(comm.rank()) + "]");
+  if (comm.rank() != 0 && GetLogLevel() < LogLevel::kWarn) SetLogLevel(LogLevel::kWarn);
+  try {
+    Job job(comm, std::move(options), d);
+    return job.Run();
+  } catch (const TimeoutError& e) {
+    std::cerr << "gnn-partition: error: " << e.what() << std::endl;
+    comm.Abort(kExitTimeout);
+  }
+}
+
+}  // namespace gnn

@@ -1,0 +1,47 @@
+// gnn-partition --distributed: partitioning across machines, one MPI rank
+// per machine. Rank r reads only its run of chunks of a chunked dataset
+// (lib/graph/chunked), the ranks exchange edges so each holds the adjacency
+// of its own nodes, PT-Scotch assigns the parts, and the ranks exchange
+// rows so that rank p writes part<p>/ itself. No rank ever holds the whole
+// graph; ids are 64-bit throughout. The output is the single-machine
+// format (same files, same config keys and checks).
+#pragma once
+
+#include <string>
+
+#include "common/error.h"
+#include "partition/partition.h"
+
+namespace gnn {
+
+struct DistributedOptions {
+  // Machines the ip_config lists (0: none given); the ranks must match it.
+  int machines = 0;
+  // Bound on every wait for the other machines (seconds).
+  double wait_timeout_s = 1800;
+};
+
+// Another rank failed and rank 0 reported it: this rank exits with `code`
+// and prints nothing (one error line per job, not one per machine).
+class FailedElsewhere : public Error {
+ public:
+  FailedElsewhere(int code) : Error("failed on another machine"), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
+// True when this process was started by an MPI launcher (mpirun, srun...).
+bool UnderMpiLauncher();
+
+// Runs the job on this rank (MPI is initialized and finalized here).
+// options.num_parts 0 means one part per rank. Returns on every rank; the
+// result's report is complete on every rank. On failure every rank throws:
+// rank 0 the failing rank's error (its class and message, naming the
+// machine when it is not rank 0), the others FailedElsewhere. A wait that
+// times out prints one line and ends the whole job (MPI_Abort).
+PartitionResult RunDistributedPartition(PartitionOptions options, const DistributedOptions& d,
+                                        int* argc, char*** argv, int* rank);
+
+}  // namespace gnn

@@ -1,0 +1,111 @@
+#include "dist_partition/scotch_assign.h"
+
+// PT-Scotch's headers need <stdio.h> and <mpi.h> first.
+#include <mpi.h>
+#include <stdio.h>
+
+#include <cstdarg>
+#include <mutex>
+#include <string>
+#include <type_traits>
+
+#include "common/error.h"
+#include "common/log.h"
+
+extern "C" {
+#include <ptscotch.h>
+}
+
+static_assert(std::is_same_v<SCOTCH_Num, int64_t>,
+              "gnn needs the 64-bit PT-Scotch (/usr/include/scotch-int64)");
+
+namespace {
+
+// PT-Scotch reports errors through these (its libptscotcherr would print
+// them); gnn keeps the last one for its own error line.
+std::mutex g_error_mutex;
+std::string g_last_error;
+
+void Keep(const char* kind, const char* format, va_list args) {
+  char text[1024];
+  std::vsnprintf(text, sizeof(text), format, args);
+  std::lock_guard<std::mutex> lock(g_error_mutex);
+  g_last_error = std::string(kind) + text;
+}
+
+}  // namespace
+
+extern "C" {
+void SCOTCH_errorProg(const char* const) {}
+void SCOTCH_errorPrint(const char* const format, ...) {
+  va_list args;
+  va_start(args, format);
+  Keep("", format, args);
+  va_end(args);
+}
+void SCOTCH_errorPrintW(const char* const format, ...) {
+  va_list args;
+  va_start(args, format);
+  char text[1024];
+  std::vsnprintf(text, sizeof(text), format, args);
+  va_end(args);
+  GNN_LOG(kWarn) << "PT-Scotch: " << text;
+}
+}
+
+namespace gnn {
+
+const char* ScotchVersion() { return "PT-Scotch 7.0 (64-bit SCOTCH_Num)"; }
+
+namespace {
+
+[[noreturn]] void Fail(const std::string& call) {
+  std::lock_guard<std::mutex> lock(g_error_mutex);
+  throw Error("PT-Scotch " + call + " failed" +
+              (g_last_error.empty() ? std::string() : ": " + g_last_error));
+}
+
+// Owns a SCOTCH_Dgraph and a SCOTCH_Strat.
+struct ScotchState {
+  SCOTCH_Dgraph graph;
+  SCOTCH_Strat strat;
+  bool graph_ok = false, strat_ok = false;
+  ~ScotchState() {
+    if (strat_ok) SCOTCH_stratExit(&strat);
+    if (graph_ok) SCOTCH_dgraphExit(&graph);
+  }
+};
+
+}  // namespace
+
+std::vector<int32_t> ScotchAssign(MpiComm& comm, std::vector<int64_t>& indptr,
+                                  std::vector<int64_t>& indices, std::vector<int64_t>& weights,
+                                  int num_parts, double imbalance, uint64_t seed) {
+  const SCOTCH_Num rows = static_cast<SCOTCH_Num>(indptr.size()) - 1;
+  ScotchState s;
+  if (SCOTCH_dgraphInit(&s.graph, comm.comm()) != 0) Fail("dgraphInit");
+  s.graph_ok = true;
+  const SCOTCH_Num entries = static_cast<SCOTCH_Num>(indices.size());
+  if (SCOTCH_dgraphBuild(&s.graph, 0, rows, rows, indptr.data(), nullptr, weights.data(), nullptr,
+                         entries, entries, indices.data(), nullptr, nullptr) != 0) {
+    Fail("dgraphBuild");
+  }
+  if (SCOTCH_stratInit(&s.strat) != 0) Fail("stratInit");
+  s.strat_ok = true;
+  if (SCOTCH_stratDgraphMapBuild(&s.strat, SCOTCH_STRATQUALITY, comm.size(), num_parts,
+                                 imbalance) != 0) {
+    Fail("stratDgraphMapBuild");
+  }
+  SCOTCH_randomSeed(static_cast<SCOTCH_Num>(seed & 0x7fffffff));
+  SCOTCH_randomReset();
+  std::vector<SCOTCH_Num> part(static_cast<size_t>(rows));
+  if (SCOTCH_dgraphPart(&s.graph, num_parts, &s.strat, part.data()) != 0) Fail("dgraphPart");
+  std::vector<int32_t> out(part.size());
+  for (size_t i = 0; i < part.size(); ++i) {
+    if (part[i] < 0 || part[i] >= num_parts) Fail("dgraphPart (part id out of range)");
+    out[i] = static_cast<int32_t>(part[i]);
+  }
+  return out;
+}
+
+}  // namespace gnn
