@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
           std::cout << gnn::FormatPartitionReport(r.report) << "partition config: " << r.config_path
                     << std::endl;
         }
-      } catch (const gnn::FailedElsewhere& e) {
+      } catch (const gnn::JobFailed& e) {
         quiet_exit = e.code();
       }
       return;

@@ -33,8 +33,8 @@ namespace {
 constexpr double kImbalance = 0.03;
 
 // Input errors become one agreed error: each rank runs a local step, then
-// all learn whether any failed; the lowest failing rank's error is thrown
-// by rank 0 (its class and message) and FailedElsewhere by the others.
+// all learn whether any failed and throw JobFailed with the lowest failing
+// rank's exit code and message.
 class Agreement {
  public:
   explicit Agreement(MpiComm& comm) : comm_(comm) {}
@@ -70,19 +70,9 @@ class Agreement {
     if (failed == codes.end()) return;
     const int who = static_cast<int>(failed - codes.begin());
     const std::vector<std::string> messages = comm_.AllgatherStrings(message, what);
-    if (comm_.rank() != 0) throw FailedElsewhere(static_cast<int>(*failed));
-    const std::string text =
-        (who == 0 ? std::string() : "machine " + std::to_string(who) + ": ") + messages[who];
-    switch (*failed) {
-      case kExitConfig:
-        throw ConfigError(text);
-      case kExitData:
-        throw DataError(text);
-      case kExitPeer:
-        throw PeerError(text);
-      default:
-        throw Error(text);
-    }
+    throw JobFailed(static_cast<int>(*failed),
+                    (who == 0 ? std::string() : "machine " + std::to_string(who) + ": ") +
+                        messages[static_cast<size_t>(who)]);
   }
 
   MpiComm& comm_;
@@ -676,6 +666,15 @@ PartitionResult RunDistributedPartition(PartitionOptions options, const Distribu
   try {
     Job job(comm, std::move(options), d);
     return job.Run();
+  } catch (const JobFailed& e) {
+    // Printed once, and only after every rank has cleaned up: mpirun ends
+    // the whole job as soon as one process exits non-zero.
+    if (comm.rank() == 0) std::cerr << "gnn-partition: error: " << e.what() << std::endl;
+    try {
+      comm.Barrier("stopping");
+    } catch (const TimeoutError&) {
+    }
+    throw;
   } catch (const TimeoutError& e) {
     std::cerr << "gnn-partition: error: " << e.what() << std::endl;
     comm.Abort(kExitTimeout);

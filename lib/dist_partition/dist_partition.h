@@ -21,11 +21,11 @@ struct DistributedOptions {
   double wait_timeout_s = 1800;
 };
 
-// Another rank failed and rank 0 reported it: this rank exits with `code`
-// and prints nothing (one error line per job, not one per machine).
-class FailedElsewhere : public Error {
+// The job failed (on this machine or another) and its one error line was
+// printed by rank 0: the process exits with `code` and prints nothing more.
+class JobFailed : public Error {
  public:
-  FailedElsewhere(int code) : Error("failed on another machine"), code_(code) {}
+  JobFailed(int code, const std::string& message) : Error(message), code_(code) {}
   int code() const { return code_; }
 
  private:

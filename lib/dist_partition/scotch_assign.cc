@@ -65,14 +65,18 @@ namespace {
               (g_last_error.empty() ? std::string() : ": " + g_last_error));
 }
 
-// Owns a SCOTCH_Dgraph and a SCOTCH_Strat.
+// Owns the graph, its view bound to a context (fixed seed, deterministic
+// threads) and the strategy.
 struct ScotchState {
-  SCOTCH_Dgraph graph;
+  SCOTCH_Dgraph graph, bound;
+  SCOTCH_Context context;
   SCOTCH_Strat strat;
-  bool graph_ok = false, strat_ok = false;
+  bool graph_ok = false, context_ok = false, bound_ok = false, strat_ok = false;
   ~ScotchState() {
     if (strat_ok) SCOTCH_stratExit(&strat);
+    if (bound_ok) SCOTCH_dgraphExit(&bound);
     if (graph_ok) SCOTCH_dgraphExit(&graph);
+    if (context_ok) SCOTCH_contextExit(&context);
   }
 };
 
@@ -96,10 +100,19 @@ std::vector<int32_t> ScotchAssign(MpiComm& comm, std::vector<int64_t>& indptr,
                                  imbalance) != 0) {
     Fail("stratDgraphMapBuild");
   }
-  SCOTCH_randomSeed(static_cast<SCOTCH_Num>(seed & 0x7fffffff));
-  SCOTCH_randomReset();
+  // The same input, seed and rank count give the same parts.
+  if (SCOTCH_contextInit(&s.context) != 0) Fail("contextInit");
+  s.context_ok = true;
+  if (SCOTCH_contextOptionSetNum(&s.context, SCOTCH_OPTIONNUMDETERMINISTIC, 1) != 0 ||
+      SCOTCH_contextOptionSetNum(&s.context, SCOTCH_OPTIONNUMRANDOMFIXEDSEED, 1) != 0) {
+    Fail("contextOptionSetNum");
+  }
+  SCOTCH_contextRandomSeed(&s.context, static_cast<SCOTCH_Num>(seed & 0x7fffffff));
+  if (SCOTCH_dgraphInit(&s.bound, comm.comm()) != 0) Fail("dgraphInit");
+  s.bound_ok = true;
+  if (SCOTCH_contextBindDgraph(&s.context, &s.graph, &s.bound) != 0) Fail("contextBindDgraph");
   std::vector<SCOTCH_Num> part(static_cast<size_t>(rows));
-  if (SCOTCH_dgraphPart(&s.graph, num_parts, &s.strat, part.data()) != 0) Fail("dgraphPart");
+  if (SCOTCH_dgraphPart(&s.bound, num_parts, &s.strat, part.data()) != 0) Fail("dgraphPart");
   std::vector<int32_t> out(part.size());
   for (size_t i = 0; i < part.size(); ++i) {
     if (part[i] < 0 || part[i] >= num_parts) Fail("dgraphPart (part id out of range)");
