@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
   bool distributed = false;
   std::string ip_config;
   double wait_timeout = 1800;
+  int64_t sparsify = 16;
   app.add_flag("--distributed", distributed,
                "partition across machines (one process per machine, under mpirun or Slurm, or "
                "started here with --ip_config): each reads its chunks of a chunked dataset and "
@@ -109,6 +110,11 @@ int main(int argc, char** argv) {
                  "unless already under an MPI launcher)");
   app.add_option("--wait_timeout", wait_timeout,
                  "with --distributed: seconds to wait for the other machines at each step")
+      ->capture_default_str();
+  app.add_option("--sparsify", sparsify,
+                 "with --distributed: PT-Scotch sees each edge {u,v} with probability "
+                 "min(1, K / max(deg u, deg v)), so hubs bring ~K edges (0 = every edge; the cut "
+                 "is counted on the whole graph)")
       ->capture_default_str();
   app.add_flag("--quiet", quiet, "no progress lines on stderr");
 
@@ -125,6 +131,8 @@ int main(int argc, char** argv) {
       if (!(wait_timeout > 0)) throw gnn::ConfigError("--wait_timeout must be > 0");
       gnn::DistributedOptions d;
       d.wait_timeout_s = wait_timeout;
+      if (sparsify < 0) throw gnn::ConfigError("--sparsify must be >= 0");
+      d.sparsify = sparsify;
       if (!ip_config.empty()) {
         if (!gnn::UnderMpiLauncher()) RelaunchUnderMpirun(ip_config, argc, argv);
         d.machines = static_cast<int>(gnn::ReadIpConfig(ip_config).size());

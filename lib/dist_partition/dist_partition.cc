@@ -12,8 +12,11 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/npy.h"
+#include "common/parallel.h"
 #include "common/random.h"
 #include "common/timer.h"
+#include "dist_partition/agreement.h"
+#include "dist_partition/dist_output.h"
 #include "dist_partition/mpi_comm.h"
 #include "dist_partition/scotch_assign.h"
 #include "graph/chunked.h"
@@ -31,52 +34,6 @@ namespace {
 
 // PT-Scotch's allowed imbalance (METIS's default ufactor is 1.03 too).
 constexpr double kImbalance = 0.03;
-
-// Input errors become one agreed error: each rank runs a local step, then
-// all learn whether any failed and throw JobFailed with the lowest failing
-// rank's exit code and message.
-class Agreement {
- public:
-  explicit Agreement(MpiComm& comm) : comm_(comm) {}
-
-  template <typename F>
-  void Run(const std::string& what, F&& step) {
-    int code = 0;
-    std::string message;
-    try {
-      step();
-    } catch (const TimeoutError&) {
-      throw;
-    } catch (const ConfigError& e) {
-      code = kExitConfig, message = e.what();
-    } catch (const DataError& e) {
-      code = kExitData, message = e.what();
-    } catch (const PeerError& e) {
-      code = kExitPeer, message = e.what();
-    } catch (const std::bad_alloc&) {
-      code = kExitError, message = "out of memory while " + what;
-    } catch (const std::exception& e) {
-      code = kExitError, message = e.what();
-    }
-    Settle(code, message, what);
-  }
-
- private:
-  void Settle(int code, const std::string& message, const std::string& what) {
-    std::vector<int64_t> codes(static_cast<size_t>(comm_.size()), 0);
-    codes[static_cast<size_t>(comm_.rank())] = code;
-    codes = comm_.AllreduceSum(codes, what);
-    const auto failed = std::find_if(codes.begin(), codes.end(), [](int64_t c) { return c != 0; });
-    if (failed == codes.end()) return;
-    const int who = static_cast<int>(failed - codes.begin());
-    const std::vector<std::string> messages = comm_.AllgatherStrings(message, what);
-    throw JobFailed(static_cast<int>(*failed),
-                    (who == 0 ? std::string() : "machine " + std::to_string(who) + ": ") +
-                        messages[static_cast<size_t>(who)]);
-  }
-
-  MpiComm& comm_;
-};
 
 // Which rank holds which ids: rank r holds [start[r], start[r + 1]).
 struct Ranges {
@@ -99,12 +56,6 @@ std::string HostName() {
   return name;
 }
 
-// What a rank sends the owner of a partition about each node it gives it.
-struct NodeRow {
-  int64_t orig = 0, degree = 0, label = 0;
-  uint8_t masks = 0;  // bit m: train, valid, test
-};
-
 class Job {
  public:
   Job(MpiComm& comm, PartitionOptions o, const DistributedOptions& d)
@@ -118,9 +69,20 @@ class Job {
   void ExchangeEdges();
   void Assign();
   void Relabel();
+  // For each id of the sorted list `ids` (held by other ranks), its owner's
+  // answer(id - owner's first id), in the same order.
+  template <typename F>
+  std::vector<int64_t> AskOwners(const std::vector<int64_t>& ids, F answer,
+                                 const std::string& what);
+  // The adjacency PT-Scotch partitions: every edge, or with --sparsify K
+  // each edge {u, v} kept with probability min(1, K / max(deg u, deg v)).
+  void Sparsify(Csr* out);
   void ExchangeRows();
   PartInfo Write(const std::string& tmp);
   PartitionResult Publish(const PartInfo& mine, TempOutput& tmp);
+
+  // The stored in-edges: the symmetric adjacency itself when undirected.
+  const Csr& in() const { return undirected_ ? sym_ : in_; }
 
   int64_t NewId(int64_t g) const {
     if (g >= lo_ && g < hi_) return new_local_[static_cast<size_t>(g - lo_)];
@@ -149,11 +111,12 @@ class Job {
   std::vector<uint8_t> masks_;  // bits as NodeRow::masks
   int64_t num_classes_ = 0, input_edges_ = 0;
 
-  Csr sym_, in_;  // rows: this rank's nodes; entries: global input ids
+  Csr sym_, in_;  // rows: this rank's nodes; entries: global input ids (in_: directed only)
   std::vector<int32_t> part_;
   std::vector<int64_t> part_start_, new_local_, remote_, remote_new_;
   int64_t cut_ = 0, undirected_edges_ = 0, stored_edges_ = 0;
   std::string method_;
+  int64_t scotch_edges_ = 0;  // undirected edges PT-Scotch saw
 
   // Rows of the partition this rank writes, in new-id order.
   std::vector<NodeRow> rows_;
@@ -245,9 +208,10 @@ void Job::ReadNodeData() {
 
 void Job::ExchangeEdges() {
   const int rounds = static_cast<int>(comm_.AllreduceMax(int64_t{c1_ - c0_}, "reading edges"));
-  // Received (row - lo, col); for a directed graph ~col marks a pair that
-  // is only the reverse of an edge (symmetric adjacency, not an in-edge).
-  std::vector<int64_t> rows, cols;
+  // Received (row, col) pairs, one buffer per round; for a directed graph
+  // ~col marks a pair that is only the reverse of an edge (symmetric
+  // adjacency, not an in-edge).
+  std::vector<std::vector<int64_t>> received;
   int64_t read = 0;
   for (int i = 0; i < rounds; ++i) {
     std::vector<int64_t> src, dst;
@@ -286,35 +250,70 @@ void Job::ExchangeEdges() {
     FreeVector(src);
     FreeVector(dst);
     std::vector<int64_t> got_counts;
-    const std::vector<int64_t> got = comm_.Alltoallv(send, counts, &got_counts, "exchanging edges");
-    FreeVector(send);
-    for (size_t k = 0; k < got.size(); k += 2) {
-      rows.push_back(got[k] - lo_);
-      cols.push_back(got[k + 1]);
-    }
+    received.push_back(comm_.Alltoallv(send, counts, &got_counts, "exchanging edges"));
   }
   input_edges_ = comm_.AllreduceSum(read, "counting edges");
+  timer_.Begin("build adjacency");
+  // The symmetric adjacency (sorted, no duplicates, no self-loops) and,
+  // for a directed graph, the in-edges as the single-machine path stores
+  // them (every edge, duplicates and self-loops kept, rows sorted).
   const int64_t local = hi_ - lo_;
-  if (!undirected_) {
-    // The in-edges as the single-machine path stores them: every edge,
-    // duplicates and self-loops kept, each row sorted by source.
-    std::vector<int64_t> r, c;
-    for (size_t k = 0; k < rows.size(); ++k) {
-      if (cols[k] >= 0) r.push_back(rows[k]), c.push_back(cols[k]);
+  sym_.indptr.assign(static_cast<size_t>(local) + 1, 0);
+  if (!undirected_) in_.indptr.assign(static_cast<size_t>(local) + 1, 0);
+  for (const std::vector<int64_t>& got : received) {
+    for (size_t k = 0; k < got.size(); k += 2) {
+      const int64_t row = got[k] - lo_, col = got[k + 1];
+      if (col >= 0 && !undirected_) ++in_.indptr[static_cast<size_t>(row) + 1];
+      if ((col < 0 ? ~col : col) != got[k]) ++sym_.indptr[static_cast<size_t>(row) + 1];
     }
-    in_ = BuildCsr<int64_t>(local, r, c, false, false, o_.num_threads);
-    for (int64_t& x : cols) x = x < 0 ? ~x : x;
   }
-  // The symmetric adjacency: sorted, no duplicates, no self-loops.
-  size_t out = 0;
-  for (size_t k = 0; k < rows.size(); ++k) {
-    if (rows[k] + lo_ == cols[k]) continue;
-    rows[out] = rows[k], cols[out] = cols[k], ++out;
+  auto fill = [&](Csr* csr, bool in_edges) {
+    for (int64_t v = 0; v < local; ++v) csr->indptr[v + 1] += csr->indptr[v];
+    csr->indices.resize(static_cast<size_t>(csr->indptr[local]));
+    std::vector<int64_t> at(csr->indptr.begin(), csr->indptr.end() - 1);
+    for (const std::vector<int64_t>& got : received) {
+      for (size_t k = 0; k < got.size(); k += 2) {
+        const int64_t row = got[k] - lo_, col = got[k + 1];
+        if (in_edges ? col >= 0 : (col < 0 ? ~col : col) != got[k]) {
+          csr->indices[static_cast<size_t>(at[static_cast<size_t>(row)]++)] = col < 0 ? ~col : col;
+        }
+      }
+    }
+  };
+  if (!undirected_) fill(&in_, true);
+  fill(&sym_, false);
+  FreeVector(received);
+  auto sort_rows = [&](Csr* csr, bool dedup) {
+    std::vector<int64_t> kept(static_cast<size_t>(local));
+    ParallelFor(local, o_.num_threads, [&](int64_t b, int64_t e) {
+      for (int64_t v = b; v < e; ++v) {
+        auto first = csr->indices.begin() + csr->indptr[v];
+        auto last = csr->indices.begin() + csr->indptr[v + 1];
+        std::sort(first, last);
+        kept[static_cast<size_t>(v)] = (dedup ? std::unique(first, last) : last) - first;
+      }
+    });
+    if (!dedup) return;
+    int64_t out = 0;
+    for (int64_t v = 0; v < local; ++v) {
+      const int64_t start = csr->indptr[v];
+      std::copy_n(csr->indices.begin() + start, kept[static_cast<size_t>(v)],
+                  csr->indices.begin() + out);
+      csr->indptr[v] = out;
+      out += kept[static_cast<size_t>(v)];
+    }
+    csr->indptr[local] = out;
+    csr->indices.resize(static_cast<size_t>(out));
+    csr->indices.shrink_to_fit();
+  };
+  if (!undirected_) sort_rows(&in_, false);
+  sort_rows(&sym_, true);
+  // The neighbours other ranks hold, sorted.
+  for (int64_t g : sym_.indices) {
+    if (g < lo_ || g >= hi_) remote_.push_back(g);
   }
-  rows.resize(out);
-  cols.resize(out);
-  sym_ = BuildCsr<int64_t>(local, rows, cols, true, false, o_.num_threads);
-  if (undirected_) in_ = sym_;
+  std::sort(remote_.begin(), remote_.end());
+  remote_.erase(std::unique(remote_.begin(), remote_.end()), remote_.end());
 }
 
 void Job::Assign() {
@@ -338,22 +337,68 @@ void Job::Assign() {
                                                                [](uint8_t m) { return m & 1; }),
                                                  "weighing nodes")
                             : 0;
-  const int64_t in_edges = comm_.AllreduceSum(in_.num_entries(), "weighing nodes");
+  const int64_t in_edges = comm_.AllreduceSum(in().num_entries(), "weighing nodes");
   for (int64_t v = 0; v < local; ++v) {
     double w = 1;
     if (train > 0 && (masks_[static_cast<size_t>(v)] & 1)) {
       w += static_cast<double>(n_) / static_cast<double>(train);
     }
     if (o_.balance_edges && in_edges > 0) {
-      w += static_cast<double>(in_.Degree(v)) * static_cast<double>(n_) /
+      w += static_cast<double>(in().Degree(v)) * static_cast<double>(n_) /
            static_cast<double>(in_edges);
     }
     weights[static_cast<size_t>(v)] = static_cast<int64_t>(w + 0.5);
   }
+  Csr sparse;
+  if (d_.sparsify > 0) Sparsify(&sparse);
+  Csr& graph = d_.sparsify > 0 ? sparse : sym_;
+  scotch_edges_ = comm_.AllreduceSum(graph.num_entries(), "sparsifying") / 2;
+  if (d_.sparsify > 0) {
+    GNN_LOG(kInfo) << "PT-Scotch partitions " << scotch_edges_ << " undirected edges (--sparsify "
+                   << d_.sparsify << ")";
+  }
   agree_.Run("partitioning with PT-Scotch", [&] {
-    part_ = ScotchAssign(comm_, sym_.indptr, sym_.indices, weights, o_.num_parts, kImbalance,
+    part_ = ScotchAssign(comm_, graph.indptr, graph.indices, weights, o_.num_parts, kImbalance,
                          o_.data.seed);
   });
+}
+
+template <typename F>
+std::vector<int64_t> Job::AskOwners(const std::vector<int64_t>& ids, F answer,
+                                    const std::string& what) {
+  std::vector<int64_t> ask(static_cast<size_t>(P_), 0);
+  for (int64_t g : ids) ++ask[static_cast<size_t>(ranges_.Owner(g))];
+  std::vector<int64_t> asked_counts, back;
+  std::vector<int64_t> asked = comm_.Alltoallv(ids, ask, &asked_counts, what);
+  for (int64_t& g : asked) g = answer(g - lo_);
+  return comm_.Alltoallv(asked, asked_counts, &back, what);
+}
+
+void Job::Sparsify(Csr* out) {
+  const int64_t local = hi_ - lo_, cap = d_.sparsify;
+  const std::vector<int64_t> remote_degree = AskOwners(
+      remote_, [&](int64_t v) { return sym_.Degree(v); }, "sparsifying");
+  auto degree = [&](int64_t g) {
+    if (g >= lo_ && g < hi_) return sym_.Degree(g - lo_);
+    return remote_degree[static_cast<size_t>(std::lower_bound(remote_.begin(), remote_.end(), g) -
+                                             remote_.begin())];
+  };
+  out->indptr.assign(static_cast<size_t>(local) + 1, 0);
+  for (int64_t v = 0; v < local; ++v) {
+    const int64_t a = lo_ + v, da = sym_.Degree(v);
+    for (int64_t k = sym_.indptr[v]; k < sym_.indptr[v + 1]; ++k) {
+      const int64_t b = sym_.indices[k], most = std::max(da, degree(b));
+      // The same draw on both ends: the kept graph stays symmetric.
+      const uint64_t h =
+          SplitMix64(SplitMix64(o_.data.seed ^ static_cast<uint64_t>(std::min(a, b))) +
+                     static_cast<uint64_t>(std::max(a, b)));
+      if (most <= cap ||
+          static_cast<double>(h >> 11) * 0x1.0p-53 < static_cast<double>(cap) / most) {
+        out->indices.push_back(b);
+      }
+    }
+    out->indptr[v + 1] = out->num_entries();
+  }
 }
 
 void Job::Relabel() {
@@ -372,19 +417,8 @@ void Job::Relabel() {
     new_local_[static_cast<size_t>(v)] = fill[static_cast<size_t>(part_[static_cast<size_t>(v)])]++;
   }
   // New ids of the neighbours other ranks hold: ask their owners.
-  remote_.clear();
-  for (int64_t g : sym_.indices) {
-    if (g < lo_ || g >= hi_) remote_.push_back(g);
-  }
-  std::sort(remote_.begin(), remote_.end());
-  remote_.erase(std::unique(remote_.begin(), remote_.end()), remote_.end());
-  std::vector<int64_t> ask(static_cast<size_t>(P_), 0);
-  for (int64_t g : remote_) ++ask[static_cast<size_t>(ranges_.Owner(g))];
-  std::vector<int64_t> asked_counts;
-  std::vector<int64_t> asked = comm_.Alltoallv(remote_, ask, &asked_counts, "relabeling");
-  for (int64_t& g : asked) g = new_local_[static_cast<size_t>(g - lo_)];
-  std::vector<int64_t> back;
-  remote_new_ = comm_.Alltoallv(asked, asked_counts, &back, "relabeling");
+  remote_new_ = AskOwners(
+      remote_, [&](int64_t v) { return new_local_[static_cast<size_t>(v)]; }, "relabeling");
 
   int64_t cut = 0;
   for (int64_t v = 0; v < local; ++v) {
@@ -393,7 +427,7 @@ void Job::Relabel() {
     }
   }
   const std::vector<int64_t> sums =
-      comm_.AllreduceSum({cut, sym_.num_entries(), in_.num_entries()}, "counting the cut");
+      comm_.AllreduceSum({cut, sym_.num_entries(), in().num_entries()}, "counting the cut");
   cut_ = sums[0] / 2;
   undirected_edges_ = sums[1] / 2;
   stored_edges_ = sums[2];
@@ -402,14 +436,13 @@ void Job::Relabel() {
 void Job::ExchangeRows() {
   timer_.Begin("exchange rows");
   const int64_t local = hi_ - lo_;
-  FreeVector(sym_.indptr);
-  FreeVector(sym_.indices);
+  const Csr& in_edges = in();
   // Nodes go to their partition's rank in input-id order; ranks' pieces
   // arrive in rank order: new-id order.
   std::vector<int64_t> nodes(static_cast<size_t>(P_), 0), entries(static_cast<size_t>(P_), 0);
   for (int64_t v = 0; v < local; ++v) {
     ++nodes[static_cast<size_t>(part_[static_cast<size_t>(v)])];
-    entries[static_cast<size_t>(part_[static_cast<size_t>(v)])] += in_.Degree(v);
+    entries[static_cast<size_t>(part_[static_cast<size_t>(v)])] += in_edges.Degree(v);
   }
   {
     std::vector<int64_t> at = Offsets(nodes), eat = Offsets(entries);
@@ -419,23 +452,25 @@ void Job::ExchangeRows() {
       const size_t p = static_cast<size_t>(part_[static_cast<size_t>(v)]);
       NodeRow& row = send[static_cast<size_t>(at[p]++)];
       row.orig = lo_ + v;
-      row.degree = in_.Degree(v);
+      row.degree = in_edges.Degree(v);
       row.label = labels_[static_cast<size_t>(v)];
       row.masks = masks_[static_cast<size_t>(v)];
-      for (int64_t k = in_.indptr[v]; k < in_.indptr[v + 1]; ++k) {
-        ids[static_cast<size_t>(eat[p]++)] = NewId(in_.indices[k]);
+      for (int64_t k = in_edges.indptr[v]; k < in_edges.indptr[v + 1]; ++k) {
+        ids[static_cast<size_t>(eat[p]++)] = NewId(in_edges.indices[k]);
       }
     }
+    for (Csr* csr : {&sym_, &in_}) {
+      FreeVector(csr->indptr);
+      FreeVector(csr->indices);
+    }
+    FreeVector(labels_);
+    FreeVector(remote_);
+    FreeVector(remote_new_);
     std::vector<int64_t> got;
     rows_ = comm_.Alltoallv(send, nodes, &got, "exchanging rows");
     FreeVector(send);
-    FreeVector(in_.indptr);
-    FreeVector(in_.indices);
     indices_ = comm_.Alltoallv(ids, entries, &got, "exchanging rows");
   }
-  FreeVector(labels_);
-  FreeVector(remote_);
-  FreeVector(remote_new_);
 
   // Features, one chunk per round, straight into place: rows from rank q
   // start where q's nodes of this partition start.
@@ -507,63 +542,9 @@ void Job::ExchangeRows() {
 
 PartInfo Job::Write(const std::string& tmp) {
   timer_.Begin("write");
-  PartInfo info;
-  info.dir = "part" + std::to_string(me_);
-  const std::string dir = tmp + "/" + info.dir;
-  MakeDirs(dir);
-  const int64_t owned = static_cast<int64_t>(rows_.size());
-  info.node_start = part_start_[static_cast<size_t>(me_)];
-  info.node_end = part_start_[static_cast<size_t>(me_) + 1];
-  auto record = [&](const std::string& name, WrittenFile f) {
-    info.files[name] = PartFile{f.bytes, f.sha256};
-  };
-  std::vector<int64_t> column(static_cast<size_t>(owned) + 1, 0);
-  for (int64_t i = 0; i < owned; ++i) column[i + 1] = column[i] + rows_[i].degree;
-  record("indptr.npy", WriteNpy(dir + "/indptr.npy", column));
-  record("indices.npy", WriteNpy(dir + "/indices.npy", indices_));
-  FreeVector(indices_);
-  record("feat.npy", WriteNpy(dir + "/feat.npy", feat_.data(), {owned, feature_dim_}));
-  FreeVector(feat_);
-  column.resize(static_cast<size_t>(owned));
-  for (int64_t i = 0; i < owned; ++i) column[i] = rows_[i].label;
-  record("label.npy", WriteNpy(dir + "/label.npy", column));
-  const char* mask_names[3] = {"train_mask.npy", "valid_mask.npy", "test_mask.npy"};
-  int64_t* counts[3] = {&info.num_train, &info.num_valid, &info.num_test};
-  for (int m = 0; m < 3; ++m) {
-    std::vector<uint8_t> mask(static_cast<size_t>(owned));
-    for (int64_t i = 0; i < owned; ++i) mask[i] = (rows_[i].masks >> m) & 1;
-    *counts[m] = std::count(mask.begin(), mask.end(), uint8_t{1});
-    record(mask_names[m], WriteNpy(dir + "/" + mask_names[m], mask));
-  }
-  for (int64_t i = 0; i < owned; ++i) column[i] = rows_[i].orig;
-  record("orig_nids.npy", WriteNpy(dir + "/orig_nids.npy", column));
-  info.edge_end = std::accumulate(rows_.begin(), rows_.end(), int64_t{0},
-                                  [](int64_t s, const NodeRow& r) { return s + r.degree; });
-  return info;
-}
-
-json PartInfoJson(const PartInfo& p) {
-  json files = json::object();
-  for (const auto& [name, f] : p.files) files[name] = {{"bytes", f.bytes}, {"sha256", f.sha256}};
-  return {{"dir", p.dir},           {"node_start", p.node_start},
-          {"node_end", p.node_end}, {"edges", p.edge_end},
-          {"train", p.num_train},   {"valid", p.num_valid},
-          {"test", p.num_test},     {"files", files}};
-}
-
-PartInfo PartInfoFromJson(const json& j) {
-  PartInfo p;
-  p.dir = j.at("dir").get<std::string>();
-  p.node_start = j.at("node_start").get<int64_t>();
-  p.node_end = j.at("node_end").get<int64_t>();
-  p.edge_end = j.at("edges").get<int64_t>();
-  p.num_train = j.at("train").get<int64_t>();
-  p.num_valid = j.at("valid").get<int64_t>();
-  p.num_test = j.at("test").get<int64_t>();
-  for (const auto& [name, f] : j.at("files").items()) {
-    p.files[name] = PartFile{f.at("bytes").get<uint64_t>(), f.at("sha256").get<std::string>()};
-  }
-  return p;
+  return WriteReceivedPart(tmp, me_, part_start_[static_cast<size_t>(me_)],
+                           part_start_[static_cast<size_t>(me_) + 1], &rows_, &indices_, &feat_,
+                           feature_dim_);
 }
 
 PartitionResult Job::Publish(const PartInfo& mine, TempOutput& tmp) {
@@ -582,21 +563,15 @@ PartitionResult Job::Publish(const PartInfo& mine, TempOutput& tmp) {
   config.balance_edges = o_.balance_edges;
   config.undirected = undirected_;
   config.seed = o_.data.seed;
-  const std::vector<std::string> infos =
-      comm_.AllgatherStrings(PartInfoJson(mine).dump(), "gathering the partitions");
-  int64_t edge_start = 0;
-  for (const std::string& text : infos) {
-    PartInfo p = PartInfoFromJson(json::parse(text));
-    p.edge_start = edge_start;
-    p.edge_end += edge_start;
-    edge_start = p.edge_end;
-    config.parts.push_back(std::move(p));
-  }
+  config.parts = GatherParts(comm_, mine);
   // Every machine's peak memory and time, for the report.
-  const std::vector<std::string> machines = comm_.AllgatherStrings(
-      json{{"host", HostName()}, {"peak_rss_bytes", PeakRssBytes()}, {"seconds", timer_.Total()}}
-          .dump(),
-      "gathering the report");
+  const std::vector<std::string> machines =
+      comm_.AllgatherStrings(json{{"host", HostName()},
+                                  {"peak_rss_bytes", PeakRssBytes()},
+                                  {"seconds", timer_.Total()},
+                                  {"bytes_sent", comm_.bytes_sent()}}
+                                 .dump(),
+                             "gathering the report");
   json report = PartitionReport(config, input_edges_, undirected_edges_, cut_, timer_);
   report["machines"] = json::array();
   long long peak = 0;
@@ -605,28 +580,15 @@ PartitionResult Job::Publish(const PartInfo& mine, TempOutput& tmp) {
     peak = std::max(peak, report["machines"].back().at("peak_rss_bytes").get<long long>());
   }
   report["peak_rss_bytes"] = peak;
-  if (method_ == "ptscotch") report["engine"] = ScotchVersion();
+  if (method_ == "ptscotch") {
+    report["engine"] = ScotchVersion();
+    report["sparsify"] = d_.sparsify;
+    report["engine_edges"] = scotch_edges_;
+  }
   config.report = report;
   const std::string json_name = config.graph_name + ".json";
 
-  // One machine per filesystem publishes: the lowest rank whose marker is
-  // the first it sees in the agreed temporary folder.
-  const std::string marker = tmp.path() + "/.machine" + std::to_string(me_);
-  agree_.Run("writing the partition config",
-             [&] { WriteFileAtomic(marker, std::to_string(me_) + "\n"); });
-  comm_.Barrier("writing the partition config");
-  bool publisher = true;
-  for (int q = 0; q < me_; ++q) {
-    if (fs::exists(tmp.path() + "/.machine" + std::to_string(q))) publisher = false;
-  }
-  comm_.Barrier("publishing");
-  agree_.Run("publishing the partitions", [&] {
-    if (!publisher) return;
-    for (int q = 0; q < P_; ++q) RemoveAllQuietly(tmp.path() + "/.machine" + std::to_string(q));
-    WriteFileAtomic(tmp.path() + "/" + json_name, PartitionConfigText(config));
-    gnn::Publish(tmp, o_.output);
-  });
-  tmp.Release();
+  PublishOncePerFilesystem(comm_, agree_, tmp, json_name, PartitionConfigText(config), o_.output);
   timer_.End();
   return PartitionResult{(fs::path(o_.output) / json_name).string(), report};
 }
@@ -640,18 +602,9 @@ PartitionResult Job::Run() {
   Assign();
   Relabel();
   ExchangeRows();
-  // The temporary folder's name is rank 0's; on a shared filesystem all
-  // ranks write into one folder, otherwise each into its own.
-  std::unique_ptr<TempOutput> tmp;
-  agree_.Run("writing the partition", [&] {
-    if (me_ == 0) tmp = std::make_unique<TempOutput>(AbsoluteOutput(o_.output) + ".tmp.");
-  });
-  const std::string path = comm_.AllgatherStrings(tmp ? tmp->path() : "", "naming the output")[0];
+  std::unique_ptr<TempOutput> tmp = AgreedTempOutput(comm_, agree_, o_.output);
   PartInfo mine;
-  agree_.Run("writing the partition", [&] {
-    if (me_ != 0) tmp = std::make_unique<TempOutput>(path, TempOutput::Exact{});
-    mine = Write(tmp->path());
-  });
+  agree_.Run("writing the partition", [&] { mine = Write(tmp->path()); });
   return Publish(mine, *tmp);
 }
 

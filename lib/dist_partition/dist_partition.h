@@ -19,6 +19,14 @@ struct DistributedOptions {
   int machines = 0;
   // Bound on every wait for the other machines (seconds).
   double wait_timeout_s = 1800;
+  // PT-Scotch sees each undirected edge {u, v} with probability
+  // min(1, sparsify / max(deg u, deg v)) (a symmetric, seeded draw): hubs
+  // keep about `sparsify` edges, low-degree nodes all theirs. 0: every edge.
+  // The cut is always counted on the whole graph. PT-Scotch's multilevel
+  // hierarchy of a small-world graph keeps most of its edges at every level
+  // (~110 bytes per edge entry on products): this is what keeps a machine's
+  // memory near 1/P of the single-machine partitioner's.
+  int64_t sparsify = 16;
 };
 
 // The job failed (on this machine or another) and its one error line was

@@ -157,6 +157,7 @@ std::vector<char> MpiComm::AlltoallvBytes(const char* send, const std::vector<in
     }
   }
   for (size_t p = 0; p < P; ++p) {
+    if (static_cast<int>(p) != rank_) bytes_sent_ += counts[p];
     int tag = 0;
     for (int64_t at = 0; at < counts[p]; at += kPieceBytes, ++tag) {
       const int n = static_cast<int>(std::min(kPieceBytes, counts[p] - at));

@@ -64,6 +64,9 @@ class MpiComm {
     return out;
   }
 
+  // Bytes this rank sent to other ranks through AlltoallvBytes so far.
+  int64_t bytes_sent() const { return bytes_sent_; }
+
   // Ends the whole job now (a wait timed out: the ranks no longer agree on
   // where they are, so they cannot stop together).
   [[noreturn]] void Abort(int code);
@@ -74,6 +77,7 @@ class MpiComm {
 
   int rank_ = 0, size_ = 1;
   double timeout_s_;
+  int64_t bytes_sent_ = 0;
 };
 
 }  // namespace gnn

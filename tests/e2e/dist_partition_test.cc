@@ -178,10 +178,20 @@ TEST_CASE("gnn-partition --distributed with PT-Scotch: valid partitions, METIS-l
     CHECK(static_cast<int64_t>(seen.size()) == c.num_nodes);
     const json rep = Report(out + "/synthetic-tiny.json");
     CHECK(rep.at("imbalance").at("nodes").get<double>() < 1.05);
+    // --sparsify 16 (the default): hubs bring ~16 edges to PT-Scotch.
+    CHECK(rep.at("sparsify") == 16);
+    CHECK(rep.at("engine_edges").get<int64_t>() < rep.at("undirected_edges").get<int64_t>());
     if (ranks == 2) {
       // The engine's cut is METIS's class (issue 17: within 1.3x).
       INFO("PT-Scotch cut " << rep.at("edge_cut") << ", METIS " << metis_cut);
       CHECK(rep.at("edge_cut").get<double>() <= 1.3 * static_cast<double>(metis_cut));
+      // Every edge to PT-Scotch (--sparsify 0): a cut of the same class.
+      const auto all = Distributed(
+          2, {"--dataset", chunks, "--output", dir / "all", "--sparsify", "0", "--quiet"});
+      REQUIRE(all.exit_code == 0);
+      const json every = Report(dir / "all/synthetic-tiny.json");
+      CHECK(every.at("engine_edges") == every.at("undirected_edges"));
+      CHECK(every.at("edge_cut").get<double>() <= 1.3 * static_cast<double>(metis_cut));
       // The same input, seed and machine count give the same partitions.
       const auto again =
           Distributed(2, {"--dataset", chunks, "--output", dir / "again", "--quiet"});
