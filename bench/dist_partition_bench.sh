@@ -67,7 +67,7 @@ exec ip netns exec gnnp\$(( \${host##*.} - 10 )) sh -c "\$*"
 EOF
 chmod +x "$AGENT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-MPI_FLAGS=(--quiet --mca plm_rsh_agent "$AGENT" --mca rtc '^hwloc' --mca btl tcp,self
+MPI_FLAGS=(--quiet --bind-to none --mca plm_rsh_agent "$AGENT" --mca rtc '^hwloc' --mca btl tcp,self
            --mca btl_tcp_if_include "$NET.0/24" --mca oob_tcp_if_include "$NET.0/24")
 
 report() {  # config -> "cut peak_rss seconds"

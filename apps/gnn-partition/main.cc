@@ -46,7 +46,9 @@ void RelaunchUnderMpirun(const std::string& ip_config, int argc, char** argv) {
   }
   std::error_code ec;
   const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  std::vector<std::string> words = {"mpirun", "--quiet", "-np", std::to_string(machines.size()),
+  // Not bound to one core: gnn-partition uses every core of its machine.
+  std::vector<std::string> words = {"mpirun", "--quiet", "--bind-to",
+                                    "none",   "-np",     std::to_string(machines.size()),
                                     "--host", hosts};
   if (::geteuid() == 0) words.push_back("--allow-run-as-root");
   words.push_back(ec ? std::string(argv[0]) : self);

@@ -2,6 +2,7 @@
 
 // PT-Scotch's headers need <stdio.h> and <mpi.h> first.
 #include <mpi.h>
+#include <sched.h>
 #include <stdio.h>
 
 #include <cstdarg>
@@ -108,11 +109,28 @@ std::vector<int32_t> ScotchAssign(MpiComm& comm, std::vector<int64_t>& indptr,
     Fail("contextOptionSetNum");
   }
   SCOTCH_contextRandomSeed(&s.context, static_cast<SCOTCH_Num>(seed & 0x7fffffff));
+  // PT-Scotch pins its threads to cores (by default all to the first ones):
+  // one thread, on a core of this process's set chosen by rank (ranks
+  // sharing a host spread over its cores); the process's own set comes
+  // back afterwards, for gnn's threads.
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  const bool have_mask = sched_getaffinity(0, sizeof(allowed), &allowed) == 0;
+  if (have_mask && CPU_COUNT(&allowed) > 0) {
+    std::vector<int> cores;
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &allowed)) cores.push_back(c);
+    }
+    const int core = cores[static_cast<size_t>(comm.rank()) % cores.size()];
+    if (SCOTCH_contextThreadSpawn(&s.context, 1, &core) != 0) Fail("contextThreadSpawn");
+  }
   if (SCOTCH_dgraphInit(&s.bound, comm.comm()) != 0) Fail("dgraphInit");
   s.bound_ok = true;
   if (SCOTCH_contextBindDgraph(&s.context, &s.graph, &s.bound) != 0) Fail("contextBindDgraph");
   std::vector<SCOTCH_Num> part(static_cast<size_t>(rows));
-  if (SCOTCH_dgraphPart(&s.bound, num_parts, &s.strat, part.data()) != 0) Fail("dgraphPart");
+  const int rc = SCOTCH_dgraphPart(&s.bound, num_parts, &s.strat, part.data());
+  if (have_mask) sched_setaffinity(0, sizeof(allowed), &allowed);
+  if (rc != 0) Fail("dgraphPart");
   std::vector<int32_t> out(part.size());
   for (size_t i = 0; i < part.size(); ++i) {
     if (part[i] < 0 || part[i] >= num_parts) Fail("dgraphPart (part id out of range)");

@@ -42,6 +42,7 @@ bool MpiReady(std::string* why) {
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+  setenv("OMPI_MCA_hwloc_base_binding_policy", "none", 1);
   setenv("OMPI_MCA_btl", "tcp,self", 1);
   setenv("OMPI_MCA_btl_tcp_if_include", "lo", 1);
   setenv("OMPI_MCA_oob_tcp_if_include", "lo", 1);
