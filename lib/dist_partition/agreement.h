@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <exception>
 #include <new>
 #include <string>
 #include <vector>
@@ -13,11 +14,19 @@
 
 namespace gnn {
 
+// The exit code of an error's class (common/error.h).
+inline int ExitCodeOf(const std::exception& e) {
+  if (dynamic_cast<const ConfigError*>(&e)) return kExitConfig;
+  if (dynamic_cast<const DataError*>(&e)) return kExitData;
+  if (dynamic_cast<const ProtocolError*>(&e)) return kExitProtocol;
+  if (dynamic_cast<const TimeoutError*>(&e)) return kExitTimeout;
+  if (dynamic_cast<const PeerError*>(&e)) return kExitPeer;
+  return kExitError;
+}
+
 // Run(what, step) runs `step` here, then agrees with every rank: when any
 // failed, all throw JobFailed with the lowest failing rank's exit code (its
 // error class's) and message, prefixed "machine i: " when i is not rank 0.
-// A TimeoutError passes through (the ranks no longer agree on where they
-// are).
 class Agreement {
  public:
   explicit Agreement(MpiComm& comm) : comm_(comm) {}
@@ -28,18 +37,10 @@ class Agreement {
     std::string message;
     try {
       step();
-    } catch (const TimeoutError&) {
-      throw;
-    } catch (const ConfigError& e) {
-      code = kExitConfig, message = e.what();
-    } catch (const DataError& e) {
-      code = kExitData, message = e.what();
-    } catch (const PeerError& e) {
-      code = kExitPeer, message = e.what();
     } catch (const std::bad_alloc&) {
       code = kExitError, message = "out of memory while " + what;
     } catch (const std::exception& e) {
-      code = kExitError, message = e.what();
+      code = ExitCodeOf(e), message = e.what();
     }
     Settle(code, message, what);
   }

@@ -118,7 +118,8 @@ void PublishOncePerFilesystem(MpiComm& comm, Agreement& agree, TempOutput& tmp,
             [&] { WriteFileAtomic(marker(me), std::to_string(me) + "\n"); });
   bool publisher = true;
   for (int q = 0; q < me; ++q) {
-    if (fs::exists(marker(q))) publisher = false;
+    std::error_code ec;
+    if (fs::exists(marker(q), ec)) publisher = false;
   }
   comm.Barrier("publishing");
   agree.Run("publishing the partitions", [&] {

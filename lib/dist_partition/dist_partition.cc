@@ -8,6 +8,7 @@
 #include <memory>
 #include <new>
 #include <numeric>
+#include <optional>
 
 #include "common/fs.h"
 #include "common/log.h"
@@ -157,6 +158,10 @@ void Job::CheckInput() {
                         " holds a heterogeneous graph; --distributed partitions homogeneous "
                         "graphs (one node type, one relation)");
     }
+    if (o_.num_parts > meta_.NumNodes(0)) {
+      throw ConfigError("--num_parts " + std::to_string(o_.num_parts) + " exceeds the " +
+                        std::to_string(meta_.NumNodes(0)) + " nodes of " + o_.data.dataset);
+    }
     if (meta_.num_chunks < P_) {
       throw ConfigError(o_.data.dataset + " has " + std::to_string(meta_.num_chunks) +
                         " chunks; --distributed needs at least one per machine (" +
@@ -197,6 +202,10 @@ void Job::ReadNodeData() {
       for (int m = 0; m < 3; ++m) {
         const std::vector<uint8_t> mask =
             ReadChunkNodeData<uint8_t>(meta_, 0, kChunkSplitNames[m], c, &width);
+        if (width != 1 || mask.size() != l.size()) {
+          throw DataError(o_.data.dataset + ": " + kChunkSplitNames[m] + " chunk " +
+                          std::to_string(c) + " is not one value per node");
+        }
         for (size_t i = 0; i < mask.size(); ++i) {
           if (mask[i]) masks_[at + i] |= static_cast<uint8_t>(1 << m);
         }
@@ -267,21 +276,25 @@ void Job::ExchangeEdges() {
       if ((col < 0 ? ~col : col) != got[k]) ++sym_.indptr[static_cast<size_t>(row) + 1];
     }
   }
-  auto fill = [&](Csr* csr, bool in_edges) {
+  // Both adjacencies filled in one pass, each round's buffer freed as soon
+  // as it is read.
+  std::vector<int64_t> sym_at, in_at;
+  auto prepare = [&](Csr* csr, std::vector<int64_t>* at) {
     for (int64_t v = 0; v < local; ++v) csr->indptr[v + 1] += csr->indptr[v];
     csr->indices.resize(static_cast<size_t>(csr->indptr[local]));
-    std::vector<int64_t> at(csr->indptr.begin(), csr->indptr.end() - 1);
-    for (const std::vector<int64_t>& got : received) {
-      for (size_t k = 0; k < got.size(); k += 2) {
-        const int64_t row = got[k] - lo_, col = got[k + 1];
-        if (in_edges ? col >= 0 : (col < 0 ? ~col : col) != got[k]) {
-          csr->indices[static_cast<size_t>(at[static_cast<size_t>(row)]++)] = col < 0 ? ~col : col;
-        }
-      }
-    }
+    at->assign(csr->indptr.begin(), csr->indptr.end() - 1);
   };
-  if (!undirected_) fill(&in_, true);
-  fill(&sym_, false);
+  prepare(&sym_, &sym_at);
+  if (!undirected_) prepare(&in_, &in_at);
+  for (std::vector<int64_t>& got : received) {
+    for (size_t k = 0; k < got.size(); k += 2) {
+      const size_t row = static_cast<size_t>(got[k] - lo_);
+      const int64_t col = got[k + 1], source = col < 0 ? ~col : col;
+      if (col >= 0 && !undirected_) in_.indices[static_cast<size_t>(in_at[row]++)] = col;
+      if (source != got[k]) sym_.indices[static_cast<size_t>(sym_at[row]++)] = source;
+    }
+    FreeVector(got);
+  }
   FreeVector(received);
   auto sort_rows = [&](Csr* csr, bool dedup) {
     std::vector<int64_t> kept(static_cast<size_t>(local));
@@ -314,6 +327,7 @@ void Job::ExchangeEdges() {
   }
   std::sort(remote_.begin(), remote_.end());
   remote_.erase(std::unique(remote_.begin(), remote_.end()), remote_.end());
+  remote_.shrink_to_fit();
 }
 
 void Job::Assign() {
@@ -321,8 +335,8 @@ void Job::Assign() {
   if (o_.part_method == "random") {
     method_ = "random";
     timer_.Begin("random assignment");
-    // The single-machine shuffle (4 bytes per node on every machine), so
-    // both paths give the same partitions.
+    // The single-machine shuffle (12 bytes per node on every machine while
+    // it is drawn), so both paths give the same partitions.
     std::vector<int32_t> all = RandomAssign(n_, o_.num_parts, o_.data.seed);
     part_.assign(all.begin() + lo_, all.begin() + hi_);
     return;
@@ -399,6 +413,7 @@ void Job::Sparsify(Csr* out) {
     }
     out->indptr[v + 1] = out->num_entries();
   }
+  out->indices.shrink_to_fit();
 }
 
 void Job::Relabel() {
@@ -612,26 +627,31 @@ PartitionResult Job::Run() {
 
 PartitionResult RunDistributedPartition(PartitionOptions options, const DistributedOptions& d,
                                         int* argc, char*** argv, int* rank) {
-  MpiComm comm(argc, argv, d.wait_timeout_s);
-  *rank = comm.rank();
-  SetLogRole("partition[" + std::to_string(comm.rank()) + "]");
-  if (comm.rank() != 0 && GetLogLevel() < LogLevel::kWarn) SetLogLevel(LogLevel::kWarn);
-  try {
-    Job job(comm, std::move(options), d);
-    return job.Run();
-  } catch (const JobFailed& e) {
-    // Printed once, and only after every rank has cleaned up: mpirun ends
-    // the whole job as soon as one process exits non-zero.
-    if (comm.rank() == 0) std::cerr << "gnn-partition: error: " << e.what() << std::endl;
+  std::optional<PartitionResult> result;
+  std::optional<JobFailed> failed;
+  {
+    MpiComm comm(argc, argv, d.wait_timeout_s);
+    *rank = comm.rank();
+    SetLogRole("partition[" + std::to_string(comm.rank()) + "]");
+    if (comm.rank() != 0 && GetLogLevel() < LogLevel::kWarn) SetLogLevel(LogLevel::kWarn);
     try {
+      Job job(comm, std::move(options), d);
+      result = job.Run();
+    } catch (const JobFailed& e) {
+      // Printed once, and only after every rank has cleaned up: mpirun
+      // ends the whole job as soon as one process exits non-zero.
+      if (comm.rank() == 0) std::cerr << "gnn-partition: error: " << e.what() << std::endl;
       comm.Barrier("stopping");
-    } catch (const TimeoutError&) {
+      failed = e;
+    } catch (const std::exception& e) {
+      // Outside an agreement (out of memory in an exchange, an MPI error):
+      // the others may be waiting in a collective, so the job ends here.
+      std::cerr << "gnn-partition: error: machine " << comm.rank() << ": " << e.what() << std::endl;
+      comm.Abort(ExitCodeOf(e));
     }
-    throw;
-  } catch (const TimeoutError& e) {
-    std::cerr << "gnn-partition: error: " << e.what() << std::endl;
-    comm.Abort(kExitTimeout);
-  }
+  }  // MPI finalized here, on every rank alike
+  if (failed) throw *failed;
+  return *result;
 }
 
 }  // namespace gnn

@@ -45,10 +45,12 @@ bool UnderMpiLauncher();
 
 // Runs the job on this rank (MPI is initialized and finalized here).
 // options.num_parts 0 means one part per rank. Returns on every rank; the
-// result's report is complete on every rank. On failure every rank throws:
-// rank 0 the failing rank's error (its class and message, naming the
-// machine when it is not rank 0), the others FailedElsewhere. A wait that
-// times out prints one line and ends the whole job (MPI_Abort).
+// result's report is complete on every rank. Bad input on any machine:
+// rank 0 prints one line "gnn-partition: error: [machine i: ]<message>",
+// every rank removes what it wrote, MPI is finalized, and all throw
+// JobFailed with the exit code of the error's class. A wait that times
+// out, or an error outside those agreements (out of memory in an
+// exchange), prints one line and ends the whole job (MPI_Abort).
 PartitionResult RunDistributedPartition(PartitionOptions options, const DistributedOptions& d,
                                         int* argc, char*** argv, int* rank);
 

@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <exception>
+#include <iostream>
 #include <thread>
 
 #include "common/error.h"
@@ -41,7 +43,10 @@ MpiComm::MpiComm(int* argc, char*** argv, double wait_timeout_s) : timeout_s_(wa
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
 }
 
-MpiComm::~MpiComm() { MPI_Finalize(); }
+MpiComm::~MpiComm() {
+  if (std::uncaught_exceptions() > 0) MPI_Abort(MPI_COMM_WORLD, kExitError);
+  MPI_Finalize();
+}
 
 void MpiComm::Abort(int code) {
   MPI_Abort(MPI_COMM_WORLD, code);
@@ -60,30 +65,41 @@ void MpiComm::Wait(std::vector<MPI_Request>& requests, const std::string& what) 
     const double waited =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (waited > timeout_s_) {
-      throw TimeoutError("waited " + std::to_string(static_cast<int>(waited)) +
-                         " s for the other machines during " + what + " (--wait_timeout)");
+      std::cerr << "gnn-partition: error: machine " << rank_ << ": waited "
+                << static_cast<int>(waited) << " s for the other machines during " << what
+                << " (--wait_timeout)" << std::endl;
+      Abort(kExitTimeout);
     }
     // Spin briefly (transfers progress inside MPI calls), then back off.
     if (++spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
 }
 
-std::vector<int64_t> MpiComm::AllreduceSum(std::vector<int64_t> v, const std::string& what) {
-  std::vector<int64_t> out(v.size());
-  std::vector<MPI_Request> r(1);
-  Check(MPI_Iallreduce(v.data(), out.data(), static_cast<int>(v.size()), MPI_INT64_T, MPI_SUM,
-                       MPI_COMM_WORLD, &r[0]),
+namespace {
+
+// One nonblocking element-wise reduction of int64 values.
+MPI_Request StartAllreduce(const std::vector<int64_t>& v, std::vector<int64_t>* out, MPI_Op op,
+                           const std::string& what) {
+  MPI_Request r;
+  out->assign(v.size(), 0);
+  Check(MPI_Iallreduce(v.data(), out->data(), static_cast<int>(v.size()), MPI_INT64_T, op,
+                       MPI_COMM_WORLD, &r),
         what);
+  return r;
+}
+
+}  // namespace
+
+std::vector<int64_t> MpiComm::AllreduceSum(std::vector<int64_t> v, const std::string& what) {
+  std::vector<int64_t> out;
+  std::vector<MPI_Request> r = {StartAllreduce(v, &out, MPI_SUM, what)};
   Wait(r, what);
   return out;
 }
 
 std::vector<int64_t> MpiComm::AllreduceMax(std::vector<int64_t> v, const std::string& what) {
-  std::vector<int64_t> out(v.size());
-  std::vector<MPI_Request> r(1);
-  Check(MPI_Iallreduce(v.data(), out.data(), static_cast<int>(v.size()), MPI_INT64_T, MPI_MAX,
-                       MPI_COMM_WORLD, &r[0]),
-        what);
+  std::vector<int64_t> out;
+  std::vector<MPI_Request> r = {StartAllreduce(v, &out, MPI_MAX, what)};
   Wait(r, what);
   return out;
 }
@@ -108,7 +124,14 @@ std::vector<std::string> MpiComm::AllgatherStrings(const std::string& s, const s
   std::vector<int64_t> counts(static_cast<size_t>(size_), static_cast<int64_t>(s.size()));
   for (int p = 0; p < size_; ++p) send.insert(send.end(), s.begin(), s.end());
   std::vector<int64_t> got_counts;
-  std::vector<char> got = AlltoallvBytes(send.data(), counts, &got_counts, what);
+  std::vector<char> got;
+  AlltoallvBytes(
+      send.data(), counts, &got_counts,
+      [&](int64_t total) {
+        got.resize(static_cast<size_t>(total));
+        return got.data();
+      },
+      what);
   std::vector<std::string> out;
   size_t at = 0;
   for (int p = 0; p < size_; ++p) {
@@ -124,9 +147,9 @@ void MpiComm::Barrier(const std::string& what) {
   Wait(r, what);
 }
 
-std::vector<char> MpiComm::AlltoallvBytes(const char* send, const std::vector<int64_t>& counts,
-                                          std::vector<int64_t>* recv_counts,
-                                          const std::string& what) {
+void MpiComm::AlltoallvBytes(const char* send, const std::vector<int64_t>& counts,
+                             std::vector<int64_t>* recv_counts,
+                             const std::function<char*(int64_t)>& place, const std::string& what) {
   const size_t P = static_cast<size_t>(size_);
   recv_counts->assign(P, 0);
   {
@@ -144,15 +167,15 @@ std::vector<char> MpiComm::AlltoallvBytes(const char* send, const std::vector<in
     send_at[p] = static_cast<int64_t>(s);
     s += static_cast<size_t>(counts[p]);
   }
-  std::vector<char> out(static_cast<size_t>(total));
+  char* out = place(total);
   std::vector<MPI_Request> requests;
   for (size_t p = 0; p < P; ++p) {
     int tag = 0;
     for (int64_t at = 0; at < (*recv_counts)[p]; at += kPieceBytes, ++tag) {
       const int n = static_cast<int>(std::min(kPieceBytes, (*recv_counts)[p] - at));
       requests.emplace_back();
-      Check(MPI_Irecv(out.data() + recv_at[p] + at, n, MPI_BYTE, static_cast<int>(p), tag,
-                      MPI_COMM_WORLD, &requests.back()),
+      Check(MPI_Irecv(out + recv_at[p] + at, n, MPI_BYTE, static_cast<int>(p), tag, MPI_COMM_WORLD,
+                      &requests.back()),
             what);
     }
   }
@@ -168,7 +191,6 @@ std::vector<char> MpiComm::AlltoallvBytes(const char* send, const std::vector<in
     }
   }
   Wait(requests, what);
-  return out;
 }
 
 }  // namespace gnn

@@ -8,7 +8,7 @@
 #include <mpi.h>
 
 #include <cstdint>
-#include <cstring>
+#include <functional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -18,7 +18,9 @@ namespace gnn {
 class MpiComm {
  public:
   // MPI_Init_thread (once per process); `wait_timeout_s` bounds every wait
-  // for the other ranks (TimeoutError naming `what` when it passes).
+  // for the other ranks (one error line naming what it waited for, then the
+  // job ends). Destroyed while an exception unwinds, it ends the job
+  // (MPI_Abort) instead of finalizing, which would wait for the others.
   MpiComm(int* argc, char*** argv, double wait_timeout_s);
   ~MpiComm();
   MpiComm(const MpiComm&) = delete;
@@ -44,23 +46,30 @@ class MpiComm {
   void Barrier(const std::string& what);
 
   // Sends send[begin_p, begin_p + counts[p]) bytes to each rank p (pieces
-  // laid out in rank order) and returns what every rank sent here,
-  // concatenated in rank order; *recv_counts gets each rank's byte count.
-  std::vector<char> AlltoallvBytes(const char* send, const std::vector<int64_t>& counts,
-                                   std::vector<int64_t>* recv_counts, const std::string& what);
+  // laid out in rank order) and receives what every rank sent here,
+  // concatenated in rank order, into place(total bytes) (called once);
+  // *recv_counts gets each rank's byte count.
+  void AlltoallvBytes(const char* send, const std::vector<int64_t>& counts,
+                      std::vector<int64_t>* recv_counts, const std::function<char*(int64_t)>& place,
+                      const std::string& what);
 
-  // Typed AlltoallvBytes: `counts` and *recv_counts in elements.
+  // Typed AlltoallvBytes into a vector (no second copy): `counts` and
+  // *recv_counts in elements.
   template <typename T>
   std::vector<T> Alltoallv(const std::vector<T>& send, const std::vector<int64_t>& counts,
                            std::vector<int64_t>* recv_counts, const std::string& what) {
     static_assert(std::is_trivially_copyable_v<T>);
     std::vector<int64_t> bytes(counts.size());
     for (size_t p = 0; p < counts.size(); ++p) bytes[p] = counts[p] * int64_t{sizeof(T)};
-    std::vector<char> got =
-        AlltoallvBytes(reinterpret_cast<const char*>(send.data()), bytes, recv_counts, what);
+    std::vector<T> out;
+    AlltoallvBytes(
+        reinterpret_cast<const char*>(send.data()), bytes, recv_counts,
+        [&](int64_t total) {
+          out.resize(static_cast<size_t>(total) / sizeof(T));
+          return reinterpret_cast<char*>(out.data());
+        },
+        what);
     for (int64_t& c : *recv_counts) c /= int64_t{sizeof(T)};
-    std::vector<T> out(got.size() / sizeof(T));
-    if (!got.empty()) std::memcpy(out.data(), got.data(), got.size());
     return out;
   }
 
@@ -72,7 +81,9 @@ class MpiComm {
   [[noreturn]] void Abort(int code);
 
  private:
-  // Waits for `requests` until the deadline; TimeoutError naming `what`.
+  // Waits for `requests` until the deadline. When it passes, prints one
+  // line naming `what` and ends the job (MPI_Abort): the requests' buffers
+  // must not be freed while MPI may still write them.
   void Wait(std::vector<MPI_Request>& requests, const std::string& what);
 
   int rank_ = 0, size_ = 1;

@@ -91,8 +91,14 @@ std::vector<int32_t> ScotchAssign(MpiComm& comm, std::vector<int64_t>& indptr,
   if (SCOTCH_dgraphInit(&s.graph, comm.comm()) != 0) Fail("dgraphInit");
   s.graph_ok = true;
   const SCOTCH_Num entries = static_cast<SCOTCH_Num>(indices.size());
-  if (SCOTCH_dgraphBuild(&s.graph, 0, rows, rows, indptr.data(), nullptr, weights.data(), nullptr,
-                         entries, entries, indices.data(), nullptr, nullptr) != 0) {
+  // A rank without nodes still passes arrays (PT-Scotch takes a null
+  // weight array as "no weights", which must agree on every rank).
+  SCOTCH_Num none[2] = {0, 0};
+  SCOTCH_Num* vertices = indptr.empty() ? none : indptr.data();
+  SCOTCH_Num* vweights = weights.empty() ? none : weights.data();
+  SCOTCH_Num* edges = indices.empty() ? none : indices.data();
+  if (SCOTCH_dgraphBuild(&s.graph, 0, rows, rows, vertices, nullptr, vweights, nullptr, entries,
+                         entries, edges, nullptr, nullptr) != 0) {
     Fail("dgraphBuild");
   }
   if (SCOTCH_stratInit(&s.strat) != 0) Fail("stratInit");

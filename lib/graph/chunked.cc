@@ -177,6 +177,8 @@ void ReadEdgeChunk(const ChunkedMeta& m, size_t r, int c, std::vector<int64_t>* 
   const int64_t want = m.edges_per_chunk[r][static_cast<size_t>(c)];
   if (f.format == "numpy") {
     const std::vector<int64_t> pairs = ReadNpy<int64_t>(path, {want, 2});
+    src->reserve(src->size() + static_cast<size_t>(want));
+    dst->reserve(dst->size() + static_cast<size_t>(want));
     for (int64_t i = 0; i < want; ++i) {
       src->push_back(pairs[static_cast<size_t>(2 * i)]);
       dst->push_back(pairs[static_cast<size_t>(2 * i + 1)]);

@@ -254,6 +254,20 @@ TEST_CASE("gnn-partition --distributed: bad input is one error line, nothing wri
     fs::remove(file);
     fs::rename(file + ".good", file);
   }
+  // A mask that is not one value per node (2 columns), on machine 1.
+  {
+    json meta = json::parse(std::ifstream(chunks + "/metadata.json"));
+    const std::string file =
+        chunks + "/" + meta["node_data"]["_N"]["train_mask"]["data"][3].get<std::string>();
+    const std::vector<uint8_t> mask = gnn::ReadNpy<uint8_t>(file);
+    std::vector<uint8_t> wide(mask.size() * 2, 0);
+    fs::rename(file, file + ".good");
+    gnn::WriteNpy(file, wide.data(), {static_cast<int64_t>(mask.size()), 2});
+    check(Distributed(2, {"--dataset", chunks, "--output", dir / "out"}), 3,
+          "machine 1: " + chunks + ": train_mask chunk 3 is not one value per node");
+    fs::remove(file);
+    fs::rename(file + ".good", file);
+  }
   // --ip_config: the processes must match its machines.
   {
     std::ofstream(dir / "ip3.txt") << "127.0.0.1 30050\n127.0.0.1 30060\n127.0.0.1 30070\n";
