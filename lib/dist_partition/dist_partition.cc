@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -35,6 +36,13 @@ namespace {
 
 // PT-Scotch's allowed imbalance (METIS's default ufactor is 1.03 too).
 constexpr double kImbalance = 0.03;
+// Largest piece of a feature chunk sent in one exchange: 256 MiB
+// (GNN_FEATURE_SLICE_BYTES lowers it, so tests cross slices on small graphs).
+int64_t FeatureSliceBytes() {
+  const char* v = std::getenv("GNN_FEATURE_SLICE_BYTES");
+  const int64_t bytes = v ? std::atoll(v) : 0;
+  return bytes > 0 ? bytes : int64_t{256} << 20;
+}
 
 // Which rank holds which ids: rank r holds [start[r], start[r + 1]).
 struct Ranges {
@@ -526,30 +534,39 @@ void Job::ExchangeRows() {
       feat_.resize(static_cast<size_t>(rows_.size() * static_cast<size_t>(width)));
     }
     const int64_t count = c < c1_ ? meta_.nodes_per_chunk[0][static_cast<size_t>(c)] : 0;
-    std::vector<int64_t> counts(static_cast<size_t>(P_), 0);
-    for (int64_t v = first; v < first + count; ++v) {
-      counts[static_cast<size_t>(part_[static_cast<size_t>(v - lo_)])] += feature_dim_;
-    }
-    std::vector<int64_t> at = Offsets(counts);
-    std::vector<float> send(rows.size());
-    for (int64_t v = first; v < first + count; ++v) {
-      const size_t p = static_cast<size_t>(part_[static_cast<size_t>(v - lo_)]);
-      std::copy_n(rows.begin() + (v - first) * feature_dim_, feature_dim_, send.begin() + at[p]);
-      at[p] += feature_dim_;
+    // The chunk moves in slices of at most FeatureSliceBytes(), so a round
+    // holds one chunk and two slices whatever the chunk's size; every rank
+    // takes part in as many slices as the largest chunk of the round needs.
+    const int64_t slice =
+        std::max<int64_t>(1, FeatureSliceBytes() / std::max<int64_t>(1, feature_dim_ * 4));
+    const int64_t slices = comm_.AllreduceMax((count + slice - 1) / slice, "exchanging features");
+    for (int64_t k = 0; k < slices; ++k) {
+      const int64_t b = first + std::min(count, k * slice),
+                    e = first + std::min(count, (k + 1) * slice);
+      std::vector<int64_t> counts(static_cast<size_t>(P_), 0);
+      for (int64_t v = b; v < e; ++v) {
+        counts[static_cast<size_t>(part_[static_cast<size_t>(v - lo_)])] += feature_dim_;
+      }
+      std::vector<int64_t> at = Offsets(counts);
+      std::vector<float> send(static_cast<size_t>((e - b) * feature_dim_));
+      for (int64_t v = b; v < e; ++v) {
+        const size_t p = static_cast<size_t>(part_[static_cast<size_t>(v - lo_)]);
+        std::copy_n(rows.begin() + (v - first) * feature_dim_, feature_dim_, send.begin() + at[p]);
+        at[p] += feature_dim_;
+      }
+      std::vector<int64_t> got_counts;
+      const std::vector<float> got =
+          comm_.Alltoallv(send, counts, &got_counts, "exchanging features");
+      size_t g = 0;
+      for (int q = 0; q < P_; ++q) {
+        std::copy_n(got.begin() + static_cast<int64_t>(g), got_counts[static_cast<size_t>(q)],
+                    feat_.begin() + cursor[static_cast<size_t>(q)] * feature_dim_);
+        cursor[static_cast<size_t>(q)] +=
+            got_counts[static_cast<size_t>(q)] / std::max<int64_t>(1, feature_dim_);
+        g += static_cast<size_t>(got_counts[static_cast<size_t>(q)]);
+      }
     }
     first += count;
-    FreeVector(rows);
-    std::vector<int64_t> got_counts;
-    const std::vector<float> got =
-        comm_.Alltoallv(send, counts, &got_counts, "exchanging features");
-    size_t g = 0;
-    for (int q = 0; q < P_; ++q) {
-      std::copy_n(got.begin() + static_cast<int64_t>(g), got_counts[static_cast<size_t>(q)],
-                  feat_.begin() + cursor[static_cast<size_t>(q)] * feature_dim_);
-      cursor[static_cast<size_t>(q)] +=
-          got_counts[static_cast<size_t>(q)] / std::max<int64_t>(1, feature_dim_);
-      g += static_cast<size_t>(got_counts[static_cast<size_t>(q)]);
-    }
   }
   FreeVector(part_);
   FreeVector(masks_);

@@ -12,6 +12,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "common/npy.h"
 #include "common/sha256.h"
@@ -56,11 +57,17 @@ bool MpiReady(std::string* why) {
     if (!MpiReady(&why)) GNN_SKIP(why); \
   } while (0)
 
-// gnn-partition --distributed over `ranks` processes.
-test::ProcessResult Distributed(int ranks, std::vector<std::string> args, double timeout = 180) {
-  std::vector<std::string> argv = {
-      "/usr/bin/env",       "mpirun",       "--quiet", "-np", std::to_string(ranks),
-      Bin("gnn-partition"), "--distributed"};
+// gnn-partition --distributed over `ranks` processes (`env`: NAME=value
+// entries for them).
+test::ProcessResult Distributed(int ranks, std::vector<std::string> args, double timeout = 180,
+                                const std::vector<std::string>& env = {}) {
+  std::vector<std::string> argv = {"/usr/bin/env"};
+  argv.insert(argv.end(), env.begin(), env.end());
+  for (const std::string& w :
+       {std::string("mpirun"), std::string("--quiet"), std::string("-np"), std::to_string(ranks),
+        Bin("gnn-partition"), std::string("--distributed")}) {
+    argv.push_back(w);
+  }
   argv.insert(argv.end(), args.begin(), args.end());
   return RunProcess(argv, timeout);
 }
@@ -111,17 +118,27 @@ TEST_CASE("gnn-partition --distributed writes the single-machine partitions (ran
     meta["gnn"]["known_undirected"] = false;
     std::ofstream(directed + "/metadata.json") << meta.dump(2);
   }
-  for (const auto& [input, ranks] :
-       {std::pair<std::string, int>{chunks, 2}, {chunks, 3}, {directed, 3}}) {
-    INFO(input << " on " << ranks << " machines");
-    const std::string tag = std::to_string(ranks) + fs::path(input).filename().string();
+  // The last case moves features in slices of 1000 bytes (15 rows), so
+  // chunks cross many slices and ranks take part in slices they have no
+  // rows for.
+  for (const auto& [input, ranks, slice] :
+       {std::tuple<std::string, int, std::string>{chunks, 2, ""},
+        {chunks, 3, ""},
+        {directed, 3, ""},
+        {chunks, 3, "1000"}}) {
+    INFO(input << " on " << ranks << " machines, slice " << slice);
+    const std::string tag = std::to_string(ranks) + fs::path(input).filename().string() + slice;
     const auto single =
         RunProcess({Bin("gnn-partition"), "--dataset", input, "--num_parts", std::to_string(ranks),
                     "--part_method", "random", "--output", dir / ("single" + tag), "--quiet"},
                    120);
     REQUIRE(single.exit_code == 0);
-    const auto dist = Distributed(ranks, {"--dataset", input, "--part_method", "random", "--output",
-                                          dir / ("dist" + tag), "--quiet"});
+    std::vector<std::string> env;
+    if (!slice.empty()) env.push_back("GNN_FEATURE_SLICE_BYTES=" + slice);
+    const auto dist = Distributed(ranks,
+                                  {"--dataset", input, "--part_method", "random", "--output",
+                                   dir / ("dist" + tag), "--quiet"},
+                                  180, env);
     INFO(dist.err);
     REQUIRE(dist.exit_code == 0);
     CHECK(dist.out.find("Partitioned synthetic-tiny into " + std::to_string(ranks) +
