@@ -16,6 +16,21 @@
 #include "graph/ogb_hetero.h"
 #include "graph/ogb_reader.h"
 
+namespace {
+
+// --write_chunked: writes `d` as `chunks` chunks into `output` and says so
+// in the statistics.
+template <typename D>
+void WriteChunkedTimed(const D& d, int chunks, const std::string& output, nlohmann::json* stats) {
+  gnn::Stopwatch w;
+  gnn::WriteChunked(d, chunks, output);
+  (*stats)["chunked_seconds"] = w.Seconds();
+  (*stats)["chunks"] = chunks;
+  (*stats)["chunked_to"] = output;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   gnn::DatasetOptions o;
   std::string write_ogb, write_split = "random";
@@ -78,13 +93,7 @@ int main(int argc, char** argv) {
         stats["write_seconds"] = w.Seconds();
         stats["written_to"] = write_ogb;
       }
-      if (write_chunked != 0) {
-        gnn::Stopwatch w;
-        gnn::WriteChunked(h, write_chunked, output);
-        stats["chunked_seconds"] = w.Seconds();
-        stats["chunks"] = write_chunked;
-        stats["chunked_to"] = output;
-      }
+      if (write_chunked != 0) WriteChunkedTimed(h, write_chunked, output, &stats);
       std::cout << stats.dump() << std::endl;
       return;
     }
@@ -112,13 +121,7 @@ int main(int argc, char** argv) {
         {"isolated_nodes", isolated},
         {"load_seconds", load_s},
     };
-    if (write_chunked != 0) {
-      gnn::Stopwatch w;
-      gnn::WriteChunked(d, write_chunked, output);
-      stats["chunked_seconds"] = w.Seconds();
-      stats["chunks"] = write_chunked;
-      stats["chunked_to"] = output;
-    }
+    if (write_chunked != 0) WriteChunkedTimed(d, write_chunked, output, &stats);
     if (!write_ogb.empty()) {
       gnn::Stopwatch w;
       gnn::WriteOgbFolder(d, write_ogb, write_split);

@@ -298,15 +298,18 @@ ChunkedMeta ReadChunkedMeta(const std::string& dir) {
     r.At("graph_name").Fail("'" + m.graph_name + "' cannot name a graph (a plain file name)");
   }
   m.known_undirected = IsKnownUndirected(m.graph_name);
+  // A list of per-chunk counts, each in [0, most].
+  auto counts_of = [](const JsonReader& list, int64_t most) {
+    std::vector<int64_t> counts;
+    for (size_t c = 0; c < list.ArraySize(); ++c) counts.push_back(list.Item(c).Int(0, most));
+    return counts;
+  };
   const JsonReader types = r.At("node_type"), ncounts = r.At("num_nodes_per_chunk");
   if (types.ArraySize() < 1 || ncounts.ArraySize() != types.ArraySize())
     ncounts.Fail("needs one list of chunk sizes per node type");
   for (size_t t = 0; t < types.ArraySize(); ++t) {
     m.node_types.push_back(types.Item(t).String());
-    std::vector<int64_t> counts;
-    for (size_t c = 0; c < ncounts.Item(t).ArraySize(); ++c)
-      counts.push_back(ncounts.Item(t).Item(c).Int(0, int64_t{1} << 40));
-    m.nodes_per_chunk.push_back(counts);
+    m.nodes_per_chunk.push_back(counts_of(ncounts.Item(t), int64_t{1} << 40));
   }
   m.num_chunks = static_cast<int>(m.nodes_per_chunk[0].size());
   if (m.num_chunks < 1 || m.num_chunks > kMaxChunks) ncounts.Fail("bad number of chunks");
@@ -317,9 +320,7 @@ ChunkedMeta ReadChunkedMeta(const std::string& dir) {
     ecounts.Fail("needs one list of chunk sizes per edge type");
   for (size_t e = 0; e < etypes.ArraySize(); ++e) {
     m.edge_types.push_back(etypes.Item(e).String());
-    std::vector<int64_t> counts;
-    for (size_t c = 0; c < ecounts.Item(e).ArraySize(); ++c)
-      counts.push_back(ecounts.Item(e).Item(c).Int(0, int64_t{1} << 42));
+    const std::vector<int64_t> counts = counts_of(ecounts.Item(e), int64_t{1} << 42);
     if (static_cast<int>(counts.size()) != m.num_chunks)
       ecounts.Item(e).Fail("needs " + std::to_string(m.num_chunks) + " chunk sizes");
     m.edges_per_chunk.push_back(counts);
