@@ -120,7 +120,9 @@ class Job {
   std::vector<uint8_t> masks_;  // bits as NodeRow::masks
   int64_t num_classes_ = 0, input_edges_ = 0;
 
-  Csr sym_, in_;  // rows: this rank's nodes; entries: global input ids (in_: directed only)
+  // Rows: this rank's nodes; entries: global input ids, new ids after Relabel. in_:
+  // directed graphs only.
+  Csr sym_, in_;
   std::vector<int32_t> part_;
   std::vector<int64_t> part_start_, new_local_, remote_, remote_new_;
   int64_t cut_ = 0, undirected_edges_ = 0, stored_edges_ = 0;
@@ -443,10 +445,19 @@ void Job::Relabel() {
   remote_new_ = AskOwners(
       remote_, [&](int64_t v) { return new_local_[static_cast<size_t>(v)]; }, "relabeling");
 
+  // Every stored neighbour becomes its new id once, here; the cut and the
+  // rows sent to the partitions read them as they are.
+  for (Csr* csr : {&sym_, &in_}) {
+    ParallelFor(csr->num_entries(), o_.num_threads, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) csr->indices[k] = NewId(csr->indices[k]);
+    });
+  }
+  FreeVector(remote_);
+  FreeVector(remote_new_);
   int64_t cut = 0;
   for (int64_t v = 0; v < local; ++v) {
     for (int64_t k = sym_.indptr[v]; k < sym_.indptr[v + 1]; ++k) {
-      cut += PartOfNew(NewId(sym_.indices[k])) != part_[static_cast<size_t>(v)];
+      cut += PartOfNew(sym_.indices[k]) != part_[static_cast<size_t>(v)];
     }
   }
   const std::vector<int64_t> sums =
@@ -479,7 +490,7 @@ void Job::ExchangeRows() {
       row.label = labels_[static_cast<size_t>(v)];
       row.masks = masks_[static_cast<size_t>(v)];
       for (int64_t k = in_edges.indptr[v]; k < in_edges.indptr[v + 1]; ++k) {
-        ids[static_cast<size_t>(eat[p]++)] = NewId(in_edges.indices[k]);
+        ids[static_cast<size_t>(eat[p]++)] = in_edges.indices[k];
       }
     }
     for (Csr* csr : {&sym_, &in_}) {
@@ -487,8 +498,6 @@ void Job::ExchangeRows() {
       FreeVector(csr->indices);
     }
     FreeVector(labels_);
-    FreeVector(remote_);
-    FreeVector(remote_new_);
     std::vector<int64_t> got;
     rows_ = comm_.Alltoallv(send, nodes, &got, "exchanging rows");
     FreeVector(send);
