@@ -82,7 +82,7 @@ void Run(const BenchOptions& o) {
   double load_s = load_watch.Seconds();
   gnn::Stopwatch csc_watch;
   // In-edges: an undirected graph's adjacency, else rows = dst, entries = src.
-  gnn::Csr csc = d.known_undirected ? gnn::Symmetrize(d.num_nodes, d.src, d.dst)
+  gnn::Csr csc = d.known_undirected() ? gnn::Symmetrize(d.num_nodes, d.src, d.dst)
                                     : gnn::BuildCsr(d.num_nodes, d.dst, d.src, false, false);
   double csc_s = csc_watch.Seconds();
   gnn::FreeVector(d.src);

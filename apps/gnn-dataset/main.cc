@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
         {"name", d.name},
         {"num_nodes", d.num_nodes},
         {"num_edges", d.num_edges()},
-        {"known_undirected", d.known_undirected},
+        {"known_undirected", d.known_undirected()},
         {"feature_dim", d.feature_dim},
         {"num_classes", d.num_classes},
         {"train", d.train_idx.size()},

@@ -86,7 +86,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--balance_train", o.balance_train, "balance train nodes across partitions");
   app.add_flag("--balance_edges", o.balance_edges, "balance in-edges across partitions");
-  app.add_flag("--undirected", o.undirected, "add the reverse of every edge");
+  app.add_flag("--undirected", o.undirected,
+               "add the reverse of every edge (the default for known undirected datasets: "
+               "ogbn-products, ogbn-proteins, Cora, CiteSeer, PubMed, synthetic:)");
+  app.add_flag("--directed", o.directed,
+               "keep the edges as listed, even for a known undirected dataset");
   app.add_option("--output", o.output, "output folder")->capture_default_str();
   app.add_option("--graph_name", o.graph_name, "graph name (default: the dataset's)");
   app.add_option("--seed", o.data.seed, "random seed")->capture_default_str();

@@ -23,7 +23,97 @@ int Fail(const std::string& program, const std::string& message, int code) {
   std::fwrite(line.data(), 1, line.size(), stderr);
   return code;
 }
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// Every long flag of `app` ("--num_epochs"), help and config included.
+std::vector<std::string> LongFlags(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::Option* opt : app.get_options()) {
+    for (const std::string& n : opt->get_lnames()) names.push_back("--" + n);
+  }
+  return names;
+}
+
+std::string DidYouMean(const std::string& name, const std::vector<std::string>& candidates) {
+  const std::string close = ClosestName(name, candidates);
+  return close.empty() ? "" : " (did you mean " + close + "?)";
+}
+
+// The unknown flags and stray words CLI11 left over, as one sentence.
+std::string ExtrasMessage(const CLI::App& app) {
+  std::vector<std::string> flags, words;
+  for (const std::string& a : app.remaining()) {
+    if (a.size() > 1 && a[0] == '-') {
+      flags.push_back(a.substr(0, a.find('=')));
+    } else {
+      words.push_back(a);
+    }
+  }
+  if (!flags.empty()) {
+    std::string m = "unknown flag " + flags[0] + DidYouMean(flags[0], LongFlags(app));
+    for (size_t i = 1; i < flags.size(); ++i) {
+      m += (i == 1 ? "; also unknown: " : ", ") + flags[i] + DidYouMean(flags[i], LongFlags(app));
+    }
+    return m;
+  }
+  std::string m = "unexpected argument";
+  for (const std::string& w : words) m += " '" + w + "'";
+  return m + " (every value follows its flag, e.g. --num_epochs 3)";
+}
+
+// CLI11 says "INI was not able to parse <key>" for a config file's key that
+// names no flag; say which file, which key, and what was meant.
+std::string ConfigKeyMessage(const CLI::App& app, const std::string& what) {
+  static const std::string kPrefix = "INI was not able to parse ";
+  if (what.rfind(kPrefix, 0) != 0) return what;
+  const std::string key = what.substr(kPrefix.size());
+  std::string file = "the config file";
+  const CLI::Option* config = app.get_config_ptr();
+  if (config != nullptr && !config->results().empty()) file = config->results().back();
+  const size_t dot = key.find('.');
+  if (dot != std::string::npos) {
+    // CLI11 reports a section's opening ("train.++") before its keys.
+    return file + ": a [" + key.substr(0, dot) +
+           "] section is not read: put its keys at the top, before any section";
+  }
+  const std::string flag = "--" + key;
+  std::string m = file + ": unknown key '" + key + "'";
+  std::string close = ClosestName(flag, LongFlags(app));
+  if (!close.empty()) m += " (did you mean " + close.substr(2) + "?)";
+  return m;
+}
+
 }  // namespace
+
+std::string ClosestName(const std::string& name, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = std::string::npos;
+  for (const std::string& c : candidates) {
+    const size_t d = EditDistance(name, c);
+    if (d < best_distance) best = c, best_distance = d;
+  }
+  // A slip of a few letters, or one name inside the other (--epochs).
+  const size_t allowed = std::max<size_t>(2, name.size() / 4);
+  if (best_distance <= allowed) return best;
+  for (const std::string& c : candidates) {
+    if (name.size() > 4 && c.find(name.substr(2)) != std::string::npos) return c;
+  }
+  return "";
+}
 
 void WatchLauncherStdin(const std::string& program, double grace_s) {
   // When the launcher (or its ssh connection) goes, our stdout/stderr go
@@ -108,6 +198,8 @@ std::vector<std::string> NormalizeFlagSpellings(const CLI::App& app, int argc, c
 int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& body,
             double stop_grace_s) {
   const std::string program = app.get_name();
+  // A config file's unknown key is an error, as an unknown flag is.
+  app.allow_config_extras(CLI::config_extras_mode::error);
   try {
     std::vector<std::string> args = NormalizeFlagSpellings(app, argc, argv);
     std::vector<char*> ptrs;
@@ -119,6 +211,10 @@ int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& b
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ExtrasError&) {
+    return Fail(program, ExtrasMessage(app) + " (see --help)", kExitConfig);
+  } catch (const CLI::ConfigError& e) {
+    return Fail(program, ConfigKeyMessage(app, e.what()), kExitConfig);
   } catch (const CLI::ParseError& e) {
     return Fail(program, std::string(e.what()) + " (see --help)", kExitConfig);
   }

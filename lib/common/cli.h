@@ -12,7 +12,8 @@ class App;
 namespace gnn {
 
 // Parses argv with `app`, then runs `body`. Help prints and returns 0; a flag
-// error, or a gnn::Error / std::exception from body, prints one line
+// error (an unknown flag, or an unknown key in a --config file, each with a
+// "did you mean"), or a gnn::Error / std::exception from body, prints one line
 // "<program>: error: <message>" on stderr and returns a non-zero exit code
 // (see ExitCode in common/error.h).
 //
@@ -26,6 +27,11 @@ namespace gnn {
 // --num-epochs=5 mean --num_epochs; help shows the underscore spelling.
 int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& body,
             double stop_grace_s = 10);
+
+// The candidate closest to `name` by edit distance when it is a slip of a
+// few letters (or contains name's words, as --num_epochs contains
+// --epochs); "" when none is close. For "did you mean" in error lines.
+std::string ClosestName(const std::string& name, const std::vector<std::string>& candidates);
 
 // argv with every "--a-b[=v]" whose "--a_b" is an option of `app` rewritten
 // to "--a_b[=v]" (up to a bare "--").

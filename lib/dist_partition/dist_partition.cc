@@ -187,7 +187,7 @@ void Job::CheckInput() {
   n_ = meta_.NumNodes(0);
   lo_ = ranges_.start[static_cast<size_t>(me_)];
   hi_ = ranges_.start[static_cast<size_t>(me_) + 1];
-  undirected_ = o_.undirected || meta_.known_undirected;
+  undirected_ = TreatAsUndirected(o_.direction(), meta_.undirected_reason);
 }
 
 void Job::ReadNodeData() {
@@ -232,6 +232,7 @@ void Job::ExchangeEdges() {
   // adjacency, not an in-edge).
   std::vector<std::vector<int64_t>> received;
   int64_t read = 0;
+  EdgeOrder order;  // for the --undirected hint
   for (int i = 0; i < rounds; ++i) {
     std::vector<int64_t> src, dst;
     const int c = c0_ + i;
@@ -247,6 +248,7 @@ void Job::ExchangeEdges() {
       }
     });
     read += static_cast<int64_t>(src.size());
+    if (!undirected_) order.Add(CountEdgeOrder(src, dst));
     // Each edge goes to its destination's owner (an in-edge) and, reversed,
     // to its source's owner (the symmetric adjacency).
     std::vector<int64_t> counts(static_cast<size_t>(P_), 0);
@@ -271,7 +273,13 @@ void Job::ExchangeEdges() {
     std::vector<int64_t> got_counts;
     received.push_back(comm_.Alltoallv(send, counts, &got_counts, "exchanging edges"));
   }
-  input_edges_ = comm_.AllreduceSum(read, "counting edges");
+  const std::vector<int64_t> sums =
+      comm_.AllreduceSum({read, order.forward, order.backward, order.loops}, "counting edges");
+  input_edges_ = sums[0];
+  if (me_ == 0) {
+    LogDirection(o_.direction(), meta_.graph_name, meta_.undirected_reason, input_edges_,
+                 EdgeOrder{sums[1], sums[2], sums[3]});
+  }
   timer_.Begin("build adjacency");
   // The symmetric adjacency (sorted, no duplicates, no self-loops) and,
   // for a directed graph, the in-edges as the single-machine path stores

@@ -42,7 +42,7 @@ struct DatasetView {
   const int64_t* labels = nullptr;
   int64_t num_classes = 0;
   const std::vector<int64_t>* splits[3] = {nullptr, nullptr, nullptr};
-  bool known_undirected = false;
+  bool known_undirected = false;  // written as metadata.json's gnn.known_undirected
 };
 
 // Safe as a folder name inside the output ("src:rel:dst" keys are checked
@@ -297,7 +297,7 @@ ChunkedMeta ReadChunkedMeta(const std::string& dir) {
       m.graph_name.find('/') != std::string::npos) {
     r.At("graph_name").Fail("'" + m.graph_name + "' cannot name a graph (a plain file name)");
   }
-  m.known_undirected = IsKnownUndirected(m.graph_name);
+  m.undirected_reason = KnownUndirectedReason(m.graph_name);
   // A list of per-chunk counts, each in [0, most].
   auto counts_of = [](const JsonReader& list, int64_t most) {
     std::vector<int64_t> counts;
@@ -355,7 +355,10 @@ ChunkedMeta ReadChunkedMeta(const std::string& dir) {
     const JsonReader g = r.At("gnn");
     if (g.Has("target")) m.target = g.At("target").String();
     if (g.Has("num_classes")) m.num_classes = g.At("num_classes").Int(0, int64_t{1} << 31);
-    if (g.Has("known_undirected")) m.known_undirected = g.At("known_undirected").Bool();
+    if (g.Has("known_undirected")) {
+      m.undirected_reason =
+          g.At("known_undirected").Bool() ? "its metadata.json says so (gnn.known_undirected)" : "";
+    }
   }
   if (m.target.empty()) {
     for (size_t t = 0; t < m.node_types.size(); ++t)
@@ -437,7 +440,7 @@ Dataset ReadChunkedDataset(const std::string& dir) {
   d.train_idx = std::move(h.train_idx);
   d.valid_idx = std::move(h.valid_idx);
   d.test_idx = std::move(h.test_idx);
-  d.known_undirected = m.known_undirected;
+  d.undirected_reason = m.undirected_reason;
   d.Validate();
   return d;
 }
@@ -452,7 +455,7 @@ void WriteChunked(const Dataset& d, int chunks, const std::string& dir) {
   v.splits[0] = &d.train_idx;
   v.splits[1] = &d.valid_idx;
   v.splits[2] = &d.test_idx;
-  v.known_undirected = d.known_undirected;
+  v.known_undirected = d.known_undirected();
   Write(v, chunks, dir);
 }
 

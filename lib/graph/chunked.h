@@ -35,7 +35,9 @@ struct ChunkedMeta {
   // gnn's own keys (DGL's readers ignore them).
   std::string target;  // the labelled type
   int64_t num_classes = 0;
-  bool known_undirected = false;
+  // Why the graph is known to be undirected (gnn.known_undirected, or a
+  // known graph_name: KnownUndirectedReason); "" when it is not.
+  std::string undirected_reason;
 
   bool hetero() const { return node_types.size() != 1 || edge_types.size() != 1; }
   int64_t NumNodes(size_t type) const;

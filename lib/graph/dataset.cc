@@ -66,16 +66,58 @@ std::string OgbDatasetName(const std::string& name) {
   return name;
 }
 
-bool IsKnownUndirected(const std::string& name_in) {
+std::string KnownUndirectedReason(const std::string& name_in) {
   const std::string name = OgbDatasetName(name_in);
   static const char* kNames[] = {"ogbn-products", "ogbn-proteins", "cora", "citeseer", "pubmed"};
   std::string n = name;
   std::replace(n.begin(), n.end(), '_', '-');
   std::transform(n.begin(), n.end(), n.begin(), ::tolower);
   for (const char* k : kNames) {
-    if (n == k) return true;
+    if (n == k) return name + " is a known undirected dataset (each pair listed once)";
   }
-  return n.rfind("synthetic", 0) == 0;
+  if (n.rfind("synthetic", 0) == 0)
+    return "synthetic graphs are undirected (each pair listed once)";
+  return "";
+}
+
+EdgeOrder CountEdgeOrder(const std::vector<int64_t>& src, const std::vector<int64_t>& dst) {
+  EdgeOrder order;
+  for (size_t k = 0; k < src.size(); ++k) order.Add(src[k], dst[k]);
+  return order;
+}
+
+bool TreatAsUndirected(DirectionFlag flag, const std::string& undirected_reason) {
+  if (flag == DirectionFlag::kAuto) return !undirected_reason.empty();
+  return flag == DirectionFlag::kUndirected;
+}
+
+std::string DirectionLine(DirectionFlag flag, const std::string& name,
+                          const std::string& undirected_reason, int64_t num_edges,
+                          const EdgeOrder& order, bool* suggest) {
+  *suggest = false;
+  const std::string edges = std::to_string(num_edges) + " listed edges";
+  if (TreatAsUndirected(flag, undirected_reason)) {
+    const std::string why = flag == DirectionFlag::kUndirected
+                                ? "--undirected"
+                                : undirected_reason + "; --directed keeps the edges as listed";
+    return "treating " + name + " as undirected (" + why + "): adding the reverse of its " + edges;
+  }
+  std::string line = "treating " + name + " as directed (";
+  if (flag == DirectionFlag::kDirected) {
+    line += "--directed";
+    if (!undirected_reason.empty()) line += ", although " + undirected_reason;
+  } else {
+    line += "not known to be undirected; --undirected adds reverse edges";
+  }
+  line += "): keeping its " + edges + " as they are";
+  if (flag == DirectionFlag::kAuto && order.OneWay()) {
+    *suggest = true;
+    line += "; every edge runs from the " +
+            std::string(order.backward == 0 ? "lower to the higher" : "higher to the lower") +
+            " id, as undirected graphs are stored with each pair once: if " + name +
+            " is undirected, pass --undirected (sampling would see only one direction)";
+  }
+  return line;
 }
 
 std::string FindOgbFolder(const DatasetOptions& options) {

@@ -11,8 +11,8 @@ namespace gnn {
 struct Dataset {
   std::string name;  // "ogbn-products", "cora", "synthetic-small", ...
   int64_t num_nodes = 0;
-  // Edges exactly as the source lists them (src -> dst). Datasets marked
-  // known_undirected list each undirected edge once.
+  // Edges exactly as the source lists them (src -> dst). Datasets known to
+  // be undirected list each undirected edge once.
   std::vector<int64_t> src;
   std::vector<int64_t> dst;
   int64_t feature_dim = 0;
@@ -20,8 +20,12 @@ struct Dataset {
   std::vector<int64_t> labels;                          // [num_nodes]; -1 = no label
   int64_t num_classes = 0;                              // max label + 1
   std::vector<int64_t> train_idx, valid_idx, test_idx;  // sorted, unique
-  bool known_undirected = false;
+  // Why the graph is known to be undirected ("ogbn-products is a known
+  // undirected dataset", "the synthetic generator lists each undirected
+  // edge once"); empty when it is not known to be.
+  std::string undirected_reason;
 
+  bool known_undirected() const { return !undirected_reason.empty(); }
   int64_t num_edges() const { return static_cast<int64_t>(src.size()); }
   // Checks every invariant above (ids in range, sizes, split disjointness);
   // throws DataError naming `name` and the broken invariant.
@@ -50,11 +54,42 @@ std::string FindOgbFolder(const DatasetOptions& options);
 // (missing/corrupt/malformed files, naming the file and line).
 Dataset LoadDataset(const DatasetOptions& options);
 
-// Names of datasets known to be undirected although listed once per edge.
 // DGL's dataset aliases resolved to OGB names ("ogb-product" ->
 // "ogbn-products", "ogb-paper100M" -> "ogbn-papers100M"); others unchanged.
 std::string OgbDatasetName(const std::string& name);
 
-bool IsKnownUndirected(const std::string& name);
+// Datasets known to be undirected although listed once per edge (OGB's
+// ogbn-products, ogbn-proteins; Planetoid's Cora, CiteSeer, PubMed), by
+// name: the reason as Dataset::undirected_reason words it, or "".
+std::string KnownUndirectedReason(const std::string& name);
+
+// --undirected, --directed, or neither (decided by what is known of the graph).
+enum class DirectionFlag { kAuto, kUndirected, kDirected };
+
+// How the listed edges run: the evidence behind the --undirected hint.
+struct EdgeOrder {
+  int64_t forward = 0;   // src < dst
+  int64_t backward = 0;  // src > dst
+  int64_t loops = 0;     // src == dst
+  void Add(int64_t src, int64_t dst) { (src < dst ? forward : src > dst ? backward : loops) += 1; }
+  void Add(const EdgeOrder& o) { forward += o.forward, backward += o.backward, loops += o.loops; }
+  // Every edge but self-loops runs one way, as OGB and Planetoid store an
+  // undirected graph (each pair once); a DAG in topological order looks the same.
+  bool OneWay() const { return forward + backward > 0 && (forward == 0 || backward == 0); }
+};
+EdgeOrder CountEdgeOrder(const std::vector<int64_t>& src, const std::vector<int64_t>& dst);
+
+// Whether reverse edges are added: the flag decides; without one, a graph
+// known to be undirected (`undirected_reason` not empty) is, any other is not.
+bool TreatAsUndirected(DirectionFlag flag, const std::string& undirected_reason);
+
+// The one line every partitioning run logs: directed or undirected and why
+// (the flag, a known dataset, the default), and for a directed graph whose
+// `order` is one-way the suggestion to pass --undirected (never a guess: a
+// DAG looks the same). *suggest is set when that suggestion is made, so the
+// caller logs the line as a warning.
+std::string DirectionLine(DirectionFlag flag, const std::string& name,
+                          const std::string& undirected_reason, int64_t num_edges,
+                          const EdgeOrder& order, bool* suggest);
 
 }  // namespace gnn

@@ -187,7 +187,7 @@ bool LoadCache(const fs::path& dir, const std::string& split, const json& sigs, 
                    << "; re-parsing the raw files";
     Dataset empty;
     empty.name = d->name;
-    empty.known_undirected = d->known_undirected;
+    empty.undirected_reason = d->undirected_reason;
     *d = std::move(empty);
     return false;
   }
@@ -238,7 +238,7 @@ Dataset ReadOgbFolder(const std::string& folder, const DatasetOptions& options) 
   if (options.use_cache) {
     Dataset d;
     d.name = name;
-    d.known_undirected = IsKnownUndirected(name);
+    d.undirected_reason = KnownUndirectedReason(name);
     if (LoadCache(cache_dir, split, sigs, &d)) {
       GNN_LOG(kInfo) << "loaded " << name << " (split " << split << ") from cache "
                      << cache_dir.string() << " in " << Fixed(watch.Seconds()) << " s";
@@ -252,7 +252,7 @@ Dataset ReadOgbFolder(const std::string& folder, const DatasetOptions& options) 
   Stopwatch parse_watch;
   Dataset d = ParseRaw(files, threads, &ctx);
   d.name = name;
-  d.known_undirected = IsKnownUndirected(name);
+  d.undirected_reason = KnownUndirectedReason(name);
   double secs = parse_watch.Seconds();
   double mb = static_cast<double>(ctx.bytes.load()) / 1e6;
   GNN_LOG(kInfo) << "parsed raw files of " << name << " (split " << split << ") in " << Fixed(secs)

@@ -522,7 +522,7 @@ Dataset GenerateSynthetic(const SyntheticSpec& spec, uint64_t seed, int num_thre
   d.num_nodes = spec.num_nodes;
   d.feature_dim = spec.feature_dim;
   d.num_classes = spec.num_classes;
-  d.known_undirected = true;
+  d.undirected_reason = "synthetic graphs are undirected (each pair listed once)";
 
   int rounds = 0;
   {

@@ -152,6 +152,13 @@ PartitionResult RunHeteroPartition(const PartitionOptions& options) {
   StageTimer timer;
   timer.Begin("load " + options.data.dataset);
   HeteroDataset d = LoadHeteroDataset(options.data);
+  // A typed graph's relations are directed by their nature (writes is not
+  // written_by); --undirected adds DGL's reverse relations.
+  GNN_LOG(kInfo) << "treating " << d.name << "'s " << d.relations.size() << " relations as "
+                 << (options.undirected ? "undirected (--undirected): adding a reverse relation "
+                                          "for each"
+                                        : "directed (typed relations keep their direction; "
+                                          "--undirected adds a reverse relation for each)");
   if (options.undirected) AddReverseRelations(&d);
   d.Validate();
   HomogeneousView h;

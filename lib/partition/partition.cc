@@ -38,6 +38,9 @@ void PartitionOptions::Validate() const {
     throw ConfigError("--part_method must be metis, stream or random, got '" + part_method + "'");
   }
   if (output.empty()) throw ConfigError("--output is empty");
+  if (undirected && directed) {
+    throw ConfigError("--undirected and --directed contradict each other: pass one of them");
+  }
   if (num_trainers_per_machine < 1) throw ConfigError("--num_trainers_per_machine must be >= 1");
   if (!(val_edges >= 0 && val_edges < 1)) {
     throw ConfigError("--val_edges must be a fraction in [0, 1), got " + std::to_string(val_edges));
@@ -361,10 +364,9 @@ PartitionResult RunPartition(const PartitionOptions& options) {
     throw ConfigError("--num_parts " + std::to_string(options.num_parts) + " exceeds the " +
                       std::to_string(n) + " nodes of " + d.name);
   }
-  const bool undirected = options.undirected || d.known_undirected;
-  if (!options.undirected && d.known_undirected) {
-    GNN_LOG(kInfo) << d.name << " is known to be undirected: adding reverse edges";
-  }
+  const bool undirected = TreatAsUndirected(options.direction(), d.undirected_reason);
+  LogDirection(options.direction(), d.name, d.undirected_reason, d.num_edges(),
+               undirected ? EdgeOrder{} : CountEdgeOrder(d.src, d.dst));
   const std::string graph_name = options.graph_name.empty() ? d.name : options.graph_name;
   const int64_t input_edges = d.num_edges();
 
@@ -398,10 +400,12 @@ std::string FormatPartitionReport(const json& r) {
   out << "Partitioned " << r.at("graph_name").get<std::string>() << " into "
       << r.at("num_parts").get<int>() << " parts (" << r.at("part_method").get<std::string>()
       << "): " << r.at("num_nodes").get<int64_t>() << " nodes, "
-      << r.at("undirected_edges").get<int64_t>() << " undirected edges, "
+      << r.at("input_edges").get<int64_t>() << " listed edges";
+  if (r.contains("treated_as")) out << " treated as " << r.at("treated_as").get<std::string>();
+  out << " (" << r.at("undirected_edges").get<int64_t>() << " linked node pairs), "
       << r.at("stored_in_edges").get<int64_t>() << " stored in-edges\n";
   out << "edge_cut " << r.at("edge_cut").get<int64_t>() << " (" << std::setprecision(4)
-      << r.at("edge_cut_fraction").get<double>() * 100 << "% of undirected edges)\n";
+      << r.at("edge_cut_fraction").get<double>() * 100 << "% of linked node pairs)\n";
   out << std::setw(6) << "part" << std::setw(12) << "nodes" << std::setw(14) << "edges"
       << std::setw(12) << "train" << std::setw(12) << "valid" << std::setw(12) << "test\n";
   int i = 0;

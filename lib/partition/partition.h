@@ -18,6 +18,7 @@ struct PartitionOptions {
   bool balance_train = false;         // --balance_train: METIS constraint on train nodes
   bool balance_edges = false;         // --balance_edges: METIS constraint on in-degree
   bool undirected = false;            // --undirected: add reverse edges (auto for known ones)
+  bool directed = false;              // --directed: keep the edges as listed, even for known ones
   std::string output = "data";        // --output folder
   std::string graph_name;             // --graph_name; default: the dataset's name
   bool overwrite = false;             // --overwrite an existing output
@@ -28,6 +29,11 @@ struct PartitionOptions {
 
   // Throws ConfigError naming the first bad field.
   void Validate() const;
+  DirectionFlag direction() const {
+    return undirected ? DirectionFlag::kUndirected
+           : directed ? DirectionFlag::kDirected
+                      : DirectionFlag::kAuto;
+  }
 };
 
 struct PartitionResult {

@@ -1,8 +1,12 @@
 #include "partition/partition_util.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include "common/error.h"
 #include "common/fs.h"
@@ -30,7 +34,63 @@ std::vector<uint8_t> MaskOf(int64_t n, const std::vector<int64_t>& idx) {
   return m;
 }
 
-// Checks that `output` may be (re)placed, before any work is done.
+namespace {
+
+// What in `dir` gnn-partition did not write: every entry that is neither a
+// partition config (<name>.json that parses as one) nor a folder such a
+// config lists, and every file in a listed folder that its config does not
+// name. Paths relative to `dir`, sorted.
+std::vector<std::string> ForeignEntries(const fs::path& dir) {
+  std::map<std::string, std::set<std::string>> listed;  // part folder -> its files
+  std::set<std::string> configs;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (e.path().extension() != ".json" || !e.is_regular_file()) continue;
+    try {
+      const PartitionConfig c = LoadPartitionConfig(e.path().string());
+      for (const PartInfo& p : c.parts) {
+        std::set<std::string>& files = listed[fs::path(p.dir).lexically_normal().string()];
+        for (const auto& [file, unused] : p.files) files.insert(file);
+      }
+      configs.insert(name);
+    } catch (const std::exception&) {
+      // Not a partition config: foreign.
+    }
+  }
+  std::vector<std::string> foreign;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (configs.count(name)) continue;
+    auto part = listed.find(name);
+    if (part == listed.end() || !e.is_directory() || e.is_symlink()) {
+      foreign.push_back(name);
+      continue;
+    }
+    for (const auto& f : fs::directory_iterator(e.path())) {
+      const std::string file = f.path().filename().string();
+      if (!part->second.count(file) || !f.is_regular_file()) foreign.push_back(name + "/" + file);
+    }
+  }
+  std::sort(foreign.begin(), foreign.end());
+  return foreign;
+}
+
+// Whether `a` is `b` or a folder above it.
+bool IsSameOrAbove(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  for (fs::path p = b; !p.empty(); p = p.parent_path()) {
+    if (fs::equivalent(a, p, ec)) return true;
+    if (p == p.parent_path()) break;
+  }
+  return false;
+}
+
+}  // namespace
+
+// Checks that `output` may be (re)placed, before any work is done: an
+// existing non-empty folder only with --overwrite, and then only one that
+// gnn-partition wrote (nothing else in it is deleted) and that rename(2)
+// can move aside (not the working folder or above it, not a mount point).
 void CheckOutput(const PartitionOptions& o) {
   std::error_code ec;
   if (fs::exists(o.output, ec)) {
@@ -40,6 +100,31 @@ void CheckOutput(const PartitionOptions& o) {
     if (!fs::is_empty(o.output, ec) && !o.overwrite) {
       throw ConfigError("--output " + o.output +
                         " already exists and is not empty; pass --overwrite to replace it");
+    }
+    if (IsSameOrAbove(o.output, fs::current_path(ec))) {
+      throw ConfigError("--output " + o.output +
+                        " is the current folder or holds it, so it cannot be replaced; name a "
+                        "folder inside it (e.g. --output data)");
+    }
+    struct stat self {
+    }, parent{};
+    const fs::path absolute = AbsoluteOutput(o.output);
+    if (::stat(absolute.c_str(), &self) == 0 &&
+        ::stat(absolute.parent_path().c_str(), &parent) == 0 &&
+        (self.st_dev != parent.st_dev || self.st_ino == parent.st_ino)) {
+      throw ConfigError("--output " + o.output +
+                        " is a mount point, so it cannot be replaced; name a folder inside it");
+    }
+    if (!fs::is_empty(o.output, ec)) {
+      const std::vector<std::string> foreign = ForeignEntries(o.output);
+      if (!foreign.empty()) {
+        std::string names;
+        for (size_t i = 0; i < foreign.size() && i < 5; ++i) names += (i ? ", " : "") + foreign[i];
+        if (foreign.size() > 5) names += " and " + std::to_string(foreign.size() - 5) + " more";
+        throw ConfigError("--overwrite replaces only a gnn-partition output, and " + o.output +
+                          " holds what gnn-partition did not write: " + names +
+                          "; move them away or choose another --output");
+      }
     }
   }
   // Missing parent folders are made, as DGL's partition_graph does.
@@ -51,6 +136,17 @@ void CheckOutput(const PartitionOptions& o) {
   if (::access(parent.c_str(), W_OK) != 0) {
     throw DataError("cannot write --output " + o.output + ": folder " + parent.string() +
                     " is not writable");
+  }
+}
+
+void LogDirection(DirectionFlag flag, const std::string& name, const std::string& undirected_reason,
+                  int64_t num_edges, const EdgeOrder& order) {
+  bool suggest = false;
+  const std::string line = DirectionLine(flag, name, undirected_reason, num_edges, order, &suggest);
+  if (suggest) {
+    GNN_LOG(kWarn) << line;
+  } else {
+    GNN_LOG(kInfo) << line;
   }
 }
 
@@ -70,9 +166,10 @@ TempOutput::~TempOutput() {
 }
 
 // Moves the finished temp folder to `output`, replacing an old one only now.
-void Publish(TempOutput& tmp, const std::string& output) {
+void Publish(TempOutput& tmp, const std::string& output_in) {
   std::error_code ec;
-  const std::string absolute = AbsoluteOutput(output);
+  const std::string absolute = AbsoluteOutput(output_in);
+  const std::string& output = absolute;  // "." and "dir/" are not rename(2)'s
   bool had_old = fs::exists(output, ec);
   std::string old;
   if (had_old) {
@@ -137,6 +234,7 @@ nlohmann::json PartitionReport(const PartitionConfig& config, int64_t input_edge
       {"part_method", config.part_method},
       {"num_nodes", config.num_nodes},
       {"input_edges", input_edges},
+      {"treated_as", config.undirected ? "undirected" : "directed"},
       {"undirected_edges", undirected_edges},
       {"stored_in_edges", config.num_edges},
       {"val_edges", config.num_val_edges},

@@ -22,6 +22,9 @@ std::vector<uint8_t> MaskOf(int64_t n, const std::vector<int64_t>& idx);
 
 // Checks that `output` may be (re)placed, before any work is done.
 void CheckOutput(const PartitionOptions& o);
+// Logs DirectionLine's one line (a warning when it suggests --undirected).
+void LogDirection(DirectionFlag flag, const std::string& name, const std::string& undirected_reason,
+                  int64_t num_edges, const EdgeOrder& order);
 
 // `output` as an absolute, normal path without a trailing '/'.
 std::string AbsoluteOutput(const std::string& output);

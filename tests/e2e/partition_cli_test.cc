@@ -388,3 +388,110 @@ TEST_CASE(
       CHECK(f.parts[p].files.at(name).sha256 == file.sha256);
   }
 }
+
+namespace {
+
+// A 4-node OGB folder whose edges all run from the lower to the higher id,
+// as OGB and Planetoid store an undirected graph (each pair once).
+void WriteOneWayOgb(const std::string& root) {
+  WriteTinyOgb(root);
+  test::WriteGz(root + "/raw/edge.csv.gz", "0,1\n1,2\n2,3\n0,3\n");
+}
+
+// The stored in-edges of a 1-partition output and gnn-partition's stderr.
+std::pair<int64_t, std::string> Stored(const test::TempDir& dir, const std::string& dataset,
+                                       std::vector<std::string> flags) {
+  std::vector<std::string> argv = {
+      Bin("gnn-partition"), "--dataset", dataset,      "--num_parts", "1", "--split", "s",
+      "--output",           dir / "out", "--overwrite"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  auto r = RunProcess(argv);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return {LoadPartitionConfig(dir / "out" + "/" +
+                              std::filesystem::path(dataset).filename().string() + ".json")
+              .num_edges,
+          r.err};
+}
+
+}  // namespace
+
+TEST_CASE("gnn-partition says whether it treats a graph as directed, and why", "[e2e]") {
+  test::TempDir dir;
+  // An unknown graph stored one way: directed (as listed), with the hint.
+  WriteOneWayOgb(dir / "mygraph");
+  auto [edges, err] = Stored(dir, dir / "mygraph", {});
+  CHECK(edges == 4);
+  CHECK(err.find("treating mygraph as directed (not known to be undirected") != std::string::npos);
+  CHECK(err.find("every edge runs from the lower to the higher id") != std::string::npos);
+  CHECK(err.find("pass --undirected") != std::string::npos);
+  std::tie(edges, err) = Stored(dir, dir / "mygraph", {"--undirected"});
+  CHECK(edges == 8);
+  CHECK(err.find("treating mygraph as undirected (--undirected)") != std::string::npos);
+  // A known name: undirected unless --directed says otherwise.
+  WriteOneWayOgb(dir / "cora");
+  std::tie(edges, err) = Stored(dir, dir / "cora", {});
+  CHECK(edges == 8);
+  CHECK(err.find("treating cora as undirected (cora is a known undirected dataset") !=
+        std::string::npos);
+  std::tie(edges, err) = Stored(dir, dir / "cora", {"--directed"});
+  CHECK(edges == 4);
+  CHECK(err.find("treating cora as directed (--directed, although cora is a known") !=
+        std::string::npos);
+  CHECK(err.find("pass --undirected") == std::string::npos);  // the flag decided
+  // Both flags: one line, nothing written.
+  auto r = RunProcess({Bin("gnn-partition"), "--dataset", dir / "cora", "--num_parts", "1",
+                       "--undirected", "--directed", "--output", dir / "both"});
+  ExpectCleanFailure(r, "--undirected and --directed contradict");
+  CHECK(r.exit_code == 2);
+  CHECK_FALSE(PathExists(dir / "both"));
+}
+
+TEST_CASE("Cora in a folder of another name gets the --undirected hint", "[e2e]") {
+  const std::string cora = test::SharedDataset("cora");
+  if (cora.empty()) GNN_SKIP("../shared/datasets/cora is absent");
+  test::TempDir dir;
+  // The real files under another name (links; the parse cache lands here).
+  MakeDirs(dir / "planetoid-c");
+  std::filesystem::create_directory_symlink(cora + "/raw", dir / "planetoid-c/raw");
+  std::filesystem::create_directory_symlink(cora + "/split", dir / "planetoid-c/split");
+  auto r = RunProcess({Bin("gnn-partition"), "--dataset", dir / "planetoid-c", "--num_parts", "1",
+                       "--output", dir / "out"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("treating planetoid-c as directed") != std::string::npos);
+  CHECK(r.err.find("pass --undirected") != std::string::npos);
+  CHECK(r.out.find("5278 listed edges treated as directed") != std::string::npos);
+  r = RunProcess({Bin("gnn-partition"), "--dataset", dir / "planetoid-c", "--num_parts", "1",
+                  "--output", dir / "out", "--overwrite", "--undirected"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(LoadPartitionConfig(dir / "out/planetoid-c.json").num_edges == 10556);
+  CHECK(r.out.find("5278 listed edges treated as undirected") != std::string::npos);
+}
+
+TEST_CASE("gnn-partition --overwrite replaces only its own output, checked first", "[e2e]") {
+  test::TempDir dir;
+  const std::vector<std::string> base = {Bin("gnn-partition"), "--dataset", "synthetic:tiny",
+                                         "--num_parts", "2"};
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = base;
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return RunProcess(argv);
+  };
+  REQUIRE(run({"--output", dir / "data"}).exit_code == 0);
+  REQUIRE(run({"--output", dir / "data", "--overwrite"}).exit_code == 0);  // its own: replaced
+  WriteFileAtomic(dir / "data/notes.md", "mine");
+  WriteFileAtomic(dir / "data/part1/extra.npy", "mine too");
+  const std::string before = test::TreeState(dir.path());
+  auto r = run({"--output", dir / "data", "--overwrite"});
+  ExpectCleanFailure(r, "did not write: notes.md, part1/extra.npy");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("metis") == std::string::npos);  // refused before the work
+  CHECK(test::TreeState(dir.path()) == before);     // nothing deleted, no temp folder left
+  // The working folder (or one above it) cannot be renamed away.
+  r = RunProcess({"/bin/sh", "-c",
+                  "cd '" + (dir / "data/part0") + "' && exec '" + Bin("gnn-partition") +
+                      "' --dataset synthetic:tiny --num_parts 2 --output .. --overwrite"});
+  ExpectCleanFailure(r, "is the current folder or holds it");
+  CHECK(test::TreeState(dir.path()) == before);
+}

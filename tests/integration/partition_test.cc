@@ -150,7 +150,7 @@ TEST_CASE("directed input keeps its edge directions", "[integration]") {
   data.dataset = root;
   data.use_cache = false;
   Dataset d = LoadDataset(data);
-  REQUIRE_FALSE(d.known_undirected);
+  REQUIRE_FALSE(d.known_undirected());
   for (bool undirected : {false, true}) {
     PartitionOptions o;
     o.data = data;
@@ -209,11 +209,21 @@ TEST_CASE("bad options fail before anything is written", "[integration]") {
     WriteFileAtomic(o.output + "/keep.txt", "precious");
     CHECK_THROWS_WITH(RunPartition(o), Catch::Contains("--overwrite"));
     CHECK(ReadFile(o.output + "/keep.txt") == "precious");
+    // --overwrite replaces only what gnn-partition wrote: a foreign file is
+    // named and kept, before any work.
     o.overwrite = true;
     o.num_parts = 2;
+    CHECK_THROWS_WITH(RunPartition(o), Catch::Contains("did not write: keep.txt"));
+    CHECK(ReadFile(o.output + "/keep.txt") == "precious");
+    RemoveAllQuietly(o.output + "/keep.txt");
     RunPartition(o);
-    CHECK_FALSE(PathExists(o.output + "/keep.txt"));
     CHECK(PathExists(o.output + "/synthetic-tiny.json"));
+    o.num_parts = 3;
+    RunPartition(o);  // its own output is replaced
+    CHECK(PathExists(o.output + "/part2"));
+    WriteFileAtomic(o.output + "/part1/notes.txt", "mine");
+    CHECK_THROWS_WITH(RunPartition(o), Catch::Contains("part1/notes.txt"));
+    CHECK(ReadFile(o.output + "/part1/notes.txt") == "mine");
     RemoveAllQuietly(o.output);
   }
   CHECK_FALSE(PathExists(o.output + "/part0"));

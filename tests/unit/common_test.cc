@@ -7,6 +7,7 @@
 #include <functional>
 #include <thread>
 
+#include "common/cli.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/gzip.h"
@@ -258,4 +259,14 @@ TEST_CASE(
   SetLogLevel(LogLevel::kWarn);
   CHECK(run(0, 500).empty());
   SetLogLevel(before);
+}
+
+TEST_CASE("ClosestName suggests a slip of a few letters and nothing far", "[unit]") {
+  const std::vector<std::string> flags = {"--num_epochs", "--fan_out", "--batch_size", "--lr"};
+  CHECK(ClosestName("--num_epoch", flags) == "--num_epochs");
+  CHECK(ClosestName("--fanout", flags) == "--fan_out");
+  CHECK(ClosestName("--batchsize", flags) == "--batch_size");
+  CHECK(ClosestName("--epochs", flags) == "--num_epochs");
+  CHECK(ClosestName("--graph_format", flags).empty());
+  CHECK(ClosestName("--x", {}).empty());
 }

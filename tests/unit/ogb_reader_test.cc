@@ -85,7 +85,7 @@ void RequireSame(const Dataset& a, const Dataset& b) {
   REQUIRE(a.train_idx == b.train_idx);
   REQUIRE(a.valid_idx == b.valid_idx);
   REQUIRE(a.test_idx == b.test_idx);
-  REQUIRE(a.known_undirected == b.known_undirected);
+  REQUIRE(a.undirected_reason == b.undirected_reason);
 }
 
 void BumpMtime(const std::string& path) {
@@ -108,7 +108,7 @@ TEST_CASE("ogb reader parses a hand-written folder exactly", "[unit]") {
 
   Dataset d = LoadDataset(NoCache(folder));
   CHECK(d.name == "ogbn-tiny");
-  CHECK_FALSE(d.known_undirected);
+  CHECK_FALSE(d.known_undirected());
   CHECK(d.num_nodes == 6);
   CHECK(d.src == std::vector<int64_t>{0, 1, 2, 3, 4});
   CHECK(d.dst == std::vector<int64_t>{1, 2, 3, 4, 5});
@@ -131,7 +131,7 @@ TEST_CASE("ogb reader: name from folder, trailing slash, empty split files", "[u
   WriteFolder(folder, files);
   Dataset d = ReadOgbFolder(folder + "/", NoCache(folder));
   CHECK(d.name == "cora");
-  CHECK(d.known_undirected);
+  CHECK(d.known_undirected());
   CHECK(d.valid_idx.empty());
 }
 
@@ -540,7 +540,7 @@ void CheckPlanetoid(const PlanetoidCounts& want) {
   DatasetOptions o = WithCache(folder, tmp / "cache");
   Dataset d = LoadDataset(o);
   CHECK(d.name == want.name);
-  CHECK(d.known_undirected);
+  CHECK(d.known_undirected());
   CHECK(d.num_nodes == want.nodes);
   CHECK(d.num_edges() == want.edges);
   CHECK(d.feature_dim == want.dim);

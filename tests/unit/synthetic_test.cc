@@ -44,7 +44,7 @@ std::vector<int64_t> Degrees(const Dataset& d) {
 void CheckInvariants(const SyntheticSpec& spec, const Dataset& d) {
   REQUIRE_NOTHROW(d.Validate());
   CHECK(d.name == spec.name);
-  CHECK(d.known_undirected);
+  CHECK(d.known_undirected());
   CHECK(d.num_nodes == spec.num_nodes);
   CHECK(d.feature_dim == spec.feature_dim);
   CHECK(d.num_classes == spec.num_classes);
