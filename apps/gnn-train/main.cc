@@ -134,5 +134,9 @@ int main(int argc, char** argv) {
     }
     nlohmann::json summary = gnn::RunTrain(o);
     std::cout << summary.dump() << std::endl;
+    // The summary first (the training happened), then the failed write.
+    if (summary.contains("output_error")) {
+      throw gnn::DataError(summary["output_error"].get<std::string>());
+    }
   });
 }

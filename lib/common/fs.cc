@@ -116,6 +116,22 @@ void AtomicFile::Commit() {
   SyncDir(ParentDir(path_));
 }
 
+void CheckCanWriteFile(const std::string& flag, const std::string& path) {
+  if (path.empty()) return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw DataError(flag + " " + path + " is a folder; name a file");
+  fs::path folder = fs::absolute(path, ec).parent_path();
+  if (!fs::is_directory(folder, ec)) {
+    throw DataError(flag + " " + path + ": its folder " + folder.string() +
+                    " does not exist (create it first)");
+  }
+  if (::access(folder.c_str(), W_OK) != 0) {
+    throw DataError(flag + " " + path + ": its folder " + folder.string() + " is not writable (" +
+                    std::strerror(errno) + ")");
+  }
+}
+
 void WriteFileAtomic(const std::string& path, const std::string& text) {
   AtomicFile f(path);
   f.Write(text.data(), text.size());

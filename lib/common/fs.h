@@ -57,6 +57,12 @@ class ScopedTempDir {
 // Throws DataError naming the directory.
 void SyncDir(const std::string& dir);
 
+// Checks, before the work, that a file can later be written at `path`
+// (AtomicFile's way: a temporary beside it, renamed over it): its folder
+// exists and is writable, and `path` is not a folder. Throws DataError
+// "<flag> <path>: ..." naming the reason (with errno's words); "" passes.
+void CheckCanWriteFile(const std::string& flag, const std::string& path);
+
 // Writes `text` to `path` atomically.
 void WriteFileAtomic(const std::string& path, const std::string& text);
 

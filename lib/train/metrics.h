@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -16,6 +17,9 @@
 #include "common/tensorboard.h"
 
 namespace gnn {
+
+// Writes one metrics record (a JSON line of --metrics_file).
+using RecordFn = std::function<void(const nlohmann::json&)>;
 
 // Appends JSON lines to the metrics file (if any), flushing each line, and
 // mirrors the scalars to TensorBoard (if asked) on one step axis: the

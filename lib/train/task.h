@@ -15,14 +15,12 @@
 
 #include "partition/config.h"
 #include "sampling/block.h"
+#include "train/metrics.h"
 #include "train/sage.h"
 #include "train/train_env.h"
 #include "train/trainer.h"
 
 namespace gnn {
-
-// Writes one metrics record (a JSON line of --metrics_file).
-using RecordFn = std::function<void(const nlohmann::json&)>;
 
 class Task {
  public:

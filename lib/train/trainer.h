@@ -102,7 +102,10 @@ int DefaultTorchThreads(const TrainOptions& o);
 int CoreShare(const TrainOptions& o);
 
 // Runs training; returns the summary object (best_val_acc, test_acc,
-// final_test_acc, epochs, mean_epoch_time_s, seeds_per_s, ...).
+// final_test_acc, epochs, mean_epoch_time_s, seeds_per_s, ...). The folders
+// of --save_model / --save_embeddings are checked before training; if the
+// final write still fails, the summary carries "output_error" (the error's
+// line) and the caller reports it after the summary.
 nlohmann::json RunTrain(const TrainOptions& options);
 
 }  // namespace gnn

@@ -157,7 +157,10 @@ TEST_CASE("standalone RGCN learns from typed neighbours and learnt embeddings", 
   auto py =
       RunProcess({"/usr/bin/python3", "-c",
                   "import sys, torch\n"
-                  "d = torch.load(sys.argv[1])\n"
+                  "d = torch.load(sys.argv[1], weights_only=True)\n"
+                  "m = d._metadata['gnn']\n"
+                  "assert m['model'] == 'rgcn' and m['num_bases'] == 2, m\n"
+                  "assert len(m['etypes']) == d['layers.0.coeff'].shape[0], m\n"
                   "w = d['layers.0.weight']; c = d['layers.0.coeff']\n"
                   "assert w.shape == (2, 32, 32) and c.shape == (8, 2), (w.shape, c.shape)\n"
                   "assert d['layers.1.loop_weight'].shape[1] == d['layers.1.h_bias'].shape[0]\n"

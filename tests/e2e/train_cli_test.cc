@@ -147,14 +147,31 @@ TEST_CASE("resume after an interruption ends with the same model", "[e2e]") {
       RunProcess({"/usr/bin/python3", "-c", "import torch, numpy"}).exit_code != 0) {
     GNN_SKIP("python3-torch not installed: cannot check torch.load");
   }
-  // torch.load opens the weights as a dict of named tensors, DGL SAGEConv names.
+  // torch.load opens the weights as a state dict of named tensors (DGL
+  // SAGEConv names) with torch >= 2.6's default weights_only=True, with
+  // what the model is in _metadata["gnn"]; a module of that shape loads it.
   std::string script =
       "import sys, torch, numpy as np\n"
-      "a = torch.load(sys.argv[1]); b = torch.load(sys.argv[2])\n"
+      "a = torch.load(sys.argv[1], weights_only=True); b = torch.load(sys.argv[2])\n"
       "assert sorted(a) == ['layers.0.bias', 'layers.0.fc_neigh.weight', 'layers.0.fc_self.weight',"
       " 'layers.1.bias', 'layers.1.fc_neigh.weight', 'layers.1.fc_self.weight'], sorted(a)\n"
       "assert tuple(a['layers.0.fc_self.weight'].shape) == (8, 16)\n"
       "assert all(torch.equal(a[k], b[k]) for k in a)\n"
+      "m = a._metadata['gnn']\n"
+      "assert m['model'] == 'graphsage' and m['in_feats'] == 16 and m['num_hidden'] == 8, m\n"
+      "assert m['num_layers'] == 2 and m['fan_out'] == [10, 25] and m['epochs'] == 4, m\n"
+      "class Conv(torch.nn.Module):\n"
+      "  def __init__(s, i, o):\n"
+      "    super().__init__(); s.fc_self = torch.nn.Linear(i, o, bias=False)\n"
+      "    s.fc_neigh = torch.nn.Linear(i, o, bias=False); s.bias = "
+      "torch.nn.Parameter(torch.zeros(o))\n"
+      "class Sage(torch.nn.Module):\n"
+      "  def __init__(s, m):\n"
+      "    super().__init__(); w = [m['in_feats']] + [m['num_hidden']] * (m['num_layers'] - 1)\n"
+      "    s.layers = torch.nn.ModuleList(Conv(i, o) for i, o in zip(w, w[1:] + "
+      "[m['out_feats']]))\n"
+      "net = Sage(m); net.load_state_dict(a)\n"
+      "assert torch.equal(net.layers[1].fc_neigh.weight, a['layers.1.fc_neigh.weight'])\n"
       "e = np.load(sys.argv[3]); assert e.shape == (2000, 4) and e.dtype == np.float32\n"
       "print('ok')\n";
   auto py = RunProcess(
@@ -450,4 +467,80 @@ print("ok", len(steps))
   INFO(py.err);
   CHECK(py.exit_code == 0);
   CHECK(py.out == "ok 800\n");
+}
+
+TEST_CASE("an unknown key in a --config file fails as an unknown flag does, with a suggestion",
+          "[e2e]") {
+  test::TempDir dir;
+  auto last_line = [](std::string err) {
+    while (!err.empty() && err.back() == '\n') err.pop_back();
+    return err.substr(err.rfind('\n') == std::string::npos ? 0 : err.rfind('\n') + 1);
+  };
+  auto train = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), Bin("gnn-train"));
+    return RunProcess(args);
+  };
+  WriteFileAtomic(dir / "typo.toml", "num_epoch = 3\nbatch_size = 10\n");
+  auto r = train({"--config", dir / "typo.toml", "--standalone"});
+  CHECK(r.exit_code == 2);
+  CHECK(last_line(r.err) == "gnn-train: error: " + (dir / "typo.toml") +
+                                ": unknown key 'num_epoch' (did you mean num_epochs?)");
+  WriteFileAtomic(dir / "section.toml", "[train]\nnum_epochs = 3\n");
+  r = train({"--config", dir / "section.toml", "--standalone"});
+  CHECK(r.exit_code == 2);
+  CHECK(last_line(r.err) == "gnn-train: error: " + (dir / "section.toml") +
+                                ": a [train] section is not read: put its keys at the top, "
+                                "before any section");
+  r = train({"--standalone", "--num_epoch", "3"});
+  CHECK(r.exit_code == 2);
+  CHECK(last_line(r.err) ==
+        "gnn-train: error: unknown flag --num_epoch (did you mean --num_epochs?) (see --help)");
+  r = train({"--standalone", "--num-epoch=3", "--fanout", "5,5"});
+  CHECK(last_line(r.err).find("unknown flag --num-epoch (did you mean --num_epochs?); also "
+                              "unknown: --fanout (did you mean --fan_out?)") != std::string::npos);
+  // Every config the project ships parses (it reaches the missing partition).
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(GNN_SOURCE_DIR) + "/configs")) {
+    r = train({"--config", e.path().string(), "--part_config", dir / "none.json", "--standalone"});
+    INFO(e.path() << ": " << r.err);
+    CHECK(last_line(r.err).find("none.json") != std::string::npos);
+  }
+}
+
+TEST_CASE(
+    "the folders of --save_model and --save_embeddings are checked before training; a failed "
+    "final write still prints the summary",
+    "[e2e]") {
+  test::TempDir dir;
+  const std::string config = Trim(Partition(dir, "synthetic:tiny", 1, "data"));
+  auto last_line = [](std::string err) {
+    while (!err.empty() && err.back() == '\n') err.pop_back();
+    return err.substr(err.rfind('\n') == std::string::npos ? 0 : err.rfind('\n') + 1);
+  };
+  for (const std::string flag : {"--save_model", "--save_embeddings"}) {
+    auto r = RunProcess({Bin("gnn-train"), "--standalone", "--part_config", config, "--num_epochs",
+                         "2", flag, dir / "missing/out.bin"});
+    INFO(r.err);
+    CHECK(r.exit_code == 3);
+    CHECK(last_line(r.err) == "gnn-train: error: " + flag + " " + (dir / "missing/out.bin") +
+                                  ": its folder " + (dir / "missing") +
+                                  " does not exist (create it first)");
+    CHECK(r.err.find("Epoch Time") == std::string::npos);  // before any epoch
+    CHECK(r.out.empty());
+  }
+  // The write fails at the end (files above 512 bytes refused: EFBIG): the
+  // summary comes first, then the one error line, and no file is left.
+  auto r = RunProcess({"/bin/sh", "-c",
+                       "trap '' XFSZ; ulimit -f 1; exec '" + Bin("gnn-train") +
+                           "' --standalone --quiet --part_config '" + config +
+                           "' --num_epochs 1 --save_model '" + (dir / "m.pt") + "'"});
+  INFO(r.err);
+  CHECK(r.exit_code == 3);
+  const json summary = json::parse(Trim(r.out));
+  CHECK(summary.at("epochs").get<int>() == 1);
+  CHECK(summary.at("output_error").get<std::string>().find(dir / "m.pt") != std::string::npos);
+  CHECK(last_line(r.err).rfind("gnn-train: error: ", 0) == 0);
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    CHECK(e.path().filename().string().rfind("m.pt", 0) != 0);
+  }
 }

@@ -1,0 +1,250 @@
+// RGCN's Learner (DGL's entity_classify_dist.py): node classification on
+// the labelled type of a heterogeneous graph, standalone or as one trainer
+// of a cluster: typed sampling from a HeteroSource, learnable embeddings
+// for featureless types updated by a sparse optimizer where they live
+// (after backward, before the dense all-reduce), evaluation on sampled
+// neighbourhoods, the embedding tables in checkpoints.
+#include <torch/torch.h>
+
+#include <sstream>
+
+#include "common/error.h"
+#include "common/random.h"
+#include "sampling/typed_sampler.h"
+#include "train/checkpoint.h"
+#include "train/hetero_source.h"
+#include "train/model_file.h"
+#include "train/rgcn.h"
+#include "train/training_loop.h"
+
+namespace gnn {
+
+using nlohmann::json;
+
+namespace {
+
+std::string RgcnSignature(const TrainOptions& o, const PartitionConfig& c) {
+  std::ostringstream s;
+  s << "rgcn graph=" << c.graph_name << " ntypes=" << c.ntypes.size() << " rels=" << c.etypes.size()
+    << " hidden=" << o.num_hidden << " classes=" << c.num_classes << " layers=" << o.num_layers
+    << " bases=" << o.num_bases << " self_loop=" << o.self_loop << " sparse="
+    << o.sparse_optimizer
+    // The embedding tables' layout: one per type in this process, or one
+    // per type and partition at the servers.
+    << " tables="
+    << (o.standalone ? std::string("local") : "servers/" + std::to_string(c.num_parts));
+  return s.str();
+}
+
+class RgcnLearner : public Learner {
+ public:
+  RgcnLearner(const TrainOptions& o, const PartitionConfig& config)
+      : o_(o),
+        config_(config),
+        source_(o.standalone ? MakeStandaloneHeteroSource(o, config)
+                             : MakeDistHeteroSource(o, config)),
+        fanouts_(ParseTypedFanouts(o.fan_out, config.etypes)),
+        feature_dims_(FeatureDims(config)),
+        model_((torch::manual_seed(o.seed),
+                RGCN(feature_dims_, o.num_hidden, o.num_hidden, config.num_classes,
+                     static_cast<int64_t>(config.etypes.size()), o.num_bases, o.num_layers,
+                     o.dropout, o.self_loop))) {
+    if (static_cast<int>(fanouts_.size()) != o.num_layers) {
+      throw ConfigError("--fan_out '" + o.fan_out + "' has " + std::to_string(fanouts_.size()) +
+                        " layers but --num_layers is " + std::to_string(o.num_layers));
+    }
+    train_nodes_ = source_->SplitNodes(0);
+    const double total = source_->SumOverRanks({static_cast<double>(train_nodes_.size())})[0];
+    const int64_t per_rank =
+        (static_cast<int64_t>(total) + source_->world() - 1) / source_->world();
+    num_batches_ = std::max<int64_t>(1, (per_rank + o.batch_size - 1) / o.batch_size);
+  }
+
+  int rank() const override { return source_->rank(); }
+  int world() const override { return source_->world(); }
+  std::string Label() const override { return source_->Label(); }
+  torch::nn::Module& module() override { return *model_; }
+  std::string Signature() const override { return RgcnSignature(o_, config_); }
+  int64_t NumBatches() const override { return num_batches_; }
+
+  void StartEpoch(int epoch, int64_t) override {
+    batches_ = EpochBatches(train_nodes_, num_batches_, o_.seed, static_cast<int64_t>(epoch), true);
+  }
+  bool NextBatch(int epoch, int64_t i) override {
+    rbs_.clear();
+    emb_rows_.clear();
+    emb_.clear();
+    if (i >= num_batches_) return false;
+    batch_ = source_->Sample(
+        batches_[static_cast<size_t>(i)], fanouts_,
+        MixSeed(MixSeed(o_.seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(i)));
+    return true;
+  }
+  torch::Tensor Loss() override {
+    if (batch_.seeds.empty()) return torch::Tensor();
+    torch::Tensor out = Forward(batch_, true);
+    torch::Tensor labels = torch::from_blob(
+        batch_.labels.data(), {static_cast<int64_t>(batch_.labels.size())}, torch::kInt64);
+    last_acc_ = out.argmax(1).eq(labels).to(torch::kFloat64).mean().item<double>();
+    return torch::nn::functional::cross_entropy(out, labels);
+  }
+  // A parameter the batch did not reach (a featured type absent from it)
+  // steps with a zero gradient, as the all-reduce makes it in a cluster:
+  // standalone and distributed runs take the same steps. Then every
+  // featureless type's embedding rows take their sparse step (a collective).
+  bool AfterBackward() override {
+    if (!batch_.seeds.empty()) {
+      for (auto& p : model_->parameters()) {
+        if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      }
+    }
+    for (size_t ty = 0; ty < feature_dims_.size(); ++ty) {
+      if (feature_dims_[ty] > 0) continue;
+      std::vector<float> g;
+      const std::vector<int64_t> none;
+      const bool used = ty < emb_.size() && emb_[ty].defined() && emb_[ty].grad().defined();
+      if (used) {
+        torch::Tensor gt = emb_[ty].grad().contiguous();
+        g.assign(gt.data_ptr<float>(), gt.data_ptr<float>() + gt.numel());
+      }
+      source_->PushEmbeddingGrads(static_cast<int>(ty), used ? batch_.ids[ty] : none, g);
+    }
+    return true;
+  }
+  int64_t AllreduceGrads() override { return source_->AllreduceGrads(*model_); }
+  int64_t BatchExamples() const override { return static_cast<int64_t>(batch_.seeds.size()); }
+  int64_t BatchInputs() const override {
+    return batch_.blocks.empty() ? 0 : batch_.blocks.front().num_src();
+  }
+  double TrainAccuracy() override { return last_acc_; }
+  bool CountsWire() const override { return true; }
+  uint64_t WireBytes() const override { return source_->WireBytes(); }
+
+  std::pair<double, double> Evaluate(int, const RecordFn&) override {
+    torch::NoGradGuard no_grad;
+    model_->eval();
+    return {SplitAccuracy(1), SplitAccuracy(2)};
+  }
+
+  // The embedding tables with their optimizer state (a collective).
+  std::string CheckpointExtra() override { return source_->SaveEmbeddings(); }
+  void RestoreExtra(const std::string& bytes, const std::string& source) override {
+    source_->RestoreEmbeddings(bytes, source);
+  }
+
+  void SyncParams() override { source_->SyncParams(*model_); }
+  void BroadcastBytes(std::string* bytes) override { source_->BroadcastBytes(bytes); }
+  double SumOverRanks(double v) override { return source_->SumOverRanks({v})[0]; }
+
+  // --save_model: the dense parameters (the embedding tables are in the
+  // checkpoint).
+  void SaveOutputs(bool lead, int epochs_done) override {
+    if (!lead || o_.save_model.empty()) return;
+    SaveModelFile(o_.save_model, *model_,
+                  {{"model", "rgcn"},
+                   {"parameter_names", "dgl.nn.RelGraphConv"},
+                   {"task", o_.task},
+                   {"graph_name", config_.graph_name},
+                   {"predict_category", config_.target_ntype},
+                   {"ntypes", config_.ntypes},
+                   {"etypes", config_.etypes},
+                   {"in_feats", feature_dims_},
+                   {"num_hidden", o_.num_hidden},
+                   {"n_classes", config_.num_classes},
+                   {"num_layers", o_.num_layers},
+                   {"num_bases", o_.num_bases},
+                   {"self_loop", o_.self_loop},
+                   {"fan_out", o_.fan_out},
+                   {"epochs", epochs_done}});
+  }
+
+  void Summarize(json* summary) override {
+    (*summary)["embedding_checksum"] = source_->EmbeddingChecksum();
+  }
+
+ private:
+  static std::vector<int64_t> FeatureDims(const PartitionConfig& c) {
+    std::vector<int64_t> d = c.ntype_feature_dims;
+    d.resize(c.ntypes.size(), 0);
+    return d;
+  }
+
+  // The layer-0 input of a batch: projected features, and embedding rows
+  // (leaves whose gradients the sparse optimizer applies) in emb_.
+  torch::Tensor Inputs(HeteroBatch& b, bool grad) {
+    const size_t T = feature_dims_.size();
+    emb_rows_.assign(T, {});
+    emb_.assign(T, torch::Tensor());
+    std::vector<TypedInput> inputs(T);
+    for (size_t t = 0; t < T; ++t) {
+      const int64_t n = static_cast<int64_t>(b.ids[t].size());
+      if (n == 0) continue;
+      TypedInput& in = inputs[t];
+      in.positions = torch::from_blob(b.positions[t].data(), {n}, torch::kInt64);
+      if (feature_dims_[t] > 0) {
+        in.rows = torch::from_blob(b.features[t].data(), {n, feature_dims_[t]}, torch::kFloat32);
+      } else {
+        source_->PullEmbeddings(static_cast<int>(t), b.ids[t], &emb_rows_[t]);
+        in.rows = torch::from_blob(emb_rows_[t].data(), {n, o_.num_hidden}, torch::kFloat32);
+        if (grad) in.rows.requires_grad_(true);
+        emb_[t] = in.rows;
+      }
+    }
+    return model_->Embed(b.blocks.front().num_src(), inputs);
+  }
+
+  // The autograd graph views the relation blocks (rbs_), the batch and the
+  // embedding rows (emb_rows_): they live until the next batch.
+  torch::Tensor Forward(HeteroBatch& b, bool grad) {
+    rbs_.clear();
+    for (const Block& blk : b.blocks)
+      rbs_.push_back(ToRelationBlock(blk, static_cast<int64_t>(config_.etypes.size())));
+    torch::Tensor h0 = Inputs(b, grad);
+    return model_->forward(rbs_, h0);
+  }
+
+  // Accuracy on this rank's share of split m, summed over ranks: sampled
+  // neighbourhoods with the training fan-outs (as DGL's distributed RGCN
+  // example evaluates), a fixed seed per batch.
+  double SplitAccuracy(int m) {
+    const std::vector<int64_t> nodes = source_->SplitNodes(m);
+    double correct = 0;
+    const int64_t n = static_cast<int64_t>(nodes.size());
+    for (int64_t begin = 0, i = 0; begin < n; begin += o_.batch_size_eval, ++i) {
+      const int64_t end = std::min(n, begin + o_.batch_size_eval);
+      HeteroBatch b =
+          source_->Sample({nodes.begin() + begin, nodes.begin() + end}, fanouts_,
+                          MixSeed(MixSeed(o_.seed, 0x6576616c), static_cast<uint64_t>(i)));
+      torch::Tensor out = Forward(b, false);
+      torch::Tensor labels =
+          torch::from_blob(b.labels.data(), {static_cast<int64_t>(b.labels.size())}, torch::kInt64);
+      correct += out.argmax(1).eq(labels).sum().item<double>();
+    }
+    const std::vector<double> sums = source_->SumOverRanks({correct, static_cast<double>(n)});
+    return sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+  }
+
+  const TrainOptions& o_;
+  const PartitionConfig& config_;
+  std::unique_ptr<HeteroSource> source_;
+  const std::vector<std::vector<int>> fanouts_;
+  const std::vector<int64_t> feature_dims_;
+  RGCN model_;
+  std::vector<int64_t> train_nodes_;
+  int64_t num_batches_ = 0;
+  std::vector<std::vector<int64_t>> batches_;  // this epoch's
+  // The current batch and what its autograd graph views.
+  HeteroBatch batch_;
+  std::vector<RelationBlock> rbs_;
+  std::vector<std::vector<float>> emb_rows_;
+  std::vector<torch::Tensor> emb_;
+  double last_acc_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Learner> MakeRgcnLearner(const TrainOptions& o, const PartitionConfig& config) {
+  return std::make_unique<RgcnLearner>(o, config);
+}
+
+}  // namespace gnn
