@@ -728,6 +728,9 @@ struct Bench {
                 "wire MB/bat", "sample MB", "feat MB", "label MB", "input nodes");
     for (int placement : {o.machine, -1}) {
       gnn::DistGraph& g = placement >= 0 ? *local[0] : *remote[0];
+      // Today's wire (neighbour lists and rows), then the first layer
+      // sampled and aggregated at the owners.
+      g.SetAggregateAtOwner(false);
       g.MakeBatch(wl.batch_seeds[0], fanouts, false, 12345);  // warm-up
       double wire = 0, feat = 0, label = 0, edges = 0, inputs = 0;
       gnn::Stopwatch w;
@@ -753,6 +756,20 @@ struct Bench {
                       : "remote (local_machine_id -1)",
                   n / s, edges / s / 1e6, wire / n / 1e6, (wire - feat - label) / n / 1e6,
                   feat / n / 1e6, label / n / 1e6, inputs / n);
+      g.SetAggregateAtOwner(true);
+      g.MakeBatch(wl.batch_seeds[0], fanouts, false, 12345);  // warm-up
+      double at_owner_wire = 0;
+      gnn::Stopwatch w2;
+      for (int k = 0; k < o.mb_batches; ++k) {
+        const auto& seeds = wl.batch_seeds[k % wl.batch_seeds.size()];
+        uint64_t w0 = g.wire_bytes();
+        g.MakeBatch(seeds, fanouts, false, gnn::MixSeed(o.seed + 7, k));
+        at_owner_wire += g.wire_bytes() - w0;
+      }
+      const double s2 = w2.Seconds();
+      std::printf("  %-28s %9.2f %10s %12.2f   (%.2fx fewer bytes, %.2fx batches/s)\n",
+                  "  aggregated at the owners", n / s2, "", at_owner_wire / n / 1e6,
+                  wire / std::max(1.0, at_owner_wire), s / s2);
     }
   }
 
@@ -795,7 +812,7 @@ struct Bench {
   void Run() {
     gnn::SetLogRole("dataplane-bench");
     gnn::SetLogLevel(gnn::LogLevel::kWarn);
-    fanouts = ParseInts(o.fanouts, "--fanouts");
+    fanouts = gnn::ParseFanouts(o.fanouts, "--fanouts");
     std::vector<int> servers = ParseInts(o.servers, "--servers");
     std::vector<int> clients = ParseInts(o.clients, "--clients");
     for (int s : servers) {

@@ -40,21 +40,6 @@ struct BenchOptions {
   uint64_t seed = 0;
 };
 
-std::vector<int> ParseFanouts(const std::string& text) {
-  std::vector<int> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    try {
-      out.push_back(std::stoi(item));
-    } catch (const std::exception&) {
-      throw gnn::ConfigError("--fanouts: '" + item + "' is not an integer");
-    }
-  }
-  if (out.empty()) throw gnn::ConfigError("--fanouts: empty");
-  return out;
-}
-
 int64_t Edges(const std::vector<gnn::Block>& blocks) {
   int64_t e = 0;
   for (const auto& b : blocks) e += b.num_edges();
@@ -67,7 +52,7 @@ void Row(const char* what, int threads, double value, const char* unit, const ch
 
 void Run(const BenchOptions& o) {
   gnn::SetLogRole("sampling-bench");
-  std::vector<int> fanouts = ParseFanouts(o.fanouts);
+  std::vector<int> fanouts = gnn::ParseFanouts(o.fanouts, "--fanouts");
   if (o.batch_size <= 0 || o.batches <= 0 || o.threads <= 0 || o.gather_batches <= 0 ||
       o.gather_repeats <= 0) {
     throw gnn::ConfigError("--batch_size, --batches, --threads, --gather_* must be positive");
@@ -83,7 +68,7 @@ void Run(const BenchOptions& o) {
   gnn::Stopwatch csc_watch;
   // In-edges: an undirected graph's adjacency, else rows = dst, entries = src.
   gnn::Csr csc = d.known_undirected() ? gnn::Symmetrize(d.num_nodes, d.src, d.dst)
-                                    : gnn::BuildCsr(d.num_nodes, d.dst, d.src, false, false);
+                                      : gnn::BuildCsr(d.num_nodes, d.dst, d.src, false, false);
   double csc_s = csc_watch.Seconds();
   gnn::FreeVector(d.src);
   gnn::FreeVector(d.dst);

@@ -90,6 +90,10 @@ int main(int argc, char** argv) {
   app.add_option("--job_id", o.job_id, "job id shared with servers and samplers")
       ->capture_default_str();
   gnn::AddJobSecretFlags(app, &o.secret_file, &o.insecure);
+  app.add_option("--aggregate_at_owner", o.aggregate_at_owner,
+                 "distributed: sample and aggregate each batch's last hop where its nodes live "
+                 "(1), or ship neighbour lists and every neighbour's row as DGL does (0)")
+      ->capture_default_str();
   app.add_option("--rendezvous_timeout_s", o.rendezvous_timeout_s,
                  "wait this long for all trainers")
       ->capture_default_str();

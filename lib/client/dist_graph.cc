@@ -1,14 +1,15 @@
 #include "client/dist_graph.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/error.h"
 #include "common/sha256.h"
 #include "net/messages.h"
 #include "sampling/edge_batch.h"
+#include "sampling/owner_aggregate.h"
 #include "sampling/sampler.h"
-#include "server/server.h"
-#include "server/shm_partition.h"
+#include "store/shm_partition.h"
 
 namespace gnn {
 
@@ -186,10 +187,11 @@ void DistGraph::SampleNeighbors(const std::vector<int64_t>& seeds, int fanout, b
 
 std::vector<Block> DistGraph::SampleBlocks(const std::vector<int64_t>& seeds,
                                            const std::vector<int>& fanouts, bool replace,
-                                           uint64_t rng_seed, const EdgeExclusion* exclude) {
+                                           uint64_t rng_seed, const EdgeExclusion* exclude,
+                                           int lowest) {
   std::vector<Block> blocks(fanouts.size());
   std::vector<int64_t> frontier = seeds;
-  for (int l = static_cast<int>(fanouts.size()) - 1; l >= 0; --l) {
+  for (int l = static_cast<int>(fanouts.size()) - 1; l >= lowest; --l) {
     std::vector<int64_t> ptr, idx;
     SampleNeighbors(frontier, fanouts[l], replace, MixSeed(rng_seed, static_cast<uint64_t>(l)),
                     &ptr, &idx);
@@ -199,6 +201,92 @@ std::vector<Block> DistGraph::SampleBlocks(const std::vector<int64_t>& seeds,
     frontier = blocks[l].src_nodes;
   }
   return blocks;
+}
+
+void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bool replace,
+                                uint64_t rng_seed, std::vector<float>* out) {
+  const int64_t dim = config_.feature_dim;
+  const int64_t n = static_cast<int64_t>(dsts.size());
+  out->resize(2 * n * dim);
+  float* rows = out->data();
+  float* sums = rows + n * dim;
+  const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
+  auto pos = ByOwner(dsts);
+  // Every destination's count and remote neighbours, in dsts' order.
+  std::vector<int64_t> counts(n), remote_count(n);
+  std::vector<std::vector<int64_t>> remote_of(n);
+  auto place = [&](const std::vector<size_t>& slice, const float* part_rows,
+                   const std::vector<int64_t>& part_counts, const std::vector<int64_t>& rptr,
+                   const std::vector<int64_t>& rids) {
+    const size_t m = slice.size();
+    for (size_t j = 0; j < m; ++j) {
+      const size_t i = slice[j];
+      std::memcpy(rows + i * dim, part_rows + j * dim, row_bytes);
+      std::memcpy(sums + i * dim, part_rows + (m + j) * dim, row_bytes);
+      counts[i] = part_counts[j];
+      remote_of[i].assign(rids.begin() + rptr[j], rids.begin() + rptr[j + 1]);
+    }
+  };
+  const size_t chunk = std::max<size_t>(1, (size_t{4} << 20) / std::max<size_t>(2 * row_bytes, 1));
+  struct Pending {
+    net::Connection* conn;
+    uint64_t rid;
+    int part;
+    std::vector<size_t> slice;  // positions in dsts
+    net::SampleAggregateRequest asked;
+  };
+  std::vector<Pending> pending;
+  auto deadline = std::chrono::steady_clock::now() + net::Millis(options_.timeout_ms);
+  for (int p = 0; p < config_.num_parts; ++p) {
+    if (pos[p].empty() || p == local_part_) continue;
+    for (size_t first = 0; first < pos[p].size(); first += chunk) {
+      const size_t count = std::min(chunk, pos[p].size() - first);
+      Pending q{nullptr, 0, p, {pos[p].begin() + first, pos[p].begin() + first + count}, {}};
+      q.asked = {std::vector<int64_t>(count), fanout, replace, rng_seed};
+      for (size_t j = 0; j < count; ++j) q.asked.dsts[j] = dsts[q.slice[j]];
+      wire_bytes_ += count * sizeof(int64_t);
+      q.conn = &Pick(p);
+      q.rid = q.conn->Start(q.asked.Encode(0));
+      pending.push_back(std::move(q));
+    }
+  }
+  // Remote requests are in flight while the local partition is aggregated.
+  if (local_part_ >= 0 && !pos[local_part_].empty()) {
+    const PartitionView& v = local_->view();
+    const std::vector<size_t>& mine = pos[local_part_];
+    std::vector<int64_t> ids(mine.size()), part_counts, rptr, rids;
+    for (size_t j = 0; j < mine.size(); ++j) ids[j] = dsts[mine[j]];
+    std::vector<float> part_rows(2 * mine.size() * dim);
+    gnn::SampleAggregate(v.csc(), v.features, dim, ids.data(), static_cast<int64_t>(ids.size()),
+                         fanout, replace, rng_seed, 1, part_rows.data(), &part_counts, &rptr,
+                         &rids);
+    place(mine, part_rows.data(), part_counts, rptr, rids);
+  }
+  for (const Pending& q : pending) {
+    Message r = q.conn->Finish(q.rid, deadline, "SampleAggregate");
+    const PartInfo& owner = config_.parts[q.part];
+    const net::SampleAggregateReply rep = net::SampleAggregateReply::Decode(
+        r, q.asked, dim, config_.num_nodes, owner.node_start, owner.node_end, q.conn->peer());
+    for (const zmq::message_t& f : r.frames) wire_bytes_ += f.size();
+    place(q.slice, rep.data(), rep.counts, rep.remote_indptr, rep.remote_ids);
+  }
+  // The neighbours no owner held beside its destination: each distinct one
+  // pulled once, added in.
+  std::vector<int64_t> rptr(n + 1, 0), rids;
+  for (int64_t i = 0; i < n; ++i) {
+    rptr[i + 1] = rptr[i] + static_cast<int64_t>(remote_of[i].size());
+    rids.insert(rids.end(), remote_of[i].begin(), remote_of[i].end());
+  }
+  std::vector<int64_t> unique = rids;
+  std::sort(unique.begin(), unique.end());
+  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
+  std::vector<int64_t> row_of(rids.size());
+  for (size_t k = 0; k < rids.size(); ++k) {
+    row_of[k] = std::lower_bound(unique.begin(), unique.end(), rids[k]) - unique.begin();
+  }
+  std::vector<float> remote_rows;
+  if (!unique.empty()) PullFeatures(unique, &remote_rows);
+  FinishMeans(n, dim, counts, rptr, remote_rows.data(), row_of, sums);
 }
 
 void DistGraph::PullFeatures(const std::vector<int64_t>& ids, std::vector<float>* out) {
@@ -353,12 +441,24 @@ bool DistGraph::LocalCsc(CscView* out) const {
 
 MiniBatch DistGraph::MakeBatch(const std::vector<int64_t>& seeds, const std::vector<int>& fanouts,
                                bool replace, uint64_t rng_seed, const EdgeExclusion* exclude) {
+  const uint64_t wire_before = wire_bytes_;
   MiniBatch mb;
   mb.seeds = seeds;
-  mb.blocks = SampleBlocks(seeds, fanouts, replace, rng_seed, exclude);
   mb.feature_dim = config_.feature_dim;
-  PullFeatures(mb.blocks.empty() ? seeds : mb.blocks.front().src_nodes, &mb.features);
+  if (options_.aggregate_at_owner && exclude == nullptr && !fanouts.empty() &&
+      config_.feature_dim > 0) {
+    // Layers above the first as usual; the first at the owners.
+    mb.blocks = SampleBlocks(seeds, fanouts, replace, rng_seed, nullptr, 1);
+    std::vector<int64_t> dsts = fanouts.size() > 1 ? mb.blocks[1].src_nodes : seeds;
+    SampleAggregate(dsts, fanouts[0], replace, MixSeed(rng_seed, 0), &mb.features);
+    mb.blocks[0] = ToBlock(dsts, std::vector<int64_t>(dsts.size() + 1, 0), {});
+    mb.input_means = true;
+  } else {
+    mb.blocks = SampleBlocks(seeds, fanouts, replace, rng_seed, exclude);
+    PullFeatures(mb.blocks.empty() ? seeds : mb.blocks.front().src_nodes, &mb.features);
+  }
   PullLabels(seeds, &mb.labels);
+  mb.wire_bytes = wire_bytes_ - wire_before;
   return mb;
 }
 

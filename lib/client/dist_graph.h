@@ -16,7 +16,7 @@
 #include "partition/hetero_local.h"
 #include "sampling/block.h"
 #include "sampling/typed_sampler.h"
-#include "server/shm_partition.h"
+#include "store/shm_partition.h"
 
 namespace gnn {
 
@@ -33,6 +33,9 @@ struct DistGraphOptions {
   net::JobKeys keys;       // the job's CURVE keys (or Insecure())
   int timeout_ms = 30000;  // per request round
   int attach_timeout_ms = kDefaultAttachTimeoutMs;
+  // MakeBatch's last hop sampled and aggregated at the owners
+  // (SampleAggregate) instead of shipping neighbour lists and rows.
+  bool aggregate_at_owner = true;
   // Tests only: explicit server endpoints [partition][server] instead of
   // ip_config's addresses (local_machine_id is then the local partition).
   std::vector<std::vector<std::string>> endpoints;
@@ -58,9 +61,20 @@ class DistGraph {
 
   // Same contract as the standalone SampleBlocks (layer l draws with
   // MixSeed(rng_seed, l)); `exclude` filters every layer as there.
+  // Layers `fanouts.size() - 1` down to `lowest` (blocks below it stay empty).
   std::vector<Block> SampleBlocks(const std::vector<int64_t>& seeds,
                                   const std::vector<int>& fanouts, bool replace, uint64_t rng_seed,
-                                  const EdgeExclusion* exclude = nullptr);
+                                  const EdgeExclusion* exclude = nullptr, int lowest = 0);
+
+  // Sample and aggregate at the owners (sampling/owner_aggregate.h): for
+  // destinations `dsts` (any owners), out [2n, feature_dim] = their rows,
+  // then the means of their sampled in-neighbours' rows, the neighbours
+  // being those SampleNeighbors(dsts, fanout, replace, rng_seed) returns.
+  // Each owner sums the rows it holds; the neighbours it does not hold come
+  // from their owners (one PullFeatures). Requests to all owners run
+  // concurrently, in pieces of about 4 MB of reply.
+  void SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bool replace,
+                       uint64_t rng_seed, std::vector<float>* out);
 
   // Feature rows [ids.size(), feature_dim] and labels of any nodes.
   void PullFeatures(const std::vector<int64_t>& ids, std::vector<float>* out);
@@ -75,13 +89,20 @@ class DistGraph {
   // Number of nodes of `mask` in the whole graph (from the config).
   int64_t CountNodes(int mask) const;
 
-  // Seeds -> blocks, input features and seed labels: one mini-batch.
+  // Seeds -> blocks, input features and seed labels: one mini-batch. With
+  // options.aggregate_at_owner (and no `exclude`), layer 0 is sampled and
+  // aggregated at the owners: the batch is in MiniBatch::input_means form
+  // and blocks[0] holds its destinations only (no edges), which is all the
+  // first layer reads.
   MiniBatch MakeBatch(const std::vector<int64_t>& seeds, const std::vector<int>& fanouts,
                       bool replace, uint64_t rng_seed, const EdgeExclusion* exclude = nullptr);
 
   // The local partition's in-edges (from shared memory) into *out; false
   // without a local partition. The view is valid while this DistGraph lives.
   bool LocalCsc(CscView* out) const;
+
+  // DistGraphOptions::aggregate_at_owner, switched (benchmarks compare both).
+  void SetAggregateAtOwner(bool on) { options_.aggregate_at_owner = on; }
 
   // Bytes sent and received over sockets so far (local reads excluded).
   uint64_t wire_bytes() const { return wire_bytes_; }

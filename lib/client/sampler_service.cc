@@ -1,7 +1,10 @@
 #include "client/sampler_service.h"
 
+#include <CLI/CLI.hpp>
 #include <chrono>
+#include <tuple>
 
+#include "common/cli.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/sha256.h"
@@ -15,10 +18,97 @@ using net::Message;
 using net::MsgType;
 using Clock = std::chrono::steady_clock;
 
+std::vector<std::string> SamplerLaunch::ToArgv(const std::string& binary) const {
+  std::vector<std::string> argv = {binary,
+                                   "--ip_config",
+                                   ip_config,
+                                   "--part_config",
+                                   part_config,
+                                   "--machine_id",
+                                   std::to_string(machine_id),
+                                   "--num_servers",
+                                   std::to_string(num_servers),
+                                   "--trainer_endpoint",
+                                   trainer_endpoint,
+                                   "--trainer_id",
+                                   std::to_string(trainer_id),
+                                   "--sampler_id",
+                                   std::to_string(sampler_id),
+                                   "--job_id",
+                                   job_id,
+                                   "--timeout_ms",
+                                   std::to_string(timeout.count()),
+                                   "--idle_timeout_s",
+                                   std::to_string(idle_timeout.count()),
+                                   "--aggregate_at_owner",
+                                   aggregate_at_owner ? "1" : "0"};
+  if (insecure) {
+    argv.push_back("--insecure");
+  } else if (!secret_file.empty()) {
+    argv.insert(argv.end(), {"--secret_file", secret_file});
+  }
+  return argv;
+}
+
+bool SamplerLaunch::operator==(const SamplerLaunch& o) const {
+  return std::tie(ip_config, part_config, machine_id, num_servers, trainer_endpoint, trainer_id,
+                  sampler_id, job_id, timeout, idle_timeout, secret_file, insecure,
+                  aggregate_at_owner) == std::tie(o.ip_config, o.part_config, o.machine_id,
+                                                  o.num_servers, o.trainer_endpoint, o.trainer_id,
+                                                  o.sampler_id, o.job_id, o.timeout, o.idle_timeout,
+                                                  o.secret_file, o.insecure, o.aggregate_at_owner);
+}
+
+void AddSamplerFlags(CLI::App& app, SamplerLaunch* s) {
+  app.add_option("--ip_config", s->ip_config, "machines, one 'IP [PORT]' per line");
+  app.add_option("--part_config", s->part_config, "partition config JSON (required)");
+  app.add_option("--machine_id", s->machine_id,
+                 "this machine (its partition is read from shared memory; -1: none)")
+      ->capture_default_str();
+  app.add_option("--num_servers", s->num_servers, "servers per machine")->capture_default_str();
+  app.add_option("--trainer_endpoint", s->trainer_endpoint, "where the trainer listens (required)");
+  app.add_option("--trainer_id", s->trainer_id, "trainer this sampler serves")
+      ->capture_default_str();
+  app.add_option("--sampler_id", s->sampler_id, "index among the trainer's samplers")
+      ->capture_default_str();
+  app.add_option("--job_id", s->job_id, "job id (must match the trainer's and servers')");
+  app.add_option_function<int64_t>(
+      "--timeout_ms", [s](int64_t ms) { s->timeout = std::chrono::milliseconds(ms); },
+      "deadline per request round (default 30000)");
+  app.add_option_function<int64_t>(
+      "--idle_timeout_s", [s](int64_t secs) { s->idle_timeout = std::chrono::seconds(secs); },
+      "exit when the trainer is silent this long (default 600)");
+  app.add_flag_callback(
+      "--no_local", [s] { s->machine_id = -1; }, "reach the local partition over the network too");
+  app.add_option("--aggregate_at_owner", s->aggregate_at_owner,
+                 "sample and aggregate a batch's last hop where its nodes live (1), or ship "
+                 "neighbour lists and rows (0)")
+      ->capture_default_str();
+  AddJobSecretFlags(app, &s->secret_file, &s->insecure);
+}
+
+SamplerOptions ToSamplerOptions(const SamplerLaunch& s) {
+  SamplerOptions o;
+  o.graph.ip_config = s.ip_config;
+  o.graph.part_config = s.part_config;
+  o.graph.local_machine_id = s.machine_id;
+  o.graph.num_servers = s.num_servers;
+  o.graph.job_id = s.job_id;
+  o.graph.timeout_ms = static_cast<int>(s.timeout.count());
+  o.graph.aggregate_at_owner = s.aggregate_at_owner;
+  o.trainer_endpoint = s.trainer_endpoint;
+  o.trainer_id = s.trainer_id;
+  o.sampler_id = s.sampler_id;
+  o.idle_timeout = s.idle_timeout;
+  o.graph.keys = net::ResolveJobKeys(s.secret_file, s.insecure, s.job_id, "gnn-sampler");
+  return o;
+}
+
 void SamplerOptions::Validate() const {
   if (trainer_endpoint.empty()) throw ConfigError("--trainer_endpoint is required");
   if (graph.part_config.empty()) throw ConfigError("--part_config is required");
-  if (idle_timeout_s < 1) throw ConfigError("--idle_timeout_s must be >= 1");
+  if (idle_timeout < std::chrono::seconds(1)) throw ConfigError("--idle_timeout_s must be >= 1");
+  if (graph.timeout_ms < 1) throw ConfigError("--timeout_ms must be >= 1");
 }
 
 void RunSampler(const SamplerOptions& o, const std::atomic<bool>& stop) {
@@ -42,9 +132,9 @@ void RunSampler(const SamplerOptions& o, const std::atomic<bool>& stop) {
   std::vector<zmq::message_t> parts;
   while (!stop) {
     if (!net::RecvParts(sock, &parts, net::Millis(100))) {
-      if (Clock::now() - last_heard > std::chrono::seconds(o.idle_timeout_s)) {
+      if (Clock::now() - last_heard > o.idle_timeout) {
         throw TimeoutError("trainer at " + o.trainer_endpoint + " sent nothing for " +
-                           std::to_string(o.idle_timeout_s) + " s; exiting");
+                           std::to_string(o.idle_timeout.count()) + " s; exiting");
       }
       continue;
     }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <optional>
@@ -18,16 +19,53 @@
 #include "net/messages.h"
 #include "net/security.h"
 
+namespace CLI {
+class App;
+}
+
 namespace gnn {
+
+// The contract between a trainer and the gnn-sampler processes it starts:
+// the trainer fills one SamplerLaunch per sampler and spawns ToArgv();
+// gnn-sampler's main registers AddSamplerFlags and gets the same struct
+// back, so the argv is written and read by this one piece of code.
+struct SamplerLaunch {
+  std::string ip_config;                     // --ip_config: the machines
+  std::string part_config;                   // --part_config: the partition config JSON
+  int machine_id = -1;                       // --machine_id: this machine, its partition read from
+                                             // shared memory (-1: every partition over the network)
+  int num_servers = 1;                       // --num_servers per machine
+  std::string trainer_endpoint;              // --trainer_endpoint: where the trainer listens
+  int trainer_id = 0;                        // --trainer_id: the trainer's rank
+  int sampler_id = 0;                        // --sampler_id: index among the trainer's samplers
+  std::string job_id;                        // --job_id: shared with the trainer and the servers
+  std::chrono::milliseconds timeout{30000};  // --timeout_ms: deadline per request round
+  std::chrono::seconds idle_timeout{600};    // --idle_timeout_s: exit when the trainer is silent
+  std::string secret_file;                   // --secret_file: the job's secret
+  bool insecure = false;                     // --insecure: plaintext
+  bool aggregate_at_owner = true;            // --aggregate_at_owner 0|1 (DistGraphOptions')
+
+  // `binary` followed by every field as its flag.
+  std::vector<std::string> ToArgv(const std::string& binary) const;
+  bool operator==(const SamplerLaunch& o) const;
+};
+
+// Registers every SamplerLaunch field as a flag of `app`, parsed into *out
+// (durations in the flags' units); --no_local sets machine_id to -1.
+void AddSamplerFlags(CLI::App& app, SamplerLaunch* out);
 
 struct SamplerOptions {
   DistGraphOptions graph;        // servers, part_config, local machine
   std::string trainer_endpoint;  // --trainer_endpoint: where the trainer listens
   int trainer_id = 0;
   int sampler_id = 0;
-  int idle_timeout_s = 600;  // exit if the trainer sends nothing this long
+  std::chrono::seconds idle_timeout{600};  // exit if the trainer sends nothing this long
   void Validate() const;
 };
+
+// What RunSampler runs for a launch: its fields, with the job's keys
+// resolved from its secret (net::ResolveJobKeys).
+SamplerOptions ToSamplerOptions(const SamplerLaunch& launch);
 
 // Runs until the trainer sends Stop (returns), `stop` is set, or an error:
 // a sampling failure is first reported to the trainer as an Error reply for

@@ -13,7 +13,7 @@
 
 #include "cluster/launch_plan.h"
 #include "common/error.h"
-#include "server/shm_partition.h"
+#include "store/shm_partition.h"
 
 namespace gnn {
 

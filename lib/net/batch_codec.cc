@@ -39,7 +39,9 @@ SeedBatch DecodeSeedBatch(const Message& m) {
 
 Message EncodeMiniBatch(const MiniBatch& b, uint64_t request_id) {
   std::vector<int64_t> ints = {b.index, static_cast<int64_t>(b.blocks.size()), b.feature_dim};
-  if (b.input_means) ints.push_back(1);  // a 4th int only when set: older peers read 3
+  // Optional trailing ints (older peers read 3): input_means, wire bytes.
+  if (b.input_means || b.wire_bytes > 0) ints.push_back(b.input_means ? 1 : 0);
+  if (b.wire_bytes > 0) ints.push_back(static_cast<int64_t>(b.wire_bytes));
   Message m = MakeMessage(MsgType::kMiniBatch, request_id, std::move(ints));
   AddArray(&m, b.seeds);
   AddArray(&m, b.labels);
@@ -57,14 +59,18 @@ MiniBatch DecodeMiniBatch(const Message& m) {
     throw ProtocolError("malformed MiniBatch (" + m.header.DebugString() + "): " + what);
   };
   if (m.header.msg_type() != MsgType::kMiniBatch || m.header.ints.size() < 3 ||
-      m.header.ints.size() > 4) {
+      m.header.ints.size() > 5) {
     fail("header");
   }
   MiniBatch b;
   b.index = m.header.ints[0];
-  if (m.header.ints.size() == 4) {
+  if (m.header.ints.size() >= 4) {
     if (m.header.ints[3] != 0 && m.header.ints[3] != 1) fail("input_means flag");
     b.input_means = m.header.ints[3] == 1;
+  }
+  if (m.header.ints.size() == 5) {
+    if (m.header.ints[4] < 0) fail("wire bytes");
+    b.wire_bytes = static_cast<uint64_t>(m.header.ints[4]);
   }
   const int64_t num_blocks = m.header.ints[1];
   b.feature_dim = m.header.ints[2];

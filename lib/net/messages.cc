@@ -205,6 +205,99 @@ bool SampleReply::operator==(const SampleReply& o) const {
   return indptr == o.indptr && indices == o.indices;
 }
 
+// ------------------------------------------------------- SampleAggregate
+
+Message SampleAggregateRequest::Encode(uint64_t request_id) const {
+  Message m = MakeMessage(MsgType::kSampleAggregate, request_id,
+                          {fanout, replace ? 1 : 0, static_cast<int64_t>(rng_seed)});
+  AddArray(&m, dsts);
+  return m;
+}
+
+SampleAggregateRequest SampleAggregateRequest::Decode(const Message& m) {
+  Expect(m, MsgType::kSampleAggregate, 3, 1);
+  const std::vector<int64_t>& i = m.header.ints;
+  return {m.CopyArray<int64_t>(0), i[0], i[1] != 0, static_cast<uint64_t>(i[2])};
+}
+
+bool SampleAggregateRequest::operator==(const SampleAggregateRequest& o) const {
+  return dsts == o.dsts && fanout == o.fanout && replace == o.replace && rng_seed == o.rng_seed;
+}
+
+SampleAggregateReply::SampleAggregateReply(int64_t d, size_t n)
+    : dim(d), rows(2 * n * static_cast<size_t>(d) * sizeof(float)) {}
+
+Message SampleAggregateReply::Encode(uint64_t request_id) const {
+  Message m = MakeMessage(MsgType::kSampleAggregateReply, request_id, {dim});
+  AddFrame(&m, Share(rows));
+  AddArray(&m, counts);
+  AddArray(&m, remote_indptr);
+  AddArray(&m, remote_ids);
+  return m;
+}
+
+SampleAggregateReply SampleAggregateReply::Decode(const Message& m) {
+  constexpr MsgType kType = MsgType::kSampleAggregateReply;
+  Expect(m, kType, 1, 4);
+  SampleAggregateReply r;
+  r.dim = m.header.ints[0];
+  if (r.dim < 0) Malformed(kType, "negative width " + std::to_string(r.dim));
+  size_t floats = 0;
+  m.Array<float>(0, &floats);
+  r.counts = m.CopyArray<int64_t>(1);
+  r.remote_indptr = m.CopyArray<int64_t>(2);
+  r.remote_ids = m.CopyArray<int64_t>(3);
+  const size_t n = r.counts.size();
+  if (floats != 2 * n * static_cast<size_t>(r.dim)) {
+    Malformed(kType, N(floats) + " floats are not 2 rows of width " + std::to_string(r.dim) +
+                         " for each of " + N(n) + " destinations");
+  }
+  const std::vector<int64_t>& p = r.remote_indptr;
+  if (p.size() != n + 1 || p.front() != 0 ||
+      p.back() != static_cast<int64_t>(r.remote_ids.size())) {
+    Malformed(kType, "remote offsets do not span its " + N(r.remote_ids.size()) + " remote ids");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (p[i + 1] < p[i]) Malformed(kType, "remote offsets decrease at destination " + N(i));
+    if (r.counts[i] < p[i + 1] - p[i]) {
+      Malformed(kType, "destination " + N(i) + " has more remote neighbours than sampled ones");
+    }
+  }
+  r.rows = Share(m.frames[0]);
+  return r;
+}
+
+SampleAggregateReply SampleAggregateReply::Decode(const Message& m,
+                                                  const SampleAggregateRequest& asked, int64_t dim,
+                                                  int64_t num_nodes, int64_t node_start,
+                                                  int64_t node_end, const std::string& peer) {
+  SampleAggregateReply r = FromPeer(peer, [&] { return Decode(m); });
+  const size_t n = asked.dsts.size();
+  if (r.counts.size() != n || r.dim != dim) {
+    Bad(peer, "a SampleAggregateReply for " + N(r.counts.size()) + " destinations of width " +
+                  std::to_string(r.dim) + " to " + N(n) + " of width " + std::to_string(dim));
+  }
+  for (int64_t c : r.counts) {
+    if (asked.fanout >= 0 && c > asked.fanout) {
+      Bad(peer, "a SampleAggregateReply with " + std::to_string(c) + " neighbours for fanout " +
+                    std::to_string(asked.fanout));
+    }
+  }
+  for (int64_t v : r.remote_ids) {
+    if (v < 0 || v >= num_nodes || (v >= node_start && v < node_end)) {
+      Bad(peer, "a SampleAggregateReply with remote node id " + std::to_string(v) +
+                    (v < 0 || v >= num_nodes ? " outside the graph" : " that it owns itself"));
+    }
+  }
+  return r;
+}
+
+bool SampleAggregateReply::operator==(const SampleAggregateReply& o) const {
+  return dim == o.dim && counts == o.counts && remote_indptr == o.remote_indptr &&
+         remote_ids == o.remote_ids && rows.size() == o.rows.size() &&
+         (rows.size() == 0 || std::memcmp(rows.data(), o.rows.data(), rows.size()) == 0);
+}
+
 // ---------------------------------------------------------- PullFeatures
 
 Message PullFeatures::Encode(uint64_t request_id) const {
@@ -420,6 +513,14 @@ std::string SampleReply::DebugString() const {
          ", neighbours=" + S(indices.size()) + "}";
 }
 std::string PullFeatures::DebugString() const { return "PullFeatures{ids=" + S(ids.size()) + "}"; }
+std::string SampleAggregateRequest::DebugString() const {
+  return "SampleAggregateRequest{dsts=" + S(dsts.size()) + ", fanout=" + S(fanout) +
+         ", replace=" + S(replace) + ", rng_seed=" + std::to_string(rng_seed) + "}";
+}
+std::string SampleAggregateReply::DebugString() const {
+  return "SampleAggregateReply{dsts=" + S(counts.size()) + ", dim=" + S(dim) +
+         ", remote=" + S(remote_ids.size()) + "}";
+}
 std::string PullFeaturesReply::DebugString() const {
   return "PullFeaturesReply{dim=" + S(dim) + ", bytes=" + S(rows.size()) + "}";
 }

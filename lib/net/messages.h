@@ -118,6 +118,53 @@ struct SampleReply {
   bool operator==(const SampleReply& o) const;
 };
 
+// Sample and aggregate at the owner (sampling/owner_aggregate.h): `dsts`
+// all owned by the server, their in-neighbours sampled as SampleRequest's
+// seeds are (same fanout, replace, rng_seed: the same neighbours).
+struct SampleAggregateRequest {
+  std::vector<int64_t> dsts;
+  int64_t fanout = 0;
+  bool replace = false;
+  uint64_t rng_seed = 0;
+
+  std::string DebugString() const;
+  Message Encode(uint64_t request_id) const;
+  static SampleAggregateRequest Decode(const Message& m);
+  bool operator==(const SampleAggregateRequest& o) const;
+};
+
+// Per destination: its own row and the sum of its sampled neighbours' rows
+// the server holds (`rows`, [2n, dim], one buffer filled in place as
+// PullFeaturesReply's), how many neighbours it sampled in all, and those it
+// does not hold (a CSR over the destinations).
+struct SampleAggregateReply {
+  int64_t dim = 0;
+  zmq::message_t rows;  // float32 [2n, dim]
+  std::vector<int64_t> counts;
+  std::vector<int64_t> remote_indptr;  // [n + 1]
+  std::vector<int64_t> remote_ids;
+
+  SampleAggregateReply() = default;
+  // Rows for `n` destinations of `dim` floats, uninitialized.
+  SampleAggregateReply(int64_t dim, size_t n);
+  float* data() { return static_cast<float*>(rows.data()); }
+  const float* data() const { return static_cast<const float*>(rows.data()); }
+  size_t num_floats() const { return rows.size() / sizeof(float); }
+
+  std::string DebugString() const;
+  Message Encode(uint64_t request_id) const;
+  // Checks the shape: 2 * counts.size() rows of `dim`, remote offsets
+  // spanning the remote ids, never more remote ids than sampled ones.
+  static SampleAggregateReply Decode(const Message& m);
+  // Also: one destination per asked one, rows of `dim`, no count above the
+  // fanout, every remote id inside [0, num_nodes) and outside the server's
+  // own [node_start, node_end). `peer` names the server in errors.
+  static SampleAggregateReply Decode(const Message& m, const SampleAggregateRequest& asked,
+                                     int64_t dim, int64_t num_nodes, int64_t node_start,
+                                     int64_t node_end, const std::string& peer);
+  bool operator==(const SampleAggregateReply& o) const;
+};
+
 struct PullFeatures {
   std::vector<int64_t> ids;
 

@@ -85,6 +85,10 @@ const char* MsgTypeName(MsgType type) {
       return "EmbRestore";
     case MsgType::kEmbAck:
       return "EmbAck";
+    case MsgType::kSampleAggregate:
+      return "SampleAggregate";
+    case MsgType::kSampleAggregateReply:
+      return "SampleAggregateReply";
   }
   return "Unknown";
 }

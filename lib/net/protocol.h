@@ -71,10 +71,15 @@ enum class MsgType : uint16_t {
   kEmbBlob = 27,           // frames: bytes[uint8] (EmbeddingTable::Save)
   kEmbRestore = 28,        // ints: spec, begin; frames: bytes[uint8] -> EmbAck
   kEmbAck = 29,            // ints: {rows}
+  // Sample and aggregate at the owner (sampling/owner_aggregate.h).
+  kSampleAggregate = 30,       // ints: {fanout, replace, rng_seed}; frames: dsts[int64] (all owned)
+  kSampleAggregateReply = 31,  // ints: {dim}; frames: rows[float32, 2n*dim] (own rows, then the
+                               // held neighbours' sums), counts[int64, n], remote
+                               // indptr[int64, n+1], remote ids[int64]
 };
 
 // Largest MsgType value; types above it are unknown.
-constexpr uint16_t kMaxMsgType = 29;
+constexpr uint16_t kMaxMsgType = 31;
 
 const char* MsgTypeName(MsgType type);
 

@@ -42,6 +42,7 @@ struct MiniBatch {
   bool input_means = false;
   std::vector<int64_t> labels;  // [seeds.size()]
   double sample_seconds = 0;    // time spent sampling + gathering this batch
+  uint64_t wire_bytes = 0;      // bytes its making sent and received over sockets
   // Link prediction (edge batches): positive and negative pairs as positions
   // into `seeds` (see EdgeBatchPlan); empty for node batches. Not on the
   // wire: the trainer keeps its plans and attaches them.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <sstream>
 #include <string>
 
 #ifdef __linux__
@@ -387,6 +388,26 @@ void PackInputMeans(MiniBatch* mb, int threads) {
       threads);
   mb->features.swap(packed);
   mb->input_means = true;
+}
+
+int ParseFanoutCount(const std::string& text, const std::string& spec, const std::string& flag) {
+  try {
+    size_t used = 0;
+    const int v = std::stoi(text, &used);
+    if (used == text.size() && v >= -1) return v;
+  } catch (const std::exception&) {
+  }
+  throw ConfigError(flag + " '" + spec + "': '" + text +
+                    "' is not a fan-out (an integer >= -1; -1 takes every neighbour)");
+}
+
+std::vector<int> ParseFanouts(const std::string& spec, const std::string& flag) {
+  std::vector<int> out;
+  std::stringstream ss(spec);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(ParseFanoutCount(item, spec, flag));
+  if (out.empty()) throw ConfigError(flag + " is empty");
+  return out;
 }
 
 }  // namespace gnn

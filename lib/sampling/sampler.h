@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/random.h"
@@ -92,5 +93,14 @@ void MeanOfSources(const float* rows, int64_t row_start, int64_t dim, const Bloc
 // means), in place; no-op when it is in that form already or has no
 // blocks. Throws DataError when the features do not match block 0.
 void PackInputMeans(MiniBatch* mb, int threads);
+
+// The one fan-out parser. --fan_out "10,25": one count per layer, input
+// layer first (sampling runs from the seeds outward, so the seeds get the
+// last), each an integer >= -1 (-1: every neighbour). ConfigError naming
+// `flag`, the spec and the bad part. ParseFanoutCount parses one count of
+// `spec` (the typed parser's "REL:n" entries use it too).
+std::vector<int> ParseFanouts(const std::string& spec, const std::string& flag = "--fan_out");
+int ParseFanoutCount(const std::string& text, const std::string& spec,
+                     const std::string& flag = "--fan_out");
 
 }  // namespace gnn

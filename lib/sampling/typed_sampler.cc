@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/parallel.h"
 #include "sampling/row_sampling.h"
+#include "sampling/sampler.h"
 
 namespace gnn {
 
@@ -121,20 +122,6 @@ std::vector<Block> SampleTypedBlocks(const TypedCscView& g, const std::vector<in
   return blocks;
 }
 
-namespace {
-
-int ParseCount(const std::string& text, const std::string& spec) {
-  try {
-    size_t used = 0;
-    const int v = std::stoi(text, &used);
-    if (used == text.size() && v >= -1) return v;
-  } catch (const std::exception&) {
-  }
-  throw ConfigError("--fan_out '" + spec + "': '" + text + "' is not a fan-out (an integer >= -1)");
-}
-
-}  // namespace
-
 std::vector<std::vector<int>> ParseTypedFanouts(const std::string& spec,
                                                 const std::vector<std::string>& etypes) {
   std::vector<std::vector<int>> layers;
@@ -142,7 +129,7 @@ std::vector<std::vector<int>> ParseTypedFanouts(const std::string& spec,
   std::string layer;
   while (std::getline(ss, layer, ',')) {
     if (layer.find(':') == std::string::npos) {
-      layers.emplace_back(etypes.size(), ParseCount(layer, spec));
+      layers.emplace_back(etypes.size(), ParseFanoutCount(layer, spec));
       continue;
     }
     std::vector<int> f(etypes.size(), -2);
@@ -155,7 +142,7 @@ std::vector<std::vector<int>> ParseTypedFanouts(const std::string& spec,
         throw ConfigError("--fan_out '" + spec + "': '" + entry + "' is not REL:n");
       }
       const std::string rel = entry.substr(0, colon);
-      const int n = ParseCount(entry.substr(colon + 1), spec);
+      const int n = ParseFanoutCount(entry.substr(colon + 1), spec);
       if (rel == "*") {
         rest = n;
         continue;

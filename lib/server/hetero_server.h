@@ -16,7 +16,7 @@
 #include "partition/config.h"
 #include "partition/hetero_local.h"
 #include "sampling/typed_sampler.h"
-#include "server/embedding_table.h"
+#include "store/embedding_table.h"
 
 namespace gnn {
 

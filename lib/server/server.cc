@@ -17,9 +17,10 @@
 #include "net/ports.h"
 #include "net/protocol.h"
 #include "partition/config.h"
+#include "sampling/owner_aggregate.h"
 #include "sampling/sampler.h"
 #include "server/hetero_server.h"
-#include "server/shm_partition.h"
+#include "store/shm_partition.h"
 
 namespace gnn {
 
@@ -82,16 +83,17 @@ Message OnPing(ServerState& s, const Message& req) {
 // Bound on the neighbours a Sample reply would hold, computed before it is
 // built: a small request must not make the server build gigabytes (a hub
 // repeated, or a huge fanout). Throws DataError for a node not owned.
-int64_t SampleBound(const ServerState& s, const net::SampleRequest& r) {
+int64_t SampleBound(const ServerState& s, const std::vector<int64_t>& seeds, int64_t fanout,
+                    bool replace) {
   const PartitionView& v = *s.view;
   int64_t bound = 0;
-  for (int64_t seed : r.seeds) {
+  for (int64_t seed : seeds) {
     const int64_t row = seed - v.node_start;
     if (row < 0 || row >= v.num_nodes) {
       throw DataError("node " + std::to_string(seed) + " is not owned by " + s.name);
     }
     const int64_t deg = v.indptr[row + 1] - v.indptr[row];
-    bound += r.fanout < 0 ? deg : (r.replace ? (deg > 0 ? r.fanout : 0) : std::min(deg, r.fanout));
+    bound += fanout < 0 ? deg : (replace ? (deg > 0 ? fanout : 0) : std::min(deg, fanout));
   }
   return bound;
 }
@@ -103,7 +105,7 @@ Message OnSample(ServerState& s, const Message& req) {
     return net::MakeError(id, net::kErrBadRequest,
                           "fanout " + std::to_string(r.fanout) + " out of range");
   }
-  const int64_t bound = SampleBound(s, r);
+  const int64_t bound = SampleBound(s, r.seeds, r.fanout, r.replace);
   if (bound > kMaxSampledPerRequest) {
     return net::MakeError(id, net::kErrBadRequest,
                           "Sample would return " + std::to_string(bound) +
@@ -113,6 +115,41 @@ Message OnSample(ServerState& s, const Message& req) {
   net::SampleReply rep;
   SampleNeighbors(s.view->csc(), r.seeds.data(), static_cast<int64_t>(r.seeds.size()),
                   static_cast<int>(r.fanout), r.replace, r.rng_seed, 1, &rep.indptr, &rep.indices);
+  return rep.Encode(id);
+}
+
+// Sample and aggregate at the owner: the destinations' own rows and the
+// sums of their sampled neighbours' rows held here, the others' ids.
+Message OnSampleAggregate(ServerState& s, const Message& req) {
+  const uint64_t id = req.header.request_id;
+  const net::SampleAggregateRequest r = net::SampleAggregateRequest::Decode(req);
+  if (r.fanout < -1 || r.fanout > (1 << 20)) {
+    return net::MakeError(id, net::kErrBadRequest,
+                          "fanout " + std::to_string(r.fanout) + " out of range");
+  }
+  // Both bounds before anything is built: the sampled ids (the remote ones
+  // travel back) and the rows (two per destination).
+  const int64_t bound = SampleBound(s, r.dsts, r.fanout, r.replace);
+  if (bound > kMaxSampledPerRequest) {
+    return net::MakeError(id, net::kErrBadRequest,
+                          "SampleAggregate would sample " + std::to_string(bound) +
+                              " neighbours, more than the limit of " +
+                              std::to_string(kMaxSampledPerRequest) + " per request");
+  }
+  const PartitionView& v = *s.view;
+  const size_t n = r.dsts.size();
+  const size_t row = static_cast<size_t>(v.feature_dim) * sizeof(float);
+  if (n > static_cast<size_t>(kMaxPullReplyBytes) / std::max<size_t>(2 * row, 1)) {
+    return net::MakeError(id, net::kErrBadRequest,
+                          "SampleAggregate of " + std::to_string(n) + " destinations (" +
+                              std::to_string(2 * n * row >> 20) +
+                              " MiB) passes the reply limit of " +
+                              std::to_string(kMaxPullReplyBytes >> 20) + " MiB: split the request");
+  }
+  net::SampleAggregateReply rep(v.feature_dim, n);
+  SampleAggregate(v.csc(), v.features, v.feature_dim, r.dsts.data(), static_cast<int64_t>(n),
+                  static_cast<int>(r.fanout), r.replace, r.rng_seed, 1, rep.data(), &rep.counts,
+                  &rep.remote_indptr, &rep.remote_ids);
   return rep.Encode(id);
 }
 
@@ -223,6 +260,8 @@ Message HandleRequest(ServerState& s, const Message& req) {
       return OnSample(s, req);
     case MsgType::kPullFeatures:
       return OnPullFeatures(s, req);
+    case MsgType::kSampleAggregate:
+      return OnSampleAggregate(s, req);
     case MsgType::kPullLabels:
       return OnPullLabels(s, req);
     case MsgType::kMetadata:
@@ -277,14 +316,6 @@ void Worker(ServerState& s, zmq::context_t& ctx, const std::string& backend,
 }
 
 }  // namespace
-
-std::string JobShmName(const std::string& graph_name, const std::string& config_sha256,
-                       const std::string& job_id, int part) {
-  Sha256 h;
-  const std::string key = config_sha256 + "\n" + job_id;
-  h.Update(key.data(), key.size());
-  return ShmSegmentName(graph_name, h.HexDigest(), part);
-}
 
 void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
                const std::function<void(const std::string&)>& on_ready) {

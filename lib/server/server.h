@@ -11,7 +11,7 @@
 #include <string>
 
 #include "net/security.h"
-#include "server/shm_partition.h"
+#include "store/shm_partition.h"
 
 namespace gnn {
 
@@ -35,11 +35,6 @@ struct ServerOptions {
 
   void Validate() const;  // ConfigError naming the bad field
 };
-
-// Shared-memory segment of partition `part` for one job: the job id is part
-// of the name so two jobs on one machine never share or clobber a segment.
-std::string JobShmName(const std::string& graph_name, const std::string& config_sha256,
-                       const std::string& job_id, int part);
 
 // How long server 0, stopping, waits for the other holders of its shared
 // memory (trainers, samplers) to let go before leaving its removal to them:

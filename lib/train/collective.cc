@@ -238,6 +238,7 @@ TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddres
   g.graph.keys = g.keys;
   g.graph.timeout_ms = o.request_timeout_ms;
   g.graph.attach_timeout_ms = o.request_timeout_ms;
+  g.graph.aggregate_at_owner = o.aggregate_at_owner;
   return g;
 }
 

@@ -165,7 +165,8 @@ class SamplerChildren {
 
 class DistEnv : public TrainEnv {
  public:
-  DistEnv(const TrainOptions& o, const PartitionConfig& config) : o_(o), config_(config) {
+  DistEnv(const TrainOptions& o, const PartitionConfig& config)
+      : o_(o), config_(config), fanouts_(o.Fanouts()) {
     std::vector<MachineAddress> machines = ReadIpConfig(o.ip_config);
     const int num_machines = static_cast<int>(machines.size());
     CheckMachinesForParts(config.num_parts, num_machines, o.ip_config);
@@ -222,31 +223,20 @@ class DistEnv : public TrainEnv {
       pool_ = std::make_unique<SamplerPool>("tcp://127.0.0.1:*", o.num_samplers, hello, o.prefetch,
                                             o.request_timeout_ms, keys_);
       for (int s = 0; s < o.num_samplers; ++s) {
-        std::vector<std::string> argv = {SelfDir() + "/gnn-sampler",
-                                         "--ip_config",
-                                         o.ip_config,
-                                         "--part_config",
-                                         o.part_config,
-                                         "--machine_id",
-                                         std::to_string(o.machine_id),
-                                         "--num_servers",
-                                         std::to_string(o.num_servers),
-                                         "--trainer_endpoint",
-                                         pool_->endpoint(),
-                                         "--trainer_id",
-                                         std::to_string(rank_),
-                                         "--sampler_id",
-                                         std::to_string(s),
-                                         "--job_id",
-                                         o.job_id,
-                                         "--timeout_ms",
-                                         std::to_string(o.request_timeout_ms)};
-        if (o.insecure) {
-          argv.push_back("--insecure");
-        } else {
-          argv.insert(argv.end(), {"--secret_file", o.secret_file});
-        }
-        children_.Spawn(argv);
+        SamplerLaunch launch;
+        launch.ip_config = o.ip_config;
+        launch.part_config = o.part_config;
+        launch.machine_id = o.machine_id;
+        launch.num_servers = o.num_servers;
+        launch.trainer_endpoint = pool_->endpoint();
+        launch.trainer_id = rank_;
+        launch.sampler_id = s;
+        launch.job_id = o.job_id;
+        launch.timeout = std::chrono::milliseconds(o.request_timeout_ms);
+        launch.secret_file = o.secret_file;
+        launch.insecure = o.insecure;
+        launch.aggregate_at_owner = o.aggregate_at_owner;
+        children_.Spawn(launch.ToArgv(SelfDir() + "/gnn-sampler"));
       }
       pool_->SetLivenessCheck([this] { return children_.Exited(); });
       try {
@@ -321,7 +311,7 @@ class DistEnv : public TrainEnv {
       sb.index = b;
       sb.rng_seed = MixSeed(MixSeed(MixSeed(o_.seed, epoch), rank_), b);
       sb.replace = o_.sample_replace;
-      sb.fanouts = o_.Fanouts();
+      sb.fanouts = fanouts_;
       // With --task link the slice holds edge positions (see PlanLinkBatch).
       sb.seeds.assign(seeds.begin() + n * b / num_batches_,
                       seeds.begin() + n * (b + 1) / num_batches_);
@@ -480,6 +470,7 @@ class DistEnv : public TrainEnv {
 
   const TrainOptions& o_;
   const PartitionConfig& config_;
+  const std::vector<int> fanouts_;  // --fan_out, parsed once
   int rank_ = 0, world_ = 1;
   int part_ = 0;  // the partition this machine serves
   std::unique_ptr<Collective> collective_;

@@ -17,7 +17,7 @@
 #include "net/ip_config.h"
 #include "net/ports.h"
 #include "net/security.h"
-#include "server/embedding_table.h"
+#include "store/embedding_table.h"
 #include "train/collective.h"
 #include "train/hetero_source.h"
 

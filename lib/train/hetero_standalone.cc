@@ -10,7 +10,7 @@
 #include "common/timer.h"
 #include "partition/hetero_local.h"
 #include "sampling/typed_sampler.h"
-#include "server/embedding_table.h"
+#include "store/embedding_table.h"
 #include "train/hetero_source.h"
 
 namespace gnn {

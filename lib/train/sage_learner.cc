@@ -41,6 +41,7 @@ class SageLearner : public Learner {
     out_ = torch::Tensor();
     mb_.reset();  // its buffers go back before the next batch is made
     mb_ = env_->Next();
+    if (mb_) wire_bytes_ += mb_->wire_bytes;
     return mb_.has_value();
   }
   torch::Tensor Loss() override {
@@ -60,6 +61,10 @@ class SageLearner : public Learner {
     return mb_->blocks.empty() ? 0 : mb_->blocks.front().num_src();
   }
   double TrainAccuracy() override { return task_->TrainAccuracy(out_, *mb_); }
+  // Distributed: what making each batch sent and received (its sampler's
+  // or the sampling thread's sockets).
+  bool CountsWire() const override { return !o_.standalone; }
+  uint64_t WireBytes() const override { return wire_bytes_; }
 
   std::pair<double, double> Evaluate(int epoch, const RecordFn& record) override {
     return task_->Evaluate(*env_, model_, epoch, env_->Label(), record);
@@ -102,6 +107,7 @@ class SageLearner : public Learner {
   GraphSage model_;
   std::optional<MiniBatch> mb_;  // the current batch
   torch::Tensor out_;            // its output rows (for the train accuracy)
+  uint64_t wire_bytes_ = 0;      // of every batch received
 };
 
 }  // namespace

@@ -8,29 +8,14 @@
 #include "common/error.h"
 #include "common/parallel.h"
 #include "partition/config.h"
+#include "sampling/sampler.h"
 #include "train/training_loop.h"
 
 namespace gnn {
 
 using nlohmann::json;
 
-std::vector<int> TrainOptions::Fanouts() const {
-  std::vector<int> out;
-  std::stringstream ss(fan_out);
-  std::string tok;
-  while (std::getline(ss, tok, ',')) {
-    try {
-      size_t used = 0;
-      int v = std::stoi(tok, &used);
-      if (used != tok.size() || v < -1) throw std::invalid_argument(tok);
-      out.push_back(v);
-    } catch (const std::exception&) {
-      throw ConfigError("--fan_out must be comma-separated integers >= -1, got '" + fan_out + "'");
-    }
-  }
-  return out;
-}
-
+std::vector<int> TrainOptions::Fanouts() const { return ParseFanouts(fan_out); }
 
 void TrainOptions::Validate() const {
   if (part_config.empty()) throw ConfigError("--part_config is required");

@@ -83,6 +83,10 @@ struct TrainOptions {
   std::string job_id = "gnn";            // --job_id: shared with servers and samplers
   std::string secret_file;  // --secret_file: the job's secret (keys derive from it and job_id)
   bool insecure = false;    // --insecure: plaintext, unauthenticated
+  // --aggregate_at_owner: a batch's last hop sampled and aggregated where
+  // its nodes live (sampling/owner_aggregate.h); false: neighbour lists
+  // and every neighbour's row cross the network, as DGL ships them.
+  bool aggregate_at_owner = true;
   int rendezvous_timeout_s = 60;
   int request_timeout_ms = 30000;
 

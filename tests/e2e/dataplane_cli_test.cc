@@ -26,7 +26,7 @@
 #include "partition/local_partition.h"
 #include "process_util.h"
 #include "server/server.h"
-#include "server/shm_partition.h"
+#include "store/shm_partition.h"
 
 using namespace gnn;
 using Clock = std::chrono::steady_clock;

@@ -14,8 +14,8 @@
 #include "launch_util.h"
 #include "process_util.h"
 #include "server/server.h"
-#include "server/shm_partition.h"
 #include "ssh_util.h"
+#include "store/shm_partition.h"
 #include "test_util.h"
 
 using namespace gnn;

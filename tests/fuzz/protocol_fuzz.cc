@@ -108,6 +108,8 @@ void ExerciseTyped(const Message& m) {
   TypedRoundTrip<Pong>(m, "Pong");
   TypedRoundTrip<SampleRequest>(m, "SampleRequest");
   TypedRoundTrip<SampleReply>(m, "SampleReply");
+  TypedRoundTrip<SampleAggregateRequest>(m, "SampleAggregateRequest");
+  TypedRoundTrip<SampleAggregateReply>(m, "SampleAggregateReply");
   TypedRoundTrip<PullFeatures>(m, "PullFeatures");
   TypedRoundTrip<PullFeaturesReply>(m, "PullFeaturesReply");
   TypedRoundTrip<PullLabels>(m, "PullLabels");

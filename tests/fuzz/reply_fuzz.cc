@@ -84,6 +84,29 @@ void Exercise(const Message& m, const uint8_t* q) {
     }
   } catch (const ProtocolError&) {
   }
+  try {
+    // A server of [lo, hi) in a graph of `nodes`, rows of width q[4] % 8.
+    const SampleAggregateRequest asked{std::vector<int64_t>(q[0] % 64),
+                                       static_cast<int>(q[1] % 20) - 1, false, 0};
+    const int64_t dim = q[4] % 8, lo = q[6] % 32, hi = lo + q[7] % 32;
+    const SampleAggregateReply r =
+        SampleAggregateReply::Decode(m, asked, dim, nodes, lo, hi, "server");
+    const size_t n = asked.dsts.size();
+    if (r.counts.size() != n || r.num_floats() != 2 * n * static_cast<size_t>(dim) ||
+        r.remote_indptr.size() != n + 1 ||
+        r.remote_indptr.back() != static_cast<int64_t>(r.remote_ids.size())) {
+      Broken("SampleAggregateReply sizes");
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t remote = r.remote_indptr[i + 1] - r.remote_indptr[i];
+      if (remote < 0 || remote > r.counts[i] || (asked.fanout >= 0 && r.counts[i] > asked.fanout))
+        Broken("SampleAggregateReply row");
+    }
+    for (int64_t v : r.remote_ids) {
+      if (v < 0 || v >= nodes || (v >= lo && v < hi)) Broken("SampleAggregateReply id");
+    }
+  } catch (const ProtocolError&) {
+  }
 }
 
 }  // namespace

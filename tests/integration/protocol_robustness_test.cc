@@ -281,6 +281,8 @@ class ProbeMaker {
   Probe Empty() {
     return Expect("empty message", {std::string()}, 0, MsgType::kError, {net::kErrMalformed});
   }
+  // The two requests that sample (same ints and frames): either one.
+  MsgType SampleType() { return Below(2) ? MsgType::kSample : MsgType::kSampleAggregate; }
   Probe SeedsOutOfRange(uint64_t rid) {
     std::vector<int64_t> seeds;
     if (Below(8) == 0) {
@@ -297,8 +299,8 @@ class ProbeMaker {
                              own_start_ - 1};
       seeds[Below(seeds.size())] = bad[Below(6)];
     }
-    return Expect("seeds not owned", Frames(MsgType::kSample, rid, {5, 0, 1}, {ArrayBytes(seeds)}),
-                  rid, MsgType::kError, {net::kErrBadRequest});
+    return Expect("seeds not owned", Frames(SampleType(), rid, {5, 0, 1}, {ArrayBytes(seeds)}), rid,
+                  MsgType::kError, {net::kErrBadRequest});
   }
   Probe BadFanout(uint64_t rid) {
     const int64_t bad[] = {-2,
@@ -310,14 +312,14 @@ class ProbeMaker {
                            -(int64_t{1} << 31),
                            int64_t{1} << 32};
     return Expect("bad fanout",
-                  Frames(MsgType::kSample, rid, {bad[Below(8)], static_cast<int64_t>(Below(2)), 1},
+                  Frames(SampleType(), rid, {bad[Below(8)], static_cast<int64_t>(Below(2)), 1},
                          {ArrayBytes(UniqueOwnedIds(4))}),
                   rid, MsgType::kError, {net::kErrBadRequest});
   }
   Probe WrongIntCount(uint64_t rid) {
     std::vector<int64_t> ints(Below(2) ? Below(3) : 4 + Below(3), 1);
     return Expect("wrong int count",
-                  Frames(MsgType::kSample, rid, ints, {ArrayBytes(UniqueOwnedIds(4))}), rid,
+                  Frames(SampleType(), rid, ints, {ArrayBytes(UniqueOwnedIds(4))}), rid,
                   MsgType::kError, {net::kErrMalformed});
   }
   Probe PullNotOwned(uint64_t rid) {
@@ -475,8 +477,10 @@ TEST_CASE("a server answers every random, mutated or hostile message and keeps s
   std::vector<int64_t> seeds = {0, 1, config.num_nodes - 1};
   MiniBatch mb = g.MakeBatch(seeds, {5, 10}, false, 3);
   CHECK(mb.blocks.size() == 2);
-  CHECK(mb.features.size() ==
-        mb.blocks.front().src_nodes.size() * static_cast<size_t>(config.feature_dim));
+  // The first layer aggregated at the owners: each destination's row and mean.
+  CHECK(mb.input_means);
+  CHECK(mb.features.size() == 2 * static_cast<size_t>(mb.blocks.front().num_dst) *
+                                  static_cast<size_t>(config.feature_dim));
 }
 
 // Regression for the first find of tests/fuzz/protocol_fuzz.cc: 4 inputs x
@@ -534,4 +538,37 @@ TEST_CASE("MiniBatch with sampler-side means round-trips; its shape is checked",
   net::Message bad = net::EncodeMiniBatch(plain, 10);
   bad.header.ints.push_back(2);
   CHECK_THROWS_WITH(net::DecodeMiniBatch(bad), Catch::Contains("input_means flag"));
+}
+
+TEST_CASE(
+    "a MiniBatch carries its input_means form and its wire bytes; old peers' 3 ints still "
+    "decode",
+    "[integration]") {
+  MiniBatch b;
+  b.seeds = {10, 11};
+  b.labels = {0, 1};
+  Block blk;
+  blk.num_dst = 2;
+  blk.src_nodes = {10, 11};
+  blk.indptr = {0, 0, 0};
+  b.blocks = {blk};
+  b.feature_dim = 1;
+  b.features.assign(4, 0.5f);
+  b.input_means = true;
+  b.wire_bytes = 123456789;
+  net::Message m = net::EncodeMiniBatch(b, 1);
+  CHECK(m.header.ints.size() == 5);
+  MiniBatch got = net::DecodeMiniBatch(m);
+  CHECK(got.input_means);
+  CHECK(got.wire_bytes == 123456789u);
+  CHECK(got.features == b.features);
+  b.input_means = false;  // rows of block 0's sources: 2 of them
+  b.wire_bytes = 0;
+  b.features.assign(2, 0.5f);
+  m = net::EncodeMiniBatch(b, 1);
+  CHECK(m.header.ints.size() == 3);
+  got = net::DecodeMiniBatch(m);
+  CHECK((!got.input_means && got.wire_bytes == 0));
+  m.header.ints = {0, 1, 1, 0, -5};
+  CHECK_THROWS_WITH(net::DecodeMiniBatch(m), Catch::Contains("wire bytes"));
 }

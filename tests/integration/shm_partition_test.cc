@@ -1,7 +1,7 @@
 // ShmPartition across threads and real (forked) processes: contents equal
 // LoadLocalPartition's bit for bit, attach waits with a deadline, and no
 // /dev/shm entry outlives its last user, even when the creator is SIGKILLed.
-#include "server/shm_partition.h"
+#include "store/shm_partition.h"
 
 #include <fcntl.h>
 #include <poll.h>

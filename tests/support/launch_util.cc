@@ -12,7 +12,7 @@
 #include "common/sha256.h"
 #include "partition/config.h"
 #include "server/server.h"
-#include "server/shm_partition.h"
+#include "store/shm_partition.h"
 
 namespace gnn::test {
 

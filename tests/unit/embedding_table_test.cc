@@ -3,7 +3,7 @@
 // steps and against a plain double-precision reimplementation written here,
 // refusal of bad updates, Save/Restore blobs, and the combination of
 // several trainers' gradients.
-#include "server/embedding_table.h"
+#include "store/embedding_table.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>

@@ -212,3 +212,60 @@ TEST_CASE("every message type has a one-line DebugString naming it and its sizes
     CHECK(d.find('\n') == std::string::npos);
   }
 }
+
+namespace {
+
+SampleAggregateReply Aggregated(int64_t dim, std::vector<int64_t> counts,
+                                std::vector<int64_t> remote_indptr,
+                                std::vector<int64_t> remote_ids) {
+  SampleAggregateReply r(dim, counts.size());
+  for (size_t i = 0; i < r.num_floats(); ++i) r.data()[i] = 0.5f * static_cast<float>(i);
+  r.counts = std::move(counts);
+  r.remote_indptr = std::move(remote_indptr);
+  r.remote_ids = std::move(remote_ids);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("SampleAggregate round-trips, and its reply is checked against the request", "[unit]") {
+  RoundTrips(SampleAggregateRequest{{5, 6, 7}, 10, true, ~uint64_t{0}});
+  RoundTrips(SampleAggregateRequest{{}, -1, false, 0});
+  const SampleAggregateReply good = Aggregated(2, {3, 0, 2}, {0, 1, 1, 3}, {40, 41, 42});
+  RoundTrips(good);
+  RoundTrips(Aggregated(0, {}, {0}, {}));
+  RefusesBadShapes<SampleAggregateRequest>(SampleAggregateRequest{{1}, 2, false, 3}.Encode(1),
+                                           "SampleAggregate");
+  RefusesBadShapes<SampleAggregateReply>(good.Encode(1), "SampleAggregateReply");
+  CHECK(good.DebugString() == "SampleAggregateReply{dsts=3, dim=2, remote=3}");
+
+  // Structure: rows for every destination, remote offsets spanning the ids,
+  // never more remote neighbours than sampled ones.
+  auto malformed = [](const SampleAggregateReply& r, const std::string& what) {
+    INFO(what);
+    CHECK_THROWS_WITH(SampleAggregateReply::Decode(Received(r.Encode(1))),
+                      Catch::Contains("malformed SampleAggregateReply") && Catch::Contains(what));
+  };
+  SampleAggregateReply short_rows = Aggregated(2, {3, 0}, {0, 1, 1}, {40});
+  short_rows.counts.push_back(1);
+  short_rows.remote_indptr.push_back(1);
+  malformed(short_rows, "2 rows of width 2");
+  malformed(Aggregated(2, {3, 0, 2}, {0, 1, 1}, {40}), "remote offsets");
+  malformed(Aggregated(2, {3, 0, 2}, {0, 2, 1, 3}, {40, 41, 42}), "decrease");
+  malformed(Aggregated(2, {0, 0, 2}, {0, 1, 1, 3}, {40, 41, 42}), "more remote neighbours");
+
+  // Against the request: a server of [10, 20) in a graph of 50 nodes.
+  const SampleAggregateRequest asked{{10, 11, 12}, 3, false, 0};
+  auto bad = [&](const SampleAggregateReply& r, int64_t dim, const std::string& what) {
+    INFO(what);
+    CHECK_THROWS_WITH(
+        SampleAggregateReply::Decode(Received(r.Encode(1)), asked, dim, 50, 10, 20, "server 1.0"),
+        Catch::Contains("server 1.0") && Catch::Contains(what));
+  };
+  CHECK(SampleAggregateReply::Decode(Received(good.Encode(1)), asked, 2, 50, 10, 20, "s") == good);
+  bad(good, 3, "of width 2 to 3 of width 3");
+  bad(Aggregated(2, {3, 0}, {0, 1, 1}, {40}), 2, "for 2 destinations");
+  bad(Aggregated(2, {4, 0, 2}, {0, 1, 1, 3}, {40, 41, 42}), 2, "4 neighbours for fanout 3");
+  bad(Aggregated(2, {3, 0, 2}, {0, 1, 1, 3}, {40, 41, 50}), 2, "50 outside the graph");
+  bad(Aggregated(2, {3, 0, 2}, {0, 1, 1, 3}, {40, 15, 42}), 2, "15 that it owns itself");
+}

@@ -1,9 +1,11 @@
 #include "net/protocol.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <random>
 
+#include "client/sampler_service.h"
 #include "common/error.h"
 #include "net/channel.h"
 #include "net/messages.h"
@@ -248,4 +250,38 @@ TEST_CASE("a client refuses feature, label and split replies of the wrong size o
   const Message unordered = SplitNodesReply{{12, 10}}.Encode(1);
   CHECK_THROWS_AS(SplitNodesReply::Decode(unordered, SplitNodes{0, 0, 2}, 10, 20, "s"),
                   ProtocolError);
+}
+
+TEST_CASE("gnn-sampler's argv is written and read by one contract", "[unit]") {
+  gnn::SamplerLaunch a;
+  a.ip_config = "ip config.txt";  // a space survives: argv, not a shell line
+  a.part_config = "data/g.json";
+  a.machine_id = 3;
+  a.num_servers = 2;
+  a.trainer_endpoint = "tcp://127.0.0.1:4242";
+  a.trainer_id = 5;
+  a.sampler_id = 1;
+  a.job_id = "job-7";
+  a.timeout = std::chrono::milliseconds(1234);
+  a.idle_timeout = std::chrono::seconds(77);
+  a.secret_file = "/tmp/secret";
+  a.aggregate_at_owner = false;
+  for (bool insecure : {false, true}) {
+    a.insecure = insecure;
+    std::vector<std::string> argv = a.ToArgv("gnn-sampler");
+    CLI::App app;
+    gnn::SamplerLaunch b;
+    gnn::AddSamplerFlags(app, &b);
+    std::vector<char*> ptrs;
+    for (auto& w : argv) ptrs.push_back(w.data());
+    app.parse(static_cast<int>(ptrs.size()), ptrs.data());
+    if (insecure) b.secret_file = a.secret_file;  // not sent: plaintext needs none
+    CHECK(b == a);
+  }
+  // --no_local: every partition over the network.
+  CLI::App app;
+  gnn::SamplerLaunch c;
+  gnn::AddSamplerFlags(app, &c);
+  app.parse("--no_local --machine_id 2", false);
+  CHECK(c.machine_id == -1);
 }

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <set>
@@ -11,6 +12,7 @@
 #include "graph/csr.h"
 #include "graph/synthetic.h"
 #include "sampling/loader.h"
+#include "sampling/owner_aggregate.h"
 #include "sampling/sampler.h"
 #include "test_util.h"
 
@@ -544,4 +546,57 @@ TEST_CASE("MixSeed separates streams", "[unit]") {
   CHECK(MixSeed(1, 2) != MixSeed(2, 1));
   CHECK(MixSeed(0, 0) != MixSeed(0, 1));
   CHECK(MixSeed(0, 0) != 0);
+}
+
+TEST_CASE("SampleAggregate at the owner gives the means of the same sampled neighbours", "[unit]") {
+  // synthetic:tiny's graph; this "partition" owns nodes [lo, hi) and their
+  // rows; the others' rows come from the whole table, as remote pulls do.
+  Dataset d = GenerateSynthetic(ParseSyntheticSpec("tiny"), 3, 1);
+  const Csr in = Symmetrize(d.num_nodes, d.src, d.dst, 2);
+  const int64_t n_all = d.num_nodes, dim = d.feature_dim, lo = n_all / 4, hi = n_all / 2;
+  std::vector<int64_t> ptr(in.indptr.begin() + lo, in.indptr.begin() + hi + 1);
+  for (int64_t& p : ptr) p -= in.indptr[lo];
+  std::vector<int64_t> idx(in.indices.begin() + in.indptr[lo], in.indices.begin() + in.indptr[hi]);
+  CscView csc{ptr.data(), idx.data(), lo, hi - lo, nullptr};
+  const float* owned_rows = d.features.data() + lo * dim;
+  std::vector<int64_t> dsts;
+  for (int64_t v = lo; v < hi; v += 3) dsts.push_back(v);
+  const int64_t n = static_cast<int64_t>(dsts.size());
+  for (const auto& [fanout, replace] :
+       std::vector<std::pair<int, bool>>{{5, false}, {5, true}, {-1, false}}) {
+    INFO("fanout " << fanout << " replace " << replace);
+    // Today's path: sample, build the block, average the sources' rows.
+    std::vector<int64_t> sp, si;
+    SampleNeighbors(csc, dsts.data(), n, fanout, replace, 99, 2, &sp, &si);
+    const Block block = ToBlock(dsts, sp, si);
+    std::vector<float> expect(n * dim);
+    MeanOfSources(d.features.data(), 0, dim, block, expect.data(), 1);
+    // At the owner: own rows and held sums, then the remote rows added in.
+    std::vector<float> out(2 * n * dim);
+    std::vector<int64_t> counts, rptr, rids;
+    SampleAggregate(csc, owned_rows, dim, dsts.data(), n, fanout, replace, 99, 2, out.data(),
+                    &counts, &rptr, &rids);
+    CHECK(!rids.empty());  // some neighbours live elsewhere
+    for (int64_t v : rids) CHECK((v < lo || v >= hi));
+    // Each remote row once (by id), referenced from every pair.
+    std::vector<float> remote_rows;
+    GatherRows(d.features.data(), 0, dim, rids, &remote_rows, 1);
+    std::vector<int64_t> row_of(rids.size());
+    for (size_t k = 0; k < rids.size(); ++k) row_of[k] = static_cast<int64_t>(k);
+    FinishMeans(n, dim, counts, rptr, remote_rows.data(), row_of, out.data() + n * dim);
+    for (int64_t i = 0; i < n; ++i) {
+      CHECK(counts[i] == sp[i + 1] - sp[i]);
+      for (int64_t j = 0; j < dim; ++j) {
+        CHECK(out[i * dim + j] == d.features[dsts[i] * dim + j]);
+        const float a = out[(n + i) * dim + j], b = expect[i * dim + j];
+        CHECK(std::abs(a - b) <= 1e-5f * std::max(1.0f, std::abs(b)));
+      }
+    }
+  }
+  std::vector<float> out(2 * dim);
+  std::vector<int64_t> counts, rptr, rids;
+  const int64_t foreign = hi;
+  CHECK_THROWS_AS(SampleAggregate(csc, owned_rows, dim, &foreign, 1, 5, false, 1, 1, out.data(),
+                                  &counts, &rptr, &rids),
+                  DataError);
 }

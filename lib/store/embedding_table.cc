@@ -1,6 +1,6 @@
 // Node embeddings and DGL's sparse optimizers (see the header for the
 // formulas and the blob layout's fields).
-#include "server/embedding_table.h"
+#include "store/embedding_table.h"
 
 #include <algorithm>
 #include <cmath>

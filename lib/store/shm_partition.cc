@@ -1,4 +1,4 @@
-#include "server/shm_partition.h"
+#include "store/shm_partition.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -678,6 +678,14 @@ ShmPartition::~ShmPartition() {
     GNN_LOG(kDebug) << "removed shared memory segment " << name_ << " (last user)";
   }
   close(lock_fd_);
+}
+
+std::string JobShmName(const std::string& graph_name, const std::string& config_sha256,
+                       const std::string& job_id, int part) {
+  Sha256 h;
+  const std::string key = config_sha256 + "\n" + job_id;
+  h.Update(key.data(), key.size());
+  return ShmSegmentName(graph_name, h.HexDigest(), part);
 }
 
 }  // namespace gnn

@@ -77,6 +77,10 @@ std::string ShmSegmentName(const std::string& graph_name, const std::string& con
                            int part);
 // ShmSegmentName(config.graph_name, PartitionConfigDigest(config), part).
 std::string ShmSegmentName(const PartitionConfig& config, int part);
+// Shared-memory segment of partition `part` for one job: the job id is part
+// of the name so two jobs on one machine never share or clobber a segment.
+std::string JobShmName(const std::string& graph_name, const std::string& config_sha256,
+                       const std::string& job_id, int part);
 
 // Where the segment and its lock file live: "/dev/shm/<name without '/'>"
 // and the same with ".lock" appended.

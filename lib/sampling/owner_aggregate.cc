@@ -1,0 +1,77 @@
+#include "sampling/owner_aggregate.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "common/error.h"
+#include "common/parallel.h"
+
+namespace gnn {
+
+void SampleAggregate(const CscView& csc, const float* features, int64_t dim, const int64_t* dsts,
+                     int64_t n, int fanout, bool replace, uint64_t rng_seed, int threads,
+                     float* out_rows, std::vector<int64_t>* counts,
+                     std::vector<int64_t>* remote_indptr, std::vector<int64_t>* remote_ids) {
+  std::vector<int64_t> indptr, indices;
+  SampleNeighbors(csc, dsts, n, fanout, replace, rng_seed, threads, &indptr, &indices);
+  const int64_t* ptr = indptr.data();
+  const int64_t* idx = indices.data();
+  const int64_t lo = csc.node_start, hi = csc.node_start + csc.num_nodes;
+  auto held = [&](int64_t v) { return v >= lo && v < hi; };
+  // Counts and remote offsets first (a cheap pass), so the rows can be
+  // summed in parallel into their places.
+  counts->resize(n);
+  remote_indptr->assign(n + 1, 0);
+  int64_t* rp = remote_indptr->data();
+  for (int64_t i = 0; i < n; ++i) {
+    (*counts)[i] = ptr[i + 1] - ptr[i];
+    rp[i + 1] =
+        rp[i] + std::count_if(idx + ptr[i], idx + ptr[i + 1], [&](int64_t v) { return !held(v); });
+  }
+  remote_ids->resize(rp[n]);
+  int64_t* remote = remote_ids->data();
+  const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
+  ParallelFor(n, threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      std::memcpy(out_rows + i * dim, features + (dsts[i] - lo) * dim, row_bytes);
+      float* sum = out_rows + (n + i) * dim;
+      std::fill(sum, sum + dim, 0.0f);
+      int64_t r = rp[i];
+      for (int64_t k = ptr[i]; k < ptr[i + 1]; ++k) {
+        if (!held(idx[k])) {
+          remote[r++] = idx[k];
+          continue;
+        }
+        const float* row = features + (idx[k] - lo) * dim;
+        for (int64_t j = 0; j < dim; ++j) sum[j] += row[j];
+      }
+    }
+  });
+}
+
+void FinishMeans(int64_t n, int64_t dim, const std::vector<int64_t>& counts,
+                 const std::vector<int64_t>& remote_indptr, const float* remote_rows,
+                 const std::vector<int64_t>& remote_row, float* sums) {
+  if (static_cast<int64_t>(counts.size()) != n ||
+      static_cast<int64_t>(remote_indptr.size()) != n + 1 ||
+      static_cast<int64_t>(remote_row.size()) != remote_indptr.back()) {
+    throw DataError("FinishMeans: " + std::to_string(counts.size()) + " counts and " +
+                    std::to_string(remote_indptr.size()) + " offsets and " +
+                    std::to_string(remote_row.size()) + " remote rows for " + std::to_string(n) +
+                    " destinations");
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    float* sum = sums + i * dim;
+    for (int64_t k = remote_indptr[i]; k < remote_indptr[i + 1]; ++k) {
+      const float* row = remote_rows + remote_row[k] * dim;
+      for (int64_t j = 0; j < dim; ++j) sum[j] += row[j];
+    }
+    if (counts[i] > 0) {
+      const float s = 1.0f / static_cast<float>(counts[i]);
+      for (int64_t j = 0; j < dim; ++j) sum[j] *= s;
+    }
+  }
+}
+
+}  // namespace gnn

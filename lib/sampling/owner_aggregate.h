@@ -1,0 +1,45 @@
+// Sample and aggregate at the owner: the first layer GraphSAGE computes
+// (over raw input features, which need no gradient) consumes only each
+// destination's own row and the mean of its sampled in-neighbours' rows
+// (MiniBatch::input_means). The partition that owns a destination can
+// sample its neighbours and sum the rows it holds itself, so what crosses
+// the network is two rows per destination and the few neighbour ids it
+// does not hold, not the neighbour list and every neighbour's row (the
+// principle of P3, OSDI'21: move partial results, not features). Mean and
+// sum aggregations fit it (GraphSAGE's mean today); attention does not.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sampling/sampler.h"
+
+namespace gnn {
+
+// For destinations `dsts` (global ids owned by `csc`): samples each one's
+// in-neighbours exactly as SampleNeighbors(csc, dsts, n, fanout, replace,
+// rng_seed) does and writes, into `out_rows` [2n, dim], each destination's
+// own row (rows 0..n-1) and the sum of its sampled neighbours' rows that
+// `features` holds (rows n..2n-1; `features` is [csc.num_nodes, dim], the
+// rows of the nodes csc owns). counts[i] is how many neighbours
+// destination i sampled in all; the ones not held here are listed, as a
+// CSR over destinations, in remote_indptr [n+1] / remote_ids, in sampled
+// order. Blocking; `threads` threads (<= 0: all cores). DataError when a
+// destination is not owned by `csc`.
+void SampleAggregate(const CscView& csc, const float* features, int64_t dim, const int64_t* dsts,
+                     int64_t n, int fanout, bool replace, uint64_t rng_seed, int threads,
+                     float* out_rows, std::vector<int64_t>* counts,
+                     std::vector<int64_t>* remote_indptr, std::vector<int64_t>* remote_ids);
+
+// Turns the sums of SampleAggregate into means: adds to sums[i] the rows of
+// destination i's remote neighbours (remote neighbour k, for k in
+// [remote_indptr[i], remote_indptr[i + 1]), is row remote_row[k] of
+// `remote_rows` [*, dim]: a neighbour shared by several destinations is
+// pulled once) and scales it by 1 / counts[i] (a destination without
+// neighbours keeps a zero mean), as MeanOfSources computes it over the
+// whole neighbour list (equal up to float summation order).
+void FinishMeans(int64_t n, int64_t dim, const std::vector<int64_t>& counts,
+                 const std::vector<int64_t>& remote_indptr, const float* remote_rows,
+                 const std::vector<int64_t>& remote_row, float* sums);
+
+}  // namespace gnn
