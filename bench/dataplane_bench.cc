@@ -599,14 +599,14 @@ struct Bench {
     base_opt.keys = o.insecure
                         ? gnn::net::JobKeys::Insecure()
                         : gnn::net::JobKeys::Derive(gnn::net::ReadSecretFile(secret_file), job);
-    base_opt.timeout_ms = 120000;
+    base_opt.timeout = std::chrono::milliseconds(120000);
     // Ready = every server answers Hello (they answer once the partition is
     // in shared memory).
     while (true) {
       CheckAlive(cluster);
       try {
         gnn::DistGraphOptions probe = base_opt;
-        probe.timeout_ms = 2000;
+        probe.timeout = std::chrono::milliseconds(2000);
         gnn::DistGraph g(probe);
         break;
       } catch (const gnn::TimeoutError&) {

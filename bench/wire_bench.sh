@@ -2,13 +2,17 @@
 # What crosses the network in distributed training, with the first layer
 # sampled and aggregated at the owners (gnn-train --aggregate_at_owner 1,
 # the default) and without (0: neighbour lists and every input row, DGL's
-# wire). Two machines on loopback (one server and one trainer each, the
+# wire), and with rows and partial sums as bfloat16 (--wire_dtype). Two machines on loopback (one server and one trainer each, the
 # trainer sampling in-process), DGL's default model (fan_out 10,25, batch
-# 1000, hidden 16), METIS and random partitions; the two settings run
+# 1000, hidden 16), METIS and random partitions; the settings run
 # alternately, RUNS times each, and the medians are printed: bytes each
 # trainer's batches sent and received per step (rank 0's DistGraph
-# counters), seeds/s, test accuracy.
+# counters), seeds/s, test accuracy (mean and sd over the runs; run n
+# trains with --seed n, every setting the same seeds).
 # Usage: bash bench/wire_bench.sh [dataset-spec] [epochs] [runs]
+# Environment: GNN_BENCH_TRAIN_ARGS (the model's gnn-train flags instead of
+# DGL's defaults, e.g. "--config configs/cora.toml"), GNN_BENCH_METHODS
+# (default "metis random").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SPEC="${1:-synthetic:small}"
@@ -18,22 +22,29 @@ BIN="${GNN_BUILD_DIR:-build}/apps"
 [ -n "${GNN_SKIP_BUILD:-}" ] || bash scripts/build.sh >/dev/null
 WORK="${GNN_BENCH_DIR:-/tmp/gnn-bench-wire}"
 mkdir -p "$WORK"
-NAME=$(echo "$SPEC" | sed 's/^synthetic:/synthetic-/')
-for method in metis random; do
-  if [ ! -f "$WORK/$method/$NAME.json" ]; then
+NAME=$(basename "$SPEC" | sed 's/^synthetic:/synthetic-/')
+METHODS=${GNN_BENCH_METHODS:-metis random}
+for method in $METHODS; do
+  if [ ! -f "$WORK/$NAME-$method/$NAME.json" ]; then
     "$BIN/gnn-partition" --dataset "$SPEC" --num_parts 2 --part_method "$method" --balance_train \
-      --balance_edges --output "$WORK/$method" --overwrite --quiet >/dev/null
+      --balance_edges --output "$WORK/$NAME-$method" --overwrite --quiet >/dev/null
   fi
 done
-MODEL=(--num_epochs "$EPOCHS" --eval_every "$EPOCHS" --log_every 1000000 --fan_out 10,25
-  --batch_size 1000 --num_hidden 16 --num_layers 2 --num_samplers 0 --seed 0)
+# DGL's default model, or the flags given (a config file's keys lose to flags).
+# shellcheck disable=SC2206
+MODEL=(${GNN_BENCH_TRAIN_ARGS:---fan_out 10,25 --batch_size 1000 --num_hidden 16 --num_layers 2}
+  --num_epochs "$EPOCHS" --eval_every "$EPOCHS" --log_every 1000000 --num_samplers 0)
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 export GNN_SECRET_FILE="$WORK/job.secret"
 [ -f "$GNN_SECRET_FILE" ] || (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$GNN_SECRET_FILE")
 
-# run METHOD AGGREGATE RUN: one 2-machine job; rank 0's summary in $WORK/METHOD-AGG-RUN.json
+# The settings compared: aggregate_at_owner:wire_dtype.
+SETTINGS=(0:float32 1:float32 1:bfloat16)
+
+# run METHOD SETTING RUN: one 2-machine job; rank 0's summary in $WORK/METHOD-SETTING-RUN.json
 run() {
-  local method=$1 agg=$2 n=$3 job="wire-$$-$1-$2-$3" cfg="$WORK/$1/$NAME.json"
+  local method=$1 setting=$2 n=$3 job="wire-$$-$1-${2/:/-}-$3" cfg="$WORK/$NAME-$1/$NAME.json"
+  local agg=${setting%%:*} dtype=${setting##*:}
   local ip="$WORK/ip.txt" pids=() tpids=()
   : > "$ip"
   for m in 0 1; do echo "127.0.0.1 $(free_port)" >> "$ip"; done
@@ -45,7 +56,7 @@ run() {
   done
   for m in 0 1; do
     "$BIN/gnn-train" --ip_config "$ip" --part_config "$cfg" --machine_id $m --job_id "$job" \
-      --master_port "$master" "${MODEL[@]}" --aggregate_at_owner "$agg" \
+      --master_port "$master" "${MODEL[@]}" --seed "$n" --aggregate_at_owner "$agg" --wire_dtype "$dtype" \
       --request_timeout_ms 120000 --quiet > "$WORK/t$m.out" 2> "$WORK/t$m.err" &
     tpids+=($!)
   done
@@ -54,26 +65,30 @@ run() {
   kill "${pids[@]}" 2>/dev/null || true
   wait "${pids[@]}" 2>/dev/null || true
   [ $rc -eq 0 ] || { echo "$job failed:"; tail -3 "$WORK"/t*.err; exit 1; }
-  tail -1 "$WORK/t0.out" > "$WORK/$method-$agg-$n.json"
+  tail -1 "$WORK/t0.out" > "$WORK/$NAME-$method-$setting-$n.json"
 }
 
 uptime
-for method in metis random; do
+for method in $METHODS; do
   for ((n = 0; n < RUNS; n++)); do
-    for agg in 0 1; do run "$method" "$agg" "$n"; done
+    for setting in "${SETTINGS[@]}"; do run "$method" "$setting" "$n"; done
   done
 done
-/usr/bin/python3 - "$WORK" "$RUNS" <<'PY'
+/usr/bin/python3 - "$WORK/$NAME" "$RUNS" $METHODS <<'PY'
 import json, statistics, sys
-work, runs = sys.argv[1], int(sys.argv[2])
-print("%-8s %-22s %14s %10s %10s %9s" % ("parts", "first layer", "wire MB/step", "seeds/s", "test acc", "bytes"))
-for method in ["metis", "random"]:
+prefix, runs, methods = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+print("%-8s %-30s %14s %10s %16s %9s" % ("parts", "first layer, wire", "wire MB/step", "seeds/s", "test acc", "bytes"))
+for method in methods:
     base = None
-    for agg, name in [("0", "rows shipped (DGL)"), ("1", "aggregated at owner")]:
-        s = [json.load(open(f"{work}/{method}-{agg}-{n}.json")) for n in range(runs)]
+    for setting, name in [("0:float32", "rows shipped (DGL), float32"),
+                          ("1:float32", "aggregated at owner, float32"),
+                          ("1:bfloat16", "aggregated at owner, bfloat16")]:
+        s = [json.load(open(f"{prefix}-{method}-{setting}-{n}.json")) for n in range(runs)]
         wire = statistics.median(x["wire_bytes_per_step"] for x in s)
         base = base or wire
-        print("%-8s %-22s %14.3f %10.0f %10.4f %8.2fx" % (
+        acc = [x["final_test_acc"] for x in s]
+        sd = statistics.stdev(acc) if len(acc) > 1 else 0.0
+        print("%-8s %-30s %14.3f %10.0f %9.4f±%.4f %8.2fx" % (
             method, name, wire / 1e6, statistics.median(x["seeds_per_s"] for x in s),
-            statistics.median(x["test_acc"] for x in s), wire / base))
+            statistics.mean(acc), sd, wire / base))
 PY

@@ -134,11 +134,10 @@ int main(int argc, char** argv) {
     }
     if (distributed) {
 #ifdef GNN_WITH_PTSCOTCH
-      if (!(wait_timeout > 0)) throw gnn::ConfigError("--wait_timeout must be > 0");
       gnn::DistributedOptions d;
       d.wait_timeout_s = wait_timeout;
-      if (sparsify < 0) throw gnn::ConfigError("--sparsify must be >= 0");
       d.sparsify = sparsify;
+      d.Validate();
       if (!ip_config.empty()) {
         if (!gnn::UnderMpiLauncher()) RelaunchUnderMpirun(ip_config, argc, argv);
         d.machines = static_cast<int>(gnn::ReadIpConfig(ip_config).size());

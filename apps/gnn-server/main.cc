@@ -27,8 +27,11 @@ int main(int argc, char** argv) {
   std::string secret_file;
   bool insecure = false;
   gnn::AddJobSecretFlags(app, &secret_file, &insecure);
-  app.add_option("--attach_timeout_ms", o.attach_timeout_ms, "backups wait this long for server 0")
-      ->capture_default_str();
+  app.add_option_function<int64_t>(
+         "--attach_timeout_ms",
+         [&](int64_t ms) { o.attach_timeout = std::chrono::milliseconds(ms); },
+         "backups wait this long for server 0")
+      ->default_str(std::to_string(o.attach_timeout.count()));
   // Before anything else: a launcher gone at once (stdin EOF) sends SIGTERM
   // while the flags are still being read.
   std::signal(SIGTERM, OnSignal);
@@ -46,7 +49,7 @@ int main(int argc, char** argv) {
         gnn::JobSecretFromEnv(app, &secret_file, &insecure);
         int restart = 0;
         gnn::FlagFromEnv(app, nullptr, "GNN_RESTART", &restart);
-        if (restart > 0) o.bind_retry_s = gnn::kBindRetryS;
+        if (restart > 0) o.bind_retry = std::chrono::duration<double>(gnn::kBindRetryS);
         gnn::SetLogRole("server " + std::to_string(o.machine_id) + "." +
                         std::to_string(o.server_id));
         o.keys = gnn::net::ResolveJobKeys(secret_file, insecure, o.job_id, "gnn-server");

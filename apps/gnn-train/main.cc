@@ -94,11 +94,20 @@ int main(int argc, char** argv) {
                  "distributed: sample and aggregate each batch's last hop where its nodes live "
                  "(1), or ship neighbour lists and every neighbour's row as DGL does (0)")
       ->capture_default_str();
-  app.add_option("--rendezvous_timeout_s", o.rendezvous_timeout_s,
-                 "wait this long for all trainers")
+  app.add_option("--wire_dtype", o.wire_dtype,
+                 "distributed: float32, or bfloat16 (half the bytes) for feature rows and partial "
+                 "sums on the network")
       ->capture_default_str();
-  app.add_option("--request_timeout_ms", o.request_timeout_ms, "deadline per server request")
-      ->capture_default_str();
+  app.add_option_function<int64_t>(
+         "--rendezvous_timeout_s",
+         [&](int64_t s) { o.rendezvous_timeout = std::chrono::seconds(s); },
+         "wait this long for all trainers")
+      ->default_str(std::to_string(o.rendezvous_timeout.count()));
+  app.add_option_function<int64_t>(
+         "--request_timeout_ms",
+         [&](int64_t ms) { o.request_timeout = std::chrono::milliseconds(ms); },
+         "deadline per server request")
+      ->default_str(std::to_string(o.request_timeout.count()));
 
   gnn::KeepFreedMemoryForReuse();  // batch buffers are reused, not re-faulted, every step
   return gnn::RunMain(app, argc, argv, [&] {

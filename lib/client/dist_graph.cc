@@ -31,7 +31,21 @@ std::vector<int64_t> LocalMaskSlice(const PartitionView& v, const net::SplitNode
 
 }  // namespace
 
+void DistGraphOptions::Validate() const {
+  if (part_config.empty()) throw ConfigError("a DistGraph needs a partition config");
+  if (endpoints.empty() && ip_config.empty()) {
+    throw ConfigError("a DistGraph needs an ip_config (or explicit server endpoints)");
+  }
+  if (num_servers < 1) throw ConfigError("--num_servers must be >= 1");
+  if (timeout < std::chrono::milliseconds(1))
+    throw ConfigError("a request timeout must be >= 1 ms");
+  if (attach_timeout < std::chrono::milliseconds(0)) {
+    throw ConfigError("the shared-memory attach timeout must be >= 0");
+  }
+}
+
 DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
+  o.Validate();
   config_ = LoadPartitionConfig(o.part_config);
 
   config_sha_ = Sha256File(o.part_config);
@@ -94,7 +108,7 @@ DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
       hellos.emplace_back(conns_[p].back().get(), hello.Encode(0));
     }
   }
-  std::vector<Message> replies = net::CallAll(std::move(hellos), net::Millis(o.timeout_ms));
+  std::vector<Message> replies = net::CallAll(std::move(hellos), o.timeout);
   size_t k = 0;
   for (int p = 0; p < parts; ++p) {
     for (auto& c : conns_[p]) {
@@ -108,7 +122,7 @@ DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
   if (local_part_ >= 0) {
     local_ = ShmPartition::Attach(
         JobShmName(config_.graph_name, config_sha_, o.job_id, o.local_machine_id), config_,
-        local_part_, std::chrono::milliseconds(o.attach_timeout_ms));
+        local_part_, o.attach_timeout);
   }
 }
 
@@ -143,7 +157,7 @@ void DistGraph::SampleNeighbors(const std::vector<int64_t>& seeds, int fanout, b
     int part;
   };
   std::vector<Call> calls;
-  auto deadline = std::chrono::steady_clock::now() + net::Millis(options_.timeout_ms);
+  auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   for (int p = 0; p < parts; ++p) {
     if (pos[p].empty()) continue;
     asked[p] = {{}, fanout, replace, rng_seed};
@@ -236,13 +250,13 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
     net::SampleAggregateRequest asked;
   };
   std::vector<Pending> pending;
-  auto deadline = std::chrono::steady_clock::now() + net::Millis(options_.timeout_ms);
+  auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   for (int p = 0; p < config_.num_parts; ++p) {
     if (pos[p].empty() || p == local_part_) continue;
     for (size_t first = 0; first < pos[p].size(); first += chunk) {
       const size_t count = std::min(chunk, pos[p].size() - first);
       Pending q{nullptr, 0, p, {pos[p].begin() + first, pos[p].begin() + first + count}, {}};
-      q.asked = {std::vector<int64_t>(count), fanout, replace, rng_seed};
+      q.asked = {std::vector<int64_t>(count), fanout, replace, rng_seed, options_.wire_format};
       for (size_t j = 0; j < count; ++j) q.asked.dsts[j] = dsts[q.slice[j]];
       wire_bytes_ += count * sizeof(int64_t);
       q.conn = &Pick(p);
@@ -268,7 +282,13 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
     const net::SampleAggregateReply rep = net::SampleAggregateReply::Decode(
         r, q.asked, dim, config_.num_nodes, owner.node_start, owner.node_end, q.conn->peer());
     for (const zmq::message_t& f : r.frames) wire_bytes_ += f.size();
-    place(q.slice, rep.data(), rep.counts, rep.remote_indptr, rep.remote_ids);
+    if (rep.format == net::RowFormat::kFloat32) {
+      place(q.slice, rep.data(), rep.counts, rep.remote_indptr, rep.remote_ids);
+    } else {
+      std::vector<float> wide(2 * q.slice.size() * dim);
+      for (size_t i = 0; i < 2 * q.slice.size(); ++i) rep.RowTo(i, wide.data() + i * dim);
+      place(q.slice, wide.data(), rep.counts, rep.remote_indptr, rep.remote_ids);
+    }
   }
   // The neighbours no owner held beside its destination: each distinct one
   // pulled once, added in.
@@ -306,12 +326,12 @@ void DistGraph::PullFeatures(const std::vector<int64_t>& ids, std::vector<float>
     net::PullFeatures asked;
   };
   std::vector<Pending> pending;
-  auto deadline = std::chrono::steady_clock::now() + net::Millis(options_.timeout_ms);
+  auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   for (int p = 0; p < config_.num_parts; ++p) {
     if (pos[p].empty() || p == local_part_) continue;
     for (size_t first = 0; first < pos[p].size(); first += chunk) {
       size_t count = std::min(chunk, pos[p].size() - first);
-      net::PullFeatures asked{std::vector<int64_t>(count)};
+      net::PullFeatures asked{std::vector<int64_t>(count), options_.wire_format};
       for (size_t j = 0; j < count; ++j) asked.ids[j] = ids[pos[p][first + j]];
       wire_bytes_ += count * sizeof(int64_t);
       net::Connection& c = Pick(p);
@@ -335,8 +355,14 @@ void DistGraph::PullFeatures(const std::vector<int64_t>& ids, std::vector<float>
     Message r = q.conn->Finish(q.rid, deadline, "PullFeatures");
     const net::PullFeaturesReply rep =
         net::PullFeaturesReply::Decode(r, q.asked, dim, q.conn->peer());
-    const float* rows = rep.data();
     wire_bytes_ += r.frames[0].size();
+    if (rep.format != net::RowFormat::kFloat32) {
+      for (size_t j = 0; j < q.asked.ids.size(); ++j) {
+        rep.RowTo(j, out->data() + pos[q.part][q.first + j] * dim);
+      }
+      continue;
+    }
+    const float* rows = rep.data();
     for (size_t j = 0; j < q.asked.ids.size(); ++j) {
       std::memcpy(out->data() + pos[q.part][q.first + j] * dim, rows + j * dim, row);
     }
@@ -370,7 +396,7 @@ void DistGraph::PullLabels(const std::vector<int64_t>& ids, std::vector<int64_t>
   }
   std::vector<std::string> peers;
   for (const auto& c : calls) peers.push_back(c.first->peer());
-  std::vector<Message> replies = net::CallAll(std::move(calls), net::Millis(options_.timeout_ms));
+  std::vector<Message> replies = net::CallAll(std::move(calls), options_.timeout);
   for (size_t c = 0; c < replies.size(); ++c) {
     const int p = call_part[c];
     const std::vector<int64_t> labels =
@@ -416,7 +442,7 @@ std::vector<int64_t> DistGraph::SplitNodes(int mask, int64_t begin, int64_t end)
     calls.emplace_back(slices.back().conn, asked.Encode(0));
     remote.push_back(slices.size() - 1);
   }
-  std::vector<Message> replies = net::CallAll(std::move(calls), net::Millis(options_.timeout_ms));
+  std::vector<Message> replies = net::CallAll(std::move(calls), options_.timeout);
   for (size_t r = 0; r < replies.size(); ++r) {
     Slice& s = slices[remote[r]];
     const PartInfo& info = config_.parts[s.part];

@@ -30,15 +30,20 @@ struct DistGraphOptions {
   int num_servers = 1;        // servers per machine (backups round-robin)
   int local_machine_id = -1;  // >= 0: this machine; its partition is read from shared memory
   std::string job_id;
-  net::JobKeys keys;       // the job's CURVE keys (or Insecure())
-  int timeout_ms = 30000;  // per request round
-  int attach_timeout_ms = kDefaultAttachTimeoutMs;
+  net::JobKeys keys;                         // the job's CURVE keys (or Insecure())
+  std::chrono::milliseconds timeout{30000};  // per request round
+  std::chrono::milliseconds attach_timeout{kDefaultAttachTimeoutMs};
   // MakeBatch's last hop sampled and aggregated at the owners
   // (SampleAggregate) instead of shipping neighbour lists and rows.
   bool aggregate_at_owner = true;
+  // How rows and partial sums from servers travel (--wire_dtype).
+  net::RowFormat wire_format = net::RowFormat::kFloat32;
   // Tests only: explicit server endpoints [partition][server] instead of
   // ip_config's addresses (local_machine_id is then the local partition).
   std::vector<std::vector<std::string>> endpoints;
+
+  // ConfigError naming the first bad field (DistGraph's constructor calls it).
+  void Validate() const;
 };
 
 // Not thread-safe: one DistGraph per thread (each owns its sockets).

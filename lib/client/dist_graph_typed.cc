@@ -19,9 +19,7 @@ std::vector<Block> DistGraph::SampleTypedBlocks(const std::vector<int64_t>& seed
                                                 bool replace, uint64_t rng_seed) {
   std::vector<Block> blocks(fanouts.size());
   std::vector<int64_t> frontier = seeds;
-  const auto deadline_of = [&] {
-    return std::chrono::steady_clock::now() + net::Millis(options_.timeout_ms);
-  };
+  const auto deadline_of = [&] { return std::chrono::steady_clock::now() + options_.timeout; };
   for (int l = static_cast<int>(fanouts.size()) - 1; l >= 0; --l) {
     const auto pos = ByOwner(frontier);
     const int parts = config_.num_parts;
@@ -164,7 +162,7 @@ void DistGraph::PullTyped(int ntype, const std::vector<int64_t>& ids, std::vecto
   };
   PullRows(
       ids, pos, dim, EmbChunk(std::max<int64_t>(dim, 1)), hetero_part_, "PullTyped",
-      options_.timeout_ms,
+      static_cast<int>(options_.timeout.count()),
       [&](std::vector<int64_t> asked) {
         return net::PullTyped{ntype, std::move(asked)};
       },
@@ -175,7 +173,8 @@ void DistGraph::EmbPull(const net::EmbSpec& spec, const std::vector<int64_t>& id
                         std::vector<float>* out) {
   out->resize(ids.size() * static_cast<size_t>(spec.dim));
   PullRows(
-      ids, ByOwner(ids), spec.dim, EmbChunk(spec.dim), -1, "EmbPull", options_.timeout_ms,
+      ids, ByOwner(ids), spec.dim, EmbChunk(spec.dim), -1, "EmbPull",
+      static_cast<int>(options_.timeout.count()),
       [&](std::vector<int64_t> asked) {
         return net::EmbPull{spec, std::move(asked)};
       },
@@ -191,7 +190,7 @@ void DistGraph::EmbPush(const net::EmbSpec& spec, const std::vector<int64_t>& id
   const auto pos = ByOwner(ids);
   const size_t chunk = EmbChunk(spec.dim), dim = static_cast<size_t>(spec.dim);
   std::vector<std::tuple<net::Connection*, uint64_t, int64_t>> pending;
-  const auto deadline = std::chrono::steady_clock::now() + net::Millis(options_.timeout_ms);
+  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   for (int p = 0; p < config_.num_parts; ++p) {
     for (size_t first = 0; first < pos[p].size(); first += chunk) {
       const size_t count = std::min(chunk, pos[p].size() - first);
@@ -219,7 +218,7 @@ std::string DistGraph::EmbSave(const net::EmbSpec& spec, int part) {
   net::Connection& c = EmbConn(part);
   for (int64_t b = 0; b < rows || (rows == 0 && b == 0); b += chunk) {
     const int64_t e = std::min(rows, b + chunk);
-    const Message r = c.Call(net::EmbSave{spec, b, e}.Encode(0), net::Millis(options_.timeout_ms));
+    const Message r = c.Call(net::EmbSave{spec, b, e}.Encode(0), options_.timeout);
     const std::string blob = net::EmbBlob::Decode(r, c.peer()).bytes;
     const uint64_t head[2] = {static_cast<uint64_t>(b), blob.size()};
     out.append(reinterpret_cast<const char*>(head), sizeof head);
@@ -242,7 +241,7 @@ void DistGraph::EmbRestore(const net::EmbSpec& spec, int part, const std::string
     if (bytes.size() - pos < head[1]) throw DataError(what);
     net::EmbRestore req{spec, static_cast<int64_t>(head[0]), bytes.substr(pos, head[1])};
     pos += head[1];
-    net::EmbAck::Decode(c.Call(req.Encode(0), net::Millis(options_.timeout_ms)), 0, c.peer());
+    net::EmbAck::Decode(c.Call(req.Encode(0), options_.timeout), 0, c.peer());
   }
 }
 

@@ -41,7 +41,9 @@ std::vector<std::string> SamplerLaunch::ToArgv(const std::string& binary) const 
                                    "--idle_timeout_s",
                                    std::to_string(idle_timeout.count()),
                                    "--aggregate_at_owner",
-                                   aggregate_at_owner ? "1" : "0"};
+                                   aggregate_at_owner ? "1" : "0",
+                                   "--wire_dtype",
+                                   wire_dtype};
   if (insecure) {
     argv.push_back("--insecure");
   } else if (!secret_file.empty()) {
@@ -53,10 +55,10 @@ std::vector<std::string> SamplerLaunch::ToArgv(const std::string& binary) const 
 bool SamplerLaunch::operator==(const SamplerLaunch& o) const {
   return std::tie(ip_config, part_config, machine_id, num_servers, trainer_endpoint, trainer_id,
                   sampler_id, job_id, timeout, idle_timeout, secret_file, insecure,
-                  aggregate_at_owner) == std::tie(o.ip_config, o.part_config, o.machine_id,
-                                                  o.num_servers, o.trainer_endpoint, o.trainer_id,
-                                                  o.sampler_id, o.job_id, o.timeout, o.idle_timeout,
-                                                  o.secret_file, o.insecure, o.aggregate_at_owner);
+                  aggregate_at_owner, wire_dtype) ==
+         std::tie(o.ip_config, o.part_config, o.machine_id, o.num_servers, o.trainer_endpoint,
+                  o.trainer_id, o.sampler_id, o.job_id, o.timeout, o.idle_timeout, o.secret_file,
+                  o.insecure, o.aggregate_at_owner, o.wire_dtype);
 }
 
 void AddSamplerFlags(CLI::App& app, SamplerLaunch* s) {
@@ -84,6 +86,9 @@ void AddSamplerFlags(CLI::App& app, SamplerLaunch* s) {
                  "sample and aggregate a batch's last hop where its nodes live (1), or ship "
                  "neighbour lists and rows (0)")
       ->capture_default_str();
+  app.add_option("--wire_dtype", s->wire_dtype,
+                 "float32 or bfloat16: how feature rows and partial sums cross the network")
+      ->capture_default_str();
   AddJobSecretFlags(app, &s->secret_file, &s->insecure);
 }
 
@@ -94,8 +99,9 @@ SamplerOptions ToSamplerOptions(const SamplerLaunch& s) {
   o.graph.local_machine_id = s.machine_id;
   o.graph.num_servers = s.num_servers;
   o.graph.job_id = s.job_id;
-  o.graph.timeout_ms = static_cast<int>(s.timeout.count());
+  o.graph.timeout = s.timeout;
   o.graph.aggregate_at_owner = s.aggregate_at_owner;
+  o.graph.wire_format = net::ParseRowFormat(s.wire_dtype, "--wire_dtype");
   o.trainer_endpoint = s.trainer_endpoint;
   o.trainer_id = s.trainer_id;
   o.sampler_id = s.sampler_id;
@@ -108,7 +114,7 @@ void SamplerOptions::Validate() const {
   if (trainer_endpoint.empty()) throw ConfigError("--trainer_endpoint is required");
   if (graph.part_config.empty()) throw ConfigError("--part_config is required");
   if (idle_timeout < std::chrono::seconds(1)) throw ConfigError("--idle_timeout_s must be >= 1");
-  if (graph.timeout_ms < 1) throw ConfigError("--timeout_ms must be >= 1");
+  if (graph.timeout < std::chrono::milliseconds(1)) throw ConfigError("--timeout_ms must be >= 1");
 }
 
 void RunSampler(const SamplerOptions& o, const std::atomic<bool>& stop) {

@@ -44,6 +44,7 @@ struct SamplerLaunch {
   std::string secret_file;                   // --secret_file: the job's secret
   bool insecure = false;                     // --insecure: plaintext
   bool aggregate_at_owner = true;            // --aggregate_at_owner 0|1 (DistGraphOptions')
+  std::string wire_dtype = "float32";        // --wire_dtype float32|bfloat16
 
   // `binary` followed by every field as its flag.
   std::vector<std::string> ToArgv(const std::string& binary) const;

@@ -13,6 +13,7 @@
 #include <new>
 #include <thread>
 
+#include "common/build_info.h"
 #include "common/error.h"
 
 namespace gnn {
@@ -98,6 +99,11 @@ std::string ConfigKeyMessage(const CLI::App& app, const std::string& what) {
 }
 
 }  // namespace
+
+std::string VersionLine(const std::string& program) {
+  return program + " (gnn " GNN_VERSION ", commit " GNN_GIT_COMMIT ", " GNN_BUILD_TYPE
+                   " build; " GNN_BUILT_WITH ")";
+}
 
 std::string ClosestName(const std::string& name, const std::vector<std::string>& candidates) {
   std::string best;
@@ -198,6 +204,7 @@ std::vector<std::string> NormalizeFlagSpellings(const CLI::App& app, int argc, c
 int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& body,
             double stop_grace_s) {
   const std::string program = app.get_name();
+  app.set_version_flag("--version", VersionLine(program), "print the version and build, and exit");
   // A config file's unknown key is an error, as an unknown flag is.
   app.allow_config_extras(CLI::config_extras_mode::error);
   try {

@@ -28,6 +28,10 @@ namespace gnn {
 int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& body,
             double stop_grace_s = 10);
 
+// "gnn-partition (gnn 0.1.0, commit 3d1864d..., Release build; METIS,
+// PT-Scotch ..., no CUDA)": what --version prints (every binary has it).
+std::string VersionLine(const std::string& program);
+
 // The candidate closest to `name` by edit distance when it is a slip of a
 // few letters (or contains name's words, as --num_epochs contains
 // --epochs); "" when none is close. For "did you mean" in error lines.

@@ -659,6 +659,12 @@ PartitionResult Job::Run() {
 
 }  // namespace
 
+void DistributedOptions::Validate() const {
+  if (machines < 0) throw ConfigError("the machine count must be >= 0");
+  if (!(wait_timeout_s > 0)) throw ConfigError("--wait_timeout must be > 0 seconds");
+  if (sparsify < 0) throw ConfigError("--sparsify must be >= 0 (0: every edge)");
+}
+
 PartitionResult RunDistributedPartition(PartitionOptions options, const DistributedOptions& d,
                                         int* argc, char*** argv, int* rank) {
   std::optional<PartitionResult> result;

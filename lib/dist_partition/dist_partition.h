@@ -27,6 +27,9 @@ struct DistributedOptions {
   // (~110 bytes per edge entry on products): this is what keeps a machine's
   // memory near 1/P of the single-machine partitioner's.
   int64_t sparsify = 16;
+
+  // ConfigError naming the first bad field (RunDistributedPartition calls it).
+  void Validate() const;
 };
 
 // The job failed (on this machine or another) and its one error line was

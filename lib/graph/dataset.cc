@@ -130,8 +130,13 @@ std::string FindOgbFolder(const DatasetOptions& options) {
   return fs::is_directory(candidate / "raw", ec) ? candidate.string() : "";
 }
 
+void DatasetOptions::Validate() const {
+  if (dataset.empty()) throw ConfigError("--dataset is empty");
+  if (num_threads < 0) throw ConfigError("--num_threads must be >= 0");
+}
+
 Dataset LoadDataset(const DatasetOptions& options) {
-  if (options.dataset.empty()) throw ConfigError("--dataset is empty");
+  options.Validate();
   if (IsHeteroDataset(options)) {
     throw ConfigError(options.dataset +
                       " is a heterogeneous graph (several node and edge types): gnn-dataset "

@@ -44,6 +44,9 @@ struct DatasetOptions {
   bool use_cache = true;
   uint64_t seed = 0;    // synthetic generators only
   int num_threads = 0;  // 0 = hardware concurrency
+
+  // ConfigError naming the first bad field (LoadDataset calls it).
+  void Validate() const;
 };
 
 // The OGB folder options.dataset names (a path holding raw/, or a name

@@ -49,14 +49,22 @@ class KvClient {
   KvClient(const KvClient&) = delete;
   KvClient& operator=(const KvClient&) = delete;
 
+  // Every call blocks until the store answers (at most set_timeout's
+  // time: TimeoutError naming the store), and a refusal (store full, a
+  // counter that would overflow) is a PeerError naming it.
   void Set(const std::string& key, const std::string& value);
   // The value, or nullopt while the key is not set.
   std::optional<std::string> TryGet(const std::string& key);
   // Waits for the key until `timeout`; TimeoutError naming it after that.
   std::string Get(const std::string& key, std::chrono::milliseconds timeout);
+  // Adds `delta` to the counter at `key` (0 when unset) and returns its new
+  // value; an error when the key holds something else than a counter.
   int64_t Add(const std::string& key, int64_t delta);
+  // True when the key existed (and is now gone), false when it did not.
   bool Delete(const std::string& key);
+  // True when every one of `keys` is set.
   bool Check(const std::vector<std::string>& keys);
+  // How many keys the store holds.
   int64_t NumKeys();
 
   // Every call waits at most this long for the store to answer.

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "common/bfloat16.h"
 #include "common/error.h"
 
 namespace gnn::net {
@@ -205,30 +206,86 @@ bool SampleReply::operator==(const SampleReply& o) const {
   return indptr == o.indptr && indices == o.indices;
 }
 
+// ------------------------------------------------------------ RowFormat
+
+size_t RowFormatBytes(RowFormat f) { return f == RowFormat::kBfloat16 ? 2 : 4; }
+
+RowFormat ParseRowFormat(const std::string& name, const std::string& flag) {
+  if (name == "float32") return RowFormat::kFloat32;
+  if (name == "bfloat16") return RowFormat::kBfloat16;
+  throw ConfigError(flag + " must be float32 or bfloat16, got '" + name + "'");
+}
+
+const char* RowFormatName(RowFormat f) {
+  return f == RowFormat::kBfloat16 ? "bfloat16" : "float32";
+}
+
+namespace {
+
+// A format int off the wire: 0 or 1, else the message is malformed.
+RowFormat FormatOf(int64_t v, MsgType type) {
+  if (v != 0 && v != 1) Malformed(type, "row format " + std::to_string(v));
+  return static_cast<RowFormat>(v);
+}
+
+void RowOut(const zmq::message_t& rows, RowFormat f, int64_t dim, size_t i, float* out) {
+  const size_t d = static_cast<size_t>(dim);
+  if (f == RowFormat::kBfloat16) {
+    FromBfloat16(static_cast<const uint16_t*>(rows.data()) + i * d, d, out);
+  } else {
+    std::memcpy(out, static_cast<const float*>(rows.data()) + i * d, d * sizeof(float));
+  }
+}
+
+void RowIn(zmq::message_t& rows, RowFormat f, int64_t dim, size_t i, const float* values,
+           size_t count_rows = 1) {
+  const size_t n = static_cast<size_t>(dim) * count_rows;
+  if (f == RowFormat::kBfloat16) {
+    ToBfloat16(values, n, static_cast<uint16_t*>(rows.data()) + i * static_cast<size_t>(dim));
+  } else {
+    std::memcpy(static_cast<float*>(rows.data()) + i * static_cast<size_t>(dim), values,
+                n * sizeof(float));
+  }
+}
+
+}  // namespace
+
 // ------------------------------------------------------- SampleAggregate
 
 Message SampleAggregateRequest::Encode(uint64_t request_id) const {
-  Message m = MakeMessage(MsgType::kSampleAggregate, request_id,
-                          {fanout, replace ? 1 : 0, static_cast<int64_t>(rng_seed)});
+  std::vector<int64_t> ints = {fanout, replace ? 1 : 0, static_cast<int64_t>(rng_seed)};
+  if (format != RowFormat::kFloat32) ints.push_back(static_cast<int64_t>(format));
+  Message m = MakeMessage(MsgType::kSampleAggregate, request_id, std::move(ints));
   AddArray(&m, dsts);
   return m;
 }
 
 SampleAggregateRequest SampleAggregateRequest::Decode(const Message& m) {
-  Expect(m, MsgType::kSampleAggregate, 3, 1);
+  const bool narrow = m.header.ints.size() == 4;
+  Expect(m, MsgType::kSampleAggregate, narrow ? 4 : 3, 1);
   const std::vector<int64_t>& i = m.header.ints;
-  return {m.CopyArray<int64_t>(0), i[0], i[1] != 0, static_cast<uint64_t>(i[2])};
+  return {m.CopyArray<int64_t>(0), i[0], i[1] != 0, static_cast<uint64_t>(i[2]),
+          narrow ? FormatOf(i[3], MsgType::kSampleAggregate) : RowFormat::kFloat32};
 }
 
 bool SampleAggregateRequest::operator==(const SampleAggregateRequest& o) const {
-  return dsts == o.dsts && fanout == o.fanout && replace == o.replace && rng_seed == o.rng_seed;
+  return dsts == o.dsts && fanout == o.fanout && replace == o.replace && rng_seed == o.rng_seed &&
+         format == o.format;
 }
 
-SampleAggregateReply::SampleAggregateReply(int64_t d, size_t n)
-    : dim(d), rows(2 * n * static_cast<size_t>(d) * sizeof(float)) {}
+SampleAggregateReply::SampleAggregateReply(int64_t d, size_t n, RowFormat f)
+    : dim(d), format(f), rows(2 * n * static_cast<size_t>(d) * RowFormatBytes(f)) {}
+
+void SampleAggregateReply::RowTo(size_t i, float* out) const { RowOut(rows, format, dim, i, out); }
+
+void SampleAggregateReply::SetRows(const float* values) {
+  RowIn(rows, format, dim, 0, values, counts.size() * 2);
+}
 
 Message SampleAggregateReply::Encode(uint64_t request_id) const {
-  Message m = MakeMessage(MsgType::kSampleAggregateReply, request_id, {dim});
+  std::vector<int64_t> ints = {dim};
+  if (format != RowFormat::kFloat32) ints.push_back(static_cast<int64_t>(format));
+  Message m = MakeMessage(MsgType::kSampleAggregateReply, request_id, std::move(ints));
   AddFrame(&m, Share(rows));
   AddArray(&m, counts);
   AddArray(&m, remote_indptr);
@@ -238,12 +295,18 @@ Message SampleAggregateReply::Encode(uint64_t request_id) const {
 
 SampleAggregateReply SampleAggregateReply::Decode(const Message& m) {
   constexpr MsgType kType = MsgType::kSampleAggregateReply;
-  Expect(m, kType, 1, 4);
+  const bool narrow = m.header.ints.size() == 2;
+  Expect(m, kType, narrow ? 2 : 1, 4);
   SampleAggregateReply r;
   r.dim = m.header.ints[0];
   if (r.dim < 0) Malformed(kType, "negative width " + std::to_string(r.dim));
+  if (narrow) r.format = FormatOf(m.header.ints[1], kType);
   size_t floats = 0;
-  m.Array<float>(0, &floats);
+  if (r.format == RowFormat::kBfloat16) {
+    m.Array<uint16_t>(0, &floats);
+  } else {
+    m.Array<float>(0, &floats);
+  }
   r.counts = m.CopyArray<int64_t>(1);
   r.remote_indptr = m.CopyArray<int64_t>(2);
   r.remote_ids = m.CopyArray<int64_t>(3);
@@ -273,6 +336,10 @@ SampleAggregateReply SampleAggregateReply::Decode(const Message& m,
                                                   int64_t node_end, const std::string& peer) {
   SampleAggregateReply r = FromPeer(peer, [&] { return Decode(m); });
   const size_t n = asked.dsts.size();
+  if (r.format != asked.format) {
+    Bad(peer, std::string("a SampleAggregateReply in ") + RowFormatName(r.format) + " to a " +
+                  RowFormatName(asked.format) + " request");
+  }
   if (r.counts.size() != n || r.dim != dim) {
     Bad(peer, "a SampleAggregateReply for " + N(r.counts.size()) + " destinations of width " +
                   std::to_string(r.dim) + " to " + N(n) + " of width " + std::to_string(dim));
@@ -293,36 +360,62 @@ SampleAggregateReply SampleAggregateReply::Decode(const Message& m,
 }
 
 bool SampleAggregateReply::operator==(const SampleAggregateReply& o) const {
-  return dim == o.dim && counts == o.counts && remote_indptr == o.remote_indptr &&
-         remote_ids == o.remote_ids && rows.size() == o.rows.size() &&
+  return dim == o.dim && format == o.format && counts == o.counts &&
+         remote_indptr == o.remote_indptr && remote_ids == o.remote_ids &&
+         rows.size() == o.rows.size() &&
          (rows.size() == 0 || std::memcmp(rows.data(), o.rows.data(), rows.size()) == 0);
 }
 
 // ---------------------------------------------------------- PullFeatures
 
 Message PullFeatures::Encode(uint64_t request_id) const {
-  return WithIds(MsgType::kPullFeatures, request_id, ids);
+  if (format == RowFormat::kFloat32) return WithIds(MsgType::kPullFeatures, request_id, ids);
+  Message m = MakeMessage(MsgType::kPullFeatures, request_id, {static_cast<int64_t>(format)});
+  AddArray(&m, ids);
+  return m;
 }
 
-PullFeatures PullFeatures::Decode(const Message& m) { return {IdsOf(m, MsgType::kPullFeatures)}; }
+PullFeatures PullFeatures::Decode(const Message& m) {
+  if (m.header.msg_type() == MsgType::kPullFeatures && m.header.ints.size() == 1) {
+    Expect(m, MsgType::kPullFeatures, 1, 1);
+    return {m.CopyArray<int64_t>(0), FormatOf(m.header.ints[0], MsgType::kPullFeatures)};
+  }
+  return {IdsOf(m, MsgType::kPullFeatures)};
+}
 
-bool PullFeatures::operator==(const PullFeatures& o) const { return ids == o.ids; }
+bool PullFeatures::operator==(const PullFeatures& o) const {
+  return ids == o.ids && format == o.format;
+}
 
-PullFeaturesReply::PullFeaturesReply(int64_t d, size_t num_rows)
-    : dim(d), rows(num_rows * static_cast<size_t>(d) * sizeof(float)) {}
+PullFeaturesReply::PullFeaturesReply(int64_t d, size_t num_rows, RowFormat f)
+    : dim(d), format(f), rows(num_rows * static_cast<size_t>(d) * RowFormatBytes(f)) {}
+
+void PullFeaturesReply::RowTo(size_t i, float* out) const { RowOut(rows, format, dim, i, out); }
+
+void PullFeaturesReply::SetRow(size_t i, const float* values) {
+  RowIn(rows, format, dim, i, values);
+}
 
 Message PullFeaturesReply::Encode(uint64_t request_id) const {
-  Message m = MakeMessage(MsgType::kPullFeaturesReply, request_id, {dim});
+  std::vector<int64_t> ints = {dim};
+  if (format != RowFormat::kFloat32) ints.push_back(static_cast<int64_t>(format));
+  Message m = MakeMessage(MsgType::kPullFeaturesReply, request_id, std::move(ints));
   AddFrame(&m, Share(rows));
   return m;
 }
 
 PullFeaturesReply PullFeaturesReply::Decode(const Message& m) {
-  Expect(m, MsgType::kPullFeaturesReply, 1, 1);
+  const bool narrow = m.header.ints.size() == 2;
+  Expect(m, MsgType::kPullFeaturesReply, narrow ? 2 : 1, 1);
   PullFeaturesReply r;
   r.dim = m.header.ints[0];
+  if (narrow) r.format = FormatOf(m.header.ints[1], MsgType::kPullFeaturesReply);
   size_t n = 0;
-  m.Array<float>(0, &n);
+  if (r.format == RowFormat::kBfloat16) {
+    m.Array<uint16_t>(0, &n);
+  } else {
+    m.Array<float>(0, &n);
+  }
   if (r.dim < 0) Malformed(MsgType::kPullFeaturesReply, "negative width " + std::to_string(r.dim));
   if (r.dim == 0 ? n != 0 : n % static_cast<size_t>(r.dim) != 0) {
     Malformed(MsgType::kPullFeaturesReply,
@@ -336,6 +429,10 @@ PullFeaturesReply PullFeaturesReply::Decode(const Message& m, const PullFeatures
                                             int64_t dim, const std::string& peer) {
   PullFeaturesReply r = FromPeer(peer, [&] { return Decode(m); });
   const size_t count = asked.ids.size();
+  if (r.format != asked.format) {
+    Bad(peer, std::string("a PullFeaturesReply in ") + RowFormatName(r.format) + " to a " +
+                  RowFormatName(asked.format) + " request");
+  }
   if (r.dim != dim || r.num_floats() != count * static_cast<size_t>(dim)) {
     Bad(peer, "a PullFeaturesReply of " + N(r.num_floats()) + " floats of width " +
                   std::to_string(r.dim) + " for " + N(count) + " rows of " + std::to_string(dim));
@@ -344,7 +441,7 @@ PullFeaturesReply PullFeaturesReply::Decode(const Message& m, const PullFeatures
 }
 
 bool PullFeaturesReply::operator==(const PullFeaturesReply& o) const {
-  return dim == o.dim && rows.size() == o.rows.size() &&
+  return dim == o.dim && format == o.format && rows.size() == o.rows.size() &&
          (rows.size() == 0 || std::memcmp(rows.data(), o.rows.data(), rows.size()) == 0);
 }
 

@@ -21,6 +21,14 @@
 
 namespace gnn::net {
 
+// How feature rows and partial sums travel: float32, or bfloat16 (half the
+// bytes, float32's range, ~3 significant digits; common/bfloat16.h).
+enum class RowFormat : int64_t { kFloat32 = 0, kBfloat16 = 1 };
+size_t RowFormatBytes(RowFormat f);  // bytes per value
+// "float32" / "bfloat16" <-> RowFormat; ConfigError naming `flag` otherwise.
+RowFormat ParseRowFormat(const std::string& name, const std::string& flag);
+const char* RowFormatName(RowFormat f);
+
 // The handshake text every client presents, "graph\nconfig_sha256\njob_id":
 // servers compare the graph and config, a trainer's sampler pool all three.
 struct Hello {
@@ -126,6 +134,7 @@ struct SampleAggregateRequest {
   int64_t fanout = 0;
   bool replace = false;
   uint64_t rng_seed = 0;
+  RowFormat format = RowFormat::kFloat32;  // of the reply's rows
 
   std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
@@ -139,17 +148,23 @@ struct SampleAggregateRequest {
 // does not hold (a CSR over the destinations).
 struct SampleAggregateReply {
   int64_t dim = 0;
-  zmq::message_t rows;  // float32 [2n, dim]
+  RowFormat format = RowFormat::kFloat32;
+  zmq::message_t rows;  // [2n, dim] values of `format`
   std::vector<int64_t> counts;
   std::vector<int64_t> remote_indptr;  // [n + 1]
   std::vector<int64_t> remote_ids;
 
   SampleAggregateReply() = default;
-  // Rows for `n` destinations of `dim` floats, uninitialized.
-  SampleAggregateReply(int64_t dim, size_t n);
+  // Rows for `n` destinations of `dim` values, uninitialized.
+  SampleAggregateReply(int64_t dim, size_t n, RowFormat format = RowFormat::kFloat32);
+  // float32 only: the rows in place.
   float* data() { return static_cast<float*>(rows.data()); }
   const float* data() const { return static_cast<const float*>(rows.data()); }
-  size_t num_floats() const { return rows.size() / sizeof(float); }
+  size_t num_values() const { return rows.size() / RowFormatBytes(format); }
+  // Row i (of 2n) as floats, whatever the format.
+  void RowTo(size_t i, float* out) const;
+  // Fills the rows from `values` [2n, dim] floats, converted to the format.
+  void SetRows(const float* values);
 
   std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
@@ -167,6 +182,7 @@ struct SampleAggregateReply {
 
 struct PullFeatures {
   std::vector<int64_t> ids;
+  RowFormat format = RowFormat::kFloat32;  // of the reply's rows
 
   // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
   std::string DebugString() const;
@@ -181,20 +197,26 @@ struct PullFeatures {
 // reply keeps the received buffer alive by itself.
 struct PullFeaturesReply {
   int64_t dim = 0;
-  zmq::message_t rows;  // float32 [num_rows, dim]
+  RowFormat format = RowFormat::kFloat32;
+  zmq::message_t rows;  // [num_rows, dim] values of `format`
 
   PullFeaturesReply() = default;
-  // `num_rows` rows of `dim` floats, uninitialized: fill data() before Encode.
-  PullFeaturesReply(int64_t dim, size_t num_rows);
+  // `num_rows` rows of `dim` values, uninitialized: fill them before Encode.
+  PullFeaturesReply(int64_t dim, size_t num_rows, RowFormat format = RowFormat::kFloat32);
+  // float32 only: the rows in place.
   float* data() { return static_cast<float*>(rows.data()); }
   const float* data() const { return static_cast<const float*>(rows.data()); }
-  size_t num_floats() const { return rows.size() / sizeof(float); }
+  size_t num_values() const { return rows.size() / RowFormatBytes(format); }
+  size_t num_floats() const { return num_values(); }
+  // Row i as floats, whatever the format; SetRow writes it in the format.
+  void RowTo(size_t i, float* out) const;
+  void SetRow(size_t i, const float* values);
 
   // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
   std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static PullFeaturesReply Decode(const Message& m);
-  // Also: exactly one row of `dim` floats per asked id.
+  // Also: exactly one row of `dim` values per asked id, in the asked format.
   static PullFeaturesReply Decode(const Message& m, const PullFeatures& asked, int64_t dim,
                                   const std::string& peer);
   bool operator==(const PullFeaturesReply& o) const;  // same dim and bytes

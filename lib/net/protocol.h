@@ -45,8 +45,9 @@ enum class MsgType : uint16_t {
   kPong = 5,               // ints: {machine_id, server_id}
   kSample = 6,             // ints: {fanout, replace, rng_seed}; frames: seeds[int64]
   kSampleReply = 7,        // frames: indptr[int64, n+1], indices[int64]
-  kPullFeatures = 8,       // frames: ids[int64]
-  kPullFeaturesReply = 9,  // ints: {dim}; frames: rows[float32, n*dim]
+  kPullFeatures = 8,       // ints: {} or {format}; frames: ids[int64]
+  kPullFeaturesReply = 9,  // ints: {dim} or {dim, format}; frames: rows[n*dim] of the format
+                           // (RowFormat: float32, or bfloat16 with format 1)
   kPullLabels = 10,        // frames: ids[int64]
   kPullLabelsReply = 11,   // frames: labels[int64]
   kMetadata = 12,
@@ -72,8 +73,8 @@ enum class MsgType : uint16_t {
   kEmbRestore = 28,        // ints: spec, begin; frames: bytes[uint8] -> EmbAck
   kEmbAck = 29,            // ints: {rows}
   // Sample and aggregate at the owner (sampling/owner_aggregate.h).
-  kSampleAggregate = 30,       // ints: {fanout, replace, rng_seed}; frames: dsts[int64] (all owned)
-  kSampleAggregateReply = 31,  // ints: {dim}; frames: rows[float32, 2n*dim] (own rows, then the
+  kSampleAggregate = 30,       // ints: {fanout, replace, rng_seed[, format]}; frames: dsts[int64]
+  kSampleAggregateReply = 31,  // ints: {dim[, format]}; frames: rows[2n*dim] (own rows, then the
                                // held neighbours' sums), counts[int64, n], remote
                                // indptr[int64, n+1], remote ids[int64]
 };

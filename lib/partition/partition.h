@@ -14,7 +14,7 @@ namespace gnn {
 struct PartitionOptions {
   DatasetOptions data;                // --dataset --root --split --seed ...
   int num_parts = 4;                  // --num_parts, in [1, num_nodes]
-  std::string part_method = "metis";  // --part_method metis|random
+  std::string part_method = "metis";  // --part_method metis|stream|random
   bool balance_train = false;         // --balance_train: METIS constraint on train nodes
   bool balance_edges = false;         // --balance_edges: METIS constraint on in-degree
   bool undirected = false;            // --undirected: add reverse edges (auto for known ones)

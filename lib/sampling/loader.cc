@@ -30,20 +30,7 @@ class ShuffleRng {
 };
 
 void ValidateOptions(const LocalGraph& graph, const LoaderOptions& o) {
-  if (o.fanouts.empty()) throw ConfigError("fanouts: at least one layer is required");
-  for (size_t l = 0; l < o.fanouts.size(); ++l) {
-    if (o.fanouts[l] < -1) {
-      throw ConfigError("fanouts: " + std::to_string(o.fanouts[l]) + " of layer " +
-                        std::to_string(l) + " is invalid (>= 0, or -1 for all neighbours)");
-    }
-  }
-  if (o.batch_size <= 0) {
-    throw ConfigError("batch_size must be positive, got " + std::to_string(o.batch_size));
-  }
-  if (o.num_workers < 0) {
-    throw ConfigError("num_workers must be >= 0, got " + std::to_string(o.num_workers));
-  }
-  if (o.prefetch < 1) throw ConfigError("prefetch must be >= 1, got " + std::to_string(o.prefetch));
+  o.Validate();
   if (graph.csc.num_nodes < 0 ||
       (graph.csc.num_nodes > 0 && (graph.csc.indptr == nullptr || graph.csc.indices == nullptr))) {
     throw ConfigError("loader graph has no CSC arrays");
@@ -55,6 +42,25 @@ void ValidateOptions(const LocalGraph& graph, const LoaderOptions& o) {
 }
 
 }  // namespace
+
+void LoaderOptions::Validate() const {
+  if (fanouts.empty()) throw ConfigError("fanouts: at least one layer is required");
+  for (size_t l = 0; l < fanouts.size(); ++l) {
+    if (fanouts[l] < -1) {
+      throw ConfigError("fanouts: " + std::to_string(fanouts[l]) + " of layer " +
+                        std::to_string(l) + " is invalid (>= 0, or -1 for all neighbours)");
+    }
+  }
+  if (batch_size <= 0) {
+    throw ConfigError("batch_size must be positive, got " + std::to_string(batch_size));
+  }
+  if (num_workers < 0) {
+    throw ConfigError("num_workers must be >= 0, got " + std::to_string(num_workers));
+  }
+  if (prefetch < 1) throw ConfigError("prefetch must be >= 1, got " + std::to_string(prefetch));
+  if (link && num_negs < 1)
+    throw ConfigError("num_negs must be >= 1, got " + std::to_string(num_negs));
+}
 
 BatchLoader::BatchLoader(const LocalGraph& graph, std::vector<int64_t> seeds,
                          const LoaderOptions& options, int64_t epoch, int64_t first_batch)

@@ -42,6 +42,9 @@ struct LoaderOptions {
   // Batches carry block 0's destination rows and their sources' means
   // (MiniBatch::input_means) instead of every source row.
   bool input_means = false;
+
+  // ConfigError naming the first bad field (BatchLoader's constructor calls it).
+  void Validate() const;
 };
 
 // Everything the loader reads; the arrays outlive the loader.

@@ -36,6 +36,10 @@ void ServerOptions::Validate() const {
     throw ConfigError("--server_id must be in [0, --num_servers)");
   }
   if (num_threads < 0) throw ConfigError("--num_threads must be >= 0");
+  if (attach_timeout < std::chrono::milliseconds(0)) {
+    throw ConfigError("--attach_timeout_ms must be >= 0");
+  }
+  if (bind_retry < std::chrono::duration<double>(0)) throw ConfigError("bind retry must be >= 0");
 }
 
 namespace {
@@ -146,10 +150,15 @@ Message OnSampleAggregate(ServerState& s, const Message& req) {
                               " MiB) passes the reply limit of " +
                               std::to_string(kMaxPullReplyBytes >> 20) + " MiB: split the request");
   }
-  net::SampleAggregateReply rep(v.feature_dim, n);
+  net::SampleAggregateReply rep(v.feature_dim, n, r.format);
+  // Summed in float32 either way; a narrow reply is converted once.
+  std::vector<float> wide;
+  if (r.format != net::RowFormat::kFloat32) wide.resize(2 * n * v.feature_dim);
   SampleAggregate(v.csc(), v.features, v.feature_dim, r.dsts.data(), static_cast<int64_t>(n),
-                  static_cast<int>(r.fanout), r.replace, r.rng_seed, 1, rep.data(), &rep.counts,
-                  &rep.remote_indptr, &rep.remote_ids);
+                  static_cast<int>(r.fanout), r.replace, r.rng_seed, 1,
+                  wide.empty() ? rep.data() : wide.data(), &rep.counts, &rep.remote_indptr,
+                  &rep.remote_ids);
+  if (!wide.empty()) rep.SetRows(wide.data());
   return rep.Encode(id);
 }
 
@@ -167,7 +176,8 @@ void CheckOwned(const ServerState& s, const std::vector<int64_t>& ids) {
 
 Message OnPullFeatures(ServerState& s, const Message& req) {
   const uint64_t id = req.header.request_id;
-  const std::vector<int64_t> ids = net::PullFeatures::Decode(req).ids;
+  const net::PullFeatures asked = net::PullFeatures::Decode(req);
+  const std::vector<int64_t>& ids = asked.ids;
   CheckOwned(s, ids);
   const PartitionView& v = *s.view;
   const size_t n = ids.size();
@@ -179,7 +189,13 @@ Message OnPullFeatures(ServerState& s, const Message& req) {
                               std::to_string(n * row >> 20) + " MiB) passes the reply limit of " +
                               std::to_string(kMaxPullReplyBytes >> 20) + " MiB: split the request");
   }
-  net::PullFeaturesReply rep(v.feature_dim, n);
+  net::PullFeaturesReply rep(v.feature_dim, n, asked.format);
+  if (asked.format != net::RowFormat::kFloat32) {
+    for (size_t i = 0; i < n; ++i) {
+      rep.SetRow(i, v.features + (ids[i] - v.node_start) * v.feature_dim);
+    }
+    return rep.Encode(id);
+  }
   char* dst = reinterpret_cast<char*>(rep.data());
   for (size_t i = 0; i < n; ++i) {
     // Rows are scattered in memory: fetch a few ahead of the copy.
@@ -348,7 +364,7 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
   frontend.set(zmq::sockopt::sndhwm, net::kMaxQueuedMessages);
   o.keys.MakeServer(frontend);
   try {
-    BindRetrying(frontend, endpoint, o.bind_retry_s);
+    BindRetrying(frontend, endpoint, o.bind_retry.count());
   } catch (const zmq::error_t& e) {
     std::string holder;
     if (o.bind_endpoint.empty() && e.num() == EADDRINUSE) {
@@ -386,9 +402,8 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
     s.hetero_view.num_classes = s.config.num_classes;
     s.view = &s.hetero_view;
   } else {
-    shm = o.server_id == 0
-              ? ShmPartition::Create(shm_name, s.config, part, o.verify_checksums)
-              : ShmPartition::Attach(shm_name, std::chrono::milliseconds(o.attach_timeout_ms));
+    shm = o.server_id == 0 ? ShmPartition::Create(shm_name, s.config, part, o.verify_checksums)
+                           : ShmPartition::Attach(shm_name, o.attach_timeout);
     s.view = &shm->view();
     // Server 0 removes the segment when it stops, after the job's other
     // holders have let go: trainers and samplers are often killed (a sampler

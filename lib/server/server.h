@@ -27,10 +27,10 @@ struct ServerOptions {
   // Empty: bind to the machine's ip_config address. Tests may pass
   // "tcp://127.0.0.1:*" to get an ephemeral port (reported via on_ready).
   std::string bind_endpoint;
-  int attach_timeout_ms = kDefaultAttachTimeoutMs;  // backups wait this long for server 0
+  std::chrono::milliseconds attach_timeout{kDefaultAttachTimeoutMs};  // backups wait for server 0
   // A busy port is waited for this long (a restarted run's server, while
   // the one it replaces may still be stopping); 0 = fail at once.
-  double bind_retry_s = 0;
+  std::chrono::duration<double> bind_retry{0};
   bool verify_checksums = true;
 
   void Validate() const;  // ConfigError naming the bad field

@@ -225,7 +225,7 @@ TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddres
                  << o.master_port;
   g.collective = std::make_unique<Collective>(
       master, o.master_port, g.rank, g.world, who, machines[static_cast<size_t>(o.machine_id)].host,
-      std::chrono::seconds(o.rendezvous_timeout_s), g.keys, o.restart > 0 ? kBindRetryS : 0);
+      o.rendezvous_timeout, g.keys, o.restart > 0 ? kBindRetryS : 0);
   int before = 0;  // machines serving a lower partition
   for (int p = 0; p < MachinePartition(o.machine_id, num_parts); ++p)
     before += static_cast<int>(PartitionMachines(p, num_parts, num_machines).size());
@@ -236,9 +236,10 @@ TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddres
   g.graph.local_machine_id = o.machine_id;
   g.graph.job_id = o.job_id;
   g.graph.keys = g.keys;
-  g.graph.timeout_ms = o.request_timeout_ms;
-  g.graph.attach_timeout_ms = o.request_timeout_ms;
+  g.graph.timeout = o.request_timeout;
+  g.graph.attach_timeout = o.request_timeout;
   g.graph.aggregate_at_owner = o.aggregate_at_owner;
+  g.graph.wire_format = net::ParseRowFormat(o.wire_dtype, "--wire_dtype");
   return g;
 }
 

@@ -65,7 +65,7 @@ class Prefetcher {
     if (remaining_ == 0) return std::nullopt;
     // Every request of the sampling thread has its own deadline, so this one
     // only guards against a bug: a batch is a few request rounds at most.
-    const auto limit = std::chrono::milliseconds(options_.timeout_ms) * 8;
+    const auto limit = options_.timeout * 8;
     if (!cv_.wait_for(lock, limit, [&] { return !queue_.empty() || error_; })) {
       throw TimeoutError("in-process sampling produced no mini-batch within " +
                          std::to_string(limit.count()) + " ms");
@@ -221,7 +221,7 @@ class DistEnv : public TrainEnv {
     if (o.num_samplers > 0) {
       const net::Hello hello{config.graph_name, Sha256File(o.part_config), o.job_id};
       pool_ = std::make_unique<SamplerPool>("tcp://127.0.0.1:*", o.num_samplers, hello, o.prefetch,
-                                            o.request_timeout_ms, keys_);
+                                            static_cast<int>(o.request_timeout.count()), keys_);
       for (int s = 0; s < o.num_samplers; ++s) {
         SamplerLaunch launch;
         launch.ip_config = o.ip_config;
@@ -232,15 +232,16 @@ class DistEnv : public TrainEnv {
         launch.trainer_id = rank_;
         launch.sampler_id = s;
         launch.job_id = o.job_id;
-        launch.timeout = std::chrono::milliseconds(o.request_timeout_ms);
+        launch.timeout = o.request_timeout;
         launch.secret_file = o.secret_file;
         launch.insecure = o.insecure;
         launch.aggregate_at_owner = o.aggregate_at_owner;
+        launch.wire_dtype = o.wire_dtype;
         children_.Spawn(launch.ToArgv(SelfDir() + "/gnn-sampler"));
       }
       pool_->SetLivenessCheck([this] { return children_.Exited(); });
       try {
-        pool_->WaitForSamplers(o.request_timeout_ms);
+        pool_->WaitForSamplers(static_cast<int>(o.request_timeout.count()));
       } catch (const Error& e) {
         std::string exited = children_.Exited();
         throw PeerError(std::string(e.what()) + (exited.empty() ? "" : " (" + exited + ")"));

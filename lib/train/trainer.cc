@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "common/parallel.h"
+#include "net/messages.h"
 #include "partition/config.h"
 #include "sampling/sampler.h"
 #include "train/training_loop.h"
@@ -50,6 +51,7 @@ void TrainOptions::Validate() const {
     throw ConfigError("--fan_out '" + fan_out + "' has " + std::to_string(Fanouts().size()) +
                       " entries but --num_layers is " + std::to_string(num_layers));
   }
+  net::ParseRowFormat(wire_dtype, "--wire_dtype");
   if (resume && checkpoint_dir.empty()) throw ConfigError("--resume needs --checkpoint_dir");
   if (checkpoint_every < 0) throw ConfigError("--checkpoint_every must be >= 0");
   if (checkpoint_every > 0 && checkpoint_dir.empty())
@@ -65,8 +67,12 @@ void TrainOptions::Validate() const {
     if (num_servers < 1) throw ConfigError("--num_servers must be >= 1");
     if (num_samplers < 0) throw ConfigError("--num_samplers must be >= 0");
     if (master_port < 1 || master_port > 65535) throw ConfigError("--master_port out of range");
-    if (rendezvous_timeout_s < 1) throw ConfigError("--rendezvous_timeout_s must be >= 1");
-    if (request_timeout_ms < 1) throw ConfigError("--request_timeout_ms must be >= 1");
+    if (rendezvous_timeout < std::chrono::seconds(1)) {
+      throw ConfigError("--rendezvous_timeout_s must be >= 1");
+    }
+    if (request_timeout < std::chrono::milliseconds(1)) {
+      throw ConfigError("--request_timeout_ms must be >= 1");
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 // evaluate layer-wise, checkpoint, and summarise.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -87,8 +88,11 @@ struct TrainOptions {
   // its nodes live (sampling/owner_aggregate.h); false: neighbour lists
   // and every neighbour's row cross the network, as DGL ships them.
   bool aggregate_at_owner = true;
-  int rendezvous_timeout_s = 60;
-  int request_timeout_ms = 30000;
+  // --wire_dtype float32|bfloat16: how feature rows and partial sums cross
+  // the network (bfloat16: half the bytes, ~3 significant digits).
+  std::string wire_dtype = "float32";
+  std::chrono::seconds rendezvous_timeout{60};       // --rendezvous_timeout_s
+  std::chrono::milliseconds request_timeout{30000};  // --request_timeout_ms: per server request
 
   bool Rgcn() const { return model == "rgcn"; }
   std::vector<int> Fanouts() const;  // parsed fan_out; throws ConfigError

@@ -281,7 +281,7 @@ TEST_CASE("a backup gnn-server attaches to server 0's shared memory instead of c
   o.ip_config = d.ip_config;
   o.job_id = d.job;
   o.keys = test::Keys(d.job);
-  o.timeout_ms = 10000;
+  o.timeout = std::chrono::milliseconds(10000);
   o.endpoints = {{d.Endpoint(0, 0), d.Endpoint(0, 1)}, {d.Endpoint(1, 0)}};
   DistGraph g(o);
   const int64_t dim = d.config.feature_dim;

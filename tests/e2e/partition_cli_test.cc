@@ -1,4 +1,5 @@
 // The real gnn-partition binary, run as a process.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -494,4 +495,29 @@ TEST_CASE("gnn-partition --overwrite replaces only its own output, checked first
                       "' --dataset synthetic:tiny --num_parts 2 --output .. --overwrite"});
   ExpectCleanFailure(r, "is the current folder or holds it");
   CHECK(test::TreeState(dir.path()) == before);
+}
+
+TEST_CASE("every binary says its version and build, and cmake --install puts them in PREFIX/bin",
+          "[e2e]") {
+  std::vector<std::string> binaries = {"gnn-partition", "gnn-dataset", "gnn-server",
+                                       "gnn-sampler",   "gnn-launch",  "gnn-copy"};
+  if (PathExists(Bin("gnn-train"))) binaries.push_back("gnn-train");
+  for (const std::string& b : binaries) {
+    auto r = RunProcess({Bin(b), "--version"});
+    INFO(b << ": " << r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.rfind(b + " (gnn ", 0) == 0);
+    CHECK(r.out.find(", commit ") != std::string::npos);
+    CHECK(r.out.find(" build; METIS") != std::string::npos);
+    CHECK(r.out.find("CUDA") != std::string::npos);
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+  }
+  test::TempDir dir;
+  const std::string build = std::filesystem::path(Bin("gnn-partition")).parent_path().parent_path();
+  auto r = RunProcess({GNN_CMAKE_COMMAND, "--install", build, "--prefix", dir / "prefix"}, 120);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  for (const std::string& b : binaries) {
+    CHECK(RunProcess({dir / ("prefix/bin/" + b), "--version"}).exit_code == 0);
+  }
 }

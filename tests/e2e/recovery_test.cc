@@ -62,7 +62,9 @@ void KillMidTraining(const Setup& s, ChildProcess& launcher, const std::string& 
       },
       std::chrono::seconds(120)));
   REQUIRE(launcher.Running());
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Mid-run: a checkpoint written after the first one.
+  REQUIRE(test::WaitForRewrites(s.dir / (ck + "/checkpoint.pt"), 1, std::chrono::seconds(120),
+                                [&] { return launcher.Running(); }));
   std::vector<pid_t> victims = JobProcesses(job, 0, comm);
   REQUIRE(!victims.empty());
   REQUIRE(kill(victims[0], SIGKILL) == 0);
@@ -145,7 +147,9 @@ TEST_CASE("gnn-launch gives up after --max_restarts restarts and leaves nothing 
       },
       std::chrono::seconds(60)));
   REQUIRE(launcher.Running());
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // The restarted run trains on: its next checkpoint.
+  REQUIRE(test::WaitForRewrites(s.dir / "ck/checkpoint.pt", 1, std::chrono::seconds(120),
+                                [&] { return launcher.Running(); }));
   std::vector<pid_t> victims = JobProcesses(s.job + "-r1", 0, "gnn-train");
   REQUIRE(!victims.empty());
   REQUIRE(kill(victims[0], SIGKILL) == 0);
@@ -180,7 +184,8 @@ TEST_CASE("per-node launchers restart together after one node's trainer dies, to
                access((s.dir / "ck/checkpoint.pt").c_str(), F_OK) == 0;
       },
       std::chrono::seconds(120)));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  REQUIRE(test::WaitForRewrites(s.dir / "ck/checkpoint.pt", 1, std::chrono::seconds(120),
+                                [&] { return m0.Running() && m1.Running(); }));
   pid_t victim = -1;
   for (pid_t t : JobProcesses(s.job, 0, "gnn-train")) {
     std::string env = test::ReadFileOrEmpty("/proc/" + std::to_string(t) + "/environ");

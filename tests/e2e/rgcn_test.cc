@@ -250,7 +250,9 @@ TEST_CASE(
       },
       std::chrono::seconds(120)));
   REQUIRE(launcher.Running());
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Mid-run: one more checkpoint written after the first.
+  REQUIRE(test::WaitForRewrites(dir / "ck-kill/checkpoint.pt", 1, std::chrono::seconds(120),
+                                [&] { return launcher.Running(); }));
   // Server 0 of a machine: it holds that partition's embedding rows.
   const std::vector<pid_t> servers = test::JobProcesses(job, 0, "gnn-server");
   REQUIRE(!servers.empty());

@@ -381,7 +381,9 @@ TEST_CASE("a mid-epoch checkpoint cut for another batch count restarts that epoc
     test::ChildProcess run(args, dir / ("run" + std::to_string(attempt)));
     REQUIRE(test::WaitUntil([&] { return !run.Running() || PathExists(dir / "ck/checkpoint.pt"); },
                             std::chrono::seconds(60)));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // A few steps on (a checkpoint every step), most likely inside an epoch.
+    REQUIRE(test::WaitForRewrites(dir / "ck/checkpoint.pt", 3, std::chrono::seconds(60),
+                                  [&] { return run.Running(); }));
     run.Kill();
     // The warning comes with the resume; no epoch needs to run after it.
     auto again = base;
@@ -435,7 +437,8 @@ TEST_CASE("after a resume the metrics file and TensorBoard hold every step once"
       REQUIRE(
           test::WaitUntil([&] { return !run.Running() || PathExists(dir / "ck/checkpoint.pt"); },
                           std::chrono::seconds(60)));
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      REQUIRE(test::WaitForRewrites(dir / "ck/checkpoint.pt", 1, std::chrono::seconds(60),
+                                    [&] { return run.Running(); }));
       run.Kill();
     }
     const std::vector<int64_t> before = read_steps();
@@ -508,7 +511,7 @@ TEST_CASE("an unknown key in a --config file fails as an unknown flag does, with
 }
 
 TEST_CASE(
-    "the folders of --save_model and --save_embeddings are checked before training; a failed "
+    "the folders of --save_model and --save_embeddings are checked before training, and a failed "
     "final write still prints the summary",
     "[e2e]") {
   test::TempDir dir;

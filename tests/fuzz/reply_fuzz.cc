@@ -92,7 +92,7 @@ void Exercise(const Message& m, const uint8_t* q) {
     const SampleAggregateReply r =
         SampleAggregateReply::Decode(m, asked, dim, nodes, lo, hi, "server");
     const size_t n = asked.dsts.size();
-    if (r.counts.size() != n || r.num_floats() != 2 * n * static_cast<size_t>(dim) ||
+    if (r.counts.size() != n || r.num_values() != 2 * n * static_cast<size_t>(dim) ||
         r.remote_indptr.size() != n + 1 ||
         r.remote_indptr.back() != static_cast<int64_t>(r.remote_ids.size())) {
       Broken("SampleAggregateReply sizes");

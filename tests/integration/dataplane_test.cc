@@ -123,11 +123,13 @@ void RunEquality(const std::string& dataset) {
     o.local_machine_id = local;
     o.job_id = job;
     o.keys = test::Keys(job);
-    o.timeout_ms = 20000;
+    o.timeout = std::chrono::milliseconds(20000);
     o.aggregate_at_owner = false;
     DistGraph g(o);
     o.aggregate_at_owner = true;
     DistGraph at_owner(o);
+    o.wire_format = net::RowFormat::kBfloat16;
+    DistGraph narrow(o);
     std::mt19937_64 rng(local + 5);
     for (int b = 0; b < 6; ++b) {
       std::vector<int64_t> seeds;
@@ -159,6 +161,20 @@ void RunEquality(const std::string& dataset) {
       const double owner = static_cast<double>(at_owner.wire_bytes() - owner0);
       INFO("wire bytes per batch: aggregated at the owners " << owner << ", today " << today);
       CHECK(owner < 0.7 * today);
+      // bfloat16 on the wire: the same batch within its precision, fewer bytes.
+      const uint64_t narrow0 = narrow.wire_bytes();
+      const MiniBatch a = at_owner.MakeBatch(seeds, {10, 25}, false, 7);
+      const MiniBatch b = narrow.MakeBatch(seeds, {10, 25}, false, 7);
+      REQUIRE(a.features.size() == b.features.size());
+      size_t off = 0;
+      for (size_t i = 0; i < a.features.size(); ++i) {
+        off += std::abs(a.features[i] - b.features[i]) >
+               1e-2f * std::max(1.0f, std::abs(a.features[i]));
+      }
+      CHECK(off == 0);
+      const double narrow_bytes = static_cast<double>(narrow.wire_bytes() - narrow0);
+      INFO("bfloat16 " << narrow_bytes);
+      CHECK(narrow_bytes < 0.65 * owner);
     }
     // Every node's row in one call: several ~4 MB chunks per server in
     // flight at once, answered out of order by the worker threads.
@@ -211,7 +227,7 @@ TEST_CASE("a handshake with a different partition config is refused naming the s
   c.part_config = b;
   c.ip_config = ip;
   c.endpoints = servers.endpoints();
-  c.timeout_ms = 5000;
+  c.timeout = std::chrono::milliseconds(5000);
   CHECK_THROWS_WITH(DistGraph(c), Catch::Contains("machine 0 server 0") &&
                                       Catch::Contains("deploy the same partition config"));
 }
@@ -224,7 +240,7 @@ TEST_CASE("a server that is down gives a timeout naming it", "[integration]") {
   c.part_config = a;
   c.ip_config = ip;
   c.endpoints = {{"tcp://127.0.0.1:1"}, {"tcp://127.0.0.1:2"}};
-  c.timeout_ms = 300;
+  c.timeout = std::chrono::milliseconds(300);
   auto start = std::chrono::steady_clock::now();
   CHECK_THROWS_WITH(DistGraph(c), Catch::Contains("machine 0 server 0 at 127.0.0.1:1") &&
                                       Catch::Contains("did not answer Hello"));

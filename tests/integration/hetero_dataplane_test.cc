@@ -64,7 +64,7 @@ TEST_CASE("typed sampling over 3 servers equals one in-memory partition, by inpu
   o.endpoints = servers.endpoints();
   o.job_id = job;
   o.keys = test::Keys(job);
-  o.timeout_ms = 20000;
+  o.timeout = std::chrono::milliseconds(20000);
   DistGraph g(o);
 
   const HeteroPartition local = LoadHeteroPartition(c1, 0, false);

@@ -317,7 +317,8 @@ class ProbeMaker {
                   rid, MsgType::kError, {net::kErrBadRequest});
   }
   Probe WrongIntCount(uint64_t rid) {
-    std::vector<int64_t> ints(Below(2) ? Below(3) : 4 + Below(3), 1);
+    // 7: not a row format either (SampleAggregate takes a 4th int for one).
+    std::vector<int64_t> ints(Below(2) ? Below(3) : 4 + Below(3), 7);
     return Expect("wrong int count",
                   Frames(SampleType(), rid, ints, {ArrayBytes(UniqueOwnedIds(4))}), rid,
                   MsgType::kError, {net::kErrMalformed});
@@ -472,7 +473,7 @@ TEST_CASE("a server answers every random, mutated or hostile message and keeps s
   o.endpoints = servers.endpoints();
   o.job_id = job;
   o.keys = test::Keys(job);
-  o.timeout_ms = 5000;
+  o.timeout = std::chrono::milliseconds(5000);
   DistGraph g(o);
   std::vector<int64_t> seeds = {0, 1, config.num_nodes - 1};
   MiniBatch mb = g.MakeBatch(seeds, {5, 10}, false, 3);
@@ -506,7 +507,8 @@ TEST_CASE("DecodeMiniBatch refuses a feature_dim whose product with the inputs o
   CHECK(net::DecodeMiniBatch(ok).features.size() == 4);
 }
 
-TEST_CASE("MiniBatch with sampler-side means round-trips; its shape is checked", "[integration]") {
+TEST_CASE("MiniBatch with sampler-side means round-trips, and its shape is checked",
+          "[integration]") {
   MiniBatch b;
   b.seeds = {10, 11};
   b.labels = {0, 1};
@@ -541,7 +543,7 @@ TEST_CASE("MiniBatch with sampler-side means round-trips; its shape is checked",
 }
 
 TEST_CASE(
-    "a MiniBatch carries its input_means form and its wire bytes; old peers' 3 ints still "
+    "a MiniBatch carries its input_means form and its wire bytes, and old peers' 3 ints still "
     "decode",
     "[integration]") {
   MiniBatch b;

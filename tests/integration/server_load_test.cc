@@ -61,7 +61,7 @@ TEST_CASE("32 concurrent clients hammer a 2-part deployment without errors or me
         o.endpoints = servers.endpoints();
         o.job_id = job;
         o.keys = test::Keys(job);
-        o.timeout_ms = 20000;
+        o.timeout = std::chrono::milliseconds(20000);
         DistGraph g(o);
         std::mt19937_64 rng(c);
         const int64_t dim = config.feature_dim;

@@ -298,14 +298,17 @@ TEST_CASE("shm Attach waits for a late Create and times out naming the segment",
 
   std::unique_ptr<ShmPartition> early;
   std::string error;
+  std::atomic<bool> waiting{false};
   std::thread waiter([&] {
     try {
+      waiting = true;
       early = ShmPartition::Attach(name, config, 0, 10000ms);
     } catch (const std::exception& e) {
       error = e.what();
     }
   });
-  std::this_thread::sleep_for(150ms);  // let it poll a few times first
+  // The segment is made only once the waiter is attaching.
+  REQUIRE(test::WaitUntil([&] { return waiting.load(); }, 10000ms));
   auto creator = ShmPartition::Create(name, config, 0, false);
   waiter.join();
   REQUIRE(error.empty());
@@ -315,11 +318,18 @@ TEST_CASE("shm Attach waits for a late Create and times out naming the segment",
   // The same from another process that starts waiting before the segment exists.
   const std::string name2 = UniqueName("late-child");
   ShmGuard guard2{name2};
+  int started[2];
+  REQUIRE(::pipe(started) == 0);
   Child child([&] {
+    const char byte = 1;
+    if (::write(started[1], &byte, 1) != 1) return 2;  // "attaching now"
     auto mine = ShmPartition::Attach(name2, 10000ms);
     return mine->view().part_id == 1 ? 0 : 1;
   });
-  std::this_thread::sleep_for(100ms);
+  ::close(started[1]);
+  pollfd pfd{started[0], POLLIN, 0};
+  REQUIRE(::poll(&pfd, 1, 10000) == 1);  // the child is attaching: now make the segment
+  ::close(started[0]);
   auto creator2 = ShmPartition::Create(name2, config, 1, false);
   CHECK(child.Wait(20000ms) == 0);
 

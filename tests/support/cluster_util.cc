@@ -47,7 +47,7 @@ ServerThreads::ServerThreads(const std::string& ip_config, const std::string& pa
         o.job_id = job_id;
         o.keys = Keys(job_id);
         o.bind_endpoint = "tcp://127.0.0.1:*";
-        o.attach_timeout_ms = 20000;
+        o.attach_timeout = std::chrono::milliseconds(20000);
         try {
           RunServer(o, stop_, [&](const std::string& ep) {
             std::lock_guard<std::mutex> lock(mu);

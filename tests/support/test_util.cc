@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +28,27 @@ bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds
   while (!condition()) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+bool WaitForRewrites(const std::string& path, int times, std::chrono::milliseconds timeout,
+                     const std::function<bool()>& keep_going) {
+  auto signature = [&] {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return std::string();
+    return std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+           std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+  };
+  std::string last = signature();
+  int seen = 0;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (seen < times) {
+    if (std::chrono::steady_clock::now() >= deadline || !keep_going()) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const std::string now = signature();
+    if (!now.empty() && now != last) ++seen;
+    last = now;
   }
   return true;
 }

@@ -15,6 +15,14 @@ namespace gnn::test {
 // (false): a wait on what a test needs, instead of a fixed sleep.
 bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
 
+// Waits until the file at `path` has been written anew `times` times (its
+// inode, size or modification time changed: a checkpoint renamed into
+// place, say) while `keep_going` holds; false if `timeout` passes or
+// keep_going stops holding first. Progress of a running job, instead of a
+// sleep "to let it run a bit".
+bool WaitForRewrites(const std::string& path, int times, std::chrono::milliseconds timeout,
+                     const std::function<bool()>& keep_going);
+
 // The suites' cluster secret: a 0600 file made when a test executable
 // starts and exported as GNN_SECRET_FILE, so every gnn binary a test starts
 // (and every launcher's processes) holds it. Keys(job) are what those

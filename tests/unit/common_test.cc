@@ -2,11 +2,15 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <thread>
+#include <vector>
 
+#include "common/bfloat16.h"
 #include "common/cli.h"
 #include "common/error.h"
 #include "common/fs.h"
@@ -269,4 +273,31 @@ TEST_CASE("ClosestName suggests a slip of a few letters and nothing far", "[unit
   CHECK(ClosestName("--epochs", flags) == "--num_epochs");
   CHECK(ClosestName("--graph_format", flags).empty());
   CHECK(ClosestName("--x", {}).empty());
+}
+
+TEST_CASE("bfloat16 rounds to nearest even, keeps float32's range and NaN", "[unit]") {
+  CHECK(Bfloat16ToFloat(FloatToBfloat16(1.0f)) == 1.0f);
+  CHECK(Bfloat16ToFloat(FloatToBfloat16(-2.5f)) == -2.5f);
+  CHECK(Bfloat16ToFloat(FloatToBfloat16(0.0f)) == 0.0f);
+  CHECK(Bfloat16ToFloat(FloatToBfloat16(3.0e38f)) > 2.9e38f);  // float32's range
+  CHECK(std::isinf(Bfloat16ToFloat(FloatToBfloat16(std::numeric_limits<float>::infinity()))));
+  CHECK(std::isnan(Bfloat16ToFloat(FloatToBfloat16(std::nanf("")))));
+  // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties go to the even one (1).
+  CHECK(Bfloat16ToFloat(FloatToBfloat16(1.0f + 1.0f / 256)) == 1.0f);
+  CHECK(Bfloat16ToFloat(FloatToBfloat16(1.0f + 3.0f / 256)) == 1.0f + 4.0f / 256);
+  // Relative error at most 2^-8 (half a unit in the 8th bit) over many magnitudes.
+  uint64_t state = 1;
+  for (int i = 0; i < 100000; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const float x = std::ldexp(static_cast<float>(state >> 40) / (1 << 24) - 0.5f,
+                               static_cast<int>(state % 60) - 30);
+    const float y = Bfloat16ToFloat(FloatToBfloat16(x));
+    CHECK(std::abs(y - x) <= std::abs(x) / 256);
+  }
+  std::vector<float> rows = {0.25f, -0.125f, 7.0f};
+  std::vector<uint16_t> wire(3);
+  std::vector<float> back(3);
+  ToBfloat16(rows.data(), 3, wire.data());
+  FromBfloat16(wire.data(), 3, back.data());
+  CHECK(back == rows);  // exactly representable
 }

@@ -116,7 +116,7 @@ TEST_CASE("ip_config ReadIpConfig names the file, server port ranges are checked
                     Catch::Contains("hi.txt:1: ports 65535..65536"));
 }
 
-TEST_CASE("machine m serves partition m mod P; every partition needs a machine", "[unit]") {
+TEST_CASE("machine m serves partition m mod P, and every partition needs a machine", "[unit]") {
   CHECK(MachinePartition(0, 2) == 0);
   CHECK(MachinePartition(3, 2) == 1);
   CHECK(MachinePartition(4, 2) == 0);

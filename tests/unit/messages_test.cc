@@ -43,7 +43,7 @@ void RefusesBadShapes(const Message& good, const std::string& name) {
   INFO(name);
   std::vector<Message> bad;
   bad.push_back(Received(good));
-  bad.back().header.ints.push_back(1);
+  bad.back().header.ints.push_back(7);  // not even a row format
   bad.push_back(Received(good));
   AddArray(&bad.back(), std::vector<int64_t>{1});
   bad.push_back(Received(good));
@@ -219,7 +219,7 @@ SampleAggregateReply Aggregated(int64_t dim, std::vector<int64_t> counts,
                                 std::vector<int64_t> remote_indptr,
                                 std::vector<int64_t> remote_ids) {
   SampleAggregateReply r(dim, counts.size());
-  for (size_t i = 0; i < r.num_floats(); ++i) r.data()[i] = 0.5f * static_cast<float>(i);
+  for (size_t i = 0; i < r.num_values(); ++i) r.data()[i] = 0.5f * static_cast<float>(i);
   r.counts = std::move(counts);
   r.remote_indptr = std::move(remote_indptr);
   r.remote_ids = std::move(remote_ids);
@@ -268,4 +268,41 @@ TEST_CASE("SampleAggregate round-trips, and its reply is checked against the req
   bad(Aggregated(2, {4, 0, 2}, {0, 1, 1, 3}, {40, 41, 42}), 2, "4 neighbours for fanout 3");
   bad(Aggregated(2, {3, 0, 2}, {0, 1, 1, 3}, {40, 41, 50}), 2, "50 outside the graph");
   bad(Aggregated(2, {3, 0, 2}, {0, 1, 1, 3}, {40, 15, 42}), 2, "15 that it owns itself");
+}
+
+TEST_CASE("rows travel as bfloat16 when asked: half the bytes, float32 bytes unchanged otherwise",
+          "[unit]") {
+  RoundTrips(PullFeatures{{1, 2, 3}, RowFormat::kBfloat16});
+  RoundTrips(SampleAggregateRequest{{5, 6}, 10, false, 9, RowFormat::kBfloat16});
+  CHECK(PullFeatures{{1, 2}}.Encode(1).header.ints.empty());  // float32: today's bytes
+  PullFeaturesReply narrow(2, 3, RowFormat::kBfloat16);
+  const float row[2] = {1.5f, -0.25f};
+  for (size_t i = 0; i < 3; ++i) narrow.SetRow(i, row);
+  CHECK(narrow.rows.size() == 3 * 2 * 2);
+  RoundTrips(narrow);
+  const PullFeaturesReply got = PullFeaturesReply::Decode(
+      Received(narrow.Encode(1)), PullFeatures{{7, 8, 9}, RowFormat::kBfloat16}, 2, "s");
+  float back[2];
+  got.RowTo(2, back);
+  CHECK((back[0] == 1.5f && back[1] == -0.25f));
+  CHECK_THROWS_WITH(PullFeaturesReply::Decode(Received(narrow.Encode(1)), PullFeatures{{7, 8, 9}},
+                                              2, "server 0.0"),
+                    Catch::Contains("server 0.0") && Catch::Contains("bfloat16 to a float32"));
+  SampleAggregateReply agg(1, 2, RowFormat::kBfloat16);
+  agg.counts = {1, 0};
+  agg.remote_indptr = {0, 0, 0};
+  const float values[4] = {1.f, 2.f, 3.f, 4.f};
+  agg.SetRows(values);
+  RoundTrips(agg);
+  const SampleAggregateReply agg_got = SampleAggregateReply::Decode(
+      Received(agg.Encode(1)), SampleAggregateRequest{{3, 4}, 2, false, 0, RowFormat::kBfloat16}, 1,
+      10, 3, 5, "s");
+  agg_got.RowTo(3, back);
+  CHECK(back[0] == 4.f);
+  Message bad = Received(PullFeatures{{1}, RowFormat::kBfloat16}.Encode(1));
+  bad.header.ints[0] = 2;
+  CHECK_THROWS_WITH(PullFeatures::Decode(bad), Catch::Contains("row format 2"));
+  CHECK(ParseRowFormat("bfloat16", "--wire_dtype") == RowFormat::kBfloat16);
+  CHECK_THROWS_WITH(ParseRowFormat("fp8", "--wire_dtype"),
+                    Catch::Contains("--wire_dtype must be float32 or bfloat16, got 'fp8'"));
 }

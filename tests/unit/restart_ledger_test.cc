@@ -1,8 +1,13 @@
 // gnn-launch's ledger of a job's progress across restarts, fed with the
-// trainers' reports as the supervisor parses them.
+// trainers' reports as the supervisor parses them; and failover's
+// reassignment of partitions to the machines left.
 #include "cluster/restart_ledger.h"
 
 #include <catch2/catch.hpp>
+#include <set>
+#include <vector>
+
+#include "cluster/failover.h"
 
 namespace gnn {
 namespace {
@@ -66,6 +71,20 @@ TEST_CASE("restart ledger: no checkpoint, a lost one, and what other nodes say",
   nlohmann::json summary;
   ledger.AddTo(1, &summary);
   CHECK(summary.at("steps_replayed") == 30);  // run 1 started over: steps 1..30 again
+}
+
+TEST_CASE("Reassign keeps survivors on partitions they hold and fills the rest in order",
+          "[unit]") {
+  // Four machines, two partitions: machine m holds partition m mod 2.
+  const std::vector<std::set<int>> holds = {{0}, {1}, {0}, {1}};
+  CHECK(Reassign({0, 1, 2, 3}, holds, 2) == std::vector<int>({0, 1, 2, 3}));  // unchanged
+  // Machine 1 lost: slot 1 (partition 1) goes to machine 3, which holds it;
+  // slot 2 (partition 0) to machine 2: nothing is copied.
+  CHECK(Reassign({0, 2, 3}, holds, 2) == std::vector<int>({0, 3, 2}));
+  // Machines 1 and 3 lost: partition 1 has no holder left; machine 2 takes
+  // it (a copy), machine 0 keeps partition 0.
+  CHECK(Reassign({0, 2}, holds, 2) == std::vector<int>({0, 2}));
+  CHECK_THROWS_WITH(Reassign({3}, holds, 2), Catch::Contains("1 machine is left for 2 partitions"));
 }
 
 }  // namespace gnn

@@ -433,7 +433,7 @@ TEST_CASE("BatchLoader covers every seed once per epoch, in the same batches for
   }
 }
 
-TEST_CASE("BatchLoader input_means: destination rows and their sources' means; transposes",
+TEST_CASE("BatchLoader input_means: destination rows and their sources' means, and transposes",
           "[unit]") {
   const TinyGraph& t = Tiny();
   LoaderOptions o;
