@@ -135,16 +135,7 @@ int main(int argc, char** argv) {
                      : "trainer " + std::to_string(o.machine_id * o.num_trainers + o.trainer_id));
     if (quiet) gnn::SetLogLevel(gnn::LogLevel::kWarn);
     o.self_loop = !no_self_loop;
-    if (o.Rgcn()) {
-      // DGL's distributed RGCN command (examples/pytorch/rgcn/experimental)
-      // for what the user left unset.
-      auto unset = [&](const char* flag) { return app.count(flag) == 0; };
-      if (unset("--fan_out")) o.fan_out = "25,10";
-      if (unset("--batch_size")) o.batch_size = 1024;
-      if (unset("--batch_size_eval")) o.batch_size_eval = 1024;
-      if (unset("--num_hidden")) o.num_hidden = 64;
-      if (unset("--lr")) o.lr = 0.01;
-    }
+    o.ApplyModelDefaults([&](const std::string& flag) { return app.count(flag) > 0; });
     nlohmann::json summary = gnn::RunTrain(o);
     std::cout << summary.dump() << std::endl;
     // The summary first (the training happened), then the failed write.

@@ -1,6 +1,7 @@
 #include "common/sha256.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -108,7 +109,7 @@ std::string Sha256::HexDigest() {
 
 std::string Sha256File(const std::string& path) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) throw DataError("cannot open " + path + " to checksum it");
+  if (!f) throw DataError("cannot open " + path + " to checksum it: " + std::strerror(errno));
   Sha256 sha;
   std::vector<char> buf(1 << 20);
   size_t n;

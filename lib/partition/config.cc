@@ -1,7 +1,11 @@
 #include "partition/config.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <set>
@@ -437,14 +441,33 @@ PartitionConfig LoadPartitionConfig(const std::string& path, PartDirs dirs) {
   return ParsePartitionConfigText(ReadFile(path), base.empty() ? "." : base, path, dirs);
 }
 
+void VerifyPartFile(const std::string& path, const PartFile& f) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw DataError(path + ": cannot read it (" + std::strerror(errno) +
+                    "); copy the partition again (gnn-copy)");
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size < f.bytes) {
+    throw DataError(path + ": truncated: " + std::to_string(size) + " of " +
+                    std::to_string(f.bytes) + " bytes; copy it again (gnn-copy)");
+  }
+  if (size > f.bytes) {
+    throw DataError(path + ": " + std::to_string(size) + " bytes where the partition config says " +
+                    std::to_string(f.bytes) +
+                    "; copy it again (gnn-copy), or re-run gnn-partition");
+  }
+  const std::string sha = Sha256File(path);
+  if (sha != f.sha256) {
+    throw DataError(path + ": checksum mismatch (sha256 " + sha.substr(0, 16) +
+                    "..., the partition config says " + f.sha256.substr(0, 16) +
+                    "...): its bytes changed since partitioning; copy it again (gnn-copy)");
+  }
+}
+
 void VerifyPartFiles(const PartitionConfig& config, int part) {
   for (const auto& [name, f] : config.parts.at(part).files) {
-    std::string path = config.FilePath(part, name);
-    std::string sha = Sha256File(path);
-    if (sha != f.sha256) {
-      throw DataError(path + ": checksum mismatch (sha256 " + sha + ", config says " + f.sha256 +
-                      ")");
-    }
+    VerifyPartFile(config.FilePath(part, name), f);
   }
 }
 

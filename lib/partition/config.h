@@ -149,8 +149,13 @@ PartitionConfig ParsePartitionConfigText(const std::string& text, const std::str
 // Reads and parses `<path>`; throws DataError naming the path.
 PartitionConfig LoadPartitionConfig(const std::string& path, PartDirs dirs = PartDirs::kConfined);
 
-// Recomputes the sha256 of partition `part`'s files and compares them with
-// the config. Throws DataError naming the first mismatching file.
+// Checks one partition file against what the config recorded: a missing
+// file (with errno's words), a truncated or longer one ("truncated: 100000
+// of 15522384 bytes; copy it again (gnn-copy)"), then its sha256. Throws
+// DataError naming the path and what to do.
+void VerifyPartFile(const std::string& path, const PartFile& expected);
+// VerifyPartFile for every file of partition `part`, in name order; throws
+// for the first that fails.
 void VerifyPartFiles(const PartitionConfig& config, int part);
 
 }  // namespace gnn

@@ -24,10 +24,7 @@ HeldOutEdges LoadHeldOutEdges(const PartitionConfig& config, int part, bool veri
   const std::string neg_path = config.FilePath(part, kValEdgeFiles[1]);
   if (verify_checksums) {
     for (const std::string& name : kValEdgeFiles) {
-      const std::string path = config.FilePath(part, name);
-      if (Sha256File(path) != info.files.at(name).sha256) {
-        throw DataError(path + ": checksum mismatch with the partition config");
-      }
+      VerifyPartFile(config.FilePath(part, name), info.files.at(name));
     }
   }
   std::vector<int64_t> pairs = ReadNpy<int64_t>(edges_path, {k, 2});

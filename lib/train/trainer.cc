@@ -16,6 +16,16 @@ namespace gnn {
 
 using nlohmann::json;
 
+void TrainOptions::ApplyModelDefaults(const std::function<bool(const std::string&)>& given) {
+  if (!Rgcn()) return;
+  // DGL's examples/pytorch/rgcn/experimental command.
+  if (!given("--fan_out")) fan_out = "25,10";
+  if (!given("--batch_size")) batch_size = 1024;
+  if (!given("--batch_size_eval")) batch_size_eval = 1024;
+  if (!given("--num_hidden")) num_hidden = 64;
+  if (!given("--lr")) lr = 0.01;
+}
+
 std::vector<int> TrainOptions::Fanouts() const { return ParseFanouts(fan_out); }
 
 void TrainOptions::Validate() const {

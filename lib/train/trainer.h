@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -95,6 +96,11 @@ struct TrainOptions {
   std::chrono::milliseconds request_timeout{30000};  // --request_timeout_ms: per server request
 
   bool Rgcn() const { return model == "rgcn"; }
+  // The model's own defaults for what the user left unset (`given(flag)`:
+  // whether the flag was on the command line or in the config): RGCN takes
+  // DGL's distributed RGCN command's (fan_out 25,10, batch 1024, hidden 64,
+  // lr 0.01); GraphSAGE keeps train_dist.py's, the struct's own.
+  void ApplyModelDefaults(const std::function<bool(const std::string&)>& given);
   std::vector<int> Fanouts() const;  // parsed fan_out; throws ConfigError
   TaskKind Kind() const;             // parsed task; throws ConfigError
   // Throws ConfigError naming the first bad field.

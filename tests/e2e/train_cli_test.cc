@@ -241,6 +241,13 @@ TEST_CASE("gnn-train bad input: one error line, non-zero exit", "[e2e]") {
     std::ofstream(feat, std::ios::binary) << bytes;
     ExpectFailure({"--standalone", "--part_config", one}, "checksum mismatch");
   }
+  SECTION("truncated file") {
+    std::string feat = dir / "one/part0/feat.npy";
+    const std::string full = std::to_string(std::filesystem::file_size(feat));
+    std::filesystem::resize_file(feat, 100);
+    ExpectFailure({"--standalone", "--part_config", one},
+                  "feat.npy: truncated: 100 of " + full + " bytes; copy it again (gnn-copy)");
+  }
   SECTION("unreadable checkpoint") {
     MakeDirs(dir / "ck");
     std::ofstream(dir / "ck/checkpoint.pt") << "garbage";
