@@ -227,7 +227,7 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
   const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
   auto pos = ByOwner(dsts);
   // Every destination's count and remote neighbours, in dsts' order.
-  std::vector<int64_t> counts(n), remote_count(n);
+  std::vector<int64_t> counts(n);
   std::vector<std::vector<int64_t>> remote_of(n);
   auto place = [&](const std::vector<size_t>& slice, const float* part_rows,
                    const std::vector<int64_t>& part_counts, const std::vector<int64_t>& rptr,
