@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
                  "ogbn-* name under --root, a path to an OGB raw folder, or synthetic:<preset>")
       ->required();
   app.add_option("--root", o.data.root, "folder holding OGB datasets")->capture_default_str();
+  app.add_option("--dataset_dir", o.data.root, "DGL's partition_graph.py name for --root");
   app.add_option("--split", o.data.split, "split folder under split/ (default: the only one)");
   app.add_option("--cache_dir", o.data.cache_dir,
                  "where parsed arrays are cached (default: <dataset>/processed)");

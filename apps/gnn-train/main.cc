@@ -35,6 +35,19 @@ int main(int argc, char** argv) {
                  "LibTorch threads (0 = the cores the sampling threads leave)")
       ->capture_default_str();
   app.add_option("--num_gpus", o.num_gpus, "GPUs to use (-1 = CPU)")->capture_default_str();
+  // DGL's train_dist.py flags, with their meaning where gnn has one.
+  app.add_option("--n_classes", o.n_classes,
+                 "DGL's flag: checked against the partition config's class count");
+  std::string backend = "gloo";
+  app.add_option("--backend", backend, "the trainers' all-reduce: gloo (nccl needs a GPU build)")
+      ->capture_default_str();
+  int local_rank = -1;
+  app.add_option(
+      "--local_rank", local_rank,
+      "accepted from DGL's launcher and ignored: gnn-launch gives each trainer its rank");
+  bool pad_data = false;
+  app.add_flag("--pad_data", pad_data,
+               "DGL's flag; always on in gnn (every trainer runs the same number of batches)");
   app.add_option("--num_workers", o.num_workers, "sampling threads (0 = in the training loop)")
       ->capture_default_str();
   app.add_option("--prefetch", o.prefetch, "mini-batches sampled ahead")->capture_default_str();
@@ -136,6 +149,16 @@ int main(int argc, char** argv) {
     if (quiet) gnn::SetLogLevel(gnn::LogLevel::kWarn);
     o.self_loop = !no_self_loop;
     o.ApplyModelDefaults([&](const std::string& flag) { return app.count(flag) > 0; });
+    if (backend == "nccl") {
+      throw gnn::ConfigError(
+          "--backend nccl needs the GPU path, which this build does not have (no CUDA): use "
+          "--backend gloo");
+    }
+    if (backend != "gloo") throw gnn::ConfigError("--backend must be gloo, got '" + backend + "'");
+    if (app.count("--local_rank") > 0) {
+      GNN_LOG(kWarn) << "--local_rank " << local_rank
+                     << " is ignored: gnn-launch gives each trainer its rank";
+    }
     nlohmann::json summary = gnn::RunTrain(o);
     std::cout << summary.dump() << std::endl;
     // The summary first (the training happened), then the failed write.

@@ -137,6 +137,10 @@ PartitionConfig LoadCheckedConfig(const TrainOptions& o) {
                       " (graph_name " + config.graph_name + ")");
   }
   if (config.num_classes < 1) throw DataError(o.part_config + ": num_classes is 0");
+  if (o.n_classes > 0 && o.n_classes != config.num_classes) {
+    throw ConfigError("--n_classes " + std::to_string(o.n_classes) + ", but " + o.part_config +
+                      " has " + std::to_string(config.num_classes) + " classes");
+  }
   if (o.standalone && config.num_parts != 1) {
     throw ConfigError("--standalone needs a 1-partition config, but " + o.part_config + " has " +
                       std::to_string(config.num_parts) +

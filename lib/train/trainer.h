@@ -36,6 +36,7 @@ struct TrainOptions {
   uint64_t seed = 0;
   int num_omp_threads = 0;  // 0 = DefaultTorchThreads
   int num_gpus = -1;        // -1/0 = CPU
+  int64_t n_classes = -1;   // --n_classes (DGL's): must match the config when given
   int num_workers = 2;      // sampling threads (standalone)
   int prefetch = 2;         // batches sampled ahead
   bool sample_replace = false;

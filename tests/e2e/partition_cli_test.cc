@@ -521,3 +521,14 @@ TEST_CASE("every binary says its version and build, and cmake --install puts the
     CHECK(RunProcess({dir / ("prefix/bin/" + b), "--version"}).exit_code == 0);
   }
 }
+
+TEST_CASE("gnn-partition takes DGL's --dataset_dir for --root", "[e2e]") {
+  test::TempDir dir;
+  WriteTinyOgb(dir / "datasets/ogbn_tiny");
+  auto r =
+      RunProcess({Bin("gnn-partition"), "--dataset", "ogbn-tiny", "--dataset_dir", dir / "datasets",
+                  "--split", "s", "--num_parts", "1", "--output", dir / "out"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(PathExists(dir / "out/ogbn-tiny.json"));
+}

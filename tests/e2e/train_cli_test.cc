@@ -554,3 +554,30 @@ TEST_CASE(
     CHECK(e.path().filename().string().rfind("m.pt", 0) != 0);
   }
 }
+
+TEST_CASE("DGL's train_dist.py flags are accepted with their meaning", "[e2e]") {
+  test::TempDir dir;
+  const std::string config = Trim(Partition(dir, "synthetic:tiny", 1, "data"));
+  auto train = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {Bin("gnn-train"), "--standalone",
+                                     "--part_config",  config,
+                                     "--num_epochs",   "1",
+                                     "--eval_every",   "0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunProcess(args, 300);
+  };
+  // synthetic:tiny has 4 classes.
+  auto r = train({"--n_classes", "4", "--backend", "gloo", "--local-rank", "0", "--pad-data"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("--local_rank 0 is ignored: gnn-launch gives each trainer its rank") !=
+        std::string::npos);
+  r = train({"--n_classes", "7"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--n_classes 7, but ") != std::string::npos);
+  CHECK(r.err.find(" has 4 classes") != std::string::npos);
+  r = train({"--backend", "nccl"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--backend nccl needs the GPU path") != std::string::npos);
+  CHECK(r.out.empty());
+}
