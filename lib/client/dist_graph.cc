@@ -226,9 +226,9 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
   float* sums = rows + n * dim;
   const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
   auto pos = ByOwner(dsts);
-  // Every destination's count and remote neighbours, in dsts' order.
-  std::vector<int64_t> counts(n);
-  std::vector<std::vector<int64_t>> remote_of(n);
+  // Every destination's count, and where its remote neighbours sit in
+  // `remote` (appended reply by reply), in dsts' order.
+  std::vector<int64_t> counts(n), remote_begin(n), remote_end(n), remote;
   auto place = [&](const std::vector<size_t>& slice, const float* part_rows,
                    const std::vector<int64_t>& part_counts, const std::vector<int64_t>& rptr,
                    const std::vector<int64_t>& rids) {
@@ -238,8 +238,10 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
       std::memcpy(rows + i * dim, part_rows + j * dim, row_bytes);
       std::memcpy(sums + i * dim, part_rows + (m + j) * dim, row_bytes);
       counts[i] = part_counts[j];
-      remote_of[i].assign(rids.begin() + rptr[j], rids.begin() + rptr[j + 1]);
+      remote_begin[i] = static_cast<int64_t>(remote.size()) + rptr[j];
+      remote_end[i] = static_cast<int64_t>(remote.size()) + rptr[j + 1];
     }
+    remote.insert(remote.end(), rids.begin(), rids.end());
   };
   const size_t chunk = std::max<size_t>(1, (size_t{4} << 20) / std::max<size_t>(2 * row_bytes, 1));
   struct Pending {
@@ -293,9 +295,10 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
   // The neighbours no owner held beside its destination: each distinct one
   // pulled once, added in.
   std::vector<int64_t> rptr(n + 1, 0), rids;
+  rids.reserve(remote.size());
   for (int64_t i = 0; i < n; ++i) {
-    rptr[i + 1] = rptr[i] + static_cast<int64_t>(remote_of[i].size());
-    rids.insert(rids.end(), remote_of[i].begin(), remote_of[i].end());
+    rids.insert(rids.end(), remote.begin() + remote_begin[i], remote.begin() + remote_end[i]);
+    rptr[i + 1] = static_cast<int64_t>(rids.size());
   }
   std::vector<int64_t> unique = rids;
   std::sort(unique.begin(), unique.end());

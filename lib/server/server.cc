@@ -102,19 +102,31 @@ int64_t SampleBound(const ServerState& s, const std::vector<int64_t>& seeds, int
   return bound;
 }
 
+// The Error reply for a sampling request the server will not build (a
+// fanout out of range, more sampled neighbours than one reply may hold);
+// nullopt when it may go ahead. Throws DataError for a seed not owned.
+std::optional<Message> RefuseSampling(const ServerState& s, uint64_t id, const char* what,
+                                      const std::vector<int64_t>& seeds, int64_t fanout,
+                                      bool replace) {
+  if (fanout < -1 || fanout > (1 << 20)) {
+    return net::MakeError(id, net::kErrBadRequest,
+                          "fanout " + std::to_string(fanout) + " out of range");
+  }
+  const int64_t bound = SampleBound(s, seeds, fanout, replace);
+  if (bound > kMaxSampledPerRequest) {
+    return net::MakeError(id, net::kErrBadRequest,
+                          std::string(what) + " would sample " + std::to_string(bound) +
+                              " neighbours, more than the limit of " +
+                              std::to_string(kMaxSampledPerRequest) + " per request");
+  }
+  return std::nullopt;
+}
+
 Message OnSample(ServerState& s, const Message& req) {
   const uint64_t id = req.header.request_id;
   const net::SampleRequest r = net::SampleRequest::Decode(req);
-  if (r.fanout < -1 || r.fanout > (1 << 20)) {
-    return net::MakeError(id, net::kErrBadRequest,
-                          "fanout " + std::to_string(r.fanout) + " out of range");
-  }
-  const int64_t bound = SampleBound(s, r.seeds, r.fanout, r.replace);
-  if (bound > kMaxSampledPerRequest) {
-    return net::MakeError(id, net::kErrBadRequest,
-                          "Sample would return " + std::to_string(bound) +
-                              " neighbours, more than the limit of " +
-                              std::to_string(kMaxSampledPerRequest) + " per request");
+  if (auto refused = RefuseSampling(s, id, "Sample", r.seeds, r.fanout, r.replace)) {
+    return std::move(*refused);
   }
   net::SampleReply rep;
   SampleNeighbors(s.view->csc(), r.seeds.data(), static_cast<int64_t>(r.seeds.size()),
@@ -127,18 +139,10 @@ Message OnSample(ServerState& s, const Message& req) {
 Message OnSampleAggregate(ServerState& s, const Message& req) {
   const uint64_t id = req.header.request_id;
   const net::SampleAggregateRequest r = net::SampleAggregateRequest::Decode(req);
-  if (r.fanout < -1 || r.fanout > (1 << 20)) {
-    return net::MakeError(id, net::kErrBadRequest,
-                          "fanout " + std::to_string(r.fanout) + " out of range");
-  }
   // Both bounds before anything is built: the sampled ids (the remote ones
   // travel back) and the rows (two per destination).
-  const int64_t bound = SampleBound(s, r.dsts, r.fanout, r.replace);
-  if (bound > kMaxSampledPerRequest) {
-    return net::MakeError(id, net::kErrBadRequest,
-                          "SampleAggregate would sample " + std::to_string(bound) +
-                              " neighbours, more than the limit of " +
-                              std::to_string(kMaxSampledPerRequest) + " per request");
+  if (auto refused = RefuseSampling(s, id, "SampleAggregate", r.dsts, r.fanout, r.replace)) {
+    return std::move(*refused);
   }
   const PartitionView& v = *s.view;
   const size_t n = r.dsts.size();
