@@ -229,14 +229,15 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
   // Every destination's count, and where its remote neighbours sit in
   // `remote` (appended reply by reply), in dsts' order.
   std::vector<int64_t> counts(n), remote_begin(n), remote_end(n), remote;
-  auto place = [&](const std::vector<size_t>& slice, const float* part_rows,
+  // row_to(r, out) writes row r of a part's [2m, dim] answer as floats.
+  auto place = [&](const std::vector<size_t>& slice, const auto& row_to,
                    const std::vector<int64_t>& part_counts, const std::vector<int64_t>& rptr,
                    const std::vector<int64_t>& rids) {
     const size_t m = slice.size();
     for (size_t j = 0; j < m; ++j) {
       const size_t i = slice[j];
-      std::memcpy(rows + i * dim, part_rows + j * dim, row_bytes);
-      std::memcpy(sums + i * dim, part_rows + (m + j) * dim, row_bytes);
+      row_to(j, rows + i * dim);
+      row_to(m + j, sums + i * dim);
       counts[i] = part_counts[j];
       remote_begin[i] = static_cast<int64_t>(remote.size()) + rptr[j];
       remote_end[i] = static_cast<int64_t>(remote.size()) + rptr[j + 1];
@@ -276,7 +277,10 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
     gnn::SampleAggregate(v.csc(), v.features, dim, ids.data(), static_cast<int64_t>(ids.size()),
                          fanout, replace, rng_seed, 1, part_rows.data(), &part_counts, &rptr,
                          &rids);
-    place(mine, part_rows.data(), part_counts, rptr, rids);
+    place(
+        mine,
+        [&](size_t r, float* out) { std::memcpy(out, part_rows.data() + r * dim, row_bytes); },
+        part_counts, rptr, rids);
   }
   for (const Pending& q : pending) {
     Message r = q.conn->Finish(q.rid, deadline, "SampleAggregate");
@@ -284,13 +288,10 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
     const net::SampleAggregateReply rep = net::SampleAggregateReply::Decode(
         r, q.asked, dim, config_.num_nodes, owner.node_start, owner.node_end, q.conn->peer());
     for (const zmq::message_t& f : r.frames) wire_bytes_ += f.size();
-    if (rep.format == net::RowFormat::kFloat32) {
-      place(q.slice, rep.data(), rep.counts, rep.remote_indptr, rep.remote_ids);
-    } else {
-      std::vector<float> wide(2 * q.slice.size() * dim);
-      for (size_t i = 0; i < 2 * q.slice.size(); ++i) rep.RowTo(i, wide.data() + i * dim);
-      place(q.slice, wide.data(), rep.counts, rep.remote_indptr, rep.remote_ids);
-    }
+    // Converted (bfloat16) or copied straight into place.
+    place(
+        q.slice, [&](size_t r, float* out) { rep.RowTo(r, out); }, rep.counts, rep.remote_indptr,
+        rep.remote_ids);
   }
   // The neighbours no owner held beside its destination: each distinct one
   // pulled once, added in.
