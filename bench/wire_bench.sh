@@ -2,7 +2,10 @@
 # What crosses the network in distributed training, with the first layer
 # sampled and aggregated at the owners (gnn-train --aggregate_at_owner 1,
 # the default) and without (0: neighbour lists and every input row, DGL's
-# wire), and with rows and partial sums as bfloat16 (--wire_dtype). Two machines on loopback (one server and one trainer each, the
+# wire), with rows and partial sums as bfloat16 (--wire_dtype), and with
+# the machines' hot-row caches (--cache_mb, -1 = 5% of the graph's feature
+# bytes): DGL's wire, then everything on and each mechanism off in turn,
+# so their shares show. Two machines on loopback (one server and one trainer each, the
 # trainer sampling in-process), DGL's default model (fan_out 10,25, batch
 # 1000, hidden 16), METIS and random partitions; the settings run
 # alternately, RUNS times each, and the medians are printed: bytes each
@@ -38,13 +41,14 @@ free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("12
 export GNN_SECRET_FILE="$WORK/job.secret"
 [ -f "$GNN_SECRET_FILE" ] || (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$GNN_SECRET_FILE")
 
-# The settings compared: aggregate_at_owner:wire_dtype.
-SETTINGS=(0:float32 1:float32 1:bfloat16)
+# The settings compared: aggregate_at_owner:wire_dtype:cache_mb.
+SETTINGS=(${GNN_BENCH_SETTINGS:-0:float32:0 1:bfloat16:-1 0:bfloat16:-1 1:bfloat16:0 1:float32:-1})
 
 # run METHOD SETTING RUN: one 2-machine job; rank 0's summary in $WORK/METHOD-SETTING-RUN.json
 run() {
-  local method=$1 setting=$2 n=$3 job="wire-$$-$1-${2/:/-}-$3" cfg="$WORK/$NAME-$1/$NAME.json"
-  local agg=${setting%%:*} dtype=${setting##*:}
+  local method=$1 setting=$2 n=$3 job="wire-$$-$1-${2//:/_}-$3" cfg="$WORK/$NAME-$1/$NAME.json"
+  local agg dtype cache
+  IFS=: read -r agg dtype cache <<< "$setting"
   local ip="$WORK/ip.txt" pids=() tpids=()
   : > "$ip"
   for m in 0 1; do echo "127.0.0.1 $(free_port)" >> "$ip"; done
@@ -56,7 +60,7 @@ run() {
   done
   for m in 0 1; do
     "$BIN/gnn-train" --ip_config "$ip" --part_config "$cfg" --machine_id $m --job_id "$job" \
-      --master_port "$master" "${MODEL[@]}" --seed "$n" --aggregate_at_owner "$agg" --wire_dtype "$dtype" \
+      --master_port "$master" "${MODEL[@]}" --seed "$n" --aggregate_at_owner "$agg" --wire_dtype "$dtype" --cache_mb "$cache" \
       --request_timeout_ms 120000 --quiet > "$WORK/t$m.out" 2> "$WORK/t$m.err" &
     tpids+=($!)
   done
@@ -74,21 +78,25 @@ for method in $METHODS; do
     for setting in "${SETTINGS[@]}"; do run "$method" "$setting" "$n"; done
   done
 done
-/usr/bin/python3 - "$WORK/$NAME" "$RUNS" $METHODS <<'PY'
+/usr/bin/python3 - "$WORK/$NAME" "$RUNS" "$METHODS" "${SETTINGS[@]}" <<'PY'
 import json, statistics, sys
-prefix, runs, methods = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-print("%-8s %-30s %14s %10s %16s %9s" % ("parts", "first layer, wire", "wire MB/step", "seeds/s", "test acc", "bytes"))
+prefix, runs, methods, settings = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
+def describe(setting):
+    agg, dtype, cache = setting.split(":")
+    return "%s, %s, cache %s" % ("at owner" if agg == "1" else "rows (DGL)", dtype,
+                                  "auto" if cache == "-1" else cache + " MB")
+print("%-7s %-32s %12s %7s %10s %9s %16s" % ("parts", "first layer, wire, cache", "wire MB/step",
+                                             "bytes", "hit rate", "seeds/s", "test acc"))
 for method in methods:
     base = None
-    for setting, name in [("0:float32", "rows shipped (DGL), float32"),
-                          ("1:float32", "aggregated at owner, float32"),
-                          ("1:bfloat16", "aggregated at owner, bfloat16")]:
+    for setting in settings:
         s = [json.load(open(f"{prefix}-{method}-{setting}-{n}.json")) for n in range(runs)]
         wire = statistics.median(x["wire_bytes_per_step"] for x in s)
         base = base or wire
         acc = [x["final_test_acc"] for x in s]
         sd = statistics.stdev(acc) if len(acc) > 1 else 0.0
-        print("%-8s %-30s %14.3f %10.0f %9.4f±%.4f %8.2fx" % (
-            method, name, wire / 1e6, statistics.median(x["seeds_per_s"] for x in s),
-            statistics.mean(acc), sd, wire / base))
+        print("%-7s %-32s %12.3f %6.2fx %10.3f %9.0f %9.4f±%.4f" % (
+            method, describe(setting), wire / 1e6, wire / base,
+            statistics.median(x.get("cache_hit_rate", 0) for x in s),
+            statistics.median(x["seeds_per_s"] for x in s), statistics.mean(acc), sd))
 PY

@@ -111,6 +111,10 @@ int main(int argc, char** argv) {
                  "distributed: float32, or bfloat16 (half the bytes) for feature rows and partial "
                  "sums on the network")
       ->capture_default_str();
+  app.add_option("--cache_mb", o.cache_mb,
+                 "distributed: MB of other partitions' most-read feature rows cached once per "
+                 "machine in shared memory (0: none; -1: 5% of the graph's feature bytes)")
+      ->capture_default_str();
   app.add_option_function<int64_t>(
          "--rendezvous_timeout_s",
          [&](int64_t s) { o.rendezvous_timeout = std::chrono::seconds(s); },

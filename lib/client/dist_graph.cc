@@ -4,11 +4,14 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "common/sha256.h"
 #include "net/messages.h"
 #include "sampling/edge_batch.h"
+#include "sampling/hot_rows.h"
 #include "sampling/owner_aggregate.h"
 #include "sampling/sampler.h"
+#include "store/row_cache.h"
 #include "store/shm_partition.h"
 
 namespace gnn {
@@ -41,6 +44,10 @@ void DistGraphOptions::Validate() const {
     throw ConfigError("a request timeout must be >= 1 ms");
   if (attach_timeout < std::chrono::milliseconds(0)) {
     throw ConfigError("the shared-memory attach timeout must be >= 0");
+  }
+  if (cache_bytes < -1) throw ConfigError("--cache_mb must be >= 0, or -1 (automatic)");
+  for (int f : cache_fanouts) {
+    if (f < -1) throw ConfigError("the cache's fan-outs must be >= -1");
   }
 }
 
@@ -123,7 +130,44 @@ DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
     local_ = ShmPartition::Attach(
         JobShmName(config_.graph_name, config_sha_, o.job_id, o.local_machine_id), config_,
         local_part_, o.attach_timeout);
+    if (o.cache_bytes != 0 && config_.num_parts > 1 && config_.feature_dim > 0) OpenRowCache();
   }
+}
+
+void DistGraph::OpenRowCache() {
+  const int64_t dim = config_.feature_dim;
+  const int64_t row_bytes = dim * static_cast<int64_t>(sizeof(float)) + sizeof(int64_t);
+  const int64_t budget = options_.cache_bytes >= 0
+                             ? options_.cache_bytes
+                             : static_cast<int64_t>(kAutoCacheShare * config_.num_nodes * dim *
+                                                    static_cast<double>(sizeof(float)));
+  const int64_t max_rows = budget / row_bytes;
+  if (max_rows == 0) return;
+  const RowCacheKey key{
+      RowCacheName(config_.graph_name, config_sha_, options_.job_id, options_.local_machine_id),
+      config_.graph_name, PartitionConfigDigest(config_), dim};
+  const auto choose = [&] {
+    const PartitionView& v = local_->view();
+    return HotRemoteRows(v.csc(), v.train_mask, options_.cache_fanouts, max_rows);
+  };
+  // Fetched in slices of about 64 MB, so building never holds two copies
+  // of a large cache.
+  const auto fill = [&](const std::vector<int64_t>& ids, float* rows) {
+    const size_t slice = std::max<size_t>(1, (size_t{64} << 20) / static_cast<size_t>(row_bytes));
+    std::vector<float> got;
+    for (size_t first = 0; first < ids.size(); first += slice) {
+      const size_t count = std::min(slice, ids.size() - first);
+      PullFeatures({ids.begin() + first, ids.begin() + first + count}, &got);
+      std::memcpy(rows + first * dim, got.data(), got.size() * sizeof(float));
+    }
+  };
+  const uint64_t wire_before = wire_bytes_;
+  cache_ = ShmRowCache::Open(key, choose, fill, options_.cache_wait);
+  // Building is a one-off cost, not the batches' traffic.
+  wire_bytes_ = wire_before;
+  GNN_LOG(kInfo) << "hot-row cache: " << cache_->num_rows() << " rows of other partitions ("
+                 << cache_->mapped_bytes() / (1 << 20) << " MiB of " << budget / (1 << 20)
+                 << " MiB allowed)" << (cache_->is_builder() ? ", built by this process" : "");
 }
 
 DistGraph::~DistGraph() = default;
@@ -318,6 +362,22 @@ void DistGraph::PullFeatures(const std::vector<int64_t>& ids, std::vector<float>
   out->resize(ids.size() * dim);
   const size_t row = static_cast<size_t>(dim) * sizeof(float);
   auto pos = ByOwner(ids);
+  // Other partitions' rows the machine's hot-row cache holds stay here.
+  for (int p = 0; p < config_.num_parts; ++p) {
+    if (p == local_part_ || pos[p].empty()) continue;
+    cache_lookups_ += pos[p].size();
+    if (!cache_) continue;
+    size_t kept = 0;
+    for (size_t i : pos[p]) {
+      if (const float* hit = cache_->Find(ids[i])) {
+        std::memcpy(out->data() + i * dim, hit, row);
+      } else {
+        pos[p][kept++] = i;
+      }
+    }
+    cache_hits_ += pos[p].size() - kept;
+    pos[p].resize(kept);
+  }
   // Requests of about 4 MB of reply: all are in flight at once (spread over
   // a machine's backup servers), so servers gather while earlier replies
   // travel, and no reply is large enough to need fresh page-faulted memory.
@@ -472,6 +532,7 @@ bool DistGraph::LocalCsc(CscView* out) const {
 MiniBatch DistGraph::MakeBatch(const std::vector<int64_t>& seeds, const std::vector<int>& fanouts,
                                bool replace, uint64_t rng_seed, const EdgeExclusion* exclude) {
   const uint64_t wire_before = wire_bytes_;
+  const uint64_t lookups_before = cache_lookups_, hits_before = cache_hits_;
   MiniBatch mb;
   mb.seeds = seeds;
   mb.feature_dim = config_.feature_dim;
@@ -489,6 +550,8 @@ MiniBatch DistGraph::MakeBatch(const std::vector<int64_t>& seeds, const std::vec
   }
   PullLabels(seeds, &mb.labels);
   mb.wire_bytes = wire_bytes_ - wire_before;
+  mb.cache_lookups = cache_lookups_ - lookups_before;
+  mb.cache_hits = cache_hits_ - hits_before;
   return mb;
 }
 

@@ -21,8 +21,13 @@
 namespace gnn {
 
 class ShmPartition;
+class ShmRowCache;
 class EdgeExclusion;
 struct CscView;
+
+// --cache_mb -1: the share of the whole graph's feature bytes a machine's
+// hot-row cache may take.
+constexpr double kAutoCacheShare = 0.05;
 
 struct DistGraphOptions {
   std::string ip_config;
@@ -38,6 +43,17 @@ struct DistGraphOptions {
   bool aggregate_at_owner = true;
   // How rows and partial sums from servers travel (--wire_dtype).
   net::RowFormat wire_format = net::RowFormat::kFloat32;
+  // The machine's hot-row cache (store/row_cache.h, --cache_mb): at most
+  // this many bytes of other partitions' rows, the ones HotRemoteRows ranks
+  // first for batches of the local training nodes with fan-outs
+  // `cache_fanouts` (the model's --fan_out), once per machine in shared
+  // memory. 0: none; -1: kAutoCacheShare of the graph's feature
+  // bytes. Needs local_machine_id >= 0.
+  int64_t cache_bytes = 0;
+  std::vector<int> cache_fanouts = {-1};
+  // How long a process waits for another one of its machine to build the
+  // cache.
+  std::chrono::milliseconds cache_wait{600000};
   // Tests only: explicit server endpoints [partition][server] instead of
   // ip_config's addresses (local_machine_id is then the local partition).
   std::vector<std::vector<std::string>> endpoints;
@@ -111,6 +127,12 @@ class DistGraph {
 
   // Bytes sent and received over sockets so far (local reads excluded).
   uint64_t wire_bytes() const { return wire_bytes_; }
+  // Rows of other partitions asked for so far (PullFeatures, and so every
+  // batch and evaluation), and how many of them the hot-row cache held.
+  uint64_t cache_lookups() const { return cache_lookups_; }
+  uint64_t cache_hits() const { return cache_hits_; }
+  // The machine's hot-row cache, or null (no budget, no local partition).
+  const ShmRowCache* row_cache() const { return cache_.get(); }
 
   // Heterogeneous graphs (dist_graph_typed.cc; every partition over its
   // sockets, no shared memory yet). SampleTypedBlocks has the contract of
@@ -137,6 +159,8 @@ class DistGraph {
   static size_t EmbChunk(int64_t dim);
 
   net::Connection& Pick(int part);
+  // Opens (or builds) the machine's hot-row cache (constructor).
+  void OpenRowCache();
   // Splits positions of `ids` by owning partition.
   std::vector<std::vector<size_t>> ByOwner(const std::vector<int64_t>& ids) const;
 
@@ -147,6 +171,7 @@ class DistGraph {
   std::vector<std::vector<std::unique_ptr<net::Connection>>> conns_;  // [part][server]
   std::vector<size_t> next_server_;
   std::unique_ptr<ShmPartition> local_;
+  std::unique_ptr<ShmRowCache> cache_;
   int local_part_ = -1;  // the partition read from shared memory (-1: none)
   // Heterogeneous: this machine's partition, loaded from its files (not in
   // shared memory yet), sampled and read in place; -1: none.
@@ -154,6 +179,8 @@ class DistGraph {
   TypedCscView hetero_csc_;
   int hetero_part_ = -1;
   uint64_t wire_bytes_ = 0;
+  uint64_t cache_lookups_ = 0;
+  uint64_t cache_hits_ = 0;
 };
 
 }  // namespace gnn

@@ -43,7 +43,11 @@ std::vector<std::string> SamplerLaunch::ToArgv(const std::string& binary) const 
                                    "--aggregate_at_owner",
                                    aggregate_at_owner ? "1" : "0",
                                    "--wire_dtype",
-                                   wire_dtype};
+                                   wire_dtype,
+                                   "--cache_mb",
+                                   std::to_string(cache_mb),
+                                   "--cache_fan_out",
+                                   cache_fan_out};
   if (insecure) {
     argv.push_back("--insecure");
   } else if (!secret_file.empty()) {
@@ -55,10 +59,10 @@ std::vector<std::string> SamplerLaunch::ToArgv(const std::string& binary) const 
 bool SamplerLaunch::operator==(const SamplerLaunch& o) const {
   return std::tie(ip_config, part_config, machine_id, num_servers, trainer_endpoint, trainer_id,
                   sampler_id, job_id, timeout, idle_timeout, secret_file, insecure,
-                  aggregate_at_owner, wire_dtype) ==
+                  aggregate_at_owner, wire_dtype, cache_mb, cache_fan_out) ==
          std::tie(o.ip_config, o.part_config, o.machine_id, o.num_servers, o.trainer_endpoint,
                   o.trainer_id, o.sampler_id, o.job_id, o.timeout, o.idle_timeout, o.secret_file,
-                  o.insecure, o.aggregate_at_owner, o.wire_dtype);
+                  o.insecure, o.aggregate_at_owner, o.wire_dtype, o.cache_mb, o.cache_fan_out);
 }
 
 void AddSamplerFlags(CLI::App& app, SamplerLaunch* s) {
@@ -89,6 +93,12 @@ void AddSamplerFlags(CLI::App& app, SamplerLaunch* s) {
   app.add_option("--wire_dtype", s->wire_dtype,
                  "float32 or bfloat16: how feature rows and partial sums cross the network")
       ->capture_default_str();
+  app.add_option("--cache_mb", s->cache_mb,
+                 "MB of other partitions' hottest rows cached once per machine (0: none, -1: auto)")
+      ->capture_default_str();
+  app.add_option("--cache_fan_out", s->cache_fan_out,
+                 "the model's fan-outs, which rank the rows to cache")
+      ->capture_default_str();
   AddJobSecretFlags(app, &s->secret_file, &s->insecure);
 }
 
@@ -102,6 +112,8 @@ SamplerOptions ToSamplerOptions(const SamplerLaunch& s) {
   o.graph.timeout = s.timeout;
   o.graph.aggregate_at_owner = s.aggregate_at_owner;
   o.graph.wire_format = net::ParseRowFormat(s.wire_dtype, "--wire_dtype");
+  o.graph.cache_bytes = s.cache_mb < 0 ? -1 : s.cache_mb << 20;
+  o.graph.cache_fanouts = ParseFanouts(s.cache_fan_out, "--cache_fan_out");
   o.trainer_endpoint = s.trainer_endpoint;
   o.trainer_id = s.trainer_id;
   o.sampler_id = s.sampler_id;

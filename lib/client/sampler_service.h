@@ -45,6 +45,8 @@ struct SamplerLaunch {
   bool insecure = false;                     // --insecure: plaintext
   bool aggregate_at_owner = true;            // --aggregate_at_owner 0|1 (DistGraphOptions')
   std::string wire_dtype = "float32";        // --wire_dtype float32|bfloat16
+  int64_t cache_mb = 0;                      // --cache_mb: the machine's hot-row cache (-1: auto)
+  std::string cache_fan_out = "-1";          // --cache_fan_out: the model's fan-outs (ranks rows)
 
   // `binary` followed by every field as its flag.
   std::vector<std::string> ToArgv(const std::string& binary) const;

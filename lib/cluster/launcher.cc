@@ -27,6 +27,7 @@
 #include "common/sha256.h"
 #include "net/ip_config.h"
 #include "partition/config.h"
+#include "store/row_cache.h"
 #include "store/shm_partition.h"
 
 namespace gnn {
@@ -295,9 +296,14 @@ class Launch {
       try {
         const std::string name = JobShmName(graph_name_, Sha256File(plans_[m].part_config), run_id_,
                                             static_cast<int>(m));
-        run_shm_names_.push_back(name);
-        shm_names_.push_back(name);
-        guardian_->AddShm(name);
+        // The partition, and the machine's hot-row cache.
+        const std::string cache = RowCacheName(graph_name_, Sha256File(plans_[m].part_config),
+                                               run_id_, static_cast<int>(m));
+        for (const std::string& n : {name, cache}) {
+          run_shm_names_.push_back(n);
+          shm_names_.push_back(n);
+          guardian_->AddShm(n);
+        }
       } catch (const std::exception&) {
       }
     }

@@ -39,9 +39,16 @@ SeedBatch DecodeSeedBatch(const Message& m) {
 
 Message EncodeMiniBatch(const MiniBatch& b, uint64_t request_id) {
   std::vector<int64_t> ints = {b.index, static_cast<int64_t>(b.blocks.size()), b.feature_dim};
-  // Optional trailing ints (older peers read 3): input_means, wire bytes.
-  if (b.input_means || b.wire_bytes > 0) ints.push_back(b.input_means ? 1 : 0);
-  if (b.wire_bytes > 0) ints.push_back(static_cast<int64_t>(b.wire_bytes));
+  // Optional trailing ints (older peers read 3): input_means, wire bytes,
+  // cache lookups and hits; each present when any later one is.
+  const bool cache = b.cache_lookups > 0;
+  const bool wire = cache || b.wire_bytes > 0;
+  if (wire || b.input_means) ints.push_back(b.input_means ? 1 : 0);
+  if (wire) ints.push_back(static_cast<int64_t>(b.wire_bytes));
+  if (cache) {
+    ints.push_back(static_cast<int64_t>(b.cache_lookups));
+    ints.push_back(static_cast<int64_t>(b.cache_hits));
+  }
   Message m = MakeMessage(MsgType::kMiniBatch, request_id, std::move(ints));
   AddArray(&m, b.seeds);
   AddArray(&m, b.labels);
@@ -59,7 +66,7 @@ MiniBatch DecodeMiniBatch(const Message& m) {
     throw ProtocolError("malformed MiniBatch (" + m.header.DebugString() + "): " + what);
   };
   if (m.header.msg_type() != MsgType::kMiniBatch || m.header.ints.size() < 3 ||
-      m.header.ints.size() > 5) {
+      m.header.ints.size() > 7 || m.header.ints.size() == 6) {
     fail("header");
   }
   MiniBatch b;
@@ -68,9 +75,15 @@ MiniBatch DecodeMiniBatch(const Message& m) {
     if (m.header.ints[3] != 0 && m.header.ints[3] != 1) fail("input_means flag");
     b.input_means = m.header.ints[3] == 1;
   }
-  if (m.header.ints.size() == 5) {
+  if (m.header.ints.size() >= 5) {
     if (m.header.ints[4] < 0) fail("wire bytes");
     b.wire_bytes = static_cast<uint64_t>(m.header.ints[4]);
+  }
+  if (m.header.ints.size() == 7) {
+    if (m.header.ints[5] < 0 || m.header.ints[6] < 0 || m.header.ints[6] > m.header.ints[5])
+      fail("cache counts");
+    b.cache_lookups = static_cast<uint64_t>(m.header.ints[5]);
+    b.cache_hits = static_cast<uint64_t>(m.header.ints[6]);
   }
   const int64_t num_blocks = m.header.ints[1];
   b.feature_dim = m.header.ints[2];

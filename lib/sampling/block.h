@@ -43,6 +43,10 @@ struct MiniBatch {
   std::vector<int64_t> labels;  // [seeds.size()]
   double sample_seconds = 0;    // time spent sampling + gathering this batch
   uint64_t wire_bytes = 0;      // bytes its making sent and received over sockets
+  // Rows of other partitions its making needed, and how many of them the
+  // machine's hot-row cache held (DistGraph::cache_lookups/cache_hits).
+  uint64_t cache_lookups = 0;
+  uint64_t cache_hits = 0;
   // Link prediction (edge batches): positive and negative pairs as positions
   // into `seeds` (see EdgeBatchPlan); empty for node batches. Not on the
   // wire: the trainer keeps its plans and attaches them.

@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -20,7 +21,9 @@
 #include "sampling/owner_aggregate.h"
 #include "sampling/sampler.h"
 #include "server/hetero_server.h"
+#include "store/row_cache.h"
 #include "store/shm_partition.h"
+#include "store/shm_segment.h"
 
 namespace gnn {
 
@@ -460,6 +463,17 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
     zmq::pollitem_t b{back.handle(), 0, ZMQ_POLLIN, 0};
     if (zmq::poll(&b, 1, std::chrono::milliseconds(50)) <= 0) break;
     forward(back, frontend);
+  }
+  if (o.server_id == 0 && shm) {
+    // The machine's hot-row cache (store/row_cache.h) has only trainers and
+    // samplers as holders, and they are often killed: server 0 removes it
+    // once they are gone, within the partition's own remove wait.
+    const auto t0 = std::chrono::steady_clock::now();
+    shm::RemoveWhenFree(RowCacheName(s.config.graph_name, s.config_sha, o.job_id, o.machine_id),
+                        kServerRemoveWait);
+    const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - t0);
+    shm->SetRemoveWait(std::max(std::chrono::milliseconds(0), kServerRemoveWait - spent));
   }
   GNN_LOG(kInfo) << s.name << " stopped";
 }

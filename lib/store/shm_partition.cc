@@ -24,8 +24,17 @@
 #include "common/sha256.h"
 #include "common/timer.h"
 #include "partition/local_partition.h"
+#include "store/shm_segment.h"
 
 namespace gnn {
+
+using shm::CheckName;
+using shm::Errno;
+using shm::Fd;
+using shm::MiB;
+using shm::Sanitize;
+using shm::StillLinked;
+using shm::TryLock;
 
 namespace {
 
@@ -33,7 +42,6 @@ constexpr char kMagic[8] = {'G', 'N', 'N', 'S', 'H', 'M', 'P', '1'};
 constexpr int kNumArrays = 8;  // kPartFiles order
 enum ArrayIndex { kIndptr, kIndices, kFeat, kLabel, kTrain, kValid, kTest, kOrig };
 constexpr uint64_t kAlign = 64;
-constexpr size_t kMaxNameLength = 100;
 // How long Create retries the exclusive lock: other handles hold it only for
 // microseconds (a remover, an attacher looking at a stale segment), while a
 // live owner holds its shared lock for good.
@@ -61,77 +69,6 @@ static_assert(sizeof(ShmHeader) <= kShmHeaderBytes, "header must fit its page");
 static_assert(offsetof(ShmHeader, version) == 8 && offsetof(ShmHeader, ready) == 12,
               "documented layout");
 
-std::string Errno() { return std::strerror(errno); }
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_;
-};
-
-// Open-file-description locks (F_OFD_SETLK) instead of flock(): they belong
-// to the open file like flock locks (so two handles in one process exclude
-// each other, and the kernel drops them when a process dies), but converting
-// exclusive -> shared is atomic, so a creator never has a moment in which its
-// finished segment looks unowned (flock converts by unlock + relock).
-// Returns false if a conflicting lock is held.
-bool TryLock(int fd, short type) {
-  struct flock fl;
-  std::memset(&fl, 0, sizeof(fl));
-  fl.l_type = type;
-  fl.l_whence = SEEK_SET;
-  for (;;) {
-    if (fcntl(fd, F_OFD_SETLK, &fl) == 0) return true;
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EACCES) return false;
-    throw Error("cannot lock a shared memory lock file: " + Errno());
-  }
-}
-
-// Whether `fd` is still the file `path` names: a departing handle may have
-// unlinked the lock file between our open() and our lock.
-bool StillLinked(int fd, const std::string& path) {
-  struct stat a, b;
-  if (fstat(fd, &a) != 0 || stat(path.c_str(), &b) != 0) return false;
-  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
-void CheckName(const std::string& name) {
-  bool ok = name.size() >= 2 && name.size() <= kMaxNameLength && name[0] == '/' && name != "/." &&
-            name != "/..";
-  for (size_t i = 1; ok && i < name.size(); ++i) {
-    char c = name[i];
-    ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
-  }
-  if (!ok) {
-    throw ConfigError("bad shared memory segment name '" + name +
-                      "' (want '/' then up to 99 of [A-Za-z0-9._-])");
-  }
-}
-
-std::string Sanitize(const std::string& s, size_t max_len) {
-  std::string out;
-  for (char c : s) {
-    if (out.size() == max_len) break;
-    bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
-    out.push_back(ok ? c : '_');
-  }
-  return out;
-}
-
 std::string ShapeString(const std::vector<int64_t>& shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -139,12 +76,6 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
     s += std::to_string(shape[i]);
   }
   return s + (shape.size() == 1 ? ",)" : ")");
-}
-
-std::string MiB(uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
-  return buf;
 }
 
 void CopyCString(char* dst, size_t cap, const std::string& s) {
@@ -356,14 +287,8 @@ std::vector<const std::string*> WantedChecksums(const PartInfo& info,
 int LockForCreate(const std::string& name, const std::string& lock_path) {
   const auto deadline = std::chrono::steady_clock::now() + kCreateGrace;
   for (;;) {
-    Fd fd(open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-    if (fd.get() < 0) {
-      throw ConfigError("cannot open lock file " + lock_path + " of shared memory segment " + name +
-                        ": " + Errno());
-    }
-    const bool locked = TryLock(fd.get(), F_WRLCK);
-    if (locked && StillLinked(fd.get(), lock_path)) return fd.release();
-    if (locked) continue;  // a departing handle removed that file; take the new one
+    const int fd = shm::TryLockForCreate(name, lock_path);
+    if (fd >= 0) return fd;
     if (std::chrono::steady_clock::now() >= deadline) {
       throw ConfigError("shared memory segment " + name +
                         " is in use by another process (another server 0 of this partition, or "
@@ -647,37 +572,7 @@ void ShmPartition::ReadHeader() {
 
 ShmPartition::~ShmPartition() {
   if (base_) munmap(base_, size_);
-  if (lock_fd_ < 0) return;
-  // Drop our shared lock first, then try the exclusive one: of several
-  // handles leaving at once, the last to drop always gets it (an atomic
-  // upgrade attempt would let each see the others and all skip cleanup).
-  struct flock fl;
-  std::memset(&fl, 0, sizeof(fl));
-  fl.l_type = F_UNLCK;
-  fl.l_whence = SEEK_SET;
-  fcntl(lock_fd_, F_OFD_SETLK, &fl);
-  bool last = false;
-  const auto deadline = std::chrono::steady_clock::now() + remove_wait_;
-  try {
-    // Holders that exit, cleanly or by a signal, release their locks: poll
-    // for the exclusive one until the deadline.
-    while (!(last = TryLock(lock_fd_, F_WRLCK)) && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    last = last && StillLinked(lock_fd_, lock_path_);
-  } catch (const std::exception& e) {
-    GNN_LOG(kWarn) << "shared memory segment " << name_ << ": " << e.what();
-  }
-  if (last) {
-    // Removing the segment before the lock file: an attacher that opened the
-    // old lock file finds it unlinked (StillLinked) and starts over.
-    if (shm_unlink(name_.c_str()) != 0 && errno != ENOENT) {
-      GNN_LOG(kWarn) << "cannot remove shared memory segment " << name_ << ": " << Errno();
-    }
-    unlink(lock_path_.c_str());
-    GNN_LOG(kDebug) << "removed shared memory segment " << name_ << " (last user)";
-  }
-  close(lock_fd_);
+  shm::ReleaseSegment(lock_fd_, name_, lock_path_, remove_wait_);
 }
 
 std::string JobShmName(const std::string& graph_name, const std::string& config_sha256,

@@ -240,6 +240,8 @@ TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddres
   g.graph.attach_timeout = o.request_timeout;
   g.graph.aggregate_at_owner = o.aggregate_at_owner;
   g.graph.wire_format = net::ParseRowFormat(o.wire_dtype, "--wire_dtype");
+  g.graph.cache_bytes = o.cache_mb < 0 ? -1 : o.cache_mb << 20;
+  if (!o.Rgcn()) g.graph.cache_fanouts = o.Fanouts();
   return g;
 }
 

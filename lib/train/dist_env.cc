@@ -237,6 +237,8 @@ class DistEnv : public TrainEnv {
         launch.insecure = o.insecure;
         launch.aggregate_at_owner = o.aggregate_at_owner;
         launch.wire_dtype = o.wire_dtype;
+        launch.cache_mb = o.cache_mb;
+        launch.cache_fan_out = o.fan_out;
         children_.Spawn(launch.ToArgv(SelfDir() + "/gnn-sampler"));
       }
       pool_->SetLivenessCheck([this] { return children_.Exited(); });

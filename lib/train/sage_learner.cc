@@ -6,6 +6,7 @@
 
 #include <optional>
 
+#include "common/log.h"
 #include "common/npy.h"
 #include "train/checkpoint.h"
 #include "train/model_file.h"
@@ -41,7 +42,12 @@ class SageLearner : public Learner {
     out_ = torch::Tensor();
     mb_.reset();  // its buffers go back before the next batch is made
     mb_ = env_->Next();
-    if (mb_) wire_bytes_ += mb_->wire_bytes;
+    if (mb_) {
+      wire_bytes_ += mb_->wire_bytes;
+      cache_lookups_ += mb_->cache_lookups;
+      cache_hits_ += mb_->cache_hits;
+      ++steps_;
+    }
     return mb_.has_value();
   }
   torch::Tensor Loss() override {
@@ -97,7 +103,18 @@ class SageLearner : public Learner {
     }
   }
 
-  void Summarize(json* summary) override { task_->Summarize(summary); }
+  void Summarize(json* summary) override {
+    task_->Summarize(summary);
+    if (o_.standalone) return;
+    // What the machine's hot-row cache saved: of the other partitions'
+    // rows the batches needed, the share it held.
+    const double rate = cache_lookups_ ? static_cast<double>(cache_hits_) / cache_lookups_ : 0.0;
+    (*summary)["cache_hit_rate"] = rate;
+    (*summary)["remote_rows_per_step"] =
+        steps_ ? static_cast<double>(cache_lookups_) / static_cast<double>(steps_) : 0.0;
+    GNN_LOG(kInfo) << Label() << ": hot-row cache held " << cache_hits_ << " of " << cache_lookups_
+                   << " rows of other partitions the batches read (hit rate " << rate << ")";
+  }
 
  private:
   const TrainOptions& o_;
@@ -108,6 +125,9 @@ class SageLearner : public Learner {
   std::optional<MiniBatch> mb_;  // the current batch
   torch::Tensor out_;            // its output rows (for the train accuracy)
   uint64_t wire_bytes_ = 0;      // of every batch received
+  uint64_t cache_lookups_ = 0;   // their rows of other partitions
+  uint64_t cache_hits_ = 0;      // of which the hot-row cache held
+  int64_t steps_ = 0;            // batches received
 };
 
 }  // namespace

@@ -93,6 +93,10 @@ struct TrainOptions {
   // --wire_dtype float32|bfloat16: how feature rows and partial sums cross
   // the network (bfloat16: half the bytes, ~3 significant digits).
   std::string wire_dtype = "float32";
+  // --cache_mb: MB of other partitions' rows this machine's trainers and
+  // samplers read most, cached once per machine in shared memory
+  // (store/row_cache.h); 0: none; -1: 5% of the graph's feature bytes.
+  int64_t cache_mb = -1;
   std::chrono::seconds rendezvous_timeout{60};       // --rendezvous_timeout_s
   std::chrono::milliseconds request_timeout{30000};  // --request_timeout_ms: per server request
 

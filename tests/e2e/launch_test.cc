@@ -61,6 +61,11 @@ TEST_CASE("gnn-launch runs 2 machines on loopback to a JSON summary and leaves n
   CHECK(summary.contains("test_acc"));
   CHECK(summary.contains("wall_time_s"));
   CHECK(summary["wall_time_s"].get<double>() > 0);
+  // The machines' hot-row caches (--cache_mb -1 by default) held some of
+  // the other partition's rows the batches read.
+  CHECK(summary["cache_hit_rate"].get<double>() > 0);
+  CHECK(summary["cache_hit_rate"].get<double>() <= 1);
+  CHECK(launcher.Stderr().find("hot-row cache") != std::string::npos);
   const std::string logs = s.dir / ("logs/" + s.job);
   for (const char* f : {"server-0-0.log", "server-1-0.log", "trainer-0-0.log", "trainer-1-0.log"}) {
     INFO(f);

@@ -17,6 +17,7 @@
 #include "partition/local_partition.h"
 #include "partition/partition.h"
 #include "sampling/sampler.h"
+#include "store/row_cache.h"
 
 using namespace gnn;
 
@@ -301,4 +302,71 @@ TEST_CASE("SamplerPool streams batches from sampler threads in order with bounde
   for (auto& t : samplers) t.join();
   CHECK(errors[0].empty());
   CHECK(errors[1].empty());
+}
+
+TEST_CASE("the hot-row cache: one per machine, same batches, fewer bytes (synthetic:small)",
+          "[integration]") {
+  test::TempDir dir;
+  const std::string job = "job-cache-" + std::to_string(::getpid());
+  const std::string parts = test::MakePartitions(dir, "synthetic:small", 2, "two");
+  const std::string ip = test::WriteLoopbackIpConfig(dir, 2);
+  test::ServerThreads servers(ip, parts, 2, 1, job);
+  DistGraphOptions o;
+  o.part_config = parts;
+  o.ip_config = ip;
+  o.endpoints = servers.endpoints();
+  o.local_machine_id = 0;
+  o.job_id = job;
+  o.keys = test::Keys(job);
+  o.timeout = std::chrono::milliseconds(20000);
+  o.cache_fanouts = {10, 25};
+  DistGraph plain(o);
+  CHECK(plain.row_cache() == nullptr);
+  o.cache_bytes = 1 << 20;
+  DistGraph cached(o), second(o);  // the second attaches to what the first built
+  REQUIRE(cached.row_cache() != nullptr);
+  REQUIRE(second.row_cache() != nullptr);
+  CHECK(cached.row_cache()->is_builder());
+  CHECK_FALSE(second.row_cache()->is_builder());
+  const ShmRowCache& cache = *cached.row_cache();
+  const int64_t dim = plain.feature_dim();
+  CHECK(cache.num_rows() == (1 << 20) / (dim * 4 + 8));
+  // Only other partitions' rows, exactly theirs.
+  const PartInfo& mine = plain.config().parts[0];
+  std::vector<float> want;
+  std::vector<int64_t> ids(cache.ids(), cache.ids() + cache.num_rows());
+  plain.PullFeatures(ids, &want);
+  bool exact = true;
+  for (int64_t r = 0; r < cache.num_rows(); ++r) {
+    CHECK((ids[r] < mine.node_start || ids[r] >= mine.node_end));
+    exact = exact && std::memcmp(cache.Find(ids[r]), &want[r * dim], dim * sizeof(float)) == 0;
+  }
+  CHECK(exact);
+  // Both wires: batches byte-identical with and without the cache.
+  for (bool at_owner : {true, false}) {
+    plain.SetAggregateAtOwner(at_owner);
+    cached.SetAggregateAtOwner(at_owner);
+    uint64_t plain_bytes = 0, cached_bytes = 0, lookups = 0, hits = 0;
+    for (int b = 0; b < 4; ++b) {
+      std::vector<int64_t> seeds;
+      for (int64_t i = 0; i < 500; ++i) seeds.push_back((i * 131 + b) % mine.node_end);
+      std::sort(seeds.begin(), seeds.end());
+      seeds.erase(std::unique(seeds.begin(), seeds.end()), seeds.end());
+      const MiniBatch a = plain.MakeBatch(seeds, {10, 25}, false, 40 + b);
+      const MiniBatch c = cached.MakeBatch(seeds, {10, 25}, false, 40 + b);
+      CHECK(a.features == c.features);
+      CHECK(a.blocks.back().indices == c.blocks.back().indices);
+      CHECK(a.cache_hits == 0);
+      CHECK(c.cache_lookups == a.cache_lookups);
+      plain_bytes += a.wire_bytes;
+      cached_bytes += c.wire_bytes;
+      lookups += c.cache_lookups;
+      hits += c.cache_hits;
+    }
+    INFO("at owner " << at_owner << ": bytes " << plain_bytes << " -> " << cached_bytes << ", hits "
+                     << hits << " of " << lookups);
+    CHECK(hits > 0);
+    CHECK(hits <= lookups);
+    CHECK(cached_bytes + hits * dim * sizeof(float) <= plain_bytes);
+  }
 }

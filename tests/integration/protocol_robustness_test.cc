@@ -540,6 +540,20 @@ TEST_CASE("MiniBatch with sampler-side means round-trips, and its shape is check
   net::Message bad = net::EncodeMiniBatch(plain, 10);
   bad.header.ints.push_back(2);
   CHECK_THROWS_WITH(net::DecodeMiniBatch(bad), Catch::Contains("input_means flag"));
+  // The hot-row cache's counts travel too; more hits than lookups is refused.
+  plain.wire_bytes = 1234;
+  plain.cache_lookups = 50;
+  plain.cache_hits = 20;
+  MiniBatch counted = net::DecodeMiniBatch(net::EncodeMiniBatch(plain, 11));
+  CHECK(counted.wire_bytes == 1234);
+  CHECK(counted.cache_lookups == 50);
+  CHECK(counted.cache_hits == 20);
+  CHECK_FALSE(counted.input_means);
+  net::Message liar = net::EncodeMiniBatch(plain, 12);
+  liar.header.ints[6] = 51;
+  CHECK_THROWS_WITH(net::DecodeMiniBatch(liar), Catch::Contains("cache counts"));
+  liar.header.ints.pop_back();
+  CHECK_THROWS_WITH(net::DecodeMiniBatch(liar), Catch::Contains("header"));
 }
 
 TEST_CASE(

@@ -27,6 +27,7 @@
 #include "partition/config.h"
 #include "partition/local_partition.h"
 #include "partition/partition.h"
+#include "store/row_cache.h"
 #include "test_util.h"
 
 using namespace gnn;
@@ -540,4 +541,109 @@ TEST_CASE("shm sweep removes segments nobody holds and keeps live ones", "[integ
   CHECK(swept.bytes > 0);
   // The live segment still reads.
   CHECK(live->view().num_nodes == config.parts[1].num_nodes());
+}
+
+namespace {
+
+RowCacheKey CacheKey(const std::string& name) { return {name, "g", "digest", 3}; }
+
+std::vector<int64_t> CacheIds() { return {2, 5, 9, 40}; }
+
+void FillRows(const std::vector<int64_t>& ids, float* rows) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    for (int d = 0; d < 3; ++d) rows[i * 3 + d] = static_cast<float>(ids[i] * 10 + d);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("row cache: the first opener builds it, the others attach, the last removes it",
+          "[integration]") {
+  const std::string name = UniqueName("cache");
+  ShmGuard guard{name};
+  std::atomic<int> built{0};
+  auto choose = [&] {
+    ++built;
+    std::this_thread::sleep_for(100ms);  // others arrive while this one builds
+    return CacheIds();
+  };
+  std::vector<std::unique_ptr<ShmRowCache>> caches(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < caches.size(); ++t) {
+    threads.emplace_back(
+        [&, t] { caches[t] = ShmRowCache::Open(CacheKey(name), choose, FillRows, 20000ms); });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(built == 1);
+  int builders = 0;
+  for (const auto& c : caches) {
+    REQUIRE(c);
+    builders += c->is_builder();
+    CHECK(c->num_rows() == 4);
+    REQUIRE(c->Find(9) != nullptr);
+    CHECK(c->Find(9)[2] == 92.0f);
+    CHECK(c->Find(2)[0] == 20.0f);
+    CHECK(c->Find(40)[1] == 401.0f);
+    CHECK(c->Find(3) == nullptr);
+    CHECK(c->Find(41) == nullptr);
+    CHECK(c->Find(-1) == nullptr);
+  }
+  CHECK(builders == 1);
+  // Another graph or width under the same name is refused.
+  RowCacheKey other = CacheKey(name);
+  other.feature_dim = 4;
+  CHECK_THROWS_WITH(ShmRowCache::Open(other, choose, FillRows, 1000ms),
+                    Catch::Contains(name) && Catch::Contains("expected 'g'"));
+  caches.resize(1);
+  CHECK(SegmentExists(name));
+  caches.clear();
+  CHECK_FALSE(SegmentExists(name));
+  CHECK_FALSE(LockExists(name));
+}
+
+TEST_CASE("row cache: a failed or killed builder leaves nothing, the next opener builds",
+          "[integration]") {
+  const std::string name = UniqueName("cachefail");
+  ShmGuard guard{name};
+  auto failing = [](const std::vector<int64_t>&, float*) {
+    throw TimeoutError("machine 1 server 0 did not answer");
+  };
+  CHECK_THROWS_WITH(ShmRowCache::Open(CacheKey(name), CacheIds, failing, 1000ms),
+                    Catch::Contains("did not answer"));
+  CHECK_FALSE(SegmentExists(name));
+  CHECK_FALSE(LockExists(name));
+
+  // A builder SIGKILLed halfway: its lock goes with it, and a waiter builds.
+  Pipe building;
+  Child builder([&] {
+    auto hang = [&](const std::vector<int64_t>&, float*) {
+      building.Send("b");
+      for (;;) pause();
+    };
+    ShmRowCache::Open(CacheKey(name), CacheIds, hang, 20000ms);
+    return 0;
+  });
+  REQUIRE(building.Receive(20000ms) == "b");
+  std::unique_ptr<ShmRowCache> c;
+  std::thread waiter([&] { c = ShmRowCache::Open(CacheKey(name), CacheIds, FillRows, 20000ms); });
+  builder.Kill();  // the waiter was waiting for it
+  waiter.join();
+  REQUIRE(c);
+  CHECK(c->is_builder());
+  CHECK(c->Find(5)[0] == 50.0f);
+  // Waiting past the deadline for a builder that holds on: a TimeoutError.
+  const std::string slow = UniqueName("cacheslow");
+  ShmGuard slow_guard{slow};
+  Pipe holding;
+  Child holder([&] {
+    auto hang = [&](const std::vector<int64_t>&, float*) {
+      holding.Send("h");
+      for (;;) pause();
+    };
+    ShmRowCache::Open(CacheKey(slow), CacheIds, hang, 20000ms);
+    return 0;
+  });
+  REQUIRE(holding.Receive(20000ms) == "h");
+  CHECK_THROWS_WITH(ShmRowCache::Open(CacheKey(slow), CacheIds, FillRows, 200ms),
+                    Catch::Contains("timed out") && Catch::Contains(slow));
 }

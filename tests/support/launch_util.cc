@@ -12,6 +12,7 @@
 #include "common/sha256.h"
 #include "partition/config.h"
 #include "server/server.h"
+#include "store/row_cache.h"
 #include "store/shm_partition.h"
 
 namespace gnn::test {
@@ -144,9 +145,11 @@ std::vector<std::string> Setup::ShmLeft(int runs) const {
   for (int run = 0; run < runs; ++run) {
     const std::string id = run == 0 ? job : job + "-r" + std::to_string(run);
     for (int m = 0; m < 2; ++m) {
-      const std::string name = JobShmName(graph_name, sha, id, m);
-      for (const std::string& p : {ShmSegmentPath(name), ShmLockPath(name)}) {
-        if (access(p.c_str(), F_OK) == 0) left.push_back(p);
+      for (const std::string& name :
+           {JobShmName(graph_name, sha, id, m), RowCacheName(graph_name, sha, id, m)}) {
+        for (const std::string& p : {ShmSegmentPath(name), ShmLockPath(name)}) {
+          if (access(p.c_str(), F_OK) == 0) left.push_back(p);
+        }
       }
     }
   }

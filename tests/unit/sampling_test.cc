@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "graph/csr.h"
 #include "graph/synthetic.h"
+#include "sampling/hot_rows.h"
 #include "sampling/loader.h"
 #include "sampling/owner_aggregate.h"
 #include "sampling/sampler.h"
@@ -599,4 +600,34 @@ TEST_CASE("SampleAggregate at the owner gives the means of the same sampled neig
   CHECK_THROWS_AS(SampleAggregate(csc, owned_rows, dim, &foreign, 1, 5, false, 1, 1, out.data(),
                                   &counts, &rptr, &rids),
                   DataError);
+}
+
+TEST_CASE("HotRemoteRows ranks other partitions' in-neighbours by expected draws", "[unit]") {
+  // Nodes 10..13 are local. Node 10 (degree 4) lists 1, 2, 3, 11; node 11
+  // (degree 1) lists 2; node 12 (degree 2) lists 1, 50; node 13 none.
+  const std::vector<int64_t> indptr = {0, 4, 5, 7, 7};
+  const std::vector<int64_t> indices = {1, 2, 3, 11, 2, 1, 50};
+  CscView csc;
+  csc.indptr = indptr.data();
+  csc.indices = indices.data();
+  csc.node_start = 10;
+  csc.num_nodes = 4;
+  // One layer, every node a seed, fan-out 2: scores 1 -> 0.5 + 1 = 1.5,
+  // 2 -> 0.5 + 1 = 1.5, 3 -> 0.5, 50 -> 1. Never a local id (11).
+  CHECK(HotRemoteRows(csc, nullptr, {2}, 10) == std::vector<int64_t>{1, 2, 3, 50});
+  CHECK(HotRemoteRows(csc, nullptr, {2}, 3) == std::vector<int64_t>{1, 2, 50});
+  CHECK(HotRemoteRows(csc, nullptr, {2}, 1) == std::vector<int64_t>{1});  // tie: smaller id
+  CHECK(HotRemoteRows(csc, nullptr, {2}, 0).empty());
+  // Every neighbour taken (fan-out -1): counts 1 -> 2, 2 -> 2, 3 -> 1, 50 -> 1.
+  CHECK(HotRemoteRows(csc, nullptr, {-1}, 2) == std::vector<int64_t>{1, 2});
+  CHECK(HotRemoteRows(csc, nullptr, {-1}, 3) == std::vector<int64_t>{1, 2, 3});
+  // Only node 10 a seed, two layers (fan-outs {-1, 2}: the top layer draws
+  // 2 of node 10's 4): node 10 is a first-layer destination once, node 11
+  // half a time (0.5 of the draw). Scores: 1 -> 1, 2 -> 1 + 0.5, 3 -> 1,
+  // 50 -> 0 (node 12 is never reached).
+  const std::vector<uint8_t> seed = {1, 0, 0, 0};
+  CHECK(HotRemoteRows(csc, seed.data(), {-1, 2}, 10) == std::vector<int64_t>{1, 2, 3});
+  CHECK(HotRemoteRows(csc, seed.data(), {-1, 2}, 1) == std::vector<int64_t>{2});
+  // With one layer only the seeds are destinations.
+  CHECK(HotRemoteRows(csc, seed.data(), {-1}, 10) == std::vector<int64_t>{1, 2, 3});
 }

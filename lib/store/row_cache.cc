@@ -1,0 +1,250 @@
+#include "store/row_cache.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <thread>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/timer.h"
+#include "store/shm_partition.h"
+#include "store/shm_segment.h"
+
+namespace gnn {
+
+namespace {
+
+constexpr char kMagic[8] = {'G', 'N', 'N', 'S', 'H', 'M', 'C', '1'};
+constexpr uint64_t kAlign = 64;
+
+struct CacheHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t ready;  // kShmReadyValue once complete; stored last, with release
+  uint64_t total_bytes;
+  int64_t creator_pid;
+  int64_t num_rows;
+  int64_t feature_dim;
+  uint64_t ids_offset;
+  uint64_t rows_offset;
+  char name[128];
+  char graph_name[256];
+  char config_digest[72];
+};
+static_assert(sizeof(CacheHeader) <= kShmHeaderBytes, "header must fit its page");
+static_assert(offsetof(CacheHeader, ready) == 12, "documented layout");
+
+void CopyCString(char* dst, size_t cap, const std::string& s) {
+  std::memset(dst, 0, cap);
+  std::memcpy(dst, s.data(), std::min(s.size(), cap - 1));
+}
+
+std::string ReadCString(const char* src, size_t cap) { return std::string(src, strnlen(src, cap)); }
+
+uint64_t AlignUp(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+}  // namespace
+
+std::string RowCacheName(const std::string& graph_name, const std::string& config_sha256,
+                         const std::string& job_id, int machine) {
+  std::string name = JobShmName(graph_name, config_sha256, job_id, machine);
+  const size_t at = name.rfind("-p");
+  return name.substr(0, at) + "-c" + name.substr(at + 2);
+}
+
+std::unique_ptr<ShmRowCache> ShmRowCache::Open(const RowCacheKey& key, const Choose& choose,
+                                               const Fill& fill,
+                                               std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  shm::CheckName(key.name);
+  if (key.graph_name.size() >= sizeof(CacheHeader::graph_name) || key.feature_dim < 1) {
+    throw ConfigError("row cache " + key.name + ": bad graph name or feature width");
+  }
+  const auto deadline = Clock::now() + timeout;
+  std::string state;
+  for (;;) {
+    if (auto c = TryAttach(key, &state)) return c;
+    // Nobody holds the lock file: nobody is building or attached, so what
+    // is there (nothing, or a dead builder's half) is ours to replace.
+    const int fd = shm::TryLockForCreate(key.name, ShmLockPath(key.name));
+    if (fd >= 0) return Build(key, fd, choose, fill);
+    if (Clock::now() >= deadline) {
+      throw TimeoutError("timed out after " + std::to_string(timeout.count()) +
+                         " ms waiting for hot-row cache " + key.name + " (" + state +
+                         "; another trainer or sampler of this machine is building it)");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::unique_ptr<ShmRowCache> ShmRowCache::Build(const RowCacheKey& key, int lock_fd,
+                                                const Choose& choose, const Fill& fill) {
+  Stopwatch watch;
+  std::unique_ptr<ShmRowCache> c(new ShmRowCache);
+  c->name_ = key.name;
+  c->lock_path_ = ShmLockPath(key.name);
+  c->lock_fd_ = lock_fd;
+  c->is_builder_ = true;
+  try {
+    shm_unlink(key.name.c_str());  // a dead builder's leftover, if any
+    const std::vector<int64_t> ids = choose();
+    for (size_t i = 1; i < ids.size(); ++i) {
+      if (ids[i] <= ids[i - 1]) throw Error("row cache ids must be ascending and distinct");
+    }
+    const uint64_t n = ids.size(), dim = static_cast<uint64_t>(key.feature_dim);
+    const uint64_t ids_offset = kShmHeaderBytes;
+    const uint64_t rows_offset = AlignUp(ids_offset + n * sizeof(int64_t), kAlign);
+    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    const uint64_t total = AlignUp(rows_offset + n * dim * sizeof(float), page);
+    shm::Fd seg(shm_open(key.name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (seg.get() < 0) {
+      throw ConfigError("cannot create shared memory segment " + key.name + ": " + shm::Errno());
+    }
+    // Reserve the pages now: writing past what tmpfs holds would be a SIGBUS.
+    if (int rc = posix_fallocate(seg.get(), 0, static_cast<off_t>(total)); rc != 0) {
+      throw Error("cannot allocate " + shm::MiB(total) + " of shared memory for the row cache " +
+                  key.name + ": " + std::strerror(rc) +
+                  " (is /dev/shm large enough? lower --cache_mb)");
+    }
+    void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, seg.get(), 0);
+    if (base == MAP_FAILED)
+      throw Error("cannot map the row cache " + key.name + ": " + shm::Errno());
+    c->base_ = base;
+    c->size_ = total;
+    auto* h = static_cast<CacheHeader*>(base);
+    std::memcpy(h->magic, kMagic, sizeof(kMagic));
+    h->version = kRowCacheFormatVersion;
+    h->total_bytes = total;
+    h->creator_pid = getpid();
+    h->num_rows = static_cast<int64_t>(n);
+    h->feature_dim = key.feature_dim;
+    h->ids_offset = ids_offset;
+    h->rows_offset = rows_offset;
+    CopyCString(h->name, sizeof(h->name), key.name);
+    CopyCString(h->graph_name, sizeof(h->graph_name), key.graph_name);
+    CopyCString(h->config_digest, sizeof(h->config_digest), key.config_digest);
+    char* bytes = static_cast<char*>(base);
+    if (n) std::memcpy(bytes + ids_offset, ids.data(), n * sizeof(int64_t));
+    if (n) fill(ids, reinterpret_cast<float*>(bytes + rows_offset));
+    __atomic_store_n(&h->ready, kShmReadyValue, __ATOMIC_RELEASE);
+    if (mprotect(base, total, PROT_READ) != 0) {
+      throw Error("cannot protect the row cache " + key.name + ": " + shm::Errno());
+    }
+    c->ReadHeader(key);
+    // Atomic exclusive -> shared: the others may attach now.
+    if (!shm::TryLock(c->lock_fd_, F_RDLCK)) {
+      throw Error("cannot downgrade the lock of the row cache " + key.name);
+    }
+  } catch (...) {
+    if (c->base_) munmap(c->base_, c->size_);
+    c->base_ = nullptr;
+    shm_unlink(key.name.c_str());
+    unlink(c->lock_path_.c_str());
+    close(c->lock_fd_);
+    c->lock_fd_ = -1;
+    throw;
+  }
+  GNN_LOG(kInfo) << "hot-row cache " << key.name << ": " << c->num_rows_ << " rows of other "
+                 << "partitions (" << shm::MiB(c->size_) << ") built in " << watch.Seconds()
+                 << " s";
+  return c;
+}
+
+std::unique_ptr<ShmRowCache> ShmRowCache::TryAttach(const RowCacheKey& key, std::string* state) {
+  const std::string lock_path = ShmLockPath(key.name);
+  shm::Fd lock(open(lock_path.c_str(), O_RDWR | O_CLOEXEC));
+  if (lock.get() < 0) {
+    if (errno == ENOENT) {
+      *state = "no such segment";
+      return nullptr;
+    }
+    throw ConfigError("cannot open lock file " + lock_path + " of the row cache " + key.name +
+                      ": " + shm::Errno());
+  }
+  // A builder holds the exclusive lock until the segment is complete.
+  if (!shm::TryLock(lock.get(), F_RDLCK)) {
+    *state = "segment is being built";
+    return nullptr;
+  }
+  if (!shm::StillLinked(lock.get(), lock_path)) {
+    *state = "segment was just removed";
+    return nullptr;
+  }
+  shm::Fd seg(shm_open(key.name.c_str(), O_RDONLY | O_CLOEXEC, 0));
+  if (seg.get() < 0) {
+    *state = "lock file without a segment";
+    return nullptr;
+  }
+  struct stat st;
+  if (fstat(seg.get(), &st) != 0 || st.st_size < static_cast<off_t>(kShmHeaderBytes)) {
+    *state = "segment is not initialized (its builder died)";
+    return nullptr;
+  }
+  void* base = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, seg.get(), 0);
+  if (base == MAP_FAILED) throw Error("cannot map the row cache " + key.name + ": " + shm::Errno());
+  std::unique_ptr<ShmRowCache> c(new ShmRowCache);  // unmaps on every return below
+  c->name_ = key.name;
+  c->lock_path_ = lock_path;
+  c->base_ = base;
+  c->size_ = static_cast<size_t>(st.st_size);
+  const auto* h = static_cast<const CacheHeader*>(base);
+  if (__atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) != kShmReadyValue) {
+    *state = "segment is incomplete (its builder died)";
+    return nullptr;
+  }
+  c->ReadHeader(key);
+  c->lock_fd_ = lock.release();
+  return c;
+}
+
+void ShmRowCache::ReadHeader(const RowCacheKey& key) {
+  const auto* h = static_cast<const CacheHeader*>(base_);
+  auto bad = [&](const std::string& what) {
+    throw DataError("hot-row cache " + name_ + ": " + what);
+  };
+  if (std::memcmp(h->magic, kMagic, sizeof(kMagic)) != 0) bad("bad magic (not a row cache)");
+  if (h->version != kRowCacheFormatVersion) {
+    bad("format version " + std::to_string(h->version) + ", this build reads version " +
+        std::to_string(kRowCacheFormatVersion));
+  }
+  const std::string graph = ReadCString(h->graph_name, sizeof(h->graph_name));
+  const std::string digest = ReadCString(h->config_digest, sizeof(h->config_digest));
+  if (graph != key.graph_name || digest != key.config_digest || h->feature_dim != key.feature_dim) {
+    bad("holds rows of graph '" + graph + "' (config digest " + digest.substr(0, 16) + ", width " +
+        std::to_string(h->feature_dim) + "), expected '" + key.graph_name + "' (" +
+        key.config_digest.substr(0, 16) + ", " + std::to_string(key.feature_dim) + ")");
+  }
+  const uint64_t n = static_cast<uint64_t>(h->num_rows);
+  const uint64_t dim = static_cast<uint64_t>(h->feature_dim);
+  if (h->num_rows < 0 || h->total_bytes != size_ || h->ids_offset < kShmHeaderBytes ||
+      h->ids_offset % kAlign || h->rows_offset % kAlign || n > size_ / sizeof(int64_t) ||
+      h->ids_offset + n * sizeof(int64_t) > h->rows_offset || h->rows_offset > size_ ||
+      (dim && n > (size_ - h->rows_offset) / (dim * sizeof(float)))) {
+    bad("header does not fit the segment");
+  }
+  const char* b = static_cast<const char*>(base_);
+  num_rows_ = h->num_rows;
+  dim_ = h->feature_dim;
+  ids_ = reinterpret_cast<const int64_t*>(b + h->ids_offset);
+  rows_ = reinterpret_cast<const float*>(b + h->rows_offset);
+}
+
+const float* ShmRowCache::Find(int64_t id) const {
+  const int64_t* end = ids_ + num_rows_;
+  const int64_t* at = std::lower_bound(ids_, end, id);
+  if (at == end || *at != id) return nullptr;
+  return rows_ + (at - ids_) * dim_;
+}
+
+ShmRowCache::~ShmRowCache() {
+  if (base_) munmap(base_, size_);
+  shm::ReleaseSegment(lock_fd_, name_, lock_path_, std::chrono::milliseconds(0));
+}
+
+}  // namespace gnn

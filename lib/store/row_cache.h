@@ -1,0 +1,101 @@
+// A machine's hot-row cache: feature rows of other partitions that this
+// machine's trainers and gnn-samplers read most, held once per machine in
+// POSIX shared memory (like the partition itself, shm_partition.h), so a
+// row found here does not cross the network.
+//
+// The first process of a job on a machine to open the cache builds it: it
+// takes the segment's lock file exclusively (shm_segment.h), chooses the
+// rows, fetches them (from their owners, over the network) and publishes
+// the segment; every other process waits for it and maps it read-only. The
+// last process to leave removes it; a builder that dies leaves the lock
+// free, and the next one to come builds it again.
+//
+// Segment layout (kRowCacheFormatVersion), little-endian:
+//   bytes 0..7   magic "GNNSHMC1"
+//   bytes 8..11  uint32 format version
+//   bytes 12..15 uint32 ready flag (kShmReadyValue once complete)
+//   ...          counts, names, offsets (one kShmHeaderBytes page)
+//   then ids int64 [rows] (ascending) and rows float32 [rows, feature_dim],
+//   each at a 64-byte aligned offset.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gnn {
+
+constexpr uint32_t kRowCacheFormatVersion = 1;
+
+// What a cache holds and whose it is: a process attaching checks these
+// against the segment (a mismatch is a DataError).
+struct RowCacheKey {
+  std::string name;  // segment name, "/gnn-...": RowCacheName
+  std::string graph_name;
+  std::string config_digest;  // PartitionConfigDigest of the partitioning
+  int64_t feature_dim = 0;
+};
+
+// The cache segment of machine `machine` in job `job_id`: JobShmName's
+// partition segment name with "-c" instead of "-p".
+std::string RowCacheName(const std::string& graph_name, const std::string& config_sha256,
+                         const std::string& job_id, int machine);
+
+// A mapped cache. Not copyable; immutable once open, so any number of
+// threads may read it.
+class ShmRowCache {
+ public:
+  // Builder callbacks: `choose` returns the ids to cache (ascending,
+  // distinct, at most what the budget holds); `fill` writes their rows
+  // [ids.size(), feature_dim] into `rows`. Both run only in the builder.
+  using Choose = std::function<std::vector<int64_t>()>;
+  using Fill = std::function<void(const std::vector<int64_t>& ids, float* rows)>;
+
+  // Maps the cache `key.name`, building it first (choose, fill) when no
+  // other process is building or holding it. Waits for another builder up
+  // to `timeout`; TimeoutError naming the segment then. Throws what the
+  // callbacks throw (nothing is left behind), DataError on a segment of
+  // another graph, partitioning or width, ConfigError on a bad name,
+  // Error when shared memory runs out. Blocking.
+  static std::unique_ptr<ShmRowCache> Open(const RowCacheKey& key, const Choose& choose,
+                                           const Fill& fill, std::chrono::milliseconds timeout);
+
+  // Unmaps; removes the segment if no other process holds it. Never throws.
+  ~ShmRowCache();
+  ShmRowCache(const ShmRowCache&) = delete;
+  ShmRowCache& operator=(const ShmRowCache&) = delete;
+
+  // The cached row of node `id` [feature_dim], or nullptr. Binary search.
+  const float* Find(int64_t id) const;
+  int64_t num_rows() const { return num_rows_; }
+  int64_t feature_dim() const { return dim_; }
+  const int64_t* ids() const { return ids_; }
+  size_t mapped_bytes() const { return size_; }
+  // Whether this handle built the segment (its process chose and fetched).
+  bool is_builder() const { return is_builder_; }
+
+ private:
+  ShmRowCache() = default;
+  static std::unique_ptr<ShmRowCache> TryAttach(const RowCacheKey& key, std::string* state);
+  static std::unique_ptr<ShmRowCache> Build(const RowCacheKey& key, int lock_fd,
+                                            const Choose& choose, const Fill& fill);
+  void ReadHeader(const RowCacheKey& key);
+
+  std::string name_;
+  std::string lock_path_;
+  int lock_fd_ = -1;
+  void* base_ = nullptr;
+  size_t size_ = 0;
+  bool is_builder_ = false;
+  int64_t num_rows_ = 0;
+  int64_t dim_ = 0;
+  const int64_t* ids_ = nullptr;
+  const float* rows_ = nullptr;
+};
+
+}  // namespace gnn
