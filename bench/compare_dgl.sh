@@ -20,7 +20,20 @@
 # batch 1000, hidden 16, 2 layers, lr 0.003, dropout 0.5), cora, citeseer
 # (../shared/datasets, with configs/<graph>.toml's flags).
 # Prints one table: s/epoch, seeds/s, test accuracy after the last epoch
-# (mean and standard deviation over seeds) and gnn/DGL ratios.
+# (mean and standard deviation over seeds) and gnn/DGL ratios; dist2 rows
+# also give what crossed the network: bytes sent per machine per epoch and
+# bytes per training seed, read from the namespaces' interface counters
+# (tx_bytes of both machines over the whole job: start-up, every epoch and
+# the final evaluation), medians over the seeds.
+#
+# What crosses the network, mechanism by mechanism: GNN_VARIANTS (dist2
+# only) runs gnn once per variant, each a name and gnn-train flags, e.g.
+#   GNN_VARIANTS="all: no-pushdown:--aggregate_at_owner=0 no-cache:--cache_mb=0
+#                 no-narrow:--wire_dtype=float32"
+# (default "all:", gnn's defaults); the variants and DGL alternate per seed.
+# LINK_RATE (e.g. 100mbit, 1gbit; default none) limits each machine's link
+# with a token bucket (tc qdisc ... tbf rate R burst 1mb latency 50ms on the
+# namespace's side of its veth).
 #
 # Environment: GRAPHS (small products), MODES (standalone dist2), SEEDS
 # (0 1 2), PART_METHOD_<graph> (metis; random: the 2-part copies of both
@@ -64,7 +77,18 @@ netns_up() {
     ip netns exec gnncmp$i ip addr add 10.78.0.$((10 + i))/24 dev gl$i
     ip netns exec gnncmp$i ip link set gl$i up
     ip netns exec gnncmp$i ip link set lo up
+    if [ -n "${LINK_RATE:-}" ]; then
+      ip netns exec gnncmp$i tc qdisc add dev gl$i root tbf rate "$LINK_RATE" burst 1mb latency 50ms
+    fi
   done
+}
+# Bytes both machines have sent so far (their links' tx counters).
+tx_bytes() {
+  local total=0 i
+  for i in 0 1; do
+    total=$((total + $(ip netns exec gnncmp$i cat /sys/class/net/gl$i/statistics/tx_bytes)))
+  done
+  echo "$total"
 }
 netns_down() {
   for i in 0 1; do ip netns delete gnncmp$i 2>/dev/null || true; done
@@ -118,16 +142,16 @@ dgl_standalone() {
     --seed "$2" 2> "$WORK/dgl-standalone.log" | grep "^{" | tail -1
 }
 
-gnn_dist2() {
+gnn_dist2() {  # graph seed epochs [gnn-train flags of the variant]
   printf '10.78.0.10 31050\n10.78.0.11 31050\n' > "$WORK/ip-ns.txt"
-  local train="$BIN/gnn-train --num_omp_threads 1 $(flags_of "$1") --num_epochs $3 --eval_every $3 --seed $2"
+  local train="$BIN/gnn-train --num_omp_threads 1 $(flags_of "$1") --num_epochs $3 --eval_every $3 --seed $2 ${4:-}"
   local pids=() i
   # Per-node launchers share one cluster secret (gnn-copy --secret_file ships it between real machines).
   [ -f "$WORK/cluster.secret" ] || (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$WORK/cluster.secret")
   for i in 1 0; do
     ip netns exec gnncmp$i "$BIN/gnn-launch" --machine_id $i --workspace "$WORK" --secret_file cluster.secret \
       --ip_config ip-ns.txt --part_config "$(config_of "$WORK/$1-gnn2")" --num_trainers 1 \
-      --num_servers 1 --num_samplers 0 --master_port 29600 --job_id "cmp-$1-$2" \
+      --num_servers 1 --num_samplers 0 --master_port 29600 --job_id "cmp-$1-$2-$RANDOM" \
       --log_dir "$WORK/gnn-logs-m$i" "$train" > "$WORK/gnn-m$i.out" 2> "$WORK/gnn-m$i.err" &
     pids+=($!)
   done
@@ -186,6 +210,20 @@ prepare() {  # graph
   fi
 }
 
+# One run of a system: its summary line, with "tx_bytes" (both machines'
+# links over the run) added for dist2.
+measure() {  # sys mode graph seed epochs [flags]
+  local before line
+  [ "$2" = dist2 ] && before=$(tx_bytes)
+  line=$("${1}_${2}" "$3" "$4" "$5" "${6:-}") || return 1
+  if [ "$2" = dist2 ]; then
+    line=$(/usr/bin/python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r["tx_bytes"]=int(sys.argv[2]); print(json.dumps(r))' \
+      "$line" "$(($(tx_bytes) - before))")
+  fi
+  echo "$line"
+}
+GNN_VARIANTS=${GNN_VARIANTS:-all:}
+
 RESULTS="$WORK/results.jsonl"
 : > "$RESULTS"
 # The runs happen in command substitutions (subshells): the namespaces are
@@ -195,41 +233,60 @@ for g in $GRAPHS; do
   prepare "$g"
   epochs=$(epochs_of "$g")
   for mode in $MODES; do
+    variants="all:"
+    [ "$mode" = dist2 ] && variants=$GNN_VARIANTS
     for seed in $SEEDS; do
-      for sys in gnn dgl; do
-        log "$g $mode $sys seed $seed ($epochs epochs)"
-        line=$("${sys}_${mode}" "$g" "$seed" "$epochs") || {
+      for run in $variants dgl; do
+        sys=gnn name=${run%%:*} flags=${run#*:}
+        [ "$run" = dgl ] && sys=dgl name=dgl flags=
+        log "$g $mode $name seed $seed ($epochs epochs${LINK_RATE:+, link $LINK_RATE})"
+        line=$(measure "$sys" "$mode" "$g" "$seed" "$epochs" "${flags//=/ }") || {
           log "$sys $mode on $g, seed $seed failed (logs in $WORK)"
           exit 1
         }
-        echo "{\"graph\":\"$g\",\"mode\":\"$mode\",\"sys\":\"$sys\",\"seed\":$seed,\"r\":$line}" >> "$RESULTS"
+        echo "{\"graph\":\"$g\",\"mode\":\"$mode\",\"sys\":\"$name\",\"seed\":$seed,\"epochs\":$epochs,\"r\":$line}" >> "$RESULTS"
       done
     done
   done
 done
 
-/usr/bin/python3 - "$RESULTS" <<'EOF'
-import json, statistics, sys
+/usr/bin/python3 - "$RESULTS" "$WORK" <<'EOF'
+import glob, json, statistics, sys
 from collections import defaultdict
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+work = sys.argv[2]
 agg = defaultdict(lambda: defaultdict(list))
+order = []
 for r in rows:
     s = r["r"]
-    k = agg[(r["graph"], r["mode"])]
-    k[r["sys"] + "_t"].append(s["mean_epoch_time_s"])
-    k[r["sys"] + "_v"].append(s["seeds_per_s"])
-    k[r["sys"] + "_a"].append(s.get("final_test_acc", s.get("test_acc")))
+    key = (r["graph"], r["mode"], r["sys"])
+    if key not in order:
+        order.append(key)
+    k = agg[key]
+    k["t"].append(s["mean_epoch_time_s"])
+    k["v"].append(s["seeds_per_s"])
+    k["a"].append(s.get("final_test_acc", s.get("test_acc")))
+    if "tx_bytes" in s:
+        cfg = glob.glob(f"{work}/{r['graph']}-gnn2/*.json")[0]
+        c = json.load(open(cfg))
+        train = sum(c[f"part-{p}"]["num_train"] for p in range(c["num_parts"]))
+        k["mb_epoch"].append(s["tx_bytes"] / 2 / r["epochs"] / 1e6)
+        k["b_seed"].append(s["tx_bytes"] / (train * r["epochs"]))
+med = lambda v: statistics.median(v) if v else float("nan")
 mean = lambda v: sum(v) / len(v) if v else float("nan")
 sd = lambda v: statistics.stdev(v) if len(v) > 1 else 0.0
 name = lambda g: "synthetic:" + g if g in ("tiny", "small", "products") else g
-print("| graph | mode | gnn s/epoch | DGL s/epoch | gnn seeds/s | DGL seeds/s | gnn/DGL seeds/s "
-      "| gnn test acc | DGL test acc | seeds |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-for (g, m), k in agg.items():
-    ratio = mean(k["gnn_v"]) / mean(k["dgl_v"]) if k["dgl_v"] else float("nan")
-    print(f"| {name(g)} | {m} | {mean(k['gnn_t']):.4f} | {mean(k['dgl_t']):.4f} "
-          f"| {mean(k['gnn_v']):,.0f} | {mean(k['dgl_v']):,.0f} | {ratio:.2f}x "
-          f"| {mean(k['gnn_a']):.4f} ± {sd(k['gnn_a']):.4f} "
-          f"| {mean(k['dgl_a']):.4f} ± {sd(k['dgl_a']):.4f} | {len(k['gnn_v'])} |")
+print("| graph | mode | system | s/epoch | seeds/s | vs DGL seeds/s | MB sent/machine/epoch "
+      "| bytes/seed | vs DGL bytes | test acc | seeds |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for g, m, sysname in order:
+    k = agg[(g, m, sysname)]
+    dgl = agg.get((g, m, "dgl"), {})
+    speed = med(k["v"]) / med(dgl["v"]) if dgl and dgl["v"] else float("nan")
+    net = (f"{med(k['mb_epoch']):.1f} | {med(k['b_seed']):,.0f} | "
+           f"{med(k['b_seed']) / med(dgl['b_seed']):.2f}x" if k["b_seed"] and dgl else "- | - | -")
+    label = sysname if sysname == "dgl" else "gnn" + ("" if sysname == "all" else " " + sysname)
+    print(f"| {name(g)} | {m} | {label} | {med(k['t']):.4f} | {med(k['v']):,.0f} | {speed:.2f}x "
+          f"| {net} | {mean(k['a']):.4f} ± {sd(k['a']):.4f} | {len(k['v'])} |")
 EOF
 log "raw results: $RESULTS"

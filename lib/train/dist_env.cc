@@ -389,6 +389,18 @@ class DistEnv : public TrainEnv {
                               torch::kFloat32)
           .clone();
     };
+    if (o_.aggregate_at_owner) {
+      // Layer 0 at the owners: two rows per destination instead of the
+      // neighbour lists and every neighbour's row.
+      source.input_means = [&](const std::vector<int64_t>& dst) {
+        std::vector<float> rows;
+        graph_->SampleAggregate(dst, -1, false, 0, &rows);
+        return torch::from_blob(rows.data(),
+                                {2 * static_cast<int64_t>(dst.size()), config_.feature_dim},
+                                torch::kFloat32)
+            .clone();
+      };
+    }
     source.exchange = [&](const torch::Tensor& rows) { return collective_->AllgatherRows(rows); };
     source.base = 0;
     return LayerwiseInference(model, source, n * rank_ / world_, n * (rank_ + 1) / world_,

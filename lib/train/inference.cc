@@ -22,6 +22,12 @@ torch::Tensor LayerwiseInference(GraphSage& model, const InferenceSource& source
       const int64_t end = std::min(hi, start + batch_size);
       std::vector<int64_t> dst(end - start);
       for (int64_t i = start; i < end; ++i) dst[i - start] = i;
+      if (l == 0 && source.input_means) {
+        mine.slice(0, start - lo, end - lo)
+            .copy_(model->ForwardLayerFromMeans(0, source.input_means(dst)));
+        progress.Add();
+        continue;
+      }
       std::vector<int64_t> ptr, idx;
       source.neighbors(dst, &ptr, &idx);
       Block block = ToBlock(dst, std::move(ptr), idx);

@@ -23,6 +23,11 @@ struct InferenceSource {
       neighbors;
   // Layer 0's input rows of `ids` [ids.size(), feature_dim].
   std::function<torch::Tensor(const std::vector<int64_t>& ids)> features;
+  // Optional: layer 0's input for destinations `dst` as [2n, feature_dim],
+  // their rows then the means of all their in-neighbours' rows, computed
+  // where the rows live (DistGraph::SampleAggregate with fan-out -1); when
+  // set, layer 0 asks neither `neighbors` nor `features`.
+  std::function<torch::Tensor(const std::vector<int64_t>& dst)> input_means;
   // This range's rows of a layer -> the rows of every node (row v - base
   // for node v). Identity when the range is every node.
   std::function<torch::Tensor(const torch::Tensor& rows)> exchange;

@@ -80,11 +80,14 @@ torch::Tensor GraphSageImpl::forward(const std::vector<BlockTensors>& blocks, to
   return x;
 }
 
+torch::Tensor GraphSageImpl::ForwardLayerFromMeans(int l, const torch::Tensor& x) {
+  const int64_t n = x.size(0) / 2;
+  return Activate(l, layers_[l]->as<SAGEConvImpl>()->ForwardMean(x.slice(0, 0, n), x.slice(0, n)));
+}
+
 torch::Tensor GraphSageImpl::ForwardFromMeans(const std::vector<BlockTensors>& blocks,
                                               const torch::Tensor& x) {
-  const int64_t n = blocks.front().num_dst;
-  torch::Tensor h =
-      Activate(0, layers_[0]->as<SAGEConvImpl>()->ForwardMean(x.slice(0, 0, n), x.slice(0, n)));
+  torch::Tensor h = ForwardLayerFromMeans(0, x);
   for (int l = 1; l < num_layers(); ++l) h = ForwardLayer(l, blocks[l], h);
   return h;
 }

@@ -47,6 +47,9 @@ class GraphSageImpl : public torch::nn::Module {
   // Applies layer `l` alone (with its activation/dropout), for layer-wise
   // full-neighbour inference.
   torch::Tensor ForwardLayer(int l, const BlockTensors& block, const torch::Tensor& h);
+  // Layer `l` alone over [2n, in]: n destinations' rows, then their
+  // neighbours' means (layer-wise inference aggregated at the owners).
+  torch::Tensor ForwardLayerFromMeans(int l, const torch::Tensor& x);
   int num_layers() const { return static_cast<int>(layers_->size()); }
   int64_t OutDim(int l) const { return dims_[l + 1]; }
 

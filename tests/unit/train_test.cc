@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "sampling/owner_aggregate.h"
 #include "sampling/sampler.h"
 #include "train/aggregate.h"
 #include "train/checkpoint.h"
@@ -99,6 +100,31 @@ TEST_CASE("GraphSage's forward, ForwardFromMeans and layer-wise inference agree"
   for (int64_t batch : {1, 4, 100}) {  // batching must not change the result
     torch::Tensor all = LayerwiseInference(model, source, 0, 6, batch, true);
     CHECK(torch::allclose(Rows(all, {0, 4}), full, 1e-5, 1e-6));
+  }
+  // Layer 0 from [rows | means] made where the rows live (as the owners
+  // answer a SampleAggregate with fan-out -1): the same outputs.
+  InferenceSource at_owner = source;
+  at_owner.input_means = [&](const std::vector<int64_t>& dst) {
+    const int64_t n = static_cast<int64_t>(dst.size());
+    std::vector<float> rows(2 * n * 4);
+    std::vector<int64_t> counts, rptr, rids;
+    SampleAggregate(g.csc(), x.data_ptr<float>(), 4, dst.data(), n, -1, false, 0, 1, rows.data(),
+                    &counts, &rptr, &rids);
+    FinishMeans(n, 4, counts, rptr, nullptr, {}, rows.data() + n * 4);
+    return torch::from_blob(rows.data(), {2 * n, 4}, torch::kFloat32).clone();
+  };
+  int asked = 0;  // layer 0 must not ask for neighbours; layer 1 does
+  auto neighbors = source.neighbors;
+  at_owner.neighbors = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
+                           std::vector<int64_t>* idx) {
+    ++asked;
+    neighbors(dst, ptr, idx);
+  };
+  for (int64_t batch : {1, 4, 100}) {
+    asked = 0;
+    torch::Tensor all = LayerwiseInference(model, at_owner, 0, 6, batch, true);
+    CHECK(torch::allclose(Rows(all, {0, 4}), full, 1e-5, 1e-6));
+    CHECK(asked == (6 + batch - 1) / batch);  // layer 1's batches only
   }
   CHECK(model->is_training());  // inference leaves it in train mode
 }
