@@ -105,77 +105,164 @@ std::string RemoteCheckScript(const MachinePlan& p, const std::string& trainer_w
   return s + "exit 0";
 }
 
-}  // namespace
-
-std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
-  std::vector<std::string> problems;
-  const std::string ip_path = LauncherPath(o, o.ip_config);
-  const std::string part_path = LauncherPath(o, o.part_config);
+// What the launcher reads itself: the ip_config and the partition config
+// (one that cannot be read is a problem said once, and checked no further).
+struct LaunchInputs {
+  std::string ip_path, part_path;
   std::vector<MachineAddress> machines;
-  bool have_machines = false, have_parts = false;
   PartitionConfig config;
+  bool have_machines = false, have_parts = false;
+};
+
+LaunchInputs ReadLaunchInputs(const LaunchOptions& o, std::vector<std::string>* problems) {
+  LaunchInputs in;
+  in.ip_path = LauncherPath(o, o.ip_config);
+  in.part_path = LauncherPath(o, o.part_config);
   try {
-    machines = ReadIpConfig(ip_path);
-    have_machines = true;
+    in.machines = ReadIpConfig(in.ip_path);
+    in.have_machines = true;
   } catch (const std::exception& e) {
-    problems.push_back(std::string("ip_config: ") + e.what());
+    problems->push_back(std::string("ip_config: ") + e.what());
   }
   try {
-    config = LoadPartitionConfig(part_path);
-    have_parts = true;
+    in.config = LoadPartitionConfig(in.part_path);
+    in.have_parts = true;
   } catch (const std::exception& e) {
-    problems.push_back(std::string("part_config: ") + e.what());
+    problems->push_back(std::string("part_config: ") + e.what());
   }
-  if (have_machines && o.machine_id >= static_cast<int>(machines.size())) {
-    problems.push_back("--machine_id " + std::to_string(o.machine_id) + " but ip_config " +
-                       ip_path + " lists " + std::to_string(machines.size()) + " machines");
-    return problems;
-  }
+  return in;
+}
+
+// The partition config against the trainer command and the machines.
+void CheckPartitionFits(const LaunchOptions& o, const LaunchInputs& in,
+                        std::vector<std::string>* problems) {
   // Servers serve heterogeneous partitions; a trainer needs RGCN for them.
-  if (have_parts && config.hetero() && !NamesRgcn(o.command)) {
-    problems.push_back("partition config " + part_path +
-                       " is a heterogeneous partitioning: the trainer command needs --model rgcn");
+  if (in.have_parts && in.config.hetero() && !NamesRgcn(o.command)) {
+    problems->push_back("partition config " + in.part_path +
+                        " is a heterogeneous partitioning: the trainer command needs --model rgcn");
   }
-  if (have_machines && have_parts && config.num_parts > static_cast<int>(machines.size())) {
-    problems.push_back("partition config " + part_path + " has " +
-                       std::to_string(config.num_parts) + " partitions but ip_config " + ip_path +
-                       " lists " + std::to_string(machines.size()) +
-                       " machines (machine m serves partition m mod " +
-                       std::to_string(config.num_parts) + ": every partition needs one)");
+  if (in.have_machines && in.have_parts &&
+      in.config.num_parts > static_cast<int>(in.machines.size())) {
+    problems->push_back("partition config " + in.part_path + " has " +
+                        std::to_string(in.config.num_parts) + " partitions but ip_config " +
+                        in.ip_path + " lists " + std::to_string(in.machines.size()) +
+                        " machines (machine m serves partition m mod " +
+                        std::to_string(in.config.num_parts) + ": every partition needs one)");
   }
-  if (!o.part_source.empty()) {
-    try {
-      const PartitionConfig source = LoadPartitionConfig(o.part_source);
-      if (have_parts && source.num_parts != config.num_parts)
-        problems.push_back("--part_source " + o.part_source + " has " +
-                           std::to_string(source.num_parts) + " partitions, --part_config " +
-                           std::to_string(config.num_parts));
-      if (fs::path(o.part_source).filename() != fs::path(o.part_config).filename())
-        problems.push_back("--part_source " + o.part_source + " and --part_config " +
-                           o.part_config + " name different files");
-    } catch (const std::exception& e) {
-      problems.push_back(std::string("--part_source: ") + e.what());
-    }
+}
+
+// --part_source (where failover copies partitions from) must hold the same
+// partitioning under the same file name.
+void CheckPartSource(const LaunchOptions& o, const LaunchInputs& in,
+                     std::vector<std::string>* problems) {
+  if (o.part_source.empty()) return;
+  try {
+    const PartitionConfig source = LoadPartitionConfig(o.part_source);
+    if (in.have_parts && source.num_parts != in.config.num_parts)
+      problems->push_back("--part_source " + o.part_source + " has " +
+                          std::to_string(source.num_parts) + " partitions, --part_config " +
+                          std::to_string(in.config.num_parts));
+    if (fs::path(o.part_source).filename() != fs::path(o.part_config).filename())
+      problems->push_back("--part_source " + o.part_source + " and --part_config " + o.part_config +
+                          " name different files");
+  } catch (const std::exception& e) {
+    problems->push_back(std::string("--part_source: ") + e.what());
   }
+}
+
+// The cluster secret: readable when given, and required per node.
+void CheckSecret(const LaunchOptions& o, std::vector<std::string>* problems) {
   if (!o.insecure && !o.secret_file.empty()) {
     try {
       net::ReadSecretFile(LauncherPath(o, o.secret_file));
     } catch (const std::exception& e) {
-      problems.push_back(std::string("--secret_file: ") + e.what());
+      problems->push_back(std::string("--secret_file: ") + e.what());
     }
   } else if (!o.insecure && o.machine_id >= 0) {
-    problems.push_back(
+    problems->push_back(
         "a per-node launch (--machine_id / --slurm) needs --secret_file: one cluster secret on "
         "every machine (gnn-copy --secret_file FILE makes and ships it), or --insecure");
   }
-  const std::string word = FirstWord(o.command, nullptr);
-  if (!have_machines) return problems;
-  try {
-    CheckServerPorts(machines, o.num_servers, ip_path);
-  } catch (const std::exception& e) {
-    problems.push_back(e.what());
+}
+
+// A machine of this host: its workspace and files, its servers' ports and,
+// on machine 0, the trainers' rendezvous port.
+void CheckLocalMachine(const LaunchOptions& o, const LaunchInputs& in, const MachinePlan& p,
+                       size_t m, const std::string& who, std::vector<std::string>* problems) {
+  std::error_code ec;
+  if (!fs::is_directory(p.workspace, ec)) {
+    problems->push_back(who + ": workspace " + p.workspace + " is not a directory");
+  } else {
+    for (const auto& f : {p.part_config, p.ip_config}) {
+      const bool said =
+          (f == in.part_path && !in.have_parts) || (f == in.ip_path && !in.have_machines);
+      if (!said && ::access(f.c_str(), R_OK) != 0)
+        problems->push_back(who + ": " + f + " not found");
+    }
   }
-  const std::vector<MachinePlan> plans = PlanMachines(o, machines);
+  for (int s = 0; s < o.num_servers && p.address.port + s <= 65535; ++s) {
+    std::string why = PortBusy(p.address.host, p.address.port + s);
+    if (!why.empty()) {
+      problems->push_back("port " + std::to_string(p.address.port + s) + " of machine " +
+                          std::to_string(m) + " server " + std::to_string(s) + " (" + in.ip_path +
+                          ":" + std::to_string(p.address.line) + ") is busy: " + why);
+    }
+  }
+  if (m != 0) return;
+  if (o.master_port >= p.address.port && o.master_port < p.address.port + o.num_servers) {
+    problems->push_back("--master_port " + std::to_string(o.master_port) +
+                        " collides with machine 0's server ports");
+  } else {
+    std::string why = PortBusy(p.address.host, o.master_port);
+    if (!why.empty()) {
+      problems->push_back("master port " + std::to_string(o.master_port) +
+                          " on machine 0 is busy: " + why);
+    }
+  }
+}
+
+// A remote machine, over ssh: RemoteCheckScript's lines, or why ssh failed.
+std::vector<std::string> CheckRemoteMachine(const LaunchOptions& o, const MachinePlan& p,
+                                            const std::string& word, size_t m,
+                                            const std::string& who) {
+  std::vector<std::string> problems;
+  const std::string script =
+      RemoteCheckScript(p, word, o.num_servers, o.master_port, static_cast<int>(m));
+  CommandResult r =
+      RunCommand(SshArgv(o.ssh, p.address.host, script), o.ssh.connect_timeout_s + 20);
+  if (r.exit_code != 0) {
+    problems.push_back(who + ": ssh failed (" + r.Describe() + "): " + r.LastErrorLine());
+    return problems;
+  }
+  std::istringstream lines(r.out);  // one problem per line
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty()) problems.push_back(who + ": " + line);
+  }
+  return problems;
+}
+
+// The trainer binary on every local machine this launcher checks, and the
+// server binary the local machines run.
+void CheckLocalBinaries(const LaunchOptions& o, const std::vector<MachinePlan>& plans,
+                        const std::string& word, std::vector<std::string>* problems) {
+  for (size_t m = 0; m < plans.size(); ++m) {
+    if (!plans[m].local || (o.machine_id >= 0 && static_cast<int>(m) != o.machine_id)) continue;
+    if (ResolveBinary(word, plans[m].workspace).empty()) {
+      problems->push_back("machine " + std::to_string(m) + ": trainer binary '" + word +
+                          "' not found (workspace bin/, PATH, or workspace " + plans[m].workspace +
+                          ")");
+    }
+  }
+  const std::string server = ServerBinary(o);
+  if (!IsExecutableFile(server)) problems->push_back("server binary " + server + " not found");
+}
+
+// Every machine this launcher starts: local ones here, remote ones over ssh
+// in parallel (their problems follow the local ones, in machine order).
+void CheckMachines(const LaunchOptions& o, const LaunchInputs& in,
+                   std::vector<std::string>* problems) {
+  const std::string word = FirstWord(o.command, nullptr);
+  const std::vector<MachinePlan> plans = PlanMachines(o, in.machines);
   bool any_local = false;
   std::vector<std::thread> remote_checks;
   std::vector<std::vector<std::string>> remote_problems(plans.size());
@@ -185,75 +272,44 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
     if (o.machine_id >= 0 && static_cast<int>(m) != o.machine_id)
       continue;  // its own launcher checks it
     if (o.machine_id >= 0 && !p.local) {
-      problems.push_back(who + " (" + ip_path + ":" + std::to_string(p.address.line) +
-                         ") is not an address of this host: run gnn-launch --machine_id " +
-                         std::to_string(m) + " on that machine");
+      problems->push_back(who + " (" + in.ip_path + ":" + std::to_string(p.address.line) +
+                          ") is not an address of this host: run gnn-launch --machine_id " +
+                          std::to_string(m) + " on that machine");
       continue;
     }
     if (!p.local) {
-      remote_checks.emplace_back([&, m, who] {
-        const std::string script =
-            RemoteCheckScript(plans[m], word, o.num_servers, o.master_port, static_cast<int>(m));
-        CommandResult r =
-            RunCommand(SshArgv(o.ssh, plans[m].address.host, script), o.ssh.connect_timeout_s + 20);
-        if (r.exit_code != 0) {
-          remote_problems[m].push_back(who + ": ssh failed (" + r.Describe() +
-                                       "): " + r.LastErrorLine());
-          return;
-        }
-        std::istringstream lines(r.out);  // one problem per line
-        for (std::string line; std::getline(lines, line);) {
-          if (!line.empty()) remote_problems[m].push_back(who + ": " + line);
-        }
-      });
+      remote_checks.emplace_back(
+          [&, m, who] { remote_problems[m] = CheckRemoteMachine(o, plans[m], word, m, who); });
       continue;
     }
     any_local = true;
-    std::error_code ec;
-    if (!fs::is_directory(p.workspace, ec)) {
-      problems.push_back(who + ": workspace " + p.workspace + " is not a directory");
-    } else {
-      for (const auto& f : {p.part_config, p.ip_config}) {
-        const bool said = (f == part_path && !have_parts) || (f == ip_path && !have_machines);
-        if (!said && ::access(f.c_str(), R_OK) != 0)
-          problems.push_back(who + ": " + f + " not found");
-      }
-    }
-    for (int s = 0; s < o.num_servers && p.address.port + s <= 65535; ++s) {
-      std::string why = PortBusy(p.address.host, p.address.port + s);
-      if (!why.empty()) {
-        problems.push_back("port " + std::to_string(p.address.port + s) + " of machine " +
-                           std::to_string(m) + " server " + std::to_string(s) + " (" + ip_path +
-                           ":" + std::to_string(p.address.line) + ") is busy: " + why);
-      }
-    }
-    if (m == 0) {
-      if (o.master_port >= p.address.port && o.master_port < p.address.port + o.num_servers) {
-        problems.push_back("--master_port " + std::to_string(o.master_port) +
-                           " collides with machine 0's server ports");
-      } else {
-        std::string why = PortBusy(p.address.host, o.master_port);
-        if (!why.empty()) {
-          problems.push_back("master port " + std::to_string(o.master_port) +
-                             " on machine 0 is busy: " + why);
-        }
-      }
-    }
+    CheckLocalMachine(o, in, p, m, who, problems);
   }
   for (auto& t : remote_checks) t.join();
-  for (const auto& rp : remote_problems) problems.insert(problems.end(), rp.begin(), rp.end());
-  if (any_local) {
-    for (size_t m = 0; m < plans.size(); ++m) {
-      if (!plans[m].local || (o.machine_id >= 0 && static_cast<int>(m) != o.machine_id)) continue;
-      if (ResolveBinary(word, plans[m].workspace).empty()) {
-        problems.push_back("machine " + std::to_string(m) + ": trainer binary '" + word +
-                           "' not found (workspace bin/, PATH, or workspace " + plans[m].workspace +
-                           ")");
-      }
-    }
-    const std::string server = ServerBinary(o);
-    if (!IsExecutableFile(server)) problems.push_back("server binary " + server + " not found");
+  for (const auto& rp : remote_problems) problems->insert(problems->end(), rp.begin(), rp.end());
+  if (any_local) CheckLocalBinaries(o, plans, word, problems);
+}
+
+}  // namespace
+
+std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
+  std::vector<std::string> problems;
+  const LaunchInputs in = ReadLaunchInputs(o, &problems);
+  if (in.have_machines && o.machine_id >= static_cast<int>(in.machines.size())) {
+    problems.push_back("--machine_id " + std::to_string(o.machine_id) + " but ip_config " +
+                       in.ip_path + " lists " + std::to_string(in.machines.size()) + " machines");
+    return problems;
   }
+  CheckPartitionFits(o, in, &problems);
+  CheckPartSource(o, in, &problems);
+  CheckSecret(o, &problems);
+  if (!in.have_machines) return problems;
+  try {
+    CheckServerPorts(in.machines, o.num_servers, in.ip_path);
+  } catch (const std::exception& e) {
+    problems.push_back(e.what());
+  }
+  CheckMachines(o, in, &problems);
   return problems;
 }
 
