@@ -338,31 +338,39 @@ void Worker(ServerState& s, zmq::context_t& ctx, const std::string& backend,
   }
 }
 
-}  // namespace
+// Where this server stands: its partition, its machine's line of the
+// ip_config and the endpoint it binds.
+struct Placement {
+  int part = 0;
+  MachineAddress me;
+  std::string endpoint;
+};
 
-void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
-               const std::function<void(const std::string&)>& on_ready) {
-  o.Validate();
-  ServerState s;
-  s.options = &o;
-  s.name = "machine " + std::to_string(o.machine_id) + " server " + std::to_string(o.server_id);
-  s.config = LoadPartitionConfig(o.part_config);
-  s.config_sha = Sha256File(o.part_config);
+// Reads the partition config and the ip_config into `s` and checks them
+// against each other and the flags.
+Placement ReadConfigs(const ServerOptions& o, ServerState* s) {
+  s->options = &o;
+  s->name = "machine " + std::to_string(o.machine_id) + " server " + std::to_string(o.server_id);
+  s->config = LoadPartitionConfig(o.part_config);
+  s->config_sha = Sha256File(o.part_config);
   std::vector<MachineAddress> machines = ReadIpConfig(o.ip_config);
   CheckServerPorts(machines, o.num_servers, o.ip_config);
   if (o.machine_id >= static_cast<int>(machines.size())) {
     throw ConfigError("--machine_id " + std::to_string(o.machine_id) + " but " + o.ip_config +
                       " lists " + std::to_string(machines.size()) + " machines");
   }
-  CheckMachinesForParts(s.config.num_parts, static_cast<int>(machines.size()), o.ip_config);
-  const int part = MachinePartition(o.machine_id, s.config.num_parts);
-  const MachineAddress& me = machines[o.machine_id];
-  const std::string endpoint =
-      o.bind_endpoint.empty() ? Endpoint(me, o.server_id) : o.bind_endpoint;
+  CheckMachinesForParts(s->config.num_parts, static_cast<int>(machines.size()), o.ip_config);
+  Placement at;
+  at.part = MachinePartition(o.machine_id, s->config.num_parts);
+  at.me = machines[o.machine_id];
+  at.endpoint = o.bind_endpoint.empty() ? Endpoint(at.me, o.server_id) : o.bind_endpoint;
+  return at;
+}
 
-  zmq::context_t ctx;
-  // Only the job's processes complete a handshake (CURVE + ZAP).
-  net::Authenticator auth(ctx, o.keys, s.name);
+// The clients' ROUTER, a CURVE server with the job's keys, bound to the
+// endpoint; a busy port is a ConfigError naming its holder.
+zmq::socket_t BindFrontend(zmq::context_t& ctx, const ServerOptions& o, const std::string& name,
+                           const Placement& at) {
   zmq::socket_t frontend(ctx, zmq::socket_type::router);
   frontend.set(zmq::sockopt::linger, 0);
   frontend.set(zmq::sockopt::router_mandatory, false);
@@ -371,54 +379,118 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
   frontend.set(zmq::sockopt::sndhwm, net::kMaxQueuedMessages);
   o.keys.MakeServer(frontend);
   try {
-    BindRetrying(frontend, endpoint, o.bind_retry.count());
+    BindRetrying(frontend, at.endpoint, o.bind_retry.count());
   } catch (const zmq::error_t& e) {
     std::string holder;
     if (o.bind_endpoint.empty() && e.num() == EADDRINUSE) {
-      holder = DescribePortHolder(me.port + o.server_id);
+      holder = DescribePortHolder(at.me.port + o.server_id);
     }
-    throw ConfigError(s.name + " cannot bind " + endpoint + ": " + e.what() +
+    throw ConfigError(name + " cannot bind " + at.endpoint + ": " + e.what() +
                       (holder.empty() ? "" : " (held by " + holder + ")"));
   }
+  return frontend;
+}
+
+// Server 0's sweep: jobs whose every process was SIGKILLed could not free
+// their memory.
+void SweepStale(const std::string& name) {
+  StaleSweep swept = SweepStaleSegments();
+  if (!swept.names.empty()) {
+    GNN_LOG(kWarn) << name << ": removed " << swept.names.size()
+                   << " stale shared memory segment(s) (" << (swept.bytes >> 20)
+                   << " MiB) left by killed jobs, e.g. /dev/shm/" << swept.names[0];
+  }
+}
+
+// The partition `s` answers from: a heterogeneous one loaded by this server
+// (null returned), else the job's shared memory, created by server 0 and
+// attached by the others (returned: it lives as long as the server).
+std::unique_ptr<ShmPartition> OpenPartition(const ServerOptions& o, int part, ServerState* s) {
+  if (s->config.hetero()) {
+    // Each server loads its own copy; embedding rows live at server 0 of
+    // the first machine serving the partition (machine == partition).
+    s->hetero = std::make_unique<HeteroServing>(s->config, part, o.verify_checksums,
+                                                o.server_id == 0 && o.machine_id == part, s->name);
+    const HeteroPartition& hp = s->hetero->partition();
+    s->hetero_view.part_id = part;
+    s->hetero_view.node_start = hp.node_start;
+    s->hetero_view.num_nodes = hp.num_nodes;
+    s->hetero_view.num_edges = static_cast<int64_t>(hp.indices.size());
+    s->hetero_view.num_classes = s->config.num_classes;
+    s->view = &s->hetero_view;
+    return nullptr;
+  }
+  const std::string shm_name =
+      JobShmName(s->config.graph_name, s->config_sha, o.job_id, o.machine_id);
+  std::unique_ptr<ShmPartition> shm =
+      o.server_id == 0 ? ShmPartition::Create(shm_name, s->config, part, o.verify_checksums)
+                       : ShmPartition::Attach(shm_name, o.attach_timeout);
+  s->view = &shm->view();
+  // Server 0 removes the segment when it stops, after the job's other
+  // holders have let go: trainers and samplers are often killed (a sampler
+  // blocked on a stopped server is, 10 s after its launcher went away) and
+  // then clean up nothing. Bounded by kServerRemoveWait, which gnn-server's
+  // own stop allowance exceeds.
+  if (o.server_id == 0) shm->SetRemoveWait(kServerRemoveWait);
+  return shm;
+}
+
+// Moves one message waiting on `from`, all its frames, to `to`.
+void ForwardOne(zmq::socket_t& from, zmq::socket_t& to) {
+  while (true) {
+    zmq::message_t part;
+    if (!from.recv(part, zmq::recv_flags::dontwait)) return;
+    bool more = part.more();
+    to.send(part, more ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    if (!more) return;
+  }
+}
+
+// The proxy: requests to workers, replies back to their clients, until
+// `stop` or a Shutdown request.
+void Proxy(zmq::socket_t& frontend, zmq::socket_t& back, const std::atomic<bool>& stop,
+           const ServerState& s) {
+  zmq::pollitem_t items[] = {{frontend.handle(), 0, ZMQ_POLLIN, 0},
+                             {back.handle(), 0, ZMQ_POLLIN, 0}};
+  while (!stop && !s.shutdown) {
+    try {
+      zmq::poll(items, 2, std::chrono::milliseconds(100));
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+      continue;
+    }
+    if (items[0].revents & ZMQ_POLLIN) ForwardOne(frontend, back);
+    if (items[1].revents & ZMQ_POLLIN) ForwardOne(back, frontend);
+  }
+}
+
+// The replies the stopped workers left in the backend go out.
+void FlushReplies(zmq::socket_t& back, zmq::socket_t& frontend) {
+  while (true) {
+    zmq::pollitem_t b{back.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&b, 1, std::chrono::milliseconds(50)) <= 0) break;
+    ForwardOne(back, frontend);
+  }
+}
+
+}  // namespace
+
+void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
+               const std::function<void(const std::string&)>& on_ready) {
+  o.Validate();
+  ServerState s;
+  const Placement at = ReadConfigs(o, &s);
+
+  zmq::context_t ctx;
+  // Only the job's processes complete a handshake (CURVE + ZAP).
+  net::Authenticator auth(ctx, o.keys, s.name);
+  zmq::socket_t frontend = BindFrontend(ctx, o, s.name, at);
   const std::string bound = frontend.get(zmq::sockopt::last_endpoint);
 
   // Only after the port is ours: a second server on a busy port must not
   // touch the shared memory of the one that holds it.
-  const std::string shm_name =
-      JobShmName(s.config.graph_name, s.config_sha, o.job_id, o.machine_id);
-  if (o.server_id == 0) {
-    // Jobs whose every process was SIGKILLed could not free their memory.
-    StaleSweep swept = SweepStaleSegments();
-    if (!swept.names.empty()) {
-      GNN_LOG(kWarn) << s.name << ": removed " << swept.names.size()
-                     << " stale shared memory segment(s) (" << (swept.bytes >> 20)
-                     << " MiB) left by killed jobs, e.g. /dev/shm/" << swept.names[0];
-    }
-  }
-  std::unique_ptr<ShmPartition> shm;
-  if (s.config.hetero()) {
-    // Each server loads its own copy; embedding rows live at server 0 of
-    // the first machine serving the partition (machine == partition).
-    s.hetero = std::make_unique<HeteroServing>(s.config, part, o.verify_checksums,
-                                               o.server_id == 0 && o.machine_id == part, s.name);
-    const HeteroPartition& hp = s.hetero->partition();
-    s.hetero_view.part_id = part;
-    s.hetero_view.node_start = hp.node_start;
-    s.hetero_view.num_nodes = hp.num_nodes;
-    s.hetero_view.num_edges = static_cast<int64_t>(hp.indices.size());
-    s.hetero_view.num_classes = s.config.num_classes;
-    s.view = &s.hetero_view;
-  } else {
-    shm = o.server_id == 0 ? ShmPartition::Create(shm_name, s.config, part, o.verify_checksums)
-                           : ShmPartition::Attach(shm_name, o.attach_timeout);
-    s.view = &shm->view();
-    // Server 0 removes the segment when it stops, after the job's other
-    // holders have let go: trainers and samplers are often killed (a sampler
-    // blocked on a stopped server is, 10 s after its launcher went away) and
-    // then clean up nothing. Bounded by kServerRemoveWait, which gnn-server's
-    // own stop allowance exceeds.
-    if (o.server_id == 0) shm->SetRemoveWait(kServerRemoveWait);
-  }
+  if (o.server_id == 0) SweepStale(s.name);
+  const std::unique_ptr<ShmPartition> shm = OpenPartition(o, at.part, &s);
 
   const std::string backend = "inproc://workers";
   zmq::socket_t back(ctx, zmq::socket_type::dealer);
@@ -429,41 +501,15 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
   for (int i = 0; i < threads; ++i) {
     workers.emplace_back([&] { Worker(s, ctx, backend, stop); });
   }
-  GNN_LOG(kInfo) << s.name << " serving partition " << part << " (" << s.view->num_nodes
+  GNN_LOG(kInfo) << s.name << " serving partition " << at.part << " (" << s.view->num_nodes
                  << " nodes) at " << bound << " with " << threads << " worker threads, "
                  << (o.keys.secure() ? "CURVE (job key required)" : "PLAINTEXT (--insecure)");
   if (on_ready) on_ready(bound);
 
-  // The proxy: requests to workers, replies back to their clients.
-  zmq::pollitem_t items[] = {{frontend.handle(), 0, ZMQ_POLLIN, 0},
-                             {back.handle(), 0, ZMQ_POLLIN, 0}};
-  std::vector<zmq::message_t> parts;
-  auto forward = [&](zmq::socket_t& from, zmq::socket_t& to) {
-    while (true) {
-      zmq::message_t part;
-      if (!from.recv(part, zmq::recv_flags::dontwait)) return;
-      bool more = part.more();
-      to.send(part, more ? zmq::send_flags::sndmore : zmq::send_flags::none);
-      if (!more) return;
-    }
-  };
-  while (!stop && !s.shutdown) {
-    try {
-      zmq::poll(items, 2, std::chrono::milliseconds(100));
-    } catch (const zmq::error_t& e) {
-      if (e.num() != EINTR) throw;
-      continue;
-    }
-    if (items[0].revents & ZMQ_POLLIN) forward(frontend, back);
-    if (items[1].revents & ZMQ_POLLIN) forward(back, frontend);
-  }
+  Proxy(frontend, back, stop, s);
   // Let workers finish the reply they are sending (e.g. ShutdownReply).
   for (auto& w : workers) w.join();
-  while (true) {
-    zmq::pollitem_t b{back.handle(), 0, ZMQ_POLLIN, 0};
-    if (zmq::poll(&b, 1, std::chrono::milliseconds(50)) <= 0) break;
-    forward(back, frontend);
-  }
+  FlushReplies(back, frontend);
   if (o.server_id == 0 && shm) {
     // The machine's hot-row cache (store/row_cache.h) has only trainers and
     // samplers as holders, and they are often killed: server 0 removes it
