@@ -214,6 +214,150 @@ void WritePart(const Dataset& d, const float* features, const CsrT<Index>& in_cs
   record("orig_nids.npy", WriteNpy(dir + "/orig_nids.npy", orig));
 }
 
+// The adjacencies of one index width: the symmetric one (METIS's input and
+// the edge cut) and, for a directed graph, the CSC of in-edges that the
+// partitions store.
+template <typename Index>
+struct Adjacency {
+  CsrT<Index> sym, directed_csc;
+  bool undirected = false;
+  const CsrT<Index>& in_csc() const { return undirected ? sym : directed_csc; }
+};
+
+// Builds them from the dataset's edge lists, which it frees.
+template <typename Index>
+Adjacency<Index> BuildAdjacency(Dataset* d, bool undirected, int threads) {
+  const int64_t n = d->num_nodes;
+  Adjacency<Index> a;
+  a.undirected = undirected;
+  // The symmetric adjacency drives METIS and the edge cut; for an undirected
+  // graph it is also the CSC of in-edges, so it is built only once.
+  a.sym = Symmetrize<Index>(n, d->src, d->dst, threads);
+  if (!undirected) a.directed_csc = BuildCsr<Index>(n, d->dst, d->src, false, false, threads);
+  FreeVector(d->src);
+  FreeVector(d->dst);
+  return a;
+}
+
+// Held-out edges leave the graph before anything else sees it: METIS,
+// the edge cut and the stored CSC all use the training graph. Returns them
+// as flat (head, tail) pairs, input ids, head < tail.
+template <typename Index>
+std::vector<int64_t> HoldOutEdges(const HeldOutChooser& held, double fraction,
+                                  Adjacency<Index>* a) {
+  std::vector<int64_t> pairs;
+  if (!held.active()) return pairs;
+  const CsrT<Index>& sym = a->sym;
+  for (int64_t u = 0; u < sym.num_rows(); ++u) {
+    for (int64_t k = sym.indptr[u]; k < sym.indptr[u + 1]; ++k) {
+      const int64_t v = sym.indices[k];
+      if (u < v && held(u, v)) {
+        pairs.push_back(u);
+        pairs.push_back(v);
+      }
+    }
+  }
+  RemoveHeldOut(&a->sym, held);
+  if (!a->undirected) RemoveHeldOut(&a->directed_csc, held);
+  GNN_LOG(kInfo) << "held out " << pairs.size() / 2 << " undirected edges (" << fraction
+                 << ") for link evaluation";
+  return pairs;
+}
+
+// The part of every node by `method`: METIS and the streaming assignment
+// balance the node count, then train nodes and in-degrees when asked.
+template <typename Index>
+std::vector<int32_t> AssignParts(const PartitionOptions& options, const std::string& method,
+                                 const Adjacency<Index>& a, const std::vector<uint8_t>& train) {
+  const int64_t n = a.sym.num_rows();
+  if (method == "random") return RandomAssign(n, options.num_parts, options.data.seed);
+  std::vector<std::vector<int32_t>> weights;
+  weights.emplace_back(n, 1);
+  if (options.balance_train) weights.emplace_back(train.begin(), train.end());
+  if (options.balance_edges) {
+    std::vector<int32_t> deg(n);
+    for (int64_t v = 0; v < n; ++v) deg[v] = static_cast<int32_t>(a.in_csc().Degree(v));
+    weights.push_back(std::move(deg));
+  }
+  std::vector<int32_t> part;
+  if (method == "stream") {
+    part = StreamAssign(a.sym, weights, options.num_parts);
+  } else if constexpr (std::is_same_v<Index, int32_t>) {
+    part = MetisAssign(a.sym, weights, options.num_parts, options.data.seed);
+  }
+  return part;
+}
+
+// The config's description of the partitioning (its parts come later).
+void DescribePartitioning(const PartitionOptions& options, const Dataset& d,
+                          const std::string& graph_name, const std::string& method,
+                          int64_t stored_edges, bool undirected, PartitionConfig* config) {
+  config->graph_name = graph_name;
+  config->dataset = options.data.dataset;
+  config->num_nodes = d.num_nodes;
+  config->num_edges = stored_edges;
+  config->part_method = method;
+  config->num_parts = options.num_parts;
+  config->halo_hops = 1;
+  config->feature_dim = d.feature_dim;
+  config->num_classes = d.num_classes;
+  config->balance_train = options.balance_train;
+  config->balance_edges = options.balance_edges;
+  config->undirected = undirected;
+  config->seed = options.data.seed;
+}
+
+// Each partition's held-out edges: (head, tail) pairs and kValNegatives
+// corrupted tails each, in new ids.
+struct ValEdges {
+  std::vector<std::vector<int64_t>> pairs, negs;  // [part]
+};
+
+// Held-out edges go to the partition owning the tail, with corrupted tails
+// drawn from input ids, so the same for every partitioning.
+ValEdges SplitValEdges(const HeldOutChooser& held, const std::vector<int64_t>& held_pairs,
+                       const std::vector<int32_t>& part, const Relabeling& relabel, int64_t n,
+                       int num_parts) {
+  ValEdges val{std::vector<std::vector<int64_t>>(num_parts),
+               std::vector<std::vector<int64_t>>(num_parts)};
+  for (size_t i = 0; i < held_pairs.size(); i += 2) {
+    const int64_t a = held_pairs[i], b = held_pairs[i + 1];
+    const int p = part[b];
+    val.pairs[p].push_back(relabel.new_id[a]);
+    val.pairs[p].push_back(relabel.new_id[b]);
+    for (int j = 0; j < kValNegatives; ++j) {
+      val.negs[p].push_back(relabel.new_id[held.Negative(a, b, j, n)]);
+    }
+  }
+  return val;
+}
+
+// val_edges.npy and val_neg.npy of partition p into `dir`, recorded in `info`.
+void WriteValEdges(const ValEdges& val, int p, const std::string& dir, PartInfo* info) {
+  const int64_t k = static_cast<int64_t>(val.pairs[p].size() / 2);
+  WrittenFile f = WriteNpy(dir + kValEdgeFiles[0], val.pairs[p].data(), {k, 2});
+  info->files[kValEdgeFiles[0]] = PartFile{f.bytes, f.sha256};
+  f = WriteNpy(dir + kValEdgeFiles[1], val.negs[p].data(), {k, int64_t{kValNegatives}});
+  info->files[kValEdgeFiles[1]] = PartFile{f.bytes, f.sha256};
+  info->num_val_edges = k;
+}
+
+// Appends the written parts to the config, each with its range of the
+// stored edges (parts in order, each part's in-edges in new-id order).
+template <typename Index>
+void AddParts(std::vector<PartInfo> infos, const CsrT<Index>& in_csc, const Relabeling& relabel,
+              PartitionConfig* config) {
+  int64_t edge_start = 0;
+  for (PartInfo& info : infos) {
+    info.edge_start = edge_start;
+    for (int64_t i = info.node_start; i < info.node_end; ++i) {
+      edge_start += in_csc.Degree(relabel.orig[i]);
+    }
+    info.edge_end = edge_start;
+    config->parts.push_back(std::move(info));
+  }
+}
+
 // Everything after loading, for one index width: symmetrize, assign,
 // relabel, and write the partitions into `tmp_dir`.
 template <typename Index>
@@ -222,36 +366,10 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
                        PartitionConfig* out, int64_t* cut, int64_t* undirected_edges) {
   const int64_t n = d.num_nodes;
   timer.Begin("symmetrize");
-  // The symmetric adjacency drives METIS and the edge cut; for an undirected
-  // graph it is also the CSC of in-edges, so it is built only once.
-  CsrT<Index> sym = Symmetrize<Index>(n, d.src, d.dst, options.num_threads);
-  CsrT<Index> directed_csc;
-  if (!undirected) {
-    directed_csc = BuildCsr<Index>(n, d.dst, d.src, false, false, options.num_threads);
-  }
-  FreeVector(d.src);
-  FreeVector(d.dst);
-  // Held-out edges leave the graph before anything else sees it: METIS,
-  // the edge cut and the stored CSC all use the training graph.
+  Adjacency<Index> adj = BuildAdjacency<Index>(&d, undirected, options.num_threads);
   const HeldOutChooser held(options.val_edges, options.data.seed);
-  std::vector<int64_t> held_pairs;  // flat (head, tail), input ids, head < tail
-  if (held.active()) {
-    for (int64_t u = 0; u < n; ++u) {
-      for (int64_t k = sym.indptr[u]; k < sym.indptr[u + 1]; ++k) {
-        const int64_t v = sym.indices[k];
-        if (u < v && held(u, v)) {
-          held_pairs.push_back(u);
-          held_pairs.push_back(v);
-        }
-      }
-    }
-    RemoveHeldOut(&sym, held);
-    if (!undirected) RemoveHeldOut(&directed_csc, held);
-    GNN_LOG(kInfo) << "held out " << held_pairs.size() / 2 << " undirected edges ("
-                   << options.val_edges << ") for link evaluation";
-  }
-  const CsrT<Index>& in_csc = undirected ? sym : directed_csc;
-
+  const std::vector<int64_t> held_pairs = HoldOutEdges(held, options.val_edges, &adj);
+  const CsrT<Index>& in_csc = adj.in_csc();
   std::vector<uint8_t> masks[3] = {MaskOf(n, d.train_idx), MaskOf(n, d.valid_idx),
                                    MaskOf(n, d.test_idx)};
 
@@ -260,92 +378,34 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
   FeatureSpill spill(tmp_dir + "/.features.spill", &d.features);
 
   const std::string method =
-      AssignMethod(options.part_method, sym.num_entries(), std::is_same_v<Index, int32_t>);
+      AssignMethod(options.part_method, adj.sym.num_entries(), std::is_same_v<Index, int32_t>);
   timer.Begin(method == "metis" ? "metis" : method + " assignment");
-  std::vector<int32_t> part;
-  if (method != "random") {
-    std::vector<std::vector<int32_t>> weights;
-    weights.emplace_back(n, 1);
-    if (options.balance_train) weights.emplace_back(masks[0].begin(), masks[0].end());
-    if (options.balance_edges) {
-      std::vector<int32_t> deg(n);
-      for (int64_t v = 0; v < n; ++v) deg[v] = static_cast<int32_t>(in_csc.Degree(v));
-      weights.push_back(std::move(deg));
-    }
-    if (method == "stream") {
-      part = StreamAssign(sym, weights, options.num_parts);
-    } else if constexpr (std::is_same_v<Index, int32_t>) {
-      part = MetisAssign(sym, weights, options.num_parts, options.data.seed);
-    }
-  } else {
-    part = RandomAssign(n, options.num_parts, options.data.seed);
-  }
+  const std::vector<int32_t> part = AssignParts(options, method, adj, masks[0]);
 
   timer.Begin("relabel");
-  Relabeling relabel = Relabel(part, options.num_parts);
-  *cut = EdgeCut(sym, part);
-  *undirected_edges = sym.num_entries() / 2;
+  const Relabeling relabel = Relabel(part, options.num_parts);
+  *cut = EdgeCut(adj.sym, part);
+  *undirected_edges = adj.sym.num_entries() / 2;
 
   timer.Begin("write");
-  PartitionConfig& config = *out;
-  config.graph_name = graph_name;
-  config.dataset = options.data.dataset;
-  config.num_nodes = n;
-  config.num_edges = in_csc.num_entries();
-  config.part_method = method;
-  config.num_parts = options.num_parts;
-  config.halo_hops = 1;
-  config.feature_dim = d.feature_dim;
-  config.num_classes = d.num_classes;
-  config.balance_train = options.balance_train;
-  config.balance_edges = options.balance_edges;
-  config.undirected = undirected;
-  config.seed = options.data.seed;
-  // Held-out edges go to the partition owning the tail, in new ids, with
-  // kValNegatives corrupted tails each (drawn from input ids, so the same
-  // for every partitioning).
-  std::vector<std::vector<int64_t>> val_pairs(options.num_parts), val_negs(options.num_parts);
+  DescribePartitioning(options, d, graph_name, method, in_csc.num_entries(), undirected, out);
   if (held.active()) {
-    config.val_edges_fraction = options.val_edges;
-    config.num_val_edges = static_cast<int64_t>(held_pairs.size() / 2);
-    config.val_negatives = kValNegatives;
-    for (size_t i = 0; i < held_pairs.size(); i += 2) {
-      const int64_t a = held_pairs[i], b = held_pairs[i + 1];
-      const int p = part[b];
-      val_pairs[p].push_back(relabel.new_id[a]);
-      val_pairs[p].push_back(relabel.new_id[b]);
-      for (int j = 0; j < kValNegatives; ++j) {
-        val_negs[p].push_back(relabel.new_id[held.Negative(a, b, j, n)]);
-      }
-    }
+    out->val_edges_fraction = options.val_edges;
+    out->num_val_edges = static_cast<int64_t>(held_pairs.size() / 2);
+    out->val_negatives = kValNegatives;
   }
-  int64_t edge_start = 0;
+  const ValEdges val = SplitValEdges(held, held_pairs, part, relabel, n, options.num_parts);
   // Partitions are independent files: write (and hash) them in parallel.
   std::vector<PartInfo> infos(options.num_parts);
   ParallelFor(options.num_parts, options.num_threads, [&](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) {
       infos[p].dir = "part" + std::to_string(p);
-      WritePart(d, spill.data(), in_csc, relabel, static_cast<int>(p), masks,
-                tmp_dir + "/" + infos[p].dir, &infos[p]);
-      if (held.active()) {
-        const int64_t k = static_cast<int64_t>(val_pairs[p].size() / 2);
-        const std::string dir = tmp_dir + "/" + infos[p].dir + "/";
-        WrittenFile f = WriteNpy(dir + kValEdgeFiles[0], val_pairs[p].data(), {k, 2});
-        infos[p].files[kValEdgeFiles[0]] = PartFile{f.bytes, f.sha256};
-        f = WriteNpy(dir + kValEdgeFiles[1], val_negs[p].data(), {k, int64_t{kValNegatives}});
-        infos[p].files[kValEdgeFiles[1]] = PartFile{f.bytes, f.sha256};
-        infos[p].num_val_edges = k;
-      }
+      const std::string dir = tmp_dir + "/" + infos[p].dir;
+      WritePart(d, spill.data(), in_csc, relabel, static_cast<int>(p), masks, dir, &infos[p]);
+      if (held.active()) WriteValEdges(val, static_cast<int>(p), dir + "/", &infos[p]);
     }
   });
-  for (PartInfo& info : infos) {
-    info.edge_start = edge_start;
-    for (int64_t i = info.node_start; i < info.node_end; ++i) {
-      edge_start += in_csc.Degree(relabel.orig[i]);
-    }
-    info.edge_end = edge_start;
-    config.parts.push_back(std::move(info));
-  }
+  AddParts(std::move(infos), in_csc, relabel, out);
   timer.End();
 }
 
