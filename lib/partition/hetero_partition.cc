@@ -144,13 +144,9 @@ void WriteHeteroPart(const HeteroDataset& d, const HomogeneousView& h, const Typ
   }
 }
 
-}  // namespace
-
-PartitionResult RunHeteroPartition(const PartitionOptions& options) {
-  if (options.val_edges > 0)
-    throw ConfigError("--val_edges applies to homogeneous graphs (link prediction) only");
-  StageTimer timer;
-  timer.Begin("load " + options.data.dataset);
+// The dataset as the options ask for it, checked: relations reversed with
+// --undirected.
+HeteroDataset LoadForPartitioning(const PartitionOptions& options) {
   HeteroDataset d = LoadHeteroDataset(options.data);
   // A typed graph's relations are directed by their nature (writes is not
   // written_by); --undirected adds DGL's reverse relations.
@@ -161,91 +157,95 @@ PartitionResult RunHeteroPartition(const PartitionOptions& options) {
                                           "--undirected adds a reverse relation for each)");
   if (options.undirected) AddReverseRelations(&d);
   d.Validate();
+  return d;
+}
+
+HomogeneousView ViewOf(const HeteroDataset& d) {
   HomogeneousView h;
   h.offset.push_back(0);
   for (const auto& t : d.node_types) h.offset.push_back(h.offset.back() + t.num_nodes);
   h.num_nodes = h.offset.back();
-  const int64_t n = h.num_nodes;
-  if (options.num_parts > n) {
-    throw ConfigError("--num_parts " + std::to_string(options.num_parts) + " exceeds the " +
-                      std::to_string(n) + " nodes of " + d.name);
-  }
-  const std::string graph_name = options.graph_name.empty() ? d.name : options.graph_name;
-  const size_t target = static_cast<size_t>(d.TypeIndex(d.target));
-  TempOutput tmp(AbsoluteOutput(options.output) + ".tmp.");
+  return h;
+}
 
-  timer.Begin("symmetrize");
-  TypedCsc csc = BuildTypedCsc(d, h, options.num_threads);
-  std::vector<uint8_t> masks[3];
-  {
-    const int64_t to = h.offset[target];
-    const std::vector<int64_t>* idx[3] = {&d.train_idx, &d.valid_idx, &d.test_idx};
-    for (int m = 0; m < 3; ++m) {
-      masks[m].assign(static_cast<size_t>(n), 0);
-      for (int64_t v : *idx[m]) masks[m][to + v] = 1;
-    }
+// The train, valid and test masks over homogeneous ids (target nodes only).
+void SplitMasks(const HeteroDataset& d, const HomogeneousView& h, std::vector<uint8_t> masks[3]) {
+  const int64_t to = h.offset[static_cast<size_t>(d.TypeIndex(d.target))];
+  const std::vector<int64_t>* idx[3] = {&d.train_idx, &d.valid_idx, &d.test_idx};
+  for (int m = 0; m < 3; ++m) {
+    masks[m].assign(static_cast<size_t>(h.num_nodes), 0);
+    for (int64_t v : *idx[m]) masks[m][to + v] = 1;
   }
-  if (n >= std::numeric_limits<int32_t>::max()) {
-    throw ConfigError(d.name + " has " + std::to_string(n) +
-                      " nodes: heterogeneous graphs are partitioned with 32-bit ids (METIS's) "
-                      "so far, at most 2^31 - 1 nodes");
-  }
+}
+
+// The assignment and what the report says of it.
+struct Assignment {
   std::vector<int32_t> part;
-  std::string method = options.part_method;
+  std::string method;
   int64_t cut = 0, undirected_edges = 0;
-  {
-    std::vector<int64_t> src, dst;
-    src.reserve(csc.src.size());
-    dst.reserve(csc.src.size());
-    for (int64_t v = 0; v < n; ++v) {
-      for (int64_t k = csc.indptr[v]; k < csc.indptr[v + 1]; ++k) {
-        src.push_back(csc.src[k]);
-        dst.push_back(v);
-      }
+};
+
+// Assigns every node a part over the symmetric adjacency of all relations
+// together; METIS and the streaming assignment balance one constraint per
+// node type (DGL's balance_ntypes), then the target's train nodes and
+// in-degree when asked.
+Assignment AssignParts(const PartitionOptions& options, const HeteroDataset& d,
+                       const HomogeneousView& h, const TypedCsc& csc,
+                       const std::vector<uint8_t>& train, StageTimer& timer) {
+  const int64_t n = h.num_nodes;
+  std::vector<int64_t> src, dst;
+  src.reserve(csc.src.size());
+  dst.reserve(csc.src.size());
+  for (int64_t v = 0; v < n; ++v) {
+    for (int64_t k = csc.indptr[v]; k < csc.indptr[v + 1]; ++k) {
+      src.push_back(csc.src[k]);
+      dst.push_back(v);
     }
-    Csr32 sym = Symmetrize<int32_t>(n, src, dst, options.num_threads);
-    FreeVector(src);
-    FreeVector(dst);
-    method = AssignMethod(options.part_method, sym.num_entries(), true);
-    timer.Begin(method == "metis" ? "metis" : method + " assignment");
-    if (method != "random") {
-      // One constraint per node type (DGL's balance_ntypes), then the
-      // target's train nodes and in-degree when asked.
-      std::vector<std::vector<int32_t>> weights;
-      for (size_t t = 0; t < d.node_types.size(); ++t) {
-        std::vector<int32_t> w(static_cast<size_t>(n), 0);
-        std::fill(w.begin() + h.offset[t], w.begin() + h.offset[t + 1], 1);
-        weights.push_back(std::move(w));
-      }
-      if (options.balance_train) weights.emplace_back(masks[0].begin(), masks[0].end());
-      if (options.balance_edges) {
-        std::vector<int32_t> deg(static_cast<size_t>(n));
-        for (int64_t v = 0; v < n; ++v)
-          deg[v] = static_cast<int32_t>(csc.indptr[v + 1] - csc.indptr[v]);
-        weights.push_back(std::move(deg));
-      }
-      part = method == "stream" ? StreamAssign(sym, weights, options.num_parts)
-                                : MetisAssign(sym, weights, options.num_parts, options.data.seed);
-    } else {
-      part = RandomAssign(n, options.num_parts, options.data.seed);
-    }
-    cut = EdgeCut(sym, part);
-    undirected_edges = sym.num_entries() / 2;
   }
+  Csr32 sym = Symmetrize<int32_t>(n, src, dst, options.num_threads);
+  FreeVector(src);
+  FreeVector(dst);
+  Assignment a;
+  a.method = AssignMethod(options.part_method, sym.num_entries(), true);
+  timer.Begin(a.method == "metis" ? "metis" : a.method + " assignment");
+  if (a.method != "random") {
+    std::vector<std::vector<int32_t>> weights;
+    for (size_t t = 0; t < d.node_types.size(); ++t) {
+      std::vector<int32_t> w(static_cast<size_t>(n), 0);
+      std::fill(w.begin() + h.offset[t], w.begin() + h.offset[t + 1], 1);
+      weights.push_back(std::move(w));
+    }
+    if (options.balance_train) weights.emplace_back(train.begin(), train.end());
+    if (options.balance_edges) {
+      std::vector<int32_t> deg(static_cast<size_t>(n));
+      for (int64_t v = 0; v < n; ++v)
+        deg[v] = static_cast<int32_t>(csc.indptr[v + 1] - csc.indptr[v]);
+      weights.push_back(std::move(deg));
+    }
+    a.part = a.method == "stream" ? StreamAssign(sym, weights, options.num_parts)
+                                  : MetisAssign(sym, weights, options.num_parts, options.data.seed);
+  } else {
+    a.part = RandomAssign(n, options.num_parts, options.data.seed);
+  }
+  a.cut = EdgeCut(sym, a.part);
+  a.undirected_edges = sym.num_entries() / 2;
+  return a;
+}
 
-  timer.Begin("relabel");
-  const Relabeling relabel = Relabel(part, options.num_parts);
-
-  timer.Begin("write");
+// The config's description of the partitioning and of the graph's types
+// (its parts come later).
+PartitionConfig DescribePartitioning(const PartitionOptions& options, const HeteroDataset& d,
+                                     const std::string& graph_name, int64_t num_nodes,
+                                     int64_t stored_edges, const std::string& method) {
   PartitionConfig config;
   config.graph_name = graph_name;
   config.dataset = options.data.dataset;
-  config.num_nodes = n;
-  config.num_edges = static_cast<int64_t>(csc.src.size());
+  config.num_nodes = num_nodes;
+  config.num_edges = stored_edges;
   config.part_method = method;
   config.num_parts = options.num_parts;
   config.halo_hops = 1;
-  config.feature_dim = d.node_types[target].feature_dim;
+  config.feature_dim = d.node_types[static_cast<size_t>(d.TypeIndex(d.target))].feature_dim;
   config.num_classes = d.num_classes;
   config.balance_train = options.balance_train;
   config.balance_edges = options.balance_edges;
@@ -259,12 +259,21 @@ PartitionResult RunHeteroPartition(const PartitionOptions& options) {
   }
   for (const auto& r : d.relations) config.etypes.push_back(r.Key());
   config.target_ntype = d.target;
+  return config;
+}
+
+// Writes every part<p>/ (independent files: in parallel) and appends the
+// parts to the config, each with its range of the stored edges.
+void WriteHeteroParts(const PartitionOptions& options, const HeteroDataset& d,
+                      const HomogeneousView& h, const TypedCsc& csc, const Relabeling& relabel,
+                      const std::vector<uint8_t> masks[3], const std::string& tmp_dir,
+                      PartitionConfig* config) {
   std::vector<PartInfo> infos(options.num_parts);
   ParallelFor(options.num_parts, options.num_threads, [&](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) {
       infos[p].dir = "part" + std::to_string(p);
-      WriteHeteroPart(d, h, csc, relabel, static_cast<int>(p), masks,
-                      tmp.path() + "/" + infos[p].dir, &infos[p]);
+      WriteHeteroPart(d, h, csc, relabel, static_cast<int>(p), masks, tmp_dir + "/" + infos[p].dir,
+                      &infos[p]);
     }
   });
   int64_t edge_start = 0;
@@ -272,12 +281,14 @@ PartitionResult RunHeteroPartition(const PartitionOptions& options) {
     info.edge_start = edge_start;
     for (int64_t c : info.etype_edges) edge_start += c;
     info.edge_end = edge_start;
-    config.parts.push_back(std::move(info));
+    config->parts.push_back(std::move(info));
   }
-  timer.End();
+}
 
-  // The report: as the homogeneous one, plus each type's nodes per part.
-  json report = PartitionReport(config, d.num_edges(), undirected_edges, cut, timer);
+// The report: as the homogeneous one, plus each type's nodes per part.
+json HeteroReport(const PartitionConfig& config, const HeteroDataset& d, const Assignment& a,
+                  const StageTimer& timer) {
+  json report = PartitionReport(config, d.num_edges(), a.undirected_edges, a.cut, timer);
   for (size_t t = 0; t < d.node_types.size(); ++t) {
     std::vector<int64_t> per_part;
     for (size_t p = 0; p < config.parts.size(); ++p) {
@@ -289,14 +300,54 @@ PartitionResult RunHeteroPartition(const PartitionOptions& options) {
   }
   report["ntypes"] = config.ntypes;
   report["etypes"] = config.etypes;
-  config.report = report;
+  return report;
+}
+
+}  // namespace
+
+PartitionResult RunHeteroPartition(const PartitionOptions& options) {
+  if (options.val_edges > 0)
+    throw ConfigError("--val_edges applies to homogeneous graphs (link prediction) only");
+  StageTimer timer;
+  timer.Begin("load " + options.data.dataset);
+  const HeteroDataset d = LoadForPartitioning(options);
+  const HomogeneousView h = ViewOf(d);
+  const int64_t n = h.num_nodes;
+  if (options.num_parts > n) {
+    throw ConfigError("--num_parts " + std::to_string(options.num_parts) + " exceeds the " +
+                      std::to_string(n) + " nodes of " + d.name);
+  }
+  const std::string graph_name = options.graph_name.empty() ? d.name : options.graph_name;
+  TempOutput tmp(AbsoluteOutput(options.output) + ".tmp.");
+
+  timer.Begin("symmetrize");
+  const TypedCsc csc = BuildTypedCsc(d, h, options.num_threads);
+  std::vector<uint8_t> masks[3];
+  SplitMasks(d, h, masks);
+  if (n >= std::numeric_limits<int32_t>::max()) {
+    throw ConfigError(d.name + " has " + std::to_string(n) +
+                      " nodes: heterogeneous graphs are partitioned with 32-bit ids (METIS's) "
+                      "so far, at most 2^31 - 1 nodes");
+  }
+  const Assignment a = AssignParts(options, d, h, csc, masks[0], timer);
+
+  timer.Begin("relabel");
+  const Relabeling relabel = Relabel(a.part, options.num_parts);
+
+  timer.Begin("write");
+  PartitionConfig config = DescribePartitioning(options, d, graph_name, n,
+                                                static_cast<int64_t>(csc.src.size()), a.method);
+  WriteHeteroParts(options, d, h, csc, relabel, masks, tmp.path(), &config);
+  timer.End();
+
+  config.report = HeteroReport(config, d, a, timer);
   const std::string json_name = graph_name + ".json";
   WriteFileAtomic(tmp.path() + "/" + json_name, PartitionConfigText(config));
   Publish(tmp, options.output);
   GNN_LOG(kInfo) << "wrote " << options.num_parts << " partitions of " << graph_name << " ("
                  << config.ntypes.size() << " node types, " << config.etypes.size()
                  << " relations) to " << options.output;
-  return PartitionResult{(fs::path(options.output) / json_name).string(), report};
+  return PartitionResult{(fs::path(options.output) / json_name).string(), config.report};
 }
 
 }  // namespace gnn
