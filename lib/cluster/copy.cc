@@ -305,27 +305,8 @@ MachineCopyResult CopyToMachine(const CopyOptions& o, const Machine& m, bool loc
   return result;
 }
 
-}  // namespace
-
-void CopyOptions::Validate() const {
-  if (ip_config.empty()) throw ConfigError("--ip_config is required");
-  if (workspace.empty()) throw ConfigError("--workspace is required");
-  if (part_config.empty()) throw ConfigError("--part_config is required");
-  std::string rel;
-  if (!InsidePath(rel_data_path, &rel)) {
-    throw ConfigError("--rel_data_path " + rel_data_path +
-                      " must be a relative path inside the workspace");
-  }
-  if (transfer != "auto" && transfer != "rsync" && transfer != "scp") {
-    throw ConfigError("--transfer " + transfer + " must be auto, rsync or scp");
-  }
-  if (jobs < 1) throw ConfigError("--jobs " + std::to_string(jobs) + " must be >= 1");
-  if (!(timeout_s > 0)) throw ConfigError("--timeout_s must be > 0");
-  ssh.Validate();
-}
-
-CopyReport RunCopy(const CopyOptions& o, std::ostream& out, const std::atomic<int>* stop) {
-  o.Validate();
+// The plan, its sources hashed and verified: what every machine receives.
+Plan MakePlan(const CopyOptions& o, const std::atomic<int>* stop) {
   std::string rel;
   InsidePath(o.rel_data_path, &rel);
   Plan plan;
@@ -335,44 +316,73 @@ CopyReport RunCopy(const CopyOptions& o, std::ostream& out, const std::atomic<in
   MergeShared(&plan);
   for (auto& m : plan.machines) m.stop = stop;
   VerifySources(plan, o.jobs, stop);
+  return plan;
+}
 
+bool AnyRemote(const Plan& plan) {
   bool any_remote = false;
   for (const auto& m : plan.machines) any_remote = any_remote || !m.local;
-  const bool local_rsync = !FindOnPath("rsync").empty();
-  if (any_remote) {
-    if (FindOnPath("ssh").empty()) {
-      throw ConfigError("ssh is not installed here (needed for remote machines)");
-    }
-    if (o.transfer == "rsync" && !local_rsync) {
-      throw ConfigError("--transfer rsync: rsync is not installed here");
-    }
-    if (o.transfer != "rsync" && !local_rsync && FindOnPath("scp").empty()) {
-      throw ConfigError("neither rsync nor scp is installed here (needed for remote machines)");
-    }
-  }
+  return any_remote;
+}
 
-  // ssh control sockets live in /tmp: their paths must stay short.
-  std::unique_ptr<ScopedTempDir> sockets;
-  if (any_remote) {
-    sockets = std::make_unique<ScopedTempDir>("/tmp", "gnn-copy-");
-    for (auto& m : plan.machines) {
-      if (!m.local) m.control_path = sockets->path() + "/" + std::to_string(m.index);
-    }
+// The tools remote machines need here: ssh, and rsync or scp as --transfer
+// asks.
+void CheckTransferTools(const CopyOptions& o, bool local_rsync) {
+  if (FindOnPath("ssh").empty()) {
+    throw ConfigError("ssh is not installed here (needed for remote machines)");
   }
-  if (!plan.new_secret.empty()) {
-    net::WriteSecretFile(o.secret_file, plan.new_secret.substr(0, plan.new_secret.size() - 1));
-    std::cerr << "gnn-copy: made a new cluster secret " << o.secret_file << " (mode 0600)\n";
+  if (o.transfer == "rsync" && !local_rsync) {
+    throw ConfigError("--transfer rsync: rsync is not installed here");
   }
-  std::unique_ptr<ScopedTempDir> stage;
-  if (!o.dry_run) {
-    stage = std::make_unique<ScopedTempDir>(fs::temp_directory_path().string(), "gnn-copy-");
-    if (plan.json_rewritten) {
-      const std::string path = stage->path() + "/" + Basename(o.part_config);
-      WriteFileAtomic(path, plan.json_text);
-      for (auto& m : plan.machines) m.items.front().source = path;
-    }
+  if (o.transfer != "rsync" && !local_rsync && FindOnPath("scp").empty()) {
+    throw ConfigError("neither rsync nor scp is installed here (needed for remote machines)");
   }
+}
 
+// One ssh control socket per remote machine, in a folder removed with the
+// returned one. They live in /tmp: their paths must stay short.
+std::unique_ptr<ScopedTempDir> PlaceControlSockets(Plan* plan) {
+  auto sockets = std::make_unique<ScopedTempDir>("/tmp", "gnn-copy-");
+  for (auto& m : plan->machines) {
+    if (!m.local) m.control_path = sockets->path() + "/" + std::to_string(m.index);
+  }
+  return sockets;
+}
+
+// The staging folder (each machine's temporaries, and the rewritten
+// partition config, which becomes the config's source).
+std::unique_ptr<ScopedTempDir> Stage(const CopyOptions& o, Plan* plan) {
+  auto stage = std::make_unique<ScopedTempDir>(fs::temp_directory_path().string(), "gnn-copy-");
+  if (plan->json_rewritten) {
+    const std::string path = stage->path() + "/" + Basename(o.part_config);
+    WriteFileAtomic(path, plan->json_text);
+    for (auto& m : plan->machines) m.items.front().source = path;
+  }
+  return stage;
+}
+
+// Throws the first error; the others go to the log.
+void RethrowFirst(const std::vector<std::exception_ptr>& errors) {
+  std::exception_ptr first;
+  for (const auto& e : errors) {
+    if (!e) continue;
+    if (!first) {
+      first = e;
+      continue;
+    }
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      GNN_LOG(kError) << x.what();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+// Every machine's copy, o.jobs at a time, with live progress. The first
+// machine's error is thrown, the others' logged.
+CopyReport CopyAll(const CopyOptions& o, const Plan& plan, bool local_rsync,
+                   const ScopedTempDir* stage, std::ostream& out, const std::atomic<int>* stop) {
   CopyReport report;
   report.machines.resize(plan.machines.size());
   std::mutex out_mu;
@@ -406,21 +416,12 @@ CopyReport RunCopy(const CopyOptions& o, std::ostream& out, const std::atomic<in
     throw Error("interrupted by signal " + std::to_string(stop->load()) +
                 "; every file in place is complete (temporaries removed)");
   }
-  std::exception_ptr first;
-  for (const auto& e : errors) {
-    if (!e) continue;
-    if (!first) {
-      first = e;
-      continue;
-    }
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& x) {
-      GNN_LOG(kError) << x.what();
-    }
-  }
-  if (first) std::rethrow_exception(first);
+  RethrowFirst(errors);
+  return report;
+}
 
+// The closing line: files and bytes copied over all machines.
+void PrintTotals(const CopyOptions& o, const CopyReport& report, std::ostream& out) {
   size_t files = 0, unchanged = 0;
   uint64_t bytes = 0;
   for (const auto& r : report.machines) {
@@ -428,10 +429,48 @@ CopyReport RunCopy(const CopyOptions& o, std::ostream& out, const std::atomic<in
     unchanged += static_cast<size_t>(r.unchanged);
     bytes += r.copied_bytes;
   }
+  const size_t n = report.machines.size();
   out << (o.dry_run ? "dry run: would copy " : "done: copied ") << Files(files) << " ("
       << Megabytes(bytes) << ") to " << n << (n == 1 ? " machine, " : " machines, ") << unchanged
       << " unchanged\n"
       << std::flush;
+}
+
+}  // namespace
+
+void CopyOptions::Validate() const {
+  if (ip_config.empty()) throw ConfigError("--ip_config is required");
+  if (workspace.empty()) throw ConfigError("--workspace is required");
+  if (part_config.empty()) throw ConfigError("--part_config is required");
+  std::string rel;
+  if (!InsidePath(rel_data_path, &rel)) {
+    throw ConfigError("--rel_data_path " + rel_data_path +
+                      " must be a relative path inside the workspace");
+  }
+  if (transfer != "auto" && transfer != "rsync" && transfer != "scp") {
+    throw ConfigError("--transfer " + transfer + " must be auto, rsync or scp");
+  }
+  if (jobs < 1) throw ConfigError("--jobs " + std::to_string(jobs) + " must be >= 1");
+  if (!(timeout_s > 0)) throw ConfigError("--timeout_s must be > 0");
+  ssh.Validate();
+}
+
+CopyReport RunCopy(const CopyOptions& o, std::ostream& out, const std::atomic<int>* stop) {
+  o.Validate();
+  Plan plan = MakePlan(o, stop);
+  const bool any_remote = AnyRemote(plan);
+  const bool local_rsync = !FindOnPath("rsync").empty();
+  if (any_remote) CheckTransferTools(o, local_rsync);
+  std::unique_ptr<ScopedTempDir> sockets;
+  if (any_remote) sockets = PlaceControlSockets(&plan);
+  if (!plan.new_secret.empty()) {
+    net::WriteSecretFile(o.secret_file, plan.new_secret.substr(0, plan.new_secret.size() - 1));
+    std::cerr << "gnn-copy: made a new cluster secret " << o.secret_file << " (mode 0600)\n";
+  }
+  std::unique_ptr<ScopedTempDir> stage;
+  if (!o.dry_run) stage = Stage(o, &plan);
+  CopyReport report = CopyAll(o, plan, local_rsync, stage.get(), out, stop);
+  PrintTotals(o, report, out);
   return report;
 }
 
