@@ -55,7 +55,15 @@ std::string Checked(const std::string& name) {
   return name;
 }
 
-void Write(const DatasetView& v, int chunks, const std::string& dir) {
+// Where the chunks go (the temporary folder) and how many: chunk c of n
+// items holds [Start(n, c), Start(n, c + 1)).
+struct ChunkLayout {
+  fs::path out;
+  int chunks = 1;
+  int64_t Start(int64_t n, int c) const { return n * c / chunks; }
+};
+
+void CheckChunkCount(const DatasetView& v, int chunks) {
   if (chunks < 1 || chunks > kMaxChunks) {
     throw ConfigError("--write_chunked needs 1 to " + std::to_string(kMaxChunks) + " chunks, got " +
                       std::to_string(chunks));
@@ -66,95 +74,119 @@ void Write(const DatasetView& v, int chunks, const std::string& dir) {
                         " nodes into " + std::to_string(chunks) + " chunks");
     }
   }
-  if (PathExists(dir)) throw ConfigError(dir + " exists: choose a new folder for the chunks");
-  fs::path target = fs::absolute(dir).lexically_normal();
-  if (target.filename().empty()) target = target.parent_path();  // a trailing slash
-  MakeDirs(target.parent_path().string());
-  ScopedTempDir tmp(target.parent_path().string(), "." + target.filename().string() + ".tmp.");
-  const fs::path out = tmp.path();
-  auto part = [&](int64_t n, int c) { return n * c / chunks; };
-  json meta;
-  meta["graph_name"] = v.name;
-  meta["node_type"] = json::array();
-  meta["num_nodes_per_chunk"] = json::array();
+}
+
+// metadata.json's node types and their nodes per chunk.
+void DescribeNodes(const DatasetView& v, const ChunkLayout& l, json* meta) {
+  (*meta)["node_type"] = json::array();
+  (*meta)["num_nodes_per_chunk"] = json::array();
   for (const TypeView& t : v.types) {
-    meta["node_type"].push_back(t.name);
+    (*meta)["node_type"].push_back(t.name);
     json counts = json::array();
-    for (int c = 0; c < chunks; ++c)
-      counts.push_back(part(t.num_nodes, c + 1) - part(t.num_nodes, c));
-    meta["num_nodes_per_chunk"].push_back(counts);
+    for (int c = 0; c < l.chunks; ++c)
+      counts.push_back(l.Start(t.num_nodes, c + 1) - l.Start(t.num_nodes, c));
+    (*meta)["num_nodes_per_chunk"].push_back(counts);
   }
-  meta["edge_type"] = json::array();
-  meta["num_edges_per_chunk"] = json::array();
-  meta["edges"] = json::object();
+}
+
+// edges/<relation>/chunk-<c>.npy, (src, dst) rows, and their metadata.
+void WriteEdges(const DatasetView& v, const ChunkLayout& l, json* meta) {
+  (*meta)["edge_type"] = json::array();
+  (*meta)["num_edges_per_chunk"] = json::array();
+  (*meta)["edges"] = json::object();
   for (const RelView& r : v.rels) {
-    meta["edge_type"].push_back(r.key);
+    (*meta)["edge_type"].push_back(r.key);
     json counts = json::array(), paths = json::array();
     const std::string rel_dir = "edges/" + Checked(r.key);
-    MakeDirs((out / rel_dir).string());
-    for (int c = 0; c < chunks; ++c) {
-      const int64_t b = part(r.num_edges, c), e = part(r.num_edges, c + 1);
+    MakeDirs((l.out / rel_dir).string());
+    for (int c = 0; c < l.chunks; ++c) {
+      const int64_t b = l.Start(r.num_edges, c), e = l.Start(r.num_edges, c + 1);
       std::vector<int64_t> pairs(static_cast<size_t>(2 * (e - b)));
       for (int64_t i = b; i < e; ++i) {
         pairs[static_cast<size_t>(2 * (i - b))] = r.src[i];
         pairs[static_cast<size_t>(2 * (i - b) + 1)] = r.dst[i];
       }
       const std::string path = rel_dir + "/chunk-" + std::to_string(c) + ".npy";
-      WriteNpy((out / path).string(), pairs.data(), {e - b, 2});
+      WriteNpy((l.out / path).string(), pairs.data(), {e - b, 2});
       counts.push_back(e - b);
       paths.push_back(path);
     }
-    meta["num_edges_per_chunk"].push_back(counts);
-    meta["edges"][r.key] = {{"format", {{"name", "numpy"}}}, {"data", paths}};
+    (*meta)["num_edges_per_chunk"].push_back(counts);
+    (*meta)["edges"][r.key] = {{"format", {{"name", "numpy"}}}, {"data", paths}};
   }
-  meta["node_data"] = json::object();
+}
+
+// <type_dir>/<name>-<c>.npy: `width` values of type T per node of `t`,
+// node i's written by row_of(i, out); and their metadata.
+template <typename T, typename RowOf>
+void WriteNodeRows(const ChunkLayout& l, const TypeView& t, const std::string& type_dir,
+                   const std::string& name, int64_t width, RowOf row_of, json* meta) {
+  MakeDirs((l.out / type_dir).string());
+  json paths = json::array();
+  for (int c = 0; c < l.chunks; ++c) {
+    const int64_t b = l.Start(t.num_nodes, c), e = l.Start(t.num_nodes, c + 1);
+    std::vector<T> rows(static_cast<size_t>((e - b) * width));
+    for (int64_t i = b; i < e; ++i) row_of(i, rows.data() + (i - b) * width);
+    const std::string path = type_dir + "/" + name + "-" + std::to_string(c) + ".npy";
+    std::vector<int64_t> shape = {e - b};
+    if (width > 1 || name == "feat") shape.push_back(width);
+    WriteNpy((l.out / path).string(), rows.data(), shape);
+    paths.push_back(path);
+  }
+  (*meta)["node_data"][t.name][name] = {{"format", {{"name", "numpy"}}}, {"data", paths}};
+}
+
+// node_data/<type>/: every type's features; the target's labels and split
+// masks.
+void WriteNodeData(const DatasetView& v, const ChunkLayout& l, json* meta) {
+  (*meta)["node_data"] = json::object();
   for (size_t ti = 0; ti < v.types.size(); ++ti) {
     const TypeView& t = v.types[ti];
     const std::string type_dir = "node_data/" + Checked(t.name);
-    auto write_rows = [&](const std::string& name, auto row_of, auto* sample, int64_t width) {
-      using T = std::remove_pointer_t<decltype(sample)>;
-      MakeDirs((out / type_dir).string());
-      json paths = json::array();
-      for (int c = 0; c < chunks; ++c) {
-        const int64_t b = part(t.num_nodes, c), e = part(t.num_nodes, c + 1);
-        std::vector<T> rows(static_cast<size_t>((e - b) * width));
-        for (int64_t i = b; i < e; ++i) row_of(i, rows.data() + (i - b) * width);
-        const std::string path = type_dir + "/" + name + "-" + std::to_string(c) + ".npy";
-        std::vector<int64_t> shape = {e - b};
-        if (width > 1 || name == "feat") shape.push_back(width);
-        WriteNpy((out / path).string(), rows.data(), shape);
-        paths.push_back(path);
-      }
-      meta["node_data"][t.name][name] = {{"format", {{"name", "numpy"}}}, {"data", paths}};
-    };
     if (t.feature_dim > 0) {
-      write_rows(
-          "feat",
+      WriteNodeRows<float>(
+          l, t, type_dir, "feat", t.feature_dim,
           [&](int64_t i, float* o) {
             std::copy(t.features + i * t.feature_dim, t.features + (i + 1) * t.feature_dim, o);
           },
-          static_cast<float*>(nullptr), t.feature_dim);
+          meta);
     }
     if (ti != v.target) continue;
-    write_rows(
-        "label", [&](int64_t i, int64_t* o) { *o = v.labels[i]; }, static_cast<int64_t*>(nullptr),
-        1);
+    WriteNodeRows<int64_t>(
+        l, t, type_dir, "label", 1, [&](int64_t i, int64_t* o) { *o = v.labels[i]; }, meta);
     for (int m = 0; m < 3; ++m) {
       std::vector<uint8_t> mask(static_cast<size_t>(t.num_nodes), 0);
       for (int64_t i : *v.splits[m]) mask[static_cast<size_t>(i)] = 1;
-      write_rows(
-          kChunkSplitNames[m], [&](int64_t i, uint8_t* o) { *o = mask[static_cast<size_t>(i)]; },
-          static_cast<uint8_t*>(nullptr), 1);
+      WriteNodeRows<uint8_t>(
+          l, t, type_dir, kChunkSplitNames[m], 1,
+          [&](int64_t i, uint8_t* o) { *o = mask[static_cast<size_t>(i)]; }, meta);
     }
   }
+}
+
+// Writes the chunks into a temporary folder beside `dir`, which becomes
+// `dir` only when complete.
+void Write(const DatasetView& v, int chunks, const std::string& dir) {
+  CheckChunkCount(v, chunks);
+  if (PathExists(dir)) throw ConfigError(dir + " exists: choose a new folder for the chunks");
+  fs::path target = fs::absolute(dir).lexically_normal();
+  if (target.filename().empty()) target = target.parent_path();  // a trailing slash
+  MakeDirs(target.parent_path().string());
+  ScopedTempDir tmp(target.parent_path().string(), "." + target.filename().string() + ".tmp.");
+  const ChunkLayout layout{tmp.path(), chunks};
+  json meta;
+  meta["graph_name"] = v.name;
+  DescribeNodes(v, layout, &meta);
+  WriteEdges(v, layout, &meta);
+  WriteNodeData(v, layout, &meta);
   meta["edge_data"] = json::object();
   meta["gnn"] = {{"format_version", kChunkedVersion},
                  {"target", v.types[v.target].name},
                  {"num_classes", v.num_classes},
                  {"known_undirected", v.known_undirected}};
-  WriteFileAtomic((out / "metadata.json").string(), meta.dump(2) + "\n");
+  WriteFileAtomic((layout.out / "metadata.json").string(), meta.dump(2) + "\n");
   std::error_code ec;
-  fs::rename(out, target, ec);
+  fs::rename(layout.out, target, ec);
   if (ec) throw DataError("cannot move the chunks to " + dir + ": " + ec.message());
   SyncDir(target.parent_path().string());
 }
