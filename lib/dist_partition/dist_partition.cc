@@ -75,7 +75,24 @@ class Job {
  private:
   void CheckInput();
   void ReadNodeData();
+  // Edges to the owners of their ends, then this rank's adjacencies.
   void ExchangeEdges();
+  // Reads this rank's edge chunks, one per round, and sends each edge to
+  // its destination's owner and, reversed, to its source's owner. Returns
+  // the (row, col) pairs received, one buffer per round.
+  std::vector<std::vector<int64_t>> SendEdges();
+  // Edge chunk c into (src, dst), checked against the node count (agreed;
+  // nothing to read when c is past this rank's chunks).
+  void ReadEdges(int c, std::vector<int64_t>* src, std::vector<int64_t>* dst);
+  // One send buffer of (row, col) pairs, grouped by owner; `counts` per rank.
+  std::vector<int64_t> PackEdges(const std::vector<int64_t>& src, const std::vector<int64_t>& dst,
+                                 std::vector<int64_t>* counts) const;
+  // The input's edge count over all ranks (and rank 0's direction line).
+  void CountInputEdges(int64_t read, const EdgeOrder& order);
+  // sym_ and in_ from the received pairs, which it frees.
+  void BuildAdjacency(std::vector<std::vector<int64_t>>* received);
+  // Sorts each row of `csr`; with `dedup` also drops repeated entries.
+  void SortRows(Csr* csr, bool dedup);
   void Assign();
   void Relabel();
   // For each id of the sorted list `ids` (held by other ranks), its owner's
@@ -86,7 +103,24 @@ class Job {
   // The adjacency PT-Scotch partitions: every edge, or with --sparsify K
   // each edge {u, v} kept with probability min(1, K / max(deg u, deg v)).
   void Sparsify(Csr* out);
+  // Rows, then features, to their partition's rank.
   void ExchangeRows();
+  // Each node's row and in-neighbours to its partition's rank, into rows_
+  // and indices_; frees the adjacencies and labels. Returns the nodes sent
+  // to each rank.
+  std::vector<int64_t> SendRows();
+  // Feature chunks, one per round, into feat_ in new-id order; `nodes`:
+  // what SendRows sent to each rank.
+  void ExchangeFeatures(const std::vector<int64_t>& nodes);
+  // Feature chunk c (agreed; none past this rank's chunks); its width must
+  // be `width` once that is known (>= 0), which it sets.
+  std::vector<float> ReadFeatureChunk(int c, int64_t* width);
+  // Round 0: every rank read a chunk, and the widths must agree; sizes feat_.
+  void AgreeFeatureWidth(int64_t width);
+  // The `count` rows of `rows` (input ids from `first`) to their
+  // partitions' ranks, in slices; received rows go to `cursor`'s places.
+  void SendFeatures(const std::vector<float>& rows, int64_t first, int64_t count,
+                    std::vector<int64_t>* cursor);
   PartInfo Write(const std::string& tmp);
   PartitionResult Publish(const PartInfo& mine, TempOutput& tmp);
 
@@ -226,6 +260,21 @@ void Job::ReadNodeData() {
 }
 
 void Job::ExchangeEdges() {
+  std::vector<std::vector<int64_t>> received = SendEdges();
+  timer_.Begin("build adjacency");
+  BuildAdjacency(&received);
+  if (!undirected_) SortRows(&in_, false);
+  SortRows(&sym_, true);
+  // The neighbours other ranks hold, sorted.
+  for (int64_t g : sym_.indices) {
+    if (g < lo_ || g >= hi_) remote_.push_back(g);
+  }
+  std::sort(remote_.begin(), remote_.end());
+  remote_.erase(std::unique(remote_.begin(), remote_.end()), remote_.end());
+  remote_.shrink_to_fit();
+}
+
+std::vector<std::vector<int64_t>> Job::SendEdges() {
   const int rounds = static_cast<int>(comm_.AllreduceMax(int64_t{c1_ - c0_}, "reading edges"));
   // Received (row, col) pairs, one buffer per round; for a directed graph
   // ~col marks a pair that is only the reverse of an edge (symmetric
@@ -235,44 +284,61 @@ void Job::ExchangeEdges() {
   EdgeOrder order;  // for the --undirected hint
   for (int i = 0; i < rounds; ++i) {
     std::vector<int64_t> src, dst;
-    const int c = c0_ + i;
-    agree_.Run("reading edges", [&] {
-      if (c >= c1_) return;
-      ReadEdgeChunk(meta_, 0, c, &src, &dst);
-      for (size_t k = 0; k < src.size(); ++k) {
-        if (src[k] < 0 || src[k] >= n_ || dst[k] < 0 || dst[k] >= n_) {
-          throw DataError(o_.data.dataset + ": edge chunk " + std::to_string(c) + " has edge (" +
-                          std::to_string(src[k]) + ", " + std::to_string(dst[k]) +
-                          ") outside the " + std::to_string(n_) + " nodes");
-        }
-      }
-    });
+    ReadEdges(c0_ + i, &src, &dst);
     read += static_cast<int64_t>(src.size());
     if (!undirected_) order.Add(CountEdgeOrder(src, dst));
-    // Each edge goes to its destination's owner (an in-edge) and, reversed,
-    // to its source's owner (the symmetric adjacency).
-    std::vector<int64_t> counts(static_cast<size_t>(P_), 0);
-    for (size_t k = 0; k < src.size(); ++k) {
-      counts[static_cast<size_t>(ranges_.Owner(dst[k]))] += 2;
-      if (src[k] != dst[k]) counts[static_cast<size_t>(ranges_.Owner(src[k]))] += 2;
-    }
-    std::vector<int64_t> at = Offsets(counts);
-    std::vector<int64_t> send(static_cast<size_t>(at.back()));
-    for (size_t k = 0; k < src.size(); ++k) {
-      int64_t* p = &send[static_cast<size_t>(at[static_cast<size_t>(ranges_.Owner(dst[k]))])];
-      p[0] = dst[k], p[1] = src[k];
-      at[static_cast<size_t>(ranges_.Owner(dst[k]))] += 2;
-      if (src[k] != dst[k]) {
-        p = &send[static_cast<size_t>(at[static_cast<size_t>(ranges_.Owner(src[k]))])];
-        p[0] = src[k], p[1] = undirected_ ? dst[k] : ~dst[k];
-        at[static_cast<size_t>(ranges_.Owner(src[k]))] += 2;
-      }
-    }
+    std::vector<int64_t> counts;
+    const std::vector<int64_t> send = PackEdges(src, dst, &counts);
     FreeVector(src);
     FreeVector(dst);
     std::vector<int64_t> got_counts;
     received.push_back(comm_.Alltoallv(send, counts, &got_counts, "exchanging edges"));
   }
+  CountInputEdges(read, order);
+  return received;
+}
+
+void Job::ReadEdges(int c, std::vector<int64_t>* src, std::vector<int64_t>* dst) {
+  agree_.Run("reading edges", [&] {
+    if (c >= c1_) return;
+    ReadEdgeChunk(meta_, 0, c, src, dst);
+    for (size_t k = 0; k < src->size(); ++k) {
+      const int64_t s = (*src)[k], d = (*dst)[k];
+      if (s < 0 || s >= n_ || d < 0 || d >= n_) {
+        throw DataError(o_.data.dataset + ": edge chunk " + std::to_string(c) + " has edge (" +
+                        std::to_string(s) + ", " + std::to_string(d) + ") outside the " +
+                        std::to_string(n_) + " nodes");
+      }
+    }
+  });
+}
+
+std::vector<int64_t> Job::PackEdges(const std::vector<int64_t>& src,
+                                    const std::vector<int64_t>& dst,
+                                    std::vector<int64_t>* counts) const {
+  // Each edge goes to its destination's owner (an in-edge) and, reversed,
+  // to its source's owner (the symmetric adjacency).
+  counts->assign(static_cast<size_t>(P_), 0);
+  for (size_t k = 0; k < src.size(); ++k) {
+    (*counts)[static_cast<size_t>(ranges_.Owner(dst[k]))] += 2;
+    if (src[k] != dst[k]) (*counts)[static_cast<size_t>(ranges_.Owner(src[k]))] += 2;
+  }
+  std::vector<int64_t> at = Offsets(*counts);
+  std::vector<int64_t> send(static_cast<size_t>(at.back()));
+  for (size_t k = 0; k < src.size(); ++k) {
+    int64_t* p = &send[static_cast<size_t>(at[static_cast<size_t>(ranges_.Owner(dst[k]))])];
+    p[0] = dst[k], p[1] = src[k];
+    at[static_cast<size_t>(ranges_.Owner(dst[k]))] += 2;
+    if (src[k] != dst[k]) {
+      p = &send[static_cast<size_t>(at[static_cast<size_t>(ranges_.Owner(src[k]))])];
+      p[0] = src[k], p[1] = undirected_ ? dst[k] : ~dst[k];
+      at[static_cast<size_t>(ranges_.Owner(src[k]))] += 2;
+    }
+  }
+  return send;
+}
+
+void Job::CountInputEdges(int64_t read, const EdgeOrder& order) {
   const std::vector<int64_t> sums =
       comm_.AllreduceSum({read, order.forward, order.backward, order.loops}, "counting edges");
   input_edges_ = sums[0];
@@ -280,14 +346,16 @@ void Job::ExchangeEdges() {
     LogDirection(o_.direction(), meta_.graph_name, meta_.undirected_reason, input_edges_,
                  EdgeOrder{sums[1], sums[2], sums[3]});
   }
-  timer_.Begin("build adjacency");
+}
+
+void Job::BuildAdjacency(std::vector<std::vector<int64_t>>* received) {
   // The symmetric adjacency (sorted, no duplicates, no self-loops) and,
   // for a directed graph, the in-edges as the single-machine path stores
   // them (every edge, duplicates and self-loops kept, rows sorted).
   const int64_t local = hi_ - lo_;
   sym_.indptr.assign(static_cast<size_t>(local) + 1, 0);
   if (!undirected_) in_.indptr.assign(static_cast<size_t>(local) + 1, 0);
-  for (const std::vector<int64_t>& got : received) {
+  for (const std::vector<int64_t>& got : *received) {
     for (size_t k = 0; k < got.size(); k += 2) {
       const int64_t row = got[k] - lo_, col = got[k + 1];
       if (col >= 0 && !undirected_) ++in_.indptr[static_cast<size_t>(row) + 1];
@@ -304,7 +372,7 @@ void Job::ExchangeEdges() {
   };
   prepare(&sym_, &sym_at);
   if (!undirected_) prepare(&in_, &in_at);
-  for (std::vector<int64_t>& got : received) {
+  for (std::vector<int64_t>& got : *received) {
     for (size_t k = 0; k < got.size(); k += 2) {
       const size_t row = static_cast<size_t>(got[k] - lo_);
       const int64_t col = got[k + 1], source = col < 0 ? ~col : col;
@@ -313,39 +381,32 @@ void Job::ExchangeEdges() {
     }
     FreeVector(got);
   }
-  FreeVector(received);
-  auto sort_rows = [&](Csr* csr, bool dedup) {
-    std::vector<int64_t> kept(static_cast<size_t>(local));
-    ParallelFor(local, o_.num_threads, [&](int64_t b, int64_t e) {
-      for (int64_t v = b; v < e; ++v) {
-        auto first = csr->indices.begin() + csr->indptr[v];
-        auto last = csr->indices.begin() + csr->indptr[v + 1];
-        std::sort(first, last);
-        kept[static_cast<size_t>(v)] = (dedup ? std::unique(first, last) : last) - first;
-      }
-    });
-    if (!dedup) return;
-    int64_t out = 0;
-    for (int64_t v = 0; v < local; ++v) {
-      const int64_t start = csr->indptr[v];
-      std::copy_n(csr->indices.begin() + start, kept[static_cast<size_t>(v)],
-                  csr->indices.begin() + out);
-      csr->indptr[v] = out;
-      out += kept[static_cast<size_t>(v)];
+  FreeVector(*received);
+}
+
+void Job::SortRows(Csr* csr, bool dedup) {
+  const int64_t local = hi_ - lo_;
+  std::vector<int64_t> kept(static_cast<size_t>(local));
+  ParallelFor(local, o_.num_threads, [&](int64_t b, int64_t e) {
+    for (int64_t v = b; v < e; ++v) {
+      auto first = csr->indices.begin() + csr->indptr[v];
+      auto last = csr->indices.begin() + csr->indptr[v + 1];
+      std::sort(first, last);
+      kept[static_cast<size_t>(v)] = (dedup ? std::unique(first, last) : last) - first;
     }
-    csr->indptr[local] = out;
-    csr->indices.resize(static_cast<size_t>(out));
-    csr->indices.shrink_to_fit();
-  };
-  if (!undirected_) sort_rows(&in_, false);
-  sort_rows(&sym_, true);
-  // The neighbours other ranks hold, sorted.
-  for (int64_t g : sym_.indices) {
-    if (g < lo_ || g >= hi_) remote_.push_back(g);
+  });
+  if (!dedup) return;
+  int64_t out = 0;
+  for (int64_t v = 0; v < local; ++v) {
+    const int64_t start = csr->indptr[v];
+    std::copy_n(csr->indices.begin() + start, kept[static_cast<size_t>(v)],
+                csr->indices.begin() + out);
+    csr->indptr[v] = out;
+    out += kept[static_cast<size_t>(v)];
   }
-  std::sort(remote_.begin(), remote_.end());
-  remote_.erase(std::unique(remote_.begin(), remote_.end()), remote_.end());
-  remote_.shrink_to_fit();
+  csr->indptr[local] = out;
+  csr->indices.resize(static_cast<size_t>(out));
+  csr->indices.shrink_to_fit();
 }
 
 void Job::Assign() {
@@ -477,6 +538,16 @@ void Job::Relabel() {
 
 void Job::ExchangeRows() {
   timer_.Begin("exchange rows");
+  const std::vector<int64_t> nodes = SendRows();
+  // Features, one chunk per round, straight into place: rows from rank q
+  // start where q's nodes of this partition start.
+  timer_.Begin("exchange features");
+  ExchangeFeatures(nodes);
+  FreeVector(part_);
+  FreeVector(masks_);
+}
+
+std::vector<int64_t> Job::SendRows() {
   const int64_t local = hi_ - lo_;
   const Csr& in_edges = in();
   // Nodes go to their partition's rank in input-id order; ranks' pieces
@@ -486,35 +557,33 @@ void Job::ExchangeRows() {
     ++nodes[static_cast<size_t>(part_[static_cast<size_t>(v)])];
     entries[static_cast<size_t>(part_[static_cast<size_t>(v)])] += in_edges.Degree(v);
   }
-  {
-    std::vector<int64_t> at = Offsets(nodes), eat = Offsets(entries);
-    std::vector<NodeRow> send(static_cast<size_t>(local));
-    std::vector<int64_t> ids(static_cast<size_t>(eat.back()));
-    for (int64_t v = 0; v < local; ++v) {
-      const size_t p = static_cast<size_t>(part_[static_cast<size_t>(v)]);
-      NodeRow& row = send[static_cast<size_t>(at[p]++)];
-      row.orig = lo_ + v;
-      row.degree = in_edges.Degree(v);
-      row.label = labels_[static_cast<size_t>(v)];
-      row.masks = masks_[static_cast<size_t>(v)];
-      for (int64_t k = in_edges.indptr[v]; k < in_edges.indptr[v + 1]; ++k) {
-        ids[static_cast<size_t>(eat[p]++)] = in_edges.indices[k];
-      }
+  std::vector<int64_t> at = Offsets(nodes), eat = Offsets(entries);
+  std::vector<NodeRow> send(static_cast<size_t>(local));
+  std::vector<int64_t> ids(static_cast<size_t>(eat.back()));
+  for (int64_t v = 0; v < local; ++v) {
+    const size_t p = static_cast<size_t>(part_[static_cast<size_t>(v)]);
+    NodeRow& row = send[static_cast<size_t>(at[p]++)];
+    row.orig = lo_ + v;
+    row.degree = in_edges.Degree(v);
+    row.label = labels_[static_cast<size_t>(v)];
+    row.masks = masks_[static_cast<size_t>(v)];
+    for (int64_t k = in_edges.indptr[v]; k < in_edges.indptr[v + 1]; ++k) {
+      ids[static_cast<size_t>(eat[p]++)] = in_edges.indices[k];
     }
-    for (Csr* csr : {&sym_, &in_}) {
-      FreeVector(csr->indptr);
-      FreeVector(csr->indices);
-    }
-    FreeVector(labels_);
-    std::vector<int64_t> got;
-    rows_ = comm_.Alltoallv(send, nodes, &got, "exchanging rows");
-    FreeVector(send);
-    indices_ = comm_.Alltoallv(ids, entries, &got, "exchanging rows");
   }
+  for (Csr* csr : {&sym_, &in_}) {
+    FreeVector(csr->indptr);
+    FreeVector(csr->indices);
+  }
+  FreeVector(labels_);
+  std::vector<int64_t> got;
+  rows_ = comm_.Alltoallv(send, nodes, &got, "exchanging rows");
+  FreeVector(send);
+  indices_ = comm_.Alltoallv(ids, entries, &got, "exchanging rows");
+  return nodes;
+}
 
-  // Features, one chunk per round, straight into place: rows from rank q
-  // start where q's nodes of this partition start.
-  timer_.Begin("exchange features");
+void Job::ExchangeFeatures(const std::vector<int64_t>& nodes) {
   std::vector<int64_t> ones(static_cast<size_t>(P_), 1), unused;
   const std::vector<int64_t> from = comm_.Alltoallv(nodes, ones, &unused, "exchanging features");
   std::vector<int64_t> cursor = Offsets(from);
@@ -522,71 +591,79 @@ void Job::ExchangeRows() {
   const int rounds =
       has_feat ? static_cast<int>(comm_.AllreduceMax(int64_t{c1_ - c0_}, "features")) : 0;
   int64_t width = -1;
-  std::vector<int64_t> widths;
   int64_t first = lo_;  // input id of the next chunk's first node
   for (int i = 0; i < rounds; ++i) {
-    std::vector<float> rows;
     const int c = c0_ + i;
-    agree_.Run("reading features", [&] {
-      if (c >= c1_) return;
-      int64_t w = 0;
-      rows = ReadChunkNodeData<float>(meta_, 0, "feat", c, &w);
-      if (width >= 0 && w != width) {
-        throw DataError(o_.data.dataset + ": feature chunk " + std::to_string(c) + " has " +
-                        std::to_string(w) + " columns, chunk " + std::to_string(c0_) + " has " +
-                        std::to_string(width));
-      }
-      width = w;
-    });
-    if (i == 0) {
-      // Every rank reads a chunk in round 0: the widths must agree.
-      const std::vector<int64_t> mm = comm_.AllreduceMax({width, -width}, "features");
-      agree_.Run("reading features", [&] {
-        if (mm[0] != -mm[1]) {
-          throw DataError(o_.data.dataset + ": feature chunks have " + std::to_string(-mm[1]) +
-                          " and " + std::to_string(mm[0]) + " columns");
-        }
-      });
-      feature_dim_ = width;
-      feat_.resize(static_cast<size_t>(rows_.size() * static_cast<size_t>(width)));
-    }
+    const std::vector<float> rows = ReadFeatureChunk(c, &width);
+    if (i == 0) AgreeFeatureWidth(width);
     const int64_t count = c < c1_ ? meta_.nodes_per_chunk[0][static_cast<size_t>(c)] : 0;
-    // The chunk moves in slices of at most FeatureSliceBytes(), so a round
-    // holds one chunk and two slices whatever the chunk's size; every rank
-    // takes part in as many slices as the largest chunk of the round needs.
-    const int64_t slice =
-        std::max<int64_t>(1, FeatureSliceBytes() / std::max<int64_t>(1, feature_dim_ * 4));
-    const int64_t slices = comm_.AllreduceMax((count + slice - 1) / slice, "exchanging features");
-    for (int64_t k = 0; k < slices; ++k) {
-      const int64_t b = first + std::min(count, k * slice),
-                    e = first + std::min(count, (k + 1) * slice);
-      std::vector<int64_t> counts(static_cast<size_t>(P_), 0);
-      for (int64_t v = b; v < e; ++v) {
-        counts[static_cast<size_t>(part_[static_cast<size_t>(v - lo_)])] += feature_dim_;
-      }
-      std::vector<int64_t> at = Offsets(counts);
-      std::vector<float> send(static_cast<size_t>((e - b) * feature_dim_));
-      for (int64_t v = b; v < e; ++v) {
-        const size_t p = static_cast<size_t>(part_[static_cast<size_t>(v - lo_)]);
-        std::copy_n(rows.begin() + (v - first) * feature_dim_, feature_dim_, send.begin() + at[p]);
-        at[p] += feature_dim_;
-      }
-      std::vector<int64_t> got_counts;
-      const std::vector<float> got =
-          comm_.Alltoallv(send, counts, &got_counts, "exchanging features");
-      size_t g = 0;
-      for (int q = 0; q < P_; ++q) {
-        std::copy_n(got.begin() + static_cast<int64_t>(g), got_counts[static_cast<size_t>(q)],
-                    feat_.begin() + cursor[static_cast<size_t>(q)] * feature_dim_);
-        cursor[static_cast<size_t>(q)] +=
-            got_counts[static_cast<size_t>(q)] / std::max<int64_t>(1, feature_dim_);
-        g += static_cast<size_t>(got_counts[static_cast<size_t>(q)]);
-      }
-    }
+    SendFeatures(rows, first, count, &cursor);
     first += count;
   }
-  FreeVector(part_);
-  FreeVector(masks_);
+}
+
+std::vector<float> Job::ReadFeatureChunk(int c, int64_t* width) {
+  std::vector<float> rows;
+  agree_.Run("reading features", [&] {
+    if (c >= c1_) return;
+    int64_t w = 0;
+    rows = ReadChunkNodeData<float>(meta_, 0, "feat", c, &w);
+    if (*width >= 0 && w != *width) {
+      throw DataError(o_.data.dataset + ": feature chunk " + std::to_string(c) + " has " +
+                      std::to_string(w) + " columns, chunk " + std::to_string(c0_) + " has " +
+                      std::to_string(*width));
+    }
+    *width = w;
+  });
+  return rows;
+}
+
+void Job::AgreeFeatureWidth(int64_t width) {
+  const std::vector<int64_t> mm = comm_.AllreduceMax({width, -width}, "features");
+  agree_.Run("reading features", [&] {
+    if (mm[0] != -mm[1]) {
+      throw DataError(o_.data.dataset + ": feature chunks have " + std::to_string(-mm[1]) +
+                      " and " + std::to_string(mm[0]) + " columns");
+    }
+  });
+  feature_dim_ = width;
+  feat_.resize(static_cast<size_t>(rows_.size() * static_cast<size_t>(width)));
+}
+
+void Job::SendFeatures(const std::vector<float>& rows, int64_t first, int64_t count,
+                       std::vector<int64_t>* cursor) {
+  // The chunk moves in slices of at most FeatureSliceBytes(), so a round
+  // holds one chunk and two slices whatever the chunk's size; every rank
+  // takes part in as many slices as the largest chunk of the round needs.
+  const int64_t slice =
+      std::max<int64_t>(1, FeatureSliceBytes() / std::max<int64_t>(1, feature_dim_ * 4));
+  const int64_t slices = comm_.AllreduceMax((count + slice - 1) / slice, "exchanging features");
+  for (int64_t k = 0; k < slices; ++k) {
+    const int64_t b = first + std::min(count, k * slice),
+                  e = first + std::min(count, (k + 1) * slice);
+    std::vector<int64_t> counts(static_cast<size_t>(P_), 0);
+    for (int64_t v = b; v < e; ++v) {
+      counts[static_cast<size_t>(part_[static_cast<size_t>(v - lo_)])] += feature_dim_;
+    }
+    std::vector<int64_t> at = Offsets(counts);
+    std::vector<float> send(static_cast<size_t>((e - b) * feature_dim_));
+    for (int64_t v = b; v < e; ++v) {
+      const size_t p = static_cast<size_t>(part_[static_cast<size_t>(v - lo_)]);
+      std::copy_n(rows.begin() + (v - first) * feature_dim_, feature_dim_, send.begin() + at[p]);
+      at[p] += feature_dim_;
+    }
+    std::vector<int64_t> got_counts;
+    const std::vector<float> got =
+        comm_.Alltoallv(send, counts, &got_counts, "exchanging features");
+    size_t g = 0;
+    for (int q = 0; q < P_; ++q) {
+      std::copy_n(got.begin() + static_cast<int64_t>(g), got_counts[static_cast<size_t>(q)],
+                  feat_.begin() + (*cursor)[static_cast<size_t>(q)] * feature_dim_);
+      (*cursor)[static_cast<size_t>(q)] +=
+          got_counts[static_cast<size_t>(q)] / std::max<int64_t>(1, feature_dim_);
+      g += static_cast<size_t>(got_counts[static_cast<size_t>(q)]);
+    }
+  }
 }
 
 PartInfo Job::Write(const std::string& tmp) {
