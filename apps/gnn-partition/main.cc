@@ -1,69 +1,14 @@
 // gnn-partition: split a graph into partitions for distributed training
 // (flags as DGL's partition_graph.py).
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <iostream>
 
 #include "common/cli.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "net/ip_config.h"
 #include "partition/partition.h"
 #ifdef GNN_WITH_PTSCOTCH
 #include "dist_partition/dist_partition.h"
-
-namespace {
-
-// gnn-partition --distributed --ip_config FILE, started by hand: run this
-// very command again under mpirun, one process per ip_config machine, in
-// its order (machine i writes part<i>/ on machine i). Hosts of several
-// lines must be on consecutive lines (mpirun places a host's processes
-// together). Does not return unless mpirun cannot be started.
-void RelaunchUnderMpirun(const std::string& ip_config, int argc, char** argv) {
-  const std::vector<gnn::MachineAddress> machines = gnn::ReadIpConfig(ip_config);
-  std::vector<std::pair<std::string, int>> runs;
-  for (const gnn::MachineAddress& m : machines) {
-    if (!runs.empty() && runs.back().first == m.host) {
-      ++runs.back().second;
-      continue;
-    }
-    for (const auto& r : runs) {
-      if (r.first == m.host) {
-        throw gnn::ConfigError(ip_config + ":" + std::to_string(m.line) + ": host " + m.host +
-                               " appears on lines apart; --distributed needs a host's lines "
-                               "next to each other");
-      }
-    }
-    runs.emplace_back(m.host, 1);
-  }
-  std::string hosts;
-  for (const auto& [host, slots] : runs) {
-    hosts += (hosts.empty() ? "" : ",") + host + ":" + std::to_string(slots);
-  }
-  std::error_code ec;
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  // Not bound to one core: gnn-partition uses every core of its machine.
-  std::vector<std::string> words = {"mpirun", "--quiet", "--bind-to",
-                                    "none",   "-np",     std::to_string(machines.size()),
-                                    "--host", hosts};
-  if (::geteuid() == 0) words.push_back("--allow-run-as-root");
-  words.push_back(ec ? std::string(argv[0]) : self);
-  for (int i = 1; i < argc; ++i) words.push_back(argv[i]);
-  std::vector<char*> args;
-  for (std::string& w : words) args.push_back(w.data());
-  args.push_back(nullptr);
-  GNN_LOG(kInfo) << "starting " << machines.size() << " machines with mpirun --host " << hosts;
-  ::execvp("mpirun", args.data());
-  throw gnn::ConfigError(
-      std::string("--distributed --ip_config starts its machines with mpirun: ") +
-      std::strerror(errno) + " (apt install openmpi-bin)");
-}
-
-}  // namespace
 #endif
 
 int main(int argc, char** argv) {
@@ -136,24 +81,11 @@ int main(int argc, char** argv) {
     if (distributed) {
 #ifdef GNN_WITH_PTSCOTCH
       gnn::DistributedOptions d;
+      d.ip_config = ip_config;
       d.wait_timeout_s = wait_timeout;
       d.sparsify = sparsify;
-      d.Validate();
-      if (!ip_config.empty()) {
-        if (!gnn::UnderMpiLauncher()) RelaunchUnderMpirun(ip_config, argc, argv);
-        d.machines = static_cast<int>(gnn::ReadIpConfig(ip_config).size());
-      }
       if (app.count("--num_parts") == 0) o.num_parts = 0;  // one per machine
-      int rank = 0;
-      try {
-        gnn::PartitionResult r = gnn::RunDistributedPartition(o, d, &argc, &argv, &rank);
-        if (rank == 0) {
-          std::cout << gnn::FormatPartitionReport(r.report) << "partition config: " << r.config_path
-                    << std::endl;
-        }
-      } catch (const gnn::JobFailed& e) {
-        quiet_exit = e.code();
-      }
+      quiet_exit = gnn::RunDistributedPartitionCommand(o, d, &argc, &argv, std::cout);
       return;
 #else
       throw gnn::ConfigError(

@@ -20,9 +20,11 @@
 #include "dist_partition/agreement.h"
 #include "dist_partition/dist_output.h"
 #include "dist_partition/mpi_comm.h"
+#include "dist_partition/mpirun.h"
 #include "dist_partition/scotch_assign.h"
 #include "graph/chunked.h"
 #include "graph/csr.h"
+#include "net/ip_config.h"
 #include "partition/assign.h"
 #include "partition/config.h"
 #include "partition/partition_util.h"
@@ -769,6 +771,25 @@ PartitionResult RunDistributedPartition(PartitionOptions options, const Distribu
   }  // MPI finalized here, on every rank alike
   if (failed) throw *failed;
   return *result;
+}
+
+int RunDistributedPartitionCommand(PartitionOptions options, DistributedOptions d, int* argc,
+                                   char*** argv, std::ostream& out) {
+  d.Validate();
+  if (!d.ip_config.empty()) {
+    if (!UnderMpiLauncher()) RelaunchUnderMpirun(d.ip_config, *argc, *argv);
+    d.machines = static_cast<int>(ReadIpConfig(d.ip_config).size());
+  }
+  int rank = 0;
+  try {
+    const PartitionResult r = RunDistributedPartition(std::move(options), d, argc, argv, &rank);
+    if (rank == 0) {
+      out << FormatPartitionReport(r.report) << "partition config: " << r.config_path << std::endl;
+    }
+  } catch (const JobFailed& e) {
+    return e.code();
+  }
+  return 0;
 }
 
 }  // namespace gnn

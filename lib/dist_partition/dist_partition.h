@@ -7,6 +7,7 @@
 // format (same files, same config keys and checks).
 #pragma once
 
+#include <ostream>
 #include <string>
 
 #include "common/error.h"
@@ -15,6 +16,9 @@
 namespace gnn {
 
 struct DistributedOptions {
+  // --ip_config: the machines, one per line ("" = none). Outside an MPI
+  // launcher RunDistributedPartitionCommand starts mpirun over them.
+  std::string ip_config;
   // Machines the ip_config lists (0: none given); the ranks must match it.
   int machines = 0;
   // Bound on every wait for the other machines (seconds).
@@ -28,7 +32,8 @@ struct DistributedOptions {
   // memory near 1/P of the single-machine partitioner's.
   int64_t sparsify = 16;
 
-  // ConfigError naming the first bad field (RunDistributedPartition calls it).
+  // ConfigError naming the first bad field (RunDistributedPartitionCommand
+  // calls it).
   void Validate() const;
 };
 
@@ -56,5 +61,14 @@ bool UnderMpiLauncher();
 // exchange), prints one line and ends the whole job (MPI_Abort).
 PartitionResult RunDistributedPartition(PartitionOptions options, const DistributedOptions& d,
                                         int* argc, char*** argv, int* rank);
+
+// gnn-partition --distributed, all of it: with d.ip_config and outside an
+// MPI launcher, this very command again under mpirun (RelaunchUnderMpirun:
+// does not return); otherwise the job on this rank (RunDistributedPartition,
+// d.machines read from d.ip_config), whose report and config path rank 0
+// prints to `out`. Returns 0, or the exit code of a failed job whose one
+// error line rank 0 printed.
+int RunDistributedPartitionCommand(PartitionOptions options, DistributedOptions d, int* argc,
+                                   char*** argv, std::ostream& out);
 
 }  // namespace gnn
