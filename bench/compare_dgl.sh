@@ -27,9 +27,11 @@
 # the final evaluation), medians over the seeds.
 #
 # What crosses the network, mechanism by mechanism: GNN_VARIANTS (dist2
-# only) runs gnn once per variant, each a name and gnn-train flags, e.g.
-#   GNN_VARIANTS="all: no-pushdown:--aggregate_at_owner=0 no-cache:--cache_mb=0
-#                 no-narrow:--wire_dtype=float32"
+# only) runs gnn once per variant, each NAME:FLAGS with '=' for the space
+# in a flag and '+' between flags, e.g.
+#   GNN_VARIANTS="all:--wire_dtype=bfloat16
+#     no-pushdown:--wire_dtype=bfloat16+--aggregate_at_owner=0
+#     no-cache:--wire_dtype=bfloat16+--cache_mb=0 no-narrow:--wire_dtype=float32"
 # (default "all:", gnn's defaults); the variants and DGL alternate per seed.
 # LINK_RATE (e.g. 100mbit, 1gbit; default none) limits each machine's link
 # with a token bucket (tc qdisc ... tbf rate R burst 1mb latency 50ms on the
@@ -145,13 +147,13 @@ dgl_standalone() {
 gnn_dist2() {  # graph seed epochs [gnn-train flags of the variant]
   printf '10.78.0.10 31050\n10.78.0.11 31050\n' > "$WORK/ip-ns.txt"
   local train="$BIN/gnn-train --num_omp_threads 1 $(flags_of "$1") --num_epochs $3 --eval_every $3 --seed $2 ${4:-}"
-  local pids=() i
+  local pids=() i job="cmp-$1-$2-$RANDOM"  # one id for both machines (a variant's own run)
   # Per-node launchers share one cluster secret (gnn-copy --secret_file ships it between real machines).
   [ -f "$WORK/cluster.secret" ] || (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$WORK/cluster.secret")
   for i in 1 0; do
     ip netns exec gnncmp$i "$BIN/gnn-launch" --machine_id $i --workspace "$WORK" --secret_file cluster.secret \
       --ip_config ip-ns.txt --part_config "$(config_of "$WORK/$1-gnn2")" --num_trainers 1 \
-      --num_servers 1 --num_samplers 0 --master_port 29600 --job_id "cmp-$1-$2-$RANDOM" \
+      --num_servers 1 --num_samplers 0 --master_port 29600 --job_id "$job" \
       --log_dir "$WORK/gnn-logs-m$i" "$train" > "$WORK/gnn-m$i.out" 2> "$WORK/gnn-m$i.err" &
     pids+=($!)
   done
@@ -240,6 +242,7 @@ for g in $GRAPHS; do
         sys=gnn name=${run%%:*} flags=${run#*:}
         [ "$run" = dgl ] && sys=dgl name=dgl flags=
         log "$g $mode $name seed $seed ($epochs epochs${LINK_RATE:+, link $LINK_RATE})"
+        flags=${flags//+/ }
         line=$(measure "$sys" "$mode" "$g" "$seed" "$epochs" "${flags//=/ }") || {
           log "$sys $mode on $g, seed $seed failed (logs in $WORK)"
           exit 1

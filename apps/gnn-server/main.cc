@@ -24,6 +24,11 @@ int main(int argc, char** argv) {
   app.add_option("--num_servers", o.num_servers, "servers per machine");
   app.add_option("--num_threads", o.num_threads, "worker threads (0 = all cores)");
   app.add_option("--job_id", o.job_id, "only Shutdown requests carrying this id are obeyed");
+  app.add_option_function<int64_t>(
+         "--peer_window_mb", [&](int64_t mb) { o.peer_window_bytes = mb << 20; },
+         "MB of replies one client may leave unread before further replies to it become "
+         "errors (bounds the memory any one peer can make this server hold)")
+      ->default_str(std::to_string(o.peer_window_bytes >> 20));
   std::string secret_file;
   bool insecure = false;
   gnn::AddJobSecretFlags(app, &secret_file, &insecure);

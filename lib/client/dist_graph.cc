@@ -209,7 +209,9 @@ void DistGraph::SampleNeighbors(const std::vector<int64_t>& seeds, int fanout, b
     if (p == local_part_) continue;
     wire_bytes_ += asked[p].seeds.size() * sizeof(int64_t);
     net::Connection& c = Pick(p);
-    calls.push_back({&c, c.Start(asked[p].Encode(0)), p});
+    const uint64_t expected =
+        fanout > 0 ? asked[p].seeds.size() * (fanout + 1) * sizeof(int64_t) : 0;
+    calls.push_back({&c, c.Start(asked[p].Encode(0), expected, deadline), p});
   }
   // Remote requests are in flight while the local partition is sampled.
   if (local_part_ >= 0 && !asked[local_part_].seeds.empty()) {
@@ -307,7 +309,7 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
       for (size_t j = 0; j < count; ++j) q.asked.dsts[j] = dsts[q.slice[j]];
       wire_bytes_ += count * sizeof(int64_t);
       q.conn = &Pick(p);
-      q.rid = q.conn->Start(q.asked.Encode(0));
+      q.rid = q.conn->Start(q.asked.Encode(0), count * 2 * row_bytes, deadline);
       pending.push_back(std::move(q));
     }
   }
@@ -399,7 +401,7 @@ void DistGraph::PullFeatures(const std::vector<int64_t>& ids, std::vector<float>
       for (size_t j = 0; j < count; ++j) asked.ids[j] = ids[pos[p][first + j]];
       wire_bytes_ += count * sizeof(int64_t);
       net::Connection& c = Pick(p);
-      const uint64_t rid = c.Start(asked.Encode(0));
+      const uint64_t rid = c.Start(asked.Encode(0), count * row, deadline);
       pending.push_back({&c, rid, p, first, std::move(asked)});
     }
   }

@@ -126,7 +126,8 @@ void PullRows(const std::vector<int64_t>& ids, const std::vector<std::vector<siz
       for (size_t j = 0; j < count; ++j) asked[j] = ids[pos[p][first + j]];
       *wire_bytes += count * sizeof(int64_t);
       net::Connection& c = conn(p);
-      const uint64_t rid = c.Start(request(asked).Encode(0));
+      const uint64_t rid = c.Start(request(asked).Encode(0),
+                                   count * static_cast<size_t>(dim) * sizeof(float), deadline);
       pending.push_back({&c, rid, p, first, net::PullFeatures{std::move(asked)}});
     }
   }

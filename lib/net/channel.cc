@@ -1,5 +1,7 @@
 #include "net/channel.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 
 namespace gnn::net {
@@ -71,12 +73,52 @@ Connection::Connection(zmq::context_t& ctx, const std::string& endpoint, std::st
   }
 }
 
-uint64_t Connection::Start(Message request) {
+uint64_t Connection::Start(Message request, uint64_t expected_reply_bytes,
+                           Clock::time_point deadline) {
+  if (deadline == Clock::time_point{}) deadline = Clock::now() + Millis(60000);
+  const std::string what = MsgTypeName(request.header.msg_type());
+  // Make room in the window: take replies already on their way.
+  while (expected_in_flight_ > 0 &&
+         expected_in_flight_ + expected_reply_bytes > static_cast<uint64_t>(kClientWindowBytes)) {
+    Message m;
+    if (!ReceiveOne(deadline, what, &m)) {
+      throw TimeoutError(peer_ + " did not answer earlier requests in time (" +
+                         std::to_string(expected_in_flight_ >> 20) + " MiB of replies awaited)");
+    }
+    const uint64_t got = m.header.request_id;
+    Arrived(got);
+    if (in_flight_.count(got)) early_[got] = std::move(m);
+  }
   uint64_t id = next_id_++;
   request.header.request_id = id;
+  request.header.taken_bytes = taken_bytes_;
   Send(socket_, request);
   in_flight_.insert(id);
+  if (expected_reply_bytes > 0) {
+    expected_[id] = expected_reply_bytes;
+    expected_in_flight_ += expected_reply_bytes;
+  }
   return id;
+}
+
+void Connection::Arrived(uint64_t id) {
+  auto it = expected_.find(id);
+  if (it == expected_.end()) return;
+  expected_in_flight_ -= it->second;
+  expected_.erase(it);
+}
+
+bool Connection::ReceiveOne(Clock::time_point deadline, const std::string& what, Message* out) {
+  std::vector<zmq::message_t> parts;
+  auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
+  if (left.count() < 0 || !RecvParts(socket_, &parts, std::max(left, Millis(0)))) return false;
+  for (const zmq::message_t& p : parts) taken_bytes_ += p.size();
+  try {
+    *out = Decode(std::move(parts));
+  } catch (const ProtocolError& e) {
+    throw ProtocolError(peer_ + " sent a malformed reply to " + what + ": " + e.what());
+  }
+  return true;
 }
 
 Message Connection::Finish(uint64_t request_id, Clock::time_point deadline,
@@ -85,7 +127,10 @@ Message Connection::Finish(uint64_t request_id, Clock::time_point deadline,
   struct Forget {
     Connection* c;
     uint64_t id;
-    ~Forget() { c->in_flight_.erase(id); }
+    ~Forget() {
+      c->in_flight_.erase(id);
+      c->Arrived(id);  // abandoned or answered: no longer in the window
+    }
   } forget{this, request_id};
   Message m;
   auto early = early_.find(request_id);
@@ -93,19 +138,13 @@ Message Connection::Finish(uint64_t request_id, Clock::time_point deadline,
     m = std::move(early->second);
     early_.erase(early);
   } else {
-    std::vector<zmq::message_t> parts;
     while (true) {
-      auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
-      if (left.count() < 0 || !RecvParts(socket_, &parts, std::max(left, Millis(0)))) {
+      if (!ReceiveOne(deadline, what, &m)) {
         throw TimeoutError(peer_ + " did not answer " + what + " in time");
-      }
-      try {
-        m = Decode(std::move(parts));
-      } catch (const ProtocolError& e) {
-        throw ProtocolError(peer_ + " sent a malformed reply to " + what + ": " + e.what());
       }
       const uint64_t got = m.header.request_id;
       if (got == request_id) break;
+      Arrived(got);
       if (in_flight_.count(got)) early_[got] = std::move(m);  // another pending request's
       // else: a late reply to an abandoned request
     }

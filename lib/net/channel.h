@@ -36,7 +36,14 @@ class Connection {
   const std::string& peer() const { return peer_; }
 
   // Sends a request and returns without waiting; returns its request id.
-  uint64_t Start(Message request);
+  // `expected_reply_bytes` (0: small or unknown) keeps what is in flight on
+  // this connection within kClientWindowBytes, inside every server's reply
+  // window: when this request's reply would not fit, replies already on
+  // their way are received first (kept for their Finish), waiting until
+  // `deadline` (TimeoutError naming the peer). Stamps the request with the
+  // reply bytes taken so far (Header::taken_bytes).
+  uint64_t Start(Message request, uint64_t expected_reply_bytes = 0,
+                 std::chrono::steady_clock::time_point deadline = {});
   // Waits for the reply to `request_id`. Replies to other requests still in
   // flight on this connection (servers answer concurrently, so out of
   // order) are kept for their own Finish; replies to abandoned (timed-out)
@@ -48,13 +55,25 @@ class Connection {
   Message Call(Message request, Millis timeout);
 
   zmq::socket_t& socket() { return socket_; }
+  // Reply bytes taken from the socket so far (every frame of every reply).
+  uint64_t taken_bytes() const { return taken_bytes_; }
 
  private:
+  // Receives one reply until `deadline` (false on timeout), counts it as
+  // taken and decodes it; a ProtocolError names the peer and `what`.
+  bool ReceiveOne(std::chrono::steady_clock::time_point deadline, const std::string& what,
+                  Message* out);
+  // A reply to `id` arrived: it no longer counts against the window.
+  void Arrived(uint64_t id);
+
   zmq::socket_t socket_;
   std::string peer_;
   uint64_t next_id_ = 1;
   std::set<uint64_t> in_flight_;
   std::map<uint64_t, Message> early_;
+  uint64_t taken_bytes_ = 0;
+  std::map<uint64_t, uint64_t> expected_;  // in-flight request -> reply bytes it expects
+  uint64_t expected_in_flight_ = 0;
 };
 
 // Issues one request per connection concurrently and gathers the replies in

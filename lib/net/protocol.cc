@@ -9,7 +9,7 @@ namespace gnn::net {
 
 template <class Archive>
 void serialize(Archive& ar, Header& h) {
-  ar(h.magic, h.version, h.type, h.request_id, h.frame_bytes, h.ints, h.text);
+  ar(h.magic, h.version, h.type, h.request_id, h.taken_bytes, h.frame_bytes, h.ints, h.text);
 }
 
 namespace {
@@ -89,6 +89,8 @@ const char* MsgTypeName(MsgType type) {
       return "SampleAggregate";
     case MsgType::kSampleAggregateReply:
       return "SampleAggregateReply";
+    case MsgType::kMeshPart:
+      return "MeshPart";
   }
   return "Unknown";
 }
@@ -164,6 +166,7 @@ Header DecodeHeader(const zmq::message_t& frame, uint64_t* request_id_out) {
     if (h.type == 0 || h.type > kMaxMsgType) {
       throw UnknownTypeError("unknown message type " + std::to_string(h.type));
     }
+    ar(h.taken_bytes);
     // Peek each length prefix: cereal's size_type is uint64.
     auto bounded = [&](auto& vec, size_t elem) {
       uint64_t n = 0;

@@ -15,7 +15,8 @@
 namespace gnn::net {
 
 constexpr uint32_t kMagic = 0x314e4e47;  // "GNN1" as little-endian bytes
-constexpr uint16_t kProtocolVersion = 1;
+// 2: every header carries taken_bytes (the reply window, net/peer_window.h).
+constexpr uint16_t kProtocolVersion = 2;
 constexpr uint32_t kMaxArrayFrames = 32;
 constexpr uint64_t kMaxFrameBytes = uint64_t{4} << 30;  // one array frame
 constexpr size_t kMaxHeaderBytes = 64 << 10;
@@ -34,6 +35,15 @@ constexpr int kMaxQueuedMessages = 1000;
 // One frame any client or sampler socket accepts (a Sample reply's ids, a
 // mini-batch's features); larger frames are dropped by ZeroMQ unread.
 constexpr int64_t kMaxReplyBytes = int64_t{1} << 30;
+// Bytes of replies a server lets one peer leave untaken (sent, or queued
+// to send, but not yet read by the peer's application): past it, replies to
+// that peer become a small kErrBusy Error until it reads. A reply to a peer
+// with nothing outstanding always goes, so one peer holds at most this plus
+// one reply. gnn-server's --peer_window_mb.
+constexpr int64_t kDefaultPeerWindowBytes = int64_t{256} << 20;
+// What a client keeps in flight on one connection, by the replies it
+// expects: half a server's window, so the two never disagree.
+constexpr int64_t kClientWindowBytes = kDefaultPeerWindowBytes / 2;
 
 // Message types. Numbers are part of the protocol: never renumber or reuse.
 // Retired numbers: (none yet).
@@ -77,10 +87,13 @@ enum class MsgType : uint16_t {
   kSampleAggregateReply = 31,  // ints: {dim[, format]}; frames: rows[2n*dim] (own rows, then the
                                // held neighbours' sums), counts[int64, n], remote
                                // indptr[int64, n+1], remote ids[int64]
+  // The trainers' collectives (net/mesh.h), request id = the collective's
+  // sequence number.
+  kMeshPart = 32,  // ints: {source rank, piece, pieces}; frames: bytes[uint8]
 };
 
 // Largest MsgType value; types above it are unknown.
-constexpr uint16_t kMaxMsgType = 31;
+constexpr uint16_t kMaxMsgType = 32;
 
 const char* MsgTypeName(MsgType type);
 
@@ -93,6 +106,7 @@ enum ErrorCode : int32_t {
   kErrMismatch = 5,    // handshake: graph/config/job does not match
   kErrInternal = 6,
   kErrNotAllowed = 7,  // e.g. shutdown from another job
+  kErrBusy = 8,        // the peer's reply window is full: it is not reading its replies
 };
 
 // Decoding failures that deserve their own error code in replies.
@@ -110,6 +124,11 @@ struct Header {
   uint16_t version = kProtocolVersion;
   uint16_t type = 0;
   uint64_t request_id = 0;
+  // A request's: bytes of replies (all their frames) the sender has taken
+  // from this peer's socket so far, on this connection; 0 elsewhere. A
+  // server subtracts it from what it has sent there to know what the peer
+  // has not taken (net/peer_window.h).
+  uint64_t taken_bytes = 0;
   std::vector<uint64_t> frame_bytes;  // byte size of each array frame that follows
   std::vector<int64_t> ints;          // small type-specific parameters
   std::string text;                   // type-specific text

@@ -15,6 +15,7 @@
 #include "net/channel.h"
 #include "net/ip_config.h"
 #include "net/messages.h"
+#include "net/peer_window.h"
 #include "net/ports.h"
 #include "net/protocol.h"
 #include "partition/config.h"
@@ -43,6 +44,7 @@ void ServerOptions::Validate() const {
     throw ConfigError("--attach_timeout_ms must be >= 0");
   }
   if (bind_retry < std::chrono::duration<double>(0)) throw ConfigError("bind retry must be >= 0");
+  if (peer_window_bytes < (int64_t{1} << 20)) throw ConfigError("--peer_window_mb must be >= 1");
 }
 
 namespace {
@@ -436,20 +438,76 @@ std::unique_ptr<ShmPartition> OpenPartition(const ServerOptions& o, int part, Se
 }
 
 // Moves one message waiting on `from`, all its frames, to `to`.
-void ForwardOne(zmq::socket_t& from, zmq::socket_t& to) {
+// Receives one whole message without waiting ([] when none is there).
+std::vector<zmq::message_t> TakeMessage(zmq::socket_t& from) {
+  std::vector<zmq::message_t> parts;
   while (true) {
     zmq::message_t part;
-    if (!from.recv(part, zmq::recv_flags::dontwait)) return;
-    bool more = part.more();
-    to.send(part, more ? zmq::send_flags::sndmore : zmq::send_flags::none);
-    if (!more) return;
+    if (!from.recv(part, zmq::recv_flags::dontwait)) return parts;
+    const bool more = part.more();
+    parts.push_back(std::move(part));
+    if (!more) return parts;  // a multipart message arrives whole
   }
 }
 
-// The proxy: requests to workers, replies back to their clients, until
-// `stop` or a Shutdown request.
+void SendParts(zmq::socket_t& to, std::vector<zmq::message_t>& parts) {
+  for (size_t i = 0; i < parts.size(); ++i) {
+    to.send(parts[i], i + 1 == parts.size() ? zmq::send_flags::none : zmq::send_flags::sndmore);
+  }
+}
+
+// A request [routing id, header, arrays...] goes to the workers; what its
+// sender has taken so far is noted first. A header that does not decode
+// is the worker's to answer.
+void ForwardRequest(zmq::socket_t& frontend, zmq::socket_t& back, net::PeerWindows& windows) {
+  std::vector<zmq::message_t> parts = TakeMessage(frontend);
+  if (parts.size() >= 2) {
+    try {
+      windows.OnRequest(parts[0].to_string(), net::DecodeHeader(parts[1]).taken_bytes);
+    } catch (const std::exception&) {
+    }
+  }
+  if (!parts.empty()) SendParts(back, parts);
+}
+
+// A reply [routing id, header, arrays...] goes to its client if it fits the
+// client's window; otherwise a small kErrBusy Error for the same request
+// goes instead, and the reply's memory is freed here.
+void ForwardReply(zmq::socket_t& back, zmq::socket_t& frontend, net::PeerWindows& windows,
+                  const std::string& name) {
+  std::vector<zmq::message_t> parts = TakeMessage(back);
+  if (parts.size() < 2) return;
+  const std::string peer = parts[0].to_string();
+  uint64_t bytes = 0, untaken = 0;
+  for (size_t i = 1; i < parts.size(); ++i) bytes += parts[i].size();
+  if (windows.Admit(peer, bytes, &untaken)) {
+    SendParts(frontend, parts);
+    return;
+  }
+  uint64_t rid = 0;
+  try {
+    rid = net::DecodeHeader(parts[1]).request_id;
+  } catch (const std::exception&) {
+  }
+  const uint64_t mib = uint64_t{1} << 20;
+  Message busy = net::MakeError(
+      rid, net::kErrBusy,
+      name + ": this client has not taken " + std::to_string(untaken / mib) +
+          " MiB of replies (its window is " + std::to_string(windows.window() / mib) +
+          " MiB, --peer_window_mb): a reply of " + std::to_string(bytes / mib) +
+          " MiB was dropped; read replies before asking for more");
+  std::vector<zmq::message_t> out;
+  out.push_back(std::move(parts[0]));
+  out.push_back(net::EncodeHeader(busy.header));
+  windows.Count(peer, out.back().size());
+  parts.clear();  // the reply goes now, not when the peer reads
+  SendParts(frontend, out);
+}
+
+// The proxy: requests to workers, replies back to their clients (within
+// each client's reply window), until `stop` or a Shutdown request.
 void Proxy(zmq::socket_t& frontend, zmq::socket_t& back, const std::atomic<bool>& stop,
-           const ServerState& s) {
+           const ServerState& s, net::PeerWindows& windows) {
   zmq::pollitem_t items[] = {{frontend.handle(), 0, ZMQ_POLLIN, 0},
                              {back.handle(), 0, ZMQ_POLLIN, 0}};
   while (!stop && !s.shutdown) {
@@ -459,17 +517,18 @@ void Proxy(zmq::socket_t& frontend, zmq::socket_t& back, const std::atomic<bool>
       if (e.num() != EINTR) throw;
       continue;
     }
-    if (items[0].revents & ZMQ_POLLIN) ForwardOne(frontend, back);
-    if (items[1].revents & ZMQ_POLLIN) ForwardOne(back, frontend);
+    if (items[0].revents & ZMQ_POLLIN) ForwardRequest(frontend, back, windows);
+    if (items[1].revents & ZMQ_POLLIN) ForwardReply(back, frontend, windows, s.name);
   }
 }
 
 // The replies the stopped workers left in the backend go out.
-void FlushReplies(zmq::socket_t& back, zmq::socket_t& frontend) {
+void FlushReplies(zmq::socket_t& back, zmq::socket_t& frontend, net::PeerWindows& windows,
+                  const std::string& name) {
   while (true) {
     zmq::pollitem_t b{back.handle(), 0, ZMQ_POLLIN, 0};
     if (zmq::poll(&b, 1, std::chrono::milliseconds(50)) <= 0) break;
-    ForwardOne(back, frontend);
+    ForwardReply(back, frontend, windows, name);
   }
 }
 
@@ -506,10 +565,11 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
                  << (o.keys.secure() ? "CURVE (job key required)" : "PLAINTEXT (--insecure)");
   if (on_ready) on_ready(bound);
 
-  Proxy(frontend, back, stop, s);
+  net::PeerWindows windows(static_cast<uint64_t>(o.peer_window_bytes));
+  Proxy(frontend, back, stop, s, windows);
   // Let workers finish the reply they are sending (e.g. ShutdownReply).
   for (auto& w : workers) w.join();
-  FlushReplies(back, frontend);
+  FlushReplies(back, frontend, windows, s.name);
   if (o.server_id == 0 && shm) {
     // The machine's hot-row cache (store/row_cache.h) has only trainers and
     // samplers as holders, and they are often killed: server 0 removes it

@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 
+#include "net/protocol.h"
 #include "net/security.h"
 #include "store/shm_partition.h"
 
@@ -32,6 +33,9 @@ struct ServerOptions {
   // the one it replaces may still be stopping); 0 = fail at once.
   std::chrono::duration<double> bind_retry{0};
   bool verify_checksums = true;
+  // --peer_window_mb: reply bytes one client may leave untaken before its
+  // further replies become kErrBusy errors (net/peer_window.h).
+  int64_t peer_window_bytes = net::kDefaultPeerWindowBytes;
 
   void Validate() const;  // ConfigError naming the bad field
 };

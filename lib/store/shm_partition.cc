@@ -572,7 +572,17 @@ void ShmPartition::ReadHeader() {
 
 ShmPartition::~ShmPartition() {
   if (base_) munmap(base_, size_);
-  shm::ReleaseSegment(lock_fd_, name_, lock_path_, remove_wait_);
+  if (shm::ReleaseSegment(lock_fd_, name_, lock_path_, remove_wait_)) {
+    // Every holder of the machine's hot-row cache (store/row_cache.h) holds
+    // this partition too, so when the partition's last holder leaves, the
+    // cache has none left either (unless all of them were killed, leaving
+    // it to us): it goes with the partition.
+    const size_t at = name_.rfind("-p");
+    if (at != std::string::npos) {
+      shm::RemoveWhenFree(name_.substr(0, at) + "-c" + name_.substr(at + 2),
+                          std::chrono::milliseconds(0));
+    }
+  }
 }
 
 std::string JobShmName(const std::string& graph_name, const std::string& config_sha256,

@@ -92,9 +92,9 @@ int TryLockForCreate(const std::string& name, const std::string& lock_path) {
   }
 }
 
-void ReleaseSegment(int lock_fd, const std::string& name, const std::string& lock_path,
+bool ReleaseSegment(int lock_fd, const std::string& name, const std::string& lock_path,
                     std::chrono::milliseconds wait) {
-  if (lock_fd < 0) return;
+  if (lock_fd < 0) return false;
   // Drop our shared lock first, then try the exclusive one: of several
   // handles leaving at once, the last to drop always gets it (an atomic
   // upgrade attempt would let each see the others and all skip cleanup).
@@ -125,6 +125,7 @@ void ReleaseSegment(int lock_fd, const std::string& name, const std::string& loc
     GNN_LOG(kDebug) << "removed shared memory segment " << name << " (last user)";
   }
   close(lock_fd);
+  return last;
 }
 
 void RemoveWhenFree(const std::string& name, std::chrono::milliseconds wait) {

@@ -62,8 +62,9 @@ int TryLockForCreate(const std::string& name, const std::string& lock_path);
 
 // A handle leaves segment `name`: drops its lock on `lock_fd`, then, polling
 // up to `wait` for the others to leave, removes the segment and its lock
-// file if it was the last holder. Closes lock_fd. Never throws.
-void ReleaseSegment(int lock_fd, const std::string& name, const std::string& lock_path,
+// file if it was the last holder (then returns true). Closes lock_fd.
+// Never throws.
+bool ReleaseSegment(int lock_fd, const std::string& name, const std::string& lock_path,
                     std::chrono::milliseconds wait);
 
 // Removes segment `name` once nobody holds it, waiting up to `wait` for its

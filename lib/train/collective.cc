@@ -2,13 +2,12 @@
 
 #include <cstring>
 #include <thread>
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include "common/error.h"
 #include "common/log.h"
 #include "net/ip_config.h"
 #include "net/kv_store.h"
+#include "net/mesh.h"
 #include "net/ports.h"
 
 namespace gnn {
@@ -17,40 +16,10 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// c10d's Store interface over the job's rendezvous (net::KvClient), so
-// ProcessGroupGloo exchanges its addresses only with the job's trainers.
-class RendezvousStore : public c10d::Store {
- public:
-  RendezvousStore(const std::string& endpoint, const net::JobKeys& keys, const std::string& where,
-                  std::chrono::milliseconds timeout)
-      : Store(timeout), client_(endpoint, keys, where) {
-    client_.set_timeout(timeout);
-  }
-  void set(const std::string& key, const std::vector<uint8_t>& value) override {
-    client_.Set(key, std::string(value.begin(), value.end()));
-  }
-  std::vector<uint8_t> get(const std::string& key) override {
-    const std::string v = client_.Get(key, timeout_);
-    return std::vector<uint8_t>(v.begin(), v.end());
-  }
-  int64_t add(const std::string& key, int64_t value) override { return client_.Add(key, value); }
-  bool deleteKey(const std::string& key) override { return client_.Delete(key); }
-  bool check(const std::vector<std::string>& keys) override { return client_.Check(keys); }
-  int64_t getNumKeys() override { return client_.NumKeys(); }
-  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
-  void wait(const std::vector<std::string>& keys,
-            const std::chrono::milliseconds& timeout) override {
-    const auto deadline = Clock::now() + timeout;
-    while (!client_.Check(keys)) {
-      if (Clock::now() >= deadline)
-        throw TimeoutError("rendezvous: keys not set within the timeout");
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }
-
- private:
-  net::KvClient client_;
-};
+std::string Bytes(const torch::Tensor& t) {
+  const torch::Tensor c = t.contiguous();
+  return std::string(static_cast<const char*>(c.data_ptr()), c.numel() * c.element_size());
+}
 
 }  // namespace
 
@@ -64,50 +33,41 @@ Collective::Collective(const std::string& master_addr, int master_port, int rank
   const std::string endpoint = Endpoint(MachineAddress{master_addr, master_port, 0}, 0);
   if (rank == 0) server_ = std::make_unique<net::KvServer>(endpoint, keys, bind_retry_s);
   const auto timeout_ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
-  auto store = c10::make_intrusive<RendezvousStore>(endpoint, keys, where, timeout_ms);
-  store_ = store;
-  store_->set("gnn/arrived/" + std::to_string(rank), std::vector<uint8_t>{1});
+  store_ = std::make_unique<net::KvClient>(endpoint, keys, where);
+  store_->set_timeout(timeout_ms);
+  // The mesh's listening socket first: its address is what a rank posts.
+  mesh_ = std::make_unique<net::Mesh>(rank, world, bind_host, keys, who, timeout_ms);
+  store_->Set("gnn/mesh/" + std::to_string(rank), mesh_->endpoint());
   auto deadline = Clock::now() + timeout;
-  std::vector<std::string> keys_arrived;
-  for (int r = 0; r < world; ++r) keys_arrived.push_back("gnn/arrived/" + std::to_string(r));
-  while (!store_->check(keys_arrived)) {
+  std::vector<std::string> posted;
+  for (int r = 0; r < world; ++r) posted.push_back("gnn/mesh/" + std::to_string(r));
+  while (!store_->Check(posted)) {
     if (Clock::now() >= deadline) {
       std::string missing;
       for (int r = 0; r < world; ++r) {
-        if (!store_->check({keys_arrived[r]})) missing += (missing.empty() ? "" : ", ") + who[r];
+        if (!store_->Check({posted[r]})) missing += (missing.empty() ? "" : ", ") + who[r];
       }
       throw TimeoutError(where + ": " + missing + " did not arrive within " +
                          std::to_string(timeout.count()) + " s");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  auto options = c10d::ProcessGroupGloo::Options::create(
-      std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
-  options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(bind_host));
-  options->threads = 1;
-  auto prefixed = c10::make_intrusive<c10d::PrefixStore>("gnn/pg", store_);
-  try {
-    pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, world, options);
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    throw PeerError("trainers could not connect for all-reduce: " +
-                    what.substr(0, what.find('\n')));
-  }
+  std::vector<std::string> endpoints;
+  for (int r = 0; r < world; ++r) endpoints.push_back(store_->Get(posted[r], timeout_ms));
+  mesh_->Connect(endpoints);
+  Barrier();  // every connection works before the first real collective
 }
 
 Collective::~Collective() = default;
 
-namespace {
-void Wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what) {
+std::vector<std::string> Collective::Gather(const std::string& mine, const char* what) {
   try {
-    work->wait();
-  } catch (const std::exception& e) {
-    std::string msg = e.what();
-    throw PeerError(std::string(what) + " among trainers failed (a trainer died or timed out): " +
-                    msg.substr(0, msg.find('\n')));
+    return mesh_->Allgather(mine);
+  } catch (const Error& e) {
+    throw PeerError(std::string(what) +
+                    " among trainers failed (a trainer died or timed out): " + e.what());
   }
 }
-}  // namespace
 
 int64_t Collective::AllreduceMeanGrads(const std::vector<torch::Tensor>& params,
                                        int64_t bucket_bytes) {
@@ -123,18 +83,23 @@ int64_t Collective::AllreduceMeanGrads(const std::vector<torch::Tensor>& params,
       bytes += g.numel() * 4;
       ++i;
     }
-    std::vector<torch::Tensor> flat = {torch::cat(
-        [&] {
-          std::vector<torch::Tensor> views;
-          for (auto& g : grads) views.push_back(g.reshape({-1}));
-          return views;
-        }(),
-        0)};
-    Wait(pg_->allreduce(flat), "all-reduce");
-    flat[0].div_(world_);
+    std::vector<torch::Tensor> views;
+    for (auto& g : grads) views.push_back(g.reshape({-1}));
+    const torch::Tensor flat = torch::cat(views, 0);
+    const std::vector<std::string> all = Gather(Bytes(flat), "all-reduce");
+    // Summed in rank order on every rank: the same bits everywhere.
+    torch::Tensor sum = torch::zeros_like(flat);
+    for (const std::string& part : all) {
+      if (part.size() != static_cast<size_t>(flat.numel() * 4)) {
+        throw PeerError("all-reduce among trainers: a trainer sent " + std::to_string(part.size()) +
+                        " bytes of gradients, expected " + std::to_string(flat.numel() * 4));
+      }
+      sum.add_(torch::from_blob(const_cast<char*>(part.data()), {flat.numel()}, torch::kFloat32));
+    }
+    sum.div_(world_);
     int64_t off = 0;
     for (size_t k = 0; k < grads.size(); ++k) {
-      torch::Tensor slice = flat[0].slice(0, off, off + grads[k].numel()).view_as(grads[k]);
+      torch::Tensor slice = sum.slice(0, off, off + grads[k].numel()).view_as(grads[k]);
       size_t idx = i - grads.size() + k;
       if (params[idx].grad().defined()) {
         params[idx].mutable_grad().copy_(slice);
@@ -149,57 +114,56 @@ int64_t Collective::AllreduceMeanGrads(const std::vector<torch::Tensor>& params,
 }
 
 std::vector<double> Collective::AllreduceSum(const std::vector<double>& values) {
-  std::vector<torch::Tensor> t = {
-      torch::tensor(values, torch::TensorOptions().dtype(torch::kFloat64))};
-  Wait(pg_->allreduce(t), "all-reduce");
-  std::vector<double> out(values.size());
-  auto a = t[0].accessor<double, 1>();
-  for (size_t i = 0; i < values.size(); ++i) out[i] = a[i];
+  const std::string mine(reinterpret_cast<const char*>(values.data()),
+                         values.size() * sizeof(double));
+  std::vector<double> out(values.size(), 0.0);
+  for (const std::string& part : Gather(mine, "all-reduce")) {
+    if (part.size() != mine.size()) throw PeerError("all-reduce among trainers: sizes differ");
+    const double* v = reinterpret_cast<const double*>(part.data());
+    for (size_t i = 0; i < out.size(); ++i) out[i] += v[i];
+  }
   return out;
 }
 
 torch::Tensor Collective::AllgatherRows(const torch::Tensor& rows) {
-  // Gloo's allgather needs equal shapes: share the counts, pad to the max.
-  std::vector<double> counts(world_, 0.0);
-  counts[rank_] = static_cast<double>(rows.size(0));
-  counts = AllreduceSum(counts);
-  int64_t max_rows = 0;
-  for (double c : counts) max_rows = std::max<int64_t>(max_rows, static_cast<int64_t>(c));
-  torch::Tensor padded = torch::zeros({max_rows, rows.size(1)}, rows.options());
-  padded.slice(0, 0, rows.size(0)).copy_(rows);
-  std::vector<std::vector<torch::Tensor>> out(1);
-  for (int r = 0; r < world_; ++r) out[0].push_back(torch::empty_like(padded));
-  std::vector<torch::Tensor> in = {padded};
-  Wait(pg_->allgather(out, in), "all-gather");
-  std::vector<torch::Tensor> parts;
-  for (int r = 0; r < world_; ++r) {
-    parts.push_back(out[0][r].slice(0, 0, static_cast<int64_t>(counts[r])));
+  const int64_t cols = rows.size(1);
+  const int64_t row_bytes = cols * static_cast<int64_t>(rows.element_size());
+  const std::vector<std::string> all = Gather(Bytes(rows), "all-gather");
+  int64_t total = 0;
+  for (const std::string& part : all) {
+    if (row_bytes == 0 || part.size() % static_cast<size_t>(row_bytes) != 0) {
+      throw PeerError("all-gather among trainers: a trainer sent rows of another width");
+    }
+    total += static_cast<int64_t>(part.size()) / row_bytes;
   }
-  return torch::cat(parts, 0);
+  torch::Tensor out = torch::empty({total, cols}, rows.options());
+  char* dst = static_cast<char*>(out.data_ptr());
+  for (const std::string& part : all) {
+    std::memcpy(dst, part.data(), part.size());
+    dst += part.size();
+  }
+  return out;
 }
 
 void Collective::Broadcast(const std::vector<torch::Tensor>& tensors) {
   for (const auto& t : tensors) {
-    std::vector<torch::Tensor> v = {t};
-    Wait(pg_->broadcast(v), "broadcast");
+    const std::string root = Gather(rank_ == 0 ? Bytes(t) : std::string(), "broadcast")[0];
+    if (root.size() != static_cast<size_t>(t.numel() * t.element_size())) {
+      throw PeerError("broadcast among trainers: rank 0 sent " + std::to_string(root.size()) +
+                      " bytes for a tensor of " + std::to_string(t.numel() * t.element_size()));
+    }
+    if (rank_ != 0) {
+      torch::Tensor src = torch::from_blob(const_cast<char*>(root.data()), t.sizes(), t.options());
+      t.copy_(src);
+    }
   }
 }
 
 void Collective::BroadcastBytes(std::string* bytes) {
-  torch::Tensor size = torch::tensor({static_cast<int64_t>(bytes->size())}, torch::kInt64);
-  Broadcast({size});
-  const int64_t n = size.item<int64_t>();
-  if (n == 0) {
-    bytes->clear();
-    return;
-  }
-  torch::Tensor data = torch::empty({n}, torch::kUInt8);
-  if (rank_ == 0) std::memcpy(data.data_ptr(), bytes->data(), static_cast<size_t>(n));
-  Broadcast({data});
-  if (rank_ != 0) bytes->assign(static_cast<const char*>(data.data_ptr()), static_cast<size_t>(n));
+  *bytes = Gather(rank_ == 0 ? *bytes : std::string(), "broadcast")[0];
 }
 
-void Collective::Barrier() { Wait(pg_->barrier(), "barrier"); }
+void Collective::Barrier() { Gather(std::string(), "barrier"); }
 
 TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddress>& machines,
                           int num_parts) {

@@ -1,7 +1,11 @@
 // Collectives among trainers: a rendezvous store served by rank 0 on the
 // master address only, over CURVE with the job's keys (net/kv_store; it
-// names who is missing on timeout), and c10d's ProcessGroupGloo for
-// all-reduce, all-gather and broadcast. Every call blocks with the group's
+// names who is missing on timeout), where each rank posts the address of
+// its end of the trainers' mesh (net/mesh.h: CURVE sockets with the job's
+// keys, so gradients, evaluation rows and checkpoints are encrypted and
+// only the job's trainers take part). All-reduce, all-gather and broadcast
+// are all-gathers over the mesh; sums run in rank order on every rank, so
+// every rank gets the same bits. Every call blocks with the group's
 // timeout.
 #pragma once
 
@@ -17,21 +21,18 @@
 #include "net/security.h"
 #include "train/trainer.h"
 
-namespace c10d {
-class ProcessGroupGloo;
-class Store;
-}  // namespace c10d
-
 namespace gnn {
 
 namespace net {
 class KvServer;
-}
+class KvClient;
+class Mesh;
+}  // namespace net
 
 class Collective {
  public:
   // `who[r]` describes rank r in errors ("machine 1 trainer 0"). `bind_host`
-  // is this rank's address for gloo's connections. Throws TimeoutError
+  // is this rank's address for the mesh's connections. Throws TimeoutError
   // naming the ranks that did not arrive within `timeout`. Rank 0 waits up
   // to `bind_retry_s` for a busy master port (a restarted job's rendezvous
   // may start while the one it replaces is still stopping).
@@ -60,9 +61,13 @@ class Collective {
 
  private:
   int rank_, world_;
+  // Every rank's buffer through the mesh; a failure is a PeerError
+  // naming `what`.
+  std::vector<std::string> Gather(const std::string& mine, const char* what);
+
   std::unique_ptr<net::KvServer> server_;  // rank 0 only
-  c10::intrusive_ptr<c10d::Store> store_;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
+  std::unique_ptr<net::KvClient> store_;
+  std::unique_ptr<net::Mesh> mesh_;
 };
 
 // The trainers of a distributed job: rank = machine_id * num_trainers +

@@ -91,8 +91,10 @@ struct TrainOptions {
   // and every neighbour's row cross the network, as DGL ships them.
   bool aggregate_at_owner = true;
   // --wire_dtype float32|bfloat16: how feature rows and partial sums cross
-  // the network (bfloat16: half the bytes, ~3 significant digits).
-  std::string wire_dtype = "float32";
+  // the network (bfloat16: half the bytes, ~3 significant digits; the
+  // default since synthetic:small, synthetic:products and Cora train to the
+  // same accuracy with it, docs/PERFORMANCE.md).
+  std::string wire_dtype = "bfloat16";
   // --cache_mb: MB of other partitions' rows this machine's trainers and
   // samplers read most, cached once per machine in shared memory
   // (store/row_cache.h); 0: none; -1: 5% of the graph's feature bytes.

@@ -15,6 +15,7 @@
 #include "process_util.h"
 #include "server/server.h"
 #include "ssh_util.h"
+#include "store/row_cache.h"
 #include "store/shm_partition.h"
 #include "test_util.h"
 
@@ -307,9 +308,13 @@ std::string LoseMachine(const test::SshServer& sshd, int lost, bool part_source,
         std::string::npos);
   // The killed server's segment stays on "its" host (here, this one):
   // remove it; every other segment of both runs must be gone.
-  const std::string lost_shm = JobShmName(s.graph_name, Sha256File(s.config), s.job, lost);
-  unlink(ShmSegmentPath(lost_shm).c_str());
-  unlink(ShmLockPath(lost_shm).c_str());
+  // (The killed server's partition, and its machine's hot-row cache.)
+  for (const std::string& lost_shm :
+       {JobShmName(s.graph_name, Sha256File(s.config), s.job, lost),
+        RowCacheName(s.graph_name, Sha256File(s.config), s.job, lost)}) {
+    unlink(ShmSegmentPath(lost_shm).c_str());
+    unlink(ShmLockPath(lost_shm).c_str());
+  }
   s.RequireNothingLeft(launcher.pid(), std::chrono::seconds(10), 2);
   // Machine 2's workspace holds partition 1 only if it was moved there.
   CHECK(access((s.dir / "remote/m2/tiny/part1/feat.npy").c_str(), F_OK) == (lost == 1 ? 0 : -1));

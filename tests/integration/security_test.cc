@@ -22,6 +22,7 @@
 #include "common/error.h"
 #include "net/channel.h"
 #include "net/kv_store.h"
+#include "net/mesh.h"
 #include "net/messages.h"
 #include "net/protocol.h"
 #include "partition/config.h"
@@ -205,4 +206,69 @@ TEST_CASE("a secret file others may read is refused, naming the file and the fix
   CHECK_THROWS_WITH(net::ReadSecretFile(path), Catch::Contains("at least 32"));
   CHECK_THROWS_AS(net::ResolveJobKeys("", false, "job", "gnn-server"), ConfigError);
   CHECK_FALSE(net::ResolveJobKeys("", true, "job", "gnn-server").secure());
+}
+
+TEST_CASE("the trainers' mesh: every rank gets every buffer, strangers get nothing in or out",
+          "[integration]") {
+  const std::string job = "mesh-" + std::to_string(::getpid());
+  const net::JobKeys keys = test::Keys(job);
+  constexpr int kWorld = 3;
+  std::vector<std::string> who = {"rank 0", "rank 1", "rank 2"};
+  std::vector<std::unique_ptr<net::Mesh>> mesh;
+  std::vector<std::string> endpoints;
+  for (int r = 0; r < kWorld; ++r) {
+    mesh.push_back(std::make_unique<net::Mesh>(r, kWorld, "127.0.0.1", keys, who,
+                                               std::chrono::milliseconds(20000)));
+    endpoints.push_back(mesh.back()->endpoint());
+  }
+  for (auto& m : mesh) m->Connect(endpoints);
+  // A stranger without the secret, and one in plaintext, each send a piece
+  // of the first collective to rank 0: no handshake completes, so rank 0
+  // never sees them and the collectives below are exactly the ranks'.
+  zmq::context_t ctx;
+  const net::JobKeys other = net::JobKeys::Derive(std::string(64, 'x'), job);
+  std::vector<std::unique_ptr<zmq::socket_t>> strangers;
+  for (const net::JobKeys* k : {&other, static_cast<const net::JobKeys*>(nullptr)}) {
+    auto s = std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::dealer);
+    s->set(zmq::sockopt::linger, 0);
+    if (k) k->MakeClient(*s);
+    s->connect(endpoints[0]);
+    net::Message forged = net::MakeMessage(net::MsgType::kMeshPart, 1, {1, 0, 1});
+    net::AddArray(&forged, std::string("forged").data(), 6);
+    net::Send(*s, forged, nullptr, net::Millis(1000));
+    strangers.push_back(std::move(s));
+  }
+  // Sizes: empty, small, and one that travels in pieces.
+  for (size_t size : {size_t{0}, size_t{1000}, net::kMeshPieceBytes + 12345}) {
+    std::vector<std::vector<std::string>> got(kWorld);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < kWorld; ++r) {
+      threads.emplace_back([&, r] {
+        std::string mine(size, static_cast<char>('a' + r));
+        if (size) mine[size / 2] = static_cast<char>(r);
+        got[r] = mesh[r]->Allgather(mine);
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < kWorld; ++r) {
+      REQUIRE(got[r].size() == kWorld);
+      for (int src = 0; src < kWorld; ++src) {
+        INFO("rank " << r << " from " << src << ", size " << size);
+        REQUIRE(got[r][src].size() == size);
+        if (size) {
+          CHECK(got[r][src][0] == static_cast<char>('a' + src));
+          CHECK(got[r][src][size / 2] == static_cast<char>(src));
+          CHECK(got[r][src][size - 1] == static_cast<char>('a' + src));
+        }
+      }
+    }
+  }
+  // A rank that never takes part is named when the others give up.
+  net::Mesh a(0, 2, "127.0.0.1", keys, {"machine 0 trainer 0", "machine 1 trainer 0"},
+              std::chrono::milliseconds(300));
+  net::Mesh b(1, 2, "127.0.0.1", keys, {"machine 0 trainer 0", "machine 1 trainer 0"},
+              std::chrono::milliseconds(300));
+  a.Connect({a.endpoint(), b.endpoint()});
+  CHECK_THROWS_WITH(a.Allgather("x"),
+                    Catch::Contains("machine 1 trainer 0") && Catch::Contains("did not answer"));
 }

@@ -172,7 +172,10 @@ void Setup::RequireNothingLeft(pid_t launcher, std::chrono::seconds timeout, int
         std::to_string(p) + ": " + ReadFileOrEmpty("/proc/" + std::to_string(p) + "/stat") + "\n";
     kill(p, SIGKILL);
   }
+  std::string segments;
+  for (const auto& name : shm) segments += name + " ";
   INFO(which);
+  INFO("left in /dev/shm: " << segments);
   CHECK(left.empty());
   CHECK(shm.empty());
   for (const auto& s : shm) unlink(s.c_str());
