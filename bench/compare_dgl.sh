@@ -150,8 +150,11 @@ gnn_dist2() {  # graph seed epochs [gnn-train flags of the variant]
   local pids=() i job="cmp-$1-$2-$RANDOM"  # one id for both machines (a variant's own run)
   # Per-node launchers share one cluster secret (gnn-copy --secret_file ships it between real machines).
   [ -f "$WORK/cluster.secret" ] || (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$WORK/cluster.secret")
+  # A variant with --insecure runs the whole job in plaintext (the cost of CURVE).
+  local secret=(--secret_file cluster.secret)
+  [[ " ${4:-} " == *" --insecure "* ]] && secret=(--insecure)
   for i in 1 0; do
-    ip netns exec gnncmp$i "$BIN/gnn-launch" --machine_id $i --workspace "$WORK" --secret_file cluster.secret \
+    ip netns exec gnncmp$i "$BIN/gnn-launch" --machine_id $i --workspace "$WORK" "${secret[@]}" \
       --ip_config ip-ns.txt --part_config "$(config_of "$WORK/$1-gnn2")" --num_trainers 1 \
       --num_servers 1 --num_samplers 0 --master_port 29600 --job_id "$job" \
       --log_dir "$WORK/gnn-logs-m$i" "$train" > "$WORK/gnn-m$i.out" 2> "$WORK/gnn-m$i.err" &
