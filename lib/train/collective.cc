@@ -145,6 +145,10 @@ torch::Tensor Collective::AllgatherRows(const torch::Tensor& rows) {
   return out;
 }
 
+std::vector<std::string> Collective::AllgatherBytes(const std::string& mine) {
+  return Gather(mine, "all-gather");
+}
+
 void Collective::Broadcast(const std::vector<torch::Tensor>& tensors) {
   for (const auto& t : tensors) {
     const std::string root = Gather(rank_ == 0 ? Bytes(t) : std::string(), "broadcast")[0];

@@ -51,8 +51,11 @@ class Collective {
                              int64_t bucket_bytes = 32 << 20);
   // Sum of `values` over ranks (float64).
   std::vector<double> AllreduceSum(const std::vector<double>& values);
-  // Rows of every rank concatenated in rank order ([sum rows, cols]).
+  // Rows of every rank concatenated in rank order ([sum rows, cols]; any
+  // dtype).
   torch::Tensor AllgatherRows(const torch::Tensor& rows);
+  // Every rank's bytes, in rank order.
+  std::vector<std::string> AllgatherBytes(const std::string& mine);
   // Overwrites `tensors` with rank 0's values.
   void Broadcast(const std::vector<torch::Tensor>& tensors);
   // Overwrites `bytes` with rank 0's.

@@ -7,13 +7,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <functional>
 #include <iomanip>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "client/dist_graph.h"
@@ -372,11 +375,14 @@ class DistEnv : public TrainEnv {
   double SumOverRanks(double v) override { return collective_->AllreduceSum({v})[0]; }
 
   // Distributed layer-wise full-neighbour inference: rank r computes layer l
-  // for nodes [r*N/W, (r+1)*N/W); the layer's output is all-gathered so the
-  // next layer can read any node's row. The last layer is gathered too when
-  // `gather_last`; otherwise each rank returns its own slice.
+  // for nodes [r*N/W, (r+1)*N/W); each rank then gets, of the layer's
+  // output, the rows its next layer reads (its range's in-neighbours in
+  // other ranges: few with METIS parts, where the whole layer used to be
+  // all-gathered). The last layer is gathered whole when `gather_last`;
+  // otherwise each rank returns its own slice.
   torch::Tensor Infer(GraphSage& model, bool gather_last) {
     const int64_t n = config_.num_nodes;
+    const int64_t lo = n * rank_ / world_, hi = n * (rank_ + 1) / world_;
     InferenceSource source;
     source.neighbors = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
                            std::vector<int64_t>* idx) {
@@ -401,10 +407,119 @@ class DistEnv : public TrainEnv {
             .clone();
       };
     }
-    source.exchange = [&](const torch::Tensor& rows) { return collective_->AllgatherRows(rows); };
+    std::optional<std::vector<std::vector<int64_t>>> wanted;  // per rank: ids of its range we read
+    int layers_left = model->num_layers();
+    source.exchange = [&](const torch::Tensor& rows) {
+      if (--layers_left == 0) return collective_->AllgatherRows(rows);  // gather_last
+      if (!wanted) wanted = RowsReadFromOthers(lo, hi);
+      return ExchangeWantedRows(rows, lo, *wanted);
+    };
     source.base = 0;
-    return LayerwiseInference(model, source, n * rank_ / world_, n * (rank_ + 1) / world_,
-                              o_.batch_size_eval, gather_last);
+    return LayerwiseInference(model, source, lo, hi, o_.batch_size_eval, gather_last);
+  }
+
+  // The rank whose inference range holds node v.
+  int RangeRank(int64_t v) const {
+    const int64_t n = config_.num_nodes;
+    int r = static_cast<int>(v * world_ / std::max<int64_t>(n, 1));
+    while (r > 0 && v < n * r / world_) --r;
+    while (r + 1 < world_ && v >= n * (r + 1) / world_) ++r;
+    return r;
+  }
+
+  // In-neighbours of [lo, hi) outside it, by the rank whose range holds
+  // them (ascending): the rows of another rank's layer output that this
+  // rank's next layer reads.
+  std::vector<std::vector<int64_t>> RowsReadFromOthers(int64_t lo, int64_t hi) {
+    std::vector<int64_t> outside;
+    const int64_t batch = std::max<int64_t>(1, o_.batch_size_eval);
+    for (int64_t start = lo; start < hi; start += batch) {
+      std::vector<int64_t> dst;
+      for (int64_t v = start; v < std::min(hi, start + batch); ++v) dst.push_back(v);
+      std::vector<int64_t> ptr, idx;
+      graph_->SampleNeighbors(dst, -1, false, 0, &ptr, &idx);
+      for (int64_t u : idx) {
+        if (u < lo || u >= hi) outside.push_back(u);
+      }
+      std::sort(outside.begin(), outside.end());
+      outside.erase(std::unique(outside.begin(), outside.end()), outside.end());
+    }
+    std::vector<std::vector<int64_t>> by_rank(world_);
+    for (int64_t u : outside) by_rank[RangeRank(u)].push_back(u);
+    return by_rank;
+  }
+
+  // This range's rows of a layer -> a [N, cols] tensor holding them and the
+  // rows of other ranges this rank reads (`wanted`, per rank): each rank
+  // says what it reads from whom, then answers what others read from it.
+  torch::Tensor ExchangeWantedRows(const torch::Tensor& rows, int64_t lo,
+                                   const std::vector<std::vector<int64_t>>& wanted) {
+    // Asks: per asked rank, a count then the ids.
+    std::string ask;
+    auto put = [](std::string* s, const void* p, size_t bytes) {
+      s->append(static_cast<const char*>(p), bytes);
+    };
+    for (const auto& ids : wanted) {
+      const int64_t k = static_cast<int64_t>(ids.size());
+      put(&ask, &k, sizeof(k));
+      put(&ask, ids.data(), ids.size() * sizeof(int64_t));
+    }
+    const std::vector<std::string> asks = collective_->AllgatherBytes(ask);
+    const torch::Tensor mine = rows.contiguous();
+    const int64_t cols = mine.size(1);
+    const size_t row_bytes = static_cast<size_t>(cols) * sizeof(float);
+    // Answers: per asking rank, the rows it asked of this one, in its order.
+    std::string answer;
+    for (int q = 0; q < world_; ++q) {
+      const std::string& a = asks[q];
+      size_t at = 0;
+      for (int r = 0; r < world_; ++r) {
+        int64_t k = 0;
+        if (at + sizeof(k) > a.size()) throw PeerError("inference: a malformed row request");
+        std::memcpy(&k, a.data() + at, sizeof(k));
+        at += sizeof(k);
+        if (k < 0 || at + static_cast<size_t>(k) * sizeof(int64_t) > a.size()) {
+          throw PeerError("inference: a malformed row request");
+        }
+        if (r == rank_ && q != rank_) {
+          const int64_t* ids = reinterpret_cast<const int64_t*>(a.data() + at);
+          for (int64_t j = 0; j < k; ++j) {
+            const int64_t row = ids[j] - lo;
+            if (row < 0 || row >= mine.size(0))
+              throw PeerError("inference: a row request outside this range");
+            put(&answer, static_cast<const char*>(mine.data_ptr()) + row * row_bytes, row_bytes);
+          }
+        }
+        at += static_cast<size_t>(k) * sizeof(int64_t);
+      }
+    }
+    const std::vector<std::string> answers = collective_->AllgatherBytes(answer);
+    torch::Tensor all = torch::zeros({config_.num_nodes, cols}, torch::kFloat32);
+    all.slice(0, lo, lo + mine.size(0)).copy_(mine);
+    char* base = static_cast<char*>(all.data_ptr());
+    for (int r = 0; r < world_; ++r) {
+      if (r == rank_ || wanted[r].empty()) continue;
+      // Rank r's answer holds, in asking rank order, what each asked of it.
+      const std::string& a = answers[r];
+      size_t at = 0;
+      for (int q = 0; q < rank_; ++q) {
+        const std::string& qa = asks[q];
+        size_t p = 0;
+        for (int t = 0; t < world_; ++t) {
+          int64_t k = 0;
+          std::memcpy(&k, qa.data() + p, sizeof(k));
+          p += sizeof(k) + static_cast<size_t>(k) * sizeof(int64_t);
+          if (t == r && q != r) at += static_cast<size_t>(k) * row_bytes;
+        }
+      }
+      if (at + wanted[r].size() * row_bytes > a.size()) {
+        throw PeerError("inference: rank " + std::to_string(r) + " answered too few rows");
+      }
+      for (size_t j = 0; j < wanted[r].size(); ++j) {
+        std::memcpy(base + wanted[r][j] * row_bytes, a.data() + at + j * row_bytes, row_bytes);
+      }
+    }
+    return all;
   }
 
   torch::Tensor AllNodeOutputs(GraphSage& model) override { return Infer(model, true); }
@@ -435,7 +550,7 @@ class DistEnv : public TrainEnv {
     torch::Tensor h = Infer(model, false);
     // Predictions of every node (each rank's argmax slice, gathered), then
     // each rank scores its share of valid/test nodes and the counts are summed.
-    torch::Tensor pred = collective_->AllgatherRows(h.argmax(1).to(torch::kFloat64).unsqueeze(1))
+    torch::Tensor pred = collective_->AllgatherRows(h.argmax(1).to(torch::kInt32).unsqueeze(1))
                              .squeeze(1)
                              .to(torch::kInt64);
     auto p = pred.accessor<int64_t, 1>();
