@@ -88,6 +88,10 @@ int main(int argc, char** argv) {
   app.add_option("--sparse_lr", o.sparse_lr, "rgcn: learning rate of the node embeddings")
       ->capture_default_str();
   app.add_flag("--quiet", quiet, "only warnings and errors on stderr");
+  bool check_only = false;
+  app.add_flag("--check_only", check_only,
+               "check the flags and the partition config, then exit (gnn-launch does this "
+               "before it starts anything)");
   app.add_option("--ip_config", o.ip_config, "machines, one 'IP [PORT]' per line (distributed)");
   app.add_option("--machine_id", o.machine_id, "this machine's line in ip_config")
       ->capture_default_str();
@@ -162,6 +166,11 @@ int main(int argc, char** argv) {
     if (app.count("--local_rank") > 0) {
       GNN_LOG(kWarn) << "--local_rank " << local_rank
                      << " is ignored: gnn-launch gives each trainer its rank";
+    }
+    if (check_only) {
+      gnn::CheckTrain(o);
+      std::cout << "gnn-train: the flags and " << o.part_config << " check out" << std::endl;
+      return;
     }
     nlohmann::json summary = gnn::RunTrain(o);
     std::cout << summary.dump() << std::endl;

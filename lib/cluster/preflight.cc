@@ -73,9 +73,19 @@ std::string PortBusy(const std::string& host, int port) {
 
 namespace {
 
+// The files of the partition machine m serves, as that machine's processes
+// see them (next to its copy of the config), with the sizes the config
+// gives; `folder` is the partition's folder.
+struct PartFiles {
+  int part = 0;
+  std::string folder;
+  std::vector<std::pair<std::string, uint64_t>> files;
+};
+
 // One shell script that prints one line per problem on a remote machine.
 std::string RemoteCheckScript(const MachinePlan& p, const std::string& trainer_word,
-                              int num_servers, int master_port, int machine) {
+                              int num_servers, int master_port, int machine,
+                              const PartFiles* parts) {
   const std::string ws = ShellPath(p.workspace);
   std::string s = "cd " + ws + " 2>/dev/null || { echo " +
                   ShellQuote("workspace " + p.workspace + " does not exist") +
@@ -83,6 +93,22 @@ std::string RemoteCheckScript(const MachinePlan& p, const std::string& trainer_w
   for (const auto& f : {p.part_config, p.ip_config}) {
     s += "test -r " + ShellQuote(f) + " || echo " +
          ShellQuote("file " + f + " not found in the workspace") + "; ";
+  }
+  if (parts) {
+    // The partition's folder, then each file at the size the config gives.
+    std::string files;
+    for (const auto& [path, bytes] : parts->files) {
+      files += "test \"$(wc -c < " + ShellQuote(path) +
+               " 2>/dev/null)\" = " + std::to_string(bytes) + " || echo " +
+               ShellQuote("partition " + std::to_string(parts->part) + " file " + path +
+                          " is missing or not " + std::to_string(bytes) +
+                          " bytes (copy it again: gnn-copy)") +
+               "; ";
+    }
+    s += "if test -d " + ShellQuote(parts->folder) + "; then " + files + "else echo " +
+         ShellQuote("partition " + std::to_string(parts->part) + " folder " + parts->folder +
+                    " not found (gnn-copy ships it)") +
+         "; fi; ";
   }
   for (const auto& b : {std::string("gnn-server"), trainer_word}) {
     s += "command -v " + ShellQuote(b) + " >/dev/null || echo " +
@@ -113,6 +139,17 @@ struct LaunchInputs {
   PartitionConfig config;
   bool have_machines = false, have_parts = false;
 };
+
+PartFiles FilesOfMachine(const LaunchInputs& in, const MachinePlan& p, size_t m) {
+  PartFiles out;
+  out.part = MachinePartition(static_cast<int>(m), in.config.num_parts);
+  const PartInfo& info = in.config.parts[static_cast<size_t>(out.part)];
+  out.folder = (fs::path(p.part_config).parent_path() / info.dir).string();
+  for (const auto& [name, file] : info.files) {
+    out.files.emplace_back((fs::path(out.folder) / name).string(), file.bytes);
+  }
+  return out;
+}
 
 LaunchInputs ReadLaunchInputs(const LaunchOptions& o, std::vector<std::string>* problems) {
   LaunchInputs in;
@@ -185,6 +222,28 @@ void CheckSecret(const LaunchOptions& o, std::vector<std::string>* problems) {
   }
 }
 
+// The partition a local machine serves: its folder, then each file at the
+// size the config gives (one line for a missing folder).
+void CheckLocalPartFiles(const PartFiles& parts, const std::string& who,
+                         std::vector<std::string>* problems) {
+  std::error_code ec;
+  if (!fs::is_directory(parts.folder, ec)) {
+    problems->push_back(who + ": partition " + std::to_string(parts.part) + " folder " +
+                        parts.folder + " not found (gnn-copy ships it)");
+    return;
+  }
+  for (const auto& [path, bytes] : parts.files) {
+    const uintmax_t size = fs::file_size(path, ec);
+    if (ec || size != bytes) {
+      problems->push_back(
+          who + ": partition " + std::to_string(parts.part) + " file " + path +
+          (ec ? " not found"
+              : " has " + std::to_string(size) + " bytes, not " + std::to_string(bytes)) +
+          " (copy it again: gnn-copy)");
+    }
+  }
+}
+
 // A machine of this host: its workspace and files, its servers' ports and,
 // on machine 0, the trainers' rendezvous port.
 void CheckLocalMachine(const LaunchOptions& o, const LaunchInputs& in, const MachinePlan& p,
@@ -199,6 +258,9 @@ void CheckLocalMachine(const LaunchOptions& o, const LaunchInputs& in, const Mac
       if (!said && ::access(f.c_str(), R_OK) != 0)
         problems->push_back(who + ": " + f + " not found");
     }
+  }
+  if (in.have_parts) {
+    CheckLocalPartFiles(FilesOfMachine(in, p, m), who, problems);
   }
   for (int s = 0; s < o.num_servers && p.address.port + s <= 65535; ++s) {
     std::string why = PortBusy(p.address.host, p.address.port + s);
@@ -222,12 +284,13 @@ void CheckLocalMachine(const LaunchOptions& o, const LaunchInputs& in, const Mac
 }
 
 // A remote machine, over ssh: RemoteCheckScript's lines, or why ssh failed.
-std::vector<std::string> CheckRemoteMachine(const LaunchOptions& o, const MachinePlan& p,
-                                            const std::string& word, size_t m,
+std::vector<std::string> CheckRemoteMachine(const LaunchOptions& o, const LaunchInputs& in,
+                                            const MachinePlan& p, const std::string& word, size_t m,
                                             const std::string& who) {
   std::vector<std::string> problems;
-  const std::string script =
-      RemoteCheckScript(p, word, o.num_servers, o.master_port, static_cast<int>(m));
+  const PartFiles parts = in.have_parts ? FilesOfMachine(in, p, m) : PartFiles{};
+  const std::string script = RemoteCheckScript(
+      p, word, o.num_servers, o.master_port, static_cast<int>(m), in.have_parts ? &parts : nullptr);
   CommandResult r =
       RunCommand(SshArgv(o.ssh, p.address.host, script), o.ssh.connect_timeout_s + 20);
   if (r.exit_code != 0) {
@@ -257,6 +320,46 @@ void CheckLocalBinaries(const LaunchOptions& o, const std::vector<MachinePlan>& 
   if (!IsExecutableFile(server)) problems->push_back("server binary " + server + " not found");
 }
 
+// The trainer command's flags, before any server loads a partition: the
+// trainer binary of the first local machine parses them with --check_only
+// (flags, config file keys, model defaults, the partition config against
+// them) in that machine's environment, as it will at start. Only for
+// gnn-train: another command's flags are its own.
+void CheckTrainerFlags(const LaunchOptions& o, const LaunchInputs& in,
+                       const std::vector<MachinePlan>& plans, std::vector<std::string>* problems) {
+  std::string rest;
+  const std::string word = FirstWord(o.command, &rest);
+  if (fs::path(word).filename() != "gnn-train" || !in.have_machines) return;
+  for (size_t m = 0; m < plans.size(); ++m) {
+    const MachinePlan& p = plans[m];
+    if (!p.local || (o.machine_id >= 0 && static_cast<int>(m) != o.machine_id)) continue;
+    const std::string binary = ResolveBinary(word, p.workspace);
+    if (binary.empty()) return;  // said by CheckLocalBinaries
+    const std::vector<std::string> argv = {"/usr/bin/env",
+                                           "GNN_MACHINE_ID=" + std::to_string(m),
+                                           "GNN_IP_CONFIG=" + p.ip_config,
+                                           "GNN_PART_CONFIG=" + p.part_config,
+                                           "GNN_TRAINER_ID=0",
+                                           "GNN_NUM_TRAINERS=" + std::to_string(o.num_trainers),
+                                           "GNN_NUM_SERVERS=" + std::to_string(o.num_servers),
+                                           "GNN_NUM_SAMPLERS=" + std::to_string(o.num_samplers),
+                                           "GNN_MASTER_ADDR=" + in.machines[0].host,
+                                           "GNN_MASTER_PORT=" + std::to_string(o.master_port),
+                                           "/bin/sh",
+                                           "-c",
+                                           "cd " + ShellQuote(p.workspace) + " && exec " +
+                                               ShellQuote(binary) + rest + " --check_only"};
+    const CommandResult r = RunCommand(argv, 120);
+    if (r.exit_code != 0) {
+      std::string line = r.LastErrorLine();
+      const std::string prefix = "gnn-train: error: ";
+      if (line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
+      problems->push_back("trainer command (" + word + "): " + line);
+    }
+    return;  // one machine's check says it for all
+  }
+}
+
 // Every machine this launcher starts: local ones here, remote ones over ssh
 // in parallel (their problems follow the local ones, in machine order).
 void CheckMachines(const LaunchOptions& o, const LaunchInputs& in,
@@ -279,7 +382,7 @@ void CheckMachines(const LaunchOptions& o, const LaunchInputs& in,
     }
     if (!p.local) {
       remote_checks.emplace_back(
-          [&, m, who] { remote_problems[m] = CheckRemoteMachine(o, plans[m], word, m, who); });
+          [&, m, who] { remote_problems[m] = CheckRemoteMachine(o, in, plans[m], word, m, who); });
       continue;
     }
     any_local = true;
@@ -288,6 +391,7 @@ void CheckMachines(const LaunchOptions& o, const LaunchInputs& in,
   for (auto& t : remote_checks) t.join();
   for (const auto& rp : remote_problems) problems->insert(problems->end(), rp.begin(), rp.end());
   if (any_local) CheckLocalBinaries(o, plans, word, problems);
+  if (any_local && problems->empty()) CheckTrainerFlags(o, in, plans, problems);
 }
 
 }  // namespace

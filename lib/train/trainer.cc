@@ -151,6 +151,11 @@ PartitionConfig LoadCheckedConfig(const TrainOptions& o) {
 
 }  // namespace
 
+void CheckTrain(const TrainOptions& o) {
+  o.Validate();
+  LoadCheckedConfig(o);
+}
+
 json RunTrain(const TrainOptions& o) {
   o.Validate();
   const PartitionConfig config = LoadCheckedConfig(o);

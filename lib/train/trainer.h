@@ -128,5 +128,9 @@ int CoreShare(const TrainOptions& o);
 // final write still fails, the summary carries "output_error" (the error's
 // line) and the caller reports it after the summary.
 nlohmann::json RunTrain(const TrainOptions& options);
+// What RunTrain checks before any work: the options, and the partition
+// config against them (--check_only; gnn-launch runs it before it starts
+// anything). Throws ConfigError / DataError naming the flag or file.
+void CheckTrain(const TrainOptions& options);
 
 }  // namespace gnn

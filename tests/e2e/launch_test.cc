@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -82,8 +83,12 @@ TEST_CASE("gnn-launch runs 2 machines on loopback to a JSON summary and leaves n
 
 TEST_CASE("gnn-launch stops the job and names the trainer that fails", "[e2e]") {
   Setup s("fail");
+  // Flags that check out (gnn-launch checks them first) and a checkpoint
+  // rank 0 cannot read: trainer 0 fails after the job started.
+  std::filesystem::create_directories(s.dir / "ck");
+  std::ofstream(s.dir / "ck/checkpoint.pt") << "not a checkpoint";
   auto t0 = Clock::now();
-  ChildProcess launcher(s.Args(s.Train("--num_epochs 2 --num_layers 2 --fan_out 1,2,3")),
+  ChildProcess launcher(s.Args(s.Train("--num_epochs 2 --checkpoint_dir ck --resume")),
                         s.dir / "launcher");
   auto code = launcher.Wait(std::chrono::seconds(30));
   REQUIRE(code.has_value());
@@ -215,6 +220,30 @@ TEST_CASE("gnn-launch reports every problem of bad input, one line each, and sta
     CHECK(errors(r) == 3);
     CHECK(r.err.find("no/such.json") != std::string::npos);
     CHECK(r.err.find("/nonexistent/gnn-train") != std::string::npos);
+  }
+  SECTION("a typo in the trainer's flags is said before any server starts") {
+    auto r = test::RunProcess(s.Args(s.Train("--num_epoch 2")), 60);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(errors(r) == 1);
+    CHECK(r.err.find("trainer command") != std::string::npos);
+    CHECK(r.err.find("unknown flag --num_epoch (did you mean --num_epochs?)") !=
+          std::string::npos);
+  }
+  SECTION("a machine's partition folder missing, another's file truncated: one line each") {
+    const std::string folder = (std::filesystem::path(s.config).parent_path() / "part1").string();
+    std::filesystem::rename(folder, folder + ".gone");
+    const std::string feat =
+        (std::filesystem::path(s.config).parent_path() / "part0" / "feat.npy").string();
+    const auto size = std::filesystem::file_size(feat);
+    std::filesystem::resize_file(feat, size - 100);
+    auto r = test::RunProcess(s.Args(s.Train("")), 60);
+    INFO(r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(errors(r) == 2);
+    CHECK(r.err.find("partition 1 folder " + folder + " not found") != std::string::npos);
+    CHECK(r.err.find("feat.npy has " + std::to_string(size - 100) + " bytes, not " +
+                     std::to_string(size)) != std::string::npos);
   }
   SECTION("busy server port, named with its holder") {
     int fd = ListenOn(s.ports[1]);

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -118,7 +119,11 @@ TEST_CASE(
 
 TEST_CASE("gnn-launch does not restart a job whose trainer has a configuration error", "[e2e]") {
   Setup s("norestart");
-  ChildProcess launcher(s.Args(s.Train("--num_epochs 2 --num_layers 2 --fan_out 1,2,3"),
+  // A checkpoint rank 0 cannot read: a data error after the job started
+  // (flag errors never start it: gnn-launch checks the flags first).
+  std::filesystem::create_directories(s.dir / "ck");
+  std::ofstream(s.dir / "ck/checkpoint.pt") << "not a checkpoint";
+  ChildProcess launcher(s.Args(s.Train("--num_epochs 2 --checkpoint_dir ck --resume"),
                                {"--max_restarts", "3", "--restart_backoff_s", "0"}),
                         s.dir / "launcher");
   auto code = launcher.Wait(std::chrono::seconds(60));
