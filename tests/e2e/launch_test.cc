@@ -227,8 +227,7 @@ TEST_CASE("gnn-launch reports every problem of bad input, one line each, and sta
     CHECK(r.exit_code == 2);
     CHECK(errors(r) == 1);
     CHECK(r.err.find("trainer command") != std::string::npos);
-    CHECK(r.err.find("unknown flag --num_epoch (did you mean --num_epochs?)") !=
-          std::string::npos);
+    CHECK(r.err.find("unknown flag --num_epoch (did you mean --num_epochs?)") != std::string::npos);
   }
   SECTION("a machine's partition folder missing, another's file truncated: one line each") {
     const std::string folder = (std::filesystem::path(s.config).parent_path() / "part1").string();
