@@ -53,9 +53,13 @@ uint64_t AlignUp(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 std::string RowCacheName(const std::string& graph_name, const std::string& config_sha256,
                          const std::string& job_id, int machine) {
-  std::string name = JobShmName(graph_name, config_sha256, job_id, machine);
-  const size_t at = name.rfind("-p");
-  return name.substr(0, at) + "-c" + name.substr(at + 2);
+  return RowCacheNameOf(JobShmName(graph_name, config_sha256, job_id, machine));
+}
+
+std::string RowCacheNameOf(const std::string& partition_segment) {
+  const size_t at = partition_segment.rfind("-p");
+  if (at == std::string::npos) return "";
+  return partition_segment.substr(0, at) + "-c" + partition_segment.substr(at + 2);
 }
 
 std::unique_ptr<ShmRowCache> ShmRowCache::Open(const RowCacheKey& key, const Choose& choose,

@@ -42,9 +42,12 @@ struct RowCacheKey {
 };
 
 // The cache segment of machine `machine` in job `job_id`: JobShmName's
-// partition segment name with "-c" instead of "-p".
+// partition segment name with "-c" instead of "-p" (RowCacheNameOf).
 std::string RowCacheName(const std::string& graph_name, const std::string& config_sha256,
                          const std::string& job_id, int machine);
+// The cache segment that goes with partition segment `partition_segment`
+// ("/gnn-...-p<m>" -> "/gnn-...-c<m>"); "" for a name without "-p".
+std::string RowCacheNameOf(const std::string& partition_segment);
 
 // A mapped cache. Not copyable; immutable once open, so any number of
 // threads may read it.

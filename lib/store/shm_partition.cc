@@ -24,6 +24,7 @@
 #include "common/sha256.h"
 #include "common/timer.h"
 #include "partition/local_partition.h"
+#include "store/row_cache.h"
 #include "store/shm_segment.h"
 
 namespace gnn {
@@ -577,11 +578,8 @@ ShmPartition::~ShmPartition() {
     // this partition too, so when the partition's last holder leaves, the
     // cache has none left either (unless all of them were killed, leaving
     // it to us): it goes with the partition.
-    const size_t at = name_.rfind("-p");
-    if (at != std::string::npos) {
-      shm::RemoveWhenFree(name_.substr(0, at) + "-c" + name_.substr(at + 2),
-                          std::chrono::milliseconds(0));
-    }
+    const std::string cache = RowCacheNameOf(name_);
+    if (!cache.empty()) shm::RemoveWhenFree(cache, std::chrono::milliseconds(0));
   }
 }
 

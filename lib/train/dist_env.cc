@@ -433,64 +433,70 @@ class DistEnv : public TrainEnv {
   std::vector<std::vector<int64_t>> RowsReadFromOthers(int64_t lo, int64_t hi) {
     std::vector<int64_t> outside;
     const int64_t batch = std::max<int64_t>(1, o_.batch_size_eval);
+    std::vector<int64_t> dst, ptr, idx;
     for (int64_t start = lo; start < hi; start += batch) {
-      std::vector<int64_t> dst;
+      dst.clear();
       for (int64_t v = start; v < std::min(hi, start + batch); ++v) dst.push_back(v);
-      std::vector<int64_t> ptr, idx;
       graph_->SampleNeighbors(dst, -1, false, 0, &ptr, &idx);
       for (int64_t u : idx) {
         if (u < lo || u >= hi) outside.push_back(u);
       }
-      std::sort(outside.begin(), outside.end());
-      outside.erase(std::unique(outside.begin(), outside.end()), outside.end());
     }
+    std::sort(outside.begin(), outside.end());
+    outside.erase(std::unique(outside.begin(), outside.end()), outside.end());
     std::vector<std::vector<int64_t>> by_rank(world_);
     for (int64_t u : outside) by_rank[RangeRank(u)].push_back(u);
     return by_rank;
   }
 
+  // A rank's request, as ExchangeWantedRows encodes it (per rank: a count,
+  // then the ids): the ids it reads of each rank's range.
+  std::vector<std::vector<int64_t>> DecodeRowRequest(const std::string& a) const {
+    std::vector<std::vector<int64_t>> ids(world_);
+    size_t at = 0;
+    for (int r = 0; r < world_; ++r) {
+      int64_t k = 0;
+      if (at + sizeof(k) > a.size()) throw PeerError("inference: a malformed row request");
+      std::memcpy(&k, a.data() + at, sizeof(k));
+      at += sizeof(k);
+      if (k < 0 || static_cast<uint64_t>(k) > (a.size() - at) / sizeof(int64_t)) {
+        throw PeerError("inference: a malformed row request");
+      }
+      ids[r].resize(static_cast<size_t>(k));
+      std::memcpy(ids[r].data(), a.data() + at, static_cast<size_t>(k) * sizeof(int64_t));
+      at += static_cast<size_t>(k) * sizeof(int64_t);
+    }
+    return ids;
+  }
+
   // This range's rows of a layer -> a [N, cols] tensor holding them and the
-  // rows of other ranges this rank reads (`wanted`, per rank): each rank
-  // says what it reads from whom, then answers what others read from it.
+  // rows of other ranges this rank reads (`wanted`, per rank): every rank
+  // says what it reads of whom, then answers, in asking-rank order, what
+  // the others read of it.
   torch::Tensor ExchangeWantedRows(const torch::Tensor& rows, int64_t lo,
                                    const std::vector<std::vector<int64_t>>& wanted) {
-    // Asks: per asked rank, a count then the ids.
     std::string ask;
-    auto put = [](std::string* s, const void* p, size_t bytes) {
-      s->append(static_cast<const char*>(p), bytes);
-    };
     for (const auto& ids : wanted) {
       const int64_t k = static_cast<int64_t>(ids.size());
-      put(&ask, &k, sizeof(k));
-      put(&ask, ids.data(), ids.size() * sizeof(int64_t));
+      ask.append(reinterpret_cast<const char*>(&k), sizeof(k));
+      ask.append(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int64_t));
     }
-    const std::vector<std::string> asks = collective_->AllgatherBytes(ask);
+    std::vector<std::vector<std::vector<int64_t>>> asked;  // [asking rank][asked rank]
+    for (const std::string& a : collective_->AllgatherBytes(ask)) {
+      asked.push_back(DecodeRowRequest(a));
+    }
     const torch::Tensor mine = rows.contiguous();
     const int64_t cols = mine.size(1);
     const size_t row_bytes = static_cast<size_t>(cols) * sizeof(float);
-    // Answers: per asking rank, the rows it asked of this one, in its order.
+    const char* my_rows = static_cast<const char*>(mine.data_ptr());
     std::string answer;
     for (int q = 0; q < world_; ++q) {
-      const std::string& a = asks[q];
-      size_t at = 0;
-      for (int r = 0; r < world_; ++r) {
-        int64_t k = 0;
-        if (at + sizeof(k) > a.size()) throw PeerError("inference: a malformed row request");
-        std::memcpy(&k, a.data() + at, sizeof(k));
-        at += sizeof(k);
-        if (k < 0 || at + static_cast<size_t>(k) * sizeof(int64_t) > a.size()) {
-          throw PeerError("inference: a malformed row request");
+      if (q == rank_) continue;
+      for (int64_t id : asked[q][rank_]) {
+        if (id < lo || id - lo >= mine.size(0)) {
+          throw PeerError("inference: a row request outside this rank's range");
         }
-        if (r == rank_ && q != rank_) {
-          const int64_t* ids = reinterpret_cast<const int64_t*>(a.data() + at);
-          for (int64_t j = 0; j < k; ++j) {
-            const int64_t row = ids[j] - lo;
-            if (row < 0 || row >= mine.size(0))
-              throw PeerError("inference: a row request outside this range");
-            put(&answer, static_cast<const char*>(mine.data_ptr()) + row * row_bytes, row_bytes);
-          }
-        }
-        at += static_cast<size_t>(k) * sizeof(int64_t);
+        answer.append(my_rows + (id - lo) * row_bytes, row_bytes);
       }
     }
     const std::vector<std::string> answers = collective_->AllgatherBytes(answer);
@@ -499,24 +505,16 @@ class DistEnv : public TrainEnv {
     char* base = static_cast<char*>(all.data_ptr());
     for (int r = 0; r < world_; ++r) {
       if (r == rank_ || wanted[r].empty()) continue;
-      // Rank r's answer holds, in asking rank order, what each asked of it.
-      const std::string& a = answers[r];
-      size_t at = 0;
+      size_t at = 0;  // rank r answered the ranks before this one first
       for (int q = 0; q < rank_; ++q) {
-        const std::string& qa = asks[q];
-        size_t p = 0;
-        for (int t = 0; t < world_; ++t) {
-          int64_t k = 0;
-          std::memcpy(&k, qa.data() + p, sizeof(k));
-          p += sizeof(k) + static_cast<size_t>(k) * sizeof(int64_t);
-          if (t == r && q != r) at += static_cast<size_t>(k) * row_bytes;
-        }
+        if (q != r) at += asked[q][r].size() * row_bytes;
       }
-      if (at + wanted[r].size() * row_bytes > a.size()) {
+      if (at + wanted[r].size() * row_bytes > answers[r].size()) {
         throw PeerError("inference: rank " + std::to_string(r) + " answered too few rows");
       }
       for (size_t j = 0; j < wanted[r].size(); ++j) {
-        std::memcpy(base + wanted[r][j] * row_bytes, a.data() + at + j * row_bytes, row_bytes);
+        std::memcpy(base + wanted[r][j] * row_bytes, answers[r].data() + at + j * row_bytes,
+                    row_bytes);
       }
     }
     return all;

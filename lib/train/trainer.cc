@@ -42,6 +42,7 @@ void TrainOptions::Validate() const {
   if (eval_every < 0) throw ConfigError("--eval_every must be >= 0 (0 = no evaluation)");
   if (num_workers < 0) throw ConfigError("--num_workers must be >= 0");
   if (prefetch < 1) throw ConfigError("--prefetch must be >= 1");
+  if (cache_mb < -1) throw ConfigError("--cache_mb must be >= 0, or -1 (5% of the feature bytes)");
   if (model != "graphsage" && model != "rgcn") {
     throw ConfigError("--model must be graphsage or rgcn, got '" + model + "'");
   }

@@ -614,19 +614,24 @@ TEST_CASE("row cache: a failed or killed builder leaves nothing, the next opener
   CHECK_FALSE(LockExists(name));
 
   // A builder SIGKILLed halfway: its lock goes with it, and a waiter builds.
+  // A child that starts building cache `n` and hangs in its fill, having
+  // said so on `pipe`.
+  auto stuck_builder = [](const std::string& n, const Pipe& pipe) {
+    return std::make_unique<Child>([&n, &pipe] {
+      auto hang = [&](const std::vector<int64_t>&, float*) {
+        pipe.Send("b");
+        for (;;) pause();
+      };
+      ShmRowCache::Open(CacheKey(n), CacheIds, hang, 20000ms);
+      return 0;
+    });
+  };
   Pipe building;
-  Child builder([&] {
-    auto hang = [&](const std::vector<int64_t>&, float*) {
-      building.Send("b");
-      for (;;) pause();
-    };
-    ShmRowCache::Open(CacheKey(name), CacheIds, hang, 20000ms);
-    return 0;
-  });
+  auto builder = stuck_builder(name, building);
   REQUIRE(building.Receive(20000ms) == "b");
   std::unique_ptr<ShmRowCache> c;
   std::thread waiter([&] { c = ShmRowCache::Open(CacheKey(name), CacheIds, FillRows, 20000ms); });
-  builder.Kill();  // the waiter was waiting for it
+  builder->Kill();  // the waiter was waiting for it
   waiter.join();
   REQUIRE(c);
   CHECK(c->is_builder());
@@ -635,15 +640,8 @@ TEST_CASE("row cache: a failed or killed builder leaves nothing, the next opener
   const std::string slow = UniqueName("cacheslow");
   ShmGuard slow_guard{slow};
   Pipe holding;
-  Child holder([&] {
-    auto hang = [&](const std::vector<int64_t>&, float*) {
-      holding.Send("h");
-      for (;;) pause();
-    };
-    ShmRowCache::Open(CacheKey(slow), CacheIds, hang, 20000ms);
-    return 0;
-  });
-  REQUIRE(holding.Receive(20000ms) == "h");
+  auto holder = stuck_builder(slow, holding);
+  REQUIRE(holding.Receive(20000ms) == "b");
   CHECK_THROWS_WITH(ShmRowCache::Open(CacheKey(slow), CacheIds, FillRows, 200ms),
                     Catch::Contains("timed out") && Catch::Contains(slow));
 }
