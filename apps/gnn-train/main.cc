@@ -74,8 +74,21 @@ int main(int argc, char** argv) {
       "--remove_edge", o.remove_edge,
       "--task link: keep a batch's edges (and reverses) out of its sampled neighbourhoods");
   bool quiet = false;
-  app.add_option("--model", o.model, "graphsage, or rgcn for heterogeneous graphs")
+  app.add_option("--model", o.model,
+                 "graphsage, gat or gcn (DGL's SAGEConv, GATConv, GraphConv), or rgcn for "
+                 "heterogeneous graphs")
       ->capture_default_str();
+  app.add_option("--num_heads", o.num_heads,
+                 "gat: attention heads of the hidden layers (concatenated; they must divide "
+                 "--num_hidden)")
+      ->capture_default_str();
+  app.add_option("--num_out_heads", o.num_out_heads, "gat: heads of the last layer (averaged)")
+      ->capture_default_str();
+  app.add_option("--attn_drop", o.attn_drop, "gat: dropout on the attention")
+      ->capture_default_str();
+  app.add_option("--negative_slope", o.negative_slope, "gat: LeakyReLU slope of the attention")
+      ->capture_default_str();
+  app.add_flag("--residual", o.residual, "gat: residual connections");
   app.add_option("--num_bases", o.num_bases, "rgcn: bases of the relation weights (<= 0: none)")
       ->capture_default_str();
   bool no_self_loop = false;

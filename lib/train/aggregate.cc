@@ -17,13 +17,14 @@ torch::Tensor View(const std::vector<int64_t>& v) {
 }
 
 // out[r, :] = scale_r * sum over j in [ptr[r], ptr[r+1]) of w_j * x[idx[j], :]
-// where scale_r = 1/(row length) when `mean` (0 for an empty row) and 1
-// otherwise, and w_j = col_weight[idx[j]] when given, else 1. x rows are
+// where scale_r = 1/(row length) when `mean` (0 for an empty row), else
+// row_scale[r] when given, else 1, and w_j = col_weight[idx[j]] when
+// given, else 1. x rows are
 // `x_stride` apart; out is dense [rows, d]. Row ranges are split so that
 // every task gets about the same number of edges (degrees are skewed).
 template <typename T>
 void CsrRowSum(const int64_t* ptr, const int64_t* idx, int64_t rows, const T* x, int64_t x_stride,
-               int64_t d, bool mean, const T* col_weight, T* out) {
+               int64_t d, bool mean, const T* col_weight, const T* row_scale, T* out) {
   const int64_t edges = ptr[rows];
   const int64_t tasks = std::max<int64_t>(1, std::min<int64_t>(rows, 4 * at::get_num_threads()));
   // Work of a row ~ its edges plus the write of its output row.
@@ -73,6 +74,9 @@ void CsrRowSum(const int64_t* ptr, const int64_t* idx, int64_t rows, const T* x,
         if (mean && e1 > e0) {
           const T s = T(1) / static_cast<T>(e1 - e0);
           for (int64_t k = 0; k < d; ++k) o[k] *= s;
+        } else if (row_scale != nullptr) {
+          const T s = row_scale[r];
+          for (int64_t k = 0; k < d; ++k) o[k] *= s;
         }
       }
     }
@@ -94,7 +98,7 @@ class MeanAggregateFn : public torch::autograd::Function<MeanAggregateFn> {
     torch::Tensor out = torch::empty({num_dst, d}, h.options());
     AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "MeanAggregate", [&] {
       CsrRowSum<scalar_t>(indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(), num_dst,
-                          x.data_ptr<scalar_t>(), x.stride(0), d, /*mean=*/true, nullptr,
+                          x.data_ptr<scalar_t>(), x.stride(0), d, /*mean=*/true, nullptr, nullptr,
                           out.data_ptr<scalar_t>());
     });
     ctx->save_for_backward({indptr, t_indptr, t_indices});
@@ -122,11 +126,78 @@ class MeanAggregateFn : public torch::autograd::Function<MeanAggregateFn> {
     AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "MeanAggregateBackward", [&] {
       CsrRowSum<scalar_t>(t_indptr.data_ptr<int64_t>(), t_indices.data_ptr<int64_t>(), num_src,
                           g.data_ptr<scalar_t>(), d, d, /*mean=*/false,
-                          inv_deg.data_ptr<scalar_t>(), grad_h.data_ptr<scalar_t>());
+                          inv_deg.data_ptr<scalar_t>(), nullptr, grad_h.data_ptr<scalar_t>());
     });
     return {grad_h, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
+
+// out[i] = dst_w[i] * sum over i's in-edges of src_w[s] * h[s]; backward
+// over the transpose: grad_h[s] = src_w[s] * sum over s's out-edges of
+// dst_w[i] * g[i]. The weights are constants (degrees), not learnt.
+class WeightedAggregateFn : public torch::autograd::Function<WeightedAggregateFn> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h,
+                               const torch::Tensor& src_w, const torch::Tensor& dst_w,
+                               const torch::Tensor& indptr, const torch::Tensor& indices,
+                               const torch::Tensor& t_indptr, const torch::Tensor& t_indices) {
+    const int64_t num_dst = indptr.size(0) - 1, d = h.size(1);
+    torch::Tensor x = RowMajor(h);
+    torch::Tensor out = torch::empty({num_dst, d}, h.options());
+    AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "WeightedAggregate", [&] {
+      CsrRowSum<scalar_t>(indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(), num_dst,
+                          x.data_ptr<scalar_t>(), x.stride(0), d, /*mean=*/false,
+                          src_w.data_ptr<scalar_t>(), dst_w.data_ptr<scalar_t>(),
+                          out.data_ptr<scalar_t>());
+    });
+    ctx->save_for_backward({src_w, dst_w, t_indptr, t_indices});
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const torch::Tensor &src_w = saved[0], &dst_w = saved[1];
+    const torch::Tensor &t_indptr = saved[2], &t_indices = saved[3];
+    if (t_indptr.numel() == 0) {
+      throw Error("WeightedAggregate: gradient needed but the block has no transpose");
+    }
+    torch::Tensor g = grads[0].contiguous();
+    const int64_t num_src = src_w.size(0), d = g.size(1);
+    torch::Tensor grad_h = torch::empty({num_src, d}, g.options());
+    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "WeightedAggregateBackward", [&] {
+      CsrRowSum<scalar_t>(t_indptr.data_ptr<int64_t>(), t_indices.data_ptr<int64_t>(), num_src,
+                          g.data_ptr<scalar_t>(), d, d, /*mean=*/false, dst_w.data_ptr<scalar_t>(),
+                          src_w.data_ptr<scalar_t>(), grad_h.data_ptr<scalar_t>());
+    });
+    return {grad_h,          torch::Tensor(), torch::Tensor(), torch::Tensor(),
+            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+// The block's transpose when it has none and `h` will need a gradient;
+// "none" (empty tensors: autograd inputs must be defined) otherwise.
+void TransposeFor(const BlockTensors& block, const torch::Tensor& h, torch::Tensor* t_indptr,
+                  torch::Tensor* t_indices) {
+  *t_indptr = block.t_indptr;
+  *t_indices = block.t_indices;
+  if (t_indptr->defined()) return;
+  if (torch::GradMode::is_enabled() && h.requires_grad()) {
+    *t_indptr = torch::empty({block.num_src + 1}, torch::kInt64);
+    *t_indices = torch::empty({block.indices.numel()}, torch::kInt64);
+    TransposeCsr(block.indptr.data_ptr<int64_t>(), block.indices.data_ptr<int64_t>(), block.num_dst,
+                 block.num_src, t_indptr->data_ptr<int64_t>(), t_indices->data_ptr<int64_t>());
+  } else {
+    *t_indptr = *t_indices = torch::empty({0}, torch::kInt64);
+  }
+}
+
+void CheckRows(const char* op, const BlockTensors& block, const torch::Tensor& h) {
+  if (h.dim() != 2 || h.size(0) != block.num_src) {
+    throw Error(std::string(op) + ": input has " + std::to_string(h.dim() ? h.size(0) : 0) +
+                " rows, the block has " + std::to_string(block.num_src) + " sources");
+  }
+}
 
 }  // namespace
 
@@ -144,24 +215,33 @@ BlockTensors ToTensors(const Block& block) {
 }
 
 torch::Tensor MeanAggregate(const BlockTensors& block, const torch::Tensor& h) {
-  if (h.dim() != 2 || h.size(0) != block.num_src) {
-    throw Error("MeanAggregate: input has " + std::to_string(h.dim() ? h.size(0) : 0) +
-                " rows, the block has " + std::to_string(block.num_src) + " sources");
-  }
-  torch::Tensor t_indptr = block.t_indptr, t_indices = block.t_indices;
-  if (!t_indptr.defined()) {
-    if (torch::GradMode::is_enabled() && h.requires_grad()) {
-      t_indptr = torch::empty({block.num_src + 1}, torch::kInt64);
-      t_indices = torch::empty({block.indices.numel()}, torch::kInt64);
-      TransposeCsr(block.indptr.data_ptr<int64_t>(), block.indices.data_ptr<int64_t>(),
-                   block.num_dst, block.num_src, t_indptr.data_ptr<int64_t>(),
-                   t_indices.data_ptr<int64_t>());
-    } else {
-      // autograd inputs must be defined tensors: "no transpose" is empty.
-      t_indptr = t_indices = torch::empty({0}, torch::kInt64);
-    }
-  }
+  CheckRows("MeanAggregate", block, h);
+  torch::Tensor t_indptr, t_indices;
+  TransposeFor(block, h, &t_indptr, &t_indices);
   return MeanAggregateFn::apply(h, block.indptr, block.indices, t_indptr, t_indices);
+}
+
+torch::Tensor WeightedAggregate(const BlockTensors& block, const torch::Tensor& h,
+                                const torch::Tensor& src_w, const torch::Tensor& dst_w) {
+  CheckRows("WeightedAggregate", block, h);
+  if (src_w.numel() != block.num_src || dst_w.numel() != block.num_dst) {
+    throw Error("WeightedAggregate: weights for " + std::to_string(src_w.numel()) +
+                " sources and " + std::to_string(dst_w.numel()) + " destinations, the block has " +
+                std::to_string(block.num_src) + " and " + std::to_string(block.num_dst));
+  }
+  torch::Tensor t_indptr, t_indices;
+  TransposeFor(block, h, &t_indptr, &t_indices);
+  return WeightedAggregateFn::apply(h, src_w.to(h.scalar_type()).contiguous(),
+                                    dst_w.to(h.scalar_type()).contiguous(), block.indptr,
+                                    block.indices, t_indptr, t_indices);
+}
+
+torch::Tensor SourceOutDegrees(const BlockTensors& block) {
+  return torch::bincount(block.indices, {}, block.num_src);
+}
+
+torch::Tensor DestinationInDegrees(const BlockTensors& block) {
+  return block.indptr.slice(0, 1) - block.indptr.slice(0, 0, block.num_dst);
 }
 
 }  // namespace gnn

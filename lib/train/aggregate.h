@@ -38,4 +38,16 @@ BlockTensors ToTensors(const Block& block);
 // intra-op threads.
 torch::Tensor MeanAggregate(const BlockTensors& block, const torch::Tensor& h);
 
+// out[i, :] = dst_w[i] * sum over i's in-edges of src_w[s] * h[s, :]: GCN's
+// normalized sum (DGL's GraphConv) in one pass per destination, backward
+// over the transpose like MeanAggregate. src_w [num_src], dst_w [num_dst]
+// are constants (no gradient). Differentiable in h.
+torch::Tensor WeightedAggregate(const BlockTensors& block, const torch::Tensor& h,
+                                const torch::Tensor& src_w, const torch::Tensor& dst_w);
+
+// In-block degrees (int64): each source's out-edges, each destination's
+// in-edges (DGL's block.out_degrees() / block.in_degrees()).
+torch::Tensor SourceOutDegrees(const BlockTensors& block);
+torch::Tensor DestinationInDegrees(const BlockTensors& block);
+
 }  // namespace gnn

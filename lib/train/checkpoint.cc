@@ -55,8 +55,11 @@ std::string ParamChecksum(torch::nn::Module& model) {
 
 std::string ModelSignature(const TrainOptions& o, const PartitionConfig& c, const Task& task) {
   std::ostringstream s;
-  s << "graphsage graph=" << c.graph_name << " in=" << c.feature_dim << " hidden=" << o.num_hidden
+  s << o.model << " graph=" << c.graph_name << " in=" << c.feature_dim << " hidden=" << o.num_hidden
     << " classes=" << c.num_classes << " layers=" << o.num_layers << task.Signature();
+  if (o.model == "gat") {
+    s << " heads=" << o.num_heads << " out_heads=" << o.num_out_heads << " residual=" << o.residual;
+  }
   return s.str();
 }
 

@@ -206,7 +206,7 @@ TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddres
   g.graph.keys = g.keys;
   g.graph.timeout = o.request_timeout;
   g.graph.attach_timeout = o.request_timeout;
-  g.graph.aggregate_at_owner = o.aggregate_at_owner;
+  g.graph.aggregate_at_owner = o.AggregatesAtOwner();
   g.graph.wire_format = net::ParseRowFormat(o.wire_dtype, "--wire_dtype");
   g.graph.cache_bytes = o.cache_mb < 0 ? -1 : o.cache_mb << 20;
   if (!o.Rgcn()) g.graph.cache_fanouts = o.Fanouts();

@@ -238,7 +238,7 @@ class DistEnv : public TrainEnv {
         launch.timeout = o.request_timeout;
         launch.secret_file = o.secret_file;
         launch.insecure = o.insecure;
-        launch.aggregate_at_owner = o.aggregate_at_owner;
+        launch.aggregate_at_owner = o.AggregatesAtOwner();
         launch.wire_dtype = o.wire_dtype;
         launch.cache_mb = o.cache_mb;
         launch.cache_fan_out = o.fan_out;
@@ -359,14 +359,14 @@ class DistEnv : public TrainEnv {
     return mb;
   }
 
-  int64_t AllreduceGrads(GraphSage& model) override {
-    return collective_->AllreduceMeanGrads(model->parameters());
+  int64_t AllreduceGrads(NodeModel& model) override {
+    return collective_->AllreduceMeanGrads(model.parameters());
   }
 
-  void SyncParams(GraphSage& model) override {
+  void SyncParams(NodeModel& model) override {
     torch::NoGradGuard no_grad;
     std::vector<torch::Tensor> ps;
-    for (auto& p : model->parameters()) ps.push_back(p.detach());
+    for (auto& p : model.parameters()) ps.push_back(p.detach());
     collective_->Broadcast(ps);
   }
 
@@ -380,7 +380,7 @@ class DistEnv : public TrainEnv {
   // other ranges: few with METIS parts, where the whole layer used to be
   // all-gathered). The last layer is gathered whole when `gather_last`;
   // otherwise each rank returns its own slice.
-  torch::Tensor Infer(GraphSage& model, bool gather_last) {
+  torch::Tensor Infer(NodeModel& model, bool gather_last) {
     const int64_t n = config_.num_nodes;
     const int64_t lo = n * rank_ / world_, hi = n * (rank_ + 1) / world_;
     InferenceSource source;
@@ -395,7 +395,7 @@ class DistEnv : public TrainEnv {
                               torch::kFloat32)
           .clone();
     };
-    if (o_.aggregate_at_owner) {
+    if (o_.AggregatesAtOwner()) {
       // Layer 0 at the owners: two rows per destination instead of the
       // neighbour lists and every neighbour's row.
       source.input_means = [&](const std::vector<int64_t>& dst) {
@@ -408,7 +408,7 @@ class DistEnv : public TrainEnv {
       };
     }
     std::optional<std::vector<std::vector<int64_t>>> wanted;  // per rank: ids of its range we read
-    int layers_left = model->num_layers();
+    int layers_left = model.num_layers();
     source.exchange = [&](const torch::Tensor& rows) {
       if (--layers_left == 0) return collective_->AllgatherRows(rows);  // gather_last
       if (!wanted) wanted = RowsReadFromOthers(lo, hi);
@@ -520,7 +520,7 @@ class DistEnv : public TrainEnv {
     return all;
   }
 
-  torch::Tensor AllNodeOutputs(GraphSage& model) override { return Infer(model, true); }
+  torch::Tensor AllNodeOutputs(NodeModel& model) override { return Infer(model, true); }
 
   const LabeledSplits& Labeled() override {
     if (!labeled_ready_) {
@@ -544,7 +544,7 @@ class DistEnv : public TrainEnv {
     return collective_->AllgatherRows(rows);
   }
 
-  std::pair<double, double> Evaluate(GraphSage& model) override {
+  std::pair<double, double> Evaluate(NodeModel& model) override {
     torch::Tensor h = Infer(model, false);
     // Predictions of every node (each rank's argmax slice, gathered), then
     // each rank scores its share of valid/test nodes and the counts are summed.
@@ -571,7 +571,7 @@ class DistEnv : public TrainEnv {
   // (machines 0..P-1 serve partitions 0..P-1 in order, and partitions own
   // consecutive id ranges, so the gathered ids line up with the rows of
   // AllNodeOutputs).
-  torch::Tensor Embeddings(GraphSage& model) override {
+  torch::Tensor Embeddings(NodeModel& model) override {
     torch::Tensor emb = Infer(model, true);
     CscView local;
     torch::Tensor ids = torch::empty({0, 1}, torch::kFloat64);

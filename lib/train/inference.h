@@ -12,7 +12,7 @@
 #include <functional>
 #include <vector>
 
-#include "train/sage.h"
+#include "train/node_model.h"
 
 namespace gnn {
 
@@ -37,7 +37,7 @@ struct InferenceSource {
 // Outputs of the model's last layer for nodes [lo, hi) (rows in id order);
 // with `exchange_last`, the last layer is exchanged too (every node's rows).
 // Runs under NoGradGuard in eval mode, and leaves the model in train mode.
-torch::Tensor LayerwiseInference(GraphSage& model, const InferenceSource& source, int64_t lo,
+torch::Tensor LayerwiseInference(NodeModel& model, const InferenceSource& source, int64_t lo,
                                  int64_t hi, int64_t batch_size, bool exchange_last);
 
 }  // namespace gnn

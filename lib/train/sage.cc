@@ -75,21 +75,9 @@ torch::Tensor GraphSageImpl::ForwardLayer(int l, const BlockTensors& block,
   return Activate(l, layers_[l]->as<SAGEConvImpl>()->forward(block, h));
 }
 
-torch::Tensor GraphSageImpl::forward(const std::vector<BlockTensors>& blocks, torch::Tensor x) {
-  for (int l = 0; l < num_layers(); ++l) x = ForwardLayer(l, blocks[l], x);
-  return x;
-}
-
 torch::Tensor GraphSageImpl::ForwardLayerFromMeans(int l, const torch::Tensor& x) {
   const int64_t n = x.size(0) / 2;
   return Activate(l, layers_[l]->as<SAGEConvImpl>()->ForwardMean(x.slice(0, 0, n), x.slice(0, n)));
-}
-
-torch::Tensor GraphSageImpl::ForwardFromMeans(const std::vector<BlockTensors>& blocks,
-                                              const torch::Tensor& x) {
-  torch::Tensor h = ForwardLayerFromMeans(0, x);
-  for (int l = 1; l < num_layers(); ++l) h = ForwardLayer(l, blocks[l], h);
-  return h;
 }
 
 }  // namespace gnn

@@ -11,6 +11,7 @@
 
 #include "sampling/block.h"
 #include "train/aggregate.h"
+#include "train/node_model.h"
 
 namespace gnn {
 
@@ -36,22 +37,26 @@ class SAGEConvImpl : public torch::nn::Module {
 };
 TORCH_MODULE(SAGEConv);
 
-class GraphSageImpl : public torch::nn::Module {
+class GraphSageImpl : public NodeModel {
  public:
   GraphSageImpl(int64_t in, int64_t hidden, int64_t classes, int num_layers, double dropout);
   // One block per layer, input -> output; x: [blocks[0].num_src, in].
-  torch::Tensor forward(const std::vector<BlockTensors>& blocks, torch::Tensor x);
-  // The same when layer 0's input is [2 * blocks[0].num_dst, in]: the
-  // destinations' rows, then their neighbours' means (MiniBatch::input_means).
-  torch::Tensor ForwardFromMeans(const std::vector<BlockTensors>& blocks, const torch::Tensor& x);
+  torch::Tensor forward(const std::vector<BlockTensors>& blocks, torch::Tensor x) {
+    return Forward(blocks, std::move(x));
+  }
   // Applies layer `l` alone (with its activation/dropout), for layer-wise
   // full-neighbour inference.
-  torch::Tensor ForwardLayer(int l, const BlockTensors& block, const torch::Tensor& h);
-  // Layer `l` alone over [2n, in]: n destinations' rows, then their
-  // neighbours' means (layer-wise inference aggregated at the owners).
-  torch::Tensor ForwardLayerFromMeans(int l, const torch::Tensor& x);
-  int num_layers() const { return static_cast<int>(layers_->size()); }
-  int64_t OutDim(int l) const { return dims_[l + 1]; }
+  torch::Tensor ForwardLayer(int l, const BlockTensors& block, const torch::Tensor& h) override;
+  // The mean is linear: layer 0 can start from the destinations' rows and
+  // their neighbours' means (MiniBatch::input_means).
+  bool TakesMeans() const override { return true; }
+  torch::Tensor ForwardLayerFromMeans(int l, const torch::Tensor& x) override;
+  int num_layers() const override { return static_cast<int>(layers_->size()); }
+  int64_t OutDim(int l) const override { return dims_[l + 1]; }
+  std::string Name() const override { return "graphsage"; }
+  nlohmann::json Describe() const override {
+    return {{"aggregator", "mean"}, {"parameter_names", "dgl.nn.SAGEConv"}};
+  }
 
  private:
   torch::Tensor Activate(int l, torch::Tensor out);

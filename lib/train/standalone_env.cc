@@ -15,7 +15,7 @@ namespace {
 
 // Layer-wise full-neighbour inference over every node of the partition:
 // neighbours and features from memory, nothing to exchange.
-torch::Tensor Inference(GraphSage& model, const LocalPartition& part, int64_t batch_size,
+torch::Tensor Inference(NodeModel& model, const LocalPartition& part, int64_t batch_size,
                         int threads) {
   CscView csc{part.indptr.data(), part.indices.data(), part.node_start, part.num_nodes};
   torch::Tensor x = torch::from_blob(const_cast<float*>(part.features.data()),
@@ -74,7 +74,7 @@ class StandaloneEnv : public TrainEnv {
     lo_.prefetch = o.prefetch;
     lo_.seed = o.seed;
     lo_.transpose = true;
-    lo_.input_means = true;
+    lo_.input_means = o.TakesMeans();
     if (o.Kind() == TaskKind::kLink) {
       // Every stored in-edge is a training edge (held-out ones were removed
       // by gnn-partition --val_edges).
@@ -102,18 +102,18 @@ class StandaloneEnv : public TrainEnv {
     loader_ =
         std::make_unique<BatchLoader>(graph_, lo_.link ? edges_ : train_, lo_, epoch, first_batch);
   }
-  torch::Tensor AllNodeOutputs(GraphSage& model) override {
+  torch::Tensor AllNodeOutputs(NodeModel& model) override {
     return Inference(model, part_, o_.batch_size_eval, o_.num_workers);
   }
   const LabeledSplits& Labeled() override { return labeled_; }
   HeldOutEdges HeldOut() override { return LoadHeldOutEdges(config_, 0, false); }
   std::optional<MiniBatch> Next() override { return loader_->Next(); }
 
-  std::pair<double, double> Evaluate(GraphSage& model) override {
+  std::pair<double, double> Evaluate(NodeModel& model) override {
     torch::Tensor logits = Inference(model, part_, o_.batch_size_eval, o_.num_workers);
     return {Accuracy(logits, part_, valid_), Accuracy(logits, part_, test_)};
   }
-  torch::Tensor Embeddings(GraphSage& model) override {
+  torch::Tensor Embeddings(NodeModel& model) override {
     torch::Tensor emb = Inference(model, part_, o_.batch_size_eval, o_.num_workers);
     // Rows in the input dataset's node order, so users can join on their ids.
     torch::Tensor order =

@@ -33,7 +33,7 @@ class NodeTask : public Task {
   double TrainAccuracy(const torch::Tensor& out, MiniBatch& mb) override {
     return out.argmax(1).eq(Labels(mb)).to(torch::kFloat64).mean().item<double>();
   }
-  std::pair<double, double> Evaluate(TrainEnv& env, GraphSage& model, int, const std::string&,
+  std::pair<double, double> Evaluate(TrainEnv& env, NodeModel& model, int, const std::string&,
                                      const RecordFn&) override {
     return env.Evaluate(model);
   }
@@ -74,7 +74,7 @@ class LinkTask : public Task {
     return right / static_cast<double>(ps.size(0) + ns.size(0));
   }
 
-  std::pair<double, double> Evaluate(TrainEnv& env, GraphSage& model, int epoch,
+  std::pair<double, double> Evaluate(TrainEnv& env, NodeModel& model, int epoch,
                                      const std::string& label, const RecordFn& record) override {
     torch::Tensor emb = env.AllNodeOutputs(model);
     std::tie(lr_val_, lr_test_) = EmbeddingLogRegAccuracy(emb, env.Labeled(), config_.num_classes);

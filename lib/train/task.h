@@ -16,7 +16,7 @@
 #include "partition/config.h"
 #include "sampling/block.h"
 #include "train/metrics.h"
-#include "train/sage.h"
+#include "train/node_model.h"
 #include "train/train_env.h"
 #include "train/trainer.h"
 
@@ -38,7 +38,7 @@ class Task {
   virtual double TrainAccuracy(const torch::Tensor& out, MiniBatch& mb) = 0;
   // Validation and test accuracy after `epoch` (1-based); every rank calls
   // it together. Tasks with more figures log and record them.
-  virtual std::pair<double, double> Evaluate(TrainEnv& env, GraphSage& model, int epoch,
+  virtual std::pair<double, double> Evaluate(TrainEnv& env, NodeModel& model, int epoch,
                                              const std::string& label, const RecordFn& record) = 0;
   // Task-specific entries of the final summary.
   virtual void Summarize(nlohmann::json* /*summary*/) const {}

@@ -14,7 +14,7 @@
 #include "partition/config.h"
 #include "partition/local_partition.h"
 #include "sampling/block.h"
-#include "train/sage.h"
+#include "train/node_model.h"
 #include "train/trainer.h"
 
 namespace gnn {
@@ -42,24 +42,24 @@ class TrainEnv {
   // with the configured timeouts; throws on sampler/server failures.
   virtual std::optional<MiniBatch> Next() = 0;
   // Averages gradients across ranks; returns bytes all-reduced (0 alone).
-  virtual int64_t AllreduceGrads(GraphSage& /*model*/) { return 0; }
+  virtual int64_t AllreduceGrads(NodeModel& /*model*/) { return 0; }
   // Makes every rank's parameters equal rank 0's.
-  virtual void SyncParams(GraphSage& /*model*/) {}
+  virtual void SyncParams(NodeModel& /*model*/) {}
   // Makes every rank's `bytes` equal rank 0's (a checkpoint read by rank 0).
   virtual void BroadcastBytes(std::string* /*bytes*/) {}
   // Validation and test accuracy over the whole graph (layer-wise
   // full-neighbour inference), identical on every rank.
-  virtual std::pair<double, double> Evaluate(GraphSage& model) = 0;
+  virtual std::pair<double, double> Evaluate(NodeModel& model) = 0;
   // Final-layer output of every node in input-dataset order [N, C]; every
   // rank calls it (distributed: a collective).
-  virtual torch::Tensor Embeddings(GraphSage& model) = 0;
+  virtual torch::Tensor Embeddings(NodeModel& model) = 0;
   // Sum over ranks (identity alone).
   virtual double SumOverRanks(double v) { return v; }
 
   // For --task link's evaluation (every rank calls them together):
   // Full-neighbour output of every node [num_nodes, d] in global (new) id
   // order, the same on every rank.
-  virtual torch::Tensor AllNodeOutputs(GraphSage& model) = 0;
+  virtual torch::Tensor AllNodeOutputs(NodeModel& model) = 0;
   // Train/valid/test nodes of the whole graph and their labels, the same on
   // every rank.
   virtual const LabeledSplits& Labeled() = 0;

@@ -17,6 +17,11 @@ namespace gnn {
 using nlohmann::json;
 
 void TrainOptions::ApplyModelDefaults(const std::function<bool(const std::string&)>& given) {
+  if (model == "gat") {
+    // DGL's GAT example: 8 heads of 8 in the hidden layer.
+    if (!given("--num_hidden")) num_hidden = 64;
+    return;
+  }
   if (!Rgcn()) return;
   // DGL's examples/pytorch/rgcn/experimental command.
   if (!given("--fan_out")) fan_out = "25,10";
@@ -43,9 +48,10 @@ void TrainOptions::Validate() const {
   if (num_workers < 0) throw ConfigError("--num_workers must be >= 0");
   if (prefetch < 1) throw ConfigError("--prefetch must be >= 1");
   if (cache_mb < -1) throw ConfigError("--cache_mb must be >= 0, or -1 (5% of the feature bytes)");
-  if (model != "graphsage" && model != "rgcn") {
-    throw ConfigError("--model must be graphsage or rgcn, got '" + model + "'");
+  if (model != "graphsage" && model != "gat" && model != "gcn" && model != "rgcn") {
+    throw ConfigError("--model must be graphsage, gat, gcn or rgcn, got '" + model + "'");
   }
+  if (model == "gat") ValidateGat();
   if (Rgcn()) {
     if (Kind() != TaskKind::kNode) throw ConfigError("--model rgcn trains --task node only");
     if (!save_embeddings.empty()) {
@@ -85,6 +91,18 @@ void TrainOptions::Validate() const {
       throw ConfigError("--request_timeout_ms must be >= 1");
     }
   }
+}
+
+void TrainOptions::ValidateGat() const {
+  if (num_heads < 1) throw ConfigError("--num_heads must be >= 1");
+  if (num_out_heads < 1) throw ConfigError("--num_out_heads must be >= 1");
+  if (num_layers > 1 && num_hidden % num_heads != 0) {
+    throw ConfigError("--num_hidden " + std::to_string(num_hidden) + " is the " +
+                      std::to_string(num_heads) +
+                      " heads' concatenated width: it must be a multiple of --num_heads");
+  }
+  if (attn_drop < 0 || attn_drop >= 1) throw ConfigError("--attn_drop must be in [0, 1)");
+  if (!(negative_slope >= 0)) throw ConfigError("--negative_slope must be >= 0");
 }
 
 TaskKind TrainOptions::Kind() const {
@@ -128,7 +146,7 @@ PartitionConfig LoadCheckedConfig(const TrainOptions& o) {
     throw ConfigError("--model rgcn needs a heterogeneous partitioning; " + o.part_config +
                       " has one node type (use --model graphsage)");
   }
-  if (!o.Rgcn()) config.RequireHomogeneous("gnn-train --model graphsage (use --model rgcn)");
+  if (!o.Rgcn()) config.RequireHomogeneous("gnn-train --model " + o.model + " (use --model rgcn)");
   if (o.Rgcn() && !o.predict_category.empty() && o.predict_category != config.target_ntype) {
     throw ConfigError("--predict_category " + o.predict_category + ": " + o.part_config +
                       " was partitioned with labels on '" + config.target_ntype + "'");

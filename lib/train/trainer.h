@@ -67,12 +67,23 @@ struct TrainOptions {
   // relation weights with num_bases bases (<= 0: one full weight per
   // relation), a self-loop, embeddings of num_hidden for featureless node
   // types stored where their nodes live and updated by a sparse optimizer.
-  std::string model = "graphsage";        // --model graphsage|rgcn
+  std::string model = "graphsage";        // --model graphsage|gat|gcn|rgcn
   int num_bases = 2;                      // --num_bases
   bool self_loop = true;                  // --no_self_loop clears it
   std::string predict_category;           // --predict_category: must be the config's target
   std::string sparse_optimizer = "adam";  // --sparse_optimizer adagrad|adam
   double sparse_lr = 0.06;                // --sparse_lr
+
+  // --model gat (DGL's GATConv and GAT example): attention heads of the
+  // hidden layers (concatenated: --num_hidden is their total width, so
+  // the heads must divide it) and of the last layer (averaged), attention
+  // dropout, LeakyReLU slope, residual connections. --dropout is GATConv's
+  // feat_drop.
+  int num_heads = 8;            // --num_heads
+  int num_out_heads = 1;        // --num_out_heads
+  double attn_drop = 0.6;       // --attn_drop
+  double negative_slope = 0.2;  // --negative_slope
+  bool residual = false;        // --residual
 
   // Distributed mode (also from the launcher's GNN_* environment, read in main).
   std::string ip_config;                 // --ip_config
@@ -103,6 +114,12 @@ struct TrainOptions {
   std::chrono::milliseconds request_timeout{30000};  // --request_timeout_ms: per server request
 
   bool Rgcn() const { return model == "rgcn"; }
+  // Whether the model's first layer can start from the neighbours' means
+  // (GraphSAGE's mean; GAT's attention and GCN's source degrees cannot):
+  // the samplers then aggregate layer 0 (standalone) and, with
+  // --aggregate_at_owner, the owners do (cluster).
+  bool TakesMeans() const { return model == "graphsage"; }
+  bool AggregatesAtOwner() const { return aggregate_at_owner && TakesMeans(); }
   // The model's own defaults for what the user left unset (`given(flag)`:
   // whether the flag was on the command line or in the config): RGCN takes
   // DGL's distributed RGCN command's (fan_out 25,10, batch 1024, hidden 64,
@@ -112,6 +129,7 @@ struct TrainOptions {
   TaskKind Kind() const;             // parsed task; throws ConfigError
   // Throws ConfigError naming the first bad field.
   void Validate() const;
+  void ValidateGat() const;
 };
 
 // LibTorch's intra-op threads when --num_omp_threads is 0: this trainer's

@@ -27,7 +27,7 @@ AllCoresWhileIdle::~AllCoresWhileIdle() { torch::set_num_threads(before_); }
 
 std::unique_ptr<Learner> MakeLearner(const TrainOptions& o, const PartitionConfig& config) {
   if (o.Rgcn()) return MakeRgcnLearner(o, config);
-  return MakeSageLearner(o, config);
+  return MakeNodeLearner(o, config);
 }
 
 namespace {

@@ -87,9 +87,9 @@ class Learner {
   virtual void Summarize(nlohmann::json* summary) = 0;
 };
 
-// The Learner of o.model (GraphSAGE for --task node and link, RGCN).
+// The Learner of o.model (GraphSAGE, GAT, GCN for --task node and link; RGCN).
 std::unique_ptr<Learner> MakeLearner(const TrainOptions& o, const PartitionConfig& config);
-std::unique_ptr<Learner> MakeSageLearner(const TrainOptions& o, const PartitionConfig& config);
+std::unique_ptr<Learner> MakeNodeLearner(const TrainOptions& o, const PartitionConfig& config);
 std::unique_ptr<Learner> MakeRgcnLearner(const TrainOptions& o, const PartitionConfig& config);
 
 // Runs the loop over `learner`; returns the summary (RunTrain's).

@@ -98,7 +98,7 @@ TEST_CASE("GraphSage's forward, ForwardFromMeans and layer-wise inference agree"
   source.features = [&](const std::vector<int64_t>& ids) { return Rows(x, ids); };
   source.exchange = [](const torch::Tensor& rows) { return rows; };
   for (int64_t batch : {1, 4, 100}) {  // batching must not change the result
-    torch::Tensor all = LayerwiseInference(model, source, 0, 6, batch, true);
+    torch::Tensor all = LayerwiseInference(*model, source, 0, 6, batch, true);
     CHECK(torch::allclose(Rows(all, {0, 4}), full, 1e-5, 1e-6));
   }
   // Layer 0 from [rows | means] made where the rows live (as the owners
@@ -122,7 +122,7 @@ TEST_CASE("GraphSage's forward, ForwardFromMeans and layer-wise inference agree"
   };
   for (int64_t batch : {1, 4, 100}) {
     asked = 0;
-    torch::Tensor all = LayerwiseInference(model, at_owner, 0, 6, batch, true);
+    torch::Tensor all = LayerwiseInference(*model, at_owner, 0, 6, batch, true);
     CHECK(torch::allclose(Rows(all, {0, 4}), full, 1e-5, 1e-6));
     CHECK(asked == (6 + batch - 1) / batch);  // layer 1's batches only
   }

@@ -1,7 +1,8 @@
-// GraphSAGE's Learner (DGL's train_dist.py and train_dist_unsupervised.py):
-// batches from a TrainEnv (this process's partition, or the cluster's
-// servers and samplers), the mean-aggregation model, and a Task (node
-// classification or link prediction) for the loss and the evaluation.
+// The Learner of the homogeneous models (GraphSAGE, GAT, GCN; DGL's
+// train_dist.py and train_dist_unsupervised.py): batches from a TrainEnv
+// (this process's partition, or the cluster's servers and samplers), the
+// model (train/node_model.h), and a Task (node classification or link
+// prediction) for the loss and the evaluation.
 #include <torch/torch.h>
 
 #include <optional>
@@ -10,7 +11,7 @@
 #include "common/npy.h"
 #include "train/checkpoint.h"
 #include "train/model_file.h"
-#include "train/sage.h"
+#include "train/node_model.h"
 #include "train/task.h"
 #include "train/train_env.h"
 #include "train/training_loop.h"
@@ -21,14 +22,14 @@ using nlohmann::json;
 
 namespace {
 
-class SageLearner : public Learner {
+class NodeLearner : public Learner {
  public:
-  SageLearner(const TrainOptions& o, const PartitionConfig& config)
+  NodeLearner(const TrainOptions& o, const PartitionConfig& config)
       : o_(o),
         config_(config),
         env_(o.standalone ? MakeStandaloneEnv(o, config) : MakeDistEnv(o, config)),
         task_((torch::manual_seed(o.seed), MakeTask(o, config))),
-        model_(config.feature_dim, o.num_hidden, task_->OutputDim(), o.num_layers, o.dropout) {}
+        model_(MakeNodeModel(o, config.feature_dim, task_->OutputDim())) {}
 
   int rank() const override { return env_->rank(); }
   int world() const override { return env_->world(); }
@@ -58,10 +59,10 @@ class SageLearner : public Learner {
     const int64_t rows =
         mb.input_means ? 2 * mb.blocks.front().num_dst : mb.blocks.front().num_src();
     torch::Tensor x = torch::from_blob(mb.features.data(), {rows, mb.feature_dim}, torch::kFloat32);
-    out_ = mb.input_means ? model_->ForwardFromMeans(blocks, x) : model_->forward(blocks, x);
+    out_ = mb.input_means ? model_->ForwardFromMeans(blocks, x) : model_->Forward(blocks, x);
     return task_->Loss(out_, mb);
   }
-  int64_t AllreduceGrads() override { return env_->AllreduceGrads(model_); }
+  int64_t AllreduceGrads() override { return env_->AllreduceGrads(*model_); }
   int64_t BatchExamples() const override { return task_->Examples(*mb_); }
   int64_t BatchInputs() const override {
     return mb_->blocks.empty() ? 0 : mb_->blocks.front().num_src();
@@ -73,32 +74,31 @@ class SageLearner : public Learner {
   uint64_t WireBytes() const override { return wire_bytes_; }
 
   std::pair<double, double> Evaluate(int epoch, const RecordFn& record) override {
-    return task_->Evaluate(*env_, model_, epoch, env_->Label(), record);
+    return task_->Evaluate(*env_, *model_, epoch, env_->Label(), record);
   }
 
-  void SyncParams() override { env_->SyncParams(model_); }
+  void SyncParams() override { env_->SyncParams(*model_); }
   void BroadcastBytes(std::string* bytes) override { env_->BroadcastBytes(bytes); }
   double SumOverRanks(double v) override { return env_->SumOverRanks(v); }
 
   void SaveOutputs(bool lead, int epochs_done) override {
     if (lead && !o_.save_model.empty()) {
-      SaveModelFile(o_.save_model, *model_,
-                    {{"model", "graphsage"},
-                     {"aggregator", "mean"},
-                     {"parameter_names", "dgl.nn.SAGEConv"},
-                     {"task", o_.task},
-                     {"graph_name", config_.graph_name},
-                     {"in_feats", config_.feature_dim},
-                     {"num_hidden", o_.num_hidden},
-                     {"out_feats", task_->OutputDim()},
-                     {"n_classes", o_.task == "node" ? config_.num_classes : 0},
-                     {"num_layers", o_.num_layers},
-                     {"fan_out", o_.Fanouts()},
-                     {"epochs", epochs_done}});
+      json meta = {{"model", model_->Name()},
+                   {"task", o_.task},
+                   {"graph_name", config_.graph_name},
+                   {"in_feats", config_.feature_dim},
+                   {"num_hidden", o_.num_hidden},
+                   {"out_feats", task_->OutputDim()},
+                   {"n_classes", o_.task == "node" ? config_.num_classes : 0},
+                   {"num_layers", o_.num_layers},
+                   {"fan_out", o_.Fanouts()},
+                   {"epochs", epochs_done}};
+      meta.update(model_->Describe());
+      SaveModelFile(o_.save_model, *model_, meta);
     }
     if (!o_.save_embeddings.empty()) {
       AllCoresWhileIdle all_cores(o_);
-      torch::Tensor emb = env_->Embeddings(model_).contiguous();
+      torch::Tensor emb = env_->Embeddings(*model_).contiguous();
       if (lead) WriteNpy(o_.save_embeddings, emb.data_ptr<float>(), {emb.size(0), emb.size(1)});
     }
   }
@@ -121,7 +121,7 @@ class SageLearner : public Learner {
   const PartitionConfig& config_;
   std::unique_ptr<TrainEnv> env_;
   std::unique_ptr<Task> task_;
-  GraphSage model_;
+  std::shared_ptr<NodeModel> model_;
   std::optional<MiniBatch> mb_;  // the current batch
   torch::Tensor out_;            // its output rows (for the train accuracy)
   uint64_t wire_bytes_ = 0;      // of every batch received
@@ -132,8 +132,8 @@ class SageLearner : public Learner {
 
 }  // namespace
 
-std::unique_ptr<Learner> MakeSageLearner(const TrainOptions& o, const PartitionConfig& config) {
-  return std::make_unique<SageLearner>(o, config);
+std::unique_ptr<Learner> MakeNodeLearner(const TrainOptions& o, const PartitionConfig& config) {
+  return std::make_unique<NodeLearner>(o, config);
 }
 
 }  // namespace gnn

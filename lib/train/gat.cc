@@ -1,0 +1,82 @@
+#include "train/gat.h"
+
+#include "train/attention.h"
+
+namespace gnn {
+
+GATConvImpl::GATConvImpl(int64_t in, int64_t width, int heads, const GatOptions& o)
+    : in_(in), width_(width), heads_(heads), attn_drop_(o.attn_drop), slope_(o.negative_slope) {
+  const int64_t out = width * heads;
+  fc_ = register_module("fc", torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
+  attn_l_ = register_parameter("attn_l", torch::empty({1, heads, width}));
+  attn_r_ = register_parameter("attn_r", torch::empty({1, heads, width}));
+  // DGL: a linear residual (with its own bias) when the widths differ, the
+  // identity when they match; an explicit bias unless the residual has one.
+  if (o.residual && in != out) {
+    res_fc_ = register_module("res_fc", torch::nn::Linear(in, out));
+  } else {
+    identity_residual_ = o.residual;
+    bias_ = register_parameter("bias", torch::zeros({out}));
+  }
+  // DGL's reset_parameters: xavier_normal with the ReLU gain, biases zero.
+  const double gain = std::sqrt(2.0);
+  torch::NoGradGuard no_grad;
+  torch::nn::init::xavier_normal_(fc_->weight, gain);
+  torch::nn::init::xavier_normal_(attn_l_, gain);
+  torch::nn::init::xavier_normal_(attn_r_, gain);
+  if (res_fc_) {
+    torch::nn::init::xavier_normal_(res_fc_->weight, gain);
+    res_fc_->bias.zero_();
+  }
+}
+
+torch::Tensor GATConvImpl::forward(const BlockTensors& block, const torch::Tensor& h_src) {
+  const int64_t S = h_src.size(0), D = block.num_dst;
+  torch::Tensor feat = fc_(h_src).view({S, heads_, width_});
+  torch::Tensor el = (feat * attn_l_).sum(-1);
+  torch::Tensor er = (feat.slice(0, 0, D) * attn_r_).sum(-1);
+  torch::Tensor mask;
+  if (is_training() && attn_drop_ > 0) {
+    mask = torch::empty({block.indices.numel(), heads_}, feat.options())
+               .bernoulli_(1.0 - attn_drop_)
+               .div_(1.0 - attn_drop_);
+  }
+  torch::Tensor out = GatAggregate(block, feat, el, er, slope_, mask);
+  torch::Tensor h_dst = h_src.slice(0, 0, D);
+  if (res_fc_) out = out + res_fc_(h_dst).view({D, heads_, width_});
+  if (identity_residual_) out = out + h_dst.view({D, heads_, width_});
+  if (bias_.defined()) out = out + bias_.view({1, heads_, width_});
+  return out;
+}
+
+GatImpl::GatImpl(const GatOptions& o) : o_(o) {
+  dims_.push_back(o.in);
+  for (int l = 0; l + 1 < o.num_layers; ++l) dims_.push_back(o.hidden);
+  dims_.push_back(o.classes);
+  layers_ = register_module("layers", torch::nn::ModuleList());
+  for (int l = 0; l < o.num_layers; ++l) {
+    const bool last = l + 1 == o.num_layers;
+    const int heads = last ? o.out_heads : o.heads;
+    const int64_t width = last ? o.classes : o.hidden / o.heads;
+    layers_->push_back(GATConv(dims_[l], width, heads, o));
+  }
+}
+
+torch::Tensor GatImpl::ForwardLayer(int l, const BlockTensors& block, const torch::Tensor& h) {
+  torch::Tensor x = torch::dropout(h, o_.feat_drop, is_training());
+  torch::Tensor out = layers_[l]->as<GATConvImpl>()->forward(WithSelfLoops(block), x);
+  if (l + 1 == num_layers()) return out.mean(1);
+  return torch::elu(out).flatten(1);
+}
+
+nlohmann::json GatImpl::Describe() const {
+  return {{"parameter_names", "dgl.nn.GATConv"},
+          {"num_heads", o_.heads},
+          {"num_out_heads", o_.out_heads},
+          {"residual", o_.residual},
+          {"self_loops", true},
+          {"hidden_activation", "elu"},
+          {"last_layer_heads", "mean"}};
+}
+
+}  // namespace gnn

@@ -1,0 +1,41 @@
+#include "train/gcn.h"
+
+#include "train/aggregate.h"
+#include "train/attention.h"
+
+namespace gnn {
+
+GraphConvImpl::GraphConvImpl(int64_t in, int64_t out) : in_(in), out_(out) {
+  weight_ = register_parameter("weight", torch::empty({in, out}));
+  bias_ = register_parameter("bias", torch::zeros({out}));
+  torch::NoGradGuard no_grad;
+  torch::nn::init::xavier_uniform_(weight_);  // DGL's reset_parameters
+}
+
+torch::Tensor GraphConvImpl::forward(const BlockTensors& block, const torch::Tensor& h_src) {
+  // DGL's norm='both' on a block: out-degrees of the sources, in-degrees
+  // of the destinations, clamped to 1, each to the power -1/2.
+  torch::Tensor src_w = SourceOutDegrees(block).clamp_min(1).to(h_src.scalar_type()).rsqrt();
+  torch::Tensor dst_w = DestinationInDegrees(block).clamp_min(1).to(h_src.scalar_type()).rsqrt();
+  if (in_ > out_) {
+    return WeightedAggregate(block, torch::mm(h_src, weight_), src_w, dst_w).add(bias_);
+  }
+  return torch::addmm(bias_, WeightedAggregate(block, h_src, src_w, dst_w), weight_);
+}
+
+GcnImpl::GcnImpl(int64_t in, int64_t hidden, int64_t classes, int num_layers, double dropout)
+    : dropout_(dropout) {
+  dims_.push_back(in);
+  for (int l = 0; l + 1 < num_layers; ++l) dims_.push_back(hidden);
+  dims_.push_back(classes);
+  layers_ = register_module("layers", torch::nn::ModuleList());
+  for (int l = 0; l < num_layers; ++l) layers_->push_back(GraphConv(dims_[l], dims_[l + 1]));
+}
+
+torch::Tensor GcnImpl::ForwardLayer(int l, const BlockTensors& block, const torch::Tensor& h) {
+  torch::Tensor x = l == 0 ? h : torch::dropout(h, dropout_, is_training());
+  torch::Tensor out = layers_[l]->as<GraphConvImpl>()->forward(WithSelfLoops(block), x);
+  return l + 1 == num_layers() ? out : torch::relu(out);
+}
+
+}  // namespace gnn
