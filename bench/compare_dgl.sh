@@ -33,6 +33,11 @@
 #     no-pushdown:--wire_dtype=bfloat16+--aggregate_at_owner=0
 #     no-cache:--wire_dtype=bfloat16+--cache_mb=0 no-narrow:--wire_dtype=float32"
 # (default "all:", gnn's defaults); the variants and DGL alternate per seed.
+# MODELS (default graphsage): graphsage gat gcn, each run by both systems
+# with the same flags (model_flags below; cora/citeseer take
+# configs/<graph>_<model>.toml when there is one); gat and gcn's DGL
+# partitions get a self-loop on every node (DGL's examples'
+# dgl.add_self_loop; gnn adds one to every block).
 # LINK_RATE (e.g. 100mbit, 1gbit; default none) limits each machine's link
 # with a token bucket (tc qdisc ... tbf rate R burst 1mb latency 50ms on the
 # namespace's side of its veth).
@@ -105,10 +110,15 @@ dataset_of() {
     *) echo "$ROOT/../shared/datasets/$1" ;;
   esac
 }
-# Flags of configs/<graph>.toml (key = value lines) as --key value.
-toml_flags() {
-  sed -n 's/^\([a-z_]*\) *= *"*\([^"]*\)"*$/--\1=\2/p' "$ROOT/configs/$1.toml" |
-    grep -v -e '^--log_every' -e '^--num_epochs' -e '^--eval_every'
+# The recipe of a graph and model: configs/<graph>_<model>.toml, else
+# configs/<graph>.toml.
+toml_of() {  # graph model
+  if [ -f "$ROOT/configs/$1_$2.toml" ]; then echo "$ROOT/configs/$1_$2.toml"; else echo "$ROOT/configs/$1.toml"; fi
+}
+# Flags of a recipe (key = value lines) as --key=value.
+toml_flags() {  # graph model
+  sed -n 's/^\([a-z_]*\) *= *"*\([^"]*\)"*$/--\1=\2/p' "$(toml_of "$1" "$2")" |
+    grep -v -e '^--log_every' -e '^--num_epochs' -e '^--eval_every' -e '^--model'
 }
 epochs_of() {
   local v="EPOCHS_$1"
@@ -116,15 +126,30 @@ epochs_of() {
   case $1 in
     small|tiny) echo 10 ;;
     products) echo 2 ;;
-    *) sed -n 's/^num_epochs *= *//p' "$ROOT/configs/$1.toml" ;;
+    *) sed -n 's/^num_epochs *= *//p' "$(toml_of "$1" "$MODEL")" ;;
   esac
 }
-flags_of() {
+# The model's own flags on the synthetic graphs (GAT: 4 heads of 16).
+model_flags() {
+  case $1 in
+    gat) echo --model gat --num_heads 4 --num_out_heads 1 --attn_drop 0.1 ;;
+    gcn) echo --model gcn ;;
+    *) echo --model graphsage ;;
+  esac
+}
+flags_of() {  # graph (the model is $MODEL)
   case $1 in
     small|products|tiny)
-      echo --num_hidden 16 --num_layers 2 --fan_out 10,25 --batch_size 1000 --lr 0.003 --dropout 0.5 ;;
-    *) toml_flags "$1" | tr '\n' ' ' ;;
+      local hidden=16
+      [ "$MODEL" = gat ] && hidden=64
+      echo --num_hidden $hidden --num_layers 2 --fan_out 10,25 --batch_size 1000 --lr 0.003 \
+        --dropout 0.5 $(model_flags "$MODEL") ;;
+    *) echo $(toml_flags "$1" "$MODEL" | tr '\n' ' ') --model "$MODEL" ;;
   esac
+}
+# DGL's partitions of a graph for the model: with self-loops for gat/gcn.
+dgl_dir() {  # graph parts
+  case $MODEL in gat|gcn) echo "$WORK/$1-dgl$2-sl" ;; *) echo "$WORK/$1-dgl$2" ;; esac
 }
 config_of() {  # folder -> the partition config JSON in it
   ls "$1"/*.json | head -1
@@ -139,7 +164,7 @@ dgl_standalone() {
   printf '127.0.0.1 30050\n' > "$WORK/ip-local.txt"
   DGL_DIST_MODE=standalone RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 \
     MASTER_PORT=$((20000 + RANDOM % 20000)) \
-    "$PY" "$HERE/dgl_peer.py" train --part_config "$(config_of "$WORK/$1-dgl1")" \
+    "$PY" "$HERE/dgl_peer.py" train --part_config "$(config_of "$(dgl_dir "$1" 1)")" \
     --ip_config "$WORK/ip-local.txt" $(flags_of "$1") --num_epochs "$3" --eval_every "$3" \
     --seed "$2" 2> "$WORK/dgl-standalone.log" | grep "^{" | tail -1
 }
@@ -169,7 +194,7 @@ gnn_dist2() {  # graph seed epochs [gnn-train flags of the variant]
 dgl_dist2() {
   printf '10.78.0.10 30050\n10.78.0.11 30050\n' > "$WORK/ip-ns-dgl.txt"
   local cfg port=$((20000 + RANDOM % 20000)) i pids=()
-  cfg=$(config_of "$WORK/$1-dgl2")
+  cfg=$(config_of "$(dgl_dir "$1" 2)")
   local env="DGL_IP_CONFIG=$WORK/ip-ns-dgl.txt DGL_CONF_PATH=$cfg DGL_NUM_SERVER=1 DGL_NUM_CLIENT=2"
   env+=" DGL_GRAPH_FORMAT=csc DGLBACKEND=pytorch"
   local args="--part_config $cfg --ip_config $WORK/ip-ns-dgl.txt $(flags_of "$1") --num_epochs $3"
@@ -197,9 +222,12 @@ prepare() {  # graph
   local g=$1 ds; ds=$(dataset_of "$1")
   [ -d "$WORK/$g-gnn1" ] ||
     "$BIN/gnn-partition" --dataset "$ds" --num_parts 1 --output "$WORK/$g-gnn1" --quiet >&2
-  if [[ " $MODES " == *" standalone "* ]] && [ ! -d "$WORK/$g-dgl1" ]; then
-    log "DGL partitions $ds (1 part)"
-    "$PY" "$HERE/dgl_peer.py" partition "$(config_of "$WORK/$g-gnn1")" 1 "$WORK/$g-dgl1" >&2
+  local loops=""
+  case $MODEL in gat|gcn) loops=self_loops ;; esac
+  if [[ " $MODES " == *" standalone "* ]] && [ ! -d "$(dgl_dir "$g" 1)" ]; then
+    log "DGL partitions $ds (1 part${loops:+, self-loops})"
+    "$PY" "$HERE/dgl_peer.py" partition "$(config_of "$WORK/$g-gnn1")" 1 "$(dgl_dir "$g" 1)" \
+      metis $loops >&2
   fi
   if [[ " $MODES " == *" dist2 "* ]]; then
     local method_var="PART_METHOD_$g"
@@ -207,10 +235,10 @@ prepare() {  # graph
     [ -d "$WORK/$g-gnn2" ] ||
       "$BIN/gnn-partition" --dataset "$ds" --num_parts 2 --part_method "$method" \
         --balance_train --balance_edges --output "$WORK/$g-gnn2" --quiet >&2
-    if [ ! -d "$WORK/$g-dgl2" ]; then
-      log "DGL partitions $ds (2 parts, $method)"
-      "$PY" "$HERE/dgl_peer.py" partition "$(config_of "$WORK/$g-gnn1")" 2 "$WORK/$g-dgl2" \
-        "$method" >&2
+    if [ ! -d "$(dgl_dir "$g" 2)" ]; then
+      log "DGL partitions $ds (2 parts, $method${loops:+, self-loops})"
+      "$PY" "$HERE/dgl_peer.py" partition "$(config_of "$WORK/$g-gnn1")" 2 "$(dgl_dir "$g" 2)" \
+        "$method" $loops >&2
     fi
   fi
 }
@@ -234,6 +262,8 @@ RESULTS="$WORK/results.jsonl"
 # The runs happen in command substitutions (subshells): the namespaces are
 # made here, once, and removed on exit.
 [[ " $MODES " == *" dist2 "* ]] && netns_up
+MODELS=${MODELS:-graphsage}
+for MODEL in $MODELS; do
 for g in $GRAPHS; do
   prepare "$g"
   epochs=$(epochs_of "$g")
@@ -244,16 +274,17 @@ for g in $GRAPHS; do
       for run in $variants dgl; do
         sys=gnn name=${run%%:*} flags=${run#*:}
         [ "$run" = dgl ] && sys=dgl name=dgl flags=
-        log "$g $mode $name seed $seed ($epochs epochs${LINK_RATE:+, link $LINK_RATE})"
+        log "$g $MODEL $mode $name seed $seed ($epochs epochs${LINK_RATE:+, link $LINK_RATE})"
         flags=${flags//+/ }
         line=$(measure "$sys" "$mode" "$g" "$seed" "$epochs" "${flags//=/ }") || {
           log "$sys $mode on $g, seed $seed failed (logs in $WORK)"
           exit 1
         }
-        echo "{\"graph\":\"$g\",\"mode\":\"$mode\",\"sys\":\"$name\",\"seed\":$seed,\"epochs\":$epochs,\"r\":$line}" >> "$RESULTS"
+        echo "{\"graph\":\"$g\",\"model\":\"$MODEL\",\"mode\":\"$mode\",\"sys\":\"$name\",\"seed\":$seed,\"epochs\":$epochs,\"r\":$line}" >> "$RESULTS"
       done
     done
   done
+done
 done
 
 /usr/bin/python3 - "$RESULTS" "$WORK" <<'EOF'
@@ -265,7 +296,7 @@ agg = defaultdict(lambda: defaultdict(list))
 order = []
 for r in rows:
     s = r["r"]
-    key = (r["graph"], r["mode"], r["sys"])
+    key = (r["graph"], r.get("model", "graphsage"), r["mode"], r["sys"])
     if key not in order:
         order.append(key)
     k = agg[key]
@@ -282,17 +313,17 @@ med = lambda v: statistics.median(v) if v else float("nan")
 mean = lambda v: sum(v) / len(v) if v else float("nan")
 sd = lambda v: statistics.stdev(v) if len(v) > 1 else 0.0
 name = lambda g: "synthetic:" + g if g in ("tiny", "small", "products") else g
-print("| graph | mode | system | s/epoch | seeds/s | vs DGL seeds/s | MB sent/machine/epoch "
+print("| graph | model | mode | system | s/epoch | seeds/s | vs DGL seeds/s | MB sent/machine/epoch "
       "| bytes/seed | vs DGL bytes | test acc | seeds |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
-for g, m, sysname in order:
-    k = agg[(g, m, sysname)]
-    dgl = agg.get((g, m, "dgl"), {})
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+for g, model, m, sysname in order:
+    k = agg[(g, model, m, sysname)]
+    dgl = agg.get((g, model, m, "dgl"), {})
     speed = med(k["v"]) / med(dgl["v"]) if dgl and dgl["v"] else float("nan")
     net = (f"{med(k['mb_epoch']):.1f} | {med(k['b_seed']):,.0f} | "
            f"{med(k['b_seed']) / med(dgl['b_seed']):.2f}x" if k["b_seed"] and dgl else "- | - | -")
     label = sysname if sysname == "dgl" else "gnn" + ("" if sysname == "all" else " " + sysname)
-    print(f"| {name(g)} | {m} | {label} | {med(k['t']):.4f} | {med(k['v']):,.0f} | {speed:.2f}x "
+    print(f"| {name(g)} | {model} | {m} | {label} | {med(k['t']):.4f} | {med(k['v']):,.0f} | {speed:.2f}x "
           f"| {net} | {mean(k['a']):.4f} ± {sd(k['a']):.4f} | {len(k['v'])} |")
 EOF
 log "raw results: $RESULTS"

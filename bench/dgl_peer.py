@@ -1,14 +1,20 @@
 """DGL on gnn's data, for bench/compare_dgl.sh (never run by CI).
 
-  dgl_peer.py partition GNN_1PART_JSON NUM_PARTS OUT_DIR [metis|random]
+  dgl_peer.py partition GNN_1PART_JSON NUM_PARTS OUT_DIR [metis|random] [self_loops]
       Rebuilds the graph from gnn's 1-partition arrays (the CSC of in-edges,
       features, labels, masks: byte for byte what gnn-train reads) and has
       DGL's own partition_graph split it (METIS balanced like gnn-partition
-      --balance_train --balance_edges, or random).
+      --balance_train --balance_edges, or random). With self_loops, a
+      self-loop on every node first (dgl.add_self_loop: the convention of
+      DGL's GAT and GCN examples; gnn adds one to every block instead).
 
   dgl_peer.py train --part_config DGL_JSON [gnn-train's flags]
       DGL's distributed GraphSAGE recipe (examples/pytorch/graphsage/dist):
       mean SAGEConv, ReLU + dropout after every layer but the last, Adam,
+      or with --model gat / gcn the model gnn-train's --model builds from
+      DGL's GATConv (feat_drop, attn_drop, ELU, heads concatenated then
+      averaged; --num_hidden the heads' total width) or GraphConv
+      (norm='both', dropout before every layer but the first, ReLU),
       DistributedDataParallel, DistNodeDataLoader over force_even node_split,
       layer-wise full-neighbour inference. Standalone when DGL_DIST_MODE is
       standalone, otherwise with the DGL_* environment a launcher sets.
@@ -28,7 +34,7 @@ import torch
 import torch.nn.functional as F
 
 
-def partition(cfg_path, num_parts, out_dir, method):
+def partition(cfg_path, num_parts, out_dir, method, self_loops):
     import dgl
     folder = os.path.join(os.path.dirname(os.path.abspath(cfg_path)), "part0")
     arr = {n: np.load(os.path.join(folder, n + ".npy"))
@@ -37,6 +43,8 @@ def partition(cfg_path, num_parts, out_dir, method):
     # gnn's part0 is a CSC of in-edges: row v lists v's sources.
     dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(arr["indptr"]))
     g = dgl.graph((torch.from_numpy(arr["indices"]), torch.from_numpy(dst)), num_nodes=n)
+    if self_loops:
+        g = dgl.add_self_loop(dgl.remove_self_loop(g))
     g.ndata["features"] = torch.from_numpy(arr["feat"])
     g.ndata["labels"] = torch.from_numpy(arr["label"])
     g.ndata["train_mask"] = torch.from_numpy(arr["train_mask"].astype(bool))
@@ -71,6 +79,11 @@ def train(argv):
     ap.add_argument("--weight_decay", type=float, default=0.0)
     ap.add_argument("--num_omp_threads", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--model", default="graphsage", choices=("graphsage", "gat", "gcn"))
+    ap.add_argument("--num_heads", type=int, default=8)
+    ap.add_argument("--num_out_heads", type=int, default=1)
+    ap.add_argument("--attn_drop", type=float, default=0.6)
+    ap.add_argument("--negative_slope", type=float, default=0.2)
     a = ap.parse_args(argv)
     if a.num_omp_threads > 0:
         torch.set_num_threads(a.num_omp_threads)
@@ -92,15 +105,39 @@ def train(argv):
     class Sage(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.layers = torch.nn.ModuleList(
-                dglnn.SAGEConv(dims[i], dims[i + 1], "mean") for i in range(a.num_layers))
+            mods = []
+            for i in range(a.num_layers):
+                last = i + 1 == a.num_layers
+                if a.model == "graphsage":
+                    mods.append(dglnn.SAGEConv(dims[i], dims[i + 1], "mean"))
+                elif a.model == "gcn":
+                    mods.append(dglnn.GraphConv(dims[i], dims[i + 1], norm="both",
+                                                activation=None if last else F.relu,
+                                                allow_zero_in_degree=True))
+                else:
+                    heads = a.num_out_heads if last else a.num_heads
+                    mods.append(dglnn.GATConv(
+                        dims[i], dims[i + 1] if last else dims[i + 1] // heads, heads,
+                        feat_drop=a.dropout, attn_drop=a.attn_drop,
+                        negative_slope=a.negative_slope, activation=None if last else F.elu,
+                        allow_zero_in_degree=True))
+            self.layers = torch.nn.ModuleList(mods)
             self.dropout = torch.nn.Dropout(a.dropout)
 
+        def layer(self, i, block, h):
+            last = i + 1 == len(self.layers)
+            if a.model == "gcn" and i > 0 and not isinstance(h, tuple):  # (inference: none)
+                h = self.dropout(h)
+            h = self.layers[i](block, h)
+            if a.model == "gat":
+                return h.mean(1) if last else h.flatten(1)
+            if a.model == "graphsage" and not last:
+                return self.dropout(F.relu(h))
+            return h
+
         def forward(self, blocks, h):
-            for i, (layer, block) in enumerate(zip(self.layers, blocks)):
-                h = layer(block, h)
-                if i + 1 < len(self.layers):
-                    h = self.dropout(F.relu(h))
+            for i, block in enumerate(blocks):
+                h = self.layer(i, block, h)
             return h
 
         def full_inference(self, x):
@@ -114,8 +151,7 @@ def train(argv):
                     batch_size=a.batch_size_eval, shuffle=False)
                 for inputs, outputs, blocks in loader:
                     h = x[inputs]
-                    h = layer(blocks[0], (h, h[:blocks[0].num_dst_nodes()]))
-                    y[outputs] = h if last else F.relu(h)
+                    y[outputs] = self.layer(i, blocks[0], (h, h[:blocks[0].num_dst_nodes()]))
                 x = y
                 g.barrier()
             return x
@@ -164,7 +200,8 @@ def train(argv):
 if __name__ == "__main__":
     if len(sys.argv) >= 5 and sys.argv[1] == "partition":
         partition(sys.argv[2], int(sys.argv[3]), sys.argv[4],
-                  sys.argv[5] if len(sys.argv) > 5 else "metis")
+                  sys.argv[5] if len(sys.argv) > 5 else "metis",
+                  len(sys.argv) > 6 and sys.argv[6] == "self_loops")
     elif len(sys.argv) >= 2 and sys.argv[1] == "train":
         train(sys.argv[2:])
     else:

@@ -7,7 +7,8 @@
 # partition count takes the same number of steps per epoch; the accuracy
 # is the test accuracy at the best validation epoch (evaluated each epoch).
 # Usage: bash bench/rgcn_bench.sh [dataset] [epochs] [seeds] [parts...]
-#   defaults: synthetic:mag-small 10 "1 2 3" 1 2 4   (GNN_BATCH: global batch, 256)
+#   defaults: synthetic:mag-small 10 "1 2 3" 1 2 4   (GNN_BATCH: global batch, 256;
+#   MODEL=rgat: RGAT, 4 heads, the same skeleton, instead of RGCN)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN="$(pwd)/${GNN_BUILD_DIR:-build}/apps"
@@ -21,8 +22,11 @@ PARTS="${*:-1 2 4}"
 WORK="$(mktemp -d /tmp/gnn-rgcn-bench-XXXXXX)"
 trap 'pkill -9 -f "gnn-launch.*$WORK" 2>/dev/null || true; [ -n "${GNN_KEEP:-}" ] || rm -rf "$WORK"' EXIT
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-TRAIN="--model rgcn --num_epochs $EPOCHS --eval_every 1 --fan_out 25,10 \
-  --num_hidden 64 --lr 0.01 --dropout 0.5 --num_bases 2 --sparse_lr 0.06 --num_omp_threads 1"
+MODEL="${MODEL:-rgcn}"
+MODEL_FLAGS="--num_bases 2"
+[ "$MODEL" = rgat ] && MODEL_FLAGS="--num_heads 4 --attn_drop 0"
+TRAIN="--model $MODEL $MODEL_FLAGS --num_epochs $EPOCHS --eval_every 1 --fan_out 25,10 \
+  --num_hidden 64 --lr 0.01 --dropout 0.5 --sparse_lr 0.06 --num_omp_threads 1"
 
 for p in $PARTS; do
   gnn-partition --dataset "$DATASET" --undirected --balance_train --num_parts "$p" \

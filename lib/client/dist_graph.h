@@ -41,6 +41,11 @@ struct DistGraphOptions {
   // MakeBatch's last hop sampled and aggregated at the owners
   // (SampleAggregate) instead of shipping neighbour lists and rows.
   bool aggregate_at_owner = true;
+  // Whether the sampler (gnn-sampler, the trainer's sampling thread) packs
+  // a batch's layer 0 as [destination rows | their neighbours' means]
+  // (MiniBatch::input_means, PackInputMeans) for a first layer that
+  // aggregates by the mean; false: every input row as sampled (GAT, GCN).
+  bool pack_input_means = true;
   // How rows and partial sums from servers travel (--wire_dtype).
   net::RowFormat wire_format = net::RowFormat::kFloat32;
   // The machine's hot-row cache (store/row_cache.h, --cache_mb): at most

@@ -42,6 +42,8 @@ std::vector<std::string> SamplerLaunch::ToArgv(const std::string& binary) const 
                                    std::to_string(idle_timeout.count()),
                                    "--aggregate_at_owner",
                                    aggregate_at_owner ? "1" : "0",
+                                   "--input_means",
+                                   input_means ? "1" : "0",
                                    "--wire_dtype",
                                    wire_dtype,
                                    "--cache_mb",
@@ -59,10 +61,11 @@ std::vector<std::string> SamplerLaunch::ToArgv(const std::string& binary) const 
 bool SamplerLaunch::operator==(const SamplerLaunch& o) const {
   return std::tie(ip_config, part_config, machine_id, num_servers, trainer_endpoint, trainer_id,
                   sampler_id, job_id, timeout, idle_timeout, secret_file, insecure,
-                  aggregate_at_owner, wire_dtype, cache_mb, cache_fan_out) ==
+                  aggregate_at_owner, input_means, wire_dtype, cache_mb, cache_fan_out) ==
          std::tie(o.ip_config, o.part_config, o.machine_id, o.num_servers, o.trainer_endpoint,
                   o.trainer_id, o.sampler_id, o.job_id, o.timeout, o.idle_timeout, o.secret_file,
-                  o.insecure, o.aggregate_at_owner, o.wire_dtype, o.cache_mb, o.cache_fan_out);
+                  o.insecure, o.aggregate_at_owner, o.input_means, o.wire_dtype, o.cache_mb,
+                  o.cache_fan_out);
 }
 
 void AddSamplerFlags(CLI::App& app, SamplerLaunch* s) {
@@ -90,6 +93,10 @@ void AddSamplerFlags(CLI::App& app, SamplerLaunch* s) {
                  "sample and aggregate a batch's last hop where its nodes live (1), or ship "
                  "neighbour lists and rows (0)")
       ->capture_default_str();
+  app.add_option("--input_means", s->input_means,
+                 "send layer 0 as the destinations' rows and their neighbours' means (1: a "
+                 "mean-aggregating first layer), or every input row (0)")
+      ->capture_default_str();
   app.add_option("--wire_dtype", s->wire_dtype,
                  "float32 or bfloat16: how feature rows and partial sums cross the network")
       ->capture_default_str();
@@ -111,6 +118,7 @@ SamplerOptions ToSamplerOptions(const SamplerLaunch& s) {
   o.graph.job_id = s.job_id;
   o.graph.timeout = s.timeout;
   o.graph.aggregate_at_owner = s.aggregate_at_owner;
+  o.graph.pack_input_means = s.input_means;
   o.graph.wire_format = net::ParseRowFormat(s.wire_dtype, "--wire_dtype");
   o.graph.cache_bytes = s.cache_mb < 0 ? -1 : s.cache_mb << 20;
   o.graph.cache_fanouts = ParseFanouts(s.cache_fan_out, "--cache_fan_out");
@@ -175,7 +183,7 @@ void RunSampler(const SamplerOptions& o, const std::atomic<bool>& stop) {
           mb.index = sb.index;
           // Layer 0's means here: the trainer gets [2 x dst] rows instead
           // of one per input node (4x fewer feature bytes on products).
-          PackInputMeans(&mb, 1);
+          if (o.graph.pack_input_means) PackInputMeans(&mb, 1);
           reply = net::EncodeMiniBatch(mb, m.header.request_id);
         } catch (const Error& e) {
           // Never a silent empty batch: the trainer learns why, then we exit.

@@ -25,15 +25,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Whether a trainer command asks for --model rgcn (or --model=rgcn, with
-// or without quotes around the value).
-bool NamesRgcn(const std::string& command) {
+// Whether a trainer command asks for a typed model, --model rgcn or rgat
+// (or --model=rgcn, with or without quotes around the value).
+bool NamesTypedModel(const std::string& command) {
   std::istringstream words(command);
   std::string w, prev;
   while (words >> w) {
     w.erase(std::remove(w.begin(), w.end(), '\''), w.end());
     w.erase(std::remove(w.begin(), w.end(), '"'), w.end());
-    if (w == "--model=rgcn" || (prev == "--model" && w == "rgcn")) return true;
+    for (const char* m : {"rgcn", "rgat"}) {
+      if (w == std::string("--model=") + m || (prev == "--model" && w == m)) return true;
+    }
     prev = w;
   }
   return false;
@@ -174,9 +176,10 @@ LaunchInputs ReadLaunchInputs(const LaunchOptions& o, std::vector<std::string>* 
 void CheckPartitionFits(const LaunchOptions& o, const LaunchInputs& in,
                         std::vector<std::string>* problems) {
   // Servers serve heterogeneous partitions; a trainer needs RGCN for them.
-  if (in.have_parts && in.config.hetero() && !NamesRgcn(o.command)) {
+  if (in.have_parts && in.config.hetero() && !NamesTypedModel(o.command)) {
     problems->push_back("partition config " + in.part_path +
-                        " is a heterogeneous partitioning: the trainer command needs --model rgcn");
+                        " is a heterogeneous partitioning: the trainer command needs --model rgcn "
+                        "or rgat");
   }
   if (in.have_machines && in.have_parts &&
       in.config.num_parts > static_cast<int>(in.machines.size())) {

@@ -207,9 +207,10 @@ TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddres
   g.graph.timeout = o.request_timeout;
   g.graph.attach_timeout = o.request_timeout;
   g.graph.aggregate_at_owner = o.AggregatesAtOwner();
+  g.graph.pack_input_means = o.TakesMeans();
   g.graph.wire_format = net::ParseRowFormat(o.wire_dtype, "--wire_dtype");
   g.graph.cache_bytes = o.cache_mb < 0 ? -1 : o.cache_mb << 20;
-  if (!o.Rgcn()) g.graph.cache_fanouts = o.Fanouts();
+  if (!o.Typed()) g.graph.cache_fanouts = o.Fanouts();
   return g;
 }
 

@@ -93,7 +93,7 @@ class Prefetcher {
         mb.index = sb.index;
         // Layer 0's means and the backward pass's transposes, made here
         // rather than on the trainer's critical path.
-        PackInputMeans(&mb, 1);
+        if (options_.pack_input_means) PackInputMeans(&mb, 1);
         for (size_t l = 1; l < mb.blocks.size(); ++l) BuildTranspose(&mb.blocks[l]);
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [&] { return static_cast<int>(queue_.size()) < prefetch_ || stop_; });
@@ -239,6 +239,7 @@ class DistEnv : public TrainEnv {
         launch.secret_file = o.secret_file;
         launch.insecure = o.insecure;
         launch.aggregate_at_owner = o.AggregatesAtOwner();
+        launch.input_means = o.TakesMeans();
         launch.wire_dtype = o.wire_dtype;
         launch.cache_mb = o.cache_mb;
         launch.cache_fan_out = o.fan_out;

@@ -31,10 +31,21 @@ GATConvImpl::GATConvImpl(int64_t in, int64_t width, int heads, const GatOptions&
 }
 
 torch::Tensor GATConvImpl::forward(const BlockTensors& block, const torch::Tensor& h_src) {
-  const int64_t S = h_src.size(0), D = block.num_dst;
-  torch::Tensor feat = fc_(h_src).view({S, heads_, width_});
+  torch::Tensor feat = fc_(h_src).view({h_src.size(0), heads_, width_});
+  return Attend(block, feat, feat.slice(0, 0, block.num_dst), h_src.slice(0, 0, block.num_dst));
+}
+
+torch::Tensor GATConvImpl::ForwardBipartite(const BlockTensors& block, const torch::Tensor& h_src,
+                                            const torch::Tensor& h_dst) {
+  return Attend(block, fc_(h_src).view({h_src.size(0), heads_, width_}),
+                fc_(h_dst).view({h_dst.size(0), heads_, width_}), h_dst);
+}
+
+torch::Tensor GATConvImpl::Attend(const BlockTensors& block, const torch::Tensor& feat,
+                                  const torch::Tensor& feat_dst, const torch::Tensor& h_dst) {
+  const int64_t D = block.num_dst;
   torch::Tensor el = (feat * attn_l_).sum(-1);
-  torch::Tensor er = (feat.slice(0, 0, D) * attn_r_).sum(-1);
+  torch::Tensor er = (feat_dst * attn_r_).sum(-1);
   torch::Tensor mask;
   if (is_training() && attn_drop_ > 0) {
     mask = torch::empty({block.indices.numel(), heads_}, feat.options())
@@ -42,7 +53,6 @@ torch::Tensor GATConvImpl::forward(const BlockTensors& block, const torch::Tenso
                .div_(1.0 - attn_drop_);
   }
   torch::Tensor out = GatAggregate(block, feat, el, er, slope_, mask);
-  torch::Tensor h_dst = h_src.slice(0, 0, D);
   if (res_fc_) out = out + res_fc_(h_dst).view({D, heads_, width_});
   if (identity_residual_) out = out + h_dst.view({D, heads_, width_});
   if (bias_.defined()) out = out + bias_.view({1, heads_, width_});

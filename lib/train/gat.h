@@ -34,8 +34,17 @@ class GATConvImpl : public torch::nn::Module {
   GATConvImpl(int64_t in, int64_t width, int heads, const GatOptions& o);
   // h_src: [num_src, in], destinations first; returns [num_dst, heads, width].
   torch::Tensor forward(const BlockTensors& block, const torch::Tensor& h_src);
+  // The same over a bipartite block whose sources are the rows of h_src
+  // and whose destinations are the rows of h_dst (one relation of a typed
+  // block: its own sources only, DGL's GATConv on a (src, dst) pair).
+  torch::Tensor ForwardBipartite(const BlockTensors& block, const torch::Tensor& h_src,
+                                 const torch::Tensor& h_dst);
 
  private:
+  // Attention, aggregation, residual and bias from the projected rows.
+  torch::Tensor Attend(const BlockTensors& block, const torch::Tensor& feat_src,
+                       const torch::Tensor& feat_dst, const torch::Tensor& h_dst);
+
   int64_t in_, width_;
   int heads_;
   double attn_drop_, slope_;

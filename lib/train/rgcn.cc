@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "train/rgat.h"
 
 namespace gnn {
 namespace {
@@ -140,11 +141,12 @@ torch::Tensor RelGraphConvImpl::forward(const BlockTensors& relation_block, int6
 
 RGCNImpl::RGCNImpl(std::vector<int64_t> feature_dims, int64_t embed, int64_t hidden,
                    int64_t classes, int64_t num_rels, int64_t num_bases, int num_layers,
-                   double dropout, bool self_loop)
+                   double dropout, bool self_loop, const GatOptions* gat)
     : feature_dims_(std::move(feature_dims)),
       embed_(embed),
       num_rels_(num_rels),
-      dropout_(dropout) {
+      dropout_(dropout),
+      gat_(gat != nullptr) {
   if (feature_dims_.empty()) throw ConfigError("RGCN: no node types");
   if (num_layers < 1) {
     throw ConfigError("RGCN: num_layers is " + std::to_string(num_layers) + ", must be >= 1");
@@ -175,7 +177,18 @@ RGCNImpl::RGCNImpl(std::vector<int64_t> feature_dims, int64_t embed, int64_t hid
   dims.push_back(classes);
   layers_ = register_module("layers", torch::nn::ModuleList());
   for (int l = 0; l < num_layers; ++l) {
-    layers_->push_back(RelGraphConv(dims[l], dims[l + 1], num_rels, num_bases, self_loop));
+    if (!gat) {
+      layers_->push_back(RelGraphConv(dims[l], dims[l + 1], num_rels, num_bases, self_loop));
+      continue;
+    }
+    const bool last = l + 1 == num_layers;
+    const int heads = last ? gat->out_heads : gat->heads;
+    if (!last && dims[l + 1] % heads != 0) {
+      throw ConfigError("RGAT: hidden width " + std::to_string(dims[l + 1]) +
+                        " is not a multiple of " + std::to_string(heads) + " heads");
+    }
+    layers_->push_back(RelGATConv(dims[l], last ? dims[l + 1] : dims[l + 1] / heads, heads,
+                                  num_rels, self_loop, *gat));
   }
 }
 
@@ -230,8 +243,14 @@ torch::Tensor RGCNImpl::forward(const std::vector<RelationBlock>& blocks, torch:
       throw DataError("RGCN: block " + std::to_string(l) + " has " + std::to_string(rb.num_rels) +
                       " relations, the model " + std::to_string(num_rels_));
     }
-    h = layers_[l]->as<RelGraphConvImpl>()->forward(ToTensors(rb), rb.num_dst, h);
-    if (l + 1 < num_layers()) {
+    const bool last = l + 1 == num_layers();
+    if (gat_) {
+      torch::Tensor heads = layers_[l]->as<RelGATConvImpl>()->forward(ToTensors(rb), rb.num_dst, h);
+      h = last ? heads.mean(1) : heads.flatten(1);
+    } else {
+      h = layers_[l]->as<RelGraphConvImpl>()->forward(ToTensors(rb), rb.num_dst, h);
+    }
+    if (!last) {
       h = torch::relu(h);
       h = torch::dropout(h, dropout_, is_training());
     }

@@ -16,6 +16,7 @@
 
 #include "sampling/block.h"
 #include "train/aggregate.h"
+#include "train/gat.h"
 
 namespace gnn {
 
@@ -83,15 +84,19 @@ struct TypedInput {
 // EntityClassify of DGL's entity_classify_dist.py: per-type input
 // projection (DistEmbedLayer's node_projs), then num_layers RelGraphConv
 // layers embed -> hidden (relu, dropout) ... -> classes (no activation, no
-// dropout). Parameter names: "embed.proj_<t>" ([feature_dims[t], embed],
-// types with features only, in type order), then "layers.<l>.<name>".
+// dropout). With `gat` (--model rgat), the layers are RelGATConv
+// (train/rgat.h): gat->heads heads concatenated to `hidden` in the hidden
+// layers (which they must divide), gat->out_heads averaged in the last. Parameter names:
+// "embed.proj_<t>" ([feature_dims[t], embed], types with features only, in type order), then
+// "layers.<l>.<name>".
 class RGCNImpl : public torch::nn::Module {
  public:
   // feature_dims[t] = width of type t's features, 0 for a featureless type
   // (its embedding rows are given to Embed). ConfigError on a bad size,
   // num_layers < 1 or dropout outside [0, 1).
   RGCNImpl(std::vector<int64_t> feature_dims, int64_t embed, int64_t hidden, int64_t classes,
-           int64_t num_rels, int64_t num_bases, int num_layers, double dropout, bool self_loop);
+           int64_t num_rels, int64_t num_bases, int num_layers, double dropout, bool self_loop,
+           const GatOptions* gat = nullptr);
   // The layer-0 input [num_src, embed]: each type's rows (times its
   // projection when it has features) placed at their positions by one
   // differentiable index_copy; rows no type covers stay zero. inputs[t] is
@@ -110,6 +115,7 @@ class RGCNImpl : public torch::nn::Module {
   int64_t embed_;
   int64_t num_rels_;
   double dropout_;
+  bool gat_ = false;
   std::vector<torch::Tensor> projs_;  // [type]; undefined for featureless types
   torch::nn::ModuleList layers_;
 };

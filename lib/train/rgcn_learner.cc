@@ -1,4 +1,5 @@
-// RGCN's Learner (DGL's entity_classify_dist.py): node classification on
+// RGCN's and RGAT's Learner (DGL's entity_classify_dist.py; RGAT swaps
+// RelGraphConv for RelGATConv, train/rgat.h): node classification on
 // the labelled type of a heterogeneous graph, standalone or as one trainer
 // of a cluster: typed sampling from a HeteroSource, learnable embeddings
 // for featureless types updated by a sparse optimizer where they live
@@ -23,16 +24,29 @@ using nlohmann::json;
 
 namespace {
 
+// RGAT's attention settings (unused by RGCN).
+GatOptions GatLayers(const TrainOptions& o) {
+  GatOptions g;
+  g.heads = o.num_heads;
+  g.out_heads = o.num_out_heads;
+  g.feat_drop = 0;  // RGCN's skeleton: dropout after each hidden layer
+  g.attn_drop = o.attn_drop;
+  g.negative_slope = o.negative_slope;
+  return g;
+}
+
 std::string RgcnSignature(const TrainOptions& o, const PartitionConfig& c) {
   std::ostringstream s;
-  s << "rgcn graph=" << c.graph_name << " ntypes=" << c.ntypes.size() << " rels=" << c.etypes.size()
-    << " hidden=" << o.num_hidden << " classes=" << c.num_classes << " layers=" << o.num_layers
-    << " bases=" << o.num_bases << " self_loop=" << o.self_loop << " sparse="
+  s << o.model << " graph=" << c.graph_name << " ntypes=" << c.ntypes.size()
+    << " rels=" << c.etypes.size() << " hidden=" << o.num_hidden << " classes=" << c.num_classes
+    << " layers=" << o.num_layers << " bases=" << o.num_bases << " self_loop=" << o.self_loop
+    << " sparse="
     << o.sparse_optimizer
     // The embedding tables' layout: one per type in this process, or one
     // per type and partition at the servers.
     << " tables="
     << (o.standalone ? std::string("local") : "servers/" + std::to_string(c.num_parts));
+  if (o.model == "rgat") s << " heads=" << o.num_heads << " out_heads=" << o.num_out_heads;
   return s.str();
 }
 
@@ -44,11 +58,12 @@ class RgcnLearner : public Learner {
         source_(o.standalone ? MakeStandaloneHeteroSource(o, config)
                              : MakeDistHeteroSource(o, config)),
         fanouts_(ParseTypedFanouts(o.fan_out, config.etypes)),
+        gat_(GatLayers(o)),
         feature_dims_(FeatureDims(config)),
         model_((torch::manual_seed(o.seed),
                 RGCN(feature_dims_, o.num_hidden, o.num_hidden, config.num_classes,
                      static_cast<int64_t>(config.etypes.size()), o.num_bases, o.num_layers,
-                     o.dropout, o.self_loop))) {
+                     o.dropout, o.self_loop, o.model == "rgat" ? &gat_ : nullptr))) {
     if (static_cast<int>(fanouts_.size()) != o.num_layers) {
       throw ConfigError("--fan_out '" + o.fan_out + "' has " + std::to_string(fanouts_.size()) +
                         " layers but --num_layers is " + std::to_string(o.num_layers));
@@ -140,22 +155,27 @@ class RgcnLearner : public Learner {
   // checkpoint).
   void SaveOutputs(bool lead, int epochs_done) override {
     if (!lead || o_.save_model.empty()) return;
-    SaveModelFile(o_.save_model, *model_,
-                  {{"model", "rgcn"},
-                   {"parameter_names", "dgl.nn.RelGraphConv"},
-                   {"task", o_.task},
-                   {"graph_name", config_.graph_name},
-                   {"predict_category", config_.target_ntype},
-                   {"ntypes", config_.ntypes},
-                   {"etypes", config_.etypes},
-                   {"in_feats", feature_dims_},
-                   {"num_hidden", o_.num_hidden},
-                   {"n_classes", config_.num_classes},
-                   {"num_layers", o_.num_layers},
-                   {"num_bases", o_.num_bases},
-                   {"self_loop", o_.self_loop},
-                   {"fan_out", o_.fan_out},
-                   {"epochs", epochs_done}});
+    json meta = {{"model", o_.model},
+                 {"parameter_names",
+                  o_.model == "rgat" ? "dgl.nn.HeteroGraphConv(GATConv)" : "dgl.nn.RelGraphConv"},
+                 {"task", o_.task},
+                 {"graph_name", config_.graph_name},
+                 {"predict_category", config_.target_ntype},
+                 {"ntypes", config_.ntypes},
+                 {"etypes", config_.etypes},
+                 {"in_feats", feature_dims_},
+                 {"num_hidden", o_.num_hidden},
+                 {"n_classes", config_.num_classes},
+                 {"num_layers", o_.num_layers},
+                 {"num_bases", o_.num_bases},
+                 {"self_loop", o_.self_loop},
+                 {"fan_out", o_.fan_out},
+                 {"epochs", epochs_done}};
+    if (o_.model == "rgat") {
+      meta["num_heads"] = o_.num_heads;
+      meta["num_out_heads"] = o_.num_out_heads;
+    }
+    SaveModelFile(o_.save_model, *model_, meta);
   }
 
   void Summarize(json* summary) override {
@@ -228,6 +248,7 @@ class RgcnLearner : public Learner {
   const PartitionConfig& config_;
   std::unique_ptr<HeteroSource> source_;
   const std::vector<std::vector<int>> fanouts_;
+  const GatOptions gat_;  // --model rgat's layers
   const std::vector<int64_t> feature_dims_;
   RGCN model_;
   std::vector<int64_t> train_nodes_;

@@ -22,7 +22,7 @@ void TrainOptions::ApplyModelDefaults(const std::function<bool(const std::string
     if (!given("--num_hidden")) num_hidden = 64;
     return;
   }
-  if (!Rgcn()) return;
+  if (!Typed()) return;
   // DGL's examples/pytorch/rgcn/experimental command.
   if (!given("--fan_out")) fan_out = "25,10";
   if (!given("--batch_size")) batch_size = 1024;
@@ -48,15 +48,18 @@ void TrainOptions::Validate() const {
   if (num_workers < 0) throw ConfigError("--num_workers must be >= 0");
   if (prefetch < 1) throw ConfigError("--prefetch must be >= 1");
   if (cache_mb < -1) throw ConfigError("--cache_mb must be >= 0, or -1 (5% of the feature bytes)");
-  if (model != "graphsage" && model != "gat" && model != "gcn" && model != "rgcn") {
-    throw ConfigError("--model must be graphsage, gat, gcn or rgcn, got '" + model + "'");
+  if (model != "graphsage" && model != "gat" && model != "gcn" && model != "rgcn" &&
+      model != "rgat") {
+    throw ConfigError("--model must be graphsage, gat, gcn, rgcn or rgat, got '" + model + "'");
   }
-  if (model == "gat") ValidateGat();
-  if (Rgcn()) {
-    if (Kind() != TaskKind::kNode) throw ConfigError("--model rgcn trains --task node only");
+  if (model == "gat" || model == "rgat") ValidateGat();
+  if (Typed()) {
+    if (Kind() != TaskKind::kNode) {
+      throw ConfigError("--model " + model + " trains --task node only");
+    }
     if (!save_embeddings.empty()) {
-      throw ConfigError(
-          "--save_embeddings writes GraphSAGE outputs; --model rgcn has --save_model");
+      throw ConfigError("--save_embeddings writes homogeneous models' outputs; --model " + model +
+                        " has --save_model");
     }
     if (!(sparse_lr > 0)) throw ConfigError("--sparse_lr must be > 0");
     if (sparse_optimizer != "adagrad" && sparse_optimizer != "adam") {
@@ -121,7 +124,7 @@ int DefaultTorchThreads(const TrainOptions& o) {
   // trainer's gnn-sampler processes). OpenMP threads that share a core with
   // a sampler spin while it runs, and both slow down.
   // --model rgcn samples inside its training loop, between steps.
-  const int samplers = o.Rgcn()       ? 0
+  const int samplers = o.Typed()      ? 0
                        : o.standalone ? o.num_workers
                                       : (o.num_samplers == 0 ? 1 : o.num_samplers);
   return std::max(1, CoreShare(o) - samplers);
@@ -142,12 +145,14 @@ PartitionConfig LoadCheckedConfig(const TrainOptions& o) {
                       "use --num_gpus -1 for CPU");
   }
   PartitionConfig config = LoadPartitionConfig(o.part_config);
-  if (o.Rgcn() && !config.hetero()) {
-    throw ConfigError("--model rgcn needs a heterogeneous partitioning; " + o.part_config +
-                      " has one node type (use --model graphsage)");
+  if (o.Typed() && !config.hetero()) {
+    throw ConfigError("--model " + o.model + " needs a heterogeneous partitioning; " +
+                      o.part_config + " has one node type (use --model graphsage, gat or gcn)");
   }
-  if (!o.Rgcn()) config.RequireHomogeneous("gnn-train --model " + o.model + " (use --model rgcn)");
-  if (o.Rgcn() && !o.predict_category.empty() && o.predict_category != config.target_ntype) {
+  if (!o.Typed()) {
+    config.RequireHomogeneous("gnn-train --model " + o.model + " (use --model rgcn or rgat)");
+  }
+  if (o.Typed() && !o.predict_category.empty() && o.predict_category != config.target_ntype) {
     throw ConfigError("--predict_category " + o.predict_category + ": " + o.part_config +
                       " was partitioned with labels on '" + config.target_ntype + "'");
   }

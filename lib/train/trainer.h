@@ -67,7 +67,7 @@ struct TrainOptions {
   // relation weights with num_bases bases (<= 0: one full weight per
   // relation), a self-loop, embeddings of num_hidden for featureless node
   // types stored where their nodes live and updated by a sparse optimizer.
-  std::string model = "graphsage";        // --model graphsage|gat|gcn|rgcn
+  std::string model = "graphsage";        // --model graphsage|gat|gcn|rgcn|rgat
   int num_bases = 2;                      // --num_bases
   bool self_loop = true;                  // --no_self_loop clears it
   std::string predict_category;           // --predict_category: must be the config's target
@@ -113,7 +113,8 @@ struct TrainOptions {
   std::chrono::seconds rendezvous_timeout{60};       // --rendezvous_timeout_s
   std::chrono::milliseconds request_timeout{30000};  // --request_timeout_ms: per server request
 
-  bool Rgcn() const { return model == "rgcn"; }
+  // The relational models of typed graphs (RGCN, RGAT): RgcnLearner's.
+  bool Typed() const { return model == "rgcn" || model == "rgat"; }
   // Whether the model's first layer can start from the neighbours' means
   // (GraphSAGE's mean; GAT's attention and GCN's source degrees cannot):
   // the samplers then aggregate layer 0 (standalone) and, with

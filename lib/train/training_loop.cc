@@ -26,7 +26,7 @@ AllCoresWhileIdle::AllCoresWhileIdle(const TrainOptions& o) : before_(torch::get
 AllCoresWhileIdle::~AllCoresWhileIdle() { torch::set_num_threads(before_); }
 
 std::unique_ptr<Learner> MakeLearner(const TrainOptions& o, const PartitionConfig& config) {
-  if (o.Rgcn()) return MakeRgcnLearner(o, config);
+  if (o.Typed()) return MakeRgcnLearner(o, config);
   return MakeNodeLearner(o, config);
 }
 

@@ -119,7 +119,7 @@ TEST_CASE("GatAggregate equals the scatter-softmax formulation, values and gradi
   }
 }
 
-TEST_CASE("GatAggregate's gradients match finite differences; its attention sums to 1 per row",
+TEST_CASE("GatAggregate gradients match finite differences and its attention sums to 1 per row",
           "[unit]") {
   Block blk = RandomBlock(7, 11, 4, 9);
   BlockTensors b = ToTensors(blk);
@@ -148,7 +148,7 @@ TEST_CASE("GatAggregate's gradients match finite differences; its attention sums
                     Catch::Contains("el has 10 rows, the block has 11 sources"));
 }
 
-TEST_CASE("WeightedAggregate equals the scaled index_add, values and gradients; degrees",
+TEST_CASE("WeightedAggregate equals the scaled index_add in values, gradients and degrees",
           "[unit]") {
   Block blk = RandomBlock(150, 400, 9, 4);
   BlockTensors b = ToTensors(blk);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "train/rgat.h"
 
 namespace gnn {
 namespace {
@@ -442,6 +443,72 @@ TEST_CASE("RGCN embeds typed inputs at their positions and stacks its layers", "
         RGCN(std::vector<int64_t>{3}, embed, hidden, classes, num_rels, 0, 2, 1.0, false),
         ConfigError);
   }
+}
+
+}  // namespace gnn
+
+namespace gnn {
+
+TEST_CASE("RelGATConv sums one GATConv per relation over that relation's edges, plus loop and bias",
+          "[unit][rgcn]") {
+  torch::manual_seed(11);
+  const int64_t num_rels = 3, in = 5, heads = 2, width = 3;
+  Block b = RandomHeteroBlock(6, 15, 5, num_rels, 4);
+  RelationBlock rb = ToRelationBlock(b, num_rels);
+  GatOptions o;
+  RelGATConv conv(in, width, heads, num_rels, /*self_loop=*/true, o);
+  conv->eval();  // no attention dropout
+  auto params = conv->named_parameters();
+  for (const char* name : {"mods.0.fc.weight", "mods.2.attn_l", "mods.1.attn_r", "mods.0.bias",
+                           "loop_weight", "h_bias"}) {
+    CHECK(params.contains(name));
+  }
+  CHECK(params["loop_weight"].sizes() == torch::IntArrayRef({in, heads * width}));
+  torch::Tensor h = torch::randn({15, in}).requires_grad_(true);
+  torch::Tensor got = conv->forward(ToTensors(rb), 6, h);
+  REQUIRE(got.sizes() == torch::IntArrayRef({6, heads, width}));
+  // Reference: relation r as a block over every source (no renumbering),
+  // through the relation's GATConv; DGL's HeteroGraphConv(sum).
+  torch::Tensor want =
+      (h.slice(0, 0, 6).matmul(params["loop_weight"]) + params["h_bias"]).view({6, heads, width});
+  for (int64_t r = 0; r < num_rels; ++r) {
+    Block rel;
+    rel.num_dst = 6;
+    rel.src_nodes = b.src_nodes;
+    rel.indptr.push_back(0);
+    for (int64_t d = 0; d < 6; ++d) {
+      for (int64_t e = b.indptr[d]; e < b.indptr[d + 1]; ++e) {
+        if (b.etypes[e] == r) rel.indices.push_back(b.indices[e]);
+      }
+      rel.indptr.push_back(static_cast<int64_t>(rel.indices.size()));
+    }
+    if (rel.indices.empty()) continue;
+    torch::NoGradGuard no_grad;
+    want = want + conv->named_modules()["mods." + std::to_string(r)]->as<GATConvImpl>()->forward(
+                      ToTensors(rel), h.detach());
+  }
+  CHECK(torch::allclose(got.detach(), want, 1e-4, 1e-5));
+  got.sum().backward();
+  CHECK(h.grad().abs().sum().item<double>() > 0);
+  CHECK(params["mods.1.attn_l"].grad().defined());
+}
+
+TEST_CASE("RGCN with GAT layers (RGAT): heads concatenated in hidden layers, averaged last",
+          "[unit][rgcn]") {
+  torch::manual_seed(12);
+  GatOptions o;
+  o.heads = 4;
+  o.out_heads = 2;
+  RGCN model(std::vector<int64_t>{3, 0}, 8, 8, 5, 2, 0, 2, 0.0, true, &o);
+  Block b0 = RandomHeteroBlock(6, 12, 4, 2, 1), b1 = RandomHeteroBlock(3, 6, 4, 2, 2);
+  torch::Tensor out =
+      model->forward({ToRelationBlock(b0, 2), ToRelationBlock(b1, 2)}, torch::randn({12, 8}));
+  CHECK(out.sizes() == torch::IntArrayRef({3, 5}));
+  CHECK(model->named_parameters().contains("layers.1.mods.1.attn_l"));
+  CHECK(model->named_parameters()["layers.0.mods.0.attn_l"].sizes() ==
+        torch::IntArrayRef({1, 4, 2}));
+  CHECK_THROWS_WITH(RGCN(std::vector<int64_t>{3, 0}, 8, 6, 5, 2, 0, 2, 0.0, true, &o),
+                    Catch::Contains("hidden width 6 is not a multiple of 4 heads"));
 }
 
 }  // namespace gnn
