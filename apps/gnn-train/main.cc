@@ -7,9 +7,11 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/memory.h"
+#include "train/blas_kernels.h"
 #include "train/trainer.h"
 
 int main(int argc, char** argv) {
+  gnn::UseBestBlasKernels(argv);
   gnn::TrainOptions o;
   CLI::App app{"Train a GraphSAGE model on partitioned graph data.", "gnn-train"};
   app.set_config("--config", "", "read flags from a config file (TOML/INI, see configs/)");
@@ -168,6 +170,7 @@ int main(int argc, char** argv) {
         o.standalone ? std::string("trainer 0")
                      : "trainer " + std::to_string(o.machine_id * o.num_trainers + o.trainer_id));
     if (quiet) gnn::SetLogLevel(gnn::LogLevel::kWarn);
+    if (!gnn::BlasKernelsNote().empty()) GNN_LOG(kInfo) << gnn::BlasKernelsNote();
     o.self_loop = !no_self_loop;
     o.ApplyModelDefaults([&](const std::string& flag) { return app.count(flag) > 0; });
     if (backend == "nccl") {

@@ -1,6 +1,7 @@
 #include "train/gat.h"
 
 #include "train/attention.h"
+#include "train/dropout.h"
 
 namespace gnn {
 
@@ -48,9 +49,7 @@ torch::Tensor GATConvImpl::Attend(const BlockTensors& block, const torch::Tensor
   torch::Tensor er = (feat_dst * attn_r_).sum(-1);
   torch::Tensor mask;
   if (is_training() && attn_drop_ > 0) {
-    mask = torch::empty({block.indices.numel(), heads_}, feat.options())
-               .bernoulli_(1.0 - attn_drop_)
-               .div_(1.0 - attn_drop_);
+    mask = KeepMask({block.indices.numel(), heads_}, attn_drop_, feat.options());
   }
   torch::Tensor out = GatAggregate(block, feat, el, er, slope_, mask);
   if (res_fc_) out = out + res_fc_(h_dst).view({D, heads_, width_});
@@ -73,7 +72,7 @@ GatImpl::GatImpl(const GatOptions& o) : o_(o) {
 }
 
 torch::Tensor GatImpl::ForwardLayer(int l, const BlockTensors& block, const torch::Tensor& h) {
-  torch::Tensor x = torch::dropout(h, o_.feat_drop, is_training());
+  torch::Tensor x = Dropout(h, o_.feat_drop, is_training());
   torch::Tensor out = layers_[l]->as<GATConvImpl>()->forward(WithSelfLoops(block), x);
   if (l + 1 == num_layers()) return out.mean(1);
   return torch::elu(out).flatten(1);

@@ -2,6 +2,7 @@
 
 #include "train/aggregate.h"
 #include "train/attention.h"
+#include "train/dropout.h"
 
 namespace gnn {
 
@@ -33,7 +34,7 @@ GcnImpl::GcnImpl(int64_t in, int64_t hidden, int64_t classes, int num_layers, do
 }
 
 torch::Tensor GcnImpl::ForwardLayer(int l, const BlockTensors& block, const torch::Tensor& h) {
-  torch::Tensor x = l == 0 ? h : torch::dropout(h, dropout_, is_training());
+  torch::Tensor x = l == 0 ? h : Dropout(h, dropout_, is_training());
   torch::Tensor out = layers_[l]->as<GraphConvImpl>()->forward(WithSelfLoops(block), x);
   return l + 1 == num_layers() ? out : torch::relu(out);
 }

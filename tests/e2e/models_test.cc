@@ -187,3 +187,28 @@ TEST_CASE("bad model flag combinations: one line each, before any work", "[e2e]"
         "gnn-train --model gat (use --model rgcn or rgat)");
   fails({"--part_config", one, "--model", "rgcn"}, "needs a heterogeneous partitioning");
 }
+
+TEST_CASE("gnn-train uses OpenBLAS's AVX kernels where OpenBLAS does not know the CPU", "[e2e]") {
+  test::TempDir dir;
+  const std::string one = Partition(dir, "synthetic:tiny", 1, "one");
+  const std::vector<std::string> check = {Bin("gnn-train"), "--standalone", "--part_config", one,
+                                          "--check_only"};
+  // What OpenBLAS picks by itself (the marker keeps gnn-train from
+  // re-executing), and whether this CPU has AVX2.
+  auto probe = RunProcess({"/usr/bin/env", "GNN_BLAS_KERNELS_SET=", "OPENBLAS_VERBOSE=2", check[0],
+                           check[1], check[2], check[3], check[4]});
+  const bool fallback = probe.out.find("Core: Prescott") != std::string::npos ||
+                        probe.err.find("Core: Prescott") != std::string::npos;
+  const bool avx2 = ReadFile("/proc/cpuinfo").find(" avx2") != std::string::npos;
+  auto plain = RunProcess(check);
+  INFO(plain.err);
+  CHECK(plain.exit_code == 0);  // the re-executed process got every argument
+  CHECK(plain.out.find("check out") != std::string::npos);
+  const bool noted = plain.err.find("fell back to its Prescott") != std::string::npos;
+  CHECK(noted == (fallback && avx2));
+  // A core type the user chose is left alone.
+  auto chosen = RunProcess({"/usr/bin/env", "OPENBLAS_CORETYPE=PRESCOTT", check[0], check[1],
+                            check[2], check[3], check[4]});
+  CHECK(chosen.exit_code == 0);
+  CHECK(chosen.err.find("fell back") == std::string::npos);
+}

@@ -1,0 +1,43 @@
+#include "train/blas_kernels.h"
+
+#include <dlfcn.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace gnn {
+namespace {
+
+constexpr const char* kMarker = "GNN_BLAS_KERNELS_SET";
+
+}  // namespace
+
+void UseBestBlasKernels(char** argv) {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr || std::getenv(kMarker) != nullptr) return;
+  using CoreName = char* (*)();
+  auto core_name = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  if (core_name == nullptr) return;  // not OpenBLAS
+  const char* core = core_name();
+  if (core == nullptr || strcasecmp(core, "prescott") != 0) return;
+  const char* better = __builtin_cpu_supports("avx512f") ? "SKYLAKEX"
+                       : __builtin_cpu_supports("avx2")  ? "HASWELL"
+                                                         : nullptr;
+  if (better == nullptr) return;  // Prescott is right for this CPU
+  setenv("OPENBLAS_CORETYPE", better, 1);
+  setenv(kMarker, better, 1);
+  execv("/proc/self/exe", argv);
+  // The re-exec failed: carry on with the fallback kernels.
+  unsetenv("OPENBLAS_CORETYPE");
+}
+
+std::string BlasKernelsNote() {
+  const char* set = std::getenv(kMarker);
+  if (set == nullptr || *set == 0) return "";
+  return std::string(
+             "OpenBLAS did not recognise this CPU and fell back to its Prescott (SSE3) "
+             "kernels; using its ") +
+         set + " kernels (set OPENBLAS_CORETYPE to choose)";
+}
+
+}  // namespace gnn

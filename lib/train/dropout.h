@@ -1,0 +1,21 @@
+// Dropout whose mask costs a hash per element instead of a draw from
+// LibTorch's CPU generator: at::bernoulli_ on Debian's LibTorch 1.13 calls
+// CPUGeneratorImpl::random64 once per element, serially (a tenth of a GAT
+// step on synthetic:small). The mask comes from a counter-based hash
+// (splitmix64) of one seed drawn from LibTorch's generator per call and the
+// element's index, filled in parallel: as reproducible under
+// torch::manual_seed as torch::dropout, a different stream.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace gnn {
+
+// 1 / (1 - p) where kept (probability 1 - p), 0 where dropped; float32 or
+// the dtype of `options`.
+torch::Tensor KeepMask(torch::IntArrayRef shape, double p, const torch::TensorOptions& options);
+
+// x * KeepMask(x's shape, p) when `training` and p > 0, else x.
+torch::Tensor Dropout(const torch::Tensor& x, double p, bool training);
+
+}  // namespace gnn
