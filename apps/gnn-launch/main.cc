@@ -88,10 +88,11 @@ int main(int argc, char** argv) {
     for (const auto& w : command) o.command += (o.command.empty() ? "" : " ") + w;
     if (slurm) gnn::ApplySlurm(app.count("--machine_id") > 0, slurm_port, &o);
     o.Validate();
-    std::vector<std::string> problems = gnn::CheckLaunch(o);
+    // Every problem, one line each; the exit code is the first one's class.
+    std::vector<gnn::LaunchProblem> problems = gnn::CheckLaunch(o);
     if (!problems.empty()) {
-      for (const auto& p : problems) std::cerr << "gnn-launch: error: " << p << "\n";
-      code = gnn::kExitConfig;
+      for (const auto& p : problems) std::cerr << "gnn-launch: error: " << p.message << "\n";
+      code = problems.front().exit_code;
       return;
     }
     std::signal(SIGINT, OnSignal);

@@ -40,6 +40,37 @@ namespace {
 namespace fs = std::filesystem;
 using namespace copy;
 
+// Throws the first error, of its own class, with the others on its line
+// ("; also: ..."): gnn-copy's one error line and exit code however many
+// machines (or files) failed.
+void ThrowErrors(const std::vector<std::exception_ptr>& errors) {
+  constexpr size_t kNamed = 3;  // others named; the rest counted
+  std::exception_ptr first;
+  std::string others;
+  size_t count = 0;
+  for (const auto& e : errors) {
+    if (!e) continue;
+    if (!first) {
+      first = e;
+      continue;
+    }
+    if (++count > kNamed) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      others += std::string(count == 1 ? "; also: " : "; ") + x.what();
+    }
+  }
+  if (!first) return;
+  if (count > kNamed) others += "; and " + std::to_string(count - kNamed) + " more";
+  try {
+    std::rethrow_exception(first);
+  } catch (const std::exception& x) {
+    if (others.empty()) throw;
+    ThrowAs(x, x.what() + others);
+  }
+}
+
 // ---- what every machine receives ------------------------------------------
 
 struct Plan {
@@ -136,8 +167,8 @@ void PlanShared(const CopyOptions& o, const std::string& rel, Plan* plan) {
     for (const auto& name : kShippedBinaries) {
       const std::string path = dir + "/" + name;
       if (::access(path.c_str(), X_OK) != 0) {
-        throw DataError("--ship_binaries: " + path +
-                        " is missing or not executable (build it first)");
+        throw ConfigError("--ship_binaries: " + path +
+                          " is missing or not executable (build it first)");
       }
       plan->shared.push_back(HashedItem(path, "bin/" + name));
     }
@@ -216,7 +247,7 @@ void VerifySources(const Plan& plan, int threads, const std::atomic<int>* stop) 
       files.push_back(&item);
     }
   }
-  RethrowFirst(ForEachParallel(static_cast<int>(files.size()), threads, [&](int i) {
+  ThrowErrors(ForEachParallel(static_cast<int>(files.size()), threads, [&](int i) {
     const Item& item = *files[static_cast<size_t>(i)];
     if (stop && stop->load() != 0) throw Error("interrupted while checking the sources");
     const std::string sha = Sha256File(item.source);
@@ -361,24 +392,6 @@ std::unique_ptr<ScopedTempDir> Stage(const CopyOptions& o, Plan* plan) {
   return stage;
 }
 
-// Throws the first error; the others go to the log.
-void RethrowFirst(const std::vector<std::exception_ptr>& errors) {
-  std::exception_ptr first;
-  for (const auto& e : errors) {
-    if (!e) continue;
-    if (!first) {
-      first = e;
-      continue;
-    }
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& x) {
-      GNN_LOG(kError) << x.what();
-    }
-  }
-  if (first) std::rethrow_exception(first);
-}
-
 // Every machine's copy, o.jobs at a time, with live progress. The first
 // machine's error is thrown, the others' logged.
 CopyReport CopyAll(const CopyOptions& o, const Plan& plan, bool local_rsync,
@@ -416,7 +429,7 @@ CopyReport CopyAll(const CopyOptions& o, const Plan& plan, bool local_rsync,
     throw Error("interrupted by signal " + std::to_string(stop->load()) +
                 "; every file in place is complete (temporaries removed)");
   }
-  RethrowFirst(errors);
+  ThrowErrors(errors);
   return report;
 }
 

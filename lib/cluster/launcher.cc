@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -130,6 +133,32 @@ std::string LastError(const Proc& p) {
 int Blame(const Proc& f) {
   if (!Victim(f)) return 2;
   return LastError(f).find("among trainers failed") != std::string::npos ? 0 : 1;
+}
+
+// The launcher's exit code for a job that `f` ended: f's own code when it
+// is one of the error classes (2 configuration, 3 data, 4 protocol, 5
+// timeout, 6 peer); 6 when f was killed by a signal, lost its ssh
+// connection or, a server, ended while needed (a process of the job
+// failed); 1 for anything else (f exited 1 or with a code of its own).
+int FailureCode(const Proc& f) {
+  if (!WIFEXITED(f.status)) return kExitPeer;
+  const int code = WEXITSTATUS(f.status);
+  if (code >= kExitConfig && code <= kExitPeer) return code;
+  if (code == 0 || (f.remote && (code == 255 || (code > 128 && code < 160)))) return kExitPeer;
+  return kExitError;
+}
+
+// Makes the job's log folder `dir` (with its parents) and checks that files
+// can be made in it: DataError naming the folder otherwise, before
+// anything starts (not a raw filesystem error).
+void MakeLogDir(const std::string& dir, bool flag_given) {
+  const std::string hint = flag_given ? " (--log_dir)" : " (choose another with --log_dir)";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw DataError("log folder " + dir + " cannot be made: " + ec.message() + hint);
+  if (!fs::is_directory(dir, ec)) throw DataError("log folder " + dir + " is not a folder" + hint);
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw DataError("log folder " + dir + " is not writable: " + std::strerror(errno) + hint);
 }
 
 // The exit codes of a failure that would happen again after a restart.
@@ -326,7 +355,7 @@ class Launch {
     }
     plans_ = PlanMachines(o_, machines_);
     log_dir_ = LogDir();
-    fs::create_directories(log_dir_);
+    MakeLogDir(log_dir_, !o_.log_dir.empty());
     graph_name_ = config.graph_name;
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphaned grandchildren come to us to be reaped
     guardian_ = std::make_unique<Guardian>(o_.grace_s, std::vector<std::string>{});
@@ -378,7 +407,7 @@ class Launch {
   std::string RunLogDir() const {
     if (run_ == 0) return log_dir_;
     const std::string dir = log_dir_ + "/restart-" + std::to_string(run_);
-    fs::create_directories(dir);
+    MakeLogDir(dir, !o_.log_dir.empty());
     return dir;
   }
 
@@ -490,14 +519,15 @@ class Launch {
       std::this_thread::sleep_for(std::chrono::milliseconds(kSuperviseTickMs));
       peer = peers->Silent(0);
     }
-    return End(f, peer.empty() ? "" : "before that, " + peer, 1);
+    return End(f, peer.empty() ? "" : "before that, " + peer, kExitError);
   }
 
   // The one teardown of an early end: waits briefly for failures that
   // follow the first (a trainer whose peer died fails on the collective:
   // all are reported, in exit order, so the cause is there whichever exit
   // was seen first), stops every process, removes the shared memory, and
-  // says what happened. Returns `code`.
+  // says what happened. Returns the cause's FailureCode when a process
+  // failed, else `code`.
   int End(Proc* failed, const std::string& note, int code) {
     failed_at_ = Clock::now();
     std::vector<Proc*> failures;
@@ -522,6 +552,7 @@ class Launch {
     cause_ = cause ? cause->Name() + " " + HowItEnded(*cause) + LastError(*cause) : note;
     if (cause && Victim(*cause) && !note.empty()) cause_ += "; " + note;
     recurs_ = cause && Recurs(*cause);
+    if (cause) code = FailureCode(*cause);
     StopAll();
     for (Proc* f : failures) {
       std::cerr << "gnn-launch: " << f->Name() << " (pid " << f->pid << (f->remote ? ", ssh" : "")

@@ -64,9 +64,13 @@ struct LaunchOptions {
 // Runs the job to the end. Returns the launcher's exit code: 0 when every
 // trainer exited 0 (rank 0's last stdout line, a JSON summary, is printed
 // on stdout with "wall_time_s", "restarts", "steps_replayed" and
-// "recovery_s" added); 1 when a process failed; 128+sig
-// when `signal` became non-zero (set by the caller's SIGINT/SIGTERM
-// handler). Call from the main thread (children die with it).
+// "recovery_s" added); when the job failed, the class of the process
+// that caused it: its own exit code when it is 2-6 (a trainer's bad data
+// is 3), 6 when it was killed by a signal or its machine was lost, 5 when
+// a server did not answer in time, else 1; 128+sig when `signal` became
+// non-zero (set by the caller's SIGINT/SIGTERM handler). Throws DataError
+// (before anything starts) when the log folder cannot be made or written.
+// Call from the main thread (children die with it).
 int RunLaunch(const LaunchOptions& options, const std::atomic<int>& signal);
 
 }  // namespace gnn

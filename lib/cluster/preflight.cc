@@ -84,37 +84,43 @@ struct PartFiles {
   std::vector<std::pair<std::string, uint64_t>> files;
 };
 
+// A remote check script's line for one problem: its exit code, a blank,
+// what is wrong (CheckRemoteMachine reads it back).
+std::string Say(int code, const std::string& what) {
+  return "echo " + ShellQuote(std::to_string(code) + " " + what);
+}
+
 // One shell script that prints one line per problem on a remote machine.
 std::string RemoteCheckScript(const MachinePlan& p, const std::string& trainer_word,
                               int num_servers, int master_port, int machine,
                               const PartFiles* parts) {
   const std::string ws = ShellPath(p.workspace);
-  std::string s = "cd " + ws + " 2>/dev/null || { echo " +
-                  ShellQuote("workspace " + p.workspace + " does not exist") +
+  std::string s = "cd " + ws + " 2>/dev/null || { " +
+                  Say(kExitData, "workspace " + p.workspace + " does not exist") +
                   "; exit 0; }; PATH=\"$PWD/bin:$PATH\"; ";
   for (const auto& f : {p.part_config, p.ip_config}) {
-    s += "test -r " + ShellQuote(f) + " || echo " +
-         ShellQuote("file " + f + " not found in the workspace") + "; ";
+    s += "test -r " + ShellQuote(f) + " || " +
+         Say(kExitData, "file " + f + " not found in the workspace") + "; ";
   }
   if (parts) {
     // The partition's folder, then each file at the size the config gives.
     std::string files;
     for (const auto& [path, bytes] : parts->files) {
       files += "test \"$(wc -c < " + ShellQuote(path) +
-               " 2>/dev/null)\" = " + std::to_string(bytes) + " || echo " +
-               ShellQuote("partition " + std::to_string(parts->part) + " file " + path +
-                          " is missing or not " + std::to_string(bytes) +
-                          " bytes (copy it again: gnn-copy)") +
+               " 2>/dev/null)\" = " + std::to_string(bytes) + " || " +
+               Say(kExitData, "partition " + std::to_string(parts->part) + " file " + path +
+                                  " is missing or not " + std::to_string(bytes) +
+                                  " bytes (copy it again: gnn-copy)") +
                "; ";
     }
-    s += "if test -d " + ShellQuote(parts->folder) + "; then " + files + "else echo " +
-         ShellQuote("partition " + std::to_string(parts->part) + " folder " + parts->folder +
-                    " not found (gnn-copy ships it)") +
+    s += "if test -d " + ShellQuote(parts->folder) + "; then " + files + "else " +
+         Say(kExitData, "partition " + std::to_string(parts->part) + " folder " + parts->folder +
+                            " not found (gnn-copy ships it)") +
          "; fi; ";
   }
   for (const auto& b : {std::string("gnn-server"), trainer_word}) {
-    s += "command -v " + ShellQuote(b) + " >/dev/null || echo " +
-         ShellQuote("binary " + b + " not found (workspace bin/ or PATH)") + "; ";
+    s += "command -v " + ShellQuote(b) + " >/dev/null || " +
+         Say(kExitConfig, "binary " + b + " not found (workspace bin/ or PATH)") + "; ";
   }
   // Ports a listener already holds (bash's /dev/tcp connects; plain sh
   // without bash skips this check and the server reports a busy port).
@@ -125,8 +131,9 @@ std::string RemoteCheckScript(const MachinePlan& p, const std::string& trainer_w
   std::string probe;
   for (const auto& [port, what] : ports) {
     const std::string target = "/dev/tcp/" + p.address.host + "/" + std::to_string(port);
-    probe += "if (exec 3<>" + target + ") 2>/dev/null; then echo \"port " + std::to_string(port) +
-             " for " + what + " is busy: something listens there\"; fi; ";
+    probe += "if (exec 3<>" + target + ") 2>/dev/null; then echo \"" + std::to_string(kExitConfig) +
+             " port " + std::to_string(port) + " for " + what +
+             " is busy: something listens there\"; fi; ";
   }
   s += "if command -v bash >/dev/null && command -v timeout >/dev/null; then timeout 5 bash -c " +
        ShellQuote(probe) + "; fi; ";
@@ -153,7 +160,7 @@ PartFiles FilesOfMachine(const LaunchInputs& in, const MachinePlan& p, size_t m)
   return out;
 }
 
-LaunchInputs ReadLaunchInputs(const LaunchOptions& o, std::vector<std::string>* problems) {
+LaunchInputs ReadLaunchInputs(const LaunchOptions& o, std::vector<LaunchProblem>* problems) {
   LaunchInputs in;
   in.ip_path = LauncherPath(o, o.ip_config);
   in.part_path = LauncherPath(o, o.part_config);
@@ -161,88 +168,90 @@ LaunchInputs ReadLaunchInputs(const LaunchOptions& o, std::vector<std::string>* 
     in.machines = ReadIpConfig(in.ip_path);
     in.have_machines = true;
   } catch (const std::exception& e) {
-    problems->push_back(std::string("ip_config: ") + e.what());
+    problems->push_back({std::string("ip_config: ") + e.what(), ExitCodeOf(e)});
   }
   try {
     in.config = LoadPartitionConfig(in.part_path);
     in.have_parts = true;
   } catch (const std::exception& e) {
-    problems->push_back(std::string("part_config: ") + e.what());
+    problems->push_back({std::string("part_config: ") + e.what(), ExitCodeOf(e)});
   }
   return in;
 }
 
 // The partition config against the trainer command and the machines.
 void CheckPartitionFits(const LaunchOptions& o, const LaunchInputs& in,
-                        std::vector<std::string>* problems) {
+                        std::vector<LaunchProblem>* problems) {
   // Servers serve heterogeneous partitions; a trainer needs RGCN for them.
   if (in.have_parts && in.config.hetero() && !NamesTypedModel(o.command)) {
-    problems->push_back("partition config " + in.part_path +
-                        " is a heterogeneous partitioning: the trainer command needs --model rgcn "
-                        "or rgat");
+    problems->push_back({"partition config " + in.part_path +
+                         " is a heterogeneous partitioning: the trainer command needs --model "
+                         "rgcn or rgat"});
   }
   if (in.have_machines && in.have_parts &&
       in.config.num_parts > static_cast<int>(in.machines.size())) {
-    problems->push_back("partition config " + in.part_path + " has " +
-                        std::to_string(in.config.num_parts) + " partitions but ip_config " +
-                        in.ip_path + " lists " + std::to_string(in.machines.size()) +
-                        " machines (machine m serves partition m mod " +
-                        std::to_string(in.config.num_parts) + ": every partition needs one)");
+    problems->push_back({"partition config " + in.part_path + " has " +
+                         std::to_string(in.config.num_parts) + " partitions but ip_config " +
+                         in.ip_path + " lists " + std::to_string(in.machines.size()) +
+                         " machines (machine m serves partition m mod " +
+                         std::to_string(in.config.num_parts) + ": every partition needs one)"});
   }
 }
 
 // --part_source (where failover copies partitions from) must hold the same
 // partitioning under the same file name.
 void CheckPartSource(const LaunchOptions& o, const LaunchInputs& in,
-                     std::vector<std::string>* problems) {
+                     std::vector<LaunchProblem>* problems) {
   if (o.part_source.empty()) return;
   try {
     const PartitionConfig source = LoadPartitionConfig(o.part_source);
     if (in.have_parts && source.num_parts != in.config.num_parts)
-      problems->push_back("--part_source " + o.part_source + " has " +
-                          std::to_string(source.num_parts) + " partitions, --part_config " +
-                          std::to_string(in.config.num_parts));
+      problems->push_back({"--part_source " + o.part_source + " has " +
+                           std::to_string(source.num_parts) + " partitions, --part_config " +
+                           std::to_string(in.config.num_parts)});
     if (fs::path(o.part_source).filename() != fs::path(o.part_config).filename())
-      problems->push_back("--part_source " + o.part_source + " and --part_config " + o.part_config +
-                          " name different files");
+      problems->push_back({"--part_source " + o.part_source + " and --part_config " +
+                           o.part_config + " name different files"});
   } catch (const std::exception& e) {
-    problems->push_back(std::string("--part_source: ") + e.what());
+    problems->push_back({std::string("--part_source: ") + e.what(), ExitCodeOf(e)});
   }
 }
 
 // The cluster secret: readable when given, and required per node.
-void CheckSecret(const LaunchOptions& o, std::vector<std::string>* problems) {
+void CheckSecret(const LaunchOptions& o, std::vector<LaunchProblem>* problems) {
   if (!o.insecure && !o.secret_file.empty()) {
     try {
       net::ReadSecretFile(LauncherPath(o, o.secret_file));
     } catch (const std::exception& e) {
-      problems->push_back(std::string("--secret_file: ") + e.what());
+      problems->push_back({std::string("--secret_file: ") + e.what(), ExitCodeOf(e)});
     }
   } else if (!o.insecure && o.machine_id >= 0) {
     problems->push_back(
-        "a per-node launch (--machine_id / --slurm) needs --secret_file: one cluster secret on "
-        "every machine (gnn-copy --secret_file FILE makes and ships it), or --insecure");
+        {"a per-node launch (--machine_id / --slurm) needs --secret_file: one cluster secret on "
+         "every machine (gnn-copy --secret_file FILE makes and ships it), or --insecure"});
   }
 }
 
 // The partition a local machine serves: its folder, then each file at the
 // size the config gives (one line for a missing folder).
 void CheckLocalPartFiles(const PartFiles& parts, const std::string& who,
-                         std::vector<std::string>* problems) {
+                         std::vector<LaunchProblem>* problems) {
   std::error_code ec;
   if (!fs::is_directory(parts.folder, ec)) {
-    problems->push_back(who + ": partition " + std::to_string(parts.part) + " folder " +
-                        parts.folder + " not found (gnn-copy ships it)");
+    problems->push_back({who + ": partition " + std::to_string(parts.part) + " folder " +
+                             parts.folder + " not found (gnn-copy ships it)",
+                         kExitData});
     return;
   }
   for (const auto& [path, bytes] : parts.files) {
     const uintmax_t size = fs::file_size(path, ec);
     if (ec || size != bytes) {
       problems->push_back(
-          who + ": partition " + std::to_string(parts.part) + " file " + path +
-          (ec ? " not found"
-              : " has " + std::to_string(size) + " bytes, not " + std::to_string(bytes)) +
-          " (copy it again: gnn-copy)");
+          {who + ": partition " + std::to_string(parts.part) + " file " + path +
+               (ec ? " not found"
+                   : " has " + std::to_string(size) + " bytes, not " + std::to_string(bytes)) +
+               " (copy it again: gnn-copy)",
+           kExitData});
     }
   }
 }
@@ -250,16 +259,16 @@ void CheckLocalPartFiles(const PartFiles& parts, const std::string& who,
 // A machine of this host: its workspace and files, its servers' ports and,
 // on machine 0, the trainers' rendezvous port.
 void CheckLocalMachine(const LaunchOptions& o, const LaunchInputs& in, const MachinePlan& p,
-                       size_t m, const std::string& who, std::vector<std::string>* problems) {
+                       size_t m, const std::string& who, std::vector<LaunchProblem>* problems) {
   std::error_code ec;
   if (!fs::is_directory(p.workspace, ec)) {
-    problems->push_back(who + ": workspace " + p.workspace + " is not a directory");
+    problems->push_back({who + ": workspace " + p.workspace + " is not a directory", kExitData});
   } else {
     for (const auto& f : {p.part_config, p.ip_config}) {
       const bool said =
           (f == in.part_path && !in.have_parts) || (f == in.ip_path && !in.have_machines);
       if (!said && ::access(f.c_str(), R_OK) != 0)
-        problems->push_back(who + ": " + f + " not found");
+        problems->push_back({who + ": " + f + " not found", kExitData});
     }
   }
   if (in.have_parts) {
@@ -268,41 +277,52 @@ void CheckLocalMachine(const LaunchOptions& o, const LaunchInputs& in, const Mac
   for (int s = 0; s < o.num_servers && p.address.port + s <= 65535; ++s) {
     std::string why = PortBusy(p.address.host, p.address.port + s);
     if (!why.empty()) {
-      problems->push_back("port " + std::to_string(p.address.port + s) + " of machine " +
-                          std::to_string(m) + " server " + std::to_string(s) + " (" + in.ip_path +
-                          ":" + std::to_string(p.address.line) + ") is busy: " + why);
+      problems->push_back({"port " + std::to_string(p.address.port + s) + " of machine " +
+                           std::to_string(m) + " server " + std::to_string(s) + " (" + in.ip_path +
+                           ":" + std::to_string(p.address.line) + ") is busy: " + why});
     }
   }
   if (m != 0) return;
   if (o.master_port >= p.address.port && o.master_port < p.address.port + o.num_servers) {
-    problems->push_back("--master_port " + std::to_string(o.master_port) +
-                        " collides with machine 0's server ports");
+    problems->push_back({"--master_port " + std::to_string(o.master_port) +
+                         " collides with machine 0's server ports"});
   } else {
     std::string why = PortBusy(p.address.host, o.master_port);
     if (!why.empty()) {
-      problems->push_back("master port " + std::to_string(o.master_port) +
-                          " on machine 0 is busy: " + why);
+      problems->push_back(
+          {"master port " + std::to_string(o.master_port) + " on machine 0 is busy: " + why});
     }
   }
 }
 
 // A remote machine, over ssh: RemoteCheckScript's lines, or why ssh failed.
-std::vector<std::string> CheckRemoteMachine(const LaunchOptions& o, const LaunchInputs& in,
-                                            const MachinePlan& p, const std::string& word, size_t m,
-                                            const std::string& who) {
-  std::vector<std::string> problems;
+std::vector<LaunchProblem> CheckRemoteMachine(const LaunchOptions& o, const LaunchInputs& in,
+                                              const MachinePlan& p, const std::string& word,
+                                              size_t m, const std::string& who) {
+  std::vector<LaunchProblem> problems;
   const PartFiles parts = in.have_parts ? FilesOfMachine(in, p, m) : PartFiles{};
   const std::string script = RemoteCheckScript(
       p, word, o.num_servers, o.master_port, static_cast<int>(m), in.have_parts ? &parts : nullptr);
   CommandResult r =
       RunCommand(SshArgv(o.ssh, p.address.host, script), o.ssh.connect_timeout_s + 20);
-  if (r.exit_code != 0) {
-    problems.push_back(who + ": ssh failed (" + r.Describe() + "): " + r.LastErrorLine());
+  if (r.timed_out) {
+    problems.push_back({who + ": ssh timed out (" + r.Describe() + ")", kExitTimeout});
     return problems;
   }
-  std::istringstream lines(r.out);  // one problem per line
+  if (r.exit_code != 0) {
+    problems.push_back(
+        {who + ": ssh failed (" + r.Describe() + "): " + r.LastErrorLine(), kExitPeer});
+    return problems;
+  }
+  std::istringstream lines(r.out);  // one problem per line, "CODE what"
   for (std::string line; std::getline(lines, line);) {
-    if (!line.empty()) problems.push_back(who + ": " + line);
+    if (line.empty()) continue;
+    int code = kExitConfig;
+    if (line.size() > 2 && line[0] >= '1' && line[0] <= '9' && line[1] == ' ') {
+      code = line[0] - '0';
+      line = line.substr(2);
+    }
+    problems.push_back({who + ": " + line, code});
   }
   return problems;
 }
@@ -310,17 +330,17 @@ std::vector<std::string> CheckRemoteMachine(const LaunchOptions& o, const Launch
 // The trainer binary on every local machine this launcher checks, and the
 // server binary the local machines run.
 void CheckLocalBinaries(const LaunchOptions& o, const std::vector<MachinePlan>& plans,
-                        const std::string& word, std::vector<std::string>* problems) {
+                        const std::string& word, std::vector<LaunchProblem>* problems) {
   for (size_t m = 0; m < plans.size(); ++m) {
     if (!plans[m].local || (o.machine_id >= 0 && static_cast<int>(m) != o.machine_id)) continue;
     if (ResolveBinary(word, plans[m].workspace).empty()) {
-      problems->push_back("machine " + std::to_string(m) + ": trainer binary '" + word +
-                          "' not found (workspace bin/, PATH, or workspace " + plans[m].workspace +
-                          ")");
+      problems->push_back({"machine " + std::to_string(m) + ": trainer binary '" + word +
+                           "' not found (workspace bin/, PATH, or workspace " + plans[m].workspace +
+                           ")"});
     }
   }
   const std::string server = ServerBinary(o);
-  if (!IsExecutableFile(server)) problems->push_back("server binary " + server + " not found");
+  if (!IsExecutableFile(server)) problems->push_back({"server binary " + server + " not found"});
 }
 
 // The trainer command's flags, before any server loads a partition: the
@@ -329,7 +349,8 @@ void CheckLocalBinaries(const LaunchOptions& o, const std::vector<MachinePlan>& 
 // them) in that machine's environment, as it will at start. Only for
 // gnn-train: another command's flags are its own.
 void CheckTrainerFlags(const LaunchOptions& o, const LaunchInputs& in,
-                       const std::vector<MachinePlan>& plans, std::vector<std::string>* problems) {
+                       const std::vector<MachinePlan>& plans,
+                       std::vector<LaunchProblem>* problems) {
   std::string rest;
   const std::string word = FirstWord(o.command, &rest);
   if (fs::path(word).filename() != "gnn-train" || !in.have_machines) return;
@@ -357,7 +378,10 @@ void CheckTrainerFlags(const LaunchOptions& o, const LaunchInputs& in,
       std::string line = r.LastErrorLine();
       const std::string prefix = "gnn-train: error: ";
       if (line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
-      problems->push_back("trainer command (" + word + "): " + line);
+      // gnn-train's own class (2 flags, 3 data); one that could not run: 2.
+      const bool classed = r.exit_code >= kExitConfig && r.exit_code <= kExitPeer;
+      problems->push_back(
+          {"trainer command (" + word + "): " + line, classed ? r.exit_code : kExitConfig});
     }
     return;  // one machine's check says it for all
   }
@@ -366,21 +390,21 @@ void CheckTrainerFlags(const LaunchOptions& o, const LaunchInputs& in,
 // Every machine this launcher starts: local ones here, remote ones over ssh
 // in parallel (their problems follow the local ones, in machine order).
 void CheckMachines(const LaunchOptions& o, const LaunchInputs& in,
-                   std::vector<std::string>* problems) {
+                   std::vector<LaunchProblem>* problems) {
   const std::string word = FirstWord(o.command, nullptr);
   const std::vector<MachinePlan> plans = PlanMachines(o, in.machines);
   bool any_local = false;
   std::vector<std::thread> remote_checks;
-  std::vector<std::vector<std::string>> remote_problems(plans.size());
+  std::vector<std::vector<LaunchProblem>> remote_problems(plans.size());
   for (size_t m = 0; m < plans.size(); ++m) {
     const MachinePlan& p = plans[m];
     const std::string who = "machine " + std::to_string(m) + " (" + p.address.host + ")";
     if (o.machine_id >= 0 && static_cast<int>(m) != o.machine_id)
       continue;  // its own launcher checks it
     if (o.machine_id >= 0 && !p.local) {
-      problems->push_back(who + " (" + in.ip_path + ":" + std::to_string(p.address.line) +
-                          ") is not an address of this host: run gnn-launch --machine_id " +
-                          std::to_string(m) + " on that machine");
+      problems->push_back({who + " (" + in.ip_path + ":" + std::to_string(p.address.line) +
+                           ") is not an address of this host: run gnn-launch --machine_id " +
+                           std::to_string(m) + " on that machine"});
       continue;
     }
     if (!p.local) {
@@ -399,12 +423,12 @@ void CheckMachines(const LaunchOptions& o, const LaunchInputs& in,
 
 }  // namespace
 
-std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
-  std::vector<std::string> problems;
+std::vector<LaunchProblem> CheckLaunch(const LaunchOptions& o) {
+  std::vector<LaunchProblem> problems;
   const LaunchInputs in = ReadLaunchInputs(o, &problems);
   if (in.have_machines && o.machine_id >= static_cast<int>(in.machines.size())) {
-    problems.push_back("--machine_id " + std::to_string(o.machine_id) + " but ip_config " +
-                       in.ip_path + " lists " + std::to_string(in.machines.size()) + " machines");
+    problems.push_back({"--machine_id " + std::to_string(o.machine_id) + " but ip_config " +
+                        in.ip_path + " lists " + std::to_string(in.machines.size()) + " machines"});
     return problems;
   }
   CheckPartitionFits(o, in, &problems);
@@ -414,7 +438,7 @@ std::vector<std::string> CheckLaunch(const LaunchOptions& o) {
   try {
     CheckServerPorts(in.machines, o.num_servers, in.ip_path);
   } catch (const std::exception& e) {
-    problems.push_back(e.what());
+    problems.push_back({e.what(), ExitCodeOf(e)});
   }
   CheckMachines(o, in, &problems);
   return problems;

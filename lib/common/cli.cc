@@ -230,20 +230,10 @@ int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& b
   try {
     body();
     return kExitOk;
-  } catch (const ConfigError& e) {
-    return Fail(program, e.what(), kExitConfig);
-  } catch (const DataError& e) {
-    return Fail(program, e.what(), kExitData);
-  } catch (const ProtocolError& e) {
-    return Fail(program, e.what(), kExitProtocol);
-  } catch (const TimeoutError& e) {
-    return Fail(program, e.what(), kExitTimeout);
-  } catch (const PeerError& e) {
-    return Fail(program, e.what(), kExitPeer);
   } catch (const std::bad_alloc&) {
     return Fail(program, "out of memory", kExitError);
   } catch (const std::exception& e) {
-    return Fail(program, e.what(), kExitError);
+    return Fail(program, e.what(), ExitCodeOf(e));
   }
 }
 

@@ -3,6 +3,7 @@
 // maps the class to an exit code.
 #pragma once
 
+#include <exception>
 #include <stdexcept>
 #include <string>
 
@@ -53,5 +54,36 @@ enum ExitCode : int {
   kExitTimeout = 5,
   kExitPeer = 6,
 };
+
+// The exit code of `e`'s class: 2 ConfigError, 3 DataError, 4 ProtocolError,
+// 5 TimeoutError, 6 PeerError, 1 anything else. The one mapping from an
+// error to a code (RunMain, gnn-launch's checks).
+inline int ExitCodeOf(const std::exception& e) {
+  if (dynamic_cast<const ConfigError*>(&e)) return kExitConfig;
+  if (dynamic_cast<const DataError*>(&e)) return kExitData;
+  if (dynamic_cast<const ProtocolError*>(&e)) return kExitProtocol;
+  if (dynamic_cast<const TimeoutError*>(&e)) return kExitTimeout;
+  if (dynamic_cast<const PeerError*>(&e)) return kExitPeer;
+  return kExitError;
+}
+
+// Throws an error of `e`'s class (as ExitCodeOf sees it) saying `message`:
+// one line that sums up several errors keeps the first one's exit code.
+[[noreturn]] inline void ThrowAs(const std::exception& e, const std::string& message) {
+  switch (ExitCodeOf(e)) {
+    case kExitConfig:
+      throw ConfigError(message);
+    case kExitData:
+      throw DataError(message);
+    case kExitProtocol:
+      throw ProtocolError(message);
+    case kExitTimeout:
+      throw TimeoutError(message);
+    case kExitPeer:
+      throw PeerError(message);
+    default:
+      throw Error(message);
+  }
+}
 
 }  // namespace gnn

@@ -14,16 +14,6 @@
 
 namespace gnn {
 
-// The exit code of an error's class (common/error.h).
-inline int ExitCodeOf(const std::exception& e) {
-  if (dynamic_cast<const ConfigError*>(&e)) return kExitConfig;
-  if (dynamic_cast<const DataError*>(&e)) return kExitData;
-  if (dynamic_cast<const ProtocolError*>(&e)) return kExitProtocol;
-  if (dynamic_cast<const TimeoutError*>(&e)) return kExitTimeout;
-  if (dynamic_cast<const PeerError*>(&e)) return kExitPeer;
-  return kExitError;
-}
-
 // Run(what, step) runs `step` here, then agrees with every rank: when any
 // failed, all throw JobFailed with the lowest failing rank's exit code (its
 // error class's) and message, prefixed "machine i: " when i is not rank 0.

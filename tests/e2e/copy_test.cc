@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <csignal>
@@ -360,6 +361,13 @@ TEST_CASE("gnn-copy: bad input is one clear error and nothing is copied", "[e2e]
     CHECK(r.exit_code == kExitPeer);
     CHECK(r.err.find("machine 0 (127.0.0.1:" + std::to_string(closed) + "): ssh failed") !=
           std::string::npos);
+    // Both machines failed: one line, gnn-copy's one prefix, the second
+    // machine's error on it.
+    CHECK(r.err.find("gnn-copy: error: ") == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.find("[copy]") == std::string::npos);
+    CHECK(r.err.find("; also: machine 1 (127.0.0.1:" + std::to_string(closed) + "): ssh failed") !=
+          std::string::npos);
     CHECK(took < 10);
     check_nothing_copied();
   }
@@ -374,6 +382,18 @@ TEST_CASE("gnn-copy: bad input is one clear error and nothing is copied", "[e2e]
     CHECK(r.exit_code == kExitTimeout);
     CHECK(r.err.find("machine 0 (127.0.0.1:" + port + "): ssh timed out") != std::string::npos);
     CHECK(took < 8);
+    check_nothing_copied();
+  }
+  SECTION("--ship_binaries without the binaries beside gnn-copy: 2, naming the missing one") {
+    const std::string alone = s.dir / "alone/gnn-copy";
+    fs::create_directories(s.dir / "alone");
+    fs::copy_file(test::Bin("gnn-copy"), alone);
+    std::vector<std::string> args = s.Args(ws, {"--ship_binaries"});
+    args[0] = alone;
+    test::ProcessResult r = test::RunProcess(args, 30);
+    INFO(Joined(r));
+    CHECK(r.exit_code == kExitConfig);
+    CHECK(r.err.find("--ship_binaries: " + (s.dir / "alone/gnn-server")) != std::string::npos);
     check_nothing_copied();
   }
   SECTION("bad flags") {

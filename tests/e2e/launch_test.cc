@@ -389,6 +389,7 @@ TEST_CASE("gnn-launch names an unreachable machine before starting anything", "[
       s.Args(s.Train(""), {"--force_ssh", "--ssh_port", std::to_string(closed)}), 60);
   INFO(r.err);
   CHECK(r.exit_code != 0);
+  CHECK(r.exit_code == kExitPeer);
   CHECK(r.err.find("machine 0 (127.0.0.1): ssh failed") != std::string::npos);
   CHECK(r.err.find("machine 1 (127.0.0.1): ssh failed") != std::string::npos);
   CHECK(access((s.dir / ("logs/" + s.job)).c_str(), F_OK) != 0);

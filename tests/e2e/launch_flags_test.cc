@@ -1,0 +1,164 @@
+// gnn-launch's exit codes (one table with every binary: README "Errors and
+// exit codes"), with the real binaries on loopback.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/process.h"
+#include "launch_util.h"
+#include "process_util.h"
+#include "test_util.h"
+
+using namespace gnn;
+using nlohmann::json;
+using test::ChildProcess;
+using test::JobProcesses;
+using test::LastLine;
+using test::Setup;
+using test::WithFlag;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int CountOf(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+// A trainer command that runs `script` in a shell (single quotes inside
+// are not allowed).
+std::string ShellTrainer(const std::string& script) { return "/bin/sh -c '" + script + "'"; }
+
+// gnn-copy of `s`'s partitions to `ws` with `extra` flags.
+std::vector<std::string> CopyArgs(const Setup& s, const std::string& ws,
+                                  const std::vector<std::string>& extra) {
+  std::vector<std::string> a = {
+      test::Bin("gnn-copy"), "--ip_config", s.dir / s.ip, "--workspace", ws,
+      "--part_config",       s.config};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("gnn-launch exits with the class of the process that failed the job", "[e2e]") {
+  // Every trainer exits with `code` after the servers are up: the launcher
+  // passes 2-6 on and makes anything else 1.
+  for (int code :
+       std::vector<int>{kExitConfig, kExitData, kExitProtocol, kExitTimeout, kExitPeer, 1, 9}) {
+    DYNAMIC_SECTION("trainer exit " << code) {
+      Setup s("code" + std::to_string(code));
+      const std::string trainer = ShellTrainer(
+          "echo \"gnn-train: error: failing on purpose\" >&2; exit " + std::to_string(code));
+      auto r = test::RunProcess(s.Args(trainer), 90);
+      INFO(r.err);
+      CHECK(r.exit_code == (code >= kExitConfig && code <= kExitPeer ? code : kExitError));
+      CHECK(r.err.find("trainer 0] (pid") != std::string::npos);
+      CHECK(r.err.find("exited with status " + std::to_string(code)) != std::string::npos);
+      CHECK(JobProcesses(s.job).empty());
+    }
+  }
+}
+
+TEST_CASE("gnn-launch: a real gnn-train's data error is exit 3, a killed trainer exit 6", "[e2e]") {
+  SECTION("an unreadable checkpoint (gnn-train exits 3)") {
+    Setup s("code-data");
+    std::filesystem::create_directories(s.dir / "ck");
+    std::ofstream(s.dir / "ck/checkpoint.pt") << "not a checkpoint";
+    auto r = test::RunProcess(s.Args(s.Train("--num_epochs 2 --checkpoint_dir ck --resume")), 90);
+    INFO(r.err);
+    CHECK(r.exit_code == kExitData);
+    CHECK(r.err.find("trainer 0] (pid") != std::string::npos);
+  }
+  SECTION("a trainer killed by a signal (a process of the job failed)") {
+    Setup s("code-kill");
+    ChildProcess launcher(s.Args(s.Train("--num_epochs 100000")), s.dir / "launcher");
+    const pid_t trainer = s.WaitTrainer(launcher);
+    s.WaitTraining(launcher);
+    REQUIRE(::kill(trainer, SIGKILL) == 0);
+    auto code = launcher.Wait(std::chrono::seconds(30));
+    REQUIRE(code.has_value());
+    INFO(launcher.Stderr());
+    CHECK(*code == kExitPeer);
+    s.RequireNothingLeft(launcher.pid());
+  }
+}
+
+TEST_CASE("gnn-launch checks: each problem's class, the first one's is the exit code", "[e2e]") {
+  Setup s("classes");
+  auto errors = [](const test::ProcessResult& r) { return CountOf(r.err, "gnn-launch: error: "); };
+
+  SECTION("malformed ip_config: 2") {
+    std::ofstream(s.dir / "bad_ip.txt") << "127.0.0.1 notaport\n";
+    auto r = test::RunProcess(WithFlag(s.Args(s.Train("")), "--ip_config", "bad_ip.txt"), 60);
+    INFO(r.err);
+    CHECK(r.exit_code == kExitConfig);
+    CHECK(errors(r) == 1);
+  }
+  SECTION("a partition folder missing: 3, as gnn-copy says for a missing file") {
+    const std::string folder = (std::filesystem::path(s.config).parent_path() / "part1").string();
+    std::filesystem::rename(folder, folder + ".gone");
+    auto r = test::RunProcess(s.Args(s.Train("")), 60);
+    INFO(r.err);
+    CHECK(r.exit_code == kExitData);
+    CHECK(errors(r) == 1);
+    auto c = test::RunProcess(CopyArgs(s, s.dir / "copy/m{machine}", {}), 60);
+    INFO(c.err);
+    CHECK(c.exit_code == kExitData);
+  }
+  SECTION("ssh refused: 6 from gnn-launch and from gnn-copy") {
+    const std::string closed = std::to_string(test::FreeLoopbackPortRanges(1, 1)[0]);
+    auto r = test::RunProcess(s.Args(s.Train(""), {"--force_ssh", "--ssh_port", closed}), 60);
+    INFO(r.err);
+    CHECK(r.exit_code == kExitPeer);
+    CHECK(r.err.find("machine 0 (127.0.0.1): ssh failed") != std::string::npos);
+    auto c = test::RunProcess(
+        CopyArgs(s, s.dir / "copy/m{machine}", {"--force_ssh", "--ssh_port", closed}), 60);
+    INFO(c.err);
+    CHECK(c.exit_code == kExitPeer);
+    CHECK(c.exit_code == r.exit_code);
+  }
+  SECTION("a typo in the trainer's flags: gnn-train's own 2") {
+    auto r = test::RunProcess(s.Args(s.Train("--num_epoch 2")), 60);
+    INFO(r.err);
+    CHECK(r.exit_code == kExitConfig);
+    CHECK(errors(r) == 1);
+  }
+  CHECK(JobProcesses(s.job).empty());
+}
+
+TEST_CASE("gnn-launch: a log folder that cannot be made or written is one line, exit 3", "[e2e]") {
+  Setup s("logdir");
+  std::string dir;
+  SECTION("its parent is a file") {
+    std::ofstream(s.dir / "afile") << "x";
+    dir = s.dir / "afile/logs";
+  }
+  SECTION("a read-only folder") {
+    const std::string ro = s.dir / "ro";
+    std::filesystem::create_directories(ro);
+    REQUIRE(::chmod(ro.c_str(), 0555) == 0);
+    // root writes into any mode-0555 folder; /sys refuses it new folders.
+    dir = ::geteuid() == 0 ? "/sys/gnn-launch-test-logs" : ro + "/logs";
+  }
+  auto r = test::RunProcess(s.Args(s.Train(""), {"--log_dir", dir}), 60);
+  ::chmod((s.dir / "ro").c_str(), 0755);
+  INFO(r.err);
+  CHECK(r.exit_code == kExitData);
+  CHECK(CountOf(r.err, "gnn-launch: error: log folder " + dir) == 1);
+  CHECK(CountOf(r.err, "error") == 1);
+  CHECK(r.err.find("filesystem error") == std::string::npos);
+  CHECK(JobProcesses(s.job).empty());
+}
