@@ -81,13 +81,32 @@ int main(int argc, char** argv) {
       "SLURM_JOB_NODELIST when the file does not exist");
   app.add_option("--slurm_port", slurm_port, "server base port in an ip_config written by --slurm")
       ->capture_default_str();
+  // DGL launch.py's flags.
+  app.add_option("--num_omp_threads", o.num_omp_threads,
+                 "trainers' OMP_NUM_THREADS and gnn-train --num_omp_threads (0 = gnn-train's own "
+                 "share of the cores)")
+      ->capture_default_str();
+  app.add_option("--num_server_threads", o.num_server_threads,
+                 "gnn-server --num_threads (0 = all cores)")
+      ->capture_default_str();
+  std::string extra_envs;
+  app.add_option("--extra_envs", extra_envs,
+                 "NAME=value entries exported to every process, separated by blanks or commas "
+                 "(e.g. --extra_envs LD_LIBRARY_PATH=/opt/lib NCCL_DEBUG=INFO)");
+  app.add_flag("--keep_alive", o.keep_alive, "DGL's; ignored (with a warning saying why)");
+  app.add_option("--graph_format", o.graph_format, "DGL's; ignored (with a warning saying why)");
   app.add_option("command", command, "trainer command, e.g. \"gnn-train --num_epochs 2\"")
       ->required();
   int code = 0;
-  int rc = gnn::RunMain(app, argc, argv, [&] {
+  std::vector<std::string> args = gnn::GatherExtraEnvWords(argc, argv);
+  std::vector<char*> arg_ptrs;
+  for (auto& a : args) arg_ptrs.push_back(a.data());
+  int rc = gnn::RunMain(app, static_cast<int>(arg_ptrs.size()), arg_ptrs.data(), [&] {
     for (const auto& w : command) o.command += (o.command.empty() ? "" : " ") + w;
+    o.extra_envs = gnn::ParseExtraEnvs(extra_envs);
     if (slurm) gnn::ApplySlurm(app.count("--machine_id") > 0, slurm_port, &o);
     o.Validate();
+    gnn::WarnIgnored(o);
     // Every problem, one line each; the exit code is the first one's class.
     std::vector<gnn::LaunchProblem> problems = gnn::CheckLaunch(o);
     if (!problems.empty()) {

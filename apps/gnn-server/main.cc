@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
         gnn::FlagFromEnv(app, "--machine_id", "GNN_MACHINE_ID", &o.machine_id);
         gnn::FlagFromEnv(app, "--server_id", "GNN_SERVER_ID", &o.server_id);
         gnn::FlagFromEnv(app, "--num_servers", "GNN_NUM_SERVERS", &o.num_servers);
+        gnn::FlagFromEnv(app, "--num_threads", "GNN_NUM_SERVER_THREADS", &o.num_threads);
         gnn::JobSecretFromEnv(app, &secret_file, &insecure);
         int restart = 0;
         gnn::FlagFromEnv(app, nullptr, "GNN_RESTART", &restart);

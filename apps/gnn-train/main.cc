@@ -160,6 +160,7 @@ int main(int argc, char** argv) {
     gnn::FlagFromEnv(app, "--num_servers", "GNN_NUM_SERVERS", &o.num_servers);
     gnn::FlagFromEnv(app, "--num_samplers", "GNN_NUM_SAMPLERS", &o.num_samplers);
     gnn::FlagFromEnv(app, "--master_port", "GNN_MASTER_PORT", &o.master_port);
+    gnn::FlagFromEnv(app, "--num_omp_threads", "GNN_NUM_OMP_THREADS", &o.num_omp_threads);
     gnn::JobSecretFromEnv(app, &o.secret_file, &o.insecure);
     gnn::FlagFromEnv(app, nullptr, "GNN_RESTART", &o.restart);
     gnn::FlagFromEnv(app, nullptr, "GNN_REPORT_PROGRESS", &o.report_progress);

@@ -65,6 +65,81 @@ void LaunchOptions::Validate() const {
   if (!(restart_backoff_s >= 0 && restart_backoff_s <= kMaxBackoffS))
     throw ConfigError("--restart_backoff_s must be in [0, " + std::to_string(kMaxBackoffS) + "]");
   if (FirstWord(command, nullptr).empty()) throw ConfigError("the trainer command is missing");
+  if (num_omp_threads < 0) throw ConfigError("--num_omp_threads must be >= 0");
+  if (num_server_threads < 0) throw ConfigError("--num_server_threads must be >= 0");
+  for (const std::string& e : extra_envs) ParseExtraEnvs(e);  // each one checked
+}
+
+namespace {
+
+// A variable name: a letter or '_', then letters, digits and '_'.
+size_t NameLength(const std::string& text, size_t at) {
+  size_t end = at;
+  while (end < text.size() &&
+         (std::isalpha(static_cast<unsigned char>(text[end])) || text[end] == '_' ||
+          (end > at && std::isdigit(static_cast<unsigned char>(text[end]))))) {
+    ++end;
+  }
+  return end - at;
+}
+
+// True for "NAME=..." at `at`.
+bool StartsAssignment(const std::string& text, size_t at) {
+  const size_t n = NameLength(text, at);
+  return n > 0 && at + n < text.size() && text[at + n] == '=';
+}
+
+}  // namespace
+
+std::vector<std::string> ParseExtraEnvs(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream words(text);
+  for (std::string word; words >> word;) {
+    if (!StartsAssignment(word, 0)) {
+      throw ConfigError("--extra_envs: '" + word + "' is not NAME=value");
+    }
+    size_t begin = 0;
+    for (size_t comma = word.find(','); comma != std::string::npos;
+         comma = word.find(',', comma + 1)) {
+      if (!StartsAssignment(word, comma + 1)) continue;
+      out.push_back(word.substr(begin, comma - begin));
+      begin = comma + 1;
+    }
+    out.push_back(word.substr(begin));
+  }
+  for (const std::string& e : out) {
+    if (e.rfind("GNN_", 0) == 0) {
+      throw ConfigError("--extra_envs: " + e.substr(0, e.find('=')) +
+                        " is gnn-launch's own variable (use its flag)");
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> GatherExtraEnvWords(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i + 1 < args.size(); ++i) {
+    if (args[i] == "--") break;
+    if (args[i] != "--extra_envs" && args[i] != "--extra-envs") continue;
+    while (i + 2 < args.size() && StartsAssignment(args[i + 2], 0) &&
+           args[i + 2].find_first_of(" \t") == std::string::npos) {
+      args[i + 1] += " " + args[i + 2];
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i + 2));
+    }
+  }
+  return args;
+}
+
+void WarnIgnored(const LaunchOptions& o) {
+  if (o.keep_alive) {
+    std::cerr << "gnn-launch: warning: --keep_alive is ignored: each gnn-launch starts its own "
+                 "servers and stops them with its job (no server outlives it to be reused)\n";
+  }
+  if (!o.graph_format.empty()) {
+    std::cerr << "gnn-launch: warning: --graph_format " << o.graph_format
+              << " is ignored: gnn-server always holds in-edges as CSC, the one format it "
+                 "samples from\n";
+  }
 }
 
 namespace {
@@ -165,6 +240,27 @@ void MakeLogDir(const std::string& dir, bool flag_given) {
 bool Recurs(const Proc& f) {
   return WIFEXITED(f.status) &&
          (WEXITSTATUS(f.status) == kExitConfig || WEXITSTATUS(f.status) == kExitData);
+}
+
+// Whether `env` ("NAME=value" entries) sets the variable of `entry`.
+bool HasEnv(const std::vector<std::string>& env, const std::string& entry) {
+  const std::string name = entry.substr(0, entry.find('=') + 1);
+  for (const auto& e : env) {
+    if (e.compare(0, name.size(), name) == 0) return true;
+  }
+  return false;
+}
+
+// Sets `entry` ("NAME=value") in `env`, replacing the variable's earlier
+// value: each name once (a local child would see the first of two, a
+// remote `env` the last).
+void SetEnv(std::vector<std::string>* env, const std::string& entry) {
+  const std::string name = entry.substr(0, entry.find('=') + 1);
+  env->erase(
+      std::remove_if(env->begin(), env->end(),
+                     [&](const std::string& e) { return e.compare(0, name.size(), name) == 0; }),
+      env->end());
+  env->push_back(entry);
 }
 
 // One launch, in phases: Prepare, then per run StartServers,
@@ -381,9 +477,13 @@ class Launch {
 
   // Starts one process of machine m. Every process watches its stdin: EOF
   // means the launcher (or its ssh connection) is gone, and it stops.
+  // The user's --extra_envs come first: the role's and ours override them.
   void Start(int m, const std::string& role, int rank, const std::string& local_cmd,
-             const std::string& remote_cmd, std::vector<std::string> env) {
+             const std::string& remote_cmd, const std::vector<std::string>& role_env) {
     const MachinePlan& p = plans_[static_cast<size_t>(m)];
+    std::vector<std::string> env;
+    for (const auto& e : o_.extra_envs) SetEnv(&env, e);
+    for (const auto& e : role_env) SetEnv(&env, e);
     env.push_back("GNN_WATCH_STDIN=1");
     env.push_back("GNN_IP_CONFIG=" + p.ip_config);
     env.push_back("GNN_PART_CONFIG=" + p.part_config);
@@ -396,7 +496,9 @@ class Launch {
       job_->Start(m, role, rank, {"/bin/sh", "-c", "exec " + local_cmd}, env, p.workspace,
                   RunLogDir(), false);
     } else {
-      for (const auto& v : NumericLibraryEnvironment()) env.push_back(v);
+      for (const auto& v : NumericLibraryEnvironment()) {
+        if (!HasEnv(env, v)) env.push_back(v);
+      }
       job_->Start(m, role, rank,
                   SshArgv(o_.ssh, p.address.host, RemoteCommand(p.workspace, env, remote_cmd)), {},
                   "", RunLogDir(), true);
@@ -415,10 +517,12 @@ class Launch {
     for (size_t m = 0; m < machines_.size(); ++m) {
       if (!Mine(m)) continue;
       for (int s = 0; s < o_.num_servers; ++s) {
-        Start(static_cast<int>(m), "server", s, ShellQuote(ServerBinary(o_)), "gnn-server",
-              {"GNN_SERVER_ID=" + std::to_string(s),
-               "GNN_NUM_SERVERS=" + std::to_string(o_.num_servers),
-               "GNN_RESTART=" + std::to_string(run_)});
+        std::vector<std::string> env = {"GNN_SERVER_ID=" + std::to_string(s),
+                                        "GNN_NUM_SERVERS=" + std::to_string(o_.num_servers),
+                                        "GNN_RESTART=" + std::to_string(run_)};
+        if (o_.num_server_threads > 0)
+          env.push_back("GNN_NUM_SERVER_THREADS=" + std::to_string(o_.num_server_threads));
+        Start(static_cast<int>(m), "server", s, ShellQuote(ServerBinary(o_)), "gnn-server", env);
       }
     }
   }
@@ -471,15 +575,21 @@ class Launch {
       std::string local_trainer = plans_[m].local ? ResolveBinary(word, plans_[m].workspace) : "";
       if (local_trainer.empty()) local_trainer = word;  // let the shell say what is wrong
       for (int t = 0; t < o_.num_trainers; ++t) {
-        Start(static_cast<int>(m), "trainer", t, ShellQuote(local_trainer) + rest, o_.command,
-              {"GNN_TRAINER_ID=" + std::to_string(t),
-               "GNN_NUM_TRAINERS=" + std::to_string(o_.num_trainers),
-               "GNN_NUM_SERVERS=" + std::to_string(o_.num_servers),
-               "GNN_NUM_SAMPLERS=" + std::to_string(o_.num_samplers),
-               "GNN_MASTER_ADDR=" + machines_[0].host,
-               "GNN_MASTER_PORT=" + std::to_string(o_.master_port),
-               "GNN_RESTART=" + std::to_string(run_), "GNN_REPORT_PROGRESS=1",
-               "GNN_RESUME_STEP=" + std::to_string(ledger_.checkpoint_step())});
+        std::vector<std::string> env = {
+            "GNN_TRAINER_ID=" + std::to_string(t),
+            "GNN_NUM_TRAINERS=" + std::to_string(o_.num_trainers),
+            "GNN_NUM_SERVERS=" + std::to_string(o_.num_servers),
+            "GNN_NUM_SAMPLERS=" + std::to_string(o_.num_samplers),
+            "GNN_MASTER_ADDR=" + machines_[0].host,
+            "GNN_MASTER_PORT=" + std::to_string(o_.master_port),
+            "GNN_RESTART=" + std::to_string(run_),
+            "GNN_REPORT_PROGRESS=1",
+            "GNN_RESUME_STEP=" + std::to_string(ledger_.checkpoint_step())};
+        if (o_.num_omp_threads > 0) {  // DGL's launcher sets OMP_NUM_THREADS so
+          env.push_back("OMP_NUM_THREADS=" + std::to_string(o_.num_omp_threads));
+          env.push_back("GNN_NUM_OMP_THREADS=" + std::to_string(o_.num_omp_threads));
+        }
+        Start(static_cast<int>(m), "trainer", t, ShellQuote(local_trainer) + rest, o_.command, env);
       }
     }
   }

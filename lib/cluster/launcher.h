@@ -57,9 +57,36 @@ struct LaunchOptions {
   // the machines left (machine j serves partition j mod P) and copies what
   // they lack from here. Without it, a lost machine ends the job.
   std::string part_source;
+  // DGL launch.py's settings. Every process gets extra_envs ("NAME=value";
+  // gnn-launch's own GNN_* variables cannot be set so). Trainers get
+  // OMP_NUM_THREADS and GNN_NUM_OMP_THREADS (gnn-train's --num_omp_threads
+  // unless its command sets it) when num_omp_threads > 0; servers get
+  // GNN_NUM_SERVER_THREADS (gnn-server's --num_threads) when
+  // num_server_threads > 0. keep_alive and graph_format have no meaning
+  // here: WarnIgnored says so.
+  std::vector<std::string> extra_envs;
+  int num_omp_threads = 0;
+  int num_server_threads = 0;
+  bool keep_alive = false;
+  std::string graph_format;
 
   void Validate() const;  // ConfigError naming the bad field
 };
+
+// --extra_envs as DGL's launch.py takes it: "NAME=value" entries separated
+// by blanks or by commas that start a new "NAME=" (a value may hold a
+// comma: "A=x,y,B=2" is A=x,y and B=2). ConfigError naming an entry that
+// is not NAME=value or sets a GNN_ variable.
+std::vector<std::string> ParseExtraEnvs(const std::string& text);
+
+// argv with DGL's spelling "--extra_envs A=1 B=2" (several words, argparse
+// nargs='+') made one value "--extra_envs" "A=1 B=2": the words after it
+// that look like NAME=value are gathered (the trainer command is not).
+std::vector<std::string> GatherExtraEnvWords(int argc, char** argv);
+
+// One warning line on stderr for each DGL flag given that means nothing to
+// gnn-launch (--keep_alive, --graph_format), saying why.
+void WarnIgnored(const LaunchOptions& options);
 
 // Runs the job to the end. Returns the launcher's exit code: 0 when every
 // trainer exited 0 (rank 0's last stdout line, a JSON summary, is printed

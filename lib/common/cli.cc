@@ -98,6 +98,19 @@ std::string ConfigKeyMessage(const CLI::App& app, const std::string& what) {
   return m;
 }
 
+// A flag given twice takes its last value, as argparse does (DGL's
+// scripts are argparse): CLI11's default refuses the second. Lists (a
+// positional command, several values) and options with a policy of their
+// own (flags) keep theirs.
+void TakeLastValues(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    if (opt->get_multi_option_policy() == CLI::MultiOptionPolicy::Throw &&
+        opt->get_items_expected_max() <= 1) {
+      opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    }
+  }
+}
+
 }  // namespace
 
 std::string VersionLine(const std::string& program) {
@@ -207,6 +220,7 @@ int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& b
   app.set_version_flag("--version", VersionLine(program), "print the version and build, and exit");
   // A config file's unknown key is an error, as an unknown flag is.
   app.allow_config_extras(CLI::config_extras_mode::error);
+  TakeLastValues(app);
   try {
     std::vector<std::string> args = NormalizeFlagSpellings(app, argc, argv);
     std::vector<char*> ptrs;

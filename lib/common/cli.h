@@ -11,7 +11,8 @@ class App;
 
 namespace gnn {
 
-// Parses argv with `app`, then runs `body`. Help prints and returns 0; a flag
+// Parses argv with `app`, then runs `body`. A flag given twice takes its
+// last value (as argparse does). Help prints and returns 0; a flag
 // error (an unknown flag, or an unknown key in a --config file, each with a
 // "did you mean"), or a gnn::Error / std::exception from body, prints one line
 // "<program>: error: <message>" on stderr and returns a non-zero exit code

@@ -1,5 +1,5 @@
 // gnn-launch's exit codes (one table with every binary: README "Errors and
-// exit codes"), with the real binaries on loopback.
+// exit codes"), DGL launch.py's flags, with the real binaries on loopback.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -40,6 +40,15 @@ int CountOf(const std::string& text, const std::string& what) {
 // A trainer command that runs `script` in a shell (single quotes inside
 // are not allowed).
 std::string ShellTrainer(const std::string& script) { return "/bin/sh -c '" + script + "'"; }
+
+// The environment of process `pid`, one "NAME=value" a line.
+std::string EnvironOf(pid_t pid) {
+  std::string env = test::ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/environ");
+  for (char& c : env) {
+    if (c == '\0') c = '\n';
+  }
+  return "\n" + env;
+}
 
 // gnn-copy of `s`'s partitions to `ws` with `extra` flags.
 std::vector<std::string> CopyArgs(const Setup& s, const std::string& ws,
@@ -160,5 +169,80 @@ TEST_CASE("gnn-launch: a log folder that cannot be made or written is one line, 
   CHECK(CountOf(r.err, "gnn-launch: error: log folder " + dir) == 1);
   CHECK(CountOf(r.err, "error") == 1);
   CHECK(r.err.find("filesystem error") == std::string::npos);
+  CHECK(JobProcesses(s.job).empty());
+}
+
+TEST_CASE("gnn-launch takes DGL launch.py's flags, and a repeated flag its last value", "[e2e]") {
+  Setup s("dgl-flags");
+  // The trainers print their environment; the servers live until they end.
+  // DGL's spelling of --extra_envs: several words (argparse nargs='+').
+  ChildProcess launcher(s.Args(ShellTrainer("env; sleep 2"),
+                               {"--num_omp_threads", "5", "--num_omp_threads", "3",
+                                "--num_server_threads", "2", "--extra_envs", "TEST_A=1",
+                                "TEST_B=x,y,TEST_C=2", "--keep_alive", "--graph_format", "csc"}),
+                        s.dir / "launcher");
+  std::string server_env;
+  CHECK(test::WaitUntil(
+      [&] {
+        for (pid_t p : JobProcesses(s.job, 0, "gnn-server")) server_env = EnvironOf(p);
+        return !server_env.empty() || !launcher.Running();
+      },
+      std::chrono::seconds(60)));
+  auto code = launcher.Wait(std::chrono::seconds(60));
+  REQUIRE(code.has_value());
+  const std::string err = launcher.Stderr();
+  INFO(err);
+  REQUIRE(*code == 0);
+  for (const char* m : {"0", "1"}) {
+    const std::string trainer = std::string("[") + m + " trainer 0] ";
+    CHECK(err.find(trainer + "OMP_NUM_THREADS=3\n") != std::string::npos);
+    CHECK(err.find(trainer + "GNN_NUM_OMP_THREADS=3\n") != std::string::npos);
+    CHECK(err.find(trainer + "TEST_A=1\n") != std::string::npos);
+    CHECK(err.find(trainer + "TEST_B=x,y\n") != std::string::npos);
+    CHECK(err.find(trainer + "TEST_C=2\n") != std::string::npos);
+    CHECK(err.find("[" + std::string(m) + " server 0] ") != std::string::npos);
+  }
+  CHECK(server_env.find("\nTEST_A=1\n") != std::string::npos);
+  CHECK(server_env.find("\nTEST_C=2\n") != std::string::npos);
+  CHECK(server_env.find("\nGNN_NUM_SERVER_THREADS=2\n") != std::string::npos);
+  CHECK(err.find("with 2 worker threads") != std::string::npos);
+  CHECK(CountOf(err, "gnn-launch: warning: --keep_alive is ignored") == 1);
+  CHECK(CountOf(err, "gnn-launch: warning: --graph_format csc is ignored") == 1);
+  s.RequireNothingLeft(launcher.pid());
+}
+
+TEST_CASE("gnn-train takes --num_omp_threads from gnn-launch's GNN_NUM_OMP_THREADS", "[e2e]") {
+  // The variable is read (a bad value is named), the flag on the command wins.
+  auto r = test::RunProcess({"/usr/bin/env", "GNN_NUM_OMP_THREADS=many", test::Bin("gnn-train"),
+                             "--standalone", "--part_config", "/nonexistent.json"},
+                            60);
+  INFO(r.err);
+  CHECK(r.exit_code == kExitConfig);
+  CHECK(r.err.find("GNN_NUM_OMP_THREADS='many' is not an integer (for --num_omp_threads)") !=
+        std::string::npos);
+  r = test::RunProcess(
+      {"/usr/bin/env", "GNN_NUM_OMP_THREADS=many", test::Bin("gnn-train"), "--standalone",
+       "--num_omp_threads", "1", "--part_config", "/nonexistent.json"},
+      60);
+  INFO(r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("GNN_NUM_OMP_THREADS") == std::string::npos);
+}
+
+TEST_CASE("gnn-launch --extra_envs: one line for an entry it cannot take, nothing started",
+          "[e2e]") {
+  Setup s("extra-envs");
+  for (const auto& [value, says] : std::vector<std::pair<std::string, std::string>>{
+           {"GNN_JOB_ID=x", "--extra_envs: GNN_JOB_ID is gnn-launch's own variable"},
+           {"no_value", "--extra_envs: 'no_value' is not NAME=value"},
+           {"1A=x", "--extra_envs: '1A=x' is not NAME=value"}}) {
+    DYNAMIC_SECTION(value) {
+      auto r = test::RunProcess(s.Args(s.Train(""), {"--extra_envs", value}), 60);
+      INFO(r.err);
+      CHECK(r.exit_code == kExitConfig);
+      CHECK(CountOf(r.err, "gnn-launch: error: " + says) == 1);
+      CHECK(CountOf(r.err, "\n") == 1);
+    }
+  }
   CHECK(JobProcesses(s.job).empty());
 }
