@@ -50,6 +50,10 @@ int main(int argc, char** argv) {
   app.add_option("--ssh_config", o.ssh.config,
                  "ssh client config file (ssh/scp -F, rsync -e \"ssh -F\")");
   app.add_flag("--force_ssh", o.ssh.force, "reach every machine over ssh, this host too");
+  app.add_option("--ssh_connect_timeout_s", o.ssh.connect_timeout_s,
+                 "give up on a machine whose ssh server does not answer within this time "
+                 "(ssh -o ConnectTimeout)")
+      ->capture_default_str();
   app.add_flag(
       "--ship_binaries", o.ship_binaries,
       "also copy gnn-server, gnn-sampler, gnn-train, gnn-launch, gnn-copy from this executable's "

@@ -38,6 +38,10 @@ int main(int argc, char** argv) {
   app.add_option("--ssh_username", o.ssh.username, "ssh user for remote machines");
   app.add_option("--ssh_config", o.ssh.config, "ssh client config file (ssh -F)");
   app.add_flag("--force_ssh", o.ssh.force, "reach every machine over ssh, this host too");
+  app.add_option("--ssh_connect_timeout_s", o.ssh.connect_timeout_s,
+                 "give up on a machine whose ssh server does not answer within this time "
+                 "(ssh -o ConnectTimeout)")
+      ->capture_default_str();
   app.add_option("--master_port", o.master_port, "trainer rendezvous port on machine 0")
       ->capture_default_str();
   app.add_option("--log_dir", o.log_dir,
@@ -81,6 +85,9 @@ int main(int argc, char** argv) {
       "SLURM_JOB_NODELIST when the file does not exist");
   app.add_option("--slurm_port", slurm_port, "server base port in an ip_config written by --slurm")
       ->capture_default_str();
+  app.add_flag("--quiet", o.quiet,
+               "print only errors, warnings and the final summary (the processes' lines still go "
+               "to their log files)");
   // DGL launch.py's flags.
   app.add_option("--num_omp_threads", o.num_omp_threads,
                  "trainers' OMP_NUM_THREADS and gnn-train --num_omp_threads (0 = gnn-train's own "

@@ -329,7 +329,7 @@ class Launch {
       if (signal_.load()) return 128 + signal_.load();
       std::this_thread::sleep_for(std::chrono::milliseconds(kSuperviseTickMs));
     }
-    job_ = std::make_unique<Job>(guardian_.get());
+    job_ = std::make_unique<Job>(guardian_.get(), !o_.quiet);
     return std::nullopt;
   }
 
@@ -458,9 +458,11 @@ class Launch {
     std::vector<bool> mine(plans_.size());
     for (size_t m = 0; m < plans_.size(); ++m) mine[m] = Mine(m);
     secret_ = std::make_unique<JobSecret>(o_, plans_, mine, job_id_);
-    job_ = std::make_unique<Job>(guardian_.get());
-    std::cerr << "gnn-launch: job " << job_id_ << ", " << machines_.size() << " machines, logs in "
-              << log_dir_ << "\n";
+    job_ = std::make_unique<Job>(guardian_.get(), !o_.quiet);
+    if (!o_.quiet) {
+      std::cerr << "gnn-launch: job " << job_id_ << ", " << machines_.size()
+                << " machines, logs in " << log_dir_ << "\n";
+    }
   }
 
   std::string LogDir() const {
@@ -548,7 +550,7 @@ class Launch {
       for (int s = 0; s < o_.num_servers; ++s) {
         while (!Ping(ctx, keys_, machines_[m], static_cast<int>(m), s, kReadyPingMs)) {
           if (std::optional<int> ended = EndedEarly(true)) return ended;
-          if (Clock::now() > next_note) {
+          if (Clock::now() > next_note && !o_.quiet) {
             std::cerr << "gnn-launch: waiting for machine " << m << " server " << s << " at "
                       << Endpoint(machines_[m], s) << " (" << std::lround(Elapsed()) << " s)\n";
             next_note = DeadlineAfter(kWaitNoteEveryS);

@@ -69,6 +69,9 @@ struct LaunchOptions {
   int num_server_threads = 0;
   bool keep_alive = false;
   std::string graph_format;
+  // Only errors, warnings and the final summary: no progress lines, no
+  // lines of the processes (their log files still get them).
+  bool quiet = false;
 
   void Validate() const;  // ConfigError naming the bad field
 };

@@ -33,7 +33,7 @@ void SshOptions::Validate() const {
   if (!config.empty() && ::access(config.c_str(), R_OK) != 0) {
     throw ConfigError("--ssh_config " + config + ": " + std::strerror(errno));
   }
-  if (!(connect_timeout_s > 0)) throw ConfigError("ssh connect timeout must be > 0");
+  if (!(connect_timeout_s > 0)) throw ConfigError("--ssh_connect_timeout_s must be > 0");
 }
 
 bool IsLocalHost(const std::string& host) {

@@ -200,8 +200,10 @@ void ApplySlurm(bool machine_id_given, int port, LaunchOptions* o) {
   } catch (const Error& e) {
     throw ConfigError(std::string("--slurm: ") + e.what() + " (does the workspace exist?)");
   }
-  std::cerr << "gnn-launch: wrote " << path << " (" << node.hosts.size()
-            << " machines) from SLURM_JOB_NODELIST\n";
+  if (!o->quiet) {
+    std::cerr << "gnn-launch: wrote " << path << " (" << node.hosts.size()
+              << " machines) from SLURM_JOB_NODELIST\n";
+  }
 }
 
 }  // namespace gnn

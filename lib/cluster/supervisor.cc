@@ -1,6 +1,7 @@
 #include "cluster/supervisor.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -13,10 +14,33 @@
 #include "cluster/guardian.h"
 #include "cluster/launch_plan.h"
 #include "cluster/remote.h"
+#include "common/cli.h"
 
 namespace gnn {
 
 using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Writes `text` to a pipe whose reader may be gone: EPIPE, never a SIGPIPE
+// that would end the launcher (the signal is blocked for the call and a
+// pending one taken back). Best effort: a short or failed write is
+// dropped. Not for a pipe that may be full (it would block).
+void WriteNoSigpipe(int fd, const std::string& text) {
+  sigset_t pipe_set, old_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+  const ssize_t n = ::write(fd, text.data(), text.size());
+  if (n < 0 && errno == EPIPE) {
+    const timespec zero{0, 0};
+    while (::sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR) {
+    }
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
+}
+
+}  // namespace
 
 // Starts argv in its own process group with `env` added (SpawnPiped).
 Proc* Job::Start(int machine, const std::string& role, int rank,
@@ -116,6 +140,9 @@ bool Job::TrainersDone() const {
 // clients still running and SIGKILLs what is left.
 void Job::Stop(double grace_s) {
   for (auto& p : procs_) {
+    // A normal stop, said as such: the process does not report its
+    // launcher gone (WatchLauncherStdin).
+    if (p->stdin_fd >= 0 && !p->exited) WriteNoSigpipe(p->stdin_fd, kLauncherStopLine);
     if (p->stdin_fd >= 0) ::close(p->stdin_fd);
     p->stdin_fd = -1;
     if (!p->exited && !p->remote) ::kill(-p->pid, SIGTERM);
@@ -220,8 +247,10 @@ bool Job::Progress(Proc* p, const std::string& line) {
 
 void Job::Line(Proc* p, int k, const std::string& line) {
   if (k == 0 && Progress(p, line)) return;
-  std::string out = p->Name() + " " + line + "\n";
-  ::fwrite(out.data(), 1, out.size(), stderr);
+  if (echo_) {
+    std::string out = p->Name() + " " + line + "\n";
+    ::fwrite(out.data(), 1, out.size(), stderr);
+  }
   p->log << line << '\n';
   p->log.flush();
   p->tail.push_back(line);

@@ -53,7 +53,9 @@ struct Proc {
 
 class Job {
  public:
-  explicit Job(Guardian* guardian) : guardian_(guardian) {}
+  // echo: also write every output line, prefixed, to stderr (the log
+  // files get them either way).
+  Job(Guardian* guardian, bool echo) : guardian_(guardian), echo_(echo) {}
   ~Job() {
     if (!stopped_) KillAll();
   }
@@ -100,6 +102,7 @@ class Job {
   static bool Progress(Proc* p, const std::string& line);
 
   Guardian* guardian_;
+  bool echo_;
   std::vector<std::unique_ptr<Proc>> procs_;
   int exits_ = 0;
   bool stopped_ = false;  // Stop() ran: every group is gone, their ids may be reused

@@ -141,15 +141,22 @@ void WatchLauncherStdin(const std::string& program, double grace_s) {
   // the clean stop (a server killed so leaves its shared memory behind).
   ::signal(SIGPIPE, SIG_IGN);
   std::thread([program, grace_s] {
+    // The launcher's stop line may arrive in pieces: keep the tail.
+    const std::string stop = kLauncherStopLine;
+    std::string seen;
     char buf[256];
-    while (true) {
+    while (seen.find(stop) == std::string::npos) {
       ssize_t n = ::read(0, buf, sizeof(buf));
-      if (n > 0 || (n < 0 && errno == EINTR)) continue;
-      break;
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        std::string line = program + ": launcher gone (stdin closed), stopping\n";
+        ssize_t ignored = ::write(2, line.data(), line.size());
+        (void)ignored;
+        break;
+      }
+      seen.append(buf, static_cast<size_t>(n));
+      if (seen.size() > 2 * stop.size()) seen.erase(0, seen.size() - 2 * stop.size());
     }
-    std::string line = program + ": launcher gone (stdin closed), stopping\n";
-    ssize_t ignored = ::write(2, line.data(), line.size());
-    (void)ignored;
     ::kill(::getpid(), SIGTERM);
     std::this_thread::sleep_for(std::chrono::duration<double>(grace_s));
     std::_Exit(kExitPeer);

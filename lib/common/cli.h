@@ -42,10 +42,16 @@ std::string ClosestName(const std::string& name, const std::vector<std::string>&
 // to "--a_b[=v]" (up to a bare "--").
 std::vector<std::string> NormalizeFlagSpellings(const CLI::App& app, int argc, char** argv);
 
+// What gnn-launch writes to a process's stdin before it closes it on a
+// normal stop (the job is done, failed elsewhere or was interrupted):
+// WatchLauncherStdin then stops the process without a word.
+inline constexpr char kLauncherStopLine[] = "@gnn stop\n";
+
 // Ignores SIGPIPE (the launcher's pipes may close first) and starts a
-// thread that waits for EOF on stdin, then prints one line,
-// sends this process SIGTERM (its normal, clean stop) and, if it is still
-// alive `grace_s` later, exits with kExitPeer.
+// thread that waits for kLauncherStopLine or EOF on stdin, then (for EOF
+// alone: "<program>: launcher gone (stdin closed), stopping") sends this
+// process SIGTERM (its normal, clean stop) and, if it is still alive
+// `grace_s` later, exits with kExitPeer.
 void WatchLauncherStdin(const std::string& program, double grace_s);
 
 // Launcher environment, read once at the top of main: fills *out from the

@@ -1,5 +1,6 @@
 // gnn-launch's exit codes (one table with every binary: README "Errors and
-// exit codes"), DGL launch.py's flags, with the real binaries on loopback.
+// exit codes"), DGL launch.py's flags, --quiet and the ssh connect
+// timeout, with the real binaries on loopback.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -49,6 +50,26 @@ std::string EnvironOf(pid_t pid) {
   }
   return "\n" + env;
 }
+
+// A loopback port that accepts TCP connections but never says anything
+// (an ssh server that hangs before its banner). Closed on destruction.
+struct SilentListener {
+  int fd = -1;
+  int port = 0;
+  SilentListener() {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0);
+    REQUIRE(::listen(fd, 16) == 0);
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    port = ntohs(addr.sin_port);
+  }
+  ~SilentListener() { ::close(fd); }
+};
 
 // gnn-copy of `s`'s partitions to `ws` with `extra` flags.
 std::vector<std::string> CopyArgs(const Setup& s, const std::string& ws,
@@ -172,6 +193,51 @@ TEST_CASE("gnn-launch: a log folder that cannot be made or written is one line, 
   CHECK(JobProcesses(s.job).empty());
 }
 
+TEST_CASE("gnn-launch --quiet prints only the summary and errors, and a normal stop says nothing",
+          "[e2e]") {
+  Setup s("quiet");
+  ChildProcess launcher(s.Args(s.Train("--num_epochs 1"), {"--quiet"}), s.dir / "launcher");
+  auto code = launcher.Wait(std::chrono::seconds(120));
+  REQUIRE(code.has_value());
+  INFO(launcher.Stderr());
+  REQUIRE(*code == 0);
+  CHECK(json::parse(LastLine(launcher.Stdout())).contains("test_acc"));
+  CHECK(launcher.Stderr().empty());
+  const std::string logs = s.dir / ("logs/" + s.job);
+  CHECK(test::ReadFileOrEmpty(logs + "/trainer-0-0.log").find("Epoch") != std::string::npos);
+  // The servers were stopped by their launcher, not left by it.
+  for (const char* f : {"server-0-0.log", "server-1-0.log"}) {
+    INFO(f);
+    const std::string log = test::ReadFileOrEmpty(logs + "/" + f);
+    CHECK(log.find("stopped") != std::string::npos);
+    CHECK(log.find("launcher gone") == std::string::npos);
+  }
+  s.RequireNothingLeft(launcher.pid());
+
+  // A failure is still reported.
+  auto r = test::RunProcess(s.Args(ShellTrainer("echo broken >&2; exit 3"), {"--quiet"}), 90);
+  INFO(r.err);
+  CHECK(r.exit_code == kExitData);
+  CHECK(r.err.find("trainer 0] (pid") != std::string::npos);
+  CHECK(r.err.find("broken") != std::string::npos);
+  CHECK(r.err.find("gnn-launch: job") == std::string::npos);
+}
+
+TEST_CASE("a gnn-server told to stop by its launcher (stdin) stops without a 'gone' line",
+          "[e2e]") {
+  Setup s("stdin-stop");
+  CommandResult r =
+      RunCommand({"/usr/bin/env", "GNN_WATCH_STDIN=1", test::Bin("gnn-server"), "--ip_config",
+                  s.dir / s.ip, "--part_config", s.config, "--machine_id", "0", "--job_id", s.job},
+                 60, "@gnn stop\n");
+  INFO(r.err);
+  CHECK(!r.timed_out);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("launcher gone") == std::string::npos);
+  CHECK(r.err.find("stopped") != std::string::npos);
+  CHECK(s.ShmLeft().empty());
+}
+
 TEST_CASE("gnn-launch takes DGL launch.py's flags, and a repeated flag its last value", "[e2e]") {
   Setup s("dgl-flags");
   // The trainers print their environment; the servers live until they end.
@@ -245,4 +311,42 @@ TEST_CASE("gnn-launch --extra_envs: one line for an entry it cannot take, nothin
     }
   }
   CHECK(JobProcesses(s.job).empty());
+}
+
+TEST_CASE("gnn-launch and gnn-copy give up on a silent ssh server after --ssh_connect_timeout_s",
+          "[e2e]") {
+  Setup s("ssh-timeout");
+  SilentListener silent;
+  const std::string port = std::to_string(silent.port);
+  // The last of two values counts: 1 s, not 60.
+  const std::vector<std::string> ssh = {"--force_ssh",
+                                        "--ssh_port",
+                                        port,
+                                        "--ssh_connect_timeout_s",
+                                        "60",
+                                        "--ssh_connect_timeout_s",
+                                        "1"};
+  SECTION("gnn-launch") {
+    const auto start = Clock::now();
+    auto r = test::RunProcess(s.Args(s.Train(""), ssh), 60);
+    INFO(r.err);
+    CHECK(r.exit_code == kExitPeer);
+    CHECK(r.err.find("machine 0 (127.0.0.1): ssh failed") != std::string::npos);
+    CHECK(Clock::now() - start < std::chrono::seconds(8));
+  }
+  SECTION("gnn-copy") {
+    std::vector<std::string> flags = ssh;
+    flags.insert(flags.end(), {"--timeout_s", "60"});
+    const auto start = Clock::now();
+    auto r = test::RunProcess(CopyArgs(s, s.dir / "copy/m{machine}", flags), 60);
+    INFO(r.err);
+    CHECK(r.exit_code == kExitPeer);
+    CHECK(r.err.find("ssh failed") != std::string::npos);
+    CHECK(Clock::now() - start < std::chrono::seconds(8));
+  }
+  SECTION("a bad value") {
+    auto r = test::RunProcess(s.Args(s.Train(""), {"--ssh_connect_timeout_s", "0"}), 60);
+    CHECK(r.exit_code == kExitConfig);
+    CHECK(r.err.find("--ssh_connect_timeout_s must be > 0") != std::string::npos);
+  }
 }

@@ -78,6 +78,8 @@ TEST_CASE("gnn-launch runs 2 machines on loopback to a JSON summary and leaves n
   CHECK(err.find("[1 server 0] ") != std::string::npos);
   CHECK(err.find("[0 trainer 0] ") != std::string::npos);
   CHECK(err.find("[1 trainer 0] ") != std::string::npos);
+  // The launcher stopped its servers: none says its launcher is gone.
+  CHECK(err.find("launcher gone") == std::string::npos);
   s.RequireNothingLeft(launcher.pid());
 }
 
