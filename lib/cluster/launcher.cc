@@ -493,8 +493,13 @@ class Launch {
     env.push_back("GNN_JOB_ID=" + run_id_);
     env.push_back(secret_->EnvFor(static_cast<size_t>(origin_[static_cast<size_t>(m)])));
     if (p.local) {
-      const char* path = std::getenv("PATH");
-      env.push_back("PATH=" + p.workspace + "/bin" + (path ? std::string(":") + path : ""));
+      // WORKSPACE/bin first on PATH: ours, or the one --extra_envs gave.
+      const char* ours = std::getenv("PATH");
+      std::string path = ours ? ours : "";
+      for (const auto& e : env) {
+        if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
+      }
+      SetEnv(&env, "PATH=" + p.workspace + "/bin" + (path.empty() ? "" : ":" + path));
       job_->Start(m, role, rank, {"/bin/sh", "-c", "exec " + local_cmd}, env, p.workspace,
                   RunLogDir(), false);
     } else {

@@ -121,7 +121,11 @@ std::string ShellPath(const std::string& path) {
 std::string RemoteCommand(const std::string& workspace, const std::vector<std::string>& env_vars,
                           const std::string& command) {
   std::string remote = "cd " + ShellPath(workspace) + " && env PATH=\"$PWD/bin:$PATH\"";
-  for (const auto& e : env_vars) remote += " " + ShellQuote(e);
+  for (const auto& e : env_vars) {
+    // A PATH of the caller's keeps WORKSPACE/bin first too.
+    remote += e.rfind("PATH=", 0) == 0 ? " PATH=\"$PWD/bin\":" + ShellQuote(e.substr(5))
+                                       : " " + ShellQuote(e);
+  }
   // Not exec'd: ssh reports a remote death by signal as exit 255, like a
   // lost connection; the shell says which signal it was.
   return remote + " " + command +

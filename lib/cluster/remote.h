@@ -56,7 +56,8 @@ std::vector<std::string> SshClientOptions(const SshOptions& ssh);
 
 // Remote command line that runs `command` in `workspace` with `env_vars`
 // ("NAME=value") set and WORKSPACE/bin first on PATH (where gnn-copy
-// --ship_binaries puts the gnn-* executables).
+// --ship_binaries puts the gnn-* executables), also before a PATH given
+// in `env_vars`.
 std::string RemoteCommand(const std::string& workspace, const std::vector<std::string>& env_vars,
                           const std::string& command);
 

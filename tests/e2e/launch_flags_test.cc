@@ -242,11 +242,12 @@ TEST_CASE("gnn-launch takes DGL launch.py's flags, and a repeated flag its last 
   Setup s("dgl-flags");
   // The trainers print their environment; the servers live until they end.
   // DGL's spelling of --extra_envs: several words (argparse nargs='+').
-  ChildProcess launcher(s.Args(ShellTrainer("env; sleep 2"),
-                               {"--num_omp_threads", "5", "--num_omp_threads", "3",
-                                "--num_server_threads", "2", "--extra_envs", "TEST_A=1",
-                                "TEST_B=x,y,TEST_C=2", "--keep_alive", "--graph_format", "csc"}),
-                        s.dir / "launcher");
+  ChildProcess launcher(
+      s.Args(ShellTrainer("env; sleep 2"),
+             {"--num_omp_threads", "5", "--num_omp_threads", "3", "--num_server_threads", "2",
+              "--extra_envs", "TEST_A=1", "TEST_B=x,y,TEST_C=2", "PATH=/opt/gnn-test:/usr/bin:/bin",
+              "--keep_alive", "--graph_format", "csc"}),
+      s.dir / "launcher");
   std::string server_env;
   CHECK(test::WaitUntil(
       [&] {
@@ -266,6 +267,9 @@ TEST_CASE("gnn-launch takes DGL launch.py's flags, and a repeated flag its last 
     CHECK(err.find(trainer + "TEST_A=1\n") != std::string::npos);
     CHECK(err.find(trainer + "TEST_B=x,y\n") != std::string::npos);
     CHECK(err.find(trainer + "TEST_C=2\n") != std::string::npos);
+    // A PATH of the user's keeps the workspace's bin/ first.
+    CHECK(err.find(trainer + "PATH=" + s.dir.path() + "/bin:/opt/gnn-test:/usr/bin:/bin\n") !=
+          std::string::npos);
     CHECK(err.find("[" + std::string(m) + " server 0] ") != std::string::npos);
   }
   CHECK(server_env.find("\nTEST_A=1\n") != std::string::npos);

@@ -290,6 +290,10 @@ TEST_CASE("gnn-launch reaches remote machines with one quoted ssh command line",
       "process "
       "killed by signal $((rc - 128)))\" >&2; fi; exit $rc"};
   CHECK(argv == want);
+  // A PATH among the variables (--extra_envs) keeps the workspace's bin/ first.
+  CHECK(RemoteCommand("ws", {"PATH=/opt/x"}, "gnn-train")
+            .rfind("cd 'ws' && env PATH=\"$PWD/bin:$PATH\" PATH=\"$PWD/bin\":'/opt/x' gnn-train;",
+                   0) == 0);
   CHECK(MachineWorkspace("/w/m{machine}/x{machine}", 3) == "/w/m3/x3");
   CHECK(IsLocalHost("127.0.0.1"));
   CHECK(IsLocalHost("localhost"));
