@@ -27,11 +27,15 @@ torch::Tensor KeepMask(torch::IntArrayRef shape, double p, const torch::TensorOp
   AT_DISPATCH_FLOATING_TYPES(mask.scalar_type(), "KeepMask", [&] {
     scalar_t* m = mask.data_ptr<scalar_t>();
     const scalar_t keep = static_cast<scalar_t>(1.0 / (1.0 - p));
-    at::parallel_for(0, n, 1 << 16, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        // splitmix64 is made for consecutive counters: one round per element.
-        const uint64_t u = SplitMix64(seed + static_cast<uint64_t>(i)) >> 40;
-        m[i] = u >= threshold ? keep : scalar_t(0);
+    // Two elements per hash: its top 24 bits decide element 2j, the next
+    // 24 element 2j + 1.
+    const int64_t pairs = (n + 1) / 2;
+    at::parallel_for(0, pairs, 1 << 15, [&](int64_t b, int64_t e) {
+      for (int64_t j = b; j < e; ++j) {
+        // splitmix64 is made for consecutive counters: one round per pair.
+        const uint64_t h = SplitMix64(seed + static_cast<uint64_t>(j));
+        m[2 * j] = (h >> 40) >= threshold ? keep : scalar_t(0);
+        if (2 * j + 1 < n) m[2 * j + 1] = ((h >> 16) & 0xffffff) >= threshold ? keep : scalar_t(0);
       }
     });
   });

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "sampling/sampler.h"
 #include "train/aggregate.h"
+#include "train/dropout.h"
 #include "train/gat.h"
 #include "train/gcn.h"
 #include "train/inference.h"
@@ -317,6 +318,30 @@ TEST_CASE("GAT and GCN: forward over full blocks equals layer-wise inference", "
     CHECK_FALSE(model->TakesMeans());
     CHECK_THROWS_WITH(model->ForwardLayerFromMeans(0, x), Catch::Contains("cannot start from"));
   }
+}
+
+}  // namespace gnn
+
+namespace gnn {
+
+TEST_CASE("KeepMask keeps 1 - p of the elements at 1 / (1 - p), reproducibly", "[unit]") {
+  for (double p : {0.1, 0.5, 0.6}) {
+    torch::manual_seed(3);
+    torch::Tensor a = KeepMask({1001, 37}, p, torch::kFloat32);
+    torch::manual_seed(3);
+    torch::Tensor b = KeepMask({1001, 37}, p, torch::kFloat32);
+    CHECK(torch::equal(a, b));
+    torch::Tensor kept = a.ne(0);
+    CHECK(kept.to(torch::kFloat64).mean().item<double>() == Approx(1 - p).margin(0.01));
+    CHECK(torch::allclose(a.masked_select(kept),
+                          torch::full({kept.sum().item<int64_t>()}, 1.0 / (1 - p))));
+    // Neighbouring elements (one hash decides a pair) are not correlated.
+    torch::Tensor even = kept.view({-1}).slice(0, 0, 37036, 2).to(torch::kFloat64);
+    torch::Tensor odd = kept.view({-1}).slice(0, 1, 37037, 2).to(torch::kFloat64);
+    CHECK((even * odd).mean().item<double>() == Approx((1 - p) * (1 - p)).margin(0.01));
+  }
+  torch::Tensor x = torch::ones({4, 4});
+  CHECK(torch::equal(Dropout(x, 0.5, /*training=*/false), x));
 }
 
 }  // namespace gnn
