@@ -171,7 +171,9 @@ int main(int argc, char** argv) {
         o.standalone ? std::string("trainer 0")
                      : "trainer " + std::to_string(o.machine_id * o.num_trainers + o.trainer_id));
     if (quiet) gnn::SetLogLevel(gnn::LogLevel::kWarn);
-    if (!gnn::BlasKernelsNote().empty()) GNN_LOG(kInfo) << gnn::BlasKernelsNote();
+    if (!gnn::BlasKernelsNote().empty()) {
+      GNN_LOG(kInfo) << gnn::BlasKernelsNote();
+    }
     o.self_loop = !no_self_loop;
     o.ApplyModelDefaults([&](const std::string& flag) { return app.count(flag) > 0; });
     if (backend == "nccl") {

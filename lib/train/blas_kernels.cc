@@ -26,7 +26,14 @@ void UseBestBlasKernels(char** argv) {
   if (better == nullptr) return;  // Prescott is right for this CPU
   setenv("OPENBLAS_CORETYPE", better, 1);
   setenv(kMarker, better, 1);
-  execv("/proc/self/exe", argv);
+  // By the binary's own path, not /proc/self/exe: the process's name
+  // (comm, what ps and pkill show) is the basename of the path exec'd.
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    self[n] = 0;
+    execv(self, argv);
+  }
   // The re-exec failed: carry on with the fallback kernels.
   unsetenv("OPENBLAS_CORETYPE");
 }

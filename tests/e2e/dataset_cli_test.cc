@@ -59,7 +59,8 @@ TEST_CASE("gnn-dataset: synthetic:mag-small per type and relation, written and r
       {Bin("gnn-train"), "--standalone", "--part_config", dir / "out/mag-small.json"}, 60);
   CHECK(t.exit_code == 2);
   CHECK(t.err.find("heterogeneous graph (4 node types, 8 relations): gnn-train --model "
-                   "graphsage (use --model rgcn) takes one node type") != std::string::npos);
+                   "graphsage (use --model rgcn or rgat) takes one node type") !=
+        std::string::npos);
   // --undirected is for heterogeneous graphs only.
   const auto h =
       RunProcess({Bin("gnn-dataset"), "--dataset", "synthetic:tiny", "--undirected"}, 60);

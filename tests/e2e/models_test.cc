@@ -206,6 +206,13 @@ TEST_CASE("gnn-train uses OpenBLAS's AVX kernels where OpenBLAS does not know th
   CHECK(plain.out.find("check out") != std::string::npos);
   const bool noted = plain.err.find("fell back to its Prescott") != std::string::npos;
   CHECK(noted == (fallback && avx2));
+  // Re-executed, the process keeps its name (ps, pkill, gnn-launch's checks).
+  auto named = RunProcess({"/bin/sh", "-c",
+                           "\"$0\" \"$@\" >/dev/null 2>&1 & sleep 1; "
+                           "cat /proc/$!/comm; wait",
+                           Bin("gnn-train"), "--standalone", "--part_config", one, "--num_epochs",
+                           "50", "--quiet"});
+  CHECK(named.out == "gnn-train\n");
   // A core type the user chose is left alone.
   auto chosen = RunProcess({"/usr/bin/env", "OPENBLAS_CORETYPE=PRESCOTT", check[0], check[1],
                             check[2], check[3], check[4]});
