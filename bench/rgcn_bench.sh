@@ -47,11 +47,12 @@ for p in $PARTS; do
   done
 done
 
-/usr/bin/python3 - "$WORK" "$DATASET" "$EPOCHS" "$SEEDS" "$PARTS" "$BATCH" <<'PY'
+/usr/bin/python3 - "$WORK" "$DATASET" "$EPOCHS" "$SEEDS" "$PARTS" "$BATCH" "$MODEL" "$MODEL_FLAGS" <<'PY'
 import json, statistics, sys
 work, dataset, epochs, seeds, parts, batch = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(), sys.argv[5].split(), sys.argv[6]
-print(f"RGCN on {dataset}, {epochs} epochs, seeds {' '.join(seeds)} (gnn-train --model rgcn, "
-      f"global batch {batch}, fan-out 25,10, hidden 64, 2 bases, Adam 0.01, SparseAdam 0.06)")
+model, model_flags = sys.argv[7], sys.argv[8]
+print(f"{model.upper()} on {dataset}, {epochs} epochs, seeds {' '.join(seeds)} (gnn-train --model {model} "
+      f"{model_flags}, global batch {batch}, fan-out 25,10, hidden 64, Adam 0.01, SparseAdam 0.06)")
 print(f"{'parts':>5} {'test acc (mean of seeds)':>25} {'per seed':>24} {'seeds/s':>9} "
       f"{'s/epoch':>8} {'wire MB/step/trainer':>21}")
 base = None
