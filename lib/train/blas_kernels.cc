@@ -36,6 +36,7 @@ void UseBestBlasKernels(char** argv) {
   }
   // The re-exec failed: carry on with the fallback kernels.
   unsetenv("OPENBLAS_CORETYPE");
+  unsetenv(kMarker);  // BlasKernelsNote must not claim kernels this process lacks
 }
 
 std::string BlasKernelsNote() {

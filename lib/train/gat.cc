@@ -59,9 +59,7 @@ torch::Tensor GATConvImpl::Attend(const BlockTensors& block, const torch::Tensor
 }
 
 GatImpl::GatImpl(const GatOptions& o) : o_(o) {
-  dims_.push_back(o.in);
-  for (int l = 0; l + 1 < o.num_layers; ++l) dims_.push_back(o.hidden);
-  dims_.push_back(o.classes);
+  dims_ = LayerWidths(o.in, o.hidden, o.classes, o.num_layers);
   layers_ = register_module("layers", torch::nn::ModuleList());
   for (int l = 0; l < o.num_layers; ++l) {
     const bool last = l + 1 == o.num_layers;

@@ -26,9 +26,7 @@ torch::Tensor GraphConvImpl::forward(const BlockTensors& block, const torch::Ten
 
 GcnImpl::GcnImpl(int64_t in, int64_t hidden, int64_t classes, int num_layers, double dropout)
     : dropout_(dropout) {
-  dims_.push_back(in);
-  for (int l = 0; l + 1 < num_layers; ++l) dims_.push_back(hidden);
-  dims_.push_back(classes);
+  dims_ = LayerWidths(in, hidden, classes, num_layers);
   layers_ = register_module("layers", torch::nn::ModuleList());
   for (int l = 0; l < num_layers; ++l) layers_->push_back(GraphConv(dims_[l], dims_[l + 1]));
 }

@@ -24,6 +24,13 @@ torch::Tensor NodeModel::ForwardFromMeans(const std::vector<BlockTensors>& block
   return h;
 }
 
+std::vector<int64_t> LayerWidths(int64_t in, int64_t hidden, int64_t out, int num_layers) {
+  std::vector<int64_t> dims{in};
+  for (int l = 0; l + 1 < num_layers; ++l) dims.push_back(hidden);
+  dims.push_back(out);
+  return dims;
+}
+
 std::shared_ptr<NodeModel> MakeNodeModel(const TrainOptions& o, int64_t in, int64_t out) {
   if (o.model == "gat") {
     GatOptions g;

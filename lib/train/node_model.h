@@ -48,6 +48,9 @@ class NodeModel : public torch::nn::Module {
   virtual nlohmann::json Describe() const = 0;
 };
 
+// Layer widths in -> hidden x (num_layers - 1) -> out: [num_layers + 1].
+std::vector<int64_t> LayerWidths(int64_t in, int64_t hidden, int64_t out, int num_layers);
+
 // The model of o.model (graphsage, gat, gcn) from `in` input features to
 // `out` outputs.
 std::shared_ptr<NodeModel> MakeNodeModel(const TrainOptions& o, int64_t in, int64_t out);

@@ -55,9 +55,7 @@ torch::Tensor SAGEConvImpl::ForwardMean(const torch::Tensor& h_dst,
 GraphSageImpl::GraphSageImpl(int64_t in, int64_t hidden, int64_t classes, int num_layers,
                              double dropout)
     : dropout_(dropout) {
-  dims_.push_back(in);
-  for (int l = 0; l + 1 < num_layers; ++l) dims_.push_back(hidden);
-  dims_.push_back(classes);
+  dims_ = LayerWidths(in, hidden, classes, num_layers);
   layers_ = register_module("layers", torch::nn::ModuleList());
   for (int l = 0; l < num_layers; ++l) layers_->push_back(SAGEConv(dims_[l], dims_[l + 1]));
 }
