@@ -89,19 +89,10 @@ DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
       }
     }
   }
-  // Heterogeneous partitions are not in shared memory (yet): this
-  // machine's is loaded from its files (the servers checked their hashes).
+  // Heterogeneous: this machine's partition is read in place for sampling
+  // and features, but its servers are connected too (embedding rows).
   if (config_.hetero()) {
-    if (local_part_ >= 0 && o.endpoints.empty()) {
-      hetero_part_ = local_part_;
-      hetero_local_ = std::make_unique<HeteroPartition>(
-          LoadHeteroPartition(config_, hetero_part_, /*verify_checksums=*/false));
-      const HeteroPartition& hp = *hetero_local_;
-      hetero_csc_.csc = CscView{hp.indptr.data(), hp.indices.data(), hp.node_start, hp.num_nodes,
-                                hp.rng_keys.data()};
-      hetero_csc_.etypes = hp.etypes.data();
-      hetero_csc_.num_rels = static_cast<int64_t>(config_.etypes.size());
-    }
+    if (local_part_ >= 0 && o.endpoints.empty()) hetero_part_ = local_part_;
     local_part_ = -1;
   }
   conns_.resize(parts);
@@ -126,12 +117,23 @@ DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
       }
     }
   }
+  if (hetero_part_ >= 0) AttachTyped(o);
   if (local_part_ >= 0) {
     local_ = ShmPartition::Attach(
         JobShmName(config_.graph_name, config_sha_, o.job_id, o.local_machine_id), config_,
         local_part_, o.attach_timeout);
     if (o.cache_bytes != 0 && config_.num_parts > 1 && config_.feature_dim > 0) OpenRowCache();
   }
+}
+
+void DistGraph::AttachTyped(const DistGraphOptions& o) {
+  hetero_shm_ = ShmPartition::Attach(
+      JobShmName(config_.graph_name, config_sha_, o.job_id, o.local_machine_id), config_,
+      hetero_part_, o.attach_timeout);
+  const HeteroPartitionView& hp = *hetero_shm_->hetero_view();
+  hetero_csc_.csc = CscView{hp.indptr, hp.indices, hp.node_start, hp.num_nodes, hp.rng_keys};
+  hetero_csc_.etypes = hp.etypes;
+  hetero_csc_.num_rels = static_cast<int64_t>(config_.etypes.size());
 }
 
 void DistGraph::OpenRowCache() {

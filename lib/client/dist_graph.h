@@ -166,6 +166,9 @@ class DistGraph {
   net::Connection& Pick(int part);
   // Opens (or builds) the machine's hot-row cache (constructor).
   void OpenRowCache();
+  // Maps this machine's heterogeneous partition (hetero_part_) from the
+  // job's shared memory and points hetero_csc_ at it.
+  void AttachTyped(const DistGraphOptions& o);
   // Splits positions of `ids` by owning partition.
   std::vector<std::vector<size_t>> ByOwner(const std::vector<int64_t>& ids) const;
 
@@ -178,9 +181,10 @@ class DistGraph {
   std::unique_ptr<ShmPartition> local_;
   std::unique_ptr<ShmRowCache> cache_;
   int local_part_ = -1;  // the partition read from shared memory (-1: none)
-  // Heterogeneous: this machine's partition, loaded from its files (not in
-  // shared memory yet), sampled and read in place; -1: none.
-  std::unique_ptr<HeteroPartition> hetero_local_;
+  // Heterogeneous: this machine's partition in its shared memory, sampled
+  // and read in place (its servers still answer the embedding rows);
+  // hetero_part_ -1: none.
+  std::unique_ptr<ShmPartition> hetero_shm_;
   TypedCscView hetero_csc_;
   int hetero_part_ = -1;
   uint64_t wire_bytes_ = 0;

@@ -149,9 +149,9 @@ void DistGraph::PullTyped(int ntype, const std::vector<int64_t>& ids, std::vecto
   // This machine's partition is copied in place after the requests left.
   auto local = [&] {
     if (hetero_part_ < 0 || pos[hetero_part_].empty()) return;
-    const HeteroPartition& hp = *hetero_local_;
+    const HeteroPartitionView& hp = *hetero_shm_->hetero_view();
     const auto [first, end] = hp.ntype_ranges[static_cast<size_t>(ntype)];
-    const float* feat = hp.features[static_cast<size_t>(ntype)].data();
+    const float* feat = hp.features[static_cast<size_t>(ntype)];
     for (size_t i : pos[hetero_part_]) {
       if (ids[i] < first || ids[i] >= end) {
         throw DataError("node " + std::to_string(ids[i]) + " is not of node type " +

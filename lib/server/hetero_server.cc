@@ -17,15 +17,11 @@ constexpr int64_t kMaxEmbeddingFloats = int64_t{1} << 32;
 using net::Message;
 using net::MsgType;
 
-HeteroServing::HeteroServing(const PartitionConfig& config, int part, bool verify_checksums,
+HeteroServing::HeteroServing(const PartitionConfig& config, const HeteroPartitionView& part,
                              bool holds_embeddings, std::string name)
-    : config_(config),
-      part_(LoadHeteroPartition(config, part, verify_checksums)),
-      holds_embeddings_(holds_embeddings),
-      name_(std::move(name)) {
-  g_.csc = CscView{part_.indptr.data(), part_.indices.data(), part_.node_start, part_.num_nodes,
-                   part_.rng_keys.data()};
-  g_.etypes = part_.etypes.data();
+    : config_(config), part_(part), holds_embeddings_(holds_embeddings), name_(std::move(name)) {
+  g_.csc = CscView{part_.indptr, part_.indices, part_.node_start, part_.num_nodes, part_.rng_keys};
+  g_.etypes = part_.etypes;
   g_.num_rels = static_cast<int64_t>(config.etypes.size());
   tables_.resize(config.ntypes.size());
   specs_.resize(config.ntypes.size());
@@ -48,6 +44,7 @@ std::optional<Message> HeteroServing::Handle(const Message& req) {
       return OnEmbedding(req);
     case MsgType::kSample:
     case MsgType::kPullFeatures:
+    case MsgType::kSampleAggregate:
       throw DataError(
           name_ + " serves a heterogeneous partition: " + net::MsgTypeName(req.header.msg_type()) +
           " has no node type (use TypedSample / PullTyped)");
@@ -121,7 +118,7 @@ Message HeteroServing::OnPullTyped(const Message& req) {
   const std::vector<int64_t> rows = Rows(t, r.ids);
   net::PullFeaturesReply rep(dim, rows.size());
   float* out = static_cast<float*>(rep.rows.data());
-  const float* feat = part_.features[static_cast<size_t>(t)].data();
+  const float* feat = part_.features[static_cast<size_t>(t)];
   for (size_t i = 0; i < rows.size(); ++i) {
     std::memcpy(out + i * static_cast<size_t>(dim), feat + rows[i] * dim,
                 static_cast<size_t>(dim) * sizeof(float));

@@ -2,7 +2,8 @@
 // typed feature pulls, the target type's labels and splits, and the
 // embedding rows of featureless node types with their sparse optimizer
 // (DGL's DistEmbedding: rows live with their nodes, updates run there).
-// The partition is loaded into this process (no shared memory yet).
+// The partition's arrays are read where they lie (the machine's shared
+// memory segment).
 #pragma once
 
 #include <memory>
@@ -24,10 +25,10 @@ class HeteroServing {
  public:
   // `holds_embeddings`: this server keeps the partition's embedding tables
   // (server 0 of the first machine serving it); others refuse those requests.
-  HeteroServing(const PartitionConfig& config, int part, bool verify_checksums,
+  // `part` must outlive this.
+  HeteroServing(const PartitionConfig& config, const HeteroPartitionView& part,
                 bool holds_embeddings, std::string name);
 
-  const HeteroPartition& partition() const { return part_; }
   // The reply to `req`, or nullopt when its type is not one this answers.
   // Throws DataError / ProtocolError for bad requests (the worker turns
   // them into Error replies).
@@ -46,7 +47,7 @@ class HeteroServing {
   std::vector<int64_t> Rows(int t, const std::vector<int64_t>& ids) const;
 
   const PartitionConfig& config_;
-  HeteroPartition part_;
+  HeteroPartitionView part_;
   TypedCscView g_;
   bool holds_embeddings_;
   std::string name_;

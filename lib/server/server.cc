@@ -59,9 +59,8 @@ struct ServerState {
   std::string config_sha;
   const PartitionView* view;
   // Heterogeneous partitions: served by `hetero`; `view` then holds only
-  // the node range and counts (Hello, Metadata).
+  // the node range, counts and CSC (Hello, Metadata).
   std::unique_ptr<HeteroServing> hetero;
-  PartitionView hetero_view;
   std::string name;  // "machine 1 server 0"
   std::atomic<bool> shutdown{false};
 };
@@ -404,29 +403,21 @@ void SweepStale(const std::string& name) {
   }
 }
 
-// The partition `s` answers from: a heterogeneous one loaded by this server
-// (null returned), else the job's shared memory, created by server 0 and
-// attached by the others (returned: it lives as long as the server).
+// The partition `s` answers from: the job's shared memory, created by
+// server 0 and attached by the others (returned: it lives as long as the
+// server). A heterogeneous partition's requests go to `s->hetero`.
 std::unique_ptr<ShmPartition> OpenPartition(const ServerOptions& o, int part, ServerState* s) {
-  if (s->config.hetero()) {
-    // Each server loads its own copy; embedding rows live at server 0 of
-    // the first machine serving the partition (machine == partition).
-    s->hetero = std::make_unique<HeteroServing>(s->config, part, o.verify_checksums,
-                                                o.server_id == 0 && o.machine_id == part, s->name);
-    const HeteroPartition& hp = s->hetero->partition();
-    s->hetero_view.part_id = part;
-    s->hetero_view.node_start = hp.node_start;
-    s->hetero_view.num_nodes = hp.num_nodes;
-    s->hetero_view.num_edges = static_cast<int64_t>(hp.indices.size());
-    s->hetero_view.num_classes = s->config.num_classes;
-    s->view = &s->hetero_view;
-    return nullptr;
-  }
   const std::string shm_name =
       JobShmName(s->config.graph_name, s->config_sha, o.job_id, o.machine_id);
   std::unique_ptr<ShmPartition> shm =
       o.server_id == 0 ? ShmPartition::Create(shm_name, s->config, part, o.verify_checksums)
-                       : ShmPartition::Attach(shm_name, o.attach_timeout);
+                       : ShmPartition::Attach(shm_name, s->config, part, o.attach_timeout);
+  if (const HeteroPartitionView* typed = shm->hetero_view()) {
+    // Embedding rows live at server 0 of the first machine serving the
+    // partition (machine == partition).
+    s->hetero = std::make_unique<HeteroServing>(s->config, *typed,
+                                                o.server_id == 0 && o.machine_id == part, s->name);
+  }
   s->view = &shm->view();
   // Server 0 removes the segment when it stops, after the job's other
   // holders have let go: trainers and samplers are often killed (a sampler

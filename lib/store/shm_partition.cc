@@ -40,8 +40,21 @@ using shm::TryLock;
 namespace {
 
 constexpr char kMagic[8] = {'G', 'N', 'N', 'S', 'H', 'M', 'P', '1'};
-constexpr int kNumArrays = 8;  // kPartFiles order
-enum ArrayIndex { kIndptr, kIndices, kFeat, kLabel, kTrain, kValid, kTest, kOrig };
+// Plain partitions: kPartFiles in order. Typed (heterogeneous) ones: the
+// slots of TypedSlot, then one feature array per node type that has them.
+enum PlainSlot { kIndptr, kIndices, kFeat, kLabel, kTrain, kValid, kTest, kOrig, kNumPlain };
+enum TypedSlot {
+  kTIndptr,
+  kTIndices,
+  kTEtype,
+  kTOrig,
+  kTLabel,
+  kTMask,
+  kTRngKeys = kTMask + 3,
+  kNumTypedFixed
+};
+constexpr int kMaxTypes = 32;
+constexpr int kMaxArrays = kNumTypedFixed + kMaxTypes;
 constexpr uint64_t kAlign = 64;
 // How long Create retries the exclusive lock: other handles hold it only for
 // microseconds (a remover, an attacher looking at a stale segment), while a
@@ -60,8 +73,14 @@ struct ShmHeader {
   int32_t part_id;
   int32_t num_parts;
   int64_t node_start, num_nodes, num_edges, feature_dim, num_classes, graph_num_nodes;
-  uint64_t offset[kNumArrays];
-  uint64_t bytes[kNumArrays];
+  int32_t typed;      // 1: a heterogeneous partition
+  int32_t num_types;  // typed: node types, at most kMaxTypes
+  int32_t target;     // typed: the labelled type
+  int32_t num_arrays;
+  int64_t type_range[kMaxTypes][2];  // typed: owned ids of each type
+  int64_t type_dim[kMaxTypes];       // typed: feature width of each type (0: none)
+  uint64_t offset[kMaxArrays];
+  uint64_t bytes[kMaxArrays];
   char name[128];
   char graph_name[256];
   char config_digest[72];
@@ -69,6 +88,51 @@ struct ShmHeader {
 static_assert(sizeof(ShmHeader) <= kShmHeaderBytes, "header must fit its page");
 static_assert(offsetof(ShmHeader, version) == 8 && offsetof(ShmHeader, ready) == 12,
               "documented layout");
+
+// What one array of a segment holds: the partition file it comes from
+// (empty: computed by the creator), its element type and shape.
+struct Slot {
+  std::string file;
+  DType dtype;
+  std::vector<int64_t> shape;
+};
+
+// The arrays of a segment with the header's counts, in segment order.
+// `type_names` (typed; may be empty when only sizes matter) name the files.
+std::vector<Slot> SlotsOf(const ShmHeader& h, const std::vector<std::string>& type_names,
+                          const std::string& target_name) {
+  const int64_t n = h.num_nodes, e = h.num_edges;
+  if (!h.typed) {
+    const int64_t f = h.feature_dim;
+    const DType dtypes[kNumPlain] = {DType::kInt64, DType::kInt64, DType::kFloat32, DType::kInt64,
+                                     DType::kUInt8, DType::kUInt8, DType::kUInt8,   DType::kInt64};
+    const std::vector<int64_t> shapes[kNumPlain] = {{n + 1}, {e}, {n, f}, {n}, {n}, {n}, {n}, {n}};
+    std::vector<Slot> out;
+    for (int i = 0; i < kNumPlain; ++i) out.push_back({kPartFiles[i], dtypes[i], shapes[i]});
+    return out;
+  }
+  auto type_name = [&](int t) {
+    return t < static_cast<int>(type_names.size()) ? type_names[t] : "type" + std::to_string(t);
+  };
+  const int64_t targets = h.type_range[h.target][1] - h.type_range[h.target][0];
+  const std::string tn = target_name.empty() ? type_name(h.target) : target_name;
+  std::vector<Slot> out = {{"indptr.npy", DType::kInt64, {n + 1}},
+                           {"indices.npy", DType::kInt64, {e}},
+                           {kEtypeFile, DType::kInt64, {e}},
+                           {"orig_nids.npy", DType::kInt64, {n}},
+                           {tn + "-label.npy", DType::kInt64, {targets}},
+                           {tn + "-train_mask.npy", DType::kUInt8, {targets}},
+                           {tn + "-valid_mask.npy", DType::kUInt8, {targets}},
+                           {tn + "-test_mask.npy", DType::kUInt8, {targets}},
+                           {"", DType::kInt64, {n}}};  // rng_keys
+  for (int t = 0; t < h.num_types; ++t) {
+    if (h.type_dim[t] == 0) continue;
+    out.push_back({type_name(t) + "-feat.npy",
+                   DType::kFloat32,
+                   {h.type_range[t][1] - h.type_range[t][0], h.type_dim[t]}});
+  }
+  return out;
+}
 
 std::string ShapeString(const std::vector<int64_t>& shape) {
   std::string s = "(";
@@ -87,7 +151,7 @@ void CopyCString(char* dst, size_t cap, const std::string& s) {
 std::string ReadCString(const char* src, size_t cap) { return std::string(src, strnlen(src, cap)); }
 
 struct ArrayPlan {
-  std::string path;
+  std::string path;  // empty: computed, not read
   DType dtype;
   std::vector<int64_t> shape;
   NpyHeader npy;
@@ -95,27 +159,15 @@ struct ArrayPlan {
   uint64_t offset = 0;
 };
 
-// Expected bytes of array `i` for the given counts; false on overflow.
-bool ArrayBytes(int i, int64_t n, int64_t e, int64_t f, uint64_t* out) {
-  if (n < 0 || e < 0 || f < 0) return false;
-  uint64_t un = static_cast<uint64_t>(n), ue = static_cast<uint64_t>(e),
-           uf = static_cast<uint64_t>(f);
-  switch (i) {
-    case kIndptr:
-      return !__builtin_mul_overflow(un + 1, 8, out);
-    case kIndices:
-      return !__builtin_mul_overflow(ue, 8, out);
-    case kFeat: {
-      uint64_t cells;
-      return !__builtin_mul_overflow(un, uf, &cells) && !__builtin_mul_overflow(cells, 4, out);
-    }
-    case kLabel:
-    case kOrig:
-      return !__builtin_mul_overflow(un, 8, out);
-    default:
-      *out = un;
-      return true;  // uint8 masks
+// Bytes of an array of `shape` and `dtype`; false when negative or on
+// overflow.
+bool ArrayBytes(DType dtype, const std::vector<int64_t>& shape, uint64_t* out) {
+  uint64_t total = DTypeSize(dtype);
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(total, static_cast<uint64_t>(d), &total)) return false;
   }
+  *out = total;
+  return true;
 }
 
 // Reads the data of one .npy file straight into `dst` (the mapping), hashing
@@ -233,47 +285,91 @@ StaleSweep SweepStaleSegments(const std::string& dir, double min_age_s) {
 
 namespace {
 
-// The segment's layout from the .npy headers (which also checks file
-// sizes): one aligned slot per array after the header; *total is the
-// segment's size in whole pages.
-std::vector<ArrayPlan> PlanLayout(const PartitionConfig& config, int part, uint64_t* total) {
+// The header of partition `part`'s segment, all but the array offsets:
+// counts, and for typed partitions the node types' ranges and widths.
+ShmHeader HeaderFor(const std::string& name, const PartitionConfig& config, int part) {
   const PartInfo& info = config.parts[part];
-  const int64_t n = info.num_nodes(), e = info.num_edges(), f = config.feature_dim;
-  const DType dtypes[kNumArrays] = {DType::kInt64, DType::kInt64, DType::kFloat32, DType::kInt64,
-                                    DType::kUInt8, DType::kUInt8, DType::kUInt8,   DType::kInt64};
-  const std::vector<int64_t> shapes[kNumArrays] = {{n + 1}, {e}, {n, f}, {n}, {n}, {n}, {n}, {n}};
-  std::vector<ArrayPlan> plan(kNumArrays);
+  ShmHeader h;
+  std::memset(&h, 0, sizeof(h));
+  std::memcpy(h.magic, kMagic, sizeof(kMagic));
+  h.version = kShmFormatVersion;
+  h.header_bytes = kShmHeaderBytes;
+  h.creator_pid = getpid();
+  h.part_id = part;
+  h.num_parts = config.num_parts;
+  h.node_start = info.node_start;
+  h.num_nodes = info.num_nodes();
+  h.num_edges = info.num_edges();
+  h.feature_dim = config.hetero() ? 0 : config.feature_dim;
+  h.num_classes = config.num_classes;
+  h.graph_num_nodes = config.num_nodes;
+  if (config.hetero()) {
+    const HeteroPartitionView shape = HeteroShape(config, part);
+    if (shape.ntype_ranges.size() > static_cast<size_t>(kMaxTypes)) {
+      throw ConfigError(config.graph_name + " has " + std::to_string(shape.ntype_ranges.size()) +
+                        " node types; shared memory holds at most " + std::to_string(kMaxTypes));
+    }
+    h.typed = 1;
+    h.num_types = static_cast<int32_t>(shape.ntype_ranges.size());
+    h.target = shape.target;
+    for (int t = 0; t < h.num_types; ++t) {
+      h.type_range[t][0] = shape.ntype_ranges[t].first;
+      h.type_range[t][1] = shape.ntype_ranges[t].second;
+      h.type_dim[t] = shape.feature_dims[t];
+    }
+  }
+  CopyCString(h.name, sizeof(h.name), name);
+  CopyCString(h.graph_name, sizeof(h.graph_name), config.graph_name);
+  CopyCString(h.config_digest, sizeof(h.config_digest), PartitionConfigDigest(config));
+  return h;
+}
+
+// The segment's layout from the .npy headers (which also checks file
+// sizes): one aligned slot per array after the header, offsets and sizes
+// written into `h`; h->total_bytes is the segment's size in whole pages.
+std::vector<ArrayPlan> PlanLayout(const PartitionConfig& config, int part, ShmHeader* h) {
+  const std::vector<Slot> slots = SlotsOf(*h, config.ntypes, config.target_ntype);
+  std::vector<ArrayPlan> plan(slots.size());
+  h->num_arrays = static_cast<int32_t>(slots.size());
   uint64_t offset = kShmHeaderBytes;
-  for (int i = 0; i < kNumArrays; ++i) {
+  for (size_t i = 0; i < slots.size(); ++i) {
     ArrayPlan& a = plan[i];
-    a.path = config.FilePath(part, kPartFiles[i]);
-    a.dtype = dtypes[i];
-    a.shape = shapes[i];
-    a.npy = ReadNpyHeader(a.path);
-    if (a.npy.dtype != a.dtype) {
-      throw DataError(a.path + ": dtype " + DTypeDescr(a.npy.dtype) + ", expected " +
-                      DTypeDescr(a.dtype));
+    a.dtype = slots[i].dtype;
+    a.shape = slots[i].shape;
+    if (!slots[i].file.empty()) {
+      a.path = config.FilePath(part, slots[i].file);
+      a.npy = ReadNpyHeader(a.path);
+      if (a.npy.dtype != a.dtype) {
+        throw DataError(a.path + ": dtype " + DTypeDescr(a.npy.dtype) + ", expected " +
+                        DTypeDescr(a.dtype));
+      }
+      if (a.npy.shape != a.shape) {
+        throw DataError(a.path + ": shape " + ShapeString(a.npy.shape) + ", expected " +
+                        ShapeString(a.shape));
+      }
     }
-    if (a.npy.shape != a.shape) {
-      throw DataError(a.path + ": shape " + ShapeString(a.npy.shape) + ", expected " +
-                      ShapeString(a.shape));
-    }
-    if (!ArrayBytes(i, n, e, f, &a.bytes)) throw DataError(a.path + ": array too large");
+    if (!ArrayBytes(a.dtype, a.shape, &a.bytes))
+      throw DataError(config.FilePath(part, slots[i].file) + ": array too large");
     a.offset = offset;
+    h->offset[i] = offset;
+    h->bytes[i] = a.bytes;
     offset = (offset + a.bytes + kAlign - 1) / kAlign * kAlign;
   }
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  *total = (offset + page - 1) / page * page;
+  h->total_bytes = (offset + page - 1) / page * page;
   return plan;
 }
 
-// The sha256 each array must have (null: not verified).
-std::vector<const std::string*> WantedChecksums(const PartInfo& info,
+// The sha256 each array must have (null: not verified, or computed).
+std::vector<const std::string*> WantedChecksums(const PartitionConfig& config, int part,
                                                 const std::vector<ArrayPlan>& plan, bool verify) {
-  std::vector<const std::string*> want(kNumArrays, nullptr);
+  std::vector<const std::string*> want(plan.size(), nullptr);
   if (!verify) return want;
-  for (int i = 0; i < kNumArrays; ++i) {
-    auto it = info.files.find(kPartFiles[i]);
+  const PartInfo& info = config.parts[part];
+  for (size_t i = 0; i < plan.size(); ++i) {
+    if (plan[i].path.empty()) continue;
+    const std::string file = plan[i].path.substr(plan[i].path.find_last_of('/') + 1);
+    auto it = info.files.find(file);
     if (it == info.files.end())
       throw DataError("partition config lists no checksum for " + plan[i].path);
     want[i] = &it->second.sha256;
@@ -300,32 +396,6 @@ int LockForCreate(const std::string& name, const std::string& lock_path) {
   }
 }
 
-void FillHeader(ShmHeader* h, const std::string& name, const PartitionConfig& config, int part,
-                uint64_t total, const std::vector<ArrayPlan>& plan) {
-  const PartInfo& info = config.parts[part];
-  std::memcpy(h->magic, kMagic, sizeof(kMagic));
-  h->version = kShmFormatVersion;
-  h->ready = 0;
-  h->total_bytes = total;
-  h->header_bytes = kShmHeaderBytes;
-  h->creator_pid = getpid();
-  h->part_id = part;
-  h->num_parts = config.num_parts;
-  h->node_start = info.node_start;
-  h->num_nodes = info.num_nodes();
-  h->num_edges = info.num_edges();
-  h->feature_dim = config.feature_dim;
-  h->num_classes = config.num_classes;
-  h->graph_num_nodes = config.num_nodes;
-  for (int i = 0; i < kNumArrays; ++i) {
-    h->offset[i] = plan[i].offset;
-    h->bytes[i] = plan[i].bytes;
-  }
-  CopyCString(h->name, sizeof(h->name), name);
-  CopyCString(h->graph_name, sizeof(h->graph_name), config.graph_name);
-  CopyCString(h->config_digest, sizeof(h->config_digest), PartitionConfigDigest(config));
-}
-
 PartitionArrays ArraysOf(const PartitionView& v) {
   PartitionArrays a;
   a.indptr = v.indptr;
@@ -344,7 +414,6 @@ std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
                                                    const PartitionConfig& config, int part,
                                                    bool verify_checksums) {
   CheckName(name);
-  config.RequireHomogeneous("gnn-server");
   if (part < 0 || part >= config.num_parts) {
     throw ConfigError("partition " + std::to_string(part) + " does not exist (config has " +
                       std::to_string(config.num_parts) + ")");
@@ -353,10 +422,11 @@ std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
     throw ConfigError("graph name '" + config.graph_name + "' is too long for shared memory");
   }
   Stopwatch watch;
-  uint64_t total = 0;
-  const std::vector<ArrayPlan> plan = PlanLayout(config, part, &total);
+  ShmHeader header = HeaderFor(name, config, part);
+  const std::vector<ArrayPlan> plan = PlanLayout(config, part, &header);
+  const uint64_t total = header.total_bytes;
   const std::vector<const std::string*> want_sha =
-      WantedChecksums(config.parts[part], plan, verify_checksums);
+      WantedChecksums(config, part, plan, verify_checksums);
 
   std::unique_ptr<ShmPartition> p(new ShmPartition);
   p->name_ = name;
@@ -386,14 +456,22 @@ std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
     p->base_ = base;
     p->size_ = total;
     ShmHeader* h = static_cast<ShmHeader*>(base);
-    FillHeader(h, name, config, part, total, plan);
+    std::memcpy(h, &header, sizeof(header));
     char* bytes = static_cast<char*>(base);
-    ParallelFor(kNumArrays, 0, [&](int64_t b, int64_t end) {
-      for (int64_t i = b; i < end; ++i) CopyArray(plan[i], bytes + plan[i].offset, want_sha[i]);
+    ParallelFor(static_cast<int64_t>(plan.size()), 0, [&](int64_t b, int64_t end) {
+      for (int64_t i = b; i < end; ++i) {
+        if (!plan[i].path.empty()) CopyArray(plan[i], bytes + plan[i].offset, want_sha[i]);
+      }
     });
-    // The checks LoadLocalPartition does (one function), on the mapped data.
+    // The checks every loader of the partition does (one function each), on
+    // the mapped data; a typed partition's sampling keys are computed here.
     p->ReadHeader();
-    CheckPartitionArrays(config, part, ArraysOf(p->view_));
+    if (config.hetero()) {
+      CheckHeteroArrays(config, *p->hetero_view_,
+                        reinterpret_cast<int64_t*>(bytes + plan[kTRngKeys].offset));
+    } else {
+      CheckPartitionArrays(config, part, ArraysOf(p->view_));
+    }
 
     __atomic_store_n(&h->ready, kShmReadyValue, __ATOMIC_RELEASE);
     if (mprotect(base, total, PROT_READ) != 0) {
@@ -516,8 +594,9 @@ std::unique_ptr<ShmPartition> ShmPartition::Attach(const std::string& name,
   std::string digest = PartitionConfigDigest(config);
   if (p->graph_name_ != config.graph_name || p->config_digest_ != digest || v.part_id != part ||
       v.node_start != info.node_start || v.num_nodes != info.num_nodes() ||
-      v.num_edges != info.num_edges() || v.feature_dim != config.feature_dim ||
-      v.num_classes != config.num_classes) {
+      v.num_edges != info.num_edges() ||
+      v.feature_dim != (config.hetero() ? 0 : config.feature_dim) ||
+      v.num_classes != config.num_classes || p->hetero_view_.has_value() != config.hetero()) {
     throw DataError("shared memory segment " + name + " holds partition " +
                     std::to_string(v.part_id) + " of graph '" + p->graph_name_ +
                     "' (config digest " + p->config_digest_.substr(0, 16) +
@@ -526,6 +605,51 @@ std::unique_ptr<ShmPartition> ShmPartition::Attach(const std::string& name,
   }
   return p;
 }
+
+namespace {
+
+// A typed header's types: count, target and ranges inside the owned ids.
+bool TypesFit(const ShmHeader& h) {
+  if (!h.typed) return h.num_types == 0;
+  if (h.num_types < 1 || h.num_types > kMaxTypes || h.target < 0 || h.target >= h.num_types ||
+      h.feature_dim != 0)
+    return false;
+  for (int t = 0; t < h.num_types; ++t) {
+    const int64_t b = h.type_range[t][0], e = h.type_range[t][1];
+    if (b < h.node_start || e < b || e - h.node_start > h.num_nodes || h.type_dim[t] < 0)
+      return false;
+  }
+  return true;
+}
+
+// The typed arrays of a checked header `h` mapped at `b`.
+HeteroPartitionView TypedView(const ShmHeader& h, const char* b) {
+  auto i64 = [&](int i) { return reinterpret_cast<const int64_t*>(b + h.offset[i]); };
+  auto u8 = [&](int i) { return reinterpret_cast<const uint8_t*>(b + h.offset[i]); };
+  HeteroPartitionView v;
+  v.part_id = h.part_id;
+  v.node_start = h.node_start;
+  v.num_nodes = h.num_nodes;
+  v.num_edges = h.num_edges;
+  v.indptr = i64(kTIndptr);
+  v.indices = i64(kTIndices);
+  v.etypes = i64(kTEtype);
+  v.orig_nids = i64(kTOrig);
+  v.rng_keys = i64(kTRngKeys);
+  v.labels = i64(kTLabel);
+  for (int m = 0; m < 3; ++m) v.masks[m] = u8(kTMask + m);
+  v.target = h.target;
+  int slot = kNumTypedFixed;
+  for (int t = 0; t < h.num_types; ++t) {
+    v.ntype_ranges.emplace_back(h.type_range[t][0], h.type_range[t][1]);
+    v.feature_dims.push_back(h.type_dim[t]);
+    v.features.push_back(h.type_dim[t] ? reinterpret_cast<const float*>(b + h.offset[slot++])
+                                       : nullptr);
+  }
+  return v;
+}
+
+}  // namespace
 
 void ShmPartition::ReadHeader() {
   const ShmHeader* h = static_cast<const ShmHeader*>(base_);
@@ -542,15 +666,21 @@ void ShmPartition::ReadHeader() {
       h->feature_dim < 0 || h->num_classes < 0) {
     bad("negative counts in header");
   }
-  for (int i = 0; i < kNumArrays; ++i) {
+  if ((h->typed != 0 && h->typed != 1) || !TypesFit(*h)) bad("node types do not fit the header");
+  const std::vector<Slot> slots = SlotsOf(*h, {}, "");
+  if (h->num_arrays != static_cast<int32_t>(slots.size())) bad("wrong number of arrays");
+  for (size_t i = 0; i < slots.size(); ++i) {
     uint64_t want;
-    if (!ArrayBytes(i, h->num_nodes, h->num_edges, h->feature_dim, &want) || h->bytes[i] != want ||
+    if (!ArrayBytes(slots[i].dtype, slots[i].shape, &want) || h->bytes[i] != want ||
         h->offset[i] % kAlign != 0 || h->offset[i] < kShmHeaderBytes || h->offset[i] > size_ ||
         h->bytes[i] > size_ - h->offset[i]) {
-      bad("array " + kPartFiles[i] + " does not fit the header's counts or the segment");
+      bad("array " + (slots[i].file.empty() ? "rng_keys" : slots[i].file) +
+          " does not fit the header's counts or the segment");
     }
   }
   const char* b = static_cast<const char*>(base_);
+  auto i64 = [&](int i) { return reinterpret_cast<const int64_t*>(b + h->offset[i]); };
+  auto u8 = [&](int i) { return reinterpret_cast<const uint8_t*>(b + h->offset[i]); };
   PartitionView& v = view_;
   v.part_id = h->part_id;
   v.node_start = h->node_start;
@@ -558,14 +688,18 @@ void ShmPartition::ReadHeader() {
   v.num_edges = h->num_edges;
   v.feature_dim = h->feature_dim;
   v.num_classes = h->num_classes;
-  v.indptr = reinterpret_cast<const int64_t*>(b + h->offset[kIndptr]);
-  v.indices = reinterpret_cast<const int64_t*>(b + h->offset[kIndices]);
-  v.features = reinterpret_cast<const float*>(b + h->offset[kFeat]);
-  v.labels = reinterpret_cast<const int64_t*>(b + h->offset[kLabel]);
-  v.train_mask = reinterpret_cast<const uint8_t*>(b + h->offset[kTrain]);
-  v.valid_mask = reinterpret_cast<const uint8_t*>(b + h->offset[kValid]);
-  v.test_mask = reinterpret_cast<const uint8_t*>(b + h->offset[kTest]);
-  v.orig_nids = reinterpret_cast<const int64_t*>(b + h->offset[kOrig]);
+  v.indptr = i64(kIndptr);
+  v.indices = i64(kIndices);
+  if (!h->typed) {
+    v.features = reinterpret_cast<const float*>(b + h->offset[kFeat]);
+    v.labels = i64(kLabel);
+    v.train_mask = u8(kTrain);
+    v.valid_mask = u8(kValid);
+    v.test_mask = u8(kTest);
+    v.orig_nids = i64(kOrig);
+  } else {
+    hetero_view_ = TypedView(*h, b);
+  }
   graph_name_ = ReadCString(h->graph_name, sizeof(h->graph_name));
   config_digest_ = ReadCString(h->config_digest, sizeof(h->config_digest));
   creator_pid_ = static_cast<pid_t>(h->creator_pid);

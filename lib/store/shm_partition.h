@@ -1,4 +1,5 @@
-// One partition's arrays in POSIX shared memory. Server 0 of a machine
+// One partition's arrays (homogeneous or heterogeneous) in POSIX shared
+// memory. Server 0 of a machine
 // creates the segment from the partition files; backup servers and local
 // sampler clients attach to it read-only, so they add throughput without
 // adding memory.
@@ -17,7 +18,11 @@
 //   bytes 8..11  uint32 format version
 //   bytes 12..15 uint32 ready flag, kShmReadyValue once complete (written last)
 //   ...          counts, names, array offsets (kShmHeaderBytes in all)
-//   then the arrays in kPartFiles order, each at a 64-byte aligned offset.
+//   then the arrays, each at a 64-byte aligned offset: a homogeneous
+//   partition's in kPartFiles order; a heterogeneous one's indptr, indices,
+//   etype, orig_nids, the target type's label and three masks, the sampling
+//   keys (computed by the creator: input id of each node), then the feature
+//   rows of each node type that has them, in type order.
 #pragma once
 
 #include <sys/types.h>
@@ -25,10 +30,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "partition/config.h"
+#include "partition/hetero_local.h"
 #include "sampling/sampler.h"
 
 namespace gnn {
@@ -37,7 +44,7 @@ namespace gnn {
 // server, a trainer, a gnn-sampler) waits for server 0 to finish creating it.
 constexpr int kDefaultAttachTimeoutMs = 60000;
 
-constexpr uint32_t kShmFormatVersion = 1;
+constexpr uint32_t kShmFormatVersion = 2;
 constexpr uint32_t kShmReadyValue = 0x59444552;  // "REDY"
 constexpr size_t kShmHeaderBytes = 4096;
 
@@ -151,7 +158,11 @@ class ShmPartition {
   ShmPartition(const ShmPartition&) = delete;
   ShmPartition& operator=(const ShmPartition&) = delete;
 
+  // The partition's counts and, for a homogeneous one, its arrays (a typed
+  // one's view has counts, indptr and indices only).
   const PartitionView& view() const { return view_; }
+  // A heterogeneous partition's arrays; null for a homogeneous one.
+  const HeteroPartitionView* hetero_view() const { return hetero_view_ ? &*hetero_view_ : nullptr; }
   size_t mapped_bytes() const { return size_; }
   const std::string& name() const { return name_; }
   const std::string& graph_name() const { return graph_name_; }
@@ -180,6 +191,7 @@ class ShmPartition {
   std::string graph_name_;
   std::string config_digest_;
   PartitionView view_;
+  std::optional<HeteroPartitionView> hetero_view_;
 };
 
 }  // namespace gnn

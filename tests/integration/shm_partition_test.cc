@@ -25,6 +25,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "partition/config.h"
+#include "partition/hetero_local.h"
 #include "partition/local_partition.h"
 #include "partition/partition.h"
 #include "store/row_cache.h"
@@ -289,6 +290,86 @@ TEST_CASE("shm Create validates the files and leaves nothing behind on error", "
   std::filesystem::resize_file(label, std::filesystem::file_size(label) - 8);
   CHECK_THROWS_WITH(ShmPartition::Create(name, config, 1, false), Catch::Contains(label));
   CHECK_FALSE(SegmentExists(name));
+}
+
+namespace {
+
+// Every array of a typed view equals the loaded partition's.
+bool SameTyped(const HeteroPartitionView& v, const HeteroPartition& p) {
+  const HeteroPartitionView w = p.View();
+  auto same = [](const auto* a, const auto* b, int64_t n) {
+    return n == 0 || std::memcmp(a, b, static_cast<size_t>(n) * sizeof(*a)) == 0;
+  };
+  if (v.part_id != w.part_id || v.node_start != w.node_start || v.num_nodes != w.num_nodes ||
+      v.num_edges != w.num_edges || v.ntype_ranges != w.ntype_ranges ||
+      v.feature_dims != w.feature_dims || v.target != w.target)
+    return false;
+  const int64_t n = v.num_nodes, e = v.num_edges, t = v.num_targets();
+  bool ok = same(v.indptr, w.indptr, n + 1) && same(v.indices, w.indices, e) &&
+            same(v.etypes, w.etypes, e) && same(v.orig_nids, w.orig_nids, n) &&
+            same(v.rng_keys, w.rng_keys, n) && same(v.labels, w.labels, t);
+  for (int m = 0; m < 3; ++m) ok = ok && same(v.masks[m], w.masks[m], t);
+  for (size_t k = 0; k < v.feature_dims.size(); ++k) {
+    const auto [b, end] = v.ntype_ranges[k];
+    ok = ok && (v.features[k] == nullptr) == (v.feature_dims[k] == 0) &&
+         same(v.features[k], w.features[k], (end - b) * v.feature_dims[k]);
+  }
+  return ok;
+}
+
+}  // namespace
+
+TEST_CASE("shm holds a typed partition as LoadHeteroPartition reads it and a child sees the same",
+          "[integration]") {
+  test::TempDir dir;
+  PartitionOptions o;
+  o.data.dataset = "synthetic:mag-small";
+  o.num_parts = 2;
+  o.undirected = true;
+  o.output = dir / "mag";
+  LogLevel level = GetLogLevel();
+  SetLogLevel(LogLevel::kWarn);
+  PartitionConfig config = LoadPartitionConfig(RunPartition(o).config_path);
+  SetLogLevel(level);
+  const HeteroPartition loaded = LoadHeteroPartition(config, 1, true);
+  const std::string name = UniqueName("typed");
+  ShmGuard guard{name};
+
+  auto creator = ShmPartition::Create(name, config, 1, true);
+  REQUIRE(creator->hetero_view() != nullptr);
+  CHECK(SameTyped(*creator->hetero_view(), loaded));
+  CHECK(creator->view().num_nodes == loaded.num_nodes);
+  CHECK(creator->view().features == nullptr);
+  auto attached = ShmPartition::Attach(name, config, 1, 1000ms);
+  REQUIRE(attached->hetero_view() != nullptr);
+  CHECK(SameTyped(*attached->hetero_view(), loaded));
+  CHECK(attached->hetero_view()->Nodes(0) == loaded.Nodes(0));
+  Child child([&] {
+    auto mine = ShmPartition::Attach(name, config, 1, 5000ms);
+    return mine->hetero_view() && SameTyped(*mine->hetero_view(), loaded) ? 0 : 1;
+  });
+  CHECK(child.Wait(20000ms) == 0);
+  CHECK_THROWS_WITH(ShmPartition::Attach(name, config, 0, 100ms),
+                    Catch::Contains("expected partition 0"));
+  creator.reset();
+  attached.reset();
+  CHECK_FALSE(SegmentExists(name));
+
+  // A relation that does not exist is named, and nothing is left.
+  const std::string etype = config.FilePath(0, kEtypeFile);
+  const int64_t num_rels = static_cast<int64_t>(config.etypes.size());
+  {
+    std::fstream f(etype, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-8, std::ios::end);
+    f.write(reinterpret_cast<const char*>(&num_rels), 8);
+  }
+  CHECK_THROWS_WITH(
+      ShmPartition::Create(name, config, 0, false),
+      Catch::Contains(etype) && Catch::Contains("(relation " + std::to_string(num_rels) + ")"));
+  CHECK_THROWS_WITH(ShmPartition::Create(name, config, 0, true),
+                    Catch::Contains(etype) && Catch::Contains("checksum mismatch"));
+  CHECK_FALSE(SegmentExists(name));
+  CHECK_FALSE(LockExists(name));
 }
 
 TEST_CASE("shm Attach waits for a late Create and times out naming the segment", "[integration]") {
