@@ -17,13 +17,26 @@ void OnSignal(int) { g_stop = true; }
 int main(int argc, char** argv) {
   gnn::ServerOptions o;
   CLI::App app{"Serve one graph partition to samplers and trainers.", "gnn-server"};
-  app.add_option("--ip_config", o.ip_config, "machines, one 'IP [PORT]' per line");
-  app.add_option("--part_config", o.part_config, "partition config JSON");
-  app.add_option("--machine_id", o.machine_id, "this machine's line in ip_config (= partition)");
-  app.add_option("--server_id", o.server_id, "0 loads the partition; others are backups");
-  app.add_option("--num_servers", o.num_servers, "servers per machine");
-  app.add_option("--num_threads", o.num_threads, "worker threads (0 = all cores)");
-  app.add_option("--job_id", o.job_id, "only Shutdown requests carrying this id are obeyed");
+  // gnn-launch passes the required ones in the environment (GNN_*).
+  app.add_option("--ip_config", o.ip_config,
+                 "machines, one 'IP [PORT]' per line (required; env GNN_IP_CONFIG)");
+  app.add_option("--part_config", o.part_config,
+                 "partition config JSON (required; env GNN_PART_CONFIG)");
+  app.add_option("--machine_id", o.machine_id,
+                 "this machine's line in ip_config, 0-based (required; env GNN_MACHINE_ID); it "
+                 "serves partition machine_id mod num_parts");
+  app.add_option("--server_id", o.server_id,
+                 "0 loads the partition into shared memory; others are backups that attach to "
+                 "it (env GNN_SERVER_ID)")
+      ->capture_default_str();
+  app.add_option("--num_servers", o.num_servers, "servers per machine (env GNN_NUM_SERVERS)")
+      ->capture_default_str();
+  app.add_option("--num_threads", o.num_threads,
+                 "worker threads, 0 = all cores (env GNN_NUM_SERVER_THREADS)")
+      ->capture_default_str();
+  app.add_option("--job_id", o.job_id,
+                 "only Shutdown requests carrying this id are obeyed; names the shared memory "
+                 "(env GNN_JOB_ID)");
   app.add_option_function<int64_t>(
          "--peer_window_mb", [&](int64_t mb) { o.peer_window_bytes = mb << 20; },
          "MB of replies one client may leave unread before further replies to it become "

@@ -13,16 +13,21 @@
 int main(int argc, char** argv) {
   gnn::UseBestBlasKernels(argv);
   gnn::TrainOptions o;
-  CLI::App app{"Train a GraphSAGE model on partitioned graph data.", "gnn-train"};
+  CLI::App app{
+      "Train a GNN (GraphSAGE, GAT, GCN; RGCN, RGAT on typed graphs) on partitioned graph data.",
+      "gnn-train"};
   app.set_config("--config", "", "read flags from a config file (TOML/INI, see configs/)");
   app.add_option("--graph_name", o.graph_name, "graph name (checked against the config)");
-  app.add_option("--part_config", o.part_config, "partition config JSON");
+  app.add_option("--part_config", o.part_config,
+                 "partition config JSON (required: here, in --config, or from gnn-launch)");
   app.add_flag("--standalone", o.standalone, "train on one partition without servers");
   app.add_option("--num_epochs", o.num_epochs, "epochs")->capture_default_str();
   app.add_option("--batch_size", o.batch_size, "seeds per mini-batch")->capture_default_str();
   app.add_option("--batch_size_eval", o.batch_size_eval, "nodes per inference batch")
       ->capture_default_str();
-  app.add_option("--fan_out", o.fan_out, "neighbours per layer, input layer first")
+  app.add_option("--fan_out", o.fan_out,
+                 "neighbours per layer, input layer first (-1 = all neighbours; typed models "
+                 "also take REL:n per relation)")
       ->capture_default_str();
   app.add_option("--num_hidden", o.num_hidden, "hidden size")->capture_default_str();
   app.add_option("--num_layers", o.num_layers, "GraphSAGE layers")->capture_default_str();

@@ -139,8 +139,9 @@ class DistGraph {
   // The machine's hot-row cache, or null (no budget, no local partition).
   const ShmRowCache* row_cache() const { return cache_.get(); }
 
-  // Heterogeneous graphs (dist_graph_typed.cc; every partition over its
-  // sockets, no shared memory yet). SampleTypedBlocks has the contract of
+  // Heterogeneous graphs (dist_graph_typed.cc; this machine's partition
+  // read in place from shared memory, the others over their sockets; the
+  // embedding rows always from their servers). SampleTypedBlocks has the contract of
   // the standalone SampleTypedBlocks (fanouts[layer][relation]).
   std::vector<Block> SampleTypedBlocks(const std::vector<int64_t>& seeds,
                                        const std::vector<std::vector<int>>& fanouts, bool replace,

@@ -23,6 +23,7 @@
 #include "net/channel.h"
 #include "net/messages.h"
 #include "partition/config.h"
+#include "partition/hetero_local.h"
 #include "partition/local_partition.h"
 #include "process_util.h"
 #include "server/server.h"
@@ -332,6 +333,82 @@ TEST_CASE("a backup gnn-server attaches to server 0's shared memory instead of c
   CHECK_FALSE(d.ShmLeft(1));
 }
 
+TEST_CASE("a typed partition's backup gnn-server answers from server 0's shared memory", "[e2e]") {
+  Deployment d("synthetic:mag-small", 2, 2, "typedbackup");
+  ShmGuard guard{d};
+  auto m0s0 = d.StartServer(0, 0);
+  auto m0s1 = d.StartServer(0, 1);
+  auto m1s0 = d.StartServer(1, 0);
+  auto m1s1 = d.StartServer(1, 1);
+  zmq::context_t ctx;
+  for (int m = 0; m < 2; ++m) {
+    for (int s = 0; s < 2; ++s) {
+      test::ChildProcess& p = *(m == 0 ? (s == 0 ? m0s0 : m0s1) : (s == 0 ? m1s0 : m1s1));
+      CHECK(PingWhenUp(ctx, d.job, d.Endpoint(m, s), p, Millis(30000)) == net::Pong{m, s});
+    }
+  }
+  CHECK(fs::exists(ShmSegmentPath(d.ShmName(0))));
+  CHECK(fs::exists(ShmSegmentPath(d.ShmName(1))));
+
+  // Requests alternate between each machine's two servers: the rows and
+  // neighbourhoods are the partition files' whoever answers.
+  DistGraphOptions o;
+  o.part_config = d.part_config;
+  o.ip_config = d.ip_config;
+  o.job_id = d.job;
+  o.keys = test::Keys(d.job);
+  o.timeout = std::chrono::milliseconds(10000);
+  o.endpoints = {{d.Endpoint(0, 0), d.Endpoint(0, 1)}, {d.Endpoint(1, 0), d.Endpoint(1, 1)}};
+  DistGraph g(o);
+  const std::vector<std::vector<int>> fanouts = {std::vector<int>(d.config.etypes.size(), -1)};
+  for (int part = 0; part < 2; ++part) {
+    const HeteroPartition hp = LoadHeteroPartition(d.config, part, false);
+    for (size_t t = 0; t < hp.feature_dims.size(); ++t) {
+      const int64_t dim = hp.feature_dims[t];
+      const auto [first, end] = hp.ntype_ranges[t];
+      if (dim == 0 || end == first) continue;
+      for (int round = 0; round < 2; ++round) {
+        std::vector<int64_t> ids;
+        for (int64_t v = first + round; v < end; v += 97) ids.push_back(v);
+        std::vector<float> rows;
+        g.PullTyped(static_cast<int>(t), ids, &rows);
+        REQUIRE(rows.size() == ids.size() * static_cast<size_t>(dim));
+        for (size_t i = 0; i < ids.size(); ++i) {
+          REQUIRE(std::memcmp(&rows[i * dim], &hp.features[t][(ids[i] - first) * dim],
+                              dim * sizeof(float)) == 0);
+        }
+      }
+    }
+    // All in-neighbours (fan-out -1), asked twice: once of each server.
+    const std::vector<int64_t> seeds = {hp.node_start, hp.node_start + hp.num_nodes / 2};
+    for (int round = 0; round < 2; ++round) {
+      const std::vector<Block> blocks = g.SampleTypedBlocks(seeds, fanouts, false, round);
+      REQUIRE(blocks.size() == 1);
+      int64_t want = 0;
+      for (int64_t s : seeds)
+        want += hp.indptr[s - hp.node_start + 1] - hp.indptr[s - hp.node_start];
+      CHECK(blocks[0].num_edges() == want);
+    }
+  }
+  // The backup answers for itself, and refuses the homogeneous first-layer
+  // request by name (a typed partition has no single feature table).
+  {
+    net::Connection c(ctx, d.Endpoint(0, 1), "machine 0 server 1", test::Keys(d.job));
+    net::Message r = c.Call(net::Metadata{}.Encode(0), Millis(10000));
+    CHECK(net::MetadataReply::Decode(r).json.find("\"server_id\":1") != std::string::npos);
+    net::SampleAggregateRequest agg;
+    agg.dsts = {0};
+    agg.fanout = 2;
+    CHECK_THROWS_WITH(c.Call(agg.Encode(1), Millis(10000)),
+                      Catch::Contains("serves a heterogeneous partition"));
+  }
+  for (int m = 0; m < 2; ++m) {
+    ShutdownAndWait(ctx, d, m, 1, m == 0 ? *m0s1 : *m1s1);
+    ShutdownAndWait(ctx, d, m, 0, m == 0 ? *m0s0 : *m1s0);
+    CHECK_FALSE(d.ShmLeft(m));
+  }
+}
+
 TEST_CASE("after server 0 is SIGKILLed its backup keeps serving and removes the segment on SIGTERM",
           "[e2e]") {
   Deployment d("synthetic:tiny", 2, 2, "crash");
@@ -461,4 +538,24 @@ TEST_CASE(
   CHECK_FALSE(d.ShmLeft(0));
   // Machine 1's segment had only its SIGKILLed creator attached: it stays
   // until the next Create of that name (documented); ShmGuard removes it.
+}
+
+TEST_CASE(
+    "help texts name the synthetic presets and what -1 means and show defaults and required flags",
+    "[e2e]") {
+  const test::ProcessResult part = test::RunProcess({test::Bin("gnn-partition"), "--help"}, 20);
+  CHECK(part.exit_code == 0);
+  for (const char* preset : {"tiny", "small", "products", "mag-small", "mag ", "nodes=N"})
+    CHECK_THAT(part.out, Catch::Contains(preset));
+  CHECK_THAT(part.out, Catch::Contains("--dataset TEXT REQUIRED"));
+  const test::ProcessResult server = test::RunProcess({test::Bin("gnn-server"), "--help"}, 20);
+  CHECK(server.exit_code == 0);
+  CHECK_THAT(server.out, Catch::Contains("--num_servers INT=1"));
+  CHECK_THAT(server.out, Catch::Contains("--num_threads INT=0"));
+  CHECK_THAT(server.out, Catch::Contains("(required; env GNN_PART_CONFIG)"));
+  const test::ProcessResult train = test::RunProcess({test::Bin("gnn-train"), "--help"}, 60);
+  CHECK(train.exit_code == 0);
+  CHECK_THAT(train.out, Catch::Contains("-1 = all neighbours"));
+  CHECK_THAT(train.out, Catch::Contains("GraphSAGE, GAT, GCN"));
+  CHECK_THAT(train.out, Catch::Contains("partition config JSON (required"));
 }
