@@ -15,11 +15,12 @@ int main(int argc, char** argv) {
   gnn::PartitionOptions o;
   bool quiet = false;
   CLI::App app{"Partition a graph for distributed GNN training.", "gnn-partition"};
-  app.add_option("--dataset", o.data.dataset,
-                 "ogbn-* name under --root, a path to an OGB raw folder (homogeneous or "
-                 "heterogeneous), or synthetic:<preset>: tiny (2k nodes), small (100k), products "
-                 "(2.4M, ogbn-products' shape), mag-small, mag (ogbn-mag's types and relations), or "
-                 "synthetic:nodes=N,edges=E,feat=F,classes=C")
+  app.add_option(
+         "--dataset", o.data.dataset,
+         "ogbn-* name under --root, a path to an OGB raw folder (homogeneous or "
+         "heterogeneous), or synthetic:<preset>: tiny (2k nodes), small (100k), products "
+         "(2.4M, ogbn-products' shape), mag-small, mag (ogbn-mag's types and relations), or "
+         "synthetic:nodes=N,edges=E,feat=F,classes=C")
       ->required();
   app.add_option("--root", o.data.root, "folder holding OGB datasets")->capture_default_str();
   app.add_option("--dataset_dir", o.data.root, "DGL's partition_graph.py name for --root");
