@@ -7,8 +7,9 @@
 #      GNN_OLD_SERVER=<path of another gnn-server binary> that binary too,
 #      side by side (e.g. a build from before typed partitions lived in
 #      shared memory);
-#   2. a whole gnn-launch job on one machine (servers + 1 RGCN trainer,
-#      1 epoch): the largest sum sampled every 0.2 s while it runs.
+#   2. a whole gnn-launch job on one machine (servers + 1 RGCN trainer):
+#      the largest sum sampled every 0.2 s over its first GNN_JOB_S (90)
+#      seconds, which must include training steps.
 # Usage: bash bench/typed_shm_mem.sh [dataset]   (default synthetic:mag)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -69,22 +70,28 @@ servers_alone() {
   wait "${pids[@]}" 2>/dev/null || true
 }
 
-# A whole job: $1 = servers. Prints the largest summed PSS in MiB.
+# A whole job: $1 = servers. Prints the largest summed PSS in MiB over the
+# job's first $JOB_S seconds (loading, then training steps), after which
+# the job is stopped (gnn-launch stops everything on SIGTERM).
+JOB_S="${GNN_JOB_S:-90}"
 whole_job() {
-  local n="$1" ip="ip-job$1.txt" peak=0 now
+  local n="$1" ip="ip-job$1.txt" peak=0 now start=$SECONDS
   echo "127.0.0.1 $(port)" > "$WORK/$ip"
   gnn-launch --workspace "$WORK" --num_trainers 1 --num_samplers 0 --num_servers "$n" \
     --part_config "$config" --ip_config "$ip" --master_port "$(port)" \
     "gnn-train --model rgcn --num_bases 2 --num_epochs 1 --batch_size 1024 --fan_out 10,10 \
-     --num_hidden 64 --num_omp_threads 1 --eval_every 0 --quiet" \
+     --num_hidden 64 --num_omp_threads 1 --eval_every 0 --log_every 1" \
     > "$WORK/job$n.out" 2> "$WORK/job$n.err" &
   local launcher=$!
-  while kill -0 "$launcher" 2>/dev/null; do
+  while kill -0 "$launcher" 2>/dev/null && [ $((SECONDS - start)) -lt "$JOB_S" ]; do
     now=$(pss_kb $(tree "$launcher"))
     [ "$now" -gt "$peak" ] && peak=$now
     sleep 0.2
   done
-  wait "$launcher" || { echo "job with $n servers failed:" >&2; tail -5 "$WORK/job$n.err" >&2; exit 1; }
+  kill -TERM "$launcher" 2>/dev/null || true
+  wait "$launcher" 2>/dev/null || true
+  grep -q "Epoch" "$WORK/job$n.err" ||
+    { echo "job with $n servers trained no step in ${JOB_S} s:" >&2; tail -5 "$WORK/job$n.err" >&2; exit 1; }
   echo $((peak / 1024))
 }
 
@@ -96,4 +103,4 @@ if [ -n "${GNN_OLD_SERVER:-}" ]; then
     "$(servers_alone "$GNN_OLD_SERVER" 1)" "$(servers_alone "$GNN_OLD_SERVER" 4)"
 fi
 row "servers alone (this build)" "$(servers_alone "$BIN/gnn-server" 1)" "$(servers_alone "$BIN/gnn-server" 4)"
-row "job: servers + 1 RGCN trainer, 1 epoch" "$(whole_job 1)" "$(whole_job 4)"
+row "job: servers + 1 RGCN trainer, first ${JOB_S} s" "$(whole_job 1)" "$(whole_job 4)"
