@@ -50,10 +50,9 @@ int main(int argc, char** argv) {
   app.add_option("--ssh_config", o.ssh.config,
                  "ssh client config file (ssh/scp -F, rsync -e \"ssh -F\")");
   app.add_flag("--force_ssh", o.ssh.force, "reach every machine over ssh, this host too");
-  app.add_option("--ssh_connect_timeout_s", o.ssh.connect_timeout_s,
-                 "give up on a machine whose ssh server does not answer within this time "
-                 "(ssh -o ConnectTimeout)")
-      ->capture_default_str();
+  gnn::AddSecondsOption(app, "--ssh_connect_timeout_s", &o.ssh.connect_timeout,
+                        "give up on a machine whose ssh server does not answer within this time "
+                        "(ssh -o ConnectTimeout)");
   app.add_flag(
       "--ship_binaries", o.ship_binaries,
       "also copy gnn-server, gnn-sampler, gnn-train, gnn-launch, gnn-copy from this executable's "
@@ -64,9 +63,8 @@ int main(int argc, char** argv) {
   app.add_flag("--dry_run", o.dry_run,
                "print what would be copied (looking, read-only, at what is there); write nothing");
   app.add_option("--jobs", o.jobs, "machines handled in parallel")->capture_default_str();
-  app.add_option("--timeout_s", o.timeout_s,
-                 "deadline of every ssh/scp/rsync call, plus 1 s per MB moved")
-      ->capture_default_str();
+  gnn::AddSecondsOption(app, "--timeout_s", &o.timeout,
+                        "deadline of every ssh/scp/rsync call, plus 1 s per MB moved");
   int rc = gnn::RunMain(app, argc, argv, [&] {
     gnn::SetLogRole("copy");
     std::signal(SIGINT, OnSignal);

@@ -38,10 +38,9 @@ int main(int argc, char** argv) {
   app.add_option("--ssh_username", o.ssh.username, "ssh user for remote machines");
   app.add_option("--ssh_config", o.ssh.config, "ssh client config file (ssh -F)");
   app.add_flag("--force_ssh", o.ssh.force, "reach every machine over ssh, this host too");
-  app.add_option("--ssh_connect_timeout_s", o.ssh.connect_timeout_s,
-                 "give up on a machine whose ssh server does not answer within this time "
-                 "(ssh -o ConnectTimeout)")
-      ->capture_default_str();
+  gnn::AddSecondsOption(app, "--ssh_connect_timeout_s", &o.ssh.connect_timeout,
+                        "give up on a machine whose ssh server does not answer within this time "
+                        "(ssh -o ConnectTimeout)");
   app.add_option("--master_port", o.master_port, "trainer rendezvous port on machine 0")
       ->capture_default_str();
   app.add_option("--log_dir", o.log_dir,
@@ -53,30 +52,27 @@ int main(int argc, char** argv) {
       "(default: a fresh secret per job; per-node and --slurm launches need one)");
   app.add_flag("--insecure", o.insecure,
                "plaintext and unauthenticated: anyone on the network may read the graph");
-  app.add_option("--grace_s", o.grace_s, "SIGTERM, then SIGKILL after this many seconds")
-      ->capture_default_str();
+  gnn::AddSecondsOption(app, "--grace_s", &o.grace,
+                        "SIGTERM, then SIGKILL after this many seconds");
   app.add_option("--max_restarts", o.max_restarts,
                  "after a failure, start the job again this many times at most; trainers resume "
                  "from their --checkpoint_dir")
       ->capture_default_str();
-  app.add_option("--restart_backoff_s", o.restart_backoff_s,
-                 "wait this long after a failure before starting again")
-      ->capture_default_str();
+  gnn::AddSecondsOption(app, "--restart_backoff_s", &o.restart_backoff,
+                        "wait this long after a failure before starting again");
   app.add_option("--part_source", o.part_source,
                  "the whole partitioned graph on this host (gnn-copy's --part_config): a restart "
                  "moves a lost machine's partition to the machines left");
-  app.add_option("--server_ready_timeout_s", o.server_ready_timeout_s,
-                 "every server must answer a ping within this time")
-      ->capture_default_str();
+  gnn::AddSecondsOption(app, "--server_ready_timeout_s", &o.server_ready_timeout,
+                        "every server must answer a ping within this time");
   app.add_option(
       "--machine_id", o.machine_id,
       "per-node mode: start only this machine's processes (run on every machine; no ssh)");
-  app.add_option("--peer_timeout_s", o.peer_timeout_s,
-                 "per-node mode: wait this long for the other machines' servers")
-      ->capture_default_str();
-  app.add_option("--peer_grace_s", o.peer_grace_s,
-                 "per-node mode: a machine silent this long while our trainers run has failed")
-      ->capture_default_str();
+  gnn::AddSecondsOption(app, "--peer_timeout_s", &o.peer_timeout,
+                        "per-node mode: wait this long for the other machines' servers");
+  gnn::AddSecondsOption(app, "--peer_grace_s", &o.peer_grace,
+                        "per-node mode: a machine silent this long while our trainers run has "
+                        "failed");
   bool slurm = false;
   int slurm_port = gnn::kDefaultPort;
   app.add_flag(

@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
 #ifdef GNN_WITH_PTSCOTCH
       gnn::DistributedOptions d;
       d.ip_config = ip_config;
-      d.wait_timeout_s = wait_timeout;
+      d.wait_timeout = std::chrono::duration<double>(wait_timeout);
       d.sparsify = sparsify;
       if (app.count("--num_parts") == 0) o.num_parts = 0;  // one per machine
       quiet_exit = gnn::RunDistributedPartitionCommand(o, d, &argc, &argv, std::cout);

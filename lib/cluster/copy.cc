@@ -464,7 +464,7 @@ void CopyOptions::Validate() const {
     throw ConfigError("--transfer " + transfer + " must be auto, rsync or scp");
   }
   if (jobs < 1) throw ConfigError("--jobs " + std::to_string(jobs) + " must be >= 1");
-  if (!(timeout_s > 0)) throw ConfigError("--timeout_s must be > 0");
+  if (!(timeout.count() > 0)) throw ConfigError("--timeout_s must be > 0");
   ssh.Validate();
 }
 

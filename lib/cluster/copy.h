@@ -6,6 +6,7 @@
 // already in place with the right sha256 are not copied again.
 #pragma once
 
+#include <chrono>
 #include <atomic>
 #include <cstdint>
 #include <ostream>
@@ -43,9 +44,9 @@ struct CopyOptions {
   std::string transfer = "auto";  // "auto" (rsync if here and there, else scp), "rsync", "scp"
   bool dry_run = false;           // print the plan; write nothing anywhere
   int jobs = 8;                   // machines handled in parallel
-  // Every ssh/scp/rsync call must end within timeout_s plus 1 s per MB it
+  // Every ssh/scp/rsync call must end within `timeout` plus 1 s per MB it
   // moves (plus 1 s per 20 MB it hashes).
-  double timeout_s = 60;
+  std::chrono::duration<double> timeout{60};
 
   void Validate() const;  // ConfigError naming the bad flag
 };

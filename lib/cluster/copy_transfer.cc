@@ -313,7 +313,7 @@ std::vector<std::string> RemoteCheck(const CopyOptions& o, const Machine& m, boo
   }
   s += HashScript(all);
   CommandResult r = Remote(m, "ssh", SshCall(o, m, "sh -s"),
-                           o.timeout_s + static_cast<double>(bytes) / kHashBytesPerS, s);
+                           o.timeout.count() + static_cast<double>(bytes) / kHashBytesPerS, s);
   return ParseHashes(m, r.out, all.size(), has_rsync);
 }
 
@@ -335,8 +335,8 @@ std::vector<std::string> RemoteTransfer(const CopyOptions& o, const Machine& m,
   uint64_t bytes = 0;
   for (const Item* item : changed) bytes += item->bytes;
   StageLinks(stage, changed);
-  const double transfer_timeout = o.timeout_s + static_cast<double>(bytes) / kTransferBytesPerS;
-  const double hash_timeout = o.timeout_s + static_cast<double>(bytes) / kHashBytesPerS;
+  const double transfer_timeout = o.timeout.count() + static_cast<double>(bytes) / kTransferBytesPerS;
+  const double hash_timeout = o.timeout.count() + static_cast<double>(bytes) / kHashBytesPerS;
   const std::string ws = ShellPath(m.workspace);
   std::string finish = "cd " + ws + " || exit 3\n";
   if (method == "rsync") {
@@ -347,7 +347,7 @@ std::vector<std::string> RemoteTransfer(const CopyOptions& o, const Machine& m,
     // rsync writes each file under a temporary name and renames it.
     Remote(m, "rsync",
            {"rsync", "--copy-links", "--perms", "--ignore-times", "--whole-file", "--from0",
-            "--files-from=-", "--timeout=" + Seconds(o.timeout_s), "-e", e, stage + "/",
+            "--files-from=-", "--timeout=" + Seconds(o.timeout.count()), "-e", e, stage + "/",
             RemoteSpec(m.address.host, m.workspace) + "/"},
            transfer_timeout, list);
   } else {

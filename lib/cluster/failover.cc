@@ -22,7 +22,7 @@ std::vector<int> ProbeLost(const SshOptions& ssh, const std::vector<MachineAddre
   for (int m : machines) {
     const std::string& host = all[static_cast<size_t>(m)].host;
     if (RunsLocally(ssh, host)) continue;
-    const CommandResult r = RunCommand(SshArgv(ssh, host, "true"), ssh.connect_timeout_s + 5);
+    const CommandResult r = RunCommand(SshArgv(ssh, host, "true"), ssh.connect_timeout.count() + 5);
     if (r.exit_code == 0) continue;
     lost.push_back(m);
     std::string err = r.err;
@@ -99,7 +99,7 @@ void ShipIpConfig(const LaunchOptions& o, const std::vector<MachineAddress>& all
       continue;
     }
     const CommandResult r = WriteFileOverSsh(o.ssh, host, ws, name, text, false,
-                                             o.ssh.connect_timeout_s + kShipTimeoutS);
+                                             o.ssh.connect_timeout.count() + kShipTimeoutS);
     if (r.exit_code != 0) {
       throw PeerError("machine " + std::to_string(m) + " (" + host + "): cannot write " + name +
                       ": ssh " + r.Describe() + ": " + r.LastErrorLine());

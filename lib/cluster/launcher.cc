@@ -52,17 +52,17 @@ void LaunchOptions::Validate() const {
   if (ip_config.empty()) throw ConfigError("--ip_config is required");
   ssh.Validate();
   if (machine_id < -1) throw ConfigError("--machine_id must be >= 0");
-  if (!(server_ready_timeout_s > 0)) throw ConfigError("--server_ready_timeout_s must be > 0");
+  if (!(server_ready_timeout.count() > 0)) throw ConfigError("--server_ready_timeout_s must be > 0");
   if (machine_id >= 0 && ssh.force)
     throw ConfigError("--machine_id (per-node mode, no ssh) and --force_ssh exclude each other");
-  if (!(peer_timeout_s > 0)) throw ConfigError("--peer_timeout_s must be > 0");
-  if (!(peer_grace_s >= 0)) throw ConfigError("--peer_grace_s must be >= 0");
+  if (!(peer_timeout.count() > 0)) throw ConfigError("--peer_timeout_s must be > 0");
+  if (!(peer_grace.count() >= 0)) throw ConfigError("--peer_grace_s must be >= 0");
   if (master_port < 1 || master_port > 65535)
     throw ConfigError("--master_port out of range [1, 65535]");
-  if (grace_s < 0) throw ConfigError("--grace_s must be >= 0");
+  if (grace.count() < 0) throw ConfigError("--grace_s must be >= 0");
   if (max_restarts < 0 || max_restarts > kMaxRestarts)
     throw ConfigError("--max_restarts must be in [0, " + std::to_string(kMaxRestarts) + "]");
-  if (!(restart_backoff_s >= 0 && restart_backoff_s <= kMaxBackoffS))
+  if (!(restart_backoff.count() >= 0 && restart_backoff.count() <= kMaxBackoffS))
     throw ConfigError("--restart_backoff_s must be in [0, " + std::to_string(kMaxBackoffS) + "]");
   if (FirstWord(command, nullptr).empty()) throw ConfigError("the trainer command is missing");
   if (num_omp_threads < 0) throw ConfigError("--num_omp_threads must be >= 0");
@@ -321,10 +321,10 @@ class Launch {
     if (!MoveOffLostMachines()) return code;
     std::ostringstream line;
     line << "gnn-launch: restart " << run_ << " of " << o_.max_restarts << " in "
-         << o_.restart_backoff_s << " s: " << cause_ << "; "
+         << o_.restart_backoff.count() << " s: " << cause_ << "; "
          << ledger_.ResumeText(Mine(0), HasCheckpointDir());
     std::cerr << line.str() << std::endl;
-    const auto until = DeadlineAfter(o_.restart_backoff_s);
+    const auto until = DeadlineAfter(o_.restart_backoff.count());
     while (Clock::now() < until) {
       if (signal_.load()) return 128 + signal_.load();
       std::this_thread::sleep_for(std::chrono::milliseconds(kSuperviseTickMs));
@@ -454,7 +454,7 @@ class Launch {
     MakeLogDir(log_dir_, !o_.log_dir.empty());
     graph_name_ = config.graph_name;
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphaned grandchildren come to us to be reaped
-    guardian_ = std::make_unique<Guardian>(o_.grace_s, std::vector<std::string>{});
+    guardian_ = std::make_unique<Guardian>(o_.grace.count(), std::vector<std::string>{});
     std::vector<bool> mine(plans_.size());
     for (size_t m = 0; m < plans_.size(); ++m) mine[m] = Mine(m);
     secret_ = std::make_unique<JobSecret>(o_, plans_, mine, job_id_);
@@ -540,8 +540,8 @@ class Launch {
   // lines. An exit code if the job ended instead.
   std::optional<int> WaitForServers() {
     zmq::context_t ctx;
-    const double peer_timeout_s = std::max(o_.server_ready_timeout_s, o_.peer_timeout_s);
-    const auto own_deadline = DeadlineAfter(o_.server_ready_timeout_s);
+    const double peer_timeout_s = std::max(o_.server_ready_timeout, o_.peer_timeout).count();
+    const auto own_deadline = DeadlineAfter(o_.server_ready_timeout.count());
     const auto peer_deadline = DeadlineAfter(peer_timeout_s);
     auto next_note = DeadlineAfter(kWaitNoteEveryS);
     std::vector<size_t> order;  // our own machines first
@@ -564,7 +564,7 @@ class Launch {
             std::ostringstream why;
             why << "machine " << m << " server " << s << " at " << Endpoint(machines_[m], s)
                 << " did not answer within "
-                << (Mine(m) ? o_.server_ready_timeout_s : peer_timeout_s) << " s"
+                << (Mine(m) ? o_.server_ready_timeout.count() : peer_timeout_s) << " s"
                 << (Mine(m) ? "" : " (is gnn-launch running on that machine?)");
             return End(nullptr, why.str(), kExitTimeout);
           }
@@ -609,7 +609,7 @@ class Launch {
       if (job_->TrainersDone()) return std::nullopt;
       // A peer silent for longer than the grace, while our trainers still
       // run: a trainer that finished normally would have ended by now.
-      const std::string peer = job_->AnyTrainerSucceeded() ? "" : peers.Silent(o_.peer_grace_s);
+      const std::string peer = job_->AnyTrainerSucceeded() ? "" : peers.Silent(o_.peer_grace.count());
       if (!peer.empty()) return End(nullptr, peer + "; stopping this machine's job", kExitPeer);
     }
   }
@@ -681,7 +681,7 @@ class Launch {
   }
 
   void StopAll() {
-    job_->Stop(o_.grace_s);
+    job_->Stop(o_.grace.count());
     for (const auto& name : run_shm_names_) RemoveShmSegment(name);
   }
 

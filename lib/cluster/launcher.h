@@ -8,6 +8,7 @@
 // checkpoint.
 #pragma once
 
+#include <chrono>
 #include <atomic>
 #include <string>
 #include <vector>
@@ -31,8 +32,9 @@ struct LaunchOptions {
   int master_port = kDefaultMasterPort;  // trainer rendezvous on machine 0
   std::string log_dir;                   // "" = WORKSPACE/logs/JOB_ID
   std::string job_id;                    // "" = "job-<pid>-<time>"
-  double grace_s = 5;                    // SIGTERM, then SIGKILL after this long
-  double server_ready_timeout_s = 60;    // every server must answer a Ping by then
+  std::chrono::duration<double> grace{5};  // SIGTERM, then SIGKILL after this long
+  // Every server must answer a Ping by then.
+  std::chrono::duration<double> server_ready_timeout{60};
   std::string command;                   // trainer command line (shell words)
   std::string server_binary;             // gnn-server to run ("" = next to this executable)
   // Per-node mode (>= 0): start and supervise only this machine's
@@ -40,18 +42,20 @@ struct LaunchOptions {
   // launchers form one job without ssh. The job id then defaults to one
   // derived from ip_config, part_config and master port, so all agree.
   int machine_id = -1;
-  double peer_timeout_s = 300;  // per-node: wait this long for other machines' servers
-  double peer_grace_s = 10;     // per-node: a peer silent this long while our trainers run = failed
+  // Per-node: wait this long for other machines' servers.
+  std::chrono::duration<double> peer_timeout{300};
+  // Per-node: a peer silent this long while our trainers run has failed.
+  std::chrono::duration<double> peer_grace{10};
   // Security (cluster/job_secret.h): a cluster secret on every machine, or
   // "" for a fresh per-job secret (one launcher for all machines only).
   std::string secret_file;
   bool insecure = false;  // plaintext, unauthenticated, said in the log
   // Automatic recovery: after a failure (not a configuration or data error,
-  // nor a signal) tear down, wait restart_backoff_s, start every process
+  // nor a signal) tear down, wait restart_backoff, start every process
   // again; the trainers resume from the checkpoint in their
   // --checkpoint_dir (GNN_RESTART). At most max_restarts times.
   int max_restarts = 0;
-  double restart_backoff_s = 3;
+  std::chrono::duration<double> restart_backoff{3};
   // The whole partitioned graph on this host (the config gnn-copy read):
   // a restart after a machine stopped answering over ssh moves the job to
   // the machines left (machine j serves partition j mod P) and copies what

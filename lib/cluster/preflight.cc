@@ -304,7 +304,7 @@ std::vector<LaunchProblem> CheckRemoteMachine(const LaunchOptions& o, const Laun
   const std::string script = RemoteCheckScript(
       p, word, o.num_servers, o.master_port, static_cast<int>(m), in.have_parts ? &parts : nullptr);
   CommandResult r =
-      RunCommand(SshArgv(o.ssh, p.address.host, script), o.ssh.connect_timeout_s + 20);
+      RunCommand(SshArgv(o.ssh, p.address.host, script), o.ssh.connect_timeout.count() + 20);
   if (r.timed_out) {
     problems.push_back({who + ": ssh timed out (" + r.Describe() + ")", kExitTimeout});
     return problems;

@@ -33,7 +33,7 @@ void SshOptions::Validate() const {
   if (!config.empty() && ::access(config.c_str(), R_OK) != 0) {
     throw ConfigError("--ssh_config " + config + ": " + std::strerror(errno));
   }
-  if (!(connect_timeout_s > 0)) throw ConfigError("--ssh_connect_timeout_s must be > 0");
+  if (!(connect_timeout.count() > 0)) throw ConfigError("--ssh_connect_timeout_s must be > 0");
 }
 
 bool IsLocalHost(const std::string& host) {
@@ -97,7 +97,7 @@ std::vector<std::string> SshClientOptions(const SshOptions& ssh) {
     opts.push_back("-F");
     opts.push_back(ssh.config);
   }
-  const long timeout = std::lround(std::ceil(ssh.connect_timeout_s));
+  const long timeout = std::lround(std::ceil(ssh.connect_timeout.count()));
   const std::vector<std::string> settings = {
       "BatchMode=yes", "ConnectTimeout=" + std::to_string(timeout),
       "Port=" + std::to_string(ssh.port), "ServerAliveInterval=15", "ServerAliveCountMax=4"};

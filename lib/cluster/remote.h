@@ -3,6 +3,7 @@
 // Shared by gnn-launch and gnn-copy.
 #pragma once
 
+#include <chrono>
 #include <sys/types.h>
 
 #include <atomic>
@@ -19,7 +20,7 @@ struct SshOptions {
   std::string username;  // "" = ssh's default
   std::string config;    // ssh -F FILE ("" = the user's own ~/.ssh/config)
   bool force = false;    // reach every machine over ssh, this host too
-  double connect_timeout_s = 10;
+  std::chrono::duration<double> connect_timeout{10};  // ssh -o ConnectTimeout
 
   void Validate() const;  // ConfigError naming the bad flag
 };

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <new>
+#include <sstream>
 #include <thread>
 
 #include "common/build_info.h"
@@ -197,6 +198,16 @@ void AddJobSecretFlags(CLI::App& app, std::string* secret_file, bool* insecure) 
                  "the job's secret (mode 0600; gnn-launch passes one): only its holders take part");
   app.add_flag("--insecure", *insecure,
                "plaintext, no authentication (anyone on the network may read the graph or join)");
+}
+
+CLI::Option* AddSecondsOption(CLI::App& app, const std::string& name,
+                              std::chrono::duration<double>* out, const std::string& help) {
+  std::ostringstream def;
+  def << out->count();
+  return app
+      .add_option_function<double>(
+          name, [out](double s) { *out = std::chrono::duration<double>(s); }, help)
+      ->default_str(def.str());
 }
 
 void JobSecretFromEnv(const CLI::App& app, std::string* secret_file, bool* insecure) {

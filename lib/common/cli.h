@@ -1,13 +1,15 @@
 // The one place where a binary's errors become an error line and exit code.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace CLI {
 class App;
-}
+class Option;
+}  // namespace CLI
 
 namespace gnn {
 
@@ -65,6 +67,11 @@ void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, int* ou
 // environment (GNN_SECRET_FILE, GNN_INSECURE) read after parsing.
 void AddJobSecretFlags(CLI::App& app, std::string* secret_file, bool* insecure);
 void JobSecretFromEnv(const CLI::App& app, std::string* secret_file, bool* insecure);
+
+// A flag in seconds, as users type them (fractions allowed), stored as a
+// duration; help shows the default in seconds.
+CLI::Option* AddSecondsOption(CLI::App& app, const std::string& name,
+                              std::chrono::duration<double>* out, const std::string& help);
 
 // A switch: "1" or "true" sets it, "0", "false" or "" leave it off.
 void FlagFromEnv(const CLI::App& app, const char* flag, const char* env, bool* out);

@@ -740,7 +740,7 @@ PartitionResult Job::Run() {
 
 void DistributedOptions::Validate() const {
   if (machines < 0) throw ConfigError("the machine count must be >= 0");
-  if (!(wait_timeout_s > 0)) throw ConfigError("--wait_timeout must be > 0 seconds");
+  if (!(wait_timeout.count() > 0)) throw ConfigError("--wait_timeout must be > 0 seconds");
   if (sparsify < 0) throw ConfigError("--sparsify must be >= 0 (0: every edge)");
 }
 
@@ -749,7 +749,7 @@ PartitionResult RunDistributedPartition(PartitionOptions options, const Distribu
   std::optional<PartitionResult> result;
   std::optional<JobFailed> failed;
   {
-    MpiComm comm(argc, argv, d.wait_timeout_s);
+    MpiComm comm(argc, argv, d.wait_timeout.count());
     *rank = comm.rank();
     SetLogRole("partition[" + std::to_string(comm.rank()) + "]");
     if (comm.rank() != 0 && GetLogLevel() < LogLevel::kWarn) SetLogLevel(LogLevel::kWarn);

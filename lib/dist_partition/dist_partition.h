@@ -7,6 +7,7 @@
 // format (same files, same config keys and checks).
 #pragma once
 
+#include <chrono>
 #include <ostream>
 #include <string>
 
@@ -21,8 +22,8 @@ struct DistributedOptions {
   std::string ip_config;
   // Machines the ip_config lists (0: none given); the ranks must match it.
   int machines = 0;
-  // Bound on every wait for the other machines (seconds).
-  double wait_timeout_s = 1800;
+  // Bound on every wait for the other machines.
+  std::chrono::duration<double> wait_timeout{1800};
   // PT-Scotch sees each undirected edge {u, v} with probability
   // min(1, sparsify / max(deg u, deg v)) (a symmetric, seeded draw): hubs
   // keep about `sparsify` edges, low-degree nodes all theirs. 0: every edge.

@@ -86,7 +86,7 @@ std::unique_ptr<SshServer> SshServer::Start(std::string* why, const std::string&
   SshOptions o;
   o.port = s->port_;
   o.config = s->client_config_;
-  o.connect_timeout_s = 2;
+  o.connect_timeout = std::chrono::seconds(2);
   const auto deadline = Clock::now() + std::chrono::seconds(15);
   std::string last;
   while (Clock::now() < deadline) {
