@@ -6,8 +6,8 @@
 // already in place with the right sha256 are not copied again.
 #pragma once
 
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <ostream>
 #include <string>

@@ -335,7 +335,8 @@ std::vector<std::string> RemoteTransfer(const CopyOptions& o, const Machine& m,
   uint64_t bytes = 0;
   for (const Item* item : changed) bytes += item->bytes;
   StageLinks(stage, changed);
-  const double transfer_timeout = o.timeout.count() + static_cast<double>(bytes) / kTransferBytesPerS;
+  const double transfer_timeout =
+      o.timeout.count() + static_cast<double>(bytes) / kTransferBytesPerS;
   const double hash_timeout = o.timeout.count() + static_cast<double>(bytes) / kHashBytesPerS;
   const std::string ws = ShellPath(m.workspace);
   std::string finish = "cd " + ws + " || exit 3\n";

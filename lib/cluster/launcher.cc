@@ -52,7 +52,8 @@ void LaunchOptions::Validate() const {
   if (ip_config.empty()) throw ConfigError("--ip_config is required");
   ssh.Validate();
   if (machine_id < -1) throw ConfigError("--machine_id must be >= 0");
-  if (!(server_ready_timeout.count() > 0)) throw ConfigError("--server_ready_timeout_s must be > 0");
+  if (!(server_ready_timeout.count() > 0))
+    throw ConfigError("--server_ready_timeout_s must be > 0");
   if (machine_id >= 0 && ssh.force)
     throw ConfigError("--machine_id (per-node mode, no ssh) and --force_ssh exclude each other");
   if (!(peer_timeout.count() > 0)) throw ConfigError("--peer_timeout_s must be > 0");
@@ -609,7 +610,8 @@ class Launch {
       if (job_->TrainersDone()) return std::nullopt;
       // A peer silent for longer than the grace, while our trainers still
       // run: a trainer that finished normally would have ended by now.
-      const std::string peer = job_->AnyTrainerSucceeded() ? "" : peers.Silent(o_.peer_grace.count());
+      const std::string peer =
+          job_->AnyTrainerSucceeded() ? "" : peers.Silent(o_.peer_grace.count());
       if (!peer.empty()) return End(nullptr, peer + "; stopping this machine's job", kExitPeer);
     }
   }

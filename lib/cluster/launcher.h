@@ -8,8 +8,8 @@
 // checkpoint.
 #pragma once
 
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -29,14 +29,14 @@ struct LaunchOptions {
   std::string part_config;  // relative to workspace unless absolute
   std::string ip_config;    // relative to workspace unless absolute
   SshOptions ssh;           // how remote machines are reached
-  int master_port = kDefaultMasterPort;  // trainer rendezvous on machine 0
-  std::string log_dir;                   // "" = WORKSPACE/logs/JOB_ID
-  std::string job_id;                    // "" = "job-<pid>-<time>"
+  int master_port = kDefaultMasterPort;    // trainer rendezvous on machine 0
+  std::string log_dir;                     // "" = WORKSPACE/logs/JOB_ID
+  std::string job_id;                      // "" = "job-<pid>-<time>"
   std::chrono::duration<double> grace{5};  // SIGTERM, then SIGKILL after this long
   // Every server must answer a Ping by then.
   std::chrono::duration<double> server_ready_timeout{60};
-  std::string command;                   // trainer command line (shell words)
-  std::string server_binary;             // gnn-server to run ("" = next to this executable)
+  std::string command;        // trainer command line (shell words)
+  std::string server_binary;  // gnn-server to run ("" = next to this executable)
   // Per-node mode (>= 0): start and supervise only this machine's
   // processes, as local children; run once on every machine, the
   // launchers form one job without ssh. The job id then defaults to one

@@ -3,10 +3,10 @@
 // Shared by gnn-launch and gnn-copy.
 #pragma once
 
-#include <chrono>
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <vector>
 
