@@ -16,6 +16,7 @@
 
 #include "common/build_info.h"
 #include "common/error.h"
+#include "common/log.h"
 
 namespace gnn {
 
@@ -258,7 +259,10 @@ int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& b
     return Fail(program, std::string(e.what()) + " (see --help)", kExitConfig);
   }
   const char* watch = std::getenv("GNN_WATCH_STDIN");
-  if (watch && std::string(watch) == "1") WatchLauncherStdin(program, stop_grace_s);
+  if (watch && std::string(watch) == "1") {
+    ShowLogRole(false);  // gnn-launch prefixes every line it forwards
+    WatchLauncherStdin(program, stop_grace_s);
+  }
   try {
     body();
     return kExitOk;

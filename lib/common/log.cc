@@ -7,6 +7,7 @@
 namespace gnn {
 namespace {
 std::string g_role = "gnn";
+bool g_show_role = true;
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
 std::mutex g_mutex;
 std::string g_status;  // under g_mutex
@@ -18,6 +19,7 @@ void ClearStatusLocked() {
 }  // namespace
 
 void SetLogRole(const std::string& role) { g_role = role; }
+void ShowLogRole(bool show) { g_show_role = show; }
 void SetLogLevel(LogLevel level) { g_level = static_cast<int>(level); }
 LogLevel GetLogLevel() { return static_cast<LogLevel>(g_level.load()); }
 
@@ -34,7 +36,7 @@ void LogLine(LogLevel level, const std::string& message) {
     default:
       break;
   }
-  std::string line = "[" + g_role + "] " + tag + message + "\n";
+  std::string line = (g_show_role ? "[" + g_role + "] " : std::string()) + tag + message + "\n";
   std::lock_guard<std::mutex> lock(g_mutex);
   ClearStatusLocked();
   std::fwrite(line.data(), 1, line.size(), stderr);

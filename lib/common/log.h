@@ -13,6 +13,10 @@ enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3, kQuiet = 4 }
 // Sets the role prefix and the minimum level. Call once at the top of main
 // (or a test) before other threads start.
 void SetLogRole(const std::string& role);
+// Whether lines carry the role prefix (default yes). A process gnn-launch
+// started has none of its own: the launcher prefixes each line it forwards
+// with the machine, role and rank ("[1 trainer 0] "), so one prefix it is.
+void ShowLogRole(bool show);
 void SetLogLevel(LogLevel level);
 LogLevel GetLogLevel();
 

@@ -292,7 +292,7 @@ class DistEnv : public TrainEnv {
   int rank() const override { return rank_; }
   int world() const override { return world_; }
   std::string Label() const override {
-    return "Part " + std::to_string(part_) + " rank " + std::to_string(rank_);
+    return "Part " + std::to_string(rank_);  // DGL's: the trainer's rank
   }
   int64_t NumBatches() const override { return num_batches_; }
 

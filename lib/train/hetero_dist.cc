@@ -55,8 +55,7 @@ class DistHeteroSource : public HeteroSource {
   int rank() const override { return rank_; }
   int world() const override { return world_; }
   std::string Label() const override {
-    return "Part " + std::to_string(MachinePartition(o_.machine_id, config_.num_parts)) + " rank " +
-           std::to_string(rank_);
+    return "Part " + std::to_string(rank_);  // DGL's: the trainer's rank
   }
 
   std::vector<int64_t> SplitNodes(int m) override {

@@ -30,7 +30,7 @@ class TrainEnv {
   virtual ~TrainEnv() = default;
   virtual int rank() const { return 0; }
   virtual int world() const { return 1; }
-  // "Part 0" (DGL's log prefix), with the rank in distributed mode.
+  // "Part <rank>": DGL's log prefix (train_dist.py prints g.rank()).
   virtual std::string Label() const = 0;
   // Every rank runs the same number of batches per epoch. With --task link
   // the batches are edge batches (MiniBatch::pos_head... are set).

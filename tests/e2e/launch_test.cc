@@ -78,6 +78,11 @@ TEST_CASE("gnn-launch runs 2 machines on loopback to a JSON summary and leaves n
   CHECK(err.find("[1 server 0] ") != std::string::npos);
   CHECK(err.find("[0 trainer 0] ") != std::string::npos);
   CHECK(err.find("[1 trainer 0] ") != std::string::npos);
+  // One prefix per line, and DGL's training line exactly: machine 1's
+  // trainer is rank 1.
+  CHECK(err.find("[1 trainer 0] Part 1, Epoch Time(s): ") != std::string::npos);
+  CHECK(err.find("] [trainer") == std::string::npos);
+  CHECK(err.find("] [server") == std::string::npos);
   // The launcher stopped its servers: none says its launcher is gone.
   CHECK(err.find("launcher gone") == std::string::npos);
   s.RequireNothingLeft(launcher.pid());
