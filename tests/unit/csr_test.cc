@@ -29,3 +29,29 @@ TEST_CASE("Symmetrize gives both directions without duplicates or self-loops", "
   CHECK(s.num_entries() == 6);
   CHECK(s.Degree(4) == 0);
 }
+
+TEST_CASE("GroupPairs over a callback equals BuildCsr and Symmetrize over vectors", "[unit]") {
+  std::vector<int64_t> src = {0, 1, 2, 2, 3, 1, 3, 0, 2};
+  std::vector<int64_t> dst = {1, 0, 2, 3, 2, 3, 1, 1, 0};
+  auto forward = [&](auto emit) {
+    for (size_t i = src.size(); i-- > 0;) emit(dst[i], src[i]);  // any order
+  };
+  for (bool dedup : {false, true}) {
+    for (bool drop : {false, true}) {
+      const Csr want = BuildCsr(5, dst, src, dedup, drop, 1);
+      const Csr32 got = GroupPairs<int32_t>(5, forward, dedup, drop, 2);
+      CHECK(got.indptr == want.indptr);
+      CHECK(std::vector<int64_t>(got.indices.begin(), got.indices.end()) == want.indices);
+    }
+  }
+  auto both = [&](auto emit) {
+    for (size_t i = 0; i < src.size(); ++i) {
+      emit(src[i], dst[i]);
+      emit(dst[i], src[i]);
+    }
+  };
+  const Csr sym = Symmetrize(5, src, dst, 1);
+  const Csr got = GroupPairs<int64_t>(5, both, true, true, 1);
+  CHECK(got.indptr == sym.indptr);
+  CHECK(got.indices == sym.indices);
+}
