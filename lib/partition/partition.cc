@@ -1,11 +1,6 @@
 #include "partition/partition.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <iomanip>
 #include <limits>
@@ -98,54 +93,6 @@ void RemoveHeldOut(CsrT<Index>* g, const HeldOutChooser& held) {
   g->indices.shrink_to_fit();
 }
 
-// Holds the feature matrix while partitioning: large matrices are written to
-// a scratch file and memory-mapped back, so they are not resident during
-// METIS; small ones stay in memory.
-class FeatureSpill {
- public:
-  FeatureSpill(const std::string& path, std::vector<float>* features) : path_(path) {
-    const size_t bytes = features->size() * sizeof(float);
-    if (bytes < (size_t{64} << 20)) {
-      memory_.swap(*features);
-      data_ = memory_.data();
-      return;
-    }
-    FILE* f = std::fopen(path.c_str(), "wb");
-    if (!f || std::fwrite(features->data(), 1, bytes, f) != bytes || std::fclose(f) != 0) {
-      if (f) std::fclose(f);
-      std::remove(path.c_str());
-      throw DataError("cannot write scratch file " + path + " (disk full?)");
-    }
-    FreeVector(*features);
-    int fd = ::open(path.c_str(), O_RDONLY);
-    void* p = fd < 0 ? MAP_FAILED : ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (fd >= 0) ::close(fd);
-    if (p == MAP_FAILED) {
-      std::remove(path.c_str());
-      throw DataError("cannot map scratch file " + path);
-    }
-    map_ = p;
-    map_bytes_ = bytes;
-    data_ = static_cast<const float*>(p);
-  }
-  ~FeatureSpill() {
-    if (map_) {
-      ::munmap(map_, map_bytes_);
-      std::remove(path_.c_str());
-    }
-  }
-  FeatureSpill(const FeatureSpill&) = delete;
-  FeatureSpill& operator=(const FeatureSpill&) = delete;
-  const float* data() const { return data_; }
-
- private:
-  std::string path_;
-  std::vector<float> memory_;
-  void* map_ = nullptr;
-  size_t map_bytes_ = 0;
-  const float* data_ = nullptr;
-};
-
 // Writes part<p>/ and fills `info`. `in_csc` rows are old destination ids,
 // entries old source ids.
 template <typename Index>
@@ -182,22 +129,8 @@ void WritePart(const Dataset& d, const float* features, const CsrT<Index>& in_cs
     w.Append(buf.data(), static_cast<int64_t>(buf.size()));
     record("indices.npy", w.Commit());
   }
-  {
-    const int64_t f = d.feature_dim;
-    NpyWriter w(dir + "/feat.npy", DType::kFloat32, {owned, f});
-    const int64_t rows_per_block = std::max<int64_t>(1, (8 << 20) / std::max<int64_t>(1, f * 4));
-    std::vector<float> buf;
-    for (int64_t i = 0; i < owned; i += rows_per_block) {
-      int64_t e = std::min(owned, i + rows_per_block);
-      buf.resize(static_cast<size_t>((e - i) * f));
-      for (int64_t k = i; k < e; ++k) {
-        const float* src = features + r.orig[start + k] * f;
-        std::copy(src, src + f, buf.data() + (k - i) * f);
-      }
-      w.Append(buf.data(), (e - i) * f);
-    }
-    record("feat.npy", w.Commit());
-  }
+  record("feat.npy", WriteGatheredRows(dir + "/feat.npy", features, d.feature_dim,
+                                       r.orig.data() + start, owned));
   std::vector<int64_t> labels(owned);
   for (int64_t i = 0; i < owned; ++i) labels[i] = d.labels[r.orig[start + i]];
   record("label.npy", WriteNpy(dir + "/label.npy", labels));
@@ -375,7 +308,7 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
 
   // METIS needs about 9x its adjacency in memory; the features are not
   // needed until writing, so they wait on disk instead of adding to the peak.
-  FeatureSpill spill(tmp_dir + "/.features.spill", &d.features);
+  const Spilled<float> spill(tmp_dir + "/.features.spill", &d.features);
 
   const std::string method =
       AssignMethod(options.part_method, adj.sym.num_entries(), std::is_same_v<Index, int32_t>);

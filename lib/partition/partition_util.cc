@@ -1,9 +1,12 @@
 #include "partition/partition_util.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -189,6 +192,60 @@ void Publish(TempOutput& tmp, const std::string& output_in) {
   tmp.Release();
   if (had_old) RemoveAllQuietly(old);
   SyncDir(fs::path(absolute).parent_path().string());
+}
+
+ScratchMap::ScratchMap(const std::string& path, const void* data, size_t bytes) : path_(path) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f || std::fwrite(data, 1, bytes, f) != bytes || std::fclose(f) != 0) {
+    if (f) std::fclose(f);
+    std::remove(path.c_str());
+    throw DataError("cannot write scratch file " + path + " (disk full?)");
+  }
+  int fd = ::open(path.c_str(), O_RDONLY);
+  void* p = fd < 0 ? MAP_FAILED : ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (fd >= 0) ::close(fd);
+  if (p == MAP_FAILED) {
+    std::remove(path.c_str());
+    throw DataError("cannot map scratch file " + path);
+  }
+  map_ = p;
+  bytes_ = bytes;
+}
+
+ScratchMap& ScratchMap::operator=(ScratchMap&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    path_ = std::move(other.path_);
+    map_ = other.map_;
+    bytes_ = other.bytes_;
+    other.map_ = nullptr;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+void ScratchMap::Reset() {
+  if (!map_) return;
+  ::munmap(map_, bytes_);
+  std::remove(path_.c_str());
+  map_ = nullptr;
+}
+
+WrittenFile WriteGatheredRows(const std::string& path, const float* table, int64_t dim,
+                              const int64_t* ids, int64_t count) {
+  NpyWriter w(path, DType::kFloat32, {count, dim});
+  const int64_t rows_per_block = std::max<int64_t>(1, (8 << 20) / std::max<int64_t>(1, dim * 4));
+  std::vector<float> block;
+  for (int64_t i = 0; i < count; i += rows_per_block) {
+    const int64_t e = std::min(count, i + rows_per_block);
+    block.resize(static_cast<size_t>((e - i) * dim));
+    for (int64_t k = i; k < e; ++k) {
+      const float* src = table + ids[k] * dim;
+      std::copy(src, src + dim, block.data() + (k - i) * dim);
+    }
+    w.Append(block.data(), (e - i) * dim);
+  }
+  return w.Commit();
 }
 
 // Orders nodes by partition, then by original id (stable and reproducible).

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/npy.h"
 #include "common/timer.h"
 #include "partition/config.h"
 #include "partition/partition.h"
@@ -49,6 +50,61 @@ class TempOutput {
 
 // Moves the finished temp folder to `output`, replacing an old one only now.
 void Publish(TempOutput& tmp, const std::string& output);
+
+// A scratch file holding `bytes` bytes of `data`, mapped back read-only;
+// the file is removed when this is destroyed. DataError if it cannot be
+// written or mapped (the file is then removed too). Move-only.
+class ScratchMap {
+ public:
+  ScratchMap() = default;
+  ScratchMap(const std::string& path, const void* data, size_t bytes);
+  ScratchMap(ScratchMap&& other) noexcept { *this = std::move(other); }
+  ScratchMap& operator=(ScratchMap&& other) noexcept;
+  ScratchMap(const ScratchMap&) = delete;
+  ScratchMap& operator=(const ScratchMap&) = delete;
+  ~ScratchMap() { Reset(); }
+  const void* data() const { return map_; }
+
+ private:
+  void Reset();
+  std::string path_;
+  void* map_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Holds an array while partitioning: one of 64 MiB or more is written to a
+// scratch file at `path` and memory-mapped back, so it is not resident
+// while METIS runs (its pages come back as they are read); a smaller one
+// stays in memory. Takes the vector's contents (it is left empty); data()
+// may be read from several threads.
+template <typename T>
+class Spilled {
+ public:
+  Spilled(const std::string& path, std::vector<T>* v) : size_(v->size()) {
+    if (v->size() * sizeof(T) < (size_t{64} << 20)) {
+      memory_.swap(*v);
+      data_ = memory_.data();
+      return;
+    }
+    map_ = ScratchMap(path, v->data(), v->size() * sizeof(T));
+    std::vector<T>().swap(*v);
+    data_ = static_cast<const T*>(map_.data());
+  }
+  const T* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  std::vector<T> memory_;
+  ScratchMap map_;
+  const T* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Writes rows ids[0..count) of the row-major float32 `table` ([*, dim]) to
+// `path` as one [count, dim] .npy, gathered and streamed about 8 MiB at a
+// time (the rows never all in memory at once).
+WrittenFile WriteGatheredRows(const std::string& path, const float* table, int64_t dim,
+                              const int64_t* ids, int64_t count);
 
 struct Relabeling {
   std::vector<int64_t> new_id;      // old -> new
