@@ -1,6 +1,7 @@
 #include "partition/hetero_partition.h"
 
 #include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <limits>
 
@@ -33,115 +34,175 @@ struct HomogeneousView {
   }
 };
 
-// The in-edges of every node (old homogeneous ids) with their relation:
-// rows by destination, entries (relation, source) sorted, so each row's
-// edges of one relation are one run (typed sampling draws from it) and a
-// partition's rows keep the same order whatever the partitioning.
+// The in-edges of every node (old homogeneous ids) with their relation, one
+// key per edge: relation * num_nodes + source. Rows by destination, keys
+// sorted, so each row's edges of one relation are one run sorted by source
+// (typed sampling draws from it) and a partition's rows keep the same order
+// whatever the partitioning.
 struct TypedCsc {
   std::vector<int64_t> indptr;
-  std::vector<int64_t> src;
-  std::vector<int64_t> etype;
+  std::vector<int64_t> keys;
 };
 
-TypedCsc BuildTypedCsc(const HeteroDataset& d, const HomogeneousView& h, int threads) {
-  const int64_t num_etypes = static_cast<int64_t>(d.relations.size());
-  std::vector<int64_t> rows, cols;
-  rows.reserve(static_cast<size_t>(d.num_edges()));
-  cols.reserve(static_cast<size_t>(d.num_edges()));
-  for (int64_t e = 0; e < num_etypes; ++e) {
-    const Relation& r = d.relations[static_cast<size_t>(e)];
-    const int64_t so = h.offset[static_cast<size_t>(d.TypeIndex(r.src_type))];
-    const int64_t dof = h.offset[static_cast<size_t>(d.TypeIndex(r.dst_type))];
-    for (int64_t i = 0; i < r.num_edges(); ++i) {
-      rows.push_back(dof + r.dst[i]);
-      cols.push_back(e * h.num_nodes + so + r.src[i]);  // (relation, source) in one key
+// Built straight from the relations' edge lists, which it then frees: from
+// here on the keys are the only copy of the edges.
+TypedCsc BuildTypedCsc(HeteroDataset* d, const HomogeneousView& h, int threads) {
+  const int64_t n = h.num_nodes;
+  auto each = [&](auto emit) {
+    for (size_t e = 0; e < d->relations.size(); ++e) {
+      const Relation& r = d->relations[e];
+      const int64_t so = h.offset[static_cast<size_t>(d->TypeIndex(r.src_type))];
+      const int64_t dof = h.offset[static_cast<size_t>(d->TypeIndex(r.dst_type))];
+      const int64_t base = static_cast<int64_t>(e) * n + so;  // (relation, source) in one key
+      for (int64_t i = 0; i < r.num_edges(); ++i) emit(dof + r.dst[i], base + r.src[i]);
     }
+  };
+  Csr keyed = GroupPairs<int64_t>(n, each, /*dedup=*/false, /*drop_self_loops=*/false, threads);
+  for (Relation& r : d->relations) {
+    FreeVector(r.src);
+    FreeVector(r.dst);
   }
-  Csr keyed = BuildCsr<int64_t>(h.num_nodes, rows, cols, false, false, threads);
-  FreeVector(rows);
-  FreeVector(cols);
-  TypedCsc csc;
-  csc.indptr = std::move(keyed.indptr);
-  csc.src.resize(keyed.indices.size());
-  csc.etype.resize(keyed.indices.size());
-  for (size_t k = 0; k < keyed.indices.size(); ++k) {
-    csc.src[k] = keyed.indices[k] % h.num_nodes;
-    csc.etype[k] = keyed.indices[k] / h.num_nodes;
-  }
-  return csc;
+  return TypedCsc{std::move(keyed.indptr), std::move(keyed.indices)};
 }
 
-// Writes part<p>/ and fills `info`.
-void WriteHeteroPart(const HeteroDataset& d, const HomogeneousView& h, const TypedCsc& csc,
-                     const Relabeling& r, int p, const std::vector<uint8_t> masks[3],
-                     const std::string& dir, PartInfo* info) {
-  const int64_t start = r.part_start[p], end = r.part_start[p + 1], owned = end - start;
-  MakeDirs(dir);
-  info->node_start = start;
-  info->node_end = end;
-  auto record = [&](const std::string& name, WrittenFile f) {
-    info->files[name] = PartFile{f.bytes, f.sha256};
+// The symmetric adjacency of every relation together, types ignored
+// (Symmetrize's): METIS's input and the edge cut.
+Csr32 SymmetricAdjacency(const TypedCsc& csc, int64_t n, int threads) {
+  auto each = [&](auto emit) {
+    for (int64_t v = 0; v < n; ++v) {
+      for (int64_t k = csc.indptr[v]; k < csc.indptr[v + 1]; ++k) {
+        const int64_t u = csc.keys[k] % n;
+        emit(u, v);
+        emit(v, u);
+      }
+    }
   };
-  // New ids within a partition follow old ids, which are type-major: each
-  // type's nodes are one range.
-  const size_t num_types = d.node_types.size();
-  info->ntype_ranges.assign(num_types, {0, 0});
-  {
-    int64_t pos = start;
-    for (size_t t = 0; t < num_types; ++t) {
-      int64_t count = 0;
-      while (pos + count < end && h.TypeOf(r.orig[pos + count]) == static_cast<int>(t)) ++count;
-      info->ntype_ranges[t] = {pos, pos + count};
-      pos += count;
-    }
-    if (pos != end) throw Error("partition " + std::to_string(p) + ": node types out of order");
-  }
-  std::vector<int64_t> indptr(owned + 1, 0), indices, etypes;
-  info->etype_edges.assign(d.relations.size(), 0);
-  for (int64_t i = 0; i < owned; ++i) {
-    const int64_t v = r.orig[start + i];
-    for (int64_t k = csc.indptr[v]; k < csc.indptr[v + 1]; ++k) {
-      indices.push_back(r.new_id[csc.src[k]]);
-      etypes.push_back(csc.etype[k]);
-      ++info->etype_edges[static_cast<size_t>(csc.etype[k])];
-    }
-    indptr[i + 1] = static_cast<int64_t>(indices.size());
-  }
-  record("indptr.npy", WriteNpy(dir + "/indptr.npy", indptr));
-  record("indices.npy", WriteNpy(dir + "/indices.npy", indices));
-  record(kEtypeFile, WriteNpy(dir + "/" + kEtypeFile, etypes));
-  std::vector<int64_t> orig(owned);
-  for (int64_t i = 0; i < owned; ++i) {
-    const int64_t v = r.orig[start + i];
-    orig[i] = v - h.offset[static_cast<size_t>(h.TypeOf(v))];
-  }
-  record("orig_nids.npy", WriteNpy(dir + "/orig_nids.npy", orig));
+  return GroupPairs<int32_t>(n, each, /*dedup=*/true, /*drop_self_loops=*/true, threads);
+}
+
+// What writing a partition reads: the dataset's types, labels and splits
+// (its edge lists are gone by then), the keyed CSC (its keys maybe in a
+// scratch file), each type's features (nullptr for none; maybe in a scratch
+// file), the new ids and the split masks over homogeneous ids.
+struct PartSources {
+  const HeteroDataset& d;
+  const HomogeneousView& h;
+  const std::vector<int64_t>& indptr;
+  const int64_t* keys;
+  const std::vector<const float*>& features;
+  const Relabeling& relabel;
+  const std::vector<uint8_t>* masks;  // [3]: train, valid, test
+};
+
+void Record(PartInfo* info, const std::string& name, const WrittenFile& f) {
+  info->files[name] = PartFile{f.bytes, f.sha256};
+}
+
+// Each node type's new ids in part p: new ids within a partition follow
+// old ids, which are type-major, so each type's nodes are one range.
+std::vector<std::pair<int64_t, int64_t>> TypeRanges(const HomogeneousView& h, const Relabeling& r,
+                                                    int p, size_t num_types) {
+  const int64_t end = r.part_start[p + 1];
+  std::vector<std::pair<int64_t, int64_t>> ranges(num_types, {0, 0});
+  int64_t pos = r.part_start[p];
   for (size_t t = 0; t < num_types; ++t) {
-    const NodeType& nt = d.node_types[t];
+    int64_t count = 0;
+    while (pos + count < end && h.TypeOf(r.orig[pos + count]) == static_cast<int>(t)) ++count;
+    ranges[t] = {pos, pos + count};
+    pos += count;
+  }
+  if (pos != end) throw Error("partition " + std::to_string(p) + ": node types out of order");
+  return ranges;
+}
+
+// indptr.npy, then indices.npy and etype.npy streamed together: each row's
+// keys become new source ids and relations a block at a time.
+void WritePartEdges(const PartSources& in, int p, const std::string& dir, PartInfo* info) {
+  const Relabeling& r = in.relabel;
+  const int64_t start = r.part_start[p], owned = r.part_start[p + 1] - start;
+  const int64_t n = in.h.num_nodes;
+  std::vector<int64_t> indptr(owned + 1, 0);
+  for (int64_t i = 0; i < owned; ++i) {
+    const int64_t v = r.orig[start + i];
+    indptr[i + 1] = indptr[i] + in.indptr[v + 1] - in.indptr[v];
+  }
+  Record(info, "indptr.npy", WriteNpy(dir + "/indptr.npy", indptr));
+  NpyWriter indices(dir + "/indices.npy", DType::kInt64, {indptr[owned]});
+  NpyWriter etypes(dir + "/" + kEtypeFile, DType::kInt64, {indptr[owned]});
+  info->etype_edges.assign(in.d.relations.size(), 0);
+  std::vector<int64_t> src_block, etype_block;
+  auto flush = [&] {
+    indices.Append(src_block.data(), static_cast<int64_t>(src_block.size()));
+    etypes.Append(etype_block.data(), static_cast<int64_t>(etype_block.size()));
+    src_block.clear();
+    etype_block.clear();
+  };
+  for (int64_t i = 0; i < owned; ++i) {
+    const int64_t v = r.orig[start + i];
+    for (int64_t k = in.indptr[v]; k < in.indptr[v + 1]; ++k) {
+      src_block.push_back(r.new_id[in.keys[k] % n]);
+      etype_block.push_back(in.keys[k] / n);
+      ++info->etype_edges[static_cast<size_t>(etype_block.back())];
+    }
+    if (src_block.size() >= (size_t{1} << 20)) flush();
+  }
+  flush();
+  Record(info, "indices.npy", indices.Commit());
+  Record(info, kEtypeFile, etypes.Commit());
+}
+
+// <type>-feat.npy of every type with features. `local` holds the part's
+// type-local input ids, from new id `start` on.
+void WritePartFeatures(const PartSources& in, const std::vector<int64_t>& local, int64_t start,
+                       const std::string& dir, PartInfo* info) {
+  for (size_t t = 0; t < in.d.node_types.size(); ++t) {
+    const NodeType& nt = in.d.node_types[t];
     if (nt.feature_dim == 0) continue;
     const auto [b, e] = info->ntype_ranges[t];
-    std::vector<float> rows(static_cast<size_t>((e - b) * nt.feature_dim));
-    for (int64_t i = b; i < e; ++i) {
-      const float* src = nt.features.data() + orig[i - start] * nt.feature_dim;
-      std::copy(src, src + nt.feature_dim, rows.begin() + (i - b) * nt.feature_dim);
-    }
     const std::string name = nt.name + "-feat.npy";
-    record(name, WriteNpy(dir + "/" + name, rows.data(), {e - b, nt.feature_dim}));
+    Record(info, name,
+           WriteGatheredRows(dir + "/" + name, in.features[t], nt.feature_dim,
+                             local.data() + (b - start), e - b));
   }
+}
+
+// The target type's <target>-label.npy and its three split masks.
+void WritePartTargets(const PartSources& in, const std::vector<int64_t>& local, int64_t start,
+                      const std::string& dir, PartInfo* info) {
+  const HeteroDataset& d = in.d;
   const size_t target = static_cast<size_t>(d.TypeIndex(d.target));
   const auto [tb, te] = info->ntype_ranges[target];
   std::vector<int64_t> labels;
-  for (int64_t i = tb; i < te; ++i) labels.push_back(d.labels[orig[i - start]]);  // type-local
-  record(d.target + "-label.npy", WriteNpy(dir + "/" + d.target + "-label.npy", labels));
+  for (int64_t i = tb; i < te; ++i) labels.push_back(d.labels[local[i - start]]);  // type-local
+  Record(info, d.target + "-label.npy", WriteNpy(dir + "/" + d.target + "-label.npy", labels));
   const char* mask_names[3] = {"-train_mask.npy", "-valid_mask.npy", "-test_mask.npy"};
   int64_t* counts[3] = {&info->num_train, &info->num_valid, &info->num_test};
   for (int m = 0; m < 3; ++m) {
     std::vector<uint8_t> mask;
-    for (int64_t i = tb; i < te; ++i) mask.push_back(masks[m][r.orig[i]]);  // homogeneous ids
+    for (int64_t i = tb; i < te; ++i) mask.push_back(in.masks[m][in.relabel.orig[i]]);
     *counts[m] = std::count(mask.begin(), mask.end(), uint8_t{1});
     const std::string name = d.target + mask_names[m];
-    record(name, WriteNpy(dir + "/" + name, mask));
+    Record(info, name, WriteNpy(dir + "/" + name, mask));
   }
+}
+
+// Writes part<p>/ and fills `info`.
+void WriteHeteroPart(const PartSources& in, int p, const std::string& dir, PartInfo* info) {
+  const Relabeling& r = in.relabel;
+  const int64_t start = r.part_start[p], end = r.part_start[p + 1];
+  MakeDirs(dir);
+  info->node_start = start;
+  info->node_end = end;
+  info->ntype_ranges = TypeRanges(in.h, r, p, in.d.node_types.size());
+  WritePartEdges(in, p, dir, info);
+  std::vector<int64_t> local(end - start);  // type-local input ids
+  for (int64_t i = start; i < end; ++i) {
+    const int64_t v = r.orig[i];
+    local[i - start] = v - in.h.offset[static_cast<size_t>(in.h.TypeOf(v))];
+  }
+  Record(info, "orig_nids.npy", WriteNpy(dir + "/orig_nids.npy", local));
+  WritePartFeatures(in, local, start, dir, info);
+  WritePartTargets(in, local, start, dir, info);
 }
 
 // The dataset as the options ask for it, checked: relations reversed with
@@ -188,23 +249,11 @@ struct Assignment {
 // Assigns every node a part over the symmetric adjacency of all relations
 // together; METIS and the streaming assignment balance one constraint per
 // node type (DGL's balance_ntypes), then the target's train nodes and
-// in-degree when asked.
+// in-degree (from the typed CSC's `indptr`) when asked.
 Assignment AssignParts(const PartitionOptions& options, const HeteroDataset& d,
-                       const HomogeneousView& h, const TypedCsc& csc,
-                       const std::vector<uint8_t>& train, StageTimer& timer) {
+                       const HomogeneousView& h, const std::vector<int64_t>& indptr,
+                       const Csr32& sym, const std::vector<uint8_t>& train, StageTimer& timer) {
   const int64_t n = h.num_nodes;
-  std::vector<int64_t> src, dst;
-  src.reserve(csc.src.size());
-  dst.reserve(csc.src.size());
-  for (int64_t v = 0; v < n; ++v) {
-    for (int64_t k = csc.indptr[v]; k < csc.indptr[v + 1]; ++k) {
-      src.push_back(csc.src[k]);
-      dst.push_back(v);
-    }
-  }
-  Csr32 sym = Symmetrize<int32_t>(n, src, dst, options.num_threads);
-  FreeVector(src);
-  FreeVector(dst);
   Assignment a;
   a.method = AssignMethod(options.part_method, sym.num_entries(), true);
   timer.Begin(a.method == "metis" ? "metis" : a.method + " assignment");
@@ -218,8 +267,7 @@ Assignment AssignParts(const PartitionOptions& options, const HeteroDataset& d,
     if (options.balance_train) weights.emplace_back(train.begin(), train.end());
     if (options.balance_edges) {
       std::vector<int32_t> deg(static_cast<size_t>(n));
-      for (int64_t v = 0; v < n; ++v)
-        deg[v] = static_cast<int32_t>(csc.indptr[v + 1] - csc.indptr[v]);
+      for (int64_t v = 0; v < n; ++v) deg[v] = static_cast<int32_t>(indptr[v + 1] - indptr[v]);
       weights.push_back(std::move(deg));
     }
     a.part = a.method == "stream" ? StreamAssign(sym, weights, options.num_parts)
@@ -262,18 +310,16 @@ PartitionConfig DescribePartitioning(const PartitionOptions& options, const Hete
   return config;
 }
 
-// Writes every part<p>/ (independent files: in parallel) and appends the
-// parts to the config, each with its range of the stored edges.
-void WriteHeteroParts(const PartitionOptions& options, const HeteroDataset& d,
-                      const HomogeneousView& h, const TypedCsc& csc, const Relabeling& relabel,
-                      const std::vector<uint8_t> masks[3], const std::string& tmp_dir,
-                      PartitionConfig* config) {
+// Writes every part<p>/ (independent files: in parallel, each streamed)
+// and appends the parts to the config, each with its range of the stored
+// edges.
+void WriteHeteroParts(const PartitionOptions& options, const PartSources& in,
+                      const std::string& tmp_dir, PartitionConfig* config) {
   std::vector<PartInfo> infos(options.num_parts);
   ParallelFor(options.num_parts, options.num_threads, [&](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) {
       infos[p].dir = "part" + std::to_string(p);
-      WriteHeteroPart(d, h, csc, relabel, static_cast<int>(p), masks, tmp_dir + "/" + infos[p].dir,
-                      &infos[p]);
+      WriteHeteroPart(in, static_cast<int>(p), tmp_dir + "/" + infos[p].dir, &infos[p]);
     }
   });
   int64_t edge_start = 0;
@@ -286,9 +332,9 @@ void WriteHeteroParts(const PartitionOptions& options, const HeteroDataset& d,
 }
 
 // The report: as the homogeneous one, plus each type's nodes per part.
-json HeteroReport(const PartitionConfig& config, const HeteroDataset& d, const Assignment& a,
-                  const StageTimer& timer) {
-  json report = PartitionReport(config, d.num_edges(), a.undirected_edges, a.cut, timer);
+json HeteroReport(const PartitionConfig& config, const HeteroDataset& d, int64_t input_edges,
+                  const Assignment& a, const StageTimer& timer) {
+  json report = PartitionReport(config, input_edges, a.undirected_edges, a.cut, timer);
   for (size_t t = 0; t < d.node_types.size(); ++t) {
     std::vector<int64_t> per_part;
     for (size_t p = 0; p < config.parts.size(); ++p) {
@@ -303,6 +349,65 @@ json HeteroReport(const PartitionConfig& config, const HeteroDataset& d, const A
   return report;
 }
 
+void CheckSizes(const PartitionOptions& options, const HeteroDataset& d, int64_t n) {
+  if (options.num_parts > n) {
+    throw ConfigError("--num_parts " + std::to_string(options.num_parts) + " exceeds the " +
+                      std::to_string(n) + " nodes of " + d.name);
+  }
+  if (n >= std::numeric_limits<int32_t>::max()) {
+    throw ConfigError(d.name + " has " + std::to_string(n) +
+                      " nodes: heterogeneous graphs are partitioned with 32-bit ids (METIS's) "
+                      "so far, at most 2^31 - 1 nodes");
+  }
+}
+
+// Each type's features (nullptr for none), large ones moved to scratch
+// files in `dir` (Spilled, held in `held`): nothing reads them until the
+// parts are written.
+std::vector<const float*> SpillFeatures(HeteroDataset* d, const std::string& dir,
+                                        std::deque<Spilled<float>>* held) {
+  std::vector<const float*> rows;
+  for (size_t t = 0; t < d->node_types.size(); ++t) {
+    NodeType& nt = d->node_types[t];
+    held->emplace_back(dir + "/.features-" + std::to_string(t) + ".spill", &nt.features);
+    rows.push_back(nt.feature_dim > 0 ? held->back().data() : nullptr);
+  }
+  return rows;
+}
+
+// Everything after loading, in `tmp_dir`: the typed CSC (the dataset's
+// edge lists freed), the symmetric adjacency, the assignment, relabeling
+// and every part<p>/. Features and the CSC's keys wait in scratch files
+// (removed on return) while the assignment runs, so that METIS's own
+// memory and its input are most of the peak.
+Assignment PartitionAndWrite(const PartitionOptions& options, HeteroDataset& d,
+                             const HomogeneousView& h, const std::string& graph_name,
+                             const std::string& tmp_dir, StageTimer& timer,
+                             PartitionConfig* config) {
+  std::deque<Spilled<float>> held;
+  const std::vector<const float*> features = SpillFeatures(&d, tmp_dir, &held);
+  timer.Begin("symmetrize");
+  TypedCsc csc = BuildTypedCsc(&d, h, options.num_threads);
+  std::vector<uint8_t> masks[3];
+  SplitMasks(d, h, masks);
+  Csr32 sym = SymmetricAdjacency(csc, h.num_nodes, options.num_threads);
+  const int64_t stored_edges = static_cast<int64_t>(csc.keys.size());
+  const Spilled<int64_t> keys(tmp_dir + "/.keys.spill", &csc.keys);
+  const Assignment a = AssignParts(options, d, h, csc.indptr, sym, masks[0], timer);
+  FreeVector(sym.indices);
+  FreeVector(sym.indptr);
+
+  timer.Begin("relabel");
+  const Relabeling relabel = Relabel(a.part, options.num_parts);
+
+  timer.Begin("write");
+  *config = DescribePartitioning(options, d, graph_name, h.num_nodes, stored_edges, a.method);
+  const PartSources in{d, h, csc.indptr, keys.data(), features, relabel, masks};
+  WriteHeteroParts(options, in, tmp_dir, config);
+  timer.End();
+  return a;
+}
+
 }  // namespace
 
 PartitionResult RunHeteroPartition(const PartitionOptions& options) {
@@ -310,37 +415,16 @@ PartitionResult RunHeteroPartition(const PartitionOptions& options) {
     throw ConfigError("--val_edges applies to homogeneous graphs (link prediction) only");
   StageTimer timer;
   timer.Begin("load " + options.data.dataset);
-  const HeteroDataset d = LoadForPartitioning(options);
+  HeteroDataset d = LoadForPartitioning(options);
   const HomogeneousView h = ViewOf(d);
-  const int64_t n = h.num_nodes;
-  if (options.num_parts > n) {
-    throw ConfigError("--num_parts " + std::to_string(options.num_parts) + " exceeds the " +
-                      std::to_string(n) + " nodes of " + d.name);
-  }
+  CheckSizes(options, d, h.num_nodes);
   const std::string graph_name = options.graph_name.empty() ? d.name : options.graph_name;
+  const int64_t input_edges = d.num_edges();
   TempOutput tmp(AbsoluteOutput(options.output) + ".tmp.");
+  PartitionConfig config;
+  const Assignment a = PartitionAndWrite(options, d, h, graph_name, tmp.path(), timer, &config);
 
-  timer.Begin("symmetrize");
-  const TypedCsc csc = BuildTypedCsc(d, h, options.num_threads);
-  std::vector<uint8_t> masks[3];
-  SplitMasks(d, h, masks);
-  if (n >= std::numeric_limits<int32_t>::max()) {
-    throw ConfigError(d.name + " has " + std::to_string(n) +
-                      " nodes: heterogeneous graphs are partitioned with 32-bit ids (METIS's) "
-                      "so far, at most 2^31 - 1 nodes");
-  }
-  const Assignment a = AssignParts(options, d, h, csc, masks[0], timer);
-
-  timer.Begin("relabel");
-  const Relabeling relabel = Relabel(a.part, options.num_parts);
-
-  timer.Begin("write");
-  PartitionConfig config = DescribePartitioning(options, d, graph_name, n,
-                                                static_cast<int64_t>(csc.src.size()), a.method);
-  WriteHeteroParts(options, d, h, csc, relabel, masks, tmp.path(), &config);
-  timer.End();
-
-  config.report = HeteroReport(config, d, a, timer);
+  config.report = HeteroReport(config, d, input_edges, a, timer);
   const std::string json_name = graph_name + ".json";
   WriteFileAtomic(tmp.path() + "/" + json_name, PartitionConfigText(config));
   Publish(tmp, options.output);
