@@ -16,7 +16,9 @@ namespace gnn::net {
 
 constexpr uint32_t kMagic = 0x314e4e47;  // "GNN1" as little-endian bytes
 // 2: every header carries taken_bytes (the reply window, net/peer_window.h).
-constexpr uint16_t kProtocolVersion = 2;
+// 3: relation ids in the narrowest width that holds them (TypedSampleReply:
+//    an int says 1, 2 or 4 bytes per id).
+constexpr uint16_t kProtocolVersion = 3;
 constexpr uint32_t kMaxArrayFrames = 32;
 constexpr uint64_t kMaxFrameBytes = uint64_t{4} << 30;  // one array frame
 constexpr size_t kMaxHeaderBytes = 64 << 10;
@@ -74,7 +76,8 @@ enum class MsgType : uint16_t {
   // Heterogeneous graphs (net/typed_messages.h). An embedding spec is the
   // ints {ntype, dim, optimizer, lr bits, seed} every embedding request starts with.
   kTypedSample = 21,       // ints: {replace, rng_seed, R, fanouts[R]...}; frames: seeds[int64]
-  kTypedSampleReply = 22,  // frames: indptr[int64, n+1], indices[int64], etypes[int64]
+  kTypedSampleReply = 22,  // ints: {relation width}; frames: indptr[int64, n+1],
+                           // indices[int64], etypes[uint8|uint16|int32 by the width]
   kPullTyped = 23,         // ints: {ntype}; frames: ids[int64] -> PullFeaturesReply
   kEmbPull = 24,           // ints: spec; frames: ids[int64] -> PullFeaturesReply
   kEmbPush = 25,           // ints: spec; frames: ids[int64], grads[float32, n*dim] -> EmbAck

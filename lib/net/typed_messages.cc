@@ -1,5 +1,7 @@
 #include "net/typed_messages.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "common/error.h"
@@ -9,8 +11,6 @@ namespace gnn::net {
 namespace {
 
 constexpr size_t kSpecInts = 5;
-// More relations than any real schema has; bounds a request's ints.
-constexpr int64_t kMaxRelations = 4096;
 
 [[noreturn]] void Malformed(MsgType type, const std::string& what) {
   throw ProtocolError(std::string("malformed ") + MsgTypeName(type) + ": " + what);
@@ -50,7 +50,63 @@ std::string Bytes(const Message& m, size_t frame) {
   return std::string(reinterpret_cast<const char*>(p), n);
 }
 
+template <typename T>
+void PutNarrow(const std::vector<int64_t>& v, Message* m) {
+  std::vector<T> narrow(v.begin(), v.end());
+  AddArray(m, narrow);
+}
+
+template <typename T>
+std::vector<int64_t> GetNarrow(const Message& m, size_t frame) {
+  size_t n = 0;
+  const T* p = m.Array<T>(frame, &n);
+  return std::vector<int64_t>(p, p + n);
+}
+
 }  // namespace
+
+int RelationWidth(const std::vector<int64_t>& etypes) {
+  int64_t most = 0;
+  for (int64_t e : etypes) {
+    if (e < 0 || e > INT32_MAX)
+      throw DataError("relation id " + std::to_string(e) + " out of range");
+    most = std::max(most, e);
+  }
+  return most <= UINT8_MAX ? 1 : most <= UINT16_MAX ? 2 : 4;
+}
+
+int AddRelations(Message* m, const std::vector<int64_t>& etypes) {
+  const int width = RelationWidth(etypes);
+  if (width == 1) {
+    PutNarrow<uint8_t>(etypes, m);
+  } else if (width == 2) {
+    PutNarrow<uint16_t>(etypes, m);
+  } else {
+    PutNarrow<int32_t>(etypes, m);
+  }
+  return width;
+}
+
+std::vector<int64_t> ReadRelations(const Message& m, size_t frame, int64_t width,
+                                   int64_t num_rels) {
+  std::vector<int64_t> out;
+  if (width == 1) {
+    out = GetNarrow<uint8_t>(m, frame);
+  } else if (width == 2) {
+    out = GetNarrow<uint16_t>(m, frame);
+  } else if (width == 4) {
+    out = GetNarrow<int32_t>(m, frame);
+  } else {
+    Malformed(m.header.msg_type(), "relation ids " + std::to_string(width) + " bytes wide");
+  }
+  for (int64_t e : out) {
+    if (e < 0 || e >= num_rels) {
+      Malformed(m.header.msg_type(), "relation " + std::to_string(e) + " of a graph of " +
+                                         std::to_string(num_rels) + " relations");
+    }
+  }
+  return out;
+}
 
 bool EmbSpec::operator==(const EmbSpec& o) const {
   return ntype == o.ntype && dim == o.dim && optimizer == o.optimizer && lr == o.lr &&
@@ -95,13 +151,14 @@ Message TypedSampleReply::Encode(uint64_t request_id) const {
   Message m = MakeMessage(MsgType::kTypedSampleReply, request_id);
   AddArray(&m, indptr);
   AddArray(&m, indices);
-  AddArray(&m, etypes);
+  m.header.ints = {AddRelations(&m, etypes)};
   return m;
 }
 
 TypedSampleReply TypedSampleReply::Decode(const Message& m) {
-  Expect(m, MsgType::kTypedSampleReply, 0, 3);
-  TypedSampleReply r{m.CopyArray<int64_t>(0), m.CopyArray<int64_t>(1), m.CopyArray<int64_t>(2)};
+  Expect(m, MsgType::kTypedSampleReply, 1, 3);
+  TypedSampleReply r{m.CopyArray<int64_t>(0), m.CopyArray<int64_t>(1),
+                     ReadRelations(m, 2, m.header.ints[0], kMaxRelations)};
   if (r.indptr.empty() || r.indptr[0] != 0 ||
       r.indptr.back() != static_cast<int64_t>(r.indices.size()) ||
       r.etypes.size() != r.indices.size()) {

@@ -26,6 +26,24 @@ struct EmbSpec {
   std::string DebugString() const;
 };
 
+// More relations than any real schema has; bounds a request's ints and the
+// relation ids a reply may carry.
+constexpr int64_t kMaxRelations = 4096;
+
+// Relation ids on the wire: the narrowest of uint8, uint16 and int32 that
+// holds every id of the array (uint8 for any graph of up to 256 relations,
+// uint16 up to 65536), its width in bytes given beside it in the message's
+// ints. RelationWidth: 1, 2 or 4 for `etypes` (DataError for an id outside
+// [0, 2^31)).
+int RelationWidth(const std::vector<int64_t>& etypes);
+// Appends `etypes` as one frame of RelationWidth(etypes) bytes per id and
+// returns that width.
+int AddRelations(Message* m, const std::vector<int64_t>& etypes);
+// Frame `frame` of `m` as relation ids of `width` bytes; ProtocolError for
+// another width than 1, 2 or 4, a frame that is not whole ids, or an id
+// outside [0, num_rels).
+std::vector<int64_t> ReadRelations(const Message& m, size_t frame, int64_t width, int64_t num_rels);
+
 struct TypedSampleRequest {
   std::vector<int64_t> seeds;
   std::vector<int64_t> fanouts;  // one per relation
@@ -38,7 +56,9 @@ struct TypedSampleRequest {
 
 struct TypedSampleReply {
   std::vector<int64_t> indptr, indices, etypes;
+  // etypes travel in the narrowest width that holds them (RelationWidth).
   Message Encode(uint64_t request_id) const;
+  // Shapes only (relation ids below kMaxRelations).
   static TypedSampleReply Decode(const Message& m);
   // Also: one row per asked seed, no relation's run longer than its fanout
   // (and runs in relation order), ids inside [0, num_nodes).

@@ -1,5 +1,7 @@
 // libFuzzer target for the client-side reply decoders (the typed replies of
-// lib/net/messages.h, decoded against the request they answer):
+// lib/net/messages.h and TypedSampleReply of lib/net/typed_messages.h, with
+// its relation ids of 1, 2 or 4 bytes, decoded against the request they
+// answer):
 // what a broken or hostile server could send to a trainer or sampler. The
 // input is a message (header frame + array frames, the protocol fuzzer's
 // layout after 8 leading bytes) and the request it answers (8 bytes: seed
@@ -19,6 +21,7 @@
 #include "fuzz_frames.h"
 #include "net/messages.h"
 #include "net/protocol.h"
+#include "net/typed_messages.h"
 
 namespace {
 
@@ -104,6 +107,33 @@ void Exercise(const Message& m, const uint8_t* q) {
     }
     for (int64_t v : r.remote_ids) {
       if (v < 0 || v >= nodes || (v >= lo && v < hi)) Broken("SampleAggregateReply id");
+    }
+  } catch (const ProtocolError&) {
+  }
+  try {
+    // A graph of up to 300 relations (past a byte's range), q[1] % 20 - 1
+    // of each.
+    const int64_t rels = 1 + (q[6] + 256 * (q[7] & 1)) % 300;
+    const TypedSampleRequest asked{
+        std::vector<int64_t>(q[0] % 64),
+        std::vector<int64_t>(static_cast<size_t>(rels), static_cast<int>(q[1] % 20) - 1), false, 0};
+    const TypedSampleReply r = TypedSampleReply::Decode(m, asked, nodes, "server");
+    const size_t seeds = asked.seeds.size();
+    if (r.indptr.size() != seeds + 1 || r.indptr[0] != 0 ||
+        r.indptr.back() != static_cast<int64_t>(r.indices.size()) ||
+        r.etypes.size() != r.indices.size()) {
+      Broken("TypedSampleReply offsets");
+    }
+    for (size_t i = 0; i < seeds; ++i) {
+      if (r.indptr[i + 1] < r.indptr[i]) Broken("TypedSampleReply row");
+      for (int64_t k = r.indptr[i]; k < r.indptr[i + 1]; ++k) {
+        const int64_t e = r.etypes[static_cast<size_t>(k)];
+        if (e < 0 || e >= rels || (k > r.indptr[i] && e < r.etypes[static_cast<size_t>(k - 1)]))
+          Broken("TypedSampleReply relation");
+      }
+    }
+    for (int64_t v : r.indices) {
+      if (v < 0 || v >= nodes) Broken("TypedSampleReply id");
     }
   } catch (const ProtocolError&) {
   }

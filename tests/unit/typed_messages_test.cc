@@ -89,3 +89,56 @@ TEST_CASE("a typed sample reply is checked against its request", "[unit][message
   CHECK_THROWS_AS(reply({{0, 1, 3}, {1, 2}, {0, 1}}), ProtocolError);
   CHECK_THROWS_AS(EmbAck::Decode(Received(EmbAck{3}.Encode(1)), 4, "p"), ProtocolError);
 }
+
+TEST_CASE("relation ids travel in the narrowest width that holds them", "[unit][messages]") {
+  // One seed with one edge of every relation: 1 and 256 relations fit a
+  // byte per id, 257 need two.
+  for (const auto& [rels, width] :
+       std::vector<std::pair<int64_t, size_t>>{{1, 1}, {256, 1}, {257, 2}}) {
+    INFO(rels << " relations");
+    const TypedSampleRequest asked{
+        {5}, std::vector<int64_t>(static_cast<size_t>(rels), -1), false, 0};
+    TypedSampleReply r{{0, rels}, {}, {}};
+    for (int64_t e = 0; e < rels; ++e) {
+      r.indices.push_back(e);
+      r.etypes.push_back(e);
+    }
+    const Message m = Received(r.Encode(3));
+    CHECK(m.header.ints == std::vector<int64_t>{static_cast<int64_t>(width)});
+    CHECK(m.frames[2].size() == static_cast<size_t>(rels) * width);
+    const TypedSampleReply back = TypedSampleReply::Decode(m, asked, 1000, "peer");
+    CHECK(back.etypes == r.etypes);
+    CHECK(back.indices == r.indices);
+    // The helpers alone, int32 included.
+    CHECK(RelationWidth(r.etypes) == static_cast<int>(width));
+  }
+  CHECK(RelationWidth({0, 65535}) == 2);
+  CHECK(RelationWidth({65536}) == 4);
+  Message m = MakeMessage(MsgType::kTypedSampleReply, 1);
+  CHECK(AddRelations(&m, {7, 70000, 3}) == 4);
+  m.header.ints = {4};
+  CHECK(ReadRelations(Received(m), 0, 4, 70001) == std::vector<int64_t>{7, 70000, 3});
+  CHECK_THROWS_AS(ReadRelations(Received(m), 0, 4, 70000), ProtocolError);
+  CHECK_THROWS_AS(RelationWidth({-1}), DataError);
+}
+
+TEST_CASE("a typed sample reply with a relation out of range or a bad width is refused",
+          "[unit][messages]") {
+  // A graph of 256 relations: relation 256 (sent as uint16) is outside it.
+  const TypedSampleRequest asked{{5}, std::vector<int64_t>(256, -1), false, 0};
+  const TypedSampleReply bad{{0, 2}, {1, 2}, {3, 256}};
+  const Message m = Received(bad.Encode(1));
+  CHECK(m.header.ints[0] == 2);
+  CHECK_THROWS_WITH(TypedSampleReply::Decode(m, asked, 1000, "machine 1 server 0"),
+                    Catch::Contains("machine 1 server 0") && Catch::Contains("relation 256"));
+  // A width that is not 1, 2 or 4; a frame that is not whole ids of the
+  // width it claims.
+  const TypedSampleReply good{{0, 3}, {1, 2, 3}, {0, 1, 2}};
+  Message w = good.Encode(1);
+  w.header.ints[0] = 3;
+  CHECK_THROWS_AS(TypedSampleReply::Decode(Received(w), asked, 1000, "p"), ProtocolError);
+  w.header.ints[0] = 2;  // 3 bytes of uint8 ids read as uint16
+  CHECK_THROWS_AS(TypedSampleReply::Decode(Received(w), asked, 1000, "p"), ProtocolError);
+  w.header.ints.clear();
+  CHECK_THROWS_AS(TypedSampleReply::Decode(Received(w), asked, 1000, "p"), ProtocolError);
+}
