@@ -146,6 +146,16 @@ class DistGraph {
   std::vector<Block> SampleTypedBlocks(const std::vector<int64_t>& seeds,
                                        const std::vector<std::vector<int>>& fanouts, bool replace,
                                        uint64_t rng_seed);
+  // Seeds -> one heterogeneous mini-batch: typed blocks, block 0's sources
+  // grouped by node type with every featured type's rows, the seeds'
+  // labels, and the bytes its making moved (wire_bytes). Embedding rows of
+  // featureless types are not in it: they change every step, so the
+  // trainer pulls them when it uses the batch. The in-process trainer and
+  // gnn-sampler both make their batches here (the same batch for the same
+  // arguments).
+  HeteroBatch MakeTypedBatch(const std::vector<int64_t>& seeds,
+                             const std::vector<std::vector<int>>& fanouts, bool replace,
+                             uint64_t rng_seed);
   // Feature rows [ids.size(), dim of type ntype] of nodes of type `ntype`.
   void PullTyped(int ntype, const std::vector<int64_t>& ids, std::vector<float>* out);
   // Embedding rows of featureless type spec.ntype (they live at server 0 of

@@ -79,6 +79,25 @@ std::vector<Block> DistGraph::SampleTypedBlocks(const std::vector<int64_t>& seed
   return blocks;
 }
 
+HeteroBatch DistGraph::MakeTypedBatch(const std::vector<int64_t>& seeds,
+                                      const std::vector<std::vector<int>>& fanouts, bool replace,
+                                      uint64_t rng_seed) {
+  const uint64_t wire_before = wire_bytes_;
+  HeteroBatch b;
+  b.seeds = seeds;
+  b.blocks = SampleTypedBlocks(seeds, fanouts, replace, rng_seed);
+  const size_t T = config_.ntypes.size();
+  b.GroupInputsByType(T, [&](int64_t v) { return config_.NtypeOf(v); });
+  for (size_t t = 0; t < T; ++t) {
+    if (t < config_.ntype_feature_dims.size() && config_.ntype_feature_dims[t] > 0 &&
+        !b.ids[t].empty())
+      PullTyped(static_cast<int>(t), b.ids[t], &b.features[t]);
+  }
+  if (!seeds.empty()) PullLabels(seeds, &b.labels);
+  b.wire_bytes = wire_bytes_ - wire_before;
+  return b;
+}
+
 size_t DistGraph::EmbChunk(int64_t dim) {
   return std::max<size_t>(1, (size_t{4} << 20) / (static_cast<size_t>(dim) * sizeof(float)));
 }

@@ -1,12 +1,17 @@
 #include "client/sampler_service.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <thread>
 #include <tuple>
 
 #include "common/cli.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/process.h"
 #include "common/sha256.h"
 #include "net/channel.h"
 #include "net/messages.h"
@@ -137,6 +142,34 @@ void SamplerOptions::Validate() const {
   if (graph.timeout < std::chrono::milliseconds(1)) throw ConfigError("--timeout_ms must be >= 1");
 }
 
+namespace {
+
+Message MakeBatchReply(DistGraph& graph, const SamplerOptions& o, const net::SeedBatch& sb,
+                       uint64_t request_id) {
+  EdgeExclusion exclude(sb.exclude);
+  MiniBatch mb = graph.MakeBatch(sb.seeds, sb.fanouts, sb.replace, sb.rng_seed,
+                                 exclude.empty() ? nullptr : &exclude);
+  mb.index = sb.index;
+  // Layer 0's means here: the trainer gets [2 x dst] rows instead
+  // of one per input node (4x fewer feature bytes on products).
+  if (o.graph.pack_input_means) PackInputMeans(&mb, 1);
+  return net::EncodeMiniBatch(mb, request_id);
+}
+
+// Typed blocks, labels and featured types' rows; the trainer pulls the
+// embedding rows (they change every step).
+Message MakeTypedBatchReply(DistGraph& graph, const net::TypedSeedBatch& sb, uint64_t request_id) {
+  if (!graph.config().hetero()) {
+    throw DataError("a typed batch asked of a homogeneous graph (" + graph.config().graph_name +
+                    ")");
+  }
+  HeteroBatch b = graph.MakeTypedBatch(sb.seeds, sb.fanouts, sb.replace, sb.rng_seed);
+  b.index = sb.index;
+  return net::EncodeTypedMiniBatch(b, request_id);
+}
+
+}  // namespace
+
 void RunSampler(const SamplerOptions& o, const std::atomic<bool>& stop) {
   o.Validate();
   DistGraph graph(o.graph);
@@ -173,18 +206,14 @@ void RunSampler(const SamplerOptions& o, const std::atomic<bool>& stop) {
       case MsgType::kError:
         throw PeerError("trainer at " + o.trainer_endpoint +
                         " refused this sampler: " + net::ErrorReply::Decode(m).message);
-      case MsgType::kSeedBatch: {
-        net::SeedBatch sb = net::DecodeSeedBatch(m);
+      case MsgType::kSeedBatch:
+      case MsgType::kTypedSeedBatch: {
         Message reply;
         try {
-          EdgeExclusion exclude(sb.exclude);
-          MiniBatch mb = graph.MakeBatch(sb.seeds, sb.fanouts, sb.replace, sb.rng_seed,
-                                         exclude.empty() ? nullptr : &exclude);
-          mb.index = sb.index;
-          // Layer 0's means here: the trainer gets [2 x dst] rows instead
-          // of one per input node (4x fewer feature bytes on products).
-          if (o.graph.pack_input_means) PackInputMeans(&mb, 1);
-          reply = net::EncodeMiniBatch(mb, m.header.request_id);
+          reply =
+              m.header.msg_type() == MsgType::kSeedBatch
+                  ? MakeBatchReply(graph, o, net::DecodeSeedBatch(m), m.header.request_id)
+                  : MakeTypedBatchReply(graph, net::DecodeTypedSeedBatch(m), m.header.request_id);
         } catch (const Error& e) {
           // Never a silent empty batch: the trainer learns why, then we exit.
           Message err = net::MakeError(m.header.request_id, net::kErrInternal,
@@ -267,22 +296,47 @@ bool SamplerPool::SameJob(const Message& hello) const {
 }
 
 void SamplerPool::Start(std::vector<net::SeedBatch> batches) {
+  typed_.clear();
   batches_ = std::move(batches);
+  reply_type_ = MsgType::kMiniBatch;
+  Begin(batches_.size());
+}
+
+void SamplerPool::Start(std::vector<net::TypedSeedBatch> batches) {
+  batches_.clear();
+  typed_ = std::move(batches);
+  reply_type_ = MsgType::kTypedMiniBatch;
+  Begin(typed_.size());
+}
+
+void SamplerPool::Begin(size_t count) {
+  count_ = count;
   next_dispatch_ = 0;
   next_return_ = 0;
   ready_.clear();
   Dispatch();
 }
 
+Message SamplerPool::EncodeNext() {
+  const size_t i = next_dispatch_;
+  if (reply_type_ == MsgType::kTypedMiniBatch) {
+    Message m = net::EncodeTypedSeedBatch(typed_[i], i + 1);
+    typed_[i] = net::TypedSeedBatch();  // sent: release its seeds
+    return m;
+  }
+  if (prepare_) prepare_(&batches_[i]);
+  Message m = net::EncodeSeedBatch(batches_[i], i + 1);
+  if (prepare_) batches_[i] = net::SeedBatch();
+  return m;
+}
+
 void SamplerPool::Dispatch() {
   // Batch i always goes to sampler i % n (the order is deterministic), but
   // only while that sampler has fewer than `prefetch` batches in flight.
-  while (next_dispatch_ < batches_.size()) {
+  while (next_dispatch_ < count_) {
     int s = static_cast<int>(next_dispatch_ % identities_.size());
     if (in_flight_[s] >= prefetch_) return;
-    if (prepare_) prepare_(&batches_[next_dispatch_]);
-    Message m = net::EncodeSeedBatch(batches_[next_dispatch_], next_dispatch_ + 1);
-    if (prepare_) batches_[next_dispatch_] = net::SeedBatch();
+    Message m = EncodeNext();
     std::vector<zmq::message_t> route;
     route.emplace_back(identities_[s].data(), identities_[s].size());
     net::Send(sock_, m, &route);
@@ -321,23 +375,38 @@ void SamplerPool::ReceiveOne(int timeout_ms) {
     throw PeerError("sampler " + std::to_string(sampler) +
                     " failed: " + net::ErrorReply::Decode(m).message);
   }
-  if (m.header.msg_type() != MsgType::kMiniBatch) return;
-  MiniBatch mb = net::DecodeMiniBatch(m);
+  if (m.header.msg_type() != reply_type_) return;
+  // Only an answer to a batch this sampler has in flight counts: another
+  // id would be a stale or a stranger's reply.
+  const uint64_t id = m.header.request_id;
+  if (id < 1 || id > next_dispatch_ || ready_.count(static_cast<int64_t>(id) - 1) ||
+      static_cast<int64_t>(id) - 1 < next_return_ ||
+      (id - 1) % identities_.size() != static_cast<size_t>(sampler)) {
+    throw ProtocolError("sampler " + std::to_string(sampler) + " answered batch " +
+                        std::to_string(static_cast<int64_t>(id) - 1) + ", which it was not given");
+  }
   --in_flight_[sampler];
-  ready_[static_cast<int64_t>(m.header.request_id) - 1] = std::move(mb);
+  ready_[static_cast<int64_t>(id) - 1] = std::move(m);
 }
 
-std::optional<MiniBatch> SamplerPool::Next() {
-  if (next_return_ >= static_cast<int64_t>(batches_.size())) return std::nullopt;
+std::optional<Message> SamplerPool::NextMessage() {
+  if (next_return_ >= static_cast<int64_t>(count_)) return std::nullopt;
   while (ready_.find(next_return_) == ready_.end()) {
     ReceiveOne(timeout_ms_);
     Dispatch();
   }
-  MiniBatch mb = std::move(ready_[next_return_]);
+  Message m = std::move(ready_[next_return_]);
   ready_.erase(next_return_);
   ++next_return_;
   Dispatch();
-  return mb;
+  return m;
+}
+
+std::optional<MiniBatch> SamplerPool::Next() {
+  if (reply_type_ != MsgType::kMiniBatch) throw Error("SamplerPool::Next after a typed Start");
+  std::optional<Message> m = NextMessage();
+  if (!m) return std::nullopt;
+  return net::DecodeMiniBatch(*m);
 }
 
 void SamplerPool::Stop() {
@@ -349,6 +418,71 @@ void SamplerPool::Stop() {
     Message m = net::Stop{}.Encode(0);
     net::Send(sock_, m, &route, net::Millis(1000));
   }
+}
+
+SamplerProcesses::SamplerProcesses(const std::string& binary, std::vector<SamplerLaunch> launches,
+                                   const net::Hello& hello, int prefetch_per_sampler,
+                                   int timeout_ms, const net::JobKeys& keys)
+    : pool_(std::make_unique<SamplerPool>("tcp://127.0.0.1:*", static_cast<int>(launches.size()),
+                                          hello, prefetch_per_sampler, timeout_ms, keys)) {
+  for (SamplerLaunch& launch : launches) {
+    launch.trainer_endpoint = pool_->endpoint();
+    pids_.push_back(SpawnChild(launch.ToArgv(binary), SIGTERM));
+  }
+  pool_->SetLivenessCheck([this] { return Exited(); });
+  Named([&] {
+    pool_->WaitForSamplers(timeout_ms);
+    return 0;
+  });
+}
+
+SamplerProcesses::~SamplerProcesses() {
+  try {
+    pool_->Stop();
+  } catch (...) {
+  }
+  for (pid_t pid : pids_) {
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+      if (Clock::now() > deadline) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+}
+
+std::string SamplerProcesses::Exited() {
+  for (size_t i = 0; i < pids_.size(); ++i) {
+    int status = 0;
+    if (waitpid(pids_[i], &status, WNOHANG) == pids_[i]) {
+      const std::string how = DescribeWaitStatus(status);
+      pids_.erase(pids_.begin() + static_cast<long>(i));
+      return "gnn-sampler " + std::to_string(i) + " " + how;
+    }
+  }
+  return "";
+}
+
+template <typename F>
+auto SamplerProcesses::Named(F f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    const std::string exited = Exited();
+    throw PeerError(std::string(e.what()) + (exited.empty() ? "" : " (" + exited + ")"));
+  }
+}
+
+std::optional<MiniBatch> SamplerProcesses::Next() {
+  return Named([&] { return pool_->Next(); });
+}
+
+std::optional<net::Message> SamplerProcesses::NextMessage() {
+  return Named([&] { return pool_->NextMessage(); });
 }
 
 }  // namespace gnn

@@ -5,10 +5,13 @@
 // slow trainer applies back-pressure and memory stays flat.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -89,8 +92,13 @@ class SamplerPool {
 
   // Waits until every sampler said hello; TimeoutError says how many did not.
   void WaitForSamplers(int timeout_ms);
-  // Queues an epoch's batches (dispatch starts at once, bounded by credit).
+  // Queues an epoch's batches (dispatch starts at once, bounded by credit),
+  // in place of any earlier Start's.
   void Start(std::vector<net::SeedBatch> batches);
+  // Heterogeneous batches: the samplers answer each with a TypedMiniBatch,
+  // which NextMessage returns for the caller to decode against its graph
+  // (net::DecodeTypedMiniBatch).
+  void Start(std::vector<net::TypedSeedBatch> batches);
   // Optional: called on each batch just before it is sent (on the thread
   // calling Start/Next), so batches can be completed lazily (link
   // prediction turns edge positions into seeds there); a sent batch's
@@ -99,6 +107,9 @@ class SamplerPool {
   // The next batch in order; nullopt after the last. Throws PeerError when a
   // sampler reports an error and TimeoutError when no batch arrives in time.
   std::optional<MiniBatch> Next();
+  // The next answer in order as received (a MiniBatch or TypedMiniBatch
+  // message, as Start was given); nullopt after the last. Errors as Next.
+  std::optional<net::Message> NextMessage();
   // While waiting for batches, `check` runs about twice a second; a
   // non-empty return (e.g. "gnn-sampler 0 was killed by signal 9") ends
   // the wait at once with a PeerError carrying it, instead of a timeout.
@@ -108,6 +119,8 @@ class SamplerPool {
   uint64_t bytes_received() const { return bytes_received_; }
 
  private:
+  void Begin(size_t count);
+  net::Message EncodeNext();
   void Dispatch();
   bool SameJob(const net::Message& hello) const;
   void ReceiveOne(int timeout_ms);
@@ -122,14 +135,46 @@ class SamplerPool {
   int timeout_ms_;
   std::vector<zmq::message_t> identities_;
   std::vector<int> in_flight_;
-  std::vector<net::SeedBatch> batches_;
+  std::vector<net::SeedBatch> batches_;     // plain Start's
+  std::vector<net::TypedSeedBatch> typed_;  // typed Start's
+  net::MsgType reply_type_ = net::MsgType::kMiniBatch;
+  size_t count_ = 0;
   std::function<void(net::SeedBatch*)> prepare_;
   size_t next_dispatch_ = 0;
   int64_t next_return_ = 0;
-  std::map<int64_t, MiniBatch> ready_;
+  std::map<int64_t, net::Message> ready_;  // answers not yet returned, by batch
   uint64_t bytes_received_ = 0;
   bool stopped_ = false;
   std::function<std::string()> check_;
+};
+
+// A trainer's gnn-sampler processes: one per launch, spawned as children
+// that die with the trainer (PR_SET_PDEATHSIG), connected to one
+// SamplerPool, reaped (SIGKILL after 5 s) on destruction. Errors while
+// waiting name a sampler that exited ("gnn-sampler 1 was killed by signal
+// 9"). Not thread-safe.
+class SamplerProcesses {
+ public:
+  // Binds the pool on loopback, spawns `binary` with each launch (its
+  // trainer_endpoint set to the pool's) and waits up to timeout_ms for
+  // every hello: PeerError naming a sampler that exited meanwhile.
+  SamplerProcesses(const std::string& binary, std::vector<SamplerLaunch> launches,
+                   const net::Hello& hello, int prefetch_per_sampler, int timeout_ms,
+                   const net::JobKeys& keys);
+  ~SamplerProcesses();
+  SamplerPool& pool() { return *pool_; }
+  // The pool's Next and NextMessage, an exited sampler named in their errors.
+  std::optional<MiniBatch> Next();
+  std::optional<net::Message> NextMessage();
+
+ private:
+  // "" while every sampler runs; else which one exited and how.
+  std::string Exited();
+  template <typename F>
+  auto Named(F f) -> decltype(f());
+
+  std::unique_ptr<SamplerPool> pool_;
+  std::vector<pid_t> pids_;
 };
 
 }  // namespace gnn

@@ -1,8 +1,46 @@
 #include "net/batch_codec.h"
 
 #include <algorithm>
+#include <cstring>
+
+#include "net/typed_messages.h"
 
 namespace gnn::net {
+
+namespace {
+
+// Sets each block's num_dst from the next block's sources (the seeds for
+// the last) and checks the chain: offsets over the destinations, monotone,
+// spanning the edges; destinations first among the sources; edge indices
+// inside the sources. `fail(what)` throws.
+template <typename Fail>
+void CheckBlocks(const std::vector<int64_t>& seeds, std::vector<Block>* blocks, Fail fail) {
+  const size_t num_blocks = blocks->size();
+  for (size_t l = 0; l < num_blocks; ++l) {
+    Block& blk = (*blocks)[l];
+    const std::vector<int64_t>& dst = l + 1 < num_blocks ? (*blocks)[l + 1].src_nodes : seeds;
+    blk.num_dst = static_cast<int64_t>(dst.size());
+    if (blk.indptr.size() != dst.size() + 1 || blk.indptr.front() != 0 ||
+        blk.indptr.back() != blk.num_edges()) {
+      fail("block " + std::to_string(l) + " offsets do not match its edges");
+    }
+    if (blk.num_src() < blk.num_dst || !std::equal(dst.begin(), dst.end(), blk.src_nodes.begin())) {
+      fail("block " + std::to_string(l) + " does not list its dst nodes first");
+    }
+    for (size_t i = 0; i + 1 < blk.indptr.size(); ++i) {
+      if (blk.indptr[i + 1] < blk.indptr[i]) fail("block offsets decrease");
+    }
+    for (int64_t x : blk.indices) {
+      if (x < 0 || x >= blk.num_src())
+        fail("block " + std::to_string(l) + " edge index out of range");
+    }
+  }
+}
+
+// One frame per block and array: what a message can hold.
+constexpr size_t kMaxTypedBlocks = (kMaxArrayFrames - 3) / 4;
+
+}  // namespace
 
 Message EncodeSeedBatch(const SeedBatch& b, uint64_t request_id) {
   std::vector<int64_t> ints = {b.epoch, b.index, static_cast<int64_t>(b.rng_seed), b.replace};
@@ -100,25 +138,7 @@ MiniBatch DecodeMiniBatch(const Message& m) {
     blk.indptr = m.CopyArray<int64_t>(4 + 3 * l);
     blk.indices = m.CopyArray<int64_t>(5 + 3 * l);
   }
-  for (int64_t l = 0; l < num_blocks; ++l) {
-    Block& blk = b.blocks[l];
-    const std::vector<int64_t>& dst = l + 1 < num_blocks ? b.blocks[l + 1].src_nodes : b.seeds;
-    blk.num_dst = static_cast<int64_t>(dst.size());
-    if (blk.indptr.size() != dst.size() + 1 || blk.indptr.front() != 0 ||
-        blk.indptr.back() != blk.num_edges()) {
-      fail("block " + std::to_string(l) + " offsets do not match its edges");
-    }
-    if (blk.num_src() < blk.num_dst || !std::equal(dst.begin(), dst.end(), blk.src_nodes.begin())) {
-      fail("block " + std::to_string(l) + " does not list its dst nodes first");
-    }
-    for (size_t i = 0; i + 1 < blk.indptr.size(); ++i) {
-      if (blk.indptr[i + 1] < blk.indptr[i]) fail("block offsets decrease");
-    }
-    for (int64_t x : blk.indices) {
-      if (x < 0 || x >= blk.num_src())
-        fail("block " + std::to_string(l) + " edge index out of range");
-    }
-  }
+  CheckBlocks(b.seeds, &b.blocks, fail);
   const size_t inputs = !num_blocks     ? b.seeds.size()
                         : b.input_means ? 2 * static_cast<size_t>(b.blocks[0].num_dst)
                                         : b.blocks[0].src_nodes.size();
@@ -129,6 +149,149 @@ MiniBatch DecodeMiniBatch(const Message& m) {
                : b.features.size() % dim != 0 || b.features.size() / dim != inputs) {
     fail("features do not match the input nodes");
   }
+  return b;
+}
+
+Message EncodeTypedSeedBatch(const TypedSeedBatch& b, uint64_t request_id) {
+  const size_t layers = b.fanouts.size();
+  const size_t rels = layers ? b.fanouts[0].size() : 0;
+  std::vector<int32_t> flat;
+  for (const std::vector<int>& f : b.fanouts) {
+    if (f.size() != rels) throw DataError("TypedSeedBatch: layers of different relation counts");
+    flat.insert(flat.end(), f.begin(), f.end());
+  }
+  Message m = MakeMessage(MsgType::kTypedSeedBatch, request_id,
+                          {b.epoch, b.index, static_cast<int64_t>(b.rng_seed), b.replace ? 1 : 0,
+                           static_cast<int64_t>(layers), static_cast<int64_t>(rels)});
+  AddArray(&m, b.seeds);
+  AddArray(&m, flat);
+  return m;
+}
+
+TypedSeedBatch DecodeTypedSeedBatch(const Message& m) {
+  auto fail = [&](const std::string& what) {
+    throw ProtocolError("malformed TypedSeedBatch (" + m.header.DebugString() + "): " + what);
+  };
+  const auto& i = m.header.ints;
+  if (m.header.msg_type() != MsgType::kTypedSeedBatch || i.size() != 6 || m.frames.size() != 2) {
+    fail("shape");
+  }
+  const int64_t layers = i[4], rels = i[5];
+  if (layers < 1 || layers > static_cast<int64_t>(kMaxTypedBlocks) || rels < 1 ||
+      rels > kMaxRelations) {
+    fail("layer or relation count");
+  }
+  TypedSeedBatch b;
+  b.epoch = i[0];
+  b.index = i[1];
+  b.rng_seed = static_cast<uint64_t>(i[2]);
+  b.replace = i[3] != 0;
+  b.seeds = m.CopyArray<int64_t>(0);
+  const std::vector<int32_t> flat = m.CopyArray<int32_t>(1);
+  if (flat.size() != static_cast<size_t>(layers * rels)) fail("fan-outs of another shape");
+  for (int64_t l = 0; l < layers; ++l) {
+    std::vector<int>& f = b.fanouts.emplace_back();
+    for (int64_t r = 0; r < rels; ++r) {
+      const int32_t x = flat[static_cast<size_t>(l * rels + r)];
+      if (x < -1 || x > (1 << 20)) fail("fan-out " + std::to_string(x) + " out of range");
+      f.push_back(x);
+    }
+  }
+  return b;
+}
+
+Message EncodeTypedMiniBatch(const HeteroBatch& b, uint64_t request_id) {
+  if (b.blocks.empty() || b.blocks.size() > kMaxTypedBlocks) {
+    throw DataError("a typed mini-batch of " + std::to_string(b.blocks.size()) + " blocks (1 to " +
+                    std::to_string(kMaxTypedBlocks) + " travel)");
+  }
+  // One relation width for every block: the widest any needs.
+  int width = 1;
+  for (const Block& blk : b.blocks) width = std::max(width, RelationWidth(blk.etypes));
+  Message m = MakeMessage(
+      MsgType::kTypedMiniBatch, request_id,
+      {b.index, static_cast<int64_t>(b.blocks.size()), static_cast<int64_t>(b.features.size()),
+       static_cast<int64_t>(b.wire_bytes), width});
+  AddArray(&m, b.seeds);
+  AddArray(&m, b.labels);
+  size_t floats = 0;
+  for (const std::vector<float>& f : b.features) floats += f.size();
+  zmq::message_t rows(floats * sizeof(float));
+  size_t at = 0;
+  for (const std::vector<float>& f : b.features) {
+    if (!f.empty())
+      std::memcpy(static_cast<char*>(rows.data()) + at, f.data(), f.size() * sizeof(float));
+    at += f.size() * sizeof(float);
+  }
+  AddFrame(&m, std::move(rows));
+  for (const Block& blk : b.blocks) {
+    AddArray(&m, blk.src_nodes);
+    AddArray(&m, blk.indptr);
+    AddArray(&m, blk.indices);
+    // The block's ids in the message's width (AddRelations would pick each
+    // block's own).
+    if (width == 1) {
+      AddArray(&m, std::vector<uint8_t>(blk.etypes.begin(), blk.etypes.end()));
+    } else if (width == 2) {
+      AddArray(&m, std::vector<uint16_t>(blk.etypes.begin(), blk.etypes.end()));
+    } else {
+      AddArray(&m, std::vector<int32_t>(blk.etypes.begin(), blk.etypes.end()));
+    }
+  }
+  return m;
+}
+
+HeteroBatch DecodeTypedMiniBatch(const Message& m, const TypedBatchSchema& schema) {
+  auto fail = [&](const std::string& what) {
+    throw ProtocolError("malformed TypedMiniBatch (" + m.header.DebugString() + "): " + what);
+  };
+  const auto& i = m.header.ints;
+  if (m.header.msg_type() != MsgType::kTypedMiniBatch || i.size() != 5) fail("header");
+  const int64_t num_blocks = i[1], num_types = i[2];
+  if (num_blocks < 1 || num_blocks > static_cast<int64_t>(kMaxTypedBlocks) || i[3] < 0) {
+    fail("counts");
+  }
+  if (num_types != static_cast<int64_t>(schema.feature_dims.size())) {
+    fail(std::to_string(num_types) + " node types, the graph has " +
+         std::to_string(schema.feature_dims.size()));
+  }
+  if (m.frames.size() != static_cast<size_t>(3 + 4 * num_blocks)) fail("frame count");
+  HeteroBatch b;
+  b.index = i[0];
+  b.wire_bytes = static_cast<uint64_t>(i[3]);
+  b.seeds = m.CopyArray<int64_t>(0);
+  b.labels = m.CopyArray<int64_t>(1);
+  if (b.labels.size() != b.seeds.size()) fail("labels do not match seeds");
+  b.blocks.resize(static_cast<size_t>(num_blocks));
+  for (int64_t l = 0; l < num_blocks; ++l) {
+    Block& blk = b.blocks[static_cast<size_t>(l)];
+    const size_t f = static_cast<size_t>(3 + 4 * l);
+    blk.src_nodes = m.CopyArray<int64_t>(f);
+    blk.indptr = m.CopyArray<int64_t>(f + 1);
+    blk.indices = m.CopyArray<int64_t>(f + 2);
+    blk.etypes = ReadRelations(m, f + 3, i[4], schema.num_rels);
+    if (blk.etypes.size() != blk.indices.size()) {
+      fail("block " + std::to_string(l) + " has no relation for every edge");
+    }
+  }
+  CheckBlocks(b.seeds, &b.blocks, fail);
+  try {
+    b.GroupInputsByType(static_cast<size_t>(num_types), schema.type_of);
+  } catch (const DataError& e) {
+    fail(e.what());
+  }
+  // Every featured type's rows, in type order, one frame.
+  size_t n = 0;
+  const float* rows = m.Array<float>(2, &n);
+  size_t at = 0;
+  for (size_t t = 0; t < static_cast<size_t>(num_types); ++t) {
+    const size_t dim = static_cast<size_t>(std::max<int64_t>(0, schema.feature_dims[t]));
+    const size_t want = b.ids[t].size() * dim;
+    if (want > n - at) fail("features do not cover the input nodes");
+    b.features[t].assign(rows + at, rows + at + want);
+    at += want;
+  }
+  if (at != n) fail("features beyond the input nodes");
   return b;
 }
 

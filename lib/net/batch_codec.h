@@ -1,12 +1,16 @@
 // Wire forms of the trainer <-> gnn-sampler messages: SeedBatch (what to
-// sample) and MiniBatch (blocks, input features, seed labels).
+// sample) and MiniBatch (blocks, input features, seed labels), and their
+// heterogeneous forms TypedSeedBatch and HeteroBatch (typed blocks, rows
+// per node type).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "net/protocol.h"
 #include "sampling/block.h"
+#include "sampling/typed_sampler.h"
 
 namespace gnn::net {
 
@@ -34,5 +38,39 @@ Message EncodeMiniBatch(const MiniBatch& b, uint64_t request_id);
 // Validates every invariant (sizes, offsets monotone, indices in range,
 // blocks chained, dst nodes first) and throws ProtocolError naming it.
 MiniBatch DecodeMiniBatch(const Message& m);
+
+// A heterogeneous batch to sample: fanouts[layer][relation] (DGL's layer
+// order, ParseTypedFanouts).
+struct TypedSeedBatch {
+  int64_t epoch = 0;
+  int64_t index = 0;
+  uint64_t rng_seed = 0;
+  bool replace = false;
+  std::vector<std::vector<int>> fanouts;
+  std::vector<int64_t> seeds;
+};
+
+Message EncodeTypedSeedBatch(const TypedSeedBatch& b, uint64_t request_id);
+// ProtocolError on a malformed message (no layers, ragged or out-of-range
+// fan-outs, more than kMaxRelations relations).
+TypedSeedBatch DecodeTypedSeedBatch(const Message& m);
+
+// What a receiver knows of the graph, to check a HeteroBatch against it.
+struct TypedBatchSchema {
+  int64_t num_rels = 0;
+  std::vector<int64_t> feature_dims;    // per node type; 0: featureless
+  std::function<int(int64_t)> type_of;  // a node's type, or -1
+};
+
+// The batch's index, seeds, labels, blocks (relation ids in the narrowest
+// width, RelationWidth), wire_bytes and every featured type's rows; not its
+// positions and ids (the receiver groups block 0's sources again). At most
+// 7 blocks (one message's frames).
+Message EncodeTypedMiniBatch(const HeteroBatch& b, uint64_t request_id);
+// Validates what DecodeMiniBatch does for the blocks (plus at least one
+// block, relation ids in [0, num_rels) beside every edge), groups block 0's
+// sources by schema.type_of (GroupInputsByType) and checks every featured
+// type's rows against them; ProtocolError naming what is wrong.
+HeteroBatch DecodeTypedMiniBatch(const Message& m, const TypedBatchSchema& schema);
 
 }  // namespace gnn::net

@@ -91,6 +91,10 @@ const char* MsgTypeName(MsgType type) {
       return "SampleAggregateReply";
     case MsgType::kMeshPart:
       return "MeshPart";
+    case MsgType::kTypedSeedBatch:
+      return "TypedSeedBatch";
+    case MsgType::kTypedMiniBatch:
+      return "TypedMiniBatch";
   }
   return "Unknown";
 }

@@ -16,8 +16,8 @@ namespace gnn::net {
 
 constexpr uint32_t kMagic = 0x314e4e47;  // "GNN1" as little-endian bytes
 // 2: every header carries taken_bytes (the reply window, net/peer_window.h).
-// 3: relation ids in the narrowest width that holds them (TypedSampleReply:
-//    an int says 1, 2 or 4 bytes per id).
+// 3: relation ids in the narrowest width that holds them (TypedSampleReply,
+//    TypedMiniBatch: an int says 1, 2 or 4 bytes per id).
 constexpr uint16_t kProtocolVersion = 3;
 constexpr uint32_t kMaxArrayFrames = 32;
 constexpr uint64_t kMaxFrameBytes = uint64_t{4} << 30;  // one array frame
@@ -93,10 +93,16 @@ enum class MsgType : uint16_t {
   // The trainers' collectives (net/mesh.h), request id = the collective's
   // sequence number.
   kMeshPart = 32,  // ints: {source rank, piece, pieces}; frames: bytes[uint8]
+  // Heterogeneous batches between a trainer and its gnn-samplers (net/batch_codec.h).
+  kTypedSeedBatch = 33,  // ints: {epoch, batch index, rng_seed, replace, layers, relations};
+                         // frames: seeds[int64], fanouts[int32, layers x relations]
+  kTypedMiniBatch = 34,  // ints: {index, blocks, types, wire bytes, relation width}; frames:
+                         // seeds, labels, features of every featured type (type order),
+                         // then per block src_nodes, indptr, indices, etypes (narrow)
 };
 
 // Largest MsgType value; types above it are unknown.
-constexpr uint16_t kMaxMsgType = 32;
+constexpr uint16_t kMaxMsgType = 34;
 
 const char* MsgTypeName(MsgType type);
 

@@ -9,10 +9,44 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "sampling/block.h"
 #include "sampling/sampler.h"
 
 namespace gnn {
+
+// One heterogeneous mini-batch: typed blocks (Block::etypes set), the
+// seeds' labels, and per node type which rows of block 0's sources are of
+// that type (positions, global ids) and, for types with features, their
+// feature rows [ids.size(), feature_dims[t]]. Made in the trainer or in a
+// gnn-sampler (net/batch_codec.h: positions and ids do not travel, the
+// receiver groups the inputs again).
+struct HeteroBatch {
+  int64_t index = 0;        // batch number within the epoch (or evaluation)
+  uint64_t wire_bytes = 0;  // bytes its making sent and received over sockets
+  std::vector<int64_t> seeds;
+  std::vector<Block> blocks;
+  std::vector<int64_t> labels;
+  std::vector<std::vector<int64_t>> positions, ids;
+  std::vector<std::vector<float>> features;
+
+  // Fills positions and ids from block 0's sources (`type_of(id)`: a node
+  // type in [0, num_types), or -1, a DataError) and sizes `features`.
+  template <typename TypeOf>
+  void GroupInputsByType(size_t num_types, TypeOf type_of) {
+    positions.assign(num_types, {});
+    ids.assign(num_types, {});
+    features.assign(num_types, {});
+    const std::vector<int64_t>& src = blocks.front().src_nodes;
+    for (size_t i = 0; i < src.size(); ++i) {
+      const int t = type_of(src[i]);
+      if (t < 0 || static_cast<size_t>(t) >= num_types)
+        throw DataError("node " + std::to_string(src[i]) + " has no node type");
+      positions[static_cast<size_t>(t)].push_back(static_cast<int64_t>(i));
+      ids[static_cast<size_t>(t)].push_back(src[i]);
+    }
+  }
+};
 
 // A CSC whose rows list in-edges sorted by relation (etypes[k] is edge k's
 // relation in [0, num_rels)), as heterogeneous partitions store them.

@@ -5,6 +5,8 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/process.h"
+#include "common/sha256.h"
 #include "net/ip_config.h"
 #include "net/kv_store.h"
 #include "net/mesh.h"
@@ -212,6 +214,36 @@ TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddres
   g.graph.cache_bytes = o.cache_mb < 0 ? -1 : o.cache_mb << 20;
   if (!o.Typed()) g.graph.cache_fanouts = o.Fanouts();
   return g;
+}
+
+std::unique_ptr<SamplerProcesses> StartSamplers(const TrainOptions& o,
+                                                const PartitionConfig& config,
+                                                const TrainerGroup& group) {
+  std::vector<SamplerLaunch> launches(static_cast<size_t>(o.num_samplers));
+  for (int s = 0; s < o.num_samplers; ++s) {
+    SamplerLaunch& launch = launches[static_cast<size_t>(s)];
+    launch.ip_config = o.ip_config;
+    launch.part_config = o.part_config;
+    launch.machine_id = o.machine_id;
+    launch.num_servers = o.num_servers;
+    launch.trainer_id = group.rank;
+    launch.sampler_id = s;
+    launch.job_id = o.job_id;
+    launch.timeout = o.request_timeout;
+    launch.secret_file = o.secret_file;
+    launch.insecure = o.insecure;
+    launch.aggregate_at_owner = o.AggregatesAtOwner();
+    launch.input_means = o.TakesMeans();
+    launch.wire_dtype = o.wire_dtype;
+    // A typed --fan_out names relations, which the cache's ranking does not
+    // read; typed partitions have no cache.
+    launch.cache_mb = o.Typed() ? 0 : o.cache_mb;
+    launch.cache_fan_out = o.Typed() ? "-1" : o.fan_out;
+  }
+  const net::Hello hello{config.graph_name, Sha256File(o.part_config), o.job_id};
+  return std::make_unique<SamplerProcesses>(SelfDir() + "/gnn-sampler", std::move(launches), hello,
+                                            o.prefetch, static_cast<int>(o.request_timeout.count()),
+                                            group.keys);
 }
 
 }  // namespace gnn

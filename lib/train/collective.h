@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "client/dist_graph.h"
+#include "client/sampler_service.h"
 #include "net/ip_config.h"
 #include "net/security.h"
 #include "train/trainer.h"
@@ -91,5 +92,14 @@ struct TrainerGroup {
 };
 TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddress>& machines,
                           int num_parts);
+
+// This trainer's o.num_samplers gnn-sampler processes (the binary beside
+// gnn-train), each launched with the job's settings and this trainer's
+// rank; connected when it returns. GraphSAGE-like models get the owners'
+// aggregation and input means where TrainOptions asks for them, typed
+// models neither (nor the hot-row cache: their partitions have none).
+std::unique_ptr<SamplerProcesses> StartSamplers(const TrainOptions& o,
+                                                const PartitionConfig& config,
+                                                const TrainerGroup& group);
 
 }  // namespace gnn

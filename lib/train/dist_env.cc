@@ -2,9 +2,6 @@
 // nodes (node_split with force_even), mini-batches from in-process sampling
 // or from its own gnn-sampler processes, gradient all-reduce and
 // distributed layer-wise evaluation.
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -130,42 +127,6 @@ class Prefetcher {
   bool stop_ = false;
 };
 
-// gnn-sampler child processes of this trainer; they die with it
-// (PR_SET_PDEATHSIG) and are reaped on destruction.
-class SamplerChildren {
- public:
-  ~SamplerChildren() {
-    for (pid_t pid : pids_) {
-      auto deadline = Clock::now() + std::chrono::seconds(5);
-      int status = 0;
-      while (waitpid(pid, &status, WNOHANG) == 0) {
-        if (Clock::now() > deadline) {
-          kill(pid, SIGKILL);
-          waitpid(pid, &status, 0);
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-    }
-  }
-  void Spawn(const std::vector<std::string>& argv) { pids_.push_back(SpawnChild(argv, SIGTERM)); }
-  // "" if all run; otherwise which one exited and how.
-  std::string Exited() {
-    for (size_t i = 0; i < pids_.size(); ++i) {
-      int status = 0;
-      if (waitpid(pids_[i], &status, WNOHANG) == pids_[i]) {
-        const std::string how = DescribeWaitStatus(status);
-        pids_.erase(pids_.begin() + static_cast<long>(i));
-        return "gnn-sampler " + std::to_string(i) + " " + how;
-      }
-    }
-    return "";
-  }
-
- private:
-  std::vector<pid_t> pids_;
-};
-
 class DistEnv : public TrainEnv {
  public:
   DistEnv(const TrainOptions& o, const PartitionConfig& config)
@@ -177,7 +138,6 @@ class DistEnv : public TrainEnv {
     part_ = MachinePartition(o.machine_id, config.num_parts);
     rank_ = group.rank;
     world_ = group.world;
-    keys_ = group.keys;
     collective_ = std::move(group.collective);
 
     graph_ = std::make_unique<DistGraph>(group.graph);
@@ -222,44 +182,15 @@ class DistEnv : public TrainEnv {
     }
 
     if (o.num_samplers > 0) {
-      const net::Hello hello{config.graph_name, Sha256File(o.part_config), o.job_id};
-      pool_ = std::make_unique<SamplerPool>("tcp://127.0.0.1:*", o.num_samplers, hello, o.prefetch,
-                                            static_cast<int>(o.request_timeout.count()), keys_);
-      for (int s = 0; s < o.num_samplers; ++s) {
-        SamplerLaunch launch;
-        launch.ip_config = o.ip_config;
-        launch.part_config = o.part_config;
-        launch.machine_id = o.machine_id;
-        launch.num_servers = o.num_servers;
-        launch.trainer_endpoint = pool_->endpoint();
-        launch.trainer_id = rank_;
-        launch.sampler_id = s;
-        launch.job_id = o.job_id;
-        launch.timeout = o.request_timeout;
-        launch.secret_file = o.secret_file;
-        launch.insecure = o.insecure;
-        launch.aggregate_at_owner = o.AggregatesAtOwner();
-        launch.input_means = o.TakesMeans();
-        launch.wire_dtype = o.wire_dtype;
-        launch.cache_mb = o.cache_mb;
-        launch.cache_fan_out = o.fan_out;
-        children_.Spawn(launch.ToArgv(SelfDir() + "/gnn-sampler"));
-      }
-      pool_->SetLivenessCheck([this] { return children_.Exited(); });
-      try {
-        pool_->WaitForSamplers(static_cast<int>(o.request_timeout.count()));
-      } catch (const Error& e) {
-        std::string exited = children_.Exited();
-        throw PeerError(std::string(e.what()) + (exited.empty() ? "" : " (" + exited + ")"));
-      }
+      samplers_ = StartSamplers(o, config, group);
     } else {
       prefetcher_ = std::make_unique<Prefetcher>(
           group.graph, o.prefetch,
           o.Kind() == TaskKind::kLink ? [this](net::SeedBatch* sb) { PlanLinkBatch(sb); }
                                       : std::function<void(net::SeedBatch*)>());
     }
-    if (pool_ && o.Kind() == TaskKind::kLink)
-      pool_->SetPrepare([this](net::SeedBatch* sb) { PlanLinkBatch(sb); });
+    if (samplers_ && o.Kind() == TaskKind::kLink)
+      samplers_->pool().SetPrepare([this](net::SeedBatch* sb) { PlanLinkBatch(sb); });
   }
 
   // --task link: a batch is sent as a slice of edge positions and planned
@@ -278,15 +209,6 @@ class DistEnv : public TrainEnv {
     plan.exclude.clear();
     std::lock_guard<std::mutex> lock(plans_mu_);
     plans_[sb->index] = std::move(plan);
-  }
-
-  ~DistEnv() override {
-    if (pool_) {
-      try {
-        pool_->Stop();
-      } catch (...) {
-      }
-    }
   }
 
   int rank() const override { return rank_; }
@@ -324,8 +246,8 @@ class DistEnv : public TrainEnv {
                       seeds.begin() + n * (b + 1) / num_batches_);
       batches.push_back(std::move(sb));
     }
-    if (pool_) {
-      pool_->Start(std::move(batches));
+    if (samplers_) {
+      samplers_->pool().Start(std::move(batches));
     } else {
       prefetcher_->Start(std::move(batches));
     }
@@ -333,15 +255,10 @@ class DistEnv : public TrainEnv {
 
   std::optional<MiniBatch> Next() override {
     std::optional<MiniBatch> mb;
-    if (!pool_) {
+    if (!samplers_) {
       mb = prefetcher_->Next();
     } else {
-      try {
-        mb = pool_->Next();
-      } catch (const Error& e) {
-        std::string exited = children_.Exited();
-        throw PeerError(std::string(e.what()) + (exited.empty() ? "" : " (" + exited + ")"));
-      }
+      mb = samplers_->Next();
     }
     if (mb && o_.Kind() == TaskKind::kLink) {
       std::unique_lock<std::mutex> lock(plans_mu_);
@@ -613,9 +530,7 @@ class DistEnv : public TrainEnv {
   LabeledSplits labeled_;
   bool labeled_ready_ = false;
   int64_t num_batches_ = 0;
-  SamplerChildren children_;
-  net::JobKeys keys_;
-  std::unique_ptr<SamplerPool> pool_;
+  std::unique_ptr<SamplerProcesses> samplers_;
   std::unique_ptr<Prefetcher> prefetcher_;
 };
 

@@ -1,6 +1,7 @@
 // The distributed heterogeneous source: typed sampling and pulls from the
-// servers (DistGraph), embedding rows at the servers of their partitions,
-// and the trainers' collective for gradients.
+// servers (DistGraph, in the trainer or in its gnn-sampler processes),
+// embedding rows at the servers of their partitions, and the trainers'
+// collective for gradients.
 //
 // A sparse step: every rank all-gathers (ids, gradient rows) of its batch,
 // combines them as DGL does (mean over the ranks that used a row) and
@@ -14,6 +15,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/timer.h"
+#include "net/batch_codec.h"
 #include "net/ip_config.h"
 #include "net/ports.h"
 #include "net/security.h"
@@ -28,9 +30,6 @@ namespace {
 class DistHeteroSource : public HeteroSource {
  public:
   DistHeteroSource(const TrainOptions& o, const PartitionConfig& config) : o_(o), config_(config) {
-    if (o.num_samplers > 0) {
-      throw ConfigError("--model rgcn samples in the trainer: use --num_samplers 0");
-    }
     const std::vector<MachineAddress> machines = ReadIpConfig(o.ip_config);
     const int num_machines = static_cast<int>(machines.size());
     CheckMachinesForParts(config.num_parts, num_machines, o.ip_config);
@@ -50,6 +49,13 @@ class DistHeteroSource : public HeteroSource {
       specs_[t].lr = o.sparse_lr;
       specs_[t].seed = MixSeed(o.seed, 0x656d62);  // as the standalone tables
     }
+    if (o.num_samplers > 0) {
+      samplers_ = StartSamplers(o, config, group);
+      schema_.num_rels = static_cast<int64_t>(config.etypes.size());
+      schema_.feature_dims = config.ntype_feature_dims;
+      schema_.feature_dims.resize(T, 0);
+      schema_.type_of = [this](int64_t v) { return config_.NtypeOf(v); };
+    }
   }
 
   int rank() const override { return rank_; }
@@ -65,17 +71,34 @@ class DistHeteroSource : public HeteroSource {
 
   HeteroBatch Sample(const std::vector<int64_t>& seeds,
                      const std::vector<std::vector<int>>& fanouts, uint64_t rng_seed) override {
-    HeteroBatch b;
-    b.seeds = seeds;
-    b.blocks = graph_->SampleTypedBlocks(seeds, fanouts, o_.sample_replace, rng_seed);
-    const size_t T = config_.ntypes.size();
-    b.GroupInputsByType(T, [&](int64_t v) { return config_.NtypeOf(v); });
-    for (size_t t = 0; t < T; ++t) {
-      if (t < config_.ntype_feature_dims.size() && config_.ntype_feature_dims[t] > 0 &&
-          !b.ids[t].empty())
-        graph_->PullTyped(static_cast<int>(t), b.ids[t], &b.features[t]);
+    return graph_->MakeTypedBatch(seeds, fanouts, o_.sample_replace, rng_seed);
+  }
+
+  // With --num_samplers, the plans go to this trainer's gnn-sampler
+  // processes at once, which make each batch as Sample does (the same
+  // DistGraph::MakeTypedBatch) and send it back; the embedding rows are
+  // pulled here when the batch is used.
+  void Start(std::vector<TypedBatchPlan> plans,
+             const std::vector<std::vector<int>>& fanouts) override {
+    if (!samplers_) return HeteroSource::Start(std::move(plans), fanouts);
+    std::vector<net::TypedSeedBatch> batches;
+    for (TypedBatchPlan& p : plans) {
+      net::TypedSeedBatch sb;
+      sb.index = p.index;
+      sb.rng_seed = p.rng_seed;
+      sb.replace = o_.sample_replace;
+      sb.fanouts = fanouts;
+      sb.seeds = std::move(p.seeds);
+      batches.push_back(std::move(sb));
     }
-    if (!seeds.empty()) graph_->PullLabels(seeds, &b.labels);
+    samplers_->pool().Start(std::move(batches));
+  }
+  HeteroBatch Next() override {
+    if (!samplers_) return HeteroSource::Next();
+    std::optional<net::Message> m = samplers_->NextMessage();
+    if (!m) throw DataError("no typed batch planned");
+    HeteroBatch b = net::DecodeTypedMiniBatch(*m, schema_);
+    sampler_wire_bytes_ += b.wire_bytes;
     return b;
   }
 
@@ -178,7 +201,9 @@ class DistHeteroSource : public HeteroSource {
   std::vector<double> SumOverRanks(std::vector<double> v) override {
     return collective_->AllreduceSum(v);
   }
-  uint64_t WireBytes() const override { return graph_->wire_bytes(); }
+  // This trainer's requests (embedding rows, evaluation without samplers)
+  // and its samplers' for its batches.
+  uint64_t WireBytes() const override { return graph_->wire_bytes() + sampler_wire_bytes_; }
 
  private:
   const TrainOptions& o_;
@@ -187,6 +212,9 @@ class DistHeteroSource : public HeteroSource {
   std::unique_ptr<Collective> collective_;
   std::unique_ptr<DistGraph> graph_;
   std::vector<net::EmbSpec> specs_;
+  std::unique_ptr<SamplerProcesses> samplers_;  // --num_samplers > 0
+  net::TypedBatchSchema schema_;                // what their batches are checked against
+  uint64_t sampler_wire_bytes_ = 0;
 };
 
 }  // namespace

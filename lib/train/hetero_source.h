@@ -13,38 +13,16 @@
 #include "common/error.h"
 #include "common/sha256.h"
 #include "partition/config.h"
-#include "sampling/block.h"
+#include "sampling/typed_sampler.h"
 #include "train/trainer.h"
 
 namespace gnn {
 
-// One heterogeneous mini-batch: typed blocks (Block::etypes set), the
-// seeds' labels, and per node type which rows of block 0's sources are of
-// that type (positions, global ids) and, for types with features, their
-// feature rows [ids.size(), feature_dims[t]].
-struct HeteroBatch {
+// One batch a Learner will take: its number, seeds and sampling seed.
+struct TypedBatchPlan {
+  int64_t index = 0;
   std::vector<int64_t> seeds;
-  std::vector<Block> blocks;
-  std::vector<int64_t> labels;
-  std::vector<std::vector<int64_t>> positions, ids;
-  std::vector<std::vector<float>> features;
-
-  // Fills positions and ids from block 0's sources (`type_of(id)`: a node
-  // type in [0, num_types), or -1, a DataError) and sizes `features`.
-  template <typename TypeOf>
-  void GroupInputsByType(size_t num_types, TypeOf type_of) {
-    positions.assign(num_types, {});
-    ids.assign(num_types, {});
-    features.assign(num_types, {});
-    const std::vector<int64_t>& src = blocks.front().src_nodes;
-    for (size_t i = 0; i < src.size(); ++i) {
-      const int t = type_of(src[i]);
-      if (t < 0 || static_cast<size_t>(t) >= num_types)
-        throw DataError("node " + std::to_string(src[i]) + " has no node type");
-      positions[static_cast<size_t>(t)].push_back(static_cast<int64_t>(i));
-      ids[static_cast<size_t>(t)].push_back(src[i]);
-    }
-  }
+  uint64_t rng_seed = 0;
 };
 
 class HeteroSource {
@@ -59,6 +37,25 @@ class HeteroSource {
   // Samples and gathers a batch for `seeds` (fanouts[layer][relation]).
   virtual HeteroBatch Sample(const std::vector<int64_t>& seeds,
                              const std::vector<std::vector<int>>& fanouts, uint64_t rng_seed) = 0;
+  // The batches the Learner takes next, in order (an epoch's from its first
+  // batch, or an evaluation's), in place of any earlier plan; Next returns
+  // them one by one, each what Sample returns for it. A source with
+  // gnn-sampler processes starts sampling them ahead at once; this one
+  // samples each when it is asked for.
+  virtual void Start(std::vector<TypedBatchPlan> plans,
+                     const std::vector<std::vector<int>>& fanouts) {
+    plans_ = std::move(plans);
+    fanouts_ = fanouts;
+    next_ = 0;
+  }
+  // The next planned batch (DataError past the last).
+  virtual HeteroBatch Next() {
+    if (next_ >= plans_.size()) throw DataError("no typed batch planned");
+    TypedBatchPlan p = std::move(plans_[next_++]);
+    HeteroBatch b = Sample(p.seeds, fanouts_, p.rng_seed);
+    b.index = p.index;
+    return b;
+  }
   // Embedding rows [ids.size(), dim] of featureless type t.
   virtual void PullEmbeddings(int t, const std::vector<int64_t>& ids, std::vector<float>* out) = 0;
   // One sparse optimizer step for type t: every rank calls it with the rows
@@ -83,6 +80,11 @@ class HeteroSource {
   virtual std::vector<double> SumOverRanks(std::vector<double> v) { return v; }
   // Bytes this rank sent and received over sockets (0 standalone).
   virtual uint64_t WireBytes() const { return 0; }
+
+ private:
+  std::vector<TypedBatchPlan> plans_;
+  std::vector<std::vector<int>> fanouts_;
+  size_t next_ = 0;
 };
 
 // Loads partition 0 of a 1-partition heterogeneous config.

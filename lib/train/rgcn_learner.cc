@@ -82,17 +82,30 @@ class RgcnLearner : public Learner {
   std::string Signature() const override { return RgcnSignature(o_, config_); }
   int64_t NumBatches() const override { return num_batches_; }
 
-  void StartEpoch(int epoch, int64_t) override {
-    batches_ = EpochBatches(train_nodes_, num_batches_, o_.seed, static_cast<int64_t>(epoch), true);
+  // The epoch's batches from `first` on, planned at once: gnn-sampler
+  // processes sample them ahead (the seeds and sampling seed of batch i do
+  // not depend on where it is sampled, nor on where the epoch resumed).
+  void StartEpoch(int epoch, int64_t first) override {
+    std::vector<std::vector<int64_t>> batches =
+        EpochBatches(train_nodes_, num_batches_, o_.seed, static_cast<int64_t>(epoch), true);
+    std::vector<TypedBatchPlan> plans;
+    for (int64_t i = first; i < num_batches_; ++i) {
+      plans.push_back(
+          {i, std::move(batches[static_cast<size_t>(i)]),
+           MixSeed(MixSeed(o_.seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(i))});
+    }
+    source_->Start(std::move(plans), fanouts_);
   }
-  bool NextBatch(int epoch, int64_t i) override {
+  bool NextBatch(int, int64_t i) override {
     rbs_.clear();
     emb_rows_.clear();
     emb_.clear();
     if (i >= num_batches_) return false;
-    batch_ = source_->Sample(
-        batches_[static_cast<size_t>(i)], fanouts_,
-        MixSeed(MixSeed(o_.seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(i)));
+    batch_ = source_->Next();
+    if (batch_.index != i) {
+      throw ProtocolError("typed batch " + std::to_string(batch_.index) + " came in place of " +
+                          std::to_string(i));
+    }
     return true;
   }
   torch::Tensor Loss() override {
@@ -230,11 +243,17 @@ class RgcnLearner : public Learner {
     const std::vector<int64_t> nodes = source_->SplitNodes(m);
     double correct = 0;
     const int64_t n = static_cast<int64_t>(nodes.size());
+    std::vector<TypedBatchPlan> plans;
     for (int64_t begin = 0, i = 0; begin < n; begin += o_.batch_size_eval, ++i) {
       const int64_t end = std::min(n, begin + o_.batch_size_eval);
-      HeteroBatch b =
-          source_->Sample({nodes.begin() + begin, nodes.begin() + end}, fanouts_,
-                          MixSeed(MixSeed(o_.seed, 0x6576616c), static_cast<uint64_t>(i)));
+      plans.push_back({i,
+                       {nodes.begin() + begin, nodes.begin() + end},
+                       MixSeed(MixSeed(o_.seed, 0x6576616c), static_cast<uint64_t>(i))});
+    }
+    const size_t count = plans.size();
+    source_->Start(std::move(plans), fanouts_);
+    for (size_t i = 0; i < count; ++i) {
+      HeteroBatch b = source_->Next();
       torch::Tensor out = Forward(b, false);
       torch::Tensor labels =
           torch::from_blob(b.labels.data(), {static_cast<int64_t>(b.labels.size())}, torch::kInt64);
@@ -253,7 +272,6 @@ class RgcnLearner : public Learner {
   RGCN model_;
   std::vector<int64_t> train_nodes_;
   int64_t num_batches_ = 0;
-  std::vector<std::vector<int64_t>> batches_;  // this epoch's
   // The current batch and what its autograd graph views.
   HeteroBatch batch_;
   std::vector<RelationBlock> rbs_;

@@ -123,10 +123,11 @@ int DefaultTorchThreads(const TrainOptions& o) {
   // threads; distributed: the in-process sampling thread, or this
   // trainer's gnn-sampler processes). OpenMP threads that share a core with
   // a sampler spin while it runs, and both slow down.
-  // --model rgcn samples inside its training loop, between steps.
-  const int samplers = o.Typed()      ? 0
-                       : o.standalone ? o.num_workers
-                                      : (o.num_samplers == 0 ? 1 : o.num_samplers);
+  // Typed models without gnn-sampler processes sample inside their
+  // training loop, between steps.
+  const int samplers = o.standalone ? (o.Typed() ? 0 : o.num_workers)
+                       : o.Typed()  ? o.num_samplers
+                                    : (o.num_samplers == 0 ? 1 : o.num_samplers);
   return std::max(1, CoreShare(o) - samplers);
 }
 

@@ -1,6 +1,7 @@
 // gnn-train --model rgcn on a heterogeneous partitioning (synthetic:mag-small:
 // papers with features, authors, institutions and fields of study without),
-// run as real processes: accuracy, learnt embeddings, exact resume, errors.
+// run as real processes: accuracy, learnt embeddings, exact resume, errors,
+// gnn-sampler processes making the typed batches.
 #include <signal.h>
 #include <unistd.h>
 
@@ -96,8 +97,8 @@ std::vector<std::string> LaunchArgs(const test::TempDir& dir, const std::string&
 }
 
 json Launch(const test::TempDir& dir, const std::string& config, int machines,
-            const std::string& train) {
-  auto r = RunProcess(LaunchArgs(dir, config, machines, train), 900);
+            const std::string& train, const std::vector<std::string>& extra = {}) {
+  auto r = RunProcess(LaunchArgs(dir, config, machines, train, extra), 900);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   return json::parse(test::LastLine(r.out));
@@ -132,6 +133,42 @@ TEST_CASE("distributed RGCN: one machine equals standalone, two machines learn a
       Launch(dir, two, 2, Trainer("--num_epochs 2 --resume --checkpoint_dir " + ckpt));
   CHECK(resumed["param_checksum"] == dist2["param_checksum"]);
   CHECK(resumed["embedding_checksum"] == dist2["embedding_checksum"]);
+  CHECK(resumed["epochs_run"] == 1);
+}
+
+TEST_CASE("RGCN and RGAT with gnn-sampler processes train exactly as with in-process sampling",
+          "[e2e]") {
+  test::TempDir dir;
+  const std::string two = MagParts(dir, 2, "two");
+  const std::vector<std::string> samplers = {"--num_samplers", "2"};
+  for (const std::string model : {"rgcn", "rgat"}) {
+    INFO(model);
+    // Two machines, each trainer with two gnn-sampler children that sample
+    // typed blocks (its machine's partition read in place, the other's over
+    // sockets) and pull features and labels; the trainer pulls embedding
+    // rows. The batches are the in-process ones, so is everything learnt.
+    const std::string train =
+        Trainer(model == "rgat" ? "--num_epochs 2 --num_heads 4" : "--num_epochs 2", model);
+    const json in_process = Launch(dir, two, 2, train);
+    const json spawned = Launch(dir, two, 2, train, samplers);
+    INFO(in_process.dump() << "\n" << spawned.dump());
+    CHECK(spawned["num_trainers"] == 2);
+    CHECK(spawned["param_checksum"] == in_process["param_checksum"]);
+    CHECK(spawned["embedding_checksum"] == in_process["embedding_checksum"]);
+    CHECK(spawned["final_test_acc"] == in_process["final_test_acc"]);
+    // RGCN's 2 epochs reach ~0.87 (as standalone); RGAT's are still far
+    // from converged (0.45 to 0.75 by seed), so only equality is checked.
+    if (model == "rgcn") CHECK(spawned["final_test_acc"].get<double>() > 0.8);
+    CHECK(spawned["wire_bytes_per_step"].get<double>() > 0);
+  }
+  // Resumed at an epoch's end with samplers: as the run never stopped.
+  const std::string ckpt = dir / "ckpt";
+  const json straight = Launch(dir, two, 2, Trainer("--num_epochs 2"), samplers);
+  Launch(dir, two, 2, Trainer("--num_epochs 1 --checkpoint_dir " + ckpt), samplers);
+  const json resumed =
+      Launch(dir, two, 2, Trainer("--num_epochs 2 --resume --checkpoint_dir " + ckpt), samplers);
+  CHECK(resumed["param_checksum"] == straight["param_checksum"]);
+  CHECK(resumed["embedding_checksum"] == straight["embedding_checksum"]);
   CHECK(resumed["epochs_run"] == 1);
 }
 
@@ -217,9 +254,6 @@ TEST_CASE("gnn-train --model rgcn bad input: one error line, non-zero exit", "[e
          "--sparse_optimizer must be adagrad or adam");
   expect({"--standalone", "--model", "rgcn", "--part_config", config, "--save_embeddings", "e.npy"},
          "--model rgcn has --save_model");
-  expect({"--model", "rgcn", "--part_config", config, "--ip_config", dir / "none.txt",
-          "--num_samplers", "2"},
-         "use --num_samplers 0");
   // --standalone takes one partition (checked once, for every model).
   expect({"--standalone", "--model", "rgcn", "--part_config", MagParts(dir, 2, "two")},
          "--standalone needs a 1-partition config");

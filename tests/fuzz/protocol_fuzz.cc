@@ -1,6 +1,7 @@
 // libFuzzer target for the wire protocol's decoders: net::Decode (header
 // frame + array frames), the typed messages (net/messages.h) and the
-// SeedBatch / MiniBatch codecs. The only
+// SeedBatch / MiniBatch codecs with their typed forms (TypedSeedBatch and
+// the HeteroBatch codec, relation ids of 1, 2 or 4 bytes). The only
 // acceptable failure is a ProtocolError; anything else (another exception,
 // a sanitizer report, a decoded message that breaks a documented invariant)
 // is a crash.
@@ -26,6 +27,7 @@
 namespace {
 
 using gnn::Block;
+using gnn::HeteroBatch;
 using gnn::MiniBatch;
 using gnn::ProtocolError;
 using namespace gnn::net;
@@ -124,6 +126,51 @@ void ExerciseTyped(const Message& m) {
   TypedRoundTrip<ErrorReply>(m, "ErrorReply");
 }
 
+// A receiver's view of a small typed graph: 300 relations (past a byte's
+// range), ids < 64 of type 0 (2 features), < 128 type 1 (none), then type
+// 2 (3 features).
+TypedBatchSchema FuzzSchema() {
+  return {300, {2, 0, 3}, [](int64_t v) { return v < 0 ? -1 : v < 64 ? 0 : v < 128 ? 1 : 2; }};
+}
+
+void CheckTypedBatches(const Message& m) {
+  try {
+    const TypedSeedBatch b = DecodeTypedSeedBatch(m);
+    if (b.fanouts.empty()) Broken("TypedSeedBatch without layers");
+    for (const std::vector<int>& f : b.fanouts) {
+      if (f.size() != b.fanouts[0].size()) Broken("TypedSeedBatch ragged fan-outs");
+      for (int x : f) {
+        if (x < -1 || x > (1 << 20)) Broken("TypedSeedBatch fan-out out of range");
+      }
+    }
+    const TypedSeedBatch again = DecodeTypedSeedBatch(EncodeTypedSeedBatch(b, 1));
+    if (again.seeds != b.seeds || again.fanouts != b.fanouts) Broken("TypedSeedBatch round trip");
+  } catch (const ProtocolError&) {
+  }
+  try {
+    const TypedBatchSchema schema = FuzzSchema();
+    const HeteroBatch b = DecodeTypedMiniBatch(m, schema);
+    if (b.blocks.empty() || b.labels.size() != b.seeds.size()) Broken("TypedMiniBatch shape");
+    for (const Block& blk : b.blocks) {
+      if (blk.etypes.size() != blk.indices.size()) Broken("TypedMiniBatch relations per edge");
+      for (int64_t e : blk.etypes) {
+        if (e < 0 || e >= schema.num_rels) Broken("TypedMiniBatch relation out of range");
+      }
+      for (int64_t x : blk.indices) {
+        if (x < 0 || x >= blk.num_src()) Broken("TypedMiniBatch index out of range");
+      }
+    }
+    for (size_t t = 0; t < 3; ++t) {
+      if (b.features[t].size() != b.ids[t].size() * static_cast<size_t>(schema.feature_dims[t]))
+        Broken("TypedMiniBatch rows of type " + std::to_string(t));
+    }
+    const HeteroBatch again = DecodeTypedMiniBatch(EncodeTypedMiniBatch(b, 1), schema);
+    if (again.features != b.features || again.blocks.back().etypes != b.blocks.back().etypes)
+      Broken("TypedMiniBatch round trip");
+  } catch (const ProtocolError&) {
+  }
+}
+
 void Exercise(Message& m) {
   CheckHeaderRoundTrip(m.header);
   (void)m.header.DebugString();
@@ -158,6 +205,10 @@ void Exercise(Message& m) {
       CheckMiniBatch(b);
     } catch (const ProtocolError&) {
     }
+  }
+  for (MsgType t : {MsgType::kTypedSeedBatch, MsgType::kTypedMiniBatch}) {
+    m.header.type = static_cast<uint16_t>(t);
+    CheckTypedBatches(m);
   }
   // Every typed decoder, with the message forced to each type in turn.
   for (uint16_t t = 1; t <= kMaxMsgType; ++t) {

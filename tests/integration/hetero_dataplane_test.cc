@@ -1,17 +1,25 @@
 // Heterogeneous serving on real sockets: typed sampling through servers of
 // 3 partitions draws, node for node (by input id), what one in-memory
 // partition draws; typed pulls return the partition files' rows; embedding
-// rows live at server 0 only; homogeneous requests are refused by name.
+// rows live at server 0 only; homogeneous requests are refused by name;
+// typed batches made by sampler threads and sent through a SamplerPool are
+// the trainer's own, bit for bit.
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <climits>
+#include <cstring>
 #include <map>
+#include <thread>
 
 #include "client/dist_graph.h"
+#include "client/sampler_service.h"
 #include "cluster_util.h"
 #include "common/error.h"
+#include "common/sha256.h"
+#include "net/batch_codec.h"
 #include "net/channel.h"
 #include "net/messages.h"
 #include "partition/hetero_local.h"
@@ -149,4 +157,103 @@ TEST_CASE("typed sampling over 3 servers equals one in-memory partition, by inpu
   std::vector<int64_t> ptr, idx;
   CHECK_THROWS_WITH(g.SampleNeighbors(seeds3, 5, false, 0, &ptr, &idx),
                     Catch::Contains("heterogeneous"));
+}
+
+TEST_CASE("typed batches from sampler threads equal the in-process ones bit for bit",
+          "[integration]") {
+  test::TempDir dir;
+  const std::string two = MagSmall(dir, 2, "two");
+  const PartitionConfig config = LoadPartitionConfig(two);
+  const std::string job = "typed-pool-" + std::to_string(::getpid());
+  const std::string ip = test::WriteLoopbackIpConfig(dir, 2);
+  test::ServerThreads servers(ip, two, 2, 1, job);
+  DistGraphOptions o;
+  o.part_config = two;
+  o.ip_config = ip;
+  o.endpoints = servers.endpoints();
+  o.job_id = job;
+  o.keys = test::Keys(job);
+  o.timeout = std::chrono::milliseconds(20000);
+
+  SamplerPool pool("tcp://127.0.0.1:*", 2, net::Hello{config.graph_name, Sha256File(two), job}, 2,
+                   20000, test::Keys(job));
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> samplers;
+  std::vector<std::string> errors(2);
+  for (int s = 0; s < 2; ++s) {
+    samplers.emplace_back([&, s] {
+      SamplerOptions so;
+      so.graph = o;
+      so.trainer_endpoint = pool.endpoint();
+      so.sampler_id = s;
+      try {
+        RunSampler(so, stop);
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(s)] = e.what();
+      }
+    });
+  }
+  pool.WaitForSamplers(20000);
+
+  // Training papers of both partitions, 6 batches, one of them empty (a
+  // rank whose share is one short).
+  DistGraph g(o);
+  const std::vector<int64_t> train = g.SplitNodes(0, 0, g.CountNodes(0));
+  REQUIRE(train.size() > 600);
+  const int64_t rels = static_cast<int64_t>(config.etypes.size());
+  const std::vector<std::vector<int>> fanouts = {std::vector<int>(static_cast<size_t>(rels), 4),
+                                                 std::vector<int>(static_cast<size_t>(rels), 6)};
+  std::vector<net::TypedSeedBatch> batches;
+  for (int b = 0; b < 6; ++b) {
+    net::TypedSeedBatch sb;
+    sb.index = b;
+    sb.rng_seed = 1000 + static_cast<uint64_t>(b);
+    sb.fanouts = fanouts;
+    if (b != 3) sb.seeds.assign(train.begin() + 100 * b, train.begin() + 100 * (b + 1));
+    batches.push_back(sb);
+  }
+  pool.Start(batches);
+  net::TypedBatchSchema schema;
+  schema.num_rels = rels;
+  schema.feature_dims = config.ntype_feature_dims;
+  schema.feature_dims.resize(config.ntypes.size(), 0);
+  schema.type_of = [&](int64_t v) { return config.NtypeOf(v); };
+  int64_t expect = 0;
+  while (std::optional<net::Message> m = pool.NextMessage()) {
+    INFO("batch " << expect);
+    REQUIRE(expect < 6);
+    CHECK(m->header.msg_type() == net::MsgType::kTypedMiniBatch);
+    const HeteroBatch got = net::DecodeTypedMiniBatch(*m, schema);
+    const net::TypedSeedBatch& sb = batches[static_cast<size_t>(expect)];
+    const HeteroBatch want = g.MakeTypedBatch(sb.seeds, sb.fanouts, false, sb.rng_seed);
+    CHECK(got.index == expect);
+    CHECK(got.seeds == want.seeds);
+    CHECK(got.labels == want.labels);
+    REQUIRE(got.blocks.size() == want.blocks.size());
+    for (size_t l = 0; l < want.blocks.size(); ++l) {
+      CHECK(got.blocks[l].num_dst == want.blocks[l].num_dst);
+      CHECK(got.blocks[l].src_nodes == want.blocks[l].src_nodes);
+      CHECK(got.blocks[l].indptr == want.blocks[l].indptr);
+      CHECK(got.blocks[l].indices == want.blocks[l].indices);
+      CHECK(got.blocks[l].etypes == want.blocks[l].etypes);
+    }
+    CHECK(got.positions == want.positions);
+    CHECK(got.ids == want.ids);
+    REQUIRE(got.features.size() == want.features.size());
+    for (size_t t = 0; t < want.features.size(); ++t) {
+      REQUIRE(got.features[t].size() == want.features[t].size());
+      CHECK(std::memcmp(got.features[t].data(), want.features[t].data(),
+                        want.features[t].size() * sizeof(float)) == 0);
+    }
+    if (expect != 3) {
+      CHECK(got.blocks.front().num_edges() > 0);
+      CHECK(got.wire_bytes > 0);
+    }
+    ++expect;
+  }
+  CHECK(expect == 6);
+  pool.Stop();
+  for (auto& t : samplers) t.join();
+  CHECK(errors[0].empty());
+  CHECK(errors[1].empty());
 }

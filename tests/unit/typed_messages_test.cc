@@ -3,8 +3,10 @@
 #include "net/typed_messages.h"
 
 #include <catch2/catch.hpp>
+#include <cstring>
 
 #include "common/error.h"
+#include "net/batch_codec.h"
 
 using namespace gnn;
 using namespace gnn::net;
@@ -141,4 +143,128 @@ TEST_CASE("a typed sample reply with a relation out of range or a bad width is r
   CHECK_THROWS_AS(TypedSampleReply::Decode(Received(w), asked, 1000, "p"), ProtocolError);
   w.header.ints.clear();
   CHECK_THROWS_AS(TypedSampleReply::Decode(Received(w), asked, 1000, "p"), ProtocolError);
+}
+
+namespace {
+
+// A two-layer typed batch over a graph of `rels` relations and three node
+// types (ids < 100: type 0 with 2 features, < 200: type 1 without, the
+// rest: type 2 with 3): relation ids up to rels - 1.
+HeteroBatch TypedBatch(int64_t rels) {
+  HeteroBatch b;
+  b.index = 4;
+  b.wire_bytes = 1234;
+  b.seeds = {10, 11};
+  b.labels = {1, 0};
+  Block top;  // seeds <- {10, 11, 150, 250}
+  top.src_nodes = {10, 11, 150, 250};
+  top.indptr = {0, 2, 3};
+  top.indices = {2, 3, 0};
+  top.etypes = {0, rels - 1, rels / 2};
+  Block bottom;  // {10, 11, 150, 250} <- + {12}
+  bottom.src_nodes = {10, 11, 150, 250, 12};
+  bottom.indptr = {0, 1, 1, 2, 2};
+  bottom.indices = {4, 0};
+  bottom.etypes = {rels - 1, 0};
+  b.blocks = {bottom, top};
+  b.GroupInputsByType(3, [](int64_t v) { return v < 100 ? 0 : v < 200 ? 1 : 2; });
+  b.features[0] = {0.5f, -1.25f, 2.0f, 3.5f, 1e-7f, -0.0f};  // nodes 10, 11, 12
+  b.features[2] = {7.0f, 8.0f, 9.0f};                        // node 250
+  return b;
+}
+
+TypedBatchSchema Schema(int64_t rels) {
+  return {rels, {2, 0, 3}, [](int64_t v) { return v < 0 ? -1 : v < 100 ? 0 : v < 200 ? 1 : 2; }};
+}
+
+}  // namespace
+
+TEST_CASE("a typed seed batch and a typed mini-batch round-trip bit for bit", "[unit][messages]") {
+  TypedSeedBatch sb;
+  sb.epoch = 3;
+  sb.index = 9;
+  sb.rng_seed = 0xfeedfacecafebeefULL;
+  sb.replace = true;
+  sb.fanouts = {{5, -1, 0}, {10, 10, 2}};
+  sb.seeds = {4, 8, 15};
+  const TypedSeedBatch sb2 = DecodeTypedSeedBatch(Received(EncodeTypedSeedBatch(sb, 2)));
+  CHECK(sb2.epoch == 3);
+  CHECK(sb2.index == 9);
+  CHECK(sb2.rng_seed == sb.rng_seed);
+  CHECK(sb2.replace);
+  CHECK(sb2.fanouts == sb.fanouts);
+  CHECK(sb2.seeds == sb.seeds);
+
+  for (const auto& [rels, width] :
+       std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {256, 1}, {257, 2}}) {
+    INFO(rels << " relations");
+    const HeteroBatch b = TypedBatch(rels);
+    const Message m = Received(EncodeTypedMiniBatch(b, 5));
+    CHECK(m.header.ints.back() == width);
+    const HeteroBatch d = DecodeTypedMiniBatch(m, Schema(rels));
+    CHECK(d.index == 4);
+    CHECK(d.wire_bytes == 1234u);
+    CHECK(d.seeds == b.seeds);
+    CHECK(d.labels == b.labels);
+    REQUIRE(d.blocks.size() == 2);
+    for (size_t l = 0; l < 2; ++l) {
+      CHECK(d.blocks[l].num_dst == b.blocks[l].num_src() - (l == 0 ? 1 : 2));
+      CHECK(d.blocks[l].src_nodes == b.blocks[l].src_nodes);
+      CHECK(d.blocks[l].indptr == b.blocks[l].indptr);
+      CHECK(d.blocks[l].indices == b.blocks[l].indices);
+      CHECK(d.blocks[l].etypes == b.blocks[l].etypes);
+    }
+    CHECK(d.positions == b.positions);
+    CHECK(d.ids == b.ids);
+    REQUIRE(d.features.size() == 3);
+    for (size_t t = 0; t < 3; ++t) {
+      REQUIRE(d.features[t].size() == b.features[t].size());
+      CHECK(std::memcmp(d.features[t].data(), b.features[t].data(),
+                        b.features[t].size() * sizeof(float)) == 0);
+    }
+  }
+}
+
+TEST_CASE("a malformed typed mini-batch is refused naming what is wrong", "[unit][messages]") {
+  const HeteroBatch b = TypedBatch(8);
+  // Relation 7 in a graph the receiver knows with 7 relations.
+  CHECK_THROWS_WITH(DecodeTypedMiniBatch(Received(EncodeTypedMiniBatch(b, 1)), Schema(7)),
+                    Catch::Contains("relation 7"));
+  // Another node type count; a node of no type.
+  TypedBatchSchema two = Schema(8);
+  two.feature_dims = {2, 0};
+  CHECK_THROWS_AS(DecodeTypedMiniBatch(Received(EncodeTypedMiniBatch(b, 1)), two), ProtocolError);
+  TypedBatchSchema none = Schema(8);
+  none.type_of = [](int64_t v) { return v == 250 ? -1 : 0; };
+  CHECK_THROWS_WITH(DecodeTypedMiniBatch(Received(EncodeTypedMiniBatch(b, 1)), none),
+                    Catch::Contains("node 250"));
+  // Rows missing, rows to spare.
+  HeteroBatch short_rows = b;
+  short_rows.features[2].pop_back();
+  CHECK_THROWS_AS(DecodeTypedMiniBatch(Received(EncodeTypedMiniBatch(short_rows, 1)), Schema(8)),
+                  ProtocolError);
+  HeteroBatch extra = b;
+  extra.features[0].push_back(1.0f);
+  CHECK_THROWS_AS(DecodeTypedMiniBatch(Received(EncodeTypedMiniBatch(extra, 1)), Schema(8)),
+                  ProtocolError);
+  // A relation missing beside an edge; an edge outside its block.
+  HeteroBatch no_rel = b;
+  no_rel.blocks[1].etypes.pop_back();
+  CHECK_THROWS_AS(DecodeTypedMiniBatch(Received(EncodeTypedMiniBatch(no_rel, 1)), Schema(8)),
+                  ProtocolError);
+  HeteroBatch bad_edge = b;
+  bad_edge.blocks[0].indices[0] = 5;
+  CHECK_THROWS_AS(DecodeTypedMiniBatch(Received(EncodeTypedMiniBatch(bad_edge, 1)), Schema(8)),
+                  ProtocolError);
+  // A seed batch with ragged or out-of-range fan-outs.
+  TypedSeedBatch sb;
+  sb.fanouts = {{5, 5}, {5, 5}};
+  sb.seeds = {1};
+  Message m = EncodeTypedSeedBatch(sb, 1);
+  m.header.ints[5] = 3;  // relations: 2 x 3 fan-outs claimed, 4 sent
+  CHECK_THROWS_AS(DecodeTypedSeedBatch(Received(m)), ProtocolError);
+  sb.fanouts = {{5, -2}};
+  CHECK_THROWS_AS(DecodeTypedSeedBatch(Received(EncodeTypedSeedBatch(sb, 1))), ProtocolError);
+  sb.fanouts = {{5}, {5, 5}};
+  CHECK_THROWS_AS(EncodeTypedSeedBatch(sb, 1), DataError);
 }
