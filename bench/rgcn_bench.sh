@@ -8,7 +8,8 @@
 # is the test accuracy at the best validation epoch (evaluated each epoch).
 # Usage: bash bench/rgcn_bench.sh [dataset] [epochs] [seeds] [parts...]
 #   defaults: synthetic:mag-small 10 "1 2 3" 1 2 4   (GNN_BATCH: global batch, 256;
-#   MODEL=rgat: RGAT, 4 heads, the same skeleton, instead of RGCN)
+#   MODEL=rgat: RGAT, 4 heads, the same skeleton, instead of RGCN;
+#   GNN_TRAIN_FLAGS: more gnn-train flags, e.g. "--wire_dtype float32")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN="$(pwd)/${GNN_BUILD_DIR:-build}/apps"
@@ -26,7 +27,7 @@ MODEL="${MODEL:-rgcn}"
 MODEL_FLAGS="--num_bases 2"
 [ "$MODEL" = rgat ] && MODEL_FLAGS="--num_heads 4 --attn_drop 0"
 TRAIN="--model $MODEL $MODEL_FLAGS --num_epochs $EPOCHS --eval_every 1 --fan_out 25,10 \
-  --num_hidden 64 --lr 0.01 --dropout 0.5 --sparse_lr 0.06 --num_omp_threads 1"
+  --num_hidden 64 --lr 0.01 --dropout 0.5 --sparse_lr 0.06 --num_omp_threads 1 ${GNN_TRAIN_FLAGS:-}"
 
 for p in $PARTS; do
   gnn-partition --dataset "$DATASET" --undirected --balance_train --num_parts "$p" \
@@ -47,7 +48,7 @@ for p in $PARTS; do
   done
 done
 
-/usr/bin/python3 - "$WORK" "$DATASET" "$EPOCHS" "$SEEDS" "$PARTS" "$BATCH" "$MODEL" "$MODEL_FLAGS" <<'PY'
+/usr/bin/python3 - "$WORK" "$DATASET" "$EPOCHS" "$SEEDS" "$PARTS" "$BATCH" "$MODEL" "$MODEL_FLAGS ${GNN_TRAIN_FLAGS:-}" <<'PY'
 import json, statistics, sys
 work, dataset, epochs, seeds, parts, batch = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(), sys.argv[5].split(), sys.argv[6]
 model, model_flags = sys.argv[7], sys.argv[8]

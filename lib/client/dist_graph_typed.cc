@@ -104,9 +104,15 @@ size_t DistGraph::EmbChunk(int64_t dim) {
 
 namespace {
 
-// Rows of a float reply placed at positions `where` of `out` (width dim).
+// Rows of a reply placed, as floats, at positions `where` of `out` (width
+// dim).
 void Place(const net::PullFeaturesReply& rep, const std::vector<size_t>& where, size_t first,
            size_t count, int64_t dim, std::vector<float>* out) {
+  if (rep.format != net::RowFormat::kFloat32) {
+    for (size_t j = 0; j < count; ++j)
+      rep.RowTo(j, out->data() + where[first + j] * static_cast<size_t>(dim));
+    return;
+  }
   const float* rows = rep.data();
   for (size_t j = 0; j < count; ++j) {
     std::memcpy(out->data() + where[first + j] * static_cast<size_t>(dim),
@@ -120,14 +126,15 @@ namespace {
 
 // Rows of width `dim` for ids[pos[p]...] of every partition p but `skip`,
 // in requests of at most `chunk` ids, all in flight at once: `request(p,
-// ids)` makes partition p's request and `conn(p)` names its server; the
-// replies are checked against what was asked and placed at the ids'
-// positions of `out`. `while_in_flight` runs once every request is sent.
+// ids)` makes partition p's request (asking for rows in `format`) and
+// `conn(p)` names its server; the replies are checked against what was
+// asked and placed at the ids' positions of `out`. `while_in_flight` runs
+// once every request is sent.
 template <typename Request, typename Conn>
 void PullRows(const std::vector<int64_t>& ids, const std::vector<std::vector<size_t>>& pos,
-              int64_t dim, size_t chunk, int skip, const char* what, int timeout_ms,
-              Request request, Conn conn, uint64_t* wire_bytes, std::vector<float>* out,
-              const std::function<void()>& while_in_flight) {
+              int64_t dim, net::RowFormat format, size_t chunk, int skip, const char* what,
+              int timeout_ms, Request request, Conn conn, uint64_t* wire_bytes,
+              std::vector<float>* out, const std::function<void()>& while_in_flight) {
   struct Pending {
     net::Connection* conn;
     uint64_t rid;
@@ -145,9 +152,10 @@ void PullRows(const std::vector<int64_t>& ids, const std::vector<std::vector<siz
       for (size_t j = 0; j < count; ++j) asked[j] = ids[pos[p][first + j]];
       *wire_bytes += count * sizeof(int64_t);
       net::Connection& c = conn(p);
-      const uint64_t rid = c.Start(request(asked).Encode(0),
-                                   count * static_cast<size_t>(dim) * sizeof(float), deadline);
-      pending.push_back({&c, rid, p, first, net::PullFeatures{std::move(asked)}});
+      const uint64_t rid =
+          c.Start(request(asked).Encode(0),
+                  count * static_cast<size_t>(dim) * net::RowFormatBytes(format), deadline);
+      pending.push_back({&c, rid, p, first, net::PullFeatures{std::move(asked), format}});
     }
   }
   while_in_flight();
@@ -180,11 +188,14 @@ void DistGraph::PullTyped(int ntype, const std::vector<int64_t>& ids, std::vecto
                   static_cast<size_t>(dim) * sizeof(float));
     }
   };
+  // Feature rows travel in --wire_dtype (they need no gradient), as plain
+  // graphs' rows do.
+  const net::RowFormat format = options_.wire_format;
   PullRows(
-      ids, pos, dim, EmbChunk(std::max<int64_t>(dim, 1)), hetero_part_, "PullTyped",
+      ids, pos, dim, format, EmbChunk(std::max<int64_t>(dim, 1)), hetero_part_, "PullTyped",
       static_cast<int>(options_.timeout.count()),
       [&](std::vector<int64_t> asked) {
-        return net::PullTyped{ntype, std::move(asked)};
+        return net::PullTyped{ntype, std::move(asked), format};
       },
       [&](int p) -> net::Connection& { return Pick(p); }, &wire_bytes_, out, local);
 }
@@ -193,7 +204,7 @@ void DistGraph::EmbPull(const net::EmbSpec& spec, const std::vector<int64_t>& id
                         std::vector<float>* out) {
   out->resize(ids.size() * static_cast<size_t>(spec.dim));
   PullRows(
-      ids, ByOwner(ids), spec.dim, EmbChunk(spec.dim), -1, "EmbPull",
+      ids, ByOwner(ids), spec.dim, net::RowFormat::kFloat32, EmbChunk(spec.dim), -1, "EmbPull",
       static_cast<int>(options_.timeout.count()),
       [&](std::vector<int64_t> asked) {
         return net::EmbPull{spec, std::move(asked)};

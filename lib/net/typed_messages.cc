@@ -207,15 +207,24 @@ TypedSampleReply TypedSampleReply::Decode(const Message& m, const TypedSampleReq
 }
 
 Message PullTyped::Encode(uint64_t request_id) const {
-  Message m = MakeMessage(MsgType::kPullTyped, request_id, {ntype});
+  std::vector<int64_t> ints = {ntype};
+  if (format != RowFormat::kFloat32) ints.push_back(static_cast<int64_t>(format));
+  Message m = MakeMessage(MsgType::kPullTyped, request_id, std::move(ints));
   AddArray(&m, ids);
   return m;
 }
 
 PullTyped PullTyped::Decode(const Message& m) {
-  Expect(m, MsgType::kPullTyped, 1, 1);
+  const bool narrow = m.header.msg_type() == MsgType::kPullTyped && m.header.ints.size() == 2;
+  Expect(m, MsgType::kPullTyped, narrow ? 2 : 1, 1);
   if (m.header.ints[0] < 0) Malformed(MsgType::kPullTyped, "negative node type");
-  return {m.header.ints[0], m.CopyArray<int64_t>(0)};
+  RowFormat format = RowFormat::kFloat32;
+  if (narrow) {
+    const int64_t f = m.header.ints[1];
+    if (f != 0 && f != 1) Malformed(MsgType::kPullTyped, "row format " + std::to_string(f));
+    format = static_cast<RowFormat>(f);
+  }
+  return {m.header.ints[0], m.CopyArray<int64_t>(0), format};
 }
 
 Message EmbPull::Encode(uint64_t request_id) const {

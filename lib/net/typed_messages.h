@@ -69,6 +69,7 @@ struct TypedSampleReply {
 struct PullTyped {
   int64_t ntype = 0;
   std::vector<int64_t> ids;
+  RowFormat format = RowFormat::kFloat32;  // of the reply's rows (a second int when narrow)
   Message Encode(uint64_t request_id) const;
   static PullTyped Decode(const Message& m);
 };

@@ -116,9 +116,13 @@ Message HeteroServing::OnPullTyped(const Message& req) {
                     " bytes");
   }
   const std::vector<int64_t> rows = Rows(t, r.ids);
-  net::PullFeaturesReply rep(dim, rows.size());
-  float* out = static_cast<float*>(rep.rows.data());
+  net::PullFeaturesReply rep(dim, rows.size(), r.format);
   const float* feat = part_.features[static_cast<size_t>(t)];
+  if (r.format != net::RowFormat::kFloat32) {
+    for (size_t i = 0; i < rows.size(); ++i) rep.SetRow(i, feat + rows[i] * dim);
+    return rep.Encode(req.header.request_id);
+  }
+  float* out = rep.data();
   for (size_t i = 0; i < rows.size(); ++i) {
     std::memcpy(out + i * static_cast<size_t>(dim), feat + rows[i] * dim,
                 static_cast<size_t>(dim) * sizeof(float));

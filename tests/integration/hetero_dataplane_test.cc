@@ -17,6 +17,7 @@
 #include "client/dist_graph.h"
 #include "client/sampler_service.h"
 #include "cluster_util.h"
+#include "common/bfloat16.h"
 #include "common/error.h"
 #include "common/sha256.h"
 #include "net/batch_codec.h"
@@ -117,6 +118,22 @@ TEST_CASE("typed sampling over 3 servers equals one in-memory partition, by inpu
     const int64_t v1 = from_input1.at(in3.at(papers[i]));
     const float* want = local.features[paper].data() + (v1 - local.ntype_ranges[paper].first) * dim;
     CHECK(std::equal(want, want + dim, rows.data() + i * dim));
+  }
+  // The narrow wire: the same rows rounded to bfloat16, in half the bytes.
+  {
+    DistGraphOptions narrow = o;
+    narrow.wire_format = net::RowFormat::kBfloat16;
+    DistGraph g16(narrow);
+    std::vector<float> rows16;
+    const uint64_t before32 = g.wire_bytes();
+    g.PullTyped(paper, papers, &rows);
+    const uint64_t bytes32 = g.wire_bytes() - before32;
+    g16.PullTyped(paper, papers, &rows16);
+    const uint64_t bytes16 = g16.wire_bytes();
+    REQUIRE(rows16.size() == rows.size());
+    for (size_t i = 0; i < rows.size(); ++i)
+      REQUIRE(rows16[i] == Bfloat16ToFloat(FloatToBfloat16(rows[i])));
+    CHECK(bytes16 < bytes32 * 6 / 10);
   }
 
   // Embedding rows: initial values keyed by input id (the same in any

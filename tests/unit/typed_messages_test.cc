@@ -52,6 +52,13 @@ TEST_CASE("heterogeneous messages round-trip", "[unit][messages]") {
   CHECK(EmbBlob::Decode(Received(EmbBlob{"xyz"}.Encode(1)), "p").bytes == "xyz");
   CHECK(EmbAck::Decode(Received(EmbAck{4}.Encode(1)), 4, "p").rows == 4);
   CHECK(PullTyped::Decode(Received(PullTyped{3, {7}}.Encode(1))).ntype == 3);
+  CHECK(PullTyped::Decode(Received(PullTyped{3, {7}}.Encode(1))).format == RowFormat::kFloat32);
+  const PullTyped narrow =
+      PullTyped::Decode(Received(PullTyped{2, {7, 8}, RowFormat::kBfloat16}.Encode(1)));
+  CHECK((narrow.ntype == 2 && narrow.ids == std::vector<int64_t>{7, 8} &&
+         narrow.format == RowFormat::kBfloat16));
+  // float32 keeps the one-int header the protocol had before narrow rows.
+  CHECK(PullTyped{3, {7}}.Encode(1).header.ints.size() == 1);
 }
 
 TEST_CASE("malformed heterogeneous messages are refused", "[unit][messages]") {
@@ -70,6 +77,10 @@ TEST_CASE("malformed heterogeneous messages are refused", "[unit][messages]") {
   CHECK_THROWS_AS(TypedSampleRequest::Decode(Received(m)), ProtocolError);
   m.header.ints[2] = 1 << 20;
   CHECK_THROWS_AS(TypedSampleRequest::Decode(Received(m)), ProtocolError);
+  // A row format that does not exist.
+  Message pull = PullTyped{1, {4}, RowFormat::kBfloat16}.Encode(1);
+  pull.header.ints[1] = 7;
+  CHECK_THROWS_WITH(PullTyped::Decode(Received(pull)), Catch::Contains("row format 7"));
   // Another type altogether.
   CHECK_THROWS_AS(EmbPull::Decode(Received(EmbAck{1}.Encode(1))), ProtocolError);
 }
