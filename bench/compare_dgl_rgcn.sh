@@ -5,6 +5,7 @@
 #
 #   bash bench/compare_dgl_rgcn.sh                                  # mag-small, 10 epochs, seeds 1 2 3
 #   GRAPH=mag EPOCHS=1 SEEDS="1" bash bench/compare_dgl_rgcn.sh     # ogbn-mag's size
+#   MODES=dist2 bash bench/compare_dgl_rgcn.sh                      # 2 machines (root)
 #
 # The graph (synthetic:$GRAPH) is written once as an OGB heterogeneous raw
 # folder (gnn-dataset --write_ogb); gnn-partition reads that folder (with
@@ -23,12 +24,20 @@
 # one process each, each system's own thread defaults (DGL: sampling in the
 # training loop, torch's threads = the cores; gnn: its sampling threads and
 # LibTorch threads).
+# MODES=dist2: 2 machines = network namespaces gnnrg0/1 (10.79.0.10/11 on
+# a bridge; needs root), 1 server + 1 trainer each, 1 LibTorch thread per
+# trainer, BATCH seeds per trainer per step in both systems; each system
+# partitions the graph its own way into 2 (gnn-partition --balance_train;
+# DGL's partition_graph, METIS balanced on training papers and edges).
+# gnn runs one per-node gnn-launch per machine; DGL's server and trainer
+# get the DGL_* environment its launcher sets, each machine a private
+# /dev/shm (DGL's shared-memory names are the same on every machine).
 # Prints seeds/s per run and its median per system (training seeds over
 # training time; evaluation excluded), the ratio of the medians gnn/DGL,
 # test accuracy mean +- sd per system, and the load average around each run
 # (the machine may be shared).
 #
-# Environment: GRAPH (mag-small), EPOCHS (10), SEEDS (1 2 3), BATCH (1024),
+# Environment: MODES (standalone; dist2; or both), GRAPH (mag-small), EPOCHS (10), SEEDS (1 2 3), BATCH (1024),
 # DGL_VENV (/opt/dgl/venv), WORK (a temporary folder; the dataset and
 # partitions there are reused), GNN_BUILD_DIR (build).
 set -euo pipefail
@@ -72,38 +81,118 @@ if [ ! -f "$WORK/check-$GRAPH.json" ]; then
   mv "$WORK/check-$GRAPH.json.tmp" "$WORK/check-$GRAPH.json"
 fi
 log "identical: $(cat "$WORK/check-$GRAPH.json")"
-
 load() { cut -d' ' -f1 /proc/loadavg; }
-run_gnn() {  # seed
-  local l0; l0=$(load)
+MODES=${MODES:-standalone}
+
+# --- two machines: network namespaces on a bridge -------------------------
+netns_down() {
+  for i in 0 1; do ip netns delete gnnrg$i 2>/dev/null || true; done
+  ip link delete gnnrgbr 2>/dev/null || true
+}
+netns_up() {
+  netns_down
+  ip link add gnnrgbr type bridge
+  ip link set gnnrgbr up
+  for i in 0 1; do
+    ip netns add gnnrg$i
+    ip link add gnnrgv$i type veth peer name gr$i
+    ip link set gr$i netns gnnrg$i
+    ip link set gnnrgv$i master gnnrgbr
+    ip link set gnnrgv$i up
+    ip netns exec gnnrg$i ip addr add 10.79.0.$((10 + i))/24 dev gr$i
+    ip netns exec gnnrg$i ip link set gr$i up
+    ip netns exec gnnrg$i ip link set lo up
+  done
+}
+
+run_gnn_standalone() {  # seed
   "$BIN/gnn-train" --standalone --part_config "$cfg" --model rgcn $COMMON --seed "$1" --quiet \
-    > "$WORK/gnn-s$1.out" 2> "$WORK/gnn-s$1.err"
-  echo "$l0 $(load)" > "$WORK/gnn-s$1.load"
+    > "$WORK/gnn-standalone-s$1.out" 2> "$WORK/gnn-standalone-s$1.err"
 }
-run_dgl() {  # seed
-  local l0; l0=$(load)
+run_dgl_standalone() {  # seed
   "$PY" "$HERE/dgl_rgcn_peer.py" train --dataset "$data" $COMMON --seed "$1" \
-    > "$WORK/dgl-s$1.out" 2> "$WORK/dgl-s$1.err"
-  echo "$l0 $(load)" > "$WORK/dgl-s$1.load"
+    > "$WORK/dgl-standalone-s$1.out" 2> "$WORK/dgl-standalone-s$1.err"
 }
-i=0
-for seed in $SEEDS; do
-  if [ $((i % 2)) = 0 ]; then
-    log "seed $seed: gnn"; run_gnn "$seed"; log "seed $seed: DGL"; run_dgl "$seed"
-  else
-    log "seed $seed: DGL"; run_dgl "$seed"; log "seed $seed: gnn"; run_gnn "$seed"
+run_gnn_dist2() {  # seed
+  printf '10.79.0.10 31150\n10.79.0.11 31150\n' > "$WORK/ip-ns.txt"
+  [ -f "$WORK/cluster.secret" ] ||
+    (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$WORK/cluster.secret")
+  local train="$BIN/gnn-train --model rgcn $COMMON --num_omp_threads 1 --seed $1 --quiet"
+  local pids=() i job="rg-$1-$RANDOM" rc=0
+  for i in 1 0; do
+    ip netns exec gnnrg$i "$BIN/gnn-launch" --machine_id $i --workspace "$WORK" \
+      --secret_file cluster.secret --ip_config ip-ns.txt --part_config "$cfg2" --num_trainers 1 \
+      --num_servers 1 --num_samplers 0 --master_port 29700 --job_id "$job" \
+      --log_dir "$WORK/gnn-logs-m$i" "$train" > "$WORK/gnn-m$i.out" 2> "$WORK/gnn-m$i.err" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+  [ "$rc" = 0 ] || { log "gnn dist2 failed, see $WORK/gnn-m*.err"; return 1; }
+  tail -1 "$WORK/gnn-m0.out" > "$WORK/gnn-dist2-s$1.out"
+}
+run_dgl_dist2() {  # seed
+  printf '10.79.0.10 30150\n10.79.0.11 30150\n' > "$WORK/ip-ns-dgl.txt"
+  local dcfg port=$((20000 + RANDOM % 20000)) i pids=() rc=0
+  dcfg=$(ls "$WORK"/dgl2-$GRAPH/*.json)
+  local env="DGL_IP_CONFIG=$WORK/ip-ns-dgl.txt DGL_CONF_PATH=$dcfg DGL_NUM_SERVER=1 DGL_NUM_CLIENT=2"
+  env+=" DGL_GRAPH_FORMAT=csc DGLBACKEND=pytorch"
+  local args="--part_config $dcfg --ip_config $WORK/ip-ns-dgl.txt $COMMON --seed $1 --num_omp_threads 1"
+  for i in 0 1; do
+    {
+      echo "mount -t tmpfs tmpfs /dev/shm"
+      echo "env $env DGL_ROLE=server DGL_SERVER_ID=$i OMP_NUM_THREADS=1 $PY $HERE/dgl_rgcn_peer.py train $args > $WORK/dgl-server$i.log 2>&1 &"
+      echo "env $env DGL_DIST_MODE=distributed DGL_ROLE=client DGL_NUM_SAMPLER=0 GLOO_SOCKET_IFNAME=gr$i DGL_GROUP_ID=0 MASTER_ADDR=10.79.0.10 MASTER_PORT=$port RANK=$i WORLD_SIZE=2 LOCAL_RANK=0 $PY $HERE/dgl_rgcn_peer.py train $args > $WORK/dgl-trainer$i.out 2> $WORK/dgl-trainer$i.log"
+      echo 'rc=$?; wait; exit $rc'
+    } > "$WORK/dgl-machine$i.sh"
+    ip netns exec gnnrg$i unshare -m bash "$WORK/dgl-machine$i.sh" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+  [ "$rc" = 0 ] || { log "DGL dist2 failed, see $WORK/dgl-*.log"; return 1; }
+  grep "^{" "$WORK/dgl-trainer0.out" | tail -1 > "$WORK/dgl-dist2-s$1.out"
+}
+run() {  # system mode seed
+  local l0; l0=$(load)
+  log "$2 seed $3: $1"
+  "run_$1_$2" "$3"
+  echo "$l0 $(load)" > "$WORK/$1-$2-s$3.load"
+}
+
+if [[ " $MODES " == *" dist2 "* ]]; then
+  cfg2=$WORK/g2-$GRAPH
+  if [ ! -d "$cfg2" ]; then
+    log "gnn-partition: 2 partitions"
+    "$BIN/gnn-partition" --dataset "$data" --undirected --balance_train --num_parts 2 \
+      --output "$cfg2" --quiet > /dev/null
   fi
-  i=$((i + 1))
+  cfg2=$(ls "$cfg2"/*.json)
+  if [ ! -d "$WORK/dgl2-$GRAPH" ]; then
+    log "DGL partition_graph: 2 partitions"
+    "$PY" "$HERE/dgl_rgcn_peer.py" partition "$data" 2 "$WORK/dgl2-$GRAPH" metis \
+      > "$WORK/dgl2-partition.json" 2> "$WORK/dgl2-partition.err"
+  fi
+  trap netns_down EXIT
+  netns_up
+fi
+for mode in $MODES; do
+  i=0
+  for seed in $SEEDS; do
+    if [ $((i % 2)) = 0 ]; then run gnn "$mode" "$seed"; run dgl "$mode" "$seed"
+    else run dgl "$mode" "$seed"; run gnn "$mode" "$seed"; fi
+    i=$((i + 1))
+  done
 done
 
-python3 - "$WORK" "$GRAPH" "$EPOCHS" "$BATCH" $SEEDS <<'PY'
+for mode in $MODES; do
+python3 - "$WORK" "$GRAPH" "$EPOCHS" "$BATCH" "$mode" $SEEDS <<'PY'
 import json, statistics, sys
-work, graph, epochs, batch, seeds = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+work, graph, epochs, batch, mode, seeds = *sys.argv[1:6], sys.argv[6:]
 def row(system, seed):
-    r = json.loads(open(f"{work}/{system}-s{seed}.out").read().strip().splitlines()[-1])
-    l0, l1 = open(f"{work}/{system}-s{seed}.load").read().split()
+    r = json.loads(open(f"{work}/{system}-{mode}-s{seed}.out").read().strip().splitlines()[-1])
+    l0, l1 = open(f"{work}/{system}-{mode}-s{seed}.load").read().split()
     return r, f"{l0}->{l1}"
-print(f"RGCN standalone on synthetic:{graph}, {epochs} epochs, batch {batch}, seeds {' '.join(seeds)}")
+print(f"RGCN {mode} on synthetic:{graph}, {epochs} epochs, batch {batch} per trainer, "
+      f"seeds {' '.join(seeds)}")
 print(f"{'seed':>4} {'system':>6} {'seeds/s':>9} {'s/epoch':>8} {'test acc':>9} {'load avg':>12}")
 res = {"gnn": [], "dgl": []}
 for s in seeds:
@@ -123,3 +212,4 @@ for k in ("gnn", "dgl"):
 diff = abs(statistics.mean(acc["gnn"]) - statistics.mean(acc["dgl"]))
 print(f"accuracy gap {diff:.4f} vs one sd (larger of the two) {max(sd(acc['gnn']), sd(acc['dgl'])):.4f}")
 PY
+done

@@ -30,8 +30,9 @@ entity_classify_dist.py, written from DGL's documented API:
     dropout), self-loop, no layer norm;
   * the example's sampler: seeds mapped to homogeneous ids, each hop one
     neighbour sampling of the homogeneous graph, dgl.to_block, relation of
-    every sampled edge from its id (map_to_per_etype), input node types
-    and per-type ids from theirs (map_to_per_ntype);
+    every sampled edge from its id (map_to_per_etype; DGL 2's distributed
+    sampler answers per relation, mapped back to homogeneous ids), input
+    node types and per-type ids from theirs (map_to_per_ntype);
   * Adam on the dense parameters (DistributedDataParallel when distributed),
     the sparse optimizer on the embeddings, cross-entropy on the seeds.
 Pinned (the example's ogbn-mag command, and gnn-train --model rgcn's
@@ -193,11 +194,7 @@ class Standalone:
         fr = dgl.sampling.sample_etype_neighbors(self.g, nodes, self.etype_offset, f,
                                                  copy_ndata=False, copy_edata=True,
                                                  etype_sorted=self.etype_sorted)
-        return fr, fr.edata[dgl.EID]
-
-    def per_etype(self, eids):
-        import dgl
-        return self.g.edata[dgl.ETYPE][eids]
+        return fr, self.g.edata[dgl.ETYPE][fr.edata[dgl.EID]]
 
     def per_ntype(self, nids):
         import dgl
@@ -252,10 +249,20 @@ class Distributed:
     def sample(self, nodes, fanout):
         import dgl
         fr = dgl.distributed.sample_etype_neighbors(self.g, nodes, fanout)
-        return fr, fr.edata[dgl.EID]
-
-    def per_etype(self, eids):
-        return self.gpb.map_to_per_etype(eids)[0]
+        if fr.is_homogeneous:  # (DGL < 2: homogeneous ids, as the example expects)
+            return fr, self.gpb.map_to_per_etype(fr.edata[dgl.EID])[0]
+        # DGL 2 gives the frontier per relation with per-type ids: back to
+        # the homogeneous ids of the example's sampler.
+        src, dst, rel = [], [], []
+        for i, c in enumerate(self.etypes):
+            if c not in fr.canonical_etypes:  # (only relations with sampled edges)
+                continue
+            u, v = fr.edges(etype=c)
+            src.append(self.gpb.map_to_homo_nid(u, c[0]))
+            dst.append(self.gpb.map_to_homo_nid(v, c[2]))
+            rel.append(torch.full((len(u),), i, dtype=torch.int64))
+        homo = dgl.graph((torch.cat(src), torch.cat(dst)), num_nodes=self.g.num_nodes())
+        return homo, torch.cat(rel)
 
     def per_ntype(self, nids):
         return self.gpb.map_to_per_ntype(nids)
@@ -336,10 +343,9 @@ def train(argv):
         cur = src.to_homo(seeds)
         blocks = []
         for fanout in reversed(fanouts):  # DGL order: the seeds' hop is the last
-            frontier, eids = src.sample(cur, fanout)
-            block = dgl.to_block(frontier, cur)
+            frontier, et = src.sample(cur, fanout)  # et: each edge's relation
+            block = dgl.to_block(frontier, cur)  # (keeps the frontier's edge order)
             cur = block.srcdata[dgl.NID]
-            et = src.per_etype(eids)  # to_block keeps the frontier's edge order
             if a.presorted:
                 # Edges grouped by relation: RelGraphConv(presorted=True) then
                 # multiplies each relation's run by its weight (segment_mm)
