@@ -7,9 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "common/error.h"
 
@@ -28,6 +26,30 @@ std::string ParentDir(const std::string& path) {
 
 }  // namespace
 
+std::string CannotMessage(const std::string& verb, const std::string& path, int err) {
+  return "cannot " + verb + " " + path + ": " + std::strerror(err);
+}
+
+std::string CannotMessage(const std::string& verb, const std::string& path,
+                          const std::error_code& ec) {
+  return "cannot " + verb + " " + path + ": " + ec.message();
+}
+
+int DirectoryErrno(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return errno;
+  return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+}
+
+FilePtr OpenForRead(const std::string& path) {
+  FilePtr f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!f) throw DataError(CannotMessage("open", path, errno));
+  struct stat st;
+  if (::fstat(::fileno(f.get()), &st) != 0) throw DataError(CannotMessage("open", path, errno));
+  if (S_ISDIR(st.st_mode)) throw DataError(CannotMessage("open", path, EISDIR));
+  return f;
+}
+
 std::string RandomSuffix() {
   // random_device draws from the kernel, so processes sharing a pid (on
   // another host of a shared file system) or forked copies do not repeat.
@@ -44,7 +66,7 @@ std::string MakeUniqueDir(const std::string& prefix) {
     std::string path = prefix + RandomSuffix();
     if (::mkdir(path.c_str(), 0777) == 0) return path;
     if (errno != EEXIST) {
-      throw DataError("cannot create directory " + path + ": " + std::strerror(errno));
+      throw DataError(CannotMessage("create directory", path, errno));
     }
   }
   throw DataError("cannot create a unique directory " + prefix + "*: every name was taken");
@@ -66,7 +88,7 @@ void SyncDir(const std::string& dir) {
   if (fd < 0 || ::fsync(fd) != 0) {
     int err = errno;
     if (fd >= 0) ::close(fd);
-    throw DataError("cannot sync directory " + dir + ": " + std::strerror(err));
+    throw DataError(CannotMessage("sync directory", dir, err));
   }
   ::close(fd);
 }
@@ -83,7 +105,7 @@ AtomicFile::AtomicFile(const std::string& path) : path_(path) {
         ::close(fd);
         ::unlink(tmp_.c_str());
       }
-      throw DataError("cannot write " + path + ": " + std::strerror(err));
+      throw DataError(CannotMessage("write", path, err));
     }
   }
   if (!file_) throw DataError("cannot write " + path + ": no unused temporary name");
@@ -99,7 +121,7 @@ AtomicFile::~AtomicFile() {
 void AtomicFile::Write(const void* data, size_t size) {
   if (size == 0) return;
   if (std::fwrite(data, 1, size, file_) != size) {
-    throw DataError("write failed for " + path_ + ": " + std::strerror(errno));
+    throw DataError(CannotMessage("write", path_, errno));
   }
 }
 
@@ -111,7 +133,7 @@ void AtomicFile::Commit() {
   if (!ok || std::rename(tmp_.c_str(), path_.c_str()) != 0) {
     if (ok) err = errno;
     std::remove(tmp_.c_str());
-    throw DataError("cannot finish writing " + path_ + ": " + std::strerror(err));
+    throw DataError(CannotMessage("finish writing", path_, err));
   }
   SyncDir(ParentDir(path_));
 }
@@ -139,11 +161,13 @@ void WriteFileAtomic(const std::string& path, const std::string& text) {
 }
 
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError("cannot read " + path + ": " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  FilePtr f = OpenForRead(path);
+  std::string text;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f.get())) > 0) text.append(buf, n);
+  if (std::ferror(f.get())) throw DataError(CannotMessage("read", path, errno));
+  return text;
 }
 
 bool PathExists(const std::string& path) {
@@ -154,7 +178,7 @@ bool PathExists(const std::string& path) {
 std::string FileSignature(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
-    throw DataError("missing file " + path + ": " + std::strerror(errno));
+    throw DataError(CannotMessage("open", path, errno));
   }
   long long mtime_ns =
       static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
@@ -169,7 +193,7 @@ void RemoveAllQuietly(const std::string& path) {
 void MakeDirs(const std::string& path) {
   std::error_code ec;
   fs::create_directories(path, ec);
-  if (ec) throw DataError("cannot create directory " + path + ": " + ec.message());
+  if (ec) throw DataError(CannotMessage("create directory", path, ec));
 }
 
 }  // namespace gnn

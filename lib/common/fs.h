@@ -3,9 +3,31 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
+#include <system_error>
 
 namespace gnn {
+
+// "cannot <verb> <path>: <reason>", the one wording of a file or folder
+// operation that failed (verb: open, read, write, create, rename, ...).
+// `err` is an errno value, read at once after the failing call; the reason
+// is strerror's words ("No such file or directory", "Is a directory").
+std::string CannotMessage(const std::string& verb, const std::string& path, int err);
+// The same for a std::filesystem error (its message is the same words).
+std::string CannotMessage(const std::string& verb, const std::string& path,
+                          const std::error_code& ec);
+
+// 0 if `path` is a folder, else the errno value saying why not (ENOENT,
+// ENOTDIR for a file, EACCES, ...), for CannotMessage.
+int DirectoryErrno(const std::string& path);
+
+using FilePtr = std::unique_ptr<FILE, int (*)(FILE*)>;
+
+// Opens an existing file for reading ("rb"). A folder is refused as
+// EISDIR (fopen would open it and fail at the first read). Throws DataError
+// CannotMessage("open", path, ...). The caller owns the FILE.
+FilePtr OpenForRead(const std::string& path);
 
 // Writes a file through a uniquely named temporary "<path>.tmp.<random>"
 // (created with O_EXCL, so concurrent writers of one path never share it),
@@ -66,13 +88,14 @@ void CheckCanWriteFile(const std::string& flag, const std::string& path);
 // Writes `text` to `path` atomically.
 void WriteFileAtomic(const std::string& path, const std::string& text);
 
-// Reads a whole (small) file. Throws DataError naming the path.
+// Reads a whole (small) file. Throws DataError "cannot open|read PATH:
+// REASON".
 std::string ReadFile(const std::string& path);
 
 bool PathExists(const std::string& path);
 
 // "size:mtime_ns" of a file, used to notice that an input changed.
-// Throws DataError if the file is missing.
+// Throws DataError "cannot open PATH: REASON" if the file is missing.
 std::string FileSignature(const std::string& path);
 
 // Recursively removes `path` if it exists; never throws.

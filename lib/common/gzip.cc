@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/fs.h"
 
 namespace gnn {
 
@@ -71,8 +73,7 @@ class ChunkQueue {
 };
 
 void Decompress(const std::string& path, ChunkQueue* queue) {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) throw DataError("missing file " + path);
+  FilePtr f = OpenForRead(path);
   z_stream zs;
   std::memset(&zs, 0, sizeof(zs));
   // 16 + MAX_WBITS: gzip wrapper only, so a plain file is reported as corrupt.
@@ -93,7 +94,7 @@ void Decompress(const std::string& path, ChunkQueue* queue) {
     while (have < out.size() && !(eof && zs.avail_in == 0)) {
       if (zs.avail_in == 0 && !eof) {
         size_t n = std::fread(in.data(), 1, in.size(), f.get());
-        if (std::ferror(f.get())) throw DataError("read error in " + path);
+        if (std::ferror(f.get())) throw DataError(CannotMessage("read", path, errno));
         if (n == 0) {
           eof = true;
           continue;
@@ -177,7 +178,7 @@ void ForEachGzipChunk(const std::string& path,
 GzipWriter::GzipWriter(const std::string& path, int level) : path_(path), tmp_(path + ".tmp") {
   std::string mode = "wb" + std::to_string(level);
   gz_ = gzopen(tmp_.c_str(), mode.c_str());
-  if (!gz_) throw DataError("cannot write " + path);
+  if (!gz_) throw DataError(CannotMessage("write", path, errno));
   gzbuffer(static_cast<gzFile>(gz_), 1 << 20);
 }
 
@@ -192,7 +193,11 @@ void GzipWriter::Write(const char* data, size_t size) {
   while (size > 0) {
     unsigned n = static_cast<unsigned>(std::min<size_t>(size, 1u << 30));
     if (gzwrite(static_cast<gzFile>(gz_), data, n) != static_cast<int>(n)) {
-      throw DataError("write failed for " + path_);
+      const int err = errno;
+      int zerr = Z_OK;
+      const char* why = gzerror(static_cast<gzFile>(gz_), &zerr);
+      if (zerr == Z_ERRNO) throw DataError(CannotMessage("write", path_, err));
+      throw DataError("cannot write " + path_ + ": " + why);
     }
     data += n;
     size -= n;
@@ -200,12 +205,18 @@ void GzipWriter::Write(const char* data, size_t size) {
 }
 
 void GzipWriter::Commit() {
-  int rc = gzclose(static_cast<gzFile>(gz_));
+  const int rc = gzclose(static_cast<gzFile>(gz_));
+  int err = errno;
   gz_ = nullptr;
-  if (rc != Z_OK || std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-    std::remove(tmp_.c_str());
-    throw DataError("cannot finish writing " + path_);
+  if (rc == Z_OK) {
+    if (std::rename(tmp_.c_str(), path_.c_str()) == 0) return;
+    err = errno;
   }
+  std::remove(tmp_.c_str());
+  if (rc != Z_OK && rc != Z_ERRNO) {
+    throw DataError("cannot finish writing " + path_ + ": zlib error " + std::to_string(rc));
+  }
+  throw DataError(CannotMessage("finish writing", path_, err));
 }
 
 }  // namespace gnn

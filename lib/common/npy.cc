@@ -221,8 +221,6 @@ class HeaderDict {
   const std::string& name_;
 };
 
-using FilePtr = std::unique_ptr<FILE, int (*)(FILE*)>;
-
 // Reads the header at the start of the open file `f` of `file_size` bytes,
 // leaving the file positioned at the data.
 NpyHeader ReadHeaderFrom(FILE* f, uint64_t file_size, const std::string& path) {
@@ -232,7 +230,7 @@ NpyHeader ReadHeaderFrom(FILE* f, uint64_t file_size, const std::string& path) {
   if (offset > file_size) throw DataError(path + ": truncated .npy header");
   std::vector<uint8_t> head(offset);
   if (std::fseek(f, 0, SEEK_SET) != 0 || std::fread(head.data(), 1, offset, f) != offset) {
-    throw DataError("cannot read " + path + ": " + std::strerror(errno));
+    throw DataError(CannotMessage("read", path, errno));
   }
   return ParseNpyHeader(head.data(), head.size(), file_size, path);
 }
@@ -240,16 +238,10 @@ NpyHeader ReadHeaderFrom(FILE* f, uint64_t file_size, const std::string& path) {
 uint64_t FileSize(FILE* f, const std::string& path) {
   struct stat st;
   if (::fstat(::fileno(f), &st) != 0) {
-    throw DataError("cannot stat " + path + ": " + std::strerror(errno));
+    throw DataError(CannotMessage("stat", path, errno));
   }
   if (!S_ISREG(st.st_mode)) throw DataError(path + ": not a regular file");
   return static_cast<uint64_t>(st.st_size);
-}
-
-FilePtr OpenNpy(const std::string& path) {
-  FilePtr f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) throw DataError("missing file " + path + ": " + std::strerror(errno));
-  return f;
 }
 
 }  // namespace
@@ -325,14 +317,14 @@ WrittenFile NpyWriter::Commit() {
 }
 
 NpyHeader ReadNpyHeader(const std::string& path) {
-  FilePtr f = OpenNpy(path);
+  FilePtr f = OpenForRead(path);
   return ReadHeaderFrom(f.get(), FileSize(f.get(), path), path);
 }
 
 template <typename T>
 std::vector<T> ReadNpy(const std::string& path, const std::vector<int64_t>& expected_shape,
                        std::vector<int64_t>* shape_out) {
-  FilePtr f = OpenNpy(path);
+  FilePtr f = OpenForRead(path);
   NpyHeader h = ReadHeaderFrom(f.get(), FileSize(f.get(), path), path);
   if (h.dtype != DTypeOf<T>()) {
     throw DataError(path + ": dtype " + DTypeDescr(h.dtype) + ", expected " +

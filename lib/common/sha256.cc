@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/fs.h"
 
 namespace gnn {
 namespace {
@@ -108,13 +109,12 @@ std::string Sha256::HexDigest() {
 }
 
 std::string Sha256File(const std::string& path) {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) throw DataError("cannot open " + path + " to checksum it: " + std::strerror(errno));
+  FilePtr f = OpenForRead(path);
   Sha256 sha;
   std::vector<char> buf(1 << 20);
   size_t n;
   while ((n = std::fread(buf.data(), 1, buf.size(), f.get())) > 0) sha.Update(buf.data(), n);
-  if (std::ferror(f.get())) throw DataError("read error while checksumming " + path);
+  if (std::ferror(f.get())) throw DataError(CannotMessage("read", path, errno));
   return sha.HexDigest();
 }
 

@@ -72,9 +72,41 @@ TEST_CASE("npy round trip and header validation", "[unit]") {
     std::ofstream(dir / "x.npy") << "hello world, not numpy";
     CHECK_THROWS_WITH(ReadNpyHeader(dir / "x.npy"), Catch::Contains("bad magic"));
   }
-  SECTION("missing") {
-    CHECK_THROWS_WITH(ReadNpyHeader(dir / "nope.npy"), Catch::Contains("missing file"));
+  SECTION("missing: the path and errno's words") {
+    CHECK_THROWS_WITH(
+        ReadNpyHeader(dir / "nope.npy"),
+        Catch::Contains("cannot open " + (dir / "nope.npy") + ": No such file or directory"));
   }
+  SECTION("a folder: Is a directory") {
+    MakeDirs(dir / "d.npy");
+    CHECK_THROWS_WITH(ReadNpy<float>(dir / "d.npy"),
+                      Catch::Contains("cannot open " + (dir / "d.npy") + ": Is a directory"));
+  }
+}
+
+TEST_CASE("a file that cannot be opened or written is named with errno's words", "[unit]") {
+  test::TempDir dir;
+  CHECK(CannotMessage("open", "/x/y", ENOENT) == "cannot open /x/y: No such file or directory");
+  CHECK(CannotMessage("write", "/x", std::make_error_code(std::errc::read_only_file_system)) ==
+        "cannot write /x: Read-only file system");
+  WriteFileAtomic(dir / "f", "text");
+  CHECK(ReadFile(dir / "f") == "text");
+  CHECK(DirectoryErrno(dir.path()) == 0);
+  CHECK(DirectoryErrno(dir / "f") == ENOTDIR);
+  CHECK(DirectoryErrno(dir / "none") == ENOENT);
+  CHECK_THROWS_AS(ReadFile(dir / "none"), DataError);
+  CHECK_THROWS_WITH(ReadFile(dir / "none"),
+                    "cannot open " + (dir / "none") + ": No such file or directory");
+  CHECK_THROWS_WITH(ReadFile(dir.path()), "cannot open " + dir.path() + ": Is a directory");
+  CHECK_THROWS_WITH(ReadFile(dir / "f/sub"),
+                    "cannot open " + (dir / "f/sub") + ": Not a directory");
+  CHECK_THROWS_WITH(Sha256File(dir.path()), "cannot open " + dir.path() + ": Is a directory");
+  CHECK_THROWS_WITH(WriteFileAtomic(dir / "none/out.json", "x"),
+                    "cannot write " + (dir / "none/out.json") + ": No such file or directory");
+  CHECK_THROWS_WITH(MakeDirs(dir / "f/sub"),
+                    "cannot create directory " + (dir / "f/sub") + ": Not a directory");
+  CHECK_THROWS_WITH(FileSignature(dir / "none"),
+                    "cannot open " + (dir / "none") + ": No such file or directory");
 }
 
 TEST_CASE("AtomicFile leaves nothing behind when not committed", "[unit]") {
@@ -128,7 +160,9 @@ TEST_CASE("gzip errors name the file", "[unit]") {
   std::string gz = ReadFile(dir / "ok.gz");
 
   SECTION("missing") {
-    CHECK_THROWS_WITH(ReadAllGz(dir / "none.gz"), Catch::Contains("missing file"));
+    CHECK_THROWS_WITH(
+        ReadAllGz(dir / "none.gz"),
+        Catch::Contains("cannot open " + (dir / "none.gz") + ": No such file or directory"));
   }
   SECTION("truncated") {
     std::ofstream(dir / "cut.gz", std::ios::binary) << gz.substr(0, gz.size() / 2);
