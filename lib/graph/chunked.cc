@@ -1,6 +1,7 @@
 #include "graph/chunked.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -217,8 +218,9 @@ void ReadEdgeChunk(const ChunkedMeta& m, size_t r, int c, std::vector<int64_t>* 
     }
     return;
   }
+  OpenForRead(path);  // "cannot open PATH: REASON", a folder too (ifstream would open one)
   std::ifstream in(path);
-  if (!in) throw DataError("cannot read " + path);
+  if (!in) throw DataError(CannotMessage("open", path, errno));
   std::string line;
   int64_t n = 0;
   while (std::getline(in, line)) {

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "common/error.h"
+#include "common/fs.h"
 #include "graph/chunked.h"
 #include "graph/hetero.h"
 #include "graph/ogb_reader.h"
@@ -157,7 +158,8 @@ Dataset LoadDataset(const DatasetOptions& options) {
     const std::string candidate = (std::filesystem::path(options.root) / under).string();
     bool looks_like_path = options.dataset.find('/') != std::string::npos;
     throw DataError("dataset " + options.dataset + " not found: " +
-                    (looks_like_path ? options.dataset + "/raw does not exist"
+                    (looks_like_path ? CannotMessage("open", options.dataset + "/raw",
+                                                     DirectoryErrno(options.dataset + "/raw"))
                                      : "neither " + options.dataset + "/raw nor " + candidate +
                                            "/raw exists (see --root)"));
   }

@@ -59,7 +59,7 @@ std::string Join(const std::vector<std::string>& v) {
 uint64_t MaxLines(const std::string& path, uint64_t min_line_bytes) {
   std::error_code ec;
   uint64_t size = fs::file_size(path, ec);
-  if (ec) throw DataError("missing file " + path + ": " + ec.message());
+  if (ec) throw DataError(CannotMessage("open", path, ec));
   return (size * kMaxDeflateRatio) / min_line_bytes + 1;
 }
 
@@ -93,13 +93,15 @@ std::string DatasetNameOf(const std::string& folder) {
 std::string ResolveSplit(const std::string& folder, const std::string& requested) {
   fs::path root = fs::path(folder) / "split";
   std::error_code ec;
-  if (!fs::is_directory(root, ec)) throw DataError("missing folder " + root.string());
+  if (!fs::is_directory(root, ec)) {
+    throw DataError(CannotMessage("open", root.string(), DirectoryErrno(root.string())));
+  }
   std::vector<std::string> names;
   for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code ec2;
     if (it->is_directory(ec2)) names.push_back(it->path().filename().string());
   }
-  if (ec) throw DataError("cannot list " + root.string() + ": " + ec.message());
+  if (ec) throw DataError(CannotMessage("list", root.string(), ec));
   std::sort(names.begin(), names.end());
   if (!requested.empty()) {
     if (!fs::is_directory(root / requested, ec)) {

@@ -223,8 +223,10 @@ Dataset ReadOgbFolder(const std::string& folder, const DatasetOptions& options) 
   Stopwatch watch;
   const fs::path root(folder);
   std::error_code ec;
-  if (!fs::is_directory(root / "raw", ec))
-    throw DataError("missing folder " + (root / "raw").string());
+  if (!fs::is_directory(root / "raw", ec)) {
+    const std::string raw = (root / "raw").string();
+    throw DataError(CannotMessage("open", raw, DirectoryErrno(raw)));
+  }
   const std::string split = ResolveSplit(folder, options.split);
   const OgbFiles files(root, split);
   // Signatures first: a missing file fails here, before any parsing, and a

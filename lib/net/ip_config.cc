@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <map>
 #include <sstream>
 
 #include "common/error.h"
+#include "common/fs.h"
 
 namespace gnn {
 
@@ -152,12 +152,13 @@ std::vector<MachineAddress> ParseIpConfig(const std::string& text, const std::st
 }
 
 std::vector<MachineAddress> ReadIpConfig(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw ConfigError("cannot read ip_config " + path);
-  std::ostringstream text;
-  text << f.rdbuf();
-  if (f.bad()) throw ConfigError("cannot read ip_config " + path);
-  return ParseIpConfig(text.str(), path);
+  std::string text;
+  try {
+    text = ReadFile(path);
+  } catch (const DataError& e) {
+    throw ConfigError(e.what());  // a flag's file: exit 2, as for a malformed one
+  }
+  return ParseIpConfig(text, path);
 }
 
 std::string Endpoint(const MachineAddress& machine, int server_id) {

@@ -8,10 +8,10 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
-#include <sstream>
 #include <vector>
 
 #include "common/error.h"
+#include "common/fs.h"
 #include "common/log.h"
 #include "common/sha256.h"
 
@@ -97,7 +97,7 @@ std::string JobKeys::Token(const std::string& purpose) const {
 std::string ReadSecretFile(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
-    throw ConfigError("secret file " + path + ": " + std::strerror(errno));
+    throw ConfigError(CannotMessage("open secret file", path, errno));
   }
   if (!S_ISREG(st.st_mode)) throw ConfigError("secret file " + path + " is not a regular file");
   if (st.st_uid != ::getuid())
@@ -109,11 +109,13 @@ std::string ReadSecretFile(const std::string& path) {
         "secret file " + path + " has mode " + mode +
         ": others may read it; chmod 600 it (and make a new secret if it was shared)");
   }
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  if (!in.good() && !in.eof()) throw ConfigError("secret file " + path + " cannot be read");
-  std::string secret = Trimmed(buf.str());
+  std::string text;
+  try {
+    text = ReadFile(path);
+  } catch (const DataError& e) {
+    throw ConfigError(std::string("secret file: ") + e.what());
+  }
+  std::string secret = Trimmed(text);
   if (secret.size() < kMinSecretBytes) {
     throw ConfigError("secret file " + path + " holds " + std::to_string(secret.size()) +
                       " bytes; a secret needs at least " + std::to_string(kMinSecretBytes));
@@ -144,14 +146,14 @@ void WriteSecretFile(const std::string& path, const std::string& secret) {
   std::vector<char> name(tmp.begin(), tmp.end());
   name.push_back('\0');
   const int fd = ::mkstemp(name.data());  // mode 0600
-  if (fd < 0) throw ConfigError("cannot write secret file " + path + ": " + std::strerror(errno));
+  if (fd < 0) throw ConfigError(CannotMessage("write secret file", path, errno));
   const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
                   ::fsync(fd) == 0;
   ::close(fd);
   if (!ok || ::rename(name.data(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
+    const int err = errno;
     ::unlink(name.data());
-    throw ConfigError("cannot write secret file " + path + ": " + why);
+    throw ConfigError(CannotMessage("write secret file", path, err));
   }
 }
 

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -39,6 +41,18 @@ std::vector<uint8_t> MaskOf(int64_t n, const std::vector<int64_t>& idx) {
 
 namespace {
 
+// The entries of `dir`. Throws DataError "cannot list DIR: REASON" (not
+// std::filesystem's "filesystem error: ...").
+std::vector<fs::directory_entry> ListDir(const fs::path& dir) {
+  std::vector<fs::directory_entry> entries;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    entries.push_back(*it);
+  }
+  if (ec) throw DataError(CannotMessage("list", dir.string(), ec));
+  return entries;
+}
+
 // What in `dir` gnn-partition did not write: every entry that is neither a
 // partition config (<name>.json that parses as one) nor a folder such a
 // config lists, and every file in a listed folder that its config does not
@@ -46,7 +60,7 @@ namespace {
 std::vector<std::string> ForeignEntries(const fs::path& dir) {
   std::map<std::string, std::set<std::string>> listed;  // part folder -> its files
   std::set<std::string> configs;
-  for (const auto& e : fs::directory_iterator(dir)) {
+  for (const auto& e : ListDir(dir)) {
     const std::string name = e.path().filename().string();
     if (e.path().extension() != ".json" || !e.is_regular_file()) continue;
     try {
@@ -61,7 +75,7 @@ std::vector<std::string> ForeignEntries(const fs::path& dir) {
     }
   }
   std::vector<std::string> foreign;
-  for (const auto& e : fs::directory_iterator(dir)) {
+  for (const auto& e : ListDir(dir)) {
     const std::string name = e.path().filename().string();
     if (configs.count(name)) continue;
     auto part = listed.find(name);
@@ -69,7 +83,7 @@ std::vector<std::string> ForeignEntries(const fs::path& dir) {
       foreign.push_back(name);
       continue;
     }
-    for (const auto& f : fs::directory_iterator(e.path())) {
+    for (const auto& f : ListDir(e.path())) {
       const std::string file = f.path().filename().string();
       if (!part->second.count(file) || !f.is_regular_file()) foreign.push_back(name + "/" + file);
     }
@@ -138,7 +152,7 @@ void CheckOutput(const PartitionOptions& o) {
   }
   if (::access(parent.c_str(), W_OK) != 0) {
     throw DataError("cannot write --output " + o.output + ": folder " + parent.string() +
-                    " is not writable");
+                    " is not writable: " + std::strerror(errno));
   }
 }
 
@@ -186,8 +200,9 @@ void Publish(TempOutput& tmp, const std::string& output_in) {
   }
   fs::rename(tmp.path(), output, ec);
   if (ec) {
+    const std::string why = ec.message();  // before the restore's rename overwrites it
     if (had_old) fs::rename(old, output, ec);
-    throw DataError("cannot move the finished partitions to " + output + ": " + ec.message());
+    throw DataError("cannot move the finished partitions to " + output + ": " + why);
   }
   tmp.Release();
   if (had_old) RemoveAllQuietly(old);
@@ -196,17 +211,23 @@ void Publish(TempOutput& tmp, const std::string& output_in) {
 
 ScratchMap::ScratchMap(const std::string& path, const void* data, size_t bytes) : path_(path) {
   FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f || std::fwrite(data, 1, bytes, f) != bytes || std::fclose(f) != 0) {
-    if (f) std::fclose(f);
+  bool ok = f && std::fwrite(data, 1, bytes, f) == bytes;
+  int err = errno;
+  if (f && std::fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
     std::remove(path.c_str());
-    throw DataError("cannot write scratch file " + path + " (disk full?)");
+    throw DataError(CannotMessage("write scratch file", path, err));
   }
   int fd = ::open(path.c_str(), O_RDONLY);
   void* p = fd < 0 ? MAP_FAILED : ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+  err = errno;
   if (fd >= 0) ::close(fd);
   if (p == MAP_FAILED) {
     std::remove(path.c_str());
-    throw DataError("cannot map scratch file " + path);
+    throw DataError(CannotMessage("map scratch file", path, err));
   }
   map_ = p;
   bytes_ = bytes;

@@ -174,7 +174,7 @@ bool ArrayBytes(DType dtype, const std::vector<int64_t>& shape, uint64_t* out) {
 // the whole file on the way when `want_sha` is given.
 void CopyArray(const ArrayPlan& a, char* dst, const std::string* want_sha) {
   Fd fd(open(a.path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) throw DataError("cannot open " + a.path + ": " + Errno());
+  if (fd.get() < 0) throw DataError(CannotMessage("open", a.path, errno));
   Sha256 sha;
   auto read_at = [&](char* buf, uint64_t size, uint64_t pos) {
     uint64_t done = 0;
@@ -182,7 +182,7 @@ void CopyArray(const ArrayPlan& a, char* dst, const std::string* want_sha) {
       size_t chunk = static_cast<size_t>(std::min<uint64_t>(size - done, 8u << 20));
       ssize_t r = pread(fd.get(), buf + done, chunk, static_cast<off_t>(pos + done));
       if (r < 0 && errno == EINTR) continue;
-      if (r < 0) throw DataError("cannot read " + a.path + ": " + Errno());
+      if (r < 0) throw DataError(CannotMessage("read", a.path, errno));
       if (r == 0) throw DataError(a.path + ": file shrank while being read");
       if (want_sha) sha.Update(buf + done, static_cast<size_t>(r));
       done += static_cast<uint64_t>(r);

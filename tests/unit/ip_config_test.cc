@@ -93,7 +93,11 @@ TEST_CASE("ip_config rejects every bad line, naming file and line", "[unit]") {
 TEST_CASE("ip_config ReadIpConfig names the file, server port ranges are checked", "[unit]") {
   test::TempDir dir;
   const std::string path = dir / "ip_config.txt";
-  CHECK_THROWS_WITH(ReadIpConfig(path), Catch::Contains("cannot read ip_config " + path));
+  CHECK_THROWS_AS(ReadIpConfig(path), ConfigError);
+  CHECK_THROWS_WITH(ReadIpConfig(path),
+                    Catch::Contains("cannot open " + path + ": No such file or directory"));
+  CHECK_THROWS_WITH(ReadIpConfig(dir.path()),
+                    Catch::Contains("cannot open " + dir.path() + ": Is a directory"));
   {
     std::ofstream f(path);
     f << "127.0.0.1 30050\n127.0.0.1 30052\nhost.example 70000\n";
