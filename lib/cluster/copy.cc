@@ -145,7 +145,8 @@ void PlanShared(const CopyOptions& o, const std::string& rel, Plan* plan) {
   if (!o.script_folder.empty()) {
     std::error_code ec;
     if (!fs::is_directory(o.script_folder, ec)) {
-      throw DataError("--script_folder " + o.script_folder + " is not a folder");
+      throw DataError(
+          CannotMessage("open --script_folder", o.script_folder, DirectoryErrno(o.script_folder)));
     }
     const std::string base = Basename(fs::absolute(o.script_folder).lexically_normal().string());
     std::vector<std::string> files;
@@ -155,7 +156,7 @@ void PlanShared(const CopyOptions& o, const std::string& rel, Plan* plan) {
         files.push_back(fs::relative(it->path(), o.script_folder).string());
       }
     }
-    if (ec) throw DataError("cannot list --script_folder " + o.script_folder + ": " + ec.message());
+    if (ec) throw DataError(CannotMessage("list --script_folder", o.script_folder, ec));
     std::sort(files.begin(), files.end());
     for (const auto& f : files) {
       plan->shared.push_back(HashedItem(Join(o.script_folder, f), Join(base, f)));
@@ -478,7 +479,7 @@ CopyReport RunCopy(const CopyOptions& o, std::ostream& out, const std::atomic<in
   if (any_remote) sockets = PlaceControlSockets(&plan);
   if (!plan.new_secret.empty()) {
     net::WriteSecretFile(o.secret_file, plan.new_secret.substr(0, plan.new_secret.size() - 1));
-    std::cerr << "gnn-copy: made a new cluster secret " << o.secret_file << " (mode 0600)\n";
+    GNN_LOG(kInfo) << "made a new cluster secret " << o.secret_file << " (mode 0600)";
   }
   std::unique_ptr<ScopedTempDir> stage;
   if (!o.dry_run) stage = Stage(o, &plan);

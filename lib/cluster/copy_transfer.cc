@@ -133,18 +133,19 @@ std::string LocalHash(const std::string& path, uint64_t bytes) {
 void CopyFileAtomic(const std::string& source, const std::string& dest, const std::string& suffix,
                     const std::atomic<int>* stop) {
   std::error_code ec;
-  fs::create_directories(fs::path(dest).parent_path(), ec);
-  if (ec) throw DataError("cannot create the folder of " + dest + ": " + ec.message());
+  const std::string folder = fs::path(dest).parent_path().string();
+  fs::create_directories(folder, ec);
+  if (ec) throw DataError(CannotMessage("create folder", folder, ec));
   const std::string tmp = dest + suffix;
   int in = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) throw DataError("cannot read " + source + ": " + std::strerror(errno));
+  if (in < 0) throw DataError(CannotMessage("open", source, errno));
   struct stat st {};
   ::fstat(in, &st);
   int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (out < 0) {
     int err = errno;
     ::close(in);
-    throw DataError("cannot write " + tmp + ": " + std::strerror(err));
+    throw DataError(CannotMessage("write", tmp, err));
   }
   std::vector<char> buf(1 << 20);
   std::string failure;
@@ -322,8 +323,11 @@ std::vector<std::string> RemoteCheck(const CopyOptions& o, const Machine& m, boo
 void StageLinks(const std::string& dir, const std::vector<const Item*>& items) {
   for (const Item* item : items) {
     fs::path link = fs::path(dir) / item->dest;
-    fs::create_directories(link.parent_path());
-    fs::create_symlink(fs::absolute(item->source), link);
+    std::error_code ec;
+    fs::create_directories(link.parent_path(), ec);
+    if (ec) throw DataError(CannotMessage("create folder", link.parent_path().string(), ec));
+    fs::create_symlink(fs::absolute(item->source), link, ec);
+    if (ec) throw DataError(CannotMessage("create link", link.string(), ec));
   }
 }
 

@@ -14,6 +14,7 @@
 
 #include "cluster/launch_plan.h"
 #include "cluster/remote.h"
+#include "common/fs.h"
 #include "net/ip_config.h"
 #include "net/ports.h"
 #include "net/security.h"
@@ -237,21 +238,23 @@ void CheckSecret(const LaunchOptions& o, std::vector<LaunchProblem>* problems) {
 void CheckLocalPartFiles(const PartFiles& parts, const std::string& who,
                          std::vector<LaunchProblem>* problems) {
   std::error_code ec;
+  const std::string part = who + ": partition " + std::to_string(parts.part);
   if (!fs::is_directory(parts.folder, ec)) {
-    problems->push_back({who + ": partition " + std::to_string(parts.part) + " folder " +
-                             parts.folder + " not found (gnn-copy ships it)",
-                         kExitData});
+    problems->push_back(
+        {part + ": " + CannotMessage("open folder", parts.folder, DirectoryErrno(parts.folder)) +
+             " (gnn-copy ships it)",
+         kExitData});
     return;
   }
   for (const auto& [path, bytes] : parts.files) {
     const uintmax_t size = fs::file_size(path, ec);
     if (ec || size != bytes) {
-      problems->push_back(
-          {who + ": partition " + std::to_string(parts.part) + " file " + path +
-               (ec ? " not found"
-                   : " has " + std::to_string(size) + " bytes, not " + std::to_string(bytes)) +
-               " (copy it again: gnn-copy)",
-           kExitData});
+      problems->push_back({part +
+                               (ec ? ": " + CannotMessage("open", path, ec)
+                                   : " file " + path + " has " + std::to_string(size) +
+                                         " bytes, not " + std::to_string(bytes)) +
+                               " (copy it again: gnn-copy)",
+                           kExitData});
     }
   }
 }
@@ -262,13 +265,15 @@ void CheckLocalMachine(const LaunchOptions& o, const LaunchInputs& in, const Mac
                        size_t m, const std::string& who, std::vector<LaunchProblem>* problems) {
   std::error_code ec;
   if (!fs::is_directory(p.workspace, ec)) {
-    problems->push_back({who + ": workspace " + p.workspace + " is not a directory", kExitData});
+    problems->push_back(
+        {who + ": " + CannotMessage("open workspace", p.workspace, DirectoryErrno(p.workspace)),
+         kExitData});
   } else {
     for (const auto& f : {p.part_config, p.ip_config}) {
       const bool said =
           (f == in.part_path && !in.have_parts) || (f == in.ip_path && !in.have_machines);
       if (!said && ::access(f.c_str(), R_OK) != 0)
-        problems->push_back({who + ": " + f + " not found", kExitData});
+        problems->push_back({who + ": " + CannotMessage("read", f, errno), kExitData});
     }
   }
   if (in.have_parts) {

@@ -15,6 +15,8 @@
 #include "cluster/launch_plan.h"
 #include "cluster/remote.h"
 #include "common/cli.h"
+#include "common/error.h"
+#include "common/fs.h"
 
 namespace gnn {
 
@@ -54,6 +56,8 @@ Proc* Job::Start(int machine, const std::string& role, int rank,
   p->log_path =
       log_dir + "/" + role + "-" + std::to_string(machine) + "-" + std::to_string(rank) + ".log";
   p->log.open(p->log_path, std::ios::out | std::ios::trunc);
+  // errno is open(2)'s: libstdc++'s filebuf opens with it.
+  if (!p->log) throw DataError(CannotMessage("write log", p->log_path, errno));
   // SIGTERM when the launcher dies; EOF on stdin tells it the same
   // (GNN_WATCH_STDIN), also through ssh.
   const PipedChild child = SpawnPiped(argv, env, cwd, SIGTERM);

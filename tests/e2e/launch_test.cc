@@ -247,7 +247,8 @@ TEST_CASE("gnn-launch reports every problem of bad input, one line each, and sta
     INFO(r.err);
     CHECK(r.exit_code != 0);
     CHECK(errors(r) == 2);
-    CHECK(r.err.find("partition 1 folder " + folder + " not found") != std::string::npos);
+    CHECK(r.err.find("partition 1: cannot open folder " + folder + ": No such file or directory") !=
+          std::string::npos);
     CHECK(r.err.find("feat.npy has " + std::to_string(size - 100) + " bytes, not " +
                      std::to_string(size)) != std::string::npos);
   }
