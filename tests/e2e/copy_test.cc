@@ -343,6 +343,24 @@ TEST_CASE("gnn-copy: bad input is one clear error and nothing is copied", "[e2e]
     CHECK(r.err.find("part1/label.npy") != std::string::npos);
     check_nothing_copied();
   }
+  SECTION("missing ip_config: exit 2 and one line naming it with errno's words") {
+    fs::remove(s.ip);
+    test::ProcessResult r = test::RunProcess(s.Args(ws), 30);
+    INFO(Joined(r));
+    CHECK(r.exit_code == kExitConfig);
+    CHECK(r.err == "gnn-copy: error: cannot open " + s.ip + ": No such file or directory\n");
+    check_nothing_copied();
+  }
+  SECTION("a part_config that is a folder: Is a directory") {
+    const std::string folder = s.dir / "tiny";
+    std::vector<std::string> args = s.Args(ws);
+    std::replace(args.begin(), args.end(), s.config, folder);
+    test::ProcessResult r = test::RunProcess(args, 30);
+    INFO(Joined(r));
+    CHECK(r.exit_code == kExitData);
+    CHECK(r.err == "gnn-copy: error: cannot open " + folder + ": Is a directory\n");
+    check_nothing_copied();
+  }
   SECTION("corrupt source partition file") {
     Corrupt(s.dir / "tiny/part0/indices.npy");
     test::ProcessResult r = test::RunProcess(s.Args(ws), 30);

@@ -482,6 +482,45 @@ TEST_CASE("a second gnn-server on a busy port fails with one line naming the por
   CHECK_FALSE(d.ShmLeft(0));
 }
 
+TEST_CASE("gnn-server names a part_config or ip_config it cannot open with errno's words",
+          "[e2e]") {
+  test::TempDir dir;
+  const std::string part_config = test::MakePartitions(dir, "synthetic:tiny", 1, "data");
+  const std::string ip_config = dir / "ip_config.txt";
+  std::ofstream(ip_config) << "127.0.0.1 " << test::FreeLoopbackPortRanges(1, 1)[0] << "\n";
+  const std::string job = "e2e-open-" + std::to_string(::getpid());
+  auto run = [&](const std::string& ip, const std::string& part) {
+    return test::RunProcess({test::Bin("gnn-server"), "--ip_config", ip, "--part_config", part,
+                             "--machine_id", "0", "--job_id", job, "--insecure"},
+                            30);
+  };
+  // One error line, the last, and no shared memory of the job left.
+  auto expect = [&](const test::ProcessResult& r, int code, const std::string& line) {
+    INFO("stderr: " << r.err);
+    CHECK(r.exit_code == code);
+    CHECK(r.err.find("error") == r.err.rfind("error"));
+    CHECK(r.err.size() >= line.size());
+    CHECK(r.err.compare(r.err.size() - line.size(), line.size(), line) == 0);
+    for (const auto& e : fs::directory_iterator("/dev/shm")) {
+      CHECK(e.path().filename().string().find(job) == std::string::npos);
+    }
+  };
+  SECTION("a part_config that is a folder") {
+    expect(run(ip_config, dir / "data"), kExitData,
+           "gnn-server: error: cannot open " + (dir / "data") + ": Is a directory\n");
+  }
+  SECTION("a missing part_config") {
+    expect(
+        run(ip_config, dir / "none.json"), kExitData,
+        "gnn-server: error: cannot open " + (dir / "none.json") + ": No such file or directory\n");
+  }
+  SECTION("a missing ip_config: exit 2") {
+    expect(
+        run(dir / "none.txt", part_config), kExitConfig,
+        "gnn-server: error: cannot open " + (dir / "none.txt") + ": No such file or directory\n");
+  }
+}
+
 TEST_CASE(
     "a server killed mid-run surfaces as a sampler error naming the machine and is never silent",
     "[e2e]") {

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cluster_util.h"
 #include "common/error.h"
 #include "common/process.h"
 #include "launch_util.h"
@@ -167,6 +168,31 @@ TEST_CASE("gnn-launch checks: each problem's class, the first one's is the exit 
     CHECK(errors(r) == 1);
   }
   CHECK(JobProcesses(s.job).empty());
+}
+
+TEST_CASE("gnn-launch: an ip_config it cannot open is one line naming it with errno's words",
+          "[e2e]") {
+  test::TempDir dir;
+  const std::string config = test::MakePartitions(dir, "synthetic:tiny", 1, "data");
+  const std::string ws = dir / "ws";
+  std::filesystem::create_directories(ws);
+  std::string ip;
+  std::string why;
+  SECTION("missing") {
+    ip = dir / "none.txt";
+    why = "No such file or directory";
+  }
+  SECTION("a folder") {
+    ip = dir / "data";
+    why = "Is a directory";
+  }
+  auto r = test::RunProcess({test::Bin("gnn-launch"), "--ip_config", ip, "--part_config", config,
+                             "--workspace", ws, "--insecure", "true"},
+                            60);
+  INFO(r.err);
+  CHECK(r.exit_code == kExitConfig);
+  CHECK(r.err == "gnn-launch: error: ip_config: cannot open " + ip + ": " + why + "\n");
+  CHECK(std::filesystem::is_empty(ws));  // no log folder, nothing started
 }
 
 TEST_CASE("gnn-launch: a log folder that cannot be made or written is one line, exit 3", "[e2e]") {

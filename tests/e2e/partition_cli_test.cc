@@ -163,8 +163,14 @@ TEST_CASE("gnn-partition bad input: one error line, non-zero exit, nothing writt
     return RunProcess(args);
   };
 
-  SECTION("missing dataset folder") {
-    ExpectCleanFailure(run({"--dataset", dir / "nope"}), "not found");
+  SECTION("missing dataset folder: the path and errno's words") {
+    ExpectCleanFailure(run({"--dataset", dir / "nope"}),
+                       "cannot open " + (dir / "nope/raw") + ": No such file or directory");
+  }
+  SECTION("a dataset path under a file: Not a directory") {
+    WriteFileAtomic(dir / "afile", "x");
+    ExpectCleanFailure(run({"--dataset", dir / "afile/g"}),
+                       "cannot open " + (dir / "afile/g/raw") + ": Not a directory");
   }
   SECTION("unknown preset") { ExpectCleanFailure(run({"--dataset", "synthetic:huge"}), "huge"); }
   SECTION("num_parts 0") {
@@ -216,7 +222,8 @@ TEST_CASE("gnn-partition bad input: one error line, non-zero exit, nothing writt
     WriteFileAtomic(dir / "afile", "x");
     auto r = RunProcess(
         {Bin("gnn-partition"), "--dataset", "synthetic:tiny", "--output", dir / "afile/out"});
-    ExpectCleanFailure(r, "afile");
+    ExpectCleanFailure(r, "cannot create its folder " + (dir / "afile") + ": Not a directory");
+    CHECK(r.exit_code == kExitData);
   }
   CHECK_FALSE(PathExists(out));
   // No temporary folders left beside the output either.
