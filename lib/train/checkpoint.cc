@@ -1,7 +1,6 @@
 #include "train/checkpoint.h"
 
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "common/error.h"
@@ -106,11 +105,7 @@ void SaveCheckpoint(const std::string& dir, torch::nn::Module& model, torch::opt
 std::string ReadCheckpointBytes(const std::string& dir) {
   const std::string path = CheckpointPath(dir);
   if (!PathExists(path)) return "";
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (!in.good() && !in.eof()) throw DataError("cannot read checkpoint " + path);
-  return bytes.str();
+  return ReadFile(path);  // "cannot open|read PATH: REASON"
 }
 
 namespace {

@@ -3,6 +3,7 @@
 // training loop.
 #pragma once
 
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -31,7 +32,7 @@ class MetricsWriter {
     if (!tensorboard_dir.empty()) tb_ = std::make_unique<TensorBoardWriter>(tensorboard_dir);
     if (path.empty()) return;
     file_ = std::fopen(path.c_str(), append ? "a" : "w");
-    if (!file_) throw DataError("cannot write --metrics_file " + path);
+    if (!file_) throw DataError(CannotMessage("write --metrics_file", path, errno));
   }
 
   // Everything written so far reaches the files (TensorBoard buffers its
@@ -65,7 +66,7 @@ class MetricsWriter {
     }
     WriteFileAtomic(path_, kept);
     file_ = std::fopen(path_.c_str(), "a");
-    if (!file_) throw DataError("cannot write --metrics_file " + path_);
+    if (!file_) throw DataError(CannotMessage("write --metrics_file", path_, errno));
   }
   ~MetricsWriter() {
     if (file_) std::fclose(file_);
