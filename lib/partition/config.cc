@@ -444,8 +444,7 @@ PartitionConfig LoadPartitionConfig(const std::string& path, PartDirs dirs) {
 void VerifyPartFile(const std::string& path, const PartFile& f) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
-    throw DataError(path + ": cannot read it (" + std::strerror(errno) +
-                    "); copy the partition again (gnn-copy)");
+    throw DataError(CannotMessage("open", path, errno) + "; copy the partition again (gnn-copy)");
   }
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < f.bytes) {
