@@ -45,6 +45,10 @@ int main(int argc, char** argv) {
     if (app.count("--no_local") > 0) launch.machine_id = -1;
     gnn::SetLogRole("sampler " + std::to_string(launch.trainer_id) + "." +
                     std::to_string(launch.sampler_id));
+    // Its trainer started it, not gnn-launch: its lines reach the launcher
+    // through the trainer's stderr, under the trainer's prefix, so they
+    // keep their own role ("[0 trainer 0] [sampler 0.1] ...").
+    gnn::ShowLogRole(true);
     gnn::RunSampler(gnn::ToSamplerOptions(launch), g_stop);
   });
 }
