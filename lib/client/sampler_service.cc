@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <thread>
 #include <tuple>
@@ -232,16 +233,20 @@ void RunSampler(const SamplerOptions& o, const std::atomic<bool>& stop) {
 }
 
 SamplerPool::SamplerPool(const std::string& bind_endpoint, int num_samplers, net::Hello hello,
-                         int prefetch_per_sampler, int timeout_ms, const net::JobKeys& keys)
+                         int prefetch_per_sampler, int timeout_ms, const net::JobKeys& keys,
+                         uint64_t window_bytes)
     : auth_(ctx_, keys, "the trainer's sampler pool"),
       sock_(ctx_, zmq::socket_type::router),
       num_samplers_(num_samplers),
       hello_(std::move(hello)),
       prefetch_(std::max(1, prefetch_per_sampler)),
-      timeout_ms_(timeout_ms) {
+      timeout_ms_(timeout_ms),
+      window_bytes_(std::max<uint64_t>(1, window_bytes)) {
   sock_.set(zmq::sockopt::linger, 0);
   sock_.set(zmq::sockopt::maxmsgsize, net::kMaxReplyBytes);
-  sock_.set(zmq::sockopt::rcvhwm, net::kMaxQueuedMessages);
+  // A sampler has at most `prefetch` replies and one hello or Error to
+  // send: anything past that waits in its own process (TCP pushes back).
+  sock_.set(zmq::sockopt::rcvhwm, prefetch_ + 2);
   keys.MakeServer(sock_);
   try {
     sock_.bind(bind_endpoint);
@@ -271,7 +276,12 @@ void SamplerPool::WaitForSamplers(int timeout_ms) {
     if (parts.size() < 2) continue;
     zmq::message_t id = std::move(parts[0]);
     parts.erase(parts.begin());
-    Message m = net::Decode(std::move(parts));
+    Message m;
+    try {
+      m = net::Decode(std::move(parts));
+    } catch (const ProtocolError&) {
+      continue;  // not a protocol message: not a sampler's hello
+    }
     if (m.header.msg_type() != MsgType::kHello) continue;
     if (!SameJob(m)) {
       std::vector<zmq::message_t> route;
@@ -284,6 +294,7 @@ void SamplerPool::WaitForSamplers(int timeout_ms) {
     }
     identities_.push_back(std::move(id));
     in_flight_.push_back(0);
+    held_bytes_.push_back(0);
   }
 }
 
@@ -314,6 +325,7 @@ void SamplerPool::Begin(size_t count) {
   next_dispatch_ = 0;
   next_return_ = 0;
   ready_.clear();
+  std::fill(held_bytes_.begin(), held_bytes_.end(), 0);
   Dispatch();
 }
 
@@ -330,17 +342,26 @@ Message SamplerPool::EncodeNext() {
   return m;
 }
 
+bool SamplerPool::HasCredit(int s) const {
+  if (in_flight_[s] == 0) return true;  // one batch is always allowed
+  if (in_flight_[s] >= prefetch_ || largest_reply_ == 0) return false;
+  const uint64_t expected = static_cast<uint64_t>(in_flight_[s] + 1) * largest_reply_;
+  return held_bytes_[s] + expected <= window_bytes_;
+}
+
 void SamplerPool::Dispatch() {
   // Batch i always goes to sampler i % n (the order is deterministic), but
-  // only while that sampler has fewer than `prefetch` batches in flight.
+  // only while that sampler has credit: fewer than `prefetch` batches in
+  // flight, whose replies fit its byte window.
   while (next_dispatch_ < count_) {
     int s = static_cast<int>(next_dispatch_ % identities_.size());
-    if (in_flight_[s] >= prefetch_) return;
+    if (!HasCredit(s)) return;
     Message m = EncodeNext();
     std::vector<zmq::message_t> route;
     route.emplace_back(identities_[s].data(), identities_[s].size());
     net::Send(sock_, m, &route);
     ++in_flight_[s];
+    max_in_flight_ = std::max(max_in_flight_, in_flight_[s]);
     ++next_dispatch_;
   }
 }
@@ -367,10 +388,12 @@ void SamplerPool::ReceiveOne(int timeout_ms) {
   for (size_t i = 0; i < identities_.size(); ++i) {
     if (identities_[i] == parts[0]) sampler = static_cast<int>(i);
   }
+  if (sampler < 0) return;  // not one of our samplers: dropped unread
   parts.erase(parts.begin());
-  for (const auto& p : parts) bytes_received_ += p.size();
+  uint64_t bytes = 0;
+  for (const auto& p : parts) bytes += p.size();
+  bytes_received_ += bytes;
   Message m = net::Decode(std::move(parts));
-  if (sampler < 0) return;  // a stranger; ignore
   if (m.header.msg_type() == MsgType::kError) {
     throw PeerError("sampler " + std::to_string(sampler) +
                     " failed: " + net::ErrorReply::Decode(m).message);
@@ -386,7 +409,9 @@ void SamplerPool::ReceiveOne(int timeout_ms) {
                         std::to_string(static_cast<int64_t>(id) - 1) + ", which it was not given");
   }
   --in_flight_[sampler];
-  ready_[static_cast<int64_t>(id) - 1] = std::move(m);
+  largest_reply_ = std::max(largest_reply_, bytes);
+  held_bytes_[sampler] += bytes;
+  ready_[static_cast<int64_t>(id) - 1] = Ready{std::move(m), sampler, bytes};
 }
 
 std::optional<Message> SamplerPool::NextMessage() {
@@ -395,8 +420,10 @@ std::optional<Message> SamplerPool::NextMessage() {
     ReceiveOne(timeout_ms_);
     Dispatch();
   }
-  Message m = std::move(ready_[next_return_]);
-  ready_.erase(next_return_);
+  auto it = ready_.find(next_return_);
+  Message m = std::move(it->second.message);
+  held_bytes_[it->second.sampler] -= it->second.bytes;
+  ready_.erase(it);
   ++next_return_;
   Dispatch();
   return m;

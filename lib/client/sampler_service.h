@@ -79,14 +79,31 @@ SamplerOptions ToSamplerOptions(const SamplerLaunch& launch);
 // that batch, then rethrown (so the process exits non-zero).
 void RunSampler(const SamplerOptions& options, const std::atomic<bool>& stop);
 
+// Bytes of mini-batches the trainer lets one sampler have on their way or
+// waiting to be used: past it the trainer gives that sampler no more
+// batches until it uses what it holds (one batch is always allowed).
+constexpr uint64_t kSamplerWindowBytes = uint64_t{512} << 20;
+
 // The trainer's side: a ROUTER the samplers connect to. Not thread-safe.
+//
+// What one peer can make the trainer hold: a sampler is given at most
+// `prefetch_per_sampler` batches at a time, and fewer when their replies
+// would pass `window_bytes` (the largest reply seen so far estimates the
+// ones to come; until the first arrives, one batch at a time). ZeroMQ
+// queues at most prefetch + 2 messages per connection (replies, a hello,
+// an Error) before TCP pushes back, so a peer that sends what it was not
+// asked (a stranger with the job's keys, a broken sampler) parks at most
+// that many messages, each of frames of at most kMaxReplyBytes; what the
+// trainer reads from a peer that is not one of its samplers is dropped
+// unread.
 class SamplerPool {
  public:
   // Binds `bind_endpoint` (e.g. "tcp://127.0.0.1:*"). `hello` is what
   // samplers must present (graph, partition config sha256, job id).
   // Only samplers holding the job's `keys` can connect (CURVE + ZAP).
   SamplerPool(const std::string& bind_endpoint, int num_samplers, net::Hello hello,
-              int prefetch_per_sampler, int timeout_ms, const net::JobKeys& keys);
+              int prefetch_per_sampler, int timeout_ms, const net::JobKeys& keys,
+              uint64_t window_bytes = kSamplerWindowBytes);
   ~SamplerPool();
   const std::string& endpoint() const { return endpoint_; }
 
@@ -117,8 +134,12 @@ class SamplerPool {
   // Tells every sampler to exit.
   void Stop();
   uint64_t bytes_received() const { return bytes_received_; }
+  // The most batches one sampler had in flight at once so far.
+  int max_in_flight() const { return max_in_flight_; }
 
  private:
+  // Whether sampler s may be given one more batch now.
+  bool HasCredit(int s) const;
   void Begin(size_t count);
   net::Message EncodeNext();
   void Dispatch();
@@ -135,6 +156,10 @@ class SamplerPool {
   int timeout_ms_;
   std::vector<zmq::message_t> identities_;
   std::vector<int> in_flight_;
+  std::vector<uint64_t> held_bytes_;  // [sampler] replies received, not yet returned
+  uint64_t window_bytes_;
+  uint64_t largest_reply_ = 0;  // 0: none seen yet
+  int max_in_flight_ = 0;
   std::vector<net::SeedBatch> batches_;     // plain Start's
   std::vector<net::TypedSeedBatch> typed_;  // typed Start's
   net::MsgType reply_type_ = net::MsgType::kMiniBatch;
@@ -142,7 +167,12 @@ class SamplerPool {
   std::function<void(net::SeedBatch*)> prepare_;
   size_t next_dispatch_ = 0;
   int64_t next_return_ = 0;
-  std::map<int64_t, net::Message> ready_;  // answers not yet returned, by batch
+  struct Ready {
+    net::Message message;
+    int sampler;
+    uint64_t bytes;
+  };
+  std::map<int64_t, Ready> ready_;  // answers not yet returned, by batch
   uint64_t bytes_received_ = 0;
   bool stopped_ = false;
   std::function<std::string()> check_;

@@ -62,7 +62,7 @@ Connection::Connection(zmq::context_t& ctx, const std::string& endpoint, std::st
     : socket_(ctx, zmq::socket_type::dealer), peer_(std::move(peer)) {
   socket_.set(zmq::sockopt::linger, 0);
   socket_.set(zmq::sockopt::sndhwm, kMaxQueuedMessages);
-  socket_.set(zmq::sockopt::rcvhwm, kMaxQueuedMessages);
+  socket_.set(zmq::sockopt::rcvhwm, kClientQueuedReplies);
   // A reply larger than any a server sends (kMaxReplyBytes) is not read.
   socket_.set(zmq::sockopt::maxmsgsize, kMaxReplyBytes);
   keys.MakeClient(socket_);
@@ -78,8 +78,13 @@ uint64_t Connection::Start(Message request, uint64_t expected_reply_bytes,
   if (deadline == Clock::time_point{}) deadline = Clock::now() + Millis(60000);
   const std::string what = MsgTypeName(request.header.msg_type());
   // Make room in the window: take replies already on their way.
-  while (expected_in_flight_ > 0 &&
-         expected_in_flight_ + expected_reply_bytes > static_cast<uint64_t>(kClientWindowBytes)) {
+  auto full = [&] {
+    // Requests not yet answered (early_ holds answers already taken).
+    return in_flight_.size() - early_.size() >= static_cast<size_t>(kClientMaxInFlight) ||
+           (expected_in_flight_ > 0 && expected_in_flight_ + expected_reply_bytes >
+                                           static_cast<uint64_t>(kClientWindowBytes));
+  };
+  while (full()) {
     Message m;
     if (!ReceiveOne(deadline, what, &m)) {
       throw TimeoutError(peer_ + " did not answer earlier requests in time (" +

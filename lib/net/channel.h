@@ -38,7 +38,8 @@ class Connection {
   // Sends a request and returns without waiting; returns its request id.
   // `expected_reply_bytes` (0: small or unknown) keeps what is in flight on
   // this connection within kClientWindowBytes, inside every server's reply
-  // window: when this request's reply would not fit, replies already on
+  // window, and at most kClientMaxInFlight requests unanswered: when this
+  // request's reply would not fit, or too many are unanswered, replies already on
   // their way are received first (kept for their Finish), waiting until
   // `deadline` (TimeoutError naming the peer). Stamps the request with the
   // reply bytes taken so far (Header::taken_bytes).

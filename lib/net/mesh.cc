@@ -25,7 +25,9 @@ Mesh::Mesh(int rank, int world, const std::string& bind_host, const JobKeys& key
   auth_ = std::make_unique<Authenticator>(ctx_, keys, "the trainers' collective");
   in_.set(zmq::sockopt::linger, 0);
   in_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMeshPieceBytes) + (1 << 20));
-  in_.set(zmq::sockopt::rcvhwm, 0);  // a collective's pieces are all taken (bounded by world)
+  // At most a few pieces per rank wait in ZeroMQ (each <= kMeshPieceBytes);
+  // a rank sending more waits in its own process until they are taken.
+  in_.set(zmq::sockopt::rcvhwm, kMeshQueuedPieces);
   keys.MakeServer(in_);
   const std::string host =
       bind_host.find(':') != std::string::npos ? "[" + bind_host + "]" : bind_host;

@@ -25,6 +25,8 @@ class Authenticator;
 
 // Bytes of one mesh message at most: larger contributions travel in pieces.
 constexpr size_t kMeshPieceBytes = size_t{64} << 20;
+// Pieces one rank's connection may have waiting, unread, at another rank.
+constexpr int kMeshQueuedPieces = 4;
 
 // Not thread-safe: one thread drives every collective (all ranks call the
 // same collectives in the same order, as with any process group).

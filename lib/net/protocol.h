@@ -46,6 +46,12 @@ constexpr int64_t kDefaultPeerWindowBytes = int64_t{256} << 20;
 // What a client keeps in flight on one connection, by the replies it
 // expects: half a server's window, so the two never disagree.
 constexpr int64_t kClientWindowBytes = kDefaultPeerWindowBytes / 2;
+// Requests a client keeps in flight on one connection at most (later ones
+// wait for earlier replies), so its socket queues at most this many
+// replies plus a few late ones (kClientQueuedReplies): a server cannot park
+// more there than that many messages.
+constexpr int kClientMaxInFlight = 256;
+constexpr int kClientQueuedReplies = kClientMaxInFlight + 16;
 
 // Message types. Numbers are part of the protocol: never renumber or reuse.
 // Retired numbers: (none yet).

@@ -4,6 +4,8 @@
 // and every shared-memory segment of the test's job removed on scope exit,
 // also when a check fails.
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -597,4 +599,135 @@ TEST_CASE(
   CHECK_THAT(train.out, Catch::Contains("-1 = all neighbours"));
   CHECK_THAT(train.out, Catch::Contains("GraphSAGE, GAT, GCN"));
   CHECK_THAT(train.out, Catch::Contains("partition config JSON (required"));
+}
+
+namespace {
+
+// A process with the job's keys that connects to a trainer's sampler pool
+// without being one of its samplers and sends `messages` valid messages of
+// `bytes` each, unasked, as fast as TCP takes them. Forked before the test
+// makes any ZeroMQ context (the child makes its own); it waits for the
+// pool's endpoint on a pipe. Killed and reaped on destruction.
+class PoolFlooder {
+ public:
+  PoolFlooder(const std::string& job, int messages, size_t bytes) {
+    REQUIRE(pipe(fd_) == 0);
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      close(fd_[1]);
+      char buf[256] = {};
+      const ssize_t n = read(fd_[0], buf, sizeof(buf) - 1);
+      if (n <= 0) _exit(1);
+      try {
+        zmq::context_t ctx;
+        zmq::socket_t s(ctx, zmq::socket_type::dealer);
+        s.set(zmq::sockopt::sndhwm, 0);  // everything queued here, pushed as TCP takes it
+        test::Keys(job).MakeClient(s);
+        s.connect(std::string(buf, static_cast<size_t>(n)));
+        const std::vector<char> junk(bytes, 'x');
+        for (int i = 0; i < messages; ++i) {
+          net::Message m = net::MakeMessage(net::MsgType::kMiniBatch, 1 + i % 3, {});
+          net::AddArray(&m, junk);
+          net::Send(s, m, nullptr, Millis(60000));
+        }
+        pause();  // until killed: the queue stays
+      } catch (...) {
+      }
+      _exit(2);
+    }
+    close(fd_[0]);
+  }
+  ~PoolFlooder() {
+    close(fd_[1]);
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  void Go(const std::string& endpoint) {
+    REQUIRE(write(fd_[1], endpoint.data(), endpoint.size()) ==
+            static_cast<ssize_t>(endpoint.size()));
+  }
+
+ private:
+  int fd_[2] = {-1, -1};
+  pid_t pid_ = -1;
+};
+
+// The most this process's anonymous memory reaches over `d`, sampled.
+int64_t PeakRssAnon(Millis d) {
+  int64_t peak = 0;
+  const auto end = Clock::now() + d;
+  while (Clock::now() < end) {
+    peak = std::max(peak, test::ProcStatusBytes(0, "RssAnon"));
+    std::this_thread::sleep_for(Millis(50));
+  }
+  return peak;
+}
+
+}  // namespace
+
+TEST_CASE("peers flooding a trainer's sampler socket park a bounded number of bytes there",
+          "[e2e]") {
+  Deployment d("synthetic:small", 2, 1, "flood");
+  ShmGuard guard{d};
+  // Forked first: this process has no ZeroMQ threads yet. One peer sends
+  // 200 x 8 MiB unasked, then ten more 30 x 8 MiB each (1.6 + 2.4 GB if a
+  // trainer queued them all, as it did with a queue of 1000 messages).
+  constexpr size_t kJunk = size_t{8} << 20;
+  PoolFlooder first(d.job, 200, kJunk);
+  std::vector<std::unique_ptr<PoolFlooder>> more;
+  for (int i = 0; i < 10; ++i) more.push_back(std::make_unique<PoolFlooder>(d.job, 30, kJunk));
+
+  auto m0 = d.StartServer(0, 0);
+  auto m1 = d.StartServer(1, 0);
+  zmq::context_t ctx;
+  REQUIRE(PingWhenUp(ctx, d.job, d.Endpoint(0, 0), *m0, Millis(30000)) == net::Pong{0, 0});
+  REQUIRE(PingWhenUp(ctx, d.job, d.Endpoint(1, 0), *m1, Millis(30000)) == net::Pong{1, 0});
+  constexpr int kPrefetch = 2;
+  SamplerPool pool("tcp://127.0.0.1:*", 2, d.Hello(), kPrefetch, 20000, test::Keys(d.job));
+  std::vector<std::unique_ptr<test::ChildProcess>> samplers;
+  for (int s = 0; s < 2; ++s) samplers.push_back(d.StartSampler(pool.endpoint(), s, 10000));
+  WaitForSamplers(pool, samplers);
+
+  // Per flooding peer: prefetch + 2 messages queued, one more being read.
+  const int64_t per_peer = (kPrefetch + 3) * static_cast<int64_t>(kJunk);
+  const int64_t slack = int64_t{48} << 20;
+  const int64_t base = test::ProcStatusBytes(0, "RssAnon");
+  first.Go(pool.endpoint());
+  const int64_t one = PeakRssAnon(Millis(3000)) - base;
+  INFO("one flooding peer grew the trainer by " << (one >> 20) << " MiB");
+  CHECK(one <= per_peer + slack);
+  for (auto& f : more) f->Go(pool.endpoint());
+  const int64_t eleven = PeakRssAnon(Millis(4000)) - base;
+  INFO("eleven flooding peers grew the trainer by " << (eleven >> 20) << " MiB");
+  CHECK(eleven <= 11 * per_peer + slack);
+
+  // The samplers' batches still arrive, correct and in time, while the
+  // strangers' messages are dropped as the pool reads past them.
+  std::vector<net::SeedBatch> batches = RandomBatches(20, d.config.num_nodes, 11);
+  pool.Start(batches);
+  int64_t expect = 0;
+  const auto started = Clock::now();
+  while (auto mb = pool.Next()) {
+    REQUIRE(expect < 20);
+    CHECK(mb->index == expect);
+    CHECK(mb->seeds == batches[expect].seeds);
+    ++expect;
+  }
+  CHECK(expect == 20);
+  CHECK(Clock::now() - started < std::chrono::seconds(20));
+  CHECK(pool.max_in_flight() <= kPrefetch);
+  const int64_t after = PeakRssAnon(Millis(1000)) - base;
+  INFO("after reading: " << (after >> 20) << " MiB over the start");
+  CHECK(after <= 11 * per_peer + slack);
+  pool.Stop();
+  for (auto& s : samplers) {
+    auto code = s->Wait(Millis(10000));
+    INFO(s->Describe());
+    REQUIRE(code.has_value());
+    CHECK(*code == 0);
+  }
+  ShutdownAndWait(ctx, d, 0, 0, *m0);
+  ShutdownAndWait(ctx, d, 1, 0, *m1);
 }

@@ -248,7 +248,7 @@ TEST_CASE("a server that is down gives a timeout naming it", "[integration]") {
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
 }
 
-TEST_CASE("SamplerPool streams batches from sampler threads in order with bounded credit",
+TEST_CASE("SamplerPool streams batches from sampler threads in order with bounded credit in batches and bytes",
           "[integration]") {
   test::TempDir dir;
   const std::string job = "job-pool-" + std::to_string(::getpid());
@@ -256,8 +256,11 @@ TEST_CASE("SamplerPool streams batches from sampler threads in order with bounde
   std::string ip = test::WriteLoopbackIpConfig(dir, 2);
   test::ServerThreads servers(ip, four, 2, 1, job);
   PartitionConfig config = LoadPartitionConfig(four);
+  // The default byte window lets each sampler work `prefetch` (2) batches
+  // ahead; a window smaller than two replies keeps each at one in flight.
+  const uint64_t window = GENERATE(kSamplerWindowBytes, uint64_t{1});
   SamplerPool pool("tcp://127.0.0.1:*", 2, net::Hello{config.graph_name, Sha256File(four), job}, 2,
-                   20000, test::Keys(job));
+                   20000, test::Keys(job), window);
   std::atomic<bool> stop{false};
   std::vector<std::thread> samplers;
   std::vector<std::string> errors(2);
@@ -298,6 +301,7 @@ TEST_CASE("SamplerPool streams batches from sampler threads in order with bounde
     ++expect;
   }
   CHECK(expect == 10);
+  CHECK(pool.max_in_flight() == (window == 1 ? 1 : 2));
   pool.Stop();
   for (auto& t : samplers) t.join();
   CHECK(errors[0].empty());
