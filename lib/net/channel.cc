@@ -81,8 +81,8 @@ uint64_t Connection::Start(Message request, uint64_t expected_reply_bytes,
   auto full = [&] {
     // Requests not yet answered (early_ holds answers already taken).
     return in_flight_.size() - early_.size() >= static_cast<size_t>(kClientMaxInFlight) ||
-           (expected_in_flight_ > 0 && expected_in_flight_ + expected_reply_bytes >
-                                           static_cast<uint64_t>(kClientWindowBytes));
+           (expected_in_flight_ > 0 &&
+            expected_in_flight_ + expected_reply_bytes > static_cast<uint64_t>(kClientWindowBytes));
   };
   while (full()) {
     Message m;

@@ -248,8 +248,10 @@ TEST_CASE("a server that is down gives a timeout naming it", "[integration]") {
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
 }
 
-TEST_CASE("SamplerPool streams batches from sampler threads in order with bounded credit in batches and bytes",
-          "[integration]") {
+TEST_CASE(
+    "SamplerPool streams batches from sampler threads in order with bounded credit in batches and "
+    "bytes",
+    "[integration]") {
   test::TempDir dir;
   const std::string job = "job-pool-" + std::to_string(::getpid());
   std::string four = test::MakePartitions(dir, "synthetic:small", 2, "two");
