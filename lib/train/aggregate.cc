@@ -6,7 +6,14 @@
 #include <string>
 
 #include "common/error.h"
+#include "kernels/csr_row_sum.h"
 #include "sampling/sampler.h"
+
+#if GNN_CUDA_KERNELS
+#include <ATen/cuda/CUDAContext.h>
+
+#include "kernels/csr_row_sum_cuda.h"
+#endif
 
 namespace gnn {
 namespace {
@@ -83,6 +90,34 @@ void CsrRowSum(const int64_t* ptr, const int64_t* idx, int64_t rows, const T* x,
   });
 }
 
+// The row sum on the device `on` lives on: the CPU loop above, or the CUDA
+// kernel running kernels::CsrRowSumRow (the same arithmetic) on the
+// current stream. Every pointer must be on that device.
+template <typename T>
+void RowSum(const torch::Tensor& on, const int64_t* ptr, const int64_t* idx, int64_t rows,
+            const T* x, int64_t x_stride, int64_t d, bool mean, const T* col_weight,
+            const T* row_scale, T* out) {
+  if (!on.is_cuda()) {
+    CsrRowSum<T>(ptr, idx, rows, x, x_stride, d, mean, col_weight, row_scale, out);
+    return;
+  }
+#if GNN_CUDA_KERNELS
+  kernels::CsrRowSumArgs<T> a;
+  a.ptr = ptr;
+  a.idx = idx;
+  a.x = x;
+  a.x_stride = x_stride;
+  a.d = d;
+  a.mean = mean;
+  a.col_weight = col_weight;
+  a.row_scale = row_scale;
+  a.out = out;
+  kernels::CsrRowSumCuda(a, rows, at::cuda::getCurrentCUDAStream().stream());
+#else
+  throw Error("a CUDA tensor reached the aggregation of a gnn-train built without CUDA kernels");
+#endif
+}
+
 // A 2-D tensor whose rows are contiguous (column slices allowed).
 torch::Tensor RowMajor(const torch::Tensor& t) {
   return t.dim() == 2 && t.stride(1) == 1 && t.stride(0) >= t.size(1) ? t : t.contiguous();
@@ -97,9 +132,9 @@ class MeanAggregateFn : public torch::autograd::Function<MeanAggregateFn> {
     torch::Tensor x = RowMajor(h);
     torch::Tensor out = torch::empty({num_dst, d}, h.options());
     AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "MeanAggregate", [&] {
-      CsrRowSum<scalar_t>(indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(), num_dst,
-                          x.data_ptr<scalar_t>(), x.stride(0), d, /*mean=*/true, nullptr, nullptr,
-                          out.data_ptr<scalar_t>());
+      RowSum<scalar_t>(h, indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(), num_dst,
+                       x.data_ptr<scalar_t>(), x.stride(0), d, /*mean=*/true, nullptr, nullptr,
+                       out.data_ptr<scalar_t>());
     });
     ctx->save_for_backward({indptr, t_indptr, t_indices});
     ctx->saved_data["num_src"] = h.size(0);
@@ -124,9 +159,9 @@ class MeanAggregateFn : public torch::autograd::Function<MeanAggregateFn> {
     torch::Tensor inv_deg = deg.clamp_min(1).reciprocal();
     torch::Tensor grad_h = torch::empty({num_src, d}, g.options());
     AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "MeanAggregateBackward", [&] {
-      CsrRowSum<scalar_t>(t_indptr.data_ptr<int64_t>(), t_indices.data_ptr<int64_t>(), num_src,
-                          g.data_ptr<scalar_t>(), d, d, /*mean=*/false,
-                          inv_deg.data_ptr<scalar_t>(), nullptr, grad_h.data_ptr<scalar_t>());
+      RowSum<scalar_t>(g, t_indptr.data_ptr<int64_t>(), t_indices.data_ptr<int64_t>(), num_src,
+                       g.data_ptr<scalar_t>(), d, d, /*mean=*/false, inv_deg.data_ptr<scalar_t>(),
+                       nullptr, grad_h.data_ptr<scalar_t>());
     });
     return {grad_h, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
@@ -145,10 +180,10 @@ class WeightedAggregateFn : public torch::autograd::Function<WeightedAggregateFn
     torch::Tensor x = RowMajor(h);
     torch::Tensor out = torch::empty({num_dst, d}, h.options());
     AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "WeightedAggregate", [&] {
-      CsrRowSum<scalar_t>(indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(), num_dst,
-                          x.data_ptr<scalar_t>(), x.stride(0), d, /*mean=*/false,
-                          src_w.data_ptr<scalar_t>(), dst_w.data_ptr<scalar_t>(),
-                          out.data_ptr<scalar_t>());
+      RowSum<scalar_t>(h, indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(), num_dst,
+                       x.data_ptr<scalar_t>(), x.stride(0), d, /*mean=*/false,
+                       src_w.data_ptr<scalar_t>(), dst_w.data_ptr<scalar_t>(),
+                       out.data_ptr<scalar_t>());
     });
     ctx->save_for_backward({src_w, dst_w, t_indptr, t_indices});
     return out;
@@ -166,9 +201,9 @@ class WeightedAggregateFn : public torch::autograd::Function<WeightedAggregateFn
     const int64_t num_src = src_w.size(0), d = g.size(1);
     torch::Tensor grad_h = torch::empty({num_src, d}, g.options());
     AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "WeightedAggregateBackward", [&] {
-      CsrRowSum<scalar_t>(t_indptr.data_ptr<int64_t>(), t_indices.data_ptr<int64_t>(), num_src,
-                          g.data_ptr<scalar_t>(), d, d, /*mean=*/false, dst_w.data_ptr<scalar_t>(),
-                          src_w.data_ptr<scalar_t>(), grad_h.data_ptr<scalar_t>());
+      RowSum<scalar_t>(g, t_indptr.data_ptr<int64_t>(), t_indices.data_ptr<int64_t>(), num_src,
+                       g.data_ptr<scalar_t>(), d, d, /*mean=*/false, dst_w.data_ptr<scalar_t>(),
+                       src_w.data_ptr<scalar_t>(), grad_h.data_ptr<scalar_t>());
     });
     return {grad_h,          torch::Tensor(), torch::Tensor(), torch::Tensor(),
             torch::Tensor(), torch::Tensor(), torch::Tensor()};
@@ -183,12 +218,16 @@ void TransposeFor(const BlockTensors& block, const torch::Tensor& h, torch::Tens
   *t_indices = block.t_indices;
   if (t_indptr->defined()) return;
   if (torch::GradMode::is_enabled() && h.requires_grad()) {
+    // Built on the CPU (the sampler builds it there too when it can).
+    const torch::Tensor indptr = block.indptr.cpu(), indices = block.indices.cpu();
     *t_indptr = torch::empty({block.num_src + 1}, torch::kInt64);
-    *t_indices = torch::empty({block.indices.numel()}, torch::kInt64);
-    TransposeCsr(block.indptr.data_ptr<int64_t>(), block.indices.data_ptr<int64_t>(), block.num_dst,
+    *t_indices = torch::empty({indices.numel()}, torch::kInt64);
+    TransposeCsr(indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(), block.num_dst,
                  block.num_src, t_indptr->data_ptr<int64_t>(), t_indices->data_ptr<int64_t>());
+    *t_indptr = t_indptr->to(block.indptr.device());
+    *t_indices = t_indices->to(block.indptr.device());
   } else {
-    *t_indptr = *t_indices = torch::empty({0}, torch::kInt64);
+    *t_indptr = *t_indices = torch::empty({0}, block.indptr.options());
   }
 }
 
@@ -200,6 +239,15 @@ void CheckRows(const char* op, const BlockTensors& block, const torch::Tensor& h
 }
 
 }  // namespace
+
+BlockTensors BlockTensors::To(const torch::Device& device, bool non_blocking) const {
+  BlockTensors t = *this;
+  if (device == indptr.device()) return t;
+  for (torch::Tensor* x : {&t.indptr, &t.indices, &t.t_indptr, &t.t_indices}) {
+    if (x->defined()) *x = x->to(device, non_blocking);
+  }
+  return t;
+}
 
 BlockTensors ToTensors(const Block& block) {
   BlockTensors t;

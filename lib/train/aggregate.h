@@ -14,8 +14,10 @@
 
 namespace gnn {
 
-// A block's structure as int64 CPU tensors: from_blob views of the Block's
-// vectors (the Block must outlive the tensors).
+// A block's structure as int64 tensors: from_blob views of the Block's
+// vectors on the CPU (the Block must outlive the tensors), or copies on a
+// GPU (To). The aggregations run where the tensors are: CPU loops, or the
+// CUDA kernels of lib/kernels in a CUDA build.
 struct BlockTensors {
   int64_t num_dst = 0;
   int64_t num_src = 0;    // rows of the input the indices point into
@@ -25,6 +27,9 @@ struct BlockTensors {
   // otherwise (MeanAggregate then builds one if a gradient needs it).
   torch::Tensor t_indptr;   // [num_src + 1]
   torch::Tensor t_indices;  // [E] dst index, edges grouped by input row
+
+  // The same block on `device` (copies; itself when already there).
+  BlockTensors To(const torch::Device& device, bool non_blocking = false) const;
 };
 
 // Views of `block` (and of its transpose, when it has one).

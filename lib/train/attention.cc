@@ -289,6 +289,9 @@ torch::Tensor GatAttention(const BlockTensors& block, const torch::Tensor& el,
 }
 
 BlockTensors WithSelfLoops(const BlockTensors& block) {
+  if (!block.indptr.is_cpu()) {  // built on the CPU, then moved back
+    return WithSelfLoops(block.To(torch::Device(torch::kCPU))).To(block.indptr.device());
+  }
   const int64_t D = block.num_dst, E = block.indices.numel();
   BlockTensors out;
   out.num_dst = D;

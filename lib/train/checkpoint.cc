@@ -45,7 +45,7 @@ std::string FirstLine(const std::exception& e) {
 std::string ParamChecksum(torch::nn::Module& model) {
   Sha256 h;
   for (const auto& p : model.named_parameters()) {
-    torch::Tensor t = p.value().detach().contiguous();
+    torch::Tensor t = p.value().detach().contiguous().cpu();
     h.Update(p.key().data(), p.key().size());
     h.Update(t.data_ptr(), static_cast<size_t>(t.numel()) * t.element_size());
   }

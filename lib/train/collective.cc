@@ -19,7 +19,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 std::string Bytes(const torch::Tensor& t) {
-  const torch::Tensor c = t.contiguous();
+  const torch::Tensor c = t.contiguous().cpu();  // a GPU tensor is copied to the host
   return std::string(static_cast<const char*>(c.data_ptr()), c.numel() * c.element_size());
 }
 
@@ -89,8 +89,9 @@ int64_t Collective::AllreduceMeanGrads(const std::vector<torch::Tensor>& params,
     for (auto& g : grads) views.push_back(g.reshape({-1}));
     const torch::Tensor flat = torch::cat(views, 0);
     const std::vector<std::string> all = Gather(Bytes(flat), "all-reduce");
-    // Summed in rank order on every rank: the same bits everywhere.
-    torch::Tensor sum = torch::zeros_like(flat);
+    // Summed in rank order on every rank, on the host: the same bits
+    // everywhere, whichever device the gradients are on.
+    torch::Tensor sum = torch::zeros({flat.numel()}, torch::kFloat32);
     for (const std::string& part : all) {
       if (part.size() != static_cast<size_t>(flat.numel() * 4)) {
         throw PeerError("all-reduce among trainers: a trainer sent " + std::to_string(part.size()) +
@@ -106,7 +107,7 @@ int64_t Collective::AllreduceMeanGrads(const std::vector<torch::Tensor>& params,
       if (params[idx].grad().defined()) {
         params[idx].mutable_grad().copy_(slice);
       } else {
-        params[idx].mutable_grad() = slice.clone();
+        params[idx].mutable_grad() = slice.to(params[idx].device(), false, /*copy=*/true);
       }
       off += grads[k].numel();
     }
@@ -159,7 +160,8 @@ void Collective::Broadcast(const std::vector<torch::Tensor>& tensors) {
                       " bytes for a tensor of " + std::to_string(t.numel() * t.element_size()));
     }
     if (rank_ != 0) {
-      torch::Tensor src = torch::from_blob(const_cast<char*>(root.data()), t.sizes(), t.options());
+      torch::Tensor src = torch::from_blob(const_cast<char*>(root.data()), t.sizes(),
+                                           t.options().device(torch::kCPU));
       t.copy_(src);
     }
   }

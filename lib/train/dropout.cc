@@ -18,7 +18,8 @@ uint64_t SplitMix64(uint64_t z) {
 }  // namespace
 
 torch::Tensor KeepMask(torch::IntArrayRef shape, double p, const torch::TensorOptions& options) {
-  torch::Tensor mask = torch::empty(shape, options);
+  // Drawn on the CPU and moved: the same mask bits on every device.
+  torch::Tensor mask = torch::empty(shape, options.device(torch::kCPU));
   const uint64_t seed = static_cast<uint64_t>(
       torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kInt64).item<int64_t>());
   // Keep when the hash's top 24 bits, as a fraction, are >= p.
@@ -39,7 +40,7 @@ torch::Tensor KeepMask(torch::IntArrayRef shape, double p, const torch::TensorOp
       }
     });
   });
-  return mask;
+  return mask.to(options.device());
 }
 
 torch::Tensor Dropout(const torch::Tensor& x, double p, bool training) {

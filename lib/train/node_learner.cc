@@ -7,9 +7,17 @@
 
 #include <optional>
 
+#if GNN_CUDA_KERNELS
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+#include "common/error.h"
 #include "common/log.h"
 #include "common/npy.h"
 #include "train/checkpoint.h"
+#include "train/device.h"
 #include "train/model_file.h"
 #include "train/node_model.h"
 #include "train/task.h"
@@ -22,6 +30,22 @@ using nlohmann::json;
 
 namespace {
 
+// The model on the host while it lives: evaluation and embeddings run
+// layer-wise over CPU rows (on a GPU too, for now), then it goes back.
+class OnHost {
+ public:
+  OnHost(torch::nn::Module& model, const torch::Device& device) : model_(model), device_(device) {
+    if (!device_.is_cpu()) model_.to(torch::kCPU);
+  }
+  ~OnHost() {
+    if (!device_.is_cpu()) model_.to(device_);
+  }
+
+ private:
+  torch::nn::Module& model_;
+  torch::Device device_;
+};
+
 class NodeLearner : public Learner {
  public:
   NodeLearner(const TrainOptions& o, const PartitionConfig& config)
@@ -29,7 +53,10 @@ class NodeLearner : public Learner {
         config_(config),
         env_(o.standalone ? MakeStandaloneEnv(o, config) : MakeDistEnv(o, config)),
         task_((torch::manual_seed(o.seed), MakeTask(o, config))),
-        model_(MakeNodeModel(o, config.feature_dim, task_->OutputDim())) {}
+        model_(MakeNodeModel(o, config.feature_dim, task_->OutputDim())),
+        device_(TrainDevice(o)) {
+    model_->to(device_);
+  }
 
   int rank() const override { return env_->rank(); }
   int world() const override { return env_->world(); }
@@ -41,9 +68,12 @@ class NodeLearner : public Learner {
   void StartEpoch(int epoch, int64_t first) override { env_->StartEpoch(epoch, first); }
   bool NextBatch(int, int64_t) override {
     out_ = torch::Tensor();
+    blocks_.clear();  // views of the batch about to go
+    x_ = torch::Tensor();
     mb_.reset();  // its buffers go back before the next batch is made
     mb_ = env_->Next();
     if (mb_) {
+      Stage(*mb_);
       wire_bytes_ += mb_->wire_bytes;
       cache_lookups_ += mb_->cache_lookups;
       cache_hits_ += mb_->cache_hits;
@@ -54,12 +84,7 @@ class NodeLearner : public Learner {
   torch::Tensor Loss() override {
     MiniBatch& mb = *mb_;
     if (mb.seeds.empty()) return torch::Tensor();
-    std::vector<BlockTensors> blocks;
-    for (const Block& b : mb.blocks) blocks.push_back(ToTensors(b));
-    const int64_t rows =
-        mb.input_means ? 2 * mb.blocks.front().num_dst : mb.blocks.front().num_src();
-    torch::Tensor x = torch::from_blob(mb.features.data(), {rows, mb.feature_dim}, torch::kFloat32);
-    out_ = mb.input_means ? model_->ForwardFromMeans(blocks, x) : model_->Forward(blocks, x);
+    out_ = mb.input_means ? model_->ForwardFromMeans(blocks_, x_) : model_->Forward(blocks_, x_);
     return task_->Loss(out_, mb);
   }
   int64_t AllreduceGrads() override { return env_->AllreduceGrads(*model_); }
@@ -73,7 +98,50 @@ class NodeLearner : public Learner {
   bool CountsWire() const override { return !o_.standalone; }
   uint64_t WireBytes() const override { return wire_bytes_; }
 
+  // The batch's blocks and input rows where the model is. On a GPU they
+  // are copied from pinned host memory on a side stream as soon as the
+  // batch arrives, while the previous step's kernels may still run, and
+  // the compute stream waits for the copies (an event), not the host.
+  void Stage(const MiniBatch& mb) {
+    blocks_.clear();
+    x_ = torch::Tensor();
+    if (mb.seeds.empty()) return;
+    const int64_t rows =
+        mb.input_means ? 2 * mb.blocks.front().num_dst : mb.blocks.front().num_src();
+    torch::Tensor x = torch::from_blob(const_cast<float*>(mb.features.data()),
+                                       {rows, mb.feature_dim}, torch::kFloat32);
+    if (device_.is_cpu()) {
+      for (const Block& b : mb.blocks) blocks_.push_back(ToTensors(b));
+      x_ = x;
+      return;
+    }
+#if GNN_CUDA_KERNELS
+    const c10::cuda::CUDAStream compute = c10::cuda::getCurrentCUDAStream(device_.index());
+    if (!copy_stream_) copy_stream_ = c10::cuda::getStreamFromPool(false, device_.index());
+    {
+      c10::cuda::CUDAStreamGuard on_side(*copy_stream_);
+      auto up = [&](const torch::Tensor& t) {
+        if (!t.defined()) return t;
+        torch::Tensor d = t.pin_memory().to(device_, /*non_blocking=*/true);
+        d.record_stream(compute);  // used there: not reused before it is done
+        return d;
+      };
+      for (const Block& b : mb.blocks) {
+        BlockTensors t = ToTensors(b);
+        for (torch::Tensor* p : {&t.indptr, &t.indices, &t.t_indptr, &t.t_indices}) *p = up(*p);
+        blocks_.push_back(t);
+      }
+      x_ = up(x);
+      copied_.record(*copy_stream_);
+    }
+    copied_.block(compute);
+#else
+    throw Error("--num_gpus: this gnn-train has no CUDA");
+#endif
+  }
+
   std::pair<double, double> Evaluate(int epoch, const RecordFn& record) override {
+    OnHost host(*model_, device_);
     return task_->Evaluate(*env_, *model_, epoch, env_->Label(), record);
   }
 
@@ -98,6 +166,7 @@ class NodeLearner : public Learner {
     }
     if (!o_.save_embeddings.empty()) {
       AllCoresWhileIdle all_cores(o_);
+      OnHost host(*model_, device_);
       torch::Tensor emb = env_->Embeddings(*model_).contiguous();
       if (lead) WriteNpy(o_.save_embeddings, emb.data_ptr<float>(), {emb.size(0), emb.size(1)});
     }
@@ -122,6 +191,13 @@ class NodeLearner : public Learner {
   std::unique_ptr<TrainEnv> env_;
   std::unique_ptr<Task> task_;
   std::shared_ptr<NodeModel> model_;
+  torch::Device device_;              // where the model and each batch live (--num_gpus)
+  std::vector<BlockTensors> blocks_;  // the current batch's, on device_ (Stage)
+  torch::Tensor x_;                   // its input rows, on device_
+#if GNN_CUDA_KERNELS
+  std::optional<c10::cuda::CUDAStream> copy_stream_;  // host-to-device copies
+  at::cuda::CUDAEvent copied_;                        // the current batch's are done
+#endif
   std::optional<MiniBatch> mb_;  // the current batch
   torch::Tensor out_;            // its output rows (for the train accuracy)
   uint64_t wire_bytes_ = 0;      // of every batch received

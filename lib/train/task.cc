@@ -28,10 +28,10 @@ class NodeTask : public Task {
     return static_cast<int64_t>(mb.seeds.size());
   }
   torch::Tensor Loss(const torch::Tensor& out, MiniBatch& mb) override {
-    return torch::nn::functional::cross_entropy(out, Labels(mb));
+    return torch::nn::functional::cross_entropy(out, Labels(mb).to(out.device()));
   }
   double TrainAccuracy(const torch::Tensor& out, MiniBatch& mb) override {
-    return out.argmax(1).eq(Labels(mb)).to(torch::kFloat64).mean().item<double>();
+    return out.argmax(1).eq(Labels(mb).to(out.device())).to(torch::kFloat64).mean().item<double>();
   }
   std::pair<double, double> Evaluate(TrainEnv& env, NodeModel& model, int, const std::string&,
                                      const RecordFn&) override {

@@ -10,6 +10,7 @@
 #include "net/messages.h"
 #include "partition/config.h"
 #include "sampling/sampler.h"
+#include "train/device.h"
 #include "train/training_loop.h"
 
 namespace gnn {
@@ -140,11 +141,7 @@ namespace {
 
 // The checks that need the partition config.
 PartitionConfig LoadCheckedConfig(const TrainOptions& o) {
-  if (o.num_gpus > 0 && !torch::cuda::is_available()) {
-    throw ConfigError("--num_gpus " + std::to_string(o.num_gpus) +
-                      " requested, but this gnn-train has no CUDA device (LibTorch without CUDA); "
-                      "use --num_gpus -1 for CPU");
-  }
+  CheckDevice(o);
   PartitionConfig config = LoadPartitionConfig(o.part_config);
   if (o.Typed() && !config.hetero()) {
     throw ConfigError("--model " + o.model + " needs a heterogeneous partitioning; " +

@@ -256,7 +256,12 @@ TEST_CASE("gnn-train bad input: one error line, non-zero exit", "[e2e]") {
         "checkpoint");
   }
   SECTION("GPU requested on a CPU-only build") {
-    ExpectFailure({"--standalone", "--part_config", one, "--num_gpus", "1"}, "--num_gpus");
+    // One line: what is missing and what to do (the GPU path compiles with
+    // scripts/build-cuda.sh; it has not run on a GPU yet).
+    ExpectFailure({"--standalone", "--part_config", one, "--num_gpus", "1"},
+                  "--num_gpus 1: this gnn-train was built without CUDA (a CPU LibTorch); the GPU "
+                  "path compiles with scripts/build-cuda.sh but has not yet run on a GPU; use "
+                  "--num_gpus -1 for CPU");
   }
 }
 

@@ -8,7 +8,10 @@
 #include <catch2/catch.hpp>
 #include <random>
 
+#include "kernels/csr_row_sum.h"
 #include "sampling/sampler.h"
+#include "test_util.h"
+#include "train/device.h"
 #include "train/sage.h"
 
 namespace gnn {
@@ -189,3 +192,80 @@ TEST_CASE("GraphSage from the sampler's means equals GraphSage over every input 
 }
 
 }  // namespace gnn
+
+namespace gnn {
+namespace {
+
+// kernels::CsrRowSumRow over every row, the columns dealt to `threads`
+// workers as a CUDA block deals them (worker t: columns t, t + threads, ...).
+template <typename T>
+torch::Tensor KernelRowSum(const Block& b, const torch::Tensor& x, bool mean,
+                           const torch::Tensor& col_weight, const torch::Tensor& row_scale,
+                           int threads) {
+  torch::Tensor out = torch::full({b.num_dst, x.size(1)}, 7.0, x.options());
+  kernels::CsrRowSumArgs<T> a;
+  a.ptr = b.indptr.data();
+  a.idx = b.indices.data();
+  a.x = x.data_ptr<T>();
+  a.x_stride = x.stride(0);
+  a.d = x.size(1);
+  a.mean = mean;
+  a.col_weight = col_weight.defined() ? col_weight.data_ptr<T>() : nullptr;
+  a.row_scale = row_scale.defined() ? row_scale.data_ptr<T>() : nullptr;
+  a.out = out.data_ptr<T>();
+  for (int64_t r = 0; r < b.num_dst; ++r) {
+    for (int t = 0; t < threads; ++t) kernels::CsrRowSumRow(a, r, t, threads);
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace gnn
+
+TEST_CASE("the CUDA kernels' row function equals the CPU aggregations bit for bit", "[unit]") {
+  using namespace gnn;
+  const int threads = GENERATE(1, 32, 128);
+  const Block b = RandomBlock(57, 90, 12, 5);
+  const BlockTensors t = ToTensors(b);
+  // Float, 37 wide (fewer columns than some thread counts), strided rows.
+  torch::manual_seed(3);
+  const torch::Tensor wide = torch::randn({90, 45});
+  const torch::Tensor x = wide.slice(1, 2, 39);
+  CHECK(torch::equal(KernelRowSum<float>(b, x, true, {}, {}, threads), MeanAggregate(t, x)));
+  const torch::Tensor src_w = torch::rand({90}) + 0.5, dst_w = torch::rand({57}) + 0.5;
+  CHECK(torch::equal(KernelRowSum<float>(b, x, false, src_w, dst_w, threads),
+                     WeightedAggregate(t, x, src_w, dst_w)));
+  // Double.
+  const torch::Tensor xd = Dbl({90, 16}, 9);
+  CHECK(torch::equal(KernelRowSum<double>(b, xd, true, {}, {}, threads), MeanAggregate(t, xd)));
+  // The same op on a block moved with To (here: to the CPU it is on).
+  const BlockTensors moved = t.To(torch::Device(torch::kCPU));
+  CHECK(torch::equal(MeanAggregate(moved, x), MeanAggregate(t, x)));
+}
+
+TEST_CASE("the CUDA aggregations equal the CPU's in values and gradients (GPU)", "[unit]") {
+  using namespace gnn;
+  if (!BuiltWithCuda()) GNN_SKIP("this build has no CUDA kernels (scripts/build-cuda.sh)");
+  if (!torch::cuda::is_available()) GNN_SKIP("no CUDA device visible");
+  const torch::Device gpu(torch::kCUDA, 0);
+  const Block b = RandomBlock(300, 500, 20, 8);
+  const BlockTensors cpu = ToTensors(b);
+  const BlockTensors dev = cpu.To(gpu);
+  for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
+    torch::manual_seed(4);
+    const torch::Tensor h = torch::randn({500, 70}, dtype);
+    const torch::Tensor src_w = torch::rand({500}, dtype) + 0.5;
+    const torch::Tensor dst_w = torch::rand({300}, dtype) + 0.5;
+    const torch::Tensor hc = h.clone().requires_grad_(true);
+    const torch::Tensor hg = h.to(gpu).requires_grad_(true);
+    // The same operations in the same order on both devices.
+    const torch::Tensor oc = MeanAggregate(cpu, hc) + WeightedAggregate(cpu, hc, src_w, dst_w);
+    const torch::Tensor og =
+        MeanAggregate(dev, hg) + WeightedAggregate(dev, hg, src_w.to(gpu), dst_w.to(gpu));
+    const torch::Tensor g = torch::randn({300, 70}, dtype);
+    oc.backward(g);
+    og.backward(g.to(gpu));
+    CHECK(torch::equal(og.cpu(), oc.detach()));
+    CHECK(torch::equal(hg.grad().cpu(), hc.grad()));
+  }
+}

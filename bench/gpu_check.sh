@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# The GPU path, checked on a machine with a GPU and torch 2.11+cu130 but no
+# network (the device machines this project is sometimes lent), in stages
+# of at most a few minutes each:
+#
+#   here:  bash bench/gpu_check.sh pack
+#          builds ./build-cuda (scripts/build-cuda.sh, without PT-Scotch) and
+#          gathers build-cuda/gpu: the binaries and the Debian libraries they
+#          need that are not torch's, CUDA's or the C library's (libzmq,
+#          libsodium, METIS, ...): at most 60 MiB, to carry to the GPU machine.
+#   there: bash bench/gpu_check.sh tests
+#          the GPU unit tests (CUDA aggregations against the CPU's, values and
+#          gradients, float and double, bit for bit), standalone GraphSAGE on
+#          synthetic:small for 3 seeds on the CPU and on the GPU (test accuracy
+#          mean and sd of each; the GPU's mean within one CPU sd), and a
+#          1-machine gnn-launch job with one GPU trainer.
+#   there: bash bench/gpu_check.sh bench
+#          seeds/s of standalone training, CPU against GPU, on synthetic:small
+#          and synthetic:products (medians of 3 alternating runs).
+#
+# On a machine without a GPU the last two stages say so and stop (exit 3).
+# Environment: GNN_GPU_WORK (scratch folder, default /tmp/gnn-gpu-check),
+# GNN_GPU_EPOCHS (training epochs, default 5), OUT (a folder: logs and the
+# figures are written there too).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STAGE="${1:-}"
+BUNDLE=build-cuda/gpu
+WORK="${GNN_GPU_WORK:-/tmp/gnn-gpu-check}"
+EPOCHS="${GNN_GPU_EPOCHS:-5}"
+LOG_DIR="${OUT:-$WORK}"
+mkdir -p "$WORK" "$LOG_DIR"
+
+say() { echo "gpu_check: $*" | tee -a "$LOG_DIR/gpu_check.txt" >&2; }
+
+# torch's libraries and the CUDA ones its wheel carries, for a C++ program.
+torch_library_path() {
+  python3 - <<'PY'
+import glob, os, torch
+site = os.path.dirname(os.path.dirname(torch.__file__))
+dirs = [os.path.join(os.path.dirname(torch.__file__), "lib")]
+dirs += sorted(glob.glob(os.path.join(site, "nvidia", "*", "lib")))
+print(":".join(d for d in dirs if os.path.isdir(d)))
+PY
+}
+
+pack() {
+  GNN_CUDA_BUILD_DIR=build-cuda bash scripts/build-cuda.sh -DGNN_WITH_PTSCOTCH=OFF
+  rm -rf "$BUNDLE"
+  mkdir -p "$BUNDLE/bin" "$BUNDLE/lib"
+  for b in gnn-train gnn-partition gnn-server gnn-launch gnn-sampler gnn-copy; do
+    cp build-cuda/apps/$b "$BUNDLE/bin/"
+  done
+  cp build-cuda/tests/gnn_train_unit_tests "$BUNDLE/bin/"
+  strip "$BUNDLE"/bin/*
+  # Every library the binaries load that the GPU machine's torch, CUDA or C
+  # library does not provide.
+  LD_LIBRARY_PATH="$(cat build-cuda/torch_library_path)" ldd "$BUNDLE"/bin/* |
+    awk '/=> \// {print $3}' | sort -u |
+    grep -v -E '/(torch|nvidia|cuda)/|/lib(c|m|dl|rt|pthread|gcc_s|stdc\+\+)\.so|ld-linux' |
+    while read -r lib; do cp -L "$lib" "$BUNDLE/lib/"; done
+  local mib
+  mib=$(du -sm "$BUNDLE" | cut -f1)
+  if [ "$mib" -gt 60 ]; then
+    echo "gpu_check: $BUNDLE is $mib MiB, over the 60 MiB a device call carries" >&2
+    exit 1
+  fi
+  say "packed $BUNDLE ($mib MiB): carry it (run's carry: [\"$BUNDLE\"])"
+}
+
+# The bundle's binaries on their library path; stops without a GPU.
+prepare_run() {
+  [ -x "$BUNDLE/bin/gnn-train" ] || {
+    echo "gpu_check: no $BUNDLE/bin/gnn-train: run 'bash bench/gpu_check.sh pack' on the build machine and carry $BUNDLE" >&2
+    exit 2
+  }
+  export LD_LIBRARY_PATH="$PWD/$BUNDLE/lib:$(torch_library_path)"
+  export PATH="$PWD/$BUNDLE/bin:$PATH"
+  if ! nvidia-smi -L >"$WORK/gpus.txt" 2>&1 || ! grep -q GPU "$WORK/gpus.txt"; then
+    say "no GPU on this machine ($(head -1 "$WORK/gpus.txt")): nothing to check"
+    exit 3
+  fi
+  say "$(head -1 "$WORK/gpus.txt")"
+}
+
+partition() {  # dataset -> config path (made once)
+  local name
+  name=$(echo "$1" | sed 's/^synthetic:/synthetic-/')
+  if [ ! -f "$WORK/$name/$name.json" ]; then
+    gnn-partition --dataset "$1" --num_parts 1 --output "$WORK/$name" --overwrite --quiet >/dev/null
+  fi
+  echo "$WORK/$name/$name.json"
+}
+
+# The JSON summary's field $2 of a standalone run with flags $3...
+train_field() {
+  local config=$1 field=$2
+  shift 2
+  gnn-train --standalone --part_config "$config" --num_epochs "$EPOCHS" --eval_every "$EPOCHS" \
+    --log_every 1000000 "$@" 2>>"$LOG_DIR/train.log" | tail -1 |
+    python3 -c "import json, sys; print(json.load(sys.stdin)['$field'])"
+}
+
+mean_sd() { python3 -c "import statistics as s, sys; v = [float(x) for x in sys.argv[1:]]; print(f'{s.mean(v):.4f} {s.stdev(v) if len(v) > 1 else 0.0:.4f}')" "$@"; }
+
+tests() {
+  prepare_run
+  gnn_train_unit_tests "*(GPU)*" 2>&1 | tee "$LOG_DIR/gpu_unit.txt"
+  if grep -q "SKIPPED" "$LOG_DIR/gpu_unit.txt"; then
+    say "the GPU unit tests skipped: this binary or machine has no CUDA"
+    exit 1
+  fi
+  local config cpu=() gpu=()
+  config=$(partition synthetic:small)
+  for seed in 0 1 2; do
+    cpu+=("$(train_field "$config" test_acc --seed "$seed" --num_gpus -1)")
+    gpu+=("$(train_field "$config" test_acc --seed "$seed" --num_gpus 1)")
+  done
+  read -r cm cs <<<"$(mean_sd "${cpu[@]}")"
+  read -r gm gs <<<"$(mean_sd "${gpu[@]}")"
+  say "synthetic:small standalone test accuracy, seeds 0-2: CPU $cm +- $cs, GPU $gm +- $gs"
+  python3 -c "import sys; sys.exit(0 if abs($gm - $cm) <= max($cs, 1e-3) else 1)" ||
+    { say "GPU accuracy is not within one CPU sd"; exit 1; }
+  # One machine, one server, one GPU trainer, through gnn-launch.
+  local port
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  echo "127.0.0.1 $port" >"$WORK/ip_config.txt"
+  mkdir -p "$WORK/ws"
+  cp -r "$(dirname "$config")" "$WORK/ws/"
+  cp "$WORK/ip_config.txt" "$WORK/ws/"
+  gnn-launch --workspace "$WORK/ws" --num_trainers 1 --num_samplers 0 --num_servers 1 \
+    --part_config "$(basename "$(dirname "$config")")/$(basename "$config")" \
+    --ip_config ip_config.txt "gnn-train --num_epochs 2 --num_gpus 1" \
+    2>"$LOG_DIR/launch.log" | tail -1 >"$LOG_DIR/launch.json"
+  say "gnn-launch with one GPU trainer: $(cat "$LOG_DIR/launch.json")"
+}
+
+bench() {
+  prepare_run
+  local spec config c g cpu gpu
+  for spec in synthetic:small synthetic:products; do
+    config=$(partition "$spec")
+    cpu=()
+    gpu=()
+    for seed in 0 1 2; do  # alternating
+      c=$(train_field "$config" seeds_per_s --seed "$seed" --num_gpus -1)
+      g=$(train_field "$config" seeds_per_s --seed "$seed" --num_gpus 1)
+      cpu+=("$c")
+      gpu+=("$g")
+    done
+    read -r c _ <<<"$(python3 -c "import statistics as s, sys; print(s.median(map(float, sys.argv[1:])), 0)" "${cpu[@]}")"
+    read -r g _ <<<"$(python3 -c "import statistics as s, sys; print(s.median(map(float, sys.argv[1:])), 0)" "${gpu[@]}")"
+    say "$spec standalone seeds/s (median of 3, $EPOCHS epochs): CPU $c, GPU $g ($(python3 -c "print(f'{$g / $c:.2f}')")x)"
+  done
+}
+
+case "$STAGE" in
+  pack) pack ;;
+  tests) tests ;;
+  bench) bench ;;
+  *)
+    echo "usage: bash bench/gpu_check.sh pack|tests|bench (see the header)" >&2
+    exit 2
+    ;;
+esac
