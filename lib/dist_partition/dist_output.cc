@@ -58,10 +58,16 @@ namespace {
 json PartInfoJson(const PartInfo& p) {
   json files = json::object();
   for (const auto& [name, f] : p.files) files[name] = {{"bytes", f.bytes}, {"sha256", f.sha256}};
-  return {{"dir", p.dir},           {"node_start", p.node_start},
-          {"node_end", p.node_end}, {"edges", p.edge_end},
-          {"train", p.num_train},   {"valid", p.num_valid},
-          {"test", p.num_test},     {"files", files}};
+  return {{"dir", p.dir},
+          {"node_start", p.node_start},
+          {"node_end", p.node_end},
+          {"edges", p.edge_end},
+          {"train", p.num_train},
+          {"valid", p.num_valid},
+          {"test", p.num_test},
+          {"files", files},
+          {"ntype_ranges", p.ntype_ranges},
+          {"etype_edges", p.etype_edges}};
 }
 
 PartInfo PartInfoFromJson(const json& j) {
@@ -73,6 +79,8 @@ PartInfo PartInfoFromJson(const json& j) {
   p.num_train = j.at("train").get<int64_t>();
   p.num_valid = j.at("valid").get<int64_t>();
   p.num_test = j.at("test").get<int64_t>();
+  p.ntype_ranges = j.at("ntype_ranges").get<std::vector<std::pair<int64_t, int64_t>>>();
+  p.etype_edges = j.at("etype_edges").get<std::vector<int64_t>>();
   for (const auto& [name, f] : j.at("files").items()) {
     p.files[name] = PartFile{f.at("bytes").get<uint64_t>(), f.at("sha256").get<std::string>()};
   }

@@ -1,7 +1,5 @@
 #include "dist_partition/dist_partition.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +16,8 @@
 #include "common/random.h"
 #include "common/timer.h"
 #include "dist_partition/agreement.h"
+#include "dist_partition/dist_exchange.h"
+#include "dist_partition/dist_hetero.h"
 #include "dist_partition/dist_output.h"
 #include "dist_partition/mpi_comm.h"
 #include "dist_partition/mpirun.h"
@@ -35,37 +35,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-// PT-Scotch's allowed imbalance (METIS's default ufactor is 1.03 too).
-constexpr double kImbalance = 0.03;
-// Largest piece of a feature chunk sent in one exchange: 256 MiB
-// (GNN_FEATURE_SLICE_BYTES lowers it, so tests cross slices on small graphs).
-int64_t FeatureSliceBytes() {
-  const char* v = std::getenv("GNN_FEATURE_SLICE_BYTES");
-  const int64_t bytes = v ? std::atoll(v) : 0;
-  return bytes > 0 ? bytes : int64_t{256} << 20;
-}
-
-// Which rank holds which ids: rank r holds [start[r], start[r + 1]).
-struct Ranges {
-  std::vector<int64_t> start;
-  int Owner(int64_t v) const {
-    return static_cast<int>(std::upper_bound(start.begin(), start.end(), v) - start.begin()) - 1;
-  }
-};
-
-// Counts per destination -> (offsets into one send buffer, filled cursor).
-std::vector<int64_t> Offsets(const std::vector<int64_t>& counts) {
-  std::vector<int64_t> at(counts.size() + 1, 0);
-  for (size_t p = 0; p < counts.size(); ++p) at[p + 1] = at[p] + counts[p];
-  return at;
-}
-
-std::string HostName() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) return "?";
-  return name;
-}
 
 class Job {
  public:
@@ -93,18 +62,8 @@ class Job {
   void CountInputEdges(int64_t read, const EdgeOrder& order);
   // sym_ and in_ from the received pairs, which it frees.
   void BuildAdjacency(std::vector<std::vector<int64_t>>* received);
-  // Sorts each row of `csr`; with `dedup` also drops repeated entries.
-  void SortRows(Csr* csr, bool dedup);
   void Assign();
   void Relabel();
-  // For each id of the sorted list `ids` (held by other ranks), its owner's
-  // answer(id - owner's first id), in the same order.
-  template <typename F>
-  std::vector<int64_t> AskOwners(const std::vector<int64_t>& ids, F answer,
-                                 const std::string& what);
-  // The adjacency PT-Scotch partitions: every edge, or with --sparsify K
-  // each edge {u, v} kept with probability min(1, K / max(deg u, deg v)).
-  void Sparsify(Csr* out);
   // Rows, then features, to their partition's rank.
   void ExchangeRows();
   // Each node's row and in-neighbours to its partition's rank, into rows_
@@ -119,10 +78,6 @@ class Job {
   std::vector<float> ReadFeatureChunk(int c, int64_t* width);
   // Round 0: every rank read a chunk, and the widths must agree; sizes feat_.
   void AgreeFeatureWidth(int64_t width);
-  // The `count` rows of `rows` (input ids from `first`) to their
-  // partitions' ranks, in slices; received rows go to `cursor`'s places.
-  void SendFeatures(const std::vector<float>& rows, int64_t first, int64_t count,
-                    std::vector<int64_t>* cursor);
   PartInfo Write(const std::string& tmp);
   PartitionResult Publish(const PartInfo& mine, TempOutput& tmp);
 
@@ -199,14 +154,11 @@ void Job::CheckInput() {
     }
     CheckOutput(o_);
     meta_ = ReadChunkedMeta(o_.data.dataset);
-    if (meta_.hetero()) {
-      throw ConfigError(o_.data.dataset +
-                        " holds a heterogeneous graph; --distributed partitions homogeneous "
-                        "graphs (one node type, one relation)");
-    }
-    if (o_.num_parts > meta_.NumNodes(0)) {
+    int64_t nodes = 0;
+    for (size_t t = 0; t < meta_.node_types.size(); ++t) nodes += meta_.NumNodes(t);
+    if (o_.num_parts > nodes) {
       throw ConfigError("--num_parts " + std::to_string(o_.num_parts) + " exceeds the " +
-                        std::to_string(meta_.NumNodes(0)) + " nodes of " + o_.data.dataset);
+                        std::to_string(nodes) + " nodes of " + o_.data.dataset);
     }
     if (meta_.num_chunks < P_) {
       throw ConfigError(o_.data.dataset + " has " + std::to_string(meta_.num_chunks) +
@@ -228,36 +180,8 @@ void Job::CheckInput() {
 
 void Job::ReadNodeData() {
   int64_t max_label = -1;
-  agree_.Run("reading node data", [&] {
-    for (int c = c0_; c < c1_; ++c) {
-      int64_t width = 0;
-      std::vector<int64_t> l = ReadChunkNodeData<int64_t>(meta_, 0, "label", c, &width);
-      if (width != 1)
-        throw DataError(o_.data.dataset + ": label chunk " + std::to_string(c) +
-                        " is not one label per node");
-      for (int64_t x : l) {
-        if (x < -1 || x >= (int64_t{1} << 31)) {
-          throw DataError(o_.data.dataset + ": label " + std::to_string(x) + " in chunk " +
-                          std::to_string(c) + " is not a class");
-        }
-        max_label = std::max(max_label, x);
-      }
-      labels_.insert(labels_.end(), l.begin(), l.end());
-      const size_t at = masks_.size();
-      masks_.resize(at + l.size(), 0);
-      for (int m = 0; m < 3; ++m) {
-        const std::vector<uint8_t> mask =
-            ReadChunkNodeData<uint8_t>(meta_, 0, kChunkSplitNames[m], c, &width);
-        if (width != 1 || mask.size() != l.size()) {
-          throw DataError(o_.data.dataset + ": " + kChunkSplitNames[m] + " chunk " +
-                          std::to_string(c) + " is not one value per node");
-        }
-        for (size_t i = 0; i < mask.size(); ++i) {
-          if (mask[i]) masks_[at + i] |= static_cast<uint8_t>(1 << m);
-        }
-      }
-    }
-  });
+  agree_.Run("reading node data",
+             [&] { max_label = ReadLabelsAndMasks(meta_, 0, c0_, c1_, &labels_, &masks_); });
   num_classes_ = std::max(meta_.num_classes, comm_.AllreduceMax(max_label + 1, "reading labels"));
 }
 
@@ -265,8 +189,8 @@ void Job::ExchangeEdges() {
   std::vector<std::vector<int64_t>> received = SendEdges();
   timer_.Begin("build adjacency");
   BuildAdjacency(&received);
-  if (!undirected_) SortRows(&in_, false);
-  SortRows(&sym_, true);
+  if (!undirected_) SortRows(&in_, false, o_.num_threads);
+  SortRows(&sym_, true, o_.num_threads);
   // The neighbours other ranks hold, sorted.
   for (int64_t g : sym_.indices) {
     if (g < lo_ || g >= hi_) remote_.push_back(g);
@@ -386,31 +310,6 @@ void Job::BuildAdjacency(std::vector<std::vector<int64_t>>* received) {
   FreeVector(*received);
 }
 
-void Job::SortRows(Csr* csr, bool dedup) {
-  const int64_t local = hi_ - lo_;
-  std::vector<int64_t> kept(static_cast<size_t>(local));
-  ParallelFor(local, o_.num_threads, [&](int64_t b, int64_t e) {
-    for (int64_t v = b; v < e; ++v) {
-      auto first = csr->indices.begin() + csr->indptr[v];
-      auto last = csr->indices.begin() + csr->indptr[v + 1];
-      std::sort(first, last);
-      kept[static_cast<size_t>(v)] = (dedup ? std::unique(first, last) : last) - first;
-    }
-  });
-  if (!dedup) return;
-  int64_t out = 0;
-  for (int64_t v = 0; v < local; ++v) {
-    const int64_t start = csr->indptr[v];
-    std::copy_n(csr->indices.begin() + start, kept[static_cast<size_t>(v)],
-                csr->indices.begin() + out);
-    csr->indptr[v] = out;
-    out += kept[static_cast<size_t>(v)];
-  }
-  csr->indptr[local] = out;
-  csr->indices.resize(static_cast<size_t>(out));
-  csr->indices.shrink_to_fit();
-}
-
 void Job::Assign() {
   const int64_t local = hi_ - lo_;
   if (o_.part_method == "random") {
@@ -445,7 +344,8 @@ void Job::Assign() {
     weights[static_cast<size_t>(v)] = static_cast<int64_t>(w + 0.5);
   }
   Csr sparse;
-  if (d_.sparsify > 0) Sparsify(&sparse);
+  if (d_.sparsify > 0)
+    sparse = Sparsify(comm_, ranges_, lo_, sym_, remote_, d_.sparsify, o_.data.seed);
   Csr& graph = d_.sparsify > 0 ? sparse : sym_;
   scotch_edges_ = comm_.AllreduceSum(graph.num_entries(), "sparsifying") / 2;
   if (d_.sparsify > 0) {
@@ -453,48 +353,9 @@ void Job::Assign() {
                    << d_.sparsify << ")";
   }
   agree_.Run("partitioning with PT-Scotch", [&] {
-    part_ = ScotchAssign(comm_, graph.indptr, graph.indices, weights, o_.num_parts, kImbalance,
-                         o_.data.seed);
+    part_ = ScotchAssign(comm_, graph.indptr, graph.indices, weights, o_.num_parts,
+                         kScotchImbalance, o_.data.seed);
   });
-}
-
-template <typename F>
-std::vector<int64_t> Job::AskOwners(const std::vector<int64_t>& ids, F answer,
-                                    const std::string& what) {
-  std::vector<int64_t> ask(static_cast<size_t>(P_), 0);
-  for (int64_t g : ids) ++ask[static_cast<size_t>(ranges_.Owner(g))];
-  std::vector<int64_t> asked_counts, back;
-  std::vector<int64_t> asked = comm_.Alltoallv(ids, ask, &asked_counts, what);
-  for (int64_t& g : asked) g = answer(g - lo_);
-  return comm_.Alltoallv(asked, asked_counts, &back, what);
-}
-
-void Job::Sparsify(Csr* out) {
-  const int64_t local = hi_ - lo_, cap = d_.sparsify;
-  const std::vector<int64_t> remote_degree = AskOwners(
-      remote_, [&](int64_t v) { return sym_.Degree(v); }, "sparsifying");
-  auto degree = [&](int64_t g) {
-    if (g >= lo_ && g < hi_) return sym_.Degree(g - lo_);
-    return remote_degree[static_cast<size_t>(std::lower_bound(remote_.begin(), remote_.end(), g) -
-                                             remote_.begin())];
-  };
-  out->indptr.assign(static_cast<size_t>(local) + 1, 0);
-  for (int64_t v = 0; v < local; ++v) {
-    const int64_t a = lo_ + v, da = sym_.Degree(v);
-    for (int64_t k = sym_.indptr[v]; k < sym_.indptr[v + 1]; ++k) {
-      const int64_t b = sym_.indices[k], most = std::max(da, degree(b));
-      // The same draw on both ends: the kept graph stays symmetric.
-      const uint64_t h =
-          SplitMix64(SplitMix64(o_.data.seed ^ static_cast<uint64_t>(std::min(a, b))) +
-                     static_cast<uint64_t>(std::max(a, b)));
-      if (most <= cap ||
-          static_cast<double>(h >> 11) * 0x1.0p-53 < static_cast<double>(cap) / most) {
-        out->indices.push_back(b);
-      }
-    }
-    out->indptr[v + 1] = out->num_entries();
-  }
-  out->indices.shrink_to_fit();
 }
 
 void Job::Relabel() {
@@ -514,7 +375,8 @@ void Job::Relabel() {
   }
   // New ids of the neighbours other ranks hold: ask their owners.
   remote_new_ = AskOwners(
-      remote_, [&](int64_t v) { return new_local_[static_cast<size_t>(v)]; }, "relabeling");
+      comm_, ranges_, remote_, [&](int64_t v) { return new_local_[static_cast<size_t>(v)]; },
+      "relabeling");
 
   // Every stored neighbour becomes its new id once, here; the cut and the
   // rows sent to the partitions read them as they are.
@@ -599,7 +461,10 @@ void Job::ExchangeFeatures(const std::vector<int64_t>& nodes) {
     const std::vector<float> rows = ReadFeatureChunk(c, &width);
     if (i == 0) AgreeFeatureWidth(width);
     const int64_t count = c < c1_ ? meta_.nodes_per_chunk[0][static_cast<size_t>(c)] : 0;
-    SendFeatures(rows, first, count, &cursor);
+    ExchangeFeatureRows(
+        comm_, rows.data(), count, feature_dim_,
+        [&](int64_t i) { return part_[static_cast<size_t>(first + i - lo_)]; }, feat_.data(),
+        &cursor);
     first += count;
   }
 }
@@ -632,42 +497,6 @@ void Job::AgreeFeatureWidth(int64_t width) {
   feat_.resize(static_cast<size_t>(rows_.size() * static_cast<size_t>(width)));
 }
 
-void Job::SendFeatures(const std::vector<float>& rows, int64_t first, int64_t count,
-                       std::vector<int64_t>* cursor) {
-  // The chunk moves in slices of at most FeatureSliceBytes(), so a round
-  // holds one chunk and two slices whatever the chunk's size; every rank
-  // takes part in as many slices as the largest chunk of the round needs.
-  const int64_t slice =
-      std::max<int64_t>(1, FeatureSliceBytes() / std::max<int64_t>(1, feature_dim_ * 4));
-  const int64_t slices = comm_.AllreduceMax((count + slice - 1) / slice, "exchanging features");
-  for (int64_t k = 0; k < slices; ++k) {
-    const int64_t b = first + std::min(count, k * slice),
-                  e = first + std::min(count, (k + 1) * slice);
-    std::vector<int64_t> counts(static_cast<size_t>(P_), 0);
-    for (int64_t v = b; v < e; ++v) {
-      counts[static_cast<size_t>(part_[static_cast<size_t>(v - lo_)])] += feature_dim_;
-    }
-    std::vector<int64_t> at = Offsets(counts);
-    std::vector<float> send(static_cast<size_t>((e - b) * feature_dim_));
-    for (int64_t v = b; v < e; ++v) {
-      const size_t p = static_cast<size_t>(part_[static_cast<size_t>(v - lo_)]);
-      std::copy_n(rows.begin() + (v - first) * feature_dim_, feature_dim_, send.begin() + at[p]);
-      at[p] += feature_dim_;
-    }
-    std::vector<int64_t> got_counts;
-    const std::vector<float> got =
-        comm_.Alltoallv(send, counts, &got_counts, "exchanging features");
-    size_t g = 0;
-    for (int q = 0; q < P_; ++q) {
-      std::copy_n(got.begin() + static_cast<int64_t>(g), got_counts[static_cast<size_t>(q)],
-                  feat_.begin() + (*cursor)[static_cast<size_t>(q)] * feature_dim_);
-      (*cursor)[static_cast<size_t>(q)] +=
-          got_counts[static_cast<size_t>(q)] / std::max<int64_t>(1, feature_dim_);
-      g += static_cast<size_t>(got_counts[static_cast<size_t>(q)]);
-    }
-  }
-}
-
 PartInfo Job::Write(const std::string& tmp) {
   timer_.Begin("write");
   return WriteReceivedPart(tmp, me_, part_start_[static_cast<size_t>(me_)],
@@ -692,22 +521,8 @@ PartitionResult Job::Publish(const PartInfo& mine, TempOutput& tmp) {
   config.undirected = undirected_;
   config.seed = o_.data.seed;
   config.parts = GatherParts(comm_, mine);
-  // Every machine's peak memory and time, for the report.
-  const std::vector<std::string> machines =
-      comm_.AllgatherStrings(json{{"host", HostName()},
-                                  {"peak_rss_bytes", PeakRssBytes()},
-                                  {"seconds", timer_.Total()},
-                                  {"bytes_sent", comm_.bytes_sent()}}
-                                 .dump(),
-                             "gathering the report");
   json report = PartitionReport(config, input_edges_, undirected_edges_, cut_, timer_);
-  report["machines"] = json::array();
-  long long peak = 0;
-  for (const std::string& m : machines) {
-    report["machines"].push_back(json::parse(m));
-    peak = std::max(peak, report["machines"].back().at("peak_rss_bytes").get<long long>());
-  }
-  report["peak_rss_bytes"] = peak;
+  AddMachinesReport(comm_, timer_, &report);
   if (method_ == "ptscotch") {
     report["engine"] = ScotchVersion();
     report["sparsify"] = d_.sparsify;
@@ -724,6 +539,7 @@ PartitionResult Job::Publish(const PartInfo& mine, TempOutput& tmp) {
 PartitionResult Job::Run() {
   timer_.Begin("load");
   CheckInput();
+  if (meta_.hetero()) return RunDistributedHetero(comm_, agree_, o_, d_, meta_);
   ReadNodeData();
   timer_.Begin("exchange edges");
   ExchangeEdges();

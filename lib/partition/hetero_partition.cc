@@ -115,8 +115,8 @@ std::vector<std::pair<int64_t, int64_t>> TypeRanges(const HomogeneousView& h, co
   return ranges;
 }
 
-// indptr.npy, then indices.npy and etype.npy streamed together: each row's
-// keys become new source ids and relations a block at a time.
+// indptr.npy, indices.npy and etype.npy: each row's keys become new source
+// ids and relations.
 void WritePartEdges(const PartSources& in, int p, const std::string& dir, PartInfo* info) {
   const Relabeling& r = in.relabel;
   const int64_t start = r.part_start[p], owned = r.part_start[p + 1] - start;
@@ -126,29 +126,16 @@ void WritePartEdges(const PartSources& in, int p, const std::string& dir, PartIn
     const int64_t v = r.orig[start + i];
     indptr[i + 1] = indptr[i] + in.indptr[v + 1] - in.indptr[v];
   }
-  Record(info, "indptr.npy", WriteNpy(dir + "/indptr.npy", indptr));
-  NpyWriter indices(dir + "/indices.npy", DType::kInt64, {indptr[owned]});
-  NpyWriter etypes(dir + "/" + kEtypeFile, DType::kInt64, {indptr[owned]});
-  info->etype_edges.assign(in.d.relations.size(), 0);
-  std::vector<int64_t> src_block, etype_block;
-  auto flush = [&] {
-    indices.Append(src_block.data(), static_cast<int64_t>(src_block.size()));
-    etypes.Append(etype_block.data(), static_cast<int64_t>(etype_block.size()));
-    src_block.clear();
-    etype_block.clear();
-  };
-  for (int64_t i = 0; i < owned; ++i) {
-    const int64_t v = r.orig[start + i];
-    for (int64_t k = in.indptr[v]; k < in.indptr[v + 1]; ++k) {
-      src_block.push_back(r.new_id[in.keys[k] % n]);
-      etype_block.push_back(in.keys[k] / n);
-      ++info->etype_edges[static_cast<size_t>(etype_block.back())];
-    }
-    if (src_block.size() >= (size_t{1} << 20)) flush();
-  }
-  flush();
-  Record(info, "indices.npy", indices.Commit());
-  Record(info, kEtypeFile, etypes.Commit());
+  WriteTypedEdges(
+      dir, indptr, in.d.relations.size(),
+      [&](int64_t i, std::vector<int64_t>* src, std::vector<int64_t>* etype) {
+        const int64_t v = r.orig[start + i];
+        for (int64_t k = in.indptr[v]; k < in.indptr[v + 1]; ++k) {
+          src->push_back(r.new_id[in.keys[k] % n]);
+          etype->push_back(in.keys[k] / n);
+        }
+      },
+      info);
 }
 
 // <type>-feat.npy of every type with features. `local` holds the part's
@@ -159,7 +146,7 @@ void WritePartFeatures(const PartSources& in, const std::vector<int64_t>& local,
     const NodeType& nt = in.d.node_types[t];
     if (nt.feature_dim == 0) continue;
     const auto [b, e] = info->ntype_ranges[t];
-    const std::string name = nt.name + "-feat.npy";
+    const std::string name = TypedFeatureFile(nt.name);
     Record(info, name,
            WriteGatheredRows(dir + "/" + name, in.features[t], nt.feature_dim,
                              local.data() + (b - start), e - b));
@@ -174,16 +161,11 @@ void WritePartTargets(const PartSources& in, const std::vector<int64_t>& local, 
   const auto [tb, te] = info->ntype_ranges[target];
   std::vector<int64_t> labels;
   for (int64_t i = tb; i < te; ++i) labels.push_back(d.labels[local[i - start]]);  // type-local
-  Record(info, d.target + "-label.npy", WriteNpy(dir + "/" + d.target + "-label.npy", labels));
-  const char* mask_names[3] = {"-train_mask.npy", "-valid_mask.npy", "-test_mask.npy"};
-  int64_t* counts[3] = {&info->num_train, &info->num_valid, &info->num_test};
+  std::vector<uint8_t> masks[3];
   for (int m = 0; m < 3; ++m) {
-    std::vector<uint8_t> mask;
-    for (int64_t i = tb; i < te; ++i) mask.push_back(in.masks[m][in.relabel.orig[i]]);
-    *counts[m] = std::count(mask.begin(), mask.end(), uint8_t{1});
-    const std::string name = d.target + mask_names[m];
-    Record(info, name, WriteNpy(dir + "/" + name, mask));
+    for (int64_t i = tb; i < te; ++i) masks[m].push_back(in.masks[m][in.relabel.orig[i]]);
   }
+  WriteTypedTargets(dir, d.target, labels, masks, info);
 }
 
 // Writes part<p>/ and fills `info`.
@@ -280,11 +262,11 @@ Assignment AssignParts(const PartitionOptions& options, const HeteroDataset& d,
   return a;
 }
 
-// The config's description of the partitioning and of the graph's types
-// (its parts come later).
-PartitionConfig DescribePartitioning(const PartitionOptions& options, const HeteroDataset& d,
-                                     const std::string& graph_name, int64_t num_nodes,
-                                     int64_t stored_edges, const std::string& method) {
+}  // namespace
+
+PartitionConfig DescribeHeteroPartitioning(const PartitionOptions& options, const HeteroDataset& d,
+                                           const std::string& graph_name, int64_t num_nodes,
+                                           int64_t stored_edges, const std::string& method) {
   PartitionConfig config;
   config.graph_name = graph_name;
   config.dataset = options.data.dataset;
@@ -310,6 +292,8 @@ PartitionConfig DescribePartitioning(const PartitionOptions& options, const Hete
   return config;
 }
 
+namespace {
+
 // Writes every part<p>/ (independent files: in parallel, each streamed)
 // and appends the parts to the config, each with its range of the stored
 // edges.
@@ -331,10 +315,11 @@ void WriteHeteroParts(const PartitionOptions& options, const PartSources& in,
   }
 }
 
-// The report: as the homogeneous one, plus each type's nodes per part.
+}  // namespace
+
 json HeteroReport(const PartitionConfig& config, const HeteroDataset& d, int64_t input_edges,
-                  const Assignment& a, const StageTimer& timer) {
-  json report = PartitionReport(config, input_edges, a.undirected_edges, a.cut, timer);
+                  int64_t undirected_edges, int64_t cut, const StageTimer& timer) {
+  json report = PartitionReport(config, input_edges, undirected_edges, cut, timer);
   for (size_t t = 0; t < d.node_types.size(); ++t) {
     std::vector<int64_t> per_part;
     for (size_t p = 0; p < config.parts.size(); ++p) {
@@ -348,6 +333,8 @@ json HeteroReport(const PartitionConfig& config, const HeteroDataset& d, int64_t
   report["etypes"] = config.etypes;
   return report;
 }
+
+namespace {
 
 void CheckSizes(const PartitionOptions& options, const HeteroDataset& d, int64_t n) {
   if (options.num_parts > n) {
@@ -401,7 +388,7 @@ Assignment PartitionAndWrite(const PartitionOptions& options, HeteroDataset& d,
   const Relabeling relabel = Relabel(a.part, options.num_parts);
 
   timer.Begin("write");
-  *config = DescribePartitioning(options, d, graph_name, h.num_nodes, stored_edges, a.method);
+  *config = DescribeHeteroPartitioning(options, d, graph_name, h.num_nodes, stored_edges, a.method);
   const PartSources in{d, h, csc.indptr, keys.data(), features, relabel, masks};
   WriteHeteroParts(options, in, tmp_dir, config);
   timer.End();
@@ -424,7 +411,7 @@ PartitionResult RunHeteroPartition(const PartitionOptions& options) {
   PartitionConfig config;
   const Assignment a = PartitionAndWrite(options, d, h, graph_name, tmp.path(), timer, &config);
 
-  config.report = HeteroReport(config, d, input_edges, a, timer);
+  config.report = HeteroReport(config, d, input_edges, a.undirected_edges, a.cut, timer);
   const std::string json_name = graph_name + ".json";
   WriteFileAtomic(tmp.path() + "/" + json_name, PartitionConfigText(config));
   Publish(tmp, options.output);
@@ -432,6 +419,47 @@ PartitionResult RunHeteroPartition(const PartitionOptions& options) {
                  << config.ntypes.size() << " node types, " << config.etypes.size()
                  << " relations) to " << options.output;
   return PartitionResult{(fs::path(options.output) / json_name).string(), config.report};
+}
+
+void WriteTypedEdges(
+    const std::string& dir, const std::vector<int64_t>& indptr, size_t num_relations,
+    const std::function<void(int64_t, std::vector<int64_t>*, std::vector<int64_t>*)>& row,
+    PartInfo* info) {
+  const int64_t owned = static_cast<int64_t>(indptr.size()) - 1;
+  Record(info, "indptr.npy", WriteNpy(dir + "/indptr.npy", indptr));
+  NpyWriter indices(dir + "/indices.npy", DType::kInt64, {indptr[owned]});
+  NpyWriter etypes(dir + "/" + kEtypeFile, DType::kInt64, {indptr[owned]});
+  info->etype_edges.assign(num_relations, 0);
+  std::vector<int64_t> src_block, etype_block;
+  auto flush = [&] {
+    for (int64_t e : etype_block) ++info->etype_edges[static_cast<size_t>(e)];
+    indices.Append(src_block.data(), static_cast<int64_t>(src_block.size()));
+    etypes.Append(etype_block.data(), static_cast<int64_t>(etype_block.size()));
+    src_block.clear();
+    etype_block.clear();
+  };
+  for (int64_t i = 0; i < owned; ++i) {
+    row(i, &src_block, &etype_block);
+    if (src_block.size() >= (size_t{1} << 20)) flush();
+  }
+  flush();
+  Record(info, "indices.npy", indices.Commit());
+  Record(info, kEtypeFile, etypes.Commit());
+}
+
+std::string TypedFeatureFile(const std::string& type) { return type + "-feat.npy"; }
+
+void WriteTypedTargets(const std::string& dir, const std::string& target,
+                       const std::vector<int64_t>& labels, const std::vector<uint8_t> masks[3],
+                       PartInfo* info) {
+  Record(info, target + "-label.npy", WriteNpy(dir + "/" + target + "-label.npy", labels));
+  const char* mask_names[3] = {"-train_mask.npy", "-valid_mask.npy", "-test_mask.npy"};
+  int64_t* counts[3] = {&info->num_train, &info->num_valid, &info->num_test};
+  for (int m = 0; m < 3; ++m) {
+    *counts[m] = std::count(masks[m].begin(), masks[m].end(), uint8_t{1});
+    const std::string name = target + mask_names[m];
+    Record(info, name, WriteNpy(dir + "/" + name, masks[m]));
+  }
 }
 
 }  // namespace gnn
