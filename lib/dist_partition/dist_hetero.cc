@@ -64,7 +64,7 @@ struct TypedRow {
 class HeteroJob {
  public:
   HeteroJob(MpiComm& comm, Agreement& agree, const PartitionOptions& o, const DistributedOptions& d,
-            const ChunkedMeta& meta)
+            const ChunkedMeta& meta, StageTimer& timer)
       : comm_(comm),
         agree_(agree),
         o_(o),
@@ -72,7 +72,8 @@ class HeteroJob {
         meta_(meta),
         P_(comm.size()),
         me_(comm.rank()),
-        T_(meta.node_types.size()) {}
+        T_(meta.node_types.size()),
+        timer_(timer) {}
 
   PartitionResult Run();
 
@@ -119,7 +120,7 @@ class HeteroJob {
   const ChunkedMeta& meta_;
   const int P_, me_;
   const size_t T_;
-  StageTimer timer_;
+  StageTimer& timer_;
 
   HeteroDataset shape_;                      // types, relations, target, classes: no arrays
   std::vector<size_t> src_type_, dst_type_;  // per input relation
@@ -629,7 +630,6 @@ PartitionResult HeteroJob::Publish(const PartInfo& mine, TempOutput& tmp) {
 }
 
 PartitionResult HeteroJob::Run() {
-  timer_.Begin("load");
   Describe();
   ReadTargets();
   ExchangeEdges();
@@ -645,8 +645,9 @@ PartitionResult HeteroJob::Run() {
 }  // namespace
 
 PartitionResult RunDistributedHetero(MpiComm& comm, Agreement& agree, const PartitionOptions& o,
-                                     const DistributedOptions& d, const ChunkedMeta& meta) {
-  HeteroJob job(comm, agree, o, d, meta);
+                                     const DistributedOptions& d, const ChunkedMeta& meta,
+                                     StageTimer& timer) {
+  HeteroJob job(comm, agree, o, d, meta, timer);
   return job.Run();
 }
 

@@ -6,6 +6,7 @@
 // its input checks.
 #pragma once
 
+#include "common/timer.h"
 #include "dist_partition/agreement.h"
 #include "dist_partition/dist_partition.h"
 #include "dist_partition/mpi_comm.h"
@@ -15,9 +16,11 @@
 namespace gnn {
 
 // The typed job on this rank (collective; `meta` is hetero(), options
-// checked, num_parts equal to the ranks). Bad input anywhere: JobFailed on
+// checked, num_parts equal to the ranks), its stages timed on `timer` (in
+// its "load" stage on entry). Bad input anywhere: JobFailed on
 // every rank, as RunDistributedPartition says.
 PartitionResult RunDistributedHetero(MpiComm& comm, Agreement& agree, const PartitionOptions& o,
-                                     const DistributedOptions& d, const ChunkedMeta& meta);
+                                     const DistributedOptions& d, const ChunkedMeta& meta,
+                                     StageTimer& timer);
 
 }  // namespace gnn

@@ -539,7 +539,7 @@ PartitionResult Job::Publish(const PartInfo& mine, TempOutput& tmp) {
 PartitionResult Job::Run() {
   timer_.Begin("load");
   CheckInput();
-  if (meta_.hetero()) return RunDistributedHetero(comm_, agree_, o_, d_, meta_);
+  if (meta_.hetero()) return RunDistributedHetero(comm_, agree_, o_, d_, meta_, timer_);
   ReadNodeData();
   timer_.Begin("exchange edges");
   ExchangeEdges();

@@ -18,6 +18,7 @@
 #include "common/sha256.h"
 #include "launch_util.h"
 #include "partition/config.h"
+#include "partition/hetero_local.h"
 #include "process_util.h"
 #include "test_util.h"
 
@@ -100,6 +101,13 @@ int CountOf(const std::string& text, const std::string& what) {
 json Report(const std::string& config) {
   std::ifstream in(config);
   return json::parse(in).at("partition_report");
+}
+
+// The config without its report (times, memory, machines differ by run).
+json ConfigWithoutReport(const std::string& config) {
+  json j = json::parse(std::ifstream(config));
+  j.erase("partition_report");
+  return j;
 }
 
 }  // namespace
@@ -320,4 +328,193 @@ TEST_CASE("gnn-partition --distributed --ip_config starts its machines itself", 
                                dir / "apart.txt", "--dataset", chunks, "--output", dir / "out2"});
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("apart.txt:3: host 127.0.0.1 appears on lines apart") != std::string::npos);
+}
+
+TEST_CASE("gnn-partition --distributed writes the single-machine typed partitions (random)",
+          "[e2e]") {
+  REQUIRE_MPI();
+  test::TempDir dir;
+  // 4 node types (features on paper only), 4 relations, labels and masks
+  // on paper; 5 chunks of every type and relation.
+  const std::string chunks = Chunked(dir, "synthetic:mag-small", 5, "mag");
+  const std::string name = "/synthetic-mag-small.json";
+  // The last case moves features in slices of 2000 bytes (7 rows of 64).
+  for (const auto& [ranks, undirected, slice] : {std::tuple<int, bool, std::string>{1, false, ""},
+                                                 {2, true, ""},
+                                                 {3, false, ""},
+                                                 {2, false, "2000"}}) {
+    INFO(ranks << " machines, undirected " << undirected << ", slice " << slice);
+    const std::string tag =
+        std::to_string(ranks) + (undirected ? "u" : "d") + (slice.empty() ? "" : "s");
+    std::vector<std::string> args = {
+        "--dataset",     chunks,   "--num_parts", std::to_string(ranks),
+        "--part_method", "random", "--quiet"};
+    if (undirected) args.push_back("--undirected");
+    std::vector<std::string> single_argv = {Bin("gnn-partition"), "--output",
+                                            dir / ("single" + tag)};
+    single_argv.insert(single_argv.end(), args.begin(), args.end());
+    const auto single = RunProcess(single_argv, 120);
+    INFO(single.err);
+    REQUIRE(single.exit_code == 0);
+    std::vector<std::string> env;
+    if (!slice.empty()) env.push_back("GNN_FEATURE_SLICE_BYTES=" + slice);
+    args.push_back("--output");
+    args.push_back(dir / ("dist" + tag));
+    const auto dist = Distributed(ranks, args, 180, env);
+    INFO(dist.err);
+    REQUIRE(dist.exit_code == 0);
+    // Every file byte for byte (the config lists each one's sha256), and
+    // the config itself but for the report.
+    const std::string a = dir / ("single" + tag) + name, b = dir / ("dist" + tag) + name;
+    CHECK(Files(gnn::LoadPartitionConfig(a)) == Files(gnn::LoadPartitionConfig(b)));
+    CHECK(ConfigWithoutReport(a) == ConfigWithoutReport(b));
+    for (const auto& [p, f] : Files(gnn::LoadPartitionConfig(b))) {
+      CHECK(gnn::Sha256File(dir / ("dist" + tag + "/" + p)) == f);
+    }
+    const json ra = Report(a), rb = Report(b);
+    for (const char* key :
+         {"edge_cut", "undirected_edges", "input_edges", "imbalance", "ntypes", "etypes"}) {
+      INFO(key);
+      CHECK(ra.at(key) == rb.at(key));
+    }
+    CHECK(rb.at("machines").size() == static_cast<size_t>(ranks));
+    for (const auto& e : fs::directory_iterator(dir.path())) {
+      CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("gnn-partition --distributed with PT-Scotch partitions typed graphs", "[e2e]") {
+  REQUIRE_MPI();
+  test::TempDir dir;
+  const std::string chunks = Chunked(dir, "synthetic:mag-small", 4, "mag");
+  for (int ranks : {2, 3}) {
+    INFO(ranks << " machines");
+    const std::string out = dir / ("scotch" + std::to_string(ranks));
+    const auto r = Distributed(ranks, {"--dataset", chunks, "--balance_train", "--balance_edges",
+                                       "--output", out, "--quiet"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const gnn::PartitionConfig c = gnn::LoadPartitionConfig(out + "/synthetic-mag-small.json");
+    CHECK(c.part_method == "ptscotch");
+    CHECK(c.hetero());
+    CHECK(c.ntypes.size() == 4);
+    CHECK(c.etypes.size() == 4);
+    // Every node of every type in exactly one partition, and every file as
+    // the typed loader checks it.
+    std::vector<std::set<int64_t>> seen(c.ntypes.size());
+    int64_t nodes = 0, edges = 0;
+    for (int p = 0; p < ranks; ++p) {
+      const gnn::HeteroPartition part = gnn::LoadHeteroPartition(c, p, true);
+      for (size_t t = 0; t < c.ntypes.size(); ++t) {
+        const auto [b, e] = part.ntype_ranges[t];
+        for (int64_t v = b; v < e; ++v) {
+          CHECK(seen[t].insert(part.orig_nids[static_cast<size_t>(v - part.node_start)]).second);
+        }
+      }
+      nodes += part.num_nodes;
+      edges += static_cast<int64_t>(part.indices.size());
+    }
+    CHECK(nodes == c.num_nodes);
+    CHECK(edges == c.num_edges);
+    int64_t typed = 0;
+    for (const std::set<int64_t>& s : seen) typed += static_cast<int64_t>(s.size());
+    CHECK(typed == c.num_nodes);
+    // One weight balanced: the folded one (each type's share, train nodes,
+    // in-degree); the report says how each type came out.
+    const json rep = Report(out + "/synthetic-mag-small.json");
+    CHECK(rep.at("imbalance").at("nodes").get<double>() < 1.15);
+    CHECK(rep.at("imbalance").at("train_nodes").get<double>() < 1.15);
+    for (const std::string& t : c.ntypes) CHECK(rep.at("imbalance").contains("nodes_" + t));
+    // A cut of METIS's class (the single-machine typed partitioner's).
+    const std::string metis = dir / ("metis" + std::to_string(ranks));
+    const auto m =
+        RunProcess({Bin("gnn-partition"), "--dataset", chunks, "--num_parts", std::to_string(ranks),
+                    "--balance_train", "--balance_edges", "--output", metis, "--quiet"},
+                   120);
+    REQUIRE(m.exit_code == 0);
+    const int64_t metis_cut = Report(metis + "/synthetic-mag-small.json").at("edge_cut");
+    INFO("PT-Scotch cut " << rep.at("edge_cut") << ", METIS " << metis_cut);
+    CHECK(rep.at("edge_cut").get<double>() <= 1.3 * static_cast<double>(metis_cut));
+    if (ranks == 2) {
+      // The same input, seed and machine count give the same partitions.
+      const auto again = Distributed(2, {"--dataset", chunks, "--balance_train", "--balance_edges",
+                                         "--output", dir / "again", "--quiet"});
+      REQUIRE(again.exit_code == 0);
+      CHECK(Files(gnn::LoadPartitionConfig(dir / "again/synthetic-mag-small.json")) == Files(c));
+    }
+  }
+}
+
+TEST_CASE("gnn-partition --distributed: bad typed input is one error line, nothing written",
+          "[e2e]") {
+  REQUIRE_MPI();
+  test::TempDir dir;
+  const std::string chunks = Chunked(dir, "synthetic:mag-small", 4, "mag");
+  auto check = [&](const test::ProcessResult& r, int code, const std::string& text) {
+    INFO(r.err);
+    CHECK(r.exit_code == code);
+    CHECK(r.err.find(text) != std::string::npos);
+    CHECK(CountOf(r.err, "gnn-partition: error:") == 1);
+    CHECK_FALSE(fs::exists(dir / "out"));
+    for (const auto& e : fs::directory_iterator(dir.path())) {
+      CHECK(e.path().filename().string().find("out.tmp.") == std::string::npos);
+    }
+  };
+  const std::string meta_file = chunks + "/metadata.json";
+  const json meta = json::parse(std::ifstream(meta_file));
+  // A relation naming a node type the graph does not have.
+  {
+    json bad = meta;
+    bad["edge_type"][2] = "paper:cites:venue";
+    bad["edges"]["paper:cites:venue"] = bad["edges"]["paper:cites:paper"];
+    std::ofstream(meta_file) << bad.dump(2);
+    check(Distributed(2, {"--dataset", chunks, "--output", dir / "out"}), 3,
+          meta_file + ": edge type 'paper:cites:venue' names node type 'venue'");
+    std::ofstream(meta_file) << meta.dump(2);
+  }
+  // A feature chunk one row short, read by machine 1.
+  {
+    const std::string file =
+        chunks + "/" + meta["node_data"]["paper"]["feat"]["data"][3].get<std::string>();
+    std::vector<int64_t> shape;
+    const std::vector<float> rows = gnn::ReadNpy<float>(file, {}, &shape);
+    fs::rename(file, file + ".good");
+    gnn::WriteNpy(file, rows.data(), {shape[0] - 1, shape[1]});
+    check(Distributed(2, {"--dataset", chunks, "--output", dir / "out"}), 3,
+          "machine 1: " + file + ": shape does not match the chunk's");
+    fs::remove(file);
+    fs::rename(file + ".good", file);
+  }
+  // An edge chunk of the wrong length (metadata.json says one more edge).
+  {
+    json bad = meta;
+    bad["num_edges_per_chunk"][1][2] = bad["num_edges_per_chunk"][1][2].get<int64_t>() + 1;
+    std::ofstream(meta_file) << bad.dump(2);
+    const std::string file =
+        chunks + "/" + meta["edges"]["author:writes:paper"]["data"][2].get<std::string>();
+    check(Distributed(2, {"--dataset", chunks, "--output", dir / "out"}), 3, "machine 1: " + file);
+    std::ofstream(meta_file) << meta.dump(2);
+  }
+  // A missing label chunk, on machine 0.
+  {
+    const std::string file =
+        chunks + "/" + meta["node_data"]["paper"]["label"]["data"][0].get<std::string>();
+    fs::rename(file, file + ".good");
+    check(Distributed(2, {"--dataset", chunks, "--output", dir / "out"}), 3, "cannot open " + file);
+    fs::rename(file + ".good", file);
+  }
+  // A missing edge chunk.
+  {
+    const std::string file =
+        chunks + "/" +
+        meta["edges"]["paper:has_topic:field_of_study"]["data"][1].get<std::string>();
+    fs::rename(file, file + ".good");
+    check(Distributed(2, {"--dataset", chunks, "--output", dir / "out"}), 3, file);
+    fs::rename(file + ".good", file);
+  }
+  // Intact again: it partitions.
+  const auto ok = Distributed(2, {"--dataset", chunks, "--output", dir / "out", "--quiet"});
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
 }
