@@ -83,8 +83,10 @@ class HeteroJob {
   void Describe();
   void ReadTargets();
   // Edge chunks, one relation of one chunk per exchange: each in-edge to
-  // its destination's owner as (row, relation x n + homogeneous source);
-  // both directions of the symmetric adjacency as (row, ~neighbour).
+  // its destination's owner as (row, relation x n + homogeneous source),
+  // which is also that row's entry of the symmetric adjacency; the
+  // source's entry is its reverse relation's in-edge (--undirected) or
+  // (row, ~neighbour).
   void ExchangeEdges();
   void ReadEdges(int c, size_t e, std::vector<int64_t>* src, std::vector<int64_t>* dst);
   void Assign();
@@ -285,10 +287,13 @@ void HeteroJob::ExchangeEdges() {
         for (size_t k = 0; k < src.size(); ++k) {
           const int64_t js = layout_.JobId(src_type_[e], src[k]);
           const int64_t jd = layout_.JobId(dst_type_[e], dst[k]);
+          // The in-edge gives the destination's row of the symmetric
+          // adjacency too; the source's row comes from the reverse
+          // relation's in-edge or, without one, a pair of its own.
           put(jd, key + so + src[k]);
-          if (o_.undirected) put(js, rev_key + dof + dst[k]);
-          if (js != jd) {
-            put(jd, ~js);
+          if (o_.undirected) {
+            put(js, rev_key + dof + dst[k]);
+          } else if (js != jd) {
             put(js, ~jd);
           }
         }
@@ -304,10 +309,18 @@ void HeteroJob::ExchangeEdges() {
   timer_.Begin("build adjacency");
   in_.indptr.assign(static_cast<size_t>(local()) + 1, 0);
   sym_.indptr.assign(static_cast<size_t>(local()) + 1, 0);
+  // The symmetric adjacency's neighbour in a received pair (-1: none, a
+  // self-loop).
+  auto neighbour = [&](int64_t row, int64_t value) -> int64_t {
+    if (value < 0) return ~value;
+    const int64_t g = layout_.JobIdOfHomogeneous(value % n_);
+    return g == row ? -1 : g;
+  };
   for (const std::vector<int64_t>& got : received) {
     for (size_t k = 0; k < got.size(); k += 2) {
-      Csr& csr = got[k + 1] >= 0 ? in_ : sym_;
-      ++csr.indptr[static_cast<size_t>(got[k] - lo_) + 1];
+      const size_t row = static_cast<size_t>(got[k] - lo_) + 1;
+      if (got[k + 1] >= 0) ++in_.indptr[row];
+      if (neighbour(got[k], got[k + 1]) >= 0) ++sym_.indptr[row];
     }
   }
   std::vector<int64_t> in_at, sym_at;
@@ -319,12 +332,9 @@ void HeteroJob::ExchangeEdges() {
   for (std::vector<int64_t>& got : received) {
     for (size_t k = 0; k < got.size(); k += 2) {
       const size_t row = static_cast<size_t>(got[k] - lo_);
-      const int64_t value = got[k + 1];
-      if (value >= 0) {
-        in_.indices[static_cast<size_t>(in_at[row]++)] = value;
-      } else {
-        sym_.indices[static_cast<size_t>(sym_at[row]++)] = ~value;
-      }
+      const int64_t value = got[k + 1], g = neighbour(got[k], value);
+      if (value >= 0) in_.indices[static_cast<size_t>(in_at[row]++)] = value;
+      if (g >= 0) sym_.indices[static_cast<size_t>(sym_at[row]++)] = g;
     }
     FreeVector(got);
   }
