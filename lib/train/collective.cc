@@ -35,6 +35,10 @@ Collective::Collective(const std::string& master_addr, int master_port, int rank
   const std::string endpoint = Endpoint(MachineAddress{master_addr, master_port, 0}, 0);
   if (rank == 0) server_ = std::make_unique<net::KvServer>(endpoint, keys, bind_retry_s);
   const auto timeout_ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
+  store_endpoint_ = endpoint;
+  store_where_ = where;
+  keys_ = keys;
+  timeout_ = timeout_ms;
   store_ = std::make_unique<net::KvClient>(endpoint, keys, where);
   store_->set_timeout(timeout_ms);
   // The mesh's listening socket first: its address is what a rank posts.
@@ -62,6 +66,13 @@ Collective::Collective(const std::string& master_addr, int master_port, int rank
 
 Collective::~Collective() = default;
 
+void Collective::EnableNccl() {
+  if (!nccl_) {
+    nccl_ =
+        std::make_unique<NcclGroup>(store_endpoint_, keys_, store_where_, rank_, world_, timeout_);
+  }
+}
+
 std::vector<std::string> Collective::Gather(const std::string& mine, const char* what) {
   try {
     return mesh_->Allgather(mine);
@@ -87,7 +98,23 @@ int64_t Collective::AllreduceMeanGrads(const std::vector<torch::Tensor>& params,
     }
     std::vector<torch::Tensor> views;
     for (auto& g : grads) views.push_back(g.reshape({-1}));
-    const torch::Tensor flat = torch::cat(views, 0);
+    torch::Tensor flat = torch::cat(views, 0);
+    if (nccl_ && flat.is_cuda()) {  // on the GPUs, with NCCL
+      nccl_->AllreduceMean(flat);
+      int64_t at = 0;
+      for (size_t k = 0; k < grads.size(); ++k) {
+        torch::Tensor slice = flat.slice(0, at, at + grads[k].numel()).view_as(grads[k]);
+        const size_t idx = i - grads.size() + k;
+        if (params[idx].grad().defined()) {
+          params[idx].mutable_grad().copy_(slice);
+        } else {
+          params[idx].mutable_grad() = slice.clone();
+        }
+        at += grads[k].numel();
+      }
+      total += bytes;
+      continue;
+    }
     const std::vector<std::string> all = Gather(Bytes(flat), "all-reduce");
     // Summed in rank order on every rank, on the host: the same bits
     // everywhere, whichever device the gradients are on.

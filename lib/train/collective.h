@@ -20,6 +20,7 @@
 #include "client/sampler_service.h"
 #include "net/ip_config.h"
 #include "net/security.h"
+#include "train/nccl_group.h"
 #include "train/trainer.h"
 
 namespace gnn {
@@ -62,6 +63,10 @@ class Collective {
   // Overwrites `bytes` with rank 0's.
   void BroadcastBytes(std::string* bytes);
   void Barrier();
+  // GPU gradients: from now on AllreduceMeanGrads sums CUDA gradients with
+  // NCCL (train/nccl_group), set up through this rendezvous. A CUDA build
+  // only (ConfigError otherwise).
+  void EnableNccl();
 
  private:
   int rank_, world_;
@@ -71,6 +76,10 @@ class Collective {
 
   std::unique_ptr<net::KvServer> server_;  // rank 0 only
   std::unique_ptr<net::KvClient> store_;
+  std::string store_endpoint_, store_where_;
+  net::JobKeys keys_;
+  std::chrono::milliseconds timeout_{0};
+  std::unique_ptr<NcclGroup> nccl_;
   std::unique_ptr<net::Mesh> mesh_;
 };
 

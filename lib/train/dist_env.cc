@@ -139,6 +139,9 @@ class DistEnv : public TrainEnv {
     rank_ = group.rank;
     world_ = group.world;
     collective_ = std::move(group.collective);
+    // GPU trainers sum their gradients with NCCL (set up through the
+    // rendezvous; NCCL's traffic is plaintext: README).
+    if (o.num_gpus > 0) collective_->EnableNccl();
 
     graph_ = std::make_unique<DistGraph>(group.graph);
 
