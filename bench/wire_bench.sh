@@ -2,7 +2,9 @@
 # What crosses the network in distributed training, with the first layer
 # sampled and aggregated at the owners (gnn-train --aggregate_at_owner 1,
 # the default) and without (0: neighbour lists and every input row, DGL's
-# wire), with rows and partial sums as bfloat16 (--wire_dtype), and with
+# wire), the neighbours a destination's owner does not hold summed at their
+# own owners (--remote_sums 1, the default) or pulled as rows (0), with
+# rows and partial sums as bfloat16 (--wire_dtype), and with
 # the machines' hot-row caches (--cache_mb, -1 = 5% of the graph's feature
 # bytes): DGL's wire, then everything on and each mechanism off in turn,
 # so their shares show. Two machines on loopback (one server and one trainer each, the
@@ -15,7 +17,9 @@
 # Usage: bash bench/wire_bench.sh [dataset-spec] [epochs] [runs]
 # Environment: GNN_BENCH_TRAIN_ARGS (the model's gnn-train flags instead of
 # DGL's defaults, e.g. "--config configs/cora.toml"), GNN_BENCH_METHODS
-# (default "metis random").
+# (default "metis random"), GNN_BENCH_SETTINGS (the settings compared, each
+# aggregate_at_owner:wire_dtype:cache_mb[:remote_sums], remote_sums 1 when
+# left out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SPEC="${1:-synthetic:small}"
@@ -41,14 +45,15 @@ free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("12
 export GNN_SECRET_FILE="$WORK/job.secret"
 [ -f "$GNN_SECRET_FILE" ] || (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$GNN_SECRET_FILE")
 
-# The settings compared: aggregate_at_owner:wire_dtype:cache_mb.
-SETTINGS=(${GNN_BENCH_SETTINGS:-0:float32:0 1:bfloat16:-1 0:bfloat16:-1 1:bfloat16:0 1:float32:-1})
+# The settings compared: aggregate_at_owner:wire_dtype:cache_mb[:remote_sums].
+SETTINGS=(${GNN_BENCH_SETTINGS:-0:float32:0 1:bfloat16:-1 1:bfloat16:-1:0 0:bfloat16:-1 1:bfloat16:0 1:float32:-1})
 
 # run METHOD SETTING RUN: one 2-machine job; rank 0's summary in $WORK/METHOD-SETTING-RUN.json
 run() {
   local method=$1 setting=$2 n=$3 job="wire-$$-$1-${2//:/_}-$3" cfg="$WORK/$NAME-$1/$NAME.json"
-  local agg dtype cache
-  IFS=: read -r agg dtype cache <<< "$setting"
+  local agg dtype cache sums
+  IFS=: read -r agg dtype cache sums <<< "$setting"
+  sums=${sums:-1}
   local ip="$WORK/ip.txt" pids=() tpids=()
   : > "$ip"
   for m in 0 1; do echo "127.0.0.1 $(free_port)" >> "$ip"; done
@@ -60,7 +65,8 @@ run() {
   done
   for m in 0 1; do
     "$BIN/gnn-train" --ip_config "$ip" --part_config "$cfg" --machine_id $m --job_id "$job" \
-      --master_port "$master" "${MODEL[@]}" --seed "$n" --aggregate_at_owner "$agg" --wire_dtype "$dtype" --cache_mb "$cache" \
+      --master_port "$master" "${MODEL[@]}" --seed "$n" --aggregate_at_owner "$agg" --remote_sums "$sums" \
+      --wire_dtype "$dtype" --cache_mb "$cache" \
       --request_timeout_ms 120000 --quiet > "$WORK/t$m.out" 2> "$WORK/t$m.err" &
     tpids+=($!)
   done
@@ -82,9 +88,9 @@ done
 import json, statistics, sys
 prefix, runs, methods, settings = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
 def describe(setting):
-    agg, dtype, cache = setting.split(":")
-    return "%s, %s, cache %s" % ("at owner" if agg == "1" else "rows (DGL)", dtype,
-                                  "auto" if cache == "-1" else cache + " MB")
+    agg, dtype, cache, *rest = setting.split(":")
+    first = "rows (DGL)" if agg != "1" else "at owner" if rest[:1] != ["0"] else "owner+rows"
+    return "%s, %s, cache %s" % (first, dtype, "auto" if cache == "-1" else cache + " MB")
 print("%-7s %-32s %12s %7s %10s %9s %16s" % ("parts", "first layer, wire, cache", "wire MB/step",
                                              "bytes", "hit rate", "seeds/s", "test acc"))
 for method in methods:

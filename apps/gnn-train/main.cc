@@ -131,6 +131,11 @@ int main(int argc, char** argv) {
                  "distributed: sample and aggregate each batch's last hop where its nodes live "
                  "(1), or ship neighbour lists and every neighbour's row as DGL does (0)")
       ->capture_default_str();
+  app.add_option(
+         "--remote_sums", o.remote_sums,
+         "distributed, with --aggregate_at_owner 1: sum the sampled neighbours a "
+         "destination's owner does not hold at their own owners (1), or pull their rows (0)")
+      ->capture_default_str();
   app.add_option("--wire_dtype", o.wire_dtype,
                  "distributed: float32, or bfloat16 (half the bytes) for feature rows and partial "
                  "sums on the network")

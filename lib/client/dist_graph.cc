@@ -1,6 +1,7 @@
 #include "client/dist_graph.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "common/error.h"
@@ -356,9 +357,141 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
   for (size_t k = 0; k < rids.size(); ++k) {
     row_of[k] = std::lower_bound(unique.begin(), unique.end(), rids[k]) - unique.begin();
   }
+  if (options_.remote_sums) {
+    FinishRemoteSums(n, counts, rptr, unique, row_of, sums);
+    return;
+  }
   std::vector<float> remote_rows;
   if (!unique.empty()) PullFeatures(unique, &remote_rows);
   FinishMeans(n, dim, counts, rptr, remote_rows.data(), row_of, sums);
+}
+
+void DistGraph::FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
+                                 const std::vector<int64_t>& rptr,
+                                 const std::vector<int64_t>& unique,
+                                 const std::vector<int64_t>& row_of, float* sums) {
+  const int64_t dim = config_.feature_dim;
+  const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
+  // Rows pulled whole (one PullFeatures): the distinct neighbours this
+  // machine holds (`near`: its partition, the hot-row cache), and those
+  // that are a destination's only one at their owner (a sum of one is the
+  // row, and a row pulled once serves every destination that has it).
+  // pulled_row[u]: the row of unique[u] among `pulled`, or -1.
+  std::vector<int64_t> pulled, pulled_row(unique.size(), -1), owner(unique.size());
+  std::vector<uint8_t> near(unique.size(), 0);
+  for (size_t u = 0; u < unique.size(); ++u) {
+    owner[u] = config_.PartOf(unique[u]);
+    if (owner[u] == local_part_ || (cache_ && cache_->Find(unique[u]))) {
+      near[u] = 1;
+      pulled_row[u] = static_cast<int64_t>(pulled.size());
+      pulled.push_back(unique[u]);
+    }
+  }
+  // The others by destination and owner: one group each (at most max_ids
+  // ids; more make several), summed at the owner.
+  const int parts = config_.num_parts;
+  const size_t max_ids = (size_t{4} << 20) / sizeof(int64_t);
+  std::vector<net::PullSums> groups(parts);  // [owner]: all its groups
+  // What each destination adds: (destination, pulled row) and
+  // (destination, owner, group).
+  std::vector<std::pair<int64_t, int64_t>> add_rows;
+  std::vector<std::array<int64_t, 3>> add_sums;
+  std::vector<std::vector<int64_t>> at(parts);  // one destination's, by owner
+  std::vector<int> touched;
+  std::vector<uint8_t> summed(unique.size(), 0);  // in some owner's group
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t k = rptr[i]; k < rptr[i + 1]; ++k) {
+      const int64_t u = row_of[k];
+      if (near[u]) {
+        add_rows.push_back({i, pulled_row[u]});
+        continue;
+      }
+      if (at[owner[u]].empty()) touched.push_back(static_cast<int>(owner[u]));
+      at[owner[u]].push_back(u);
+    }
+    for (int p : touched) {
+      std::vector<int64_t>& mine = at[p];
+      if (mine.size() == 1) {
+        const int64_t u = mine[0];
+        if (pulled_row[u] < 0) {
+          pulled_row[u] = static_cast<int64_t>(pulled.size());
+          pulled.push_back(unique[u]);
+        }
+        add_rows.push_back({i, pulled_row[u]});
+      } else {
+        net::PullSums& g = groups[p];
+        for (size_t j = 0; j < mine.size(); ++j) {
+          if (j % max_ids == 0) {
+            add_sums.push_back({i, p, static_cast<int64_t>(g.num_groups())});
+            g.group_ptr.push_back(g.group_ptr.back());
+          }
+          g.ids.push_back(unique[mine[j]]);
+          ++g.group_ptr.back();
+          summed[mine[j]] = 1;
+        }
+      }
+      mine.clear();
+    }
+    touched.clear();
+  }
+  // Looked up in the cache like the pulled ones (PullFeatures counts
+  // those), so the hit rate means what it means on the rows path.
+  for (size_t u = 0; u < unique.size(); ++u) cache_lookups_ += summed[u] && pulled_row[u] < 0;
+  // Each owner's groups in pieces of at most about 4 MB of reply and of
+  // ids.
+  const size_t max_groups = std::max<size_t>(1, (size_t{4} << 20) / std::max<size_t>(row_bytes, 1));
+  struct Pending {
+    net::Connection* conn;
+    uint64_t rid;
+    int64_t first_row;  // of the piece's sums in `rows`, after the pulled rows
+    net::PullSums asked;
+  };
+  std::vector<Pending> pending;
+  std::vector<int64_t> first_row(parts, 0);  // of each owner's groups
+  int64_t total = 0;
+  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  for (int p = 0; p < parts; ++p) {
+    const net::PullSums& all = groups[p];
+    first_row[p] = total;
+    for (size_t g = 0; g < all.num_groups();) {
+      Pending q{nullptr, 0, total, {{}, {0}, options_.wire_format}};
+      for (; g < all.num_groups() && q.asked.num_groups() < max_groups; ++g) {
+        const int64_t b = all.group_ptr[g], e = all.group_ptr[g + 1];
+        if (q.asked.ids.size() + (e - b) > max_ids && !q.asked.ids.empty()) break;
+        q.asked.ids.insert(q.asked.ids.end(), all.ids.begin() + b, all.ids.begin() + e);
+        q.asked.group_ptr.push_back(static_cast<int64_t>(q.asked.ids.size()));
+      }
+      const size_t count = q.asked.num_groups();
+      wire_bytes_ += (q.asked.ids.size() + q.asked.group_ptr.size()) * sizeof(int64_t);
+      q.conn = &Pick(p);
+      q.rid = q.conn->Start(q.asked.Encode(0), count * row_bytes, deadline);
+      total += static_cast<int64_t>(count);
+      pending.push_back(std::move(q));
+    }
+  }
+  // The sums are in flight while the rows are pulled.
+  const int64_t num_pulled = static_cast<int64_t>(pulled.size());
+  std::vector<float> rows;
+  if (!pulled.empty()) PullFeatures(pulled, &rows);
+  rows.resize((num_pulled + total) * dim);
+  for (const Pending& q : pending) {
+    Message r = q.conn->Finish(q.rid, deadline, "PullSums");
+    const net::PullFeaturesReply rep =
+        net::PullFeaturesReply::Decode(r, q.asked, dim, q.conn->peer());
+    wire_bytes_ += r.frames[0].size();
+    for (size_t g = 0; g < q.asked.num_groups(); ++g) {
+      rep.RowTo(g, rows.data() + (num_pulled + q.first_row + static_cast<int64_t>(g)) * dim);
+    }
+  }
+  // Per destination: its pulled rows and its groups' sums, added in.
+  std::vector<int64_t> eptr(n + 1, 0);
+  for (const auto& a : add_rows) ++eptr[a.first + 1];
+  for (const auto& a : add_sums) ++eptr[a[0] + 1];
+  for (int64_t i = 0; i < n; ++i) eptr[i + 1] += eptr[i];
+  std::vector<int64_t> erow(eptr[n]), next(eptr.begin(), eptr.end() - 1);
+  for (const auto& a : add_rows) erow[next[a.first]++] = a.second;
+  for (const auto& a : add_sums) erow[next[a[0]]++] = num_pulled + first_row[a[1]] + a[2];
+  FinishMeans(n, dim, counts, eptr, rows.data(), erow, sums);
 }
 
 void DistGraph::PullFeatures(const std::vector<int64_t>& ids, std::vector<float>* out) {

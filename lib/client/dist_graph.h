@@ -41,6 +41,11 @@ struct DistGraphOptions {
   // MakeBatch's last hop sampled and aggregated at the owners
   // (SampleAggregate) instead of shipping neighbour lists and rows.
   bool aggregate_at_owner = true;
+  // With aggregate_at_owner: the sampled neighbours a destination's owner
+  // does not hold are summed at their own owners too (PullSums: one row per
+  // destination and owner crosses the network), not pulled as rows; those
+  // in the local partition or the hot-row cache are summed here either way.
+  bool remote_sums = true;
   // Whether the sampler (gnn-sampler, the trainer's sampling thread) packs
   // a batch's layer 0 as [destination rows | their neighbours' means]
   // (MiniBatch::input_means, PackInputMeans) for a first layer that
@@ -97,8 +102,10 @@ class DistGraph {
   // then the means of their sampled in-neighbours' rows, the neighbours
   // being those SampleNeighbors(dsts, fanout, replace, rng_seed) returns.
   // Each owner sums the rows it holds; the neighbours it does not hold come
-  // from their owners (one PullFeatures). Requests to all owners run
-  // concurrently, in pieces of about 4 MB of reply.
+  // from the local partition or the hot-row cache, and the rest from their
+  // owners: with options.remote_sums as per-destination sums (PullSums),
+  // else as rows (one PullFeatures). Requests to all owners run
+  // concurrently, in pieces of about 4 MB.
   void SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bool replace,
                        uint64_t rng_seed, std::vector<float>* out);
 
@@ -129,6 +136,8 @@ class DistGraph {
 
   // DistGraphOptions::aggregate_at_owner, switched (benchmarks compare both).
   void SetAggregateAtOwner(bool on) { options_.aggregate_at_owner = on; }
+  // DistGraphOptions::remote_sums, switched (benchmarks compare both).
+  void SetRemoteSums(bool on) { options_.remote_sums = on; }
 
   // Bytes sent and received over sockets so far (local reads excluded).
   uint64_t wire_bytes() const { return wire_bytes_; }
@@ -180,6 +189,15 @@ class DistGraph {
   // Maps this machine's heterogeneous partition (hetero_part_) from the
   // job's shared memory and points hetero_csc_ at it.
   void AttachTyped(const DistGraphOptions& o);
+  // SampleAggregate's last step with options.remote_sums: adds to sums[i]
+  // (i < n) the rows of destination i's neighbours unique[row_of[k]] for k
+  // in [rptr[i], rptr[i + 1]) and divides by counts[i]. Rows this machine
+  // holds (partition, cache) and a destination's only neighbour at an
+  // owner are pulled (each once); more than one at an owner are summed
+  // there (PullSums).
+  void FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
+                        const std::vector<int64_t>& rptr, const std::vector<int64_t>& unique,
+                        const std::vector<int64_t>& row_of, float* sums);
   // Splits positions of `ids` by owning partition.
   std::vector<std::vector<size_t>> ByOwner(const std::vector<int64_t>& ids) const;
 

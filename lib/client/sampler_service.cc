@@ -48,6 +48,8 @@ std::vector<std::string> SamplerLaunch::ToArgv(const std::string& binary) const 
                                    std::to_string(idle_timeout.count()),
                                    "--aggregate_at_owner",
                                    aggregate_at_owner ? "1" : "0",
+                                   "--remote_sums",
+                                   remote_sums ? "1" : "0",
                                    "--input_means",
                                    input_means ? "1" : "0",
                                    "--wire_dtype",
@@ -67,11 +69,12 @@ std::vector<std::string> SamplerLaunch::ToArgv(const std::string& binary) const 
 bool SamplerLaunch::operator==(const SamplerLaunch& o) const {
   return std::tie(ip_config, part_config, machine_id, num_servers, trainer_endpoint, trainer_id,
                   sampler_id, job_id, timeout, idle_timeout, secret_file, insecure,
-                  aggregate_at_owner, input_means, wire_dtype, cache_mb, cache_fan_out) ==
+                  aggregate_at_owner, remote_sums, input_means, wire_dtype, cache_mb,
+                  cache_fan_out) ==
          std::tie(o.ip_config, o.part_config, o.machine_id, o.num_servers, o.trainer_endpoint,
                   o.trainer_id, o.sampler_id, o.job_id, o.timeout, o.idle_timeout, o.secret_file,
-                  o.insecure, o.aggregate_at_owner, o.input_means, o.wire_dtype, o.cache_mb,
-                  o.cache_fan_out);
+                  o.insecure, o.aggregate_at_owner, o.remote_sums, o.input_means, o.wire_dtype,
+                  o.cache_mb, o.cache_fan_out);
 }
 
 void AddSamplerFlags(CLI::App& app, SamplerLaunch* s) {
@@ -99,6 +102,10 @@ void AddSamplerFlags(CLI::App& app, SamplerLaunch* s) {
                  "sample and aggregate a batch's last hop where its nodes live (1), or ship "
                  "neighbour lists and rows (0)")
       ->capture_default_str();
+  app.add_option("--remote_sums", s->remote_sums,
+                 "with --aggregate_at_owner 1: sum the neighbours a destination's owner does not "
+                 "hold at their own owners (1), or pull their rows (0)")
+      ->capture_default_str();
   app.add_option("--input_means", s->input_means,
                  "send layer 0 as the destinations' rows and their neighbours' means (1: a "
                  "mean-aggregating first layer), or every input row (0)")
@@ -124,6 +131,7 @@ SamplerOptions ToSamplerOptions(const SamplerLaunch& s) {
   o.graph.job_id = s.job_id;
   o.graph.timeout = s.timeout;
   o.graph.aggregate_at_owner = s.aggregate_at_owner;
+  o.graph.remote_sums = s.remote_sums;
   o.graph.pack_input_means = s.input_means;
   o.graph.wire_format = net::ParseRowFormat(s.wire_dtype, "--wire_dtype");
   o.graph.cache_bytes = s.cache_mb < 0 ? -1 : s.cache_mb << 20;

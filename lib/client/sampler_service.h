@@ -47,6 +47,7 @@ struct SamplerLaunch {
   std::string secret_file;                   // --secret_file: the job's secret
   bool insecure = false;                     // --insecure: plaintext
   bool aggregate_at_owner = true;            // --aggregate_at_owner 0|1 (DistGraphOptions')
+  bool remote_sums = true;                   // --remote_sums 0|1 (DistGraphOptions')
   bool input_means = true;              // --input_means 0|1 (DistGraphOptions::pack_input_means)
   std::string wire_dtype = "bfloat16";  // --wire_dtype float32|bfloat16
   int64_t cache_mb = 0;                 // --cache_mb: the machine's hot-row cache (-1: auto)

@@ -387,6 +387,33 @@ bool PullFeatures::operator==(const PullFeatures& o) const {
   return ids == o.ids && format == o.format;
 }
 
+// -------------------------------------------------------------- PullSums
+
+Message PullSums::Encode(uint64_t request_id) const {
+  Message m = MakeMessage(MsgType::kPullSums, request_id, {static_cast<int64_t>(format)});
+  AddArray(&m, ids);
+  AddArray(&m, group_ptr);
+  return m;
+}
+
+PullSums PullSums::Decode(const Message& m) {
+  constexpr MsgType kType = MsgType::kPullSums;
+  Expect(m, kType, 1, 2);
+  PullSums r{m.CopyArray<int64_t>(0), m.CopyArray<int64_t>(1), FormatOf(m.header.ints[0], kType)};
+  const std::vector<int64_t>& p = r.group_ptr;
+  if (p.empty() || p.front() != 0 || p.back() != static_cast<int64_t>(r.ids.size())) {
+    Malformed(kType, "group offsets do not span its " + N(r.ids.size()) + " ids");
+  }
+  for (size_t k = 0; k + 1 < p.size(); ++k) {
+    if (p[k + 1] < p[k]) Malformed(kType, "group offsets decrease at group " + N(k));
+  }
+  return r;
+}
+
+bool PullSums::operator==(const PullSums& o) const {
+  return ids == o.ids && group_ptr == o.group_ptr && format == o.format;
+}
+
 PullFeaturesReply::PullFeaturesReply(int64_t d, size_t num_rows, RowFormat f)
     : dim(d), format(f), rows(num_rows * static_cast<size_t>(d) * RowFormatBytes(f)) {}
 
@@ -425,19 +452,35 @@ PullFeaturesReply PullFeaturesReply::Decode(const Message& m) {
   return r;
 }
 
-PullFeaturesReply PullFeaturesReply::Decode(const Message& m, const PullFeatures& asked,
-                                            int64_t dim, const std::string& peer) {
-  PullFeaturesReply r = FromPeer(peer, [&] { return Decode(m); });
-  const size_t count = asked.ids.size();
-  if (r.format != asked.format) {
+namespace {
+
+// A decoded PullFeaturesReply checked against what was asked: `count` rows
+// of `dim` values in `format`, answering a `what` request.
+PullFeaturesReply CheckedRows(const Message& m, RowFormat format, size_t count, int64_t dim,
+                              const char* what, const std::string& peer) {
+  PullFeaturesReply r = FromPeer(peer, [&] { return PullFeaturesReply::Decode(m); });
+  if (r.format != format) {
     Bad(peer, std::string("a PullFeaturesReply in ") + RowFormatName(r.format) + " to a " +
-                  RowFormatName(asked.format) + " request");
+                  RowFormatName(format) + " " + what + " request");
   }
   if (r.dim != dim || r.num_floats() != count * static_cast<size_t>(dim)) {
     Bad(peer, "a PullFeaturesReply of " + N(r.num_floats()) + " floats of width " +
-                  std::to_string(r.dim) + " for " + N(count) + " rows of " + std::to_string(dim));
+                  std::to_string(r.dim) + " for " + N(count) + " rows of " + std::to_string(dim) +
+                  " (" + what + ")");
   }
   return r;
+}
+
+}  // namespace
+
+PullFeaturesReply PullFeaturesReply::Decode(const Message& m, const PullFeatures& asked,
+                                            int64_t dim, const std::string& peer) {
+  return CheckedRows(m, asked.format, asked.ids.size(), dim, "PullFeatures", peer);
+}
+
+PullFeaturesReply PullFeaturesReply::Decode(const Message& m, const PullSums& asked, int64_t dim,
+                                            const std::string& peer) {
+  return CheckedRows(m, asked.format, asked.num_groups(), dim, "PullSums", peer);
 }
 
 bool PullFeaturesReply::operator==(const PullFeaturesReply& o) const {
@@ -617,6 +660,10 @@ std::string SampleAggregateRequest::DebugString() const {
 std::string SampleAggregateReply::DebugString() const {
   return "SampleAggregateReply{dsts=" + S(counts.size()) + ", dim=" + S(dim) +
          ", remote=" + S(remote_ids.size()) + "}";
+}
+std::string PullSums::DebugString() const {
+  return "PullSums{ids=" + S(ids.size()) + ", groups=" + S(num_groups()) +
+         ", format=" + RowFormatName(format) + "}";
 }
 std::string PullFeaturesReply::DebugString() const {
   return "PullFeaturesReply{dim=" + S(dim) + ", bytes=" + S(rows.size()) + "}";

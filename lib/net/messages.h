@@ -191,6 +191,24 @@ struct PullFeatures {
   bool operator==(const PullFeatures& o) const;
 };
 
+// The sums of groups of rows the server owns: group k is
+// ids[group_ptr[k], group_ptr[k + 1]) (ids may repeat, within a group and
+// across groups); answered by a PullFeaturesReply with one row per group,
+// summed in float32 and sent in `format`. Decode checks that the offsets
+// start at 0, never decrease and end at ids.size(); the server checks
+// ownership and the reply's size.
+struct PullSums {
+  std::vector<int64_t> ids;
+  std::vector<int64_t> group_ptr = {0};    // [groups + 1]
+  RowFormat format = RowFormat::kFloat32;  // of the reply's rows
+
+  size_t num_groups() const { return group_ptr.empty() ? 0 : group_ptr.size() - 1; }
+  std::string DebugString() const;
+  Message Encode(uint64_t request_id) const;
+  static PullSums Decode(const Message& m);
+  bool operator==(const PullSums& o) const;
+};
+
 // Feature rows travel in one ZeroMQ buffer from the server's gather to the
 // client's copy: the server fills `rows` in place, Encode and Decode share
 // the buffer (reference counted) instead of copying megabytes. A decoded
@@ -218,6 +236,10 @@ struct PullFeaturesReply {
   static PullFeaturesReply Decode(const Message& m);
   // Also: exactly one row of `dim` values per asked id, in the asked format.
   static PullFeaturesReply Decode(const Message& m, const PullFeatures& asked, int64_t dim,
+                                  const std::string& peer);
+  // The answer to a PullSums: exactly one row of `dim` values per asked
+  // group, in the asked format.
+  static PullFeaturesReply Decode(const Message& m, const PullSums& asked, int64_t dim,
                                   const std::string& peer);
   bool operator==(const PullFeaturesReply& o) const;  // same dim and bytes
 };

@@ -95,6 +95,8 @@ const char* MsgTypeName(MsgType type) {
       return "TypedSeedBatch";
     case MsgType::kTypedMiniBatch:
       return "TypedMiniBatch";
+    case MsgType::kPullSums:
+      return "PullSums";
   }
   return "Unknown";
 }

@@ -105,10 +105,14 @@ enum class MsgType : uint16_t {
   kTypedMiniBatch = 34,  // ints: {index, blocks, types, wire bytes, relation width}; frames:
                          // seeds, labels, features of every featured type (type order),
                          // then per block src_nodes, indptr, indices, etypes (narrow)
+  // The sums of groups of rows at their owner (DistGraph::SampleAggregate's
+  // neighbours held elsewhere; sampling/owner_aggregate.h SumRowGroups).
+  kPullSums = 35,  // ints: {format}; frames: ids[int64], group indptr[int64, g+1]
+                   // -> PullFeaturesReply with g rows: row k the sum of group k's rows
 };
 
 // Largest MsgType value; types above it are unknown.
-constexpr uint16_t kMaxMsgType = 34;
+constexpr uint16_t kMaxMsgType = 35;
 
 const char* MsgTypeName(MsgType type);
 

@@ -50,6 +50,20 @@ void SampleAggregate(const CscView& csc, const float* features, int64_t dim, con
   });
 }
 
+void SumRowGroups(const float* features, int64_t dim, int64_t node_start, const int64_t* ids,
+                  const int64_t* group_ptr, int64_t groups, float* out) {
+  for (int64_t g = 0; g < groups; ++g) {
+    float* sum = out + g * dim;
+    std::fill(sum, sum + dim, 0.0f);
+    for (int64_t k = group_ptr[g]; k < group_ptr[g + 1]; ++k) {
+      // Rows are scattered in memory: fetch a few ahead of the sum.
+      if (k + 8 < group_ptr[groups]) __builtin_prefetch(features + (ids[k + 8] - node_start) * dim);
+      const float* row = features + (ids[k] - node_start) * dim;
+      for (int64_t j = 0; j < dim; ++j) sum[j] += row[j];
+    }
+  }
+}
+
 void FinishMeans(int64_t n, int64_t dim, const std::vector<int64_t>& counts,
                  const std::vector<int64_t>& remote_indptr, const float* remote_rows,
                  const std::vector<int64_t>& remote_row, float* sums) {

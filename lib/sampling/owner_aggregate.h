@@ -31,6 +31,15 @@ void SampleAggregate(const CscView& csc, const float* features, int64_t dim, con
                      float* out_rows, std::vector<int64_t>* counts,
                      std::vector<int64_t>* remote_indptr, std::vector<int64_t>* remote_ids);
 
+// The other half of it, at the owners of the neighbours a destination's
+// owner does not hold: out [groups, dim] row k = the sum of the rows of
+// ids[group_ptr[k], group_ptr[k + 1]) (global ids, all inside the rows
+// `features` holds, [node_start, node_start + num_rows)), in float32 and in
+// order; an empty group sums to zeros. The caller checks ownership and the
+// offsets (PullSums::Decode does). Blocking, one thread.
+void SumRowGroups(const float* features, int64_t dim, int64_t node_start, const int64_t* ids,
+                  const int64_t* group_ptr, int64_t groups, float* out);
+
 // Turns the sums of SampleAggregate into means: adds to sums[i] the rows of
 // destination i's remote neighbours (remote neighbour k, for k in
 // [remote_indptr[i], remote_indptr[i + 1]), is row remote_row[k] of

@@ -45,6 +45,7 @@ std::optional<Message> HeteroServing::Handle(const Message& req) {
     case MsgType::kSample:
     case MsgType::kPullFeatures:
     case MsgType::kSampleAggregate:
+    case MsgType::kPullSums:
       throw DataError(
           name_ + " serves a heterogeneous partition: " + net::MsgTypeName(req.header.msg_type()) +
           " has no node type (use TypedSample / PullTyped)");

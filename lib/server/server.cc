@@ -213,6 +213,33 @@ Message OnPullFeatures(ServerState& s, const Message& req) {
   return rep.Encode(id);
 }
 
+// The sums of groups of owned rows (the neighbours a destination's owner
+// did not hold, summed here instead of shipped as rows).
+Message OnPullSums(ServerState& s, const Message& req) {
+  const uint64_t id = req.header.request_id;
+  const net::PullSums asked = net::PullSums::Decode(req);
+  CheckOwned(s, asked.ids);
+  const PartitionView& v = *s.view;
+  const size_t groups = asked.num_groups();
+  const size_t row = static_cast<size_t>(v.feature_dim) * sizeof(float);
+  if (groups > static_cast<size_t>(kMaxPullReplyBytes) / std::max<size_t>(row, 1)) {
+    return net::MakeError(id, net::kErrBadRequest,
+                          "PullSums of " + std::to_string(groups) + " groups (" +
+                              std::to_string(groups * row >> 20) +
+                              " MiB) passes the reply limit of " +
+                              std::to_string(kMaxPullReplyBytes >> 20) + " MiB: split the request");
+  }
+  net::PullFeaturesReply rep(v.feature_dim, groups, asked.format);
+  // Summed in float32 either way; a narrow reply is converted once.
+  std::vector<float> wide;
+  if (asked.format != net::RowFormat::kFloat32) wide.resize(groups * v.feature_dim);
+  float* sums = wide.empty() ? rep.data() : wide.data();
+  SumRowGroups(v.features, v.feature_dim, v.node_start, asked.ids.data(), asked.group_ptr.data(),
+               static_cast<int64_t>(groups), sums);
+  for (size_t g = 0; !wide.empty() && g < groups; ++g) rep.SetRow(g, sums + g * v.feature_dim);
+  return rep.Encode(id);
+}
+
 Message OnPullLabels(ServerState& s, const Message& req) {
   net::PullLabels r = net::PullLabels::Decode(req);
   CheckOwned(s, r.ids);
@@ -286,6 +313,8 @@ Message HandleRequest(ServerState& s, const Message& req) {
       return OnPullFeatures(s, req);
     case MsgType::kSampleAggregate:
       return OnSampleAggregate(s, req);
+    case MsgType::kPullSums:
+      return OnPullSums(s, req);
     case MsgType::kPullLabels:
       return OnPullLabels(s, req);
     case MsgType::kMetadata:

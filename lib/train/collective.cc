@@ -238,6 +238,7 @@ TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddres
   g.graph.timeout = o.request_timeout;
   g.graph.attach_timeout = o.request_timeout;
   g.graph.aggregate_at_owner = o.AggregatesAtOwner();
+  g.graph.remote_sums = o.remote_sums;
   g.graph.pack_input_means = o.TakesMeans();
   g.graph.wire_format = net::ParseRowFormat(o.wire_dtype, "--wire_dtype");
   g.graph.cache_bytes = o.cache_mb < 0 ? -1 : o.cache_mb << 20;
@@ -262,6 +263,7 @@ std::unique_ptr<SamplerProcesses> StartSamplers(const TrainOptions& o,
     launch.secret_file = o.secret_file;
     launch.insecure = o.insecure;
     launch.aggregate_at_owner = o.AggregatesAtOwner();
+    launch.remote_sums = o.remote_sums;
     launch.input_means = o.TakesMeans();
     launch.wire_dtype = o.wire_dtype;
     // A typed --fan_out names relations, which the cache's ranking does not

@@ -101,6 +101,10 @@ struct TrainOptions {
   // its nodes live (sampling/owner_aggregate.h); false: neighbour lists
   // and every neighbour's row cross the network, as DGL ships them.
   bool aggregate_at_owner = true;
+  // --remote_sums: with aggregate_at_owner, the sampled neighbours a
+  // destination's owner does not hold are summed at their own owners
+  // (PullSums) instead of shipped as rows (DistGraphOptions::remote_sums).
+  bool remote_sums = true;
   // --wire_dtype float32|bfloat16: how feature rows and partial sums cross
   // the network (bfloat16: half the bytes, ~3 significant digits; the
   // default since synthetic:small, synthetic:products and Cora train to the

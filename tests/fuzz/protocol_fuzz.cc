@@ -114,6 +114,18 @@ void ExerciseTyped(const Message& m) {
   TypedRoundTrip<SampleAggregateReply>(m, "SampleAggregateReply");
   TypedRoundTrip<PullFeatures>(m, "PullFeatures");
   TypedRoundTrip<PullFeaturesReply>(m, "PullFeaturesReply");
+  TypedRoundTrip<PullSums>(m, "PullSums");
+  try {
+    // The offsets a server sums over are inside the ids, never decreasing.
+    const PullSums s = PullSums::Decode(m);
+    if (s.group_ptr.empty() || s.group_ptr.front() != 0 ||
+        s.group_ptr.back() != static_cast<int64_t>(s.ids.size()))
+      Broken("PullSums offsets");
+    for (size_t k = 0; k + 1 < s.group_ptr.size(); ++k) {
+      if (s.group_ptr[k + 1] < s.group_ptr[k]) Broken("PullSums offsets decrease");
+    }
+  } catch (const ProtocolError&) {
+  }
   TypedRoundTrip<PullLabels>(m, "PullLabels");
   TypedRoundTrip<PullLabelsReply>(m, "PullLabelsReply");
   TypedRoundTrip<SplitNodes>(m, "SplitNodes");

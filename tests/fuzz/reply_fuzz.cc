@@ -71,6 +71,20 @@ void Exercise(const Message& m, const uint8_t* q) {
   } catch (const ProtocolError&) {
   }
   try {
+    // A PullSums of q[3] % 16 groups, in either row format: one row each.
+    PullSums asked;
+    asked.group_ptr.assign(q[3] % 16 + 1, 0);
+    asked.format = q[5] & 1 ? RowFormat::kBfloat16 : RowFormat::kFloat32;
+    const int64_t dim = q[4] % 8;
+    const PullFeaturesReply r = PullFeaturesReply::Decode(m, asked, dim, "server");
+    const size_t values = asked.num_groups() * static_cast<size_t>(dim);
+    if (r.dim != dim || r.format != asked.format || r.num_values() != values ||
+        m.frames.at(0).size() != values * RowFormatBytes(asked.format)) {
+      Broken("PullSums reply size");
+    }
+  } catch (const ProtocolError&) {
+  }
+  try {
     const PullLabels asked{std::vector<int64_t>(q[5] % 16)};
     if (PullLabelsReply::Decode(m, asked, "server").labels.size() != asked.ids.size())
       Broken("LabelsReply size");

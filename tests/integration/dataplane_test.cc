@@ -348,10 +348,15 @@ TEST_CASE("the hot-row cache: one per machine, same batches, fewer bytes (synthe
     exact = exact && std::memcmp(cache.Find(ids[r]), &want[r * dim], dim * sizeof(float)) == 0;
   }
   CHECK(exact);
-  // Both wires: batches byte-identical with and without the cache.
-  for (bool at_owner : {true, false}) {
+  // Both wires: batches byte-identical with and without the cache (with
+  // remote sums, equal up to float summation order: a cached row is added
+  // here, outside its owner's partial sum).
+  for (int mode = 0; mode < 3; ++mode) {
+    const bool at_owner = mode < 2, remote_sums = mode == 0;
     plain.SetAggregateAtOwner(at_owner);
     cached.SetAggregateAtOwner(at_owner);
+    plain.SetRemoteSums(remote_sums);
+    cached.SetRemoteSums(remote_sums);
     uint64_t plain_bytes = 0, cached_bytes = 0, lookups = 0, hits = 0;
     for (int b = 0; b < 4; ++b) {
       std::vector<int64_t> seeds;
@@ -360,7 +365,17 @@ TEST_CASE("the hot-row cache: one per machine, same batches, fewer bytes (synthe
       seeds.erase(std::unique(seeds.begin(), seeds.end()), seeds.end());
       const MiniBatch a = plain.MakeBatch(seeds, {10, 25}, false, 40 + b);
       const MiniBatch c = cached.MakeBatch(seeds, {10, 25}, false, 40 + b);
-      CHECK(a.features == c.features);
+      if (remote_sums) {
+        REQUIRE(a.features.size() == c.features.size());
+        size_t off = 0;
+        for (size_t i = 0; i < a.features.size(); ++i) {
+          off += std::abs(a.features[i] - c.features[i]) >
+                 1e-5f * std::max(1.0f, std::abs(a.features[i]));
+        }
+        CHECK(off == 0);
+      } else {
+        CHECK(a.features == c.features);
+      }
       CHECK(a.blocks.back().indices == c.blocks.back().indices);
       CHECK(a.cache_hits == 0);
       CHECK(c.cache_lookups == a.cache_lookups);
@@ -369,10 +384,104 @@ TEST_CASE("the hot-row cache: one per machine, same batches, fewer bytes (synthe
       lookups += c.cache_lookups;
       hits += c.cache_hits;
     }
-    INFO("at owner " << at_owner << ": bytes " << plain_bytes << " -> " << cached_bytes << ", hits "
-                     << hits << " of " << lookups);
+    INFO("at owner " << at_owner << ", remote sums " << remote_sums << ": bytes " << plain_bytes
+                     << " -> " << cached_bytes << ", hits " << hits << " of " << lookups);
     CHECK(hits > 0);
     CHECK(hits <= lookups);
-    CHECK(cached_bytes + hits * dim * sizeof(float) <= plain_bytes);
+    // A hit saves a whole row on the rows' wire; with remote sums its id
+    // (and, when all of a destination's neighbours there hit, a sum row).
+    if (remote_sums) {
+      CHECK(cached_bytes + hits * sizeof(int64_t) <= plain_bytes);
+    } else {
+      CHECK(cached_bytes + hits * dim * sizeof(float) <= plain_bytes);
+    }
+  }
+}
+
+namespace {
+
+// Relative gap |a - b| / max(1, |b|) above `tol`, counted.
+size_t Off(const std::vector<float>& a, const std::vector<float>& b, float tol) {
+  REQUIRE(a.size() == b.size());
+  size_t off = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    off += std::abs(a[i] - b[i]) > tol * std::max(1.0f, std::abs(b[i]));
+  }
+  return off;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "remote sums: the neighbours a destination's owner lacks summed at their owners give the "
+    "same batches and evaluation means (synthetic:small)",
+    "[integration]") {
+  test::TempDir dir;
+  for (const std::string method : {"metis", "random"}) {
+    const std::string job = "job-sums-" + method + "-" + std::to_string(::getpid());
+    const std::string parts = test::MakePartitions(dir, "synthetic:small", 3, method, method);
+    const std::string ip = test::WriteLoopbackIpConfig(dir, 3);
+    test::ServerThreads servers(ip, parts, 3, 1, job);
+    // No local partition, a local one, a local one with the hot-row cache.
+    for (int setting = 0; setting < 3; ++setting) {
+      DistGraphOptions o;
+      o.part_config = parts;
+      o.ip_config = ip;
+      o.endpoints = servers.endpoints();
+      o.local_machine_id = setting == 0 ? -1 : 0;
+      o.job_id = job;
+      o.keys = test::Keys(job);
+      o.timeout = std::chrono::milliseconds(20000);
+      o.cache_fanouts = {10, 25};
+      o.cache_bytes = setting == 2 ? 1 << 20 : 0;
+      o.remote_sums = false;
+      DistGraph rows(o);
+      o.remote_sums = true;
+      DistGraph sums(o);
+      o.wire_format = net::RowFormat::kBfloat16;
+      DistGraph narrow(o);
+      if (setting == 2) REQUIRE(sums.row_cache() != nullptr);
+      const int64_t num_nodes = rows.config().num_nodes;
+      uint64_t rows_bytes = 0, sums_bytes = 0, narrow_bytes = 0;
+      for (int b = 0; b < 3; ++b) {
+        std::vector<int64_t> seeds;
+        for (int64_t i = 0; i < 1000; ++i) seeds.push_back((i * 97 + b * 13) % num_nodes);
+        std::sort(seeds.begin(), seeds.end());
+        seeds.erase(std::unique(seeds.begin(), seeds.end()), seeds.end());
+        INFO(method << " parts, setting " << setting << ", batch " << b);
+        const MiniBatch a = rows.MakeBatch(seeds, {10, 25}, false, 60 + b);
+        const MiniBatch c = sums.MakeBatch(seeds, {10, 25}, false, 60 + b);
+        const MiniBatch n = narrow.MakeBatch(seeds, {10, 25}, false, 60 + b);
+        REQUIRE(c.input_means);
+        // The same sampled neighbours, labels and cache lookups.
+        REQUIRE(a.blocks.size() == c.blocks.size());
+        for (size_t l = 0; l < a.blocks.size(); ++l) {
+          REQUIRE(a.blocks[l].src_nodes == c.blocks[l].src_nodes);
+          REQUIRE(a.blocks[l].indices == c.blocks[l].indices);
+        }
+        CHECK(a.labels == c.labels);
+        CHECK(a.cache_lookups == c.cache_lookups);
+        CHECK(a.cache_hits == c.cache_hits);
+        if (setting == 2) CHECK(c.cache_hits > 0);
+        // [dst rows | means] up to float summation order; bfloat16 within its precision.
+        CHECK(Off(c.features, a.features, 1e-5f) == 0);
+        CHECK(Off(n.features, a.features, 2e-2f) == 0);
+        rows_bytes += a.wire_bytes;
+        sums_bytes += c.wire_bytes;
+        narrow_bytes += n.wire_bytes;
+      }
+      // Layer-wise evaluation's first layer: every neighbour (fan-out -1).
+      std::vector<int64_t> dsts;
+      for (int64_t v = 0; v < num_nodes; v += 7) dsts.push_back(v);
+      std::vector<float> want, got;
+      rows.SampleAggregate(dsts, -1, false, 0, &want);
+      sums.SampleAggregate(dsts, -1, false, 0, &got);
+      CHECK(Off(got, want, 1e-5f) == 0);
+      INFO(method << " parts, setting " << setting << ": wire bytes of 3 batches: rows "
+                  << rows_bytes << ", remote sums " << sums_bytes << ", bfloat16 " << narrow_bytes);
+      if (setting == 0) CHECK(sums_bytes < rows_bytes);
+      if (method == "random" && setting < 2) CHECK(sums_bytes < 0.85 * rows_bytes);
+      CHECK(narrow_bytes < sums_bytes);
+    }
   }
 }

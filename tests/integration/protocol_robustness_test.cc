@@ -72,11 +72,16 @@ std::vector<std::string> Frames(MsgType type, uint64_t rid, std::vector<int64_t>
 
 class ProbeMaker {
  public:
-  ProbeMaker(uint64_t seed, int64_t own_start, int64_t own_end, int64_t num_nodes)
-      : rng_(seed), own_start_(own_start), own_end_(own_end), num_nodes_(num_nodes) {}
+  ProbeMaker(uint64_t seed, int64_t own_start, int64_t own_end, int64_t num_nodes,
+             int64_t feature_dim)
+      : rng_(seed),
+        own_start_(own_start),
+        own_end_(own_end),
+        num_nodes_(num_nodes),
+        feature_dim_(feature_dim) {}
 
   Probe Make(uint64_t rid) {
-    switch (Below(24)) {
+    switch (Below(25)) {
       case 0:
         return RandomHeader();
       case 1:
@@ -122,6 +127,8 @@ class ProbeMaker {
         return Truncated(rid);
       case 22:
         return ValidPing(rid);
+      case 23:
+        return PullSumsProbe(rid);
       default:
         return ValidSample(rid);
     }
@@ -388,8 +395,49 @@ class ProbeMaker {
                   rid, MsgType::kSampleReply);
   }
 
+  // PullSums: valid, or with an id not owned, offsets that do not fit its
+  // ids, or more groups than one reply may hold.
+  Probe PullSumsProbe(uint64_t rid) {
+    std::vector<int64_t> ids = OwnedIds(1 + Below(16)), ptr = {0};
+    for (size_t k = 1; k <= ids.size(); ++k) {
+      if (Below(3) == 0 || k == ids.size()) ptr.push_back(static_cast<int64_t>(k));
+    }
+    const int64_t format = static_cast<int64_t>(Below(2));
+    switch (Below(4)) {
+      case 0:
+        return Expect("pull sums",
+                      Frames(MsgType::kPullSums, rid, {format}, {ArrayBytes(ids), ArrayBytes(ptr)}),
+                      rid, MsgType::kPullFeaturesReply);
+      case 1: {
+        const int64_t bad[] = {-1, own_end_, num_nodes_, std::numeric_limits<int64_t>::max()};
+        ids[Below(ids.size())] = bad[Below(4)];
+        return Expect("pull sums not owned",
+                      Frames(MsgType::kPullSums, rid, {format}, {ArrayBytes(ids), ArrayBytes(ptr)}),
+                      rid, MsgType::kError, {net::kErrBadRequest});
+      }
+      case 2: {
+        const uint64_t how = Below(3);
+        if (how == 0) ptr.back() += 1 + static_cast<int64_t>(Below(5));  // past the ids
+        if (how == 1) ptr.front() = 1;
+        if (how == 2) ptr.insert(ptr.begin() + 1, static_cast<int64_t>(ids.size()) + 1);
+        return Expect("pull sums bad offsets",
+                      Frames(MsgType::kPullSums, rid, {format}, {ArrayBytes(ids), ArrayBytes(ptr)}),
+                      rid, MsgType::kError, {net::kErrMalformed});
+      }
+      default: {
+        // Empty groups, one more than a reply of float32 rows may hold.
+        const int64_t groups = net::kMaxPullReplyBytes / (4 * std::max<int64_t>(feature_dim_, 1));
+        ptr.assign(static_cast<size_t>(groups) + 2, 0);
+        return Expect("pull sums oversized",
+                      Frames(MsgType::kPullSums, rid, {0},
+                             {ArrayBytes(std::vector<int64_t>{}), ArrayBytes(ptr)}),
+                      rid, MsgType::kError, {net::kErrBadRequest});
+      }
+    }
+  }
+
   std::mt19937_64 rng_;
-  int64_t own_start_, own_end_, num_nodes_;
+  int64_t own_start_, own_end_, num_nodes_, feature_dim_;
 };
 
 void SendFrames(zmq::socket_t& sock, const std::vector<std::string>& frames) {
@@ -417,8 +465,8 @@ TEST_CASE("a server answers every random, mutated or hostile message and keeps s
   test::Keys(job).MakeClient(sock);  // a hostile member of the job: it holds the key
   sock.connect(endpoint);
 
-  ProbeMaker maker(20240611, config.parts[0].node_start, config.parts[0].node_end,
-                   config.num_nodes);
+  ProbeMaker maker(20240611, config.parts[0].node_start, config.parts[0].node_end, config.num_nodes,
+                   config.feature_dim);
   std::map<std::string, int> sent, errors;
   std::map<int64_t, int> codes;
   const auto start = Clock::now();
@@ -482,6 +530,50 @@ TEST_CASE("a server answers every random, mutated or hostile message and keeps s
   CHECK(mb.input_means);
   CHECK(mb.features.size() == 2 * static_cast<size_t>(mb.blocks.front().num_dst) *
                                   static_cast<size_t>(config.feature_dim));
+}
+
+TEST_CASE("a server refuses a PullSums naming ids it does not own, bad offsets, too many groups",
+          "[integration]") {
+  test::TempDir dir;
+  const std::string job = "sums-" + std::to_string(::getpid());
+  std::string cfg = test::MakePartitions(dir, "synthetic:tiny", 2, "data");
+  std::string ip = test::WriteLoopbackIpConfig(dir, 2);
+  PartitionConfig config = LoadPartitionConfig(cfg);
+  test::ServerThreads servers(ip, cfg, 2, 1, job);
+  zmq::context_t ctx;
+  net::Connection c(ctx, servers.endpoints()[1][0], "machine 1 server 0", test::Keys(job));
+  const PartInfo& p = config.parts[1];
+  const int64_t dim = config.feature_dim;
+  auto call = [&](const net::PullSums& asked) { return c.Call(asked.Encode(0), Millis(5000)); };
+  // Good: two groups (one empty), a repeated id, in float32.
+  const net::PullSums good{{p.node_start, p.node_start + 1, p.node_start}, {0, 3, 3}};
+  const net::PullFeaturesReply r = net::PullFeaturesReply::Decode(call(good), good, dim, c.peer());
+  std::vector<float> rows;
+  DistGraphOptions o;
+  o.part_config = cfg;
+  o.ip_config = ip;
+  o.endpoints = servers.endpoints();
+  o.job_id = job;
+  o.keys = test::Keys(job);
+  DistGraph g(o);
+  g.PullFeatures({p.node_start, p.node_start + 1}, &rows);
+  for (int64_t j = 0; j < dim; ++j) {
+    CHECK(r.data()[j] == Approx(2 * rows[j] + rows[dim + j]));
+    CHECK(r.data()[dim + j] == 0.0f);
+  }
+  CHECK_THROWS_WITH(call({{p.node_start, p.node_start - 1}, {0, 2}}),
+                    Catch::Contains("node " + std::to_string(p.node_start - 1) +
+                                    " is not owned by machine 1 server 0"));
+  CHECK_THROWS_WITH(call({{p.node_start, p.node_start}, {0, 3}}),
+                    Catch::Contains("malformed PullSums: group offsets do not span its 2 ids"));
+  CHECK_THROWS_WITH(call({{p.node_start, p.node_start}, {0, 2, 1, 2}}),
+                    Catch::Contains("malformed PullSums: group offsets decrease at group 1"));
+  net::PullSums huge;
+  huge.group_ptr.assign(static_cast<size_t>(net::kMaxPullReplyBytes / (4 * dim)) + 2, 0);
+  CHECK_THROWS_WITH(call(huge),
+                    Catch::Contains("passes the reply limit") && Catch::Contains("PullSums of"));
+  // The server keeps serving.
+  CHECK(net::PullFeaturesReply::Decode(call(good), good, dim, c.peer()) == r);
 }
 
 // Regression for the first find of tests/fuzz/protocol_fuzz.cc: 4 inputs x

@@ -11,9 +11,10 @@
 namespace gnn::test {
 
 std::string MakePartitions(const TempDir& dir, const std::string& dataset, int parts,
-                           const std::string& name) {
+                           const std::string& name, const std::string& method) {
   PartitionOptions o;
   o.data.dataset = dataset;
+  o.part_method = method;
   o.data.cache_dir = dir / "cache";
   o.num_parts = parts;
   o.balance_train = true;

@@ -14,9 +14,10 @@
 
 namespace gnn::test {
 
-// Partitions `dataset` into `parts` under dir/name; returns the config path.
+// Partitions `dataset` into `parts` under dir/name by `method` (--part_method);
+// returns the config path.
 std::string MakePartitions(const TempDir& dir, const std::string& dataset, int parts,
-                           const std::string& name);
+                           const std::string& name, const std::string& method = "metis");
 
 // Writes an ip_config with `machines` loopback lines (ports are not used
 // when servers bind ephemeral endpoints).

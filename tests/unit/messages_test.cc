@@ -306,3 +306,32 @@ TEST_CASE("rows travel as bfloat16 when asked: half the bytes, float32 bytes unc
   CHECK_THROWS_WITH(ParseRowFormat("fp8", "--wire_dtype"),
                     Catch::Contains("--wire_dtype must be float32 or bfloat16, got 'fp8'"));
 }
+
+TEST_CASE("PullSums round-trips, its offsets are checked, and its reply has one row per group",
+          "[unit]") {
+  const PullSums asked{{10, 11, 10, 12}, {0, 2, 2, 4}, RowFormat::kFloat32};
+  RoundTrips(asked);
+  RoundTrips(PullSums{{}, {0}, RowFormat::kBfloat16});
+  CHECK(asked.num_groups() == 3);
+  CHECK(asked.DebugString() == "PullSums{ids=4, groups=3, format=float32}");
+  RefusesBadShapes<PullSums>(asked.Encode(1), "PullSums");
+  auto malformed = [](PullSums s, const std::string& what) {
+    INFO(s.DebugString());
+    CHECK_THROWS_WITH(PullSums::Decode(Received(s.Encode(1))),
+                      Catch::Contains("malformed PullSums") && Catch::Contains(what));
+  };
+  malformed({{10, 11}, {1, 2}, RowFormat::kFloat32}, "do not span its 2 ids");
+  malformed({{10, 11}, {0, 1}, RowFormat::kFloat32}, "do not span its 2 ids");
+  malformed({{10, 11}, {}, RowFormat::kFloat32}, "do not span");
+  malformed({{10, 11}, {0, 2, 1, 2}, RowFormat::kFloat32}, "decrease at group 1");
+  // The reply: a PullFeaturesReply with a row per group, in the asked format.
+  const PullFeaturesReply good = Rows(2, {1, 2, 3, 4, 5, 6});
+  CHECK(PullFeaturesReply::Decode(Received(good.Encode(1)), asked, 2, "s") == good);
+  CHECK_THROWS_WITH(
+      PullFeaturesReply::Decode(Received(Rows(2, {1, 2}).Encode(1)), asked, 2, "server 1.0"),
+      Catch::Contains("server 1.0") && Catch::Contains("for 3 rows of 2 (PullSums)"));
+  CHECK_THROWS_WITH(PullFeaturesReply::Decode(
+                        Received(good.Encode(1)),
+                        PullSums{{1, 2, 3}, {0, 1, 2, 3}, RowFormat::kBfloat16}, 2, "server 1.0"),
+                    Catch::Contains("float32 to a bfloat16 PullSums request"));
+}

@@ -266,6 +266,7 @@ TEST_CASE("gnn-sampler's argv is written and read by one contract", "[unit]") {
   a.idle_timeout = std::chrono::seconds(77);
   a.secret_file = "/tmp/secret";
   a.aggregate_at_owner = false;
+  a.remote_sums = false;
   a.input_means = false;
   a.wire_dtype = "bfloat16";
   for (bool insecure : {false, true}) {
