@@ -11,23 +11,32 @@
 #   there: bash bench/gpu_check.sh tests
 #          the GPU unit tests (CUDA aggregations against the CPU's, values and
 #          gradients, float and double, bit for bit), standalone GraphSAGE on
-#          synthetic:small for 3 seeds on the CPU and on the GPU (test accuracy
-#          mean and sd of each; the GPU's mean within one CPU sd), and a
+#          synthetic:small for 3 seeds on the CPU, on the GPU and on the GPU
+#          with its feature cache (test accuracy mean and sd of each; the
+#          GPU's means within one CPU sd; the cache's hit rates), and a
 #          1-machine gnn-launch job with one GPU trainer.
 #   there: bash bench/gpu_check.sh bench
-#          seeds/s of standalone training, CPU against GPU, on synthetic:small
-#          and synthetic:products (medians of 3 alternating runs).
+#          seeds/s of standalone training, CPU against GPU and GPU with the
+#          feature cache, on synthetic:small and synthetic:products (medians
+#          of 3 alternating runs, no evaluation).
 #
 # On a machine without a GPU the last two stages say so and stop (exit 3).
 # Environment: GNN_GPU_WORK (scratch folder, default /tmp/gnn-gpu-check),
-# GNN_GPU_EPOCHS (training epochs, default 5), OUT (a folder: logs and the
+# GNN_GPU_EPOCHS (training epochs, default 5; synthetic:products trains
+# GNN_GPU_PRODUCTS_EPOCHS, default 1), GNN_GPU_SMALL_CACHE_MB and
+# GNN_GPU_PRODUCTS_CACHE_MB (--gpu_cache_mb of the cached runs, default 4
+# and 512), OUT (a folder: logs and the
 # figures are written there too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STAGE="${1:-}"
 BUNDLE=build-cuda/gpu
+BINARIES=(gnn-train gnn-partition gnn-server gnn-launch gnn-sampler gnn-copy)
 WORK="${GNN_GPU_WORK:-/tmp/gnn-gpu-check}"
 EPOCHS="${GNN_GPU_EPOCHS:-5}"
+PRODUCTS_EPOCHS="${GNN_GPU_PRODUCTS_EPOCHS:-1}"
+SMALL_CACHE_MB="${GNN_GPU_SMALL_CACHE_MB:-4}"
+PRODUCTS_CACHE_MB="${GNN_GPU_PRODUCTS_CACHE_MB:-512}"
 LOG_DIR="${OUT:-$WORK}"
 mkdir -p "$WORK" "$LOG_DIR"
 
@@ -45,19 +54,21 @@ PY
 }
 
 pack() {
-  GNN_CUDA_BUILD_DIR=build-cuda bash scripts/build-cuda.sh -DGNN_WITH_PTSCOTCH=OFF
+  local build="${GNN_CUDA_BUILD_DIR:-build-cuda}"
+  GNN_CUDA_BUILD_DIR="$build" GNN_TARGETS="${BINARIES[*]} gnn_train_unit_tests" \
+    bash scripts/build-cuda.sh -DGNN_WITH_PTSCOTCH=OFF
   rm -rf "$BUNDLE"
   mkdir -p "$BUNDLE/bin" "$BUNDLE/lib"
-  for b in gnn-train gnn-partition gnn-server gnn-launch gnn-sampler gnn-copy; do
-    cp build-cuda/apps/$b "$BUNDLE/bin/"
+  for b in "${BINARIES[@]}"; do
+    cp "$build/apps/$b" "$BUNDLE/bin/"
   done
-  cp build-cuda/tests/gnn_train_unit_tests "$BUNDLE/bin/"
+  cp "$build/tests/gnn_train_unit_tests" "$BUNDLE/bin/"
   strip "$BUNDLE"/bin/*
   # Every library the binaries load that the GPU machine's torch, CUDA or C
   # library does not provide.
-  LD_LIBRARY_PATH="$(cat build-cuda/torch_library_path)" ldd "$BUNDLE"/bin/* |
+  LD_LIBRARY_PATH="$(cat "$build/torch_library_path")" ldd "$BUNDLE"/bin/* |
     awk '/=> \// {print $3}' | sort -u |
-    grep -v -E '/(torch|nvidia|cuda)/|/lib(c|m|dl|rt|pthread|gcc_s|stdc\+\+)\.so|ld-linux' |
+    grep -v -E '/(torch|nvidia|cuda)/|/lib(c|m|dl|rt|pthread|gcc_s|stdc\+\+)\.so|ld-linux|/lib(resolv|util|nsl|anl)\.so' |
     while read -r lib; do cp -L "$lib" "$BUNDLE/lib/"; done
   local mib
   mib=$(du -sm "$BUNDLE" | cut -f1)
@@ -92,16 +103,22 @@ partition() {  # dataset -> config path (made once)
   echo "$WORK/$name/$name.json"
 }
 
-# The JSON summary's field $2 of a standalone run with flags $3...
-train_field() {
-  local config=$1 field=$2
+# The JSON summary's fields $2 (comma-separated) of a standalone run with
+# flags $3..., space-separated. EVAL: --eval_every (default: the last epoch).
+train_fields() {
+  local config=$1 fields=$2
   shift 2
-  gnn-train --standalone --part_config "$config" --num_epochs "$EPOCHS" --eval_every "$EPOCHS" \
-    --log_every 1000000 "$@" 2>>"$LOG_DIR/train.log" | tail -1 |
-    python3 -c "import json, sys; print(json.load(sys.stdin)['$field'])"
+  gnn-train --standalone --part_config "$config" --num_epochs "$EPOCHS" \
+    --eval_every "${EVAL:-$EPOCHS}" --log_every 1000000 "$@" 2>>"$LOG_DIR/train.log" | tail -1 |
+    python3 -c "import json, sys; d = json.load(sys.stdin); print(*(d[f] for f in '$fields'.split(',')))"
 }
 
 mean_sd() { python3 -c "import statistics as s, sys; v = [float(x) for x in sys.argv[1:]]; print(f'{s.mean(v):.4f} {s.stdev(v) if len(v) > 1 else 0.0:.4f}')" "$@"; }
+median() { python3 -c "import statistics as s, sys; print(f'{s.median(map(float, sys.argv[1:])):.0f}')" "$@"; }
+ratio() { python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]):.2f}')" "$1" "$2"; }
+
+# Fails the stage unless mean $1 is within one sd $3 of mean $2 (sd floor 1e-3).
+within_sd() { python3 -c "import sys; sys.exit(0 if abs($1 - $2) <= max($3, 1e-3) else 1)"; }
 
 tests() {
   prepare_run
@@ -110,17 +127,23 @@ tests() {
     say "the GPU unit tests skipped: this binary or machine has no CUDA"
     exit 1
   fi
-  local config cpu=() gpu=()
+  local config cpu=() gpu=() cached=() hit rate=() acc
   config=$(partition synthetic:small)
   for seed in 0 1 2; do
-    cpu+=("$(train_field "$config" test_acc --seed "$seed" --num_gpus -1)")
-    gpu+=("$(train_field "$config" test_acc --seed "$seed" --num_gpus 1)")
+    cpu+=("$(train_fields "$config" test_acc --seed "$seed" --num_gpus -1)")
+    gpu+=("$(train_fields "$config" test_acc --seed "$seed" --num_gpus 1)")
+    read -r acc hit <<<"$(train_fields "$config" test_acc,gpu_cache_hit_rate --seed "$seed" \
+      --num_gpus 1 --gpu_cache_mb "$SMALL_CACHE_MB")"
+    cached+=("$acc")
+    rate+=("$hit")
   done
   read -r cm cs <<<"$(mean_sd "${cpu[@]}")"
   read -r gm gs <<<"$(mean_sd "${gpu[@]}")"
-  say "synthetic:small standalone test accuracy, seeds 0-2: CPU $cm +- $cs, GPU $gm +- $gs"
-  python3 -c "import sys; sys.exit(0 if abs($gm - $cm) <= max($cs, 1e-3) else 1)" ||
-    { say "GPU accuracy is not within one CPU sd"; exit 1; }
+  read -r km ks <<<"$(mean_sd "${cached[@]}")"
+  say "synthetic:small standalone test accuracy, seeds 0-2: CPU $cm +- $cs, GPU $gm +- $gs," \
+    "GPU with --gpu_cache_mb $SMALL_CACHE_MB $km +- $ks (hit rates ${rate[*]})"
+  within_sd "$gm" "$cm" "$cs" || { say "GPU accuracy is not within one CPU sd"; exit 1; }
+  within_sd "$km" "$cm" "$cs" || { say "GPU accuracy with the cache is not within one CPU sd"; exit 1; }
   # One machine, one server, one GPU trainer, through gnn-launch.
   local port
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -133,24 +156,46 @@ tests() {
     --ip_config ip_config.txt "gnn-train --num_epochs 2 --num_gpus 1" \
     2>"$LOG_DIR/launch.log" | tail -1 >"$LOG_DIR/launch.json"
   say "gnn-launch with one GPU trainer: $(cat "$LOG_DIR/launch.json")"
+  # GCN reads the rows themselves (no means): with the cache, block 0's
+  # input is assembled on the GPU from the same values, so training must
+  # end with the same parameters.
+  local p1 p2
+  p1=$(train_fields "$config" param_checksum --seed 0 --num_gpus 1 --model gcn)
+  p2=$(train_fields "$config" param_checksum --seed 0 --num_gpus 1 --model gcn \
+    --gpu_cache_mb "$SMALL_CACHE_MB")
+  say "GCN on the GPU, seed 0: parameter checksum $p1 without the cache, $p2 with it"
+  [ "$p1" = "$p2" ] || { say "the GPU feature cache changed GCN's parameters"; exit 1; }
 }
 
+# seeds/s: CPU, GPU, and GPU with the feature cache, 3 alternating runs each.
 bench() {
   prepare_run
-  local spec config c g cpu gpu
+  local spec config mb c g k hit cpu gpu cached rate
   for spec in synthetic:small synthetic:products; do
     config=$(partition "$spec")
+    mb=$SMALL_CACHE_MB
+    if [ "$spec" = synthetic:products ]; then
+      EPOCHS=$PRODUCTS_EPOCHS
+      mb=$PRODUCTS_CACHE_MB
+    fi
     cpu=()
     gpu=()
-    for seed in 0 1 2; do  # alternating
-      c=$(train_field "$config" seeds_per_s --seed "$seed" --num_gpus -1)
-      g=$(train_field "$config" seeds_per_s --seed "$seed" --num_gpus 1)
-      cpu+=("$c")
-      gpu+=("$g")
+    cached=()
+    rate=()
+    for seed in 0 1 2; do
+      cpu+=("$(EVAL=0 train_fields "$config" seeds_per_s --seed "$seed" --num_gpus -1)")
+      gpu+=("$(EVAL=0 train_fields "$config" seeds_per_s --seed "$seed" --num_gpus 1)")
+      read -r k hit <<<"$(EVAL=0 train_fields "$config" seeds_per_s,gpu_cache_hit_rate \
+        --seed "$seed" --num_gpus 1 --gpu_cache_mb "$mb")"
+      cached+=("$k")
+      rate+=("$hit")
     done
-    read -r c _ <<<"$(python3 -c "import statistics as s, sys; print(s.median(map(float, sys.argv[1:])), 0)" "${cpu[@]}")"
-    read -r g _ <<<"$(python3 -c "import statistics as s, sys; print(s.median(map(float, sys.argv[1:])), 0)" "${gpu[@]}")"
-    say "$spec standalone seeds/s (median of 3, $EPOCHS epochs): CPU $c, GPU $g ($(python3 -c "print(f'{$g / $c:.2f}')")x)"
+    c=$(median "${cpu[@]}")
+    g=$(median "${gpu[@]}")
+    k=$(median "${cached[@]}")
+    say "$spec standalone seeds/s (median of 3, $EPOCHS epochs, no evaluation): CPU $c," \
+      "GPU $g ($(ratio "$g" "$c")x), GPU with --gpu_cache_mb $mb $k ($(ratio "$k" "$c")x;" \
+      "hit rates ${rate[*]})"
   done
 }
 

@@ -11,7 +11,8 @@
 # made with `pip install torch==2.11.0` when missing (about 4.6 GB).
 # Usage: bash scripts/build-cuda.sh [extra cmake arguments]
 # Environment: GNN_JOBS (parallel jobs, default nproc), GNN_SKIP_DEPS=1 (do
-# not run scripts/install-deps.sh: a machine without network).
+# not run scripts/install-deps.sh: a machine without network), GNN_TARGETS
+# (space-separated targets to build, default all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/cuda/bin"
@@ -75,7 +76,8 @@ export LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}"
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$ROOT;$ROOT/share/cmake" \
   -DGNN_REQUIRE_TORCH_CUDA=ON "$@" >/dev/null
-cmake --build "$BUILD_DIR" -j "$JOBS"
+# shellcheck disable=SC2086  # a list of target names
+cmake --build "$BUILD_DIR" -j "$JOBS" ${GNN_TARGETS:+--target $GNN_TARGETS}
 # What a run of these binaries needs on its library path.
 echo "$LIBS" > "$BUILD_DIR/torch_library_path"
 echo "build-cuda.sh: built into $BUILD_DIR; run its binaries with LD_LIBRARY_PATH=\$(cat $BUILD_DIR/torch_library_path)" >&2

@@ -42,6 +42,10 @@ int main(int argc, char** argv) {
                  "LibTorch threads (0 = the cores the sampling threads leave)")
       ->capture_default_str();
   app.add_option("--num_gpus", o.num_gpus, "GPUs to use (-1 = CPU)")->capture_default_str();
+  app.add_option("--gpu_cache_mb", o.gpu_cache_mb,
+                 "MiB of the hottest feature rows kept on the GPU (--standalone --num_gpus; "
+                 "0 = none)")
+      ->capture_default_str();
   // DGL's train_dist.py flags, with their meaning where gnn has one.
   app.add_option("--n_classes", o.n_classes,
                  "DGL's flag: checked against the partition config's class count");
@@ -186,12 +190,22 @@ int main(int argc, char** argv) {
     }
     o.self_loop = !no_self_loop;
     o.ApplyModelDefaults([&](const std::string& flag) { return app.count(flag) > 0; });
+#if GNN_CUDA_KERNELS
+    if (backend == "nccl" && o.num_gpus <= 0) {
+      throw gnn::ConfigError(
+          "--backend nccl needs --num_gpus >= 1 (GPU trainers sum gradients with NCCL): on the "
+          "CPU use --backend gloo");
+    }
+#else
     if (backend == "nccl") {
       throw gnn::ConfigError(
           "--backend nccl needs the GPU path, which this build does not have (no CUDA): use "
           "--backend gloo");
     }
-    if (backend != "gloo") throw gnn::ConfigError("--backend must be gloo, got '" + backend + "'");
+#endif
+    if (backend != "gloo" && backend != "nccl") {
+      throw gnn::ConfigError("--backend must be gloo or nccl, got '" + backend + "'");
+    }
     if (app.count("--local_rank") > 0) {
       GNN_LOG(kWarn) << "--local_rank " << local_rank
                      << " is ignored: gnn-launch gives each trainer its rank";

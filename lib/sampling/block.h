@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace gnn {
@@ -40,6 +41,12 @@ struct MiniBatch {
   // nothing else, and the sampler, not the trainer, does that memory-bound
   // pass.
   bool input_means = false;
+  // Set by a loader with LoaderOptions::cache_slot (a trainer's GPU feature
+  // cache): `features` holds only the input rows the cache lacks, in input
+  // order; host_rows are their positions among input_nodes(), cached_rows
+  // the other positions and cached_slots those rows' places in the cache.
+  bool split_rows = false;
+  std::vector<int64_t> host_rows, cached_rows, cached_slots;
   std::vector<int64_t> labels;  // [seeds.size()]
   double sample_seconds = 0;    // time spent sampling + gathering this batch
   uint64_t wire_bytes = 0;      // bytes its making sent and received over sockets
@@ -51,6 +58,9 @@ struct MiniBatch {
   // into `seeds` (see EdgeBatchPlan); empty for node batches. Not on the
   // wire: the trainer keeps its plans and attaches them.
   std::vector<int64_t> pos_head, pos_tail, neg_head, neg_tail;
+  // What the consumer's LoaderOptions::stage made of the batch on the
+  // thread that sampled it (a GPU trainer's pinned copies); opaque here.
+  std::shared_ptr<void> staged;
   const std::vector<int64_t>& input_nodes() const { return blocks.front().src_nodes; }
 };
 

@@ -1,5 +1,5 @@
-// Which remote rows a machine's trainers will read most: the choice behind
-// the hot-row cache (store/row_cache.h). Pure function of the local
+// Which rows a machine's trainers will read most: the choice behind the
+// hot-row cache (store/row_cache.h) and the GPU feature cache. Pure function of the local
 // partition's in-edges, so every process of a machine computes the same.
 #pragma once
 
@@ -27,5 +27,13 @@ namespace gnn {
 // Blocking, single-threaded, O(layers * local edges + remote entries * log).
 std::vector<int64_t> HotRemoteRows(const CscView& csc, const uint8_t* is_seed,
                                    const std::vector<int>& fanouts, int64_t max_rows);
+
+// The same expected reads for `csc`'s own nodes (a first-layer destination
+// reads its own row and passes its draws to its neighbours'): the rows a
+// trainer's GPU feature cache holds (gnn-train --gpu_cache_mb). Nodes never
+// read are left out. At most `max_rows` ids, hottest first (ties by smaller
+// id), then sorted ascending.
+std::vector<int64_t> HotLocalRows(const CscView& csc, const uint8_t* is_seed,
+                                  const std::vector<int>& fanouts, int64_t max_rows);
 
 }  // namespace gnn

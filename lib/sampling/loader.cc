@@ -121,6 +121,7 @@ void BatchLoader::Work() {
     try {
       // One thread per batch: the workers are the parallelism.
       MiniBatch batch = Make(index, 1);
+      if (options_.stage) options_.stage(batch);
       std::lock_guard<std::mutex> lock(mu_);
       ready_.emplace(index, std::move(batch));
       peak_ready_ = std::max<int64_t>(peak_ready_, static_cast<int64_t>(ready_.size()));
@@ -142,6 +143,7 @@ std::optional<MiniBatch> BatchLoader::Next() {
     if (next_to_return_ >= num_batches_) return std::nullopt;
     try {
       MiniBatch batch = Make(next_to_return_, 0);
+      if (options_.stage) options_.stage(batch);
       ++next_to_return_;
       return batch;
     } catch (...) {
@@ -206,7 +208,26 @@ MiniBatch BatchLoader::Make(int64_t index, int threads) const {
                         std::to_string(csc.node_start + csc.num_nodes) + "))");
       }
     }
-    if (options_.input_means && !b.blocks.empty()) {
+    if (options_.cache_slot != nullptr && !b.blocks.empty()) {
+      // The device holds the hot rows: gather the others only.
+      std::vector<int64_t> host_ids;
+      const std::vector<int64_t>& input = b.input_nodes();
+      for (size_t i = 0; i < input.size(); ++i) {
+        const int32_t slot = options_.cache_slot[input[i] - csc.node_start];
+        if (slot >= 0) {
+          b.cached_rows.push_back(static_cast<int64_t>(i));
+          b.cached_slots.push_back(slot);
+        } else {
+          b.host_rows.push_back(static_cast<int64_t>(i));
+          host_ids.push_back(input[i]);
+        }
+      }
+      GatherRows(graph_.features, csc.node_start, graph_.feature_dim, host_ids, &b.features,
+                 threads);
+      b.split_rows = true;
+      b.cache_lookups = input.size();
+      b.cache_hits = b.cached_rows.size();
+    } else if (options_.input_means && !b.blocks.empty()) {
       const Block& first = b.blocks.front();
       const std::vector<int64_t> dst(first.src_nodes.begin(),
                                      first.src_nodes.begin() + first.num_dst);

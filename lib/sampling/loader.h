@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,6 +43,14 @@ struct LoaderOptions {
   // Batches carry block 0's destination rows and their sources' means
   // (MiniBatch::input_means) instead of every source row.
   bool input_means = false;
+  // A device cache of feature rows (gnn-train --gpu_cache_mb): per node of
+  // the CSC, its row in the cache or -1 ([csc.num_nodes], outlives the
+  // loader). Batches then carry only the rows it lacks (MiniBatch::
+  // split_rows), never means: the consumer assembles block 0's input.
+  const int32_t* cache_slot = nullptr;
+  // Run on each finished batch by the thread that made it, off the
+  // consumer's critical path (a GPU trainer pins the batch's arrays).
+  std::function<void(MiniBatch&)> stage;
 
   // ConfigError naming the first bad field (BatchLoader's constructor calls it).
   void Validate() const;

@@ -17,7 +17,7 @@ struct TrainOptions;
 bool BuiltWithCuda();
 
 // ConfigError in one line when --num_gpus > 0 cannot be honoured: a build
-// without CUDA ("compiles; not yet run on a GPU"), no visible device,
+// without CUDA (use scripts/build-cuda.sh), no visible device,
 // fewer devices than asked, or a model or task without a GPU path yet.
 void CheckDevice(const TrainOptions& o);
 

@@ -46,6 +46,40 @@ class OnHost {
   torch::Device device_;
 };
 
+torch::Tensor View(std::vector<int64_t>& v) {
+  return torch::from_blob(v.data(), {static_cast<int64_t>(v.size())}, torch::kInt64);
+}
+
+// A batch's arrays in pinned host memory, ready for asynchronous copies to
+// a GPU. Made by the thread that sampled the batch (TrainEnv::SetStager).
+struct PinnedBatch {
+  std::vector<BlockTensors> blocks;
+  torch::Tensor x;  // the batch's rows (split_rows: only those the GPU cache lacks)
+  torch::Tensor host_rows, cached_rows, cached_slots;  // split_rows only
+};
+
+PinnedBatch Pin(MiniBatch& mb) {
+  PinnedBatch p;
+  if (mb.seeds.empty()) return p;
+  for (const Block& b : mb.blocks) {
+    BlockTensors t = ToTensors(b);
+    for (torch::Tensor* q : {&t.indptr, &t.indices, &t.t_indptr, &t.t_indices}) {
+      if (q->defined()) *q = q->pin_memory();
+    }
+    p.blocks.push_back(t);
+  }
+  const int64_t rows = mb.split_rows    ? static_cast<int64_t>(mb.host_rows.size())
+                       : mb.input_means ? 2 * mb.blocks.front().num_dst
+                                        : mb.blocks.front().num_src();
+  p.x = torch::from_blob(mb.features.data(), {rows, mb.feature_dim}, torch::kFloat32).pin_memory();
+  if (mb.split_rows) {
+    p.host_rows = View(mb.host_rows).pin_memory();
+    p.cached_rows = View(mb.cached_rows).pin_memory();
+    p.cached_slots = View(mb.cached_slots).pin_memory();
+  }
+  return p;
+}
+
 class NodeLearner : public Learner {
  public:
   NodeLearner(const TrainOptions& o, const PartitionConfig& config)
@@ -56,6 +90,15 @@ class NodeLearner : public Learner {
         model_(MakeNodeModel(o, config.feature_dim, task_->OutputDim())),
         device_(TrainDevice(o)) {
     model_->to(device_);
+    if (!device_.is_cpu()) {
+      // Batches reach pinned memory on the sampling threads, and their
+      // host copies go then (a prefetched batch holds only pinned memory).
+      env_->SetStager([](MiniBatch& mb) {
+        mb.staged = std::make_shared<PinnedBatch>(Pin(mb));
+        std::vector<float>().swap(mb.features);
+      });
+      cache_ = env_->DeviceCache();
+    }
   }
 
   int rank() const override { return env_->rank(); }
@@ -102,39 +145,55 @@ class NodeLearner : public Learner {
   // are copied from pinned host memory on a side stream as soon as the
   // batch arrives, while the previous step's kernels may still run, and
   // the compute stream waits for the copies (an event), not the host.
-  void Stage(const MiniBatch& mb) {
+  //
+  // With a GPU feature cache (split_rows) block 0's input is assembled on
+  // the GPU: the rows the batch brought, and the cached ones.
+  void Stage(MiniBatch& mb) {
     blocks_.clear();
     x_ = torch::Tensor();
     if (mb.seeds.empty()) return;
-    const int64_t rows =
-        mb.input_means ? 2 * mb.blocks.front().num_dst : mb.blocks.front().num_src();
-    torch::Tensor x = torch::from_blob(const_cast<float*>(mb.features.data()),
-                                       {rows, mb.feature_dim}, torch::kFloat32);
     if (device_.is_cpu()) {
+      const int64_t rows =
+          mb.input_means ? 2 * mb.blocks.front().num_dst : mb.blocks.front().num_src();
       for (const Block& b : mb.blocks) blocks_.push_back(ToTensors(b));
-      x_ = x;
+      x_ = torch::from_blob(mb.features.data(), {rows, mb.feature_dim}, torch::kFloat32);
       return;
     }
 #if GNN_CUDA_KERNELS
+    std::shared_ptr<void> keep = mb.staged;
+    if (!keep) keep = std::make_shared<PinnedBatch>(Pin(mb));  // not made by a stager
+    PinnedBatch& pinned = *static_cast<PinnedBatch*>(keep.get());
     const c10::cuda::CUDAStream compute = c10::cuda::getCurrentCUDAStream(device_.index());
     if (!copy_stream_) copy_stream_ = c10::cuda::getStreamFromPool(false, device_.index());
+    torch::Tensor host_x, host_rows, cached_rows, cached_slots;
     {
       c10::cuda::CUDAStreamGuard on_side(*copy_stream_);
       auto up = [&](const torch::Tensor& t) {
         if (!t.defined()) return t;
-        torch::Tensor d = t.pin_memory().to(device_, /*non_blocking=*/true);
+        torch::Tensor d = t.to(device_, /*non_blocking=*/true);
         d.record_stream(compute);  // used there: not reused before it is done
         return d;
       };
-      for (const Block& b : mb.blocks) {
-        BlockTensors t = ToTensors(b);
+      for (BlockTensors t : pinned.blocks) {
         for (torch::Tensor* p : {&t.indptr, &t.indices, &t.t_indptr, &t.t_indices}) *p = up(*p);
         blocks_.push_back(t);
       }
-      x_ = up(x);
+      host_x = up(pinned.x);
+      host_rows = up(pinned.host_rows);
+      cached_rows = up(pinned.cached_rows);
+      cached_slots = up(pinned.cached_slots);
       copied_.record(*copy_stream_);
     }
     copied_.block(compute);
+    if (!mb.split_rows) {
+      x_ = host_x;
+      return;
+    }
+    x_ = torch::empty({mb.blocks.front().num_src(), mb.feature_dim},
+                      host_x.options().device(device_));
+    if (host_rows.numel() > 0) x_.index_copy_(0, host_rows, host_x);
+    if (cached_rows.numel() > 0)
+      x_.index_copy_(0, cached_rows, cache_.index_select(0, cached_slots));
 #else
     throw Error("--num_gpus: this gnn-train has no CUDA");
 #endif
@@ -174,7 +233,16 @@ class NodeLearner : public Learner {
 
   void Summarize(json* summary) override {
     task_->Summarize(summary);
-    if (o_.standalone) return;
+    if (o_.standalone) {
+      if (!cache_.defined()) return;
+      // Of the input rows the batches read, the share the GPU held.
+      const double rate = cache_lookups_ ? static_cast<double>(cache_hits_) / cache_lookups_ : 0.0;
+      (*summary)["gpu_cache_hit_rate"] = rate;
+      (*summary)["gpu_cache_rows"] = cache_.size(0);
+      GNN_LOG(kInfo) << Label() << ": GPU feature cache held " << cache_hits_ << " of "
+                     << cache_lookups_ << " input rows the batches read (hit rate " << rate << ")";
+      return;
+    }
     // What the machine's hot-row cache saved: of the other partitions'
     // rows the batches needed, the share it held.
     const double rate = cache_lookups_ ? static_cast<double>(cache_hits_) / cache_lookups_ : 0.0;
@@ -194,6 +262,7 @@ class NodeLearner : public Learner {
   torch::Device device_;              // where the model and each batch live (--num_gpus)
   std::vector<BlockTensors> blocks_;  // the current batch's, on device_ (Stage)
   torch::Tensor x_;                   // its input rows, on device_
+  torch::Tensor cache_;               // --gpu_cache_mb: hot rows on device_ (else undefined)
 #if GNN_CUDA_KERNELS
   std::optional<c10::cuda::CUDAStream> copy_stream_;  // host-to-device copies
   at::cuda::CUDAEvent copied_;                        // the current batch's are done

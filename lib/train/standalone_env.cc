@@ -4,8 +4,10 @@
 #include "common/log.h"
 #include "common/timer.h"
 #include "partition/local_partition.h"
+#include "sampling/hot_rows.h"
 #include "sampling/loader.h"
 #include "sampling/sampler.h"
+#include "train/device.h"
 #include "train/inference.h"
 #include "train/train_env.h"
 
@@ -85,6 +87,7 @@ class StandaloneEnv : public TrainEnv {
       for (size_t i = 0; i < edges_.size(); ++i) edges_[i] = static_cast<int64_t>(i);
       if (edges_.empty()) throw DataError(o.part_config + ": partition 0 has no edges");
     }
+    if (o.gpu_cache_mb > 0 && part_.feature_dim > 0) MakeDeviceCache();
     for (int k = 0; k < 3; ++k) {
       const std::vector<int64_t>& nodes = k == 0 ? train_ : k == 1 ? valid_ : test_;
       labeled_.nodes[k] = nodes;
@@ -108,6 +111,8 @@ class StandaloneEnv : public TrainEnv {
   const LabeledSplits& Labeled() override { return labeled_; }
   HeldOutEdges HeldOut() override { return LoadHeldOutEdges(config_, 0, false); }
   std::optional<MiniBatch> Next() override { return loader_->Next(); }
+  void SetStager(std::function<void(MiniBatch&)> stage) override { lo_.stage = std::move(stage); }
+  torch::Tensor DeviceCache() const override { return cache_; }
 
   std::pair<double, double> Evaluate(NodeModel& model) override {
     torch::Tensor logits = Inference(model, part_, o_.batch_size_eval, o_.num_workers);
@@ -124,6 +129,33 @@ class StandaloneEnv : public TrainEnv {
   }
 
  private:
+  // --gpu_cache_mb: the rows an epoch is expected to read most
+  // (HotLocalRows, from the train nodes and fan-outs) on the GPU, as many
+  // as fit; the loader leaves them out of the batches.
+  void MakeDeviceCache() {
+    Stopwatch watch;
+    const int64_t row_bytes = part_.feature_dim * static_cast<int64_t>(sizeof(float));
+    const int64_t fit = o_.gpu_cache_mb * (int64_t{1} << 20) / row_bytes;
+    std::vector<int64_t> hot = HotLocalRows(graph_.csc, part_.train_mask.data(), lo_.fanouts,
+                                            std::min<int64_t>(fit, part_.num_nodes));
+    slots_.assign(static_cast<size_t>(part_.num_nodes), -1);
+    for (size_t i = 0; i < hot.size(); ++i) {
+      slots_[hot[i] - part_.node_start] = static_cast<int32_t>(i);
+    }
+    torch::Tensor x = torch::from_blob(part_.features.data(), {part_.num_nodes, part_.feature_dim},
+                                       torch::kFloat32);
+    torch::Tensor ids =
+        torch::from_blob(hot.data(), {static_cast<int64_t>(hot.size())}, torch::kInt64) -
+        part_.node_start;
+    cache_ = x.index_select(0, ids).to(TrainDevice(o_));
+    lo_.cache_slot = slots_.data();
+    GNN_LOG(kInfo) << "GPU feature cache: " << hot.size() << " of " << part_.num_nodes << " rows ("
+                   << std::fixed << std::setprecision(1)
+                   << static_cast<double>(hot.size()) * row_bytes / (1 << 20)
+                   << " MiB of --gpu_cache_mb " << o_.gpu_cache_mb << ") on " << cache_.device()
+                   << ", in " << std::setprecision(2) << watch.Seconds() << " s";
+  }
+
   const TrainOptions& o_;
   const PartitionConfig& config_;
   LocalPartition part_;
@@ -133,6 +165,8 @@ class StandaloneEnv : public TrainEnv {
   LocalGraph graph_;
   LoaderOptions lo_;
   std::unique_ptr<BatchLoader> loader_;
+  std::vector<int32_t> slots_;  // --gpu_cache_mb: each node's row in cache_, or -1
+  torch::Tensor cache_;         // [cached rows, feature_dim] on the GPU
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,6 +68,15 @@ class TrainEnv {
   virtual HeldOutEdges HeldOut() = 0;
   // Rows of every rank concatenated in rank order (identity alone).
   virtual torch::Tensor GatherRows(const torch::Tensor& rows) { return rows; }
+
+  // A GPU trainer's hook, run on each batch by the thread that made it
+  // (standalone: the loader's sampling threads), off the training loop's
+  // critical path. Envs whose batches arrive otherwise ignore it.
+  virtual void SetStager(std::function<void(MiniBatch&)> /*stage*/) {}
+  // --gpu_cache_mb: the hottest feature rows on the trainer's GPU [rows,
+  // feature_dim], which batches then leave out (MiniBatch::split_rows);
+  // undefined without a cache.
+  virtual torch::Tensor DeviceCache() const { return {}; }
 };
 
 // Loads partition 0 of a 1-partition config.

@@ -18,6 +18,13 @@ namespace gnn {
 using nlohmann::json;
 
 void TrainOptions::ApplyModelDefaults(const std::function<bool(const std::string&)>& given) {
+  if (num_gpus > 0 && standalone) {
+    // The GPU does the model's arithmetic in a fraction of the CPU's time,
+    // so the sampling threads are what feeds it: they get the cores, and
+    // each may have a batch ready.
+    if (!given("--num_workers")) num_workers = std::max(num_workers, CoreShare(*this) - 2);
+    if (!given("--prefetch")) prefetch = std::max(prefetch, num_workers);
+  }
   if (model == "gat") {
     // DGL's GAT example: 8 heads of 8 in the hidden layer.
     if (!given("--num_hidden")) num_hidden = 64;
@@ -38,6 +45,7 @@ void TrainOptions::Validate() const {
   if (part_config.empty()) throw ConfigError("--part_config is required");
   if (num_epochs < 1) throw ConfigError("--num_epochs must be >= 1");
   if (batch_size < 1) throw ConfigError("--batch_size must be >= 1");
+  if (gpu_cache_mb < 0) throw ConfigError("--gpu_cache_mb must be >= 0");
   if (batch_size_eval < 1) throw ConfigError("--batch_size_eval must be >= 1");
   if (num_hidden < 1) throw ConfigError("--num_hidden must be >= 1");
   if (num_layers < 1) throw ConfigError("--num_layers must be >= 1");

@@ -260,8 +260,13 @@ TEST_CASE("gnn-train bad input: one error line, non-zero exit", "[e2e]") {
     // scripts/build-cuda.sh; it has not run on a GPU yet).
     ExpectFailure({"--standalone", "--part_config", one, "--num_gpus", "1"},
                   "--num_gpus 1: this gnn-train was built without CUDA (a CPU LibTorch); the GPU "
-                  "path compiles with scripts/build-cuda.sh but has not yet run on a GPU; use "
-                  "--num_gpus -1 for CPU");
+                  "build is scripts/build-cuda.sh; use --num_gpus -1 for CPU");
+  }
+  SECTION("a GPU feature cache without a GPU") {
+    ExpectFailure({"--standalone", "--part_config", one, "--gpu_cache_mb", "64"},
+                  "--gpu_cache_mb 64 keeps feature rows on a GPU: it needs --num_gpus >= 1");
+    ExpectFailure({"--standalone", "--part_config", one, "--gpu_cache_mb", "-1"},
+                  "--gpu_cache_mb must be >= 0");
   }
 }
 

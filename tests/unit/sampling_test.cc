@@ -434,6 +434,68 @@ TEST_CASE("BatchLoader covers every seed once per epoch, in the same batches for
   }
 }
 
+TEST_CASE("BatchLoader with a device cache ships only the rows it lacks and runs the stager",
+          "[unit]") {
+  const TinyGraph& t = Tiny();
+  LoaderOptions plain;
+  plain.fanouts = {3, 4};
+  plain.batch_size = 50;
+  plain.seed = 4;
+  // Every third node cached, in reverse order of id.
+  const int64_t n = t.graph.csc.num_nodes;
+  std::vector<int32_t> slot(static_cast<size_t>(n), -1);
+  int32_t next = 0;
+  for (int64_t v = n - 1; v >= 0; --v) {
+    if (v % 3 == 0) slot[v] = next++;
+  }
+  const int64_t dim = t.data.feature_dim;
+  for (int workers : {2, 0}) {
+    plain.num_workers = workers;
+    LoaderOptions o = plain;
+    o.cache_slot = slot.data();
+    o.input_means = true;  // a cache overrides it: the consumer assembles block 0's input
+    std::atomic<int> staged{0};
+    o.stage = [&](MiniBatch& mb) {
+      ++staged;
+      mb.staged = std::make_shared<int64_t>(mb.index);
+    };
+    BatchLoader full(t.graph, t.data.train_idx, plain, 0);
+    BatchLoader split(t.graph, t.data.train_idx, o, 0);
+    std::vector<MiniBatch> a = Drain(full), b = Drain(split);
+    REQUIRE(a.size() == b.size());
+    CHECK(staged == static_cast<int>(b.size()));
+    uint64_t hits = 0, lookups = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      REQUIRE(b[i].staged);
+      CHECK(*static_cast<int64_t*>(b[i].staged.get()) == b[i].index);
+      const std::vector<int64_t>& input = a[i].input_nodes();
+      CHECK(b[i].input_nodes() == input);  // the same sampling
+      REQUIRE(b[i].split_rows);
+      CHECK_FALSE(b[i].input_means);
+      REQUIRE(b[i].host_rows.size() + b[i].cached_rows.size() == input.size());
+      REQUIRE(b[i].cached_slots.size() == b[i].cached_rows.size());
+      REQUIRE(b[i].features.size() == b[i].host_rows.size() * dim);
+      // Host rows: the full batch's rows at those positions, in order.
+      for (size_t r = 0; r < b[i].host_rows.size(); ++r) {
+        const int64_t pos = b[i].host_rows[r];
+        CHECK(slot[input[pos]] == -1);
+        CHECK(std::equal(b[i].features.begin() + r * dim, b[i].features.begin() + (r + 1) * dim,
+                         a[i].features.begin() + pos * dim));
+      }
+      for (size_t r = 0; r < b[i].cached_rows.size(); ++r) {
+        CHECK(b[i].cached_slots[r] == slot[input[b[i].cached_rows[r]]]);
+      }
+      CHECK(b[i].cache_lookups == input.size());
+      CHECK(b[i].cache_hits == b[i].cached_rows.size());
+      hits += b[i].cache_hits;
+      lookups += b[i].cache_lookups;
+    }
+    // About a third of the rows read are cached.
+    CHECK(hits > lookups / 5);
+    CHECK(hits < lookups / 2);
+  }
+}
+
 TEST_CASE("BatchLoader input_means: destination rows and their sources' means, and transposes",
           "[unit]") {
   const TinyGraph& t = Tiny();
@@ -630,4 +692,32 @@ TEST_CASE("HotRemoteRows ranks other partitions' in-neighbours by expected draws
   CHECK(HotRemoteRows(csc, seed.data(), {-1, 2}, 1) == std::vector<int64_t>{2});
   // With one layer only the seeds are destinations.
   CHECK(HotRemoteRows(csc, seed.data(), {-1}, 10) == std::vector<int64_t>{1, 2, 3});
+}
+
+TEST_CASE("HotLocalRows ranks a partition's own rows by expected reads", "[unit]") {
+  // The graph above: nodes 10..13 local; 10 lists 1, 2, 3, 11; 11 lists 2;
+  // 12 lists 1, 50; 13 none.
+  const std::vector<int64_t> indptr = {0, 4, 5, 7, 7};
+  const std::vector<int64_t> indices = {1, 2, 3, 11, 2, 1, 50};
+  CscView csc;
+  csc.indptr = indptr.data();
+  csc.indices = indices.data();
+  csc.node_start = 10;
+  csc.num_nodes = 4;
+  // One layer, every node a seed, fan-out 2: each reads its own row once,
+  // and node 10 draws 11 half the time: 10 -> 1, 11 -> 1.5, 12 -> 1, 13 -> 1.
+  // Never a remote id.
+  CHECK(HotLocalRows(csc, nullptr, {2}, 10) == std::vector<int64_t>{10, 11, 12, 13});
+  CHECK(HotLocalRows(csc, nullptr, {2}, 1) == std::vector<int64_t>{11});
+  CHECK(HotLocalRows(csc, nullptr, {2}, 2) == std::vector<int64_t>{10, 11});  // tie: smaller id
+  CHECK(HotLocalRows(csc, nullptr, {2}, 0).empty());
+  // Only node 10 a seed: 10 -> 1, 11 -> 0.5 (fan-out 2 of 4), the others
+  // are never read and left out.
+  const std::vector<uint8_t> seed = {1, 0, 0, 0};
+  CHECK(HotLocalRows(csc, seed.data(), {2}, 10) == std::vector<int64_t>{10, 11});
+  // Two layers (fan-outs {-1, 2}): the top layer makes 10 a destination once
+  // and 11 half a time; below, 10 takes every neighbour, 11 among them:
+  // 10 -> 1, 11 -> 0.5 + 1 = 1.5.
+  CHECK(HotLocalRows(csc, seed.data(), {-1, 2}, 10) == std::vector<int64_t>{10, 11});
+  CHECK(HotLocalRows(csc, seed.data(), {-1, 2}, 1) == std::vector<int64_t>{11});
 }
