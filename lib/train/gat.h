@@ -41,9 +41,13 @@ class GATConvImpl : public torch::nn::Module {
                                  const torch::Tensor& h_dst);
 
  private:
-  // Attention, aggregation, residual and bias from the projected rows.
+  // Attention, aggregation, residual and bias from the projected rows
+  // (feat_*) and the rows before projection (h_*).
   torch::Tensor Attend(const BlockTensors& block, const torch::Tensor& feat_src,
-                       const torch::Tensor& feat_dst, const torch::Tensor& h_dst);
+                       const torch::Tensor& h_src, const torch::Tensor& h_dst);
+  // attn ([1, heads, width]) folded into the projection: [in, heads], so
+  // that h @ Folded(attn_l) is DGL's el = (fc(h) * attn_l).sum(-1).
+  torch::Tensor Folded(const torch::Tensor& attn) const;
 
   int64_t in_, width_;
   int heads_;

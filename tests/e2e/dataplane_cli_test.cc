@@ -200,6 +200,17 @@ void WaitForSamplers(SamplerPool& pool,
   }
 }
 
+// Stops the pool; every gnn-sampler then exits 0 within 10 s.
+void StopSamplers(SamplerPool& pool, std::vector<std::unique_ptr<test::ChildProcess>>& samplers) {
+  pool.Stop();
+  for (auto& s : samplers) {
+    auto code = s->Wait(Millis(10000));
+    INFO(s->Describe());
+    REQUIRE(code.has_value());
+    CHECK(*code == 0);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("gnn-server and gnn-sampler processes stream 20 batches and shut down on the job's word",
@@ -237,13 +248,7 @@ TEST_CASE("gnn-server and gnn-sampler processes stream 20 batches and shut down 
     ++expect;
   }
   CHECK(expect == 20);
-  pool.Stop();
-  for (auto& s : samplers) {
-    auto code = s->Wait(Millis(10000));
-    INFO(s->Describe());
-    REQUIRE(code.has_value());
-    CHECK(*code == 0);
-  }
+  StopSamplers(pool, samplers);
 
   // A Shutdown from another job is refused and the server keeps serving.
   {
@@ -721,13 +726,7 @@ TEST_CASE("peers flooding a trainer's sampler socket park a bounded number of by
   const int64_t after = PeakRssAnon(Millis(1000)) - base;
   INFO("after reading: " << (after >> 20) << " MiB over the start");
   CHECK(after <= 11 * per_peer + slack);
-  pool.Stop();
-  for (auto& s : samplers) {
-    auto code = s->Wait(Millis(10000));
-    INFO(s->Describe());
-    REQUIRE(code.has_value());
-    CHECK(*code == 0);
-  }
+  StopSamplers(pool, samplers);
   ShutdownAndWait(ctx, d, 0, 0, *m0);
   ShutdownAndWait(ctx, d, 1, 0, *m1);
 }
