@@ -344,4 +344,19 @@ TEST_CASE("KeepMask keeps 1 - p of the elements at 1 / (1 - p), reproducibly", "
   CHECK(torch::equal(Dropout(x, 0.5, /*training=*/false), x));
 }
 
+TEST_CASE("Dropout is x * KeepMask in one pass, and its gradient is the same mask", "[unit]") {
+  torch::Tensor x = torch::randn({333, 17}, torch::kFloat64).requires_grad_();
+  for (double p : {0.2, 0.5}) {
+    torch::manual_seed(11);
+    torch::Tensor out = Dropout(x, p, /*training=*/true);
+    torch::manual_seed(11);
+    torch::Tensor mask = KeepMask({333, 17}, p, torch::kFloat64);
+    CHECK(torch::equal(out, x.detach() * mask));  // the same bits, the same products
+    torch::Tensor g = torch::randn({333, 17}, torch::kFloat64);
+    x.mutable_grad() = torch::Tensor();
+    out.backward(g);
+    CHECK(torch::equal(x.grad(), g * mask));
+  }
+}
+
 }  // namespace gnn
