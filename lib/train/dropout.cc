@@ -2,17 +2,53 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
 namespace gnn {
 namespace {
 
-uint64_t SplitMix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
+// murmur3's 32-bit finalizer: a bijection that mixes every input bit into
+// every output bit, in 32-bit lanes (8 at a time with AVX2).
+inline uint32_t Mix32(uint32_t h) {
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  return h ^ (h >> 16);
+}
+
+// Elements [b, e): keep[i] when Mix32((i + s0) ^ s1) >= threshold; out[i] =
+// in[i] * keep (in == nullptr: the mask itself). Branch-free, so the
+// compiler vectorizes it; built for AVX2 and for the baseline, picked at
+// load time.
+template <typename scalar_t>
+inline void KeepRange(const scalar_t* in, scalar_t* out, int64_t b, int64_t e, uint32_t s0,
+                      uint32_t s1, uint32_t threshold, scalar_t keep) {
+  if (in == nullptr) {
+    for (int64_t i = b; i < e; ++i) {
+      out[i] = Mix32((static_cast<uint32_t>(i) + s0) ^ s1) >= threshold ? keep : scalar_t(0);
+    }
+  } else {
+    for (int64_t i = b; i < e; ++i) {
+      out[i] =
+          in[i] * (Mix32((static_cast<uint32_t>(i) + s0) ^ s1) >= threshold ? keep : scalar_t(0));
+    }
+  }
+}
+__attribute__((target_clones("avx2", "default"))) void KeepRangeOf(const float* in, float* out,
+                                                                   int64_t b, int64_t e,
+                                                                   uint32_t s0, uint32_t s1,
+                                                                   uint32_t threshold, float keep) {
+  KeepRange(in, out, b, e, s0, s1, threshold, keep);
+}
+__attribute__((target_clones("avx2", "default"))) void KeepRangeOf(const double* in, double* out,
+                                                                   int64_t b, int64_t e,
+                                                                   uint32_t s0, uint32_t s1,
+                                                                   uint32_t threshold,
+                                                                   double keep) {
+  KeepRange(in, out, b, e, s0, s1, threshold, keep);
 }
 
 // One seed per mask from LibTorch's generator: reproducible under
@@ -22,26 +58,16 @@ uint64_t DrawSeed() {
       torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kInt64).item<int64_t>());
 }
 
-// out[i] = in[i] * (element i kept ? 1 / (1 - p) : 0), the mask's bits from
-// (seed, i): two elements per hash, element 2j kept when the hash's top 24
-// bits, as a fraction, are >= p, element 2j + 1 by the next 24. With
-// in == nullptr, out holds the mask itself.
+// out[i] = in[i] * (element i kept ? 1 / (1 - p) : 0), element i kept when
+// the hash of (seed, i), as a 32-bit fraction, is >= p. With in ==
+// nullptr, out holds the mask itself.
 template <typename scalar_t>
 void ApplyKeepMask(const scalar_t* in, scalar_t* out, int64_t n, double p, uint64_t seed) {
-  const uint64_t threshold = static_cast<uint64_t>(p * static_cast<double>(1 << 24));
+  const auto threshold = static_cast<uint32_t>(std::min(p * 4294967296.0, 4294967295.0));
   const scalar_t keep = static_cast<scalar_t>(1.0 / (1.0 - p));
-  const int64_t pairs = (n + 1) / 2;
-  at::parallel_for(0, pairs, 1 << 15, [&](int64_t b, int64_t e) {
-    for (int64_t j = b; j < e; ++j) {
-      // splitmix64 is made for consecutive counters: one round per pair.
-      const uint64_t h = SplitMix64(seed + static_cast<uint64_t>(j));
-      const scalar_t k0 = (h >> 40) >= threshold ? keep : scalar_t(0);
-      out[2 * j] = in != nullptr ? in[2 * j] * k0 : k0;
-      if (2 * j + 1 < n) {
-        const scalar_t k1 = ((h >> 16) & 0xffffff) >= threshold ? keep : scalar_t(0);
-        out[2 * j + 1] = in != nullptr ? in[2 * j + 1] * k1 : k1;
-      }
-    }
+  const auto s0 = static_cast<uint32_t>(seed), s1 = static_cast<uint32_t>(seed >> 32);
+  at::parallel_for(0, n, 1 << 16, [&](int64_t b, int64_t e) {
+    KeepRangeOf(in, out, b, e, s0, s1, threshold, keep);
   });
 }
 

@@ -2,9 +2,9 @@
 // LibTorch's CPU generator: at::bernoulli_ on Debian's LibTorch 1.13 calls
 // CPUGeneratorImpl::random64 once per element, serially (a tenth of a GAT
 // step on synthetic:small). The mask comes from a counter-based hash
-// (splitmix64) of one seed drawn from LibTorch's generator per call and the
-// element's index, filled in parallel: as reproducible under
-// torch::manual_seed as torch::dropout, a different stream.
+// (murmur3's 32-bit finalizer, vectorized) of one seed drawn from LibTorch's
+// generator per call and the element's index, filled in parallel: as
+// reproducible under torch::manual_seed as torch::dropout, a different stream.
 #pragma once
 
 #include <torch/torch.h>

@@ -335,7 +335,7 @@ TEST_CASE("KeepMask keeps 1 - p of the elements at 1 / (1 - p), reproducibly", "
     CHECK(kept.to(torch::kFloat64).mean().item<double>() == Approx(1 - p).margin(0.01));
     CHECK(torch::allclose(a.masked_select(kept),
                           torch::full({kept.sum().item<int64_t>()}, 1.0 / (1 - p))));
-    // Neighbouring elements (one hash decides a pair) are not correlated.
+    // Neighbouring elements are not correlated.
     torch::Tensor even = kept.view({-1}).slice(0, 0, 37036, 2).to(torch::kFloat64);
     torch::Tensor odd = kept.view({-1}).slice(0, 1, 37037, 2).to(torch::kFloat64);
     CHECK((even * odd).mean().item<double>() == Approx((1 - p) * (1 - p)).margin(0.01));
