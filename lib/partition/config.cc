@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/json_reader.h"
+#include "common/parallel.h"
 #include "common/sha256.h"
 
 namespace gnn {
@@ -465,9 +466,17 @@ void VerifyPartFile(const std::string& path, const PartFile& f) {
 }
 
 void VerifyPartFiles(const PartitionConfig& config, int part) {
+  // The files at once, the largest first (the features and the in-edges
+  // are most of the bytes): hashing is CPU-bound.
+  std::vector<std::pair<std::string, const PartFile*>> files;
   for (const auto& [name, f] : config.parts.at(part).files) {
-    VerifyPartFile(config.FilePath(part, name), f);
+    files.emplace_back(config.FilePath(part, name), &f);
   }
+  std::stable_sort(files.begin(), files.end(),
+                   [](const auto& a, const auto& b) { return a.second->bytes > b.second->bytes; });
+  ParallelChunks(static_cast<int64_t>(files.size()), 0, [&](int64_t i) {
+    VerifyPartFile(files[static_cast<size_t>(i)].first, *files[static_cast<size_t>(i)].second);
+  });
 }
 
 }  // namespace gnn
