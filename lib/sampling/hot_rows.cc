@@ -12,6 +12,19 @@ float DrawShare(int fanout, int64_t d) {
   return fanout < 0 || d <= fanout ? 1.0f : static_cast<float>(fanout) / static_cast<float>(d);
 }
 
+// fn(u, pass) for each in-neighbour u of each local node v that is a
+// destination dst[v] times in a layer of fan-out `fanout`: pass is what v's
+// draws give u.
+template <typename Fn>
+void ForEachDraw(const CscView& csc, const std::vector<float>& dst, int fanout, const Fn& fn) {
+  for (int64_t v = 0; v < csc.num_nodes; ++v) {
+    const int64_t b = csc.indptr[v], e = csc.indptr[v + 1];
+    if (dst[v] == 0 || e == b) continue;
+    const float pass = dst[v] * DrawShare(fanout, e - b);
+    for (int64_t k = b; k < e; ++k) fn(csc.indices[k], pass);
+  }
+}
+
 // Expected times each local node is a destination, top layer down to the
 // first (a destination stays one in the layers below).
 std::vector<float> FirstLayerDestinations(const CscView& csc, const uint8_t* is_seed,
@@ -21,15 +34,9 @@ std::vector<float> FirstLayerDestinations(const CscView& csc, const uint8_t* is_
   for (int64_t v = 0; v < n; ++v) dst[v] = is_seed == nullptr || is_seed[v] ? 1.0f : 0.0f;
   for (size_t l = fanouts.size() - 1; l >= 1; --l) {
     std::vector<float> below = dst;
-    for (int64_t v = 0; v < n; ++v) {
-      const int64_t b = csc.indptr[v], e = csc.indptr[v + 1];
-      if (dst[v] == 0 || e == b) continue;
-      const float pass = dst[v] * DrawShare(fanouts[l], e - b);
-      for (int64_t k = b; k < e; ++k) {
-        const int64_t u = csc.indices[k];
-        if (u >= lo && u < hi) below[u - lo] += pass;
-      }
-    }
+    ForEachDraw(csc, dst, fanouts[l], [&](int64_t u, float pass) {
+      if (u >= lo && u < hi) below[u - lo] += pass;
+    });
     dst = std::move(below);
   }
   return dst;
@@ -62,15 +69,9 @@ std::vector<int64_t> HotRemoteRows(const CscView& csc, const uint8_t* is_seed,
   // (id, weight) per remote entry, summed per id after a sort: no hash
   // table, and 8 bytes per remote entry for a moment.
   std::vector<std::pair<int64_t, float>> entries;
-  for (int64_t v = 0; v < n; ++v) {
-    const int64_t b = csc.indptr[v], e = csc.indptr[v + 1];
-    if (dst[v] == 0 || e == b) continue;
-    const float pass = dst[v] * DrawShare(fanouts[0], e - b);
-    for (int64_t k = b; k < e; ++k) {
-      const int64_t u = csc.indices[k];
-      if (u < lo || u >= hi) entries.emplace_back(u, pass);
-    }
-  }
+  ForEachDraw(csc, dst, fanouts[0], [&](int64_t u, float pass) {
+    if (u < lo || u >= hi) entries.emplace_back(u, pass);
+  });
   dst = {};
   std::sort(entries.begin(), entries.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -94,15 +95,9 @@ std::vector<int64_t> HotLocalRows(const CscView& csc, const uint8_t* is_seed,
   // A first-layer destination reads its own row, and passes its draws to
   // its neighbours' rows.
   std::vector<float> reads = dst;
-  for (int64_t v = 0; v < n; ++v) {
-    const int64_t b = csc.indptr[v], e = csc.indptr[v + 1];
-    if (dst[v] == 0 || e == b) continue;
-    const float pass = dst[v] * DrawShare(fanouts[0], e - b);
-    for (int64_t k = b; k < e; ++k) {
-      const int64_t u = csc.indices[k];
-      if (u >= lo && u < hi) reads[u - lo] += pass;
-    }
-  }
+  ForEachDraw(csc, dst, fanouts[0], [&](int64_t u, float pass) {
+    if (u >= lo && u < hi) reads[u - lo] += pass;
+  });
   std::vector<std::pair<float, int64_t>> scored;  // (score, id)
   for (int64_t v = 0; v < n; ++v) {
     if (reads[v] > 0) scored.emplace_back(reads[v], lo + v);

@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <iomanip>
+#include <limits>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -135,9 +137,12 @@ class StandaloneEnv : public TrainEnv {
   void MakeDeviceCache() {
     Stopwatch watch;
     const int64_t row_bytes = part_.feature_dim * static_cast<int64_t>(sizeof(float));
-    const int64_t fit = o_.gpu_cache_mb * (int64_t{1} << 20) / row_bytes;
-    std::vector<int64_t> hot = HotLocalRows(graph_.csc, part_.train_mask.data(), lo_.fanouts,
-                                            std::min<int64_t>(fit, part_.num_nodes));
+    // Rows that fit, in double (a huge --gpu_cache_mb must not overflow),
+    // at most every node and what a 32-bit slot can name.
+    const double fit = static_cast<double>(o_.gpu_cache_mb) * (1 << 20) / row_bytes;
+    const int64_t rows = static_cast<int64_t>(std::min<double>(
+        {fit, static_cast<double>(part_.num_nodes), std::numeric_limits<int32_t>::max()}));
+    std::vector<int64_t> hot = HotLocalRows(graph_.csc, part_.train_mask.data(), lo_.fanouts, rows);
     slots_.assign(static_cast<size_t>(part_.num_nodes), -1);
     for (size_t i = 0; i < hot.size(); ++i) {
       slots_[hot[i] - part_.node_start] = static_cast<int32_t>(i);

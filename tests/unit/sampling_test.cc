@@ -664,16 +664,23 @@ TEST_CASE("SampleAggregate at the owner gives the means of the same sampled neig
                   DataError);
 }
 
-TEST_CASE("HotRemoteRows ranks other partitions' in-neighbours by expected draws", "[unit]") {
-  // Nodes 10..13 are local. Node 10 (degree 4) lists 1, 2, 3, 11; node 11
-  // (degree 1) lists 2; node 12 (degree 2) lists 1, 50; node 13 none.
+// Nodes 10..13 of a partition. Node 10 (degree 4) lists 1, 2, 3, 11; node
+// 11 (degree 1) lists 2; node 12 (degree 2) lists 1, 50; node 13 none.
+struct FourNodes {
   const std::vector<int64_t> indptr = {0, 4, 5, 7, 7};
   const std::vector<int64_t> indices = {1, 2, 3, 11, 2, 1, 50};
   CscView csc;
-  csc.indptr = indptr.data();
-  csc.indices = indices.data();
-  csc.node_start = 10;
-  csc.num_nodes = 4;
+  FourNodes() {
+    csc.indptr = indptr.data();
+    csc.indices = indices.data();
+    csc.node_start = 10;
+    csc.num_nodes = 4;
+  }
+};
+
+TEST_CASE("HotRemoteRows ranks other partitions' in-neighbours by expected draws", "[unit]") {
+  const FourNodes g;
+  const CscView& csc = g.csc;
   // One layer, every node a seed, fan-out 2: scores 1 -> 0.5 + 1 = 1.5,
   // 2 -> 0.5 + 1 = 1.5, 3 -> 0.5, 50 -> 1. Never a local id (11).
   CHECK(HotRemoteRows(csc, nullptr, {2}, 10) == std::vector<int64_t>{1, 2, 3, 50});
@@ -695,15 +702,8 @@ TEST_CASE("HotRemoteRows ranks other partitions' in-neighbours by expected draws
 }
 
 TEST_CASE("HotLocalRows ranks a partition's own rows by expected reads", "[unit]") {
-  // The graph above: nodes 10..13 local; 10 lists 1, 2, 3, 11; 11 lists 2;
-  // 12 lists 1, 50; 13 none.
-  const std::vector<int64_t> indptr = {0, 4, 5, 7, 7};
-  const std::vector<int64_t> indices = {1, 2, 3, 11, 2, 1, 50};
-  CscView csc;
-  csc.indptr = indptr.data();
-  csc.indices = indices.data();
-  csc.node_start = 10;
-  csc.num_nodes = 4;
+  const FourNodes g;
+  const CscView& csc = g.csc;
   // One layer, every node a seed, fan-out 2: each reads its own row once,
   // and node 10 draws 11 half the time: 10 -> 1, 11 -> 1.5, 12 -> 1, 13 -> 1.
   // Never a remote id.
