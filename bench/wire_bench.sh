@@ -4,7 +4,8 @@
 # the default) and without (0: neighbour lists and every input row, DGL's
 # wire), the neighbours a destination's owner does not hold summed at their
 # own owners (--remote_sums 1, the default) or pulled as rows (0), with
-# rows and partial sums as bfloat16 (--wire_dtype), and with
+# rows and partial sums as bfloat16 (--wire_dtype), ids as varints
+# (--wire_ids), and with
 # the machines' hot-row caches (--cache_mb, -1 = 5% of the graph's feature
 # bytes): DGL's wire, then everything on and each mechanism off in turn,
 # so their shares show. Two machines on loopback (one server and one trainer each, the
@@ -18,8 +19,8 @@
 # Environment: GNN_BENCH_TRAIN_ARGS (the model's gnn-train flags instead of
 # DGL's defaults, e.g. "--config configs/cora.toml"), GNN_BENCH_METHODS
 # (default "metis random"), GNN_BENCH_SETTINGS (the settings compared, each
-# aggregate_at_owner:wire_dtype:cache_mb[:remote_sums], remote_sums 1 when
-# left out).
+# aggregate_at_owner:wire_dtype:cache_mb[:remote_sums[:wire_ids]], remote_sums
+# 1 and wire_ids varint when left out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SPEC="${1:-synthetic:small}"
@@ -45,15 +46,17 @@ free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("12
 export GNN_SECRET_FILE="$WORK/job.secret"
 [ -f "$GNN_SECRET_FILE" ] || (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$GNN_SECRET_FILE")
 
-# The settings compared: aggregate_at_owner:wire_dtype:cache_mb[:remote_sums].
-SETTINGS=(${GNN_BENCH_SETTINGS:-0:float32:0 1:bfloat16:-1 1:bfloat16:-1:0 0:bfloat16:-1 1:bfloat16:0 1:float32:-1})
+# The settings compared: aggregate_at_owner:wire_dtype:cache_mb[:remote_sums[:wire_ids]];
+# the first is DGL's wire.
+SETTINGS=(${GNN_BENCH_SETTINGS:-0:float32:0:1:int64 1:bfloat16:-1 1:bfloat16:-1:1:int64 1:bfloat16:-1:0 0:bfloat16:-1 1:bfloat16:0 1:float32:-1})
 
 # run METHOD SETTING RUN: one 2-machine job; rank 0's summary in $WORK/METHOD-SETTING-RUN.json
 run() {
   local method=$1 setting=$2 n=$3 job="wire-$$-$1-${2//:/_}-$3" cfg="$WORK/$NAME-$1/$NAME.json"
-  local agg dtype cache sums
-  IFS=: read -r agg dtype cache sums <<< "$setting"
+  local agg dtype cache sums ids
+  IFS=: read -r agg dtype cache sums ids <<< "$setting"
   sums=${sums:-1}
+  ids=${ids:-varint}
   local ip="$WORK/ip.txt" pids=() tpids=()
   : > "$ip"
   for m in 0 1; do echo "127.0.0.1 $(free_port)" >> "$ip"; done
@@ -66,7 +69,7 @@ run() {
   for m in 0 1; do
     "$BIN/gnn-train" --ip_config "$ip" --part_config "$cfg" --machine_id $m --job_id "$job" \
       --master_port "$master" "${MODEL[@]}" --seed "$n" --aggregate_at_owner "$agg" --remote_sums "$sums" \
-      --wire_dtype "$dtype" --cache_mb "$cache" \
+      --wire_dtype "$dtype" --wire_ids "$ids" --cache_mb "$cache" \
       --request_timeout_ms 120000 --quiet > "$WORK/t$m.out" 2> "$WORK/t$m.err" &
     tpids+=($!)
   done
@@ -90,8 +93,10 @@ prefix, runs, methods, settings = sys.argv[1], int(sys.argv[2]), sys.argv[3].spl
 def describe(setting):
     agg, dtype, cache, *rest = setting.split(":")
     first = "rows (DGL)" if agg != "1" else "at owner" if rest[:1] != ["0"] else "owner+rows"
-    return "%s, %s, cache %s" % (first, dtype, "auto" if cache == "-1" else cache + " MB")
-print("%-7s %-32s %12s %7s %10s %9s %16s" % ("parts", "first layer, wire, cache", "wire MB/step",
+    ids = rest[1] if len(rest) > 1 else "varint"
+    return "%s, %s, %s ids, cache %s" % (first, dtype, ids,
+                                         "auto" if cache == "-1" else cache + " MB")
+print("%-7s %-44s %12s %7s %10s %9s %16s" % ("parts", "first layer, wire, cache", "wire MB/step",
                                              "bytes", "hit rate", "seeds/s", "test acc"))
 for method in methods:
     base = None
@@ -101,7 +106,7 @@ for method in methods:
         base = base or wire
         acc = [x["final_test_acc"] for x in s]
         sd = statistics.stdev(acc) if len(acc) > 1 else 0.0
-        print("%-7s %-32s %12.3f %6.2fx %10.3f %9.0f %9.4f±%.4f" % (
+        print("%-7s %-44s %12.3f %6.2fx %10.3f %9.0f %9.4f±%.4f" % (
             method, describe(setting), wire / 1e6, wire / base,
             statistics.median(x.get("cache_hit_rate", 0) for x in s),
             statistics.median(x["seeds_per_s"] for x in s), statistics.mean(acc), sd))

@@ -144,6 +144,10 @@ int main(int argc, char** argv) {
                  "distributed: float32, or bfloat16 (half the bytes) for feature rows and partial "
                  "sums on the network")
       ->capture_default_str();
+  app.add_option("--wire_ids", o.wire_ids,
+                 "distributed: varint (1-3 bytes an id) or int64 for the batches' ids, offsets "
+                 "and counts on the network")
+      ->capture_default_str();
   app.add_option("--cache_mb", o.cache_mb,
                  "distributed: MB of other partitions' most-read feature rows cached once per "
                  "machine in shared memory (0: none; -1: 5% of the graph's feature bytes)")

@@ -187,7 +187,20 @@ std::vector<std::vector<size_t>> DistGraph::ByOwner(const std::vector<int64_t>& 
     if (p < 0) throw DataError("node " + std::to_string(ids[i]) + " belongs to no partition");
     pos[p].push_back(i);
   }
+  if (options_.id_coding == net::IdCoding::kVarint) {
+    for (int p = 0; p < config_.num_parts; ++p) {
+      if (p == local_part_) continue;
+      std::sort(pos[p].begin(), pos[p].end(), [&](size_t a, size_t b) { return ids[a] < ids[b]; });
+    }
+  }
   return pos;
+}
+
+uint64_t DistGraph::Sending(const Message& request) {
+  uint64_t bytes = 0;
+  for (const zmq::message_t& f : request.frames) bytes += f.size();
+  wire_bytes_ += bytes;
+  return bytes;
 }
 
 void DistGraph::SampleNeighbors(const std::vector<int64_t>& seeds, int fanout, bool replace,
@@ -207,14 +220,15 @@ void DistGraph::SampleNeighbors(const std::vector<int64_t>& seeds, int fanout, b
   auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   for (int p = 0; p < parts; ++p) {
     if (pos[p].empty()) continue;
-    asked[p] = {{}, fanout, replace, rng_seed};
+    asked[p] = {{}, fanout, replace, rng_seed, options_.id_coding};
     for (size_t i : pos[p]) asked[p].seeds.push_back(seeds[i]);
     if (p == local_part_) continue;
-    wire_bytes_ += asked[p].seeds.size() * sizeof(int64_t);
+    Message req = asked[p].Encode(0);
+    Sending(req);
     net::Connection& c = Pick(p);
     const uint64_t expected =
         fanout > 0 ? asked[p].seeds.size() * (fanout + 1) * sizeof(int64_t) : 0;
-    calls.push_back({&c, c.Start(asked[p].Encode(0), expected, deadline), p});
+    calls.push_back({&c, c.Start(std::move(req), expected, deadline), p});
   }
   // Remote requests are in flight while the local partition is sampled.
   if (local_part_ >= 0 && !asked[local_part_].seeds.empty()) {
@@ -227,7 +241,7 @@ void DistGraph::SampleNeighbors(const std::vector<int64_t>& seeds, int fanout, b
     Message r = c.conn->Finish(c.rid, deadline, "Sample");
     net::SampleReply rep =
         net::SampleReply::Decode(r, asked[c.part], config_.num_nodes, c.conn->peer());
-    wire_bytes_ += r.frames[0].size() + r.frames[1].size();
+    for (const zmq::message_t& f : r.frames) wire_bytes_ += f.size();
     part_ptr[c.part] = std::move(rep.indptr);
     part_idx[c.part] = std::move(rep.indices);
   }
@@ -308,11 +322,13 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
     for (size_t first = 0; first < pos[p].size(); first += chunk) {
       const size_t count = std::min(chunk, pos[p].size() - first);
       Pending q{nullptr, 0, p, {pos[p].begin() + first, pos[p].begin() + first + count}, {}};
-      q.asked = {std::vector<int64_t>(count), fanout, replace, rng_seed, options_.wire_format};
+      q.asked = {std::vector<int64_t>(count), fanout, replace, rng_seed, options_.wire_format,
+                 options_.id_coding};
       for (size_t j = 0; j < count; ++j) q.asked.dsts[j] = dsts[q.slice[j]];
-      wire_bytes_ += count * sizeof(int64_t);
+      Message req = q.asked.Encode(0);
+      Sending(req);
       q.conn = &Pick(p);
-      q.rid = q.conn->Start(q.asked.Encode(0), count * 2 * row_bytes, deadline);
+      q.rid = q.conn->Start(std::move(req), count * 2 * row_bytes, deadline);
       pending.push_back(std::move(q));
     }
   }
@@ -411,6 +427,9 @@ void DistGraph::FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
     }
     for (int p : touched) {
       std::vector<int64_t>& mine = at[p];
+      // A set to be summed: in increasing order (unique is sorted) it
+      // varint-codes small.
+      std::sort(mine.begin(), mine.end());
       if (mine.size() == 1) {
         const int64_t u = mine[0];
         if (pulled_row[u] < 0) {
@@ -454,7 +473,7 @@ void DistGraph::FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
     const net::PullSums& all = groups[p];
     first_row[p] = total;
     for (size_t g = 0; g < all.num_groups();) {
-      Pending q{nullptr, 0, total, {{}, {0}, options_.wire_format}};
+      Pending q{nullptr, 0, total, {{}, {0}, options_.wire_format, options_.id_coding}};
       for (; g < all.num_groups() && q.asked.num_groups() < max_groups; ++g) {
         const int64_t b = all.group_ptr[g], e = all.group_ptr[g + 1];
         if (q.asked.ids.size() + (e - b) > max_ids && !q.asked.ids.empty()) break;
@@ -462,9 +481,10 @@ void DistGraph::FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
         q.asked.group_ptr.push_back(static_cast<int64_t>(q.asked.ids.size()));
       }
       const size_t count = q.asked.num_groups();
-      wire_bytes_ += (q.asked.ids.size() + q.asked.group_ptr.size()) * sizeof(int64_t);
+      Message req = q.asked.Encode(0);
+      Sending(req);
       q.conn = &Pick(p);
-      q.rid = q.conn->Start(q.asked.Encode(0), count * row_bytes, deadline);
+      q.rid = q.conn->Start(std::move(req), count * row_bytes, deadline);
       total += static_cast<int64_t>(count);
       pending.push_back(std::move(q));
     }
@@ -532,11 +552,13 @@ void DistGraph::PullFeatures(const std::vector<int64_t>& ids, std::vector<float>
     if (pos[p].empty() || p == local_part_) continue;
     for (size_t first = 0; first < pos[p].size(); first += chunk) {
       size_t count = std::min(chunk, pos[p].size() - first);
-      net::PullFeatures asked{std::vector<int64_t>(count), options_.wire_format};
+      net::PullFeatures asked{std::vector<int64_t>(count), options_.wire_format,
+                              options_.id_coding};
       for (size_t j = 0; j < count; ++j) asked.ids[j] = ids[pos[p][first + j]];
-      wire_bytes_ += count * sizeof(int64_t);
+      Message req = asked.Encode(0);
+      Sending(req);
       net::Connection& c = Pick(p);
-      const uint64_t rid = c.Start(asked.Encode(0), count * row, deadline);
+      const uint64_t rid = c.Start(std::move(req), count * row, deadline);
       pending.push_back({&c, rid, p, first, std::move(asked)});
     }
   }
@@ -584,14 +606,16 @@ void DistGraph::PullLabels(const std::vector<int64_t>& ids, std::vector<int64_t>
       continue;
     }
     net::PullLabels req;
+    req.coding = options_.id_coding;
     for (size_t i : pos[p]) req.ids.push_back(ids[i]);
     if (static_cast<int64_t>(req.ids.size() * sizeof(int64_t)) > net::kMaxPullReplyBytes) {
       throw ConfigError(
           "PullLabels of " + std::to_string(req.ids.size()) +
           " nodes from one partition: " + "more than one request may carry; pull in batches");
     }
-    wire_bytes_ += req.ids.size() * sizeof(int64_t);
-    calls.emplace_back(&Pick(p), req.Encode(0));
+    Message encoded = req.Encode(0);
+    Sending(encoded);
+    calls.emplace_back(&Pick(p), std::move(encoded));
     call_part.push_back(p);
     asked.push_back(std::move(req));
   }

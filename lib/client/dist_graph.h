@@ -53,6 +53,9 @@ struct DistGraphOptions {
   bool pack_input_means = true;
   // How rows and partial sums from servers travel (--wire_dtype).
   net::RowFormat wire_format = net::RowFormat::kFloat32;
+  // How the batches' ids, offsets, counts and labels travel (--wire_ids):
+  // varints ask for ids sorted by owner and send 1-3 bytes an id.
+  net::IdCoding id_coding = net::IdCoding::kInt64;
   // The machine's hot-row cache (store/row_cache.h, --cache_mb): at most
   // this many bytes of other partitions' rows, the ones HotRemoteRows ranks
   // first for batches of the local training nodes with fan-outs
@@ -198,8 +201,12 @@ class DistGraph {
   void FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
                         const std::vector<int64_t>& rptr, const std::vector<int64_t>& unique,
                         const std::vector<int64_t>& row_of, float* sums);
-  // Splits positions of `ids` by owning partition.
+  // Splits positions of `ids` by owning partition. With varint ids the
+  // other partitions' positions are in increasing order of their ids
+  // (requests list them so: each a small difference from the last).
   std::vector<std::vector<size_t>> ByOwner(const std::vector<int64_t>& ids) const;
+  // Frame bytes of a request about to be sent (what wire_bytes counts).
+  uint64_t Sending(const net::Message& request);
 
   DistGraphOptions options_;
   PartitionConfig config_;

@@ -50,6 +50,7 @@ struct SamplerLaunch {
   bool remote_sums = true;                   // --remote_sums 0|1 (DistGraphOptions')
   bool input_means = true;              // --input_means 0|1 (DistGraphOptions::pack_input_means)
   std::string wire_dtype = "bfloat16";  // --wire_dtype float32|bfloat16
+  std::string wire_ids = "varint";      // --wire_ids varint|int64
   int64_t cache_mb = 0;                 // --cache_mb: the machine's hot-row cache (-1: auto)
   std::string cache_fan_out = "-1";     // --cache_fan_out: the model's fan-outs (ranks rows)
 

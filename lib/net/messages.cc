@@ -1,5 +1,6 @@
 #include "net/messages.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/bfloat16.h"
@@ -53,10 +54,27 @@ Message WithIds(MsgType type, uint64_t request_id, const std::vector<int64_t>& i
   return m;
 }
 
-// The one-frame id messages (PullFeatures, PullLabels, their replies).
+// The one-frame id messages (SplitNodesReply).
 std::vector<int64_t> IdsOf(const Message& m, MsgType type) {
   Expect(m, type, 0, 1);
   return m.CopyArray<int64_t>(0);
+}
+
+// The one-frame id messages with an optional coding int (PullLabels, its
+// reply): ints {} or {coding}.
+Message WithCodedIds(MsgType type, uint64_t request_id, const std::vector<int64_t>& ids,
+                     IdCoding coding) {
+  Message m = MakeMessage(type, request_id);
+  if (coding != IdCoding::kInt64) m.header.ints.push_back(static_cast<int64_t>(coding));
+  AddInts(&m, ids, coding);
+  return m;
+}
+std::vector<int64_t> CodedIdsOf(const Message& m, MsgType type, size_t max_values,
+                                IdCoding* coding) {
+  const bool coded = m.header.ints.size() == 1;
+  Expect(m, type, coded ? 1 : 0, 1);
+  *coding = coded ? IdCodingOf(m.header.ints[0], type) : IdCoding::kInt64;
+  return ReadInts(m, 0, *coding, max_values);
 }
 
 }  // namespace
@@ -143,32 +161,39 @@ bool Pong::operator==(const Pong& o) const {
 // ---------------------------------------------------------------- Sample
 
 Message SampleRequest::Encode(uint64_t request_id) const {
-  Message m = MakeMessage(MsgType::kSample, request_id,
-                          {fanout, replace ? 1 : 0, static_cast<int64_t>(rng_seed)});
-  AddArray(&m, seeds);
+  std::vector<int64_t> ints = {fanout, replace ? 1 : 0, static_cast<int64_t>(rng_seed)};
+  if (coding != IdCoding::kInt64) ints.push_back(static_cast<int64_t>(coding));
+  Message m = MakeMessage(MsgType::kSample, request_id, std::move(ints));
+  AddInts(&m, seeds, coding);
   return m;
 }
 
 SampleRequest SampleRequest::Decode(const Message& m) {
-  Expect(m, MsgType::kSample, 3, 1);
+  const bool coded = m.header.ints.size() == 4;
+  Expect(m, MsgType::kSample, coded ? 4 : 3, 1);
   const std::vector<int64_t>& i = m.header.ints;
-  return {m.CopyArray<int64_t>(0), i[0], i[1] != 0, static_cast<uint64_t>(i[2])};
+  const IdCoding c = coded ? IdCodingOf(i[3], MsgType::kSample) : IdCoding::kInt64;
+  return {ReadInts(m, 0, c, kMaxRequestValues), i[0], i[1] != 0, static_cast<uint64_t>(i[2]), c};
 }
 
 bool SampleRequest::operator==(const SampleRequest& o) const {
-  return seeds == o.seeds && fanout == o.fanout && replace == o.replace && rng_seed == o.rng_seed;
+  return seeds == o.seeds && fanout == o.fanout && replace == o.replace && rng_seed == o.rng_seed &&
+         coding == o.coding;
 }
 
 Message SampleReply::Encode(uint64_t request_id) const {
   Message m = MakeMessage(MsgType::kSampleReply, request_id);
-  AddArray(&m, indptr);
-  AddArray(&m, indices);
+  if (coding != IdCoding::kInt64) m.header.ints.push_back(static_cast<int64_t>(coding));
+  AddInts(&m, indptr, coding);
+  AddInts(&m, indices, coding);
   return m;
 }
 
 SampleReply SampleReply::Decode(const Message& m) {
-  Expect(m, MsgType::kSampleReply, 0, 2);
-  SampleReply r{m.CopyArray<int64_t>(0), m.CopyArray<int64_t>(1)};
+  const bool coded = m.header.ints.size() == 1;
+  Expect(m, MsgType::kSampleReply, coded ? 1 : 0, 2);
+  const IdCoding c = coded ? IdCodingOf(m.header.ints[0], MsgType::kSampleReply) : IdCoding::kInt64;
+  SampleReply r{ReadInts(m, 0, c, kMaxReplyValues), ReadInts(m, 1, c, kMaxReplyValues), c};
   const std::vector<int64_t>& p = r.indptr;
   if (p.empty() || p.front() != 0 || p.back() != static_cast<int64_t>(r.indices.size())) {
     Malformed(MsgType::kSampleReply,
@@ -203,7 +228,7 @@ SampleReply SampleReply::Decode(const Message& m, const SampleRequest& asked, in
 }
 
 bool SampleReply::operator==(const SampleReply& o) const {
-  return indptr == o.indptr && indices == o.indices;
+  return indptr == o.indptr && indices == o.indices && coding == o.coding;
 }
 
 // ------------------------------------------------------------ RowFormat
@@ -254,27 +279,37 @@ void RowIn(zmq::message_t& rows, RowFormat f, int64_t dim, size_t i, const float
 
 Message SampleAggregateRequest::Encode(uint64_t request_id) const {
   std::vector<int64_t> ints = {fanout, replace ? 1 : 0, static_cast<int64_t>(rng_seed)};
-  if (format != RowFormat::kFloat32) ints.push_back(static_cast<int64_t>(format));
+  if (format != RowFormat::kFloat32 || coding != IdCoding::kInt64) {
+    ints.push_back(static_cast<int64_t>(format));
+  }
+  if (coding != IdCoding::kInt64) ints.push_back(static_cast<int64_t>(coding));
   Message m = MakeMessage(MsgType::kSampleAggregate, request_id, std::move(ints));
-  AddArray(&m, dsts);
+  AddInts(&m, dsts, coding);
   return m;
 }
 
 SampleAggregateRequest SampleAggregateRequest::Decode(const Message& m) {
-  const bool narrow = m.header.ints.size() == 4;
-  Expect(m, MsgType::kSampleAggregate, narrow ? 4 : 3, 1);
+  constexpr MsgType kType = MsgType::kSampleAggregate;
+  const size_t ints =
+      m.header.ints.size() == 4 || m.header.ints.size() == 5 ? m.header.ints.size() : 3;
+  Expect(m, kType, ints, 1);
   const std::vector<int64_t>& i = m.header.ints;
-  return {m.CopyArray<int64_t>(0), i[0], i[1] != 0, static_cast<uint64_t>(i[2]),
-          narrow ? FormatOf(i[3], MsgType::kSampleAggregate) : RowFormat::kFloat32};
+  const IdCoding c = ints == 5 ? IdCodingOf(i[4], kType) : IdCoding::kInt64;
+  return {ReadInts(m, 0, c, kMaxRequestValues),
+          i[0],
+          i[1] != 0,
+          static_cast<uint64_t>(i[2]),
+          ints >= 4 ? FormatOf(i[3], kType) : RowFormat::kFloat32,
+          c};
 }
 
 bool SampleAggregateRequest::operator==(const SampleAggregateRequest& o) const {
   return dsts == o.dsts && fanout == o.fanout && replace == o.replace && rng_seed == o.rng_seed &&
-         format == o.format;
+         format == o.format && coding == o.coding;
 }
 
-SampleAggregateReply::SampleAggregateReply(int64_t d, size_t n, RowFormat f)
-    : dim(d), format(f), rows(2 * n * static_cast<size_t>(d) * RowFormatBytes(f)) {}
+SampleAggregateReply::SampleAggregateReply(int64_t d, size_t n, RowFormat f, IdCoding c)
+    : dim(d), format(f), coding(c), rows(2 * n * static_cast<size_t>(d) * RowFormatBytes(f)) {}
 
 void SampleAggregateReply::RowTo(size_t i, float* out) const { RowOut(rows, format, dim, i, out); }
 
@@ -284,32 +319,37 @@ void SampleAggregateReply::SetRows(const float* values) {
 
 Message SampleAggregateReply::Encode(uint64_t request_id) const {
   std::vector<int64_t> ints = {dim};
-  if (format != RowFormat::kFloat32) ints.push_back(static_cast<int64_t>(format));
+  if (format != RowFormat::kFloat32 || coding != IdCoding::kInt64) {
+    ints.push_back(static_cast<int64_t>(format));
+  }
+  if (coding != IdCoding::kInt64) ints.push_back(static_cast<int64_t>(coding));
   Message m = MakeMessage(MsgType::kSampleAggregateReply, request_id, std::move(ints));
   AddFrame(&m, Share(rows));
-  AddArray(&m, counts);
-  AddArray(&m, remote_indptr);
-  AddArray(&m, remote_ids);
+  AddInts(&m, counts, coding);
+  AddInts(&m, remote_indptr, coding);
+  AddInts(&m, remote_ids, coding);
   return m;
 }
 
 SampleAggregateReply SampleAggregateReply::Decode(const Message& m) {
   constexpr MsgType kType = MsgType::kSampleAggregateReply;
-  const bool narrow = m.header.ints.size() == 2;
-  Expect(m, kType, narrow ? 2 : 1, 4);
+  const size_t ints =
+      m.header.ints.size() == 2 || m.header.ints.size() == 3 ? m.header.ints.size() : 1;
+  Expect(m, kType, ints, 4);
   SampleAggregateReply r;
   r.dim = m.header.ints[0];
   if (r.dim < 0) Malformed(kType, "negative width " + std::to_string(r.dim));
-  if (narrow) r.format = FormatOf(m.header.ints[1], kType);
+  if (ints >= 2) r.format = FormatOf(m.header.ints[1], kType);
+  if (ints == 3) r.coding = IdCodingOf(m.header.ints[2], kType);
   size_t floats = 0;
   if (r.format == RowFormat::kBfloat16) {
     m.Array<uint16_t>(0, &floats);
   } else {
     m.Array<float>(0, &floats);
   }
-  r.counts = m.CopyArray<int64_t>(1);
-  r.remote_indptr = m.CopyArray<int64_t>(2);
-  r.remote_ids = m.CopyArray<int64_t>(3);
+  r.counts = ReadInts(m, 1, r.coding, kMaxReplyValues);
+  r.remote_indptr = ReadInts(m, 2, r.coding, kMaxReplyValues);
+  r.remote_ids = ReadInts(m, 3, r.coding, kMaxReplyValues);
   const size_t n = r.counts.size();
   if (floats != 2 * n * static_cast<size_t>(r.dim)) {
     Malformed(kType, N(floats) + " floats are not 2 rows of width " + std::to_string(r.dim) +
@@ -360,7 +400,7 @@ SampleAggregateReply SampleAggregateReply::Decode(const Message& m,
 }
 
 bool SampleAggregateReply::operator==(const SampleAggregateReply& o) const {
-  return dim == o.dim && format == o.format && counts == o.counts &&
+  return dim == o.dim && format == o.format && coding == o.coding && counts == o.counts &&
          remote_indptr == o.remote_indptr && remote_ids == o.remote_ids &&
          rows.size() == o.rows.size() &&
          (rows.size() == 0 || std::memcmp(rows.data(), o.rows.data(), rows.size()) == 0);
@@ -369,37 +409,49 @@ bool SampleAggregateReply::operator==(const SampleAggregateReply& o) const {
 // ---------------------------------------------------------- PullFeatures
 
 Message PullFeatures::Encode(uint64_t request_id) const {
-  if (format == RowFormat::kFloat32) return WithIds(MsgType::kPullFeatures, request_id, ids);
-  Message m = MakeMessage(MsgType::kPullFeatures, request_id, {static_cast<int64_t>(format)});
-  AddArray(&m, ids);
+  std::vector<int64_t> ints;
+  if (format != RowFormat::kFloat32 || coding != IdCoding::kInt64) {
+    ints.push_back(static_cast<int64_t>(format));
+  }
+  if (coding != IdCoding::kInt64) ints.push_back(static_cast<int64_t>(coding));
+  Message m = MakeMessage(MsgType::kPullFeatures, request_id, std::move(ints));
+  AddInts(&m, ids, coding);
   return m;
 }
 
 PullFeatures PullFeatures::Decode(const Message& m) {
-  if (m.header.msg_type() == MsgType::kPullFeatures && m.header.ints.size() == 1) {
-    Expect(m, MsgType::kPullFeatures, 1, 1);
-    return {m.CopyArray<int64_t>(0), FormatOf(m.header.ints[0], MsgType::kPullFeatures)};
-  }
-  return {IdsOf(m, MsgType::kPullFeatures)};
+  constexpr MsgType kType = MsgType::kPullFeatures;
+  const size_t ints = std::min<size_t>(m.header.ints.size(), 2);
+  Expect(m, kType, ints, 1);
+  PullFeatures r;
+  if (ints >= 1) r.format = FormatOf(m.header.ints[0], kType);
+  if (ints == 2) r.coding = IdCodingOf(m.header.ints[1], kType);
+  r.ids = ReadInts(m, 0, r.coding, kMaxRequestValues);
+  return r;
 }
 
 bool PullFeatures::operator==(const PullFeatures& o) const {
-  return ids == o.ids && format == o.format;
+  return ids == o.ids && format == o.format && coding == o.coding;
 }
 
 // -------------------------------------------------------------- PullSums
 
 Message PullSums::Encode(uint64_t request_id) const {
-  Message m = MakeMessage(MsgType::kPullSums, request_id, {static_cast<int64_t>(format)});
-  AddArray(&m, ids);
-  AddArray(&m, group_ptr);
+  std::vector<int64_t> ints = {static_cast<int64_t>(format)};
+  if (coding != IdCoding::kInt64) ints.push_back(static_cast<int64_t>(coding));
+  Message m = MakeMessage(MsgType::kPullSums, request_id, std::move(ints));
+  AddInts(&m, ids, coding);
+  AddInts(&m, group_ptr, coding);
   return m;
 }
 
 PullSums PullSums::Decode(const Message& m) {
   constexpr MsgType kType = MsgType::kPullSums;
-  Expect(m, kType, 1, 2);
-  PullSums r{m.CopyArray<int64_t>(0), m.CopyArray<int64_t>(1), FormatOf(m.header.ints[0], kType)};
+  const bool coded = m.header.ints.size() == 2;
+  Expect(m, kType, coded ? 2 : 1, 2);
+  const IdCoding c = coded ? IdCodingOf(m.header.ints[1], kType) : IdCoding::kInt64;
+  PullSums r{ReadInts(m, 0, c, kMaxRequestValues), ReadInts(m, 1, c, kMaxRequestValues),
+             FormatOf(m.header.ints[0], kType), c};
   const std::vector<int64_t>& p = r.group_ptr;
   if (p.empty() || p.front() != 0 || p.back() != static_cast<int64_t>(r.ids.size())) {
     Malformed(kType, "group offsets do not span its " + N(r.ids.size()) + " ids");
@@ -411,7 +463,7 @@ PullSums PullSums::Decode(const Message& m) {
 }
 
 bool PullSums::operator==(const PullSums& o) const {
-  return ids == o.ids && group_ptr == o.group_ptr && format == o.format;
+  return ids == o.ids && group_ptr == o.group_ptr && format == o.format && coding == o.coding;
 }
 
 PullFeaturesReply::PullFeaturesReply(int64_t d, size_t num_rows, RowFormat f)
@@ -491,19 +543,27 @@ bool PullFeaturesReply::operator==(const PullFeaturesReply& o) const {
 // ------------------------------------------------------------ PullLabels
 
 Message PullLabels::Encode(uint64_t request_id) const {
-  return WithIds(MsgType::kPullLabels, request_id, ids);
+  return WithCodedIds(MsgType::kPullLabels, request_id, ids, coding);
 }
 
-PullLabels PullLabels::Decode(const Message& m) { return {IdsOf(m, MsgType::kPullLabels)}; }
+PullLabels PullLabels::Decode(const Message& m) {
+  PullLabels r;
+  r.ids = CodedIdsOf(m, MsgType::kPullLabels, kMaxRequestValues, &r.coding);
+  return r;
+}
 
-bool PullLabels::operator==(const PullLabels& o) const { return ids == o.ids; }
+bool PullLabels::operator==(const PullLabels& o) const {
+  return ids == o.ids && coding == o.coding;
+}
 
 Message PullLabelsReply::Encode(uint64_t request_id) const {
-  return WithIds(MsgType::kPullLabelsReply, request_id, labels);
+  return WithCodedIds(MsgType::kPullLabelsReply, request_id, labels, coding);
 }
 
 PullLabelsReply PullLabelsReply::Decode(const Message& m) {
-  return {IdsOf(m, MsgType::kPullLabelsReply)};
+  PullLabelsReply r;
+  r.labels = CodedIdsOf(m, MsgType::kPullLabelsReply, kMaxReplyValues, &r.coding);
+  return r;
 }
 
 PullLabelsReply PullLabelsReply::Decode(const Message& m, const PullLabels& asked,
@@ -516,7 +576,9 @@ PullLabelsReply PullLabelsReply::Decode(const Message& m, const PullLabels& aske
   return r;
 }
 
-bool PullLabelsReply::operator==(const PullLabelsReply& o) const { return labels == o.labels; }
+bool PullLabelsReply::operator==(const PullLabelsReply& o) const {
+  return labels == o.labels && coding == o.coding;
+}
 
 // ------------------------------------------------------------ SplitNodes
 

@@ -103,6 +103,7 @@ struct SampleRequest {
   int64_t fanout = 0;
   bool replace = false;
   uint64_t rng_seed = 0;
+  IdCoding coding = IdCoding::kInt64;  // of the seeds, and of the reply's frames
 
   // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
   std::string DebugString() const;
@@ -114,6 +115,7 @@ struct SampleRequest {
 struct SampleReply {
   std::vector<int64_t> indptr;   // one row per seed: starts at 0, never decreases
   std::vector<int64_t> indices;  // global ids, indptr.back() of them
+  IdCoding coding = IdCoding::kInt64;
 
   // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
   std::string DebugString() const;
@@ -135,6 +137,7 @@ struct SampleAggregateRequest {
   bool replace = false;
   uint64_t rng_seed = 0;
   RowFormat format = RowFormat::kFloat32;  // of the reply's rows
+  IdCoding coding = IdCoding::kInt64;      // of the dsts, and of the reply's frames
 
   std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
@@ -145,10 +148,12 @@ struct SampleAggregateRequest {
 // Per destination: its own row and the sum of its sampled neighbours' rows
 // the server holds (`rows`, [2n, dim], one buffer filled in place as
 // PullFeaturesReply's), how many neighbours it sampled in all, and those it
-// does not hold (a CSR over the destinations).
+// does not hold (a CSR over the destinations; servers list each
+// destination's in increasing order, which varints carry in 1-3 bytes).
 struct SampleAggregateReply {
   int64_t dim = 0;
   RowFormat format = RowFormat::kFloat32;
+  IdCoding coding = IdCoding::kInt64;
   zmq::message_t rows;  // [2n, dim] values of `format`
   std::vector<int64_t> counts;
   std::vector<int64_t> remote_indptr;  // [n + 1]
@@ -156,7 +161,8 @@ struct SampleAggregateReply {
 
   SampleAggregateReply() = default;
   // Rows for `n` destinations of `dim` values, uninitialized.
-  SampleAggregateReply(int64_t dim, size_t n, RowFormat format = RowFormat::kFloat32);
+  SampleAggregateReply(int64_t dim, size_t n, RowFormat format = RowFormat::kFloat32,
+                       IdCoding coding = IdCoding::kInt64);
   // float32 only: the rows in place.
   float* data() { return static_cast<float*>(rows.data()); }
   const float* data() const { return static_cast<const float*>(rows.data()); }
@@ -183,6 +189,7 @@ struct SampleAggregateReply {
 struct PullFeatures {
   std::vector<int64_t> ids;
   RowFormat format = RowFormat::kFloat32;  // of the reply's rows
+  IdCoding coding = IdCoding::kInt64;      // of the ids
 
   // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
   std::string DebugString() const;
@@ -201,6 +208,7 @@ struct PullSums {
   std::vector<int64_t> ids;
   std::vector<int64_t> group_ptr = {0};    // [groups + 1]
   RowFormat format = RowFormat::kFloat32;  // of the reply's rows
+  IdCoding coding = IdCoding::kInt64;      // of the ids and offsets
 
   size_t num_groups() const { return group_ptr.empty() ? 0 : group_ptr.size() - 1; }
   std::string DebugString() const;
@@ -246,6 +254,7 @@ struct PullFeaturesReply {
 
 struct PullLabels {
   std::vector<int64_t> ids;
+  IdCoding coding = IdCoding::kInt64;  // of the ids, and of the reply's labels
 
   // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
   std::string DebugString() const;
@@ -256,6 +265,7 @@ struct PullLabels {
 
 struct PullLabelsReply {
   std::vector<int64_t> labels;
+  IdCoding coding = IdCoding::kInt64;
 
   // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
   std::string DebugString() const;

@@ -134,6 +134,99 @@ void AddFrame(Message* m, zmq::message_t frame) {
   m->frames.push_back(std::move(frame));
 }
 
+IdCoding ParseIdCoding(const std::string& name, const std::string& flag) {
+  if (name == "int64") return IdCoding::kInt64;
+  if (name == "varint") return IdCoding::kVarint;
+  throw ConfigError(flag + " must be int64 or varint, got '" + name + "'");
+}
+
+const char* IdCodingName(IdCoding c) { return c == IdCoding::kVarint ? "varint" : "int64"; }
+
+IdCoding IdCodingOf(int64_t v, MsgType type) {
+  if (v != 0 && v != 1) {
+    throw ProtocolError(std::string("malformed ") + MsgTypeName(type) + ": id coding " +
+                        std::to_string(v));
+  }
+  return static_cast<IdCoding>(v);
+}
+
+namespace {
+
+// Zigzag: small magnitudes of either sign -> small unsigned values.
+inline uint64_t Zigzag(uint64_t d) { return (d << 1) ^ (0 - (d >> 63)); }
+inline uint64_t Unzigzag(uint64_t z) { return (z >> 1) ^ (0 - (z & 1)); }
+inline size_t VarintBytes(uint64_t z) {
+  return 1 + static_cast<size_t>(63 - __builtin_clzll(z | 1)) / 7;
+}
+
+}  // namespace
+
+void AddInts(Message* m, const int64_t* values, size_t count, IdCoding coding) {
+  if (coding == IdCoding::kInt64) {
+    AddArray(m, values, count);
+    return;
+  }
+  // Differences in uint64 arithmetic: any two int64s, no overflow.
+  size_t bytes = 0;
+  uint64_t prev = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t v = static_cast<uint64_t>(values[i]);
+    bytes += VarintBytes(Zigzag(v - prev));
+    prev = v;
+  }
+  zmq::message_t frame(bytes);
+  auto* out = static_cast<uint8_t*>(frame.data());
+  prev = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t v = static_cast<uint64_t>(values[i]);
+    uint64_t z = Zigzag(v - prev);
+    prev = v;
+    while (z >= 0x80) {
+      *out++ = static_cast<uint8_t>(z | 0x80);
+      z >>= 7;
+    }
+    *out++ = static_cast<uint8_t>(z);
+  }
+  AddFrame(m, std::move(frame));
+}
+
+std::vector<int64_t> ReadInts(const Message& m, size_t i, IdCoding coding, size_t max_values) {
+  auto fail = [&](const std::string& what) {
+    throw ProtocolError("frame " + std::to_string(i) + " of " + m.header.DebugString() + " " +
+                        what);
+  };
+  if (coding == IdCoding::kInt64) {
+    size_t n = 0;
+    const int64_t* p = m.Array<int64_t>(i, &n);
+    if (n > max_values) fail("holds more than " + std::to_string(max_values) + " values");
+    return std::vector<int64_t>(p, p + n);
+  }
+  if (i >= m.frames.size()) fail("is missing");
+  const auto* p = static_cast<const uint8_t*>(m.frames[i].data());
+  const uint8_t* end = p + m.frames[i].size();
+  // Every value takes a byte at least: count the last bytes (top bit
+  // clear) to size the output once, and bound it before allocating.
+  size_t n = 0;
+  for (const uint8_t* q = p; q < end; ++q) n += (*q & 0x80) == 0;
+  if (n > max_values) fail("holds more than " + std::to_string(max_values) + " values");
+  if (p < end && (end[-1] & 0x80) != 0) fail("ends inside a varint");
+  std::vector<int64_t> out(n);
+  uint64_t prev = 0;
+  for (size_t k = 0; k < n; ++k) {
+    uint64_t z = 0;
+    for (int shift = 0;; shift += 7) {
+      const uint8_t b = *p++;
+      // The 10th byte may carry only the 64th bit.
+      if (shift == 63 && b > 1) fail("has a varint longer than 64 bits");
+      z |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) break;
+    }
+    prev += Unzigzag(z);
+    out[k] = static_cast<int64_t>(prev);
+  }
+  return out;
+}
+
 Message MakeError(uint64_t request_id, ErrorCode code, const std::string& text) {
   return MakeMessage(MsgType::kError, request_id, {code}, text);
 }

@@ -18,7 +18,9 @@ constexpr uint32_t kMagic = 0x314e4e47;  // "GNN1" as little-endian bytes
 // 2: every header carries taken_bytes (the reply window, net/peer_window.h).
 // 3: relation ids in the narrowest width that holds them (TypedSampleReply,
 //    TypedMiniBatch: an int says 1, 2 or 4 bytes per id).
-constexpr uint16_t kProtocolVersion = 3;
+// 4: id frames of the batch requests and replies as varints (IdCoding: an
+//    optional last int says which).
+constexpr uint16_t kProtocolVersion = 4;
 constexpr uint32_t kMaxArrayFrames = 32;
 constexpr uint64_t kMaxFrameBytes = uint64_t{4} << 30;  // one array frame
 constexpr size_t kMaxHeaderBytes = 64 << 10;
@@ -53,6 +55,17 @@ constexpr int64_t kClientWindowBytes = kDefaultPeerWindowBytes / 2;
 constexpr int kClientMaxInFlight = 256;
 constexpr int kClientQueuedReplies = kClientMaxInFlight + 16;
 
+// How the id frames of the batch messages travel (and their offsets,
+// counts and labels): int64 little-endian, or varints: each value's
+// difference from the one before it (the first's from 0), zigzag-mapped
+// (0, -1, 1, -2, ... -> 0, 1, 2, 3, ...) and written 7 bits a byte, low
+// bits first, the top bit set on every byte but a value's last (LEB128).
+// Offsets and counts take a byte each, ids in increasing order 1-3.
+enum class IdCoding : int64_t { kInt64 = 0, kVarint = 1 };
+// "int64" / "varint" <-> IdCoding; ConfigError naming `flag` otherwise.
+IdCoding ParseIdCoding(const std::string& name, const std::string& flag);
+const char* IdCodingName(IdCoding c);
+
 // Message types. Numbers are part of the protocol: never renumber or reuse.
 // Retired numbers: (none yet).
 enum class MsgType : uint16_t {
@@ -60,14 +73,16 @@ enum class MsgType : uint16_t {
   kHello = 2,       // text: "graph_name\nconfig_sha256\njob_id"
   kHelloReply = 3,  // ints: {machine_id, server_id, node_start, node_end, feature_dim, num_classes}
   kPing = 4,
-  kPong = 5,               // ints: {machine_id, server_id}
-  kSample = 6,             // ints: {fanout, replace, rng_seed}; frames: seeds[int64]
-  kSampleReply = 7,        // frames: indptr[int64, n+1], indices[int64]
-  kPullFeatures = 8,       // ints: {} or {format}; frames: ids[int64]
+  kPong = 5,  // ints: {machine_id, server_id}
+  // "[ids]" below: an id frame, int64 or varints as the message's IdCoding
+  // int says (absent: int64); a reply codes its frames as its request did.
+  kSample = 6,             // ints: {fanout, replace, rng_seed[, coding]}; frames: seeds[ids]
+  kSampleReply = 7,        // ints: {} or {coding}; frames: indptr[ids, n+1], indices[ids]
+  kPullFeatures = 8,       // ints: {}, {format} or {format, coding}; frames: ids[ids]
   kPullFeaturesReply = 9,  // ints: {dim} or {dim, format}; frames: rows[n*dim] of the format
                            // (RowFormat: float32, or bfloat16 with format 1)
-  kPullLabels = 10,        // frames: ids[int64]
-  kPullLabelsReply = 11,   // frames: labels[int64]
+  kPullLabels = 10,        // ints: {} or {coding}; frames: ids[ids]
+  kPullLabelsReply = 11,   // ints: {} or {coding}; frames: labels[ids]
   kMetadata = 12,
   kMetadataReply = 13,  // text: JSON
   kShutdown = 14,       // text: job_id
@@ -92,10 +107,12 @@ enum class MsgType : uint16_t {
   kEmbRestore = 28,        // ints: spec, begin; frames: bytes[uint8] -> EmbAck
   kEmbAck = 29,            // ints: {rows}
   // Sample and aggregate at the owner (sampling/owner_aggregate.h).
-  kSampleAggregate = 30,       // ints: {fanout, replace, rng_seed[, format]}; frames: dsts[int64]
-  kSampleAggregateReply = 31,  // ints: {dim[, format]}; frames: rows[2n*dim] (own rows, then the
-                               // held neighbours' sums), counts[int64, n], remote
-                               // indptr[int64, n+1], remote ids[int64]
+  kSampleAggregate = 30,       // ints: {fanout, replace, rng_seed[, format[, coding]]};
+                               // frames: dsts[ids]
+  kSampleAggregateReply = 31,  // ints: {dim[, format[, coding]]}; frames: rows[2n*dim] (own
+                               // rows, then the held neighbours' sums), counts[ids, n], remote
+                               // indptr[ids, n+1], remote ids[ids] (servers send each
+                               // destination's in increasing order; any order decodes)
   // The trainers' collectives (net/mesh.h), request id = the collective's
   // sequence number.
   kMeshPart = 32,  // ints: {source rank, piece, pieces}; frames: bytes[uint8]
@@ -107,7 +124,7 @@ enum class MsgType : uint16_t {
                          // then per block src_nodes, indptr, indices, etypes (narrow)
   // The sums of groups of rows at their owner (DistGraph::SampleAggregate's
   // neighbours held elsewhere; sampling/owner_aggregate.h SumRowGroups).
-  kPullSums = 35,  // ints: {format}; frames: ids[int64], group indptr[int64, g+1]
+  kPullSums = 35,  // ints: {format[, coding]}; frames: ids[ids], group indptr[ids, g+1]
                    // -> PullFeaturesReply with g rows: row k the sum of group k's rows
 };
 
@@ -195,6 +212,21 @@ void AddArray(Message* m, const std::vector<T>& v) {
 }
 // Adds an already-filled frame without copying.
 void AddFrame(Message* m, zmq::message_t frame);
+// Adds `count` values as one frame in `coding`.
+void AddInts(Message* m, const int64_t* values, size_t count, IdCoding coding);
+inline void AddInts(Message* m, const std::vector<int64_t>& v, IdCoding coding) {
+  AddInts(m, v.data(), v.size(), coding);
+}
+// Array frame i's values in `coding`. Throws ProtocolError for a frame that
+// is not whole values (a varint cut short or longer than 64 bits) or holds
+// more than `max_values` (so a frame of 1-byte varints cannot decode into
+// more memory than an int64 frame of the caller's limit).
+std::vector<int64_t> ReadInts(const Message& m, size_t i, IdCoding coding, size_t max_values);
+// A coding int off the wire: 0 or 1, else ProtocolError naming `type`.
+IdCoding IdCodingOf(int64_t v, MsgType type);
+// Values a decoded request / reply frame may hold: its byte limit in int64s.
+constexpr size_t kMaxRequestValues = static_cast<size_t>(kMaxRequestBytes) / sizeof(int64_t);
+constexpr size_t kMaxReplyValues = static_cast<size_t>(kMaxReplyBytes) / sizeof(int64_t);
 
 Message MakeError(uint64_t request_id, ErrorCode code, const std::string& text);
 

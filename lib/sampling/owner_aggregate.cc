@@ -46,6 +46,8 @@ void SampleAggregate(const CscView& csc, const float* features, int64_t dim, con
         const float* row = features + (idx[k] - lo) * dim;
         for (int64_t j = 0; j < dim; ++j) sum[j] += row[j];
       }
+      // A set to be summed: in increasing order it varint-codes small.
+      std::sort(remote + rp[i], remote + r);
     }
   });
 }

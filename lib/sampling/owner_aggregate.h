@@ -23,9 +23,10 @@ namespace gnn {
 // `features` holds (rows n..2n-1; `features` is [csc.num_nodes, dim], the
 // rows of the nodes csc owns). counts[i] is how many neighbours
 // destination i sampled in all; the ones not held here are listed, as a
-// CSR over destinations, in remote_indptr [n+1] / remote_ids, in sampled
-// order. Blocking; `threads` threads (<= 0: all cores). DataError when a
-// destination is not owned by `csc`.
+// CSR over destinations, in remote_indptr [n+1] / remote_ids, each
+// destination's in increasing order (as varints they cost 1-3 bytes on the
+// wire; sampled order would cost 3-4). Blocking; `threads` threads (<= 0: all cores). DataError
+// when a destination is not owned by `csc`.
 void SampleAggregate(const CscView& csc, const float* features, int64_t dim, const int64_t* dsts,
                      int64_t n, int fanout, bool replace, uint64_t rng_seed, int threads,
                      float* out_rows, std::vector<int64_t>* counts,

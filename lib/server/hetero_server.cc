@@ -132,9 +132,10 @@ Message HeteroServing::OnPullTyped(const Message& req) {
 }
 
 Message HeteroServing::OnPullLabels(const Message& req) {
-  const std::vector<int64_t> ids = net::PullLabels::Decode(req).ids;
-  const std::vector<int64_t> rows = Rows(part_.target, ids);
+  const net::PullLabels asked = net::PullLabels::Decode(req);
+  const std::vector<int64_t> rows = Rows(part_.target, asked.ids);
   net::PullLabelsReply rep;
+  rep.coding = asked.coding;
   for (int64_t r : rows) rep.labels.push_back(part_.labels[static_cast<size_t>(r)]);
   return rep.Encode(req.header.request_id);
 }

@@ -133,6 +133,7 @@ Message OnSample(ServerState& s, const Message& req) {
     return std::move(*refused);
   }
   net::SampleReply rep;
+  rep.coding = r.coding;
   SampleNeighbors(s.view->csc(), r.seeds.data(), static_cast<int64_t>(r.seeds.size()),
                   static_cast<int>(r.fanout), r.replace, r.rng_seed, 1, &rep.indptr, &rep.indices);
   return rep.Encode(id);
@@ -158,7 +159,7 @@ Message OnSampleAggregate(ServerState& s, const Message& req) {
                               " MiB) passes the reply limit of " +
                               std::to_string(kMaxPullReplyBytes >> 20) + " MiB: split the request");
   }
-  net::SampleAggregateReply rep(v.feature_dim, n, r.format);
+  net::SampleAggregateReply rep(v.feature_dim, n, r.format, r.coding);
   // Summed in float32 either way; a narrow reply is converted once.
   std::vector<float> wide;
   if (r.format != net::RowFormat::kFloat32) wide.resize(2 * n * v.feature_dim);
@@ -245,6 +246,7 @@ Message OnPullLabels(ServerState& s, const Message& req) {
   CheckOwned(s, r.ids);
   const PartitionView& v = *s.view;
   net::PullLabelsReply rep;
+  rep.coding = r.coding;
   rep.labels.reserve(r.ids.size());
   for (int64_t id : r.ids) rep.labels.push_back(v.labels[id - v.node_start]);
   return rep.Encode(req.header.request_id);

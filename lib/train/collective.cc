@@ -241,6 +241,7 @@ TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddres
   g.graph.remote_sums = o.remote_sums;
   g.graph.pack_input_means = o.TakesMeans();
   g.graph.wire_format = net::ParseRowFormat(o.wire_dtype, "--wire_dtype");
+  g.graph.id_coding = net::ParseIdCoding(o.wire_ids, "--wire_ids");
   g.graph.cache_bytes = o.cache_mb < 0 ? -1 : o.cache_mb << 20;
   if (!o.Typed()) g.graph.cache_fanouts = o.Fanouts();
   return g;
@@ -266,6 +267,7 @@ std::unique_ptr<SamplerProcesses> StartSamplers(const TrainOptions& o,
     launch.remote_sums = o.remote_sums;
     launch.input_means = o.TakesMeans();
     launch.wire_dtype = o.wire_dtype;
+    launch.wire_ids = o.wire_ids;
     // A typed --fan_out names relations, which the cache's ranking does not
     // read; typed partitions have no cache.
     launch.cache_mb = o.Typed() ? 0 : o.cache_mb;

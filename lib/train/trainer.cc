@@ -81,6 +81,7 @@ void TrainOptions::Validate() const {
                       " entries but --num_layers is " + std::to_string(num_layers));
   }
   net::ParseRowFormat(wire_dtype, "--wire_dtype");
+  net::ParseIdCoding(wire_ids, "--wire_ids");
   if (resume && checkpoint_dir.empty()) throw ConfigError("--resume needs --checkpoint_dir");
   if (checkpoint_every < 0) throw ConfigError("--checkpoint_every must be >= 0");
   if (checkpoint_every > 0 && checkpoint_dir.empty())

@@ -111,6 +111,10 @@ struct TrainOptions {
   // default since synthetic:small, synthetic:products and Cora train to the
   // same accuracy with it, docs/PERFORMANCE.md).
   std::string wire_dtype = "bfloat16";
+  // --wire_ids varint|int64: how the batches' ids, offsets, counts and
+  // labels cross the network (varint: zigzag differences of ids sorted by
+  // owner, 1-3 bytes an id instead of 8; the same batches either way).
+  std::string wire_ids = "varint";
   // --cache_mb: MB of other partitions' rows this machine's trainers and
   // samplers read most, cached once per machine in shared memory
   // (store/row_cache.h); 0: none; -1: 5% of the graph's feature bytes.

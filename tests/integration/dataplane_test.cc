@@ -440,9 +440,13 @@ TEST_CASE(
       DistGraph sums(o);
       o.wire_format = net::RowFormat::kBfloat16;
       DistGraph narrow(o);
+      o.id_coding = net::IdCoding::kVarint;
+      DistGraph varint(o);
+      o.remote_sums = false;
+      DistGraph varint_rows(o);
       if (setting == 2) REQUIRE(sums.row_cache() != nullptr);
       const int64_t num_nodes = rows.config().num_nodes;
-      uint64_t rows_bytes = 0, sums_bytes = 0, narrow_bytes = 0;
+      uint64_t rows_bytes = 0, sums_bytes = 0, narrow_bytes = 0, varint_bytes = 0;
       for (int b = 0; b < 3; ++b) {
         std::vector<int64_t> seeds;
         for (int64_t i = 0; i < 1000; ++i) seeds.push_back((i * 97 + b * 13) % num_nodes);
@@ -466,6 +470,23 @@ TEST_CASE(
         // [dst rows | means] up to float summation order; bfloat16 within its precision.
         CHECK(Off(c.features, a.features, 1e-5f) == 0);
         CHECK(Off(n.features, a.features, 2e-2f) == 0);
+        // Varint ids: the very same batch, remote sums or rows.
+        for (DistGraph* g : {&varint, &varint_rows}) {
+          const MiniBatch w = g->MakeBatch(seeds, {10, 25}, false, 60 + b);
+          const MiniBatch& same = g == &varint ? n : a;
+          REQUIRE(w.blocks.size() == same.blocks.size());
+          for (size_t l = 0; l < w.blocks.size(); ++l) {
+            REQUIRE(w.blocks[l].src_nodes == same.blocks[l].src_nodes);
+            REQUIRE(w.blocks[l].indices == same.blocks[l].indices);
+          }
+          CHECK(w.labels == same.labels);
+          if (g == &varint) {
+            CHECK(w.features == n.features);
+            varint_bytes += w.wire_bytes;
+          } else {
+            CHECK(Off(w.features, a.features, 2e-2f) == 0);
+          }
+        }
         rows_bytes += a.wire_bytes;
         sums_bytes += c.wire_bytes;
         narrow_bytes += n.wire_bytes;
@@ -478,10 +499,17 @@ TEST_CASE(
       sums.SampleAggregate(dsts, -1, false, 0, &got);
       CHECK(Off(got, want, 1e-5f) == 0);
       INFO(method << " parts, setting " << setting << ": wire bytes of 3 batches: rows "
-                  << rows_bytes << ", remote sums " << sums_bytes << ", bfloat16 " << narrow_bytes);
+                  << rows_bytes << ", remote sums " << sums_bytes << ", bfloat16 " << narrow_bytes
+                  << ", varint ids " << varint_bytes);
       if (setting == 0) CHECK(sums_bytes < rows_bytes);
       if (method == "random" && setting < 2) CHECK(sums_bytes < 0.85 * rows_bytes);
       CHECK(narrow_bytes < sums_bytes);
+      CHECK(varint_bytes < 0.9 * narrow_bytes);
+      // Evaluation's first layer in varints: the same means.
+      std::vector<float> coded;
+      varint.SampleAggregate(dsts, -1, false, 0, &coded);
+      narrow.SampleAggregate(dsts, -1, false, 0, &got);
+      CHECK(coded == got);
     }
   }
 }

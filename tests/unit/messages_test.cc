@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -334,4 +335,85 @@ TEST_CASE("PullSums round-trips, its offsets are checked, and its reply has one 
                         Received(good.Encode(1)),
                         PullSums{{1, 2, 3}, {0, 1, 2, 3}, RowFormat::kBfloat16}, 2, "server 1.0"),
                     Catch::Contains("float32 to a bfloat16 PullSums request"));
+}
+
+TEST_CASE(
+    "ids as varints: any int64 round-trips, sorted ids take few bytes, bad frames are refused",
+    "[unit]") {
+  const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  const std::vector<int64_t> edge = {0, -1, 1, lo, hi, lo, 0, hi, -5, 127, 128, -64, -65, 1 << 30};
+  for (IdCoding c : {IdCoding::kInt64, IdCoding::kVarint}) {
+    INFO(IdCodingName(c));
+    Message m = MakeMessage(MsgType::kPullLabels, 1);
+    AddInts(&m, edge, c);
+    AddInts(&m, std::vector<int64_t>{}, c);
+    const Message r = Received(m);
+    CHECK(ReadInts(r, 0, c, edge.size()) == edge);
+    CHECK(ReadInts(r, 1, c, 0).empty());
+    CHECK_THROWS_WITH(ReadInts(r, 0, c, edge.size() - 1),
+                      Catch::Contains("frame 0 of PullLabels") &&
+                          Catch::Contains("more than " + std::to_string(edge.size() - 1)));
+  }
+  // Sorted ids of a 100,000-node range, 1 in 20: 1 byte each, not 8.
+  std::vector<int64_t> sorted;
+  for (int64_t v = 5000000; v < 5100000; v += 20) sorted.push_back(v);
+  Message m = MakeMessage(MsgType::kPullLabels, 1);
+  AddInts(&m, sorted, IdCoding::kVarint);
+  CHECK(m.frames[0].size() == sorted.size() + 3);  // the first id takes 4 bytes
+  // A varint cut short, one longer than 64 bits, a frame that is not there.
+  auto bytes = [](std::vector<uint8_t> b) {
+    Message out = MakeMessage(MsgType::kPullLabels, 1);
+    AddArray(&out, b);
+    return Received(out);
+  };
+  CHECK_THROWS_WITH(ReadInts(bytes({0x05, 0x85}), 0, IdCoding::kVarint, 10),
+                    Catch::Contains("ends inside a varint"));
+  std::vector<uint8_t> eleven(10, 0xff);
+  eleven.push_back(0x01);
+  CHECK_THROWS_WITH(ReadInts(bytes(eleven), 0, IdCoding::kVarint, 10),
+                    Catch::Contains("longer than 64 bits"));
+  std::vector<uint8_t> ten(9, 0xff);
+  ten.push_back(0x02);
+  CHECK_THROWS_WITH(ReadInts(bytes(ten), 0, IdCoding::kVarint, 10),
+                    Catch::Contains("longer than 64 bits"));
+  ten.back() = 0x01;  // zigzag of 2^64 - 1: the delta -2^63
+  CHECK(ReadInts(bytes(ten), 0, IdCoding::kVarint, 10) == std::vector<int64_t>{lo});
+  CHECK_THROWS_WITH(ReadInts(bytes({1, 2}), 1, IdCoding::kVarint, 10),
+                    Catch::Contains("is missing"));
+  CHECK(ParseIdCoding("varint", "--wire_ids") == IdCoding::kVarint);
+  CHECK_THROWS_WITH(ParseIdCoding("int32", "--wire_ids"),
+                    Catch::Contains("--wire_ids must be int64 or varint, got 'int32'"));
+}
+
+TEST_CASE("the batch messages round-trip with varint ids, and replies in varints are checked",
+          "[unit]") {
+  const IdCoding v = IdCoding::kVarint;
+  RoundTrips(SampleRequest{{5, 6, 7, -3}, 10, true, ~uint64_t{0}, v});
+  RoundTrips(SampleReply{{0, 2, 2, 3}, {9, 8, 7}, v});
+  RoundTrips(SampleAggregateRequest{{5, 6, 7}, 10, true, 3, RowFormat::kFloat32, v});
+  RoundTrips(SampleAggregateRequest{{5}, -1, false, 3, RowFormat::kBfloat16, v});
+  SampleAggregateReply agg = Aggregated(2, {3, 0, 2}, {0, 1, 1, 3}, {40, 41, 42});
+  agg.coding = v;
+  RoundTrips(agg);
+  RoundTrips(PullFeatures{{1, 2, 3}, RowFormat::kFloat32, v});
+  RoundTrips(PullFeatures{{1, 2, 3}, RowFormat::kBfloat16, v});
+  RoundTrips(PullSums{{4, 4, 9}, {0, 2, 3}, RowFormat::kBfloat16, v});
+  RoundTrips(PullLabels{{int64_t{1} << 40, 3}, v});
+  RoundTrips(PullLabelsReply{{0, 46, 2}, v});
+  RefusesBadShapes<SampleRequest>(SampleRequest{{1}, 2, false, 3, v}.Encode(1), "Sample");
+  RefusesBadShapes<PullSums>(PullSums{{1}, {0, 1}, RowFormat::kFloat32, v}.Encode(1), "PullSums");
+  RefusesBadShapes<PullLabels>(PullLabels{{1}, v}.Encode(1), "PullLabels");
+  // A coding that is neither.
+  Message bad = SampleRequest{{1}, 2, false, 3, v}.Encode(1);
+  bad.header.ints.back() = 2;
+  CHECK_THROWS_WITH(SampleRequest::Decode(Received(bad)),
+                    Catch::Contains("malformed Sample: id coding 2"));
+  // A varint reply is checked against its request as an int64 one is.
+  const SampleRequest asked{{10, 11}, 2, false, 0, v};
+  CHECK_THROWS_WITH(SampleReply::Decode(Received(SampleReply{{0, 1, 4}, {1, 2, 3, 4}, v}.Encode(1)),
+                                        asked, 50, "server"),
+                    Catch::Contains("server sent a SampleReply with 3 neighbours for fanout 2"));
+  CHECK_THROWS_WITH(SampleReply::Decode(Received(SampleReply{{0, 1, 2}, {1, 60}, v}.Encode(1)),
+                                        asked, 50, "server"),
+                    Catch::Contains("node id 60 outside the graph"));
 }
