@@ -292,15 +292,21 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
   // Every destination's count, and where its remote neighbours sit in
   // `remote` (appended reply by reply), in dsts' order.
   std::vector<int64_t> counts(n), remote_begin(n), remote_end(n), remote;
-  // row_to(r, out) writes row r of a part's [2m, dim] answer as floats.
-  auto place = [&](const std::vector<size_t>& slice, const auto& row_to,
+  // row_to(r, out) writes row r of a part's [own + m, dim] answer as
+  // floats: the first `own` destinations' own rows, then m sums; the
+  // others' own rows are in the hot-row cache.
+  auto place = [&](const std::vector<size_t>& slice, size_t own, const auto& row_to,
                    const std::vector<int64_t>& part_counts, const std::vector<int64_t>& rptr,
                    const std::vector<int64_t>& rids) {
     const size_t m = slice.size();
     for (size_t j = 0; j < m; ++j) {
       const size_t i = slice[j];
-      row_to(j, rows + i * dim);
-      row_to(m + j, sums + i * dim);
+      if (j < own) {
+        row_to(j, rows + i * dim);
+      } else {
+        std::memcpy(rows + i * dim, cache_->Find(dsts[i]), row_bytes);
+      }
+      row_to(own + j, sums + i * dim);
       counts[i] = part_counts[j];
       remote_begin[i] = static_cast<int64_t>(remote.size()) + rptr[j];
       remote_end[i] = static_cast<int64_t>(remote.size()) + rptr[j + 1];
@@ -319,11 +325,24 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
   auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   for (int p = 0; p < config_.num_parts; ++p) {
     if (pos[p].empty() || p == local_part_) continue;
+    // Destinations whose own row the hot-row cache holds go last, and
+    // their owner sends only the others' (own_rows).
+    size_t uncached = pos[p].size();
+    if (cache_) {
+      const auto it = std::stable_partition(pos[p].begin(), pos[p].end(),
+                                            [&](size_t i) { return !cache_->Find(dsts[i]); });
+      uncached = static_cast<size_t>(it - pos[p].begin());
+      cache_lookups_ += pos[p].size();
+      cache_hits_ += pos[p].size() - uncached;
+    }
     for (size_t first = 0; first < pos[p].size(); first += chunk) {
       const size_t count = std::min(chunk, pos[p].size() - first);
       Pending q{nullptr, 0, p, {pos[p].begin() + first, pos[p].begin() + first + count}, {}};
       q.asked = {std::vector<int64_t>(count), fanout, replace, rng_seed, options_.wire_format,
                  options_.id_coding};
+      if (uncached < first + count) {
+        q.asked.own_rows = static_cast<int64_t>(std::max(uncached, first) - first);
+      }
       for (size_t j = 0; j < count; ++j) q.asked.dsts[j] = dsts[q.slice[j]];
       Message req = q.asked.Encode(0);
       Sending(req);
@@ -343,7 +362,7 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
                          fanout, replace, rng_seed, 1, part_rows.data(), &part_counts, &rptr,
                          &rids);
     place(
-        mine,
+        mine, mine.size(),
         [&](size_t r, float* out) { std::memcpy(out, part_rows.data() + r * dim, row_bytes); },
         part_counts, rptr, rids);
   }
@@ -355,8 +374,8 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
     for (const zmq::message_t& f : r.frames) wire_bytes_ += f.size();
     // Converted (bfloat16) or copied straight into place.
     place(
-        q.slice, [&](size_t r, float* out) { rep.RowTo(r, out); }, rep.counts, rep.remote_indptr,
-        rep.remote_ids);
+        q.slice, rep.num_own_rows(), [&](size_t r, float* out) { rep.RowTo(r, out); }, rep.counts,
+        rep.remote_indptr, rep.remote_ids);
   }
   // The neighbours no owner held beside its destination: each distinct one
   // pulled once, added in.

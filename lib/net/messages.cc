@@ -277,53 +277,89 @@ void RowIn(zmq::message_t& rows, RowFormat f, int64_t dim, size_t i, const float
 
 // ------------------------------------------------------- SampleAggregate
 
+namespace {
+
+// Header ints with optional trailing ones: `tail` after `base`, without
+// the trailing ones that equal their `defaults` (an older, shorter form).
+std::vector<int64_t> WithTail(std::vector<int64_t> base, const std::vector<int64_t>& tail,
+                              const std::vector<int64_t>& defaults) {
+  size_t keep = tail.size();
+  while (keep > 0 && tail[keep - 1] == defaults[keep - 1]) --keep;
+  base.insert(base.end(), tail.begin(), tail.begin() + static_cast<std::ptrdiff_t>(keep));
+  return base;
+}
+
+// Int i of the header, or `missing` when the header is shorter.
+int64_t IntOr(const Message& m, size_t i, int64_t missing) {
+  return i < m.header.ints.size() ? m.header.ints[i] : missing;
+}
+
+// The number of ints of a message whose form is `base` required ints and
+// up to `optional` more: what it has, or `base` (Expect then refuses it).
+size_t IntsOf(const Message& m, size_t base, size_t optional) {
+  const size_t n = m.header.ints.size();
+  return n >= base && n <= base + optional ? n : base;
+}
+
+}  // namespace
+
 Message SampleAggregateRequest::Encode(uint64_t request_id) const {
-  std::vector<int64_t> ints = {fanout, replace ? 1 : 0, static_cast<int64_t>(rng_seed)};
-  if (format != RowFormat::kFloat32 || coding != IdCoding::kInt64) {
-    ints.push_back(static_cast<int64_t>(format));
-  }
-  if (coding != IdCoding::kInt64) ints.push_back(static_cast<int64_t>(coding));
-  Message m = MakeMessage(MsgType::kSampleAggregate, request_id, std::move(ints));
+  Message m = MakeMessage(
+      MsgType::kSampleAggregate, request_id,
+      WithTail({fanout, replace ? 1 : 0, static_cast<int64_t>(rng_seed)},
+               {static_cast<int64_t>(format), static_cast<int64_t>(coding), own_rows}, {0, 0, -1}));
   AddInts(&m, dsts, coding);
   return m;
 }
 
 SampleAggregateRequest SampleAggregateRequest::Decode(const Message& m) {
   constexpr MsgType kType = MsgType::kSampleAggregate;
-  const size_t ints =
-      m.header.ints.size() == 4 || m.header.ints.size() == 5 ? m.header.ints.size() : 3;
-  Expect(m, kType, ints, 1);
+  Expect(m, kType, IntsOf(m, 3, 3), 1);
   const std::vector<int64_t>& i = m.header.ints;
-  const IdCoding c = ints == 5 ? IdCodingOf(i[4], kType) : IdCoding::kInt64;
-  return {ReadInts(m, 0, c, kMaxRequestValues),
-          i[0],
-          i[1] != 0,
-          static_cast<uint64_t>(i[2]),
-          ints >= 4 ? FormatOf(i[3], kType) : RowFormat::kFloat32,
-          c};
+  SampleAggregateRequest r;
+  r.fanout = i[0];
+  r.replace = i[1] != 0;
+  r.rng_seed = static_cast<uint64_t>(i[2]);
+  r.format = FormatOf(IntOr(m, 3, 0), kType);
+  r.coding = IdCodingOf(IntOr(m, 4, 0), kType);
+  r.own_rows = IntOr(m, 5, -1);
+  r.dsts = ReadInts(m, 0, r.coding, kMaxRequestValues);
+  if (r.own_rows < -1 || r.own_rows > static_cast<int64_t>(r.dsts.size())) {
+    Malformed(kType, "own rows " + std::to_string(r.own_rows) + " for " + N(r.dsts.size()) +
+                         " destinations");
+  }
+  return r;
 }
 
 bool SampleAggregateRequest::operator==(const SampleAggregateRequest& o) const {
   return dsts == o.dsts && fanout == o.fanout && replace == o.replace && rng_seed == o.rng_seed &&
-         format == o.format && coding == o.coding;
+         format == o.format && coding == o.coding && own_rows == o.own_rows;
 }
 
-SampleAggregateReply::SampleAggregateReply(int64_t d, size_t n, RowFormat f, IdCoding c)
-    : dim(d), format(f), coding(c), rows(2 * n * static_cast<size_t>(d) * RowFormatBytes(f)) {}
+SampleAggregateReply::SampleAggregateReply(int64_t d, size_t n, RowFormat f, IdCoding c,
+                                           int64_t own)
+    : dim(d),
+      format(f),
+      coding(c),
+      own_rows(own),
+      rows((n + (own < 0 ? n : static_cast<size_t>(own))) * static_cast<size_t>(d) *
+           RowFormatBytes(f)) {}
+
+size_t SampleAggregateReply::num_own_rows() const {
+  return own_rows < 0 ? counts.size() : static_cast<size_t>(own_rows);
+}
 
 void SampleAggregateReply::RowTo(size_t i, float* out) const { RowOut(rows, format, dim, i, out); }
 
 void SampleAggregateReply::SetRows(const float* values) {
-  RowIn(rows, format, dim, 0, values, counts.size() * 2);
+  RowIn(rows, format, dim, 0, values, num_own_rows() + counts.size());
 }
 
 Message SampleAggregateReply::Encode(uint64_t request_id) const {
-  std::vector<int64_t> ints = {dim};
-  if (format != RowFormat::kFloat32 || coding != IdCoding::kInt64) {
-    ints.push_back(static_cast<int64_t>(format));
-  }
-  if (coding != IdCoding::kInt64) ints.push_back(static_cast<int64_t>(coding));
-  Message m = MakeMessage(MsgType::kSampleAggregateReply, request_id, std::move(ints));
+  Message m = MakeMessage(
+      MsgType::kSampleAggregateReply, request_id,
+      WithTail({dim}, {static_cast<int64_t>(format), static_cast<int64_t>(coding), own_rows},
+               {0, 0, -1}));
   AddFrame(&m, Share(rows));
   AddInts(&m, counts, coding);
   AddInts(&m, remote_indptr, coding);
@@ -333,14 +369,13 @@ Message SampleAggregateReply::Encode(uint64_t request_id) const {
 
 SampleAggregateReply SampleAggregateReply::Decode(const Message& m) {
   constexpr MsgType kType = MsgType::kSampleAggregateReply;
-  const size_t ints =
-      m.header.ints.size() == 2 || m.header.ints.size() == 3 ? m.header.ints.size() : 1;
-  Expect(m, kType, ints, 4);
+  Expect(m, kType, IntsOf(m, 1, 3), 4);
   SampleAggregateReply r;
   r.dim = m.header.ints[0];
   if (r.dim < 0) Malformed(kType, "negative width " + std::to_string(r.dim));
-  if (ints >= 2) r.format = FormatOf(m.header.ints[1], kType);
-  if (ints == 3) r.coding = IdCodingOf(m.header.ints[2], kType);
+  r.format = FormatOf(IntOr(m, 1, 0), kType);
+  r.coding = IdCodingOf(IntOr(m, 2, 0), kType);
+  r.own_rows = IntOr(m, 3, -1);
   size_t floats = 0;
   if (r.format == RowFormat::kBfloat16) {
     m.Array<uint16_t>(0, &floats);
@@ -351,9 +386,15 @@ SampleAggregateReply SampleAggregateReply::Decode(const Message& m) {
   r.remote_indptr = ReadInts(m, 2, r.coding, kMaxReplyValues);
   r.remote_ids = ReadInts(m, 3, r.coding, kMaxReplyValues);
   const size_t n = r.counts.size();
-  if (floats != 2 * n * static_cast<size_t>(r.dim)) {
-    Malformed(kType, N(floats) + " floats are not 2 rows of width " + std::to_string(r.dim) +
-                         " for each of " + N(n) + " destinations");
+  if (r.own_rows < -1 || r.own_rows > static_cast<int64_t>(n)) {
+    Malformed(kType, "own rows " + std::to_string(r.own_rows) + " for " + N(n) + " destinations");
+  }
+  if (floats != (r.num_own_rows() + n) * static_cast<size_t>(r.dim)) {
+    Malformed(kType,
+              N(floats) + " floats are not " +
+                  (r.own_rows < 0 ? std::string("2 rows")
+                                  : N(r.num_own_rows()) + " own rows and " + N(n) + " sums") +
+                  " of width " + std::to_string(r.dim) + " for each of " + N(n) + " destinations");
   }
   const std::vector<int64_t>& p = r.remote_indptr;
   if (p.size() != n + 1 || p.front() != 0 ||
@@ -379,6 +420,11 @@ SampleAggregateReply SampleAggregateReply::Decode(const Message& m,
   if (r.format != asked.format) {
     Bad(peer, std::string("a SampleAggregateReply in ") + RowFormatName(r.format) + " to a " +
                   RowFormatName(asked.format) + " request");
+  }
+  const int64_t own = asked.own_rows < 0 ? static_cast<int64_t>(n) : asked.own_rows;
+  if (r.counts.size() == n && static_cast<int64_t>(r.num_own_rows()) != own) {
+    Bad(peer, "a SampleAggregateReply with " + N(r.num_own_rows()) + " own rows to a request for " +
+                  std::to_string(own));
   }
   if (r.counts.size() != n || r.dim != dim) {
     Bad(peer, "a SampleAggregateReply for " + N(r.counts.size()) + " destinations of width " +

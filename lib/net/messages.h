@@ -138,6 +138,9 @@ struct SampleAggregateRequest {
   uint64_t rng_seed = 0;
   RowFormat format = RowFormat::kFloat32;  // of the reply's rows
   IdCoding coding = IdCoding::kInt64;      // of the dsts, and of the reply's frames
+  // Only the first own_rows destinations' own rows are wanted (the asker
+  // holds the others', e.g. in its hot-row cache); -1: all.
+  int64_t own_rows = -1;
 
   std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
@@ -145,16 +148,18 @@ struct SampleAggregateRequest {
   bool operator==(const SampleAggregateRequest& o) const;
 };
 
-// Per destination: its own row and the sum of its sampled neighbours' rows
-// the server holds (`rows`, [2n, dim], one buffer filled in place as
-// PullFeaturesReply's), how many neighbours it sampled in all, and those it
+// Per destination: its own row (the first own_rows destinations' only,
+// when asked so) and the sum of its sampled neighbours' rows the server
+// holds (`rows`, [own + n, dim]: own rows, then the sums; one buffer filled
+// in place as PullFeaturesReply's), how many neighbours it sampled in all, and those it
 // does not hold (a CSR over the destinations; servers list each
 // destination's in increasing order, which varints carry in 1-3 bytes).
 struct SampleAggregateReply {
   int64_t dim = 0;
   RowFormat format = RowFormat::kFloat32;
   IdCoding coding = IdCoding::kInt64;
-  zmq::message_t rows;  // [2n, dim] values of `format`
+  int64_t own_rows = -1;  // -1: one per destination
+  zmq::message_t rows;    // [own + n, dim] values of `format`
   std::vector<int64_t> counts;
   std::vector<int64_t> remote_indptr;  // [n + 1]
   std::vector<int64_t> remote_ids;
@@ -162,22 +167,24 @@ struct SampleAggregateReply {
   SampleAggregateReply() = default;
   // Rows for `n` destinations of `dim` values, uninitialized.
   SampleAggregateReply(int64_t dim, size_t n, RowFormat format = RowFormat::kFloat32,
-                       IdCoding coding = IdCoding::kInt64);
+                       IdCoding coding = IdCoding::kInt64, int64_t own_rows = -1);
+  // Own rows the reply carries (before the n sums).
+  size_t num_own_rows() const;
   // float32 only: the rows in place.
   float* data() { return static_cast<float*>(rows.data()); }
   const float* data() const { return static_cast<const float*>(rows.data()); }
   size_t num_values() const { return rows.size() / RowFormatBytes(format); }
-  // Row i (of 2n) as floats, whatever the format.
+  // Row i (of own + n) as floats, whatever the format.
   void RowTo(size_t i, float* out) const;
-  // Fills the rows from `values` [2n, dim] floats, converted to the format.
+  // Fills the rows from `values` [own + n, dim] floats, converted to the format.
   void SetRows(const float* values);
 
   std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
-  // Checks the shape: 2 * counts.size() rows of `dim`, remote offsets
+  // Checks the shape: own + counts.size() rows of `dim`, remote offsets
   // spanning the remote ids, never more remote ids than sampled ones.
   static SampleAggregateReply Decode(const Message& m);
-  // Also: one destination per asked one, rows of `dim`, no count above the
+  // Also: one destination per asked one, the asked own rows, rows of `dim`, no count above the
   // fanout, every remote id inside [0, num_nodes) and outside the server's
   // own [node_start, node_end). `peer` names the server in errors.
   static SampleAggregateReply Decode(const Message& m, const SampleAggregateRequest& asked,

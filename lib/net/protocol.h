@@ -107,10 +107,12 @@ enum class MsgType : uint16_t {
   kEmbRestore = 28,        // ints: spec, begin; frames: bytes[uint8] -> EmbAck
   kEmbAck = 29,            // ints: {rows}
   // Sample and aggregate at the owner (sampling/owner_aggregate.h).
-  kSampleAggregate = 30,       // ints: {fanout, replace, rng_seed[, format[, coding]]};
-                               // frames: dsts[ids]
-  kSampleAggregateReply = 31,  // ints: {dim[, format[, coding]]}; frames: rows[2n*dim] (own
-                               // rows, then the held neighbours' sums), counts[ids, n], remote
+  kSampleAggregate = 30,       // ints: {fanout, replace, rng_seed[, format[, coding[, own]]]};
+                               // frames: dsts[ids] (own: only the first own dsts' own rows
+                               // wanted; -1 or absent: all)
+  kSampleAggregateReply = 31,  // ints: {dim[, format[, coding[, own]]]}; frames:
+                               // rows[(own+n)*dim] (own rows, then the held
+                               // neighbours' sums), counts[ids, n], remote
                                // indptr[ids, n+1], remote ids[ids] (servers send each
                                // destination's in increasing order; any order decodes)
   // The trainers' collectives (net/mesh.h), request id = the collective's

@@ -12,7 +12,9 @@ namespace gnn {
 void SampleAggregate(const CscView& csc, const float* features, int64_t dim, const int64_t* dsts,
                      int64_t n, int fanout, bool replace, uint64_t rng_seed, int threads,
                      float* out_rows, std::vector<int64_t>* counts,
-                     std::vector<int64_t>* remote_indptr, std::vector<int64_t>* remote_ids) {
+                     std::vector<int64_t>* remote_indptr, std::vector<int64_t>* remote_ids,
+                     int64_t own_rows) {
+  if (own_rows < 0 || own_rows > n) own_rows = n;
   std::vector<int64_t> indptr, indices;
   SampleNeighbors(csc, dsts, n, fanout, replace, rng_seed, threads, &indptr, &indices);
   const int64_t* ptr = indptr.data();
@@ -34,8 +36,8 @@ void SampleAggregate(const CscView& csc, const float* features, int64_t dim, con
   const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
   ParallelFor(n, threads, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
-      std::memcpy(out_rows + i * dim, features + (dsts[i] - lo) * dim, row_bytes);
-      float* sum = out_rows + (n + i) * dim;
+      if (i < own_rows) std::memcpy(out_rows + i * dim, features + (dsts[i] - lo) * dim, row_bytes);
+      float* sum = out_rows + (own_rows + i) * dim;
       std::fill(sum, sum + dim, 0.0f);
       int64_t r = rp[i];
       for (int64_t k = ptr[i]; k < ptr[i + 1]; ++k) {

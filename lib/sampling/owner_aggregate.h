@@ -25,12 +25,15 @@ namespace gnn {
 // destination i sampled in all; the ones not held here are listed, as a
 // CSR over destinations, in remote_indptr [n+1] / remote_ids, each
 // destination's in increasing order (as varints they cost 1-3 bytes on the
-// wire; sampled order would cost 3-4). Blocking; `threads` threads (<= 0: all cores). DataError
-// when a destination is not owned by `csc`.
+// wire; sampled order would cost 3-4). With own_rows = k in [0, n) only
+// the first k destinations' own rows are written (the asker holds the
+// others'): `out_rows` is [k + n, dim], the sums from row k. Blocking; `threads` threads (<= 0: all
+// cores). DataError when a destination is not owned by `csc`.
 void SampleAggregate(const CscView& csc, const float* features, int64_t dim, const int64_t* dsts,
                      int64_t n, int fanout, bool replace, uint64_t rng_seed, int threads,
                      float* out_rows, std::vector<int64_t>* counts,
-                     std::vector<int64_t>* remote_indptr, std::vector<int64_t>* remote_ids);
+                     std::vector<int64_t>* remote_indptr, std::vector<int64_t>* remote_ids,
+                     int64_t own_rows = -1);
 
 // The other half of it, at the owners of the neighbours a destination's
 // owner does not hold: out [groups, dim] row k = the sum of the rows of

@@ -159,14 +159,16 @@ Message OnSampleAggregate(ServerState& s, const Message& req) {
                               " MiB) passes the reply limit of " +
                               std::to_string(kMaxPullReplyBytes >> 20) + " MiB: split the request");
   }
-  net::SampleAggregateReply rep(v.feature_dim, n, r.format, r.coding);
+  // Own rows only for the destinations the asker lacks (the first own_rows).
+  net::SampleAggregateReply rep(v.feature_dim, n, r.format, r.coding, r.own_rows);
+  const size_t own = r.own_rows < 0 ? n : static_cast<size_t>(r.own_rows);
   // Summed in float32 either way; a narrow reply is converted once.
   std::vector<float> wide;
-  if (r.format != net::RowFormat::kFloat32) wide.resize(2 * n * v.feature_dim);
+  if (r.format != net::RowFormat::kFloat32) wide.resize((own + n) * v.feature_dim);
   SampleAggregate(v.csc(), v.features, v.feature_dim, r.dsts.data(), static_cast<int64_t>(n),
                   static_cast<int>(r.fanout), r.replace, r.rng_seed, 1,
                   wide.empty() ? rep.data() : wide.data(), &rep.counts, &rep.remote_indptr,
-                  &rep.remote_ids);
+                  &rep.remote_ids, r.own_rows);
   if (!wide.empty()) rep.SetRows(wide.data());
   return rep.Encode(id);
 }

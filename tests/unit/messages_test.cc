@@ -395,6 +395,38 @@ TEST_CASE("the batch messages round-trip with varint ids, and replies in varints
   SampleAggregateReply agg = Aggregated(2, {3, 0, 2}, {0, 1, 1, 3}, {40, 41, 42});
   agg.coding = v;
   RoundTrips(agg);
+  // Own rows for the first destinations only.
+  SampleAggregateRequest some{{5, 6, 7}, 10, true, 3, RowFormat::kFloat32, v};
+  some.own_rows = 1;
+  RoundTrips(some);
+  some.coding = IdCoding::kInt64;
+  RoundTrips(some);
+  some.own_rows = 4;
+  CHECK_THROWS_WITH(SampleAggregateRequest::Decode(Received(some.Encode(1))),
+                    Catch::Contains("malformed SampleAggregate: own rows 4 for 3 destinations"));
+  some.own_rows = 1;
+  SampleAggregateReply fewer(2, 3, RowFormat::kBfloat16, v, 1);
+  fewer.counts = {3, 0, 2};
+  fewer.remote_indptr = {0, 1, 1, 3};
+  fewer.remote_ids = {40, 41, 42};
+  const std::vector<float> values = {1, 2, 3, 4, 5, 6, 7, 8};  // 1 own row, 3 sums
+  fewer.SetRows(values.data());
+  RoundTrips(fewer);
+  CHECK(fewer.num_own_rows() == 1u);
+  float row[2];
+  fewer.RowTo(3, row);
+  CHECK(row[0] == 7.0f);
+  SampleAggregateRequest asked3{{10, 11, 12}, 3, false, 0, RowFormat::kBfloat16, v};
+  asked3.own_rows = 1;
+  CHECK_NOTHROW(
+      SampleAggregateReply::Decode(Received(fewer.Encode(1)), asked3, 2, 50, 10, 20, "server"));
+  asked3.own_rows = 2;
+  CHECK_THROWS_WITH(
+      SampleAggregateReply::Decode(Received(fewer.Encode(1)), asked3, 2, 50, 10, 20, "server"),
+      Catch::Contains("server sent a SampleAggregateReply with 1 own rows to a request for 2"));
+  fewer.own_rows = 2;  // rows for 1 own row, header says 2
+  CHECK_THROWS_WITH(SampleAggregateReply::Decode(Received(fewer.Encode(1))),
+                    Catch::Contains("are not 2 own rows and 3 sums of width 2"));
   RoundTrips(PullFeatures{{1, 2, 3}, RowFormat::kFloat32, v});
   RoundTrips(PullFeatures{{1, 2, 3}, RowFormat::kBfloat16, v});
   RoundTrips(PullSums{{4, 4, 9}, {0, 2, 3}, RowFormat::kBfloat16, v});

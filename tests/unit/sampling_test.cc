@@ -641,6 +641,18 @@ TEST_CASE("SampleAggregate at the owner gives the means of the same sampled neig
                     &counts, &rptr, &rids);
     CHECK(!rids.empty());  // some neighbours live elsewhere
     for (int64_t v : rids) CHECK((v < lo || v >= hi));
+    for (int64_t i = 0; i < n; ++i)
+      CHECK(std::is_sorted(rids.begin() + rptr[i], rids.begin() + rptr[i + 1]));
+    // Only the first k own rows asked for: the same sums, from row k.
+    const int64_t k = n / 3;
+    std::vector<float> part((k + n) * dim);
+    std::vector<int64_t> counts2, rptr2, rids2;
+    SampleAggregate(csc, owned_rows, dim, dsts.data(), n, fanout, replace, 99, 1, part.data(),
+                    &counts2, &rptr2, &rids2, k);
+    CHECK(std::equal(part.begin(), part.begin() + k * dim, out.begin()));
+    CHECK(std::equal(part.begin() + k * dim, part.end(), out.begin() + n * dim));
+    CHECK(counts2 == counts);
+    CHECK(rids2 == rids);
     // Each remote row once (by id), referenced from every pair.
     std::vector<float> remote_rows;
     GatherRows(d.features.data(), 0, dim, rids, &remote_rows, 1);
