@@ -187,7 +187,7 @@ gnn_dist2() {  # graph seed epochs [gnn-train flags of the variant]
   done
   local rc=0
   for p in "${pids[@]}"; do wait "$p" || rc=$?; done
-  [ "$rc" = 0 ] || { log "gnn dist2 failed, see $WORK/gnn-m*.err"; tail -3 "$WORK"/gnn-m*.err >&2; return 1; }
+  [ "$rc" = 0 ] || { log "gnn dist2 failed, see $WORK/gnn-m*.err"; tail -n 3 "$WORK"/gnn-m*.err >&2; return 1; }
   tail -1 "$WORK/gnn-m0.out"
 }
 

@@ -60,7 +60,7 @@ run_cluster() {
   for p in "${tpids[@]}"; do wait "$p" || rc=1; done
   kill "${pids[@]}" 2>/dev/null || true
   wait "${pids[@]}" 2>/dev/null || true
-  [ $rc -eq 0 ] || { echo "$label failed:"; tail -3 "$WORK/${label}"_t*.err; exit 1; }
+  [ $rc -eq 0 ] || { echo "$label failed:"; tail -n 3 "$WORK/${label}"_t*.err; exit 1; }
 }
 
 uptime

@@ -77,7 +77,7 @@ run() {
   for p in "${tpids[@]}"; do wait "$p" || rc=1; done
   kill "${pids[@]}" 2>/dev/null || true
   wait "${pids[@]}" 2>/dev/null || true
-  [ $rc -eq 0 ] || { echo "$job failed:"; tail -3 "$WORK"/t*.err; exit 1; }
+  [ $rc -eq 0 ] || { echo "$job failed:"; tail -n 3 "$WORK"/t*.err; exit 1; }
   tail -1 "$WORK/t0.out" > "$WORK/$NAME-$method-$setting-$n.json"
 }
 

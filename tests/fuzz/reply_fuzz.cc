@@ -103,13 +103,16 @@ void Exercise(const Message& m, const uint8_t* q) {
   }
   try {
     // A server of [lo, hi) in a graph of `nodes`, rows of width q[4] % 8.
-    const SampleAggregateRequest asked{std::vector<int64_t>(q[0] % 64),
-                                       static_cast<int>(q[1] % 20) - 1, false, 0};
+    // Own rows for all destinations, or for the first q[5] % (n + 1).
+    SampleAggregateRequest asked{std::vector<int64_t>(q[0] % 64),
+                                 static_cast<int>(q[1] % 20) - 1, false, 0};
+    const size_t n = asked.dsts.size();
+    if (q[5] & 0x80) asked.own_rows = static_cast<int64_t>(q[5] % (n + 1));
+    const size_t own = asked.own_rows < 0 ? n : static_cast<size_t>(asked.own_rows);
     const int64_t dim = q[4] % 8, lo = q[6] % 32, hi = lo + q[7] % 32;
     const SampleAggregateReply r =
         SampleAggregateReply::Decode(m, asked, dim, nodes, lo, hi, "server");
-    const size_t n = asked.dsts.size();
-    if (r.counts.size() != n || r.num_values() != 2 * n * static_cast<size_t>(dim) ||
+    if (r.counts.size() != n || r.num_values() != (own + n) * static_cast<size_t>(dim) ||
         r.remote_indptr.size() != n + 1 ||
         r.remote_indptr.back() != static_cast<int64_t>(r.remote_ids.size())) {
       Broken("SampleAggregateReply sizes");
