@@ -18,7 +18,8 @@
 # Usage: bash bench/wire_bench.sh [dataset-spec] [epochs] [runs]
 # Environment: GNN_BENCH_TRAIN_ARGS (the model's gnn-train flags instead of
 # DGL's defaults, e.g. "--config configs/cora.toml"), GNN_BENCH_METHODS
-# (default "metis random"), GNN_BENCH_SETTINGS (the settings compared, each
+# (default "metis random"), GNN_BENCH_PARTS (machines and partitions,
+# default 2), GNN_BENCH_SETTINGS (the settings compared, each
 # aggregate_at_owner:wire_dtype:cache_mb[:remote_sums[:wire_ids]], remote_sums
 # 1 and wire_ids varint when left out).
 set -euo pipefail
@@ -32,10 +33,14 @@ WORK="${GNN_BENCH_DIR:-/tmp/gnn-bench-wire}"
 mkdir -p "$WORK"
 NAME=$(basename "$SPEC" | sed 's/^synthetic:/synthetic-/')
 METHODS=${GNN_BENCH_METHODS:-metis random}
+PARTS=${GNN_BENCH_PARTS:-2}
+# 2 parts keep the old folder names (earlier runs' partitions are reused).
+GRAPH=$NAME
+[ "$PARTS" = 2 ] || NAME="$NAME-p$PARTS"
 for method in $METHODS; do
-  if [ ! -f "$WORK/$NAME-$method/$NAME.json" ]; then
-    "$BIN/gnn-partition" --dataset "$SPEC" --num_parts 2 --part_method "$method" --balance_train \
-      --balance_edges --output "$WORK/$NAME-$method" --overwrite --quiet >/dev/null
+  if [ ! -f "$WORK/$NAME-$method/$GRAPH.json" ]; then
+    "$BIN/gnn-partition" --dataset "$SPEC" --num_parts "$PARTS" --part_method "$method" \
+      --balance_train --balance_edges --output "$WORK/$NAME-$method" --overwrite --quiet >/dev/null
   fi
 done
 # DGL's default model, or the flags given (a config file's keys lose to flags).
@@ -52,21 +57,21 @@ SETTINGS=(${GNN_BENCH_SETTINGS:-0:float32:0:1:int64 1:bfloat16:-1 1:bfloat16:-1:
 
 # run METHOD SETTING RUN: one 2-machine job; rank 0's summary in $WORK/METHOD-SETTING-RUN.json
 run() {
-  local method=$1 setting=$2 n=$3 job="wire-$$-$1-${2//:/_}-$3" cfg="$WORK/$NAME-$1/$NAME.json"
+  local method=$1 setting=$2 n=$3 job="wire-$$-$1-${2//:/_}-$3" cfg="$WORK/$NAME-$1/$GRAPH.json"
   local agg dtype cache sums ids
   IFS=: read -r agg dtype cache sums ids <<< "$setting"
   sums=${sums:-1}
   ids=${ids:-varint}
   local ip="$WORK/ip.txt" pids=() tpids=()
   : > "$ip"
-  for m in 0 1; do echo "127.0.0.1 $(free_port)" >> "$ip"; done
+  for ((m = 0; m < PARTS; m++)); do echo "127.0.0.1 $(free_port)" >> "$ip"; done
   local master; master=$(free_port)
-  for m in 0 1; do
+  for ((m = 0; m < PARTS; m++)); do
     "$BIN/gnn-server" --ip_config "$ip" --part_config "$cfg" --machine_id $m --job_id "$job" \
       2> "$WORK/server$m.err" &
     pids+=($!)
   done
-  for m in 0 1; do
+  for ((m = 0; m < PARTS; m++)); do
     "$BIN/gnn-train" --ip_config "$ip" --part_config "$cfg" --machine_id $m --job_id "$job" \
       --master_port "$master" "${MODEL[@]}" --seed "$n" --aggregate_at_owner "$agg" --remote_sums "$sums" \
       --wire_dtype "$dtype" --wire_ids "$ids" --cache_mb "$cache" \

@@ -356,12 +356,14 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
     if (pos[p].empty() || p == local_part_) continue;
     // Destinations whose own row the hot-row cache holds go last, and
     // their owner sends only the others' (own_rows).
+    // Their own rows count as lookups with or without a cache (the hit
+    // rate means the same on every path).
     size_t uncached = pos[p].size();
+    cache_lookups_ += pos[p].size();
     if (cache_) {
       const auto it = std::stable_partition(pos[p].begin(), pos[p].end(),
                                             [&](size_t i) { return !cache_->Find(dsts[i]); });
       uncached = static_cast<size_t>(it - pos[p].begin());
-      cache_lookups_ += pos[p].size();
       cache_hits_ += pos[p].size() - uncached;
     }
     for (size_t first = 0; first < pos[p].size(); first += chunk) {

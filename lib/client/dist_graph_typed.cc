@@ -32,11 +32,13 @@ std::vector<Block> DistGraph::SampleTypedBlocks(const std::vector<int64_t>& seed
       asked[p].fanouts.assign(fanouts[l].begin(), fanouts[l].end());
       asked[p].replace = replace;
       asked[p].rng_seed = MixSeed(rng_seed, static_cast<uint64_t>(l));
+      asked[p].coding = options_.id_coding;
       for (size_t i : pos[p]) asked[p].seeds.push_back(frontier[i]);
       if (p == hetero_part_) continue;
-      wire_bytes_ += asked[p].seeds.size() * sizeof(int64_t);
+      Message req = asked[p].Encode(0);
+      Sending(req);
       net::Connection& c = Pick(p);
-      calls[p] = {&c, c.Start(asked[p].Encode(0))};
+      calls[p] = {&c, c.Start(std::move(req))};
     }
     // This machine's partition is sampled here while the requests travel.
     if (hetero_part_ >= 0 && !asked[hetero_part_].seeds.empty()) {
@@ -150,11 +152,11 @@ void PullRows(const std::vector<int64_t>& ids, const std::vector<std::vector<siz
       const size_t count = std::min(chunk, pos[p].size() - first);
       std::vector<int64_t> asked(count);
       for (size_t j = 0; j < count; ++j) asked[j] = ids[pos[p][first + j]];
-      *wire_bytes += count * sizeof(int64_t);
+      Message req = request(asked).Encode(0);
+      for (const zmq::message_t& f : req.frames) *wire_bytes += f.size();
       net::Connection& c = conn(p);
-      const uint64_t rid =
-          c.Start(request(asked).Encode(0),
-                  count * static_cast<size_t>(dim) * net::RowFormatBytes(format), deadline);
+      const uint64_t rid = c.Start(
+          std::move(req), count * static_cast<size_t>(dim) * net::RowFormatBytes(format), deadline);
       pending.push_back({&c, rid, p, first, net::PullFeatures{std::move(asked), format}});
     }
   }
@@ -195,7 +197,7 @@ void DistGraph::PullTyped(int ntype, const std::vector<int64_t>& ids, std::vecto
       ids, pos, dim, format, EmbChunk(std::max<int64_t>(dim, 1)), hetero_part_, "PullTyped",
       static_cast<int>(options_.timeout.count()),
       [&](std::vector<int64_t> asked) {
-        return net::PullTyped{ntype, std::move(asked), format};
+        return net::PullTyped{ntype, std::move(asked), format, options_.id_coding};
       },
       [&](int p) -> net::Connection& { return Pick(p); }, &wire_bytes_, out, local);
 }
@@ -207,7 +209,7 @@ void DistGraph::EmbPull(const net::EmbSpec& spec, const std::vector<int64_t>& id
       ids, ByOwner(ids), spec.dim, net::RowFormat::kFloat32, EmbChunk(spec.dim), -1, "EmbPull",
       static_cast<int>(options_.timeout.count()),
       [&](std::vector<int64_t> asked) {
-        return net::EmbPull{spec, std::move(asked)};
+        return net::EmbPull{spec, std::move(asked), options_.id_coding};
       },
       [&](int p) -> net::Connection& { return EmbConn(p); }, &wire_bytes_, out, [] {});
 }
@@ -225,15 +227,17 @@ void DistGraph::EmbPush(const net::EmbSpec& spec, const std::vector<int64_t>& id
   for (int p = 0; p < config_.num_parts; ++p) {
     for (size_t first = 0; first < pos[p].size(); first += chunk) {
       const size_t count = std::min(chunk, pos[p].size() - first);
-      net::EmbPush req{spec, std::vector<int64_t>(count), std::vector<float>(count * dim)};
+      net::EmbPush req{spec, std::vector<int64_t>(count), std::vector<float>(count * dim),
+                       options_.id_coding};
       for (size_t j = 0; j < count; ++j) {
         const size_t i = pos[p][first + j];
         req.ids[j] = ids[i];
         std::memcpy(req.grads.data() + j * dim, grads.data() + i * dim, dim * sizeof(float));
       }
-      wire_bytes_ += count * (sizeof(int64_t) + dim * sizeof(float));
+      Message encoded = req.Encode(0);
+      Sending(encoded);
       net::Connection& c = EmbConn(p);
-      pending.emplace_back(&c, c.Start(req.Encode(0)), static_cast<int64_t>(count));
+      pending.emplace_back(&c, c.Start(std::move(encoded)), static_cast<int64_t>(count));
     }
   }
   for (const auto& [conn, rid, count] : pending) {

@@ -96,12 +96,15 @@ enum class MsgType : uint16_t {
   kSplitNodesReply = 20,  // frames: ids[int64]: the mask's nodes [offset, offset+count) in id order
   // Heterogeneous graphs (net/typed_messages.h). An embedding spec is the
   // ints {ntype, dim, optimizer, lr bits, seed} every embedding request starts with.
-  kTypedSample = 21,       // ints: {replace, rng_seed, R, fanouts[R]...}; frames: seeds[int64]
-  kTypedSampleReply = 22,  // ints: {relation width}; frames: indptr[int64, n+1],
-                           // indices[int64], etypes[uint8|uint16|int32 by the width]
-  kPullTyped = 23,         // ints: {ntype}; frames: ids[int64] -> PullFeaturesReply
-  kEmbPull = 24,           // ints: spec; frames: ids[int64] -> PullFeaturesReply
-  kEmbPush = 25,           // ints: spec; frames: ids[int64], grads[float32, n*dim] -> EmbAck
+  kTypedSample = 21,       // ints: {replace, rng_seed, R, fanouts[R]...[, coding]};
+                           // frames: seeds[ids]
+  kTypedSampleReply = 22,  // ints: {relation width[, coding]}; frames: indptr[ids, n+1],
+                           // indices[ids], etypes[uint8|uint16|int32 by the width]
+  kPullTyped = 23,         // ints: {ntype[, format[, coding]]}; frames: ids[ids]
+                           // -> PullFeaturesReply
+  kEmbPull = 24,           // ints: spec[, coding]; frames: ids[ids] -> PullFeaturesReply
+  kEmbPush = 25,           // ints: spec[, coding]; frames: ids[ids], grads[float32, n*dim]
+                           // -> EmbAck
   kEmbSave = 26,           // ints: spec, begin, end (rows) -> EmbBlob
   kEmbBlob = 27,           // frames: bytes[uint8] (EmbeddingTable::Save)
   kEmbRestore = 28,        // ints: spec, begin; frames: bytes[uint8] -> EmbAck

@@ -128,8 +128,9 @@ Message TypedSampleRequest::Encode(uint64_t request_id) const {
   std::vector<int64_t> ints = {replace ? 1 : 0, static_cast<int64_t>(rng_seed),
                                static_cast<int64_t>(fanouts.size())};
   ints.insert(ints.end(), fanouts.begin(), fanouts.end());
+  if (coding != IdCoding::kInt64) ints.push_back(static_cast<int64_t>(coding));
   Message m = MakeMessage(MsgType::kTypedSample, request_id, ints);
-  AddArray(&m, seeds);
+  AddInts(&m, seeds, coding);
   return m;
 }
 
@@ -138,27 +139,33 @@ TypedSampleRequest TypedSampleRequest::Decode(const Message& m) {
   if (i.size() < 3 || i[2] < 1 || i[2] > kMaxRelations) {
     Malformed(MsgType::kTypedSample, "bad relation count in " + m.header.DebugString());
   }
-  Expect(m, MsgType::kTypedSample, 3 + static_cast<size_t>(i[2]), 1);
+  const size_t base = 3 + static_cast<size_t>(i[2]);
+  Expect(m, MsgType::kTypedSample, i.size() == base + 1 ? base + 1 : base, 1);
   TypedSampleRequest r;
   r.replace = i[0] != 0;
   r.rng_seed = static_cast<uint64_t>(i[1]);
-  r.fanouts.assign(i.begin() + 3, i.end());
-  r.seeds = m.CopyArray<int64_t>(0);
+  r.fanouts.assign(i.begin() + 3, i.begin() + static_cast<std::ptrdiff_t>(base));
+  if (i.size() > base) r.coding = IdCodingOf(i[base], MsgType::kTypedSample);
+  r.seeds = ReadInts(m, 0, r.coding, kMaxRequestValues);
   return r;
 }
 
 Message TypedSampleReply::Encode(uint64_t request_id) const {
   Message m = MakeMessage(MsgType::kTypedSampleReply, request_id);
-  AddArray(&m, indptr);
-  AddArray(&m, indices);
+  AddInts(&m, indptr, coding);
+  AddInts(&m, indices, coding);
   m.header.ints = {AddRelations(&m, etypes)};
+  if (coding != IdCoding::kInt64) m.header.ints.push_back(static_cast<int64_t>(coding));
   return m;
 }
 
 TypedSampleReply TypedSampleReply::Decode(const Message& m) {
-  Expect(m, MsgType::kTypedSampleReply, 1, 3);
-  TypedSampleReply r{m.CopyArray<int64_t>(0), m.CopyArray<int64_t>(1),
-                     ReadRelations(m, 2, m.header.ints[0], kMaxRelations)};
+  const bool coded = m.header.ints.size() == 2;
+  Expect(m, MsgType::kTypedSampleReply, coded ? 2 : 1, 3);
+  const IdCoding c =
+      coded ? IdCodingOf(m.header.ints[1], MsgType::kTypedSampleReply) : IdCoding::kInt64;
+  TypedSampleReply r{ReadInts(m, 0, c, kMaxReplyValues), ReadInts(m, 1, c, kMaxReplyValues),
+                     ReadRelations(m, 2, m.header.ints[0], kMaxRelations), c};
   if (r.indptr.empty() || r.indptr[0] != 0 ||
       r.indptr.back() != static_cast<int64_t>(r.indices.size()) ||
       r.etypes.size() != r.indices.size()) {
@@ -208,50 +215,64 @@ TypedSampleReply TypedSampleReply::Decode(const Message& m, const TypedSampleReq
 
 Message PullTyped::Encode(uint64_t request_id) const {
   std::vector<int64_t> ints = {ntype};
-  if (format != RowFormat::kFloat32) ints.push_back(static_cast<int64_t>(format));
+  if (format != RowFormat::kFloat32 || coding != IdCoding::kInt64) {
+    ints.push_back(static_cast<int64_t>(format));
+  }
+  if (coding != IdCoding::kInt64) ints.push_back(static_cast<int64_t>(coding));
   Message m = MakeMessage(MsgType::kPullTyped, request_id, std::move(ints));
-  AddArray(&m, ids);
+  AddInts(&m, ids, coding);
   return m;
 }
 
 PullTyped PullTyped::Decode(const Message& m) {
-  const bool narrow = m.header.msg_type() == MsgType::kPullTyped && m.header.ints.size() == 2;
-  Expect(m, MsgType::kPullTyped, narrow ? 2 : 1, 1);
+  const size_t ints =
+      m.header.ints.size() == 2 || m.header.ints.size() == 3 ? m.header.ints.size() : 1;
+  Expect(m, MsgType::kPullTyped, ints, 1);
   if (m.header.ints[0] < 0) Malformed(MsgType::kPullTyped, "negative node type");
   RowFormat format = RowFormat::kFloat32;
-  if (narrow) {
+  if (ints >= 2) {
     const int64_t f = m.header.ints[1];
     if (f != 0 && f != 1) Malformed(MsgType::kPullTyped, "row format " + std::to_string(f));
     format = static_cast<RowFormat>(f);
   }
-  return {m.header.ints[0], m.CopyArray<int64_t>(0), format};
+  const IdCoding c =
+      ints == 3 ? IdCodingOf(m.header.ints[2], MsgType::kPullTyped) : IdCoding::kInt64;
+  return {m.header.ints[0], ReadInts(m, 0, c, kMaxRequestValues), format, c};
 }
 
 Message EmbPull::Encode(uint64_t request_id) const {
   std::vector<int64_t> ints;
   PutSpec(spec, &ints);
+  if (coding != IdCoding::kInt64) ints.push_back(static_cast<int64_t>(coding));
   Message m = MakeMessage(MsgType::kEmbPull, request_id, ints);
-  AddArray(&m, ids);
+  AddInts(&m, ids, coding);
   return m;
 }
 
 EmbPull EmbPull::Decode(const Message& m) {
-  Expect(m, MsgType::kEmbPull, kSpecInts, 1);
-  return {GetSpec(m), m.CopyArray<int64_t>(0)};
+  const bool coded = m.header.ints.size() == kSpecInts + 1;
+  Expect(m, MsgType::kEmbPull, coded ? kSpecInts + 1 : kSpecInts, 1);
+  const IdCoding c =
+      coded ? IdCodingOf(m.header.ints[kSpecInts], MsgType::kEmbPull) : IdCoding::kInt64;
+  return {GetSpec(m), ReadInts(m, 0, c, kMaxRequestValues), c};
 }
 
 Message EmbPush::Encode(uint64_t request_id) const {
   std::vector<int64_t> ints;
   PutSpec(spec, &ints);
+  if (coding != IdCoding::kInt64) ints.push_back(static_cast<int64_t>(coding));
   Message m = MakeMessage(MsgType::kEmbPush, request_id, ints);
-  AddArray(&m, ids);
+  AddInts(&m, ids, coding);
   AddArray(&m, grads);
   return m;
 }
 
 EmbPush EmbPush::Decode(const Message& m) {
-  Expect(m, MsgType::kEmbPush, kSpecInts, 2);
-  EmbPush p{GetSpec(m), m.CopyArray<int64_t>(0), m.CopyArray<float>(1)};
+  const bool coded = m.header.ints.size() == kSpecInts + 1;
+  Expect(m, MsgType::kEmbPush, coded ? kSpecInts + 1 : kSpecInts, 2);
+  const IdCoding c =
+      coded ? IdCodingOf(m.header.ints[kSpecInts], MsgType::kEmbPush) : IdCoding::kInt64;
+  EmbPush p{GetSpec(m), ReadInts(m, 0, c, kMaxRequestValues), m.CopyArray<float>(1), c};
   if (p.grads.size() != p.ids.size() * static_cast<size_t>(p.spec.dim)) {
     Malformed(MsgType::kEmbPush, std::to_string(p.grads.size()) + " gradient values for " +
                                      std::to_string(p.ids.size()) + " rows of " +

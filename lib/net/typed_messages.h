@@ -49,6 +49,7 @@ struct TypedSampleRequest {
   std::vector<int64_t> fanouts;  // one per relation
   bool replace = false;
   uint64_t rng_seed = 0;
+  IdCoding coding = IdCoding::kInt64;  // of the seeds, and of the reply's ids and offsets
   std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static TypedSampleRequest Decode(const Message& m);
@@ -56,6 +57,7 @@ struct TypedSampleRequest {
 
 struct TypedSampleReply {
   std::vector<int64_t> indptr, indices, etypes;
+  IdCoding coding = IdCoding::kInt64;  // of indptr and indices
   // etypes travel in the narrowest width that holds them (RelationWidth).
   Message Encode(uint64_t request_id) const;
   // Shapes only (relation ids below kMaxRelations).
@@ -70,6 +72,7 @@ struct PullTyped {
   int64_t ntype = 0;
   std::vector<int64_t> ids;
   RowFormat format = RowFormat::kFloat32;  // of the reply's rows (a second int when narrow)
+  IdCoding coding = IdCoding::kInt64;      // of the ids (a third int when varints)
   Message Encode(uint64_t request_id) const;
   static PullTyped Decode(const Message& m);
 };
@@ -77,6 +80,7 @@ struct PullTyped {
 struct EmbPull {
   EmbSpec spec;
   std::vector<int64_t> ids;
+  IdCoding coding = IdCoding::kInt64;  // of the ids (an int after the spec when varints)
   Message Encode(uint64_t request_id) const;
   static EmbPull Decode(const Message& m);
 };
@@ -84,7 +88,8 @@ struct EmbPull {
 struct EmbPush {
   EmbSpec spec;
   std::vector<int64_t> ids;
-  std::vector<float> grads;  // [ids.size(), spec.dim]
+  std::vector<float> grads;            // [ids.size(), spec.dim]
+  IdCoding coding = IdCoding::kInt64;  // of the ids (an int after the spec when varints)
   Message Encode(uint64_t request_id) const;
   static EmbPush Decode(const Message& m);
 };

@@ -86,6 +86,7 @@ Message HeteroServing::OnTypedSample(const Message& req) {
   }
   std::vector<int> fanouts(r.fanouts.begin(), r.fanouts.end());
   net::TypedSampleReply rep;
+  rep.coding = r.coding;
   SampleTypedNeighbors(g_, r.seeds.data(), static_cast<int64_t>(r.seeds.size()), fanouts, r.replace,
                        r.rng_seed, 1, &rep.indptr, &rep.indices, &rep.etypes);
   return rep.Encode(req.header.request_id);

@@ -104,8 +104,8 @@ void Exercise(const Message& m, const uint8_t* q) {
   try {
     // A server of [lo, hi) in a graph of `nodes`, rows of width q[4] % 8.
     // Own rows for all destinations, or for the first q[5] % (n + 1).
-    SampleAggregateRequest asked{std::vector<int64_t>(q[0] % 64),
-                                 static_cast<int>(q[1] % 20) - 1, false, 0};
+    SampleAggregateRequest asked{std::vector<int64_t>(q[0] % 64), static_cast<int>(q[1] % 20) - 1,
+                                 false, 0};
     const size_t n = asked.dsts.size();
     if (q[5] & 0x80) asked.own_rows = static_cast<int64_t>(q[5] % (n + 1));
     const size_t own = asked.own_rows < 0 ? n : static_cast<size_t>(asked.own_rows);

@@ -61,6 +61,35 @@ TEST_CASE("heterogeneous messages round-trip", "[unit][messages]") {
   CHECK(PullTyped{3, {7}}.Encode(1).header.ints.size() == 1);
 }
 
+TEST_CASE("heterogeneous messages round-trip with varint ids", "[unit][messages]") {
+  const IdCoding v = IdCoding::kVarint;
+  const TypedSampleRequest s{{5, 9, 11, -2}, {10, -1, 0}, true, 123, v};
+  const TypedSampleRequest s2 = TypedSampleRequest::Decode(Received(s.Encode(7)));
+  CHECK((s2.seeds == s.seeds && s2.fanouts == s.fanouts && s2.coding == v));
+  const TypedSampleReply r{{0, 2, 2, 3, 3}, {1, 4, 8}, {0, 1, 1}, v};
+  const TypedSampleReply r2 = TypedSampleReply::Decode(Received(r.Encode(7)), s, 100, "peer");
+  CHECK((r2.indptr == r.indptr && r2.indices == r.indices && r2.etypes == r.etypes));
+  CHECK(r2.coding == v);
+  const PullTyped t =
+      PullTyped::Decode(Received(PullTyped{2, {7, 8}, RowFormat::kFloat32, v}.Encode(1)));
+  CHECK((t.ntype == 2 && t.ids == std::vector<int64_t>{7, 8} && t.coding == v &&
+         t.format == RowFormat::kFloat32));
+  const EmbPush p{kSpec, {3, 400}, std::vector<float>(8, 0.5f), v};
+  const EmbPush p2 = EmbPush::Decode(Received(p.Encode(1)));
+  CHECK((p2.spec == kSpec && p2.ids == p.ids && p2.grads == p.grads && p2.coding == v));
+  const EmbPull q = EmbPull::Decode(Received(EmbPull{kSpec, {1, 2}, v}.Encode(1)));
+  CHECK((q.ids == std::vector<int64_t>{1, 2} && q.coding == v));
+  // A coding that is neither, after the fanouts and after the spec.
+  Message bad = s.Encode(1);
+  bad.header.ints.back() = 3;
+  CHECK_THROWS_WITH(TypedSampleRequest::Decode(Received(bad)),
+                    Catch::Contains("malformed TypedSample: id coding 3"));
+  bad = EmbPull{kSpec, {1}, v}.Encode(1);
+  bad.header.ints.back() = -1;
+  CHECK_THROWS_WITH(EmbPull::Decode(Received(bad)),
+                    Catch::Contains("malformed EmbPull: id coding -1"));
+}
+
 TEST_CASE("malformed heterogeneous messages are refused", "[unit][messages]") {
   // Gradient rows that do not match the ids.
   EmbPush p{kSpec, {3, 4}, std::vector<float>(7, 0.5f)};
