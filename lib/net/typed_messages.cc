@@ -5,28 +5,15 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "net/codec_util.h"
 
 namespace gnn::net {
+
+using namespace codec;
 
 namespace {
 
 constexpr size_t kSpecInts = 5;
-
-[[noreturn]] void Malformed(MsgType type, const std::string& what) {
-  throw ProtocolError(std::string("malformed ") + MsgTypeName(type) + ": " + what);
-}
-
-void Expect(const Message& m, MsgType type, size_t ints, size_t frames) {
-  if (m.header.msg_type() != type) Malformed(type, "got " + m.header.DebugString());
-  if (m.header.ints.size() != ints || m.frames.size() != frames) {
-    Malformed(type, "expected " + std::to_string(ints) + " ints and " + std::to_string(frames) +
-                        " array frames, got " + m.header.DebugString());
-  }
-}
-
-[[noreturn]] void Bad(const std::string& peer, const std::string& what) {
-  throw ProtocolError(peer + " sent " + what);
-}
 
 void PutSpec(const EmbSpec& s, std::vector<int64_t>* ints) {
   int64_t lr_bits = 0;

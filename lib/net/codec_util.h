@@ -1,0 +1,52 @@
+// Helpers the message codecs share (messages.cc, row_messages.cc,
+// typed_messages.cc): shape checks that throw ProtocolError naming the
+// type, and replies' errors said as the peer's. Internal to lib/net.
+#pragma once
+
+#include <string>
+#include <zmq.hpp>
+
+#include "common/error.h"
+#include "net/protocol.h"
+
+namespace gnn::net::codec {
+
+inline std::string N(size_t n) { return std::to_string(n); }
+
+[[noreturn]] inline void Malformed(MsgType type, const std::string& what) {
+  throw ProtocolError(std::string("malformed ") + MsgTypeName(type) + ": " + what);
+}
+
+// Throws unless `m` is a `type` message with `ints` ints and `frames` array frames.
+inline void Expect(const Message& m, MsgType type, size_t ints, size_t frames) {
+  if (m.header.msg_type() != type) Malformed(type, "got " + m.header.DebugString());
+  if (m.header.ints.size() != ints || m.frames.size() != frames) {
+    Malformed(type, "expected " + N(ints) + " ints and " + N(frames) + " array frames, got " +
+                        m.header.DebugString());
+  }
+}
+
+[[noreturn]] inline void Bad(const std::string& peer, const std::string& what) {
+  throw ProtocolError(peer + " sent " + what);
+}
+
+// A shape error of a reply, said as the peer's.
+template <typename F>
+auto FromPeer(const std::string& peer, F decode) {
+  try {
+    return decode();
+  } catch (const ProtocolError& e) {
+    Bad(peer, std::string("a ") + e.what());
+  }
+}
+
+// zmq_msg_copy shares a buffer by reference count (tiny messages are copied).
+// It marks the source as shared but never changes its bytes, so a const
+// frame may be shared.
+inline zmq::message_t Share(const zmq::message_t& frame) {
+  zmq::message_t out;
+  out.copy(const_cast<zmq::message_t&>(frame));
+  return out;
+}
+
+}  // namespace gnn::net::codec

@@ -1,0 +1,370 @@
+// The messages that carry feature rows: the row format, SampleAggregate,
+// PullFeatures, PullSums and their replies (messages.h).
+#include <algorithm>
+#include <cstring>
+
+#include "common/bfloat16.h"
+#include "common/error.h"
+#include "net/codec_util.h"
+#include "net/messages.h"
+
+namespace gnn::net {
+
+using namespace codec;
+
+// ------------------------------------------------------------ RowFormat
+
+size_t RowFormatBytes(RowFormat f) { return f == RowFormat::kBfloat16 ? 2 : 4; }
+
+RowFormat ParseRowFormat(const std::string& name, const std::string& flag) {
+  if (name == "float32") return RowFormat::kFloat32;
+  if (name == "bfloat16") return RowFormat::kBfloat16;
+  throw ConfigError(flag + " must be float32 or bfloat16, got '" + name + "'");
+}
+
+const char* RowFormatName(RowFormat f) {
+  return f == RowFormat::kBfloat16 ? "bfloat16" : "float32";
+}
+
+namespace {
+
+// A format int off the wire: 0 or 1, else the message is malformed.
+RowFormat FormatOf(int64_t v, MsgType type) {
+  if (v != 0 && v != 1) Malformed(type, "row format " + std::to_string(v));
+  return static_cast<RowFormat>(v);
+}
+
+void RowOut(const zmq::message_t& rows, RowFormat f, int64_t dim, size_t i, float* out) {
+  const size_t d = static_cast<size_t>(dim);
+  if (f == RowFormat::kBfloat16) {
+    FromBfloat16(static_cast<const uint16_t*>(rows.data()) + i * d, d, out);
+  } else {
+    std::memcpy(out, static_cast<const float*>(rows.data()) + i * d, d * sizeof(float));
+  }
+}
+
+void RowIn(zmq::message_t& rows, RowFormat f, int64_t dim, size_t i, const float* values,
+           size_t count_rows = 1) {
+  const size_t n = static_cast<size_t>(dim) * count_rows;
+  if (f == RowFormat::kBfloat16) {
+    ToBfloat16(values, n, static_cast<uint16_t*>(rows.data()) + i * static_cast<size_t>(dim));
+  } else {
+    std::memcpy(static_cast<float*>(rows.data()) + i * static_cast<size_t>(dim), values,
+                n * sizeof(float));
+  }
+}
+
+}  // namespace
+
+// ------------------------------------------------------- SampleAggregate
+
+namespace {
+
+// Header ints with optional trailing ones: `tail` after `base`, without
+// the trailing ones that equal their `defaults` (an older, shorter form).
+std::vector<int64_t> WithTail(std::vector<int64_t> base, const std::vector<int64_t>& tail,
+                              const std::vector<int64_t>& defaults) {
+  size_t keep = tail.size();
+  while (keep > 0 && tail[keep - 1] == defaults[keep - 1]) --keep;
+  base.insert(base.end(), tail.begin(), tail.begin() + static_cast<std::ptrdiff_t>(keep));
+  return base;
+}
+
+// Int i of the header, or `missing` when the header is shorter.
+int64_t IntOr(const Message& m, size_t i, int64_t missing) {
+  return i < m.header.ints.size() ? m.header.ints[i] : missing;
+}
+
+// The number of ints of a message whose form is `base` required ints and
+// up to `optional` more: what it has, or `base` (Expect then refuses it).
+size_t IntsOf(const Message& m, size_t base, size_t optional) {
+  const size_t n = m.header.ints.size();
+  return n >= base && n <= base + optional ? n : base;
+}
+
+}  // namespace
+
+Message SampleAggregateRequest::Encode(uint64_t request_id) const {
+  Message m = MakeMessage(
+      MsgType::kSampleAggregate, request_id,
+      WithTail({fanout, replace ? 1 : 0, static_cast<int64_t>(rng_seed)},
+               {static_cast<int64_t>(format), static_cast<int64_t>(coding), own_rows}, {0, 0, -1}));
+  AddInts(&m, dsts, coding);
+  return m;
+}
+
+SampleAggregateRequest SampleAggregateRequest::Decode(const Message& m) {
+  constexpr MsgType kType = MsgType::kSampleAggregate;
+  Expect(m, kType, IntsOf(m, 3, 3), 1);
+  const std::vector<int64_t>& i = m.header.ints;
+  SampleAggregateRequest r;
+  r.fanout = i[0];
+  r.replace = i[1] != 0;
+  r.rng_seed = static_cast<uint64_t>(i[2]);
+  r.format = FormatOf(IntOr(m, 3, 0), kType);
+  r.coding = IdCodingOf(IntOr(m, 4, 0), kType);
+  r.own_rows = IntOr(m, 5, -1);
+  r.dsts = ReadInts(m, 0, r.coding, kMaxRequestValues);
+  if (r.own_rows < -1 || r.own_rows > static_cast<int64_t>(r.dsts.size())) {
+    Malformed(kType, "own rows " + std::to_string(r.own_rows) + " for " + N(r.dsts.size()) +
+                         " destinations");
+  }
+  return r;
+}
+
+bool SampleAggregateRequest::operator==(const SampleAggregateRequest& o) const {
+  return dsts == o.dsts && fanout == o.fanout && replace == o.replace && rng_seed == o.rng_seed &&
+         format == o.format && coding == o.coding && own_rows == o.own_rows;
+}
+
+SampleAggregateReply::SampleAggregateReply(int64_t d, size_t n, RowFormat f, IdCoding c,
+                                           int64_t own)
+    : dim(d),
+      format(f),
+      coding(c),
+      own_rows(own),
+      rows((n + (own < 0 ? n : static_cast<size_t>(own))) * static_cast<size_t>(d) *
+           RowFormatBytes(f)) {}
+
+size_t SampleAggregateReply::num_own_rows() const {
+  return own_rows < 0 ? counts.size() : static_cast<size_t>(own_rows);
+}
+
+void SampleAggregateReply::RowTo(size_t i, float* out) const { RowOut(rows, format, dim, i, out); }
+
+void SampleAggregateReply::SetRows(const float* values) {
+  RowIn(rows, format, dim, 0, values, num_own_rows() + counts.size());
+}
+
+Message SampleAggregateReply::Encode(uint64_t request_id) const {
+  Message m = MakeMessage(
+      MsgType::kSampleAggregateReply, request_id,
+      WithTail({dim}, {static_cast<int64_t>(format), static_cast<int64_t>(coding), own_rows},
+               {0, 0, -1}));
+  AddFrame(&m, Share(rows));
+  AddInts(&m, counts, coding);
+  AddInts(&m, remote_indptr, coding);
+  AddInts(&m, remote_ids, coding);
+  return m;
+}
+
+SampleAggregateReply SampleAggregateReply::Decode(const Message& m) {
+  constexpr MsgType kType = MsgType::kSampleAggregateReply;
+  Expect(m, kType, IntsOf(m, 1, 3), 4);
+  SampleAggregateReply r;
+  r.dim = m.header.ints[0];
+  if (r.dim < 0) Malformed(kType, "negative width " + std::to_string(r.dim));
+  r.format = FormatOf(IntOr(m, 1, 0), kType);
+  r.coding = IdCodingOf(IntOr(m, 2, 0), kType);
+  r.own_rows = IntOr(m, 3, -1);
+  size_t floats = 0;
+  if (r.format == RowFormat::kBfloat16) {
+    m.Array<uint16_t>(0, &floats);
+  } else {
+    m.Array<float>(0, &floats);
+  }
+  r.counts = ReadInts(m, 1, r.coding, kMaxReplyValues);
+  r.remote_indptr = ReadInts(m, 2, r.coding, kMaxReplyValues);
+  r.remote_ids = ReadInts(m, 3, r.coding, kMaxReplyValues);
+  const size_t n = r.counts.size();
+  if (r.own_rows < -1 || r.own_rows > static_cast<int64_t>(n)) {
+    Malformed(kType, "own rows " + std::to_string(r.own_rows) + " for " + N(n) + " destinations");
+  }
+  if (floats != (r.num_own_rows() + n) * static_cast<size_t>(r.dim)) {
+    Malformed(kType,
+              N(floats) + " floats are not " +
+                  (r.own_rows < 0 ? std::string("2 rows")
+                                  : N(r.num_own_rows()) + " own rows and " + N(n) + " sums") +
+                  " of width " + std::to_string(r.dim) + " for each of " + N(n) + " destinations");
+  }
+  const std::vector<int64_t>& p = r.remote_indptr;
+  if (p.size() != n + 1 || p.front() != 0 ||
+      p.back() != static_cast<int64_t>(r.remote_ids.size())) {
+    Malformed(kType, "remote offsets do not span its " + N(r.remote_ids.size()) + " remote ids");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (p[i + 1] < p[i]) Malformed(kType, "remote offsets decrease at destination " + N(i));
+    if (r.counts[i] < p[i + 1] - p[i]) {
+      Malformed(kType, "destination " + N(i) + " has more remote neighbours than sampled ones");
+    }
+  }
+  r.rows = Share(m.frames[0]);
+  return r;
+}
+
+SampleAggregateReply SampleAggregateReply::Decode(const Message& m,
+                                                  const SampleAggregateRequest& asked, int64_t dim,
+                                                  int64_t num_nodes, int64_t node_start,
+                                                  int64_t node_end, const std::string& peer) {
+  SampleAggregateReply r = FromPeer(peer, [&] { return Decode(m); });
+  const size_t n = asked.dsts.size();
+  if (r.format != asked.format) {
+    Bad(peer, std::string("a SampleAggregateReply in ") + RowFormatName(r.format) + " to a " +
+                  RowFormatName(asked.format) + " request");
+  }
+  const int64_t own = asked.own_rows < 0 ? static_cast<int64_t>(n) : asked.own_rows;
+  if (r.counts.size() == n && static_cast<int64_t>(r.num_own_rows()) != own) {
+    Bad(peer, "a SampleAggregateReply with " + N(r.num_own_rows()) + " own rows to a request for " +
+                  std::to_string(own));
+  }
+  if (r.counts.size() != n || r.dim != dim) {
+    Bad(peer, "a SampleAggregateReply for " + N(r.counts.size()) + " destinations of width " +
+                  std::to_string(r.dim) + " to " + N(n) + " of width " + std::to_string(dim));
+  }
+  for (int64_t c : r.counts) {
+    if (asked.fanout >= 0 && c > asked.fanout) {
+      Bad(peer, "a SampleAggregateReply with " + std::to_string(c) + " neighbours for fanout " +
+                    std::to_string(asked.fanout));
+    }
+  }
+  for (int64_t v : r.remote_ids) {
+    if (v < 0 || v >= num_nodes || (v >= node_start && v < node_end)) {
+      Bad(peer, "a SampleAggregateReply with remote node id " + std::to_string(v) +
+                    (v < 0 || v >= num_nodes ? " outside the graph" : " that it owns itself"));
+    }
+  }
+  return r;
+}
+
+bool SampleAggregateReply::operator==(const SampleAggregateReply& o) const {
+  return dim == o.dim && format == o.format && coding == o.coding && counts == o.counts &&
+         remote_indptr == o.remote_indptr && remote_ids == o.remote_ids &&
+         rows.size() == o.rows.size() &&
+         (rows.size() == 0 || std::memcmp(rows.data(), o.rows.data(), rows.size()) == 0);
+}
+
+// ---------------------------------------------------------- PullFeatures
+
+Message PullFeatures::Encode(uint64_t request_id) const {
+  std::vector<int64_t> ints;
+  if (format != RowFormat::kFloat32 || coding != IdCoding::kInt64) {
+    ints.push_back(static_cast<int64_t>(format));
+  }
+  if (coding != IdCoding::kInt64) ints.push_back(static_cast<int64_t>(coding));
+  Message m = MakeMessage(MsgType::kPullFeatures, request_id, std::move(ints));
+  AddInts(&m, ids, coding);
+  return m;
+}
+
+PullFeatures PullFeatures::Decode(const Message& m) {
+  constexpr MsgType kType = MsgType::kPullFeatures;
+  const size_t ints = std::min<size_t>(m.header.ints.size(), 2);
+  Expect(m, kType, ints, 1);
+  PullFeatures r;
+  if (ints >= 1) r.format = FormatOf(m.header.ints[0], kType);
+  if (ints == 2) r.coding = IdCodingOf(m.header.ints[1], kType);
+  r.ids = ReadInts(m, 0, r.coding, kMaxRequestValues);
+  return r;
+}
+
+bool PullFeatures::operator==(const PullFeatures& o) const {
+  return ids == o.ids && format == o.format && coding == o.coding;
+}
+
+// -------------------------------------------------------------- PullSums
+
+Message PullSums::Encode(uint64_t request_id) const {
+  std::vector<int64_t> ints = {static_cast<int64_t>(format)};
+  if (coding != IdCoding::kInt64) ints.push_back(static_cast<int64_t>(coding));
+  Message m = MakeMessage(MsgType::kPullSums, request_id, std::move(ints));
+  AddInts(&m, ids, coding);
+  AddInts(&m, group_ptr, coding);
+  return m;
+}
+
+PullSums PullSums::Decode(const Message& m) {
+  constexpr MsgType kType = MsgType::kPullSums;
+  const bool coded = m.header.ints.size() == 2;
+  Expect(m, kType, coded ? 2 : 1, 2);
+  const IdCoding c = coded ? IdCodingOf(m.header.ints[1], kType) : IdCoding::kInt64;
+  PullSums r{ReadInts(m, 0, c, kMaxRequestValues), ReadInts(m, 1, c, kMaxRequestValues),
+             FormatOf(m.header.ints[0], kType), c};
+  const std::vector<int64_t>& p = r.group_ptr;
+  if (p.empty() || p.front() != 0 || p.back() != static_cast<int64_t>(r.ids.size())) {
+    Malformed(kType, "group offsets do not span its " + N(r.ids.size()) + " ids");
+  }
+  for (size_t k = 0; k + 1 < p.size(); ++k) {
+    if (p[k + 1] < p[k]) Malformed(kType, "group offsets decrease at group " + N(k));
+  }
+  return r;
+}
+
+bool PullSums::operator==(const PullSums& o) const {
+  return ids == o.ids && group_ptr == o.group_ptr && format == o.format && coding == o.coding;
+}
+
+PullFeaturesReply::PullFeaturesReply(int64_t d, size_t num_rows, RowFormat f)
+    : dim(d), format(f), rows(num_rows * static_cast<size_t>(d) * RowFormatBytes(f)) {}
+
+void PullFeaturesReply::RowTo(size_t i, float* out) const { RowOut(rows, format, dim, i, out); }
+
+void PullFeaturesReply::SetRow(size_t i, const float* values) {
+  RowIn(rows, format, dim, i, values);
+}
+
+Message PullFeaturesReply::Encode(uint64_t request_id) const {
+  std::vector<int64_t> ints = {dim};
+  if (format != RowFormat::kFloat32) ints.push_back(static_cast<int64_t>(format));
+  Message m = MakeMessage(MsgType::kPullFeaturesReply, request_id, std::move(ints));
+  AddFrame(&m, Share(rows));
+  return m;
+}
+
+PullFeaturesReply PullFeaturesReply::Decode(const Message& m) {
+  const bool narrow = m.header.ints.size() == 2;
+  Expect(m, MsgType::kPullFeaturesReply, narrow ? 2 : 1, 1);
+  PullFeaturesReply r;
+  r.dim = m.header.ints[0];
+  if (narrow) r.format = FormatOf(m.header.ints[1], MsgType::kPullFeaturesReply);
+  size_t n = 0;
+  if (r.format == RowFormat::kBfloat16) {
+    m.Array<uint16_t>(0, &n);
+  } else {
+    m.Array<float>(0, &n);
+  }
+  if (r.dim < 0) Malformed(MsgType::kPullFeaturesReply, "negative width " + std::to_string(r.dim));
+  if (r.dim == 0 ? n != 0 : n % static_cast<size_t>(r.dim) != 0) {
+    Malformed(MsgType::kPullFeaturesReply,
+              N(n) + " floats are not whole rows of width " + std::to_string(r.dim));
+  }
+  r.rows = Share(m.frames[0]);
+  return r;
+}
+
+namespace {
+
+// A decoded PullFeaturesReply checked against what was asked: `count` rows
+// of `dim` values in `format`, answering a `what` request.
+PullFeaturesReply CheckedRows(const Message& m, RowFormat format, size_t count, int64_t dim,
+                              const char* what, const std::string& peer) {
+  PullFeaturesReply r = FromPeer(peer, [&] { return PullFeaturesReply::Decode(m); });
+  if (r.format != format) {
+    Bad(peer, std::string("a PullFeaturesReply in ") + RowFormatName(r.format) + " to a " +
+                  RowFormatName(format) + " " + what + " request");
+  }
+  if (r.dim != dim || r.num_floats() != count * static_cast<size_t>(dim)) {
+    Bad(peer, "a PullFeaturesReply of " + N(r.num_floats()) + " floats of width " +
+                  std::to_string(r.dim) + " for " + N(count) + " rows of " + std::to_string(dim) +
+                  " (" + what + ")");
+  }
+  return r;
+}
+
+}  // namespace
+
+PullFeaturesReply PullFeaturesReply::Decode(const Message& m, const PullFeatures& asked,
+                                            int64_t dim, const std::string& peer) {
+  return CheckedRows(m, asked.format, asked.ids.size(), dim, "PullFeatures", peer);
+}
+
+PullFeaturesReply PullFeaturesReply::Decode(const Message& m, const PullSums& asked, int64_t dim,
+                                            const std::string& peer) {
+  return CheckedRows(m, asked.format, asked.num_groups(), dim, "PullSums", peer);
+}
+
+bool PullFeaturesReply::operator==(const PullFeaturesReply& o) const {
+  return dim == o.dim && format == o.format && rows.size() == o.rows.size() &&
+         (rows.size() == 0 || std::memcmp(rows.data(), o.rows.data(), rows.size()) == 0);
+}
+
+}  // namespace gnn::net
