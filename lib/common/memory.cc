@@ -1,5 +1,7 @@
 #include "common/memory.h"
 
+#include <cstdlib>  // defines __GLIBC__ (through <features.h>) on glibc
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif

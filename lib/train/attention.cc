@@ -24,8 +24,11 @@ struct GatArgs {
   const T* el;    // [S, H]
   const T* er;    // [D, H]
   const T* mask;  // [E, H] or null
-  T slope;
-  T Leaky(T z) const { return z > T(0) ? z : z * slope; }
+  T factor[2];    // LeakyReLU's: {negative slope, 1}
+  // LeakyReLU's factor picked by index, not by a branch: the logits' signs
+  // are random, and a branch on them mispredicts half the time.
+  T LeakyFactor(T z) const { return factor[z > T(0)]; }
+  T Leaky(T z) const { return z * LeakyFactor(z); }
   T Keep(int64_t eh) const { return mask != nullptr ? mask[eh] : T(1); }
 };
 
@@ -34,10 +37,35 @@ int64_t RowGrain(int64_t rows, int64_t edges) {
   return std::max<int64_t>(1, rows * 32768 / std::max<int64_t>(1, edges));
 }
 
+// The passes below read rows scattered over matrices far larger than the
+// caches (each edge's source row, or its destination's gradient row): a
+// plain loop waits for each row in turn. Touching the row kAhead edges
+// ahead keeps several misses in flight (as CsrRowSum does).
+constexpr int64_t kAhead = 8;
+template <typename T>
+inline void PrefetchRow(const T* row, int64_t n) {
+  const char* p = reinterpret_cast<const char*>(row);
+  const int64_t lines = std::min<int64_t>(8, (n * static_cast<int64_t>(sizeof(T)) + 63) / 64);
+  for (int64_t c = 0; c < lines; ++c) __builtin_prefetch(p + 64 * c);
+}
+
+// The kernels are built for AVX-512, AVX2 and the baseline and picked at
+// load time (the inner loops are a head's width of multiply-adds); the
+// row-range bodies are inlined into each build.
+#define GNN_ROW_KERNEL __attribute__((target_clones("avx512f", "avx2", "default")))
+#define GNN_INLINE inline __attribute__((always_inline))
+
+// The el rows of row i's sources (a cache line each), fetched while the
+// row before it is being worked on.
+template <typename T>
+GNN_INLINE void PrefetchLogits(const GatArgs<T>& a, int64_t i) {
+  for (int64_t e = a.ptr[i]; e < a.ptr[i + 1]; ++e) __builtin_prefetch(a.el + a.idx[e] * a.heads);
+}
+
 // attn[e, h] for row i's edges: the softmax of its logits, head by head
 // (the largest logit subtracted first, accumulating in acc_type).
 template <typename T>
-void RowSoftmax(const GatArgs<T>& a, int64_t i, T* attn) {
+GNN_INLINE void RowSoftmax(const GatArgs<T>& a, int64_t i, T* attn) {
   using Acc = at::acc_type<T, false>;
   const int64_t e0 = a.ptr[i], e1 = a.ptr[i + 1], H = a.heads;
   for (int64_t h = 0; h < H; ++h) {
@@ -59,32 +87,47 @@ void RowSoftmax(const GatArgs<T>& a, int64_t i, T* attn) {
   }
 }
 
-// out[i] = sum over row i's edges of attn * keep * feat[src], every head.
+// Rows [r0, r1): out[i] = sum over row i's edges of attn * keep *
+// feat[src], every head.
 template <typename T>
-void Forward(const GatArgs<T>& a, T* attn, T* out) {
-  const int64_t H = a.heads, F = a.width, edges = a.ptr[a.num_dst];
-  at::parallel_for(0, a.num_dst, RowGrain(a.num_dst, edges), [&](int64_t r0, int64_t r1) {
-    for (int64_t i = r0; i < r1; ++i) {
-      RowSoftmax(a, i, attn);
-      T* o = out + i * H * F;
-      std::fill(o, o + H * F, T(0));
-      for (int64_t e = a.ptr[i]; e < a.ptr[i + 1]; ++e) {
-        const T* x = a.feat + a.idx[e] * H * F;
-        for (int64_t h = 0; h < H; ++h) {
-          const T w = attn[e * H + h] * a.Keep(e * H + h);
-          T* oh = o + h * F;
-          const T* xh = x + h * F;
-          for (int64_t k = 0; k < F; ++k) oh[k] += w * xh[k];
-        }
+GNN_INLINE void ForwardRows(const GatArgs<T>& a, int64_t r0, int64_t r1, T* attn, T* out) {
+  const int64_t H = a.heads, F = a.width, HF = H * F, edge_end = a.ptr[r1];
+  for (int64_t i = r0; i < r1; ++i) {
+    RowSoftmax(a, i, attn);
+    if (i + 1 < r1) PrefetchLogits(a, i + 1);
+    T* o = out + i * HF;
+    std::fill(o, o + HF, T(0));
+    for (int64_t e = a.ptr[i]; e < a.ptr[i + 1]; ++e) {
+      if (e + kAhead < edge_end) PrefetchRow(a.feat + a.idx[e + kAhead] * HF, HF);
+      const T* x = a.feat + a.idx[e] * HF;
+      for (int64_t h = 0; h < H; ++h) {
+        const T w = attn[e * H + h] * a.Keep(e * H + h);
+        T* oh = o + h * F;
+        const T* xh = x + h * F;
+        for (int64_t k = 0; k < F; ++k) oh[k] += w * xh[k];
       }
     }
-  });
+  }
+}
+GNN_ROW_KERNEL void ForwardRowsOf(const GatArgs<float>& a, int64_t r0, int64_t r1, float* attn,
+                                  float* out) {
+  ForwardRows(a, r0, r1, attn, out);
+}
+GNN_ROW_KERNEL void ForwardRowsOf(const GatArgs<double>& a, int64_t r0, int64_t r1, double* attn,
+                                  double* out) {
+  ForwardRows(a, r0, r1, attn, out);
+}
+
+template <typename T>
+void Forward(const GatArgs<T>& a, T* attn, T* out) {
+  at::parallel_for(0, a.num_dst, RowGrain(a.num_dst, a.ptr[a.num_dst]),
+                   [&](int64_t r0, int64_t r1) { ForwardRowsOf(a, r0, r1, attn, out); });
 }
 
 // sum of a[k] * b[k]: eight partial sums, so the compiler vectorizes it
 // (a single float accumulator is a serial chain).
 template <typename T>
-T Dot(const T* a, const T* b, int64_t n) {
+GNN_INLINE T Dot(const T* a, const T* b, int64_t n) {
   T s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t k = 0;
   for (; k + 8 <= n; k += 8) {
@@ -95,90 +138,135 @@ T Dot(const T* a, const T* b, int64_t n) {
   return total;
 }
 
-// Per destination: d logit[e, h] into g_logit (through the dropout, the
-// softmax and the LeakyReLU) and d er[i, h] = its row's sum. Each edge's
-// source row is read once, every head at a time.
-template <typename T>
-void BackwardRows(const GatArgs<T>& a, const T* attn, const T* g, T* g_logit, T* g_er) {
-  using Acc = at::acc_type<T, false>;
-  const int64_t H = a.heads, F = a.width, edges = a.ptr[a.num_dst];
-  at::parallel_for(0, a.num_dst, RowGrain(a.num_dst, edges), [&](int64_t r0, int64_t r1) {
-    std::vector<Acc> weighted(H), row_sum(H);  // per head: sum of attn * d attn; of d logit
-    for (int64_t i = r0; i < r1; ++i) {
-      const int64_t e0 = a.ptr[i], e1 = a.ptr[i + 1];
-      const T* gi = g + i * H * F;
-      std::fill(weighted.begin(), weighted.end(), Acc(0));
-      for (int64_t e = e0; e < e1; ++e) {
-        const T* x = a.feat + a.idx[e] * H * F;
-        for (int64_t h = 0; h < H; ++h) {
-          const T d_attn = Dot(gi + h * F, x + h * F, F) * a.Keep(e * H + h);
-          g_logit[e * H + h] = d_attn;
-          weighted[h] += static_cast<Acc>(attn[e * H + h]) * d_attn;
-        }
-      }
-      std::fill(row_sum.begin(), row_sum.end(), Acc(0));
-      for (int64_t e = e0; e < e1; ++e) {
-        const T* el = a.el + a.idx[e] * H;
-        for (int64_t h = 0; h < H; ++h) {
-          const T d_soft = attn[e * H + h] * (g_logit[e * H + h] - static_cast<T>(weighted[h]));
-          const T z = el[h] + a.er[i * H + h];
-          const T d_z = z > T(0) ? d_soft : d_soft * a.slope;
-          g_logit[e * H + h] = d_z;
-          row_sum[h] += d_z;
-        }
-      }
-      for (int64_t h = 0; h < H; ++h) g_er[i * H + h] = static_cast<T>(row_sum[h]);
-    }
-  });
-}
-
-// Per source s (edges grouped by source: t_ptr, t_eid, dst_of): d feat[s]
-// = sum of attn * keep * g[dst], d el[s] = sum of d logit.
-template <typename T>
-void BackwardSources(const GatArgs<T>& a, int64_t num_src, const int64_t* t_ptr,
-                     const int64_t* t_eid, const int64_t* dst_of, const T* attn, const T* g,
-                     const T* g_logit, T* g_feat, T* g_el) {
-  const int64_t H = a.heads, F = a.width;
-  at::parallel_for(0, num_src, RowGrain(num_src, t_ptr[num_src]), [&](int64_t s0, int64_t s1) {
-    for (int64_t s = s0; s < s1; ++s) {
-      T* gf = g_feat + s * H * F;
-      std::fill(gf, gf + H * F, T(0));
-      std::fill(g_el + s * H, g_el + (s + 1) * H, T(0));
-      for (int64_t k = t_ptr[s]; k < t_ptr[s + 1]; ++k) {
-        const int64_t e = t_eid[k];
-        const T* gi = g + dst_of[e] * H * F;
-        for (int64_t h = 0; h < H; ++h) {
-          const T w = attn[e * H + h] * a.Keep(e * H + h);
-          const T* gh = gi + h * F;
-          T* gfh = gf + h * F;
-          for (int64_t c = 0; c < F; ++c) gfh[c] += w * gh[c];
-          g_el[s * H + h] += g_logit[e * H + h];
-        }
-      }
-    }
-  });
-}
-
-// The block's edges grouped by source (t_ptr [S + 1], t_eid: edge ids) and
-// each edge's destination (dst_of [E]).
-void EdgesBySource(const torch::Tensor& indptr, const torch::Tensor& indices, int64_t num_src,
-                   torch::Tensor* t_ptr, torch::Tensor* t_eid, torch::Tensor* dst_of) {
+// The block's transpose for the backward pass: the edges grouped by
+// source (t_ptr [S + 1]), each slot's edge (t_eid [E]) and destination
+// (t_dst [E]). Within a source, slots follow the edges' order, which is
+// the destinations' order.
+struct Transpose {
+  torch::Tensor t_ptr, t_eid, t_dst;
+};
+Transpose TransposeOf(const torch::Tensor& indptr, const torch::Tensor& indices, int64_t num_src) {
   const int64_t num_dst = indptr.size(0) - 1, edges = indices.size(0);
   const int64_t* ptr = indptr.data_ptr<int64_t>();
   const int64_t* idx = indices.data_ptr<int64_t>();
-  *t_ptr = torch::zeros({num_src + 1}, torch::kInt64);
-  *t_eid = torch::empty({edges}, torch::kInt64);
-  *dst_of = torch::empty({edges}, torch::kInt64);
-  int64_t* tp = t_ptr->data_ptr<int64_t>();
-  int64_t* te = t_eid->data_ptr<int64_t>();
-  int64_t* d = dst_of->data_ptr<int64_t>();
+  Transpose t{torch::zeros({num_src + 1}, torch::kInt64), torch::empty({edges}, torch::kInt64),
+              torch::empty({edges}, torch::kInt64)};
+  int64_t* tp = t.t_ptr.data_ptr<int64_t>();
+  int64_t* te = t.t_eid.data_ptr<int64_t>();
+  int64_t* td = t.t_dst.data_ptr<int64_t>();
   for (int64_t e = 0; e < edges; ++e) ++tp[idx[e] + 1];
   for (int64_t s = 0; s < num_src; ++s) tp[s + 1] += tp[s];
   std::vector<int64_t> cursor(tp, tp + num_src);
   for (int64_t i = 0; i < num_dst; ++i) {
     for (int64_t e = ptr[i]; e < ptr[i + 1]; ++e) {
-      d[e] = i;
-      te[cursor[idx[e]]++] = e;
+      const int64_t k = cursor[idx[e]]++;
+      te[k] = e;
+      td[k] = i;
+    }
+  }
+  return t;
+}
+
+// The backward pass in three passes, so that the large [S, H, F] rows
+// (feat and its gradient) are only ever read and written in order, source
+// by source; what is scattered is the destinations' gradient rows (g,
+// [D, H, F]: the fewer rows) and [E, H] per-edge values.
+//
+// Pass 1, sources [s0, s1), over their slots (edge e = s -> i):
+// d attn[e, h] = keep * (g[i, h] . feat[s, h]) into d_attn (edge order),
+// and d feat[s] = sum of attn * keep * g[i].
+template <typename T>
+GNN_INLINE void BackwardSources(const GatArgs<T>& a, int64_t s0, int64_t s1, const int64_t* t_ptr,
+                                const int64_t* t_eid, const int64_t* t_dst, const T* attn,
+                                const T* g, T* d_attn, T* g_feat) {
+  const int64_t H = a.heads, F = a.width, HF = H * F, slot_end = t_ptr[s1];
+  for (int64_t s = s0; s < s1; ++s) {
+    const T* x = a.feat + s * HF;
+    T* gf = g_feat + s * HF;
+    std::fill(gf, gf + HF, T(0));
+    for (int64_t k = t_ptr[s]; k < t_ptr[s + 1]; ++k) {
+      if (k + kAhead < slot_end) {
+        const int64_t ahead = t_eid[k + kAhead] * H;
+        PrefetchRow(g + t_dst[k + kAhead] * HF, HF);
+        __builtin_prefetch(attn + ahead);
+        if (a.mask != nullptr) __builtin_prefetch(a.mask + ahead);
+        __builtin_prefetch(d_attn + ahead, 1);
+      }
+      const int64_t e = t_eid[k];
+      const T* gi = g + t_dst[k] * HF;
+      for (int64_t h = 0; h < H; ++h) {
+        const T keep = a.Keep(e * H + h);
+        const T* gh = gi + h * F;
+        d_attn[e * H + h] = Dot(gh, x + h * F, F) * keep;
+        const T w = attn[e * H + h] * keep;
+        T* gfh = gf + h * F;
+        for (int64_t c = 0; c < F; ++c) gfh[c] += w * gh[c];
+      }
+    }
+  }
+}
+GNN_ROW_KERNEL void BackwardSourcesOf(const GatArgs<float>& a, int64_t s0, int64_t s1,
+                                      const int64_t* t_ptr, const int64_t* t_eid,
+                                      const int64_t* t_dst, const float* attn, const float* g,
+                                      float* d_attn, float* g_feat) {
+  BackwardSources(a, s0, s1, t_ptr, t_eid, t_dst, attn, g, d_attn, g_feat);
+}
+GNN_ROW_KERNEL void BackwardSourcesOf(const GatArgs<double>& a, int64_t s0, int64_t s1,
+                                      const int64_t* t_ptr, const int64_t* t_eid,
+                                      const int64_t* t_dst, const double* attn, const double* g,
+                                      double* d_attn, double* g_feat) {
+  BackwardSources(a, s0, s1, t_ptr, t_eid, t_dst, attn, g, d_attn, g_feat);
+}
+
+// Pass 2, destinations [r0, r1): d logit through the softmax and the
+// LeakyReLU, in place of d attn (edge order, read in order), and d er[i]
+// = the row's sum of d logit.
+template <typename T>
+GNN_INLINE void BackwardRows(const GatArgs<T>& a, int64_t r0, int64_t r1, const T* attn, T* d_logit,
+                             T* g_er) {
+  using Acc = at::acc_type<T, false>;
+  const int64_t H = a.heads;
+  for (int64_t i = r0; i < r1; ++i) {
+    const int64_t e0 = a.ptr[i], e1 = a.ptr[i + 1];
+    if (i + 1 < r1) PrefetchLogits(a, i + 1);
+    const T* er = a.er + i * H;
+    for (int64_t h = 0; h < H; ++h) {
+      Acc weighted = 0;  // sum of attn * d attn
+      for (int64_t e = e0; e < e1; ++e) {
+        weighted += static_cast<Acc>(attn[e * H + h]) * d_logit[e * H + h];
+      }
+      Acc row_sum = 0;
+      for (int64_t e = e0; e < e1; ++e) {
+        const T d_soft = attn[e * H + h] * (d_logit[e * H + h] - static_cast<T>(weighted));
+        const T dz = d_soft * a.LeakyFactor(a.el[a.idx[e] * H + h] + er[h]);
+        d_logit[e * H + h] = dz;
+        row_sum += dz;
+      }
+      g_er[i * H + h] = static_cast<T>(row_sum);
+    }
+  }
+}
+GNN_ROW_KERNEL void BackwardRowsOf(const GatArgs<float>& a, int64_t r0, int64_t r1,
+                                   const float* attn, float* d_logit, float* g_er) {
+  BackwardRows(a, r0, r1, attn, d_logit, g_er);
+}
+GNN_ROW_KERNEL void BackwardRowsOf(const GatArgs<double>& a, int64_t r0, int64_t r1,
+                                   const double* attn, double* d_logit, double* g_er) {
+  BackwardRows(a, r0, r1, attn, d_logit, g_er);
+}
+
+// Pass 3, sources [s0, s1): d el[s] = sum of d logit over its slots.
+template <typename T>
+void BackwardLogits(int64_t H, int64_t s0, int64_t s1, const int64_t* t_ptr, const int64_t* t_eid,
+                    const T* d_logit, T* g_el) {
+  const int64_t slot_end = t_ptr[s1];
+  for (int64_t s = s0; s < s1; ++s) {
+    T* ge = g_el + s * H;
+    std::fill(ge, ge + H, T(0));
+    for (int64_t k = t_ptr[s]; k < t_ptr[s + 1]; ++k) {
+      if (k + kAhead < slot_end) __builtin_prefetch(d_logit + t_eid[k + kAhead] * H);
+      const T* dz = d_logit + t_eid[k] * H;
+      for (int64_t h = 0; h < H; ++h) ge[h] += dz[h];
     }
   }
 }
@@ -196,7 +284,7 @@ GatArgs<T> Args(const torch::Tensor& indptr, const torch::Tensor& indices,
                     el.data_ptr<T>(),
                     er.data_ptr<T>(),
                     mask.numel() > 0 ? mask.data_ptr<T>() : nullptr,
-                    static_cast<T>(slope)};
+                    {static_cast<T>(slope), T(1)}};
 }
 
 class GatAggregateFn : public torch::autograd::Function<GatAggregateFn> {
@@ -224,21 +312,30 @@ class GatAggregateFn : public torch::autograd::Function<GatAggregateFn> {
     const torch::Tensor &indptr = saved[4], &indices = saved[5], &attn = saved[6];
     const double slope = ctx->saved_data["slope"].toDouble();
     torch::Tensor g = grads[0].contiguous();
-    const int64_t num_src = feat.size(0);
-    torch::Tensor t_ptr, t_eid, dst_of;
-    EdgesBySource(indptr, indices, num_src, &t_ptr, &t_eid, &dst_of);
-    torch::Tensor g_logit = torch::empty_like(attn);
+    const int64_t num_src = feat.size(0), num_dst = indptr.size(0) - 1, edges = indices.size(0);
+    const Transpose t = TransposeOf(indptr, indices, num_src);
+    torch::Tensor d_logit = torch::empty_like(attn);
     torch::Tensor g_er = torch::empty_like(er);
     torch::Tensor g_feat = torch::empty_like(feat);
     torch::Tensor g_el = torch::empty_like(el);
     AT_DISPATCH_FLOATING_TYPES(feat.scalar_type(), "GatAggregateBackward", [&] {
       const GatArgs<scalar_t> a = Args<scalar_t>(indptr, indices, feat, el, er, mask, slope);
-      BackwardRows(a, attn.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(),
-                   g_logit.data_ptr<scalar_t>(), g_er.data_ptr<scalar_t>());
-      BackwardSources(a, num_src, t_ptr.data_ptr<int64_t>(), t_eid.data_ptr<int64_t>(),
-                      dst_of.data_ptr<int64_t>(), attn.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(),
-                      g_logit.data_ptr<scalar_t>(), g_feat.data_ptr<scalar_t>(),
-                      g_el.data_ptr<scalar_t>());
+      const int64_t* t_ptr = t.t_ptr.data_ptr<int64_t>();
+      const int64_t* t_eid = t.t_eid.data_ptr<int64_t>();
+      const int64_t* t_dst = t.t_dst.data_ptr<int64_t>();
+      const auto* at = attn.data_ptr<scalar_t>();
+      auto* dl = d_logit.data_ptr<scalar_t>();
+      const int64_t src_grain = RowGrain(num_src, edges);
+      at::parallel_for(0, num_src, src_grain, [&](int64_t s0, int64_t s1) {
+        BackwardSourcesOf(a, s0, s1, t_ptr, t_eid, t_dst, at, g.data_ptr<scalar_t>(), dl,
+                          g_feat.data_ptr<scalar_t>());
+      });
+      at::parallel_for(0, num_dst, RowGrain(num_dst, edges), [&](int64_t r0, int64_t r1) {
+        BackwardRowsOf(a, r0, r1, at, dl, g_er.data_ptr<scalar_t>());
+      });
+      at::parallel_for(0, num_src, src_grain, [&](int64_t s0, int64_t s1) {
+        BackwardLogits(a.heads, s0, s1, t_ptr, t_eid, dl, g_el.data_ptr<scalar_t>());
+      });
     });
     return {g_feat, g_el, g_er, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }

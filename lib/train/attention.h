@@ -7,10 +7,15 @@
 // edge logits, their softmax and the weighted sum of its sources' rows,
 // head by head. Nothing edges x heads x width is ever built: the only
 // per-edge state is the attention itself, [E, H], kept for backward.
-// Backward is a pass per destination (the gradient of the attention, the
-// softmax and the LeakyReLU: d er, and d logits into an [E, H] buffer)
-// and a pass per source over the block's transpose (d feat and d el), so
-// every gradient row is written by one thread: no atomics.
+// Backward is a pass per source over the block's transpose (d attention,
+// and d feat from the destinations' gradient rows: the large [S, H, F]
+// rows are read and written in order, only the destinations' rows are
+// gathered), a pass per destination (the softmax and the LeakyReLU: d
+// logits and d er) and a pass per source again (d el), so every gradient
+// row is written by one thread: no atomics. The passes prefetch the rows
+// they gather a few edges ahead, and are built for AVX-512, AVX2 and the
+// baseline (picked at load time), all rounding alike (no fused
+// multiply-adds).
 #pragma once
 
 #include <torch/torch.h>
