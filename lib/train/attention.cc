@@ -20,9 +20,13 @@ struct GatArgs {
   const int64_t* ptr;  // [D + 1]
   const int64_t* idx;  // [E]
   int64_t num_dst, heads, width;
-  const T* feat;  // [S, H, F]
-  const T* el;    // [S, H]
-  const T* er;    // [D, H]
+  // feat [S, H, F], el [S, H], er [D, H]: rows fs, ls and rs apart (H x F,
+  // H and H when separate; H x F + 2H when the columns of one projection).
+  // Their gradients are written with the same strides.
+  const T* feat;
+  const T* el;
+  const T* er;
+  int64_t fs, ls, rs;
   const T* mask;  // [E, H] or null
   T factor[2];    // LeakyReLU's: {negative slope, 1}
   // LeakyReLU's factor picked by index, not by a branch: the logits' signs
@@ -59,7 +63,7 @@ inline void PrefetchRow(const T* row, int64_t n) {
 // row before it is being worked on.
 template <typename T>
 GNN_INLINE void PrefetchLogits(const GatArgs<T>& a, int64_t i) {
-  for (int64_t e = a.ptr[i]; e < a.ptr[i + 1]; ++e) __builtin_prefetch(a.el + a.idx[e] * a.heads);
+  for (int64_t e = a.ptr[i]; e < a.ptr[i + 1]; ++e) __builtin_prefetch(a.el + a.idx[e] * a.ls);
 }
 
 // attn[e, h] for row i's edges: the softmax of its logits, head by head
@@ -69,10 +73,10 @@ GNN_INLINE void RowSoftmax(const GatArgs<T>& a, int64_t i, T* attn) {
   using Acc = at::acc_type<T, false>;
   const int64_t e0 = a.ptr[i], e1 = a.ptr[i + 1], H = a.heads;
   for (int64_t h = 0; h < H; ++h) {
-    const T er = a.er[i * H + h];
+    const T er = a.er[i * a.rs + h];
     T top = -std::numeric_limits<T>::infinity();
     for (int64_t e = e0; e < e1; ++e) {
-      const T z = a.Leaky(a.el[a.idx[e] * H + h] + er);
+      const T z = a.Leaky(a.el[a.idx[e] * a.ls + h] + er);
       attn[e * H + h] = z;
       top = std::max(top, z);
     }
@@ -98,8 +102,8 @@ GNN_INLINE void ForwardRows(const GatArgs<T>& a, int64_t r0, int64_t r1, T* attn
     T* o = out + i * HF;
     std::fill(o, o + HF, T(0));
     for (int64_t e = a.ptr[i]; e < a.ptr[i + 1]; ++e) {
-      if (e + kAhead < edge_end) PrefetchRow(a.feat + a.idx[e + kAhead] * HF, HF);
-      const T* x = a.feat + a.idx[e] * HF;
+      if (e + kAhead < edge_end) PrefetchRow(a.feat + a.idx[e + kAhead] * a.fs, HF);
+      const T* x = a.feat + a.idx[e] * a.fs;
       for (int64_t h = 0; h < H; ++h) {
         const T w = attn[e * H + h] * a.Keep(e * H + h);
         T* oh = o + h * F;
@@ -181,8 +185,8 @@ GNN_INLINE void BackwardSources(const GatArgs<T>& a, int64_t s0, int64_t s1, con
                                 const T* g, T* d_attn, T* g_feat) {
   const int64_t H = a.heads, F = a.width, HF = H * F, slot_end = t_ptr[s1];
   for (int64_t s = s0; s < s1; ++s) {
-    const T* x = a.feat + s * HF;
-    T* gf = g_feat + s * HF;
+    const T* x = a.feat + s * a.fs;
+    T* gf = g_feat + s * a.fs;
     std::fill(gf, gf + HF, T(0));
     for (int64_t k = t_ptr[s]; k < t_ptr[s + 1]; ++k) {
       if (k + kAhead < slot_end) {
@@ -229,7 +233,7 @@ GNN_INLINE void BackwardRows(const GatArgs<T>& a, int64_t r0, int64_t r1, const 
   for (int64_t i = r0; i < r1; ++i) {
     const int64_t e0 = a.ptr[i], e1 = a.ptr[i + 1];
     if (i + 1 < r1) PrefetchLogits(a, i + 1);
-    const T* er = a.er + i * H;
+    const T* er = a.er + i * a.rs;
     for (int64_t h = 0; h < H; ++h) {
       Acc weighted = 0;  // sum of attn * d attn
       for (int64_t e = e0; e < e1; ++e) {
@@ -238,11 +242,11 @@ GNN_INLINE void BackwardRows(const GatArgs<T>& a, int64_t r0, int64_t r1, const 
       Acc row_sum = 0;
       for (int64_t e = e0; e < e1; ++e) {
         const T d_soft = attn[e * H + h] * (d_logit[e * H + h] - static_cast<T>(weighted));
-        const T dz = d_soft * a.LeakyFactor(a.el[a.idx[e] * H + h] + er[h]);
+        const T dz = d_soft * a.LeakyFactor(a.el[a.idx[e] * a.ls + h] + er[h]);
         d_logit[e * H + h] = dz;
         row_sum += dz;
       }
-      g_er[i * H + h] = static_cast<T>(row_sum);
+      g_er[i * a.rs + h] = static_cast<T>(row_sum);
     }
   }
 }
@@ -257,11 +261,11 @@ GNN_ROW_KERNEL void BackwardRowsOf(const GatArgs<double>& a, int64_t r0, int64_t
 
 // Pass 3, sources [s0, s1): d el[s] = sum of d logit over its slots.
 template <typename T>
-void BackwardLogits(int64_t H, int64_t s0, int64_t s1, const int64_t* t_ptr, const int64_t* t_eid,
-                    const T* d_logit, T* g_el) {
-  const int64_t slot_end = t_ptr[s1];
+void BackwardLogits(const GatArgs<T>& a, int64_t s0, int64_t s1, const int64_t* t_ptr,
+                    const int64_t* t_eid, const T* d_logit, T* g_el) {
+  const int64_t H = a.heads, slot_end = t_ptr[s1];
   for (int64_t s = s0; s < s1; ++s) {
-    T* ge = g_el + s * H;
+    T* ge = g_el + s * a.ls;
     std::fill(ge, ge + H, T(0));
     for (int64_t k = t_ptr[s]; k < t_ptr[s + 1]; ++k) {
       if (k + kAhead < slot_end) __builtin_prefetch(d_logit + t_eid[k + kAhead] * H);
@@ -271,20 +275,95 @@ void BackwardLogits(int64_t H, int64_t s0, int64_t s1, const int64_t* t_ptr, con
   }
 }
 
+// Where feat, el and er live: three contiguous tensors, or the columns
+// of one projection [S, H x F + 2H] (feat | el | er, er read for the
+// first D rows only).
+struct GatInputs {
+  torch::Tensor feat, el, er;  // separate; or
+  torch::Tensor proj;          // one projection (then feat, el, er are undefined)
+  int64_t heads = 0, width = 0;
+};
+
 template <typename T>
-GatArgs<T> Args(const torch::Tensor& indptr, const torch::Tensor& indices,
-                const torch::Tensor& feat, const torch::Tensor& el, const torch::Tensor& er,
+GatArgs<T> Args(const torch::Tensor& indptr, const torch::Tensor& indices, const GatInputs& in,
                 const torch::Tensor& mask, double slope) {
-  return GatArgs<T>{indptr.data_ptr<int64_t>(),
-                    indices.data_ptr<int64_t>(),
-                    indptr.size(0) - 1,
-                    feat.size(1),
-                    feat.size(2),
-                    feat.data_ptr<T>(),
-                    el.data_ptr<T>(),
-                    er.data_ptr<T>(),
-                    mask.numel() > 0 ? mask.data_ptr<T>() : nullptr,
-                    {static_cast<T>(slope), T(1)}};
+  GatArgs<T> a{};
+  a.ptr = indptr.data_ptr<int64_t>();
+  a.idx = indices.data_ptr<int64_t>();
+  a.num_dst = indptr.size(0) - 1;
+  a.heads = in.heads;
+  a.width = in.width;
+  const int64_t HF = in.heads * in.width;
+  if (in.proj.defined()) {
+    T* p = in.proj.data_ptr<T>();
+    a.feat = p;
+    a.el = p + HF;
+    a.er = p + HF + in.heads;
+    a.fs = a.ls = a.rs = HF + 2 * in.heads;
+  } else {
+    a.feat = in.feat.data_ptr<T>();
+    a.el = in.el.data_ptr<T>();
+    a.er = in.er.data_ptr<T>();
+    a.fs = HF;
+    a.ls = a.rs = in.heads;
+  }
+  a.mask = mask.numel() > 0 ? mask.data_ptr<T>() : nullptr;
+  a.factor[0] = static_cast<T>(slope);
+  a.factor[1] = T(1);
+  return a;
+}
+
+// The forward pass: attn [E, H] (kept for backward) and out [D, H, F].
+torch::Tensor RunForward(const GatInputs& in, const torch::Tensor& mask,
+                         const torch::Tensor& indptr, const torch::Tensor& indices, double slope,
+                         torch::Tensor* attn) {
+  const torch::Tensor& any = in.proj.defined() ? in.proj : in.feat;
+  const int64_t num_dst = indptr.size(0) - 1;
+  *attn = torch::empty({indices.size(0), in.heads}, any.options());
+  torch::Tensor out = torch::empty({num_dst, in.heads, in.width}, any.options());
+  AT_DISPATCH_FLOATING_TYPES(any.scalar_type(), "GatAggregate", [&] {
+    Forward(Args<scalar_t>(indptr, indices, in, mask, slope), attn->data_ptr<scalar_t>(),
+            out.data_ptr<scalar_t>());
+  });
+  return out;
+}
+
+// The backward pass into g_in's buffers (the same layout as `in`; for a
+// projection, its er columns past the destinations are zeroed).
+void RunBackward(const GatInputs& in, const torch::Tensor& mask, const torch::Tensor& indptr,
+                 const torch::Tensor& indices, double slope, const torch::Tensor& attn,
+                 const torch::Tensor& g, const GatInputs& g_in) {
+  const torch::Tensor& any = in.proj.defined() ? in.proj : in.feat;
+  const int64_t num_src = any.size(0), num_dst = indptr.size(0) - 1, edges = indices.size(0);
+  const Transpose t = TransposeOf(indptr, indices, num_src);
+  torch::Tensor d_logit = torch::empty_like(attn);
+  AT_DISPATCH_FLOATING_TYPES(any.scalar_type(), "GatAggregateBackward", [&] {
+    const GatArgs<scalar_t> a = Args<scalar_t>(indptr, indices, in, mask, slope);
+    // The same strides, over the gradient's buffers.
+    const GatArgs<scalar_t> ga = Args<scalar_t>(indptr, indices, g_in, mask, slope);
+    auto* g_feat = const_cast<scalar_t*>(ga.feat);
+    auto* g_el = const_cast<scalar_t*>(ga.el);
+    auto* g_er = const_cast<scalar_t*>(ga.er);
+    const int64_t* t_ptr = t.t_ptr.data_ptr<int64_t>();
+    const int64_t* t_eid = t.t_eid.data_ptr<int64_t>();
+    const int64_t* t_dst = t.t_dst.data_ptr<int64_t>();
+    const auto* at = attn.data_ptr<scalar_t>();
+    const auto* gp = g.data_ptr<scalar_t>();
+    auto* dl = d_logit.data_ptr<scalar_t>();
+    const int64_t src_grain = RowGrain(num_src, edges);
+    at::parallel_for(0, num_src, src_grain, [&](int64_t s0, int64_t s1) {
+      BackwardSourcesOf(a, s0, s1, t_ptr, t_eid, t_dst, at, gp, dl, g_feat);
+    });
+    at::parallel_for(0, num_dst, RowGrain(num_dst, edges),
+                     [&](int64_t r0, int64_t r1) { BackwardRowsOf(a, r0, r1, at, dl, g_er); });
+    at::parallel_for(0, num_src, src_grain, [&](int64_t s0, int64_t s1) {
+      BackwardLogits(a, s0, s1, t_ptr, t_eid, dl, g_el);
+    });
+  });
+  if (g_in.proj.defined() && num_src > num_dst) {
+    const int64_t HF = in.heads * in.width;
+    g_in.proj.slice(0, num_dst).slice(1, HF + in.heads, HF + 2 * in.heads).zero_();
+  }
 }
 
 class GatAggregateFn : public torch::autograd::Function<GatAggregateFn> {
@@ -293,13 +372,9 @@ class GatAggregateFn : public torch::autograd::Function<GatAggregateFn> {
                                const torch::Tensor& el, const torch::Tensor& er,
                                const torch::Tensor& mask, const torch::Tensor& indptr,
                                const torch::Tensor& indices, double slope) {
-    const int64_t num_dst = indptr.size(0) - 1, H = feat.size(1), F = feat.size(2);
-    torch::Tensor attn = torch::empty({indices.size(0), H}, feat.options());
-    torch::Tensor out = torch::empty({num_dst, H, F}, feat.options());
-    AT_DISPATCH_FLOATING_TYPES(feat.scalar_type(), "GatAggregate", [&] {
-      Forward(Args<scalar_t>(indptr, indices, feat, el, er, mask, slope), attn.data_ptr<scalar_t>(),
-              out.data_ptr<scalar_t>());
-    });
+    torch::Tensor attn;
+    torch::Tensor out = RunForward({feat, el, er, {}, feat.size(1), feat.size(2)}, mask, indptr,
+                                   indices, slope, &attn);
     ctx->save_for_backward({feat, el, er, mask, indptr, indices, attn});
     ctx->saved_data["slope"] = slope;
     return out;
@@ -308,36 +383,48 @@ class GatAggregateFn : public torch::autograd::Function<GatAggregateFn> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     auto saved = ctx->get_saved_variables();
-    const torch::Tensor &feat = saved[0], &el = saved[1], &er = saved[2], &mask = saved[3];
-    const torch::Tensor &indptr = saved[4], &indices = saved[5], &attn = saved[6];
-    const double slope = ctx->saved_data["slope"].toDouble();
-    torch::Tensor g = grads[0].contiguous();
-    const int64_t num_src = feat.size(0), num_dst = indptr.size(0) - 1, edges = indices.size(0);
-    const Transpose t = TransposeOf(indptr, indices, num_src);
-    torch::Tensor d_logit = torch::empty_like(attn);
-    torch::Tensor g_er = torch::empty_like(er);
-    torch::Tensor g_feat = torch::empty_like(feat);
-    torch::Tensor g_el = torch::empty_like(el);
-    AT_DISPATCH_FLOATING_TYPES(feat.scalar_type(), "GatAggregateBackward", [&] {
-      const GatArgs<scalar_t> a = Args<scalar_t>(indptr, indices, feat, el, er, mask, slope);
-      const int64_t* t_ptr = t.t_ptr.data_ptr<int64_t>();
-      const int64_t* t_eid = t.t_eid.data_ptr<int64_t>();
-      const int64_t* t_dst = t.t_dst.data_ptr<int64_t>();
-      const auto* at = attn.data_ptr<scalar_t>();
-      auto* dl = d_logit.data_ptr<scalar_t>();
-      const int64_t src_grain = RowGrain(num_src, edges);
-      at::parallel_for(0, num_src, src_grain, [&](int64_t s0, int64_t s1) {
-        BackwardSourcesOf(a, s0, s1, t_ptr, t_eid, t_dst, at, g.data_ptr<scalar_t>(), dl,
-                          g_feat.data_ptr<scalar_t>());
-      });
-      at::parallel_for(0, num_dst, RowGrain(num_dst, edges), [&](int64_t r0, int64_t r1) {
-        BackwardRowsOf(a, r0, r1, at, dl, g_er.data_ptr<scalar_t>());
-      });
-      at::parallel_for(0, num_src, src_grain, [&](int64_t s0, int64_t s1) {
-        BackwardLogits(a.heads, s0, s1, t_ptr, t_eid, dl, g_el.data_ptr<scalar_t>());
-      });
-    });
-    return {g_feat, g_el, g_er, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    const torch::Tensor &feat = saved[0], &el = saved[1], &er = saved[2];
+    const GatInputs in{feat, el, er, {}, feat.size(1), feat.size(2)};
+    const GatInputs g_in{torch::empty_like(feat),
+                         torch::empty_like(el),
+                         torch::empty_like(er),
+                         {},
+                         feat.size(1),
+                         feat.size(2)};
+    RunBackward(in, saved[3], saved[4], saved[5], ctx->saved_data["slope"].toDouble(), saved[6],
+                grads[0].contiguous(), g_in);
+    return {g_in.feat,       g_in.el,         g_in.er,        torch::Tensor(),
+            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+class GatProjectedFn : public torch::autograd::Function<GatProjectedFn> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& proj,
+                               const torch::Tensor& mask, const torch::Tensor& indptr,
+                               const torch::Tensor& indices, int64_t heads, int64_t width,
+                               double slope) {
+    torch::Tensor attn;
+    torch::Tensor out =
+        RunForward({{}, {}, {}, proj, heads, width}, mask, indptr, indices, slope, &attn);
+    ctx->save_for_backward({proj, mask, indptr, indices, attn});
+    ctx->saved_data["slope"] = slope;
+    ctx->saved_data["heads"] = heads;
+    ctx->saved_data["width"] = width;
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const int64_t heads = ctx->saved_data["heads"].toInt();
+    const int64_t width = ctx->saved_data["width"].toInt();
+    const GatInputs in{{}, {}, {}, saved[0], heads, width};
+    const GatInputs g_in{{}, {}, {}, torch::empty_like(saved[0]), heads, width};
+    RunBackward(in, saved[1], saved[2], saved[3], ctx->saved_data["slope"].toDouble(), saved[4],
+                grads[0].contiguous(), g_in);
+    return {g_in.proj,       torch::Tensor(), torch::Tensor(), torch::Tensor(),
+            torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -371,6 +458,27 @@ torch::Tensor GatAggregate(const BlockTensors& block, const torch::Tensor& feat,
                                block.indptr, block.indices, negative_slope);
 }
 
+torch::Tensor GatAggregateProjected(const BlockTensors& block, const torch::Tensor& proj,
+                                    int64_t heads, double negative_slope,
+                                    const torch::Tensor& drop_mask) {
+  if (heads < 1 || proj.dim() != 2 || proj.size(0) != block.num_src || proj.size(1) < 2 * heads ||
+      (proj.size(1) - 2 * heads) % heads != 0) {
+    throw Error("GatAggregateProjected: proj must be [" + std::to_string(block.num_src) +
+                ", heads x width + 2 x heads] with " + std::to_string(heads) + " heads");
+  }
+  if (block.num_dst > block.num_src) {
+    throw Error("GatAggregateProjected: the destinations must be the first sources");
+  }
+  torch::Tensor mask =
+      drop_mask.defined() ? drop_mask.contiguous() : torch::empty({0}, proj.options());
+  if (mask.numel() > 0 && (mask.size(0) != block.indices.numel() || mask.size(1) != heads)) {
+    throw Error("GatAggregate: the dropout mask must be [edges, heads]");
+  }
+  const int64_t width = (proj.size(1) - 2 * heads) / heads;
+  return GatProjectedFn::apply(proj.contiguous(), mask, block.indptr, block.indices, heads, width,
+                               negative_slope);
+}
+
 torch::Tensor GatAttention(const BlockTensors& block, const torch::Tensor& el,
                            const torch::Tensor& er, double negative_slope) {
   CheckShapes(block, el, er);
@@ -378,8 +486,9 @@ torch::Tensor GatAttention(const BlockTensors& block, const torch::Tensor& el,
   torch::Tensor attn = torch::empty({block.indices.numel(), el.size(1)}, el.options());
   torch::Tensor no_feat = torch::empty({block.num_src, el.size(1), 0}, el.options());
   AT_DISPATCH_FLOATING_TYPES(el.scalar_type(), "GatAttention", [&] {
-    const GatArgs<scalar_t> a = Args<scalar_t>(block.indptr, block.indices, no_feat, elc, erc,
-                                               torch::empty({0}, el.options()), negative_slope);
+    const GatArgs<scalar_t> a =
+        Args<scalar_t>(block.indptr, block.indices, {no_feat, elc, erc, {}, el.size(1), 0},
+                       torch::empty({0}, el.options()), negative_slope);
     for (int64_t i = 0; i < block.num_dst; ++i) RowSoftmax(a, i, attn.data_ptr<scalar_t>());
   });
   return attn;

@@ -35,6 +35,17 @@ torch::Tensor GatAggregate(const BlockTensors& block, const torch::Tensor& feat,
                            const torch::Tensor& el, const torch::Tensor& er, double negative_slope,
                            const torch::Tensor& drop_mask);
 
+// GatAggregate over the columns of one projection, so that one GEMM
+// gives all three: proj [num_src, H x F + 2H] holds each source's
+// projected row (feat, H x F), its el (H) and its er (H, read for the
+// destinations only: they are the first num_dst sources). Differentiable
+// in proj (one gradient buffer of the same layout; the er columns of rows
+// past num_dst get zeros). The same kernels, and the same numbers, as
+// GatAggregate on the three slices.
+torch::Tensor GatAggregateProjected(const BlockTensors& block, const torch::Tensor& proj,
+                                    int64_t heads, double negative_slope,
+                                    const torch::Tensor& drop_mask);
+
 // The attention GatAggregate uses (before dropout), [E, H]: for tests and
 // for looking at what a model attends to.
 torch::Tensor GatAttention(const BlockTensors& block, const torch::Tensor& el,

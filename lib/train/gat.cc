@@ -32,32 +32,37 @@ GATConvImpl::GATConvImpl(int64_t in, int64_t width, int heads, const GatOptions&
 }
 
 torch::Tensor GATConvImpl::forward(const BlockTensors& block, const torch::Tensor& h_src) {
-  torch::Tensor feat = fc_(h_src).view({h_src.size(0), heads_, width_});
-  return Attend(block, feat, h_src, h_src.slice(0, 0, block.num_dst));
+  // One GEMM for the projected rows and both sides' attention logits:
+  // [fc.weight; (W_h^T a_l)^T; (W_h^T a_r)^T] is [H x F + 2H, in], so the
+  // sources' rows are read (and packed) once forward and once backward.
+  torch::Tensor weight = torch::cat({fc_->weight, Folded(attn_l_).t(), Folded(attn_r_).t()}, 0);
+  torch::Tensor proj = h_src.matmul(weight.t());
+  torch::Tensor out = GatAggregateProjected(block, proj, heads_, slope_, DropMask(block));
+  return Finish(out, h_src.slice(0, 0, block.num_dst));
 }
 
 torch::Tensor GATConvImpl::ForwardBipartite(const BlockTensors& block, const torch::Tensor& h_src,
                                             const torch::Tensor& h_dst) {
-  return Attend(block, fc_(h_src).view({h_src.size(0), heads_, width_}), h_src, h_dst);
+  torch::Tensor feat = fc_(h_src).view({h_src.size(0), heads_, width_});
+  // The attention logits from the unprojected rows through the folded
+  // weights: one [rows, in] x [in, heads] product per side instead of an
+  // elementwise pass over [rows, heads, width] (and its backward).
+  torch::Tensor el = h_src.matmul(Folded(attn_l_));
+  torch::Tensor er = h_dst.matmul(Folded(attn_r_));
+  return Finish(GatAggregate(block, feat, el, er, slope_, DropMask(block)), h_dst);
 }
 
 torch::Tensor GATConvImpl::Folded(const torch::Tensor& attn) const {
   return (fc_->weight.view({heads_, width_, in_}) * attn.view({heads_, width_, 1})).sum(1).t();
 }
 
-torch::Tensor GATConvImpl::Attend(const BlockTensors& block, const torch::Tensor& feat,
-                                  const torch::Tensor& h_src, const torch::Tensor& h_dst) {
-  const int64_t D = block.num_dst;
-  // The attention logits from the unprojected rows through the folded
-  // weights: one [rows, in] x [in, heads] product per side instead of an
-  // elementwise pass over [rows, heads, width] (and its backward).
-  torch::Tensor el = h_src.matmul(Folded(attn_l_));
-  torch::Tensor er = h_dst.matmul(Folded(attn_r_));
-  torch::Tensor mask;
-  if (is_training() && attn_drop_ > 0) {
-    mask = KeepMask({block.indices.numel(), heads_}, attn_drop_, feat.options());
-  }
-  torch::Tensor out = GatAggregate(block, feat, el, er, slope_, mask);
+torch::Tensor GATConvImpl::DropMask(const BlockTensors& block) const {
+  if (!is_training() || attn_drop_ <= 0) return {};
+  return KeepMask({block.indices.numel(), heads_}, attn_drop_, fc_->weight.options());
+}
+
+torch::Tensor GATConvImpl::Finish(torch::Tensor out, const torch::Tensor& h_dst) {
+  const int64_t D = out.size(0);
   if (res_fc_) out = out + res_fc_(h_dst).view({D, heads_, width_});
   if (identity_residual_) out = out + h_dst.view({D, heads_, width_});
   if (bias_.defined()) out = out + bias_.view({1, heads_, width_});

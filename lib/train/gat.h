@@ -41,10 +41,11 @@ class GATConvImpl : public torch::nn::Module {
                                  const torch::Tensor& h_dst);
 
  private:
-  // Attention, aggregation, residual and bias from the projected rows
-  // (feat_*) and the rows before projection (h_*).
-  torch::Tensor Attend(const BlockTensors& block, const torch::Tensor& feat_src,
-                       const torch::Tensor& h_src, const torch::Tensor& h_dst);
+  // The attention dropout's keep-mask for the block's edges (undefined
+  // when not training or without dropout).
+  torch::Tensor DropMask(const BlockTensors& block) const;
+  // Residual and bias added to the aggregated [num_dst, heads, width].
+  torch::Tensor Finish(torch::Tensor out, const torch::Tensor& h_dst);
   // attn ([1, heads, width]) folded into the projection: [in, heads], so
   // that h @ Folded(attn_l) is DGL's el = (fc(h) * attn_l).sum(-1).
   torch::Tensor Folded(const torch::Tensor& attn) const;

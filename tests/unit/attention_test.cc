@@ -120,6 +120,45 @@ TEST_CASE("GatAggregate equals the scatter-softmax formulation, values and gradi
   }
 }
 
+TEST_CASE("GatAggregateProjected equals GatAggregate on the projection's columns bit for bit",
+          "[unit]") {
+  torch::set_num_threads(2);
+  for (auto dtype : {torch::kFloat64, torch::kFloat32}) {
+    for (auto [heads, width] : {std::pair{1, 7}, std::pair{4, 16}, std::pair{3, 2}}) {
+      Block blk = RandomBlock(150, 400, 9, static_cast<uint32_t>(heads * 10 + width));
+      BlockTensors b = WithSelfLoops(ToTensors(blk));
+      const int64_t HF = heads * width;
+      torch::Tensor proj = Dbl({b.num_src, HF + 2 * heads}, 5).to(dtype);
+      torch::Tensor mask = KeepMask({b.indices.numel(), heads}, 0.3, proj.options());
+      torch::Tensor upstream = Dbl({b.num_dst, heads, width}, 6).to(dtype);
+      torch::Tensor p1 = proj.clone().requires_grad_(true);
+      torch::Tensor out1 = GatAggregateProjected(b, p1, heads, 0.2, mask);
+      (out1 * upstream).sum().backward();
+      torch::Tensor feat = proj.slice(1, 0, HF).reshape({b.num_src, heads, width});
+      torch::Tensor el = proj.slice(1, HF, HF + heads).contiguous();
+      torch::Tensor er = proj.slice(1, HF + heads).slice(0, 0, b.num_dst).contiguous();
+      std::vector<torch::Tensor> sep = {feat.clone().requires_grad_(true),
+                                        el.clone().requires_grad_(true),
+                                        er.clone().requires_grad_(true)};
+      torch::Tensor out2 = GatAggregate(b, sep[0], sep[1], sep[2], 0.2, mask);
+      (out2 * upstream).sum().backward();
+      INFO("heads " << heads << " width " << width);
+      CHECK(torch::equal(out1, out2));
+      torch::Tensor g = p1.grad();
+      CHECK(torch::equal(g.slice(1, 0, HF).reshape({b.num_src, heads, width}), sep[0].grad()));
+      CHECK(torch::equal(g.slice(1, HF, HF + heads), sep[1].grad()));
+      CHECK(torch::equal(g.slice(1, HF + heads).slice(0, 0, b.num_dst), sep[2].grad()));
+      CHECK(g.slice(1, HF + heads).slice(0, b.num_dst).abs().sum().item<double>() == 0.0);
+    }
+  }
+  Block blk = RandomBlock(5, 9, 3, 1);
+  BlockTensors b = ToTensors(blk);
+  CHECK_THROWS_WITH(GatAggregateProjected(b, Dbl({9, 7}, 1), 2, 0.2, {}),
+                    Catch::Contains("heads x width + 2 x heads"));
+  CHECK_THROWS_WITH(GatAggregateProjected(b, Dbl({8, 8}, 1), 2, 0.2, {}),
+                    Catch::Contains("must be [9,"));
+}
+
 TEST_CASE("GatAggregate gradients match finite differences and its attention sums to 1 per row",
           "[unit]") {
   Block blk = RandomBlock(7, 11, 4, 9);
