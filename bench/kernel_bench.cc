@@ -6,8 +6,8 @@
 //   gnn-kernel-bench --reps 20 --num_omp_threads 1
 //
 // Prints milliseconds per call (median and least over --reps) of GatAggregate's
-// forward and backward and of MeanAggregate's, and the bytes and
-// multiply-adds they cannot avoid, so a change to train/attention.cc or
+// forward and backward (separate inputs, and GATConv's one projection) and of MeanAggregate's, and
+// the bytes and multiply-adds they cannot avoid, so a change to train/attention.cc or
 // train/aggregate.cc is timed without a whole training run around it.
 #include <torch/torch.h>
 
@@ -74,11 +74,17 @@ int main(int argc, char** argv) {
     torch::Tensor mask;
     if (attn_drop > 0) mask = gnn::KeepMask({edges, heads}, attn_drop, feat.options());
     torch::Tensor g = torch::randn({dst, heads, width});
-    std::vector<double> fwd, bwd, mean_fwd, mean_bwd;
+    // GATConv's layout: one projection [src, heads x width + 2 heads].
+    torch::Tensor proj = torch::randn({src, heads * width + 2 * heads}).requires_grad_();
+    std::vector<double> fwd, bwd, proj_fwd, proj_bwd, mean_fwd, mean_bwd;
     for (int r = 0; r <= reps; ++r) {  // the first call warms up, untimed
       torch::Tensor out;
       const double f = Millis([&] { out = gnn::GatAggregate(bt, feat, el, er, 0.2, mask); });
       const double b = Millis([&] { out.backward(g); });
+      torch::Tensor pout;
+      const double pf =
+          Millis([&] { pout = gnn::GatAggregateProjected(bt, proj, heads, 0.2, mask); });
+      const double pb = Millis([&] { pout.backward(g); });
       torch::Tensor flat = feat.view({src, heads * width});
       torch::Tensor m;
       const double mf = Millis([&] { m = gnn::MeanAggregate(bt, flat); });
@@ -86,6 +92,8 @@ int main(int argc, char** argv) {
       if (r == 0) continue;
       fwd.push_back(f);
       bwd.push_back(b);
+      proj_fwd.push_back(pf);
+      proj_bwd.push_back(pb);
       mean_fwd.push_back(mf);
       mean_bwd.push_back(mb);
     }
@@ -105,6 +113,7 @@ int main(int argc, char** argv) {
                   *std::min_element(b.begin(), b.end()));
     };
     row("GatAggregate", fwd, bwd);
+    row("GatProjected", proj_fwd, proj_bwd);
     row("MeanAggregate", mean_fwd, mean_bwd);
   });
 }
