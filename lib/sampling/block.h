@@ -23,6 +23,10 @@ struct Block {
   // trainer's backward pass. Empty unless built; never on the wire.
   std::vector<int64_t> t_indptr;   // [num_src + 1]
   std::vector<int64_t> t_indices;  // local dst index per edge
+  std::vector<int64_t> t_eids;     // the edge (position in `indices`) per slot
+  // AddSelfLoops ran: each destination is the first in-neighbour in its own
+  // row (GAT's and GCN's convention, dgl.add_self_loop).
+  bool self_loops = false;
   int64_t num_src() const { return static_cast<int64_t>(src_nodes.size()); }
   int64_t num_edges() const { return static_cast<int64_t>(indices.size()); }
 };

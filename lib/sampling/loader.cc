@@ -58,6 +58,9 @@ void LoaderOptions::Validate() const {
     throw ConfigError("num_workers must be >= 0, got " + std::to_string(num_workers));
   }
   if (prefetch < 1) throw ConfigError("prefetch must be >= 1, got " + std::to_string(prefetch));
+  if (self_loops && input_means) {
+    throw ConfigError("self_loops and input_means: the sources' means would count the self-loops");
+  }
   if (link && num_negs < 1)
     throw ConfigError("num_negs must be >= 1, got " + std::to_string(num_negs));
 }
@@ -194,8 +197,13 @@ MiniBatch BatchLoader::Make(int64_t index, int threads) const {
     b.seeds.assign(seeds_.begin() + begin, seeds_.begin() + end);
     b.blocks = SampleBlocks(csc, b.seeds, options_.fanouts, options_.replace, batch_seed, threads);
   }
+  if (options_.self_loops) {
+    for (Block& block : b.blocks) AddSelfLoops(&block);
+  }
   if (options_.transpose) {
-    for (size_t l = 1; l < b.blocks.size(); ++l) BuildTranspose(&b.blocks[l]);
+    for (size_t l = options_.self_loops ? 0 : 1; l < b.blocks.size(); ++l) {
+      BuildTranspose(&b.blocks[l]);
+    }
   }
   b.feature_dim = graph_.feature_dim;
   if (graph_.feature_dim > 0) {

@@ -40,6 +40,11 @@ struct LoaderOptions {
   // off the consumer's critical path: the trainer's backward pass reads
   // them. Block 0 aggregates raw features, through which no gradient flows.
   bool transpose = false;
+  // Every block with a self-loop per destination (AddSelfLoops: GAT's and
+  // GCN's convention) made in the worker; with `transpose`, every block's
+  // transpose then, block 0's too (those models' first layer projects
+  // before it aggregates, so its gradient flows through block 0).
+  bool self_loops = false;
   // Batches carry block 0's destination rows and their sources' means
   // (MiniBatch::input_means) instead of every source row.
   bool input_means = false;

@@ -226,7 +226,7 @@ Block ToBlock(const std::vector<int64_t>& dst_nodes, std::vector<int64_t> nbr_in
 }
 
 void TransposeCsr(const int64_t* ptr, const int64_t* idx, int64_t rows, int64_t cols,
-                  int64_t* t_ptr, int64_t* t_idx) {
+                  int64_t* t_ptr, int64_t* t_idx, int64_t* t_eid) {
   const int64_t edges = ptr[rows];
   std::fill(t_ptr, t_ptr + cols + 1, 0);
   for (int64_t e = 0; e < edges; ++e) {
@@ -240,7 +240,11 @@ void TransposeCsr(const int64_t* ptr, const int64_t* idx, int64_t rows, int64_t 
   // t_ptr[c] serves as column c's cursor, so afterwards it holds the end of
   // column c, i.e. the start of c + 1: shift back by one.
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t e = ptr[r]; e < ptr[r + 1]; ++e) t_idx[t_ptr[idx[e]]++] = r;
+    for (int64_t e = ptr[r]; e < ptr[r + 1]; ++e) {
+      const int64_t k = t_ptr[idx[e]]++;
+      t_idx[k] = r;
+      if (t_eid != nullptr) t_eid[k] = e;
+    }
   }
   for (int64_t c = cols; c > 0; --c) t_ptr[c] = t_ptr[c - 1];
   t_ptr[0] = 0;
@@ -255,8 +259,31 @@ void BuildTranspose(Block* block) {
   }
   block->t_indptr.resize(block->num_src() + 1);
   block->t_indices.resize(num_edges);
+  block->t_eids.resize(num_edges);
   TransposeCsr(block->indptr.data(), block->indices.data(), num_dst, block->num_src(),
-               block->t_indptr.data(), block->t_indices.data());
+               block->t_indptr.data(), block->t_indices.data(), block->t_eids.data());
+}
+
+void AddSelfLoops(Block* block) {
+  const int64_t num_dst = block->num_dst, num_edges = block->num_edges();
+  if (block->self_loops) throw DataError("AddSelfLoops: the block already has self-loops");
+  if (!block->t_indptr.empty()) throw DataError("AddSelfLoops: the block has a transpose");
+  if (!block->etypes.empty()) throw DataError("AddSelfLoops: a typed block has no self-relation");
+  if (static_cast<int64_t>(block->indptr.size()) != num_dst + 1 || block->indptr[0] != 0 ||
+      block->indptr.back() != num_edges || block->num_src() < num_dst) {
+    throw DataError("AddSelfLoops: block CSR does not match its " + std::to_string(num_dst) +
+                    " destinations and " + std::to_string(num_edges) + " edges");
+  }
+  std::vector<int64_t> indices(static_cast<size_t>(num_edges + num_dst));
+  const std::vector<int64_t>& ptr = block->indptr;
+  for (int64_t i = 0; i < num_dst; ++i) {
+    int64_t* row = indices.data() + ptr[i] + i;
+    row[0] = i;
+    std::copy(block->indices.data() + ptr[i], block->indices.data() + ptr[i + 1], row + 1);
+  }
+  for (int64_t i = 0; i <= num_dst; ++i) block->indptr[i] += i;
+  block->indices = std::move(indices);
+  block->self_loops = true;
 }
 
 std::vector<Block> SampleBlocks(const CscView& csc, const std::vector<int64_t>& seeds,

@@ -52,14 +52,23 @@ Block ToBlock(const std::vector<int64_t>& dst_nodes, std::vector<int64_t> nbr_in
 
 // Transposes a CSR of `rows` rows over column ids [0, cols): t_ptr[cols+1]
 // and t_idx[ptr[rows]] (caller-allocated) list, per column, the rows that
-// reference it, in increasing row order. A counting sort, O(edges + rows +
-// cols), single-threaded. Throws DataError when an index is out of range.
+// reference it, in increasing row order; t_eid (optional, [ptr[rows]])
+// the edge of each slot, so also in increasing order. A counting sort,
+// O(edges + rows + cols), single-threaded. Throws DataError when an index
+// is out of range.
 void TransposeCsr(const int64_t* ptr, const int64_t* idx, int64_t rows, int64_t cols,
-                  int64_t* t_ptr, int64_t* t_idx);
+                  int64_t* t_ptr, int64_t* t_idx, int64_t* t_eid = nullptr);
 
-// Fills block->t_indptr/t_indices with the transpose of the block's CSR
-// (edges grouped by source). Throws DataError on a malformed block.
+// Fills block->t_indptr/t_indices/t_eids with the transpose of the block's
+// CSR (edges grouped by source). Throws DataError on a malformed block.
 void BuildTranspose(Block* block);
+
+// Makes each destination the first in-neighbour in its own row (a
+// self-loop: destinations are the first sources), the convention of DGL's
+// GAT and GCN examples (dgl.add_self_loop), and sets block->self_loops.
+// Before any transpose is built: DataError on a block that has one, on a
+// typed block (its edges carry relations) or on one that already has them.
+void AddSelfLoops(Block* block);
 
 // Samples all layers for `seeds`: fanouts[i] belongs to layer i (DGL's
 // order), so sampling starts from the seeds with fanouts.back(). Returns

@@ -243,7 +243,7 @@ void CheckRows(const char* op, const BlockTensors& block, const torch::Tensor& h
 BlockTensors BlockTensors::To(const torch::Device& device, bool non_blocking) const {
   BlockTensors t = *this;
   if (device == indptr.device()) return t;
-  for (torch::Tensor* x : {&t.indptr, &t.indices, &t.t_indptr, &t.t_indices}) {
+  for (torch::Tensor* x : {&t.indptr, &t.indices, &t.t_indptr, &t.t_indices, &t.t_eids}) {
     if (x->defined()) *x = x->to(device, non_blocking);
   }
   return t;
@@ -255,9 +255,11 @@ BlockTensors ToTensors(const Block& block) {
   t.num_src = block.num_src();
   t.indptr = View(block.indptr);
   t.indices = View(block.indices);
+  t.self_loops = block.self_loops;
   if (!block.t_indptr.empty()) {
     t.t_indptr = View(block.t_indptr);
     t.t_indices = View(block.t_indices);
+    if (!block.t_eids.empty()) t.t_eids = View(block.t_eids);
   }
   return t;
 }

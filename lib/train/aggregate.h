@@ -27,6 +27,10 @@ struct BlockTensors {
   // otherwise (MeanAggregate then builds one if a gradient needs it).
   torch::Tensor t_indptr;   // [num_src + 1]
   torch::Tensor t_indices;  // [E] dst index, edges grouped by input row
+  torch::Tensor t_eids;     // [E] the edge per slot (GAT's backward); may be undefined
+  // Each destination is the first in-neighbour in its own row
+  // (Block::self_loops): WithSelfLoops returns the block as it is.
+  bool self_loops = false;
 
   // The same block on `device` (copies; itself when already there).
   BlockTensors To(const torch::Device& device, bool non_blocking = false) const;

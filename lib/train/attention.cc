@@ -330,12 +330,25 @@ torch::Tensor RunForward(const GatInputs& in, const torch::Tensor& mask,
 
 // The backward pass into g_in's buffers (the same layout as `in`; for a
 // projection, its er columns past the destinations are zeroed).
+// The block's transpose from the sampler (t_eids given), or built here.
+Transpose TransposeFor(const torch::Tensor& indptr, const torch::Tensor& indices, int64_t num_src,
+                       const torch::Tensor& t_indptr, const torch::Tensor& t_eids,
+                       const torch::Tensor& t_indices) {
+  if (t_indptr.numel() == num_src + 1 && t_eids.numel() == indices.numel() &&
+      t_indices.numel() == indices.numel()) {
+    return {t_indptr, t_eids, t_indices};
+  }
+  return TransposeOf(indptr, indices, num_src);
+}
+
 void RunBackward(const GatInputs& in, const torch::Tensor& mask, const torch::Tensor& indptr,
-                 const torch::Tensor& indices, double slope, const torch::Tensor& attn,
-                 const torch::Tensor& g, const GatInputs& g_in) {
+                 const torch::Tensor& indices, const std::vector<torch::Tensor>& transpose,
+                 double slope, const torch::Tensor& attn, const torch::Tensor& g,
+                 const GatInputs& g_in) {
   const torch::Tensor& any = in.proj.defined() ? in.proj : in.feat;
   const int64_t num_src = any.size(0), num_dst = indptr.size(0) - 1, edges = indices.size(0);
-  const Transpose t = TransposeOf(indptr, indices, num_src);
+  const Transpose t =
+      TransposeFor(indptr, indices, num_src, transpose[0], transpose[1], transpose[2]);
   torch::Tensor d_logit = torch::empty_like(attn);
   AT_DISPATCH_FLOATING_TYPES(any.scalar_type(), "GatAggregateBackward", [&] {
     const GatArgs<scalar_t> a = Args<scalar_t>(indptr, indices, in, mask, slope);
@@ -371,11 +384,14 @@ class GatAggregateFn : public torch::autograd::Function<GatAggregateFn> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& feat,
                                const torch::Tensor& el, const torch::Tensor& er,
                                const torch::Tensor& mask, const torch::Tensor& indptr,
-                               const torch::Tensor& indices, double slope) {
+                               const torch::Tensor& indices, const torch::Tensor& t_indptr,
+                               const torch::Tensor& t_eids, const torch::Tensor& t_indices,
+                               double slope) {
     torch::Tensor attn;
     torch::Tensor out = RunForward({feat, el, er, {}, feat.size(1), feat.size(2)}, mask, indptr,
                                    indices, slope, &attn);
-    ctx->save_for_backward({feat, el, er, mask, indptr, indices, attn});
+    ctx->save_for_backward(
+        {feat, el, er, mask, indptr, indices, attn, t_indptr, t_eids, t_indices});
     ctx->saved_data["slope"] = slope;
     return out;
   }
@@ -391,10 +407,13 @@ class GatAggregateFn : public torch::autograd::Function<GatAggregateFn> {
                          {},
                          feat.size(1),
                          feat.size(2)};
-    RunBackward(in, saved[3], saved[4], saved[5], ctx->saved_data["slope"].toDouble(), saved[6],
-                grads[0].contiguous(), g_in);
-    return {g_in.feat,       g_in.el,         g_in.er,        torch::Tensor(),
-            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    RunBackward(in, saved[3], saved[4], saved[5], {saved[7], saved[8], saved[9]},
+                ctx->saved_data["slope"].toDouble(), saved[6], grads[0].contiguous(), g_in);
+    torch::autograd::variable_list out(10);
+    out[0] = g_in.feat;
+    out[1] = g_in.el;
+    out[2] = g_in.er;
+    return out;
   }
 };
 
@@ -402,12 +421,13 @@ class GatProjectedFn : public torch::autograd::Function<GatProjectedFn> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& proj,
                                const torch::Tensor& mask, const torch::Tensor& indptr,
-                               const torch::Tensor& indices, int64_t heads, int64_t width,
-                               double slope) {
+                               const torch::Tensor& indices, const torch::Tensor& t_indptr,
+                               const torch::Tensor& t_eids, const torch::Tensor& t_indices,
+                               int64_t heads, int64_t width, double slope) {
     torch::Tensor attn;
     torch::Tensor out =
         RunForward({{}, {}, {}, proj, heads, width}, mask, indptr, indices, slope, &attn);
-    ctx->save_for_backward({proj, mask, indptr, indices, attn});
+    ctx->save_for_backward({proj, mask, indptr, indices, attn, t_indptr, t_eids, t_indices});
     ctx->saved_data["slope"] = slope;
     ctx->saved_data["heads"] = heads;
     ctx->saved_data["width"] = width;
@@ -421,12 +441,22 @@ class GatProjectedFn : public torch::autograd::Function<GatProjectedFn> {
     const int64_t width = ctx->saved_data["width"].toInt();
     const GatInputs in{{}, {}, {}, saved[0], heads, width};
     const GatInputs g_in{{}, {}, {}, torch::empty_like(saved[0]), heads, width};
-    RunBackward(in, saved[1], saved[2], saved[3], ctx->saved_data["slope"].toDouble(), saved[4],
-                grads[0].contiguous(), g_in);
-    return {g_in.proj,       torch::Tensor(), torch::Tensor(), torch::Tensor(),
-            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    RunBackward(in, saved[1], saved[2], saved[3], {saved[5], saved[6], saved[7]},
+                ctx->saved_data["slope"].toDouble(), saved[4], grads[0].contiguous(), g_in);
+    torch::autograd::variable_list out(10);
+    out[0] = g_in.proj;
+    return out;
   }
 };
+
+// The block's transpose for the ops (empty tensors when it has none).
+std::vector<torch::Tensor> TransposeOfBlock(const BlockTensors& block) {
+  if (block.t_eids.defined() && block.t_indptr.defined() && block.t_indices.defined()) {
+    return {block.t_indptr, block.t_eids, block.t_indices};
+  }
+  const torch::Tensor none = torch::empty({0}, torch::kInt64);
+  return {none, none, none};
+}
 
 void CheckShapes(const BlockTensors& block, const torch::Tensor& el, const torch::Tensor& er) {
   if (el.dim() != 2 || el.size(0) != block.num_src) {
@@ -454,8 +484,9 @@ torch::Tensor GatAggregate(const BlockTensors& block, const torch::Tensor& feat,
   if (mask.numel() > 0 && (mask.size(0) != block.indices.numel() || mask.size(1) != el.size(1))) {
     throw Error("GatAggregate: the dropout mask must be [edges, heads]");
   }
+  const std::vector<torch::Tensor> t = TransposeOfBlock(block);
   return GatAggregateFn::apply(feat.contiguous(), el.contiguous(), er.contiguous(), mask,
-                               block.indptr, block.indices, negative_slope);
+                               block.indptr, block.indices, t[0], t[1], t[2], negative_slope);
 }
 
 torch::Tensor GatAggregateProjected(const BlockTensors& block, const torch::Tensor& proj,
@@ -475,8 +506,9 @@ torch::Tensor GatAggregateProjected(const BlockTensors& block, const torch::Tens
     throw Error("GatAggregate: the dropout mask must be [edges, heads]");
   }
   const int64_t width = (proj.size(1) - 2 * heads) / heads;
-  return GatProjectedFn::apply(proj.contiguous(), mask, block.indptr, block.indices, heads, width,
-                               negative_slope);
+  const std::vector<torch::Tensor> t = TransposeOfBlock(block);
+  return GatProjectedFn::apply(proj.contiguous(), mask, block.indptr, block.indices, t[0], t[1],
+                               t[2], heads, width, negative_slope);
 }
 
 torch::Tensor GatAttention(const BlockTensors& block, const torch::Tensor& el,
@@ -495,7 +527,8 @@ torch::Tensor GatAttention(const BlockTensors& block, const torch::Tensor& el,
 }
 
 BlockTensors WithSelfLoops(const BlockTensors& block) {
-  if (!block.indptr.is_cpu()) {  // built on the CPU, then moved back
+  if (block.self_loops) return block;  // the sampler added them
+  if (!block.indptr.is_cpu()) {        // built on the CPU, then moved back
     return WithSelfLoops(block.To(torch::Device(torch::kCPU))).To(block.indptr.device());
   }
   const int64_t D = block.num_dst, E = block.indices.numel();
@@ -504,6 +537,7 @@ BlockTensors WithSelfLoops(const BlockTensors& block) {
   out.num_src = block.num_src;
   out.indptr = torch::empty({D + 1}, torch::kInt64);
   out.indices = torch::empty({E + D}, torch::kInt64);
+  out.self_loops = true;
   const int64_t* ptr = block.indptr.data_ptr<int64_t>();
   const int64_t* idx = block.indices.data_ptr<int64_t>();
   int64_t* p = out.indptr.data_ptr<int64_t>();

@@ -63,7 +63,7 @@ PinnedBatch Pin(MiniBatch& mb) {
   if (mb.seeds.empty()) return p;
   for (const Block& b : mb.blocks) {
     BlockTensors t = ToTensors(b);
-    for (torch::Tensor* q : {&t.indptr, &t.indices, &t.t_indptr, &t.t_indices}) {
+    for (torch::Tensor* q : {&t.indptr, &t.indices, &t.t_indptr, &t.t_indices, &t.t_eids}) {
       if (q->defined()) *q = q->pin_memory();
     }
     p.blocks.push_back(t);
@@ -175,7 +175,9 @@ class NodeLearner : public Learner {
         return d;
       };
       for (BlockTensors t : pinned.blocks) {
-        for (torch::Tensor* p : {&t.indptr, &t.indices, &t.t_indptr, &t.t_indices}) *p = up(*p);
+        for (torch::Tensor* p : {&t.indptr, &t.indices, &t.t_indptr, &t.t_indices, &t.t_eids}) {
+          *p = up(*p);
+        }
         blocks_.push_back(t);
       }
       host_x = up(pinned.x);

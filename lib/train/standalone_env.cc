@@ -79,6 +79,9 @@ class StandaloneEnv : public TrainEnv {
     lo_.seed = o.seed;
     lo_.transpose = true;
     lo_.input_means = o.TakesMeans();
+    // GAT's and GCN's self-loops and their blocks' transposes (edge ids
+    // included) made by the sampling workers, off the training thread.
+    lo_.self_loops = o.model == "gat" || o.model == "gcn";
     if (o.Kind() == TaskKind::kLink) {
       // Every stored in-edge is a training edge (held-out ones were removed
       // by gnn-partition --val_edges).

@@ -61,6 +61,9 @@ TEST_CASE("TransposeCsr lists each column's rows in row order", "[unit]") {
   TransposeCsr(ptr.data(), idx.data(), 3, 3, tp.data(), ti.data());
   CHECK(tp == std::vector<int64_t>{0, 1, 2, 5});
   CHECK(ti == std::vector<int64_t>{0, 2, 0, 2, 2});
+  std::vector<int64_t> te(5);  // each slot's edge, in edge order within a column
+  TransposeCsr(ptr.data(), idx.data(), 3, 3, tp.data(), ti.data(), te.data());
+  CHECK(te == std::vector<int64_t>{1, 4, 0, 2, 3});
   idx[1] = 3;
   CHECK_THROWS_WITH(TransposeCsr(ptr.data(), idx.data(), 3, 3, tp.data(), ti.data()),
                     Catch::Contains("column 3 is outside [0, 3)"));

@@ -236,6 +236,58 @@ TEST_CASE("WithSelfLoops puts each destination first in its own row", "[unit]") 
   CHECK(torch::equal(b.indices, torch::tensor({0, 2, 1, 1}, torch::kInt64)));
 }
 
+TEST_CASE("AddSelfLoops in the sampler equals WithSelfLoops, and GAT and GCN give the same bits",
+          "[unit]") {
+  Block blk;
+  blk.num_dst = 2;
+  blk.src_nodes = {10, 11, 12};
+  blk.indptr = {0, 2, 2};
+  blk.indices = {2, 1};
+  Block looped = blk;
+  AddSelfLoops(&looped);
+  CHECK(looped.self_loops);
+  CHECK(looped.indptr == std::vector<int64_t>{0, 3, 4});
+  CHECK(looped.indices == std::vector<int64_t>{0, 2, 1, 1});
+  CHECK_THROWS_WITH(AddSelfLoops(&looped), Catch::Contains("already has self-loops"));
+  Block transposed = blk;
+  BuildTranspose(&transposed);
+  CHECK_THROWS_WITH(AddSelfLoops(&transposed), Catch::Contains("has a transpose"));
+  Block typed = blk;
+  typed.etypes = {0, 1};
+  CHECK_THROWS_WITH(AddSelfLoops(&typed), Catch::Contains("typed block"));
+
+  // A sampled-looking block: the sampler's self-loops and transpose (edge
+  // ids included) against the trainer's own, through GAT's and GCN's ops.
+  torch::set_num_threads(2);
+  Block plain = RandomBlock(120, 300, 9, 7);
+  Block made = plain;
+  AddSelfLoops(&made);
+  BuildTranspose(&made);
+  const BlockTensors mine = WithSelfLoops(ToTensors(plain));
+  const BlockTensors from_sampler = WithSelfLoops(ToTensors(made));
+  CHECK(from_sampler.t_eids.defined());
+  CHECK(torch::equal(mine.indptr, from_sampler.indptr));
+  CHECK(torch::equal(mine.indices, from_sampler.indices));
+  const int64_t heads = 4, width = 3;
+  torch::Tensor proj = Dbl({mine.num_src, heads * width + 2 * heads}, 11).to(torch::kFloat32);
+  torch::Tensor mask = KeepMask({mine.indices.numel(), heads}, 0.2, proj.options());
+  torch::Tensor up = Dbl({mine.num_dst, heads, width}, 12).to(torch::kFloat32);
+  torch::Tensor a = proj.clone().requires_grad_(true), b = proj.clone().requires_grad_(true);
+  torch::Tensor out_a = GatAggregateProjected(mine, a, heads, 0.2, mask);
+  torch::Tensor out_b = GatAggregateProjected(from_sampler, b, heads, 0.2, mask);
+  (out_a * up).sum().backward();
+  (out_b * up).sum().backward();
+  CHECK(torch::equal(out_a, out_b));
+  CHECK(torch::equal(a.grad(), b.grad()));
+  GraphConv gcn(heads * width + 2 * heads, 5);
+  torch::Tensor x = proj.clone().requires_grad_(true), y = proj.clone().requires_grad_(true);
+  torch::Tensor gx = gcn->forward(mine, x), gy = gcn->forward(from_sampler, y);
+  CHECK(torch::equal(gx, gy));
+  gx.sum().backward();
+  gy.sum().backward();
+  CHECK(torch::equal(x.grad(), y.grad()));
+}
+
 TEST_CASE("GATConv computes DGL's GATConv under its parameter names", "[unit]") {
   torch::manual_seed(3);
   for (bool residual : {false, true}) {

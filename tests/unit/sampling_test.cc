@@ -545,6 +545,40 @@ TEST_CASE("BatchLoader input_means: destination rows and their sources' means, a
   }
 }
 
+TEST_CASE("BatchLoader self_loops: every block looped in the worker, with its transpose",
+          "[unit]") {
+  const TinyGraph& t = Tiny();
+  LoaderOptions o;
+  o.fanouts = {3, 4};
+  o.batch_size = 50;
+  o.seed = 2;
+  o.num_workers = 1;
+  BatchLoader plain(t.graph, t.data.train_idx, o, 0);
+  o.self_loops = true;
+  o.transpose = true;
+  BatchLoader looped(t.graph, t.data.train_idx, o, 0);
+  std::vector<MiniBatch> a = Drain(plain), b = Drain(looped);
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].features == b[i].features);  // the same batch
+    for (size_t l = 0; l < a[i].blocks.size(); ++l) {
+      Block want = a[i].blocks[l];
+      AddSelfLoops(&want);
+      BuildTranspose(&want);
+      const Block& got = b[i].blocks[l];
+      CHECK(got.self_loops);
+      CHECK(got.src_nodes == want.src_nodes);
+      CHECK(got.indptr == want.indptr);
+      CHECK(got.indices == want.indices);
+      CHECK(got.t_indptr == want.t_indptr);  // block 0's too
+      CHECK(got.t_indices == want.t_indices);
+      CHECK(got.t_eids == want.t_eids);
+    }
+  }
+  o.input_means = true;
+  CHECK_THROWS_WITH(o.Validate(), Catch::Contains("self_loops and input_means"));
+}
+
 TEST_CASE("BatchLoader prefetches at most `prefetch` batches ahead", "[unit]") {
   const TinyGraph& t = Tiny();
   LoaderOptions o;
