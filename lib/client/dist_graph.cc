@@ -7,10 +7,12 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/memory.h"
 #include "common/sha256.h"
 #include "net/messages.h"
 #include "sampling/edge_batch.h"
 #include "sampling/hot_rows.h"
+#include "sampling/id_sort.h"
 #include "sampling/owner_aggregate.h"
 #include "sampling/sampler.h"
 #include "store/row_cache.h"
@@ -21,34 +23,6 @@ namespace gnn {
 using net::Message;
 
 namespace {
-
-// Sorts positions `pos` by ids[pos], every such id inside [lo, hi): an LSD
-// radix sort over (id - lo, position) pairs, 11 bits a pass (two passes for
-// a partition of up to 4M nodes): a batch's 10^4-10^5 destinations in a
-// fraction of std::sort's time. Stable.
-void SortByIdInRange(std::vector<size_t>* pos, const std::vector<int64_t>& ids, int64_t lo,
-                     int64_t hi) {
-  const size_t n = pos->size();
-  if (n < 256) {
-    std::sort(pos->begin(), pos->end(), [&](size_t a, size_t b) { return ids[a] < ids[b]; });
-    return;
-  }
-  constexpr int kBits = 11;
-  constexpr size_t kBuckets = size_t{1} << kBits;
-  const uint64_t range = static_cast<uint64_t>(hi - lo);
-  std::vector<std::pair<uint64_t, size_t>> a(n), b(n);
-  for (size_t j = 0; j < n; ++j) a[j] = {static_cast<uint64_t>(ids[(*pos)[j]] - lo), (*pos)[j]};
-  std::vector<size_t> start(kBuckets);
-  for (int shift = 0; shift < 64 && (range - 1) >> shift != 0; shift += kBits) {
-    std::fill(start.begin(), start.end(), 0);
-    for (const auto& e : a) ++start[(e.first >> shift) & (kBuckets - 1)];
-    size_t sum = 0;
-    for (size_t& c : start) sum += std::exchange(c, sum);
-    for (const auto& e : a) b[start[(e.first >> shift) & (kBuckets - 1)]++] = e;
-    a.swap(b);
-  }
-  for (size_t j = 0; j < n; ++j) (*pos)[j] = a[j].second;
-}
 
 // The mask's nodes [asked.offset, asked.offset + asked.count) of a local
 // partition, as the server would answer SplitNodes.
@@ -362,9 +336,8 @@ void DistGraph::PullFeatures(const std::vector<int64_t>& ids, std::vector<float>
     const std::vector<size_t>& mine = pos[local_part_];
     for (size_t j = 0; j < mine.size(); ++j) {
       // Rows are scattered in memory: fetch a few ahead of the copy.
-      if (j + 8 < mine.size()) {
-        __builtin_prefetch(v.features + (ids[mine[j + 8]] - v.node_start) * dim);
-      }
+      if (j + 8 < mine.size())
+        PrefetchBytes(v.features + (ids[mine[j + 8]] - v.node_start) * dim, row);
       std::memcpy(out->data() + mine[j] * dim, v.features + (ids[mine[j]] - v.node_start) * dim,
                   row);
     }

@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <functional>
 
 #include "client/dist_graph.h"
 #include "common/error.h"
 #include "net/messages.h"
+#include "sampling/id_sort.h"
 #include "sampling/owner_aggregate.h"
 #include "store/row_cache.h"
 #include "store/shm_partition.h"
@@ -30,19 +32,23 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
   std::vector<int64_t> counts(n), remote_begin(n), remote_end(n), remote;
   // row_to(r, out) writes row r of a part's [own + m, dim] answer as
   // floats: the first `own` destinations' own rows, then m sums; the
-  // others' own rows are in the hot-row cache.
-  auto place = [&](const std::vector<size_t>& slice, size_t own, const auto& row_to,
+  // others' own rows are in the hot-row cache. Without row_to the rows are
+  // in place already (the local partition's).
+  using RowTo = std::function<void(size_t, float*)>;
+  auto place = [&](const std::vector<size_t>& slice, size_t own, const RowTo& row_to,
                    const std::vector<int64_t>& part_counts, const std::vector<int64_t>& rptr,
                    const std::vector<int64_t>& rids) {
     const size_t m = slice.size();
     for (size_t j = 0; j < m; ++j) {
       const size_t i = slice[j];
-      if (j < own) {
-        row_to(j, rows + i * dim);
-      } else {
-        std::memcpy(rows + i * dim, cache_->Find(dsts[i]), row_bytes);
+      if (row_to) {
+        if (j < own) {
+          row_to(j, rows + i * dim);
+        } else {
+          std::memcpy(rows + i * dim, cache_->Find(dsts[i]), row_bytes);
+        }
+        row_to(own + j, sums + i * dim);
       }
-      row_to(own + j, sums + i * dim);
       counts[i] = part_counts[j];
       remote_begin[i] = static_cast<int64_t>(remote.size()) + rptr[j];
       remote_end[i] = static_cast<int64_t>(remote.size()) + rptr[j + 1];
@@ -95,14 +101,11 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
     const std::vector<size_t>& mine = pos[local_part_];
     std::vector<int64_t> ids(mine.size()), part_counts, rptr, rids;
     for (size_t j = 0; j < mine.size(); ++j) ids[j] = dsts[mine[j]];
-    std::vector<float> part_rows(2 * mine.size() * dim);
-    gnn::SampleAggregate(v.csc(), v.features, dim, ids.data(), static_cast<int64_t>(ids.size()),
-                         fanout, replace, rng_seed, 1, part_rows.data(), &part_counts, &rptr,
-                         &rids);
-    place(
-        mine, mine.size(),
-        [&](size_t r, float* out) { std::memcpy(out, part_rows.data() + r * dim, row_bytes); },
-        part_counts, rptr, rids);
+    // Rows and sums straight into their places.
+    const auto m = static_cast<int64_t>(ids.size());
+    gnn::SampleAggregateInto(v.csc(), v.features, dim, ids.data(), m, fanout, replace, rng_seed, 1,
+                             rows, sums, mine.data(), m, &part_counts, &rptr, &rids);
+    place(mine, mine.size(), nullptr, part_counts, rptr, rids);
   }
   for (const Pending& q : pending) {
     Message r = q.conn->Finish(q.rid, deadline, "SampleAggregate");
@@ -123,13 +126,8 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
     rids.insert(rids.end(), remote.begin() + remote_begin[i], remote.begin() + remote_end[i]);
     rptr[i + 1] = static_cast<int64_t>(rids.size());
   }
-  std::vector<int64_t> unique = rids;
-  std::sort(unique.begin(), unique.end());
-  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
-  std::vector<int64_t> row_of(rids.size());
-  for (size_t k = 0; k < rids.size(); ++k) {
-    row_of[k] = std::lower_bound(unique.begin(), unique.end(), rids[k]) - unique.begin();
-  }
+  std::vector<int64_t> unique, row_of;
+  DistinctIds(rids, 0, config_.num_nodes, &unique, &row_of);
   if (options_.remote_sums) {
     FinishRemoteSums(n, counts, rptr, unique, row_of, sums);
     return;

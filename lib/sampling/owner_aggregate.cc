@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/memory.h"
 #include "common/parallel.h"
 
 namespace gnn {
@@ -14,6 +15,17 @@ void SampleAggregate(const CscView& csc, const float* features, int64_t dim, con
                      float* out_rows, std::vector<int64_t>* counts,
                      std::vector<int64_t>* remote_indptr, std::vector<int64_t>* remote_ids,
                      int64_t own_rows) {
+  if (own_rows < 0 || own_rows > n) own_rows = n;
+  SampleAggregateInto(csc, features, dim, dsts, n, fanout, replace, rng_seed, threads, out_rows,
+                      out_rows + own_rows * dim, nullptr, own_rows, counts, remote_indptr,
+                      remote_ids);
+}
+
+void SampleAggregateInto(const CscView& csc, const float* features, int64_t dim,
+                         const int64_t* dsts, int64_t n, int fanout, bool replace,
+                         uint64_t rng_seed, int threads, float* own_out, float* sum_out,
+                         const size_t* at, int64_t own_rows, std::vector<int64_t>* counts,
+                         std::vector<int64_t>* remote_indptr, std::vector<int64_t>* remote_ids) {
   if (own_rows < 0 || own_rows > n) own_rows = n;
   std::vector<int64_t> indptr, indices;
   SampleNeighbors(csc, dsts, n, fanout, replace, rng_seed, threads, &indptr, &indices);
@@ -34,13 +46,29 @@ void SampleAggregate(const CscView& csc, const float* features, int64_t dim, con
   remote_ids->resize(rp[n]);
   int64_t* remote = remote_ids->data();
   const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
+  // The neighbours' rows are scattered over the partition's features:
+  // each is prefetched kAhead edges ahead of its sum (an unprefetched loop
+  // spent 70 % of its time waiting for rows).
+  // So is each destination's own row: kOwnAhead destinations ahead.
+  constexpr int64_t kAhead = 8, kOwnAhead = 2;
   ParallelFor(n, threads, [&](int64_t b, int64_t e) {
+    const int64_t edge_end = ptr[e];
+    for (int64_t k = ptr[b]; k < std::min(ptr[b] + kAhead, edge_end); ++k) {
+      if (held(idx[k])) PrefetchBytes(features + (idx[k] - lo) * dim, row_bytes);
+    }
     for (int64_t i = b; i < e; ++i) {
-      if (i < own_rows) std::memcpy(out_rows + i * dim, features + (dsts[i] - lo) * dim, row_bytes);
-      float* sum = out_rows + (own_rows + i) * dim;
+      const size_t o = at ? at[i] : static_cast<size_t>(i);
+      if (i + kOwnAhead < std::min(e, own_rows)) {
+        PrefetchBytes(features + (dsts[i + kOwnAhead] - lo) * dim, row_bytes);
+      }
+      if (i < own_rows) std::memcpy(own_out + o * dim, features + (dsts[i] - lo) * dim, row_bytes);
+      float* sum = sum_out + o * dim;
       std::fill(sum, sum + dim, 0.0f);
       int64_t r = rp[i];
       for (int64_t k = ptr[i]; k < ptr[i + 1]; ++k) {
+        if (k + kAhead < edge_end && held(idx[k + kAhead])) {
+          PrefetchBytes(features + (idx[k + kAhead] - lo) * dim, row_bytes);
+        }
         if (!held(idx[k])) {
           remote[r++] = idx[k];
           continue;
@@ -61,7 +89,9 @@ void SumRowGroups(const float* features, int64_t dim, int64_t node_start, const 
     std::fill(sum, sum + dim, 0.0f);
     for (int64_t k = group_ptr[g]; k < group_ptr[g + 1]; ++k) {
       // Rows are scattered in memory: fetch a few ahead of the sum.
-      if (k + 8 < group_ptr[groups]) __builtin_prefetch(features + (ids[k + 8] - node_start) * dim);
+      if (k + 8 < group_ptr[groups]) {
+        PrefetchBytes(features + (ids[k + 8] - node_start) * dim, dim * sizeof(float));
+      }
       const float* row = features + (ids[k] - node_start) * dim;
       for (int64_t j = 0; j < dim; ++j) sum[j] += row[j];
     }

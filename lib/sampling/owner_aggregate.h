@@ -35,6 +35,16 @@ void SampleAggregate(const CscView& csc, const float* features, int64_t dim, con
                      std::vector<int64_t>* remote_indptr, std::vector<int64_t>* remote_ids,
                      int64_t own_rows = -1);
 
+// The same, writing destination i's own row (when i < own_rows) to
+// own_out + at[i] * dim and its sum to sum_out + at[i] * dim (at ==
+// nullptr: at[i] = i), so a caller assembling rows from several owners
+// gets this owner's in place, without a copy.
+void SampleAggregateInto(const CscView& csc, const float* features, int64_t dim,
+                         const int64_t* dsts, int64_t n, int fanout, bool replace,
+                         uint64_t rng_seed, int threads, float* own_out, float* sum_out,
+                         const size_t* at, int64_t own_rows, std::vector<int64_t>* counts,
+                         std::vector<int64_t>* remote_indptr, std::vector<int64_t>* remote_ids);
+
 // The other half of it, at the owners of the neighbours a destination's
 // owner does not hold: out [groups, dim] row k = the sum of the rows of
 // ids[group_ptr[k], group_ptr[k + 1]) (global ids, all inside the rows

@@ -10,6 +10,7 @@
 #endif
 
 #include "common/error.h"
+#include "common/memory.h"
 #include "common/parallel.h"
 #include "sampling/edge_batch.h"
 #include "sampling/row_sampling.h"
@@ -144,9 +145,13 @@ void SampleNeighbors(const CscView& csc, const int64_t* seeds, int64_t num_seeds
     for (int64_t i = b; i < e; ++i) {
       if (i + 2 * kAhead < e) prefetch_indptr(i + 2 * kAhead);
       if (i + kAhead < e) {
+        // The sampled positions fall anywhere in the row: all its lines.
         int64_t r = seeds[i + kAhead] - csc.node_start;
-        if (optr[i + kAhead + 1] != optr[i + kAhead])
-          __builtin_prefetch(csc.indices + csc.indptr[r]);
+        if (optr[i + kAhead + 1] != optr[i + kAhead]) {
+          PrefetchBytes(csc.indices + csc.indptr[r],
+                        static_cast<size_t>(csc.indptr[r + 1] - csc.indptr[r]) * sizeof(int64_t),
+                        8);
+        }
       }
       int64_t k = optr[i + 1] - optr[i];
       if (k == 0) continue;
@@ -338,13 +343,9 @@ void GatherRows(const float* rows, int64_t row_start, int64_t dim, const std::ve
   // 8 rows ahead keeps several misses in flight (2-4x a plain loop on a
   // products-size matrix); the hardware prefetcher streams the rest of a row.
   constexpr int64_t kAhead = 8;
-  const size_t prefetch_lines = std::min<size_t>(4, (row_bytes + 63) / 64);
   ParallelFor(n, t, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
-      if (i + kAhead < e) {
-        const char* p = reinterpret_cast<const char*>(rows + (id[i + kAhead] - row_start) * dim);
-        for (size_t c = 0; c < prefetch_lines; ++c) __builtin_prefetch(p + 64 * c);
-      }
+      if (i + kAhead < e) PrefetchBytes(rows + (id[i + kAhead] - row_start) * dim, row_bytes);
       std::memcpy(dst + i * dim, rows + (id[i] - row_start) * dim, row_bytes);
     }
   });
@@ -365,7 +366,6 @@ void MeanRows(const float* rows, int64_t dim, const Block& block, RowOf row_of, 
   const int64_t row_bytes = dim * static_cast<int64_t>(sizeof(float));
   constexpr int64_t kAhead = 8;
   constexpr int64_t kMinBytesPerThread = int64_t{1} << 20;
-  const int64_t lines = std::min<int64_t>(4, (row_bytes + 63) / 64);
   const int t = static_cast<int>(std::max<int64_t>(
       1, std::min<int64_t>(ResolveThreads(threads), ptr[n] * row_bytes / kMinBytesPerThread)));
   ParallelFor(n, t, [&](int64_t b, int64_t e) {
@@ -374,10 +374,7 @@ void MeanRows(const float* rows, int64_t dim, const Block& block, RowOf row_of, 
       float* o = out + i * dim;
       std::fill(o, o + dim, 0.0f);
       for (int64_t k = ptr[i]; k < ptr[i + 1]; ++k) {
-        if (k + kAhead < edge_end) {
-          const char* p = reinterpret_cast<const char*>(rows + row_of(idx[k + kAhead]) * dim);
-          for (int64_t c = 0; c < lines; ++c) __builtin_prefetch(p + 64 * c);
-        }
+        if (k + kAhead < edge_end) PrefetchBytes(rows + row_of(idx[k + kAhead]) * dim, row_bytes);
         const float* r = rows + row_of(idx[k]) * dim;
         for (int64_t j = 0; j < dim; ++j) o[j] += r[j];
       }

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/memory.h"
 #include "common/parallel.h"
 #include "common/sha256.h"
 #include "net/channel.h"
@@ -210,7 +211,7 @@ Message OnPullFeatures(ServerState& s, const Message& req) {
   char* dst = reinterpret_cast<char*>(rep.data());
   for (size_t i = 0; i < n; ++i) {
     // Rows are scattered in memory: fetch a few ahead of the copy.
-    if (i + 8 < n) __builtin_prefetch(v.features + (ids[i + 8] - v.node_start) * v.feature_dim);
+    if (i + 8 < n) PrefetchBytes(v.features + (ids[i + 8] - v.node_start) * v.feature_dim, row);
     std::memcpy(dst + i * row, v.features + (ids[i] - v.node_start) * v.feature_dim, row);
   }
   return rep.Encode(id);

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <limits>
+#include <string>
 #include <thread>
 
 #include "common/error.h"
@@ -237,13 +239,25 @@ void ShmRowCache::ReadHeader(const RowCacheKey& key) {
   dim_ = h->feature_dim;
   ids_ = reinterpret_cast<const int64_t*>(b + h->ids_offset);
   rows_ = reinterpret_cast<const float*>(b + h->rows_offset);
-}
-
-const float* ShmRowCache::Find(int64_t id) const {
-  const int64_t* end = ids_ + num_rows_;
-  const int64_t* at = std::lower_bound(ids_, end, id);
-  if (at == end || *at != id) return nullptr;
-  return rows_ + (at - ids_) * dim_;
+  if (num_rows_ > int64_t{std::numeric_limits<uint32_t>::max()}) bad("more rows than 2^32");
+  for (int64_t i = 0; i < num_rows_; ++i) {
+    if (ids_[i] < 0 || (i > 0 && ids_[i] <= ids_[i - 1])) {
+      bad("its ids are not distinct ascending node ids (id " + std::to_string(ids_[i]) +
+          " at row " + std::to_string(i) + ")");
+    }
+  }
+  limit_ = num_rows_ > 0 ? ids_[num_rows_ - 1] + 1 : 0;
+  const size_t words = static_cast<size_t>((limit_ + 63) / 64);
+  bits_.assign(words, 0);
+  rank_.assign(words, 0);
+  for (int64_t i = 0; i < num_rows_; ++i) {
+    bits_[static_cast<size_t>(ids_[i] >> 6)] |= uint64_t{1} << (ids_[i] & 63);
+  }
+  uint32_t before = 0;
+  for (size_t w = 0; w < words; ++w) {
+    rank_[w] = before;
+    before += static_cast<uint32_t>(__builtin_popcountll(bits_[w]));
+  }
 }
 
 ShmRowCache::~ShmRowCache() {

@@ -73,8 +73,18 @@ class ShmRowCache {
   ShmRowCache(const ShmRowCache&) = delete;
   ShmRowCache& operator=(const ShmRowCache&) = delete;
 
-  // The cached row of node `id` [feature_dim], or nullptr. Binary search.
-  const float* Find(int64_t id) const;
+  // The cached row of node `id` [feature_dim], or nullptr. Constant time:
+  // a bit per node id up to the largest cached one, and the count of cached
+  // ids before each 64-bit word (built when the segment is mapped, per
+  // process: 1/8 + 1/16 byte per node).
+  const float* Find(int64_t id) const {
+    if (id < 0 || id >= limit_) return nullptr;
+    const uint64_t word = bits_[static_cast<size_t>(id >> 6)];
+    const uint64_t below = (uint64_t{1} << (id & 63)) - 1;
+    if (!((word >> (id & 63)) & 1)) return nullptr;
+    const int64_t slot = rank_[static_cast<size_t>(id >> 6)] + __builtin_popcountll(word & below);
+    return rows_ + slot * dim_;
+  }
   int64_t num_rows() const { return num_rows_; }
   int64_t feature_dim() const { return dim_; }
   const int64_t* ids() const { return ids_; }
@@ -99,6 +109,11 @@ class ShmRowCache {
   int64_t dim_ = 0;
   const int64_t* ids_ = nullptr;
   const float* rows_ = nullptr;
+  // Find's index over ids [0, limit_): bit id of bits_ set when cached;
+  // rank_[w] = cached ids below 64 w.
+  int64_t limit_ = 0;
+  std::vector<uint64_t> bits_;
+  std::vector<uint32_t> rank_;
 };
 
 }  // namespace gnn

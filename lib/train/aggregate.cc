@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/memory.h"
 #include "kernels/csr_row_sum.h"
 #include "sampling/sampler.h"
 
@@ -55,7 +56,7 @@ void CsrRowSum(const int64_t* ptr, const int64_t* idx, int64_t rows, const T* x,
   // row in turn. Prefetching the first lines of the row kAhead edges ahead
   // keeps several misses in flight; the hardware streams the rest of a row.
   constexpr int64_t kAhead = 8;
-  const int64_t lines = std::min<int64_t>(4, (d * static_cast<int64_t>(sizeof(T)) + 63) / 64);
+  const size_t row_bytes = static_cast<size_t>(d) * sizeof(T);
   at::parallel_for(0, tasks, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t r_end = task_begin(t + 1);
@@ -65,10 +66,7 @@ void CsrRowSum(const int64_t* ptr, const int64_t* idx, int64_t rows, const T* x,
         std::fill(o, o + d, T(0));
         const int64_t e0 = ptr[r], e1 = ptr[r + 1];
         for (int64_t e = e0; e < e1; ++e) {
-          if (e + kAhead < edge_end) {
-            const char* p = reinterpret_cast<const char*>(x + idx[e + kAhead] * x_stride);
-            for (int64_t c = 0; c < lines; ++c) __builtin_prefetch(p + 64 * c);
-          }
+          if (e + kAhead < edge_end) PrefetchBytes(x + idx[e + kAhead] * x_stride, row_bytes);
           const int64_t c = idx[e];
           const T* xr = x + c * x_stride;
           if (col_weight != nullptr) {

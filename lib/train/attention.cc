@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/memory.h"
 
 namespace gnn {
 namespace {
@@ -48,9 +49,7 @@ int64_t RowGrain(int64_t rows, int64_t edges) {
 constexpr int64_t kAhead = 8;
 template <typename T>
 inline void PrefetchRow(const T* row, int64_t n) {
-  const char* p = reinterpret_cast<const char*>(row);
-  const int64_t lines = std::min<int64_t>(8, (n * static_cast<int64_t>(sizeof(T)) + 63) / 64);
-  for (int64_t c = 0; c < lines; ++c) __builtin_prefetch(p + 64 * c);
+  PrefetchBytes(row, static_cast<size_t>(n) * sizeof(T), 8);
 }
 
 // The kernels are built for AVX-512, AVX2 and the baseline and picked at

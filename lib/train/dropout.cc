@@ -113,8 +113,9 @@ torch::Tensor KeepMask(torch::IntArrayRef shape, double p, const torch::TensorOp
 
 torch::Tensor Dropout(const torch::Tensor& x, double p, bool training) {
   if (!training || p <= 0) return x;
-  // Off the CPU the mask is drawn on the host and moved (the same bits).
-  if (!x.is_cpu()) return x * KeepMask(x.sizes(), p, x.options());
+  // Off the CPU torch's own dropout: its generator is fast there, and a
+  // host-drawn mask would cross to the device every step.
+  if (!x.is_cpu()) return torch::dropout(x, p, training);
   // The same bits as x * KeepMask, in one pass, and no mask kept for the
   // backward pass.
   return DropoutFn::apply(x, p, static_cast<int64_t>(DrawSeed()));

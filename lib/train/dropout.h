@@ -15,7 +15,8 @@ namespace gnn {
 // the dtype of `options`.
 torch::Tensor KeepMask(torch::IntArrayRef shape, double p, const torch::TensorOptions& options);
 
-// x * KeepMask(x's shape, p) when `training` and p > 0, else x.
+// x * KeepMask(x's shape, p) when `training` and p > 0, else x (on the
+// CPU; elsewhere torch::dropout). Every model's feature dropout.
 torch::Tensor Dropout(const torch::Tensor& x, double p, bool training);
 
 }  // namespace gnn

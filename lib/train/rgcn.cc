@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "train/dropout.h"
 #include "train/rgat.h"
 
 namespace gnn {
@@ -252,7 +253,7 @@ torch::Tensor RGCNImpl::forward(const std::vector<RelationBlock>& blocks, torch:
     }
     if (!last) {
       h = torch::relu(h);
-      h = torch::dropout(h, dropout_, is_training());
+      h = Dropout(h, dropout_, is_training());
     }
   }
   return h;

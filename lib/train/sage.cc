@@ -1,5 +1,7 @@
 #include "train/sage.h"
 
+#include "train/dropout.h"
+
 namespace gnn {
 
 SAGEConvImpl::SAGEConvImpl(int64_t in, int64_t out) : in_(in), out_(out) {
@@ -63,7 +65,7 @@ GraphSageImpl::GraphSageImpl(int64_t in, int64_t hidden, int64_t classes, int nu
 torch::Tensor GraphSageImpl::Activate(int l, torch::Tensor out) {
   if (l + 1 < num_layers()) {
     out = torch::relu(out);
-    out = torch::dropout(out, dropout_, is_training());
+    out = Dropout(out, dropout_, is_training());
   }
   return out;
 }

@@ -628,7 +628,8 @@ namespace {
 
 RowCacheKey CacheKey(const std::string& name) { return {name, "g", "digest", 3}; }
 
-std::vector<int64_t> CacheIds() { return {2, 5, 9, 40}; }
+// Ids in several of Find's 64-bit words, at their edges too.
+std::vector<int64_t> CacheIds() { return {2, 5, 9, 40, 64, 127, 1000}; }
 
 void FillRows(const std::vector<int64_t>& ids, float* rows) {
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -660,14 +661,18 @@ TEST_CASE("row cache: the first opener builds it, the others attach, the last re
   for (const auto& c : caches) {
     REQUIRE(c);
     builders += c->is_builder();
-    CHECK(c->num_rows() == 4);
+    CHECK(c->num_rows() == 7);
     REQUIRE(c->Find(9) != nullptr);
     CHECK(c->Find(9)[2] == 92.0f);
     CHECK(c->Find(2)[0] == 20.0f);
     CHECK(c->Find(40)[1] == 401.0f);
-    CHECK(c->Find(3) == nullptr);
-    CHECK(c->Find(41) == nullptr);
-    CHECK(c->Find(-1) == nullptr);
+    for (int64_t id : {64, 127, 1000}) {
+      REQUIRE(c->Find(id) != nullptr);
+      CHECK(c->Find(id)[1] == static_cast<float>(id * 10 + 1));
+    }
+    for (int64_t id : {-1, 0, 3, 41, 63, 65, 128, 999, 1001, 1 << 20}) {
+      CHECK(c->Find(id) == nullptr);
+    }
   }
   CHECK(builders == 1);
   // Another graph or width under the same name is refused.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -12,6 +13,7 @@
 #include "graph/csr.h"
 #include "graph/synthetic.h"
 #include "sampling/hot_rows.h"
+#include "sampling/id_sort.h"
 #include "sampling/loader.h"
 #include "sampling/owner_aggregate.h"
 #include "sampling/sampler.h"
@@ -766,4 +768,38 @@ TEST_CASE("HotLocalRows ranks a partition's own rows by expected reads", "[unit]
   // 10 -> 1, 11 -> 0.5 + 1 = 1.5.
   CHECK(HotLocalRows(csc, seed.data(), {-1, 2}, 10) == std::vector<int64_t>{10, 11});
   CHECK(HotLocalRows(csc, seed.data(), {-1, 2}, 1) == std::vector<int64_t>{11});
+}
+
+TEST_CASE("DistinctIds and SortByIdInRange agree with a comparison sort", "[unit]") {
+  std::mt19937_64 rng(7);
+  // Under and over the radix sort's cut-over, ranges needing 1 to 3 passes,
+  // many repeats and none.
+  for (size_t n : {size_t{0}, size_t{1}, size_t{100}, size_t{255}, size_t{256}, size_t{5000}}) {
+    for (int64_t lo : {int64_t{0}, int64_t{1000}}) {
+      for (int64_t range : {int64_t{50}, int64_t{3000}, int64_t{1} << 22, int64_t{1} << 30}) {
+        std::vector<int64_t> ids(n);
+        for (int64_t& v : ids) v = lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(range));
+        std::vector<int64_t> unique, row_of;
+        DistinctIds(ids, lo, lo + range, &unique, &row_of);
+        std::vector<int64_t> want = ids;
+        std::sort(want.begin(), want.end());
+        want.erase(std::unique(want.begin(), want.end()), want.end());
+        CHECK(unique == want);
+        REQUIRE(row_of.size() == n);
+        bool all = true;
+        for (size_t k = 0; k < n; ++k) all = all && unique[row_of[k]] == ids[k];
+        CHECK(all);
+        // Stable: equal ids keep their positions' order.
+        std::vector<size_t> pos(n);
+        for (size_t k = 0; k < n; ++k) pos[k] = k;
+        SortByIdInRange(&pos, ids, lo, lo + range);
+        bool sorted = true;
+        for (size_t k = 1; k < n; ++k) {
+          sorted = sorted && (ids[pos[k - 1]] < ids[pos[k]] ||
+                              (ids[pos[k - 1]] == ids[pos[k]] && pos[k - 1] < pos[k]));
+        }
+        CHECK(sorted);
+      }
+    }
+  }
 }
