@@ -469,9 +469,19 @@ MiniBatch DistGraph::MakeBatch(const std::vector<int64_t>& seeds, const std::vec
       config_.feature_dim > 0) {
     // Layers above the first as usual; the first at the owners.
     mb.blocks = SampleBlocks(seeds, fanouts, replace, rng_seed, nullptr, 1);
+    // Block 0 keeps only its destinations (their rows and means are the
+    // input): block 1's sources (distinct: ToBlock made them), or the
+    // seeds (checked by ToBlock here).
     std::vector<int64_t> dsts = fanouts.size() > 1 ? mb.blocks[1].src_nodes : seeds;
     SampleAggregate(dsts, fanouts[0], replace, MixSeed(rng_seed, 0), &mb.features);
-    mb.blocks[0] = ToBlock(dsts, std::vector<int64_t>(dsts.size() + 1, 0), {});
+    if (fanouts.size() > 1) {
+      Block& first = mb.blocks[0];
+      first.num_dst = static_cast<int64_t>(dsts.size());
+      first.indptr.assign(dsts.size() + 1, 0);
+      first.src_nodes = std::move(dsts);
+    } else {
+      mb.blocks[0] = ToBlock(dsts, std::vector<int64_t>(dsts.size() + 1, 0), {});
+    }
     mb.input_means = true;
   } else {
     mb.blocks = SampleBlocks(seeds, fanouts, replace, rng_seed, exclude);
