@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -107,6 +108,25 @@ std::vector<MiniBatch> Drain(BatchLoader& loader) {
   std::vector<MiniBatch> out;
   while (auto b = loader.Next()) out.push_back(std::move(*b));
   return out;
+}
+
+// One epoch of Tiny()'s batches twice (one worker, fan-outs 3,4, batch 50,
+// seed 2): with those options, and with `change` applied to them.
+struct TwoRuns {
+  std::vector<MiniBatch> plain, changed;
+};
+TwoRuns DrainTwice(const TinyGraph& t, const std::function<void(LoaderOptions*)>& change) {
+  LoaderOptions o;
+  o.fanouts = {3, 4};
+  o.batch_size = 50;
+  o.seed = 2;
+  o.num_workers = 1;
+  BatchLoader plain(t.graph, t.data.train_idx, o, 0);
+  change(&o);
+  BatchLoader changed(t.graph, t.data.train_idx, o, 0);
+  TwoRuns r{Drain(plain), Drain(changed)};
+  REQUIRE(r.plain.size() == r.changed.size());
+  return r;
 }
 
 }  // namespace
@@ -501,17 +521,12 @@ TEST_CASE("BatchLoader with a device cache ships only the rows it lacks and runs
 TEST_CASE("BatchLoader input_means: destination rows and their sources' means, and transposes",
           "[unit]") {
   const TinyGraph& t = Tiny();
-  LoaderOptions o;
-  o.fanouts = {3, 4};
-  o.batch_size = 50;
-  o.seed = 2;
-  o.num_workers = 1;
-  BatchLoader full(t.graph, t.data.train_idx, o, 0);
-  o.input_means = true;
-  o.transpose = true;
-  BatchLoader means(t.graph, t.data.train_idx, o, 0);
-  std::vector<MiniBatch> a = Drain(full), b = Drain(means);
-  REQUIRE(a.size() == b.size());
+  TwoRuns runs = DrainTwice(t, [](LoaderOptions* o) {
+    o->input_means = true;
+    o->transpose = true;
+  });
+  const std::vector<MiniBatch>& a = runs.plain;
+  const std::vector<MiniBatch>& b = runs.changed;
   const int64_t dim = t.data.feature_dim;
   for (size_t i = 0; i < a.size(); ++i) {
     const Block& blk = a[i].blocks.front();
@@ -550,17 +565,12 @@ TEST_CASE("BatchLoader input_means: destination rows and their sources' means, a
 TEST_CASE("BatchLoader self_loops: every block looped in the worker, with its transpose",
           "[unit]") {
   const TinyGraph& t = Tiny();
-  LoaderOptions o;
-  o.fanouts = {3, 4};
-  o.batch_size = 50;
-  o.seed = 2;
-  o.num_workers = 1;
-  BatchLoader plain(t.graph, t.data.train_idx, o, 0);
-  o.self_loops = true;
-  o.transpose = true;
-  BatchLoader looped(t.graph, t.data.train_idx, o, 0);
-  std::vector<MiniBatch> a = Drain(plain), b = Drain(looped);
-  REQUIRE(a.size() == b.size());
+  TwoRuns runs = DrainTwice(t, [](LoaderOptions* o) {
+    o->self_loops = true;
+    o->transpose = true;
+  });
+  const std::vector<MiniBatch>& a = runs.plain;
+  const std::vector<MiniBatch>& b = runs.changed;
   for (size_t i = 0; i < a.size(); ++i) {
     CHECK(a[i].features == b[i].features);  // the same batch
     for (size_t l = 0; l < a[i].blocks.size(); ++l) {
@@ -577,6 +587,9 @@ TEST_CASE("BatchLoader self_loops: every block looped in the worker, with its tr
       CHECK(got.t_eids == want.t_eids);
     }
   }
+  LoaderOptions o;
+  o.fanouts = {3, 4};
+  o.self_loops = true;
   o.input_means = true;
   CHECK_THROWS_WITH(o.Validate(), Catch::Contains("self_loops and input_means"));
 }
