@@ -6,7 +6,8 @@
 //   gnn-kernel-bench --reps 20 --num_omp_threads 1
 //
 // Prints milliseconds per call (median and least over --reps) of GatAggregate's
-// forward and backward (separate inputs, and GATConv's one projection) and of MeanAggregate's, and
+// forward and backward (separate inputs, and GATConv's one projection), of MeanAggregate's and of
+// the hashed dropout (the sources' rows; KeepMask: an attention mask [edges, heads]), and
 // the bytes and multiply-adds they cannot avoid, so a change to train/attention.cc or
 // train/aggregate.cc is timed without a whole training run around it.
 #include <torch/torch.h>
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
     torch::Tensor g = torch::randn({dst, heads, width});
     // GATConv's layout: one projection [src, heads x width + 2 heads].
     torch::Tensor proj = torch::randn({src, heads * width + 2 * heads}).requires_grad_();
-    std::vector<double> fwd, bwd, proj_fwd, proj_bwd, mean_fwd, mean_bwd;
+    std::vector<double> fwd, bwd, proj_fwd, proj_bwd, mean_fwd, mean_bwd, drop_fwd, drop_bwd, keep;
     for (int r = 0; r <= reps; ++r) {  // the first call warms up, untimed
       torch::Tensor out;
       const double f = Millis([&] { out = gnn::GatAggregate(bt, feat, el, er, 0.2, mask); });
@@ -89,7 +90,16 @@ int main(int argc, char** argv) {
       torch::Tensor m;
       const double mf = Millis([&] { m = gnn::MeanAggregate(bt, flat); });
       const double mb = Millis([&] { m.backward(g.view({dst, heads * width})); });
+      // Feature dropout over the sources' projected rows, and an attention
+      // dropout mask [edges, heads].
+      torch::Tensor d;
+      const double df = Millis([&] { d = gnn::Dropout(flat, 0.5, /*training=*/true); });
+      const double db = Millis([&] { d.sum().backward(); });
+      const double km = Millis([&] { gnn::KeepMask({edges, heads}, 0.1, feat.options()); });
       if (r == 0) continue;
+      drop_fwd.push_back(df);
+      drop_bwd.push_back(db);
+      keep.push_back(km);
       fwd.push_back(f);
       bwd.push_back(b);
       proj_fwd.push_back(pf);
@@ -115,5 +125,7 @@ int main(int argc, char** argv) {
     row("GatAggregate", fwd, bwd);
     row("GatProjected", proj_fwd, proj_bwd);
     row("MeanAggregate", mean_fwd, mean_bwd);
+    row("Dropout", drop_fwd, drop_bwd);
+    row("KeepMask", keep, keep);
   });
 }

@@ -37,17 +37,14 @@ inline void KeepRange(const scalar_t* in, scalar_t* out, int64_t b, int64_t e, u
     }
   }
 }
-__attribute__((target_clones("avx2", "default"))) void KeepRangeOf(const float* in, float* out,
-                                                                   int64_t b, int64_t e,
-                                                                   uint32_t s0, uint32_t s1,
-                                                                   uint32_t threshold, float keep) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) void KeepRangeOf(
+    const float* in, float* out, int64_t b, int64_t e, uint32_t s0, uint32_t s1, uint32_t threshold,
+    float keep) {
   KeepRange(in, out, b, e, s0, s1, threshold, keep);
 }
-__attribute__((target_clones("avx2", "default"))) void KeepRangeOf(const double* in, double* out,
-                                                                   int64_t b, int64_t e,
-                                                                   uint32_t s0, uint32_t s1,
-                                                                   uint32_t threshold,
-                                                                   double keep) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) void KeepRangeOf(
+    const double* in, double* out, int64_t b, int64_t e, uint32_t s0, uint32_t s1,
+    uint32_t threshold, double keep) {
   KeepRange(in, out, b, e, s0, s1, threshold, keep);
 }
 
