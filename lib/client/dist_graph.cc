@@ -96,7 +96,7 @@ DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
   // Heterogeneous: this machine's partition is read in place for sampling
   // and features, but its servers are connected too (embedding rows).
   if (config_.hetero()) {
-    if (local_part_ >= 0 && o.endpoints.empty()) hetero_part_ = local_part_;
+    if (local_part_ >= 0) hetero_part_ = local_part_;
     local_part_ = -1;
   }
   conns_.resize(parts);
@@ -121,7 +121,10 @@ DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
       }
     }
   }
-  if (hetero_part_ >= 0) AttachTyped(o);
+  if (hetero_part_ >= 0) {
+    AttachTyped(o);
+    if (o.cache_bytes != 0 && config_.num_parts > 1) OpenTypedRowCaches();
+  }
   if (local_part_ >= 0) {
     local_ = ShmPartition::Attach(
         JobShmName(config_.graph_name, config_sha_, o.job_id, o.local_machine_id), config_,
@@ -174,6 +177,73 @@ void DistGraph::OpenRowCache() {
   GNN_LOG(kInfo) << "hot-row cache: " << cache_->num_rows() << " rows of other partitions ("
                  << cache_->mapped_bytes() / (1 << 20) << " MiB of " << budget / (1 << 20)
                  << " MiB allowed)" << (cache_->is_builder() ? ", built by this process" : "");
+}
+
+void DistGraph::OpenTypedRowCaches() {
+  const size_t T = config_.ntypes.size();
+  typed_caches_.resize(T);
+  const HeteroPartitionView& hp = *hetero_shm_->hetero_view();
+  for (size_t t = 0; t < T; ++t) {
+    const int64_t dim = t < config_.ntype_feature_dims.size() ? config_.ntype_feature_dims[t] : 0;
+    if (dim <= 0) continue;
+    const int64_t row_bytes = dim * static_cast<int64_t>(sizeof(float)) + sizeof(int64_t);
+    int64_t type_nodes = 0;
+    for (const PartInfo& part : config_.parts) {
+      type_nodes += part.ntype_ranges[t].second - part.ntype_ranges[t].first;
+    }
+    const int64_t budget =
+        options_.cache_bytes >= 0
+            ? options_.cache_bytes
+            : static_cast<int64_t>(kAutoCacheShare * static_cast<double>(type_nodes * dim) *
+                                   static_cast<double>(sizeof(float)));
+    const int64_t max_rows = budget / row_bytes;
+    if (max_rows == 0) continue;
+    const RowCacheKey key{
+        RowCacheName(config_.graph_name, config_sha_, options_.job_id, options_.local_machine_id) +
+            "t" + std::to_string(t),
+        config_.graph_name, PartitionConfigDigest(config_), dim};
+    // In-degree from this partition: how many of its in-edges name the row.
+    const auto choose = [&] {
+      const CscView& csc = hetero_csc_.csc;
+      const int64_t lo = hp.node_start, hi = hp.node_start + hp.num_nodes;
+      std::vector<int64_t> named;
+      for (int64_t k = 0; k < csc.indptr[csc.num_nodes]; ++k) {
+        const int64_t v = csc.indices[k];
+        if ((v < lo || v >= hi) && config_.NtypeOf(v) == static_cast<int>(t)) named.push_back(v);
+      }
+      std::vector<int64_t> unique, row_of;
+      DistinctIds(named, 0, config_.num_nodes, &unique, &row_of);
+      std::vector<int64_t> count(unique.size(), 0);
+      for (int64_t r : row_of) ++count[static_cast<size_t>(r)];
+      std::vector<size_t> order(unique.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      const size_t keep = std::min(order.size(), static_cast<size_t>(max_rows));
+      std::partial_sort(
+          order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(),
+          [&](size_t a, size_t b) { return count[a] != count[b] ? count[a] > count[b] : a < b; });
+      std::vector<int64_t> ids(keep);
+      for (size_t i = 0; i < keep; ++i) ids[i] = unique[order[i]];
+      std::sort(ids.begin(), ids.end());
+      return ids;
+    };
+    const auto fill = [&](const std::vector<int64_t>& ids, float* rows) {
+      const size_t slice = std::max<size_t>(1, (size_t{64} << 20) / static_cast<size_t>(row_bytes));
+      std::vector<float> got;
+      for (size_t first = 0; first < ids.size(); first += slice) {
+        const size_t count = std::min(slice, ids.size() - first);
+        PullTyped(static_cast<int>(t), {ids.begin() + first, ids.begin() + first + count}, &got);
+        std::memcpy(rows + first * dim, got.data(), got.size() * sizeof(float));
+      }
+    };
+    const uint64_t wire_before = wire_bytes_;
+    typed_caches_[t] = ShmRowCache::Open(key, choose, fill, options_.cache_wait);
+    wire_bytes_ = wire_before;
+    GNN_LOG(kInfo) << "hot-row cache of node type " << config_.ntypes[t] << ": "
+                   << typed_caches_[t]->num_rows() << " rows of other partitions ("
+                   << typed_caches_[t]->mapped_bytes() / (1 << 20) << " MiB of "
+                   << budget / (1 << 20) << " MiB allowed)"
+                   << (typed_caches_[t]->is_builder() ? ", built by this process" : "");
+  }
 }
 
 DistGraph::~DistGraph() = default;

@@ -150,6 +150,12 @@ class DistGraph {
   uint64_t cache_hits() const { return cache_hits_; }
   // The machine's hot-row cache, or null (no budget, no local partition).
   const ShmRowCache* row_cache() const { return cache_.get(); }
+  // A typed graph's hot-row cache of node type `ntype`, or nullptr.
+  const ShmRowCache* typed_row_cache(int ntype) const {
+    return ntype >= 0 && static_cast<size_t>(ntype) < typed_caches_.size()
+               ? typed_caches_[static_cast<size_t>(ntype)].get()
+               : nullptr;
+  }
 
   // Heterogeneous graphs (dist_graph_typed.cc; this machine's partition
   // read in place from shared memory, the others over their sockets; the
@@ -189,6 +195,11 @@ class DistGraph {
   net::Connection& Pick(int part);
   // Opens (or builds) the machine's hot-row cache (constructor).
   void OpenRowCache();
+  // The same for a typed graph: one cache per node type with features
+  // (typed_caches_[t]), the other partitions' rows of that type that the
+  // local partition's in-edges name most often, each up to the budget's
+  // share of that type's feature bytes.
+  void OpenTypedRowCaches();
   // Maps this machine's heterogeneous partition (hetero_part_) from the
   // job's shared memory and points hetero_csc_ at it.
   void AttachTyped(const DistGraphOptions& o);
@@ -223,6 +234,7 @@ class DistGraph {
   std::unique_ptr<ShmPartition> hetero_shm_;
   TypedCscView hetero_csc_;
   int hetero_part_ = -1;
+  std::vector<std::unique_ptr<ShmRowCache>> typed_caches_;  // [ntype]; null: none
   uint64_t wire_bytes_ = 0;
   uint64_t cache_lookups_ = 0;
   uint64_t cache_hits_ = 0;

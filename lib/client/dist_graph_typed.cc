@@ -9,6 +9,7 @@
 #include "common/random.h"
 #include "net/messages.h"
 #include "sampling/sampler.h"
+#include "store/row_cache.h"
 
 namespace gnn {
 
@@ -174,7 +175,27 @@ void PullRows(const std::vector<int64_t>& ids, const std::vector<std::vector<siz
 void DistGraph::PullTyped(int ntype, const std::vector<int64_t>& ids, std::vector<float>* out) {
   const int64_t dim = config_.ntype_feature_dims.at(static_cast<size_t>(ntype));
   out->resize(ids.size() * static_cast<size_t>(dim));
-  const auto pos = ByOwner(ids);
+  auto pos = ByOwner(ids);
+  // Other partitions' rows the machine's hot-row cache of the type holds
+  // stay here (lookups counted with or without a cache).
+  const ShmRowCache* cache =
+      static_cast<size_t>(ntype) < typed_caches_.size() ? typed_caches_[ntype].get() : nullptr;
+  for (int p = 0; p < config_.num_parts; ++p) {
+    if (p == hetero_part_ || pos[p].empty()) continue;
+    cache_lookups_ += pos[p].size();
+    if (!cache) continue;
+    size_t kept = 0;
+    for (size_t i : pos[p]) {
+      if (const float* hit = cache->Find(ids[i])) {
+        std::memcpy(out->data() + i * static_cast<size_t>(dim), hit,
+                    static_cast<size_t>(dim) * sizeof(float));
+      } else {
+        pos[p][kept++] = i;
+      }
+    }
+    cache_hits_ += pos[p].size() - kept;
+    pos[p].resize(kept);
+  }
   // This machine's partition is copied in place after the requests left.
   auto local = [&] {
     if (hetero_part_ < 0 || pos[hetero_part_].empty()) return;
