@@ -199,8 +199,9 @@ void DistGraph::OpenTypedRowCaches() {
     const int64_t max_rows = budget / row_bytes;
     if (max_rows == 0) continue;
     const RowCacheKey key{
-        RowCacheName(config_.graph_name, config_sha_, options_.job_id, options_.local_machine_id) +
-            "t" + std::to_string(t),
+        TypedRowCacheName(RowCacheName(config_.graph_name, config_sha_, options_.job_id,
+                                       options_.local_machine_id),
+                          static_cast<int>(t)),
         config_.graph_name, PartitionConfigDigest(config_), dim};
     // In-degree from this partition: how many of its in-edges name the row.
     const auto choose = [&] {

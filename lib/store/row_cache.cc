@@ -64,6 +64,10 @@ std::string RowCacheNameOf(const std::string& partition_segment) {
   return partition_segment.substr(0, at) + "-c" + partition_segment.substr(at + 2);
 }
 
+std::string TypedRowCacheName(const std::string& cache_name, int ntype) {
+  return cache_name + "t" + std::to_string(ntype);
+}
+
 std::unique_ptr<ShmRowCache> ShmRowCache::Open(const RowCacheKey& key, const Choose& choose,
                                                const Fill& fill,
                                                std::chrono::milliseconds timeout) {

@@ -48,6 +48,9 @@ std::string RowCacheName(const std::string& graph_name, const std::string& confi
 // The cache segment that goes with partition segment `partition_segment`
 // ("/gnn-...-p<m>" -> "/gnn-...-c<m>"); "" for a name without "-p".
 std::string RowCacheNameOf(const std::string& partition_segment);
+// A typed graph's cache of node type `ntype` on the same machine: the
+// cache name with "t<ntype>" appended.
+std::string TypedRowCacheName(const std::string& cache_name, int ntype);
 
 // A mapped cache. Not copyable; immutable once open, so any number of
 // threads may read it.

@@ -4,6 +4,8 @@
 // rows live at server 0 only; homogeneous requests are refused by name;
 // typed batches made by sampler threads and sent through a SamplerPool are
 // the trainer's own, bit for bit.
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -318,60 +320,72 @@ TEST_CASE(
   o.keys = test::Keys(job);
   o.timeout = std::chrono::milliseconds(20000);
   const int paper = 3;
-  DistGraph plain(o);
-  CHECK(plain.typed_row_cache(paper) == nullptr);
-  o.cache_bytes = 1 << 20;
-  DistGraph cached(o), second(o);  // the second attaches to what the first built
-  REQUIRE(cached.typed_row_cache(paper) != nullptr);
-  REQUIRE(second.typed_row_cache(paper) != nullptr);
-  CHECK(cached.typed_row_cache(paper)->is_builder());
-  CHECK_FALSE(second.typed_row_cache(paper)->is_builder());
-  for (int t = 0; t < 3; ++t) CHECK(cached.typed_row_cache(t) == nullptr);  // featureless
-  const ShmRowCache& cache = *cached.typed_row_cache(paper);
-  const int64_t dim = config.ntype_feature_dims[paper];
-  // The budget's rows, or every remote paper the partition names if fewer.
-  CHECK(cache.num_rows() > 1000);
-  CHECK(cache.num_rows() <= (1 << 20) / (dim * 4 + 8));
-  // Only the other partition's papers, exactly their rows.
-  const auto [lo, hi] = config.parts[1].ntype_ranges[paper];
-  std::vector<int64_t> ids(cache.ids(), cache.ids() + cache.num_rows());
-  std::vector<float> want;
-  plain.PullTyped(paper, ids, &want);
-  bool theirs = true, exact = true;
-  for (int64_t r = 0; r < cache.num_rows(); ++r) {
-    theirs = theirs && ids[r] >= lo && ids[r] < hi;
-    exact = exact && std::memcmp(cache.Find(ids[r]), &want[r * dim], dim * sizeof(float)) == 0;
-  }
-  CHECK(theirs);
-  CHECK(exact);
-  // Batches bit for bit the same, with fewer bytes.
-  const std::vector<int64_t> train = plain.SplitNodes(0, 0, plain.CountNodes(0));
-  REQUIRE(train.size() > 400);
-  const int64_t rels = static_cast<int64_t>(config.etypes.size());
-  const std::vector<std::vector<int>> fanouts = {std::vector<int>(static_cast<size_t>(rels), 4),
-                                                 std::vector<int>(static_cast<size_t>(rels), 6)};
-  uint64_t plain_bytes = 0, cached_bytes = 0;
-  for (int b = 0; b < 4; ++b) {
-    const std::vector<int64_t> seeds(train.begin() + 100 * b, train.begin() + 100 * (b + 1));
-    const HeteroBatch x = plain.MakeTypedBatch(seeds, fanouts, false, 500 + b);
-    const HeteroBatch y = cached.MakeTypedBatch(seeds, fanouts, false, 500 + b);
-    plain_bytes += x.wire_bytes;
-    cached_bytes += y.wire_bytes;
-    REQUIRE(x.blocks.size() == y.blocks.size());
-    for (size_t l = 0; l < x.blocks.size(); ++l) {
-      CHECK(x.blocks[l].src_nodes == y.blocks[l].src_nodes);
-      CHECK(x.blocks[l].indices == y.blocks[l].indices);
+  const std::string cache_name =
+      TypedRowCacheName(RowCacheName(config.graph_name, Sha256File(two), job, 0), paper);
+  {
+    DistGraph plain(o);
+    CHECK(plain.typed_row_cache(paper) == nullptr);
+    o.cache_bytes = 1 << 20;
+    DistGraph cached(o), second(o);  // the second attaches to what the first built
+    REQUIRE(cached.typed_row_cache(paper) != nullptr);
+    REQUIRE(second.typed_row_cache(paper) != nullptr);
+    CHECK(cached.typed_row_cache(paper)->is_builder());
+    CHECK_FALSE(second.typed_row_cache(paper)->is_builder());
+    for (int t = 0; t < 3; ++t) CHECK(cached.typed_row_cache(t) == nullptr);  // featureless
+    const ShmRowCache& cache = *cached.typed_row_cache(paper);
+    const int64_t dim = config.ntype_feature_dims[paper];
+    // The budget's rows, or every remote paper the partition names if fewer.
+    CHECK(cache.num_rows() > 1000);
+    CHECK(cache.num_rows() <= (1 << 20) / (dim * 4 + 8));
+    // Only the other partition's papers, exactly their rows.
+    const auto [lo, hi] = config.parts[1].ntype_ranges[paper];
+    std::vector<int64_t> ids(cache.ids(), cache.ids() + cache.num_rows());
+    std::vector<float> want;
+    plain.PullTyped(paper, ids, &want);
+    bool theirs = true, exact = true;
+    for (int64_t r = 0; r < cache.num_rows(); ++r) {
+      theirs = theirs && ids[r] >= lo && ids[r] < hi;
+      exact = exact && std::memcmp(cache.Find(ids[r]), &want[r * dim], dim * sizeof(float)) == 0;
     }
-    CHECK(x.ids == y.ids);
-    CHECK(x.labels == y.labels);
-    REQUIRE(x.features.size() == y.features.size());
-    for (size_t t = 0; t < x.features.size(); ++t) {
-      REQUIRE(x.features[t].size() == y.features[t].size());
-      CHECK(std::memcmp(x.features[t].data(), y.features[t].data(),
-                        x.features[t].size() * sizeof(float)) == 0);
+    CHECK(theirs);
+    CHECK(exact);
+    // Batches bit for bit the same, with fewer bytes.
+    const std::vector<int64_t> train = plain.SplitNodes(0, 0, plain.CountNodes(0));
+    REQUIRE(train.size() > 400);
+    const int64_t rels = static_cast<int64_t>(config.etypes.size());
+    const std::vector<std::vector<int>> fanouts = {std::vector<int>(static_cast<size_t>(rels), 4),
+                                                   std::vector<int>(static_cast<size_t>(rels), 6)};
+    uint64_t plain_bytes = 0, cached_bytes = 0;
+    for (int b = 0; b < 4; ++b) {
+      const std::vector<int64_t> seeds(train.begin() + 100 * b, train.begin() + 100 * (b + 1));
+      const HeteroBatch x = plain.MakeTypedBatch(seeds, fanouts, false, 500 + b);
+      const HeteroBatch y = cached.MakeTypedBatch(seeds, fanouts, false, 500 + b);
+      plain_bytes += x.wire_bytes;
+      cached_bytes += y.wire_bytes;
+      REQUIRE(x.blocks.size() == y.blocks.size());
+      for (size_t l = 0; l < x.blocks.size(); ++l) {
+        CHECK(x.blocks[l].src_nodes == y.blocks[l].src_nodes);
+        CHECK(x.blocks[l].indices == y.blocks[l].indices);
+      }
+      CHECK(x.ids == y.ids);
+      CHECK(x.labels == y.labels);
+      REQUIRE(x.features.size() == y.features.size());
+      for (size_t t = 0; t < x.features.size(); ++t) {
+        REQUIRE(x.features[t].size() == y.features[t].size());
+        CHECK(std::memcmp(x.features[t].data(), y.features[t].data(),
+                          x.features[t].size() * sizeof(float)) == 0);
+      }
     }
+    CHECK(cached.cache_hits() > 0);
+    CHECK(cached.cache_lookups() == plain.cache_lookups());
+    CHECK(cached_bytes < plain_bytes);
+    const int held = shm_open(cache_name.c_str(), O_RDONLY, 0);  // under that name
+    CHECK(held >= 0);
+    if (held >= 0) close(held);
   }
-  CHECK(cached.cache_hits() > 0);
-  CHECK(cached.cache_lookups() == plain.cache_lookups());
-  CHECK(cached_bytes < plain_bytes);
+  // The partition's last holder takes the type's cache with it.
+  servers.Stop();
+  const int fd = shm_open(cache_name.c_str(), O_RDONLY, 0);
+  if (fd >= 0) close(fd);
+  CHECK(fd < 0);
 }
