@@ -86,6 +86,7 @@ HeteroBatch DistGraph::MakeTypedBatch(const std::vector<int64_t>& seeds,
                                       const std::vector<std::vector<int>>& fanouts, bool replace,
                                       uint64_t rng_seed) {
   const uint64_t wire_before = wire_bytes_;
+  const uint64_t lookups_before = cache_lookups_, hits_before = cache_hits_;
   HeteroBatch b;
   b.seeds = seeds;
   b.blocks = SampleTypedBlocks(seeds, fanouts, replace, rng_seed);
@@ -98,6 +99,8 @@ HeteroBatch DistGraph::MakeTypedBatch(const std::vector<int64_t>& seeds,
   }
   if (!seeds.empty()) PullLabels(seeds, &b.labels);
   b.wire_bytes = wire_bytes_ - wire_before;
+  b.cache_lookups = cache_lookups_ - lookups_before;
+  b.cache_hits = cache_hits_ - hits_before;
   return b;
 }
 

@@ -211,7 +211,8 @@ Message EncodeTypedMiniBatch(const HeteroBatch& b, uint64_t request_id) {
   Message m = MakeMessage(
       MsgType::kTypedMiniBatch, request_id,
       {b.index, static_cast<int64_t>(b.blocks.size()), static_cast<int64_t>(b.features.size()),
-       static_cast<int64_t>(b.wire_bytes), width});
+       static_cast<int64_t>(b.wire_bytes), width, static_cast<int64_t>(b.cache_lookups),
+       static_cast<int64_t>(b.cache_hits)});
   AddArray(&m, b.seeds);
   AddArray(&m, b.labels);
   size_t floats = 0;
@@ -246,11 +247,15 @@ HeteroBatch DecodeTypedMiniBatch(const Message& m, const TypedBatchSchema& schem
     throw ProtocolError("malformed TypedMiniBatch (" + m.header.DebugString() + "): " + what);
   };
   const auto& i = m.header.ints;
-  if (m.header.msg_type() != MsgType::kTypedMiniBatch || i.size() != 5) fail("header");
+  // 5 ints from peers that send no cache counters, 7 with them.
+  if (m.header.msg_type() != MsgType::kTypedMiniBatch || (i.size() != 5 && i.size() != 7)) {
+    fail("header");
+  }
   const int64_t num_blocks = i[1], num_types = i[2];
   if (num_blocks < 1 || num_blocks > static_cast<int64_t>(kMaxTypedBlocks) || i[3] < 0) {
     fail("counts");
   }
+  if (i.size() == 7 && (i[5] < 0 || i[6] < 0 || i[6] > i[5])) fail("cache counters");
   if (num_types != static_cast<int64_t>(schema.feature_dims.size())) {
     fail(std::to_string(num_types) + " node types, the graph has " +
          std::to_string(schema.feature_dims.size()));
@@ -259,6 +264,10 @@ HeteroBatch DecodeTypedMiniBatch(const Message& m, const TypedBatchSchema& schem
   HeteroBatch b;
   b.index = i[0];
   b.wire_bytes = static_cast<uint64_t>(i[3]);
+  if (i.size() == 7) {
+    b.cache_lookups = static_cast<uint64_t>(i[5]);
+    b.cache_hits = static_cast<uint64_t>(i[6]);
+  }
   b.seeds = m.CopyArray<int64_t>(0);
   b.labels = m.CopyArray<int64_t>(1);
   if (b.labels.size() != b.seeds.size()) fail("labels do not match seeds");

@@ -24,6 +24,10 @@ namespace gnn {
 struct HeteroBatch {
   int64_t index = 0;        // batch number within the epoch (or evaluation)
   uint64_t wire_bytes = 0;  // bytes its making sent and received over sockets
+  // Feature rows of other partitions its making needed, and how many of
+  // them the machine's hot-row caches held.
+  uint64_t cache_lookups = 0;
+  uint64_t cache_hits = 0;
   std::vector<int64_t> seeds;
   std::vector<Block> blocks;
   std::vector<int64_t> labels;

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "common/random.h"
 #include "sampling/typed_sampler.h"
 #include "train/checkpoint.h"
@@ -106,6 +107,9 @@ class RgcnLearner : public Learner {
       throw ProtocolError("typed batch " + std::to_string(batch_.index) + " came in place of " +
                           std::to_string(i));
     }
+    cache_lookups_ += batch_.cache_lookups;
+    cache_hits_ += batch_.cache_hits;
+    ++steps_;
     return true;
   }
   torch::Tensor Loss() override {
@@ -193,6 +197,16 @@ class RgcnLearner : public Learner {
 
   void Summarize(json* summary) override {
     (*summary)["embedding_checksum"] = source_->EmbeddingChecksum();
+    if (o_.standalone) return;
+    // What the machine's hot-row caches saved: of the other partitions'
+    // feature rows the batches needed, the share they held.
+    const double rate = cache_lookups_ ? static_cast<double>(cache_hits_) / cache_lookups_ : 0.0;
+    (*summary)["cache_hit_rate"] = rate;
+    (*summary)["remote_rows_per_step"] =
+        steps_ ? static_cast<double>(cache_lookups_) / static_cast<double>(steps_) : 0.0;
+    GNN_LOG(kInfo) << Label() << ": hot-row cache held " << cache_hits_ << " of " << cache_lookups_
+                   << " feature rows of other partitions the batches read (hit rate " << rate
+                   << ")";
   }
 
  private:
@@ -274,6 +288,9 @@ class RgcnLearner : public Learner {
   int64_t num_batches_ = 0;
   // The current batch and what its autograd graph views.
   HeteroBatch batch_;
+  uint64_t cache_lookups_ = 0;  // other partitions' feature rows the batches read
+  uint64_t cache_hits_ = 0;     // of which the hot-row caches held
+  int64_t steps_ = 0;
   std::vector<RelationBlock> rbs_;
   std::vector<std::vector<float>> emb_rows_;
   std::vector<torch::Tensor> emb_;

@@ -21,6 +21,15 @@ Message Received(const Message& m) {
   return Decode(std::move(parts));
 }
 
+// `m` with its header's ints replaced.
+Message WithInts(const Message& m, std::vector<int64_t> ints) {
+  Message c;
+  c.header = m.header;
+  c.header.ints = std::move(ints);
+  for (const auto& f : m.frames) c.frames.emplace_back(f.data(), f.size());
+  return c;
+}
+
 const EmbSpec kSpec{2, 4, 1, 0.06, 99};
 
 }  // namespace
@@ -238,12 +247,30 @@ TEST_CASE("a typed seed batch and a typed mini-batch round-trip bit for bit", "[
   for (const auto& [rels, width] :
        std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {256, 1}, {257, 2}}) {
     INFO(rels << " relations");
-    const HeteroBatch b = TypedBatch(rels);
+    HeteroBatch b = TypedBatch(rels);
+    b.cache_lookups = 40;
+    b.cache_hits = 9;
     const Message m = Received(EncodeTypedMiniBatch(b, 5));
-    CHECK(m.header.ints.back() == width);
+    CHECK(m.header.ints[4] == width);
     const HeteroBatch d = DecodeTypedMiniBatch(m, Schema(rels));
     CHECK(d.index == 4);
     CHECK(d.wire_bytes == 1234u);
+    CHECK(d.cache_lookups == 40u);
+    CHECK(d.cache_hits == 9u);
+    // A peer that sends no cache counters (5 ints): zeros.
+    std::vector<int64_t> ints = m.header.ints;
+    const HeteroBatch o = DecodeTypedMiniBatch(
+        WithInts(m, std::vector<int64_t>(ints.begin(), ints.begin() + 5)), Schema(rels));
+    CHECK(o.cache_lookups == 0u);
+    CHECK(o.cache_hits == 0u);
+    CHECK(o.seeds == b.seeds);
+    // More hits than lookups, or another header size.
+    ints[6] = 41;
+    CHECK_THROWS_WITH(DecodeTypedMiniBatch(WithInts(m, ints), Schema(rels)),
+                      Catch::Contains("cache counters"));
+    ints.resize(6);
+    CHECK_THROWS_WITH(DecodeTypedMiniBatch(WithInts(m, ints), Schema(rels)),
+                      Catch::Contains("header"));
     CHECK(d.seeds == b.seeds);
     CHECK(d.labels == b.labels);
     REQUIRE(d.blocks.size() == 2);
