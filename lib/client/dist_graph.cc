@@ -247,6 +247,27 @@ void DistGraph::OpenTypedRowCaches() {
   }
 }
 
+void DistGraph::TakeCached(const ShmRowCache* cache, const std::vector<int64_t>& ids, int skip,
+                           int64_t dim, std::vector<std::vector<size_t>>* pos, float* out) {
+  const size_t row = static_cast<size_t>(dim) * sizeof(float);
+  for (int p = 0; p < static_cast<int>(pos->size()); ++p) {
+    std::vector<size_t>& mine = (*pos)[p];
+    if (p == skip || mine.empty()) continue;
+    cache_lookups_ += mine.size();
+    if (!cache) continue;
+    size_t kept = 0;
+    for (size_t i : mine) {
+      if (const float* hit = cache->Find(ids[i])) {
+        std::memcpy(out + i * static_cast<size_t>(dim), hit, row);
+      } else {
+        mine[kept++] = i;
+      }
+    }
+    cache_hits_ += mine.size() - kept;
+    mine.resize(kept);
+  }
+}
+
 DistGraph::~DistGraph() = default;
 
 net::Connection& DistGraph::Pick(int part) {
@@ -360,21 +381,7 @@ void DistGraph::PullFeatures(const std::vector<int64_t>& ids, std::vector<float>
   const size_t row = static_cast<size_t>(dim) * sizeof(float);
   auto pos = ByOwner(ids);
   // Other partitions' rows the machine's hot-row cache holds stay here.
-  for (int p = 0; p < config_.num_parts; ++p) {
-    if (p == local_part_ || pos[p].empty()) continue;
-    cache_lookups_ += pos[p].size();
-    if (!cache_) continue;
-    size_t kept = 0;
-    for (size_t i : pos[p]) {
-      if (const float* hit = cache_->Find(ids[i])) {
-        std::memcpy(out->data() + i * dim, hit, row);
-      } else {
-        pos[p][kept++] = i;
-      }
-    }
-    cache_hits_ += pos[p].size() - kept;
-    pos[p].resize(kept);
-  }
+  TakeCached(cache_.get(), ids, local_part_, dim, &pos, out->data());
   // Requests of about 4 MB of reply: all are in flight at once (spread over
   // a machine's backup servers), so servers gather while earlier replies
   // travel, and no reply is large enough to need fresh page-faulted memory.

@@ -212,6 +212,11 @@ class DistGraph {
   void FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
                         const std::vector<int64_t>& rptr, const std::vector<int64_t>& unique,
                         const std::vector<int64_t>& row_of, float* sums);
+  // Copies the rows of ids[i] that `cache` holds (null: none) into out +
+  // i * dim and drops those positions from `pos` (per partition; partition
+  // `skip`, the local one, untouched), counting lookups and hits.
+  void TakeCached(const ShmRowCache* cache, const std::vector<int64_t>& ids, int skip, int64_t dim,
+                  std::vector<std::vector<size_t>>* pos, float* out);
   // Splits positions of `ids` by owning partition. With varint ids the
   // other partitions' positions are in increasing order of their ids
   // (requests list them so: each a small difference from the last).

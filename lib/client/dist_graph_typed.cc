@@ -180,25 +180,8 @@ void DistGraph::PullTyped(int ntype, const std::vector<int64_t>& ids, std::vecto
   out->resize(ids.size() * static_cast<size_t>(dim));
   auto pos = ByOwner(ids);
   // Other partitions' rows the machine's hot-row cache of the type holds
-  // stay here (lookups counted with or without a cache).
-  const ShmRowCache* cache =
-      static_cast<size_t>(ntype) < typed_caches_.size() ? typed_caches_[ntype].get() : nullptr;
-  for (int p = 0; p < config_.num_parts; ++p) {
-    if (p == hetero_part_ || pos[p].empty()) continue;
-    cache_lookups_ += pos[p].size();
-    if (!cache) continue;
-    size_t kept = 0;
-    for (size_t i : pos[p]) {
-      if (const float* hit = cache->Find(ids[i])) {
-        std::memcpy(out->data() + i * static_cast<size_t>(dim), hit,
-                    static_cast<size_t>(dim) * sizeof(float));
-      } else {
-        pos[p][kept++] = i;
-      }
-    }
-    cache_hits_ += pos[p].size() - kept;
-    pos[p].resize(kept);
-  }
+  // stay here.
+  TakeCached(typed_row_cache(ntype), ids, hetero_part_, dim, &pos, out->data());
   // This machine's partition is copied in place after the requests left.
   auto local = [&] {
     if (hetero_part_ < 0 || pos[hetero_part_].empty()) return;

@@ -68,6 +68,19 @@ std::string TypedRowCacheName(const std::string& cache_name, int ntype) {
   return cache_name + "t" + std::to_string(ntype);
 }
 
+void RemoveRowCachesOf(const std::string& partition_segment,
+                       const std::vector<int64_t>& typed_feature_dims) {
+  const std::string cache = RowCacheNameOf(partition_segment);
+  if (cache.empty()) return;
+  shm::RemoveWhenFree(cache, std::chrono::milliseconds(0));
+  for (size_t t = 0; t < typed_feature_dims.size(); ++t) {
+    if (typed_feature_dims[t] > 0) {
+      shm::RemoveWhenFree(TypedRowCacheName(cache, static_cast<int>(t)),
+                          std::chrono::milliseconds(0));
+    }
+  }
+}
+
 std::unique_ptr<ShmRowCache> ShmRowCache::Open(const RowCacheKey& key, const Choose& choose,
                                                const Fill& fill,
                                                std::chrono::milliseconds timeout) {

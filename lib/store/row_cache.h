@@ -51,6 +51,12 @@ std::string RowCacheNameOf(const std::string& partition_segment);
 // A typed graph's cache of node type `ntype` on the same machine: the
 // cache name with "t<ntype>" appended.
 std::string TypedRowCacheName(const std::string& cache_name, int ntype);
+// Removes the machine caches that go with partition segment
+// `partition_segment` once no process holds them: the plain one, and for a
+// typed partition one per node type t with typed_feature_dims[t] > 0.
+// Never throws.
+void RemoveRowCachesOf(const std::string& partition_segment,
+                       const std::vector<int64_t>& typed_feature_dims);
 
 // A mapped cache. Not copyable; immutable once open, so any number of
 // threads may read it.

@@ -712,19 +712,7 @@ ShmPartition::~ShmPartition() {
     // this partition too, so when the partition's last holder leaves, the
     // cache has none left either (unless all of them were killed, leaving
     // it to us): it goes with the partition.
-    const std::string cache = RowCacheNameOf(name_);
-    if (!cache.empty()) {
-      shm::RemoveWhenFree(cache, std::chrono::milliseconds(0));
-      // A typed partition's caches, one per featured node type.
-      if (hetero_view_) {
-        for (size_t t = 0; t < hetero_view_->feature_dims.size(); ++t) {
-          if (hetero_view_->feature_dims[t] > 0) {
-            shm::RemoveWhenFree(TypedRowCacheName(cache, static_cast<int>(t)),
-                                std::chrono::milliseconds(0));
-          }
-        }
-      }
-    }
+    RemoveRowCachesOf(name_, hetero_view_ ? hetero_view_->feature_dims : std::vector<int64_t>{});
   }
 }
 

@@ -56,6 +56,19 @@ std::map<int64_t, int64_t> InputIds(const PartitionConfig& c) {
   return out;
 }
 
+// A client of the test's server threads.
+DistGraphOptions ClientOptions(const std::string& part_config, const std::string& ip,
+                               const test::ServerThreads& servers, const std::string& job) {
+  DistGraphOptions o;
+  o.part_config = part_config;
+  o.ip_config = ip;
+  o.endpoints = servers.endpoints();
+  o.job_id = job;
+  o.keys = test::Keys(job);
+  o.timeout = std::chrono::milliseconds(20000);
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("typed sampling over 3 servers equals one in-memory partition, by input id",
@@ -70,13 +83,7 @@ TEST_CASE("typed sampling over 3 servers equals one in-memory partition, by inpu
   const std::string job = "hetero-" + std::to_string(::getpid());
   const std::string ip = test::WriteLoopbackIpConfig(dir, 3);
   test::ServerThreads servers(ip, three, 3, 2, job);
-  DistGraphOptions o;
-  o.part_config = three;
-  o.ip_config = ip;
-  o.endpoints = servers.endpoints();
-  o.job_id = job;
-  o.keys = test::Keys(job);
-  o.timeout = std::chrono::milliseconds(20000);
+  DistGraphOptions o = ClientOptions(three, ip, servers, job);
   DistGraph g(o);
 
   const HeteroPartition local = LoadHeteroPartition(c1, 0, false);
@@ -210,13 +217,7 @@ TEST_CASE("typed batches from sampler threads equal the in-process ones bit for 
   const std::string job = "typed-pool-" + std::to_string(::getpid());
   const std::string ip = test::WriteLoopbackIpConfig(dir, 2);
   test::ServerThreads servers(ip, two, 2, 1, job);
-  DistGraphOptions o;
-  o.part_config = two;
-  o.ip_config = ip;
-  o.endpoints = servers.endpoints();
-  o.job_id = job;
-  o.keys = test::Keys(job);
-  o.timeout = std::chrono::milliseconds(20000);
+  DistGraphOptions o = ClientOptions(two, ip, servers, job);
 
   SamplerPool pool("tcp://127.0.0.1:*", 2, net::Hello{config.graph_name, Sha256File(two), job}, 2,
                    20000, test::Keys(job));
@@ -311,14 +312,8 @@ TEST_CASE(
   const std::string job = "typed-cache-" + std::to_string(::getpid());
   const std::string ip = test::WriteLoopbackIpConfig(dir, 2);
   test::ServerThreads servers(ip, two, 2, 1, job);
-  DistGraphOptions o;
-  o.part_config = two;
-  o.ip_config = ip;
-  o.endpoints = servers.endpoints();
+  DistGraphOptions o = ClientOptions(two, ip, servers, job);
   o.local_machine_id = 0;  // its partition read in place
-  o.job_id = job;
-  o.keys = test::Keys(job);
-  o.timeout = std::chrono::milliseconds(20000);
   const int paper = 3;
   const std::string cache_name =
       TypedRowCacheName(RowCacheName(config.graph_name, Sha256File(two), job, 0), paper);
