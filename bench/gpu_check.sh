@@ -19,6 +19,12 @@
 #          seeds/s of standalone training, CPU against GPU and GPU with the
 #          feature cache, on synthetic:small and synthetic:products (medians
 #          of 3 alternating runs, no evaluation).
+#   there: bash bench/gpu_check.sh gat
+#          GAT (4 heads of 16, compare_dgl.sh's flags): the GPU attention op's
+#          unit test, standalone test accuracy on synthetic:small for 3 seeds
+#          on the CPU and on the GPU (the GPU's mean within one CPU sd), and
+#          seeds/s CPU against GPU on synthetic:products (medians of 3
+#          alternating runs of GNN_GPU_PRODUCTS_EPOCHS epochs).
 #
 # On a machine without a GPU the last two stages say so and stop (exit 3).
 # Environment: GNN_GPU_WORK (scratch folder, default /tmp/gnn-gpu-check),
@@ -199,12 +205,51 @@ bench() {
   done
 }
 
+# GAT on the GPU against the CPU: the op's unit test, accuracy, seeds/s.
+GAT_FLAGS=(--model gat --num_heads 4 --num_out_heads 1 --attn_drop 0.1 --num_hidden 64
+  --num_layers 2 --fan_out 10,25 --batch_size 1000 --lr 0.003 --dropout 0.5)
+gat() {
+  prepare_run
+  gnn_train_unit_tests "*(GPU)*" 2>&1 | tee "$LOG_DIR/gat_unit.txt"
+  if grep -q "SKIPPED" "$LOG_DIR/gat_unit.txt" || ! grep -q "All tests passed" "$LOG_DIR/gat_unit.txt"; then
+    say "the GPU unit tests did not pass"
+    exit 1
+  fi
+  local config cpu=() gpu=() c g verdict=0
+  config=$(partition synthetic:small)
+  for seed in 0 1 2; do
+    cpu+=("$(train_fields "$config" test_acc --seed "$seed" --num_gpus -1 "${GAT_FLAGS[@]}")")
+    gpu+=("$(train_fields "$config" test_acc --seed "$seed" --num_gpus 1 "${GAT_FLAGS[@]}")")
+  done
+  read -r cm cs <<<"$(mean_sd "${cpu[@]}")"
+  read -r gm gs <<<"$(mean_sd "${gpu[@]}")"
+  say "GAT synthetic:small standalone test accuracy, seeds 0-2, $EPOCHS epochs: CPU $cm +- $cs" \
+    "(${cpu[*]}), GPU $gm +- $gs (${gpu[*]})"
+  # Judged after the timing runs, which run either way.
+  within_sd "$gm" "$cm" "$cs" || verdict=1
+  config=$(partition synthetic:products)
+  EPOCHS=$PRODUCTS_EPOCHS
+  cpu=()
+  gpu=()
+  for seed in 0 1 2; do
+    cpu+=("$(EVAL=0 train_fields "$config" seeds_per_s --seed "$seed" --num_gpus -1 "${GAT_FLAGS[@]}")")
+    gpu+=("$(EVAL=0 train_fields "$config" seeds_per_s --seed "$seed" --num_gpus 1 "${GAT_FLAGS[@]}")")
+    say "GAT synthetic:products seed $seed seeds/s: CPU ${cpu[-1]}, GPU ${gpu[-1]}"
+  done
+  c=$(median "${cpu[@]}")
+  g=$(median "${gpu[@]}")
+  say "GAT synthetic:products standalone seeds/s (median of 3, $EPOCHS epochs, no evaluation):" \
+    "CPU $c, GPU $g ($(ratio "$g" "$c")x)"
+  [ "$verdict" = 0 ] || { say "GAT's GPU accuracy is not within one CPU sd"; exit 1; }
+}
+
 case "$STAGE" in
   pack) pack ;;
   tests) tests ;;
   bench) bench ;;
+  gat) gat ;;
   *)
-    echo "usage: bash bench/gpu_check.sh pack|tests|bench (see the header)" >&2
+    echo "usage: bash bench/gpu_check.sh pack|tests|bench|gat (see the header)" >&2
     exit 2
     ;;
 esac

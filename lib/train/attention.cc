@@ -11,6 +11,13 @@
 
 #include "common/error.h"
 #include "common/memory.h"
+#include "kernels/gat_rows.h"
+
+#if GNN_CUDA_KERNELS
+#include <ATen/cuda/CUDAContext.h>
+
+#include "kernels/gat_cuda.h"
+#endif
 
 namespace gnn {
 namespace {
@@ -312,6 +319,41 @@ GatArgs<T> Args(const torch::Tensor& indptr, const torch::Tensor& indices, const
   return a;
 }
 
+// The same call for the CUDA kernels (kernels/gat_rows.h), with the
+// block's transpose when given.
+template <typename T>
+kernels::GatRowArgs<T> RowArgs(const GatArgs<T>& a, int64_t num_src, const Transpose* t) {
+  kernels::GatRowArgs<T> r;
+  r.ptr = a.ptr;
+  r.idx = a.idx;
+  r.num_dst = a.num_dst;
+  r.num_src = num_src;
+  r.heads = a.heads;
+  r.width = a.width;
+  r.feat = a.feat;
+  r.el = a.el;
+  r.er = a.er;
+  r.fs = a.fs;
+  r.ls = a.ls;
+  r.rs = a.rs;
+  r.mask = a.mask;
+  r.slope = a.factor[0];
+  if (t != nullptr) {
+    r.t_ptr = t->t_ptr.data_ptr<int64_t>();
+    r.t_eid = t->t_eid.data_ptr<int64_t>();
+    r.t_dst = t->t_dst.data_ptr<int64_t>();
+  }
+  return r;
+}
+
+#if GNN_CUDA_KERNELS
+void* CurrentStream() { return at::cuda::getCurrentCUDAStream().stream(); }
+#else
+[[noreturn]] void* CurrentStream() {
+  throw Error("a CUDA tensor reached GAT's attention in a gnn-train built without CUDA kernels");
+}
+#endif
+
 // The forward pass: attn [E, H] (kept for backward) and out [D, H, F].
 torch::Tensor RunForward(const GatInputs& in, const torch::Tensor& mask,
                          const torch::Tensor& indptr, const torch::Tensor& indices, double slope,
@@ -321,8 +363,18 @@ torch::Tensor RunForward(const GatInputs& in, const torch::Tensor& mask,
   *attn = torch::empty({indices.size(0), in.heads}, any.options());
   torch::Tensor out = torch::empty({num_dst, in.heads, in.width}, any.options());
   AT_DISPATCH_FLOATING_TYPES(any.scalar_type(), "GatAggregate", [&] {
-    Forward(Args<scalar_t>(indptr, indices, in, mask, slope), attn->data_ptr<scalar_t>(),
-            out.data_ptr<scalar_t>());
+    const GatArgs<scalar_t> a = Args<scalar_t>(indptr, indices, in, mask, slope);
+    if (!any.is_cuda()) {
+      Forward(a, attn->data_ptr<scalar_t>(), out.data_ptr<scalar_t>());
+      return;
+    }
+    void* stream = CurrentStream();
+#if GNN_CUDA_KERNELS
+    kernels::GatForwardCuda(RowArgs(a, any.size(0), nullptr), attn->data_ptr<scalar_t>(),
+                            out.data_ptr<scalar_t>(), stream);
+#else
+    (void)stream;
+#endif
   });
   return out;
 }
@@ -337,7 +389,10 @@ Transpose TransposeFor(const torch::Tensor& indptr, const torch::Tensor& indices
       t_indices.numel() == indices.numel()) {
     return {t_indptr, t_eids, t_indices};
   }
-  return TransposeOf(indptr, indices, num_src);
+  if (indptr.is_cpu()) return TransposeOf(indptr, indices, num_src);
+  // On a GPU (a block the sampler gave no transpose): built on the host.
+  const Transpose t = TransposeOf(indptr.cpu(), indices.cpu(), num_src);
+  return {t.t_ptr.to(indptr.device()), t.t_eid.to(indptr.device()), t.t_dst.to(indptr.device())};
 }
 
 void RunBackward(const GatInputs& in, const torch::Tensor& mask, const torch::Tensor& indptr,
@@ -362,6 +417,15 @@ void RunBackward(const GatInputs& in, const torch::Tensor& mask, const torch::Te
     const auto* at = attn.data_ptr<scalar_t>();
     const auto* gp = g.data_ptr<scalar_t>();
     auto* dl = d_logit.data_ptr<scalar_t>();
+    if (any.is_cuda()) {
+      void* stream = CurrentStream();
+#if GNN_CUDA_KERNELS
+      kernels::GatBackwardCuda(RowArgs(a, num_src, &t), at, gp, dl, g_feat, g_el, g_er, stream);
+#else
+      (void)stream;
+#endif
+      return;
+    }
     const int64_t src_grain = RowGrain(num_src, edges);
     at::parallel_for(0, num_src, src_grain, [&](int64_t s0, int64_t s1) {
       BackwardSourcesOf(a, s0, s1, t_ptr, t_eid, t_dst, at, gp, dl, g_feat);
@@ -513,6 +577,10 @@ torch::Tensor GatAggregateProjected(const BlockTensors& block, const torch::Tens
 torch::Tensor GatAttention(const BlockTensors& block, const torch::Tensor& el,
                            const torch::Tensor& er, double negative_slope) {
   CheckShapes(block, el, er);
+  if (!el.is_cpu()) {  // a look at the attention, computed on the host
+    const torch::Device cpu(torch::kCPU);
+    return GatAttention(block.To(cpu), el.to(cpu), er.to(cpu), negative_slope).to(el.device());
+  }
   torch::Tensor elc = el.contiguous(), erc = er.contiguous();
   torch::Tensor attn = torch::empty({block.indices.numel(), el.size(1)}, el.options());
   torch::Tensor no_feat = torch::empty({block.num_src, el.size(1), 0}, el.options());

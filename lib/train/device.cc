@@ -41,9 +41,9 @@ void CheckDevice(const TrainOptions& o) {
         "(distributed trainers read their batches' rows from gnn-samplers or the "
         "machine's hot-row cache)");
   }
-  if (o.task != "node" || (o.model != "graphsage" && o.model != "gcn")) {
+  if (o.task != "node" || (o.model != "graphsage" && o.model != "gcn" && o.model != "gat")) {
     throw ConfigError(flag +
-                      ": the GPU path trains --model graphsage and gcn with --task node "
+                      ": the GPU path trains --model graphsage, gcn and gat with --task node "
                       "so far (--model " +
                       o.model + " --task " + o.task + " runs on the CPU: --num_gpus -1)");
   }
