@@ -23,15 +23,22 @@
 #          GAT (4 heads of 16, compare_dgl.sh's flags): the GPU attention op's
 #          unit test, standalone test accuracy on synthetic:small for 3 seeds
 #          on the CPU and on the GPU (the GPU's mean within one CPU sd), and
-#          seeds/s CPU against GPU on synthetic:products (medians of 3
-#          alternating runs of GNN_GPU_PRODUCTS_EPOCHS epochs).
+#          seeds/s CPU against GPU without and with the feature cache on
+#          synthetic:products (medians of 3 alternating runs of
+#          GNN_GPU_PRODUCTS_EPOCHS epochs).
+#   there: bash bench/gpu_check.sh typed
+#          RGCN and RGAT (rgcn_bench.sh's flags) standalone on
+#          synthetic:mag-small, 3 seeds on the CPU and on the GPU: test
+#          accuracy (the GPU's mean within one CPU sd) and seeds/s.
 #
-# On a machine without a GPU the last two stages say so and stop (exit 3).
+# "GPU" runs pass --gpu_cache_mb 0 (gnn-train's default, -1, caches up to
+# half the GPU's free memory). On a machine without a GPU the stages after
+# pack say so and stop (exit 3).
 # Environment: GNN_GPU_WORK (scratch folder, default /tmp/gnn-gpu-check),
 # GNN_GPU_EPOCHS (training epochs, default 5; synthetic:products trains
 # GNN_GPU_PRODUCTS_EPOCHS, default 1), GNN_GPU_SMALL_CACHE_MB and
 # GNN_GPU_PRODUCTS_CACHE_MB (--gpu_cache_mb of the cached runs, default 4
-# and 512), OUT (a folder: logs and the
+# and -1, gnn-train's default: up to half the GPU's free memory), OUT (a folder: logs and the
 # figures are written there too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +49,7 @@ WORK="${GNN_GPU_WORK:-/tmp/gnn-gpu-check}"
 EPOCHS="${GNN_GPU_EPOCHS:-5}"
 PRODUCTS_EPOCHS="${GNN_GPU_PRODUCTS_EPOCHS:-1}"
 SMALL_CACHE_MB="${GNN_GPU_SMALL_CACHE_MB:-4}"
-PRODUCTS_CACHE_MB="${GNN_GPU_PRODUCTS_CACHE_MB:-512}"
+PRODUCTS_CACHE_MB="${GNN_GPU_PRODUCTS_CACHE_MB:--1}"
 LOG_DIR="${OUT:-$WORK}"
 mkdir -p "$WORK" "$LOG_DIR"
 
@@ -137,7 +144,7 @@ tests() {
   config=$(partition synthetic:small)
   for seed in 0 1 2; do
     cpu+=("$(train_fields "$config" test_acc --seed "$seed" --num_gpus -1)")
-    gpu+=("$(train_fields "$config" test_acc --seed "$seed" --num_gpus 1)")
+    gpu+=("$(train_fields "$config" test_acc --seed "$seed" --num_gpus 1 --gpu_cache_mb 0)")
     read -r acc hit <<<"$(train_fields "$config" test_acc,gpu_cache_hit_rate --seed "$seed" \
       --num_gpus 1 --gpu_cache_mb "$SMALL_CACHE_MB")"
     cached+=("$acc")
@@ -166,7 +173,7 @@ tests() {
   # input is assembled on the GPU from the same values, so training must
   # end with the same parameters.
   local p1 p2
-  p1=$(train_fields "$config" param_checksum --seed 0 --num_gpus 1 --model gcn)
+  p1=$(train_fields "$config" param_checksum --seed 0 --num_gpus 1 --model gcn --gpu_cache_mb 0)
   p2=$(train_fields "$config" param_checksum --seed 0 --num_gpus 1 --model gcn \
     --gpu_cache_mb "$SMALL_CACHE_MB")
   say "GCN on the GPU, seed 0: parameter checksum $p1 without the cache, $p2 with it"
@@ -190,7 +197,7 @@ bench() {
     rate=()
     for seed in 0 1 2; do
       cpu+=("$(EVAL=0 train_fields "$config" seeds_per_s --seed "$seed" --num_gpus -1)")
-      gpu+=("$(EVAL=0 train_fields "$config" seeds_per_s --seed "$seed" --num_gpus 1)")
+      gpu+=("$(EVAL=0 train_fields "$config" seeds_per_s --seed "$seed" --num_gpus 1 --gpu_cache_mb 0)")
       read -r k hit <<<"$(EVAL=0 train_fields "$config" seeds_per_s,gpu_cache_hit_rate \
         --seed "$seed" --num_gpus 1 --gpu_cache_mb "$mb")"
       cached+=("$k")
@@ -219,7 +226,7 @@ gat() {
   config=$(partition synthetic:small)
   for seed in 0 1 2; do
     cpu+=("$(train_fields "$config" test_acc --seed "$seed" --num_gpus -1 "${GAT_FLAGS[@]}")")
-    gpu+=("$(train_fields "$config" test_acc --seed "$seed" --num_gpus 1 "${GAT_FLAGS[@]}")")
+    gpu+=("$(train_fields "$config" test_acc --seed "$seed" --num_gpus 1 --gpu_cache_mb 0 "${GAT_FLAGS[@]}")")
   done
   read -r cm cs <<<"$(mean_sd "${cpu[@]}")"
   read -r gm gs <<<"$(mean_sd "${gpu[@]}")"
@@ -231,16 +238,62 @@ gat() {
   EPOCHS=$PRODUCTS_EPOCHS
   cpu=()
   gpu=()
+  local auto=() rate=() k hit
   for seed in 0 1 2; do
     cpu+=("$(EVAL=0 train_fields "$config" seeds_per_s --seed "$seed" --num_gpus -1 "${GAT_FLAGS[@]}")")
-    gpu+=("$(EVAL=0 train_fields "$config" seeds_per_s --seed "$seed" --num_gpus 1 "${GAT_FLAGS[@]}")")
-    say "GAT synthetic:products seed $seed seeds/s: CPU ${cpu[-1]}, GPU ${gpu[-1]}"
+    gpu+=("$(EVAL=0 train_fields "$config" seeds_per_s --seed "$seed" --num_gpus 1 \
+      --gpu_cache_mb 0 "${GAT_FLAGS[@]}")")
+    read -r k hit <<<"$(EVAL=0 train_fields "$config" seeds_per_s,gpu_cache_hit_rate --seed "$seed" \
+      --num_gpus 1 --gpu_cache_mb "$PRODUCTS_CACHE_MB" "${GAT_FLAGS[@]}")"
+    auto+=("$k")
+    rate+=("$hit")
+    say "GAT synthetic:products seed $seed seeds/s: CPU ${cpu[-1]}, GPU ${gpu[-1]}," \
+      "GPU with --gpu_cache_mb $PRODUCTS_CACHE_MB $k (hit rate $hit)"
   done
   c=$(median "${cpu[@]}")
   g=$(median "${gpu[@]}")
+  k=$(median "${auto[@]}")
   say "GAT synthetic:products standalone seeds/s (median of 3, $EPOCHS epochs, no evaluation):" \
-    "CPU $c, GPU $g ($(ratio "$g" "$c")x)"
+    "CPU $c, GPU without a feature cache $g ($(ratio "$g" "$c")x), GPU with" \
+    "--gpu_cache_mb $PRODUCTS_CACHE_MB $k ($(ratio "$k" "$c")x; hit rates ${rate[*]})"
   [ "$verdict" = 0 ] || { say "GAT's GPU accuracy is not within one CPU sd"; exit 1; }
+}
+
+# RGCN and RGAT (typed graphs; rgcn_bench.sh's flags) on the GPU against the
+# CPU: test accuracy and seeds/s on synthetic:mag-small, 3 seeds each.
+typed() {
+  prepare_run
+  local config model acc sps verdict=0
+  config="$WORK/synthetic-mag-small/synthetic-mag-small.json"
+  if [ ! -f "$config" ]; then
+    gnn-partition --dataset synthetic:mag-small --undirected --balance_train --num_parts 1 \
+      --output "$WORK/synthetic-mag-small" --overwrite --quiet >/dev/null
+  fi
+  for model in rgcn rgat; do
+    local flags=(--model "$model" --fan_out 25,10 --num_hidden 64 --lr 0.01 --dropout 0.5
+      --sparse_lr 0.06 --batch_size 256)
+    if [ "$model" = rgcn ]; then flags+=(--num_bases 2); else flags+=(--num_heads 4 --attn_drop 0); fi
+    local cpu=() gpu=() cpu_sps=() gpu_sps=()
+    for seed in 0 1 2; do
+      read -r acc sps <<<"$(train_fields "$config" test_acc,seeds_per_s --seed "$seed" \
+        --num_gpus -1 "${flags[@]}")"
+      cpu+=("$acc")
+      cpu_sps+=("$sps")
+      read -r acc sps <<<"$(train_fields "$config" test_acc,seeds_per_s --seed "$seed" \
+        --num_gpus 1 --gpu_cache_mb 0 "${flags[@]}")"
+      gpu+=("$acc")
+      gpu_sps+=("$sps")
+    done
+    read -r cm cs <<<"$(mean_sd "${cpu[@]}")"
+    read -r gm gs <<<"$(mean_sd "${gpu[@]}")"
+    local c g
+    c=$(median "${cpu_sps[@]}")
+    g=$(median "${gpu_sps[@]}")
+    say "$model synthetic:mag-small standalone, seeds 0-2, $EPOCHS epochs: test accuracy CPU" \
+      "$cm +- $cs, GPU $gm +- $gs; seeds/s (median) CPU $c, GPU $g ($(ratio "$g" "$c")x)"
+    within_sd "$gm" "$cm" "$cs" || { say "$model's GPU accuracy is not within one CPU sd"; verdict=1; }
+  done
+  [ "$verdict" = 0 ] || exit 1
 }
 
 case "$STAGE" in
@@ -248,8 +301,9 @@ case "$STAGE" in
   tests) tests ;;
   bench) bench ;;
   gat) gat ;;
+  typed) typed ;;
   *)
-    echo "usage: bash bench/gpu_check.sh pack|tests|bench|gat (see the header)" >&2
+    echo "usage: bash bench/gpu_check.sh pack|tests|bench|gat|typed (see the header)" >&2
     exit 2
     ;;
 esac

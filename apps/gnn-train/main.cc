@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   app.add_option("--num_gpus", o.num_gpus, "GPUs to use (-1 = CPU)")->capture_default_str();
   app.add_option("--gpu_cache_mb", o.gpu_cache_mb,
                  "MiB of the hottest feature rows kept on the GPU (--standalone --num_gpus; "
-                 "0 = none)")
+                 "0 = none, -1 = up to half the GPU's free memory)")
       ->capture_default_str();
   // DGL's train_dist.py flags, with their meaning where gnn has one.
   app.add_option("--n_classes", o.n_classes,

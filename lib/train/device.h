@@ -24,4 +24,9 @@ void CheckDevice(const TrainOptions& o);
 // cuda:(trainer_id % num_gpus) with --num_gpus >= 1, else the CPU.
 torch::Device TrainDevice(const TrainOptions& o);
 
+// The bytes of the GPU feature cache: --gpu_cache_mb when given (>= 0);
+// automatic (-1, the default) is half the GPU's free memory for a
+// standalone GPU trainer, none otherwise (distributed trainers, the CPU).
+int64_t DeviceCacheBytes(const TrainOptions& o);
+
 }  // namespace gnn

@@ -1,6 +1,7 @@
 #include "train/nccl_group.h"
 
 #include "common/error.h"
+#include "common/log.h"
 
 #if GNN_CUDA_KERNELS
 #ifndef USE_C10D_NCCL
@@ -82,6 +83,7 @@ class CurveStore : public c10d::Store {
 
 struct NcclGroup::Impl {
   int world = 1;
+  bool failed = false;  // an all-reduce failed: abort, do not wait for peers
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> pg;
 };
 
@@ -101,13 +103,28 @@ NcclGroup::NcclGroup(const std::string& store_endpoint, const net::JobKeys& keys
   impl_->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world, options);
 }
 
-NcclGroup::~NcclGroup() = default;
+// The group's communicators are released before exit (else NCCL warns
+// that they leak): shut down after the last all-reduce finished, aborted
+// after one failed (a peer may be gone, and nothing waits for it).
+NcclGroup::~NcclGroup() {
+  if (!impl_ || !impl_->pg) return;
+  try {
+    if (impl_->failed) {
+      impl_->pg->abort();
+    } else {
+      impl_->pg->shutdown();
+    }
+  } catch (const std::exception& e) {
+    GNN_LOG(kWarn) << "NCCL group shutdown: " << e.what();
+  }
+}
 
 void NcclGroup::AllreduceMean(torch::Tensor& flat) {
   std::vector<at::Tensor> tensors{flat};
   try {
     impl_->pg->allreduce(tensors)->wait();
   } catch (const std::exception& e) {
+    impl_->failed = true;
     throw PeerError(std::string("NCCL all-reduce among trainers failed: ") + e.what());
   }
   flat.div_(impl_->world);

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "sampling/sampler.h"
 
 namespace gnn {
 
@@ -42,21 +43,34 @@ torch::Tensor RelGATConvImpl::forward(const BlockTensors& relation_block, int64_
                           ? torch::addmm(h_bias_, h_dst, loop_weight_)
                           : h_bias_.unsqueeze(0).expand({num_dst, heads_ * width_}).clone();
   out = out.view({num_dst, heads_, width_});
-  const int64_t* ptr = relation_block.indptr.data_ptr<int64_t>();
+  // Each relation's block is made on the host, with the transpose its
+  // backward pass reads, then placed where h_src lives.
+  const torch::Device cpu(torch::kCPU);
+  const torch::Tensor indptr = relation_block.indptr.to(cpu);
+  const torch::Tensor indices = relation_block.indices.to(cpu);
+  const int64_t* ptr = indptr.data_ptr<int64_t>();
   for (int64_t r = 0; r < num_rels_; ++r) {
     const int64_t e0 = ptr[r * num_dst], e1 = ptr[(r + 1) * num_dst];
     if (e1 == e0) continue;  // HeteroGraphConv skips a relation without edges
     // Relation r's rows, its sources renumbered densely (sorted unique).
     torch::Tensor sources, local;
-    std::tie(sources, local) = at::_unique(relation_block.indices.slice(0, e0, e1), /*sorted=*/true,
-                                           /*return_inverse=*/true);
+    std::tie(sources, local) =
+        at::_unique(indices.slice(0, e0, e1), /*sorted=*/true, /*return_inverse=*/true);
     BlockTensors rel;
     rel.num_dst = num_dst;
     rel.num_src = sources.numel();
-    rel.indptr = relation_block.indptr.slice(0, r * num_dst, (r + 1) * num_dst + 1) - e0;
-    rel.indices = local.to(torch::kInt64);
-    out = out +
-          mods_[r]->as<GATConvImpl>()->ForwardBipartite(rel, h_src.index_select(0, sources), h_dst);
+    rel.indptr = indptr.slice(0, r * num_dst, (r + 1) * num_dst + 1) - e0;
+    rel.indices = local.to(torch::kInt64).contiguous();
+    const int64_t edges = e1 - e0;
+    rel.t_indptr = torch::empty({rel.num_src + 1}, torch::kInt64);
+    rel.t_indices = torch::empty({edges}, torch::kInt64);
+    rel.t_eids = torch::empty({edges}, torch::kInt64);
+    TransposeCsr(rel.indptr.data_ptr<int64_t>(), rel.indices.data_ptr<int64_t>(), num_dst,
+                 rel.num_src, rel.t_indptr.data_ptr<int64_t>(), rel.t_indices.data_ptr<int64_t>(),
+                 rel.t_eids.data_ptr<int64_t>());
+    rel = rel.To(h_src.device());
+    out = out + mods_[r]->as<GATConvImpl>()->ForwardBipartite(
+                    rel, h_src.index_select(0, sources.to(h_src.device())), h_dst);
   }
   return out;
 }

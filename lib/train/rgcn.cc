@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "sampling/sampler.h"
 #include "train/dropout.h"
 #include "train/rgat.h"
 
@@ -22,6 +23,18 @@ std::string Shape(const torch::Tensor& t) {
   std::string s = "[";
   for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
   return s + "]";
+}
+
+// The relation block where `h` lives, with its transpose built on the
+// host (where the relation block is) for the backward pass: views on the
+// CPU, copies on a GPU (which then needs no round trip for it).
+BlockTensors Placed(const RelationBlock& rb, const torch::Tensor& h) {
+  BlockTensors t = ToTensors(rb);
+  t.t_indptr = torch::empty({t.num_src + 1}, torch::kInt64);
+  t.t_indices = torch::empty({t.indices.numel()}, torch::kInt64);
+  TransposeCsr(rb.indptr.data(), rb.indices.data(), t.num_dst, t.num_src,
+               t.t_indptr.data_ptr<int64_t>(), t.t_indices.data_ptr<int64_t>());
+  return t.To(h.device());
 }
 
 }  // namespace
@@ -245,11 +258,11 @@ torch::Tensor RGCNImpl::forward(const std::vector<RelationBlock>& blocks, torch:
                       " relations, the model " + std::to_string(num_rels_));
     }
     const bool last = l + 1 == num_layers();
-    if (gat_) {
+    if (gat_) {  // host views: RelGATConv places each relation's block itself
       torch::Tensor heads = layers_[l]->as<RelGATConvImpl>()->forward(ToTensors(rb), rb.num_dst, h);
       h = last ? heads.mean(1) : heads.flatten(1);
     } else {
-      h = layers_[l]->as<RelGraphConvImpl>()->forward(ToTensors(rb), rb.num_dst, h);
+      h = layers_[l]->as<RelGraphConvImpl>()->forward(Placed(rb, h), rb.num_dst, h);
     }
     if (!last) {
       h = torch::relu(h);

@@ -14,6 +14,7 @@
 #include "common/random.h"
 #include "sampling/typed_sampler.h"
 #include "train/checkpoint.h"
+#include "train/device.h"
 #include "train/hetero_source.h"
 #include "train/model_file.h"
 #include "train/rgcn.h"
@@ -59,6 +60,7 @@ class RgcnLearner : public Learner {
         source_(o.standalone ? MakeStandaloneHeteroSource(o, config)
                              : MakeDistHeteroSource(o, config)),
         fanouts_(ParseTypedFanouts(o.fan_out, config.etypes)),
+        device_(TrainDevice(o)),
         gat_(GatLayers(o)),
         feature_dims_(FeatureDims(config)),
         model_((torch::manual_seed(o.seed),
@@ -69,6 +71,10 @@ class RgcnLearner : public Learner {
       throw ConfigError("--fan_out '" + o.fan_out + "' has " + std::to_string(fanouts_.size()) +
                         " layers but --num_layers is " + std::to_string(o.num_layers));
     }
+    // --num_gpus: the dense model computes there; sampling, the feature
+    // rows and the embedding tables (with their sparse optimizer) stay on
+    // the host, each batch's rows copied over.
+    model_->to(device_);
     train_nodes_ = source_->SplitNodes(0);
     const double total = source_->SumOverRanks({static_cast<double>(train_nodes_.size())})[0];
     const int64_t per_rank =
@@ -115,8 +121,10 @@ class RgcnLearner : public Learner {
   torch::Tensor Loss() override {
     if (batch_.seeds.empty()) return torch::Tensor();
     torch::Tensor out = Forward(batch_, true);
-    torch::Tensor labels = torch::from_blob(
-        batch_.labels.data(), {static_cast<int64_t>(batch_.labels.size())}, torch::kInt64);
+    torch::Tensor labels =
+        torch::from_blob(batch_.labels.data(), {static_cast<int64_t>(batch_.labels.size())},
+                         torch::kInt64)
+            .to(device_);
     last_acc_ = out.argmax(1).eq(labels).to(torch::kFloat64).mean().item<double>();
     return torch::nn::functional::cross_entropy(out, labels);
   }
@@ -227,14 +235,19 @@ class RgcnLearner : public Learner {
       const int64_t n = static_cast<int64_t>(b.ids[t].size());
       if (n == 0) continue;
       TypedInput& in = inputs[t];
-      in.positions = torch::from_blob(b.positions[t].data(), {n}, torch::kInt64);
+      in.positions = torch::from_blob(b.positions[t].data(), {n}, torch::kInt64).to(device_);
       if (feature_dims_[t] > 0) {
-        in.rows = torch::from_blob(b.features[t].data(), {n, feature_dims_[t]}, torch::kFloat32);
+        in.rows = torch::from_blob(b.features[t].data(), {n, feature_dims_[t]}, torch::kFloat32)
+                      .to(device_);
       } else {
         source_->PullEmbeddings(static_cast<int>(t), b.ids[t], &emb_rows_[t]);
-        in.rows = torch::from_blob(emb_rows_[t].data(), {n, o_.num_hidden}, torch::kFloat32);
-        if (grad) in.rows.requires_grad_(true);
-        emb_[t] = in.rows;
+        // The leaf stays on the host, where its gradient is applied; on a
+        // GPU the model reads a copy and the gradient flows back through it.
+        torch::Tensor leaf =
+            torch::from_blob(emb_rows_[t].data(), {n, o_.num_hidden}, torch::kFloat32);
+        if (grad) leaf.requires_grad_(true);
+        emb_[t] = leaf;
+        in.rows = leaf.to(device_);
       }
     }
     return model_->Embed(b.blocks.front().num_src(), inputs);
@@ -270,7 +283,8 @@ class RgcnLearner : public Learner {
       HeteroBatch b = source_->Next();
       torch::Tensor out = Forward(b, false);
       torch::Tensor labels =
-          torch::from_blob(b.labels.data(), {static_cast<int64_t>(b.labels.size())}, torch::kInt64);
+          torch::from_blob(b.labels.data(), {static_cast<int64_t>(b.labels.size())}, torch::kInt64)
+              .to(device_);
       correct += out.argmax(1).eq(labels).sum().item<double>();
     }
     const std::vector<double> sums = source_->SumOverRanks({correct, static_cast<double>(n)});
@@ -281,7 +295,8 @@ class RgcnLearner : public Learner {
   const PartitionConfig& config_;
   std::unique_ptr<HeteroSource> source_;
   const std::vector<std::vector<int>> fanouts_;
-  const GatOptions gat_;  // --model rgat's layers
+  const torch::Device device_;  // --num_gpus: where the dense model computes
+  const GatOptions gat_;        // --model rgat's layers
   const std::vector<int64_t> feature_dims_;
   RGCN model_;
   std::vector<int64_t> train_nodes_;

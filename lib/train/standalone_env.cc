@@ -92,7 +92,10 @@ class StandaloneEnv : public TrainEnv {
       for (size_t i = 0; i < edges_.size(); ++i) edges_[i] = static_cast<int64_t>(i);
       if (edges_.empty()) throw DataError(o.part_config + ": partition 0 has no edges");
     }
-    if (o.gpu_cache_mb > 0 && part_.feature_dim > 0) MakeDeviceCache();
+    if (part_.feature_dim > 0) {
+      const int64_t bytes = DeviceCacheBytes(o);
+      if (bytes > 0) MakeDeviceCache(bytes);
+    }
     for (int k = 0; k < 3; ++k) {
       const std::vector<int64_t>& nodes = k == 0 ? train_ : k == 1 ? valid_ : test_;
       labeled_.nodes[k] = nodes;
@@ -137,12 +140,12 @@ class StandaloneEnv : public TrainEnv {
   // --gpu_cache_mb: the rows an epoch is expected to read most
   // (HotLocalRows, from the train nodes and fan-outs) on the GPU, as many
   // as fit; the loader leaves them out of the batches.
-  void MakeDeviceCache() {
+  void MakeDeviceCache(int64_t bytes) {
     Stopwatch watch;
     const int64_t row_bytes = part_.feature_dim * static_cast<int64_t>(sizeof(float));
     // Rows that fit, in double (a huge --gpu_cache_mb must not overflow),
     // at most every node and what a 32-bit slot can name.
-    const double fit = static_cast<double>(o_.gpu_cache_mb) * (1 << 20) / row_bytes;
+    const double fit = static_cast<double>(bytes) / row_bytes;
     const int64_t rows = static_cast<int64_t>(std::min<double>(
         {fit, static_cast<double>(part_.num_nodes), std::numeric_limits<int32_t>::max()}));
     std::vector<int64_t> hot = HotLocalRows(graph_.csc, part_.train_mask.data(), lo_.fanouts, rows);
@@ -159,9 +162,10 @@ class StandaloneEnv : public TrainEnv {
     lo_.cache_slot = slots_.data();
     GNN_LOG(kInfo) << "GPU feature cache: " << hot.size() << " of " << part_.num_nodes << " rows ("
                    << std::fixed << std::setprecision(1)
-                   << static_cast<double>(hot.size()) * row_bytes / (1 << 20)
-                   << " MiB of --gpu_cache_mb " << o_.gpu_cache_mb << ") on " << cache_.device()
-                   << ", in " << std::setprecision(2) << watch.Seconds() << " s";
+                   << static_cast<double>(hot.size()) * row_bytes / (1 << 20) << " MiB of "
+                   << static_cast<double>(bytes) / (1 << 20) << " MiB"
+                   << (o_.gpu_cache_mb < 0 ? ", half the GPU's free memory" : "") << ") on "
+                   << cache_.device() << ", in " << std::setprecision(2) << watch.Seconds() << " s";
   }
 
   const TrainOptions& o_;

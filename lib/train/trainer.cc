@@ -45,7 +45,9 @@ void TrainOptions::Validate() const {
   if (part_config.empty()) throw ConfigError("--part_config is required");
   if (num_epochs < 1) throw ConfigError("--num_epochs must be >= 1");
   if (batch_size < 1) throw ConfigError("--batch_size must be >= 1");
-  if (gpu_cache_mb < 0) throw ConfigError("--gpu_cache_mb must be >= 0");
+  if (gpu_cache_mb < -1) {
+    throw ConfigError("--gpu_cache_mb must be >= 0 (or -1: half the GPU's free memory)");
+  }
   if (batch_size_eval < 1) throw ConfigError("--batch_size_eval must be >= 1");
   if (num_hidden < 1) throw ConfigError("--num_hidden must be >= 1");
   if (num_layers < 1) throw ConfigError("--num_layers must be >= 1");

@@ -34,12 +34,12 @@ struct TrainOptions {
   int log_every = 20;
   int eval_every = 5;
   uint64_t seed = 0;
-  int num_omp_threads = 0;   // 0 = DefaultTorchThreads
-  int num_gpus = -1;         // -1/0 = CPU
-  int64_t gpu_cache_mb = 0;  // GPU-resident hot feature rows (standalone, --num_gpus)
-  int64_t n_classes = -1;    // --n_classes (DGL's): must match the config when given
-  int num_workers = 2;       // sampling threads (standalone)
-  int prefetch = 2;          // batches sampled ahead
+  int num_omp_threads = 0;    // 0 = DefaultTorchThreads
+  int num_gpus = -1;          // -1/0 = CPU
+  int64_t gpu_cache_mb = -1;  // GPU-resident hot feature rows (standalone, --num_gpus; -1 = auto)
+  int64_t n_classes = -1;     // --n_classes (DGL's): must match the config when given
+  int num_workers = 2;        // sampling threads (standalone)
+  int prefetch = 2;           // batches sampled ahead
   bool sample_replace = false;
   std::string metrics_file;      // JSON lines
   std::string tensorboard_dir;   // TensorBoard scalar event files (rank 0)

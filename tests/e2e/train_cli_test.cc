@@ -265,8 +265,8 @@ TEST_CASE("gnn-train bad input: one error line, non-zero exit", "[e2e]") {
   SECTION("a GPU feature cache without a GPU") {
     ExpectFailure({"--standalone", "--part_config", one, "--gpu_cache_mb", "64"},
                   "--gpu_cache_mb 64 keeps feature rows on a GPU: it needs --num_gpus >= 1");
-    ExpectFailure({"--standalone", "--part_config", one, "--gpu_cache_mb", "-1"},
-                  "--gpu_cache_mb must be >= 0");
+    ExpectFailure({"--standalone", "--part_config", one, "--gpu_cache_mb", "-2"},
+                  "--gpu_cache_mb must be >= 0 (or -1: half the GPU's free memory)");
   }
 }
 

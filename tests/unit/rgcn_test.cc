@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "common/error.h"
+#include "test_util.h"
+#include "train/device.h"
 #include "train/rgat.h"
 
 namespace gnn {
@@ -509,6 +511,56 @@ TEST_CASE("RGCN with GAT layers (RGAT): heads concatenated in hidden layers, ave
         torch::IntArrayRef({1, 4, 2}));
   CHECK_THROWS_WITH(RGCN(std::vector<int64_t>{3, 0}, 8, 6, 5, 2, 0, 2, 0.0, true, &o),
                     Catch::Contains("hidden width 6 is not a multiple of 4 heads"));
+}
+
+// The same model (same seed) on the CPU and on the GPU: relation blocks
+// placed on the GPU with their host-built transposes, typed inputs with a
+// featureless type's embedding rows as a host leaf read through a copy.
+TEST_CASE("RGCN and RGAT on the GPU equal the CPU in outputs and gradients (GPU)", "[unit][rgcn]") {
+  if (!BuiltWithCuda()) GNN_SKIP("this build has no CUDA kernels (scripts/build-cuda.sh)");
+  if (!torch::cuda::is_available()) GNN_SKIP("no CUDA device visible");
+  const torch::Device gpu(torch::kCUDA, 0);
+  GatOptions o;
+  o.heads = 2;
+  o.out_heads = 1;
+  o.attn_drop = 0;
+  for (const bool attention : {false, true}) {
+    INFO((attention ? "RGAT" : "RGCN"));
+    auto make = [&] {
+      torch::manual_seed(21);
+      return RGCN(std::vector<int64_t>{3, 0}, 8, 8, 5, 3, attention ? 0 : 2, 2, 0.0, true,
+                  attention ? &o : nullptr);
+    };
+    RGCN on_cpu = make(), on_gpu = make();
+    on_gpu->to(gpu);
+    on_cpu->eval();
+    on_gpu->eval();
+    const Block b0 = RandomHeteroBlock(20, 50, 6, 3, 3), b1 = RandomHeteroBlock(6, 20, 5, 3, 4);
+    const std::vector<RelationBlock> blocks{ToRelationBlock(b0, 3), ToRelationBlock(b1, 3)};
+    torch::manual_seed(22);
+    const torch::Tensor p0 = torch::arange(0, 30, torch::kInt64);
+    const torch::Tensor p1 = torch::arange(30, 50, torch::kInt64);
+    const torch::Tensor x0 = torch::randn({30, 3});
+    const torch::Tensor emb = torch::randn({20, 8});
+    const torch::Tensor emb_c = emb.clone().requires_grad_(true);
+    const torch::Tensor emb_g = emb.clone().requires_grad_(true);
+    const torch::Tensor out_c = on_cpu->forward(blocks, on_cpu->Embed(50, {{p0, x0}, {p1, emb_c}}));
+    const torch::Tensor out_g = on_gpu->forward(
+        blocks, on_gpu->Embed(50, {{p0.to(gpu), x0.to(gpu)}, {p1.to(gpu), emb_g.to(gpu)}}));
+    REQUIRE(out_g.device() == gpu);
+    const torch::Tensor g = torch::randn({6, 5});
+    out_c.backward(g);
+    out_g.backward(g.to(gpu));
+    CHECK(torch::allclose(out_g.cpu(), out_c.detach(), 1e-4, 1e-5));
+    CHECK(torch::allclose(emb_g.grad(), emb_c.grad(), 1e-4, 1e-5));
+    auto pc = on_cpu->named_parameters();
+    for (const auto& item : on_gpu->named_parameters()) {
+      INFO(item.key());
+      const torch::Tensor want = pc[item.key()].grad();
+      REQUIRE(item.value().grad().defined() == want.defined());
+      if (want.defined()) CHECK(torch::allclose(item.value().grad().cpu(), want, 1e-4, 1e-5));
+    }
+  }
 }
 
 }  // namespace gnn
