@@ -1,7 +1,12 @@
 // The standalone heterogeneous source: one partition in memory, its
 // embedding tables in this process (the same EmbeddingTable code the
 // servers run, so a standalone run and a one-machine cluster agree).
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -100,9 +105,41 @@ class StandaloneHeteroSource : public HeteroSource {
                    << config.etypes.size() << " relations in " << watch.Seconds() << " s";
   }
 
+  ~StandaloneHeteroSource() override { StopAhead(); }
+
   std::string Label() const override { return "Part 0"; }
 
   std::vector<int64_t> SplitNodes(int m) override { return part_.Nodes(m); }
+
+  // The planned batches are sampled ahead on a thread of their own (up to
+  // --prefetch ready), as the plain loader's workers do: the trainer's
+  // step, on the CPU's other threads or on a GPU, overlaps the next
+  // batches' sampling. A batch depends only on its plan, so the batches
+  // are the ones Sample makes when asked.
+  void Start(std::vector<TypedBatchPlan> plans,
+             const std::vector<std::vector<int>>& fanouts) override {
+    StopAhead();
+    plans_ = std::move(plans);
+    fanouts_ = fanouts;
+    taken_ = 0;
+    ready_.clear();
+    failed_ = nullptr;
+    stop_ = false;
+    ahead_ = std::thread([this] { SampleAhead(); });
+  }
+
+  HeteroBatch Next() override {
+    if (taken_ >= plans_.size()) throw DataError("no typed batch planned");
+    std::unique_lock<std::mutex> lock(mu_);
+    // The sampling thread either adds a batch or records why it stopped.
+    changed_.wait(lock, [&] { return !ready_.empty() || failed_; });
+    if (ready_.empty()) std::rethrow_exception(failed_);
+    HeteroBatch b = std::move(ready_.front());
+    ready_.pop_front();
+    ++taken_;
+    changed_.notify_all();
+    return b;
+  }
 
   HeteroBatch Sample(const std::vector<int64_t>& seeds,
                      const std::vector<std::vector<int>>& fanouts, uint64_t rng_seed) override {
@@ -146,6 +183,38 @@ class StandaloneHeteroSource : public HeteroSource {
   }
 
  private:
+  void SampleAhead() {
+    const size_t depth = static_cast<size_t>(std::max(1, o_.prefetch));
+    for (const TypedBatchPlan& p : plans_) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        changed_.wait(lock, [&] { return stop_ || ready_.size() < depth; });
+        if (stop_) return;
+      }
+      try {
+        HeteroBatch b = Sample(p.seeds, fanouts_, p.rng_seed);
+        b.index = p.index;
+        std::lock_guard<std::mutex> lock(mu_);
+        ready_.push_back(std::move(b));
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu_);
+        failed_ = std::current_exception();
+        changed_.notify_all();
+        return;
+      }
+      changed_.notify_all();
+    }
+  }
+
+  void StopAhead() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    if (ahead_.joinable()) ahead_.join();
+  }
+
   std::vector<int64_t> Rows(int t, std::vector<int64_t> ids) const {
     const int64_t first = part_.ntype_ranges[static_cast<size_t>(t)].first;
     for (int64_t& v : ids) v -= first;
@@ -158,6 +227,17 @@ class StandaloneHeteroSource : public HeteroSource {
   HeteroPartition part_;
   TypedCscView g_;
   std::vector<EmbeddingTable> tables_;
+  // Sampling ahead: the plan (read by the thread until StopAhead), the
+  // batches ready, and why sampling stopped early.
+  std::vector<TypedBatchPlan> plans_;
+  std::vector<std::vector<int>> fanouts_;
+  size_t taken_ = 0;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<HeteroBatch> ready_;
+  std::exception_ptr failed_;
+  bool stop_ = false;
+  std::thread ahead_;
 };
 
 }  // namespace
