@@ -12,6 +12,7 @@
 
 #if GNN_CUDA_KERNELS
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
 
 #include "kernels/csr_row_sum_cuda.h"
 #endif
@@ -110,7 +111,10 @@ void RowSum(const torch::Tensor& on, const int64_t* ptr, const int64_t* idx, int
   a.col_weight = col_weight;
   a.row_scale = row_scale;
   a.out = out;
-  kernels::CsrRowSumCuda(a, rows, at::cuda::getCurrentCUDAStream().stream());
+  // On the tensors' device, current while it launches (a machine's second
+  // trainer uses GPU 1).
+  const c10::cuda::CUDAGuard guard(on.device());
+  kernels::CsrRowSumCuda(a, rows, at::cuda::getCurrentCUDAStream(on.device().index()).stream());
 #else
   throw Error("a CUDA tensor reached the aggregation of a gnn-train built without CUDA kernels");
 #endif

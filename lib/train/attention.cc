@@ -15,6 +15,7 @@
 
 #if GNN_CUDA_KERNELS
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
 
 #include "kernels/gat_cuda.h"
 #endif
@@ -346,10 +347,18 @@ kernels::GatRowArgs<T> RowArgs(const GatArgs<T>& a, int64_t num_src, const Trans
   return r;
 }
 
+// The kernels run on the current stream of the device the tensors are on,
+// with that device current (a machine's second trainer uses GPU 1).
 #if GNN_CUDA_KERNELS
-void* CurrentStream() { return at::cuda::getCurrentCUDAStream().stream(); }
+using OnDevice = c10::cuda::CUDAGuard;
+void* CurrentStream(const torch::Tensor& on) {
+  return at::cuda::getCurrentCUDAStream(on.device().index()).stream();
+}
 #else
-[[noreturn]] void* CurrentStream() {
+struct OnDevice {
+  explicit OnDevice(const torch::Device&) {}
+};
+[[noreturn]] void* CurrentStream(const torch::Tensor&) {
   throw Error("a CUDA tensor reached GAT's attention in a gnn-train built without CUDA kernels");
 }
 #endif
@@ -368,7 +377,8 @@ torch::Tensor RunForward(const GatInputs& in, const torch::Tensor& mask,
       Forward(a, attn->data_ptr<scalar_t>(), out.data_ptr<scalar_t>());
       return;
     }
-    void* stream = CurrentStream();
+    const OnDevice on(any.device());
+    void* stream = CurrentStream(any);
 #if GNN_CUDA_KERNELS
     kernels::GatForwardCuda(RowArgs(a, any.size(0), nullptr), attn->data_ptr<scalar_t>(),
                             out.data_ptr<scalar_t>(), stream);
@@ -386,7 +396,8 @@ Transpose TransposeFor(const torch::Tensor& indptr, const torch::Tensor& indices
                        const torch::Tensor& t_indptr, const torch::Tensor& t_eids,
                        const torch::Tensor& t_indices) {
   if (t_indptr.numel() == num_src + 1 && t_eids.numel() == indices.numel() &&
-      t_indices.numel() == indices.numel()) {
+      t_indices.numel() == indices.numel() && t_indptr.device() == indptr.device() &&
+      t_eids.device() == indptr.device() && t_indices.device() == indptr.device()) {
     return {t_indptr, t_eids, t_indices};
   }
   if (indptr.is_cpu()) return TransposeOf(indptr, indices, num_src);
@@ -418,7 +429,8 @@ void RunBackward(const GatInputs& in, const torch::Tensor& mask, const torch::Te
     const auto* gp = g.data_ptr<scalar_t>();
     auto* dl = d_logit.data_ptr<scalar_t>();
     if (any.is_cuda()) {
-      void* stream = CurrentStream();
+      const OnDevice on(any.device());
+      void* stream = CurrentStream(any);
 #if GNN_CUDA_KERNELS
       kernels::GatBackwardCuda(RowArgs(a, num_src, &t), at, gp, dl, g_feat, g_el, g_er, stream);
 #else

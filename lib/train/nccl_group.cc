@@ -7,6 +7,7 @@
 #ifndef USE_C10D_NCCL
 #define USE_C10D_NCCL 1
 #endif
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -105,11 +106,12 @@ NcclGroup::NcclGroup(const std::string& store_endpoint, const net::JobKeys& keys
 
 // The group's communicators are released before exit (else NCCL warns
 // that they leak): shut down after the last all-reduce finished, aborted
-// after one failed (a peer may be gone, and nothing waits for it).
+// after one failed or while an error unwinds the trainer (a peer may be
+// gone or inside a collective, and nothing waits for it).
 NcclGroup::~NcclGroup() {
   if (!impl_ || !impl_->pg) return;
   try {
-    if (impl_->failed) {
+    if (impl_->failed || std::uncaught_exceptions() > 0) {
       impl_->pg->abort();
     } else {
       impl_->pg->shutdown();

@@ -61,13 +61,15 @@ torch::Tensor RelGATConvImpl::forward(const BlockTensors& relation_block, int64_
     rel.num_src = sources.numel();
     rel.indptr = indptr.slice(0, r * num_dst, (r + 1) * num_dst + 1) - e0;
     rel.indices = local.to(torch::kInt64).contiguous();
-    const int64_t edges = e1 - e0;
-    rel.t_indptr = torch::empty({rel.num_src + 1}, torch::kInt64);
-    rel.t_indices = torch::empty({edges}, torch::kInt64);
-    rel.t_eids = torch::empty({edges}, torch::kInt64);
-    TransposeCsr(rel.indptr.data_ptr<int64_t>(), rel.indices.data_ptr<int64_t>(), num_dst,
-                 rel.num_src, rel.t_indptr.data_ptr<int64_t>(), rel.t_indices.data_ptr<int64_t>(),
-                 rel.t_eids.data_ptr<int64_t>());
+    if (torch::GradMode::is_enabled() && h_src.requires_grad()) {  // backward reads it
+      const int64_t edges = e1 - e0;
+      rel.t_indptr = torch::empty({rel.num_src + 1}, torch::kInt64);
+      rel.t_indices = torch::empty({edges}, torch::kInt64);
+      rel.t_eids = torch::empty({edges}, torch::kInt64);
+      TransposeCsr(rel.indptr.data_ptr<int64_t>(), rel.indices.data_ptr<int64_t>(), num_dst,
+                   rel.num_src, rel.t_indptr.data_ptr<int64_t>(), rel.t_indices.data_ptr<int64_t>(),
+                   rel.t_eids.data_ptr<int64_t>());
+    }
     rel = rel.To(h_src.device());
     out = out + mods_[r]->as<GATConvImpl>()->ForwardBipartite(
                     rel, h_src.index_select(0, sources.to(h_src.device())), h_dst);

@@ -26,10 +26,11 @@ std::string Shape(const torch::Tensor& t) {
 }
 
 // The relation block where `h` lives, with its transpose built on the
-// host (where the relation block is) for the backward pass: views on the
-// CPU, copies on a GPU (which then needs no round trip for it).
+// host (where the relation block is) when the backward pass will read it:
+// views on the CPU, copies on a GPU (which then needs no round trip for it).
 BlockTensors Placed(const RelationBlock& rb, const torch::Tensor& h) {
   BlockTensors t = ToTensors(rb);
+  if (!torch::GradMode::is_enabled() || !h.requires_grad()) return t.To(h.device());
   t.t_indptr = torch::empty({t.num_src + 1}, torch::kInt64);
   t.t_indices = torch::empty({t.indices.numel()}, torch::kInt64);
   TransposeCsr(rb.indptr.data(), rb.indices.data(), t.num_dst, t.num_src,

@@ -158,7 +158,15 @@ class StandaloneEnv : public TrainEnv {
     torch::Tensor ids =
         torch::from_blob(hot.data(), {static_cast<int64_t>(hot.size())}, torch::kInt64) -
         part_.node_start;
-    cache_ = x.index_select(0, ids).to(TrainDevice(o_));
+    // Gathered and copied in slices of 64 MiB: the host holds one slice,
+    // not a second copy of every cached row.
+    const int64_t n = ids.numel();
+    cache_ = torch::empty({n, part_.feature_dim}, x.options().device(TrainDevice(o_)));
+    const int64_t slice = std::max<int64_t>(1, (int64_t{64} << 20) / row_bytes);
+    for (int64_t begin = 0; begin < n; begin += slice) {
+      const int64_t end = std::min(n, begin + slice);
+      cache_.slice(0, begin, end).copy_(x.index_select(0, ids.slice(0, begin, end)));
+    }
     lo_.cache_slot = slots_.data();
     GNN_LOG(kInfo) << "GPU feature cache: " << hot.size() << " of " << part_.num_nodes << " rows ("
                    << std::fixed << std::setprecision(1)
