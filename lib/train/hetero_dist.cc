@@ -38,6 +38,9 @@ class DistHeteroSource : public HeteroSource {
     world_ = group.world;
     slot_ = group.slot;
     collective_ = std::move(group.collective);
+    // GPU trainers sum their dense gradients with NCCL, as DistEnv's do
+    // (the embedding rows' sparse gradients stay on the host collective).
+    if (o.num_gpus > 0) collective_->EnableNccl();
     graph_ = std::make_unique<DistGraph>(group.graph);
     const size_t T = config.ntypes.size();
     specs_.resize(T);
