@@ -9,6 +9,7 @@
 #include <random>
 
 #include "kernels/csr_row_sum.h"
+#include "random_block.h"
 #include "sampling/sampler.h"
 #include "test_util.h"
 #include "train/device.h"
@@ -17,23 +18,7 @@
 namespace gnn {
 namespace {
 
-// A block with `num_dst` destinations over `num_src` sources: random degrees
-// in [0, max_deg] (so some destinations have none), sources drawn with
-// repeats (so some appear on many edges, some on none).
-Block RandomBlock(int64_t num_dst, int64_t num_src, int max_deg, uint32_t seed) {
-  std::mt19937 rng(seed);
-  Block b;
-  b.num_dst = num_dst;
-  b.src_nodes.resize(num_src);
-  for (int64_t i = 0; i < num_src; ++i) b.src_nodes[i] = 1000 + i;
-  b.indptr.push_back(0);
-  for (int64_t d = 0; d < num_dst; ++d) {
-    const int deg = static_cast<int>(rng() % (max_deg + 1));
-    for (int k = 0; k < deg; ++k) b.indices.push_back(static_cast<int64_t>(rng() % num_src));
-    b.indptr.push_back(static_cast<int64_t>(b.indices.size()));
-  }
-  return b;
-}
+using test::RandomBlock;
 
 // The formulation the fused op replaces.
 torch::Tensor ReferenceMean(const Block& b, const torch::Tensor& h) {

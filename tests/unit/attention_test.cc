@@ -11,6 +11,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "random_block.h"
 #include "sampling/sampler.h"
 #include "train/aggregate.h"
 #include "train/dropout.h"
@@ -21,20 +22,7 @@
 namespace gnn {
 namespace {
 
-Block RandomBlock(int64_t num_dst, int64_t num_src, int max_deg, uint32_t seed) {
-  std::mt19937 rng(seed);
-  Block b;
-  b.num_dst = num_dst;
-  b.src_nodes.resize(num_src);
-  for (int64_t i = 0; i < num_src; ++i) b.src_nodes[i] = 1000 + i;
-  b.indptr.push_back(0);
-  for (int64_t d = 0; d < num_dst; ++d) {
-    const int deg = static_cast<int>(rng() % (max_deg + 1));  // 0 included; repeats too
-    for (int k = 0; k < deg; ++k) b.indices.push_back(static_cast<int64_t>(rng() % num_src));
-    b.indptr.push_back(static_cast<int64_t>(b.indices.size()));
-  }
-  return b;
-}
+using test::RandomBlock;
 
 torch::Tensor Dbl(torch::IntArrayRef shape, uint64_t seed) {
   torch::manual_seed(seed);

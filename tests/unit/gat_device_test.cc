@@ -8,6 +8,7 @@
 #include <random>
 
 #include "kernels/gat_rows.h"
+#include "random_block.h"
 #include "sampling/sampler.h"
 #include "test_util.h"
 #include "train/attention.h"
@@ -20,17 +21,7 @@ namespace {
 // A block with self-loops (GAT's convention) and random in-edges, some
 // destinations with none besides their own; sources repeat.
 Block LoopBlock(int64_t num_dst, int64_t num_src, int max_deg, uint32_t seed) {
-  std::mt19937 rng(seed);
-  Block b;
-  b.num_dst = num_dst;
-  b.src_nodes.resize(num_src);
-  for (int64_t i = 0; i < num_src; ++i) b.src_nodes[i] = 1000 + i;
-  b.indptr.push_back(0);
-  for (int64_t d = 0; d < num_dst; ++d) {
-    const int deg = static_cast<int>(rng() % (max_deg + 1));
-    for (int k = 0; k < deg; ++k) b.indices.push_back(static_cast<int64_t>(rng() % num_src));
-    b.indptr.push_back(static_cast<int64_t>(b.indices.size()));
-  }
+  Block b = test::RandomBlock(num_dst, num_src, max_deg, seed);
   AddSelfLoops(&b);
   BuildTranspose(&b);
   return b;
