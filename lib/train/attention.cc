@@ -23,26 +23,16 @@
 namespace gnn {
 namespace {
 
-// Sizes and raw pointers of one call, shared by the passes.
+// Sizes and raw pointers of one call, shared by the passes: the CUDA
+// kernels' (kernels/gat_rows.h: feat [S, H, F], el [S, H], er [D, H] rows
+// fs, ls and rs apart, their gradients written with the same strides),
+// with LeakyReLU's factor picked by index, not by a branch: the logits'
+// signs are random, and a branch on them mispredicts half the time.
 template <typename T>
-struct GatArgs {
-  const int64_t* ptr;  // [D + 1]
-  const int64_t* idx;  // [E]
-  int64_t num_dst, heads, width;
-  // feat [S, H, F], el [S, H], er [D, H]: rows fs, ls and rs apart (H x F,
-  // H and H when separate; H x F + 2H when the columns of one projection).
-  // Their gradients are written with the same strides.
-  const T* feat;
-  const T* el;
-  const T* er;
-  int64_t fs, ls, rs;
-  const T* mask;  // [E, H] or null
-  T factor[2];    // LeakyReLU's: {negative slope, 1}
-  // LeakyReLU's factor picked by index, not by a branch: the logits' signs
-  // are random, and a branch on them mispredicts half the time.
+struct GatArgs : kernels::GatRowArgs<T> {
+  T factor[2];  // {negative slope, 1}
   T LeakyFactor(T z) const { return factor[z > T(0)]; }
   T Leaky(T z) const { return z * LeakyFactor(z); }
-  T Keep(int64_t eh) const { return mask != nullptr ? mask[eh] : T(1); }
 };
 
 // Grain for parallel_for over rows: about 32k edges' work per task.
@@ -298,6 +288,7 @@ GatArgs<T> Args(const torch::Tensor& indptr, const torch::Tensor& indices, const
   a.ptr = indptr.data_ptr<int64_t>();
   a.idx = indices.data_ptr<int64_t>();
   a.num_dst = indptr.size(0) - 1;
+  a.num_src = (in.proj.defined() ? in.proj : in.feat).size(0);
   a.heads = in.heads;
   a.width = in.width;
   const int64_t HF = in.heads * in.width;
@@ -315,30 +306,16 @@ GatArgs<T> Args(const torch::Tensor& indptr, const torch::Tensor& indices, const
     a.ls = a.rs = in.heads;
   }
   a.mask = mask.numel() > 0 ? mask.data_ptr<T>() : nullptr;
-  a.factor[0] = static_cast<T>(slope);
+  a.slope = a.factor[0] = static_cast<T>(slope);
   a.factor[1] = T(1);
   return a;
 }
 
-// The same call for the CUDA kernels (kernels/gat_rows.h), with the
-// block's transpose when given.
+// The call as the CUDA kernels take it, with the block's transpose when
+// given.
 template <typename T>
-kernels::GatRowArgs<T> RowArgs(const GatArgs<T>& a, int64_t num_src, const Transpose* t) {
-  kernels::GatRowArgs<T> r;
-  r.ptr = a.ptr;
-  r.idx = a.idx;
-  r.num_dst = a.num_dst;
-  r.num_src = num_src;
-  r.heads = a.heads;
-  r.width = a.width;
-  r.feat = a.feat;
-  r.el = a.el;
-  r.er = a.er;
-  r.fs = a.fs;
-  r.ls = a.ls;
-  r.rs = a.rs;
-  r.mask = a.mask;
-  r.slope = a.factor[0];
+kernels::GatRowArgs<T> RowArgs(const GatArgs<T>& a, const Transpose* t) {
+  kernels::GatRowArgs<T> r = a;
   if (t != nullptr) {
     r.t_ptr = t->t_ptr.data_ptr<int64_t>();
     r.t_eid = t->t_eid.data_ptr<int64_t>();
@@ -380,7 +357,7 @@ torch::Tensor RunForward(const GatInputs& in, const torch::Tensor& mask,
     const OnDevice on(any.device());
     void* stream = CurrentStream(any);
 #if GNN_CUDA_KERNELS
-    kernels::GatForwardCuda(RowArgs(a, any.size(0), nullptr), attn->data_ptr<scalar_t>(),
+    kernels::GatForwardCuda(RowArgs(a, nullptr), attn->data_ptr<scalar_t>(),
                             out.data_ptr<scalar_t>(), stream);
 #else
     (void)stream;
@@ -432,7 +409,7 @@ void RunBackward(const GatInputs& in, const torch::Tensor& mask, const torch::Te
       const OnDevice on(any.device());
       void* stream = CurrentStream(any);
 #if GNN_CUDA_KERNELS
-      kernels::GatBackwardCuda(RowArgs(a, num_src, &t), at, gp, dl, g_feat, g_el, g_er, stream);
+      kernels::GatBackwardCuda(RowArgs(a, &t), at, gp, dl, g_feat, g_el, g_er, stream);
 #else
       (void)stream;
 #endif

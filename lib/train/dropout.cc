@@ -99,13 +99,17 @@ class DropoutFn : public torch::autograd::Function<DropoutFn> {
 }  // namespace
 
 torch::Tensor KeepMask(torch::IntArrayRef shape, double p, const torch::TensorOptions& options) {
-  // Drawn on the CPU and moved: the same mask bits on every device.
-  torch::Tensor mask = torch::empty(shape, options.device(torch::kCPU));
+  // Off the CPU drawn where it is used, as Dropout's: a host-drawn mask
+  // would cross to the device every layer of every step.
+  if (options.device().type() != torch::kCPU) {
+    return torch::empty(shape, options).bernoulli_(1.0 - p).div_(1.0 - p);
+  }
+  torch::Tensor mask = torch::empty(shape, options);
   const uint64_t seed = DrawSeed();
   AT_DISPATCH_FLOATING_TYPES(mask.scalar_type(), "KeepMask", [&] {
     ApplyKeepMask<scalar_t>(nullptr, mask.data_ptr<scalar_t>(), mask.numel(), p, seed);
   });
-  return mask.to(options.device());
+  return mask;
 }
 
 torch::Tensor Dropout(const torch::Tensor& x, double p, bool training) {

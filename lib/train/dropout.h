@@ -12,7 +12,8 @@
 namespace gnn {
 
 // 1 / (1 - p) where kept (probability 1 - p), 0 where dropped; float32 or
-// the dtype of `options`.
+// the dtype of `options`, on its device (off the CPU drawn by torch's
+// generator there, as torch::dropout).
 torch::Tensor KeepMask(torch::IntArrayRef shape, double p, const torch::TensorOptions& options);
 
 // x * KeepMask(x's shape, p) when `training` and p > 0, else x (on the
