@@ -133,7 +133,8 @@ int main(int argc, char** argv) {
   gnn::AddJobSecretFlags(app, &o.secret_file, &o.insecure);
   app.add_option("--aggregate_at_owner", o.aggregate_at_owner,
                  "distributed: sample and aggregate each batch's last hop where its nodes live "
-                 "(1), or ship neighbour lists and every neighbour's row as DGL does (0)")
+                 "(1; RGCN: each relation's source rows, features and embeddings, summed where "
+                 "they live), or ship neighbour lists and every neighbour's row as DGL does (0)")
       ->capture_default_str();
   app.add_option(
          "--remote_sums", o.remote_sums,

@@ -166,7 +166,10 @@ class DistGraph {
                                        uint64_t rng_seed);
   // Seeds -> one heterogeneous mini-batch: typed blocks, block 0's sources
   // grouped by node type with every featured type's rows, the seeds'
-  // labels, and the bytes its making moved (wire_bytes). Embedding rows of
+  // labels, and the bytes its making moved (wire_bytes). With
+  // options.aggregate_at_owner the batch is in HeteroBatch::input_means
+  // form: block 0's destinations' own rows, and each featured relation's
+  // means summed where the sources live (TypedGroupSums). Embedding rows of
   // featureless types are not in it: they change every step, so the
   // trainer pulls them when it uses the batch. The in-process trainer and
   // gnn-sampler both make their batches here (the same batch for the same
@@ -176,6 +179,17 @@ class DistGraph {
                              uint64_t rng_seed);
   // Feature rows [ids.size(), dim of type ntype] of nodes of type `ntype`.
   void PullTyped(int ntype, const std::vector<int64_t>& ids, std::vector<float>* out);
+  // Sums [groups, dim] of groups of rows of node type `ntype`: group k is
+  // ids[group_ptr[k], group_ptr[k + 1]); the rows are the type's features,
+  // or with `spec` (spec->ntype == ntype) its embedding table's rows, in
+  // float32. Rows this machine holds (features: its partition, the hot-row
+  // cache) are added here; of the others, each owner sums its share of a
+  // group (one PullTypedSums per owner and piece of about 4 MB), unless a
+  // group has one row there or the owner's groups name no more distinct
+  // rows than they are: those rows are pulled, each once. All requests are
+  // in flight at once.
+  void TypedGroupSums(int ntype, const net::EmbSpec* spec, const std::vector<int64_t>& ids,
+                      const std::vector<int64_t>& group_ptr, std::vector<float>* out);
   // Embedding rows of featureless type spec.ntype (they live at server 0 of
   // the machine whose index is their partition), a sparse optimizer step
   // for rows with their (combined) gradients, and a partition's whole table

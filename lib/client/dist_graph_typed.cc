@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <unordered_map>
 
 #include "client/dist_graph.h"
 #include "common/error.h"
 #include "common/random.h"
 #include "net/messages.h"
+#include "sampling/relation_block.h"
 #include "sampling/sampler.h"
 #include "store/row_cache.h"
 
@@ -91,7 +93,36 @@ HeteroBatch DistGraph::MakeTypedBatch(const std::vector<int64_t>& seeds,
   b.seeds = seeds;
   b.blocks = SampleTypedBlocks(seeds, fanouts, replace, rng_seed);
   const size_t T = config_.ntypes.size();
-  b.GroupInputsByType(T, [&](int64_t v) { return config_.NtypeOf(v); });
+  const auto type_of = [&](int64_t v) { return config_.NtypeOf(v); };
+  if (options_.aggregate_at_owner) {
+    // The first layer reads its destinations' own rows and, per relation,
+    // the means of their sources' rows: a featured type's summed where the
+    // rows live.
+    b.input_means = true;
+    const Block& b0 = b.blocks.front();
+    b.GroupInputsByType(T, type_of, b0.num_dst);
+    const RelationBlock rb = ToRelationBlock(b0, static_cast<int64_t>(config_.etypes.size()));
+    const std::vector<int> src_type = config_.RelationSrcTypes();
+    b.means.assign(src_type.size(), {});
+    for (size_t t = 0; t < T; ++t) {
+      if (t >= config_.ntype_feature_dims.size() || config_.ntype_feature_dims[t] == 0) continue;
+      std::vector<int64_t> rels;
+      for (size_t r = 0; r < src_type.size(); ++r)
+        if (src_type[r] == static_cast<int>(t)) rels.push_back(static_cast<int64_t>(r));
+      const RelationGroups g = GroupSources(rb, b0.src_nodes, rels);
+      if (g.size() == 0) continue;
+      std::vector<float> sums;
+      TypedGroupSums(static_cast<int>(t), nullptr, g.ids, g.ptr, &sums);
+      const size_t dim = static_cast<size_t>(config_.ntype_feature_dims[t]);
+      for (size_t k = 0; k < g.size(); ++k) {
+        std::vector<float>& m = b.means[static_cast<size_t>(g.rows[k] / b0.num_dst)];
+        const float inv = 1.0f / static_cast<float>(g.ptr[k + 1] - g.ptr[k]);
+        for (size_t j = 0; j < dim; ++j) m.push_back(sums[k * dim + j] * inv);
+      }
+    }
+  } else {
+    b.GroupInputsByType(T, type_of);
+  }
   for (size_t t = 0; t < T; ++t) {
     if (t < config_.ntype_feature_dims.size() && config_.ntype_feature_dims[t] > 0 &&
         !b.ids[t].empty())
@@ -207,6 +238,183 @@ void DistGraph::PullTyped(int ntype, const std::vector<int64_t>& ids, std::vecto
         return net::PullTyped{ntype, std::move(asked), format, options_.id_coding};
       },
       [&](int p) -> net::Connection& { return Pick(p); }, &wire_bytes_, out, local);
+}
+
+void DistGraph::TypedGroupSums(int ntype, const net::EmbSpec* spec, const std::vector<int64_t>& ids,
+                               const std::vector<int64_t>& group_ptr, std::vector<float>* out) {
+  const size_t t = static_cast<size_t>(ntype);
+  const int64_t dim = spec ? spec->dim : config_.ntype_feature_dims.at(t);
+  const size_t d = static_cast<size_t>(dim);
+  const size_t groups = group_ptr.empty() ? 0 : group_ptr.size() - 1;
+  out->assign(groups * d, 0.0f);
+  // Embedding rows always come from their servers (they change every
+  // step); feature rows of this machine's partition and hot-row cache are
+  // read here.
+  const ShmRowCache* cache = spec ? nullptr : typed_row_cache(ntype);
+  const float* local = nullptr;
+  int64_t local_first = 0;
+  if (!spec && hetero_part_ >= 0) {
+    const HeteroPartitionView& hp = *hetero_shm_->hetero_view();
+    local = hp.features[t];
+    local_first = hp.ntype_ranges[t].first;
+  }
+  const int parts = config_.num_parts;
+  // Distinct rows of other partitions (counted as the rows path counts
+  // them) and, per owner, each group's share.
+  std::unordered_map<int64_t, int64_t> row_of;  // id -> index in `pulled` (-1: not pulled)
+  std::vector<int64_t> pulled;
+  std::vector<std::pair<size_t, int64_t>> add_rows;  // (group, pulled row)
+  struct Share {
+    size_t group;
+    std::vector<int64_t> ids;
+  };
+  std::vector<std::vector<Share>> shares(parts);
+  std::vector<std::vector<int64_t>> at(parts);
+  std::vector<int> touched;
+  for (size_t k = 0; k < groups; ++k) {
+    for (int64_t e = group_ptr[k]; e < group_ptr[k + 1]; ++e) {
+      const int64_t v = ids[static_cast<size_t>(e)];
+      const int p = config_.PartOf(v);
+      if (p < 0) throw DataError("node " + std::to_string(v) + " is in no partition");
+      const float* near = nullptr;
+      if (local && p == hetero_part_) {
+        if (config_.NtypeOf(v) != ntype) {
+          throw DataError("node " + std::to_string(v) + " is not of node type " +
+                          std::to_string(ntype));
+        }
+        near = local + (v - local_first) * dim;
+      } else if (!spec) {
+        auto [it, fresh] = row_of.emplace(v, -1);
+        if (fresh) ++cache_lookups_;
+        if (cache && (near = cache->Find(v)) != nullptr && fresh) ++cache_hits_;
+      }
+      if (near) {
+        float* sum = out->data() + k * d;
+        for (size_t j = 0; j < d; ++j) sum[j] += near[j];
+        continue;
+      }
+      if (at[p].empty()) touched.push_back(p);
+      at[p].push_back(v);
+    }
+    for (int p : touched) {
+      shares[p].push_back({k, std::move(at[p])});
+      at[p].clear();
+    }
+    touched.clear();
+  }
+  // Per owner: a share of one row is that row; an owner whose shares name
+  // no more distinct rows than they are sends rows instead of sums.
+  auto pull_row = [&](size_t k, int64_t v) {
+    auto [it, fresh] = row_of.emplace(v, -1);
+    if (it->second < 0) {
+      it->second = static_cast<int64_t>(pulled.size());
+      pulled.push_back(v);
+    }
+    add_rows.push_back({k, it->second});
+  };
+  std::vector<net::PullTypedSums> asked(parts);
+  for (int p = 0; p < parts; ++p) {
+    std::vector<int64_t> distinct;
+    size_t multi = 0;
+    for (const Share& sh : shares[p]) {
+      if (sh.ids.size() < 2) continue;
+      ++multi;
+      distinct.insert(distinct.end(), sh.ids.begin(), sh.ids.end());
+    }
+    std::sort(distinct.begin(), distinct.end());
+    const bool as_rows = static_cast<size_t>(std::unique(distinct.begin(), distinct.end()) -
+                                             distinct.begin()) <= multi;
+    net::PullTypedSums& q = asked[p];
+    for (Share& sh : shares[p]) {
+      if (sh.ids.size() < 2 || as_rows) {
+        for (int64_t v : sh.ids) pull_row(sh.group, v);
+        continue;
+      }
+      std::sort(sh.ids.begin(), sh.ids.end());  // a set: increasing ids varint-code small
+      q.ids.insert(q.ids.end(), sh.ids.begin(), sh.ids.end());
+      q.group_ptr.push_back(static_cast<int64_t>(q.ids.size()));
+    }
+  }
+  // The sums in pieces of at most about 4 MB of ids and of reply, all in
+  // flight while the rows are pulled.
+  const net::RowFormat format = spec ? net::RowFormat::kFloat32 : options_.wire_format;
+  const size_t max_ids = (size_t{4} << 20) / sizeof(int64_t);
+  const size_t max_groups = std::max<size_t>(1, (size_t{4} << 20) / (d * sizeof(float)));
+  struct Pending {
+    net::Connection* conn;
+    uint64_t rid;
+    int part;
+    size_t first;  // of the piece's shares among the owner's summed ones
+    net::PullTypedSums asked;
+  };
+  std::vector<Pending> pending;
+  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  for (int p = 0; p < parts; ++p) {
+    const net::PullTypedSums& all = asked[p];
+    for (size_t g = 0; g < all.num_groups();) {
+      Pending q{nullptr, 0, p, g, {}};
+      q.asked.ntype = ntype;
+      q.asked.embedding = spec != nullptr;
+      if (spec) q.asked.spec = *spec;
+      q.asked.format = format;
+      q.asked.coding = options_.id_coding;
+      for (; g < all.num_groups() && q.asked.num_groups() < max_groups; ++g) {
+        const int64_t b = all.group_ptr[g], e = all.group_ptr[g + 1];
+        if (q.asked.ids.size() + static_cast<size_t>(e - b) > max_ids && !q.asked.ids.empty())
+          break;
+        q.asked.ids.insert(q.asked.ids.end(), all.ids.begin() + b, all.ids.begin() + e);
+        q.asked.group_ptr.push_back(static_cast<int64_t>(q.asked.ids.size()));
+      }
+      Message req = q.asked.Encode(0);
+      Sending(req);
+      q.conn = spec ? &EmbConn(p) : &Pick(p);
+      q.rid = q.conn->Start(std::move(req), q.asked.num_groups() * d * net::RowFormatBytes(format),
+                            deadline);
+      pending.push_back(std::move(q));
+    }
+  }
+  std::vector<float> rows;
+  if (!pulled.empty()) {
+    rows.resize(pulled.size() * d);
+    const int timeout_ms = static_cast<int>(options_.timeout.count());
+    if (spec) {
+      PullRows(
+          pulled, ByOwner(pulled), dim, format, EmbChunk(dim), -1, "EmbPull", timeout_ms,
+          [&](std::vector<int64_t> some) {
+            return net::EmbPull{*spec, std::move(some), options_.id_coding};
+          },
+          [&](int p) -> net::Connection& { return EmbConn(p); }, &wire_bytes_, &rows, [] {});
+    } else {
+      PullRows(
+          pulled, ByOwner(pulled), dim, format, EmbChunk(dim), -1, "PullTyped", timeout_ms,
+          [&](std::vector<int64_t> some) {
+            return net::PullTyped{ntype, std::move(some), format, options_.id_coding};
+          },
+          [&](int p) -> net::Connection& { return Pick(p); }, &wire_bytes_, &rows, [] {});
+    }
+  }
+  for (const auto& [k, r] : add_rows) {
+    float* sum = out->data() + k * d;
+    const float* row = rows.data() + static_cast<size_t>(r) * d;
+    for (size_t j = 0; j < d; ++j) sum[j] += row[j];
+  }
+  std::vector<float> one(d);
+  for (const Pending& q : pending) {
+    Message r = q.conn->Finish(q.rid, deadline, "PullTypedSums");
+    const net::PullFeaturesReply rep = net::PullFeaturesReply::DecodeRows(
+        r, q.asked.format, q.asked.num_groups(), dim, "PullTypedSums", q.conn->peer());
+    wire_bytes_ += r.frames[0].size();
+    // The owner's summed shares are those with two rows or more, in order.
+    size_t g = 0, seen = 0;
+    for (const Share& sh : shares[q.part]) {
+      if (sh.ids.size() < 2) continue;
+      if (seen++ < q.first) continue;
+      if (g == q.asked.num_groups()) break;
+      rep.RowTo(g++, one.data());
+      float* sum = out->data() + sh.group * d;
+      for (size_t j = 0; j < d; ++j) sum[j] += one[j];
+    }
+  }
 }
 
 void DistGraph::EmbPull(const net::EmbSpec& spec, const std::vector<int64_t>& ids,

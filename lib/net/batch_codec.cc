@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "net/typed_messages.h"
+#include "sampling/relation_block.h"
 
 namespace gnn::net {
 
@@ -212,7 +213,7 @@ Message EncodeTypedMiniBatch(const HeteroBatch& b, uint64_t request_id) {
       MsgType::kTypedMiniBatch, request_id,
       {b.index, static_cast<int64_t>(b.blocks.size()), static_cast<int64_t>(b.features.size()),
        static_cast<int64_t>(b.wire_bytes), width, static_cast<int64_t>(b.cache_lookups),
-       static_cast<int64_t>(b.cache_hits)});
+       static_cast<int64_t>(b.cache_hits), b.input_means ? 1 : 0});
   AddArray(&m, b.seeds);
   AddArray(&m, b.labels);
   size_t floats = 0;
@@ -239,6 +240,11 @@ Message EncodeTypedMiniBatch(const HeteroBatch& b, uint64_t request_id) {
       AddArray(&m, std::vector<int32_t>(blk.etypes.begin(), blk.etypes.end()));
     }
   }
+  if (b.input_means) {
+    std::vector<float> means;
+    for (const std::vector<float>& r : b.means) means.insert(means.end(), r.begin(), r.end());
+    AddArray(&m, means);
+  }
   return m;
 }
 
@@ -247,24 +253,30 @@ HeteroBatch DecodeTypedMiniBatch(const Message& m, const TypedBatchSchema& schem
     throw ProtocolError("malformed TypedMiniBatch (" + m.header.DebugString() + "): " + what);
   };
   const auto& i = m.header.ints;
-  // 5 ints from peers that send no cache counters, 7 with them.
-  if (m.header.msg_type() != MsgType::kTypedMiniBatch || (i.size() != 5 && i.size() != 7)) {
+  // 5 ints from peers that send no cache counters, 7 with them, 8 with
+  // the input_means flag.
+  if (m.header.msg_type() != MsgType::kTypedMiniBatch ||
+      (i.size() != 5 && i.size() != 7 && i.size() != 8)) {
     fail("header");
   }
+  if (i.size() == 8 && i[7] != 0 && i[7] != 1) fail("input_means flag");
+  const bool means = i.size() == 8 && i[7] == 1;
   const int64_t num_blocks = i[1], num_types = i[2];
   if (num_blocks < 1 || num_blocks > static_cast<int64_t>(kMaxTypedBlocks) || i[3] < 0) {
     fail("counts");
   }
-  if (i.size() == 7 && (i[5] < 0 || i[6] < 0 || i[6] > i[5])) fail("cache counters");
+  if (i.size() >= 7 && (i[5] < 0 || i[6] < 0 || i[6] > i[5])) fail("cache counters");
   if (num_types != static_cast<int64_t>(schema.feature_dims.size())) {
     fail(std::to_string(num_types) + " node types, the graph has " +
          std::to_string(schema.feature_dims.size()));
   }
-  if (m.frames.size() != static_cast<size_t>(3 + 4 * num_blocks)) fail("frame count");
+  if (m.frames.size() != static_cast<size_t>(3 + 4 * num_blocks + (means ? 1 : 0))) {
+    fail("frame count");
+  }
   HeteroBatch b;
   b.index = i[0];
   b.wire_bytes = static_cast<uint64_t>(i[3]);
-  if (i.size() == 7) {
+  if (i.size() >= 7) {
     b.cache_lookups = static_cast<uint64_t>(i[5]);
     b.cache_hits = static_cast<uint64_t>(i[6]);
   }
@@ -285,9 +297,38 @@ HeteroBatch DecodeTypedMiniBatch(const Message& m, const TypedBatchSchema& schem
   }
   CheckBlocks(b.seeds, &b.blocks, fail);
   try {
-    b.GroupInputsByType(static_cast<size_t>(num_types), schema.type_of);
+    b.GroupInputsByType(static_cast<size_t>(num_types), schema.type_of,
+                        means ? b.blocks.front().num_dst : -1);
   } catch (const DataError& e) {
     fail(e.what());
+  }
+  if (means) {
+    // Each featured relation's means: one row per non-empty (relation,
+    // destination) group of block 0, in its source type's width.
+    b.input_means = true;
+    const RelationBlock rb = ToRelationBlock(b.blocks.front(), schema.num_rels);
+    size_t n = 0;
+    const float* all = m.Array<float>(static_cast<size_t>(3 + 4 * num_blocks), &n);
+    size_t at = 0;
+    b.means.assign(static_cast<size_t>(schema.num_rels), {});
+    for (int64_t r = 0; r < schema.num_rels; ++r) {
+      const int t = static_cast<size_t>(r) < schema.rel_src_type.size()
+                        ? schema.rel_src_type[static_cast<size_t>(r)]
+                        : -1;
+      const int64_t dim =
+          t >= 0 && t < num_types ? schema.feature_dims[static_cast<size_t>(t)] : int64_t{0};
+      if (dim <= 0) continue;
+      size_t groups = 0;
+      for (int64_t d = 0; d < rb.num_dst; ++d) {
+        const size_t row = static_cast<size_t>(r * rb.num_dst + d);
+        groups += rb.indptr[row + 1] > rb.indptr[row];
+      }
+      const size_t want = groups * static_cast<size_t>(dim);
+      if (want > n - at) fail("means do not cover relation " + std::to_string(r) + "'s groups");
+      b.means[static_cast<size_t>(r)].assign(all + at, all + at + want);
+      at += want;
+    }
+    if (at != n) fail("means beyond the featured relations' groups");
   }
   // Every featured type's rows, in type order, one frame.
   size_t n = 0;

@@ -60,12 +60,16 @@ struct TypedBatchSchema {
   int64_t num_rels = 0;
   std::vector<int64_t> feature_dims;    // per node type; 0: featureless
   std::function<int(int64_t)> type_of;  // a node's type, or -1
+  // Each relation's source type (input_means batches only; empty: every
+  // relation's means must be empty).
+  std::vector<int> rel_src_type;
 };
 
 // The batch's index, seeds, labels, blocks (relation ids in the narrowest
 // width, RelationWidth), wire_bytes and every featured type's rows; not its
-// positions and ids (the receiver groups block 0's sources again). At most
-// 7 blocks (one message's frames).
+// positions and ids (the receiver groups block 0's sources again). An
+// input_means batch adds an int and one frame: every relation's means in
+// relation order. At most 7 blocks (one message's frames).
 Message EncodeTypedMiniBatch(const HeteroBatch& b, uint64_t request_id);
 // Validates what DecodeMiniBatch does for the blocks (plus at least one
 // block, relation ids in [0, num_rels) beside every edge), groups block 0's

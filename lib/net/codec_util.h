@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 #include <zmq.hpp>
 
 #include "common/error.h"
@@ -23,6 +24,17 @@ inline void Expect(const Message& m, MsgType type, size_t ints, size_t frames) {
   if (m.header.ints.size() != ints || m.frames.size() != frames) {
     Malformed(type, "expected " + N(ints) + " ints and " + N(frames) + " array frames, got " +
                         m.header.DebugString());
+  }
+}
+
+// Throws unless `ptr` are offsets of groups spanning `ids` ids: from 0 to
+// ids, never decreasing.
+inline void CheckGroups(MsgType type, size_t ids, const std::vector<int64_t>& ptr) {
+  if (ptr.empty() || ptr.front() != 0 || ptr.back() != static_cast<int64_t>(ids)) {
+    Malformed(type, "group offsets do not span its " + N(ids) + " ids");
+  }
+  for (size_t k = 0; k + 1 < ptr.size(); ++k) {
+    if (ptr[k + 1] < ptr[k]) Malformed(type, "group offsets decrease at group " + N(k));
   }
 }
 

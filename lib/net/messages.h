@@ -256,6 +256,10 @@ struct PullFeaturesReply {
   // group, in the asked format.
   static PullFeaturesReply Decode(const Message& m, const PullSums& asked, int64_t dim,
                                   const std::string& peer);
+  // Any of these: `count` rows of `dim` values in `format`, answering a
+  // `what` request of `peer`'s.
+  static PullFeaturesReply DecodeRows(const Message& m, RowFormat format, size_t count, int64_t dim,
+                                      const char* what, const std::string& peer);
   bool operator==(const PullFeaturesReply& o) const;  // same dim and bytes
 };
 

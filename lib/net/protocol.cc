@@ -97,6 +97,8 @@ const char* MsgTypeName(MsgType type) {
       return "TypedMiniBatch";
     case MsgType::kPullSums:
       return "PullSums";
+    case MsgType::kPullTypedSums:
+      return "PullTypedSums";
   }
   return "Unknown";
 }

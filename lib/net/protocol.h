@@ -131,10 +131,14 @@ enum class MsgType : uint16_t {
   // neighbours held elsewhere; sampling/owner_aggregate.h SumRowGroups).
   kPullSums = 35,  // ints: {format[, coding]}; frames: ids[ids], group indptr[ids, g+1]
                    // -> PullFeaturesReply with g rows: row k the sum of group k's rows
+  // The same for a typed graph's rows: feature rows of a node type, or an
+  // embedding table's (DistGraph's typed first layer at the owners).
+  kPullTypedSums = 36,  // ints: {format, coding, ntype, embedding[, spec]}; frames: ids[ids],
+                        // group indptr[ids, g+1] -> PullFeaturesReply with g rows
 };
 
 // Largest MsgType value; types above it are unknown.
-constexpr uint16_t kMaxMsgType = 35;
+constexpr uint16_t kMaxMsgType = 36;
 
 const char* MsgTypeName(MsgType type);
 

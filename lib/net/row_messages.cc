@@ -279,13 +279,7 @@ PullSums PullSums::Decode(const Message& m) {
   const IdCoding c = coded ? IdCodingOf(m.header.ints[1], kType) : IdCoding::kInt64;
   PullSums r{ReadInts(m, 0, c, kMaxRequestValues), ReadInts(m, 1, c, kMaxRequestValues),
              FormatOf(m.header.ints[0], kType), c};
-  const std::vector<int64_t>& p = r.group_ptr;
-  if (p.empty() || p.front() != 0 || p.back() != static_cast<int64_t>(r.ids.size())) {
-    Malformed(kType, "group offsets do not span its " + N(r.ids.size()) + " ids");
-  }
-  for (size_t k = 0; k + 1 < p.size(); ++k) {
-    if (p[k + 1] < p[k]) Malformed(kType, "group offsets decrease at group " + N(k));
-  }
+  CheckGroups(kType, r.ids.size(), r.group_ptr);
   return r;
 }
 
@@ -331,12 +325,9 @@ PullFeaturesReply PullFeaturesReply::Decode(const Message& m) {
   return r;
 }
 
-namespace {
-
-// A decoded PullFeaturesReply checked against what was asked: `count` rows
-// of `dim` values in `format`, answering a `what` request.
-PullFeaturesReply CheckedRows(const Message& m, RowFormat format, size_t count, int64_t dim,
-                              const char* what, const std::string& peer) {
+PullFeaturesReply PullFeaturesReply::DecodeRows(const Message& m, RowFormat format, size_t count,
+                                                int64_t dim, const char* what,
+                                                const std::string& peer) {
   PullFeaturesReply r = FromPeer(peer, [&] { return PullFeaturesReply::Decode(m); });
   if (r.format != format) {
     Bad(peer, std::string("a PullFeaturesReply in ") + RowFormatName(r.format) + " to a " +
@@ -350,16 +341,14 @@ PullFeaturesReply CheckedRows(const Message& m, RowFormat format, size_t count, 
   return r;
 }
 
-}  // namespace
-
 PullFeaturesReply PullFeaturesReply::Decode(const Message& m, const PullFeatures& asked,
                                             int64_t dim, const std::string& peer) {
-  return CheckedRows(m, asked.format, asked.ids.size(), dim, "PullFeatures", peer);
+  return DecodeRows(m, asked.format, asked.ids.size(), dim, "PullFeatures", peer);
 }
 
 PullFeaturesReply PullFeaturesReply::Decode(const Message& m, const PullSums& asked, int64_t dim,
                                             const std::string& peer) {
-  return CheckedRows(m, asked.format, asked.num_groups(), dim, "PullSums", peer);
+  return DecodeRows(m, asked.format, asked.num_groups(), dim, "PullSums", peer);
 }
 
 bool PullFeaturesReply::operator==(const PullFeaturesReply& o) const {

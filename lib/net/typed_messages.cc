@@ -21,8 +21,9 @@ void PutSpec(const EmbSpec& s, std::vector<int64_t>* ints) {
   ints->insert(ints->end(), {s.ntype, s.dim, s.optimizer, lr_bits, static_cast<int64_t>(s.seed)});
 }
 
-EmbSpec GetSpec(const Message& m) {
-  const auto& i = m.header.ints;
+// The spec in ints [at, at + kSpecInts).
+EmbSpec GetSpec(const Message& m, size_t at = 0) {
+  const int64_t* i = m.header.ints.data() + at;
   EmbSpec s{i[0], i[1], i[2], 0, static_cast<uint64_t>(i[4])};
   std::memcpy(&s.lr, &i[3], sizeof s.lr);
   if (s.ntype < 0 || s.dim < 1 || s.dim > (1 << 20) || s.optimizer < 0 || s.optimizer > 1) {
@@ -225,6 +226,42 @@ PullTyped PullTyped::Decode(const Message& m) {
   const IdCoding c =
       ints == 3 ? IdCodingOf(m.header.ints[2], MsgType::kPullTyped) : IdCoding::kInt64;
   return {m.header.ints[0], ReadInts(m, 0, c, kMaxRequestValues), format, c};
+}
+
+Message PullTypedSums::Encode(uint64_t request_id) const {
+  std::vector<int64_t> ints = {static_cast<int64_t>(format), static_cast<int64_t>(coding), ntype,
+                               embedding ? 1 : 0};
+  if (embedding) PutSpec(spec, &ints);
+  Message m = MakeMessage(MsgType::kPullTypedSums, request_id, ints);
+  AddInts(&m, ids, coding);
+  AddInts(&m, group_ptr, coding);
+  return m;
+}
+
+PullTypedSums PullTypedSums::Decode(const Message& m) {
+  constexpr MsgType kType = MsgType::kPullTypedSums;
+  const bool emb = m.header.ints.size() == 4 + kSpecInts;
+  Expect(m, kType, emb ? 4 + kSpecInts : 4, 2);
+  const auto& i = m.header.ints;
+  if (i[0] != 0 && i[0] != 1) Malformed(kType, "row format " + std::to_string(i[0]));
+  if (i[3] != (emb ? 1 : 0)) Malformed(kType, "embedding flag " + std::to_string(i[3]));
+  if (i[2] < 0) Malformed(kType, "negative node type");
+  PullTypedSums r;
+  r.format = static_cast<RowFormat>(i[0]);
+  r.coding = IdCodingOf(i[1], kType);
+  r.ntype = i[2];
+  r.embedding = emb;
+  if (emb) {
+    r.spec = GetSpec(m, 4);
+    if (r.spec.ntype != r.ntype) {
+      Malformed(kType, "node type " + std::to_string(r.ntype) + " and a table of node type " +
+                           std::to_string(r.spec.ntype));
+    }
+  }
+  r.ids = ReadInts(m, 0, r.coding, kMaxRequestValues);
+  r.group_ptr = ReadInts(m, 1, r.coding, kMaxRequestValues);
+  CheckGroups(kType, r.ids.size(), r.group_ptr);
+  return r;
 }
 
 Message EmbPull::Encode(uint64_t request_id) const {

@@ -77,6 +77,28 @@ struct PullTyped {
   static PullTyped Decode(const Message& m);
 };
 
+// The sums of groups of rows at their owner (DistGraph's typed first layer
+// with --aggregate_at_owner: RGCN's per-relation means): row k of the reply
+// (a PullFeaturesReply, in `format`) is the sum of the rows of
+// ids[group_ptr[k], group_ptr[k + 1]): feature rows of node type `ntype`,
+// or, with `embedding`, the rows of the embedding table `spec`
+// (spec.ntype). Summed in float32 at the server.
+struct PullTypedSums {
+  int64_t ntype = 0;
+  bool embedding = false;
+  EmbSpec spec;  // with embedding
+  std::vector<int64_t> ids;
+  std::vector<int64_t> group_ptr = {0};  // [groups + 1]
+  RowFormat format = RowFormat::kFloat32;
+  IdCoding coding = IdCoding::kInt64;  // of the ids and offsets
+
+  size_t num_groups() const { return group_ptr.empty() ? 0 : group_ptr.size() - 1; }
+  // The node type whose rows are summed.
+  int64_t row_type() const { return embedding ? spec.ntype : ntype; }
+  Message Encode(uint64_t request_id) const;
+  static PullTypedSums Decode(const Message& m);
+};
+
 struct EmbPull {
   EmbSpec spec;
   std::vector<int64_t> ids;

@@ -58,6 +58,16 @@ std::vector<int64_t> PartitionConfig::InputTypeOffsets() const {
   return offset;
 }
 
+std::vector<int> PartitionConfig::RelationSrcTypes() const {
+  std::vector<int> out;
+  for (const std::string& e : etypes) {
+    const auto it = std::find(ntypes.begin(), ntypes.end(), e.substr(0, e.find(':')));
+    if (it == ntypes.end()) throw DataError("relation '" + e + "' has no source node type");
+    out.push_back(static_cast<int>(it - ntypes.begin()));
+  }
+  return out;
+}
+
 std::vector<int> PartitionMachines(int part, int num_parts, int num_machines) {
   std::vector<int> out;
   for (int m = part; m < num_machines; m += num_parts) out.push_back(m);

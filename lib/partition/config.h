@@ -106,6 +106,9 @@ struct PartitionConfig {
   // the same for a node whatever the partitioning.
   int NtypeOf(int64_t node) const;
   std::vector<int64_t> InputTypeOffsets() const;
+  // Each relation's source node type (an index into ntypes), from its
+  // "src:rel:dst" name.
+  std::vector<int> RelationSrcTypes() const;
   // Absolute-or-relative path of a file of partition `part`.
   std::string FilePath(int part, const std::string& file) const;
 };

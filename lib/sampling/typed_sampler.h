@@ -5,6 +5,7 @@
 // key, the relation and the rng seed, never on threads or partitioning.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -33,16 +34,29 @@ struct HeteroBatch {
   std::vector<int64_t> labels;
   std::vector<std::vector<int64_t>> positions, ids;
   std::vector<std::vector<float>> features;
+  // The first layer at the owners (DistGraph, --aggregate_at_owner with
+  // RGCN): positions, ids and features cover block 0's destinations only
+  // (the self-loop's rows), and the per-relation means come summed instead
+  // of the sources' rows. means[r], for a relation whose source type has
+  // features: the mean of the sources' feature rows of each non-empty
+  // (r, destination) group of block 0, destinations in increasing order
+  // (GroupSources), [groups, that type's width]. A featureless source
+  // type's means are the trainer's to sum when it uses the batch (its
+  // embedding rows change every step): their entries stay empty.
+  bool input_means = false;
+  std::vector<std::vector<float>> means;
 
   // Fills positions and ids from block 0's sources (`type_of(id)`: a node
-  // type in [0, num_types), or -1, a DataError) and sizes `features`.
+  // type in [0, num_types), or -1, a DataError), the first `count` of them
+  // only when count >= 0, and sizes `features`.
   template <typename TypeOf>
-  void GroupInputsByType(size_t num_types, TypeOf type_of) {
+  void GroupInputsByType(size_t num_types, TypeOf type_of, int64_t count = -1) {
     positions.assign(num_types, {});
     ids.assign(num_types, {});
     features.assign(num_types, {});
     const std::vector<int64_t>& src = blocks.front().src_nodes;
-    for (size_t i = 0; i < src.size(); ++i) {
+    const size_t n = count < 0 ? src.size() : std::min(src.size(), static_cast<size_t>(count));
+    for (size_t i = 0; i < n; ++i) {
       const int t = type_of(src[i]);
       if (t < 0 || static_cast<size_t>(t) >= num_types)
         throw DataError("node " + std::to_string(src[i]) + " has no node type");

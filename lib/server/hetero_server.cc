@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "common/random.h"
 #include "net/messages.h"
+#include "sampling/owner_aggregate.h"
 
 namespace gnn {
 
@@ -37,6 +38,8 @@ std::optional<Message> HeteroServing::Handle(const Message& req) {
       return OnPullLabels(req);
     case MsgType::kSplitNodes:
       return OnSplitNodes(req);
+    case MsgType::kPullTypedSums:
+      return OnPullTypedSums(req);
     case MsgType::kEmbPull:
     case MsgType::kEmbPush:
     case MsgType::kEmbSave:
@@ -153,6 +156,41 @@ Message HeteroServing::OnSplitNodes(const Message& req) {
   }
   net::SplitNodesReply rep;
   rep.ids.assign(all.begin() + r.offset, all.begin() + r.offset + r.count);
+  return rep.Encode(req.header.request_id);
+}
+
+// Groups of feature rows or embedding rows summed here (the typed first
+// layer's per-relation means at the owners).
+Message HeteroServing::OnPullTypedSums(const Message& req) {
+  const net::PullTypedSums r = net::PullTypedSums::Decode(req);
+  if (r.row_type() >= static_cast<int64_t>(config_.ntypes.size())) {
+    throw DataError("node type " + std::to_string(r.row_type()) + " does not exist");
+  }
+  const int t = static_cast<int>(r.row_type());
+  const int64_t dim = r.embedding ? r.spec.dim : part_.feature_dims[static_cast<size_t>(t)];
+  if (dim == 0) throw DataError(config_.ntypes[static_cast<size_t>(t)] + " nodes have no features");
+  const size_t groups = r.num_groups();
+  if (static_cast<int64_t>(groups) > net::kMaxPullReplyBytes / 4 / dim) {
+    throw DataError("PullTypedSums of " + std::to_string(groups) +
+                    " groups passes the reply limit of " +
+                    std::to_string(net::kMaxPullReplyBytes >> 20) + " MiB: split the request");
+  }
+  const std::vector<int64_t> rows = Rows(t, r.ids);
+  // The rows' values: the type's features in place, or the table's rows
+  // copied out under its lock.
+  std::vector<float> pulled;
+  const float* values = part_.features[static_cast<size_t>(t)];
+  std::vector<int64_t> at = rows;
+  if (r.embedding) {
+    Table(r.spec).Pull(rows, &pulled, 1);
+    values = pulled.data();
+    for (size_t i = 0; i < at.size(); ++i) at[i] = static_cast<int64_t>(i);
+  }
+  std::vector<float> sums(groups * static_cast<size_t>(dim));
+  SumRowGroups(values, dim, 0, at.data(), r.group_ptr.data(), static_cast<int64_t>(groups),
+               sums.data());
+  net::PullFeaturesReply rep(dim, groups, r.format);
+  for (size_t g = 0; g < groups; ++g) rep.SetRow(g, sums.data() + g * static_cast<size_t>(dim));
   return rep.Encode(req.header.request_id);
 }
 

@@ -40,6 +40,7 @@ class HeteroServing {
   net::Message OnPullLabels(const net::Message& req);
   net::Message OnSplitNodes(const net::Message& req);
   net::Message OnEmbedding(const net::Message& req);
+  net::Message OnPullTypedSums(const net::Message& req);
   // The table of spec.ntype, made on first use; DataError when the type has
   // features, or the spec differs from the table's.
   EmbeddingTable& Table(const net::EmbSpec& spec);

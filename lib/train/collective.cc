@@ -268,9 +268,10 @@ std::unique_ptr<SamplerProcesses> StartSamplers(const TrainOptions& o,
     launch.input_means = o.TakesMeans();
     launch.wire_dtype = o.wire_dtype;
     launch.wire_ids = o.wire_ids;
-    // A typed --fan_out names relations, which the cache's ranking does not
-    // read; typed partitions have no cache.
-    launch.cache_mb = o.Typed() ? 0 : o.cache_mb;
+    // The trainer's hot-row cache (typed graphs: one per featured type,
+    // ranked without the fan-outs, whose typed form names relations), so
+    // that a batch's group sums take the same rows from it as in-process.
+    launch.cache_mb = o.cache_mb;
     launch.cache_fan_out = o.Typed() ? "-1" : o.fan_out;
   }
   const net::Hello hello{config.graph_name, Sha256File(o.part_config), o.job_id};

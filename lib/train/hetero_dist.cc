@@ -58,6 +58,7 @@ class DistHeteroSource : public HeteroSource {
       schema_.feature_dims = config.ntype_feature_dims;
       schema_.feature_dims.resize(T, 0);
       schema_.type_of = [this](int64_t v) { return config_.NtypeOf(v); };
+      schema_.rel_src_type = config.RelationSrcTypes();
     }
   }
 
@@ -107,6 +108,11 @@ class DistHeteroSource : public HeteroSource {
 
   void PullEmbeddings(int t, const std::vector<int64_t>& ids, std::vector<float>* out) override {
     graph_->EmbPull(specs_[static_cast<size_t>(t)], ids, out);
+  }
+
+  void SumEmbeddings(int t, const std::vector<int64_t>& ids, const std::vector<int64_t>& group_ptr,
+                     std::vector<float>* out) override {
+    graph_->TypedGroupSums(t, &specs_[static_cast<size_t>(t)], ids, group_ptr, out);
   }
 
   void PushEmbeddingGrads(int t, const std::vector<int64_t>& ids,

@@ -58,6 +58,24 @@ class HeteroSource {
   }
   // Embedding rows [ids.size(), dim] of featureless type t.
   virtual void PullEmbeddings(int t, const std::vector<int64_t>& ids, std::vector<float>* out) = 0;
+  // Sums [groups, dim] of groups of type t's embedding rows (group k:
+  // ids[group_ptr[k], group_ptr[k + 1])), for the first layer's means of
+  // input_means batches. Here from PullEmbeddings; a cluster sums them
+  // where they live.
+  virtual void SumEmbeddings(int t, const std::vector<int64_t>& ids,
+                             const std::vector<int64_t>& group_ptr, std::vector<float>* out) {
+    std::vector<float> rows;
+    PullEmbeddings(t, ids, &rows);
+    const size_t groups = group_ptr.empty() ? 0 : group_ptr.size() - 1;
+    const size_t dim = ids.empty() ? 0 : rows.size() / ids.size();
+    out->assign(groups * dim, 0.0f);
+    for (size_t k = 0; k < groups; ++k) {
+      for (int64_t e = group_ptr[k]; e < group_ptr[k + 1]; ++e) {
+        for (size_t j = 0; j < dim; ++j)
+          (*out)[k * dim + j] += rows[static_cast<size_t>(e) * dim + j];
+      }
+    }
+  }
   // One sparse optimizer step for type t: every rank calls it with the rows
   // its batch used and their gradients; the rows' gradients are combined
   // across ranks as DGL does (mean over the ranks that used a row) and

@@ -40,58 +40,6 @@ BlockTensors Placed(const RelationBlock& rb, const torch::Tensor& h) {
 
 }  // namespace
 
-RelationBlock ToRelationBlock(const Block& block, int64_t num_rels) {
-  if (num_rels < 1) {
-    throw ConfigError("ToRelationBlock: num_rels is " + std::to_string(num_rels) +
-                      ", must be at least 1");
-  }
-  const int64_t num_dst = block.num_dst, num_edges = block.num_edges();
-  if (static_cast<int64_t>(block.indptr.size()) != num_dst + 1 || block.indptr[0] != 0 ||
-      block.indptr[num_dst] != num_edges) {
-    throw DataError("ToRelationBlock: indptr does not describe " + std::to_string(num_dst) +
-                    " destinations over " + std::to_string(num_edges) + " edges");
-  }
-  if (static_cast<int64_t>(block.etypes.size()) != num_edges) {
-    throw DataError("ToRelationBlock: the block has " + std::to_string(block.etypes.size()) +
-                    " edge relations for " + std::to_string(num_edges) +
-                    " edges (etypes missing from a heterogeneous batch?)");
-  }
-  RelationBlock rb;
-  rb.num_dst = num_dst;
-  rb.num_src = block.num_src();
-  rb.num_rels = num_rels;
-  const int64_t rows = num_rels * num_dst;
-  // Counting sort: count each (relation, destination) row into indptr[row + 1],
-  // take the prefix sum, then place edges with indptr[row] as the row's
-  // cursor. Visiting edges in block order keeps each row's sources in their
-  // block order; afterwards every cursor sits on its row's end, so one shift
-  // restores the row starts without a second array.
-  rb.indptr.assign(rows + 1, 0);
-  for (int64_t d = 0; d < num_dst; ++d) {
-    if (block.indptr[d + 1] < block.indptr[d]) {
-      throw DataError("ToRelationBlock: indptr decreases at destination " + std::to_string(d));
-    }
-    for (int64_t e = block.indptr[d]; e < block.indptr[d + 1]; ++e) {
-      const int64_t r = block.etypes[e];
-      if (r < 0 || r >= num_rels) {
-        throw DataError("ToRelationBlock: edge " + std::to_string(e) + " has relation " +
-                        std::to_string(r) + ", outside [0, " + std::to_string(num_rels) + ")");
-      }
-      ++rb.indptr[r * num_dst + d + 1];
-    }
-  }
-  for (int64_t row = 0; row < rows; ++row) rb.indptr[row + 1] += rb.indptr[row];
-  rb.indices.resize(num_edges);
-  for (int64_t d = 0; d < num_dst; ++d) {
-    for (int64_t e = block.indptr[d]; e < block.indptr[d + 1]; ++e) {
-      rb.indices[rb.indptr[block.etypes[e] * num_dst + d]++] = block.indices[e];
-    }
-  }
-  for (int64_t row = rows; row > 0; --row) rb.indptr[row] = rb.indptr[row - 1];
-  rb.indptr[0] = 0;
-  return rb;
-}
-
 BlockTensors ToTensors(const RelationBlock& rb) {
   BlockTensors t;
   t.num_dst = rb.num_rels * rb.num_dst;
@@ -148,9 +96,20 @@ torch::Tensor RelGraphConvImpl::forward(const BlockTensors& relation_block, int6
   // Summing the bmm's [R, num_dst, out] beats one [num_dst, R * in] GEMM,
   // which would need a transposed copy of the (wider, as in >= out is the
   // common case) aggregated input.
-  torch::Tensor mean = MeanAggregate(relation_block, h_src).view({num_rels_, num_dst, in_});
-  torch::Tensor out = torch::bmm(mean, RelationWeight()).sum(0);
-  if (loop_weight_.defined()) out = torch::addmm(out, h_src.slice(0, 0, num_dst), loop_weight_);
+  return ForwardMeans(MeanAggregate(relation_block, h_src), h_src.slice(0, 0, num_dst));
+}
+
+torch::Tensor RelGraphConvImpl::ForwardMeans(const torch::Tensor& mean,
+                                             const torch::Tensor& h_dst) {
+  const int64_t num_dst = h_dst.size(0);
+  if (h_dst.dim() != 2 || h_dst.size(1) != in_ || mean.dim() != 2 ||
+      mean.size(0) != num_rels_ * num_dst || mean.size(1) != in_) {
+    throw DataError("RelGraphConv: means " + Shape(mean) + " and destination rows " + Shape(h_dst) +
+                    " for " + std::to_string(num_rels_) + " relations of width " +
+                    std::to_string(in_));
+  }
+  torch::Tensor out = torch::bmm(mean.view({num_rels_, num_dst, in_}), RelationWeight()).sum(0);
+  if (loop_weight_.defined()) out = torch::addmm(out, h_dst, loop_weight_);
   return out.add_(h_bias_);
 }
 
@@ -246,7 +205,45 @@ torch::Tensor RGCNImpl::Embed(int64_t num_src, const std::vector<TypedInput>& in
   return h0.index_copy(0, torch::cat(positions), torch::cat(rows));
 }
 
+torch::Tensor RGCNImpl::EmbedMeans(int64_t num_dst, const std::vector<RelationMeans>& means) {
+  std::vector<torch::Tensor> at, rows;
+  for (const RelationMeans& m : means) {
+    const std::string what = "RGCN::EmbedMeans: relation " + std::to_string(m.rel);
+    if (m.rel < 0 || m.rel >= num_rels_ || m.type < 0 ||
+        static_cast<size_t>(m.type) >= feature_dims_.size()) {
+      throw DataError(what + " of source type " + std::to_string(m.type) + " is not the model's");
+    }
+    const int64_t width = feature_dims_[m.type] > 0 ? feature_dims_[m.type] : embed_;
+    if (m.rows_at.dim() != 1 || m.rows_at.scalar_type() != torch::kInt64 || m.rows.dim() != 2 ||
+        m.rows.size(0) != m.rows_at.size(0) || m.rows.size(1) != width) {
+      throw DataError(what + ": rows at " + Shape(m.rows_at) + " and rows " + Shape(m.rows) +
+                      ", expected int64 [k] and [k, " + std::to_string(width) + "]");
+    }
+    if (m.rows_at.numel() == 0) continue;
+    const int64_t lo = m.rows_at.min().item<int64_t>(), hi = m.rows_at.max().item<int64_t>();
+    if (lo < m.rel * num_dst || hi >= (m.rel + 1) * num_dst) {
+      throw DataError(what + " has rows in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                      "], outside its " + std::to_string(num_dst) + " destinations");
+    }
+    at.push_back(m.rows_at);
+    rows.push_back(feature_dims_[m.type] > 0 ? m.rows.matmul(projs_[m.type]) : m.rows);
+  }
+  const torch::TensorOptions options =
+      rows.empty() ? layers_[0]->parameters().front().options() : rows.front().options();
+  torch::Tensor mean = torch::zeros({num_rels_ * num_dst, embed_}, options);
+  if (rows.empty()) return mean;
+  return mean.index_copy(0, torch::cat(at), torch::cat(rows));
+}
+
 torch::Tensor RGCNImpl::forward(const std::vector<RelationBlock>& blocks, torch::Tensor h0) {
+  return forward(blocks, std::move(h0), torch::Tensor());
+}
+
+torch::Tensor RGCNImpl::forward(const std::vector<RelationBlock>& blocks, torch::Tensor h0,
+                                const torch::Tensor& means0) {
+  if (means0.defined() && gat_) {
+    throw ConfigError("RGAT attends over every source: its first layer cannot take means");
+  }
   if (static_cast<int>(blocks.size()) != num_layers()) {
     throw DataError("RGCN: " + std::to_string(blocks.size()) + " blocks for " +
                     std::to_string(num_layers()) + " layers");
@@ -259,7 +256,9 @@ torch::Tensor RGCNImpl::forward(const std::vector<RelationBlock>& blocks, torch:
                       " relations, the model " + std::to_string(num_rels_));
     }
     const bool last = l + 1 == num_layers();
-    if (gat_) {  // host views: RelGATConv places each relation's block itself
+    if (l == 0 && means0.defined()) {
+      h = layers_[0]->as<RelGraphConvImpl>()->ForwardMeans(means0, h);
+    } else if (gat_) {  // host views: RelGATConv places each relation's block itself
       torch::Tensor heads = layers_[l]->as<RelGATConvImpl>()->forward(ToTensors(rb), rb.num_dst, h);
       h = last ? heads.mean(1) : heads.flatten(1);
     } else {

@@ -15,27 +15,11 @@
 #include <vector>
 
 #include "sampling/block.h"
+#include "sampling/relation_block.h"
 #include "train/aggregate.h"
 #include "train/gat.h"
 
 namespace gnn {
-
-// A block's edges regrouped by (relation, destination): row r * num_dst + d
-// lists the sources of d's in-edges of relation r, in their order in the
-// block. Plain vectors owned by the struct.
-struct RelationBlock {
-  int64_t num_dst = 0;  // of the block
-  int64_t num_src = 0;
-  int64_t num_rels = 0;
-  std::vector<int64_t> indptr;   // [num_rels * num_dst + 1]
-  std::vector<int64_t> indices;  // [E] local source index per edge
-};
-
-// Counting sort of the block's edges by (etypes[e], destination): O(E +
-// num_rels * num_dst). DataError when block.etypes does not have one entry
-// per edge, a relation is outside [0, num_rels), or indptr does not fit the
-// block; ConfigError when num_rels < 1. Pure; thread-safe.
-RelationBlock ToRelationBlock(const Block& block, int64_t num_rels);
 
 // from_blob views as BlockTensors with num_dst = num_rels * rb.num_dst, so
 // MeanAggregate gives every (relation, destination) pair the mean of its
@@ -60,6 +44,10 @@ class RelGraphConvImpl : public torch::nn::Module {
   // activation). DataError on mismatched shapes.
   torch::Tensor forward(const BlockTensors& relation_block, int64_t num_dst,
                         const torch::Tensor& h_src);
+  // The same from the means computed elsewhere: mean [num_rels * num_dst,
+  // in] (row r * num_dst + d: relation r's mean at destination d, zero for
+  // none), h_dst [num_dst, in] the destinations' own rows.
+  torch::Tensor ForwardMeans(const torch::Tensor& mean, const torch::Tensor& h_dst);
   // The effective per-relation weights [R, in, out] (coeff · V with bases),
   // differentiable in the parameters.
   torch::Tensor RelationWeight() const;
@@ -78,6 +66,18 @@ TORCH_MODULE(RelGraphConv);
 // require grad: their gradient is what the sparse optimizer applies).
 struct TypedInput {
   torch::Tensor positions;
+  torch::Tensor rows;
+};
+
+// The first layer's means of relation `rel` computed elsewhere (the
+// cluster's owners, HeteroBatch::input_means): rows_at (int64 [k]) are rows
+// r * num_dst + d of the layer's relation-major mean, rows [k, width] their
+// means: of feature rows of the source type (feature width), or of its
+// embedding rows (embed; may require grad).
+struct RelationMeans {
+  int64_t rel = 0;
+  int type = 0;  // the relation's source node type
+  torch::Tensor rows_at;
   torch::Tensor rows;
 };
 
@@ -108,6 +108,17 @@ class RGCNImpl : public torch::nn::Module {
   // embed]. Returns [blocks.back().num_dst, classes]. DataError when the
   // blocks do not match the layers.
   torch::Tensor forward(const std::vector<RelationBlock>& blocks, torch::Tensor h0);
+  // The same with the first layer's means given (EmbedMeans): h0 is then
+  // [blocks[0].num_dst, embed], the destinations' own rows. RGCN only (RGAT
+  // attends over every source: ConfigError).
+  torch::Tensor forward(const std::vector<RelationBlock>& blocks, torch::Tensor h0,
+                        const torch::Tensor& means0);
+  // The first layer's relation-major mean [num_rels * num_dst, embed] from
+  // means of raw rows: a featured type's times its projection (the mean of
+  // projected rows, as the projection is linear), an embedding's as they
+  // are, placed by one differentiable index_copy; rows no entry covers are
+  // zero. DataError on a bad shape or row.
+  torch::Tensor EmbedMeans(int64_t num_dst, const std::vector<RelationMeans>& means);
   int num_layers() const { return static_cast<int>(layers_->size()); }
 
  private:

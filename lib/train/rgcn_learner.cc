@@ -8,10 +8,12 @@
 #include <torch/torch.h>
 
 #include <sstream>
+#include <unordered_map>
 
 #include "common/error.h"
 #include "common/log.h"
 #include "common/random.h"
+#include "sampling/relation_block.h"
 #include "sampling/typed_sampler.h"
 #include "train/checkpoint.h"
 #include "train/device.h"
@@ -63,6 +65,7 @@ class RgcnLearner : public Learner {
         device_(TrainDevice(o)),
         gat_(GatLayers(o)),
         feature_dims_(FeatureDims(config)),
+        rel_src_type_(config.RelationSrcTypes()),
         model_((torch::manual_seed(o.seed),
                 RGCN(feature_dims_, o.num_hidden, o.num_hidden, config.num_classes,
                      static_cast<int64_t>(config.etypes.size()), o.num_bases, o.num_layers,
@@ -107,6 +110,9 @@ class RgcnLearner : public Learner {
     rbs_.clear();
     emb_rows_.clear();
     emb_.clear();
+    mean_rows_.clear();
+    mean_leaf_.clear();
+    mean_groups_.clear();
     if (i >= num_batches_) return false;
     batch_ = source_->Next();
     if (batch_.index != i) {
@@ -140,14 +146,10 @@ class RgcnLearner : public Learner {
     }
     for (size_t ty = 0; ty < feature_dims_.size(); ++ty) {
       if (feature_dims_[ty] > 0) continue;
+      std::vector<int64_t> ids;
       std::vector<float> g;
-      const std::vector<int64_t> none;
-      const bool used = ty < emb_.size() && emb_[ty].defined() && emb_[ty].grad().defined();
-      if (used) {
-        torch::Tensor gt = emb_[ty].grad().contiguous();
-        g.assign(gt.data_ptr<float>(), gt.data_ptr<float>() + gt.numel());
-      }
-      source_->PushEmbeddingGrads(static_cast<int>(ty), used ? batch_.ids[ty] : none, g);
+      EmbeddingGrads(ty, &ids, &g);
+      source_->PushEmbeddingGrads(static_cast<int>(ty), ids, g);
     }
     return true;
   }
@@ -224,6 +226,104 @@ class RgcnLearner : public Learner {
     return d;
   }
 
+  // Type ty's embedding rows the batch used and their gradients: the
+  // layer-0 inputs' (emb_), and, in an input_means batch, each group
+  // member's share of its group mean's gradient (1 / the group's size, as
+  // the mean's backward gives it), summed per row.
+  void EmbeddingGrads(size_t ty, std::vector<int64_t>* ids, std::vector<float>* grads) {
+    const size_t dim = static_cast<size_t>(o_.num_hidden);
+    std::unordered_map<int64_t, size_t> row;
+    auto add = [&](int64_t id, const float* g, float scale) {
+      auto [it, fresh] = row.emplace(id, ids->size());
+      if (fresh) {
+        ids->push_back(id);
+        grads->resize(grads->size() + dim, 0.0f);
+      }
+      float* out = grads->data() + it->second * dim;
+      for (size_t j = 0; j < dim; ++j) out[j] += g[j] * scale;
+    };
+    if (ty < emb_.size() && emb_[ty].defined() && emb_[ty].grad().defined()) {
+      torch::Tensor gt = emb_[ty].grad().contiguous();
+      for (size_t i = 0; i < batch_.ids[ty].size(); ++i)
+        add(batch_.ids[ty][i], gt.data_ptr<float>() + i * dim, 1.0f);
+    }
+    if (ty < mean_leaf_.size() && mean_leaf_[ty].defined() && mean_leaf_[ty].grad().defined()) {
+      torch::Tensor gt = mean_leaf_[ty].grad().contiguous();
+      const RelationGroups& g = mean_groups_[ty];
+      for (size_t k = 0; k < g.size(); ++k) {
+        const float inv = 1.0f / static_cast<float>(g.ptr[k + 1] - g.ptr[k]);
+        for (int64_t e = g.ptr[k]; e < g.ptr[k + 1]; ++e)
+          add(g.ids[static_cast<size_t>(e)], gt.data_ptr<float>() + k * dim, inv);
+      }
+    }
+  }
+
+  // An input_means batch's first-layer means (RelationMeans per relation):
+  // the featured relations' as the batch brought them, the featureless
+  // types' summed now from their current embedding rows (a leaf per type
+  // whose gradient EmbeddingGrads spreads over the groups' rows).
+  std::vector<RelationMeans> LayerZeroMeans(HeteroBatch& b, bool grad) {
+    const Block& b0 = b.blocks.front();
+    const RelationBlock& rb = rbs_.front();
+    const int64_t nd = b0.num_dst;
+    std::vector<RelationMeans> out;
+    auto tensor_of = [](const std::vector<int64_t>& v) {
+      return torch::tensor(torch::ArrayRef<int64_t>(v), torch::kInt64);
+    };
+    for (size_t r = 0; r < rel_src_type_.size(); ++r) {
+      const int t = rel_src_type_[r];
+      if (feature_dims_[static_cast<size_t>(t)] == 0) continue;
+      const RelationGroups g = GroupSources(rb, b0.src_nodes, {static_cast<int64_t>(r)});
+      const int64_t dim = feature_dims_[static_cast<size_t>(t)];
+      std::vector<float>& m = b.means.at(r);
+      if (m.size() != g.size() * static_cast<size_t>(dim)) {
+        throw DataError("typed batch " + std::to_string(b.index) + ": " + std::to_string(m.size()) +
+                        " mean values for relation " + config_.etypes[r] + "'s " +
+                        std::to_string(g.size()) + " groups");
+      }
+      if (g.size() == 0) continue;
+      out.push_back(
+          {static_cast<int64_t>(r), t, tensor_of(g.rows).to(device_),
+           torch::from_blob(m.data(), {static_cast<int64_t>(g.size()), dim}, torch::kFloat32)
+               .to(device_)});
+    }
+    const size_t T = feature_dims_.size();
+    mean_rows_.assign(T, {});
+    mean_leaf_.assign(T, torch::Tensor());
+    mean_groups_.assign(T, {});
+    for (size_t t = 0; t < T; ++t) {
+      if (feature_dims_[t] > 0) continue;
+      std::vector<int64_t> rels;
+      for (size_t r = 0; r < rel_src_type_.size(); ++r)
+        if (rel_src_type_[r] == static_cast<int>(t)) rels.push_back(static_cast<int64_t>(r));
+      RelationGroups g = GroupSources(rb, b0.src_nodes, rels);
+      if (g.size() == 0) continue;
+      const int64_t k = static_cast<int64_t>(g.size());
+      std::vector<float>& rows = mean_rows_[t];
+      source_->SumEmbeddings(static_cast<int>(t), g.ids, g.ptr, &rows);
+      for (size_t i = 0; i < g.size(); ++i) {
+        const float inv = 1.0f / static_cast<float>(g.ptr[i + 1] - g.ptr[i]);
+        for (int64_t j = 0; j < o_.num_hidden; ++j) rows[i * o_.num_hidden + j] *= inv;
+      }
+      torch::Tensor leaf = torch::from_blob(rows.data(), {k, o_.num_hidden}, torch::kFloat32);
+      if (grad) leaf.requires_grad_(true);
+      mean_leaf_[t] = leaf;
+      torch::Tensor placed = leaf.to(device_);
+      // One entry per relation: its groups are a run of g (relations in order).
+      for (size_t i = 0; i < g.size();) {
+        const int64_t r = g.rows[i] / nd;
+        size_t e = i;
+        while (e < g.size() && g.rows[e] / nd == r) ++e;
+        out.push_back({r, static_cast<int>(t),
+                       tensor_of({g.rows.begin() + i, g.rows.begin() + e}).to(device_),
+                       placed.slice(0, static_cast<int64_t>(i), static_cast<int64_t>(e))});
+        i = e;
+      }
+      mean_groups_[t] = std::move(g);
+    }
+    return out;
+  }
+
   // The layer-0 input of a batch: projected features, and embedding rows
   // (leaves whose gradients the sparse optimizer applies) in emb_.
   torch::Tensor Inputs(HeteroBatch& b, bool grad) {
@@ -250,7 +350,8 @@ class RgcnLearner : public Learner {
         in.rows = leaf.to(device_);
       }
     }
-    return model_->Embed(b.blocks.front().num_src(), inputs);
+    const Block& b0 = b.blocks.front();
+    return model_->Embed(b.input_means ? b0.num_dst : b0.num_src(), inputs);
   }
 
   // The autograd graph views the relation blocks (rbs_), the batch and the
@@ -260,7 +361,9 @@ class RgcnLearner : public Learner {
     for (const Block& blk : b.blocks)
       rbs_.push_back(ToRelationBlock(blk, static_cast<int64_t>(config_.etypes.size())));
     torch::Tensor h0 = Inputs(b, grad);
-    return model_->forward(rbs_, h0);
+    if (!b.input_means) return model_->forward(rbs_, h0);
+    const std::vector<RelationMeans> means = LayerZeroMeans(b, grad);
+    return model_->forward(rbs_, h0, model_->EmbedMeans(b.blocks.front().num_dst, means));
   }
 
   // Accuracy on this rank's share of split m, summed over ranks: sampled
@@ -298,6 +401,7 @@ class RgcnLearner : public Learner {
   const torch::Device device_;  // --num_gpus: where the dense model computes
   const GatOptions gat_;        // --model rgat's layers
   const std::vector<int64_t> feature_dims_;
+  const std::vector<int> rel_src_type_;  // each relation's source node type
   RGCN model_;
   std::vector<int64_t> train_nodes_;
   int64_t num_batches_ = 0;
@@ -309,6 +413,11 @@ class RgcnLearner : public Learner {
   std::vector<RelationBlock> rbs_;
   std::vector<std::vector<float>> emb_rows_;
   std::vector<torch::Tensor> emb_;
+  // input_means batches: each featureless type's group means (values, the
+  // leaf the model reads, the groups).
+  std::vector<std::vector<float>> mean_rows_;
+  std::vector<torch::Tensor> mean_leaf_;
+  std::vector<RelationGroups> mean_groups_;
   double last_acc_ = 0;
 };
 

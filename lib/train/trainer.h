@@ -129,7 +129,7 @@ struct TrainOptions {
   // the samplers then aggregate layer 0 (standalone) and, with
   // --aggregate_at_owner, the owners do (cluster).
   bool TakesMeans() const { return model == "graphsage"; }
-  bool AggregatesAtOwner() const { return aggregate_at_owner && TakesMeans(); }
+  bool AggregatesAtOwner() const { return aggregate_at_owner && (TakesMeans() || model == "rgcn"); }
   // The model's own defaults for what the user left unset (`given(flag)`:
   // whether the flag was on the command line or in the config): RGCN takes
   // DGL's distributed RGCN command's (fan_out 25,10, batch 1024, hidden 64,

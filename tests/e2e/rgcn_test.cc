@@ -112,19 +112,34 @@ TEST_CASE("distributed RGCN: one machine equals standalone, two machines learn a
   const json alone = Rgcn(one, {"--num_epochs", "2", "--num_omp_threads", "1"});
   // Typed sampling over sockets, features pulled by type, embedding rows at
   // the server with their sparse optimizer: the same model, bit for bit.
-  const json dist1 = Launch(dir, one, 1, Trainer("--num_epochs 2"));
+  // (Every source row summed by the trainer: --aggregate_at_owner 0.)
+  const json dist1 = Launch(dir, one, 1, Trainer("--num_epochs 2 --aggregate_at_owner 0"));
   INFO(alone.dump() << "\n" << dist1.dump());
   CHECK(dist1["param_checksum"] == alone["param_checksum"]);
   CHECK(dist1["embedding_checksum"] == alone["embedding_checksum"]);
   CHECK(dist1["final_test_acc"] == alone["final_test_acc"]);
   CHECK(dist1["wire_bytes_per_step"].get<double>() > 0);
+  // The first layer's means summed where the rows live (the default): the
+  // same model up to float rounding, fewer bytes (embedding rows summed at
+  // their server).
+  const json sums1 = Launch(dir, one, 1, Trainer("--num_epochs 2"));
+  INFO(sums1.dump());
+  CHECK(std::abs(sums1["final_test_acc"].get<double>() - alone["final_test_acc"].get<double>()) <
+        0.01);
+  CHECK(sums1["wire_bytes_per_step"].get<double>() <
+        0.9 * dist1["wire_bytes_per_step"].get<double>());
   // Two partitions, two trainers: each row updated once per step from both
-  // trainers' gradients; accuracy as one machine's.
+  // trainers' gradients; accuracy as one machine's, with sums or rows.
   const json dist2 = Launch(dir, two, 2, Trainer("--num_epochs 2"));
-  INFO(dist2.dump());
+  const json rows2 = Launch(dir, two, 2, Trainer("--num_epochs 2 --aggregate_at_owner 0"));
+  INFO(dist2.dump() << "\n" << rows2.dump());
   CHECK(dist2["num_trainers"] == 2);
   CHECK(std::abs(dist2["final_test_acc"].get<double>() - alone["final_test_acc"].get<double>()) <
         0.03);
+  CHECK(std::abs(rows2["final_test_acc"].get<double>() - alone["final_test_acc"].get<double>()) <
+        0.03);
+  CHECK(dist2["wire_bytes_per_step"].get<double>() <
+        0.9 * rows2["wire_bytes_per_step"].get<double>());
   // A checkpoint holds the servers' embedding tables: a relaunch resumes
   // them onto fresh servers and ends where an uninterrupted run does.
   const std::string ckpt = dir / "ckpt";

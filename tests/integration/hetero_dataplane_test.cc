@@ -27,6 +27,7 @@
 #include "net/messages.h"
 #include "partition/hetero_local.h"
 #include "partition/partition.h"
+#include "sampling/relation_block.h"
 #include "sampling/typed_sampler.h"
 #include "store/row_cache.h"
 #include "test_util.h"
@@ -262,6 +263,7 @@ TEST_CASE("typed batches from sampler threads equal the in-process ones bit for 
   schema.feature_dims = config.ntype_feature_dims;
   schema.feature_dims.resize(config.ntypes.size(), 0);
   schema.type_of = [&](int64_t v) { return config.NtypeOf(v); };
+  schema.rel_src_type = config.RelationSrcTypes();
   int64_t expect = 0;
   while (std::optional<net::Message> m = pool.NextMessage()) {
     INFO("batch " << expect);
@@ -283,6 +285,9 @@ TEST_CASE("typed batches from sampler threads equal the in-process ones bit for 
     }
     CHECK(got.positions == want.positions);
     CHECK(got.ids == want.ids);
+    // The first layer at the owners (the default): the papers' means.
+    CHECK(got.input_means);
+    CHECK(got.means == want.means);
     REQUIRE(got.features.size() == want.features.size());
     for (size_t t = 0; t < want.features.size(); ++t) {
       REQUIRE(got.features[t].size() == want.features[t].size());
@@ -313,7 +318,8 @@ TEST_CASE(
   const std::string ip = test::WriteLoopbackIpConfig(dir, 2);
   test::ServerThreads servers(ip, two, 2, 1, job);
   DistGraphOptions o = ClientOptions(two, ip, servers, job);
-  o.local_machine_id = 0;  // its partition read in place
+  o.local_machine_id = 0;        // its partition read in place
+  o.aggregate_at_owner = false;  // every row (the sums' own test is below)
   const int paper = 3;
   const std::string cache_name =
       TypedRowCacheName(RowCacheName(config.graph_name, Sha256File(two), job, 0), paper);
@@ -383,4 +389,137 @@ TEST_CASE(
   const int fd = shm_open(cache_name.c_str(), O_RDONLY, 0);
   if (fd >= 0) close(fd);
   CHECK(fd < 0);
+}
+
+TEST_CASE("typed first layer at the owners: the means of every row, summed where rows live",
+          "[integration]") {
+  test::TempDir dir;
+  const std::string two = MagSmall(dir, 2, "two");
+  const PartitionConfig config = LoadPartitionConfig(two);
+  const std::string job = "typed-sums-" + std::to_string(::getpid());
+  const std::string ip = test::WriteLoopbackIpConfig(dir, 2);
+  test::ServerThreads servers(ip, two, 2, 1, job);
+  DistGraphOptions o = ClientOptions(two, ip, servers, job);
+  o.local_machine_id = 0;  // its partition read in place
+  o.wire_format = net::RowFormat::kFloat32;
+  o.aggregate_at_owner = false;
+  DistGraph rows(o);
+  o.aggregate_at_owner = true;
+  DistGraph sums(o);
+  o.cache_bytes = 1 << 20;  // the hot-row cache's rows added here
+  DistGraph cached(o);
+  const int64_t rels = static_cast<int64_t>(config.etypes.size());
+  const std::vector<int> src_type = config.RelationSrcTypes();
+  const std::vector<int64_t> train = rows.SplitNodes(0, 0, rows.CountNodes(0));
+  REQUIRE(train.size() > 400);
+  const std::vector<std::vector<int>> fanouts = {std::vector<int>(static_cast<size_t>(rels), 10),
+                                                 std::vector<int>(static_cast<size_t>(rels), 5)};
+  uint64_t rows_bytes = 0, sums_bytes = 0;
+  size_t featured_groups = 0, featureless_groups = 0;
+  for (int b = 0; b < 3; ++b) {
+    INFO("batch " << b);
+    const std::vector<int64_t> seeds(train.begin() + 100 * b, train.begin() + 100 * (b + 1));
+    const HeteroBatch x = rows.MakeTypedBatch(seeds, fanouts, false, 900 + b);
+    const HeteroBatch y = sums.MakeTypedBatch(seeds, fanouts, false, 900 + b);
+    const HeteroBatch z = cached.MakeTypedBatch(seeds, fanouts, false, 900 + b);
+    rows_bytes += x.wire_bytes;
+    sums_bytes += y.wire_bytes;
+    CHECK_FALSE(x.input_means);
+    REQUIRE(y.input_means);
+    // The same draw; the inputs are the destinations' own rows.
+    REQUIRE(x.blocks.size() == y.blocks.size());
+    for (size_t l = 0; l < x.blocks.size(); ++l) {
+      CHECK(x.blocks[l].src_nodes == y.blocks[l].src_nodes);
+      CHECK(x.blocks[l].indices == y.blocks[l].indices);
+      CHECK(x.blocks[l].etypes == y.blocks[l].etypes);
+    }
+    CHECK(x.labels == y.labels);
+    const Block& b0 = x.blocks.front();
+    for (size_t t = 0; t < x.ids.size(); ++t) {
+      std::vector<int64_t> dst_ids;
+      for (size_t i = 0; i < x.ids[t].size(); ++i)
+        if (x.positions[t][i] < b0.num_dst) dst_ids.push_back(x.ids[t][i]);
+      CHECK(y.ids[t] == dst_ids);
+      CHECK(y.features[t].size() ==
+            dst_ids.size() * static_cast<size_t>(config.ntype_feature_dims[t]));
+    }
+    // Each featured relation's group means: those of the rows path's rows.
+    const RelationBlock rb = ToRelationBlock(b0, rels);
+    for (int64_t r = 0; r < rels; ++r) {
+      const size_t t = static_cast<size_t>(src_type[static_cast<size_t>(r)]);
+      const int64_t dim = config.ntype_feature_dims[t];
+      const RelationGroups g = GroupSources(rb, b0.src_nodes, {r});
+      if (dim == 0) {
+        CHECK(y.means[static_cast<size_t>(r)].empty());
+        featureless_groups += g.size();
+        continue;
+      }
+      featured_groups += g.size();
+      std::map<int64_t, size_t> row_of;
+      for (size_t i = 0; i < x.ids[t].size(); ++i) row_of[x.ids[t][i]] = i;
+      REQUIRE(y.means[static_cast<size_t>(r)].size() == g.size() * static_cast<size_t>(dim));
+      REQUIRE(z.means[static_cast<size_t>(r)].size() == g.size() * static_cast<size_t>(dim));
+      double worst = 0;
+      for (size_t k = 0; k < g.size(); ++k) {
+        for (int64_t j = 0; j < dim; ++j) {
+          double mean = 0;
+          for (int64_t e = g.ptr[k]; e < g.ptr[k + 1]; ++e)
+            mean += x.features[t][row_of.at(g.ids[static_cast<size_t>(e)]) * dim + j];
+          mean /= static_cast<double>(g.ptr[k + 1] - g.ptr[k]);
+          const size_t at = k * static_cast<size_t>(dim) + static_cast<size_t>(j);
+          worst = std::max(worst, std::abs(y.means[static_cast<size_t>(r)][at] - mean));
+          worst = std::max(worst, std::abs(z.means[static_cast<size_t>(r)][at] - mean));
+        }
+      }
+      CHECK(worst < 1e-5);
+    }
+  }
+  CHECK(featured_groups > 1000);
+  CHECK(featureless_groups > 1000);
+  CHECK(cached.cache_hits() > 0);
+  // Fewer bytes: one row per group and owner instead of every source's.
+  INFO(rows_bytes << " bytes with rows, " << sums_bytes << " with sums");
+  CHECK(sums_bytes * 10 < rows_bytes * 9);
+
+  // Embedding rows summed at their servers equal the pulled rows summed.
+  size_t author = config.ntypes.size();
+  for (size_t t = 0; t < config.ntypes.size(); ++t)
+    if (config.ntype_feature_dims[t] == 0 && author == config.ntypes.size()) author = t;
+  REQUIRE(author < config.ntypes.size());
+  const net::EmbSpec spec{static_cast<int64_t>(author), 8, 1, 0.01, 7};
+  std::vector<int64_t> ids, ptr{0};
+  for (int p = 0; p < 2; ++p) {  // groups of 1 to 4 rows across both partitions
+    const auto [lo, hi] = config.parts[static_cast<size_t>(p)].ntype_ranges[author];
+    REQUIRE(hi - lo > 400);
+    for (int k = 0; k < 60; ++k) {
+      for (int j = 0; j <= k % 4; ++j) ids.push_back(lo + (k * 7 + j * 13) % (hi - lo));
+      if (k % 3 == 0) {  // and a member of the other partition
+        const auto [lo2, hi2] = config.parts[static_cast<size_t>(1 - p)].ntype_ranges[author];
+        ids.push_back(lo2 + k % (hi2 - lo2));
+      }
+      ptr.push_back(static_cast<int64_t>(ids.size()));
+    }
+  }
+  std::vector<float> pulled, summed;
+  sums.EmbPull(spec, ids, &pulled);
+  sums.TypedGroupSums(static_cast<int>(author), &spec, ids, ptr, &summed);
+  REQUIRE(summed.size() == (ptr.size() - 1) * 8);
+  double worst = 0;
+  for (size_t k = 0; k + 1 < ptr.size(); ++k) {
+    for (size_t j = 0; j < 8; ++j) {
+      double want = 0;
+      for (int64_t e = ptr[k]; e < ptr[k + 1]; ++e) want += pulled[static_cast<size_t>(e) * 8 + j];
+      worst = std::max(worst, std::abs(summed[k * 8 + j] - want));
+    }
+  }
+  CHECK(worst < 1e-5);
+  // A node of another type is refused by name, here or at its server.
+  const int paper = static_cast<int>(config.ntypes.size()) - 1;
+  REQUIRE(config.ntype_feature_dims[static_cast<size_t>(paper)] > 0);
+  const auto [alo, ahi] = config.parts[1].ntype_ranges[author];
+  CHECK_THROWS_WITH(sums.TypedGroupSums(paper, nullptr, {alo, alo + 1}, {0, 2}, &summed),
+                    Catch::Contains("is not a paper node"));
+  const auto [llo, lhi] = config.parts[0].ntype_ranges[author];
+  CHECK_THROWS_WITH(sums.TypedGroupSums(paper, nullptr, {llo}, {0, 1}, &summed),
+                    Catch::Contains("not of node type"));
 }

@@ -447,6 +447,133 @@ TEST_CASE("RGCN embeds typed inputs at their positions and stacks its layers", "
   }
 }
 
+TEST_CASE("GroupSources lists each non-empty (relation, destination) group's source ids",
+          "[unit][rgcn]") {
+  const Block b = HandBlock();
+  const RelationBlock rb = ToRelationBlock(b, 3);
+  // rows r * 3 + d: (0,0) {1}; (0,2) {3, 4}; (1,0) {3, 4}; (2,2) {0, 2}
+  const RelationGroups g = GroupSources(rb, b.src_nodes, {2, 0});
+  CHECK(g.rows == std::vector<int64_t>{8, 0, 2});
+  CHECK(g.ptr == std::vector<int64_t>{0, 2, 3, 5});
+  CHECK(g.ids == std::vector<int64_t>{10, 12, 11, 13, 14});
+  CHECK(GroupSources(rb, b.src_nodes, {}).size() == 0);
+  CHECK_THROWS_WITH(GroupSources(rb, b.src_nodes, {3}), Catch::Contains("relation 3"));
+  CHECK_THROWS_AS(GroupSources(rb, {1, 2}, {0}), DataError);
+}
+
+TEST_CASE("RGCN's first layer from means summed elsewhere equals it over the whole block",
+          "[unit][rgcn]") {
+  // Sources 0..11, source s of type s % 3 (0: 3 features, 1: featureless,
+  // 2: 2 features); relation r's sources are of type r. 5 destinations
+  // (sources 0..4), then 2 seeds.
+  const int64_t num_rels = 3, embed = 4, num_src = 12, num_dst = 5;
+  const std::vector<int64_t> dims{3, 0, 2};
+  torch::manual_seed(8);
+  RGCN model(dims, embed, 6, 3, num_rels, 2, 2, 0.0, true);
+  model->to(torch::kFloat64);
+  model->eval();
+  std::mt19937 rng(3);
+  Block b0;
+  b0.num_dst = num_dst;
+  for (int64_t s = 0; s < num_src; ++s) b0.src_nodes.push_back(s);
+  b0.indptr.push_back(0);
+  for (int64_t d = 0; d < num_dst; ++d) {
+    for (int k = 0; k < 6; ++k) {
+      const int64_t r = static_cast<int64_t>(rng() % 3);
+      if (d == 1 && r == 2) continue;  // an empty group
+      b0.indices.push_back(r + 3 * static_cast<int64_t>(rng() % 4));
+      b0.etypes.push_back(r);
+    }
+    b0.indptr.push_back(static_cast<int64_t>(b0.indices.size()));
+  }
+  Block b1 = RandomHeteroBlock(2, num_dst, 4, num_rels, 5);
+  const std::vector<RelationBlock> blocks{ToRelationBlock(b0, num_rels),
+                                          ToRelationBlock(b1, num_rels)};
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+  std::vector<torch::Tensor> x(3);
+  std::vector<std::vector<int64_t>> of_type(3);
+  for (int64_t s = 0; s < num_src; ++s) of_type[static_cast<size_t>(s % 3)].push_back(s);
+  for (int t = 0; t < 3; ++t) {
+    x[t] = Dbl({static_cast<int64_t>(of_type[t].size()), dims[t] ? dims[t] : embed}, 20 + t);
+  }
+  // The whole block: every source's row.
+  torch::Tensor emb = x[1].clone().requires_grad_(true);
+  std::vector<TypedInput> all;
+  for (int t = 0; t < 3; ++t) all.push_back({torch::tensor(of_type[t], i64), t == 1 ? emb : x[t]});
+  torch::Tensor full = model->forward(blocks, model->Embed(num_src, all));
+  full.pow(2).sum().backward();
+  std::map<std::string, torch::Tensor> want;
+  for (const auto& p : model->named_parameters()) {
+    want[p.key()] = p.value().grad().clone();
+    p.value().mutable_grad().zero_();
+  }
+  // Means: the destinations' own rows, and each group's mean of raw rows
+  // (a leaf for the featureless relation).
+  std::vector<TypedInput> own;
+  torch::Tensor emb_own;
+  for (int t = 0; t < 3; ++t) {
+    std::vector<int64_t> pos, row;
+    for (size_t i = 0; i < of_type[t].size(); ++i) {
+      if (of_type[t][i] >= num_dst) continue;
+      pos.push_back(of_type[t][i]);
+      row.push_back(static_cast<int64_t>(i));
+    }
+    torch::Tensor rows = x[t].index_select(0, torch::tensor(row, i64));
+    if (t == 1) rows = emb_own = rows.detach().requires_grad_(true);
+    own.push_back({torch::tensor(pos, i64), rows});
+  }
+  std::vector<RelationMeans> means;
+  std::vector<RelationGroups> groups;
+  torch::Tensor leaf;
+  for (int64_t r = 0; r < num_rels; ++r) {
+    groups.push_back(GroupSources(blocks[0], b0.src_nodes, {r}));
+    const RelationGroups& g = groups.back();
+    std::vector<torch::Tensor> rows;
+    for (size_t k = 0; k < g.size(); ++k) {
+      std::vector<int64_t> members;
+      for (int64_t e = g.ptr[k]; e < g.ptr[k + 1]; ++e) members.push_back(g.ids[e] / 3);
+      rows.push_back(x[r].index_select(0, torch::tensor(members, i64)).mean(0));
+    }
+    torch::Tensor m = torch::stack(rows);
+    if (r == 1) m = leaf = m.detach().requires_grad_(true);
+    means.push_back({r, static_cast<int>(r), torch::tensor(g.rows, i64), m});
+  }
+  for (int64_t row : groups[2].rows) CHECK(row != 2 * num_dst + 1);  // the empty group
+  torch::Tensor split =
+      model->forward(blocks, model->Embed(num_dst, own), model->EmbedMeans(num_dst, means));
+  CHECK(torch::allclose(split, full, 1e-12, 1e-12));
+  split.pow(2).sum().backward();
+  for (const auto& p : model->named_parameters()) {
+    INFO(p.key());
+    CHECK(torch::allclose(p.value().grad(), want[p.key()], 1e-10, 1e-12));
+  }
+  // Each featureless row's gradient: its own (as a destination) plus its
+  // share of every group mean it is in.
+  torch::Tensor spread = torch::zeros_like(emb);
+  for (size_t i = 0, j = 0; i < of_type[1].size(); ++i) {
+    if (of_type[1][i] < num_dst) spread[i] += emb_own.grad()[j++];
+  }
+  const RelationGroups& g = groups[1];
+  for (size_t k = 0; k < g.size(); ++k) {
+    const double n = static_cast<double>(g.ptr[k + 1] - g.ptr[k]);
+    for (int64_t e = g.ptr[k]; e < g.ptr[k + 1]; ++e) spread[g.ids[e] / 3] += leaf.grad()[k] / n;
+  }
+  CHECK(torch::allclose(spread, emb.grad(), 1e-10, 1e-12));
+  // Bad means are refused; RGAT cannot take them.
+  std::vector<RelationMeans> outside = means;
+  outside[0].rows_at = outside[0].rows_at + num_dst;
+  CHECK_THROWS_WITH(model->EmbedMeans(num_dst, outside), Catch::Contains("outside its 5"));
+  std::vector<RelationMeans> narrow = means;
+  narrow[2].rows = narrow[2].rows.slice(1, 0, 1);
+  CHECK_THROWS_AS(model->EmbedMeans(num_dst, narrow), DataError);
+  GatOptions gat;
+  gat.heads = 2;
+  RGCN rgat(dims, embed, 6, 3, num_rels, 0, 2, 0.0, true, &gat);
+  CHECK_THROWS_AS(rgat->forward(blocks, torch::zeros({num_dst, embed}),
+                                torch::zeros({num_rels * num_dst, embed})),
+                  ConfigError);
+}
+
 }  // namespace gnn
 
 namespace gnn {

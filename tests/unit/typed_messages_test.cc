@@ -335,3 +335,97 @@ TEST_CASE("a malformed typed mini-batch is refused naming what is wrong", "[unit
   sb.fanouts = {{5}, {5, 5}};
   CHECK_THROWS_AS(EncodeTypedSeedBatch(sb, 1), DataError);
 }
+
+TEST_CASE("a typed sums request round-trips and a malformed one is refused", "[unit][messages]") {
+  PullTypedSums f;
+  f.ntype = 3;
+  f.ids = {40, 41, 7, 9, 12};
+  f.group_ptr = {0, 2, 2, 5};
+  f.format = RowFormat::kBfloat16;
+  for (IdCoding c : {IdCoding::kInt64, IdCoding::kVarint}) {
+    f.coding = c;
+    const PullTypedSums g = PullTypedSums::Decode(Received(f.Encode(3)));
+    CHECK(g.ntype == 3);
+    CHECK_FALSE(g.embedding);
+    CHECK(g.row_type() == 3);
+    CHECK(g.ids == f.ids);
+    CHECK(g.group_ptr == f.group_ptr);
+    CHECK(g.num_groups() == 3);
+    CHECK(g.format == RowFormat::kBfloat16);
+    CHECK(g.coding == c);
+  }
+  PullTypedSums e = f;
+  e.ntype = kSpec.ntype;
+  e.embedding = true;
+  e.spec = kSpec;
+  e.format = RowFormat::kFloat32;
+  const PullTypedSums e2 = PullTypedSums::Decode(Received(e.Encode(1)));
+  CHECK(e2.embedding);
+  CHECK(e2.spec == kSpec);
+  CHECK(e2.row_type() == kSpec.ntype);
+  // Offsets that do not span the ids, or decrease.
+  PullTypedSums bad = f;
+  bad.group_ptr = {0, 2, 4};
+  CHECK_THROWS_WITH(PullTypedSums::Decode(Received(bad.Encode(1))),
+                    Catch::Contains("do not span its 5 ids"));
+  bad.group_ptr = {0, 3, 2, 5};
+  CHECK_THROWS_WITH(PullTypedSums::Decode(Received(bad.Encode(1))),
+                    Catch::Contains("decrease at group 1"));
+  // A table of another type than the one named, a bad flag or format.
+  Message m = e.Encode(1);
+  m.header.ints[2] = 1;
+  CHECK_THROWS_WITH(PullTypedSums::Decode(Received(m)), Catch::Contains("a table of node type 2"));
+  m = f.Encode(1);
+  m.header.ints[3] = 1;  // an embedding flag without a spec
+  CHECK_THROWS_WITH(PullTypedSums::Decode(Received(m)), Catch::Contains("embedding flag"));
+  m = f.Encode(1);
+  m.header.ints[0] = 4;
+  CHECK_THROWS_WITH(PullTypedSums::Decode(Received(m)), Catch::Contains("row format 4"));
+  // A reply with another number of rows than groups.
+  PullFeaturesReply rep(2, 2);
+  rep.data()[0] = rep.data()[1] = rep.data()[2] = rep.data()[3] = 1.0f;
+  CHECK_THROWS_WITH(PullFeaturesReply::DecodeRows(Received(rep.Encode(1)), RowFormat::kFloat32, 3,
+                                                  2, "PullTypedSums", "server 1"),
+                    Catch::Contains("server 1 sent") && Catch::Contains("PullTypedSums"));
+}
+
+TEST_CASE("an input_means typed mini-batch carries its featured relations' means",
+          "[unit][messages]") {
+  // Relations 0 (source type 0, 2 features), 1 (source type 1, none) and 2
+  // (source type 2, 3 features).
+  HeteroBatch b = TypedBatch(3);
+  b.input_means = true;
+  b.GroupInputsByType(
+      3, [](int64_t v) { return v < 100   ? 0
+                                : v < 200 ? 1
+                                          : 2; }, 4);
+  b.features[0] = {0.5f, -1.25f, 2.0f, 3.5f};  // nodes 10, 11: the destinations of type 0
+  b.features[2] = {7.0f, 8.0f, 9.0f};          // node 250
+  // Block 0: destination 0 has relation 2's edge (from 12: type 0, but the
+  // test's schema says relation 2's sources are type 2), destination 2
+  // relation 0's.
+  b.means = {{1.5f, 2.5f}, {}, {0.25f, -3.0f, 1e-7f}};
+  TypedBatchSchema schema = Schema(3);
+  schema.rel_src_type = {0, 1, 2};
+  const Message m = Received(EncodeTypedMiniBatch(b, 5));
+  const HeteroBatch d = DecodeTypedMiniBatch(m, schema);
+  CHECK(d.input_means);
+  CHECK(d.means == b.means);
+  CHECK(d.ids == b.ids);
+  CHECK(d.positions == b.positions);
+  CHECK(d.features == b.features);
+  // Means that do not cover the groups, or go beyond them.
+  HeteroBatch short_means = b;
+  short_means.means[2].pop_back();
+  CHECK_THROWS_WITH(DecodeTypedMiniBatch(Received(EncodeTypedMiniBatch(short_means, 1)), schema),
+                    Catch::Contains("relation 2's groups"));
+  HeteroBatch long_means = b;
+  long_means.means[1] = {1.0f};  // a featureless relation's travel with the trainer, not here
+  CHECK_THROWS_WITH(DecodeTypedMiniBatch(Received(EncodeTypedMiniBatch(long_means, 1)), schema),
+                    Catch::Contains("beyond"));
+  // A flag that is neither 0 nor 1.
+  std::vector<int64_t> ints = m.header.ints;
+  ints[7] = 2;
+  CHECK_THROWS_WITH(DecodeTypedMiniBatch(WithInts(m, ints), schema),
+                    Catch::Contains("input_means flag"));
+}
