@@ -39,7 +39,12 @@
 #
 # Environment: MODES (standalone; dist2; or both), GRAPH (mag-small), EPOCHS (10), SEEDS (1 2 3), BATCH (1024),
 # DGL_VENV (/opt/dgl/venv), WORK (a temporary folder; the dataset and
-# partitions there are reused), GNN_BUILD_DIR (build).
+# partitions there are reused), GNN_BUILD_DIR (build), GNN_FLAGS (more
+# gnn-train flags, e.g. "--aggregate_at_owner 0"), LINK_RATE (dist2: each
+# machine's link limited by a token bucket, e.g. 100mbit, 1gbit: tc qdisc
+# ... tbf rate R burst 1mb latency 50ms on its interface; default none).
+# dist2 also prints the bytes both machines sent over their links per run
+# (the interfaces' tx counters: everything, training and evaluation).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -102,11 +107,21 @@ netns_up() {
     ip netns exec gnnrg$i ip addr add 10.79.0.$((10 + i))/24 dev gr$i
     ip netns exec gnnrg$i ip link set gr$i up
     ip netns exec gnnrg$i ip link set lo up
+    if [ -n "${LINK_RATE:-}" ]; then
+      ip netns exec gnnrg$i tc qdisc add dev gr$i root tbf rate "$LINK_RATE" burst 1mb latency 50ms
+    fi
   done
+}
+link_tx() {  # bytes both machines have sent over their links
+  local total=0 i
+  for i in 0 1; do
+    total=$((total + $(ip netns exec gnnrg$i cat /sys/class/net/gr$i/statistics/tx_bytes)))
+  done
+  echo "$total"
 }
 
 run_gnn_standalone() {  # seed
-  "$BIN/gnn-train" --standalone --part_config "$cfg" --model rgcn $COMMON --seed "$1" --quiet \
+  "$BIN/gnn-train" --standalone --part_config "$cfg" --model rgcn $COMMON --seed "$1" --quiet ${GNN_FLAGS:-} \
     > "$WORK/gnn-standalone-s$1.out" 2> "$WORK/gnn-standalone-s$1.err"
 }
 run_dgl_standalone() {  # seed
@@ -117,7 +132,7 @@ run_gnn_dist2() {  # seed
   printf '10.79.0.10 31150\n10.79.0.11 31150\n' > "$WORK/ip-ns.txt"
   [ -f "$WORK/cluster.secret" ] ||
     (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$WORK/cluster.secret")
-  local train="$BIN/gnn-train --model rgcn $COMMON --num_omp_threads 1 --seed $1 --quiet"
+  local train="$BIN/gnn-train --model rgcn $COMMON --num_omp_threads 1 --seed $1 --quiet ${GNN_FLAGS:-}"
   local pids=() i job="rg-$1-$RANDOM" rc=0
   for i in 1 0; do
     ip netns exec gnnrg$i "$BIN/gnn-launch" --machine_id $i --workspace "$WORK" \
@@ -152,10 +167,12 @@ run_dgl_dist2() {  # seed
   grep "^{" "$WORK/dgl-trainer0.out" | tail -1 > "$WORK/dgl-dist2-s$1.out"
 }
 run() {  # system mode seed
-  local l0; l0=$(load)
-  log "$2 seed $3: $1"
+  local l0 tx0=0; l0=$(load)
+  log "$2 seed $3: $1${LINK_RATE:+ (link $LINK_RATE)}"
+  [ "$2" = dist2 ] && tx0=$(link_tx)
   "run_$1_$2" "$3"
   echo "$l0 $(load)" > "$WORK/$1-$2-s$3.load"
+  if [ "$2" = dist2 ]; then echo $(($(link_tx) - tx0)) > "$WORK/$1-$2-s$3.tx"; fi
 }
 
 if [[ " $MODES " == *" dist2 "* ]]; then
@@ -190,17 +207,21 @@ work, graph, epochs, batch, mode, seeds = *sys.argv[1:6], sys.argv[6:]
 def row(system, seed):
     r = json.loads(open(f"{work}/{system}-{mode}-s{seed}.out").read().strip().splitlines()[-1])
     l0, l1 = open(f"{work}/{system}-{mode}-s{seed}.load").read().split()
+    try:
+        r["link_mb"] = int(open(f"{work}/{system}-{mode}-s{seed}.tx").read()) / 1e6
+    except OSError:
+        r["link_mb"] = 0.0
     return r, f"{l0}->{l1}"
 print(f"RGCN {mode} on synthetic:{graph}, {epochs} epochs, batch {batch} per trainer, "
       f"seeds {' '.join(seeds)}")
-print(f"{'seed':>4} {'system':>6} {'seeds/s':>9} {'s/epoch':>8} {'test acc':>9} {'load avg':>12}")
+print(f"{'seed':>4} {'system':>6} {'seeds/s':>9} {'s/epoch':>8} {'test acc':>9} {'load avg':>12} {'link MB':>9}")
 res = {"gnn": [], "dgl": []}
 for s in seeds:
     for system in ("gnn", "dgl"):
         r, l = row(system, s)
         res[system].append(r)
         print(f"{s:>4} {system:>6} {r['seeds_per_s']:>9.1f} {r['mean_epoch_time_s']:>8.2f} "
-              f"{r['test_acc']:>9.4f} {l:>12}")
+              f"{r['test_acc']:>9.4f} {l:>12} {r['link_mb']:>9.1f}")
 med = {k: statistics.median(r["seeds_per_s"] for r in v) for k, v in res.items()}
 acc = {k: [r["test_acc"] for r in v] for k, v in res.items()}
 sd = lambda x: statistics.stdev(x) if len(x) > 1 else 0.0
@@ -211,5 +232,9 @@ for k in ("gnn", "dgl"):
     print(f"test acc {k}: {statistics.mean(acc[k]):.4f} +- {sd(acc[k]):.4f} ({' '.join(f'{a:.4f}' for a in acc[k])})")
 diff = abs(statistics.mean(acc["gnn"]) - statistics.mean(acc["dgl"]))
 print(f"accuracy gap {diff:.4f} vs one sd (larger of the two) {max(sd(acc['gnn']), sd(acc['dgl'])):.4f}")
+if mode == "dist2":
+    link = {k: statistics.median(r["link_mb"] for r in v) for k, v in res.items()}
+    print(f"median link MB per run: gnn {link['gnn']:.1f}, DGL {link['dgl']:.1f}"
+          + (f", gnn/DGL {link['gnn'] / link['dgl']:.2f}x" if link['dgl'] else ""))
 PY
 done
