@@ -337,7 +337,7 @@ void DistGraph::TypedGroupSums(int ntype, const net::EmbSpec* spec, const std::v
   }
   // The sums in pieces of at most about 4 MB of ids and of reply, all in
   // flight while the rows are pulled.
-  const net::RowFormat format = spec ? net::RowFormat::kFloat32 : options_.wire_format;
+  const net::RowFormat format = options_.wire_format;
   const size_t max_ids = (size_t{4} << 20) / sizeof(int64_t);
   const size_t max_groups = std::max<size_t>(1, (size_t{4} << 20) / (d * sizeof(float)));
   struct Pending {
@@ -381,7 +381,7 @@ void DistGraph::TypedGroupSums(int ntype, const net::EmbSpec* spec, const std::v
       PullRows(
           pulled, ByOwner(pulled), dim, format, EmbChunk(dim), -1, "EmbPull", timeout_ms,
           [&](std::vector<int64_t> some) {
-            return net::EmbPull{*spec, std::move(some), options_.id_coding};
+            return net::EmbPull{*spec, std::move(some), options_.id_coding, format};
           },
           [&](int p) -> net::Connection& { return EmbConn(p); }, &wire_bytes_, &rows, [] {});
     } else {
@@ -420,11 +420,13 @@ void DistGraph::TypedGroupSums(int ntype, const net::EmbSpec* spec, const std::v
 void DistGraph::EmbPull(const net::EmbSpec& spec, const std::vector<int64_t>& ids,
                         std::vector<float>* out) {
   out->resize(ids.size() * static_cast<size_t>(spec.dim));
+  // Embedding rows travel in --wire_dtype as feature rows do.
+  const net::RowFormat format = options_.wire_format;
   PullRows(
-      ids, ByOwner(ids), spec.dim, net::RowFormat::kFloat32, EmbChunk(spec.dim), -1, "EmbPull",
+      ids, ByOwner(ids), spec.dim, format, EmbChunk(spec.dim), -1, "EmbPull",
       static_cast<int>(options_.timeout.count()),
       [&](std::vector<int64_t> asked) {
-        return net::EmbPull{spec, std::move(asked), options_.id_coding};
+        return net::EmbPull{spec, std::move(asked), options_.id_coding, format};
       },
       [&](int p) -> net::Connection& { return EmbConn(p); }, &wire_bytes_, out, [] {});
 }
@@ -443,7 +445,7 @@ void DistGraph::EmbPush(const net::EmbSpec& spec, const std::vector<int64_t>& id
     for (size_t first = 0; first < pos[p].size(); first += chunk) {
       const size_t count = std::min(chunk, pos[p].size() - first);
       net::EmbPush req{spec, std::vector<int64_t>(count), std::vector<float>(count * dim),
-                       options_.id_coding};
+                       options_.id_coding, options_.wire_format};
       for (size_t j = 0; j < count; ++j) {
         const size_t i = pos[p][first + j];
         req.ids[j] = ids[i];

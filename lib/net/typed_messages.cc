@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/bfloat16.h"
 #include "common/error.h"
 #include "net/codec_util.h"
 
@@ -264,39 +265,73 @@ PullTypedSums PullTypedSums::Decode(const Message& m) {
   return r;
 }
 
+namespace {
+
+// The optional ints after an embedding spec: {}, {coding} or {coding,
+// format} (a narrow format always sends the coding).
+void PutCodingFormat(IdCoding coding, RowFormat format, std::vector<int64_t>* ints) {
+  if (coding == IdCoding::kInt64 && format == RowFormat::kFloat32) return;
+  ints->push_back(static_cast<int64_t>(coding));
+  if (format != RowFormat::kFloat32) ints->push_back(static_cast<int64_t>(format));
+}
+
+std::pair<IdCoding, RowFormat> GetCodingFormat(const Message& m, size_t frames) {
+  const MsgType type = m.header.msg_type();
+  const size_t n = m.header.ints.size();
+  Expect(m, type, n >= kSpecInts && n <= kSpecInts + 2 ? n : kSpecInts, frames);
+  const IdCoding c = n > kSpecInts ? IdCodingOf(m.header.ints[kSpecInts], type) : IdCoding::kInt64;
+  RowFormat f = RowFormat::kFloat32;
+  if (n == kSpecInts + 2) {
+    const int64_t v = m.header.ints[kSpecInts + 1];
+    if (v != 0 && v != 1) Malformed(type, "row format " + std::to_string(v));
+    f = static_cast<RowFormat>(v);
+  }
+  return {c, f};
+}
+
+}  // namespace
+
 Message EmbPull::Encode(uint64_t request_id) const {
   std::vector<int64_t> ints;
   PutSpec(spec, &ints);
-  if (coding != IdCoding::kInt64) ints.push_back(static_cast<int64_t>(coding));
+  PutCodingFormat(coding, format, &ints);
   Message m = MakeMessage(MsgType::kEmbPull, request_id, ints);
   AddInts(&m, ids, coding);
   return m;
 }
 
 EmbPull EmbPull::Decode(const Message& m) {
-  const bool coded = m.header.ints.size() == kSpecInts + 1;
-  Expect(m, MsgType::kEmbPull, coded ? kSpecInts + 1 : kSpecInts, 1);
-  const IdCoding c =
-      coded ? IdCodingOf(m.header.ints[kSpecInts], MsgType::kEmbPull) : IdCoding::kInt64;
-  return {GetSpec(m), ReadInts(m, 0, c, kMaxRequestValues), c};
+  const auto [c, f] = GetCodingFormat(m, 1);
+  return {GetSpec(m), ReadInts(m, 0, c, kMaxRequestValues), c, f};
 }
 
 Message EmbPush::Encode(uint64_t request_id) const {
   std::vector<int64_t> ints;
   PutSpec(spec, &ints);
-  if (coding != IdCoding::kInt64) ints.push_back(static_cast<int64_t>(coding));
+  PutCodingFormat(coding, format, &ints);
   Message m = MakeMessage(MsgType::kEmbPush, request_id, ints);
   AddInts(&m, ids, coding);
-  AddArray(&m, grads);
+  if (format == RowFormat::kBfloat16) {
+    std::vector<uint16_t> narrow(grads.size());
+    ToBfloat16(grads.data(), grads.size(), narrow.data());
+    AddArray(&m, narrow);
+  } else {
+    AddArray(&m, grads);
+  }
   return m;
 }
 
 EmbPush EmbPush::Decode(const Message& m) {
-  const bool coded = m.header.ints.size() == kSpecInts + 1;
-  Expect(m, MsgType::kEmbPush, coded ? kSpecInts + 1 : kSpecInts, 2);
-  const IdCoding c =
-      coded ? IdCodingOf(m.header.ints[kSpecInts], MsgType::kEmbPush) : IdCoding::kInt64;
-  EmbPush p{GetSpec(m), ReadInts(m, 0, c, kMaxRequestValues), m.CopyArray<float>(1), c};
+  const auto [c, f] = GetCodingFormat(m, 2);
+  EmbPush p{GetSpec(m), ReadInts(m, 0, c, kMaxRequestValues), {}, c, f};
+  if (f == RowFormat::kBfloat16) {
+    size_t n = 0;
+    const uint16_t* narrow = m.Array<uint16_t>(1, &n);
+    p.grads.resize(n);
+    FromBfloat16(narrow, n, p.grads.data());
+  } else {
+    p.grads = m.CopyArray<float>(1);
+  }
   if (p.grads.size() != p.ids.size() * static_cast<size_t>(p.spec.dim)) {
     Malformed(MsgType::kEmbPush, std::to_string(p.grads.size()) + " gradient values for " +
                                      std::to_string(p.ids.size()) + " rows of " +

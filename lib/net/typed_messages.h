@@ -99,10 +99,15 @@ struct PullTypedSums {
   static PullTypedSums Decode(const Message& m);
 };
 
+// Embedding rows and their gradients travel in `format` (--wire_dtype):
+// float32, or bfloat16 (an int after the coding's, which is then always
+// sent). The table, its optimizer state and every update stay float32 at
+// the server.
 struct EmbPull {
   EmbSpec spec;
   std::vector<int64_t> ids;
-  IdCoding coding = IdCoding::kInt64;  // of the ids (an int after the spec when varints)
+  IdCoding coding = IdCoding::kInt64;      // of the ids (an int after the spec when varints)
+  RowFormat format = RowFormat::kFloat32;  // of the reply's rows
   Message Encode(uint64_t request_id) const;
   static EmbPull Decode(const Message& m);
 };
@@ -110,8 +115,9 @@ struct EmbPull {
 struct EmbPush {
   EmbSpec spec;
   std::vector<int64_t> ids;
-  std::vector<float> grads;            // [ids.size(), spec.dim]
-  IdCoding coding = IdCoding::kInt64;  // of the ids (an int after the spec when varints)
+  std::vector<float> grads;                // [ids.size(), spec.dim]
+  IdCoding coding = IdCoding::kInt64;      // of the ids (an int after the spec when varints)
+  RowFormat format = RowFormat::kFloat32;  // of the gradients on the wire
   Message Encode(uint64_t request_id) const;
   static EmbPush Decode(const Message& m);
 };

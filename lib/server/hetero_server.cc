@@ -246,8 +246,12 @@ Message HeteroServing::OnEmbedding(const Message& req) {
       EmbeddingTable& table = Table(r.spec);
       std::vector<float> rows;
       table.Pull(Rows(static_cast<int>(r.spec.ntype), r.ids), &rows, 1);
-      net::PullFeaturesReply rep(r.spec.dim, r.ids.size());
-      if (!rows.empty()) std::memcpy(rep.rows.data(), rows.data(), rows.size() * sizeof(float));
+      net::PullFeaturesReply rep(r.spec.dim, r.ids.size(), r.format);
+      if (r.format != net::RowFormat::kFloat32) {
+        for (size_t i = 0; i < r.ids.size(); ++i) rep.SetRow(i, rows.data() + i * r.spec.dim);
+      } else if (!rows.empty()) {
+        std::memcpy(rep.rows.data(), rows.data(), rows.size() * sizeof(float));
+      }
       return rep.Encode(id);
     }
     case MsgType::kEmbPush: {

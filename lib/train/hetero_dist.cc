@@ -34,6 +34,7 @@ class DistHeteroSource : public HeteroSource {
     const int num_machines = static_cast<int>(machines.size());
     CheckMachinesForParts(config.num_parts, num_machines, o.ip_config);
     TrainerGroup group = JoinTrainers(o, machines, config.num_parts);
+    narrow_ = net::ParseRowFormat(o.wire_dtype, "--wire_dtype") == net::RowFormat::kBfloat16;
     rank_ = group.rank;
     world_ = group.world;
     slot_ = group.slot;
@@ -121,8 +122,12 @@ class DistHeteroSource : public HeteroSource {
     const int64_t n = static_cast<int64_t>(ids.size());
     torch::Tensor all_ids = collective_->AllgatherRows(
         torch::from_blob(const_cast<int64_t*>(ids.data()), {n, 1}, torch::kInt64));
-    torch::Tensor all_grads = collective_->AllgatherRows(
-        torch::from_blob(const_cast<float*>(grads.data()), {n, spec.dim}, torch::kFloat32));
+    // The gradient rows cross the mesh in --wire_dtype, as they then cross
+    // to the servers.
+    torch::Tensor own =
+        torch::from_blob(const_cast<float*>(grads.data()), {n, spec.dim}, torch::kFloat32);
+    if (narrow_) own = own.to(torch::kBFloat16);
+    torch::Tensor all_grads = collective_->AllgatherRows(own).to(torch::kFloat32);
     all_ids = all_ids.contiguous();
     all_grads = all_grads.contiguous();
     const std::vector<int64_t> gathered(all_ids.data_ptr<int64_t>(),
@@ -218,6 +223,7 @@ class DistHeteroSource : public HeteroSource {
   const TrainOptions& o_;
   const PartitionConfig& config_;
   int rank_ = 0, world_ = 1, slot_ = 0;
+  bool narrow_ = false;  // --wire_dtype bfloat16: embedding gradients too
   std::unique_ptr<Collective> collective_;
   std::unique_ptr<DistGraph> graph_;
   std::vector<net::EmbSpec> specs_;

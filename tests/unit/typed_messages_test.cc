@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
+#include "common/bfloat16.h"
 #include "common/error.h"
 #include "net/batch_codec.h"
 
@@ -387,6 +388,36 @@ TEST_CASE("a typed sums request round-trips and a malformed one is refused", "[u
   CHECK_THROWS_WITH(PullFeaturesReply::DecodeRows(Received(rep.Encode(1)), RowFormat::kFloat32, 3,
                                                   2, "PullTypedSums", "server 1"),
                     Catch::Contains("server 1 sent") && Catch::Contains("PullTypedSums"));
+}
+
+TEST_CASE("embedding rows and gradients travel as bfloat16 when asked", "[unit][messages]") {
+  const std::vector<float> g = {0.5f, -1.25f, 3.0f, 1e-3f, 7.0f, -0.0f, 2.5f, 1.0f / 3.0f};
+  for (IdCoding c : {IdCoding::kInt64, IdCoding::kVarint}) {
+    const EmbPush p{kSpec, {3, 4}, g, c, RowFormat::kBfloat16};
+    const Message m = Received(p.Encode(1));
+    CHECK(m.frames[1].size() == g.size() * 2);  // half the bytes
+    const EmbPush q = EmbPush::Decode(m);
+    CHECK(q.format == RowFormat::kBfloat16);
+    CHECK(q.coding == c);
+    REQUIRE(q.grads.size() == g.size());
+    for (size_t i = 0; i < g.size(); ++i)
+      CHECK(q.grads[i] == Bfloat16ToFloat(FloatToBfloat16(g[i])));
+    const EmbPull r =
+        EmbPull::Decode(Received(EmbPull{kSpec, {1, 2}, c, RowFormat::kBfloat16}.Encode(1)));
+    CHECK(r.format == RowFormat::kBfloat16);
+    CHECK(r.ids == std::vector<int64_t>{1, 2});
+  }
+  // float32 messages are the old ones, int for int.
+  CHECK(EmbPull{kSpec, {1}}.Encode(1).header.ints.size() == 5);
+  CHECK(EmbPush{kSpec, {1}, std::vector<float>(4)}.Encode(1).header.ints.size() == 5);
+  // A format that does not exist; bfloat16 gradients that are not whole rows.
+  Message bad = EmbPull{kSpec, {1}, IdCoding::kInt64, RowFormat::kBfloat16}.Encode(1);
+  bad.header.ints[6] = 3;
+  CHECK_THROWS_WITH(EmbPull::Decode(Received(bad)), Catch::Contains("row format 3"));
+  const EmbPush cut{
+      kSpec, {3, 4}, std::vector<float>(7, 1.0f), IdCoding::kInt64, RowFormat::kBfloat16};
+  CHECK_THROWS_WITH(EmbPush::Decode(Received(cut.Encode(1))),
+                    Catch::Contains("7 gradient values for 2 rows"));
 }
 
 TEST_CASE("an input_means typed mini-batch carries its featured relations' means",
