@@ -186,15 +186,19 @@ class DistGraph {
   // cache) are added here; of the others, each owner sums its share of a
   // group (one PullTypedSums per owner and piece of about 4 MB), unless a
   // group has one row there or the owner's groups name no more distinct
-  // rows than they are: those rows are pulled, each once. All requests are
-  // in flight at once.
+  // rows than they are (or options.remote_sums is off): those rows are
+  // pulled, each once. All requests are in flight at once. Feature rows
+  // read as rows (cached or pulled) count as cache lookups; rows summed
+  // at their owner do not.
   void TypedGroupSums(int ntype, const net::EmbSpec* spec, const std::vector<int64_t>& ids,
                       const std::vector<int64_t>& group_ptr, std::vector<float>* out);
   // Embedding rows of featureless type spec.ntype (they live at server 0 of
   // the machine whose index is their partition), a sparse optimizer step
   // for rows with their (combined) gradients, and a partition's whole table
   // with its optimizer state as bytes, and back.
-  void EmbPull(const net::EmbSpec& spec, const std::vector<int64_t>& ids, std::vector<float>* out);
+  // The rows travel in options.wire_format, or with `exact` in float32.
+  void EmbPull(const net::EmbSpec& spec, const std::vector<int64_t>& ids, std::vector<float>* out,
+               bool exact = false);
   void EmbPush(const net::EmbSpec& spec, const std::vector<int64_t>& ids,
                const std::vector<float>& grads);
   std::string EmbSave(const net::EmbSpec& spec, int part);

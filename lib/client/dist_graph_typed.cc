@@ -284,9 +284,13 @@ void DistGraph::TypedGroupSums(int ntype, const net::EmbSpec* spec, const std::v
         }
         near = local + (v - local_first) * dim;
       } else if (!spec) {
+        // Rows read as rows count as lookups (here, the cached ones; the
+        // pulled ones below); the ones summed at their owner do not.
         auto [it, fresh] = row_of.emplace(v, -1);
-        if (fresh) ++cache_lookups_;
-        if (cache && (near = cache->Find(v)) != nullptr && fresh) ++cache_hits_;
+        if (cache && (near = cache->Find(v)) != nullptr && fresh) {
+          ++cache_lookups_;
+          ++cache_hits_;
+        }
       }
       if (near) {
         float* sum = out->data() + k * d;
@@ -305,10 +309,11 @@ void DistGraph::TypedGroupSums(int ntype, const net::EmbSpec* spec, const std::v
   // Per owner: a share of one row is that row; an owner whose shares name
   // no more distinct rows than they are sends rows instead of sums.
   auto pull_row = [&](size_t k, int64_t v) {
-    auto [it, fresh] = row_of.emplace(v, -1);
+    auto it = row_of.emplace(v, -1).first;
     if (it->second < 0) {
       it->second = static_cast<int64_t>(pulled.size());
       pulled.push_back(v);
+      if (!spec) ++cache_lookups_;
     }
     add_rows.push_back({k, it->second});
   };
@@ -322,8 +327,10 @@ void DistGraph::TypedGroupSums(int ntype, const net::EmbSpec* spec, const std::v
       distinct.insert(distinct.end(), sh.ids.begin(), sh.ids.end());
     }
     std::sort(distinct.begin(), distinct.end());
-    const bool as_rows = static_cast<size_t>(std::unique(distinct.begin(), distinct.end()) -
-                                             distinct.begin()) <= multi;
+    // (--remote_sums 0: every share as rows, for comparison.)
+    const bool as_rows =
+        !options_.remote_sums || static_cast<size_t>(std::unique(distinct.begin(), distinct.end()) -
+                                                     distinct.begin()) <= multi;
     net::PullTypedSums& q = asked[p];
     for (Share& sh : shares[p]) {
       if (sh.ids.size() < 2 || as_rows) {
@@ -338,7 +345,11 @@ void DistGraph::TypedGroupSums(int ntype, const net::EmbSpec* spec, const std::v
   // The sums in pieces of at most about 4 MB of ids and of reply, all in
   // flight while the rows are pulled.
   const net::RowFormat format = options_.wire_format;
-  const size_t max_ids = (size_t{4} << 20) / sizeof(int64_t);
+  // (An embedding piece's rows are copied out at the server: at most a
+  // reply's worth of them.)
+  const size_t max_ids = std::min(
+      (size_t{4} << 20) / sizeof(int64_t),
+      spec ? static_cast<size_t>(net::kMaxPullReplyBytes) / (d * sizeof(float)) : SIZE_MAX);
   const size_t max_groups = std::max<size_t>(1, (size_t{4} << 20) / (d * sizeof(float)));
   struct Pending {
     net::Connection* conn;
@@ -418,10 +429,10 @@ void DistGraph::TypedGroupSums(int ntype, const net::EmbSpec* spec, const std::v
 }
 
 void DistGraph::EmbPull(const net::EmbSpec& spec, const std::vector<int64_t>& ids,
-                        std::vector<float>* out) {
+                        std::vector<float>* out, bool exact) {
   out->resize(ids.size() * static_cast<size_t>(spec.dim));
   // Embedding rows travel in --wire_dtype as feature rows do.
-  const net::RowFormat format = options_.wire_format;
+  const net::RowFormat format = exact ? net::RowFormat::kFloat32 : options_.wire_format;
   PullRows(
       ids, ByOwner(ids), spec.dim, format, EmbChunk(spec.dim), -1, "EmbPull",
       static_cast<int>(options_.timeout.count()),

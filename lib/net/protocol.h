@@ -20,7 +20,10 @@ constexpr uint32_t kMagic = 0x314e4e47;  // "GNN1" as little-endian bytes
 //    TypedMiniBatch: an int says 1, 2 or 4 bytes per id).
 // 4: id frames of the batch requests and replies as varints (IdCoding: an
 //    optional last int says which).
-constexpr uint16_t kProtocolVersion = 4;
+// 5: typed graphs' first layer at the owners (PullTypedSums; TypedMiniBatch's
+//    input_means int and means frame) and embedding rows and gradients in a
+//    row format (EmbPull, EmbPush: an optional int after the coding's).
+constexpr uint16_t kProtocolVersion = 5;
 constexpr uint32_t kMaxArrayFrames = 32;
 constexpr uint64_t kMaxFrameBytes = uint64_t{4} << 30;  // one array frame
 constexpr size_t kMaxHeaderBytes = 64 << 10;

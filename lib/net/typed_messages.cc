@@ -275,8 +275,7 @@ void PutCodingFormat(IdCoding coding, RowFormat format, std::vector<int64_t>* in
   if (format != RowFormat::kFloat32) ints->push_back(static_cast<int64_t>(format));
 }
 
-std::pair<IdCoding, RowFormat> GetCodingFormat(const Message& m, size_t frames) {
-  const MsgType type = m.header.msg_type();
+std::pair<IdCoding, RowFormat> GetCodingFormat(const Message& m, MsgType type, size_t frames) {
   const size_t n = m.header.ints.size();
   Expect(m, type, n >= kSpecInts && n <= kSpecInts + 2 ? n : kSpecInts, frames);
   const IdCoding c = n > kSpecInts ? IdCodingOf(m.header.ints[kSpecInts], type) : IdCoding::kInt64;
@@ -301,7 +300,7 @@ Message EmbPull::Encode(uint64_t request_id) const {
 }
 
 EmbPull EmbPull::Decode(const Message& m) {
-  const auto [c, f] = GetCodingFormat(m, 1);
+  const auto [c, f] = GetCodingFormat(m, MsgType::kEmbPull, 1);
   return {GetSpec(m), ReadInts(m, 0, c, kMaxRequestValues), c, f};
 }
 
@@ -322,7 +321,7 @@ Message EmbPush::Encode(uint64_t request_id) const {
 }
 
 EmbPush EmbPush::Decode(const Message& m) {
-  const auto [c, f] = GetCodingFormat(m, 2);
+  const auto [c, f] = GetCodingFormat(m, MsgType::kEmbPush, 2);
   EmbPush p{GetSpec(m), ReadInts(m, 0, c, kMaxRequestValues), {}, c, f};
   if (f == RowFormat::kBfloat16) {
     size_t n = 0;

@@ -175,9 +175,16 @@ Message HeteroServing::OnPullTypedSums(const Message& req) {
                     " groups passes the reply limit of " +
                     std::to_string(net::kMaxPullReplyBytes >> 20) + " MiB: split the request");
   }
+  if (r.embedding && static_cast<int64_t>(r.ids.size()) > net::kMaxPullReplyBytes / 4 / dim) {
+    throw DataError("PullTypedSums of " + std::to_string(r.ids.size()) +
+                    " embedding rows passes the "
+                    "limit of " +
+                    std::to_string(net::kMaxPullReplyBytes >> 20) +
+                    " MiB of rows: split the request");
+  }
   const std::vector<int64_t> rows = Rows(t, r.ids);
   // The rows' values: the type's features in place, or the table's rows
-  // copied out under its lock.
+  // copied out (as EmbPull copies them).
   std::vector<float> pulled;
   const float* values = part_.features[static_cast<size_t>(t)];
   std::vector<int64_t> at = rows;

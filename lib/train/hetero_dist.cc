@@ -171,9 +171,10 @@ class DistHeteroSource : public HeteroSource {
 
   std::string EmbeddingChecksum() override {
     if (rank_ != 0) return "";
+    // Exact rows (float32 whatever --wire_dtype), as the tables hold them.
     return ChecksumEmbeddings(config_,
                               [&](int t, const std::vector<int64_t>& ids, std::vector<float>* out) {
-                                PullEmbeddings(t, ids, out);
+                                graph_->EmbPull(specs_[static_cast<size_t>(t)], ids, out, true);
                               });
   }
 

@@ -406,6 +406,9 @@ TEST_CASE("typed first layer at the owners: the means of every row, summed where
   DistGraph rows(o);
   o.aggregate_at_owner = true;
   DistGraph sums(o);
+  o.remote_sums = false;  // every other owner's share pulled as rows
+  DistGraph pulled_shares(o);
+  o.remote_sums = true;
   o.cache_bytes = 1 << 20;  // the hot-row cache's rows added here
   DistGraph cached(o);
   const int64_t rels = static_cast<int64_t>(config.etypes.size());
@@ -414,7 +417,7 @@ TEST_CASE("typed first layer at the owners: the means of every row, summed where
   REQUIRE(train.size() > 400);
   const std::vector<std::vector<int>> fanouts = {std::vector<int>(static_cast<size_t>(rels), 10),
                                                  std::vector<int>(static_cast<size_t>(rels), 5)};
-  uint64_t rows_bytes = 0, sums_bytes = 0;
+  uint64_t rows_bytes = 0, sums_bytes = 0, shares_bytes = 0;
   size_t featured_groups = 0, featureless_groups = 0;
   for (int b = 0; b < 3; ++b) {
     INFO("batch " << b);
@@ -422,8 +425,10 @@ TEST_CASE("typed first layer at the owners: the means of every row, summed where
     const HeteroBatch x = rows.MakeTypedBatch(seeds, fanouts, false, 900 + b);
     const HeteroBatch y = sums.MakeTypedBatch(seeds, fanouts, false, 900 + b);
     const HeteroBatch z = cached.MakeTypedBatch(seeds, fanouts, false, 900 + b);
+    const HeteroBatch w = pulled_shares.MakeTypedBatch(seeds, fanouts, false, 900 + b);
     rows_bytes += x.wire_bytes;
     sums_bytes += y.wire_bytes;
+    shares_bytes += w.wire_bytes;
     CHECK_FALSE(x.input_means);
     REQUIRE(y.input_means);
     // The same draw; the inputs are the destinations' own rows.
@@ -459,6 +464,7 @@ TEST_CASE("typed first layer at the owners: the means of every row, summed where
       for (size_t i = 0; i < x.ids[t].size(); ++i) row_of[x.ids[t][i]] = i;
       REQUIRE(y.means[static_cast<size_t>(r)].size() == g.size() * static_cast<size_t>(dim));
       REQUIRE(z.means[static_cast<size_t>(r)].size() == g.size() * static_cast<size_t>(dim));
+      REQUIRE(w.means[static_cast<size_t>(r)].size() == g.size() * static_cast<size_t>(dim));
       double worst = 0;
       for (size_t k = 0; k < g.size(); ++k) {
         for (int64_t j = 0; j < dim; ++j) {
@@ -469,6 +475,7 @@ TEST_CASE("typed first layer at the owners: the means of every row, summed where
           const size_t at = k * static_cast<size_t>(dim) + static_cast<size_t>(j);
           worst = std::max(worst, std::abs(y.means[static_cast<size_t>(r)][at] - mean));
           worst = std::max(worst, std::abs(z.means[static_cast<size_t>(r)][at] - mean));
+          worst = std::max(worst, std::abs(w.means[static_cast<size_t>(r)][at] - mean));
         }
       }
       CHECK(worst < 1e-5);
@@ -478,8 +485,10 @@ TEST_CASE("typed first layer at the owners: the means of every row, summed where
   CHECK(featureless_groups > 1000);
   CHECK(cached.cache_hits() > 0);
   // Fewer bytes: one row per group and owner instead of every source's.
-  INFO(rows_bytes << " bytes with rows, " << sums_bytes << " with sums");
+  INFO(rows_bytes << " bytes with rows, " << sums_bytes << " with sums, " << shares_bytes
+                  << " with other owners' shares as rows");
   CHECK(sums_bytes * 10 < rows_bytes * 9);
+  CHECK(sums_bytes < shares_bytes);
 
   // Embedding rows summed at their servers equal the pulled rows summed.
   size_t author = config.ntypes.size();

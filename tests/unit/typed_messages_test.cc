@@ -407,6 +407,8 @@ TEST_CASE("embedding rows and gradients travel as bfloat16 when asked", "[unit][
     CHECK(r.format == RowFormat::kBfloat16);
     CHECK(r.ids == std::vector<int64_t>{1, 2});
   }
+  // Another message with as many ints is not taken for one.
+  CHECK_THROWS_AS(EmbPull::Decode(Received(EmbRestore{kSpec, 5, "abc"}.Encode(1))), ProtocolError);
   // float32 messages are the old ones, int for int.
   CHECK(EmbPull{kSpec, {1}}.Encode(1).header.ints.size() == 5);
   CHECK(EmbPush{kSpec, {1}, std::vector<float>(4)}.Encode(1).header.ints.size() == 5);
