@@ -70,6 +70,10 @@ int main(int argc, char** argv) {
     std::signal(SIGINT, OnSignal);
     std::signal(SIGTERM, OnSignal);
     std::signal(SIGHUP, OnSignal);
+    // An ssh that exits at once (refused, unreachable) closes the stdin we
+    // feed it: the write must fail with EPIPE and the ssh's error be
+    // reported, not kill gnn-copy (seen: exit by SIGPIPE, no message).
+    std::signal(SIGPIPE, SIG_IGN);
     gnn::RunCopy(o, std::cout, &g_signal);
   });
   return g_signal != 0 ? 128 + g_signal : rc;
