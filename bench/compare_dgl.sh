@@ -38,6 +38,11 @@
 # configs/<graph>_<model>.toml when there is one); gat and gcn's DGL
 # partitions get a self-loop on every node (DGL's examples'
 # dgl.add_self_loop; gnn adds one to every block).
+# DGL_SPLIT (dist2 only; default dgl): dgl has DGL's partition_graph split
+# the graph; gnn gives DGL gnn-partition's own 2-partition output converted
+# to DGL's format (dgl_peer.py convert: the same split and ids for both
+# systems), for graphs DGL cannot split in this machine's memory
+# (synthetic:products).
 # LINK_RATE (e.g. 100mbit, 1gbit; default none) limits each machine's link
 # with a token bucket (tc qdisc ... tbf rate R burst 1mb latency 50ms on the
 # namespace's side of its veth).
@@ -149,7 +154,9 @@ flags_of() {  # graph (the model is $MODEL)
 }
 # DGL's partitions of a graph for the model: with self-loops for gat/gcn.
 dgl_dir() {  # graph parts
-  case $MODEL in gat|gcn) echo "$WORK/$1-dgl$2-sl" ;; *) echo "$WORK/$1-dgl$2" ;; esac
+  local conv=""
+  [ "$2" = 2 ] && [ "${DGL_SPLIT:-dgl}" = gnn ] && conv=-conv
+  case $MODEL in gat|gcn) echo "$WORK/$1-dgl$2$conv-sl" ;; *) echo "$WORK/$1-dgl$2$conv" ;; esac
 }
 config_of() {  # folder -> the partition config JSON in it
   ls "$1"/*.json | head -1
@@ -235,7 +242,10 @@ prepare() {  # graph
     [ -d "$WORK/$g-gnn2" ] ||
       "$BIN/gnn-partition" --dataset "$ds" --num_parts 2 --part_method "$method" \
         --balance_train --balance_edges --output "$WORK/$g-gnn2" --quiet >&2
-    if [ ! -d "$(dgl_dir "$g" 2)" ]; then
+    if [ ! -d "$(dgl_dir "$g" 2)" ] && [ "${DGL_SPLIT:-dgl}" = gnn ]; then
+      log "gnn's 2 partitions of $ds in DGL's format${loops:+ (self-loops)}"
+      "$PY" "$HERE/dgl_peer.py" convert "$(config_of "$WORK/$g-gnn2")" "$(dgl_dir "$g" 2)" $loops >&2
+    elif [ ! -d "$(dgl_dir "$g" 2)" ]; then
       log "DGL partitions $ds (2 parts, $method${loops:+, self-loops})"
       "$PY" "$HERE/dgl_peer.py" partition "$(config_of "$WORK/$g-gnn1")" 2 "$(dgl_dir "$g" 2)" \
         "$method" $loops >&2

@@ -8,6 +8,18 @@
       self-loop on every node first (dgl.add_self_loop: the convention of
       DGL's GAT and GCN examples; gnn adds one to every block instead).
 
+  dgl_peer.py convert GNN_JSON OUT_DIR [self_loops]
+      DGL's partition format (graph.dgl, node_feat.dgl, the JSON) from
+      gnn-partition's output as it is: the same split, the same relabelled
+      ids, the same bytes, with no partitioning by DGL. Each DGL partition
+      holds its owned nodes first (ids in node_map's order), then the halo
+      sources of their in-edges, and the in-edges of its owned nodes, all
+      inner (what DGL's samplers read with DGL_GRAPH_FORMAT=csc). For graphs
+      DGL's partition_graph cannot split in this machine's memory
+      (synthetic:products: killed at 24 GiB); one partition is in memory
+      at a time. With self_loops: a self-loop on every owned node instead
+      of any it had (as the partition subcommand).
+
   dgl_peer.py train --part_config DGL_JSON [gnn-train's flags]
       DGL's distributed GraphSAGE recipe (examples/pytorch/graphsage/dist):
       mean SAGEConv, ReLU + dropout after every layer but the last, Adam,
@@ -59,6 +71,79 @@ def partition(cfg_path, num_parts, out_dir, method, self_loops):
                                     balance_ntypes=g.ndata["train_mask"], balance_edges=True)
     print(json.dumps({"dgl_partition_s": round(time.time() - start, 2), "nodes": n,
                       "edges": num_edges}))
+
+
+def convert(cfg_path, out_dir, self_loops):
+    import dgl
+    start = time.time()
+    cfg = json.load(open(cfg_path))
+    base = os.path.dirname(os.path.abspath(cfg_path))
+    num_parts = cfg["num_parts"]
+    ranges = cfg["node_map"]["_N"]
+    bounds = np.array([r[1] for r in ranges], dtype=np.int64)
+
+    def load(p, name):
+        return np.load(os.path.join(base, cfg["part-%d" % p]["part_dir"], name + ".npy"), mmap_mode="r")
+
+    def in_edges(p):  # (src global, dst local) of partition p's owned nodes' in-edges
+        indptr, indices = load(p, "indptr"), load(p, "indices")
+        lo = ranges[p][0]
+        dst = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+        src = np.asarray(indices, dtype=np.int64)
+        if self_loops:
+            keep = src != dst + lo
+            owned = np.arange(len(indptr) - 1, dtype=np.int64)
+            src = np.concatenate([src[keep], owned + lo])
+            dst = np.concatenate([dst[keep], owned])
+        return src, dst
+
+    counts = [len(in_edges(p)[0]) if self_loops else int(cfg["part-%d" % p]["num_edges"])
+              for p in range(num_parts)]
+    edge_lo = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    os.makedirs(out_dir, exist_ok=True)
+    out = {"graph_name": cfg["graph_name"], "num_nodes": cfg["num_nodes"],
+           "num_edges": int(edge_lo[-1]), "part_method": cfg["part_method"],
+           "num_parts": num_parts, "halo_hops": 1, "node_map": {"_N": ranges},
+           "edge_map": {"_N:_E:_N": [[int(edge_lo[p]), int(edge_lo[p + 1])]
+                                      for p in range(num_parts)]},
+           "ntypes": {"_N": 0}, "etypes": {"_N:_E:_N": 0}}
+    for p in range(num_parts):
+        lo, hi = ranges[p]
+        n_owned = hi - lo
+        src, dst = in_edges(p)
+        foreign = (src < lo) | (src >= hi)
+        halo = np.unique(src[foreign])
+        local_src = src - lo
+        local_src[foreign] = n_owned + np.searchsorted(halo, src[foreign])
+        nid = np.concatenate([np.arange(lo, hi, dtype=np.int64), halo])
+        g = dgl.graph((torch.from_numpy(local_src), torch.from_numpy(dst)),
+                      num_nodes=len(nid))
+        del src, local_src, dst, foreign
+        g.ndata[dgl.NID] = torch.from_numpy(nid)
+        g.ndata["inner_node"] = torch.from_numpy((np.arange(len(nid)) < n_owned).astype(np.uint8))
+        g.ndata["part_id"] = torch.from_numpy(np.searchsorted(bounds, nid, side="right"))
+        g.edata[dgl.EID] = torch.arange(edge_lo[p], edge_lo[p + 1], dtype=torch.int64)
+        g.edata["inner_edge"] = torch.ones(g.num_edges(), dtype=torch.uint8)
+        folder = os.path.join(out_dir, "part%d" % p)
+        os.makedirs(folder, exist_ok=True)
+        dgl.save_graphs(os.path.join(folder, "graph.dgl"), [g])
+        del g, nid, halo
+        feats = {"_N/features": torch.from_numpy(np.array(load(p, "feat"))),
+                 "_N/labels": torch.from_numpy(np.array(load(p, "label"))),
+                 "_N/train_mask": torch.from_numpy(np.array(load(p, "train_mask"))),
+                 "_N/val_mask": torch.from_numpy(np.array(load(p, "valid_mask"))),
+                 "_N/test_mask": torch.from_numpy(np.array(load(p, "test_mask")))}
+        dgl.data.utils.save_tensors(os.path.join(folder, "node_feat.dgl"), feats)
+        dgl.data.utils.save_tensors(os.path.join(folder, "edge_feat.dgl"), {})
+        del feats
+        gc.collect()
+        out["part-%d" % p] = {"node_feats": "part%d/node_feat.dgl" % p,
+                              "edge_feats": "part%d/edge_feat.dgl" % p,
+                              "part_graph": "part%d/graph.dgl" % p}
+    with open(os.path.join(out_dir, cfg["graph_name"] + ".json"), "w") as f:
+        json.dump(out, f, indent=1)
+    print(json.dumps({"dgl_convert_s": round(time.time() - start, 2), "parts": num_parts,
+                      "nodes": cfg["num_nodes"], "edges": int(edge_lo[-1])}))
 
 
 def train(argv):
@@ -202,6 +287,8 @@ if __name__ == "__main__":
         partition(sys.argv[2], int(sys.argv[3]), sys.argv[4],
                   sys.argv[5] if len(sys.argv) > 5 else "metis",
                   len(sys.argv) > 6 and sys.argv[6] == "self_loops")
+    elif len(sys.argv) >= 4 and sys.argv[1] == "convert":
+        convert(sys.argv[2], sys.argv[3], len(sys.argv) > 4 and sys.argv[4] == "self_loops")
     elif len(sys.argv) >= 2 and sys.argv[1] == "train":
         train(sys.argv[2:])
     else:

@@ -30,6 +30,13 @@
 #          RGCN and RGAT (rgcn_bench.sh's flags) standalone on
 #          synthetic:mag-small, 3 seeds on the CPU and on the GPU: test
 #          accuracy (the GPU's mean within one CPU sd) and seeds/s.
+#   there: bash bench/gpu_check.sh typeddist
+#          RGCN through gnn-launch on one machine (1 server, 2 gnn-sampler
+#          processes, 1 trainer): the distributed typed path (batches with
+#          the first layer's per-relation means summed at the owner, typed
+#          sampler processes, the NCCL group) with the trainer on the CPU
+#          and on the GPU, seeds 0-2: test accuracy (the GPU's mean within
+#          one CPU sd) and seeds/s. GNN_GPU_SEEDS: other seeds.
 #
 # "GPU" runs pass --gpu_cache_mb 0 (gnn-train's default, -1, caches up to
 # half the GPU's free memory). On a machine without a GPU the stages after
@@ -296,14 +303,53 @@ typed() {
   [ "$verdict" = 0 ] || exit 1
 }
 
+# RGCN through gnn-launch (typed samplers, means at the owner) on the CPU
+# and on the GPU.
+typeddist() {
+  prepare_run
+  local config port line acc sps verdict=0 dev
+  config="$WORK/synthetic-mag-small/synthetic-mag-small.json"
+  if [ ! -f "$config" ]; then
+    gnn-partition --dataset synthetic:mag-small --undirected --balance_train --num_parts 1 \
+      --output "$WORK/synthetic-mag-small" --overwrite --quiet >/dev/null
+  fi
+  mkdir -p "$WORK/tws"
+  cp -r "$(dirname "$config")" "$WORK/tws/"
+  local flags="--model rgcn --num_bases 2 --fan_out 25,10 --num_hidden 64 --lr 0.01 --dropout 0.5"
+  flags+=" --sparse_lr 0.06 --batch_size 256 --num_epochs $EPOCHS --eval_every $EPOCHS --log_every 1000000"
+  local cpu=() gpu=() cpu_sps=() gpu_sps=()
+  for seed in ${GNN_GPU_SEEDS:-0 1 2}; do
+    for dev in -1 1; do
+      port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+      echo "127.0.0.1 $port" >"$WORK/tws/ip_config.txt"
+      line=$(gnn-launch --workspace "$WORK/tws" --num_trainers 1 --num_samplers 2 --num_servers 1 \
+        --part_config synthetic-mag-small/synthetic-mag-small.json --ip_config ip_config.txt \
+        "gnn-train $flags --seed $seed --num_gpus $dev --gpu_cache_mb 0" \
+        2>>"$LOG_DIR/typeddist.log" | tail -1)
+      read -r acc sps <<<"$(echo "$line" | python3 -c "import json, sys; d = json.load(sys.stdin); print(d['test_acc'], d['seeds_per_s'])")"
+      say "rgcn gnn-launch seed $seed --num_gpus $dev: test accuracy $acc, seeds/s $sps"
+      if [ "$dev" = -1 ]; then cpu+=("$acc"); cpu_sps+=("$sps"); else gpu+=("$acc"); gpu_sps+=("$sps"); fi
+    done
+  done
+  read -r cm cs <<<"$(mean_sd "${cpu[@]}")"
+  read -r gm gs <<<"$(mean_sd "${gpu[@]}")"
+  local c g
+  c=$(median "${cpu_sps[@]}")
+  g=$(median "${gpu_sps[@]}")
+  say "rgcn synthetic:mag-small through gnn-launch (2 samplers), seeds ${GNN_GPU_SEEDS:-0 1 2}, $EPOCHS epochs: test" \
+    "accuracy CPU $cm +- $cs, GPU $gm +- $gs; seeds/s (median) CPU $c, GPU $g ($(ratio "$g" "$c")x)"
+  within_sd "$gm" "$cm" "$cs" || { say "rgcn's distributed GPU accuracy is not within one CPU sd"; exit 1; }
+}
+
 case "$STAGE" in
   pack) pack ;;
   tests) tests ;;
   bench) bench ;;
   gat) gat ;;
   typed) typed ;;
+  typeddist) typeddist ;;
   *)
-    echo "usage: bash bench/gpu_check.sh pack|tests|bench|gat|typed (see the header)" >&2
+    echo "usage: bash bench/gpu_check.sh pack|tests|bench|gat|typed|typeddist (see the header)" >&2
     exit 2
     ;;
 esac

@@ -227,14 +227,9 @@ void DistGraph::FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
   for (int p = 0; p < parts; ++p) {
     const net::PullSums& all = groups[p];
     first_row[p] = total;
-    for (size_t g = 0; g < all.num_groups();) {
+    for (const auto& [first, end] : net::GroupPieces(all.group_ptr, max_ids, max_groups)) {
       Pending q{nullptr, 0, total, {{}, {0}, options_.wire_format, options_.id_coding}};
-      for (; g < all.num_groups() && q.asked.num_groups() < max_groups; ++g) {
-        const int64_t b = all.group_ptr[g], e = all.group_ptr[g + 1];
-        if (q.asked.ids.size() + (e - b) > max_ids && !q.asked.ids.empty()) break;
-        q.asked.ids.insert(q.asked.ids.end(), all.ids.begin() + b, all.ids.begin() + e);
-        q.asked.group_ptr.push_back(static_cast<int64_t>(q.asked.ids.size()));
-      }
+      net::TakeGroups(all, first, end, &q.asked);
       const size_t count = q.asked.num_groups();
       Message req = q.asked.Encode(0);
       Sending(req);

@@ -362,20 +362,14 @@ void DistGraph::TypedGroupSums(int ntype, const net::EmbSpec* spec, const std::v
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   for (int p = 0; p < parts; ++p) {
     const net::PullTypedSums& all = asked[p];
-    for (size_t g = 0; g < all.num_groups();) {
-      Pending q{nullptr, 0, p, g, {}};
+    for (const auto& [first, end] : net::GroupPieces(all.group_ptr, max_ids, max_groups)) {
+      Pending q{nullptr, 0, p, first, {}};
       q.asked.ntype = ntype;
       q.asked.embedding = spec != nullptr;
       if (spec) q.asked.spec = *spec;
       q.asked.format = format;
       q.asked.coding = options_.id_coding;
-      for (; g < all.num_groups() && q.asked.num_groups() < max_groups; ++g) {
-        const int64_t b = all.group_ptr[g], e = all.group_ptr[g + 1];
-        if (q.asked.ids.size() + static_cast<size_t>(e - b) > max_ids && !q.asked.ids.empty())
-          break;
-        q.asked.ids.insert(q.asked.ids.end(), all.ids.begin() + b, all.ids.begin() + e);
-        q.asked.group_ptr.push_back(static_cast<int64_t>(q.asked.ids.size()));
-      }
+      net::TakeGroups(all, first, end, &q.asked);
       Message req = q.asked.Encode(0);
       Sending(req);
       q.conn = spec ? &EmbConn(p) : &Pick(p);

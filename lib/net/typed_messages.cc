@@ -402,4 +402,22 @@ EmbAck EmbAck::Decode(const Message& m, int64_t expected_rows, const std::string
   return {m.header.ints[0]};
 }
 
+std::vector<std::pair<size_t, size_t>> GroupPieces(const std::vector<int64_t>& group_ptr,
+                                                   size_t max_ids, size_t max_groups) {
+  std::vector<std::pair<size_t, size_t>> pieces;
+  const size_t groups = group_ptr.empty() ? 0 : group_ptr.size() - 1;
+  max_groups = std::max<size_t>(max_groups, 1);
+  for (size_t g = 0; g < groups;) {
+    const size_t first = g;
+    size_t ids = 0;
+    for (; g < groups && g - first < max_groups; ++g) {
+      const size_t n = static_cast<size_t>(group_ptr[g + 1] - group_ptr[g]);
+      if (ids + n > max_ids && g > first) break;
+      ids += n;
+    }
+    pieces.push_back({first, g});
+  }
+  return pieces;
+}
+
 }  // namespace gnn::net

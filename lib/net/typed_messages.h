@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "net/messages.h"
@@ -98,6 +99,21 @@ struct PullTypedSums {
   Message Encode(uint64_t request_id) const;
   static PullTypedSums Decode(const Message& m);
 };
+
+// A PullSums or PullTypedSums too big for one request goes in pieces:
+// GroupPieces cuts groups (offsets group_ptr into their ids) into runs of
+// at most max_groups groups and at most max_ids ids (a bigger group alone
+// makes one), as [first, end) group ranges in order; TakeGroups appends
+// groups [first, end) of `all` to `piece` (whose other fields are set).
+std::vector<std::pair<size_t, size_t>> GroupPieces(const std::vector<int64_t>& group_ptr,
+                                                   size_t max_ids, size_t max_groups);
+template <class Groups>
+void TakeGroups(const Groups& all, size_t first, size_t end, Groups* piece) {
+  const int64_t b = all.group_ptr[first];
+  piece->ids.insert(piece->ids.end(), all.ids.begin() + b, all.ids.begin() + all.group_ptr[end]);
+  const int64_t shift = piece->group_ptr.back() - b;
+  for (size_t g = first; g < end; ++g) piece->group_ptr.push_back(all.group_ptr[g + 1] + shift);
+}
 
 // Embedding rows and their gradients travel in `format` (--wire_dtype):
 // float32, or bfloat16 (an int after the coding's, which is then always

@@ -390,6 +390,30 @@ TEST_CASE("a typed sums request round-trips and a malformed one is refused", "[u
                     Catch::Contains("server 1 sent") && Catch::Contains("PullTypedSums"));
 }
 
+TEST_CASE("sums requests are cut into pieces by groups and ids", "[unit][messages]") {
+  PullTypedSums all;
+  all.ids = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  all.group_ptr = {0, 2, 3, 8, 9, 10};  // sizes 2 1 5 1 1
+  using Pieces = std::vector<std::pair<size_t, size_t>>;
+  CHECK(GroupPieces(all.group_ptr, 100, 100) == Pieces{{0, 5}});
+  CHECK(GroupPieces(all.group_ptr, 100, 2) == Pieces{{0, 2}, {2, 4}, {4, 5}});
+  // At most 3 ids, but the group of 5 alone makes a piece.
+  CHECK(GroupPieces(all.group_ptr, 3, 100) == Pieces{{0, 2}, {2, 3}, {3, 5}});
+  CHECK(GroupPieces(all.group_ptr, 1, 0) == Pieces{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}});
+  CHECK(GroupPieces({0}, 4, 4).empty());
+  // The pieces put back together are the request.
+  PullTypedSums joined;
+  for (const auto& [first, end] : GroupPieces(all.group_ptr, 3, 100)) {
+    PullTypedSums piece;
+    TakeGroups(all, first, end, &piece);
+    CHECK(piece.group_ptr.front() == 0);
+    CHECK(piece.group_ptr.back() == static_cast<int64_t>(piece.ids.size()));
+    TakeGroups(piece, 0, piece.num_groups(), &joined);
+  }
+  CHECK(joined.ids == all.ids);
+  CHECK(joined.group_ptr == all.group_ptr);
+}
+
 TEST_CASE("embedding rows and gradients travel as bfloat16 when asked", "[unit][messages]") {
   const std::vector<float> g = {0.5f, -1.25f, 3.0f, 1e-3f, 7.0f, -0.0f, 2.5f, 1.0f / 3.0f};
   for (IdCoding c : {IdCoding::kInt64, IdCoding::kVarint}) {
