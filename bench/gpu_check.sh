@@ -266,6 +266,20 @@ gat() {
   [ "$verdict" = 0 ] || { say "GAT's GPU accuracy is not within one CPU sd"; exit 1; }
 }
 
+# Says the test accuracy (mean and sd) and median seeds/s of the caller's
+# arrays cpu, gpu, cpu_sps and gpu_sps under the label $1; fails unless the
+# GPU's mean accuracy is within one CPU sd.
+cpu_gpu_summary() {
+  local cm cs gm gs c g
+  read -r cm cs <<<"$(mean_sd "${cpu[@]}")"
+  read -r gm gs <<<"$(mean_sd "${gpu[@]}")"
+  c=$(median "${cpu_sps[@]}")
+  g=$(median "${gpu_sps[@]}")
+  say "$1: test accuracy CPU $cm +- $cs, GPU $gm +- $gs; seeds/s (median) CPU $c, GPU $g" \
+    "($(ratio "$g" "$c")x)"
+  within_sd "$gm" "$cm" "$cs"
+}
+
 # RGCN and RGAT (typed graphs; rgcn_bench.sh's flags) on the GPU against the
 # CPU: test accuracy and seeds/s on synthetic:mag-small, 3 seeds each.
 typed() {
@@ -291,14 +305,8 @@ typed() {
       gpu+=("$acc")
       gpu_sps+=("$sps")
     done
-    read -r cm cs <<<"$(mean_sd "${cpu[@]}")"
-    read -r gm gs <<<"$(mean_sd "${gpu[@]}")"
-    local c g
-    c=$(median "${cpu_sps[@]}")
-    g=$(median "${gpu_sps[@]}")
-    say "$model synthetic:mag-small standalone, seeds 0-2, $EPOCHS epochs: test accuracy CPU" \
-      "$cm +- $cs, GPU $gm +- $gs; seeds/s (median) CPU $c, GPU $g ($(ratio "$g" "$c")x)"
-    within_sd "$gm" "$cm" "$cs" || { say "$model's GPU accuracy is not within one CPU sd"; verdict=1; }
+    cpu_gpu_summary "$model synthetic:mag-small standalone, seeds 0-2, $EPOCHS epochs" ||
+      { say "$model's GPU accuracy is not within one CPU sd"; verdict=1; }
   done
   [ "$verdict" = 0 ] || exit 1
 }
@@ -307,7 +315,7 @@ typed() {
 # and on the GPU.
 typeddist() {
   prepare_run
-  local config port line acc sps verdict=0 dev
+  local config port line acc sps dev
   config="$WORK/synthetic-mag-small/synthetic-mag-small.json"
   if [ ! -f "$config" ]; then
     gnn-partition --dataset synthetic:mag-small --undirected --balance_train --num_parts 1 \
@@ -331,14 +339,8 @@ typeddist() {
       if [ "$dev" = -1 ]; then cpu+=("$acc"); cpu_sps+=("$sps"); else gpu+=("$acc"); gpu_sps+=("$sps"); fi
     done
   done
-  read -r cm cs <<<"$(mean_sd "${cpu[@]}")"
-  read -r gm gs <<<"$(mean_sd "${gpu[@]}")"
-  local c g
-  c=$(median "${cpu_sps[@]}")
-  g=$(median "${gpu_sps[@]}")
-  say "rgcn synthetic:mag-small through gnn-launch (2 samplers), seeds ${GNN_GPU_SEEDS:-0 1 2}, $EPOCHS epochs: test" \
-    "accuracy CPU $cm +- $cs, GPU $gm +- $gs; seeds/s (median) CPU $c, GPU $g ($(ratio "$g" "$c")x)"
-  within_sd "$gm" "$cm" "$cs" || { say "rgcn's distributed GPU accuracy is not within one CPU sd"; exit 1; }
+  cpu_gpu_summary "rgcn synthetic:mag-small through gnn-launch (2 samplers), seeds ${GNN_GPU_SEEDS:-0 1 2}, $EPOCHS epochs" ||
+    { say "rgcn's distributed GPU accuracy is not within one CPU sd"; exit 1; }
 }
 
 case "$STAGE" in

@@ -24,8 +24,10 @@ inline void PrefetchBytes(const void* p, size_t bytes, size_t max_lines = 4) {
 // mmap whose pages the kernel must zero on first touch, then unmaps it when
 // the batch is freed, every step. Raises malloc's mmap threshold to its
 // maximum (32 MiB), stops the main heap from using mmap at all (larger
-// buffers come from the heap too) and raises the trim threshold to 1 GiB.
-// Call once, early, before threads start; a no-op off glibc.
+// buffers come from the heap too), raises the trim threshold to 1 GiB and
+// puts every thread on that one heap (one arena: a thread's own arena maps
+// and unmaps large buffers whatever the settings). Call once, early,
+// before threads start; a no-op off glibc.
 void KeepFreedMemoryForReuse();
 
 }  // namespace gnn
