@@ -75,8 +75,18 @@ def partition(cfg_path, num_parts, out_dir, method, self_loops):
 
 def convert(cfg_path, out_dir, self_loops):
     import dgl
+    import shutil
     start = time.time()
-    cfg = json.load(open(cfg_path))
+    if os.path.exists(out_dir):
+        sys.exit("dgl_peer.py convert: %s exists: remove it first" % out_dir)
+    try:
+        cfg = json.load(open(cfg_path))
+    except (OSError, ValueError) as e:
+        sys.exit("dgl_peer.py convert: cannot read the partition config %s: %s" % (cfg_path, e))
+    # Written beside out_dir and renamed when whole: compare_dgl.sh reuses
+    # an out_dir that exists, so a cut-off run must not leave one.
+    final_dir, out_dir = out_dir, out_dir.rstrip("/") + ".tmp"
+    shutil.rmtree(out_dir, ignore_errors=True)
     base = os.path.dirname(os.path.abspath(cfg_path))
     num_parts = cfg["num_parts"]
     ranges = cfg["node_map"]["_N"]
@@ -142,6 +152,7 @@ def convert(cfg_path, out_dir, self_loops):
                               "part_graph": "part%d/graph.dgl" % p}
     with open(os.path.join(out_dir, cfg["graph_name"] + ".json"), "w") as f:
         json.dump(out, f, indent=1)
+    os.rename(out_dir, final_dir)
     print(json.dumps({"dgl_convert_s": round(time.time() - start, 2), "parts": num_parts,
                       "nodes": cfg["num_nodes"], "edges": int(edge_lo[-1])}))
 
