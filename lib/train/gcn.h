@@ -5,8 +5,11 @@
 // destination is one of its own in-neighbours (DGL's example adds
 // self-loops to the graph, dgl.add_self_loop; gnn adds one to every block
 // on top of the sampled neighbours, so it is never sampled away), and both
-// degrees count it. W applied before the sum when in > out, after it
-// otherwise (DGL's order). ReLU between layers; dropout on every layer's
+// degrees count it. W applied before the sum or after it, whichever order
+// costs fewer multiply-adds for the block (DGL projects first whenever
+// in > out; on a sampled first layer summing first reads the input rows
+// once instead of twice, see ProjectFirst): the same function either way,
+// rounded differently. ReLU between layers; dropout on every layer's
 // input but the first (DGL's example). Parameter names follow DGL's
 // GraphConv (layers.<i>.weight [in, out], layers.<i>.bias).
 #pragma once
@@ -25,6 +28,8 @@ class GraphConvImpl : public torch::nn::Module {
   GraphConvImpl(int64_t in, int64_t out);
   // `block` with its self-loops; h_src [num_src, in]. Returns [num_dst, out].
   torch::Tensor forward(const BlockTensors& block, const torch::Tensor& h_src);
+  // Whether forward applies W before the sum over in-edges for this block.
+  bool ProjectFirst(const BlockTensors& block, const torch::Tensor& h_src) const;
 
  private:
   int64_t in_, out_;

@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 #include <random>
+#include <set>
 
 #include "common/error.h"
 #include "random_block.h"
@@ -318,30 +319,46 @@ TEST_CASE("GATConv computes DGL's GATConv under its parameter names", "[unit]") 
 }
 
 TEST_CASE("GraphConv computes DGL's norm='both' over the block with self-loops", "[unit]") {
+  // Both orders (W before or after the sum, by cost), values and gradients.
   torch::manual_seed(4);
-  for (auto [in, out] : {std::pair<int64_t, int64_t>{6, 3}, {3, 6}}) {  // both weight orders
-    GraphConv conv(in, out);
-    auto params = conv->named_parameters();
-    CHECK(params["weight"].sizes() == torch::IntArrayRef({in, out}));  // DGL's [in, out]
-    CHECK(params["bias"].sizes() == torch::IntArrayRef({out}));
-    Block blk = RandomBlock(4, 7, 3, static_cast<uint32_t>(in));
-    BlockTensors b = WithSelfLoops(ToTensors(blk));
-    torch::Tensor h = torch::randn({7, in});
-    torch::Tensor got = conv->forward(b, h);
-    // Dense: A[i][s] = edges s -> i; D_out per source, D_in per destination.
-    torch::Tensor a = torch::zeros({4, 7});
-    for (int64_t i = 0; i < 4; ++i) {
-      a[i][i] += 1;  // the self-loop
-      for (int64_t e = blk.indptr[i]; e < blk.indptr[i + 1]; ++e) a[i][blk.indices[e]] += 1;
+  std::set<bool> orders;
+  for (auto [in, out] : {std::pair<int64_t, int64_t>{6, 3}, {3, 6}, {12, 2}}) {
+    for (bool h_grad : {false, true}) {
+      GraphConv conv(in, out);
+      auto params = conv->named_parameters();
+      CHECK(params["weight"].sizes() == torch::IntArrayRef({in, out}));  // DGL's [in, out]
+      CHECK(params["bias"].sizes() == torch::IntArrayRef({out}));
+      Block blk = RandomBlock(4, 7, 3, static_cast<uint32_t>(in));
+      BlockTensors b = WithSelfLoops(ToTensors(blk));
+      torch::Tensor h = torch::randn({7, in}).requires_grad_(h_grad);
+      orders.insert(conv->ProjectFirst(b, h));
+      torch::Tensor got = conv->forward(b, h);
+      // Dense: A[i][s] = edges s -> i; D_out per source, D_in per destination.
+      torch::Tensor a = torch::zeros({4, 7});
+      for (int64_t i = 0; i < 4; ++i) {
+        a[i][i] += 1;  // the self-loop
+        for (int64_t e = blk.indptr[i]; e < blk.indptr[i + 1]; ++e) a[i][blk.indices[e]] += 1;
+      }
+      torch::Tensor d_out = a.sum(0).clamp_min(1).rsqrt(), d_in = a.sum(1).clamp_min(1).rsqrt();
+      torch::Tensor w = params["weight"].detach().clone().requires_grad_(true);
+      torch::Tensor h2 = h.detach().clone().requires_grad_(h_grad);
+      torch::Tensor want =
+          d_in.unsqueeze(1) * a.matmul(d_out.unsqueeze(1) * h2).matmul(w) + params["bias"];
+      CHECK(torch::allclose(got, want, 1e-4, 1e-5));
+      torch::Tensor up = torch::randn({4, out});
+      (got * up).sum().backward();
+      (want * up).sum().backward();
+      CHECK(torch::allclose(params["weight"].grad(), w.grad(), 1e-4, 1e-5));
+      if (h_grad) CHECK(torch::allclose(h.grad(), h2.grad(), 1e-4, 1e-5));
     }
-    torch::Tensor d_out = a.sum(0).clamp_min(1).rsqrt(), d_in = a.sum(1).clamp_min(1).rsqrt();
-    torch::Tensor want =
-        d_in.unsqueeze(1) * a.matmul(d_out.unsqueeze(1) * h).matmul(params["weight"]) +
-        params["bias"];
-    CHECK(torch::allclose(got, want, 1e-4, 1e-5));
-    got.sum().backward();  // a gradient flows into the input-side weight
-    CHECK(params["weight"].grad().abs().sum().item<double>() > 0);
   }
+  {
+    GraphConv conv(12, 2);
+    BlockTensors b = WithSelfLoops(ToTensors(RandomBlock(4, 7, 3, 12)));
+    torch::NoGradGuard no_grad;  // inference: no backward to pay for
+    orders.insert(conv->ProjectFirst(b, torch::randn({7, 12})));
+  }
+  CHECK(orders == std::set<bool>{false, true});
 }
 
 TEST_CASE("GAT and GCN: forward over full blocks equals layer-wise inference", "[unit]") {
