@@ -445,13 +445,13 @@ struct Bench {
     return static_cast<double>(edges);
   }
   double RowBytes() const { return static_cast<double>(config.feature_dim) * sizeof(float); }
-  double StandaloneGather(std::vector<float>* out) const {
+  double StandaloneGather(gnn::NoInitVector<float>* out) const {
     for (const auto& ids : wl.pull_ids) {
       gnn::GatherRows(lp.features.data(), lp.node_start, lp.feature_dim, ids, out, 1);
     }
     return wl.pull_rows * RowBytes();
   }
-  double DistPull(gnn::DistGraph& g, std::vector<float>* out, double* wire) const {
+  double DistPull(gnn::DistGraph& g, gnn::NoInitVector<float>* out, double* wire) const {
     uint64_t w0 = g.wire_bytes();
     for (const auto& ids : wl.pull_ids) g.PullFeatures(ids, out);
     *wire += g.wire_bytes() - w0;
@@ -460,13 +460,13 @@ struct Bench {
   // The same pulls as consecutive PullFeatures calls on slices of about
   // chunk_bytes of reply each, copied into the batch's buffer: what smaller
   // messages alone (no pipelining) change.
-  double DistPullSliced(gnn::DistGraph& g, std::vector<float>* out, double* wire,
+  double DistPullSliced(gnn::DistGraph& g, gnn::NoInitVector<float>* out, double* wire,
                         size_t chunk_bytes) const {
     const size_t row = static_cast<size_t>(RowBytes());
     const size_t dim = static_cast<size_t>(config.feature_dim);
     const size_t step = std::max<size_t>(1, chunk_bytes / row);
     std::vector<int64_t> slice;
-    std::vector<float> part;
+    gnn::NoInitVector<float> part;
     uint64_t w0 = g.wire_bytes();
     for (const auto& ids : wl.pull_ids) {
       out->resize(ids.size() * dim);
@@ -512,7 +512,7 @@ struct Bench {
 
   // Compares one pulled batch with the standalone gather.
   void CheckPull(gnn::DistGraph& g, const char* what) const {
-    std::vector<float> a, b;
+    gnn::NoInitVector<float> a, b;
     const auto& ids = wl.pull_ids.front();
     gnn::GatherRows(lp.features.data(), lp.node_start, lp.feature_dim, ids, &a, 1);
     g.PullFeatures(ids, &b);
@@ -525,7 +525,7 @@ struct Bench {
     std::vector<std::unique_ptr<gnn::DistGraph>> local, remote;
     std::vector<std::unique_ptr<zmq::context_t>> raw_ctx;
     std::vector<std::unique_ptr<zmq::socket_t>> raw;
-    std::vector<std::vector<float>> out;
+    std::vector<gnn::NoInitVector<float>> out;
   };
 
   // The gnn-server processes of one measurement, and how clients reach them.

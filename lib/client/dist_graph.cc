@@ -163,7 +163,7 @@ void DistGraph::OpenRowCache() {
   // of a large cache.
   const auto fill = [&](const std::vector<int64_t>& ids, float* rows) {
     const size_t slice = std::max<size_t>(1, (size_t{64} << 20) / static_cast<size_t>(row_bytes));
-    std::vector<float> got;
+    NoInitVector<float> got;
     for (size_t first = 0; first < ids.size(); first += slice) {
       const size_t count = std::min(slice, ids.size() - first);
       PullFeatures({ids.begin() + first, ids.begin() + first + count}, &got);
@@ -375,9 +375,9 @@ std::vector<Block> DistGraph::SampleBlocks(const std::vector<int64_t>& seeds,
   return blocks;
 }
 
-void DistGraph::PullFeatures(const std::vector<int64_t>& ids, std::vector<float>* out) {
+void DistGraph::PullFeatures(const std::vector<int64_t>& ids, NoInitVector<float>* out) {
   const int64_t dim = config_.feature_dim;
-  out->resize(ids.size() * dim);
+  SizeRowBuffer(out, ids.size() * static_cast<size_t>(dim));  // every row is written below
   const size_t row = static_cast<size_t>(dim) * sizeof(float);
   auto pos = ByOwner(ids);
   // Other partitions' rows the machine's hot-row cache holds stay here.

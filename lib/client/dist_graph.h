@@ -9,6 +9,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "common/memory.h"
 #include "net/channel.h"
 #include "net/ip_config.h"
 #include "net/typed_messages.h"
@@ -110,10 +111,10 @@ class DistGraph {
   // else as rows (one PullFeatures). Requests to all owners run
   // concurrently, in pieces of about 4 MB.
   void SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bool replace,
-                       uint64_t rng_seed, std::vector<float>* out);
+                       uint64_t rng_seed, NoInitVector<float>* out);
 
   // Feature rows [ids.size(), feature_dim] and labels of any nodes.
-  void PullFeatures(const std::vector<int64_t>& ids, std::vector<float>* out);
+  void PullFeatures(const std::vector<int64_t>& ids, NoInitVector<float>* out);
   void PullLabels(const std::vector<int64_t>& ids, std::vector<int64_t>* out);
 
   // Nodes of `mask` (0 train, 1 valid, 2 test) at positions [begin, end) of

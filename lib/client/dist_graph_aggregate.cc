@@ -19,10 +19,10 @@ namespace gnn {
 using net::Message;
 
 void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bool replace,
-                                uint64_t rng_seed, std::vector<float>* out) {
+                                uint64_t rng_seed, NoInitVector<float>* out) {
   const int64_t dim = config_.feature_dim;
   const int64_t n = static_cast<int64_t>(dsts.size());
-  out->resize(2 * n * dim);
+  SizeRowBuffer(out, static_cast<size_t>(2 * n * dim));  // every row and sum is written
   float* rows = out->data();
   float* sums = rows + n * dim;
   const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
@@ -132,7 +132,7 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
     FinishRemoteSums(n, counts, rptr, unique, row_of, sums);
     return;
   }
-  std::vector<float> remote_rows;
+  NoInitVector<float> remote_rows;
   if (!unique.empty()) PullFeatures(unique, &remote_rows);
   FinishMeans(n, dim, counts, rptr, remote_rows.data(), row_of, sums);
 }
@@ -241,7 +241,7 @@ void DistGraph::FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
   }
   // The sums are in flight while the rows are pulled.
   const int64_t num_pulled = static_cast<int64_t>(pulled.size());
-  std::vector<float> rows;
+  NoInitVector<float> rows;  // every group's row is written below
   if (!pulled.empty()) PullFeatures(pulled, &rows);
   rows.resize((num_pulled + total) * dim);
   for (const Pending& q : pending) {

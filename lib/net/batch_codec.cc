@@ -130,7 +130,11 @@ MiniBatch DecodeMiniBatch(const Message& m) {
   if (m.frames.size() != static_cast<size_t>(3 + 3 * num_blocks)) fail("frame count");
   b.seeds = m.CopyArray<int64_t>(0);
   b.labels = m.CopyArray<int64_t>(1);
-  b.features = m.CopyArray<float>(2);
+  {
+    size_t n = 0;
+    const float* rows = m.Array<float>(2, &n);
+    b.features.assign(rows, rows + n);
+  }
   if (b.labels.size() != b.seeds.size()) fail("labels do not match seeds");
   b.blocks.resize(num_blocks);
   for (int64_t l = 0; l < num_blocks; ++l) {

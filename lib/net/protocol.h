@@ -218,8 +218,8 @@ void AddArray(Message* m, const T* data, size_t count) {
   m->header.frame_bytes.push_back(frame.size());
   m->frames.push_back(std::move(frame));
 }
-template <typename T>
-void AddArray(Message* m, const std::vector<T>& v) {
+template <typename T, typename Alloc>
+void AddArray(Message* m, const std::vector<T, Alloc>& v) {
   AddArray(m, v.data(), v.size());
 }
 // Adds an already-filled frame without copying.

@@ -6,6 +6,8 @@
 #include <memory>
 #include <vector>
 
+#include "common/memory.h"
+
 namespace gnn {
 
 // One layer's bipartite message-flow graph. The destination nodes are the
@@ -36,7 +38,7 @@ struct MiniBatch {
   std::vector<int64_t> seeds;  // global ids of the output nodes
   std::vector<Block> blocks;   // blocks[0] is nearest the input, blocks.back() ends at seeds
   int64_t feature_dim = 0;
-  std::vector<float> features;  // [blocks[0].num_src(), feature_dim], rows follow src_nodes
+  NoInitVector<float> features;  // [blocks[0].num_src(), feature_dim], rows follow src_nodes
                                 // ([2 * blocks[0].num_dst, feature_dim] with input_means)
   // Set by a loader with LoaderOptions::input_means: `features` holds block
   // 0's destination rows, then per destination the mean of its sampled

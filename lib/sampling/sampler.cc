@@ -85,11 +85,17 @@ class IdMap {
   int64_t size_ = 0;
 };
 
+[[noreturn]] void ThrowNotOwned(const CscView& csc, int64_t v) {
+  throw DataError("seed node " + std::to_string(v) + " is outside the graph's node range [" +
+                  std::to_string(csc.node_start) + ", " +
+                  std::to_string(csc.node_start + csc.num_nodes) + ")");
+}
+
+}  // namespace
+
 // A fresh feature buffer is tens of MB that malloc maps untouched: filling
 // it costs one page fault per 4 KiB, which on a products-size batch (84 MB)
-// took longer than the gather itself. Asking for transparent huge pages
-// before the first touch cuts the faults 512-fold. Advice only: ignored
-// where THP is off.
+// took longer than the gather itself. Huge pages cut the faults 512-fold.
 void AdviseHugePages(void* data, size_t bytes) {
 #ifdef __linux__
   constexpr uintptr_t kHuge = uintptr_t{2} << 20;
@@ -102,14 +108,6 @@ void AdviseHugePages(void* data, size_t bytes) {
   (void)bytes;
 #endif
 }
-
-[[noreturn]] void ThrowNotOwned(const CscView& csc, int64_t v) {
-  throw DataError("seed node " + std::to_string(v) + " is outside the graph's node range [" +
-                  std::to_string(csc.node_start) + ", " +
-                  std::to_string(csc.node_start + csc.num_nodes) + ")");
-}
-
-}  // namespace
 
 void SampleNeighbors(const CscView& csc, const int64_t* seeds, int64_t num_seeds, int fanout,
                      bool replace, uint64_t rng_seed, int threads, std::vector<int64_t>* out_indptr,
@@ -318,17 +316,9 @@ std::vector<Block> SampleBlocks(const CscView& csc, const std::vector<int64_t>& 
   return blocks;
 }
 
-void GatherRows(const float* rows, int64_t row_start, int64_t dim, const std::vector<int64_t>& ids,
-                std::vector<float>* out, int threads) {
+void GatherRowsTo(const float* rows, int64_t row_start, int64_t dim,
+                  const std::vector<int64_t>& ids, float* out, int threads) {
   const int64_t n = static_cast<int64_t>(ids.size());
-  if (static_cast<int64_t>(out->size()) != n * dim) {
-    if (static_cast<int64_t>(out->capacity()) < n * dim) {
-      std::vector<float>().swap(*out);
-      out->reserve(n * dim);
-      AdviseHugePages(out->data(), static_cast<size_t>(n * dim) * sizeof(float));
-    }
-    out->resize(n * dim);
-  }
   if (n == 0 || dim == 0) return;
   const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
   // Thread start-up costs tens of microseconds: not worth it for small copies.
@@ -336,7 +326,7 @@ void GatherRows(const float* rows, int64_t row_start, int64_t dim, const std::ve
   int t = ResolveThreads(threads);
   t = static_cast<int>(
       std::max<size_t>(1, std::min<size_t>(t, n * row_bytes / kMinBytesPerThread)));
-  float* dst = out->data();
+  float* dst = out;
   const int64_t* id = ids.data();
   // Rows are scattered over a matrix much larger than the caches: a plain
   // loop waits for each row in turn. Prefetching the first lines of a row
@@ -404,7 +394,7 @@ void PackInputMeans(MiniBatch* mb, int threads) {
                     " feature values for " + std::to_string(first.num_src()) + " input rows of " +
                     std::to_string(dim));
   }
-  std::vector<float> packed(static_cast<size_t>(2 * n * dim));
+  NoInitVector<float> packed(static_cast<size_t>(2 * n * dim));  // all written below
   // Destinations come first among the sources: their rows are the first n.
   std::copy(mb->features.begin(), mb->features.begin() + n * dim, packed.begin());
   MeanRows(

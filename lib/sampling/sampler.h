@@ -83,12 +83,38 @@ std::vector<Block> SampleBlocks(const CscView& csc, const std::vector<int64_t>& 
                                 const std::vector<int>& fanouts, bool replace, uint64_t rng_seed,
                                 int threads, const EdgeExclusion* exclude = nullptr);
 
-// out[i, :] = rows[ids[i] - row_start, :] for a row-major [*, dim] matrix.
-// The caller guarantees every row exists (ids >= row_start and in range).
-// `out` is resized to ids.size() * dim (no reallocation when it already has
-// that size, so a reused buffer is not re-zeroed).
+// Asks for transparent huge pages over [data, data + bytes) before its
+// first touch (a fresh feature buffer is tens of MB: one page fault per
+// 4 KiB otherwise). Advice only: ignored where THP is off.
+void AdviseHugePages(void* data, size_t bytes);
+
+// Sizes a row buffer (std::vector<float> or NoInitVector<float>) to n
+// floats: no reallocation when it already has the room, huge pages asked
+// for when it is fresh. A NoInitVector is not written.
+template <class Vec>
+void SizeRowBuffer(Vec* out, size_t n) {
+  if (out->size() == n) return;
+  if (out->capacity() < n) {
+    Vec().swap(*out);
+    out->reserve(n);
+    AdviseHugePages(out->data(), n * sizeof(float));
+  }
+  out->resize(n);
+}
+
+// out[i, :] = rows[ids[i] - row_start, :] for a row-major [*, dim] matrix,
+// out [ids.size(), dim]. The caller guarantees every row exists
+// (ids >= row_start and in range).
+void GatherRowsTo(const float* rows, int64_t row_start, int64_t dim,
+                  const std::vector<int64_t>& ids, float* out, int threads);
+
+// The same into a row buffer sized by SizeRowBuffer.
+template <class Vec>
 void GatherRows(const float* rows, int64_t row_start, int64_t dim, const std::vector<int64_t>& ids,
-                std::vector<float>* out, int threads);
+                Vec* out, int threads) {
+  SizeRowBuffer(out, ids.size() * static_cast<size_t>(dim));
+  GatherRowsTo(rows, row_start, dim, ids, out->data(), threads);
+}
 
 // out[i, :] = mean over block i's in-edges of the source's row of a
 // row-major [*, dim] matrix (row src_nodes[indices[e]] - row_start; the

@@ -310,7 +310,7 @@ class DistEnv : public TrainEnv {
       graph_->SampleNeighbors(dst, -1, false, 0, ptr, idx);
     };
     source.features = [&](const std::vector<int64_t>& ids) {
-      std::vector<float> feats;
+      NoInitVector<float> feats;
       graph_->PullFeatures(ids, &feats);
       return torch::from_blob(feats.data(), {static_cast<int64_t>(ids.size()), config_.feature_dim},
                               torch::kFloat32)
@@ -320,7 +320,7 @@ class DistEnv : public TrainEnv {
       // Layer 0 at the owners: two rows per destination instead of the
       // neighbour lists and every neighbour's row.
       source.input_means = [&](const std::vector<int64_t>& dst) {
-        std::vector<float> rows;
+        NoInitVector<float> rows;
         graph_->SampleAggregate(dst, -1, false, 0, &rows);
         return torch::from_blob(rows.data(),
                                 {2 * static_cast<int64_t>(dst.size()), config_.feature_dim},

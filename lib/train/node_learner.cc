@@ -95,7 +95,7 @@ class NodeLearner : public Learner {
       // host copies go then (a prefetched batch holds only pinned memory).
       env_->SetStager([](MiniBatch& mb) {
         mb.staged = std::make_shared<PinnedBatch>(Pin(mb));
-        std::vector<float>().swap(mb.features);
+        NoInitVector<float>().swap(mb.features);
       });
       cache_ = env_->DeviceCache();
     }

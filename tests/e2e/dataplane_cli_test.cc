@@ -297,7 +297,7 @@ TEST_CASE("a backup gnn-server attaches to server 0's shared memory instead of c
   for (int round = 0; round < 6; ++round) {
     std::vector<int64_t> ids;
     for (int i = 0; i < 16; ++i) ids.push_back(p0.node_start + rng() % p0.num_nodes);
-    std::vector<float> rows;
+    NoInitVector<float> rows;
     g.PullFeatures(ids, &rows);
     REQUIRE(rows.size() == ids.size() * dim);
     for (size_t i = 0; i < ids.size(); ++i) {

@@ -181,7 +181,7 @@ void RunEquality(const std::string& dataset) {
     // flight at once, answered out of order by the worker threads.
     std::vector<int64_t> all(dist.config.num_nodes);
     for (int64_t v = 0; v < dist.config.num_nodes; ++v) all[v] = dist.config.num_nodes - 1 - v;
-    std::vector<float> rows;
+    NoInitVector<float> rows;
     g.PullFeatures(all, &rows);
     std::vector<int64_t> orig_of_dist(dist.config.num_nodes);
     for (int64_t o2 = 0; o2 < dist.config.num_nodes; ++o2) orig_of_dist[dist.new_of_orig[o2]] = o2;
@@ -339,7 +339,7 @@ TEST_CASE("the hot-row cache: one per machine, same batches, fewer bytes (synthe
   CHECK(cache.num_rows() == (1 << 20) / (dim * 4 + 8));
   // Only other partitions' rows, exactly theirs.
   const PartInfo& mine = plain.config().parts[0];
-  std::vector<float> want;
+  NoInitVector<float> want;
   std::vector<int64_t> ids(cache.ids(), cache.ids() + cache.num_rows());
   plain.PullFeatures(ids, &want);
   bool exact = true;
@@ -401,7 +401,7 @@ TEST_CASE("the hot-row cache: one per machine, same batches, fewer bytes (synthe
 namespace {
 
 // Relative gap |a - b| / max(1, |b|) above `tol`, counted.
-size_t Off(const std::vector<float>& a, const std::vector<float>& b, float tol) {
+size_t Off(const NoInitVector<float>& a, const NoInitVector<float>& b, float tol) {
   REQUIRE(a.size() == b.size());
   size_t off = 0;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -494,7 +494,7 @@ TEST_CASE(
       // Layer-wise evaluation's first layer: every neighbour (fan-out -1).
       std::vector<int64_t> dsts;
       for (int64_t v = 0; v < num_nodes; v += 7) dsts.push_back(v);
-      std::vector<float> want, got;
+      NoInitVector<float> want, got;
       rows.SampleAggregate(dsts, -1, false, 0, &want);
       sums.SampleAggregate(dsts, -1, false, 0, &got);
       CHECK(Off(got, want, 1e-5f) == 0);
@@ -506,7 +506,7 @@ TEST_CASE(
       CHECK(narrow_bytes < sums_bytes);
       CHECK(varint_bytes < 0.9 * narrow_bytes);
       // Evaluation's first layer in varints: the same means.
-      std::vector<float> coded;
+      NoInitVector<float> coded;
       varint.SampleAggregate(dsts, -1, false, 0, &coded);
       narrow.SampleAggregate(dsts, -1, false, 0, &got);
       CHECK(coded == got);

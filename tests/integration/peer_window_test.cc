@@ -167,7 +167,7 @@ TEST_CASE("peers that never read their replies cannot grow a server past its rep
       DistGraph g(o);
       std::mt19937_64 r(2);
       std::vector<int64_t> mine(2000);
-      std::vector<float> rows;
+      NoInitVector<float> rows;
       while (!stop) {
         for (auto& v : mine) v = static_cast<int64_t>(r() % config.num_nodes);
         g.PullFeatures(mine, &rows);

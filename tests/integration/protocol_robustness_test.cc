@@ -548,7 +548,7 @@ TEST_CASE("a server refuses a PullSums naming ids it does not own, bad offsets, 
   // Good: two groups (one empty), a repeated id, in float32.
   const net::PullSums good{{p.node_start, p.node_start + 1, p.node_start}, {0, 3, 3}};
   const net::PullFeaturesReply r = net::PullFeaturesReply::Decode(call(good), good, dim, c.peer());
-  std::vector<float> rows;
+  NoInitVector<float> rows;
   DistGraphOptions o;
   o.part_config = cfg;
   o.ip_config = ip;

@@ -66,7 +66,7 @@ TEST_CASE("32 concurrent clients hammer a 2-part deployment without errors or me
         std::mt19937_64 rng(c);
         const int64_t dim = config.feature_dim;
         std::vector<int64_t> seeds, ids, ptr, idx;
-        std::vector<float> rows;
+        NoInitVector<float> rows;
         while (!stop) {
           seeds.clear();
           ids.clear();
