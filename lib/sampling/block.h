@@ -39,7 +39,7 @@ struct MiniBatch {
   std::vector<Block> blocks;   // blocks[0] is nearest the input, blocks.back() ends at seeds
   int64_t feature_dim = 0;
   NoInitVector<float> features;  // [blocks[0].num_src(), feature_dim], rows follow src_nodes
-                                // ([2 * blocks[0].num_dst, feature_dim] with input_means)
+                                 // ([2 * blocks[0].num_dst, feature_dim] with input_means)
   // Set by a loader with LoaderOptions::input_means: `features` holds block
   // 0's destination rows, then per destination the mean of its sampled
   // sources' rows (zero without any). The mean is linear and no gradient
