@@ -296,4 +296,19 @@ torch::Tensor DestinationInDegrees(const BlockTensors& block) {
   return block.indptr.slice(0, 1) - block.indptr.slice(0, 0, block.num_dst);
 }
 
+// Estimated cost in multiply-adds, a gathered row element counting as
+// kGather of them (a neighbour row is a random read).
+bool ProjectFirst(const BlockTensors& b, int64_t in, int64_t out, bool weight_grad,
+                  bool input_grad) {
+  constexpr double kGather = 4;
+  const double edges = static_cast<double>(b.indices.numel());
+  const double gemm = static_cast<double>(in) * out;
+  const double gemm_passes = 1.0 + (weight_grad ? 1 : 0) + (input_grad ? 1 : 0);
+  const double project_first = static_cast<double>(b.num_src) * gemm * gemm_passes +
+                               kGather * edges * out * (weight_grad || input_grad ? 2 : 1);
+  const double aggregate_first = kGather * edges * in * (input_grad ? 2 : 1) +
+                                 static_cast<double>(b.num_dst) * gemm * gemm_passes;
+  return project_first < aggregate_first;
+}
+
 }  // namespace gnn

@@ -54,6 +54,17 @@ torch::Tensor MeanAggregate(const BlockTensors& block, const torch::Tensor& h);
 torch::Tensor WeightedAggregate(const BlockTensors& block, const torch::Tensor& h,
                                 const torch::Tensor& src_w, const torch::Tensor& dst_w);
 
+// Whether a linear layer over a block's aggregation (SAGEConv's W_neigh
+// over the mean, GraphConv's W over the normalized sum: both linear, so W
+// can go on either side) is cheaper applied to the block's sources before
+// aggregating than to its destinations after: an estimate of both orders'
+// work, given which gradients the step needs. DGL projects first whenever
+// in > out; with raw input features (no input gradient) aggregating first
+// needs no backward pass through the aggregation at all, and a sampled
+// first layer has several times more sources than destinations.
+bool ProjectFirst(const BlockTensors& block, int64_t in, int64_t out, bool weight_grad,
+                  bool input_grad);
+
 // In-block degrees (int64): each source's out-edges, each destination's
 // in-edges (DGL's block.out_degrees() / block.in_degrees()).
 torch::Tensor SourceOutDegrees(const BlockTensors& block);

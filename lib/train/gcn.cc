@@ -25,30 +25,8 @@ torch::Tensor GraphConvImpl::forward(const BlockTensors& block, const torch::Ten
 }
 
 bool GraphConvImpl::ProjectFirst(const BlockTensors& block, const torch::Tensor& h_src) const {
-  // Multiply-adds (each a row element read) of both orders, forward and,
-  // when training, backward. Projecting first costs a product over every
-  // source row, and its backward another (W's gradient) plus a third when
-  // h_src needs a gradient; summing first costs a pass over the edges at
-  // width in, and products over the destinations only. On a sampled first
-  // layer (inputs that need no gradient, ~8x more sources than
-  // destinations, ~1.2 edges per source) summing first reads the input
-  // rows once instead of twice; in layer-wise inference over whole
-  // neighbourhoods (many edges per source) projecting first wins.
-  const double src = static_cast<double>(block.num_src), dst = static_cast<double>(block.num_dst);
-  const double edges = static_cast<double>(block.indices.numel());
-  const double in = static_cast<double>(in_), out = static_cast<double>(out_);
   const bool grad = torch::GradMode::is_enabled() && weight_.requires_grad();
-  const bool h_grad = grad && h_src.requires_grad();
-  double project = src * in * out + edges * out, sum = edges * in + dst * in * out;
-  if (grad) {
-    project += src * in * out + edges * out;
-    sum += dst * in * out;
-  }
-  if (h_grad) {
-    project += src * in * out;
-    sum += dst * in * out + edges * in;
-  }
-  return project < sum;
+  return gnn::ProjectFirst(block, in_, out_, grad, grad && h_src.requires_grad());
 }
 
 GcnImpl::GcnImpl(int64_t in, int64_t hidden, int64_t classes, int num_layers, double dropout)

@@ -6,10 +6,10 @@
 // self-loops to the graph, dgl.add_self_loop; gnn adds one to every block
 // on top of the sampled neighbours, so it is never sampled away), and both
 // degrees count it. W applied before the sum or after it, whichever order
-// costs fewer multiply-adds for the block (DGL projects first whenever
-// in > out; on a sampled first layer summing first reads the input rows
-// once instead of twice, see ProjectFirst): the same function either way,
-// rounded differently. ReLU between layers; dropout on every layer's
+// the block makes cheaper (gnn::ProjectFirst, as SAGEConv's W_neigh; DGL
+// projects first whenever in > out, while on a sampled first layer summing
+// first reads the input rows once instead of twice): the same function
+// either way, rounded differently. ReLU between layers; dropout on every layer's
 // input but the first (DGL's example). Parameter names follow DGL's
 // GraphConv (layers.<i>.weight [in, out], layers.<i>.bias).
 #pragma once

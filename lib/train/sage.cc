@@ -17,26 +17,6 @@ SAGEConvImpl::SAGEConvImpl(int64_t in, int64_t out) : in_(in), out_(out) {
   torch::nn::init::xavier_uniform_(fc_neigh_->weight, gain);
 }
 
-// Mean is linear, so W_neigh can be applied before aggregating (over the
-// block's sources) or after (over its destinations). DGL projects first
-// whenever in > out; the better order also depends on the block's shape and
-// on which gradients are needed: with raw input features (no input
-// gradient), aggregating first needs no backward pass through the
-// aggregation at all. Estimated cost in multiply-adds, a gathered row
-// element counting as kGather of them (a neighbour row is a random read).
-bool ProjectFirst(const BlockTensors& b, int64_t in, int64_t out, bool weight_grad,
-                  bool input_grad) {
-  constexpr double kGather = 4;
-  const double edges = static_cast<double>(b.indices.numel());
-  const double gemm = static_cast<double>(in) * out;
-  const double gemm_passes = 1.0 + (weight_grad ? 1 : 0) + (input_grad ? 1 : 0);
-  const double project_first = static_cast<double>(b.num_src) * gemm * gemm_passes +
-                               kGather * edges * out * (weight_grad || input_grad ? 2 : 1);
-  const double aggregate_first = kGather * edges * in * (input_grad ? 2 : 1) +
-                                 static_cast<double>(b.num_dst) * gemm * gemm_passes;
-  return project_first < aggregate_first;
-}
-
 torch::Tensor SAGEConvImpl::forward(const BlockTensors& block, const torch::Tensor& h_src) {
   const bool grad = torch::GradMode::is_enabled();
   const bool weight_grad = grad && fc_neigh_->weight.requires_grad();

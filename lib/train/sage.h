@@ -15,12 +15,6 @@
 
 namespace gnn {
 
-// Whether SAGEConv applies W_neigh before the mean (over the block's
-// sources) rather than after it (over its destinations): the cheaper order
-// by an estimate of both, given which gradients the step needs.
-bool ProjectFirst(const BlockTensors& block, int64_t in, int64_t out, bool weight_grad,
-                  bool input_grad);
-
 class SAGEConvImpl : public torch::nn::Module {
  public:
   SAGEConvImpl(int64_t in, int64_t out);
