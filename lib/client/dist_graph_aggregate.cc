@@ -241,9 +241,12 @@ void DistGraph::FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
   }
   // The sums are in flight while the rows are pulled.
   const int64_t num_pulled = static_cast<int64_t>(pulled.size());
-  NoInitVector<float> rows;  // every group's row is written below
+  // Room for the groups' sums too, so that growing past the pulled rows
+  // does not copy them; every group's row is written below.
+  NoInitVector<float> rows;
+  rows.reserve(static_cast<size_t>((num_pulled + total) * dim));
   if (!pulled.empty()) PullFeatures(pulled, &rows);
-  rows.resize((num_pulled + total) * dim);
+  rows.resize(static_cast<size_t>((num_pulled + total) * dim));
   for (const Pending& q : pending) {
     Message r = q.conn->Finish(q.rid, deadline, "PullSums");
     const net::PullFeaturesReply rep =
