@@ -45,6 +45,11 @@
 # ... tbf rate R burst 1mb latency 50ms on its interface; default none).
 # dist2 also prints the bytes both machines sent over their links per run
 # (the interfaces' tx counters: everything, training and evaluation).
+# DGL_MAX_STEPS (0): DGL stops each epoch after that many steps (a speed
+# figure where DGL's whole epoch would take too long, as on synthetic:mag;
+# gnn runs whole epochs; DGL then does not evaluate); EVAL_EVERY (1):
+# evaluate every N epochs (0: never; test accuracy then reads 0);
+# SYSTEMS ("gnn dgl"): which systems run (the summary compares only both).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -65,7 +70,7 @@ export DGLBACKEND=pytorch
   { log "no DGL in $DGL_VENV (see ../shared/peers/dgl/README.md)"; exit 1; }
 
 # The settings both systems train with.
-COMMON="--num_epochs $EPOCHS --eval_every 1 --fan_out 25,10 --num_hidden 64 --num_layers 2 \
+COMMON="--num_epochs $EPOCHS --eval_every ${EVAL_EVERY:-1} --fan_out 25,10 --num_hidden 64 --num_layers 2 \
   --num_bases 2 --lr 0.01 --sparse_lr 0.06 --dropout 0.5 --batch_size $BATCH --batch_size_eval $BATCH"
 
 data=$WORK/$GRAPH
@@ -125,7 +130,8 @@ run_gnn_standalone() {  # seed
     > "$WORK/gnn-standalone-s$1.out" 2> "$WORK/gnn-standalone-s$1.err"
 }
 run_dgl_standalone() {  # seed
-  "$PY" "$HERE/dgl_rgcn_peer.py" train --dataset "$data" $COMMON --seed "$1" \
+  "$PY" "$HERE/dgl_rgcn_peer.py" train --dataset "$data" $COMMON --seed "$1" --max_steps "${DGL_MAX_STEPS:-0}" \
+    $([ "${DGL_MAX_STEPS:-0}" = 0 ] || echo --eval_every 0) \
     > "$WORK/dgl-standalone-s$1.out" 2> "$WORK/dgl-standalone-s$1.err"
 }
 run_gnn_dist2() {  # seed
@@ -152,6 +158,8 @@ run_dgl_dist2() {  # seed
   local env="DGL_IP_CONFIG=$WORK/ip-ns-dgl.txt DGL_CONF_PATH=$dcfg DGL_NUM_SERVER=1 DGL_NUM_CLIENT=2"
   env+=" DGL_GRAPH_FORMAT=csc DGLBACKEND=pytorch"
   local args="--part_config $dcfg --ip_config $WORK/ip-ns-dgl.txt $COMMON --seed $1 --num_omp_threads 1"
+  args+=" --max_steps ${DGL_MAX_STEPS:-0}"
+  [ "${DGL_MAX_STEPS:-0}" = 0 ] || args+=" --eval_every 0"
   for i in 0 1; do
     {
       echo "mount -t tmpfs tmpfs /dev/shm"
@@ -166,7 +174,9 @@ run_dgl_dist2() {  # seed
   [ "$rc" = 0 ] || { log "DGL dist2 failed, see $WORK/dgl-*.log"; return 1; }
   grep "^{" "$WORK/dgl-trainer0.out" | tail -1 > "$WORK/dgl-dist2-s$1.out"
 }
+SYSTEMS=${SYSTEMS:-gnn dgl}
 run() {  # system mode seed
+  [[ " $SYSTEMS " == *" $1 "* ]] || return 0
   local l0 tx0=0; l0=$(load)
   log "$2 seed $3: $1${LINK_RATE:+ (link $LINK_RATE)}"
   [ "$2" = dist2 ] && tx0=$(link_tx)
@@ -200,6 +210,7 @@ for mode in $MODES; do
   done
 done
 
+[[ " $SYSTEMS " == *" gnn "* && " $SYSTEMS " == *" dgl "* ]] || exit 0
 for mode in $MODES; do
 python3 - "$WORK" "$GRAPH" "$EPOCHS" "$BATCH" "$mode" $SEEDS <<'PY'
 import json, statistics, sys

@@ -62,11 +62,28 @@ void Mesh::Connect(const std::vector<std::string>& endpoints) {
 }
 
 std::vector<std::string> Mesh::Allgather(const std::string& mine) {
+  std::vector<const std::string*> to(static_cast<size_t>(world_), &mine);
+  return Exchange(to);
+}
+
+std::vector<std::string> Mesh::Alltoall(const std::vector<std::string>& to) {
+  if (to.size() != static_cast<size_t>(world_)) {
+    throw Error("all-to-all among trainers: " + std::to_string(to.size()) + " buffers for " +
+                std::to_string(world_) + " ranks");
+  }
+  std::vector<const std::string*> each;
+  for (const std::string& s : to) each.push_back(&s);
+  return Exchange(each);
+}
+
+std::vector<std::string> Mesh::Exchange(const std::vector<const std::string*>& to) {
   if (out_.empty() && world_ > 1) throw Error("the trainers' collective is not connected");
   const uint64_t seq = ++seq_;
-  const size_t pieces = std::max<size_t>(1, (mine.size() + kMeshPieceBytes - 1) / kMeshPieceBytes);
   for (int r = 0; r < world_; ++r) {
     if (r == rank_) continue;
+    const std::string& mine = *to[static_cast<size_t>(r)];
+    const size_t pieces =
+        std::max<size_t>(1, (mine.size() + kMeshPieceBytes - 1) / kMeshPieceBytes);
     for (size_t p = 0; p < pieces; ++p) {
       const size_t first = p * kMeshPieceBytes;
       const size_t len = std::min(kMeshPieceBytes, mine.size() - std::min(first, mine.size()));
@@ -79,7 +96,7 @@ std::vector<std::string> Mesh::Allgather(const std::string& mine) {
     }
   }
   std::vector<std::string> out(world_);
-  out[rank_] = mine;
+  out[rank_] = *to[static_cast<size_t>(rank_)];
   Collect(seq, &out);
   return out;
 }

@@ -3,9 +3,11 @@
 // connects one DEALER to every other rank, so gradients, evaluation rows
 // and checkpoints between trainers are encrypted and authenticated like
 // everything else of a job (Gloo, which this replaces, crossed the network
-// in plaintext). One primitive, Allgather of byte buffers: each rank sends
-// its buffer to every other rank and every rank ends with the same list in
-// rank order, so a sum over it in rank order is the same bits everywhere.
+// in plaintext). Two primitives over byte buffers: Allgather, where each
+// rank sends its buffer to every other rank and every rank ends with the
+// same list in rank order, so a sum over it in rank order is the same bits
+// everywhere; and Alltoall, where each rank sends every other rank a buffer
+// of its own (the sparse gradients' rows to the rank that applies them).
 #pragma once
 
 #include <chrono>
@@ -49,11 +51,18 @@ class Mesh {
   // TimeoutError naming the ranks not heard from within the timeout,
   // ProtocolError for a malformed or impossible message from a rank.
   std::vector<std::string> Allgather(const std::string& mine);
+  // to[r] goes to rank r; returns what each rank sent this one, in rank
+  // order (to[rank] itself at this rank's place). Every rank calls it in
+  // the same turn as the others, as Allgather; errors as Allgather's, and
+  // Error unless to.size() is the world.
+  std::vector<std::string> Alltoall(const std::vector<std::string>& to);
 
   // Bytes this rank sent and received so far.
   uint64_t bytes() const { return bytes_; }
 
  private:
+  // Sends *to[r] to every rank r but this one, then collects.
+  std::vector<std::string> Exchange(const std::vector<const std::string*>& to);
   // Receives until every piece of collective `seq` from every other rank
   // is here (pieces of later collectives are kept for them).
   void Collect(uint64_t seq, std::vector<std::string>* out);

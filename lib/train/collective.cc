@@ -179,6 +179,15 @@ std::vector<std::string> Collective::AllgatherBytes(const std::string& mine) {
   return Gather(mine, "all-gather");
 }
 
+std::vector<std::string> Collective::Alltoall(const std::vector<std::string>& to) {
+  try {
+    return mesh_->Alltoall(to);
+  } catch (const Error& e) {
+    throw PeerError(
+        std::string("all-to-all among trainers failed (a trainer died or timed out): ") + e.what());
+  }
+}
+
 void Collective::Broadcast(const std::vector<torch::Tensor>& tensors) {
   for (const auto& t : tensors) {
     const std::string root = Gather(rank_ == 0 ? Bytes(t) : std::string(), "broadcast")[0];

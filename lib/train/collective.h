@@ -58,6 +58,8 @@ class Collective {
   torch::Tensor AllgatherRows(const torch::Tensor& rows);
   // Every rank's bytes, in rank order.
   std::vector<std::string> AllgatherBytes(const std::string& mine);
+  // to[r] to rank r; what each rank sent this one, in rank order.
+  std::vector<std::string> Alltoall(const std::vector<std::string>& to);
   // Overwrites `tensors` with rank 0's values.
   void Broadcast(const std::vector<torch::Tensor>& tensors);
   // Overwrites `bytes` with rank 0's.

@@ -3,15 +3,17 @@
 // embedding rows at the servers of their partitions, and the trainers'
 // collective for gradients.
 //
-// A sparse step: every rank all-gathers (ids, gradient rows) of its batch,
-// combines them as DGL does (mean over the ranks that used a row) and
-// pushes the rows of partitions p with p mod W == rank, each row by exactly
-// one rank. Every push is acknowledged before its rank enters the dense
+// A sparse step: every rank sends each rank the (id, gradient row) pairs of
+// its batch that rank applies, the rows of partitions p with p mod W ==
+// rank (one all-to-all, as DGL's sparse optimizers do); each rank combines
+// what it got as DGL does (mean over the ranks that used a row) and pushes
+// them, each row by exactly one rank. Every push is acknowledged before its rank enters the dense
 // all-reduce that follows, so no rank pulls the next batch's rows before
 // every update of this step is in.
 #include <cstring>
 
 #include "client/dist_graph.h"
+#include "common/bfloat16.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/timer.h"
@@ -26,6 +28,69 @@
 namespace gnn {
 
 namespace {
+
+constexpr size_t kDigestChars = 64;  // a SHA-256 in hex
+
+// Rows `which` of (ids, grads) as one rank's share of a sparse step: a
+// little-endian row count, the ids, then the gradient rows (bfloat16 when
+// `narrow`, rounded as the servers' wire rounds them; float32 otherwise).
+std::string PackGradRows(const std::vector<int64_t>& ids, const std::vector<float>& grads,
+                         size_t dim, const std::vector<size_t>& which, bool narrow) {
+  const uint64_t n = which.size();
+  const size_t value_bytes = narrow ? sizeof(uint16_t) : sizeof(float);
+  std::string out(sizeof n + n * sizeof(int64_t) + n * dim * value_bytes, '\0');
+  char* at = out.data();
+  std::memcpy(at, &n, sizeof n);
+  at += sizeof n;
+  for (size_t i : which) {
+    std::memcpy(at, &ids[i], sizeof(int64_t));
+    at += sizeof(int64_t);
+  }
+  for (size_t i : which) {
+    const float* row = grads.data() + i * dim;
+    if (narrow) {
+      std::vector<uint16_t> half(dim);
+      ToBfloat16(row, dim, half.data());
+      std::memcpy(at, half.data(), dim * sizeof(uint16_t));
+      at += dim * sizeof(uint16_t);
+    } else {
+      std::memcpy(at, row, dim * sizeof(float));
+      at += dim * sizeof(float);
+    }
+  }
+  return out;
+}
+
+// PackGradRows's bytes from rank `from` back to ids and float32 rows;
+// PeerError when they are not such bytes.
+void UnpackGradRows(const std::string& bytes, size_t dim, bool narrow, int from,
+                    std::vector<int64_t>* ids, std::vector<float>* grads) {
+  uint64_t n = 0;
+  const size_t value_bytes = narrow ? sizeof(uint16_t) : sizeof(float);
+  const size_t row_bytes = sizeof(int64_t) + dim * value_bytes;
+  if (bytes.size() < sizeof n) {
+    throw PeerError("rank " + std::to_string(from) + " sent " + std::to_string(bytes.size()) +
+                    " bytes of embedding gradients: no row count");
+  }
+  std::memcpy(&n, bytes.data(), sizeof n);
+  if (n > (bytes.size() - sizeof n) / row_bytes || bytes.size() != sizeof n + n * row_bytes) {
+    throw PeerError("rank " + std::to_string(from) + " sent " + std::to_string(bytes.size()) +
+                    " bytes of embedding gradients for " + std::to_string(n) + " rows of " +
+                    std::to_string(dim));
+  }
+  const char* at = bytes.data() + sizeof n;
+  ids->resize(n);
+  std::memcpy(ids->data(), at, n * sizeof(int64_t));
+  at += n * sizeof(int64_t);
+  grads->resize(n * dim);
+  if (narrow) {
+    std::vector<uint16_t> half(n * dim);
+    std::memcpy(half.data(), at, half.size() * sizeof(uint16_t));
+    FromBfloat16(half.data(), half.size(), grads->data());
+  } else {
+    std::memcpy(grads->data(), at, grads->size() * sizeof(float));
+  }
+}
 
 class DistHeteroSource : public HeteroSource {
  public:
@@ -119,35 +184,44 @@ class DistHeteroSource : public HeteroSource {
   void PushEmbeddingGrads(int t, const std::vector<int64_t>& ids,
                           const std::vector<float>& grads) override {
     const net::EmbSpec& spec = specs_[static_cast<size_t>(t)];
-    const int64_t n = static_cast<int64_t>(ids.size());
-    torch::Tensor all_ids = collective_->AllgatherRows(
-        torch::from_blob(const_cast<int64_t*>(ids.data()), {n, 1}, torch::kInt64));
-    // The gradient rows cross the mesh in --wire_dtype, as they then cross
-    // to the servers.
-    torch::Tensor own =
-        torch::from_blob(const_cast<float*>(grads.data()), {n, spec.dim}, torch::kFloat32);
-    if (narrow_) own = own.to(torch::kBFloat16);
-    torch::Tensor all_grads = collective_->AllgatherRows(own).to(torch::kFloat32);
-    all_ids = all_ids.contiguous();
-    all_grads = all_grads.contiguous();
-    const std::vector<int64_t> gathered(all_ids.data_ptr<int64_t>(),
-                                        all_ids.data_ptr<int64_t>() + all_ids.numel());
-    const std::vector<float> gathered_grads(all_grads.data_ptr<float>(),
-                                            all_grads.data_ptr<float>() + all_grads.numel());
+    const size_t dim = static_cast<size_t>(spec.dim);
+    if (grads.size() != ids.size() * dim) {
+      throw DataError("embedding gradients: " + std::to_string(grads.size()) + " values for " +
+                      std::to_string(ids.size()) + " rows of " + std::to_string(dim));
+    }
+    // Each row to the rank that applies it: rows of partitions p with
+    // p mod W == rank.
+    std::vector<std::vector<size_t>> of_rank(static_cast<size_t>(world_));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const int p = config_.PartOf(ids[i]);
+      if (p < 0) throw DataError("embedding row " + std::to_string(ids[i]) + " is in no partition");
+      of_rank[static_cast<size_t>(p % world_)].push_back(i);
+    }
+    std::vector<std::string> to(static_cast<size_t>(world_));
+    for (size_t r = 0; r < to.size(); ++r)
+      to[r] = PackGradRows(ids, grads, dim, of_rank[r], narrow_);
+    const std::vector<std::string> from = collective_->Alltoall(to);
+    std::vector<std::vector<int64_t>> got_ids(from.size());
+    std::vector<std::vector<float>> got_grads(from.size());
+    std::vector<const std::vector<int64_t>*> id_ptrs;
+    std::vector<const std::vector<float>*> grad_ptrs;
+    for (size_t r = 0; r < from.size(); ++r) {
+      UnpackGradRows(from[r], dim, narrow_, static_cast<int>(r), &got_ids[r], &got_grads[r]);
+      id_ptrs.push_back(&got_ids[r]);
+      grad_ptrs.push_back(&got_grads[r]);
+    }
+    // Rank order, as the concatenation of every rank's rows would be: the
+    // combination is the same bits whichever rank applies a row.
     std::vector<int64_t> rows;
     std::vector<float> combined;
-    CombineSparseGrads({&gathered}, {&gathered_grads}, spec.dim, &rows, &combined);
-    // This rank's share: rows of partitions p with p mod W == rank.
-    std::vector<int64_t> mine;
-    std::vector<float> mine_grads;
-    const size_t dim = static_cast<size_t>(spec.dim);
-    for (size_t i = 0; i < rows.size(); ++i) {
-      if (config_.PartOf(rows[i]) % world_ != rank_) continue;
-      mine.push_back(rows[i]);
-      mine_grads.insert(mine_grads.end(), combined.begin() + i * dim,
-                        combined.begin() + (i + 1) * dim);
+    CombineSparseGrads(id_ptrs, grad_ptrs, spec.dim, &rows, &combined);
+    for (int64_t v : rows) {
+      if (config_.PartOf(v) % world_ != rank_) {
+        throw PeerError("a trainer sent embedding row " + std::to_string(v) + " to rank " +
+                        std::to_string(rank_) + ", which does not apply it");
+      }
     }
-    if (!mine.empty()) graph_->EmbPush(spec, mine, mine_grads);
+    if (!rows.empty()) graph_->EmbPush(spec, rows, combined);
   }
 
   // Rank 0 fetches every partition's table of every featureless type; the
@@ -169,13 +243,35 @@ class DistHeteroSource : public HeteroSource {
     return out;
   }
 
+  // Each rank hashes the partitions whose rows it applies and the digests
+  // are gathered, so every rank ends this call together: a rank that left
+  // early would take its machine's servers down under the others.
   std::string EmbeddingChecksum() override {
-    if (rank_ != 0) return "";
     // Exact rows (float32 whatever --wire_dtype), as the tables hold them.
-    return ChecksumEmbeddings(config_,
-                              [&](int t, const std::vector<int64_t>& ids, std::vector<float>* out) {
-                                graph_->EmbPull(specs_[static_cast<size_t>(t)], ids, out, true);
-                              });
+    const std::vector<std::string> mine = EmbeddingDigests(
+        config_,
+        [&](int t, const std::vector<int64_t>& ids, std::vector<float>* out) {
+          graph_->EmbPull(specs_[static_cast<size_t>(t)], ids, out, true);
+        },
+        [&](int p) { return p % world_ == rank_; });
+    std::string packed;
+    for (const std::string& d : mine) packed += d.empty() ? std::string(kDigestChars, '-') : d;
+    const std::vector<std::string> all = collective_->AllgatherBytes(packed);
+    std::vector<std::string> digests(mine.size());
+    for (size_t r = 0; r < all.size(); ++r) {
+      if (all[r].size() != packed.size()) {
+        throw PeerError("rank " + std::to_string(r) + " sent " + std::to_string(all[r].size()) +
+                        " bytes of embedding digests, expected " + std::to_string(packed.size()));
+      }
+      for (size_t i = 0; i < digests.size(); ++i) {
+        const std::string d = all[r].substr(i * kDigestChars, kDigestChars);
+        if (d != std::string(kDigestChars, '-')) digests[i] = d;
+      }
+    }
+    for (const std::string& d : digests) {
+      if (d.empty()) throw PeerError("no rank hashed one of the embedding tables' partitions");
+    }
+    return CombineEmbeddingDigests(digests);
   }
 
   void RestoreEmbeddings(const std::string& bytes, const std::string& source) override {

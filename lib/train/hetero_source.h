@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -112,24 +113,40 @@ std::unique_ptr<HeteroSource> MakeStandaloneHeteroSource(const TrainOptions& o,
 std::unique_ptr<HeteroSource> MakeDistHeteroSource(const TrainOptions& o,
                                                    const PartitionConfig& config);
 
-// The checksum EmbeddingChecksum reports: featureless types in order, each
-// type's rows pulled in global id order by `pull(t, ids, out)`.
-template <typename Pull>
-std::string ChecksumEmbeddings(const PartitionConfig& c, Pull pull) {
-  Sha256 h;
+// The checksum EmbeddingChecksum reports: SHA-256 over the hex digests of
+// each (featureless type, partition)'s rows, types then partitions in
+// order, each digest over its rows in global id order. EmbeddingDigests
+// gives those digests, pulling rows with `pull(t, ids, out)`, for the
+// partitions p where mine(p) ("" for the others): distributed trainers
+// each hash a share and gather the digests, so no trainer waits on one
+// that reads every table.
+template <typename Pull, typename Mine>
+std::vector<std::string> EmbeddingDigests(const PartitionConfig& c, Pull pull, Mine mine) {
+  std::vector<std::string> out;
   std::vector<float> rows;
   for (size_t t = 0; t < c.ntypes.size(); ++t) {
     if (t < c.ntype_feature_dims.size() && c.ntype_feature_dims[t] > 0) continue;
-    for (const PartInfo& p : c.parts) {
-      const auto [first, end] = p.ntype_ranges[t];
+    for (int p = 0; p < c.num_parts; ++p) {
+      out.emplace_back();
+      if (!mine(p)) continue;
+      Sha256 h;
+      const auto [first, end] = c.parts[static_cast<size_t>(p)].ntype_ranges[t];
       for (int64_t b = first; b < end; b += 65536) {
         std::vector<int64_t> ids;
         for (int64_t v = b; v < std::min(end, b + 65536); ++v) ids.push_back(v);
         pull(static_cast<int>(t), ids, &rows);
         h.Update(rows.data(), rows.size() * sizeof(float));
       }
+      out.back() = h.HexDigest();
     }
   }
+  return out;
+}
+
+// The checksum of EmbeddingDigests' digests (every one filled).
+inline std::string CombineEmbeddingDigests(const std::vector<std::string>& digests) {
+  Sha256 h;
+  for (const std::string& d : digests) h.Update(d.data(), d.size());
   return h.HexDigest().substr(0, 16);
 }
 

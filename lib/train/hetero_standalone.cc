@@ -173,10 +173,12 @@ class StandaloneHeteroSource : public HeteroSource {
 
   std::string SaveEmbeddings() override { return SaveTables(tables_); }
   std::string EmbeddingChecksum() override {
-    return ChecksumEmbeddings(config_,
-                              [&](int t, const std::vector<int64_t>& ids, std::vector<float>* out) {
-                                PullEmbeddings(t, ids, out);
-                              });
+    return CombineEmbeddingDigests(EmbeddingDigests(
+        config_,
+        [&](int t, const std::vector<int64_t>& ids, std::vector<float>* out) {
+          PullEmbeddings(t, ids, out);
+        },
+        [](int) { return true; }));
   }
   void RestoreEmbeddings(const std::string& bytes, const std::string& source) override {
     RestoreTables(bytes, source, &tables_);

@@ -208,8 +208,10 @@ TEST_CASE("a secret file others may read is refused, naming the file and the fix
   CHECK_FALSE(net::ResolveJobKeys("", true, "job", "gnn-server").secure());
 }
 
-TEST_CASE("the trainers' mesh: every rank gets every buffer, strangers get nothing in or out",
-          "[integration]") {
+TEST_CASE(
+    "the trainers' mesh: every rank gets every buffer (all-gather, all-to-all), strangers get "
+    "nothing in or out",
+    "[integration]") {
   const std::string job = "mesh-" + std::to_string(::getpid());
   const net::JobKeys keys = test::Keys(job);
   constexpr int kWorld = 3;
@@ -262,6 +264,36 @@ TEST_CASE("the trainers' mesh: every rank gets every buffer, strangers get nothi
         }
       }
     }
+  }
+  // All-to-all: rank r sends rank d a buffer of its own (one in pieces),
+  // then an all-gather follows on the same sequence of collectives.
+  {
+    auto payload = [](int src, int dst) {
+      const size_t size = src == 2 && dst == 0 ? net::kMeshPieceBytes + 777 : 10 * src + dst;
+      std::string s(size, static_cast<char>('A' + 3 * src + dst));
+      if (size) s[size - 1] = static_cast<char>(src * 16 + dst);
+      return s;
+    };
+    std::vector<std::vector<std::string>> got(kWorld), after(kWorld);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < kWorld; ++r) {
+      threads.emplace_back([&, r] {
+        std::vector<std::string> to;
+        for (int d = 0; d < kWorld; ++d) to.push_back(payload(r, d));
+        got[r] = mesh[r]->Alltoall(to);
+        after[r] = mesh[r]->Allgather(std::string(1, static_cast<char>('0' + r)));
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < kWorld; ++r) {
+      REQUIRE(got[r].size() == kWorld);
+      for (int src = 0; src < kWorld; ++src) {
+        INFO("all-to-all: rank " << r << " from " << src);
+        CHECK(got[r][src] == payload(src, r));
+        CHECK(after[r][src] == std::string(1, static_cast<char>('0' + src)));
+      }
+    }
+    CHECK_THROWS_AS(mesh[0]->Alltoall({"x"}), Error);
   }
   // A rank that never takes part is named when the others give up.
   net::Mesh a(0, 2, "127.0.0.1", keys, {"machine 0 trainer 0", "machine 1 trainer 0"},
