@@ -22,7 +22,7 @@ mkdir -p "$WORK"
 
 echo "binary: $BIN ($("$BIN" --version 2>/dev/null | head -1))"
 echo "flags: $FLAGS"
-printf "%-20s %-7s %5s %14s %14s %6s %8s\n" dataset method parts peak_rss_B written_B ratio wall_s
+printf "%-20s %-7s %5s %14s %14s %6s %8s %7s\n" dataset method parts peak_rss_B written_B ratio wall_s cut_%
 for dataset in "$@"; do
   for method in $METHODS; do
     for parts in $PARTS; do
@@ -33,9 +33,10 @@ for dataset in "$@"; do
         --quiet >/dev/null 2>"$WORK/err.txt" || { cat "$WORK/err.txt" >&2; exit 1; }
       read -r rss_kib wall <"$WORK/time.txt"
       written=$(find "$out" -type f -printf '%s\n' | awk '{s += $1} END {printf "%d", s}')
+      cut=$(sed -n 's/.*"edge_cut_fraction": *\([0-9.e-]*\).*/\1/p' "$out"/*.json | head -1)
       awk -v d="$dataset" -v m="$method" -v p="$parts" -v r="$((rss_kib * 1024))" \
-        -v w="$written" -v t="$wall" \
-        'BEGIN {printf "%-20s %-7s %5d %14.0f %14.0f %6.2f %8.1f\n", d, m, p, r, w, r / w, t}'
+        -v w="$written" -v t="$wall" -v c="${cut:-0}" \
+        'BEGIN {printf "%-20s %-7s %5d %14.0f %14.0f %6.2f %8.1f %7.2f\n", d, m, p, r, w, r / w, t, 100 * c}'
     done
   done
 done

@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   bool distributed = false;
   std::string ip_config;
   double wait_timeout = 1800;
-  int64_t sparsify = 16;
+  int64_t sparsify = -1;
   app.add_flag("--distributed", distributed,
                "partition across machines (one process per machine, under mpirun or Slurm, or "
                "started here with --ip_config): each reads its chunks of a chunked dataset and "
@@ -68,10 +68,10 @@ int main(int argc, char** argv) {
                  "with --distributed: seconds to wait for the other machines at each step")
       ->capture_default_str();
   app.add_option("--sparsify", sparsify,
-                 "with --distributed: PT-Scotch sees each edge {u,v} with probability "
-                 "min(1, K / max(deg u, deg v)), so hubs bring ~K edges (0 = every edge; the cut "
-                 "is counted on the whole graph)")
-      ->capture_default_str();
+                 "the partitioner (METIS, or PT-Scotch with --distributed) sees each edge {u,v} "
+                 "with probability min(1, K / max(deg u, deg v)), so hubs bring ~K edges and "
+                 "its memory shrinks with them (0 = every edge; the cut is counted on the whole "
+                 "graph). Default: 16 with --distributed, 0 otherwise");
   app.add_flag("--quiet", quiet, "no progress lines on stderr");
 
   int quiet_exit = 0;
@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
       gnn::DistributedOptions d;
       d.ip_config = ip_config;
       d.wait_timeout = std::chrono::duration<double>(wait_timeout);
-      d.sparsify = sparsify;
+      d.sparsify = app.count("--sparsify") ? sparsify : 16;
       if (app.count("--num_parts") == 0) o.num_parts = 0;  // one per machine
       quiet_exit = gnn::RunDistributedPartitionCommand(o, d, &argc, &argv, std::cout);
       return;
@@ -97,6 +97,7 @@ int main(int argc, char** argv) {
           "libopenmpi-dev openmpi-bin, then rebuild): --distributed is not available");
 #endif
     }
+    if (app.count("--sparsify")) o.sparsify = sparsify;
     gnn::PartitionResult r = gnn::RunPartition(o);
     std::cout << gnn::FormatPartitionReport(r.report) << "partition config: " << r.config_path
               << std::endl;

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/parallel.h"
 #include "common/random.h"
+#include "partition/assign.h"
 
 namespace gnn {
 
@@ -104,14 +105,8 @@ Csr Sparsify(MpiComm& comm, const Ranges& ranges, int64_t lo, const Csr& sym,
   for (int64_t v = 0; v < local; ++v) {
     const int64_t a = lo + v, da = sym.Degree(v);
     for (int64_t k = sym.indptr[v]; k < sym.indptr[v + 1]; ++k) {
-      const int64_t b = sym.indices[k], most = std::max(da, degree(b));
-      // The same draw on both ends: the kept graph stays symmetric.
-      const uint64_t h = SplitMix64(SplitMix64(seed ^ static_cast<uint64_t>(std::min(a, b))) +
-                                    static_cast<uint64_t>(std::max(a, b)));
-      if (most <= cap ||
-          static_cast<double>(h >> 11) * 0x1.0p-53 < static_cast<double>(cap) / most) {
-        out.indices.push_back(b);
-      }
+      const int64_t b = sym.indices[k];
+      if (KeepSparsifiedEdge(a, b, da, degree(b), cap, seed)) out.indices.push_back(b);
     }
     out.indptr[v + 1] = out.num_entries();
   }

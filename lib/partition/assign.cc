@@ -13,11 +13,37 @@
 
 namespace gnn {
 
-std::vector<int32_t> MetisAssign(const Csr32& sym,
-                                 const std::vector<std::vector<int32_t>>& vertex_weights,
-                                 int num_parts, uint64_t seed) {
+Csr32 SparsifySymmetric(const Csr32& sym, int64_t cap, uint64_t seed) {
   const int64_t n = sym.num_rows();
+  Csr32 out;
+  out.indptr.assign(static_cast<size_t>(n) + 1, 0);
+  for (int64_t a = 0; a < n; ++a) {
+    const int64_t da = sym.indptr[a + 1] - sym.indptr[a];
+    for (int64_t k = sym.indptr[a]; k < sym.indptr[a + 1]; ++k) {
+      const int64_t b = sym.indices[k];
+      if (KeepSparsifiedEdge(a, b, da, sym.indptr[b + 1] - sym.indptr[b], cap, seed)) {
+        out.indices.push_back(static_cast<int32_t>(b));
+      }
+    }
+    out.indptr[a + 1] = static_cast<int64_t>(out.indices.size());
+  }
+  out.indices.shrink_to_fit();
+  return out;
+}
+
+std::vector<int32_t> MetisAssign(const Csr32& whole,
+                                 const std::vector<std::vector<int32_t>>& vertex_weights,
+                                 int num_parts, uint64_t seed, int64_t sparsify) {
+  const int64_t n = whole.num_rows();
   if (num_parts == 1) return std::vector<int32_t>(n, 0);
+  Csr32 sparse;
+  if (sparsify > 0) {
+    sparse = SparsifySymmetric(whole, sparsify, seed);
+    GNN_LOG(kInfo) << "METIS partitions " << sparse.num_entries() / 2 << " of "
+                   << whole.num_entries() / 2 << " undirected edges (--sparsify " << sparsify
+                   << ")";
+  }
+  const Csr32& sym = sparsify > 0 ? sparse : whole;
   constexpr int64_t kMax = std::numeric_limits<idx_t>::max();
   if (n >= kMax || sym.num_entries() > kMax) {
     throw ConfigError("graph too large for METIS's 32-bit index: " + std::to_string(n) +

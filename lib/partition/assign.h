@@ -4,20 +4,42 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/random.h"
 #include "graph/csr.h"
 
 namespace gnn {
+
+// --sparsify K: whether the partitioner sees undirected edge {a, b}, of
+// degrees da and db: always when max(da, db) <= K, else with probability
+// K / max(da, db), from one seeded draw per pair (the same at both ends,
+// so the kept graph stays symmetric). Hubs keep about K edges; edges
+// between nodes of degree <= K are all kept. Shared by METIS here and
+// PT-Scotch (--distributed).
+inline bool KeepSparsifiedEdge(int64_t a, int64_t b, int64_t da, int64_t db, int64_t cap,
+                               uint64_t seed) {
+  const int64_t most = da > db ? da : db;
+  if (most <= cap) return true;
+  const uint64_t h = SplitMix64(SplitMix64(seed ^ static_cast<uint64_t>(a < b ? a : b)) +
+                                static_cast<uint64_t>(a < b ? b : a));
+  return static_cast<double>(h >> 11) * 0x1.0p-53 < static_cast<double>(cap) / most;
+}
+
+// The edges of `sym` KeepSparsifiedEdge keeps (cap >= 1).
+Csr32 SparsifySymmetric(const Csr32& sym, int64_t cap, uint64_t seed);
 
 // METIS_PartGraphKway on the symmetric adjacency `sym` (its int32 indices
 // are METIS's idx_t and are passed without a copy; METIS does not modify
 // them). `vertex_weights`
 // holds one array of length num_nodes per balance constraint (node count,
-// train nodes, in-degree, ...). Throws ConfigError if the graph exceeds
-// METIS's 32-bit index, Error if METIS fails. Returns part ids in
-// [0, num_parts).
+// train nodes, in-degree, ...). sparsify > 0: METIS partitions
+// SparsifySymmetric(sym, sparsify, seed) instead, whose coarsening levels
+// are that much smaller (a power-law graph's edges barely merge as METIS
+// coarsens, so it holds several copies of them). Throws ConfigError if the
+// graph exceeds METIS's 32-bit index, Error if METIS fails. Returns part
+// ids in [0, num_parts).
 std::vector<int32_t> MetisAssign(const Csr32& sym,
                                  const std::vector<std::vector<int32_t>>& vertex_weights,
-                                 int num_parts, uint64_t seed);
+                                 int num_parts, uint64_t seed, int64_t sparsify = 0);
 
 // One-pass streaming assignment (linear deterministic greedy, LDG) for
 // graphs METIS cannot take: nodes in breadth-first order (components in id

@@ -253,7 +253,8 @@ Assignment AssignParts(const PartitionOptions& options, const HeteroDataset& d,
       weights.push_back(std::move(deg));
     }
     a.part = a.method == "stream" ? StreamAssign(sym, weights, options.num_parts)
-                                  : MetisAssign(sym, weights, options.num_parts, options.data.seed);
+                                  : MetisAssign(sym, weights, options.num_parts, options.data.seed,
+                                                options.sparsify);
   } else {
     a.part = RandomAssign(n, options.num_parts, options.data.seed);
   }
@@ -412,6 +413,7 @@ PartitionResult RunHeteroPartition(const PartitionOptions& options) {
   const Assignment a = PartitionAndWrite(options, d, h, graph_name, tmp.path(), timer, &config);
 
   config.report = HeteroReport(config, d, input_edges, a.undirected_edges, a.cut, timer);
+  if (a.method == "metis" && options.sparsify > 0) config.report["sparsify"] = options.sparsify;
   const std::string json_name = graph_name + ".json";
   WriteFileAtomic(tmp.path() + "/" + json_name, PartitionConfigText(config));
   Publish(tmp, options.output);

@@ -43,6 +43,11 @@ void PartitionOptions::Validate() const {
   if (graph_name.find('/') != std::string::npos) {
     throw ConfigError("--graph_name must not contain '/': " + graph_name);
   }
+  if (sparsify < 0) throw ConfigError("--sparsify must be >= 0 (0: every edge)");
+  if (sparsify > 0 && part_method != "metis") {
+    throw ConfigError("--sparsify thins the graph METIS sees: it needs --part_method metis, not " +
+                      part_method);
+  }
 }
 
 namespace {
@@ -216,7 +221,7 @@ std::vector<int32_t> AssignParts(const PartitionOptions& options, const std::str
   if (method == "stream") {
     part = StreamAssign(a.sym, weights, options.num_parts);
   } else if constexpr (std::is_same_v<Index, int32_t>) {
-    part = MetisAssign(a.sym, weights, options.num_parts, options.data.seed);
+    part = MetisAssign(a.sym, weights, options.num_parts, options.data.seed, options.sparsify);
   }
   return part;
 }
@@ -376,7 +381,8 @@ PartitionResult RunPartition(const PartitionOptions& options) {
                                &undirected_edges);
   }
 
-  const json report = PartitionReport(config, input_edges, undirected_edges, cut, timer);
+  json report = PartitionReport(config, input_edges, undirected_edges, cut, timer);
+  if (config.part_method == "metis" && options.sparsify > 0) report["sparsify"] = options.sparsify;
   config.report = report;
 
   const std::string json_name = graph_name + ".json";

@@ -26,6 +26,10 @@ struct PartitionOptions {
   int num_threads = 0;                // 0 = all cores
   double val_edges = 0;               // --val_edges: fraction of undirected edges held out
                                       // for link evaluation, in [0, 1)
+  // --sparsify K (METIS): METIS sees each undirected edge with probability
+  // min(1, K / max of its ends' degrees) (KeepSparsifiedEdge); 0 = every
+  // edge. The cut is counted on the whole graph.
+  int64_t sparsify = 0;
 
   // Throws ConfigError naming the first bad field.
   void Validate() const;

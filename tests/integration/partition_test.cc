@@ -187,6 +187,39 @@ TEST_CASE("metis cuts far fewer edges than random and balances every constraint"
   CHECK(im.at("edges").get<double>() <= 1.10);
 }
 
+TEST_CASE("--sparsify: METIS sees fewer edges, the partitions keep every invariant",
+          "[integration]") {
+  test::TempDir dir;
+  DatasetOptions data;
+  data.dataset = "synthetic:tiny";
+  data.seed = 3;
+  Dataset d = LoadDataset(data);
+  PartitionOptions o;
+  o.data = data;
+  o.num_parts = 4;
+  o.balance_train = true;
+  o.output = dir / "whole";
+  const PartitionResult whole = RunPartition(o);
+  o.sparsify = 2;
+  o.output = dir / "thin";
+  const PartitionResult thin = RunPartition(o);
+  CheckInvariants(thin.config_path, d, true);
+  CHECK(thin.report.at("sparsify").get<int64_t>() == 2);
+  CHECK_FALSE(whole.report.contains("sparsify"));
+  // The cut is counted on the whole graph either way.
+  CHECK(thin.report.at("undirected_edges") == whole.report.at("undirected_edges"));
+  CHECK(thin.report.at("edge_cut").get<int64_t>() > 0);
+  // Another partitioning: METIS saw another graph.
+  CHECK(ReadFile(dir / "thin/part0/indices.npy") != ReadFile(dir / "whole/part0/indices.npy"));
+  o.output = dir / "bad";
+  o.part_method = "random";
+  CHECK_THROWS_WITH(RunPartition(o), Catch::Contains("--sparsify") && Catch::Contains("metis"));
+  o.part_method = "metis";
+  o.sparsify = -1;
+  CHECK_THROWS_WITH(RunPartition(o), Catch::Contains("--sparsify must be >= 0"));
+  CHECK_FALSE(PathExists(o.output));
+}
+
 TEST_CASE("bad options fail before anything is written", "[integration]") {
   test::TempDir dir;
   PartitionOptions o;

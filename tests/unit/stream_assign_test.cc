@@ -1,5 +1,6 @@
 // The streaming assignment (--part_method stream): valid, balanced parts on
 // any shape, including chains that fill parts one after another.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "graph/csr.h"
@@ -57,4 +58,47 @@ TEST_CASE("streaming assignment: no part left empty, within the slack, on chains
     CHECK(trains[p] <= 1.05 * (n / 3 + 1) / 4 + 1);
     CHECK(trains[p] > 0);
   }
+}
+
+TEST_CASE(
+    "--sparsify's graph: a symmetric, seeded subset that keeps low-degree pairs and thins hubs",
+    "[unit]") {
+  // A star of 400 leaves around node 0, plus a ring over the leaves.
+  const int64_t n = 401;
+  std::vector<int64_t> rows, cols;
+  auto link = [&](int64_t a, int64_t b) {
+    rows.insert(rows.end(), {a, b});
+    cols.insert(cols.end(), {b, a});
+  };
+  for (int32_t v = 1; v < n; ++v) {
+    link(0, v);
+    link(v, v + 1 < n ? v + 1 : 1);
+  }
+  const Csr32 g = BuildCsr<int32_t>(n, rows, cols, true, true, 1);
+  const Csr32 s = SparsifySymmetric(g, 16, 7);
+  auto has = [](const Csr32& c, int64_t a, int64_t b) {
+    return std::binary_search(c.indices.begin() + c.indptr[a], c.indices.begin() + c.indptr[a + 1],
+                              static_cast<int32_t>(b));
+  };
+  int64_t hub = 0;
+  for (int64_t a = 0; a < n; ++a) {
+    for (int64_t k = s.indptr[a]; k < s.indptr[a + 1]; ++k) {
+      const int64_t b = s.indices[k];
+      REQUIRE(has(g, a, b));  // a subset
+      REQUIRE(has(s, b, a));  // symmetric
+    }
+  }
+  for (int64_t v = 1; v < n; ++v) {
+    CHECK(has(s, v, v + 1 < n ? v + 1 : 1));  // leaf pairs (degree 3 <= 16) all kept
+    hub += has(s, 0, v);
+  }
+  // The hub keeps about 16 of its 400 edges (each with probability 16/400).
+  CHECK(hub >= 4);
+  CHECK(hub <= 40);
+  CHECK(s.num_entries() < g.num_entries());
+  // Deterministic per seed; another seed draws other hub edges.
+  CHECK(SparsifySymmetric(g, 16, 7).indices == s.indices);
+  CHECK(SparsifySymmetric(g, 16, 8).indices != s.indices);
+  // A cap above every degree keeps the graph whole.
+  CHECK(SparsifySymmetric(g, 400, 7).indices == g.indices);
 }
