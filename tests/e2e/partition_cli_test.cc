@@ -182,6 +182,13 @@ TEST_CASE("gnn-partition bad input: one error line, non-zero exit, nothing writt
   SECTION("unknown flag") {
     ExpectCleanFailure(run({"--dataset", "synthetic:tiny", "--num_partz", "2"}), "--num_partz");
   }
+  SECTION("--sparsify without METIS, or below 0") {
+    ExpectCleanFailure(
+        run({"--dataset", "synthetic:tiny", "--part_method", "random", "--sparsify", "8"}),
+        "--sparsify thins the graph METIS sees");
+    ExpectCleanFailure(run({"--dataset", "synthetic:tiny", "--sparsify", "-3"}),
+                       "--sparsify must be >= 0");
+  }
   SECTION("missing file") {
     WriteTinyOgb(dir / "g");
     std::filesystem::remove(dir / "g/raw/node-label.csv.gz");
@@ -301,6 +308,19 @@ TEST_CASE(
   }
   // Servers and trainers say what they cannot do yet.
   CHECK_THROWS_WITH(c.RequireHomogeneous("gnn-server"), Catch::Contains("heterogeneous"));
+  {
+    // --sparsify: METIS sees fewer edges, the files are as valid.
+    auto thin = RunProcess({Bin("gnn-partition"), "--dataset", dir / "mag", "--num_parts", "3",
+                            "--balance_train", "--sparsify", "4", "--output", dir / "thin"});
+    INFO(thin.err);
+    REQUIRE(thin.exit_code == 0);
+    CHECK(thin.err.find("METIS partitions ") != std::string::npos);
+    CHECK(thin.err.find("(--sparsify 4)") != std::string::npos);
+    const PartitionConfig t = LoadPartitionConfig(dir / "thin/mag.json");
+    for (int p = 0; p < 3; ++p) CHECK_NOTHROW(VerifyPartFiles(t, p));
+    CHECK(t.report.at("sparsify").get<int64_t>() == 4);
+    CHECK(t.report.at("undirected_edges") == c.report.at("undirected_edges"));
+  }
 
   if (RunProcess({"/usr/bin/python3", "-c", "import numpy"}).exit_code != 0) {
     GNN_SKIP("python3-numpy not installed: arrays not checked");
