@@ -46,10 +46,10 @@ std::string PackGradRows(const std::vector<int64_t>& ids, const std::vector<floa
     std::memcpy(at, &ids[i], sizeof(int64_t));
     at += sizeof(int64_t);
   }
+  std::vector<uint16_t> half(narrow ? dim : 0);
   for (size_t i : which) {
     const float* row = grads.data() + i * dim;
     if (narrow) {
-      std::vector<uint16_t> half(dim);
       ToBfloat16(row, dim, half.data());
       std::memcpy(at, half.data(), dim * sizeof(uint16_t));
       at += dim * sizeof(uint16_t);

@@ -187,7 +187,7 @@ TEST_CASE("metis cuts far fewer edges than random and balances every constraint"
   CHECK(im.at("edges").get<double>() <= 1.10);
 }
 
-TEST_CASE("--sparsify: METIS sees fewer edges, the partitions keep every invariant",
+TEST_CASE("METIS under --sparsify sees fewer edges, the partitions keep every invariant",
           "[integration]") {
   test::TempDir dir;
   DatasetOptions data;

@@ -61,7 +61,8 @@ TEST_CASE("streaming assignment: no part left empty, within the slack, on chains
 }
 
 TEST_CASE(
-    "--sparsify's graph: a symmetric, seeded subset that keeps low-degree pairs and thins hubs",
+    "the graph --sparsify gives: a symmetric, seeded subset that keeps low-degree pairs and thins "
+    "hubs",
     "[unit]") {
   // A star of 400 leaves around node 0, plus a ring over the leaves.
   const int64_t n = 401;
