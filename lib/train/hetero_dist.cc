@@ -7,9 +7,9 @@
 // its batch that rank applies, the rows of partitions p with p mod W ==
 // rank (one all-to-all, as DGL's sparse optimizers do); each rank combines
 // what it got as DGL does (mean over the ranks that used a row) and pushes
-// them, each row by exactly one rank. Every push is acknowledged before its rank enters the dense
-// all-reduce that follows, so no rank pulls the next batch's rows before
-// every update of this step is in.
+// them, each row by exactly one rank. Every push is acknowledged before
+// its rank enters the dense all-reduce that follows, so no rank pulls the
+// next batch's rows before every update of this step is in.
 #include <cstring>
 
 #include "client/dist_graph.h"
@@ -46,16 +46,16 @@ std::string PackGradRows(const std::vector<int64_t>& ids, const std::vector<floa
     std::memcpy(at, &ids[i], sizeof(int64_t));
     at += sizeof(int64_t);
   }
-  std::vector<uint16_t> half(narrow ? dim : 0);
   for (size_t i : which) {
     const float* row = grads.data() + i * dim;
-    if (narrow) {
-      ToBfloat16(row, dim, half.data());
-      std::memcpy(at, half.data(), dim * sizeof(uint16_t));
-      at += dim * sizeof(uint16_t);
-    } else {
+    if (!narrow) {
       std::memcpy(at, row, dim * sizeof(float));
       at += dim * sizeof(float);
+      continue;
+    }
+    for (size_t j = 0; j < dim; ++j, at += sizeof(uint16_t)) {
+      const uint16_t h = FloatToBfloat16(row[j]);
+      std::memcpy(at, &h, sizeof h);
     }
   }
   return out;
@@ -83,12 +83,15 @@ void UnpackGradRows(const std::string& bytes, size_t dim, bool narrow, int from,
   std::memcpy(ids->data(), at, n * sizeof(int64_t));
   at += n * sizeof(int64_t);
   grads->resize(n * dim);
-  if (narrow) {
-    std::vector<uint16_t> half(n * dim);
-    std::memcpy(half.data(), at, half.size() * sizeof(uint16_t));
-    FromBfloat16(half.data(), half.size(), grads->data());
-  } else {
+  if (!narrow) {
     std::memcpy(grads->data(), at, grads->size() * sizeof(float));
+    return;
+  }
+  for (float& g : *grads) {
+    uint16_t h;
+    std::memcpy(&h, at, sizeof h);
+    at += sizeof h;
+    g = Bfloat16ToFloat(h);
   }
 }
 
@@ -257,19 +260,18 @@ class DistHeteroSource : public HeteroSource {
     std::string packed;
     for (const std::string& d : mine) packed += d.empty() ? std::string(kDigestChars, '-') : d;
     const std::vector<std::string> all = collective_->AllgatherBytes(packed);
-    std::vector<std::string> digests(mine.size());
     for (size_t r = 0; r < all.size(); ++r) {
       if (all[r].size() != packed.size()) {
         throw PeerError("rank " + std::to_string(r) + " sent " + std::to_string(all[r].size()) +
                         " bytes of embedding digests, expected " + std::to_string(packed.size()));
       }
-      for (size_t i = 0; i < digests.size(); ++i) {
-        const std::string d = all[r].substr(i * kDigestChars, kDigestChars);
-        if (d != std::string(kDigestChars, '-')) digests[i] = d;
-      }
     }
-    for (const std::string& d : digests) {
-      if (d.empty()) throw PeerError("no rank hashed one of the embedding tables' partitions");
+    // Digest i is of partition i mod P (types then partitions), hashed by
+    // the rank that applies that partition's rows.
+    std::vector<std::string> digests(mine.size());
+    const size_t parts = static_cast<size_t>(config_.num_parts);
+    for (size_t i = 0; i < digests.size(); ++i) {
+      digests[i] = all[(i % parts) % all.size()].substr(i * kDigestChars, kDigestChars);
     }
     return CombineEmbeddingDigests(digests);
   }
