@@ -30,6 +30,9 @@ int main(int argc, char** argv) {
   app.add_flag(
       "--no_cache", [&](int64_t) { o.data.use_cache = false; },
       "do not read or write the parse cache");
+  app.add_flag("--ignore_edge_data", o.data.ignore_edge_data,
+               "go on without the input's edge data (edge-feat.csv.gz, chunked edge_data), "
+               "which is not carried into partitions yet; without this flag it is refused");
   app.add_option("--num_parts", o.num_parts, "number of partitions")->capture_default_str();
   app.add_option("--part_method", o.part_method,
                  "metis, stream (one-pass greedy, any size) or random")

@@ -154,6 +154,7 @@ void Job::CheckInput() {
     }
     CheckOutput(o_);
     meta_ = ReadChunkedMeta(o_.data.dataset);
+    RefuseEdgeData(o_.data.dataset + "/metadata.json", meta_.edge_data, o_.data.ignore_edge_data);
     int64_t nodes = 0;
     for (size_t t = 0; t < meta_.node_types.size(); ++t) nodes += meta_.NumNodes(t);
     if (o_.num_parts > nodes) {

@@ -385,6 +385,12 @@ ChunkedMeta ReadChunkedMeta(const std::string& dir) {
         m.node_data[t].push_back({name, files(nd.At(name))});
     }
   }
+  if (r.Has("edge_data")) {
+    const JsonReader ed = r.At("edge_data");
+    for (const std::string& etype : ed.Keys())
+      for (const std::string& name : ed.At(etype).Keys())
+        m.edge_data.push_back("edge_data." + etype + "." + name);
+  }
   if (r.Has("gnn")) {
     const JsonReader g = r.At("gnn");
     if (g.Has("target")) m.target = g.At("target").String();
@@ -404,8 +410,9 @@ ChunkedMeta ReadChunkedMeta(const std::string& dir) {
   return m;
 }
 
-HeteroDataset ReadChunkedHeteroDataset(const std::string& dir) {
+HeteroDataset ReadChunkedHeteroDataset(const std::string& dir, bool ignore_edge_data) {
   const ChunkedMeta m = ReadChunkedMeta(dir);
+  RefuseEdgeData((fs::path(dir) / "metadata.json").string(), m.edge_data, ignore_edge_data);
   HeteroDataset d;
   d.name = m.graph_name;
   for (size_t t = 0; t < m.node_types.size(); ++t) {
@@ -455,13 +462,13 @@ HeteroDataset ReadChunkedHeteroDataset(const std::string& dir) {
   return d;
 }
 
-Dataset ReadChunkedDataset(const std::string& dir) {
+Dataset ReadChunkedDataset(const std::string& dir, bool ignore_edge_data) {
   const ChunkedMeta m = ReadChunkedMeta(dir);
   if (m.hetero()) {
     throw ConfigError(dir + " holds a heterogeneous graph (" + std::to_string(m.node_types.size()) +
                       " node types, " + std::to_string(m.edge_types.size()) + " relations)");
   }
-  HeteroDataset h = ReadChunkedHeteroDataset(dir);
+  HeteroDataset h = ReadChunkedHeteroDataset(dir, ignore_edge_data);
   Dataset d;
   d.name = h.name;
   d.num_nodes = h.node_types[0].num_nodes;

@@ -32,6 +32,9 @@ struct ChunkedMeta {
   };
   std::vector<Files> edges;                                           // [relation]
   std::vector<std::vector<std::pair<std::string, Files>>> node_data;  // [type] -> (name, files)
+  // Every edge_data entry, as "edge_data.<src:rel:dst>.<name>": gnn does not
+  // carry edge data yet, so readers refuse it (RefuseEdgeData).
+  std::vector<std::string> edge_data;
   // gnn's own keys (DGL's readers ignore them).
   std::string target;  // the labelled type
   int64_t num_classes = 0;
@@ -61,8 +64,10 @@ void WriteChunked(const HeteroDataset& d, int chunks, const std::string& dir);
 // The whole dataset (every chunk). DataError for missing or inconsistent
 // files; ConfigError when the folder's kind (homogeneous or not) is not
 // the one asked for.
-Dataset ReadChunkedDataset(const std::string& dir);
-HeteroDataset ReadChunkedHeteroDataset(const std::string& dir);
+// Edge data in metadata.json is refused (DataError naming it) unless
+// `ignore_edge_data`, when it is dropped with one warning line.
+Dataset ReadChunkedDataset(const std::string& dir, bool ignore_edge_data);
+HeteroDataset ReadChunkedHeteroDataset(const std::string& dir, bool ignore_edge_data);
 
 // Node data names of the train, validation and test masks.
 extern const char* const kChunkSplitNames[3];

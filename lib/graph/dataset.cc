@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/log.h"
 #include "graph/chunked.h"
 #include "graph/hetero.h"
 #include "graph/ogb_reader.h"
@@ -121,6 +122,48 @@ std::string DirectionLine(DirectionFlag flag, const std::string& name,
   return line;
 }
 
+std::vector<std::string> OgbEdgeDataFiles(const std::string& folder) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> found;
+  std::error_code ec;
+  // Sorted, so the error names the same file on every run.
+  auto scan = [&](const fs::path& dir, bool typed) {
+    std::vector<std::string> names;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      if (!it->is_regular_file(ec)) continue;
+      const std::string name = it->path().filename().string();
+      if (name == "edge.csv.gz" || name == "num-edge-list.csv.gz") continue;
+      if (typed ? name == "edge_reltype.csv.gz" : name.rfind("edge", 0) != 0) continue;
+      names.push_back((dir / name).string());
+    }
+    std::sort(names.begin(), names.end());
+    found.insert(found.end(), names.begin(), names.end());
+  };
+  const fs::path raw = fs::path(folder) / "raw";
+  scan(raw, false);
+  std::vector<fs::path> relations;
+  for (fs::directory_iterator it(raw / "relations", ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_directory(ec)) relations.push_back(it->path());
+  std::sort(relations.begin(), relations.end());
+  for (const fs::path& r : relations) scan(r, true);
+  return found;
+}
+
+void RefuseEdgeData(const std::string& dataset, const std::vector<std::string>& found,
+                    bool ignore) {
+  if (found.empty()) return;
+  if (!ignore) {
+    const std::string more =
+        found.size() > 1 ? " and " + std::to_string(found.size() - 1) + " more" : "";
+    throw DataError(dataset + " has edge data (" + found[0] + more +
+                    "), which gnn does not carry into partitions yet; pass --ignore_edge_data "
+                    "to go on without it");
+  }
+  std::string list;
+  for (const std::string& f : found) list += (list.empty() ? "" : ", ") + f;
+  GNN_LOG(kWarn) << "dropping the edge data of " << dataset << " (--ignore_edge_data): " << list;
+}
+
 std::string FindOgbFolder(const DatasetOptions& options) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -144,7 +187,8 @@ Dataset LoadDataset(const DatasetOptions& options) {
                       "reads and writes it, gnn-partition partitions it; training takes one node "
                       "type so far");
   }
-  if (IsChunkedFolder(options.dataset)) return ReadChunkedDataset(options.dataset);
+  if (IsChunkedFolder(options.dataset))
+    return ReadChunkedDataset(options.dataset, options.ignore_edge_data);
   if (options.dataset.rfind("synthetic:", 0) == 0) {
     SyntheticSpec spec = ParseSyntheticSpec(options.dataset.substr(10));
     Dataset d = GenerateSynthetic(spec, options.seed, options.num_threads);

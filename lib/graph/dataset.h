@@ -44,10 +44,24 @@ struct DatasetOptions {
   bool use_cache = true;
   uint64_t seed = 0;    // synthetic generators only
   int num_threads = 0;  // 0 = hardware concurrency
+  // Edge data (features, weights, labels of edges) is not carried yet: an
+  // input that has any is refused, naming it, unless this says to drop it.
+  bool ignore_edge_data = false;
 
   // ConfigError naming the first bad field (LoadDataset calls it).
   void Validate() const;
 };
+
+// Edge data the input holds that gnn does not carry yet, each as the file
+// or metadata key that holds it: OGB raw files beside edge.csv.gz
+// (edge-feat.csv.gz, edge_weight.csv.gz, ...), per-relation files beside a
+// typed graph's edge.csv.gz (edge_reltype.csv.gz is structure, not data).
+std::vector<std::string> OgbEdgeDataFiles(const std::string& folder);
+
+// Refuses `found` edge data of `dataset` before any work: DataError naming
+// the first item and the flag that drops it, or, with `ignore`, one warning
+// line naming everything dropped. Nothing when `found` is empty.
+void RefuseEdgeData(const std::string& dataset, const std::vector<std::string>& found, bool ignore);
 
 // The OGB folder options.dataset names (a path holding raw/, or a name
 // under options.root with '-' as '_'); "" if there is none.

@@ -139,7 +139,7 @@ bool IsHeteroDataset(const DatasetOptions& o) {
 }
 
 HeteroDataset LoadHeteroDataset(const DatasetOptions& o) {
-  if (IsChunkedFolder(o.dataset)) return ReadChunkedHeteroDataset(o.dataset);
+  if (IsChunkedFolder(o.dataset)) return ReadChunkedHeteroDataset(o.dataset, o.ignore_edge_data);
   const std::string prefix = "synthetic:";
   if (o.dataset.rfind(prefix, 0) == 0) {
     return GenerateHeteroSynthetic(ParseHeteroSyntheticSpec(o.dataset.substr(prefix.size())),

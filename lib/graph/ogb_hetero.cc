@@ -93,6 +93,7 @@ std::string TypeRow(const HeteroDataset& d, const std::function<std::string(cons
 
 HeteroDataset ReadOgbHeteroFolder(const std::string& folder, const DatasetOptions& options) {
   Stopwatch watch;
+  RefuseEdgeData(folder, OgbEdgeDataFiles(folder), options.ignore_edge_data);
   const fs::path root(folder), raw = root / "raw";
   HeteroDataset d;
   d.name = DatasetNameOf(folder);

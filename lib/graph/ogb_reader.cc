@@ -227,6 +227,7 @@ Dataset ReadOgbFolder(const std::string& folder, const DatasetOptions& options) 
     const std::string raw = (root / "raw").string();
     throw DataError(CannotMessage("open", raw, DirectoryErrno(raw)));
   }
+  RefuseEdgeData(folder, OgbEdgeDataFiles(folder), options.ignore_edge_data);
   const std::string split = ResolveSplit(folder, options.split);
   const OgbFiles files(root, split);
   // Signatures first: a missing file fails here, before any parsing, and a

@@ -559,3 +559,63 @@ TEST_CASE("gnn-partition takes DGL's --dataset_dir for --root", "[e2e]") {
   CHECK(r.exit_code == 0);
   CHECK(PathExists(dir / "out/ogbn-tiny.json"));
 }
+
+TEST_CASE(
+    "edge data is never dropped silently: refused naming it, or dropped by --ignore_edge_data",
+    "[e2e]") {
+  test::TempDir dir;
+  auto partition = [&](const std::string& dataset, const std::string& out, bool ignore) {
+    std::vector<std::string> args = {
+        Bin("gnn-partition"), "--dataset", dataset, "--num_parts", "1", "--output", out, "--quiet"};
+    if (ignore) args.push_back("--ignore_edge_data");
+    return RunProcess(args, 120);
+  };
+  SECTION("OGB edge-feat.csv.gz, before and after a cache exists") {
+    WriteTinyOgb(dir / "g");
+    REQUIRE(partition(dir / "g", dir / "first", false).exit_code == 0);  // writes the cache
+    test::WriteGz(dir / "g/raw/edge-feat.csv.gz", "0.5\n0.1\n0.2\n0.3\n");
+    test::WriteGz(dir / "g/raw/edge_weight.csv.gz", "1\n1\n1\n1\n");
+    const auto r = partition(dir / "g", dir / "out", false);
+    ExpectCleanFailure(r, "has edge data (" + (dir / "g/raw/edge-feat.csv.gz") + " and 1 more)");
+    CHECK(r.err.find("--ignore_edge_data") != std::string::npos);
+    CHECK(!std::filesystem::exists(dir / "out"));
+    const auto ok = partition(dir / "g", dir / "out", true);
+    INFO(ok.err);
+    REQUIRE(ok.exit_code == 0);
+    CHECK(ok.err.find("dropping the edge data") != std::string::npos);
+    CHECK(ok.err.find("edge_weight.csv.gz") != std::string::npos);
+    CHECK(std::filesystem::exists(dir / "out/g.json"));
+  }
+  SECTION("a typed graph's per-relation edge file") {
+    REQUIRE(RunProcess({Bin("gnn-dataset"), "--dataset", "synthetic:mag-small", "--write_ogb",
+                        dir / "mag", "--quiet"},
+                       120)
+                .exit_code == 0);
+    const std::string rel = dir / "mag/raw/relations/paper___cites___paper";
+    REQUIRE(std::filesystem::exists(rel + "/edge_reltype.csv.gz"));  // structure, not data
+    test::WriteGz(rel + "/edge-feat.csv.gz", "0.5\n");
+    ExpectCleanFailure(partition(dir / "mag", dir / "out", false),
+                       "has edge data (" + rel + "/edge-feat.csv.gz)");
+    CHECK(!std::filesystem::exists(dir / "out"));
+  }
+  SECTION("chunked edge_data in metadata.json") {
+    REQUIRE(RunProcess({Bin("gnn-dataset"), "--dataset", "synthetic:tiny", "--write_chunked", "2",
+                        "--output", dir / "c", "--quiet"},
+                       60)
+                .exit_code == 0);
+    auto meta = nlohmann::json::parse(ReadFile(dir / "c/metadata.json"));
+    meta["edge_data"]["_N:_E:_N"]["weight"] = {{"format", {{"name", "numpy"}}},
+                                               {"data", {"w0.npy", "w1.npy"}}};
+    WriteFileAtomic(dir / "c/metadata.json", meta.dump());
+    ExpectCleanFailure(partition(dir / "c", dir / "out", false),
+                       "metadata.json has edge data (edge_data._N:_E:_N.weight)");
+    CHECK(!std::filesystem::exists(dir / "out"));
+    const auto ok = partition(dir / "c", dir / "out", true);
+    INFO(ok.err);
+    CHECK(ok.exit_code == 0);
+    // gnn-dataset reads through the same check.
+    const auto d = RunProcess({Bin("gnn-dataset"), "--dataset", dir / "c", "--quiet"}, 60);
+    CHECK(d.exit_code > 0);
+    CHECK(d.err.find("edge_data._N:_E:_N.weight") != std::string::npos);
+  }
+}
