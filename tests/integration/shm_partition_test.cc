@@ -643,20 +643,30 @@ TEST_CASE("row cache: the first opener builds it, the others attach, the last re
           "[integration]") {
   const std::string name = UniqueName("cache");
   ShmGuard guard{name};
-  std::atomic<int> built{0};
+  constexpr int kOpeners = 4;
+  std::atomic<int> built{0}, opening{0};
+  std::atomic<bool> all_opening{false};
   auto choose = [&] {
     ++built;
-    std::this_thread::sleep_for(100ms);  // others arrive while this one builds
+    // The builder goes on once every thread has called Open, so the others
+    // arrive while it builds (a deadline well inside Open's own).
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (opening < kOpeners && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(1ms);
+    all_opening = opening == kOpeners;
     return CacheIds();
   };
-  std::vector<std::unique_ptr<ShmRowCache>> caches(4);
+  std::vector<std::unique_ptr<ShmRowCache>> caches(kOpeners);
   std::vector<std::thread> threads;
   for (size_t t = 0; t < caches.size(); ++t) {
-    threads.emplace_back(
-        [&, t] { caches[t] = ShmRowCache::Open(CacheKey(name), choose, FillRows, 20000ms); });
+    threads.emplace_back([&, t] {
+      ++opening;
+      caches[t] = ShmRowCache::Open(CacheKey(name), choose, FillRows, 20000ms);
+    });
   }
   for (auto& t : threads) t.join();
   CHECK(built == 1);
+  CHECK(all_opening);
   int builders = 0;
   for (const auto& c : caches) {
     REQUIRE(c);
