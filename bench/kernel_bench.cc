@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "common/cli.h"
-#include "train/aggregate.h"
-#include "train/attention.h"
-#include "train/dropout.h"
+#include "train/models/aggregate.h"
+#include "train/models/attention.h"
+#include "train/models/dropout.h"
 
 namespace {
 

@@ -19,7 +19,7 @@
 #include "partition/config.h"
 #include "partition/local_partition.h"
 #include "sampling/loader.h"
-#include "train/sage.h"
+#include "train/models/sage.h"
 
 namespace {
 

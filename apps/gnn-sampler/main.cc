@@ -9,6 +9,7 @@
 #include "client/sampler_service.h"
 #include "common/cli.h"
 #include "common/error.h"
+#include "common/launch_env.h"
 #include "common/log.h"
 #include "common/memory.h"
 
@@ -33,14 +34,15 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGALRM, OnAlarm);
   return gnn::RunMain(app, argc, argv, [&] {
-    gnn::FlagFromEnv(app, "--ip_config", "GNN_IP_CONFIG", &launch.ip_config);
-    gnn::FlagFromEnv(app, "--part_config", "GNN_PART_CONFIG", &launch.part_config);
-    gnn::FlagFromEnv(app, "--trainer_endpoint", "GNN_TRAINER_ENDPOINT", &launch.trainer_endpoint);
-    gnn::FlagFromEnv(app, "--job_id", "GNN_JOB_ID", &launch.job_id);
-    gnn::FlagFromEnv(app, "--machine_id", "GNN_MACHINE_ID", &launch.machine_id);
-    gnn::FlagFromEnv(app, "--num_servers", "GNN_NUM_SERVERS", &launch.num_servers);
-    gnn::FlagFromEnv(app, "--trainer_id", "GNN_TRAINER_ID", &launch.trainer_id);
-    gnn::FlagFromEnv(app, "--sampler_id", "GNN_SAMPLER_ID", &launch.sampler_id);
+    gnn::FlagFromEnv(app, "--ip_config", gnn::launch_env::kIpConfig, &launch.ip_config);
+    gnn::FlagFromEnv(app, "--part_config", gnn::launch_env::kPartConfig, &launch.part_config);
+    gnn::FlagFromEnv(app, "--trainer_endpoint", gnn::launch_env::kTrainerEndpoint,
+                     &launch.trainer_endpoint);
+    gnn::FlagFromEnv(app, "--job_id", gnn::launch_env::kJobId, &launch.job_id);
+    gnn::FlagFromEnv(app, "--machine_id", gnn::launch_env::kMachineId, &launch.machine_id);
+    gnn::FlagFromEnv(app, "--num_servers", gnn::launch_env::kNumServers, &launch.num_servers);
+    gnn::FlagFromEnv(app, "--trainer_id", gnn::launch_env::kTrainerId, &launch.trainer_id);
+    gnn::FlagFromEnv(app, "--sampler_id", gnn::launch_env::kSamplerId, &launch.sampler_id);
     gnn::JobSecretFromEnv(app, &launch.secret_file, &launch.insecure);
     if (app.count("--no_local") > 0) launch.machine_id = -1;
     gnn::SetLogRole("sampler " + std::to_string(launch.trainer_id) + "." +

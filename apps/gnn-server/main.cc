@@ -4,6 +4,7 @@
 #include <csignal>
 
 #include "common/cli.h"
+#include "common/launch_env.h"
 #include "common/log.h"
 #include "net/ports.h"
 #include "server/server.h"
@@ -58,16 +59,16 @@ int main(int argc, char** argv) {
   return gnn::RunMain(
       app, argc, argv,
       [&] {
-        gnn::FlagFromEnv(app, "--ip_config", "GNN_IP_CONFIG", &o.ip_config);
-        gnn::FlagFromEnv(app, "--part_config", "GNN_PART_CONFIG", &o.part_config);
-        gnn::FlagFromEnv(app, "--job_id", "GNN_JOB_ID", &o.job_id);
-        gnn::FlagFromEnv(app, "--machine_id", "GNN_MACHINE_ID", &o.machine_id);
-        gnn::FlagFromEnv(app, "--server_id", "GNN_SERVER_ID", &o.server_id);
-        gnn::FlagFromEnv(app, "--num_servers", "GNN_NUM_SERVERS", &o.num_servers);
-        gnn::FlagFromEnv(app, "--num_threads", "GNN_NUM_SERVER_THREADS", &o.num_threads);
+        gnn::FlagFromEnv(app, "--ip_config", gnn::launch_env::kIpConfig, &o.ip_config);
+        gnn::FlagFromEnv(app, "--part_config", gnn::launch_env::kPartConfig, &o.part_config);
+        gnn::FlagFromEnv(app, "--job_id", gnn::launch_env::kJobId, &o.job_id);
+        gnn::FlagFromEnv(app, "--machine_id", gnn::launch_env::kMachineId, &o.machine_id);
+        gnn::FlagFromEnv(app, "--server_id", gnn::launch_env::kServerId, &o.server_id);
+        gnn::FlagFromEnv(app, "--num_servers", gnn::launch_env::kNumServers, &o.num_servers);
+        gnn::FlagFromEnv(app, "--num_threads", gnn::launch_env::kNumServerThreads, &o.num_threads);
         gnn::JobSecretFromEnv(app, &secret_file, &insecure);
         int restart = 0;
-        gnn::FlagFromEnv(app, nullptr, "GNN_RESTART", &restart);
+        gnn::FlagFromEnv(app, nullptr, gnn::launch_env::kRestart, &restart);
         if (restart > 0) o.bind_retry = std::chrono::duration<double>(gnn::kBindRetryS);
         gnn::SetLogRole("server " + std::to_string(o.machine_id) + "." +
                         std::to_string(o.server_id));

@@ -18,6 +18,7 @@
 #include <zmq.hpp>
 
 #include "client/dist_graph.h"
+#include "client/wire_settings.h"
 #include "net/batch_codec.h"
 #include "net/messages.h"
 #include "net/security.h"
@@ -48,11 +49,10 @@ struct SamplerLaunch {
   bool insecure = false;                     // --insecure: plaintext
   bool aggregate_at_owner = true;            // --aggregate_at_owner 0|1 (DistGraphOptions')
   bool remote_sums = true;                   // --remote_sums 0|1 (DistGraphOptions')
-  bool input_means = true;              // --input_means 0|1 (DistGraphOptions::pack_input_means)
-  std::string wire_dtype = "bfloat16";  // --wire_dtype float32|bfloat16
-  std::string wire_ids = "varint";      // --wire_ids varint|int64
-  int64_t cache_mb = 0;                 // --cache_mb: the machine's hot-row cache (-1: auto)
-  std::string cache_fan_out = "-1";     // --cache_fan_out: the model's fan-outs (ranks rows)
+  bool input_means = true;           // --input_means 0|1 (DistGraphOptions::pack_input_means)
+  WireSettings wire;                 // --wire_dtype, --wire_ids
+  int64_t cache_mb = 0;              // --cache_mb: the machine's hot-row cache (-1: auto)
+  std::string cache_fan_out = "-1";  // --cache_fan_out: the model's fan-outs (ranks rows)
 
   // `binary` followed by every field as its flag.
   std::vector<std::string> ToArgv(const std::string& binary) const;

@@ -27,6 +27,7 @@
 #include "cluster/restart_ledger.h"
 #include "cluster/supervisor.h"
 #include "common/error.h"
+#include "common/launch_env.h"
 #include "common/sha256.h"
 #include "net/ip_config.h"
 #include "partition/config.h"
@@ -487,11 +488,11 @@ class Launch {
     std::vector<std::string> env;
     for (const auto& e : o_.extra_envs) SetEnv(&env, e);
     for (const auto& e : role_env) SetEnv(&env, e);
-    env.push_back("GNN_WATCH_STDIN=1");
-    env.push_back("GNN_IP_CONFIG=" + p.ip_config);
-    env.push_back("GNN_PART_CONFIG=" + p.part_config);
-    env.push_back("GNN_MACHINE_ID=" + std::to_string(m));
-    env.push_back("GNN_JOB_ID=" + run_id_);
+    env.push_back(launch_env::Entry(launch_env::kWatchStdin, "1"));
+    env.push_back(std::string(launch_env::kIpConfig) + "=" + p.ip_config);
+    env.push_back(std::string(launch_env::kPartConfig) + "=" + p.part_config);
+    env.push_back(std::string(launch_env::kMachineId) + "=" + std::to_string(m));
+    env.push_back(std::string(launch_env::kJobId) + "=" + run_id_);
     env.push_back(secret_->EnvFor(static_cast<size_t>(origin_[static_cast<size_t>(m)])));
     if (p.local) {
       // WORKSPACE/bin first on PATH: ours, or the one --extra_envs gave.
@@ -525,11 +526,13 @@ class Launch {
     for (size_t m = 0; m < machines_.size(); ++m) {
       if (!Mine(m)) continue;
       for (int s = 0; s < o_.num_servers; ++s) {
-        std::vector<std::string> env = {"GNN_SERVER_ID=" + std::to_string(s),
-                                        "GNN_NUM_SERVERS=" + std::to_string(o_.num_servers),
-                                        "GNN_RESTART=" + std::to_string(run_)};
+        std::vector<std::string> env = {
+            std::string(launch_env::kServerId) + "=" + std::to_string(s),
+            std::string(launch_env::kNumServers) + "=" + std::to_string(o_.num_servers),
+            std::string(launch_env::kRestart) + "=" + std::to_string(run_)};
         if (o_.num_server_threads > 0)
-          env.push_back("GNN_NUM_SERVER_THREADS=" + std::to_string(o_.num_server_threads));
+          env.push_back(std::string(launch_env::kNumServerThreads) + "=" +
+                        std::to_string(o_.num_server_threads));
         Start(static_cast<int>(m), "server", s, ShellQuote(ServerBinary(o_)), "gnn-server", env);
       }
     }
@@ -584,18 +587,19 @@ class Launch {
       if (local_trainer.empty()) local_trainer = word;  // let the shell say what is wrong
       for (int t = 0; t < o_.num_trainers; ++t) {
         std::vector<std::string> env = {
-            "GNN_TRAINER_ID=" + std::to_string(t),
-            "GNN_NUM_TRAINERS=" + std::to_string(o_.num_trainers),
-            "GNN_NUM_SERVERS=" + std::to_string(o_.num_servers),
-            "GNN_NUM_SAMPLERS=" + std::to_string(o_.num_samplers),
-            "GNN_MASTER_ADDR=" + machines_[0].host,
-            "GNN_MASTER_PORT=" + std::to_string(o_.master_port),
-            "GNN_RESTART=" + std::to_string(run_),
-            "GNN_REPORT_PROGRESS=1",
-            "GNN_RESUME_STEP=" + std::to_string(ledger_.checkpoint_step())};
+            std::string(launch_env::kTrainerId) + "=" + std::to_string(t),
+            std::string(launch_env::kNumTrainers) + "=" + std::to_string(o_.num_trainers),
+            std::string(launch_env::kNumServers) + "=" + std::to_string(o_.num_servers),
+            std::string(launch_env::kNumSamplers) + "=" + std::to_string(o_.num_samplers),
+            std::string(launch_env::kMasterAddr) + "=" + machines_[0].host,
+            std::string(launch_env::kMasterPort) + "=" + std::to_string(o_.master_port),
+            std::string(launch_env::kRestart) + "=" + std::to_string(run_),
+            launch_env::Entry(launch_env::kReportProgress, "1"),
+            std::string(launch_env::kResumeStep) + "=" + std::to_string(ledger_.checkpoint_step())};
         if (o_.num_omp_threads > 0) {  // DGL's launcher sets OMP_NUM_THREADS so
           env.push_back("OMP_NUM_THREADS=" + std::to_string(o_.num_omp_threads));
-          env.push_back("GNN_NUM_OMP_THREADS=" + std::to_string(o_.num_omp_threads));
+          env.push_back(std::string(launch_env::kNumOmpThreads) + "=" +
+                        std::to_string(o_.num_omp_threads));
         }
         Start(static_cast<int>(m), "trainer", t, ShellQuote(local_trainer) + rest, o_.command, env);
       }

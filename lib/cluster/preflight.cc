@@ -15,6 +15,7 @@
 #include "cluster/launch_plan.h"
 #include "cluster/remote.h"
 #include "common/fs.h"
+#include "common/launch_env.h"
 #include "net/ip_config.h"
 #include "net/ports.h"
 #include "net/security.h"
@@ -364,20 +365,21 @@ void CheckTrainerFlags(const LaunchOptions& o, const LaunchInputs& in,
     if (!p.local || (o.machine_id >= 0 && static_cast<int>(m) != o.machine_id)) continue;
     const std::string binary = ResolveBinary(word, p.workspace);
     if (binary.empty()) return;  // said by CheckLocalBinaries
-    const std::vector<std::string> argv = {"/usr/bin/env",
-                                           "GNN_MACHINE_ID=" + std::to_string(m),
-                                           "GNN_IP_CONFIG=" + p.ip_config,
-                                           "GNN_PART_CONFIG=" + p.part_config,
-                                           "GNN_TRAINER_ID=0",
-                                           "GNN_NUM_TRAINERS=" + std::to_string(o.num_trainers),
-                                           "GNN_NUM_SERVERS=" + std::to_string(o.num_servers),
-                                           "GNN_NUM_SAMPLERS=" + std::to_string(o.num_samplers),
-                                           "GNN_MASTER_ADDR=" + in.machines[0].host,
-                                           "GNN_MASTER_PORT=" + std::to_string(o.master_port),
-                                           "/bin/sh",
-                                           "-c",
-                                           "cd " + ShellQuote(p.workspace) + " && exec " +
-                                               ShellQuote(binary) + rest + " --check_only"};
+    const std::vector<std::string> argv = {
+        "/usr/bin/env",
+        std::string(launch_env::kMachineId) + "=" + std::to_string(m),
+        std::string(launch_env::kIpConfig) + "=" + p.ip_config,
+        std::string(launch_env::kPartConfig) + "=" + p.part_config,
+        launch_env::Entry(launch_env::kTrainerId, "0"),
+        std::string(launch_env::kNumTrainers) + "=" + std::to_string(o.num_trainers),
+        std::string(launch_env::kNumServers) + "=" + std::to_string(o.num_servers),
+        std::string(launch_env::kNumSamplers) + "=" + std::to_string(o.num_samplers),
+        std::string(launch_env::kMasterAddr) + "=" + in.machines[0].host,
+        std::string(launch_env::kMasterPort) + "=" + std::to_string(o.master_port),
+        "/bin/sh",
+        "-c",
+        "cd " + ShellQuote(p.workspace) + " && exec " + ShellQuote(binary) + rest +
+            " --check_only"};
     const CommandResult r = RunCommand(argv, 120);
     if (r.exit_code != 0) {
       std::string line = r.LastErrorLine();

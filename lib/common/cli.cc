@@ -16,6 +16,7 @@
 
 #include "common/build_info.h"
 #include "common/error.h"
+#include "common/launch_env.h"
 #include "common/log.h"
 
 namespace gnn {
@@ -212,8 +213,8 @@ CLI::Option* AddSecondsOption(CLI::App& app, const std::string& name,
 }
 
 void JobSecretFromEnv(const CLI::App& app, std::string* secret_file, bool* insecure) {
-  FlagFromEnv(app, "--secret_file", "GNN_SECRET_FILE", secret_file);
-  FlagFromEnv(app, "--insecure", "GNN_INSECURE", insecure);
+  FlagFromEnv(app, "--secret_file", launch_env::kSecretFile, secret_file);
+  FlagFromEnv(app, "--insecure", launch_env::kInsecure, insecure);
 }
 
 std::vector<std::string> NormalizeFlagSpellings(const CLI::App& app, int argc, char** argv) {
@@ -258,7 +259,7 @@ int RunMain(CLI::App& app, int argc, char** argv, const std::function<void()>& b
   } catch (const CLI::ParseError& e) {
     return Fail(program, std::string(e.what()) + " (see --help)", kExitConfig);
   }
-  const char* watch = std::getenv("GNN_WATCH_STDIN");
+  const char* watch = std::getenv(launch_env::kWatchStdin);
   if (watch && std::string(watch) == "1") {
     ShowLogRole(false);  // gnn-launch prefixes every line it forwards
     WatchLauncherStdin(program, stop_grace_s);

@@ -139,6 +139,11 @@ TEST_CASE("resume after an interruption ends with the same model", "[e2e]") {
   json b = Train(second);
   CHECK(b.at("epochs_run").get<int>() == 2);
   CHECK(a.at("final_test_acc") == b.at("final_test_acc"));
+  // The outputs are of the best validation's epoch, the checkpoint carries
+  // its parameters, so the resumed run saves the same files.
+  CHECK(a.at("saved_model_epoch") == a.at("best_epoch"));
+  CHECK(b.at("saved_model_epoch") == a.at("best_epoch"));
+  CHECK(ReadFile(dir / "m1.pt") == ReadFile(dir / "m2.pt"));
   CHECK(ReadFile(dir / "emb1.npy") == ReadFile(dir / "emb2.npy"));
   CHECK(ReadFile(dir / "m1.pt").size() > 0);
   CHECK(ReadFile(dir / "m.jsonl").find("\"type\":\"eval\"") != std::string::npos);
@@ -153,18 +158,19 @@ TEST_CASE("resume after an interruption ends with the same model", "[e2e]") {
   std::string script =
       "import sys, torch, numpy as np\n"
       "a = torch.load(sys.argv[1], weights_only=True); b = torch.load(sys.argv[2])\n"
-      "assert sorted(a) == ['layers.0.bias', 'layers.0.fc_neigh.weight', 'layers.0.fc_self.weight',"
-      " 'layers.1.bias', 'layers.1.fc_neigh.weight', 'layers.1.fc_self.weight'], sorted(a)\n"
+      "assert sorted(a) == ['layers.0.fc_neigh.weight', 'layers.0.fc_self.bias',"
+      " 'layers.0.fc_self.weight', 'layers.1.fc_neigh.weight', 'layers.1.fc_self.bias',"
+      " 'layers.1.fc_self.weight'], sorted(a)\n"
       "assert tuple(a['layers.0.fc_self.weight'].shape) == (8, 16)\n"
       "assert all(torch.equal(a[k], b[k]) for k in a)\n"
       "m = a._metadata['gnn']\n"
       "assert m['model'] == 'graphsage' and m['in_feats'] == 16 and m['num_hidden'] == 8, m\n"
       "assert m['num_layers'] == 2 and m['fan_out'] == [10, 25] and m['epochs'] == 4, m\n"
-      "class Conv(torch.nn.Module):\n"
+      "assert m['saved_epoch'] == int(sys.argv[4]), m\n"
+      "class Conv(torch.nn.Module):  # DGL 2.x's SAGEConv('mean') parameters\n"
       "  def __init__(s, i, o):\n"
-      "    super().__init__(); s.fc_self = torch.nn.Linear(i, o, bias=False)\n"
-      "    s.fc_neigh = torch.nn.Linear(i, o, bias=False); s.bias = "
-      "torch.nn.Parameter(torch.zeros(o))\n"
+      "    super().__init__(); s.fc_neigh = torch.nn.Linear(i, o, bias=False)\n"
+      "    s.fc_self = torch.nn.Linear(i, o, bias=True)\n"
       "class Sage(torch.nn.Module):\n"
       "  def __init__(s, m):\n"
       "    super().__init__(); w = [m['in_feats']] + [m['num_hidden']] * (m['num_layers'] - 1)\n"
@@ -174,8 +180,8 @@ TEST_CASE("resume after an interruption ends with the same model", "[e2e]") {
       "assert torch.equal(net.layers[1].fc_neigh.weight, a['layers.1.fc_neigh.weight'])\n"
       "e = np.load(sys.argv[3]); assert e.shape == (2000, 4) and e.dtype == np.float32\n"
       "print('ok')\n";
-  auto py = RunProcess(
-      {"/usr/bin/python3", "-c", script, dir / "m1.pt", dir / "m2.pt", dir / "emb1.npy"});
+  auto py = RunProcess({"/usr/bin/python3", "-c", script, dir / "m1.pt", dir / "m2.pt",
+                        dir / "emb1.npy", std::to_string(a.at("saved_model_epoch").get<int>())});
   INFO(py.err);
   CHECK(py.out == "ok\n");
 }

@@ -1,7 +1,7 @@
 // The fused mean aggregation against the plain LibTorch formulation
 // (index_select + index_add_), values and gradients, in double; and its
 // gradient against central finite differences (gradcheck-style).
-#include "train/aggregate.h"
+#include "train/models/aggregate.h"
 
 #include <torch/torch.h>
 
@@ -12,8 +12,8 @@
 #include "random_block.h"
 #include "sampling/sampler.h"
 #include "test_util.h"
-#include "train/device.h"
-#include "train/sage.h"
+#include "train/loop/device.h"
+#include "train/models/sage.h"
 
 namespace gnn {
 namespace {

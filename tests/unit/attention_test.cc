@@ -3,7 +3,7 @@
 // gradients in double, and against central finite differences; GATConv
 // and GraphConv against DGL's formulas under DGL's parameter names; the
 // GAT and GCN models' forward against layer-wise inference.
-#include "train/attention.h"
+#include "train/models/attention.h"
 
 #include <torch/torch.h>
 
@@ -14,11 +14,11 @@
 #include "common/error.h"
 #include "random_block.h"
 #include "sampling/sampler.h"
-#include "train/aggregate.h"
-#include "train/dropout.h"
-#include "train/gat.h"
-#include "train/gcn.h"
-#include "train/inference.h"
+#include "train/loop/inference.h"
+#include "train/models/aggregate.h"
+#include "train/models/dropout.h"
+#include "train/models/gat.h"
+#include "train/models/gcn.h"
 
 namespace gnn {
 namespace {

@@ -11,9 +11,9 @@
 #include "random_block.h"
 #include "sampling/sampler.h"
 #include "test_util.h"
-#include "train/attention.h"
-#include "train/device.h"
-#include "train/dropout.h"
+#include "train/loop/device.h"
+#include "train/models/attention.h"
+#include "train/models/dropout.h"
 
 namespace gnn {
 namespace {

@@ -268,7 +268,8 @@ TEST_CASE("gnn-sampler's argv is written and read by one contract", "[unit]") {
   a.aggregate_at_owner = false;
   a.remote_sums = false;
   a.input_means = false;
-  a.wire_dtype = "bfloat16";
+  a.wire.row_format = net::RowFormat::kFloat32;  // not the defaults: they must travel
+  a.wire.id_coding = net::IdCoding::kInt64;
   for (bool insecure : {false, true}) {
     a.insecure = insecure;
     std::vector<std::string> argv = a.ToArgv("gnn-sampler");

@@ -2,7 +2,7 @@
 // RelGraphConv against a per-edge double-precision reference (full weights
 // and bases) and its gradients against plain LibTorch ops (index_add_ and
 // division by counts), and the model's input embedding and layer stack.
-#include "train/rgcn.h"
+#include "train/models/rgcn.h"
 
 #include <torch/torch.h>
 
@@ -14,8 +14,8 @@
 
 #include "common/error.h"
 #include "test_util.h"
-#include "train/device.h"
-#include "train/rgat.h"
+#include "train/loop/device.h"
+#include "train/models/rgat.h"
 
 namespace gnn {
 namespace {

@@ -11,12 +11,12 @@
 #include "common/fs.h"
 #include "sampling/owner_aggregate.h"
 #include "sampling/sampler.h"
-#include "train/aggregate.h"
-#include "train/checkpoint.h"
-#include "train/inference.h"
-#include "train/link_eval.h"
-#include "train/sage.h"
-#include "train/task.h"
+#include "train/loop/checkpoint.h"
+#include "train/loop/inference.h"
+#include "train/loop/link_eval.h"
+#include "train/loop/task.h"
+#include "train/models/aggregate.h"
+#include "train/models/sage.h"
 
 namespace gnn {
 namespace {

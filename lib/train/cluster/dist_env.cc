@@ -1,0 +1,654 @@
+// Distributed training environment: this trainer's share of the training
+// nodes (node_split with force_even), mini-batches from in-process sampling
+// or from its own gnn-sampler processes, gradient all-reduce and
+// distributed layer-wise evaluation.
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <iomanip>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "client/dist_graph.h"
+#include "client/sampler_service.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/process.h"
+#include "common/sha256.h"
+#include "common/timer.h"
+#include "net/batch_codec.h"
+#include "net/ip_config.h"
+#include "net/ports.h"
+#include "sampling/edge_batch.h"
+#include "sampling/loader.h"
+#include "sampling/sampler.h"
+#include "train/cluster/collective.h"
+#include "train/loop/inference.h"
+#include "train/loop/train_env.h"
+
+namespace gnn {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// In-process sampling ahead of the trainer: one thread with its own
+// DistGraph (sockets are per thread) fills a bounded queue.
+class Prefetcher {
+ public:
+  // `prepare` (optional) completes each batch on the sampling thread just
+  // before it is sampled (see SamplerPool::SetPrepare).
+  Prefetcher(const DistGraphOptions& options, int prefetch,
+             std::function<void(net::SeedBatch*)> prepare = nullptr)
+      : options_(options), prefetch_(prefetch), prepare_(std::move(prepare)) {}
+  ~Prefetcher() { Join(); }
+
+  void Start(std::vector<net::SeedBatch> batches) {
+    Join();
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.clear();
+    error_ = nullptr;
+    stop_ = false;
+    remaining_ = batches.size();
+    thread_ = std::thread([this, batches = std::move(batches)]() mutable { Run(batches); });
+  }
+
+  std::optional<MiniBatch> Next() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (remaining_ == 0) return std::nullopt;
+    // Every request of the sampling thread has its own deadline, so this one
+    // only guards against a bug: a batch is a few request rounds at most.
+    const auto limit = options_.timeout * 8;
+    if (!cv_.wait_for(lock, limit, [&] { return !queue_.empty() || error_; })) {
+      throw TimeoutError("in-process sampling produced no mini-batch within " +
+                         std::to_string(limit.count()) + " ms");
+    }
+    if (queue_.empty() && error_) std::rethrow_exception(error_);
+    MiniBatch mb = std::move(queue_.front());
+    queue_.pop_front();
+    --remaining_;
+    cv_.notify_all();
+    return mb;
+  }
+
+ private:
+  void Run(std::vector<net::SeedBatch>& batches) {
+    try {
+      if (!graph_) graph_ = std::make_unique<DistGraph>(options_);
+      for (auto& sb : batches) {
+        if (prepare_) prepare_(&sb);
+        EdgeExclusion exclude(sb.exclude);
+        MiniBatch mb = graph_->MakeBatch(sb.seeds, sb.fanouts, sb.replace, sb.rng_seed,
+                                         exclude.empty() ? nullptr : &exclude);
+        mb.index = sb.index;
+        // Layer 0's means and the backward pass's transposes, made here
+        // rather than on the trainer's critical path.
+        if (options_.pack_input_means) PackInputMeans(&mb, 1);
+        for (size_t l = 1; l < mb.blocks.size(); ++l) BuildTranspose(&mb.blocks[l]);
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return static_cast<int>(queue_.size()) < prefetch_ || stop_; });
+        if (stop_) return;
+        queue_.push_back(std::move(mb));
+        cv_.notify_all();
+        if (prepare_) sb = net::SeedBatch();  // release what was sampled
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu_);
+      error_ = std::current_exception();
+      cv_.notify_all();
+    }
+  }
+  void Join() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+  DistGraphOptions options_;
+  int prefetch_;
+  std::function<void(net::SeedBatch*)> prepare_;
+  std::unique_ptr<DistGraph> graph_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<MiniBatch> queue_;
+  size_t remaining_ = 0;
+  std::exception_ptr error_;
+  bool stop_ = false;
+};
+
+class DistEnv : public TrainEnv {
+ public:
+  DistEnv(const TrainOptions& o, const PartitionConfig& config)
+      : o_(o), config_(config), fanouts_(o.Fanouts()) {
+    std::vector<MachineAddress> machines = ReadIpConfig(o.ip_config);
+    const int num_machines = static_cast<int>(machines.size());
+    CheckMachinesForParts(config.num_parts, num_machines, o.ip_config);
+    TrainerGroup group = JoinTrainers(o, machines, config.num_parts);
+    part_ = MachinePartition(o.machine_id, config.num_parts);
+    rank_ = group.rank;
+    world_ = group.world;
+    collective_ = std::move(group.collective);
+    // GPU trainers sum their gradients with NCCL (set up through the
+    // rendezvous; NCCL's traffic is plaintext: README).
+    if (o.num_gpus > 0) collective_->EnableNccl();
+
+    graph_ = std::make_unique<DistGraph>(group.graph);
+    num_machines_ = num_machines;
+    if (o.inference) return;  // no batches, no samplers: layer-wise inference only
+
+    // node_split with force_even (TrainerGroup::slot).
+    const int64_t total = graph_->CountNodes(0);
+    if (total == 0) throw DataError(o.part_config + ": the graph has no training nodes");
+    const int slot = group.slot;
+    train_ = graph_->SplitNodes(0, total * slot / world_, total * (slot + 1) / world_);
+    const int64_t max_share = (total + world_ - 1) / world_;
+    num_batches_ = (max_share + o.batch_size - 1) / o.batch_size;
+    for (int mask = 1; mask <= 2; ++mask) {
+      int64_t n = graph_->CountNodes(mask);
+      eval_nodes_[mask - 1] = graph_->SplitNodes(mask, n * slot / world_, n * (slot + 1) / world_);
+    }
+    if (o.Kind() == TaskKind::kLink) {
+      // Edges are split by the partition that owns them (the in-edges of
+      // its nodes, read from shared memory): the trainers of the machines
+      // serving it take even slices, and every rank runs as many steps as
+      // the largest slice of any partition needs.
+      if (!graph_->LocalCsc(&local_csc_)) throw Error("no local partition for --task link");
+      int64_t max_share = 0;
+      for (int p = 0; p < config.num_parts; ++p) {
+        const int64_t sharers =
+            static_cast<int64_t>(PartitionMachines(p, config.num_parts, num_machines).size()) *
+            o.num_trainers;
+        max_share = std::max(max_share, (config.parts[p].num_edges() + sharers - 1) / sharers);
+      }
+      if (max_share == 0) throw DataError(o.part_config + ": the graph has no edges");
+      const int64_t mine = config.parts[part_].num_edges();
+      const int64_t sharers =
+          static_cast<int64_t>(PartitionMachines(part_, config.num_parts, num_machines).size()) *
+          o.num_trainers;
+      const int64_t me = (o.machine_id / config.num_parts) * o.num_trainers + o.trainer_id;
+      for (int64_t e = mine * me / sharers; e < mine * (me + 1) / sharers; ++e) edges_.push_back(e);
+      num_batches_ = (max_share + o.batch_size - 1) / o.batch_size;
+      GNN_LOG(kInfo) << Label() << ": " << edges_.size() << " of " << config.num_edges
+                     << " training edges, " << num_batches_ << " batches per epoch";
+    } else {
+      GNN_LOG(kInfo) << Label() << ": " << train_.size() << " of " << total << " train nodes, "
+                     << num_batches_ << " batches per epoch";
+    }
+
+    if (o.num_samplers > 0) {
+      samplers_ = StartSamplers(o, config, group);
+    } else {
+      prefetcher_ = std::make_unique<Prefetcher>(
+          group.graph, o.prefetch,
+          o.Kind() == TaskKind::kLink ? [this](net::SeedBatch* sb) { PlanLinkBatch(sb); }
+                                      : std::function<void(net::SeedBatch*)>());
+    }
+    if (samplers_ && o.Kind() == TaskKind::kLink)
+      samplers_->pool().SetPrepare([this](net::SeedBatch* sb) { PlanLinkBatch(sb); });
+  }
+
+  // --task link: a batch is sent as a slice of edge positions and planned
+  // only when it is about to be sampled (all plans of an epoch at once
+  // would take gigabytes on a products-size graph). The plan's negatives
+  // and seed nodes go to the sampler; the pair positions stay here until
+  // Next() attaches them. Runs on the sampling thread or the trainer's.
+  void PlanLinkBatch(net::SeedBatch* sb) {
+    std::vector<int64_t> heads, tails;
+    EdgeEndpoints(local_csc_, sb->seeds, &heads, &tails);
+    EdgeBatchPlan plan =
+        PlanEdgeBatch(heads, tails, o_.num_negs, 0, config_.num_nodes, MixSeed(sb->rng_seed, 1));
+    sb->seeds = std::move(plan.seeds);
+    if (o_.remove_edge) sb->exclude = std::move(plan.exclude);
+    plan.seeds.clear();
+    plan.exclude.clear();
+    std::lock_guard<std::mutex> lock(plans_mu_);
+    plans_[sb->index] = std::move(plan);
+  }
+
+  int rank() const override { return rank_; }
+  int world() const override { return world_; }
+  std::string Label() const override {
+    return "Part " + std::to_string(rank_);  // DGL's: the trainer's rank
+  }
+  int64_t NumBatches() const override { return num_batches_; }
+
+  void StartEpoch(int epoch, int64_t first_batch) override {
+    const bool link = o_.Kind() == TaskKind::kLink;
+    std::vector<int64_t> seeds = link ? edges_ : train_;
+    // Each rank shuffles its own share; batches are near-equal slices so
+    // every rank runs exactly num_batches_ steps (no all-reduce deadlock).
+    uint64_t state = MixSeed(MixSeed(o_.seed, static_cast<uint64_t>(epoch)), rank_);
+    for (int64_t i = static_cast<int64_t>(seeds.size()) - 1; i > 0; --i) {
+      state = MixSeed(state, static_cast<uint64_t>(i));
+      std::swap(seeds[i], seeds[state % static_cast<uint64_t>(i + 1)]);
+    }
+    std::vector<net::SeedBatch> batches;
+    const int64_t n = static_cast<int64_t>(seeds.size());
+    {
+      std::lock_guard<std::mutex> lock(plans_mu_);
+      plans_.clear();
+    }
+    for (int64_t b = first_batch; b < num_batches_; ++b) {
+      net::SeedBatch sb;
+      sb.epoch = epoch;
+      sb.index = b;
+      sb.rng_seed = MixSeed(MixSeed(MixSeed(o_.seed, epoch), rank_), b);
+      sb.replace = o_.sample_replace;
+      sb.fanouts = fanouts_;
+      // With --task link the slice holds edge positions (see PlanLinkBatch).
+      sb.seeds.assign(seeds.begin() + n * b / num_batches_,
+                      seeds.begin() + n * (b + 1) / num_batches_);
+      batches.push_back(std::move(sb));
+    }
+    if (samplers_) {
+      samplers_->pool().Start(std::move(batches));
+    } else {
+      prefetcher_->Start(std::move(batches));
+    }
+  }
+
+  std::optional<MiniBatch> Next() override {
+    std::optional<MiniBatch> mb;
+    if (!samplers_) {
+      mb = prefetcher_->Next();
+    } else {
+      mb = samplers_->Next();
+    }
+    if (mb && o_.Kind() == TaskKind::kLink) {
+      std::unique_lock<std::mutex> lock(plans_mu_);
+      auto it = plans_.find(mb->index);
+      if (it == plans_.end()) {
+        throw ProtocolError("mini-batch " + std::to_string(mb->index) + " was never planned");
+      }
+      EdgeBatchPlan plan = std::move(it->second);
+      plans_.erase(it);
+      lock.unlock();
+      mb->pos_head = std::move(plan.pos_head);
+      mb->pos_tail = std::move(plan.pos_tail);
+      mb->neg_head = std::move(plan.neg_head);
+      mb->neg_tail = std::move(plan.neg_tail);
+    }
+    return mb;
+  }
+
+  int64_t AllreduceGrads(NodeModel& model) override {
+    return collective_->AllreduceMeanGrads(model.parameters());
+  }
+
+  void SyncParams(NodeModel& model) override {
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> ps;
+    for (auto& p : model.parameters()) ps.push_back(p.detach());
+    collective_->Broadcast(ps);
+  }
+
+  void BroadcastBytes(std::string* bytes) override { collective_->BroadcastBytes(bytes); }
+
+  double SumOverRanks(double v) override { return collective_->AllreduceSum({v})[0]; }
+
+  // Distributed layer-wise full-neighbour inference: rank r computes layer l
+  // for nodes [r*N/W, (r+1)*N/W); each rank then gets, of the layer's
+  // output, the rows its next layer reads (its range's in-neighbours in
+  // other ranges: few with METIS parts, where the whole layer used to be
+  // all-gathered). The last layer is gathered whole when `gather_last`;
+  // otherwise each rank returns its own slice.
+  torch::Tensor Infer(NodeModel& model, bool gather_last, int capture_layer = -1,
+                      torch::Tensor* captured = nullptr) {
+    const auto [lo, hi] = RangeOf(rank_);
+    InferenceSource source;
+    source.neighbors = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
+                           std::vector<int64_t>* idx) {
+      graph_->SampleNeighbors(dst, -1, false, 0, ptr, idx);
+    };
+    source.features = [&](const std::vector<int64_t>& ids) {
+      NoInitVector<float> feats;
+      graph_->PullFeatures(ids, &feats);
+      return torch::from_blob(feats.data(), {static_cast<int64_t>(ids.size()), config_.feature_dim},
+                              torch::kFloat32)
+          .clone();
+    };
+    if (o_.AggregatesAtOwner()) {
+      // Layer 0 at the owners: two rows per destination instead of the
+      // neighbour lists and every neighbour's row.
+      source.input_means = [&](const std::vector<int64_t>& dst) {
+        NoInitVector<float> rows;
+        graph_->SampleAggregate(dst, -1, false, 0, &rows);
+        return torch::from_blob(rows.data(),
+                                {2 * static_cast<int64_t>(dst.size()), config_.feature_dim},
+                                torch::kFloat32)
+            .clone();
+      };
+    }
+    std::optional<std::vector<std::vector<int64_t>>> wanted;  // per rank: ids of its range we read
+    int layers_left = model.num_layers();
+    source.exchange = [&, lo = lo, hi = hi](const torch::Tensor& rows) {
+      if (--layers_left == 0) return AllRows(rows);  // gather_last
+      if (!wanted) wanted = RowsReadFromOthers(lo, hi);
+      return ExchangeWantedRows(rows, lo, *wanted);
+    };
+    source.base = 0;
+    return LayerwiseInference(model, source, lo, hi, o_.batch_size_eval, gather_last, capture_layer,
+                              captured);
+  }
+
+  // Rank r's inference range: its machine's partition, split evenly among
+  // the trainers of the machines that serve it (those machines in order,
+  // each one's trainers in order). With one machine per partition the
+  // ranges follow the ranks; with more, a partition's slices are spread.
+  std::pair<int64_t, int64_t> RangeOf(int r) const {
+    const int trainers = o_.num_trainers, parts = config_.num_parts;
+    const int m = r / trainers, p = MachinePartition(m, parts);
+    const std::vector<int> machines = PartitionMachines(p, parts, num_machines_);
+    const int64_t k = std::find(machines.begin(), machines.end(), m) - machines.begin();
+    const int64_t sharers = static_cast<int64_t>(machines.size()) * trainers;
+    const int64_t j = k * trainers + r % trainers;
+    const int64_t start = config_.parts[p].node_start, n = config_.parts[p].num_nodes();
+    return {start + n * j / sharers, start + n * (j + 1) / sharers};
+  }
+
+  // Every rank's rows of a layer (each rank's its range's) -> every node's
+  // rows in id order.
+  torch::Tensor AllRows(const torch::Tensor& rows) {
+    torch::Tensor gathered = collective_->AllgatherRows(rows);
+    torch::Tensor all = torch::empty({config_.num_nodes, gathered.size(1)}, gathered.options());
+    int64_t at = 0;
+    for (int r = 0; r < world_; ++r) {
+      const auto [lo, hi] = RangeOf(r);
+      all.slice(0, lo, hi).copy_(gathered.slice(0, at, at + (hi - lo)));
+      at += hi - lo;
+    }
+    if (at != gathered.size(0))
+      throw PeerError("inference: the ranks' rows do not cover the graph");
+    return all;
+  }
+
+  // The rank whose inference range holds node v.
+  int RangeRank(int64_t v) const {
+    if (range_owner_.empty()) {
+      for (int r = 0; r < world_; ++r) range_owner_.emplace_back(RangeOf(r).first, r);
+      std::sort(range_owner_.begin(), range_owner_.end());
+    }
+    // The last range starting at or before v (empty ranges start where the
+    // next does and sort before it, so they are never the last).
+    auto it = std::upper_bound(range_owner_.begin(), range_owner_.end(),
+                               std::make_pair(v, std::numeric_limits<int>::max()));
+    return std::prev(it)->second;
+  }
+
+  // In-neighbours of [lo, hi) outside it, by the rank whose range holds
+  // them (ascending): the rows of another rank's layer output that this
+  // rank's next layer reads.
+  std::vector<std::vector<int64_t>> RowsReadFromOthers(int64_t lo, int64_t hi) {
+    std::vector<int64_t> outside;
+    const int64_t batch = std::max<int64_t>(1, o_.batch_size_eval);
+    std::vector<int64_t> dst, ptr, idx;
+    for (int64_t start = lo; start < hi; start += batch) {
+      dst.clear();
+      for (int64_t v = start; v < std::min(hi, start + batch); ++v) dst.push_back(v);
+      graph_->SampleNeighbors(dst, -1, false, 0, &ptr, &idx);
+      for (int64_t u : idx) {
+        if (u < lo || u >= hi) outside.push_back(u);
+      }
+    }
+    std::sort(outside.begin(), outside.end());
+    outside.erase(std::unique(outside.begin(), outside.end()), outside.end());
+    std::vector<std::vector<int64_t>> by_rank(world_);
+    for (int64_t u : outside) by_rank[RangeRank(u)].push_back(u);
+    return by_rank;
+  }
+
+  // A rank's request, as ExchangeWantedRows encodes it (per rank: a count,
+  // then the ids): the ids it reads of each rank's range.
+  std::vector<std::vector<int64_t>> DecodeRowRequest(const std::string& a) const {
+    std::vector<std::vector<int64_t>> ids(world_);
+    size_t at = 0;
+    for (int r = 0; r < world_; ++r) {
+      int64_t k = 0;
+      if (at + sizeof(k) > a.size()) throw PeerError("inference: a malformed row request");
+      std::memcpy(&k, a.data() + at, sizeof(k));
+      at += sizeof(k);
+      if (k < 0 || static_cast<uint64_t>(k) > (a.size() - at) / sizeof(int64_t)) {
+        throw PeerError("inference: a malformed row request");
+      }
+      ids[r].resize(static_cast<size_t>(k));
+      std::memcpy(ids[r].data(), a.data() + at, static_cast<size_t>(k) * sizeof(int64_t));
+      at += static_cast<size_t>(k) * sizeof(int64_t);
+    }
+    return ids;
+  }
+
+  // This range's rows of a layer -> a [N, cols] tensor holding them and the
+  // rows of other ranges this rank reads (`wanted`, per rank): every rank
+  // says what it reads of whom, then answers, in asking-rank order, what
+  // the others read of it.
+  torch::Tensor ExchangeWantedRows(const torch::Tensor& rows, int64_t lo,
+                                   const std::vector<std::vector<int64_t>>& wanted) {
+    std::string ask;
+    for (const auto& ids : wanted) {
+      const int64_t k = static_cast<int64_t>(ids.size());
+      ask.append(reinterpret_cast<const char*>(&k), sizeof(k));
+      ask.append(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int64_t));
+    }
+    std::vector<std::vector<std::vector<int64_t>>> asked;  // [asking rank][asked rank]
+    for (const std::string& a : collective_->AllgatherBytes(ask)) {
+      asked.push_back(DecodeRowRequest(a));
+    }
+    const torch::Tensor mine = rows.contiguous();
+    const int64_t cols = mine.size(1);
+    const size_t row_bytes = static_cast<size_t>(cols) * sizeof(float);
+    const char* my_rows = static_cast<const char*>(mine.data_ptr());
+    std::string answer;
+    for (int q = 0; q < world_; ++q) {
+      if (q == rank_) continue;
+      for (int64_t id : asked[q][rank_]) {
+        if (id < lo || id - lo >= mine.size(0)) {
+          throw PeerError("inference: a row request outside this rank's range");
+        }
+        answer.append(my_rows + (id - lo) * row_bytes, row_bytes);
+      }
+    }
+    const std::vector<std::string> answers = collective_->AllgatherBytes(answer);
+    torch::Tensor all = torch::zeros({config_.num_nodes, cols}, torch::kFloat32);
+    all.slice(0, lo, lo + mine.size(0)).copy_(mine);
+    char* base = static_cast<char*>(all.data_ptr());
+    for (int r = 0; r < world_; ++r) {
+      if (r == rank_ || wanted[r].empty()) continue;
+      size_t at = 0;  // rank r answered the ranks before this one first
+      for (int q = 0; q < rank_; ++q) {
+        if (q != r) at += asked[q][r].size() * row_bytes;
+      }
+      if (at + wanted[r].size() * row_bytes > answers[r].size()) {
+        throw PeerError("inference: rank " + std::to_string(r) + " answered too few rows");
+      }
+      for (size_t j = 0; j < wanted[r].size(); ++j) {
+        std::memcpy(base + wanted[r][j] * row_bytes, answers[r].data() + at + j * row_bytes,
+                    row_bytes);
+      }
+    }
+    return all;
+  }
+
+  torch::Tensor AllNodeOutputs(NodeModel& model) override { return Infer(model, true); }
+
+  // The writer of partition p: the rank whose range starts it (the first
+  // trainer of the first machine serving p, which holds p in shared memory).
+  int WriterRank(int p) const { return RangeRank(config_.parts[p].node_start); }
+  int WriterMachine(int p) const override { return WriterRank(p) / o_.num_trainers; }
+
+  InferenceShard Shard() override {
+    InferenceShard s;
+    if (WriterRank(part_) != rank_) return s;
+    CscView local;
+    if (!graph_->LocalCsc(&local)) throw Error("inference: no local partition to write");
+    s.part = part_;
+    s.node_start = local.node_start;
+    s.orig_ids.assign(local.rng_keys, local.rng_keys + local.num_nodes);
+    std::vector<int64_t> ids(static_cast<size_t>(local.num_nodes));
+    for (int64_t i = 0; i < local.num_nodes; ++i) ids[i] = local.node_start + i;
+    graph_->PullLabels(ids, &s.labels);
+    for (int mask = 0; mask < 3; ++mask) {
+      s.masks[mask].assign(ids.size(), 0);
+      for (int64_t v : graph_->SplitNodes(mask, 0, graph_->CountNodes(mask))) {
+        if (v >= local.node_start && v < local.node_start + local.num_nodes)
+          s.masks[mask][v - local.node_start] = 1;
+      }
+    }
+    return s;
+  }
+
+  // Each rank's rows of its range go to its partition's writer (one
+  // all-to-all), which puts them in id order; nothing is gathered whole.
+  void InferShard(NodeModel& model, int capture_layer, InferenceShard* shard) override {
+    torch::Tensor emb;
+    const torch::Tensor logits =
+        Infer(model, false, capture_layer, capture_layer >= 0 ? &emb : nullptr).contiguous();
+    if (emb.defined()) emb = emb.contiguous();
+    std::vector<std::string> to(static_cast<size_t>(world_));
+    std::string& mine = to[static_cast<size_t>(WriterRank(part_))];
+    mine.assign(static_cast<const char*>(logits.data_ptr()), logits.nbytes());
+    if (emb.defined()) mine.append(static_cast<const char*>(emb.data_ptr()), emb.nbytes());
+    const std::vector<std::string> got = collective_->Alltoall(to);
+    if (shard->part < 0) return;
+    const int64_t n = shard->size(), classes = logits.size(1);
+    const int64_t width = emb.defined() ? emb.size(1) : 0;
+    shard->logits = torch::empty({n, classes}, torch::kFloat32);
+    if (emb.defined()) shard->emb = torch::empty({n, width}, torch::kFloat32);
+    int64_t covered = 0;
+    for (int r = 0; r < world_; ++r) {
+      const auto [lo, hi] = RangeOf(r);
+      if (MachinePartition(r / o_.num_trainers, config_.num_parts) != part_) continue;
+      const int64_t rows = hi - lo;
+      const size_t want = static_cast<size_t>(rows * (classes + width)) * sizeof(float);
+      if (got[r].size() != want) {
+        throw PeerError("inference: rank " + std::to_string(r) + " sent " +
+                        std::to_string(got[r].size()) + " bytes of rows, not " +
+                        std::to_string(want));
+      }
+      covered += rows;
+      if (rows == 0) continue;
+      const char* at = got[r].data();
+      std::memcpy(shard->logits[lo - shard->node_start].data_ptr(), at,
+                  static_cast<size_t>(rows * classes) * sizeof(float));
+      if (width > 0) {
+        std::memcpy(shard->emb[lo - shard->node_start].data_ptr(),
+                    at + static_cast<size_t>(rows * classes) * sizeof(float),
+                    static_cast<size_t>(rows * width) * sizeof(float));
+      }
+    }
+    if (covered != n) throw PeerError("inference: the ranks' rows do not cover the partition");
+  }
+
+  const LabeledSplits& Labeled() override {
+    if (!labeled_ready_) {
+      for (int mask = 0; mask < 3; ++mask) {
+        labeled_.nodes[mask] = graph_->SplitNodes(mask, 0, graph_->CountNodes(mask));
+        graph_->PullLabels(labeled_.nodes[mask], &labeled_.labels[mask]);
+      }
+      labeled_ready_ = true;
+    }
+    return labeled_;
+  }
+
+  // The first trainer of each partition's first machine scores the
+  // partition's held-out edges.
+  HeldOutEdges HeldOut() override {
+    if (!FirstOfPartition()) return HeldOutEdges{config_.val_negatives, {}, {}, {}};
+    return LoadHeldOutEdges(config_, part_, o_.verify_checksums);
+  }
+
+  torch::Tensor GatherRows(const torch::Tensor& rows) override {
+    return collective_->AllgatherRows(rows);
+  }
+
+  std::pair<double, double> Evaluate(NodeModel& model) override {
+    torch::Tensor h = Infer(model, false);
+    // Predictions of every node (each rank's argmax slice, gathered), then
+    // each rank scores its share of valid/test nodes and the counts are summed.
+    torch::Tensor pred =
+        AllRows(h.argmax(1).to(torch::kInt32).unsqueeze(1)).squeeze(1).to(torch::kInt64);
+    auto p = pred.accessor<int64_t, 1>();
+    std::vector<double> counts;
+    for (const std::vector<int64_t>& nodes : eval_nodes_) {
+      std::vector<int64_t> labels;
+      graph_->PullLabels(nodes, &labels);
+      double correct = 0;
+      for (size_t i = 0; i < nodes.size(); ++i) correct += p[nodes[i]] == labels[i];
+      counts.push_back(correct);
+      counts.push_back(static_cast<double>(nodes.size()));
+    }
+    std::vector<double> sums = collective_->AllreduceSum(counts);
+    auto acc = [](double c, double t) { return t > 0 ? c / t : 0.0; };
+    return {acc(sums[0], sums[1]), acc(sums[2], sums[3])};
+  }
+
+  // Every node's output in input-dataset order: the first trainer of each
+  // partition's first machine contributes the partition's orig_nids
+  // (machines 0..P-1 serve partitions 0..P-1 in order, and partitions own
+  // consecutive id ranges, so the gathered ids line up with the rows of
+  // AllNodeOutputs).
+  torch::Tensor Embeddings(NodeModel& model) override {
+    torch::Tensor emb = Infer(model, true);
+    CscView local;
+    torch::Tensor ids = torch::empty({0, 1}, torch::kFloat64);
+    if (FirstOfPartition() && graph_->LocalCsc(&local)) {
+      ids = torch::from_blob(const_cast<int64_t*>(local.rng_keys), {local.num_nodes, 1},
+                             torch::kInt64)
+                .to(torch::kFloat64);  // exact: ids < 2^53
+    }
+    torch::Tensor order = collective_->AllgatherRows(ids).squeeze(1).to(torch::kInt64);
+    if (order.size(0) != emb.size(0)) {
+      throw DataError("orig_nids of the partitions cover " + std::to_string(order.size(0)) +
+                      " nodes, not " + std::to_string(emb.size(0)));
+    }
+    torch::Tensor out = torch::empty_like(emb);
+    out.index_copy_(0, order, emb);
+    return out;
+  }
+
+ private:
+  // This rank's place when work is split by partition: the trainers of
+  // partition 0's machines first, then partition 1's, ... (= rank with one
+  // machine per partition).
+  bool FirstOfPartition() const { return o_.trainer_id == 0 && o_.machine_id < config_.num_parts; }
+
+  const TrainOptions& o_;
+  const PartitionConfig& config_;
+  const std::vector<int> fanouts_;  // --fan_out, parsed once
+  int rank_ = 0, world_ = 1;
+  int part_ = 0;  // the partition this machine serves
+  int num_machines_ = 1;
+  mutable std::vector<std::pair<int64_t, int>> range_owner_;  // (range start, rank), sorted
+  std::unique_ptr<Collective> collective_;
+  std::unique_ptr<DistGraph> graph_;
+  std::vector<int64_t> train_;
+  std::vector<int64_t> eval_nodes_[2];  // this rank's valid and test nodes
+  CscView local_csc_;                   // --task link: this machine's partition
+  std::vector<int64_t> edges_;          // --task link: this rank's edge positions in it
+  std::mutex plans_mu_;
+  std::map<int64_t, EdgeBatchPlan> plans_;  // --task link: planned, not yet consumed
+  LabeledSplits labeled_;
+  bool labeled_ready_ = false;
+  int64_t num_batches_ = 0;
+  std::unique_ptr<SamplerProcesses> samplers_;
+  std::unique_ptr<Prefetcher> prefetcher_;
+};
+
+}  // namespace
+
+std::unique_ptr<TrainEnv> MakeDistEnv(const TrainOptions& o, const PartitionConfig& config) {
+  return std::make_unique<DistEnv>(o, config);
+}
+
+}  // namespace gnn

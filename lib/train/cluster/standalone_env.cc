@@ -1,0 +1,217 @@
+#include <algorithm>
+#include <iomanip>
+#include <limits>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/timer.h"
+#include "partition/local_partition.h"
+#include "sampling/hot_rows.h"
+#include "sampling/loader.h"
+#include "sampling/sampler.h"
+#include "train/loop/device.h"
+#include "train/loop/inference.h"
+#include "train/loop/train_env.h"
+
+namespace gnn {
+
+namespace {
+
+// Layer-wise full-neighbour inference over every node of the partition:
+// neighbours and features from memory, nothing to exchange.
+torch::Tensor Inference(NodeModel& model, const LocalPartition& part, int64_t batch_size,
+                        int threads, int capture_layer = -1, torch::Tensor* captured = nullptr) {
+  CscView csc{part.indptr.data(), part.indices.data(), part.node_start, part.num_nodes};
+  torch::Tensor x = torch::from_blob(const_cast<float*>(part.features.data()),
+                                     {part.num_nodes, part.feature_dim}, torch::kFloat32);
+  InferenceSource source;
+  source.neighbors = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
+                         std::vector<int64_t>* idx) {
+    SampleNeighbors(csc, dst.data(), static_cast<int64_t>(dst.size()), -1, false, 0, threads, ptr,
+                    idx);
+  };
+  source.features = [&](const std::vector<int64_t>& ids) {
+    torch::Tensor rows = torch::from_blob(const_cast<int64_t*>(ids.data()),
+                                          {static_cast<int64_t>(ids.size())}, torch::kInt64);
+    return x.index_select(0, rows - part.node_start);
+  };
+  source.exchange = [](const torch::Tensor& rows) { return rows; };
+  source.base = part.node_start;
+  return LayerwiseInference(model, source, part.node_start, part.node_start + part.num_nodes,
+                            batch_size, true, capture_layer, captured);
+}
+
+double Accuracy(const torch::Tensor& logits, const LocalPartition& part,
+                const std::vector<int64_t>& nodes) {
+  if (nodes.empty()) return 0.0;
+  torch::Tensor idx = torch::from_blob(const_cast<int64_t*>(nodes.data()),
+                                       {static_cast<int64_t>(nodes.size())}, torch::kInt64) -
+                      part.node_start;
+  torch::Tensor labels =
+      torch::from_blob(const_cast<int64_t*>(part.labels.data()), {part.num_nodes}, torch::kInt64);
+  torch::Tensor pred = logits.index_select(0, idx).argmax(1);
+  return pred.eq(labels.index_select(0, idx)).to(torch::kFloat64).mean().item<double>();
+}
+
+class StandaloneEnv : public TrainEnv {
+ public:
+  StandaloneEnv(const TrainOptions& o, const PartitionConfig& config) : o_(o), config_(config) {
+    Stopwatch load_watch;
+    part_ = LoadLocalPartition(config, 0, o.verify_checksums);
+    train_ = part_.Nodes(part_.train_mask);
+    valid_ = part_.Nodes(part_.valid_mask);
+    test_ = part_.Nodes(part_.test_mask);
+    if (train_.empty() && !o.inference) {
+      throw DataError(o.part_config + ": partition 0 has no train nodes");
+    }
+    GNN_LOG(kInfo) << "loaded " << config.graph_name << ": " << part_.num_nodes << " nodes, "
+                   << part_.indices.size() << " in-edges, " << train_.size() << " train / "
+                   << valid_.size() << " valid / " << test_.size() << " test, in " << std::fixed
+                   << std::setprecision(2) << load_watch.Seconds() << " s";
+    graph_.csc = CscView{part_.indptr.data(), part_.indices.data(), part_.node_start,
+                         part_.num_nodes, part_.orig_nids.data()};
+    graph_.features = part_.features.data();
+    graph_.feature_dim = part_.feature_dim;
+    graph_.labels = part_.labels.data();
+    lo_.fanouts = o.Fanouts();
+    lo_.batch_size = o.batch_size;
+    lo_.replace = o.sample_replace;
+    lo_.num_workers = o.num_workers;
+    lo_.prefetch = o.prefetch;
+    lo_.seed = o.seed;
+    lo_.transpose = true;
+    lo_.input_means = o.TakesMeans();
+    // GAT's and GCN's self-loops and their blocks' transposes (edge ids
+    // included) made by the sampling workers, off the training thread.
+    lo_.self_loops = o.model == "gat" || o.model == "gcn";
+    if (o.Kind() == TaskKind::kLink) {
+      // Every stored in-edge is a training edge (held-out ones were removed
+      // by gnn-partition --val_edges).
+      lo_.link = true;
+      lo_.num_negs = o.num_negs;
+      lo_.remove_edge = o.remove_edge;
+      edges_.resize(part_.indices.size());
+      for (size_t i = 0; i < edges_.size(); ++i) edges_[i] = static_cast<int64_t>(i);
+      if (edges_.empty()) throw DataError(o.part_config + ": partition 0 has no edges");
+    }
+    if (part_.feature_dim > 0 && !o.inference) {
+      const int64_t bytes = DeviceCacheBytes(o);
+      if (bytes > 0) MakeDeviceCache(bytes);
+    }
+    for (int k = 0; k < 3; ++k) {
+      const std::vector<int64_t>& nodes = k == 0 ? train_ : k == 1 ? valid_ : test_;
+      labeled_.nodes[k] = nodes;
+      for (int64_t v : nodes) labeled_.labels[k].push_back(part_.labels[v - part_.node_start]);
+    }
+  }
+
+  std::string Label() const override { return "Part 0"; }
+
+  InferenceShard Shard() override {
+    InferenceShard s;
+    s.part = 0;
+    s.node_start = part_.node_start;
+    s.orig_ids = part_.orig_nids;
+    s.labels = part_.labels;
+    s.masks[0] = part_.train_mask;
+    s.masks[1] = part_.valid_mask;
+    s.masks[2] = part_.test_mask;
+    return s;
+  }
+  void InferShard(NodeModel& model, int capture_layer, InferenceShard* shard) override {
+    shard->logits = Inference(model, part_, o_.batch_size_eval, o_.num_workers, capture_layer,
+                              capture_layer >= 0 ? &shard->emb : nullptr);
+  }
+
+  int64_t NumBatches() const override {
+    const auto items = static_cast<int64_t>(lo_.link ? edges_.size() : train_.size());
+    return (items + o_.batch_size - 1) / o_.batch_size;
+  }
+  void StartEpoch(int epoch, int64_t first_batch) override {
+    loader_.reset();
+    loader_ =
+        std::make_unique<BatchLoader>(graph_, lo_.link ? edges_ : train_, lo_, epoch, first_batch);
+  }
+  torch::Tensor AllNodeOutputs(NodeModel& model) override {
+    return Inference(model, part_, o_.batch_size_eval, o_.num_workers);
+  }
+  const LabeledSplits& Labeled() override { return labeled_; }
+  HeldOutEdges HeldOut() override { return LoadHeldOutEdges(config_, 0, false); }
+  std::optional<MiniBatch> Next() override { return loader_->Next(); }
+  void SetStager(std::function<void(MiniBatch&)> stage) override { lo_.stage = std::move(stage); }
+  torch::Tensor DeviceCache() const override { return cache_; }
+
+  std::pair<double, double> Evaluate(NodeModel& model) override {
+    torch::Tensor logits = Inference(model, part_, o_.batch_size_eval, o_.num_workers);
+    return {Accuracy(logits, part_, valid_), Accuracy(logits, part_, test_)};
+  }
+  torch::Tensor Embeddings(NodeModel& model) override {
+    torch::Tensor emb = Inference(model, part_, o_.batch_size_eval, o_.num_workers);
+    // Rows in the input dataset's node order, so users can join on their ids.
+    torch::Tensor order =
+        torch::from_blob(part_.orig_nids.data(), {part_.num_nodes}, torch::kInt64);
+    torch::Tensor out = torch::empty_like(emb);
+    out.index_copy_(0, order, emb);
+    return out;
+  }
+
+ private:
+  // --gpu_cache_mb: the rows an epoch is expected to read most
+  // (HotLocalRows, from the train nodes and fan-outs) on the GPU, as many
+  // as fit; the loader leaves them out of the batches.
+  void MakeDeviceCache(int64_t bytes) {
+    Stopwatch watch;
+    const int64_t row_bytes = part_.feature_dim * static_cast<int64_t>(sizeof(float));
+    // Rows that fit, in double (a huge --gpu_cache_mb must not overflow),
+    // at most every node and what a 32-bit slot can name.
+    const double fit = static_cast<double>(bytes) / row_bytes;
+    const int64_t rows = static_cast<int64_t>(std::min<double>(
+        {fit, static_cast<double>(part_.num_nodes), std::numeric_limits<int32_t>::max()}));
+    std::vector<int64_t> hot = HotLocalRows(graph_.csc, part_.train_mask.data(), lo_.fanouts, rows);
+    slots_.assign(static_cast<size_t>(part_.num_nodes), -1);
+    for (size_t i = 0; i < hot.size(); ++i) {
+      slots_[hot[i] - part_.node_start] = static_cast<int32_t>(i);
+    }
+    torch::Tensor x = torch::from_blob(part_.features.data(), {part_.num_nodes, part_.feature_dim},
+                                       torch::kFloat32);
+    torch::Tensor ids =
+        torch::from_blob(hot.data(), {static_cast<int64_t>(hot.size())}, torch::kInt64) -
+        part_.node_start;
+    // Gathered and copied in slices of 64 MiB: the host holds one slice,
+    // not a second copy of every cached row.
+    const int64_t n = ids.numel();
+    cache_ = torch::empty({n, part_.feature_dim}, x.options().device(TrainDevice(o_)));
+    const int64_t slice = std::max<int64_t>(1, (int64_t{64} << 20) / row_bytes);
+    for (int64_t begin = 0; begin < n; begin += slice) {
+      const int64_t end = std::min(n, begin + slice);
+      cache_.slice(0, begin, end).copy_(x.index_select(0, ids.slice(0, begin, end)));
+    }
+    lo_.cache_slot = slots_.data();
+    GNN_LOG(kInfo) << "GPU feature cache: " << hot.size() << " of " << part_.num_nodes << " rows ("
+                   << std::fixed << std::setprecision(1)
+                   << static_cast<double>(hot.size()) * row_bytes / (1 << 20) << " MiB of "
+                   << static_cast<double>(bytes) / (1 << 20) << " MiB"
+                   << (o_.gpu_cache_mb < 0 ? ", half the GPU's free memory" : "") << ") on "
+                   << cache_.device() << ", in " << std::setprecision(2) << watch.Seconds() << " s";
+  }
+
+  const TrainOptions& o_;
+  const PartitionConfig& config_;
+  LocalPartition part_;
+  std::vector<int64_t> train_, valid_, test_;
+  std::vector<int64_t> edges_;  // --task link: positions of the training in-edges
+  LabeledSplits labeled_;
+  LocalGraph graph_;
+  LoaderOptions lo_;
+  std::unique_ptr<BatchLoader> loader_;
+  std::vector<int32_t> slots_;  // --gpu_cache_mb: each node's row in cache_, or -1
+  torch::Tensor cache_;         // [cached rows, feature_dim] on the GPU
+};
+
+}  // namespace
+
+std::unique_ptr<TrainEnv> MakeStandaloneEnv(const TrainOptions& o, const PartitionConfig& config) {
+  return std::make_unique<StandaloneEnv>(o, config);
+}
+
+}  // namespace gnn

@@ -1,0 +1,146 @@
+#include "train/loop/task.h"
+
+#include <iomanip>
+#include <vector>
+
+#include "common/log.h"
+#include "train/loop/link_eval.h"
+
+namespace gnn {
+
+namespace {
+
+torch::Tensor IdTensor(std::vector<int64_t>& v) {
+  return torch::from_blob(v.data(), {static_cast<int64_t>(v.size())}, torch::kInt64);
+}
+
+torch::Tensor Labels(MiniBatch& mb) {
+  return torch::from_blob(mb.labels.data(), {static_cast<int64_t>(mb.labels.size())},
+                          torch::kInt64);
+}
+
+class NodeTask : public Task {
+ public:
+  explicit NodeTask(const PartitionConfig& config) : classes_(config.num_classes) {}
+  int64_t OutputDim() const override { return classes_; }
+  std::string Signature() const override { return ""; }
+  int64_t Examples(const MiniBatch& mb) const override {
+    return static_cast<int64_t>(mb.seeds.size());
+  }
+  torch::Tensor Loss(const torch::Tensor& out, MiniBatch& mb) override {
+    return torch::nn::functional::cross_entropy(out, Labels(mb).to(out.device()));
+  }
+  double TrainAccuracy(const torch::Tensor& out, MiniBatch& mb) override {
+    return out.argmax(1).eq(Labels(mb).to(out.device())).to(torch::kFloat64).mean().item<double>();
+  }
+  std::pair<double, double> Evaluate(TrainEnv& env, NodeModel& model, int, const std::string&,
+                                     const RecordFn&) override {
+    return env.Evaluate(model);
+  }
+
+ private:
+  int64_t classes_;
+};
+
+// Dot-product scores of positive and negative pairs, binary cross-entropy
+// against 1 and 0; judged by a logistic regression on the embeddings and by
+// ranking held-out edges against corrupted tails.
+class LinkTask : public Task {
+ public:
+  LinkTask(const TrainOptions& o, const PartitionConfig& config) : o_(o), config_(config) {}
+  // Unsupervised GraphSAGE outputs num_hidden-wide embeddings (DGL's
+  // DistSAGE(in, hidden, hidden, ...)).
+  int64_t OutputDim() const override { return o_.num_hidden; }
+  std::string Signature() const override {
+    return " task=link out=" + std::to_string(o_.num_hidden);
+  }
+  int64_t Examples(const MiniBatch& mb) const override {
+    return static_cast<int64_t>(mb.pos_head.size());
+  }
+
+  torch::Tensor Loss(const torch::Tensor& out, MiniBatch& mb) override {
+    torch::Tensor ps, ns;
+    Scores(out, mb, &ps, &ns);
+    return torch::nn::functional::binary_cross_entropy_with_logits(
+        torch::cat({ps, ns}), torch::cat({torch::ones_like(ps), torch::zeros_like(ns)}));
+  }
+
+  // The share of pairs whose score has the right sign.
+  double TrainAccuracy(const torch::Tensor& out, MiniBatch& mb) override {
+    torch::NoGradGuard no_grad;
+    torch::Tensor ps, ns;
+    Scores(out, mb, &ps, &ns);
+    const double right = ps.gt(0).sum().item<double>() + ns.le(0).sum().item<double>();
+    return right / static_cast<double>(ps.size(0) + ns.size(0));
+  }
+
+  std::pair<double, double> Evaluate(TrainEnv& env, NodeModel& model, int epoch,
+                                     const std::string& label, const RecordFn& record) override {
+    torch::Tensor emb = env.AllNodeOutputs(model);
+    std::tie(lr_val_, lr_test_) = EmbeddingLogRegAccuracy(emb, env.Labeled(), config_.num_classes);
+    has_link_eval_ = config_.val_edges_fraction > 0;
+    if (has_link_eval_) RankHeldOut(env, emb);
+    GNN_LOG(kInfo) << label << ", Link AUC " << std::fixed << std::setprecision(4) << auc_
+                   << ", Link MRR " << mrr_
+                   << (has_link_eval_ ? "" : " (no held-out edges: gnn-partition --val_edges)");
+    record({{"type", "link_eval"}, {"epoch", epoch}, {"link_auc", auc_}, {"link_mrr", mrr_}});
+    return {lr_val_, lr_test_};
+  }
+
+  void Summarize(nlohmann::json* summary) const override {
+    using nlohmann::json;
+    (*summary)["embedding_lr_val_acc"] = lr_val_;
+    (*summary)["embedding_lr_test_acc"] = lr_test_;
+    (*summary)["link_auc"] = has_link_eval_ ? json(auc_) : json(nullptr);
+    (*summary)["link_mrr"] = has_link_eval_ ? json(mrr_) : json(nullptr);
+    (*summary)["edges_per_s"] = (*summary)["seeds_per_s"];
+  }
+
+ private:
+  static void Scores(const torch::Tensor& out, MiniBatch& mb, torch::Tensor* ps,
+                     torch::Tensor* ns) {
+    *ps = (out.index_select(0, IdTensor(mb.pos_head)) * out.index_select(0, IdTensor(mb.pos_tail)))
+              .sum(1);
+    *ns = (out.index_select(0, IdTensor(mb.neg_head)) * out.index_select(0, IdTensor(mb.neg_tail)))
+              .sum(1);
+  }
+
+  // The held-out edges (this rank's share) scored against their corrupted
+  // tails; the score rows of every rank gathered for one AUC/MRR.
+  void RankHeldOut(TrainEnv& env, const torch::Tensor& emb) {
+    HeldOutEdges he = env.HeldOut();
+    const int64_t k = he.size(), m = config_.val_negatives;
+    torch::Tensor scores = torch::zeros({k, 1 + m}, torch::kFloat32);
+    if (k > 0) {
+      torch::NoGradGuard no_grad;
+      torch::Tensor h = emb.index_select(0, IdTensor(he.heads));
+      torch::Tensor t = emb.index_select(0, IdTensor(he.tails));
+      torch::Tensor neg = emb.index_select(0, IdTensor(he.negatives)).view({k, m, emb.size(1)});
+      scores.select(1, 0).copy_((h * t).sum(1));
+      scores.slice(1, 1).copy_((h.unsqueeze(1) * neg).sum(2));
+    }
+    LinkMetrics lm = RankMetrics(env.GatherRows(scores));
+    auc_ = lm.auc;
+    mrr_ = lm.mrr;
+  }
+
+  const TrainOptions& o_;
+  const PartitionConfig& config_;
+  // The last evaluation (not checkpointed: a resumed run evaluates again).
+  double lr_val_ = 0, lr_test_ = 0, auc_ = 0, mrr_ = 0;
+  bool has_link_eval_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Task> MakeTask(const TrainOptions& o, const PartitionConfig& config) {
+  switch (o.Kind()) {
+    case TaskKind::kLink:
+      return std::make_unique<LinkTask>(o, config);
+    case TaskKind::kNode:
+      break;
+  }
+  return std::make_unique<NodeTask>(config);
+}
+
+}  // namespace gnn

@@ -1,0 +1,49 @@
+// What a trainer learns from a batch and how the model is judged: node
+// classification (--task node) and unsupervised link prediction (--task
+// link, DGL's train_dist_unsupervised). The training loop (trainer.cc)
+// sees only this interface; the next tasks (RGCN's, other models') are one
+// more subclass and one more case in MakeTask.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+
+#include "partition/config.h"
+#include "sampling/block.h"
+#include "train/loop/metrics.h"
+#include "train/loop/train_env.h"
+#include "train/models/node_model.h"
+#include "train/options/train_options.h"
+
+namespace gnn {
+
+class Task {
+ public:
+  virtual ~Task() = default;
+  // The model's output width.
+  virtual int64_t OutputDim() const = 0;
+  // Added to the checkpoint's model signature ("" for the node task, so
+  // its checkpoints stay readable).
+  virtual std::string Signature() const = 0;
+  // Training examples in a batch: its seeds, or its positive edges.
+  virtual int64_t Examples(const MiniBatch& mb) const = 0;
+  // The batch's loss from the model's output rows for its seeds.
+  virtual torch::Tensor Loss(const torch::Tensor& out, MiniBatch& mb) = 0;
+  // The share of the batch's examples the output gets right (log lines).
+  virtual double TrainAccuracy(const torch::Tensor& out, MiniBatch& mb) = 0;
+  // Validation and test accuracy after `epoch` (1-based); every rank calls
+  // it together. Tasks with more figures log and record them.
+  virtual std::pair<double, double> Evaluate(TrainEnv& env, NodeModel& model, int epoch,
+                                             const std::string& label, const RecordFn& record) = 0;
+  // Task-specific entries of the final summary.
+  virtual void Summarize(nlohmann::json* /*summary*/) const {}
+};
+
+std::unique_ptr<Task> MakeTask(const TrainOptions& o, const PartitionConfig& config);
+
+}  // namespace gnn

@@ -1,0 +1,125 @@
+#include "train/models/dropout.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+namespace gnn {
+namespace {
+
+// murmur3's 32-bit finalizer: a bijection that mixes every input bit into
+// every output bit, in 32-bit lanes (8 at a time with AVX2).
+inline uint32_t Mix32(uint32_t h) {
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  return h ^ (h >> 16);
+}
+
+// Elements [b, e): keep[i] when Mix32((i + s0) ^ s1) >= threshold; out[i] =
+// in[i] * keep (in == nullptr: the mask itself). Branch-free, so the
+// compiler vectorizes it; built for AVX2 and for the baseline, picked at
+// load time.
+template <typename scalar_t>
+inline void KeepRange(const scalar_t* in, scalar_t* out, int64_t b, int64_t e, uint32_t s0,
+                      uint32_t s1, uint32_t threshold, scalar_t keep) {
+  if (in == nullptr) {
+    for (int64_t i = b; i < e; ++i) {
+      out[i] = Mix32((static_cast<uint32_t>(i) + s0) ^ s1) >= threshold ? keep : scalar_t(0);
+    }
+  } else {
+    for (int64_t i = b; i < e; ++i) {
+      out[i] =
+          in[i] * (Mix32((static_cast<uint32_t>(i) + s0) ^ s1) >= threshold ? keep : scalar_t(0));
+    }
+  }
+}
+__attribute__((target_clones("avx512f", "avx2", "default"))) void KeepRangeOf(
+    const float* in, float* out, int64_t b, int64_t e, uint32_t s0, uint32_t s1, uint32_t threshold,
+    float keep) {
+  KeepRange(in, out, b, e, s0, s1, threshold, keep);
+}
+__attribute__((target_clones("avx512f", "avx2", "default"))) void KeepRangeOf(
+    const double* in, double* out, int64_t b, int64_t e, uint32_t s0, uint32_t s1,
+    uint32_t threshold, double keep) {
+  KeepRange(in, out, b, e, s0, s1, threshold, keep);
+}
+
+// One seed per mask from LibTorch's generator: reproducible under
+// torch::manual_seed.
+uint64_t DrawSeed() {
+  return static_cast<uint64_t>(
+      torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kInt64).item<int64_t>());
+}
+
+// out[i] = in[i] * (element i kept ? 1 / (1 - p) : 0), element i kept when
+// the hash of (seed, i), as a 32-bit fraction, is >= p. With in ==
+// nullptr, out holds the mask itself.
+template <typename scalar_t>
+void ApplyKeepMask(const scalar_t* in, scalar_t* out, int64_t n, double p, uint64_t seed) {
+  const auto threshold = static_cast<uint32_t>(std::min(p * 4294967296.0, 4294967295.0));
+  const scalar_t keep = static_cast<scalar_t>(1.0 / (1.0 - p));
+  const auto s0 = static_cast<uint32_t>(seed), s1 = static_cast<uint32_t>(seed >> 32);
+  at::parallel_for(0, n, 1 << 16, [&](int64_t b, int64_t e) {
+    KeepRangeOf(in, out, b, e, s0, s1, threshold, keep);
+  });
+}
+
+// x * KeepMask(x's shape) without the mask: the backward pass draws the
+// same bits again from the seed (gradient = grad * mask).
+class DropoutFn : public torch::autograd::Function<DropoutFn> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               double p, int64_t seed) {
+    ctx->saved_data["p"] = p;
+    ctx->saved_data["seed"] = seed;
+    return Apply(x, p, static_cast<uint64_t>(seed));
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const double p = ctx->saved_data["p"].toDouble();
+    const auto seed = static_cast<uint64_t>(ctx->saved_data["seed"].toInt());
+    return {Apply(grads[0], p, seed), torch::Tensor(), torch::Tensor()};
+  }
+
+ private:
+  static torch::Tensor Apply(const torch::Tensor& t, double p, uint64_t seed) {
+    torch::Tensor in = t.contiguous();
+    torch::Tensor out = torch::empty_like(in);
+    AT_DISPATCH_FLOATING_TYPES(in.scalar_type(), "Dropout", [&] {
+      ApplyKeepMask(in.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), in.numel(), p, seed);
+    });
+    return out;
+  }
+};
+
+}  // namespace
+
+torch::Tensor KeepMask(torch::IntArrayRef shape, double p, const torch::TensorOptions& options) {
+  // Off the CPU drawn where it is used, as Dropout's: a host-drawn mask
+  // would cross to the device every layer of every step.
+  if (options.device().type() != torch::kCPU) {
+    return torch::empty(shape, options).bernoulli_(1.0 - p).div_(1.0 - p);
+  }
+  torch::Tensor mask = torch::empty(shape, options);
+  const uint64_t seed = DrawSeed();
+  AT_DISPATCH_FLOATING_TYPES(mask.scalar_type(), "KeepMask", [&] {
+    ApplyKeepMask<scalar_t>(nullptr, mask.data_ptr<scalar_t>(), mask.numel(), p, seed);
+  });
+  return mask;
+}
+
+torch::Tensor Dropout(const torch::Tensor& x, double p, bool training) {
+  if (!training || p <= 0) return x;
+  // Off the CPU torch's own dropout: its generator is fast there, and a
+  // host-drawn mask would cross to the device every step.
+  if (!x.is_cpu()) return torch::dropout(x, p, training);
+  // The same bits as x * KeepMask, in one pass, and no mask kept for the
+  // backward pass.
+  return DropoutFn::apply(x, p, static_cast<int64_t>(DrawSeed()));
+}
+
+}  // namespace gnn
