@@ -332,13 +332,37 @@ class DistEnv : public TrainEnv {
       };
     }
     std::optional<std::vector<std::vector<int64_t>>> wanted;  // per rank: ids of its range we read
+    // A layer's exchanged rows: this range's, then the ones read of others
+    // (in `wanted` order); `extra` maps those ids to their rows, sorted.
+    std::vector<std::pair<int64_t, int64_t>> extra;
     int layers_left = model.num_layers();
     source.exchange = [&, lo = lo, hi = hi](const torch::Tensor& rows) {
       if (--layers_left == 0) return AllRows(rows);  // gather_last
-      if (!wanted) wanted = RowsReadFromOthers(lo, hi);
-      return ExchangeWantedRows(rows, lo, *wanted);
+      if (!wanted) {
+        wanted = RowsReadFromOthers(lo, hi);
+        int64_t row = hi - lo;
+        for (const std::vector<int64_t>& ids : *wanted)
+          for (int64_t id : ids) extra.emplace_back(id, row++);
+        std::sort(extra.begin(), extra.end());
+      }
+      return ExchangeWantedRows(rows, lo, *wanted, static_cast<int64_t>(extra.size()));
     };
-    source.base = 0;
+    source.locate = [&, lo = lo, hi = hi](const std::vector<int64_t>& ids) {
+      std::vector<int64_t> rows(ids.size());
+      for (size_t i = 0; i < ids.size(); ++i) {
+        const int64_t id = ids[i];
+        if (id >= lo && id < hi) {
+          rows[i] = id - lo;
+          continue;
+        }
+        auto it = std::lower_bound(extra.begin(), extra.end(), std::make_pair(id, int64_t{-1}));
+        if (it == extra.end() || it->first != id) {
+          throw PeerError("inference: node " + std::to_string(id) + " was never exchanged");
+        }
+        rows[i] = it->second;
+      }
+      return rows;
+    };
     return LayerwiseInference(model, source, lo, hi, o_.batch_size_eval, gather_last, capture_layer,
                               captured);
   }
@@ -429,12 +453,13 @@ class DistEnv : public TrainEnv {
     return ids;
   }
 
-  // This range's rows of a layer -> a [N, cols] tensor holding them and the
-  // rows of other ranges this rank reads (`wanted`, per rank): every rank
-  // says what it reads of whom, then answers, in asking-rank order, what
-  // the others read of it.
+  // This range's rows of a layer -> [rows + `extra`, cols]: them, then the
+  // rows of other ranges this rank reads (`wanted`, per rank, in that
+  // order): every rank says what it reads of whom, then sends each asker
+  // just its rows. A machine holds its own nodes' rows and their
+  // in-neighbours', not the whole graph's.
   torch::Tensor ExchangeWantedRows(const torch::Tensor& rows, int64_t lo,
-                                   const std::vector<std::vector<int64_t>>& wanted) {
+                                   const std::vector<std::vector<int64_t>>& wanted, int64_t extra) {
     std::string ask;
     for (const auto& ids : wanted) {
       const int64_t k = static_cast<int64_t>(ids.size());
@@ -449,33 +474,30 @@ class DistEnv : public TrainEnv {
     const int64_t cols = mine.size(1);
     const size_t row_bytes = static_cast<size_t>(cols) * sizeof(float);
     const char* my_rows = static_cast<const char*>(mine.data_ptr());
-    std::string answer;
+    // Each asking rank gets only its rows (an all-to-all).
+    std::vector<std::string> answer(static_cast<size_t>(world_));
     for (int q = 0; q < world_; ++q) {
       if (q == rank_) continue;
       for (int64_t id : asked[q][rank_]) {
         if (id < lo || id - lo >= mine.size(0)) {
           throw PeerError("inference: a row request outside this rank's range");
         }
-        answer.append(my_rows + (id - lo) * row_bytes, row_bytes);
+        answer[q].append(my_rows + (id - lo) * row_bytes, row_bytes);
       }
     }
-    const std::vector<std::string> answers = collective_->AllgatherBytes(answer);
-    torch::Tensor all = torch::zeros({config_.num_nodes, cols}, torch::kFloat32);
-    all.slice(0, lo, lo + mine.size(0)).copy_(mine);
-    char* base = static_cast<char*>(all.data_ptr());
+    const std::vector<std::string> answers = collective_->Alltoall(answer);
+    torch::Tensor all = torch::empty({mine.size(0) + extra, cols}, torch::kFloat32);
+    all.slice(0, 0, mine.size(0)).copy_(mine);
+    char* next = static_cast<char*>(all.data_ptr()) + mine.size(0) * row_bytes;
     for (int r = 0; r < world_; ++r) {
       if (r == rank_ || wanted[r].empty()) continue;
-      size_t at = 0;  // rank r answered the ranks before this one first
-      for (int q = 0; q < rank_; ++q) {
-        if (q != r) at += asked[q][r].size() * row_bytes;
+      if (answers[r].size() != wanted[r].size() * row_bytes) {
+        throw PeerError("inference: rank " + std::to_string(r) + " answered " +
+                        std::to_string(answers[r].size() / row_bytes) + " rows, not " +
+                        std::to_string(wanted[r].size()));
       }
-      if (at + wanted[r].size() * row_bytes > answers[r].size()) {
-        throw PeerError("inference: rank " + std::to_string(r) + " answered too few rows");
-      }
-      for (size_t j = 0; j < wanted[r].size(); ++j) {
-        std::memcpy(base + wanted[r][j] * row_bytes, answers[r].data() + at + j * row_bytes,
-                    row_bytes);
-      }
+      std::memcpy(next, answers[r].data(), answers[r].size());
+      next += answers[r].size();
     }
     return all;
   }

@@ -37,9 +37,14 @@ torch::Tensor LayerwiseInference(NodeModel& model, const InferenceSource& source
       if (l == 0) {
         x = source.features(block.src_nodes);
       } else {
-        torch::Tensor src =
-            torch::from_blob(block.src_nodes.data(), {block.num_src()}, torch::kInt64);
-        x = h.index_select(0, src - source.base);
+        if (source.locate) {
+          std::vector<int64_t> rows = source.locate(block.src_nodes);
+          x = h.index_select(0, torch::from_blob(rows.data(), {block.num_src()}, torch::kInt64));
+        } else {
+          torch::Tensor src =
+              torch::from_blob(block.src_nodes.data(), {block.num_src()}, torch::kInt64);
+          x = h.index_select(0, src - source.base);
+        }
       }
       mine.slice(0, start - lo, end - lo).copy_(model.ForwardLayer(l, bt, x));
       progress.Add();

@@ -32,6 +32,10 @@ struct InferenceSource {
   // for node v). Identity when the range is every node.
   std::function<torch::Tensor(const torch::Tensor& rows)> exchange;
   int64_t base = 0;  // global id of row 0 of an exchanged layer
+  // Optional: the rows of `ids` (global) in an exchanged layer, when it
+  // holds only some nodes' rows (a cluster rank's range and what it
+  // reads of others); unset: row = id - base.
+  std::function<std::vector<int64_t>(const std::vector<int64_t>& ids)> locate;
 };
 
 // Outputs of the model's last layer for nodes [lo, hi) (rows in id order);
