@@ -166,6 +166,20 @@ TEST_CASE("inference applies a saved model on any partitioning and reproduces it
   CHECK(m2.at("shards")[1].at("machine") == 1);
   CHECK(m2.at("shards")[0].at("logits") == "part0/logits.npy");
 
+  // A model trained on the 2 parts applies to the 1-part copy: the same
+  // logits as on the 2 parts it was trained on.
+  const std::string model2 = s.dir / "m2.pt";
+  Launch(s,
+         "--num_epochs 2 --eval_every 1 --lr 0.01 --save_model " + model2 + " --wire_dtype float32",
+         "launch-train");
+  RunTrainer({"--part_config", one, "--inference", "--restore_model_path", model2,
+              "--save_prediction_path", s.dir / "q1"});
+  Launch(s,
+         "--inference --restore_model_path " + model2 + " --save_prediction_path " +
+             (s.dir / "q2") + " --wire_dtype float32",
+         "launch-exact2");
+  CHECK(MaxDiff(ReadPredictions(s.dir / "q1"), ReadPredictions(s.dir / "q2")) < 1e-5);
+
   // The narrow wire: the same class for at least 99.5% of the nodes.
   Launch(s,
          "--inference --restore_model_path " + model + " --save_prediction_path " + (s.dir / "p3"),
@@ -226,6 +240,16 @@ TEST_CASE("inference: bad inputs are one line, before anything is written", "[e2
   RunTrainer({"--part_config", wide, "--num_epochs", "1", "--save_model", dir / "wide.pt"});
   fails({"--inference", "--restore_model_path", dir / "wide.pt", "--save_prediction_path", out},
         "takes 32 input features");
+  // Another graph of the same schema (GraphStorm's inference on new data):
+  // synthetic:tiny drawn with another seed.
+  const std::string other = dir / "other";
+  REQUIRE(RunProcess({Bin("gnn-partition"), "--dataset", "synthetic:tiny", "--seed", "11",
+                      "--num_parts", "1", "--output", other, "--quiet"})
+              .exit_code == 0);
+  const json fresh =
+      RunTrainer({"--part_config", other + "/synthetic-tiny.json", "--inference",
+                  "--restore_model_path", model, "--save_prediction_path", dir / "fresh"});
+  CHECK(fresh.at("nodes_written").get<int64_t>() == 2000);
   // An id that is not a node.
   WriteNpy(dir / "ids.npy", std::vector<int64_t>{3, 2000});
   fails({"--inference", "--restore_model_path", model, "--save_prediction_path", out, "--nodes",
