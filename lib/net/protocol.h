@@ -1,4 +1,4 @@
-// The wire protocol (DESIGN.md): one request = one ZeroMQ multipart message,
+// The wire protocol (docs/ARCHITECTURE.md): one request = one ZeroMQ multipart message,
 // a header frame (cereal portable binary) followed by raw little-endian
 // array frames. Every message type of every role is in MsgType; numbers are
 // never reused.
@@ -127,7 +127,8 @@ enum class MsgType : uint16_t {
   // Heterogeneous batches between a trainer and its gnn-samplers (net/batch_codec.h).
   kTypedSeedBatch = 33,  // ints: {epoch, batch index, rng_seed, replace, layers, relations};
                          // frames: seeds[int64], fanouts[int32, layers x relations]
-  kTypedMiniBatch = 34,  // ints: {index, blocks, types, wire bytes, relation width}; frames:
+  kTypedMiniBatch = 34,  // ints: {index, blocks, types, wire bytes, relation width, cache
+                         // lookups, cache hits, input means}; frames:
                          // seeds, labels, features of every featured type (type order),
                          // then per block src_nodes, indptr, indices, etypes (narrow)
   // The sums of groups of rows at their owner (DistGraph::SampleAggregate's

@@ -1,6 +1,6 @@
 // gnn-partition's job: load a dataset, assign nodes to partitions, relabel so
 // each partition owns one contiguous id range, and write the partition
-// format of DESIGN.md atomically.
+// format (docs/ARCHITECTURE.md, "On-disk formats") atomically.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,10 @@
-// gnn-server: serves one partition over ZeroMQ (DESIGN.md "Processes").
-// Server 0 of a machine puts the partition into shared memory; backup
-// servers attach to it. A ROUTER socket bound to the machine's own address
-// feeds a pool of worker threads that answer Hello, Ping, Sample,
-// PullFeatures, PullLabels, Metadata and Shutdown.
+// gnn-server: serves one partition over ZeroMQ (docs/ARCHITECTURE.md, "Processes
+// and how they talk"). Server 0 of a machine puts the partition into
+// shared memory; backup servers attach to it. A ROUTER socket bound to the
+// machine's own address feeds a pool of worker threads that answer Hello,
+// Ping, Sample, SampleAggregate, PullFeatures, PullSums, PullLabels,
+// SplitNodes, Metadata, Shutdown, and the typed graphs' requests (typed
+// samples, pulls, sums and embedding rows: hetero_server.h).
 #pragma once
 
 #include <atomic>

@@ -77,7 +77,8 @@ json RunTrain(const TrainOptions& o) {
 
 namespace {
 
-// The all-reduce backend: gloo on the CPU, nccl with the GPU build.
+// DGL's --backend, checked (gnn picks the all-reduce by --num_gpus: the
+// CURVE mesh on the CPU, NCCL on GPUs; nccl needs the GPU build).
 void CheckBackend(const std::string& backend, const TrainOptions& o) {
   if (backend != "gloo" && backend != "nccl") {
     throw ConfigError("--backend must be gloo or nccl, got '" + backend + "'");
@@ -109,7 +110,9 @@ int TrainMain(int argc, char** argv) {
   RegisterTrainFlags(app, &o);
   // DGL's train_dist.py flags, with their meaning where gnn has one.
   std::string backend = "gloo";
-  app.add_option("--backend", backend, "the trainers' all-reduce: gloo (nccl needs a GPU build)")
+  app.add_option("--backend", backend,
+                 "DGL's flag, checked: gloo or nccl. CPU trainers sum gradients over the job's "
+                 "CURVE mesh, GPU trainers (--num_gpus) with NCCL, whatever it says")
       ->capture_default_str();
   int local_rank = -1;
   app.add_option(

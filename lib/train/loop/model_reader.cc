@@ -64,164 +64,179 @@ class Unpickler {
   PRef Run() {
     while (true) {
       const uint8_t op = Byte();
-      switch (op) {
-        case 0x80:
-          Byte();
-          break;     // PROTO
-        case '.': {  // STOP
-          if (stack_.size() != 1 || !marks_.empty())
-            Fail("the pickle ends with a stack of " + std::to_string(stack_.size()));
-          return stack_.back();
+      if (op == '.') {  // STOP
+        if (stack_.size() != 1 || !marks_.empty()) {
+          Fail("the pickle ends with a stack of " + std::to_string(stack_.size()));
         }
-        case 'c': {  // GLOBAL
-          const std::string module = Line(), name = Line();
-          auto g = Make(PVal::kGlobal);
-          g->s = module + "." + name;
-          torch::ScalarType unused;
-          if (g->s != "collections.OrderedDict" && g->s != "torch._utils._rebuild_tensor_v2" &&
-              g->s != "torch._utils._rebuild_parameter" && !StorageDtype(g->s, &unused)) {
-            Fail("it refers to " + g->s + ", which a state dict of tensors does not");
-          }
-          Push(g);
-          break;
-        }
-        case '(':
-          marks_.push_back(stack_.size());
-          break;
-        case 't':
-          Push(TupleOf(PopMark()));
-          break;
-        case ')':
-          Push(Make(PVal::kTuple));
-          break;
-        case 0x85:
-        case 0x86:
-        case 0x87: {  // TUPLE1..3
-          const size_t n = op - 0x84u;
-          Need(n);
-          std::vector<PRef> items(stack_.end() - static_cast<long>(n), stack_.end());
-          stack_.resize(stack_.size() - n);
-          Push(TupleOf(std::move(items)));
-          break;
-        }
-        case '}':
-          Push(Make(PVal::kDict));
-          break;
-        case ']':
-          Push(Make(PVal::kList));
-          break;
-        case 'N':
-          Push(Make(PVal::kNone));
-          break;
-        case 0x88:
-        case 0x89: {
-          auto v = Make(PVal::kBool);
-          v->b = op == 0x88;
-          Push(v);
-          break;
-        }
-        case 'K':
-          PushInt(Byte());
-          break;
-        case 'M':
-          PushInt(static_cast<int64_t>(Le(2)));
-          break;
-        case 'J':
-          PushInt(static_cast<int32_t>(static_cast<uint32_t>(Le(4))));
-          break;
-        case 0x8a: {  // LONG1: n bytes, two's complement
-          const size_t n = Byte();
-          if (n > 8) Fail("an integer of " + std::to_string(n) + " bytes");
-          uint64_t v = Le(n);
-          if (n > 0 && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t{0} << (8 * n);
-          PushInt(static_cast<int64_t>(v));
-          break;
-        }
-        case 'G': {  // BINFLOAT, big-endian
-          uint64_t bits = 0;
-          for (int k = 0; k < 8; ++k) bits = bits << 8 | Byte();
-          auto v = Make(PVal::kFloat);
-          std::memcpy(&v->f, &bits, sizeof(bits));
-          Push(v);
-          break;
-        }
-        case 'X':
-          PushStr(Take(Le(4)));
-          break;  // BINUNICODE
-        case 0x8c:
-          PushStr(Take(Byte()));
-          break;  // SHORT_BINUNICODE
-        case 'q':
-          Memo(Byte());
-          break;  // BINPUT
-        case 'r':
-          Memo(Le(4));
-          break;  // LONG_BINPUT
-        case 0x94:
-          Memo(memo_.size());
-          break;  // MEMOIZE
-        case 'h':
-          Push(Recall(Byte()));
-          break;  // BINGET
-        case 'j':
-          Push(Recall(Le(4)));
-          break;     // LONG_BINGET
-        case 's': {  // SETITEM
-          Need(3);
-          PRef value = Pop(), key = Pop();
-          DictAt(stack_.back())->dict.emplace_back(key, value);
-          break;
-        }
-        case 'u': {  // SETITEMS
-          std::vector<PRef> kv = PopMark();
-          if (kv.size() % 2) Fail("SETITEMS with an odd number of items");
-          Need(1);
-          PRef d = DictAt(stack_.back());
-          for (size_t k = 0; k < kv.size(); k += 2) d->dict.emplace_back(kv[k], kv[k + 1]);
-          break;
-        }
-        case 'a': {  // APPEND
-          Need(2);
-          PRef v = Pop();
-          ListAt(stack_.back())->items.push_back(v);
-          break;
-        }
-        case 'e': {  // APPENDS
-          std::vector<PRef> items = PopMark();
-          Need(1);
-          PRef l = ListAt(stack_.back());
-          l->items.insert(l->items.end(), items.begin(), items.end());
-          break;
-        }
-        case 'Q':
-          Push(Storage(Pop()));
-          break;     // BINPERSID
-        case 'R': {  // REDUCE
-          Need(2);
-          PRef args = Pop(), fn = Pop();
-          Push(Reduce(fn, args));
-          break;
-        }
-        case 'b': {  // BUILD: an OrderedDict's attributes (_metadata)
-          Need(2);
-          PRef state = Pop();
-          PRef obj = DictAt(stack_.back());
-          if (state->kind == PVal::kNone) break;
-          if (state->kind != PVal::kDict) Fail("BUILD with a state that is not a dict");
-          obj->attrs.insert(obj->attrs.end(), state->dict.begin(), state->dict.end());
-          break;
-        }
-        default: {
-          char hex[8];
-          std::snprintf(hex, sizeof(hex), "0x%02x", op);
-          Fail(std::string("pickle opcode ") + hex + " at byte " + std::to_string(at_ - 1) +
-               " is not one a state dict uses");
-        }
+        return stack_.back();
       }
+      if (op == 0x80) {  // PROTO
+        Byte();
+        continue;
+      }
+      if (Literal(op) || Container(op)) continue;
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "0x%02x", op);
+      Fail(std::string("pickle opcode ") + hex + " at byte " + std::to_string(at_ - 1) +
+           " is not one a state dict uses");
     }
   }
 
  private:
+  // The opcodes that push one value (a constant, a string, a global).
+  bool Literal(uint8_t op) {
+    switch (op) {
+      case 'c': {  // GLOBAL
+        const std::string module = Line(), name = Line();
+        auto g = Make(PVal::kGlobal);
+        g->s = module + "." + name;
+        torch::ScalarType unused;
+        if (g->s != "collections.OrderedDict" && g->s != "torch._utils._rebuild_tensor_v2" &&
+            g->s != "torch._utils._rebuild_parameter" && !StorageDtype(g->s, &unused)) {
+          Fail("it refers to " + g->s + ", which a state dict of tensors does not");
+        }
+        Push(g);
+        return true;
+      }
+      case 'N':
+        Push(Make(PVal::kNone));
+        return true;
+      case 0x88:
+      case 0x89: {
+        auto v = Make(PVal::kBool);
+        v->b = op == 0x88;
+        Push(v);
+        return true;
+      }
+      case 'K':
+        PushInt(Byte());
+        return true;
+      case 'M':
+        PushInt(static_cast<int64_t>(Le(2)));
+        return true;
+      case 'J':
+        PushInt(static_cast<int32_t>(static_cast<uint32_t>(Le(4))));
+        return true;
+      case 0x8a: {  // LONG1: n bytes, two's complement
+        const size_t n = Byte();
+        if (n > 8) Fail("an integer of " + std::to_string(n) + " bytes");
+        uint64_t v = Le(n);
+        if (n > 0 && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t{0} << (8 * n);
+        PushInt(static_cast<int64_t>(v));
+        return true;
+      }
+      case 'G': {  // BINFLOAT, big-endian
+        uint64_t bits = 0;
+        for (int k = 0; k < 8; ++k) bits = bits << 8 | Byte();
+        auto v = Make(PVal::kFloat);
+        std::memcpy(&v->f, &bits, sizeof(bits));
+        Push(v);
+        return true;
+      }
+      case 'X':
+        PushStr(Take(Le(4)));
+        return true;  // BINUNICODE
+      case 0x8c:
+        PushStr(Take(Byte()));
+        return true;  // SHORT_BINUNICODE
+      default:
+        return false;
+    }
+  }
+
+  // The opcodes that build, fill, call or remember containers.
+  bool Container(uint8_t op) {
+    switch (op) {
+      case '(':
+        marks_.push_back(stack_.size());
+        return true;
+      case 't':
+        Push(TupleOf(PopMark()));
+        return true;
+      case ')':
+        Push(Make(PVal::kTuple));
+        return true;
+      case 0x85:
+      case 0x86:
+      case 0x87: {  // TUPLE1..3
+        const size_t n = op - 0x84u;
+        Need(n);
+        std::vector<PRef> items(stack_.end() - static_cast<long>(n), stack_.end());
+        stack_.resize(stack_.size() - n);
+        Push(TupleOf(std::move(items)));
+        return true;
+      }
+      case '}':
+        Push(Make(PVal::kDict));
+        return true;
+      case ']':
+        Push(Make(PVal::kList));
+        return true;
+      case 'q':
+        Memo(Byte());
+        return true;  // BINPUT
+      case 'r':
+        Memo(Le(4));
+        return true;  // LONG_BINPUT
+      case 0x94:
+        Memo(memo_.size());
+        return true;  // MEMOIZE
+      case 'h':
+        Push(Recall(Byte()));
+        return true;  // BINGET
+      case 'j':
+        Push(Recall(Le(4)));
+        return true;  // LONG_BINGET
+      case 's': {     // SETITEM
+        Need(3);
+        PRef value = Pop(), key = Pop();
+        DictAt(stack_.back())->dict.emplace_back(key, value);
+        return true;
+      }
+      case 'u': {  // SETITEMS
+        std::vector<PRef> kv = PopMark();
+        if (kv.size() % 2) Fail("SETITEMS with an odd number of items");
+        Need(1);
+        PRef d = DictAt(stack_.back());
+        for (size_t k = 0; k < kv.size(); k += 2) d->dict.emplace_back(kv[k], kv[k + 1]);
+        return true;
+      }
+      case 'a': {  // APPEND
+        Need(2);
+        PRef v = Pop();
+        ListAt(stack_.back())->items.push_back(v);
+        return true;
+      }
+      case 'e': {  // APPENDS
+        std::vector<PRef> items = PopMark();
+        Need(1);
+        PRef l = ListAt(stack_.back());
+        l->items.insert(l->items.end(), items.begin(), items.end());
+        return true;
+      }
+      case 'Q':
+        Push(Storage(Pop()));
+        return true;  // BINPERSID
+      case 'R': {     // REDUCE
+        Need(2);
+        PRef args = Pop(), fn = Pop();
+        Push(Reduce(fn, args));
+        return true;
+      }
+      case 'b': {  // BUILD: an OrderedDict's attributes (_metadata)
+        Need(2);
+        PRef state = Pop();
+        PRef obj = DictAt(stack_.back());
+        if (state->kind == PVal::kNone) return true;
+        if (state->kind != PVal::kDict) Fail("BUILD with a state that is not a dict");
+        obj->attrs.insert(obj->attrs.end(), state->dict.begin(), state->dict.end());
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
   [[noreturn]] void Fail(const std::string& why) const {
     throw DataError(what_ + ": not a state dict of tensors (" + why + ")");
   }

@@ -141,182 +141,221 @@ void CheckOutputDir(const std::string& flag, const std::string& dir) {
   }
 }
 
-}  // namespace
+// One --inference run: the steps of RunInference, in order.
+class Inference {
+ public:
+  Inference(const TrainOptions& given, const PartitionConfig& config)
+      : o_(given), config_(config) {}
 
-json RunInference(const TrainOptions& given, const PartitionConfig& config) {
-  Stopwatch watch;
-  TrainOptions o = given;  // the model's fields come from its file, below
+  json Run() {
+    CheckOutputs();
+    env_ = o_.standalone ? MakeStandaloneEnv(o_, config_) : MakeDistEnv(o_, config_);
+    lead_ = env_->rank() == 0;
+    LoadModel();
+    ChooseNodes();
+    GNN_LOG(kInfo) << "inference with " << o_.model << " (" << model_->num_layers()
+                   << " layers, from " << o_.restore_model_path << ") over " << config_.num_nodes
+                   << " nodes; writing " << static_cast<int64_t>(written_);
+    Stopwatch infer_watch;
+    {
+      AllCoresWhileIdle all_cores(o_);
+      env_->InferShard(*model_, o_.save_embed_path.empty() ? -1 : embed_layer_ - 1, &shard_);
+    }
+    infer_s_ = infer_watch.Seconds();
+    if (shard_.part >= 0) WriteShard();
+    WriteManifests();
+    if (!o_.save_embeddings.empty()) {
+      AllCoresWhileIdle all_cores(o_);
+      torch::Tensor emb = env_->Embeddings(*model_).contiguous();
+      if (lead_) WriteNpy(o_.save_embeddings, emb.data_ptr<float>(), {emb.size(0), emb.size(1)});
+    }
+    GNN_LOG(kInfo) << "inference done in " << infer_s_ << " s: " << static_cast<int64_t>(written_)
+                   << " nodes written";
+    return Summary();
+  }
+
+ private:
   // Rank 0 writes the manifests and every writer its shards: where these
   // are folders on a shared disk their parents must exist on machine 0,
   // checked before any work (each writer makes its own part<i>).
-  for (const auto& [flag, dir] :
-       {std::pair<const char*, std::string>{"--save_prediction_path", o.save_prediction_path},
-        {"--save_embed_path", o.save_embed_path}}) {
-    CheckOutputDir(flag, dir);
+  void CheckOutputs() const {
+    CheckOutputDir("--save_prediction_path", o_.save_prediction_path);
+    CheckOutputDir("--save_embed_path", o_.save_embed_path);
+    CheckCanWriteFile("--save_embeddings", o_.save_embeddings);
   }
-  CheckCanWriteFile("--save_embeddings", o.save_embeddings);
-  std::unique_ptr<TrainEnv> env =
-      o.standalone ? MakeStandaloneEnv(o, config) : MakeDistEnv(o, config);
-  const bool lead = env->rank() == 0;
 
-  const std::string bytes = ReadOnRankZero(*env, [&] {
-    if (!PathExists(o.restore_model_path)) {
-      throw DataError("--restore_model_path " + o.restore_model_path +
-                      ": No such file or directory");
+  // Rank 0 reads the file, every rank checks and loads it.
+  void LoadModel() {
+    const std::string bytes = ReadOnRankZero(*env_, [&] {
+      if (!PathExists(o_.restore_model_path)) {
+        throw DataError("--restore_model_path " + o_.restore_model_path +
+                        ": No such file or directory");
+      }
+      return ReadFile(o_.restore_model_path);
+    });
+    const ModelFile file =
+        ParseModelFileBytes(std::vector<char>(bytes.begin(), bytes.end()), o_.restore_model_path);
+    TakeModelMeta(file.meta, config_, o_.restore_model_path, &o_);
+    model_meta_ = file.meta;
+    model_ = MakeNodeModel(o_, config_.feature_dim, file.meta.at("out_feats").get<int64_t>());
+    LoadParams(*model_, o_.model, file, o_.restore_model_path);
+    if (o_.Kind() == TaskKind::kLink && !o_.save_prediction_path.empty()) {
+      throw ConfigError("--save_prediction_path: " + o_.restore_model_path +
+                        " is a --task link model, which has embeddings (--save_embed_path), no "
+                        "classes");
     }
-    return ReadFile(o.restore_model_path);
-  });
-  const ModelFile file =
-      ParseModelFileBytes(std::vector<char>(bytes.begin(), bytes.end()), o.restore_model_path);
-  TakeModelMeta(file.meta, config, o.restore_model_path, &o);
-  const int64_t out_dim = file.meta.at("out_feats").get<int64_t>();
-  std::shared_ptr<NodeModel> model = MakeNodeModel(o, config.feature_dim, out_dim);
-  LoadParams(*model, o.model, file, o.restore_model_path);
-  const bool link = o.Kind() == TaskKind::kLink;
-  if (link && !o.save_prediction_path.empty()) {
-    throw ConfigError("--save_prediction_path: " + o.restore_model_path +
-                      " is a --task link model, which has embeddings (--save_embed_path), no "
-                      "classes");
+    const int layers = model_->num_layers();
+    embed_layer_ = o_.embed_layer > 0 ? o_.embed_layer : std::max(1, layers - 1);
+    if (embed_layer_ > layers) {
+      throw ConfigError("--embed_layer " + std::to_string(embed_layer_) + ": the model has " +
+                        std::to_string(layers) + " layers");
+    }
   }
-  const int layers = model->num_layers();
-  const int embed_layer = o.embed_layer > 0 ? o.embed_layer : std::max(1, layers - 1);
-  if (embed_layer > layers) {
-    throw ConfigError("--embed_layer " + std::to_string(embed_layer) + ": the model has " +
-                      std::to_string(layers) + " layers");
-  }
-  const int capture = o.save_embed_path.empty() ? -1 : embed_layer - 1;
 
-  // Input ids are 0..N-1 (orig_nids is a permutation of them): one outside
-  // is named before any work.
-  std::vector<int64_t> requested;
-  if (!o.nodes.empty()) {
-    requested = ReadRequestedIds(*env, o.nodes);
-    for (int64_t id :
-         {requested.empty() ? 0 : requested.front(), requested.empty() ? 0 : requested.back()}) {
-      if (id < 0 || id >= config.num_nodes) {
-        throw DataError("--nodes " + o.nodes + ": id " + std::to_string(id) + " is not a node of " +
-                        config.graph_name + " (input ids are 0.." +
-                        std::to_string(config.num_nodes - 1) + ")");
+  // --nodes / --node_mask: the rows this rank writes. Input ids are
+  // 0..N-1 (orig_nids is a permutation of them): one outside is named
+  // before any work.
+  void ChooseNodes() {
+    std::vector<int64_t> requested;
+    if (!o_.nodes.empty()) {
+      requested = ReadRequestedIds(*env_, o_.nodes);
+      for (int64_t id :
+           {requested.empty() ? 0 : requested.front(), requested.empty() ? 0 : requested.back()}) {
+        if (id < 0 || id >= config_.num_nodes) {
+          throw DataError("--nodes " + o_.nodes + ": id " + std::to_string(id) +
+                          " is not a node of " + config_.graph_name + " (input ids are 0.." +
+                          std::to_string(config_.num_nodes - 1) + ")");
+        }
       }
     }
+    shard_ = env_->Shard();
+    if (shard_.part >= 0) rows_ = ChooseRows(o_, shard_, requested);
+    written_ = env_->SumOverRanks(static_cast<double>(rows_.size()));
   }
-  InferenceShard shard = env->Shard();
-  const std::vector<int64_t> rows =
-      shard.part >= 0 ? ChooseRows(o, shard, requested) : std::vector<int64_t>();
-  const double written = env->SumOverRanks(static_cast<double>(rows.size()));
-  GNN_LOG(kInfo) << "inference with " << o.model << " (" << layers << " layers, "
-                 << file.params.size() << " tensors from " << o.restore_model_path << ") over "
-                 << config.num_nodes << " nodes; writing " << static_cast<int64_t>(written);
-  Stopwatch infer_watch;
-  {
-    AllCoresWhileIdle all_cores(o);
-    env->InferShard(*model, capture, &shard);
-  }
-  const double infer_s = infer_watch.Seconds();
 
-  // This writer's shard: its rows, in the partition's (new id) order.
-  double correct[2] = {0, 0}, total[2] = {0, 0};
-  if (shard.part >= 0) {
-    torch::Tensor pick = torch::from_blob(const_cast<int64_t*>(rows.data()),
-                                          {static_cast<int64_t>(rows.size())}, torch::kInt64);
-    std::vector<int64_t> ids(rows.size());
-    for (size_t i = 0; i < rows.size(); ++i) ids[i] = shard.orig_ids[rows[i]];
-    const std::string part = PartDir(shard.part);
-    if (!o.save_prediction_path.empty()) {
-      const torch::Tensor logits = shard.logits.index_select(0, pick).contiguous();
+  // This writer's shard: its rows, in the partition's (new id) order; the
+  // written predictions of labelled valid/test nodes scored.
+  void WriteShard() {
+    torch::Tensor pick =
+        torch::from_blob(rows_.data(), {static_cast<int64_t>(rows_.size())}, torch::kInt64);
+    std::vector<int64_t> ids(rows_.size());
+    for (size_t i = 0; i < rows_.size(); ++i) ids[i] = shard_.orig_ids[rows_[i]];
+    const std::string part = PartDir(shard_.part);
+    if (!o_.save_prediction_path.empty()) {
+      const torch::Tensor logits = shard_.logits.index_select(0, pick).contiguous();
       const torch::Tensor pred = logits.argmax(1).contiguous();
-      const fs::path dir = fs::path(o.save_prediction_path) / part;
+      const fs::path dir = fs::path(o_.save_prediction_path) / part;
       MakeDirs(dir.string());
       WriteNpy((dir / "ids.npy").string(), ids);
       WriteNpy((dir / "logits.npy").string(), logits.data_ptr<float>(),
                {logits.size(0), logits.size(1)});
       WriteNpy((dir / "pred.npy").string(), pred.data_ptr<int64_t>(), {pred.size(0)});
-      // The written predictions of labelled valid/test nodes, scored.
       const int64_t* p = pred.data_ptr<int64_t>();
-      for (size_t i = 0; i < rows.size(); ++i) {
-        const int64_t label = shard.labels[rows[i]];
+      for (size_t i = 0; i < rows_.size(); ++i) {
+        const int64_t label = shard_.labels[rows_[i]];
         for (int k = 0; k < 2; ++k) {
-          if (label < 0 || !shard.masks[k + 1][rows[i]]) continue;
-          total[k] += 1;
-          correct[k] += p[i] == label;
+          if (label < 0 || !shard_.masks[k + 1][rows_[i]]) continue;
+          total_[k] += 1;
+          correct_[k] += p[i] == label;
         }
       }
     }
-    if (!o.save_embed_path.empty()) {
-      const torch::Tensor emb = shard.emb.index_select(0, pick).contiguous();
-      const fs::path dir = fs::path(o.save_embed_path) / part;
+    if (!o_.save_embed_path.empty()) {
+      const torch::Tensor emb = shard_.emb.index_select(0, pick).contiguous();
+      const fs::path dir = fs::path(o_.save_embed_path) / part;
       MakeDirs(dir.string());
       WriteNpy((dir / "ids.npy").string(), ids);
       WriteNpy((dir / "emb.npy").string(), emb.data_ptr<float>(), {emb.size(0), emb.size(1)});
     }
   }
-  // Every shard is written before the manifests say so.
-  std::vector<double> counts(static_cast<size_t>(config.num_parts), 0.0);
-  for (int p = 0; p < config.num_parts; ++p) {
-    counts[p] = env->SumOverRanks(shard.part == p ? static_cast<double>(rows.size()) : 0.0);
-  }
-  for (int k = 0; k < 2; ++k) {
-    correct[k] = env->SumOverRanks(correct[k]);
-    total[k] = env->SumOverRanks(total[k]);
-  }
-  json model_meta = file.meta;
-  const json saved_epoch = file.meta.value("saved_epoch", json(nullptr));
-  auto manifest = [&](const std::string& dir, bool predictions) {
-    json shards = json::array();
-    for (int p = 0; p < config.num_parts; ++p) {
-      json s = {{"part", p},
-                {"machine", env->WriterMachine(p)},
-                {"num_nodes", static_cast<int64_t>(counts[p])},
-                {"ids", PartDir(p) + "/ids.npy"}};
-      if (predictions) {
-        s["logits"] = PartDir(p) + "/logits.npy";
-        s["pred"] = PartDir(p) + "/pred.npy";
-      } else {
-        s["emb"] = PartDir(p) + "/emb.npy";
-      }
-      shards.push_back(s);
+
+  // After every shard is written (the sums are collectives), rank 0 says
+  // what they are.
+  void WriteManifests() {
+    std::vector<double> counts(static_cast<size_t>(config_.num_parts), 0.0);
+    for (int p = 0; p < config_.num_parts; ++p) {
+      counts[p] = env_->SumOverRanks(shard_.part == p ? static_cast<double>(rows_.size()) : 0.0);
     }
-    json m = {{"format_version", kManifestVersion},
-              {"kind", predictions ? "predictions" : "embeddings"},
-              {"graph_name", config.graph_name},
-              {"num_parts", config.num_parts},
-              {"num_nodes", static_cast<int64_t>(written)},
-              {"nodes", o.nodes.empty() ? o.node_mask : "--nodes " + o.nodes},
-              {"model_path", o.restore_model_path},
-              {"model", model_meta},
-              {"saved_model_epoch", saved_epoch},
-              {"shards", shards}};
-    if (!predictions) m["embed_layer"] = embed_layer;
-    MakeDirs(dir);
-    WriteFileAtomic((fs::path(dir) / "manifest.json").string(), m.dump(2) + "\n");
-  };
-  if (lead && !o.save_prediction_path.empty()) manifest(o.save_prediction_path, true);
-  if (lead && !o.save_embed_path.empty()) manifest(o.save_embed_path, false);
-  if (!o.save_embeddings.empty()) {
-    AllCoresWhileIdle all_cores(o);
-    torch::Tensor emb = env->Embeddings(*model).contiguous();
-    if (lead) WriteNpy(o.save_embeddings, emb.data_ptr<float>(), {emb.size(0), emb.size(1)});
+    for (int k = 0; k < 2; ++k) {
+      correct_[k] = env_->SumOverRanks(correct_[k]);
+      total_[k] = env_->SumOverRanks(total_[k]);
+    }
+    if (!lead_) return;
+    for (const bool predictions : {true, false}) {
+      const std::string& dir = predictions ? o_.save_prediction_path : o_.save_embed_path;
+      if (dir.empty()) continue;
+      json shards = json::array();
+      for (int p = 0; p < config_.num_parts; ++p) {
+        json s = {{"part", p},
+                  {"machine", env_->WriterMachine(p)},
+                  {"num_nodes", static_cast<int64_t>(counts[p])},
+                  {"ids", PartDir(p) + "/ids.npy"}};
+        if (predictions) {
+          s["logits"] = PartDir(p) + "/logits.npy";
+          s["pred"] = PartDir(p) + "/pred.npy";
+        } else {
+          s["emb"] = PartDir(p) + "/emb.npy";
+        }
+        shards.push_back(s);
+      }
+      json m = {{"format_version", kManifestVersion},
+                {"kind", predictions ? "predictions" : "embeddings"},
+                {"graph_name", config_.graph_name},
+                {"num_parts", config_.num_parts},
+                {"num_nodes", static_cast<int64_t>(written_)},
+                {"nodes", o_.nodes.empty() ? o_.node_mask : "--nodes " + o_.nodes},
+                {"model_path", o_.restore_model_path},
+                {"model", model_meta_},
+                {"saved_model_epoch", SavedEpoch()},
+                {"shards", shards}};
+      if (!predictions) m["embed_layer"] = embed_layer_;
+      MakeDirs(dir);
+      WriteFileAtomic((fs::path(dir) / "manifest.json").string(), m.dump(2) + "\n");
+    }
   }
-  json summary = {{"mode", "inference"},
-                  {"model", o.model},
-                  {"task", o.task},
-                  {"graph_name", config.graph_name},
-                  {"nodes_written", static_cast<int64_t>(written)},
-                  {"inference_time_s", infer_s},
-                  {"total_time_s", watch.Seconds()},
-                  {"saved_model_epoch", saved_epoch}};
-  if (!o.save_prediction_path.empty()) {
-    summary["prediction_path"] = o.save_prediction_path;
-    if (total[0] > 0) summary["val_acc"] = correct[0] / total[0];
-    if (total[1] > 0) summary["test_acc"] = correct[1] / total[1];
+
+  json SavedEpoch() const { return model_meta_.value("saved_epoch", json(nullptr)); }
+
+  json Summary() const {
+    json summary = {{"mode", "inference"},
+                    {"model", o_.model},
+                    {"task", o_.task},
+                    {"graph_name", config_.graph_name},
+                    {"nodes_written", static_cast<int64_t>(written_)},
+                    {"inference_time_s", infer_s_},
+                    {"total_time_s", watch_.Seconds()},
+                    {"saved_model_epoch", SavedEpoch()}};
+    if (!o_.save_prediction_path.empty()) {
+      summary["prediction_path"] = o_.save_prediction_path;
+      if (total_[0] > 0) summary["val_acc"] = correct_[0] / total_[0];
+      if (total_[1] > 0) summary["test_acc"] = correct_[1] / total_[1];
+    }
+    if (!o_.save_embed_path.empty()) {
+      summary["embed_path"] = o_.save_embed_path;
+      summary["embed_layer"] = embed_layer_;
+    }
+    return summary;
   }
-  if (!o.save_embed_path.empty()) {
-    summary["embed_path"] = o.save_embed_path;
-    summary["embed_layer"] = embed_layer;
-  }
-  GNN_LOG(kInfo) << "inference done in " << infer_s << " s: " << static_cast<int64_t>(written)
-                 << " nodes written";
-  return summary;
+
+  Stopwatch watch_;
+  TrainOptions o_;  // the model's fields come from its file (LoadModel)
+  const PartitionConfig& config_;
+  std::unique_ptr<TrainEnv> env_;
+  bool lead_ = false;
+  json model_meta_;
+  std::shared_ptr<NodeModel> model_;
+  int embed_layer_ = 1;
+  InferenceShard shard_;
+  std::vector<int64_t> rows_;  // of shard_ to write
+  double written_ = 0;         // rows every writer writes
+  double infer_s_ = 0;
+  double correct_[2] = {0, 0}, total_[2] = {0, 0};  // valid, test
+};
+
+}  // namespace
+
+json RunInference(const TrainOptions& options, const PartitionConfig& config) {
+  return Inference(options, config).Run();
 }
 
 }  // namespace gnn
