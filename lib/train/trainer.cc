@@ -31,6 +31,11 @@ namespace {
 PartitionConfig LoadCheckedConfig(const TrainOptions& o) {
   CheckDevice(o);
   PartitionConfig config = LoadPartitionConfig(o.part_config);
+  if (o.inference && config.hetero()) {
+    throw ConfigError("--inference applies graphsage, gat and gcn models so far; " + o.part_config +
+                      " is a heterogeneous partitioning (rgcn/rgat inference is "
+                      "not built yet)");
+  }
   if (o.Typed() && !config.hetero()) {
     throw ConfigError("--model " + o.model + " needs a heterogeneous partitioning; " +
                       o.part_config + " has one node type (use --model graphsage, gat or gcn)");

@@ -224,7 +224,11 @@ HeteroBatch TypedBatch(int64_t rels) {
 }
 
 TypedBatchSchema Schema(int64_t rels) {
-  return {rels, {2, 0, 3}, [](int64_t v) { return v < 0 ? -1 : v < 100 ? 0 : v < 200 ? 1 : 2; }};
+  return {
+      rels, {2, 0, 3}, [](int64_t v) { return v < 0     ? -1
+                                              : v < 100 ? 0
+                                              : v < 200 ? 1
+                                                        : 2; }, {}};
 }
 
 }  // namespace
