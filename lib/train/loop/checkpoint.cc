@@ -7,6 +7,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/sha256.h"
+#include "train/models/tensor_text.h"
 
 namespace gnn {
 
@@ -32,11 +33,6 @@ enum StateField {
 // Fields of checkpoints of earlier versions: whole epochs only, then the
 // position without the epoch's cut.
 constexpr int kEpochFields = 5, kPositionFields = 7;
-
-std::string FirstLine(const std::exception& e) {
-  const std::string what = e.what();
-  return what.substr(0, what.find('\n'));
-}
 
 }  // namespace
 
@@ -99,7 +95,7 @@ void SaveCheckpoint(const std::string& dir, torch::nn::Module& model, torch::opt
   try {
     archive.save_to(bytes);
   } catch (const std::exception& e) {
-    throw DataError("cannot write checkpoint " + path + ": " + FirstLine(e));
+    throw DataError("cannot write checkpoint " + path + ": " + FirstLine(e.what()));
   }
   const std::string b = bytes.str();
   AtomicFile f(path);
@@ -148,7 +144,7 @@ TrainState PeekCheckpointState(const std::string& bytes, const std::string& path
   } catch (const DataError&) {
     throw;
   } catch (const std::exception& e) {
-    throw DataError("cannot read checkpoint " + path + ": " + FirstLine(e));
+    throw DataError("cannot read checkpoint " + path + ": " + FirstLine(e.what()));
   }
 }
 
@@ -225,7 +221,7 @@ TrainState RestoreCheckpoint(const std::string& bytes, const std::string& path,
   } catch (const DataError&) {
     throw;
   } catch (const std::exception& e) {
-    throw DataError("cannot read checkpoint " + path + ": " + FirstLine(e));
+    throw DataError("cannot read checkpoint " + path + ": " + FirstLine(e.what()));
   }
   return st;
 }

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "train/models/tensor_text.h"
 
 namespace gnn {
 
@@ -89,12 +90,6 @@ class PickleWriter {
   }
   std::string out_;
 };
-
-std::string ShapeText(const torch::Tensor& t) {
-  std::string s = "[";
-  for (int64_t d = 0; d < t.dim(); ++d) s += (d ? ", " : "") + std::to_string(t.size(d));
-  return s + "]";
-}
 
 // torch's legacy typed-storage class of a dtype, as torch.save names it.
 const char* StorageClass(torch::ScalarType t) {

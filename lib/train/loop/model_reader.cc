@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "train/loop/model_file.h"
+#include "train/models/tensor_text.h"
 
 namespace gnn {
 
@@ -432,9 +433,6 @@ nlohmann::json ToJson(const PRef& v, const std::string& what, int depth) {
       throw DataError(what + ": its metadata holds a tensor or a global");
   }
 }
-
-// The first line of a library's error (c10's carry a backtrace).
-std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 ModelFile ParseModelFile(std::shared_ptr<caffe2::serialize::ReadAdapterInterface> in,
                          const std::string& what) {

@@ -10,6 +10,7 @@
 #include "sampling/sampler.h"
 #include "train/models/dropout.h"
 #include "train/models/rgat.h"
+#include "train/models/tensor_text.h"
 
 namespace gnn {
 namespace {
@@ -17,12 +18,6 @@ namespace {
 torch::Tensor View(const std::vector<int64_t>& v) {
   return torch::from_blob(const_cast<int64_t*>(v.data()), {static_cast<int64_t>(v.size())},
                           torch::kInt64);
-}
-
-std::string Shape(const torch::Tensor& t) {
-  std::string s = "[";
-  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
-  return s + "]";
 }
 
 // The relation block where `h` lives, with its transpose built on the
@@ -81,7 +76,7 @@ torch::Tensor RelGraphConvImpl::RelationWeight() const {
 torch::Tensor RelGraphConvImpl::forward(const BlockTensors& relation_block, int64_t num_dst,
                                         const torch::Tensor& h_src) {
   if (h_src.dim() != 2 || h_src.size(0) != relation_block.num_src || h_src.size(1) != in_) {
-    throw DataError("RelGraphConv: input is " + Shape(h_src) + ", expected [" +
+    throw DataError("RelGraphConv: input is " + ShapeText(h_src) + ", expected [" +
                     std::to_string(relation_block.num_src) + ", " + std::to_string(in_) + "]");
   }
   if (relation_block.num_dst != num_rels_ * num_dst || num_dst > relation_block.num_src) {
@@ -104,9 +99,9 @@ torch::Tensor RelGraphConvImpl::ForwardMeans(const torch::Tensor& mean,
   const int64_t num_dst = h_dst.size(0);
   if (h_dst.dim() != 2 || h_dst.size(1) != in_ || mean.dim() != 2 ||
       mean.size(0) != num_rels_ * num_dst || mean.size(1) != in_) {
-    throw DataError("RelGraphConv: means " + Shape(mean) + " and destination rows " + Shape(h_dst) +
-                    " for " + std::to_string(num_rels_) + " relations of width " +
-                    std::to_string(in_));
+    throw DataError("RelGraphConv: means " + ShapeText(mean) + " and destination rows " +
+                    ShapeText(h_dst) + " for " + std::to_string(num_rels_) +
+                    " relations of width " + std::to_string(in_));
   }
   torch::Tensor out = torch::bmm(mean.view({num_rels_, num_dst, in_}), RelationWeight()).sum(0);
   if (loop_weight_.defined()) out = torch::addmm(out, h_dst, loop_weight_);
@@ -182,8 +177,9 @@ torch::Tensor RGCNImpl::Embed(int64_t num_src, const std::vector<TypedInput>& in
     const int64_t width = feature_dims_[t] > 0 ? feature_dims_[t] : embed_;
     if (in.positions.dim() != 1 || in.positions.scalar_type() != torch::kInt64 ||
         in.rows.dim() != 2 || in.rows.size(0) != in.positions.size(0) || in.rows.size(1) != width) {
-      throw DataError(type + ": positions " + Shape(in.positions) + " and rows " + Shape(in.rows) +
-                      ", expected int64 [n] and [n, " + std::to_string(width) + "]");
+      throw DataError(type + ": positions " + ShapeText(in.positions) + " and rows " +
+                      ShapeText(in.rows) + ", expected int64 [n] and [n, " + std::to_string(width) +
+                      "]");
     }
     if (in.positions.numel() == 0) continue;
     const int64_t lo = in.positions.min().item<int64_t>();
@@ -216,8 +212,9 @@ torch::Tensor RGCNImpl::EmbedMeans(int64_t num_dst, const std::vector<RelationMe
     const int64_t width = feature_dims_[m.type] > 0 ? feature_dims_[m.type] : embed_;
     if (m.rows_at.dim() != 1 || m.rows_at.scalar_type() != torch::kInt64 || m.rows.dim() != 2 ||
         m.rows.size(0) != m.rows_at.size(0) || m.rows.size(1) != width) {
-      throw DataError(what + ": rows at " + Shape(m.rows_at) + " and rows " + Shape(m.rows) +
-                      ", expected int64 [k] and [k, " + std::to_string(width) + "]");
+      throw DataError(what + ": rows at " + ShapeText(m.rows_at) + " and rows " +
+                      ShapeText(m.rows) + ", expected int64 [k] and [k, " + std::to_string(width) +
+                      "]");
     }
     if (m.rows_at.numel() == 0) continue;
     const int64_t lo = m.rows_at.min().item<int64_t>(), hi = m.rows_at.max().item<int64_t>();
