@@ -9,7 +9,7 @@ PACKAGES=(
   zlib1g-dev
   libmetis-dev libptscotch-dev libopenmpi-dev openmpi-bin
   libzmq3-dev cppzmq-dev
-  libcereal-dev nlohmann-json3-dev libcli11-dev catch2
+  libcereal-dev nlohmann-json3-dev libcli11-dev catch2 libcpp-httplib-dev
   libtorch-dev libgloo-dev libopenblas0-openmp
   python3-numpy python3-torch python3-matplotlib python3-venv
   openssh-server openssh-client rsync iproute2 time procps

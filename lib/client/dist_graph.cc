@@ -439,6 +439,25 @@ void DistGraph::PullFeatures(const std::vector<int64_t>& ids, NoInitVector<float
 }
 
 void DistGraph::PullLabels(const std::vector<int64_t>& ids, std::vector<int64_t>* out) {
+  PullNodeInts(ids, false, out);
+}
+
+void DistGraph::Ping() {
+  std::vector<std::pair<net::Connection*, Message>> calls;
+  for (auto& part : conns_) {
+    for (auto& c : part) calls.emplace_back(c.get(), net::Ping{}.Encode(0));
+  }
+  for (const Message& reply : net::CallAll(std::move(calls), options_.timeout)) {
+    net::Pong::Decode(reply);
+  }
+}
+
+void DistGraph::PullOrigIds(const std::vector<int64_t>& ids, std::vector<int64_t>* out) {
+  PullNodeInts(ids, true, out);
+}
+
+void DistGraph::PullNodeInts(const std::vector<int64_t>& ids, bool orig_ids,
+                             std::vector<int64_t>* out) {
   out->resize(ids.size());
   auto pos = ByOwner(ids);
   std::vector<std::pair<net::Connection*, Message>> calls;
@@ -448,11 +467,13 @@ void DistGraph::PullLabels(const std::vector<int64_t>& ids, std::vector<int64_t>
     if (pos[p].empty()) continue;
     if (p == local_part_) {
       const PartitionView& v = local_->view();
-      for (size_t i : pos[p]) (*out)[i] = v.labels[ids[i] - v.node_start];
+      const int64_t* values = orig_ids ? v.orig_nids : v.labels;
+      for (size_t i : pos[p]) (*out)[i] = values[ids[i] - v.node_start];
       continue;
     }
     net::PullLabels req;
     req.coding = options_.id_coding;
+    req.orig_ids = orig_ids;
     for (size_t i : pos[p]) req.ids.push_back(ids[i]);
     if (static_cast<int64_t>(req.ids.size() * sizeof(int64_t)) > net::kMaxPullReplyBytes) {
       throw ConfigError(

@@ -116,6 +116,12 @@ class DistGraph {
   // Feature rows [ids.size(), feature_dim] and labels of any nodes.
   void PullFeatures(const std::vector<int64_t>& ids, NoInitVector<float>* out);
   void PullLabels(const std::vector<int64_t>& ids, std::vector<int64_t>* out);
+  // Pings every connected server (the other partitions' servers; the
+  // local partition is read from shared memory); throws PeerError or
+  // TimeoutError naming the first that does not answer in time.
+  void Ping();
+  // The nodes' ids in the input dataset (their partitions' orig_nids).
+  void PullOrigIds(const std::vector<int64_t>& ids, std::vector<int64_t>* out);
 
   // Nodes of `mask` (0 train, 1 valid, 2 test) at positions [begin, end) of
   // the global id-ordered list of such nodes, like DGL's node_split with
@@ -212,6 +218,8 @@ class DistGraph {
   static size_t EmbChunk(int64_t dim);
 
   net::Connection& Pick(int part);
+  // PullLabels, or with `orig_ids` PullOrigIds.
+  void PullNodeInts(const std::vector<int64_t>& ids, bool orig_ids, std::vector<int64_t>* out);
   // Opens (or builds) the machine's hot-row cache (constructor).
   void OpenRowCache();
   // The same for a typed graph: one cache per node type with features

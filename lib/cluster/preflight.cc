@@ -353,13 +353,14 @@ void CheckLocalBinaries(const LaunchOptions& o, const std::vector<MachinePlan>& 
 // trainer binary of the first local machine parses them with --check_only
 // (flags, config file keys, model defaults, the partition config against
 // them) in that machine's environment, as it will at start. Only for
-// gnn-train: another command's flags are its own.
+// gnn-train and gnn-serve: another command's flags are its own.
 void CheckTrainerFlags(const LaunchOptions& o, const LaunchInputs& in,
                        const std::vector<MachinePlan>& plans,
                        std::vector<LaunchProblem>* problems) {
   std::string rest;
   const std::string word = FirstWord(o.command, &rest);
-  if (fs::path(word).filename() != "gnn-train" || !in.have_machines) return;
+  const std::string program = fs::path(word).filename().string();
+  if ((program != "gnn-train" && program != "gnn-serve") || !in.have_machines) return;
   for (size_t m = 0; m < plans.size(); ++m) {
     const MachinePlan& p = plans[m];
     if (!p.local || (o.machine_id >= 0 && static_cast<int>(m) != o.machine_id)) continue;
@@ -383,7 +384,7 @@ void CheckTrainerFlags(const LaunchOptions& o, const LaunchInputs& in,
     const CommandResult r = RunCommand(argv, 120);
     if (r.exit_code != 0) {
       std::string line = r.LastErrorLine();
-      const std::string prefix = "gnn-train: error: ";
+      const std::string prefix = program + ": error: ";
       if (line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
       // gnn-train's own class (2 flags, 3 data); one that could not run: 2.
       const bool classed = r.exit_code >= kExitConfig && r.exit_code <= kExitPeer;

@@ -198,17 +198,20 @@ bool SampleReply::operator==(const SampleReply& o) const {
 // ------------------------------------------------------------ PullLabels
 
 Message PullLabels::Encode(uint64_t request_id) const {
-  return WithCodedIds(MsgType::kPullLabels, request_id, ids, coding);
+  return WithCodedIds(orig_ids ? MsgType::kPullOrigIds : MsgType::kPullLabels, request_id, ids,
+                      coding);
 }
 
 PullLabels PullLabels::Decode(const Message& m) {
   PullLabels r;
-  r.ids = CodedIdsOf(m, MsgType::kPullLabels, kMaxRequestValues, &r.coding);
+  r.orig_ids = m.header.msg_type() == MsgType::kPullOrigIds;
+  r.ids = CodedIdsOf(m, r.orig_ids ? MsgType::kPullOrigIds : MsgType::kPullLabels,
+                     kMaxRequestValues, &r.coding);
   return r;
 }
 
 bool PullLabels::operator==(const PullLabels& o) const {
-  return ids == o.ids && coding == o.coding;
+  return ids == o.ids && coding == o.coding && orig_ids == o.orig_ids;
 }
 
 Message PullLabelsReply::Encode(uint64_t request_id) const {

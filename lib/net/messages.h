@@ -266,6 +266,9 @@ struct PullFeaturesReply {
 struct PullLabels {
   std::vector<int64_t> ids;
   IdCoding coding = IdCoding::kInt64;  // of the ids, and of the reply's labels
+  // kPullOrigIds: the nodes' input-dataset ids instead of their labels
+  // (the same reply).
+  bool orig_ids = false;
 
   // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
   std::string DebugString() const;

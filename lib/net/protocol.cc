@@ -49,6 +49,8 @@ const char* MsgTypeName(MsgType type) {
       return "PullLabels";
     case MsgType::kPullLabelsReply:
       return "PullLabelsReply";
+    case MsgType::kPullOrigIds:
+      return "PullOrigIds";
     case MsgType::kMetadata:
       return "Metadata";
     case MsgType::kMetadataReply:

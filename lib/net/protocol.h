@@ -139,10 +139,13 @@ enum class MsgType : uint16_t {
   // embedding table's (DistGraph's typed first layer at the owners).
   kPullTypedSums = 36,  // ints: {format, coding, ntype, embedding[, spec]}; frames: ids[ids],
                         // group indptr[ids, g+1] -> PullFeaturesReply with g rows
+  // The nodes' ids in the input dataset (orig_nids): gnn-serve's map from
+  // the ids users send to the graph's.
+  kPullOrigIds = 37,  // ints: {} or {coding}; frames: ids[ids] -> PullLabelsReply of input ids
 };
 
 // Largest MsgType value; types above it are unknown.
-constexpr uint16_t kMaxMsgType = 36;
+constexpr uint16_t kMaxMsgType = 37;
 
 const char* MsgTypeName(MsgType type);
 

@@ -49,6 +49,7 @@ std::optional<Message> HeteroServing::Handle(const Message& req) {
     case MsgType::kPullFeatures:
     case MsgType::kSampleAggregate:
     case MsgType::kPullSums:
+    case MsgType::kPullOrigIds:
       throw DataError(
           name_ + " serves a heterogeneous partition: " + net::MsgTypeName(req.header.msg_type()) +
           " has no node type (use TypedSample / PullTyped)");

@@ -251,7 +251,8 @@ Message OnPullLabels(ServerState& s, const Message& req) {
   net::PullLabelsReply rep;
   rep.coding = r.coding;
   rep.labels.reserve(r.ids.size());
-  for (int64_t id : r.ids) rep.labels.push_back(v.labels[id - v.node_start]);
+  const int64_t* values = r.orig_ids ? v.orig_nids : v.labels;
+  for (int64_t id : r.ids) rep.labels.push_back(values[id - v.node_start]);
   return rep.Encode(req.header.request_id);
 }
 
@@ -321,6 +322,7 @@ Message HandleRequest(ServerState& s, const Message& req) {
     case MsgType::kPullSums:
       return OnPullSums(s, req);
     case MsgType::kPullLabels:
+    case MsgType::kPullOrigIds:
       return OnPullLabels(s, req);
     case MsgType::kMetadata:
       return OnMetadata(s, req);

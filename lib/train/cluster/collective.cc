@@ -209,6 +209,26 @@ void Collective::BroadcastBytes(std::string* bytes) {
 
 void Collective::Barrier() { Gather(std::string(), "barrier"); }
 
+DistGraphOptions GraphOptionsOf(const TrainOptions& o, const net::JobKeys& keys) {
+  DistGraphOptions g;
+  g.ip_config = o.ip_config;
+  g.part_config = o.part_config;
+  g.num_servers = o.num_servers;
+  g.local_machine_id = o.machine_id;
+  g.job_id = o.job_id;
+  g.keys = keys;
+  g.timeout = o.request_timeout;
+  g.attach_timeout = o.request_timeout;
+  g.aggregate_at_owner = o.AggregatesAtOwner();
+  g.remote_sums = o.remote_sums;
+  g.pack_input_means = o.TakesMeans();
+  g.wire_format = o.wire.row_format;
+  g.id_coding = o.wire.id_coding;
+  g.cache_bytes = o.cache_mb < 0 ? -1 : o.cache_mb << 20;
+  if (!o.Typed()) g.cache_fanouts = o.Fanouts();
+  return g;
+}
+
 TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddress>& machines,
                           int num_parts) {
   const int num_machines = static_cast<int>(machines.size());
@@ -238,21 +258,7 @@ TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddres
   for (int p = 0; p < MachinePartition(o.machine_id, num_parts); ++p)
     before += static_cast<int>(PartitionMachines(p, num_parts, num_machines).size());
   g.slot = (before + o.machine_id / num_parts) * o.num_trainers + o.trainer_id;
-  g.graph.ip_config = o.ip_config;
-  g.graph.part_config = o.part_config;
-  g.graph.num_servers = o.num_servers;
-  g.graph.local_machine_id = o.machine_id;
-  g.graph.job_id = o.job_id;
-  g.graph.keys = g.keys;
-  g.graph.timeout = o.request_timeout;
-  g.graph.attach_timeout = o.request_timeout;
-  g.graph.aggregate_at_owner = o.AggregatesAtOwner();
-  g.graph.remote_sums = o.remote_sums;
-  g.graph.pack_input_means = o.TakesMeans();
-  g.graph.wire_format = o.wire.row_format;
-  g.graph.id_coding = o.wire.id_coding;
-  g.graph.cache_bytes = o.cache_mb < 0 ? -1 : o.cache_mb << 20;
-  if (!o.Typed()) g.graph.cache_fanouts = o.Fanouts();
+  g.graph = GraphOptionsOf(o, g.keys);
   return g;
 }
 

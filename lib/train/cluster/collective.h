@@ -103,6 +103,12 @@ struct TrainerGroup {
 };
 TrainerGroup JoinTrainers(const TrainOptions& o, const std::vector<MachineAddress>& machines,
                           int num_parts);
+// How a process of the job reaches its servers (a trainer's DistGraph,
+// gnn-serve's): the job's machines, keys, timeouts and wire, the owners'
+// aggregation where o's model takes means, the machine's hot-row cache
+// ranked for o's fan-outs. The one place these settings become
+// DistGraphOptions.
+DistGraphOptions GraphOptionsOf(const TrainOptions& o, const net::JobKeys& keys);
 
 // This trainer's o.num_samplers gnn-sampler processes (the binary beside
 // gnn-train), each launched with the job's settings and this trainer's

@@ -193,22 +193,15 @@ class Inference {
       }
       return ReadFile(o_.restore_model_path);
     });
-    const ModelFile file =
-        ParseModelFileBytes(std::vector<char>(bytes.begin(), bytes.end()), o_.restore_model_path);
-    TakeModelMeta(file.meta, config_, o_.restore_model_path, &o_);
-    model_meta_ = file.meta;
-    model_ = MakeNodeModel(o_, config_.feature_dim, file.meta.at("out_feats").get<int64_t>());
-    LoadParams(*model_, o_.model, file, o_.restore_model_path);
+    RestoredModel restored = RestoreModel(std::vector<char>(bytes.begin(), bytes.end()),
+                                          o_.restore_model_path, config_, &o_);
+    model_ = restored.model;
+    model_meta_ = restored.meta;
+    embed_layer_ = restored.embed_layer;
     if (o_.Kind() == TaskKind::kLink && !o_.save_prediction_path.empty()) {
       throw ConfigError("--save_prediction_path: " + o_.restore_model_path +
                         " is a --task link model, which has embeddings (--save_embed_path), no "
                         "classes");
-    }
-    const int layers = model_->num_layers();
-    embed_layer_ = o_.embed_layer > 0 ? o_.embed_layer : std::max(1, layers - 1);
-    if (embed_layer_ > layers) {
-      throw ConfigError("--embed_layer " + std::to_string(embed_layer_) + ": the model has " +
-                        std::to_string(layers) + " layers");
     }
   }
 
@@ -353,6 +346,24 @@ class Inference {
 };
 
 }  // namespace
+
+RestoredModel RestoreModel(const std::vector<char>& bytes, const std::string& path,
+                           const PartitionConfig& config, TrainOptions* o) {
+  const ModelFile file = ParseModelFileBytes(bytes, path);
+  TakeModelMeta(file.meta, config, path, o);
+  RestoredModel r;
+  r.meta = file.meta;
+  r.model = MakeNodeModel(*o, config.feature_dim, file.meta.at("out_feats").get<int64_t>());
+  LoadParams(*r.model, o->model, file, path);
+  r.model->eval();
+  const int layers = r.model->num_layers();
+  r.embed_layer = o->embed_layer > 0 ? o->embed_layer : std::max(1, layers - 1);
+  if (r.embed_layer > layers) {
+    throw ConfigError("--embed_layer " + std::to_string(r.embed_layer) + ": the model has " +
+                      std::to_string(layers) + " layers");
+  }
+  return r;
+}
 
 json RunInference(const TrainOptions& options, const PartitionConfig& config) {
   return Inference(options, config).Run();

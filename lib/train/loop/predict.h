@@ -12,12 +12,30 @@
 // holds partition i's rows (on its machine); manifest.json last, by rank 0.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "partition/config.h"
+#include "train/models/node_model.h"
 #include "train/options/train_options.h"
 
 namespace gnn {
+
+// A --save_model file's bytes applied to `config`'s graph: its metadata
+// checked against the graph by schema (feature width, classes) and copied
+// into *o (model, task, sizes, the training fan-out), the model built and
+// its parameters loaded strictly, in eval mode. `embed_layer` is
+// o->embed_layer, or the last hidden layer when it is -1. DataError /
+// ConfigError naming `path` and what does not fit.
+struct RestoredModel {
+  std::shared_ptr<NodeModel> model;
+  nlohmann::json meta;  // the file's _metadata["gnn"]
+  int embed_layer = 1;  // 1-based
+};
+RestoredModel RestoreModel(const std::vector<char>& bytes, const std::string& path,
+                           const PartitionConfig& config, TrainOptions* o);
 
 // Runs inference; returns the summary (what was written, how long it took,
 // and for labelled graphs the accuracy of the written predictions).

@@ -181,6 +181,17 @@ void FinishTrainFlags(const CLI::App& app, TrainOptions* o) {
   if (o->Kind() != TaskKind::kLink && (app.count("--num_negs") > 0 || o->remove_edge)) {
     throw ConfigError("--num_negs and --remove_edge apply only to --task link");
   }
+  ClusterFlagsFromEnv(app, o);
+  namespace env = launch_env;
+  FlagFromEnv(app, nullptr, env::kRestart, &o->restart);
+  FlagFromEnv(app, nullptr, env::kReportProgress, &o->report_progress);
+  int resume_step = -2;
+  FlagFromEnv(app, nullptr, env::kResumeStep, &resume_step);
+  o->resume_step = resume_step;
+  o->ApplyModelDefaults([&](const std::string& flag) { return app.count(flag) > 0; });
+}
+
+void ClusterFlagsFromEnv(const CLI::App& app, TrainOptions* o) {
   namespace env = launch_env;
   FlagFromEnv(app, "--ip_config", env::kIpConfig, &o->ip_config);
   FlagFromEnv(app, "--part_config", env::kPartConfig, &o->part_config);
@@ -194,12 +205,6 @@ void FinishTrainFlags(const CLI::App& app, TrainOptions* o) {
   FlagFromEnv(app, "--master_port", env::kMasterPort, &o->master_port);
   FlagFromEnv(app, "--num_omp_threads", env::kNumOmpThreads, &o->num_omp_threads);
   JobSecretFromEnv(app, &o->secret_file, &o->insecure);
-  FlagFromEnv(app, nullptr, env::kRestart, &o->restart);
-  FlagFromEnv(app, nullptr, env::kReportProgress, &o->report_progress);
-  int resume_step = -2;
-  FlagFromEnv(app, nullptr, env::kResumeStep, &resume_step);
-  o->resume_step = resume_step;
-  o->ApplyModelDefaults([&](const std::string& flag) { return app.count(flag) > 0; });
 }
 
 }  // namespace gnn

@@ -24,5 +24,10 @@ void RegisterTrainFlags(CLI::App& app, TrainOptions* o);
 // flags not given, --no_self_loop, the flags only one task takes, and the
 // model's defaults for what the user left unset. ConfigError naming the flag.
 void FinishTrainFlags(const CLI::App& app, TrainOptions* o);
+// Its first part, for binaries that join a job as a trainer does
+// (gnn-serve): the launcher's GNN_* environment for the cluster flags and
+// --num_omp_threads not given, and the job's secret. `app` must have
+// RegisterClusterFlags' flags and --num_omp_threads.
+void ClusterFlagsFromEnv(const CLI::App& app, TrainOptions* o);
 
 }  // namespace gnn

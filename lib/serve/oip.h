@@ -1,0 +1,67 @@
+// The Open Inference Protocol v2 (KServe / Triton's HTTP/REST protocol) as
+// gnn-serve speaks it: an inference request's JSON (and Triton's binary
+// tensor data extension: the JSON is the first Inference-Header-Content-
+// Length bytes of the body, each input's raw little-endian bytes follow
+// it in input order) into a Query, an Answer into the response, and the
+// model's metadata. Pure functions of their arguments: no sockets.
+//
+// Inputs:  node_ids     INT64 [k]     input-dataset ids of existing nodes
+//          new_features FP32  [m, F]  new nodes -1..-m (optional)
+//          new_edges    INT64 [e, 2]  (source, destination) rows (optional)
+// Outputs: logits FP32 [k+m, C], pred INT64 [k+m], embedding FP32 [k+m, H]
+//          (a request's `outputs` selects; default logits and pred).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "serve/serving.h"
+
+namespace gnn {
+
+// The protocol's names of the outputs, in response order.
+inline constexpr const char* kOutputNames[] = {"logits", "pred", "embedding"};
+
+struct InferRequest {
+  nlohmann::json id;  // echoed in the response (null: the request had none)
+  Query query;
+  // Asked outputs in the request's order, each as JSON data or binary.
+  struct Output {
+    std::string name;
+    bool binary = false;
+  };
+  std::vector<Output> outputs;
+};
+
+// Limits a request is held to (a request over them is a BadRequest).
+struct RequestLimits {
+  int64_t max_nodes = 10000;  // k + m
+  int64_t max_edges = 1000000;
+};
+
+// `body` as received; `header_length` the Inference-Header-Content-Length
+// header's value (-1: absent, the body is all JSON). BadRequest naming what
+// is wrong: malformed JSON, an unknown input or output, a wrong datatype,
+// shape or element count, binary data that does not add up, over `limits`.
+InferRequest ParseInferRequest(const std::string& body, int64_t header_length,
+                               const ModelInfo& info, const RequestLimits& limits);
+
+// The response to `request` with `answer` (rows in query order): its body,
+// its content type, and the JSON part's length when outputs are binary
+// (Inference-Header-Content-Length; -1: all JSON).
+struct InferResponse {
+  std::string body;
+  std::string content_type;
+  int64_t header_length = -1;
+};
+InferResponse EncodeInferResponse(const InferRequest& request, const Answer& answer,
+                                  const ModelInfo& info);
+
+// GET /v2/models/<name>: inputs, outputs, datatypes, shapes (-1: any).
+nlohmann::json ModelMetadata(const ModelInfo& info);
+// The protocol's error body: {"error": message}.
+std::string ErrorBody(const std::string& message);
+
+}  // namespace gnn

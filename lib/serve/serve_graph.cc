@@ -1,0 +1,324 @@
+#include "serve/serve_graph.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/random.h"
+#include "partition/local_partition.h"
+#include "sampling/sampler.h"
+
+namespace gnn {
+
+namespace {
+
+// Partition 0 of a 1-partition config in this process.
+class LocalServeGraph : public ServeGraph {
+ public:
+  LocalServeGraph(const PartitionConfig& config, bool verify, int threads)
+      : config_(config), threads_(threads) {
+    part_ = LoadLocalPartition(config, 0, verify);
+    csc_ = CscView{part_.indptr.data(), part_.indices.data(), part_.node_start, part_.num_nodes,
+                   part_.orig_nids.data()};
+    graph_id_.assign(static_cast<size_t>(part_.num_nodes), -1);
+    for (int64_t i = 0; i < part_.num_nodes; ++i) {
+      const int64_t orig = part_.orig_nids[static_cast<size_t>(i)];
+      if (orig < 0 || orig >= part_.num_nodes || graph_id_[orig] >= 0) {
+        throw DataError("partition 0's orig_nids are not a permutation of 0.." +
+                        std::to_string(part_.num_nodes - 1));
+      }
+      graph_id_[orig] = part_.node_start + i;
+    }
+  }
+
+  const PartitionConfig& config() const override { return config_; }
+  int64_t GraphId(int64_t orig) const override { return graph_id_[static_cast<size_t>(orig)]; }
+
+  void Neighbors(const std::vector<int64_t>& dst, int fanout, uint64_t rng_seed,
+                 std::vector<int64_t>* ptr, std::vector<int64_t>* idx) override {
+    SampleNeighbors(csc_, dst.data(), static_cast<int64_t>(dst.size()), fanout, false, rng_seed,
+                    threads_, ptr, idx);
+  }
+
+  void Features(const std::vector<int64_t>& ids, NoInitVector<float>* out) override {
+    GatherRows(part_.features.data(), part_.node_start, part_.feature_dim, ids, out, threads_);
+  }
+
+  MiniBatch Batch(const std::vector<int64_t>& seeds, const std::vector<int>& fanouts,
+                  uint64_t rng_seed) override {
+    MiniBatch mb;
+    mb.seeds = seeds;
+    mb.feature_dim = part_.feature_dim;
+    mb.blocks = SampleBlocks(csc_, seeds, fanouts, false, rng_seed, threads_);
+    Features(mb.blocks.front().src_nodes, &mb.features);
+    return mb;
+  }
+
+  bool Probe() override { return true; }
+
+ private:
+  const PartitionConfig& config_;
+  int threads_;
+  LocalPartition part_;
+  CscView csc_;
+  std::vector<int64_t> graph_id_;  // input id -> graph id
+};
+
+// The job's servers through one DistGraph, made again after a failure.
+class DistServeGraph : public ServeGraph {
+ public:
+  DistServeGraph(const DistGraphOptions& options, const PartitionConfig& config)
+      : options_(options), config_(config) {}
+
+  const PartitionConfig& config() const override { return config_; }
+  int64_t GraphId(int64_t orig) const override { return graph_id_[static_cast<size_t>(orig)]; }
+
+  void Neighbors(const std::vector<int64_t>& dst, int fanout, uint64_t rng_seed,
+                 std::vector<int64_t>* ptr, std::vector<int64_t>* idx) override {
+    Guarded([&] { Graph().SampleNeighbors(dst, fanout, false, rng_seed, ptr, idx); });
+  }
+  void Features(const std::vector<int64_t>& ids, NoInitVector<float>* out) override {
+    Guarded([&] { Graph().PullFeatures(ids, out); });
+  }
+  MiniBatch Batch(const std::vector<int64_t>& seeds, const std::vector<int>& fanouts,
+                  uint64_t rng_seed) override {
+    MiniBatch mb;
+    Guarded([&] { mb = Graph().MakeBatch(seeds, fanouts, false, rng_seed); });
+    return mb;
+  }
+
+  bool Probe() override {
+    try {
+      if (!graph_) {
+        graph_ = std::make_unique<DistGraph>(options_);
+        if (graph_id_.empty()) MapInputIds();
+        GNN_LOG(kInfo) << "connected to every partition of " << config_.graph_name;
+      }
+      graph_->Ping();
+      return true;
+    } catch (const std::exception& e) {
+      if (graph_ || !said_down_) {
+        GNN_LOG(kWarn) << "the graph is not ready: " << e.what();
+        said_down_ = true;
+      }
+      graph_.reset();
+      return false;
+    }
+  }
+
+ private:
+  DistGraph& Graph() {
+    if (!graph_) throw PeerError("not connected to the graph's servers");
+    return *graph_;
+  }
+
+  // A failure to reach the servers drops the connections: the next Probe
+  // makes them again.
+  template <class F>
+  void Guarded(F&& f) {
+    try {
+      f();
+    } catch (const PeerError&) {
+      graph_.reset();
+      throw;
+    } catch (const TimeoutError&) {
+      graph_.reset();
+      throw;
+    } catch (const ProtocolError&) {
+      graph_.reset();
+      throw;
+    }
+  }
+
+  // Every node's input id, asked of its partition in pieces of 1 Mi ids
+  // (8 MB), inverted: input id -> graph id.
+  void MapInputIds() {
+    const int64_t n = config_.num_nodes;
+    std::vector<int64_t> graph_id(static_cast<size_t>(n), -1);
+    constexpr int64_t kPiece = int64_t{1} << 20;
+    std::vector<int64_t> ids, orig;
+    for (const PartInfo& p : config_.parts) {
+      for (int64_t begin = p.node_start; begin < p.node_end; begin += kPiece) {
+        const int64_t end = std::min(p.node_end, begin + kPiece);
+        ids.resize(static_cast<size_t>(end - begin));
+        for (int64_t v = begin; v < end; ++v) ids[static_cast<size_t>(v - begin)] = v;
+        graph_->PullOrigIds(ids, &orig);
+        for (size_t i = 0; i < ids.size(); ++i) {
+          if (orig[i] < 0 || orig[i] >= n || graph_id[static_cast<size_t>(orig[i])] >= 0) {
+            throw DataError("the partitions' orig_nids are not a permutation of 0.." +
+                            std::to_string(n - 1) + " (node " + std::to_string(ids[i]) + ")");
+          }
+          graph_id[static_cast<size_t>(orig[i])] = ids[i];
+        }
+      }
+    }
+    graph_id_ = std::move(graph_id);
+  }
+
+  DistGraphOptions options_;
+  const PartitionConfig& config_;
+  std::unique_ptr<DistGraph> graph_;
+  std::vector<int64_t> graph_id_;  // input id -> graph id
+  bool said_down_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<ServeGraph> OpenLocalServeGraph(const PartitionConfig& config,
+                                                const std::string& part_config, bool verify,
+                                                int threads) {
+  if (config.num_parts != 1) {
+    throw ConfigError("--standalone serves a 1-partition config; " + part_config + " has " +
+                      std::to_string(config.num_parts) + " (serve it through gnn-launch)");
+  }
+  return std::make_unique<LocalServeGraph>(config, verify, threads);
+}
+
+std::unique_ptr<ServeGraph> OpenDistServeGraph(const DistGraphOptions& options,
+                                               const PartitionConfig& config) {
+  return std::make_unique<DistServeGraph>(options, config);
+}
+
+GraphEngine::GraphEngine(std::unique_ptr<ServeGraph> graph, std::unique_ptr<ModelRunner> runner,
+                         ModelInfo info)
+    : graph_(std::move(graph)), runner_(std::move(runner)), info_(std::move(info)) {}
+
+Answer GraphEngine::Run(const Query& q) {
+  const int64_t n = info_.num_nodes;
+  if (q.num_new == 0 && !q.new_edges.empty()) {
+    throw BadRequest("new_edges: there are no new nodes (new_features has no rows)");
+  }
+  // Distinct seeds (graph ids) and each answer row's seed.
+  std::vector<int64_t> seeds;
+  std::vector<int64_t> seed_of;
+  seed_of.reserve(static_cast<size_t>(q.rows()));
+  std::unordered_map<int64_t, int64_t> position;
+  for (int64_t orig : q.node_ids) {
+    if (orig < 0 || orig >= n) {
+      throw BadRequest("node_ids: " + std::to_string(orig) + " is not a node of " +
+                       info_.graph_name + " (input ids are 0.." + std::to_string(n - 1) + ")");
+    }
+    const auto [it, fresh] =
+        position.emplace(graph_->GraphId(orig), static_cast<int64_t>(seeds.size()));
+    if (fresh) seeds.push_back(it->first);
+    seed_of.push_back(it->second);
+  }
+  for (int64_t j = 0; j < q.num_new; ++j) {
+    seed_of.push_back(static_cast<int64_t>(seeds.size()));
+    seeds.push_back(n + j);
+  }
+  Answer out;
+  out.rows = q.rows();
+  out.classes = info_.classes;
+  out.emb_dim = q.embedding ? info_.emb_dim : 0;
+  if (seeds.empty()) return out;
+
+  const uint64_t rng_seed = MixSeed(0x5e12e, ++queries_);
+  MiniBatch mb = q.num_new == 0 ? graph_->Batch(seeds, info_.fanouts, rng_seed)
+                                : BatchWithNewNodes(q, seeds, ExtraInEdges(q));
+  Answer distinct;
+  runner_->Run(mb, static_cast<int64_t>(seeds.size()), q.embedding, &distinct);
+  out.logits.resize(static_cast<size_t>(out.rows * out.classes));
+  out.embedding.resize(static_cast<size_t>(out.rows * out.emb_dim));
+  for (int64_t r = 0; r < out.rows; ++r) {
+    const int64_t s = seed_of[static_cast<size_t>(r)];
+    std::copy_n(distinct.logits.begin() + s * out.classes, out.classes,
+                out.logits.begin() + r * out.classes);
+    std::copy_n(distinct.embedding.begin() + s * out.emb_dim, out.emb_dim,
+                out.embedding.begin() + r * out.emb_dim);
+  }
+  return out;
+}
+
+std::unordered_map<int64_t, std::vector<int64_t>> GraphEngine::ExtraInEdges(const Query& q) const {
+  const int64_t n = info_.num_nodes;
+  auto graph_id = [&](int64_t v) -> int64_t {
+    if (v < 0) {
+      if (v < -q.num_new) {
+        throw BadRequest("new_edges: node " + std::to_string(v) + " is not a new node (there are " +
+                         std::to_string(q.num_new) + ": -1..-" + std::to_string(q.num_new) + ")");
+      }
+      return n - v - 1;  // -1 -> n, -2 -> n + 1, ...
+    }
+    if (v >= n) {
+      throw BadRequest("new_edges: " + std::to_string(v) + " is not a node of " + info_.graph_name +
+                       " (input ids are 0.." + std::to_string(n - 1) + ")");
+    }
+    return graph_->GraphId(v);
+  };
+  std::unordered_map<int64_t, std::vector<int64_t>> extra;
+  for (size_t e = 0; e + 1 < q.new_edges.size(); e += 2) {
+    const int64_t s = q.new_edges[e], d = q.new_edges[e + 1];
+    if (s >= 0 && d >= 0) {
+      throw BadRequest("new_edges: row " + std::to_string(e / 2) + " (" + std::to_string(s) + ", " +
+                       std::to_string(d) +
+                       ") joins two existing nodes; each edge must have a new node (-1..-m)");
+    }
+    const int64_t gs = graph_id(s), gd = graph_id(d);
+    if (gs == gd) continue;  // self-loops are dropped, as partitioning drops them
+    extra[gd].push_back(gs);
+    if (info_.undirected) extra[gs].push_back(gd);
+  }
+  for (auto& [dst, srcs] : extra) {
+    std::sort(srcs.begin(), srcs.end());
+    srcs.erase(std::unique(srcs.begin(), srcs.end()), srcs.end());
+  }
+  return extra;
+}
+
+MiniBatch GraphEngine::BatchWithNewNodes(
+    const Query& q, const std::vector<int64_t>& seeds,
+    const std::unordered_map<int64_t, std::vector<int64_t>>& extra) {
+  const int64_t n = info_.num_nodes;
+  const int layers = static_cast<int>(info_.fanouts.size());
+  const uint64_t rng_seed = MixSeed(0x5e12e, ++queries_);
+  MiniBatch mb;
+  mb.seeds = seeds;
+  mb.feature_dim = info_.feature_dim;
+  mb.blocks.resize(static_cast<size_t>(layers));
+  std::vector<int64_t> frontier = seeds;
+  for (int l = layers - 1; l >= 0; --l) {
+    std::vector<int64_t> existing;
+    for (int64_t v : frontier) {
+      if (v < n) existing.push_back(v);
+    }
+    std::vector<int64_t> ptr{0}, idx;
+    if (!existing.empty()) {
+      graph_->Neighbors(existing, info_.fanouts[static_cast<size_t>(l)], MixSeed(rng_seed, l), &ptr,
+                        &idx);
+    }
+    std::vector<int64_t> block_ptr{0}, block_idx;
+    size_t k = 0;
+    for (int64_t v : frontier) {
+      if (v < n) {
+        block_idx.insert(block_idx.end(), idx.begin() + ptr[k], idx.begin() + ptr[k + 1]);
+        ++k;
+      }
+      const auto it = extra.find(v);
+      if (it != extra.end())
+        block_idx.insert(block_idx.end(), it->second.begin(), it->second.end());
+      block_ptr.push_back(static_cast<int64_t>(block_idx.size()));
+    }
+    mb.blocks[static_cast<size_t>(l)] = ToBlock(frontier, std::move(block_ptr), block_idx);
+    frontier = mb.blocks[static_cast<size_t>(l)].src_nodes;
+  }
+  // Layer 0's rows: the graph's, then the query's for new nodes.
+  std::vector<int64_t> existing;
+  for (int64_t v : frontier) {
+    if (v < n) existing.push_back(v);
+  }
+  NoInitVector<float> rows;
+  if (!existing.empty()) graph_->Features(existing, &rows);
+  const int64_t dim = info_.feature_dim;
+  mb.features.resize(frontier.size() * static_cast<size_t>(dim));
+  size_t k = 0;
+  for (size_t i = 0; i < frontier.size(); ++i) {
+    const float* from = frontier[i] < n ? rows.data() + (k++) * dim
+                                        : q.new_features.data() + (frontier[i] - n) * dim;
+    std::copy_n(from, dim, mb.features.begin() + static_cast<int64_t>(i) * dim);
+  }
+  return mb;
+}
+
+}  // namespace gnn

@@ -1,0 +1,80 @@
+// gnn-serve's vocabulary: what a prediction asks (Query), what it answers
+// (Answer), what the served model is (ModelInfo), and the one interface
+// the HTTP front sees behind its queue (Engine). No LibTorch: the model's
+// forward pass is a ModelRunner the trainer's library implements.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sampling/block.h"
+
+namespace gnn {
+
+// A request the caller got wrong (an unknown id, a wrong shape): HTTP 400,
+// and nothing else changes.
+class BadRequest : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One prediction: existing nodes by their input-dataset ids, and new nodes
+// (rows -1..-num_new) with their features and edges, evaluated on the live
+// graph plus those nodes (nothing is written to the partitions).
+struct Query {
+  std::vector<int64_t> node_ids;    // input-dataset ids, any order, repeats allowed
+  int64_t num_new = 0;              // new nodes -1..-num_new
+  std::vector<float> new_features;  // [num_new, feature_dim]
+  std::vector<int64_t> new_edges;   // [e, 2] rows (source, destination): -1..-m or input ids
+  bool embedding = false;           // also the embedding layer's output
+  int64_t rows() const { return static_cast<int64_t>(node_ids.size()) + num_new; }
+};
+
+// Rows follow the query: node_ids in order, then new nodes -1..-num_new.
+struct Answer {
+  int64_t rows = 0;
+  int64_t classes = 0;           // logits' width
+  int64_t emb_dim = 0;           // embedding's width (0: not asked)
+  std::vector<float> logits;     // [rows, classes]
+  std::vector<float> embedding;  // [rows, emb_dim]
+};
+
+// What is served: the graph's schema and the model's shape.
+struct ModelInfo {
+  std::string graph_name;
+  int64_t num_nodes = 0;     // input ids are 0..num_nodes-1
+  int64_t feature_dim = 0;   // new_features' width
+  int64_t classes = 0;       // logits' width
+  int64_t emb_dim = 0;       // embedding's width (the embed layer's)
+  int embed_layer = 1;       // 1-based
+  bool undirected = false;   // new edges go both ways
+  std::vector<int> fanouts;  // per layer, input layer first (-1: every neighbour)
+  nlohmann::json model;      // the model file's metadata
+};
+
+// The model's forward pass over one mini-batch (LibTorch's side): the
+// first `rows` seeds' logits [rows, classes] and, with `embedding`, the
+// embed layer's output [rows, emb_dim], into *out (rows, widths set).
+class ModelRunner {
+ public:
+  virtual ~ModelRunner() = default;
+  virtual void Run(const MiniBatch& mb, int64_t rows, bool embedding, Answer* out) = 0;
+};
+
+// Predictions on one thread (the queue's worker): Run answers a query,
+// Probe says whether every partition answers (reconnecting when not).
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual const ModelInfo& info() const = 0;
+  // BadRequest for what the caller got wrong; PeerError / TimeoutError when
+  // the graph cannot be reached (the engine is then not ready until Probe).
+  virtual Answer Run(const Query& q) = 0;
+  virtual bool Probe() = 0;
+};
+
+}  // namespace gnn

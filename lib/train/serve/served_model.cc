@@ -1,0 +1,128 @@
+#include "train/serve/served_model.h"
+
+#include <torch/torch.h>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "net/ip_config.h"
+#include "train/models/aggregate.h"
+
+namespace gnn {
+
+namespace {
+
+// The model's forward pass over a mini-batch, layer by layer, keeping the
+// embed layer's rows when asked (as gnn-train --inference does).
+class TorchRunner : public ModelRunner {
+ public:
+  TorchRunner(std::shared_ptr<NodeModel> model, int embed_layer)
+      : model_(std::move(model)), embed_layer_(embed_layer) {}
+
+  void Run(const MiniBatch& mb, int64_t rows, bool embedding, Answer* out) override {
+    torch::NoGradGuard no_grad;
+    std::vector<BlockTensors> blocks;
+    for (const Block& b : mb.blocks) blocks.push_back(ToTensors(b));
+    const int64_t in_rows =
+        mb.input_means ? 2 * mb.blocks.front().num_dst : mb.blocks.front().num_src();
+    torch::Tensor h = torch::from_blob(const_cast<float*>(mb.features.data()),
+                                       {in_rows, mb.feature_dim}, torch::kFloat32);
+    torch::Tensor emb;
+    for (int l = 0; l < model_->num_layers(); ++l) {
+      h = l == 0 && mb.input_means ? model_->ForwardLayerFromMeans(0, h)
+                                   : model_->ForwardLayer(l, blocks[static_cast<size_t>(l)], h);
+      if (embedding && l == embed_layer_ - 1) emb = h.slice(0, 0, rows).contiguous();
+    }
+    h = h.slice(0, 0, rows).contiguous();
+    out->rows = rows;
+    out->classes = h.size(1);
+    out->logits.assign(h.data_ptr<float>(), h.data_ptr<float>() + h.numel());
+    out->emb_dim = emb.defined() ? emb.size(1) : 0;
+    if (emb.defined())
+      out->embedding.assign(emb.data_ptr<float>(), emb.data_ptr<float>() + emb.numel());
+  }
+
+ private:
+  std::shared_ptr<NodeModel> model_;
+  int embed_layer_;
+};
+
+}  // namespace
+
+std::pair<std::string, int> ListenAddress(const TrainOptions& o, const ServeOptions& s) {
+  if (o.standalone) return {s.http_host.empty() ? "127.0.0.1" : s.http_host, s.http_port};
+  const std::vector<MachineAddress> machines = ReadIpConfig(o.ip_config);
+  if (o.machine_id < 0 || o.machine_id >= static_cast<int>(machines.size())) {
+    throw ConfigError("--machine_id " + std::to_string(o.machine_id) + " is not a line of " +
+                      o.ip_config);
+  }
+  const std::string& host = machines[static_cast<size_t>(o.machine_id)].host;
+  int index = 0;
+  for (int m = 0; m < o.machine_id; ++m) index += machines[static_cast<size_t>(m)].host == host;
+  return {s.http_host.empty() ? host : s.http_host, s.http_port + index};
+}
+
+Served LoadServed(TrainOptions& o, const ServeOptions& s) {
+  if (o.restore_model_path.empty()) {
+    throw ConfigError(
+        "--restore_model_path: gnn-serve needs a model file gnn-train --save_model "
+        "wrote");
+  }
+  if (o.part_config.empty()) throw ConfigError("--part_config is required");
+  if (!o.standalone) {
+    if (o.ip_config.empty()) {
+      throw ConfigError("--ip_config is required (or --standalone on a 1-partition config)");
+    }
+    if (o.trainer_id != 0 || o.num_trainers != 1) {
+      throw ConfigError("gnn-serve runs once per machine: launch it with --num_trainers 1");
+    }
+  }
+  Served v;
+  v.config = LoadPartitionConfig(o.part_config);
+  if (!o.graph_name.empty() && o.graph_name != v.config.graph_name) {
+    throw ConfigError("--graph_name " + o.graph_name + " does not match " + o.part_config +
+                      " (graph '" + v.config.graph_name + "')");
+  }
+  if (v.config.hetero()) {
+    throw ConfigError(o.part_config +
+                      " is a typed graph: gnn-serve serves graphsage, gat and gcn "
+                      "models of homogeneous graphs so far");
+  }
+  if (!PathExists(o.restore_model_path)) {
+    throw DataError("--restore_model_path " + o.restore_model_path + ": No such file or directory");
+  }
+  const std::string bytes = ReadFile(o.restore_model_path);
+  v.model = RestoreModel(std::vector<char>(bytes.begin(), bytes.end()), o.restore_model_path,
+                         v.config, &o);
+  if (o.Kind() != TaskKind::kNode) {
+    throw ConfigError(o.restore_model_path + " is a --task " + o.task +
+                      " model: gnn-serve answers node predictions; its embeddings come from "
+                      "gnn-train --inference --save_embed_path");
+  }
+  const int layers = v.model.model->num_layers();
+  // Every neighbour at every layer unless --fan_out bounds it.
+  o.fan_out = s.fan_out;
+  if (s.fan_out.empty()) {
+    for (int l = 0; l < layers; ++l) o.fan_out += l ? ",-1" : "-1";
+  }
+  ModelInfo& info = v.info;
+  info.fanouts = o.Fanouts();
+  if (static_cast<int>(info.fanouts.size()) != layers) {
+    throw ConfigError("--fan_out " + s.fan_out + " has " + std::to_string(info.fanouts.size()) +
+                      " layers; the model has " + std::to_string(layers));
+  }
+  info.graph_name = v.config.graph_name;
+  info.num_nodes = v.config.num_nodes;
+  info.feature_dim = v.config.feature_dim;
+  info.classes = v.model.meta.at("out_feats").get<int64_t>();
+  info.embed_layer = v.model.embed_layer;
+  info.emb_dim = v.model.model->OutDim(v.model.embed_layer - 1);
+  info.undirected = v.config.undirected;
+  info.model = v.model.meta;
+  return v;
+}
+
+std::unique_ptr<ModelRunner> MakeTorchRunner(const RestoredModel& model) {
+  return std::make_unique<TorchRunner>(model.model, model.embed_layer);
+}
+
+}  // namespace gnn
