@@ -270,9 +270,15 @@ struct HttpFront::Impl {
     });
     s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return;
-      res.set_content(ErrorBody(res.status == 404 ? "no route " + req.method + " " + req.path
-                                                  : "HTTP " + std::to_string(res.status)),
-                      "application/json");
+      std::string what = "HTTP " + std::to_string(res.status);
+      if (res.status == 404) what = "no route " + req.method + " " + req.path;
+      if (res.status == 413) {
+        what = req.get_header_value("Content-Type") == "application/x-www-form-urlencoded"
+                   ? "a form-encoded body over 8 KB: send Content-Type: application/json (curl: "
+                     "-H 'Content-Type: application/json')"
+                   : "the body is over this server's limit for --max_request_nodes";
+      }
+      res.set_content(ErrorBody(what), "application/json");
     });
     s.set_exception_handler(
         [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {

@@ -1,0 +1,571 @@
+// gnn-serve as processes, over real sockets: answers equal to gnn-train
+// --inference's (standalone and through gnn-launch on 2 machines, JSON and
+// Triton's binary tensors), new nodes equal to an offline run on the graph
+// rebuilt with them, every bad request answered alone, the queue's and
+// deadline's refusals, tokens and HTTPS, readiness across a killed and
+// restarted server, and nothing left after gnn-launch is interrupted.
+#include <httplib.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cluster_util.h"
+#include "common/fs.h"
+#include "common/npy.h"
+#include "launch_util.h"
+#include "process_util.h"
+#include "test_util.h"
+
+using namespace gnn;
+using nlohmann::json;
+using test::Bin;
+using test::RunProcess;
+
+namespace {
+
+json RunTrainer(std::vector<std::string> args) {
+  args.insert(args.begin(), {Bin("gnn-train"), "--standalone", "--quiet"});
+  auto r = RunProcess(args, 600);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return json::parse(test::LastLine(r.out));
+}
+
+// Input id -> logits row of a --save_prediction_path folder.
+std::map<int64_t, std::vector<float>> ReadLogits(const std::string& dir) {
+  const json m = json::parse(ReadFile(dir + "/manifest.json"));
+  std::map<int64_t, std::vector<float>> out;
+  for (const json& s : m.at("shards")) {
+    const std::vector<int64_t> ids = ReadNpy<int64_t>(dir + "/" + s.at("ids").get<std::string>());
+    std::vector<int64_t> shape;
+    const std::vector<float> logits =
+        ReadNpy<float>(dir + "/" + s.at("logits").get<std::string>(), {}, &shape);
+    const size_t c = static_cast<size_t>(shape.at(1));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      out[ids[i]].assign(logits.begin() + i * c, logits.begin() + (i + 1) * c);
+    }
+  }
+  return out;
+}
+
+int FreePort() { return test::FreeLoopbackPortRanges(1, 1).at(0); }
+
+// One gnn-serve's HTTP endpoint.
+struct Endpoint {
+  int port = 0;
+  std::string token;
+
+  httplib::Headers Auth() const {
+    return token.empty() ? httplib::Headers{}
+                         : httplib::Headers{{"Authorization", "Bearer " + token}};
+  }
+  httplib::Client Client() const {
+    httplib::Client c("127.0.0.1", port);
+    c.set_connection_timeout(5);
+    c.set_read_timeout(30);
+    return c;
+  }
+  int Status(const std::string& path) const {
+    auto r = Client().Get(path.c_str(), Auth());
+    return r ? r->status : -1;
+  }
+  // POST of a JSON body; the status and the parsed answer.
+  std::pair<int, json> Post(const std::string& path, const std::string& body) const {
+    auto r = Client().Post(path.c_str(), Auth(), body, "application/json");
+    if (!r) return {-1, json()};
+    json j = json::parse(r->body, nullptr, false);
+    return {r->status, j};
+  }
+  bool WaitReady(std::chrono::seconds timeout = std::chrono::seconds(60)) const {
+    return test::WaitUntil([&] { return Status("/v2/health/ready") == 200; }, timeout);
+  }
+};
+
+json NodeIdsInput(const std::vector<int64_t>& ids) {
+  return {{"name", "node_ids"},
+          {"datatype", "INT64"},
+          {"shape", {static_cast<int64_t>(ids.size())}},
+          {"data", ids}};
+}
+
+// The logits output of an infer answer, row per node.
+std::vector<std::vector<float>> LogitsOf(const json& answer) {
+  for (const json& o : answer.at("outputs")) {
+    if (o.at("name") != "logits") continue;
+    const int64_t rows = o.at("shape")[0], cols = o.at("shape")[1];
+    const std::vector<float> data = o.at("data").get<std::vector<float>>();
+    REQUIRE(static_cast<int64_t>(data.size()) == rows * cols);
+    std::vector<std::vector<float>> out(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      out[static_cast<size_t>(r)].assign(data.begin() + r * cols, data.begin() + (r + 1) * cols);
+    }
+    return out;
+  }
+  FAIL("no logits in " << answer.dump().substr(0, 300));
+  return {};
+}
+
+float MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  float d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
+  return d;
+}
+
+// Every listed node's served logits against the offline ones.
+float MaxDiffOver(const Endpoint& e, const std::string& graph, const std::vector<int64_t>& ids,
+                  const std::map<int64_t, std::vector<float>>& offline) {
+  const auto [status, answer] =
+      e.Post("/v2/models/" + graph + "/infer", json{{"inputs", {NodeIdsInput(ids)}}}.dump());
+  INFO(answer.dump().substr(0, 300));
+  REQUIRE(status == 200);
+  const auto rows = LogitsOf(answer);
+  REQUIRE(rows.size() == ids.size());
+  float worst = 0;
+  for (size_t i = 0; i < ids.size(); ++i)
+    worst = std::max(worst, MaxDiff(rows[i], offline.at(ids[i])));
+  return worst;
+}
+
+std::unique_ptr<test::ChildProcess> StartServe(const test::TempDir& dir,
+                                               std::vector<std::string> args,
+                                               const std::string& log) {
+  args.insert(args.begin(), Bin("gnn-serve"));
+  return std::make_unique<test::ChildProcess>(args, dir / log);
+}
+
+// A small OGB-layout graph (n nodes, 4 features, 3 classes), optionally
+// with one more node joined to `extra_to`: the graph "rebuilt with the new
+// node" of a new-node request.
+void WriteSmallGraph(const std::string& root, int n, const std::vector<int>& extra_to,
+                     const std::vector<float>& extra_feat) {
+  std::string edges, feats, labels, train, valid, test_ids;
+  int m = 0;
+  for (int v = 0; v < n; ++v) {
+    for (int k : {1, 7, 31}) {
+      edges += std::to_string(v) + "," + std::to_string((v * 3 + k) % n) + "\n";
+      ++m;
+    }
+    for (int f = 0; f < 4; ++f) {
+      feats += (f ? "," : "") + std::to_string(std::sin(0.7 * v + 1.3 * f));
+    }
+    feats += "\n";
+    labels += std::to_string((v * 7) % 3) + "\n";
+    (v % 5 < 3 ? train : v % 5 == 3 ? valid : test_ids) += std::to_string(v) + "\n";
+  }
+  const int total = extra_to.empty() ? n : n + 1;
+  if (!extra_to.empty()) {
+    for (int u : extra_to) {
+      edges += std::to_string(n) + "," + std::to_string(u) + "\n";
+      ++m;
+    }
+    for (size_t f = 0; f < extra_feat.size(); ++f) {
+      feats += (f ? "," : "") + std::to_string(extra_feat[f]);
+    }
+    feats += "\n";
+    labels += "0\n";
+    test_ids += std::to_string(n) + "\n";
+  }
+  test::WriteGz(root + "/raw/edge.csv.gz", edges);
+  test::WriteGz(root + "/raw/num-node-list.csv.gz", std::to_string(total) + "\n");
+  test::WriteGz(root + "/raw/num-edge-list.csv.gz", std::to_string(m) + "\n");
+  test::WriteGz(root + "/raw/node-feat.csv.gz", feats);
+  test::WriteGz(root + "/raw/node-label.csv.gz", labels);
+  test::WriteGz(root + "/split/s/train.csv.gz", train);
+  test::WriteGz(root + "/split/s/valid.csv.gz", valid);
+  test::WriteGz(root + "/split/s/test.csv.gz", test_ids);
+}
+
+std::string Partition(const test::TempDir& dir, const std::string& root, const std::string& out) {
+  auto r = RunProcess({Bin("gnn-partition"), "--dataset", root, "--num_parts", "1", "--undirected",
+                       "--output", dir / out, "--no_cache", "--quiet"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return dir / (out + "/" + std::filesystem::path(root).filename().string() + ".json");
+}
+
+}  // namespace
+
+TEST_CASE("gnn-serve answers as gnn-train --inference does, standalone and on 2 machines",
+          "[e2e]") {
+  test::Setup s("serve");  // synthetic:tiny in 2 parts, 2 machines on loopback
+  const std::string one = test::MakePartitions(s.dir, "synthetic:tiny", 1, "one");
+  const std::string model = s.dir / "m.pt";
+  RunTrainer({"--part_config", one, "--num_epochs", "3", "--batch_size", "100", "--lr", "0.01",
+              "--save_model", model});
+  RunTrainer({"--part_config", one, "--inference", "--restore_model_path", model,
+              "--save_prediction_path", s.dir / "p1"});
+  const auto offline = ReadLogits(s.dir / "p1");
+  REQUIRE(offline.size() == 2000);
+  std::vector<int64_t> all;
+  for (const auto& [id, row] : offline) all.push_back(id);
+  const std::string infer = "/v2/models/" + s.graph_name + "/infer";
+
+  {  // Standalone: every node, and the model's metadata.
+    Endpoint e{FreePort(), ""};
+    auto serve = StartServe(s.dir,
+                            {"--standalone", "--part_config", one, "--restore_model_path", model,
+                             "--http_port", std::to_string(e.port), "--num_omp_threads", "1"},
+                            "serve-alone");
+    REQUIRE(e.WaitReady());
+    CHECK(MaxDiffOver(e, s.graph_name, all, offline) < 1e-5);
+    auto meta = e.Client().Get(("/v2/models/" + s.graph_name).c_str());
+    REQUIRE(meta);
+    const json m = json::parse(meta->body);
+    CHECK(m.at("outputs")[0].at("shape") == json::array({-1, 4}));
+    CHECK(m.at("inputs")[1].at("shape") == json::array({-1, 16}));
+    CHECK(e.Status("/v2/models/" + s.graph_name + "/ready") == 200);
+    CHECK(e.Status("/v2/models/nope") == 404);
+
+    // Triton's binary tensor extension both ways, with the request's id
+    // echoed; repeats of a node answer the same row.
+    const std::vector<int64_t> ids = {7, 1999, 0, 7};
+    const json head = {{"id", "req-42"},
+                       {"inputs",
+                        {{{"name", "node_ids"},
+                          {"datatype", "INT64"},
+                          {"shape", {4}},
+                          {"parameters", {{"binary_data_size", 32}}}}}},
+                       {"outputs",
+                        {{{"name", "pred"}, {"parameters", {{"binary_data", true}}}},
+                         {{"name", "logits"}, {"parameters", {{"binary_data", true}}}},
+                         {{"name", "embedding"}}}}};
+    std::string body = head.dump();
+    const size_t json_len = body.size();
+    body.append(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int64_t));
+    httplib::Headers h = {{"Inference-Header-Content-Length", std::to_string(json_len)}};
+    auto r = e.Client().Post(infer.c_str(), h, body, "application/octet-stream");
+    REQUIRE(r);
+    INFO(r->body.substr(0, 300));
+    REQUIRE(r->status == 200);
+    const size_t out_len = std::stoul(r->get_header_value("Inference-Header-Content-Length"));
+    const json answer = json::parse(r->body.substr(0, out_len));
+    CHECK(answer.at("id") == "req-42");
+    REQUIRE(answer.at("outputs").size() == 3);
+    CHECK(answer.at("outputs")[0].at("parameters").at("binary_data_size") == 32);
+    CHECK(answer.at("outputs")[1].at("parameters").at("binary_data_size") == 4 * 4 * 4);
+    CHECK(answer.at("outputs")[2].at("shape") == json::array({4, 16}));  // the last hidden layer
+    const char* bin = r->body.data() + out_len;
+    std::vector<int64_t> pred(4);
+    std::vector<float> logits(16);
+    REQUIRE(r->body.size() == out_len + 32 + 64);
+    std::memcpy(pred.data(), bin, 32);
+    std::memcpy(logits.data(), bin + 32, 64);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const std::vector<float> row(logits.begin() + i * 4, logits.begin() + (i + 1) * 4);
+      CHECK(MaxDiff(row, offline.at(ids[i])) < 1e-5);
+      CHECK(pred[i] == std::max_element(row.begin(), row.end()) - row.begin());
+    }
+    serve->Signal(SIGINT);
+    auto code = serve->Wait(std::chrono::seconds(15));
+    REQUIRE(code.has_value());
+    CHECK(*code == 0);
+  }
+
+  // Through gnn-launch on 2 machines: one gnn-serve per machine, each at
+  // --http_port + its index on the shared host, the exact wire.
+  const int port = test::FreeLoopbackPortRanges(1, 2).at(0);
+  test::ChildProcess launcher(
+      s.Args(Bin("gnn-serve") + " --restore_model_path " + model + " --http_port " +
+             std::to_string(port) + " --wire_dtype float32 --num_omp_threads 1"),
+      s.dir / "launch-serve");
+  Endpoint m0{port, ""}, m1{port + 1, ""};
+  INFO(launcher.Stderr());
+  REQUIRE(m0.WaitReady());
+  REQUIRE(m1.WaitReady());
+  CHECK(MaxDiffOver(m0, s.graph_name, all, offline) < 1e-5);
+  CHECK(MaxDiffOver(m1, s.graph_name, {0, 3, 980, 1500, 1999}, offline) < 1e-5);
+  // Concurrent requests are batched and each gets its own rows.
+  std::vector<std::thread> clients;
+  std::vector<float> worst(8, 1);
+  for (int c = 0; c < 8; ++c) {
+    clients.emplace_back([&, c] {
+      std::vector<int64_t> ids;
+      for (int64_t v = c; v < 2000; v += 8 * (c + 1)) ids.push_back(v);
+      const auto [status, answer] = m0.Post(infer, json{{"inputs", {NodeIdsInput(ids)}}}.dump());
+      if (status != 200) return;
+      const auto rows = LogitsOf(answer);
+      float w = 0;
+      for (size_t i = 0; i < ids.size(); ++i) w = std::max(w, MaxDiff(rows[i], offline.at(ids[i])));
+      worst[static_cast<size_t>(c)] = w;
+    });
+  }
+  for (auto& t : clients) t.join();
+  for (float w : worst) CHECK(w < 1e-5);
+  auto metrics = m0.Client().Get("/metrics");
+  REQUIRE(metrics);
+  CHECK_THAT(metrics->body,
+             Catch::Contains("gnn_serve_requests_total{route=\"infer\",code=\"200\"}"));
+  CHECK_THAT(metrics->body,
+             Catch::Contains("gnn_serve_infer_duration_seconds_bucket{le=\"+Inf\"}"));
+  CHECK_THAT(metrics->body, Catch::Contains("gnn_serve_ready 1"));
+
+  // Ctrl-C of gnn-launch: every process of the job stops, nothing is left.
+  launcher.Signal(SIGINT);
+  auto code = launcher.Wait(std::chrono::seconds(30));
+  REQUIRE(code.has_value());
+  s.RequireNothingLeft(launcher.pid());
+  CHECK(m0.Status("/v2/health/live") == -1);
+}
+
+TEST_CASE("gnn-serve answers new nodes as an offline run on the graph rebuilt with them", "[e2e]") {
+  test::TempDir dir;
+  const std::vector<float> feat = {0.25f, -0.5f, 0.75f, 0.125f};
+  const std::vector<int> to = {3, 17, 42};
+  WriteSmallGraph(dir / "g", 120, {}, {});
+  WriteSmallGraph(dir / "gplus", 120, to, feat);
+  const std::string g = Partition(dir, dir / "g", "pg");
+  const std::string gplus = Partition(dir, dir / "gplus", "pgplus");
+  for (const std::string model_name : {"graphsage", "gat"}) {
+    DYNAMIC_SECTION(model_name) {
+      const std::string model = dir / (model_name + ".pt");
+      std::vector<std::string> train = {"--part_config", g,   "--model",      model_name,
+                                        "--num_epochs",  "2", "--batch_size", "20",
+                                        "--num_hidden",  "8", "--save_model", model};
+      if (model_name == "gat") train.insert(train.end(), {"--num_heads", "2"});
+      RunTrainer(train);
+      // The model applies to the rebuilt graph (same schema): its logits
+      // are the reference for the new node and its neighbours.
+      const std::string pred = dir / (model_name + "-pred");
+      RunTrainer({"--part_config", gplus, "--inference", "--restore_model_path", model,
+                  "--save_prediction_path", pred});
+      const auto rebuilt = ReadLogits(pred);
+      REQUIRE(rebuilt.size() == 121);
+
+      Endpoint e{FreePort(), ""};
+      auto serve = StartServe(dir,
+                              {"--standalone", "--part_config", g, "--restore_model_path", model,
+                               "--http_port", std::to_string(e.port), "--num_omp_threads", "1"},
+                              "serve-new-" + model_name);
+      REQUIRE(e.WaitReady());
+      const std::string infer = "/v2/models/g/infer";
+      json edges = json::array();
+      for (int u : to) edges.push_back({-1, u});
+      const json request = {
+          {"inputs",
+           {NodeIdsInput({3, 5}),
+            {{"name", "new_features"}, {"datatype", "FP32"}, {"shape", {1, 4}}, {"data", {feat}}},
+            {{"name", "new_edges"}, {"datatype", "INT64"}, {"shape", {3, 2}}, {"data", edges}}}}};
+      const auto [status, answer] = e.Post(infer, request.dump());
+      INFO(answer.dump().substr(0, 400));
+      REQUIRE(status == 200);
+      const auto rows = LogitsOf(answer);
+      REQUIRE(rows.size() == 3);                      // node_ids in order, then -1
+      CHECK(MaxDiff(rows[0], rebuilt.at(3)) < 1e-5);  // a neighbour of the new node
+      CHECK(MaxDiff(rows[1], rebuilt.at(5)) < 1e-5);
+      CHECK(MaxDiff(rows[2], rebuilt.at(120)) < 1e-5);  // the new node
+
+      // Nothing was written: node 3 alone is as on the graph without it.
+      const std::string pg = dir / (model_name + "-pg");
+      RunTrainer({"--part_config", g, "--inference", "--restore_model_path", model,
+                  "--save_prediction_path", pg});
+      const auto before = ReadLogits(pg);
+      CHECK(MaxDiffOver(e, "g", {3, 42}, before) < 1e-5);
+      // node_ids may be empty when new nodes are asked.
+      json only_new = request;
+      only_new["inputs"][0] = NodeIdsInput({});
+      const auto [s2, a2] = e.Post(infer, only_new.dump());
+      REQUIRE(s2 == 200);
+      CHECK(MaxDiff(LogitsOf(a2).at(0), rebuilt.at(120)) < 1e-5);
+      serve->Signal(SIGTERM);
+      CHECK(serve->Wait(std::chrono::seconds(15)) == std::optional<int>(0));
+    }
+  }
+}
+
+TEST_CASE("gnn-serve refuses bad requests alone, and a full queue, a deadline, a token, HTTPS",
+          "[e2e]") {
+  test::TempDir dir;
+  const std::string one = test::MakePartitions(dir, "synthetic:tiny", 1, "one");
+  const std::string model = dir / "m.pt";
+  RunTrainer({"--part_config", one, "--num_epochs", "1", "--save_model", model});
+  std::ofstream(dir / "token") << "s3cret-token\n";
+  Endpoint e{FreePort(), "s3cret-token"};
+  // A long batching wait makes the queue and deadline observable.
+  auto serve = StartServe(dir,
+                          {"--standalone", "--part_config", one, "--restore_model_path", model,
+                           "--http_port", std::to_string(e.port), "--token_file", dir / "token",
+                           "--max_request_nodes", "50", "--max_queue", "1", "--max_wait_ms", "400",
+                           "--deadline_ms", "3000", "--num_omp_threads", "1"},
+                          "serve-bad");
+  REQUIRE(e.WaitReady());
+  const std::string infer = "/v2/models/synthetic-tiny/infer";
+  const std::string good = json{{"inputs", {NodeIdsInput({1, 2})}}}.dump();
+
+  // Health needs no token; everything else does.
+  Endpoint anonymous{e.port, ""};
+  CHECK(anonymous.Status("/v2/health/live") == 200);
+  CHECK(anonymous.Post(infer, good).first == 401);
+  CHECK(Endpoint{e.port, "wrong"}.Post(infer, good).first == 401);
+  CHECK(anonymous.Status("/metrics") == 401);
+
+  auto bad = [&](const std::string& body, const std::string& needle) {
+    const auto [status, answer] = e.Post(infer, body);
+    INFO(body.substr(0, 200) << " -> " << answer.dump());
+    CHECK(status == 400);
+    CHECK_THAT(answer.value("error", ""), Catch::Contains(needle));
+  };
+  bad("{not json", "not valid JSON");
+  bad(json{{"inputs",
+            {{{"name", "node_ids"}, {"datatype", "FP32"}, {"shape", {1}}, {"data", {1.0}}}}}}
+          .dump(),
+      "must be INT64");
+  bad(json{{"inputs",
+            {{{"name", "node_ids"}, {"datatype", "INT64"}, {"shape", {2}}, {"data", {1}}}}}}
+          .dump(),
+      "has 2 elements; data has 1");
+  bad(json{{"inputs", {NodeIdsInput({1, 2000})}}}.dump(), "2000 is not a node of synthetic-tiny");
+  bad(json{{"inputs", {NodeIdsInput(std::vector<int64_t>(51, 1))}}}.dump(), "at most 50");
+  bad(json{{"inputs",
+            {{{"name", "new_features"},
+              {"datatype", "FP32"},
+              {"shape", {1, 3}},
+              {"data", {1, 2, 3}}}}}}
+          .dump(),
+      "shape [n, 16]");
+  bad(
+      json{
+          {"inputs",
+           {{{"name", "new_features"},
+             {"datatype", "FP32"},
+             {"shape", {1, 16}},
+             {"data", std::vector<float>(16, 0.f)}},
+            {{"name", "new_edges"}, {"datatype", "INT64"}, {"shape", {1, 2}}, {"data", {{1, 2}}}}}}}
+          .dump(),
+      "joins two existing nodes");
+  bad(json{{"inputs", {NodeIdsInput({1})}}, {"outputs", {{{"name", "probabilities"}}}}}.dump(),
+      "unknown output 'probabilities'");
+  CHECK(e.Post("/v2/models/other/infer", good).first == 404);
+
+  // One request in flight fills --max_queue 1: the next is refused at once.
+  std::pair<int, json> first;
+  std::thread waiting([&] { first = e.Post(infer, good); });
+  REQUIRE(test::WaitUntil(
+      [&] {
+        auto m = e.Client().Get("/metrics", e.Auth());
+        return m && m->body.find("gnn_serve_in_flight 1") != std::string::npos;
+      },
+      std::chrono::seconds(10)));
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(e.Post(infer, good).first == 503);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(300));
+  waiting.join();
+  CHECK(first.first == 200);  // and nothing else changed
+  serve->Signal(SIGTERM);
+  REQUIRE(serve->Wait(std::chrono::seconds(15)).has_value());
+
+  // A deadline shorter than the batching wait: 504.
+  Endpoint d{FreePort(), ""};
+  auto late = StartServe(
+      dir,
+      {"--standalone", "--part_config", one, "--restore_model_path", model, "--http_port",
+       std::to_string(d.port), "--max_wait_ms", "1000", "--deadline_ms", "100"},
+      "serve-late");
+  REQUIRE(d.WaitReady());
+  CHECK(d.Post(infer, good).first == 504);
+  late->Signal(SIGTERM);
+  REQUIRE(late->Wait(std::chrono::seconds(15)).has_value());
+
+  // Flags and files are checked before it listens: one line each.
+  auto fails = [&](std::vector<std::string> args, const std::string& needle) {
+    args.insert(args.begin(), {Bin("gnn-serve"), "--standalone", "--part_config", one});
+    auto run = RunProcess(args, 60);
+    INFO(run.err);
+    CHECK(run.exit_code > 0);
+    CHECK_THAT(test::LastLine(run.err),
+               Catch::StartsWith("gnn-serve: error: ") && Catch::Contains(needle));
+  };
+  fails({"--restore_model_path", dir / "missing.pt"}, "missing.pt: No such file");
+  fails({}, "--restore_model_path");
+  fails({"--restore_model_path", model, "--tls_cert", dir / "cert.pem"}, "--tls_key");
+  fails({"--restore_model_path", model, "--fan_out", "5"}, "has 1 layers; the model has 2");
+  // A busy port.
+  httplib::Server holder;
+  const int busy = holder.bind_to_any_port("127.0.0.1");
+  fails({"--restore_model_path", model, "--http_port", std::to_string(busy)},
+        "cannot listen on 127.0.0.1:" + std::to_string(busy));
+  // HTTPS with a certificate and its key.
+  auto cert = RunProcess(
+      {"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir / "key.pem",
+       "-out", dir / "cert.pem", "-days", "1", "-subj", "/CN=127.0.0.1"},
+      60);
+  if (cert.exit_code != 0) {
+    WARN("openssl could not make a certificate: HTTPS is not checked");
+    return;
+  }
+  const int tls_port = FreePort();
+  auto tls = StartServe(
+      dir,
+      {"--standalone", "--part_config", one, "--restore_model_path", model, "--http_port",
+       std::to_string(tls_port), "--tls_cert", dir / "cert.pem", "--tls_key", dir / "key.pem"},
+      "serve-tls");
+  httplib::SSLClient c("127.0.0.1", tls_port);
+  c.enable_server_certificate_verification(false);
+  REQUIRE(test::WaitUntil(
+      [&] {
+        auto r = c.Get("/v2/health/ready");
+        return r && r->status == 200;
+      },
+      std::chrono::seconds(30)));
+  auto r = c.Post(infer.c_str(), good, "application/json");
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  tls->Signal(SIGTERM);
+  REQUIRE(tls->Wait(std::chrono::seconds(15)).has_value());
+}
+
+TEST_CASE("gnn-serve is not ready while a server is down and serves again when it is back",
+          "[e2e]") {
+  test::TempDir dir;
+  test::InstallTestSecret();
+  const std::string config = test::MakePartitions(dir, "synthetic:tiny", 2, "two");
+  const std::string one = test::MakePartitions(dir, "synthetic:tiny", 1, "one");
+  const std::string model = dir / "m.pt";
+  RunTrainer({"--part_config", one, "--num_epochs", "1", "--save_model", model});
+  RunTrainer({"--part_config", one, "--inference", "--restore_model_path", model,
+              "--save_prediction_path", dir / "p1"});
+  const auto offline = ReadLogits(dir / "p1");
+  const std::vector<int> ports = test::FreeLoopbackPortRanges(2, 1);
+  const std::string ip = dir / "ip.txt";
+  std::ofstream(ip) << "127.0.0.1 " << ports[0] << "\n127.0.0.1 " << ports[1] << "\n";
+  const std::string job = "serve-ready-" + std::to_string(getpid());
+  auto server = [&](int machine) {
+    return std::make_unique<test::ChildProcess>(
+        std::vector<std::string>{Bin("gnn-server"), "--ip_config", ip, "--part_config", config,
+                                 "--machine_id", std::to_string(machine), "--job_id", job,
+                                 "--secret_file", test::TestSecretFile()},
+        dir / ("server" + std::to_string(machine)));
+  };
+  auto s0 = server(0);
+  auto s1 = server(1);
+  Endpoint e{FreePort(), ""};
+  auto serve = StartServe(
+      dir,
+      {"--ip_config", ip, "--part_config", config, "--machine_id", "0", "--job_id", job,
+       "--secret_file", test::TestSecretFile(), "--restore_model_path", model, "--http_port",
+       std::to_string(e.port), "--wire_dtype", "float32", "--request_timeout_ms", "2000"},
+      "serve-dist");
+  INFO(serve->Stderr());
+  REQUIRE(e.WaitReady());
+  CHECK(MaxDiffOver(e, "synthetic-tiny", {0, 1, 500, 1999}, offline) < 1e-5);
+
+  s1->Kill();  // machine 1's server is lost
+  REQUIRE(test::WaitUntil([&] { return e.Status("/v2/health/ready") == 503; },
+                          std::chrono::seconds(20)));
+  CHECK(e.Status("/v2/health/live") == 200);
+  const std::string good = json{{"inputs", {NodeIdsInput({0, 1999})}}}.dump();
+  CHECK(e.Post("/v2/models/synthetic-tiny/infer", good).first == 503);
+
+  s1 = server(1);  // back, as a restart brings it
+  REQUIRE(e.WaitReady(std::chrono::seconds(30)));
+  CHECK(MaxDiffOver(e, "synthetic-tiny", {0, 1, 500, 1999}, offline) < 1e-5);
+  serve->Signal(SIGTERM);
+  CHECK(serve->Wait(std::chrono::seconds(15)) == std::optional<int>(0));
+}

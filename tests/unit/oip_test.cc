@@ -1,0 +1,143 @@
+// The Open Inference Protocol codec of gnn-serve (serve/oip.h): requests in
+// JSON and in Triton's binary tensor form, every malformed one a
+// BadRequest naming what is wrong, responses in both forms.
+#include "serve/oip.h"
+
+#include <catch2/catch.hpp>
+#include <cstring>
+
+using namespace gnn;
+using nlohmann::json;
+
+namespace {
+
+ModelInfo Info() {
+  ModelInfo i;
+  i.graph_name = "g";
+  i.num_nodes = 10;
+  i.feature_dim = 2;
+  i.classes = 3;
+  i.emb_dim = 4;
+  return i;
+}
+
+std::string BadWhy(const std::string& body, int64_t header_length = -1, RequestLimits limits = {}) {
+  try {
+    ParseInferRequest(body, header_length, Info(), limits);
+  } catch (const BadRequest& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+}  // namespace
+
+TEST_CASE("an infer request's JSON becomes a query", "[unit]") {
+  const json j = {
+      {"id", "x"},
+      {"inputs",
+       {{{"name", "node_ids"}, {"datatype", "INT64"}, {"shape", {3}}, {"data", {4, 0, 4}}},
+        {{"name", "new_features"},
+         {"datatype", "FP32"},
+         {"shape", {2, 2}},
+         {"data", {{1, 2}, {3, 4}}}},
+        {{"name", "new_edges"}, {"datatype", "INT64"}, {"shape", {1, 2}}, {"data", {-2, 9}}}}},
+      {"outputs",
+       {{{"name", "embedding"}}, {{"name", "pred"}, {"parameters", {{"binary_data", true}}}}}}};
+  const InferRequest r = ParseInferRequest(j.dump(), -1, Info(), {});
+  CHECK(r.id == "x");
+  CHECK(r.query.node_ids == std::vector<int64_t>{4, 0, 4});
+  CHECK(r.query.num_new == 2);
+  CHECK(r.query.new_features == std::vector<float>{1, 2, 3, 4});
+  CHECK(r.query.new_edges == std::vector<int64_t>{-2, 9});
+  CHECK(r.query.embedding);
+  REQUIRE(r.outputs.size() == 2);
+  CHECK(r.outputs[0].name == "embedding");
+  CHECK_FALSE(r.outputs[0].binary);
+  CHECK(r.outputs[1].binary);
+}
+
+TEST_CASE("binary tensor data follows the JSON header in input order", "[unit]") {
+  const json j = {{"inputs",
+                   {{{"name", "new_features"},
+                     {"datatype", "FP32"},
+                     {"shape", {1, 2}},
+                     {"parameters", {{"binary_data_size", 8}}}},
+                    {{"name", "node_ids"},
+                     {"datatype", "INT64"},
+                     {"shape", {2}},
+                     {"parameters", {{"binary_data_size", 16}}}}}},
+                  {"parameters", {{"binary_data_output", true}}}};
+  std::string body = j.dump();
+  const int64_t header = static_cast<int64_t>(body.size());
+  const float f[2] = {0.5f, -1.5f};
+  const int64_t ids[2] = {9, 1};
+  body.append(reinterpret_cast<const char*>(f), sizeof(f));
+  body.append(reinterpret_cast<const char*>(ids), sizeof(ids));
+  const InferRequest r = ParseInferRequest(body, header, Info(), {});
+  CHECK(r.query.new_features == std::vector<float>{0.5f, -1.5f});
+  CHECK(r.query.node_ids == std::vector<int64_t>{9, 1});
+  REQUIRE(r.outputs.size() == 2);  // logits and pred by default, both binary
+  CHECK(r.outputs[0].binary);
+
+  Answer a;
+  a.rows = 3;
+  a.classes = 3;
+  a.logits = {0, 1, 0, 5, 1, 2, -1, -2, -0.5f};
+  const InferResponse out = EncodeInferResponse(r, a, Info());
+  REQUIRE(out.header_length > 0);
+  CHECK(out.content_type == "application/octet-stream");
+  const json head = json::parse(out.body.substr(0, static_cast<size_t>(out.header_length)));
+  CHECK(head.at("outputs")[0].at("shape") == json::array({3, 3}));
+  CHECK(head.at("outputs")[1].at("parameters").at("binary_data_size") == 24);
+  REQUIRE(out.body.size() == static_cast<size_t>(out.header_length) + 36 + 24);
+  int64_t pred[3];
+  std::memcpy(pred, out.body.data() + out.header_length + 36, sizeof(pred));
+  CHECK(pred[0] == 1);
+  CHECK(pred[1] == 0);
+  CHECK(pred[2] == 2);
+
+  // Sizes that do not add up.
+  CHECK_THAT(BadWhy(body.substr(0, body.size() - 1), header),
+             Catch::Contains("bytes of binary data left"));
+  CHECK_THAT(BadWhy(body + "x", header),
+             Catch::Contains("no input's binary_data_size accounts for"));
+  CHECK_THAT(BadWhy(body, static_cast<int64_t>(body.size()) + 1),
+             Catch::Contains("longer than the body"));
+}
+
+TEST_CASE("every malformed infer request names what is wrong", "[unit]") {
+  auto in = [](json input) { return json{{"inputs", {std::move(input)}}}.dump(); };
+  auto ids = [](json shape, json data, const char* type = "INT64") {
+    return json{{"name", "node_ids"}, {"datatype", type}, {"shape", shape}, {"data", data}};
+  };
+  CHECK_THAT(BadWhy("[1"), Catch::Contains("not valid JSON"));
+  CHECK_THAT(BadWhy("[1]"), Catch::Contains("JSON object"));
+  CHECK_THAT(BadWhy("{}"), Catch::Contains("no 'inputs'"));
+  CHECK_THAT(BadWhy(in(ids({2}, {1, 2}, "INT32"))), Catch::Contains("datatype INT32"));
+  CHECK_THAT(BadWhy(in(ids({2}, {1.5, 2}))), Catch::Contains("not an integer"));
+  CHECK_THAT(BadWhy(in(ids({2, 1}, {1, 2}))), Catch::Contains("must have shape [n]"));
+  CHECK_THAT(BadWhy(in(ids({3}, {1, 2}))), Catch::Contains("has 3 elements; data has 2"));
+  CHECK_THAT(BadWhy(in(ids({1}, {10}))), Catch::Contains("10 is not a node of g"));
+  CHECK_THAT(BadWhy(in(ids({1}, {-1}))), Catch::Contains("-1 is not a node of g"));
+  CHECK_THAT(BadWhy(in(ids({-1}, json::array()))), Catch::Contains("non-negative"));
+  CHECK_THAT(
+      BadWhy(in({{"name", "x"}, {"datatype", "INT64"}, {"shape", {0}}, {"data", json::array()}})),
+      Catch::Contains("unknown input 'x'"));
+  CHECK_THAT(BadWhy(in({{"name", "new_features"},
+                        {"datatype", "FP32"},
+                        {"shape", {1, 3}},
+                        {"data", {1, 2, 3}}})),
+             Catch::Contains("shape [n, 2]"));
+  CHECK_THAT(BadWhy(in(ids({11}, std::vector<int>(11, 1))), -1, RequestLimits{10, 5}),
+             Catch::Contains("at most 10"));
+  CHECK_THAT(BadWhy(json{{"inputs", {ids({1}, {1})}}, {"outputs", {{{"name", "probs"}}}}}.dump()),
+             Catch::Contains("unknown output 'probs'"));
+  CHECK_THAT(
+      BadWhy(json{
+          {"inputs",
+           {{{"name", "new_edges"}, {"datatype", "INT64"}, {"shape", {1, 2}}, {"data", {-1, 2}}}}}}
+                 .dump()),
+      Catch::Contains("neither node_ids nor new_features"));
+  CHECK(BadWhy(in(ids({0}, json::array()))) == "(accepted)");
+}
