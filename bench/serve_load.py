@@ -275,7 +275,7 @@ def run_open(args):
     elapsed = time.perf_counter() - t0
     r = {"mode": "open", "url": url, "rate": args.rate, "seconds": args.seconds,
          "nodes_per_request": args.nodes_per_request, "clients": args.clients,
-         "arrivals": args.arrivals, "sent": n, "ok": tally.ok,
+         "arrivals": args.arrivals, "warmup": args.warmup, "sent": n, "ok": tally.ok,
          "errors": tally.errors, "error_samples": tally.error_samples,
          "achieved_rate": round(tally.ok / elapsed, 2), "elapsed_s": round(elapsed, 3),
          "dispatch_late": late,

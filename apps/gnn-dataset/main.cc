@@ -7,15 +7,19 @@
 #include "common/cli.h"
 #include "common/log.h"
 #include "graph/dataset_tool.h"
+#include "graph/plain_files.h"
 
 int main(int argc, char** argv) {
   gnn::DatasetToolOptions o;
   bool quiet = false;
   CLI::App app{"Inspect a dataset or write it in OGB raw layout.", "gnn-dataset"};
-  app.add_option("--dataset", o.data.dataset,
-                 "ogbn-* name under --root, a path to an OGB raw folder (homogeneous or "
-                 "heterogeneous), or synthetic:<preset> (tiny, small, products, mag, mag-small)")
-      ->required();
+  app.add_option(
+      "--dataset", o.data.dataset,
+      "ogbn-* name under --root, a path to an OGB raw folder (homogeneous or "
+      "heterogeneous), or synthetic:<preset> (tiny, small, products, mag, mag-small); or "
+      "plain files: --edges, --node_feat, --labels, --train_ids, --graph_name");
+  gnn::AddPlainFileFlags(app, &o.data.files);
+  app.add_option("--graph_name", o.data.files.graph_name, "with --edges: the graph's name");
   app.add_option("--root", o.data.root, "folder holding OGB datasets")->capture_default_str();
   app.add_option("--split", o.data.split, "split folder under split/ (default: the only one)");
   app.add_option("--cache_dir", o.data.cache_dir,

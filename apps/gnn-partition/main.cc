@@ -6,6 +6,7 @@
 #include "common/cli.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "graph/plain_files.h"
 #include "partition/partition.h"
 #ifdef GNN_WITH_PTSCOTCH
 #include "dist_partition/dist_partition.h"
@@ -16,12 +17,13 @@ int main(int argc, char** argv) {
   bool quiet = false;
   CLI::App app{"Partition a graph for distributed GNN training.", "gnn-partition"};
   app.add_option(
-         "--dataset", o.data.dataset,
-         "ogbn-* name under --root, a path to an OGB raw folder (homogeneous or "
-         "heterogeneous), or synthetic:<preset>: tiny (2k nodes), small (100k), products "
-         "(2.4M, ogbn-products' shape), mag-small, mag (ogbn-mag's types and relations), or "
-         "synthetic:nodes=N,edges=E,feat=F,classes=C")
-      ->required();
+      "--dataset", o.data.dataset,
+      "ogbn-* name under --root, a path to an OGB raw folder (homogeneous or "
+      "heterogeneous), or synthetic:<preset>: tiny (2k nodes), small (100k), products "
+      "(2.4M, ogbn-products' shape), mag-small, mag (ogbn-mag's types and relations), or "
+      "synthetic:nodes=N,edges=E,feat=F,classes=C; or, in its place, plain files: --edges, "
+      "--node_feat, --labels, --train_ids (README: Your own files)");
+  gnn::AddPlainFileFlags(app, &o.data.files);
   app.add_option("--root", o.data.root, "folder holding OGB datasets")->capture_default_str();
   app.add_option("--dataset_dir", o.data.root, "DGL's partition_graph.py name for --root");
   app.add_option("--split", o.data.split, "split folder under split/ (default: the only one)");
@@ -82,6 +84,7 @@ int main(int argc, char** argv) {
     gnn::SetLogRole("partition");
     if (quiet) gnn::SetLogLevel(gnn::LogLevel::kWarn);
     o.data.num_threads = o.num_threads;
+    o.data.files.graph_name = o.graph_name;
     if (!distributed && !ip_config.empty()) {
       throw gnn::ConfigError("--ip_config is for --distributed");
     }

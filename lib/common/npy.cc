@@ -22,6 +22,10 @@ const char* DTypeDescr(DType dtype) {
       return "<i8";
     case DType::kFloat32:
       return "<f4";
+    case DType::kFloat16:
+      return "<f2";
+    case DType::kFloat64:
+      return "<f8";
   }
   return "?";
 }
@@ -36,6 +40,10 @@ size_t DTypeSize(DType dtype) {
       return 8;
     case DType::kFloat32:
       return 4;
+    case DType::kFloat16:
+      return 2;
+    case DType::kFloat64:
+      return 8;
   }
   return 0;
 }
@@ -76,6 +84,10 @@ bool ParseDescr(const std::string& d, DType* out) {
     *out = DType::kInt64;
   else if (d == "<f4")
     *out = DType::kFloat32;
+  else if (d == "<f2")
+    *out = DType::kFloat16;
+  else if (d == "<f8")
+    *out = DType::kFloat64;
   else
     return false;
   return true;
@@ -358,5 +370,105 @@ template std::vector<int64_t> ReadNpy(const std::string&, const std::vector<int6
                                       std::vector<int64_t>*);
 template std::vector<float> ReadNpy(const std::string&, const std::vector<int64_t>&,
                                     std::vector<int64_t>*);
+
+namespace {
+
+// IEEE half -> float (subnormals, infinities and NaN included).
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits = 0;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  } else if (mant != 0) {  // subnormal: normalise
+    int e = -1;
+    do {
+      ++e;
+      mant <<= 1;
+    } while ((mant & 0x400) == 0);
+    bits = sign | (static_cast<uint32_t>(112 - e) << 23) | ((mant & 0x3ff) << 13);
+  } else {
+    bits = sign;
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+// The raw bytes of a whole array (header checked against the file's size).
+std::vector<char> ReadNpyBytes(const std::string& path, NpyHeader* header) {
+  FilePtr f = OpenForRead(path);
+  *header = ReadHeaderFrom(f.get(), FileSize(f.get(), path), path);
+  std::vector<char> bytes(static_cast<size_t>(header->data_bytes));
+  if (!bytes.empty() && std::fread(bytes.data(), 1, bytes.size(), f.get()) != bytes.size()) {
+    throw DataError(path + ": truncated (" + std::to_string(bytes.size()) +
+                    " bytes of data expected)");
+  }
+  return bytes;
+}
+
+template <typename From, typename To>
+void Convert(const std::vector<char>& bytes, std::vector<To>* out) {
+  out->resize(bytes.size() / sizeof(From));
+  for (size_t i = 0; i < out->size(); ++i) {
+    From v;
+    std::memcpy(&v, bytes.data() + i * sizeof(From), sizeof(From));
+    (*out)[i] = static_cast<To>(v);
+  }
+}
+
+}  // namespace
+
+std::vector<float> ReadNpyFloats(const std::string& path, NpyHeader* header) {
+  const std::vector<char> bytes = ReadNpyBytes(path, header);
+  std::vector<float> out;
+  switch (header->dtype) {
+    case DType::kFloat32:
+      Convert<float>(bytes, &out);
+      break;
+    case DType::kFloat64:
+      Convert<double>(bytes, &out);
+      break;
+    case DType::kFloat16:
+      out.resize(bytes.size() / 2);
+      for (size_t i = 0; i < out.size(); ++i) {
+        uint16_t h;
+        std::memcpy(&h, bytes.data() + 2 * i, 2);
+        out[i] = HalfToFloat(h);
+      }
+      break;
+    case DType::kUInt8:
+      Convert<uint8_t>(bytes, &out);
+      break;
+    case DType::kInt32:
+      Convert<int32_t>(bytes, &out);
+      break;
+    case DType::kInt64:
+      Convert<int64_t>(bytes, &out);
+      break;
+  }
+  return out;
+}
+
+std::vector<int64_t> ReadNpyInts(const std::string& path, NpyHeader* header) {
+  const std::vector<char> bytes = ReadNpyBytes(path, header);
+  std::vector<int64_t> out;
+  switch (header->dtype) {
+    case DType::kUInt8:
+      Convert<uint8_t>(bytes, &out);
+      break;
+    case DType::kInt32:
+      Convert<int32_t>(bytes, &out);
+      break;
+    case DType::kInt64:
+      Convert<int64_t>(bytes, &out);
+      break;
+    default:
+      throw DataError(path + ": dtype " + DTypeDescr(header->dtype) +
+                      " holds floats; integers (int32, int64, uint8 or bool) are expected");
+  }
+  return out;
+}
 
 }  // namespace gnn

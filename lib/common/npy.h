@@ -12,7 +12,8 @@
 
 namespace gnn {
 
-enum class DType { kUInt8, kInt32, kInt64, kFloat32 };
+// kFloat16 and kFloat64 are read (ReadNpyFloats), never written.
+enum class DType { kUInt8, kInt32, kInt64, kFloat32, kFloat16, kFloat64 };
 
 const char* DTypeDescr(DType dtype);  // "<f4", "<i8", ...
 size_t DTypeSize(DType dtype);
@@ -108,5 +109,11 @@ NpyHeader ReadNpyHeader(const std::string& path);
 template <typename T>
 std::vector<T> ReadNpy(const std::string& path, const std::vector<int64_t>& expected_shape = {},
                        std::vector<int64_t>* shape_out = nullptr);
+
+// A numeric array of any dtype read as float32 (float16/64 converted) or
+// as int64 (uint8, bool, int32 widened; a float array is a DataError
+// naming the file and dtype). *header gets its header (shape, dtype).
+std::vector<float> ReadNpyFloats(const std::string& path, NpyHeader* header);
+std::vector<int64_t> ReadNpyInts(const std::string& path, NpyHeader* header);
 
 }  // namespace gnn

@@ -146,6 +146,12 @@ void Job::CheckInput() {
                         " must equal the number of machines (" + std::to_string(P_) +
                         "): each machine writes its own partition");
     }
+    if (o_.data.files.given()) {
+      throw ConfigError(
+          "--distributed reads DGL's chunked format: write it from the plain files first, "
+          "gnn-dataset --edges ... --write_chunked " +
+          std::to_string(P_) + " --output DIR");
+    }
     if (!IsChunkedFolder(o_.data.dataset)) {
       throw ConfigError(
           "--distributed reads a chunked dataset (a folder with metadata.json, "

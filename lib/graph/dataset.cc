@@ -9,6 +9,7 @@
 #include "graph/chunked.h"
 #include "graph/hetero.h"
 #include "graph/ogb_reader.h"
+#include "graph/plain_files.h"
 #include "graph/synthetic.h"
 
 namespace gnn {
@@ -175,12 +176,21 @@ std::string FindOgbFolder(const DatasetOptions& options) {
 }
 
 void DatasetOptions::Validate() const {
-  if (dataset.empty()) throw ConfigError("--dataset is empty");
+  if (files.given()) {
+    if (!dataset.empty()) {
+      throw ConfigError("--dataset and --edges are two ways to give the graph: give one of them");
+    }
+    files.Validate();
+  } else if (dataset.empty()) {
+    throw ConfigError(
+        "--dataset is required (or plain files: --edges, --node_feat, --labels, --train_ids)");
+  }
   if (num_threads < 0) throw ConfigError("--num_threads must be >= 0");
 }
 
 Dataset LoadDataset(const DatasetOptions& options) {
   options.Validate();
+  if (options.files.given()) return LoadPlainFiles(options.files, options.ignore_edge_data);
   if (IsHeteroDataset(options)) {
     throw ConfigError(options.dataset +
                       " is a heterogeneous graph (several node and edge types): gnn-dataset "

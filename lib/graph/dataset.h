@@ -32,10 +32,26 @@ struct Dataset {
   void Validate() const;
 };
 
+// The plain files of a graph (graph/plain_files.h), in place of a --dataset.
+struct PlainFiles {
+  std::string edges;         // --edges FILE
+  std::string edge_columns;  // --edge_columns src,dst: names (header) or 0-based positions
+  std::string node_feat;     // --node_feat FILE.npy [N, F]
+  std::string labels;        // --labels FILE.npy [N]
+  std::string train_ids, valid_ids, test_ids;  // --train_ids ... : ids or masks
+  std::string node_ids;                        // --node_ids FILE: the user's int64 id of each row
+  std::string graph_name;                      // the dataset's name (--graph_name)
+
+  bool given() const;
+  // ConfigError naming a missing or contradictory flag.
+  void Validate() const;
+};
+
 struct DatasetOptions {
   // "ogbn-products" (looked up as <root>/ogbn_products), a path to an OGB
   // raw folder (contains raw/), or "synthetic:<preset or key=value list>".
   std::string dataset;
+  PlainFiles files;  // --edges, --node_feat, ...: the other way to give the graph
   std::string root = "dataset";
   // Split folder under split/; empty = the only one there.
   std::string split;

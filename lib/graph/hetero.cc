@@ -128,6 +128,7 @@ void AddReverseRelations(HeteroDataset* d) {
 }
 
 bool IsHeteroDataset(const DatasetOptions& o) {
+  if (o.files.given()) return false;  // plain files are one node type
   if (IsChunkedFolder(o.dataset)) return ReadChunkedMeta(o.dataset).hetero();
   const std::string prefix = "synthetic:";
   if (o.dataset.rfind(prefix, 0) == 0)

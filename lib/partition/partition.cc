@@ -27,6 +27,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 void PartitionOptions::Validate() const {
+  data.Validate();
   if (num_parts < 1)
     throw ConfigError("--num_parts must be >= 1, got " + std::to_string(num_parts));
   if (part_method != "metis" && part_method != "random" && part_method != "stream") {
@@ -231,7 +232,8 @@ void DescribePartitioning(const PartitionOptions& options, const Dataset& d,
                           const std::string& graph_name, const std::string& method,
                           int64_t stored_edges, bool undirected, PartitionConfig* config) {
   config->graph_name = graph_name;
-  config->dataset = options.data.dataset;
+  config->dataset =
+      options.data.files.given() ? "--edges " + options.data.files.edges : options.data.dataset;
   config->num_nodes = d.num_nodes;
   config->num_edges = stored_edges;
   config->part_method = method;
@@ -355,7 +357,8 @@ PartitionResult RunPartition(const PartitionOptions& options) {
   if (IsHeteroDataset(options.data)) return RunHeteroPartition(options);
   StageTimer timer;
 
-  timer.Begin("load " + options.data.dataset);
+  timer.Begin("load " +
+              (options.data.files.given() ? options.data.files.edges : options.data.dataset));
   Dataset d = LoadDataset(options.data);
   const int64_t n = d.num_nodes;
   if (options.num_parts > n) {

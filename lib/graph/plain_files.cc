@@ -1,0 +1,381 @@
+#include "graph/plain_files.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <charconv>
+#include <string_view>
+#include <unordered_map>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/gzip.h"
+#include "common/log.h"
+#include "common/npy.h"
+
+namespace gnn {
+
+namespace {
+
+std::string S(int64_t v) { return std::to_string(v); }
+
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Calls fn(line, number) for every line of a text file (gzip when it ends
+// in .gz), without its '\n' or '\r'.
+void ForEachLine(const std::string& path,
+                 const std::function<void(std::string_view, int64_t)>& fn) {
+  auto lines = [&](const char* b, const char* e, int64_t first) {
+    int64_t n = first;
+    while (b < e) {
+      const char* nl = std::find(b, e, '\n');
+      std::string_view line(b, static_cast<size_t>(nl - b));
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      fn(line, n++);
+      b = nl == e ? e : nl + 1;
+    }
+  };
+  if (EndsWith(path, ".gz")) {
+    ForEachGzipChunk(path, lines);
+    return;
+  }
+  if (!PathExists(path)) throw DataError(path + ": No such file or directory");
+  const std::string text = ReadFile(path);
+  lines(text.data(), text.data() + text.size(), 1);
+}
+
+bool ParseInt(std::string_view s, int64_t* out) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '"')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '"')) s.remove_suffix(1);
+  if (s.empty()) return false;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+// Fields of a line split by `delim` (' ': runs of blanks).
+std::vector<std::string_view> Fields(std::string_view line, char delim) {
+  std::vector<std::string_view> out;
+  if (delim == ' ') {
+    size_t i = 0;
+    while (i < line.size()) {
+      while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+      if (i == line.size()) break;
+      size_t j = i;
+      while (j < line.size() && line[j] != ' ' && line[j] != '\t') ++j;
+      out.push_back(line.substr(i, j - i));
+      i = j;
+    }
+    return out;
+  }
+  size_t i = 0;
+  while (true) {
+    const size_t j = line.find(delim, i);
+    out.push_back(line.substr(i, j == std::string_view::npos ? std::string_view::npos : j - i));
+    if (j == std::string_view::npos) break;
+    i = j + 1;
+  }
+  return out;
+}
+
+char DelimiterOf(std::string_view line) {
+  if (line.find('\t') != std::string_view::npos) return '\t';
+  if (line.find(',') != std::string_view::npos) return ',';
+  return ' ';
+}
+
+// The user's ids -> rows, when --node_ids is given.
+class IdMap {
+ public:
+  IdMap(const std::string& flag_file, int64_t n) : file_(flag_file), n_(n) {}
+  void Set(std::vector<int64_t> ids) {
+    rows_.reserve(ids.size());
+    for (size_t r = 0; r < ids.size(); ++r) {
+      if (!rows_.emplace(ids[r], static_cast<int64_t>(r)).second) {
+        throw DataError(file_ + ": id " + S(ids[r]) + " is listed twice (rows " +
+                        S(rows_.at(ids[r])) + " and " + S(static_cast<int64_t>(r)) +
+                        "); each node needs one id");
+      }
+    }
+    mapped_ = true;
+  }
+  // The row of id `v` read at `where`; DataError naming it otherwise.
+  int64_t Row(int64_t v, const std::string& where) const {
+    if (mapped_) {
+      const auto it = rows_.find(v);
+      if (it == rows_.end()) {
+        throw DataError(where + ": node " + S(v) + " is not in --node_ids " + file_);
+      }
+      return it->second;
+    }
+    if (v < 0 || v >= n_) {
+      throw DataError(where + ": node " + S(v) + " is out of range: --node_feat has " + S(n_) +
+                      " rows, so ids are 0.." + S(n_ - 1) +
+                      " (give --node_ids FILE when the ids are your own)");
+    }
+    return v;
+  }
+
+ private:
+  std::string file_;
+  int64_t n_;
+  bool mapped_ = false;
+  std::unordered_map<int64_t, int64_t> rows_;
+};
+
+// Integers of a .npy (any integer dtype) or a text file (one a line).
+std::vector<int64_t> ReadIntegers(const std::string& path, NpyHeader* header) {
+  if (EndsWith(path, ".npy")) return ReadNpyInts(path, header);
+  std::vector<int64_t> out;
+  ForEachLine(path, [&](std::string_view line, int64_t n) {
+    if (line.find_first_not_of(" \t") == std::string_view::npos) return;
+    int64_t v = 0;
+    if (!ParseInt(line, &v)) {
+      if (n == 1) return;  // a header
+      throw DataError(path + ":" + S(n) + ": '" + std::string(line.substr(0, 40)) +
+                      "' is not an integer (one id a line)");
+    }
+    out.push_back(v);
+  });
+  header->shape = {static_cast<int64_t>(out.size())};
+  header->dtype = DType::kInt64;
+  return out;
+}
+
+// A split file: 0/1 (or bool) per node, or a list of node ids.
+std::vector<int64_t> ReadSplit(const std::string& flag, const std::string& path, int64_t n,
+                               const IdMap& ids) {
+  NpyHeader h;
+  const std::vector<int64_t> v = ReadIntegers(path, &h);
+  const bool as_mask = static_cast<int64_t>(v.size()) == n &&
+                       (h.dtype == DType::kUInt8 || std::all_of(v.begin(), v.end(), [](int64_t x) {
+                          return x == 0 || x == 1;
+                        }));
+  std::vector<int64_t> rows;
+  if (as_mask) {
+    for (int64_t r = 0; r < n; ++r) {
+      if (v[static_cast<size_t>(r)]) rows.push_back(r);
+    }
+  } else {
+    for (size_t i = 0; i < v.size(); ++i) {
+      rows.push_back(ids.Row(v[i], flag + " " + path + " entry " + S(static_cast<int64_t>(i))));
+    }
+  }
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  GNN_LOG(kInfo) << flag << " " << path << ": " << rows.size() << " nodes"
+                 << (as_mask ? " (a 0/1 mask)" : "");
+  return rows;
+}
+
+// The edge list's two ends: .npy [E, 2] or [2, E], or delimited text.
+void ReadEdges(const PlainFiles& f, bool ignore_edge_data, const IdMap& ids,
+               std::vector<int64_t>* src, std::vector<int64_t>* dst) {
+  if (EndsWith(f.edges, ".npy")) {
+    NpyHeader h;
+    const std::vector<int64_t> v = ReadNpyInts(f.edges, &h);
+    const bool rows = h.shape.size() == 2 && h.shape[1] == 2;
+    const bool cols = h.shape.size() == 2 && h.shape[0] == 2 && !rows;
+    if (!rows && !cols) {
+      throw DataError("--edges " + f.edges + ": shape must be [E, 2] (or PyG's edge_index [2, E])");
+    }
+    const int64_t e = rows ? h.shape[0] : h.shape[1];
+    if (cols) {
+      GNN_LOG(kInfo) << "--edges " << f.edges << ": [2, E] read as PyG's edge_index";
+    }
+    src->resize(static_cast<size_t>(e));
+    dst->resize(static_cast<size_t>(e));
+    for (int64_t i = 0; i < e; ++i) {
+      const int64_t a = rows ? v[static_cast<size_t>(2 * i)] : v[static_cast<size_t>(i)];
+      const int64_t b = rows ? v[static_cast<size_t>(2 * i + 1)] : v[static_cast<size_t>(e + i)];
+      const std::string where = "--edges " + f.edges + " row " + S(i);
+      (*src)[static_cast<size_t>(i)] = ids.Row(a, where);
+      (*dst)[static_cast<size_t>(i)] = ids.Row(b, where);
+    }
+    return;
+  }
+  // Columns by name or position, the first line a header when it is not
+  // numbers.
+  std::vector<std::string> wanted = {"0", "1"};
+  if (!f.edge_columns.empty()) {
+    wanted.clear();
+    for (std::string_view c : Fields(f.edge_columns, ',')) wanted.emplace_back(c);
+    if (wanted.size() != 2) {
+      throw ConfigError("--edge_columns " + f.edge_columns +
+                        ": two columns, source then destination (names or 0-based positions)");
+    }
+  }
+  char delim = 0;
+  size_t width = 0;
+  size_t col[2] = {0, 1};
+  bool started = false;
+  ForEachLine(f.edges, [&](std::string_view line, int64_t n) {
+    if (line.find_first_not_of(" \t") == std::string_view::npos) return;
+    const std::string where = f.edges + ":" + S(n);
+    if (!started) {
+      started = true;
+      delim = DelimiterOf(line);
+      const std::vector<std::string_view> first = Fields(line, delim);
+      width = first.size();
+      int64_t a = 0, b = 0;
+      bool header = !(ParseInt(first[0], &a) && width >= 2 && ParseInt(first[1], &b));
+      std::vector<std::string> names;
+      for (std::string_view x : first) names.emplace_back(x);
+      for (int k = 0; k < 2; ++k) {
+        int64_t pos = 0;
+        if (ParseInt(wanted[static_cast<size_t>(k)], &pos)) {
+          if (pos < 0 || static_cast<size_t>(pos) >= width) {
+            throw DataError(where + ": has " + S(static_cast<int64_t>(width)) +
+                            " columns; --edge_columns names column " + S(pos));
+          }
+          col[k] = static_cast<size_t>(pos);
+        } else {
+          const auto it = std::find(names.begin(), names.end(), wanted[static_cast<size_t>(k)]);
+          if (it == names.end()) {
+            throw DataError(where + ": the header '" + std::string(line.substr(0, 80)) +
+                            "' has no column '" + wanted[static_cast<size_t>(k)] +
+                            "' (--edge_columns takes header names or 0-based positions)");
+          }
+          col[k] = static_cast<size_t>(it - names.begin());
+          header = true;
+        }
+      }
+      if (width < 2) {
+        throw DataError(where + ": one column; an edge list needs a source and a destination");
+      }
+      std::vector<std::string> others;
+      for (size_t c = 0; c < width; ++c) {
+        if (c != col[0] && c != col[1]) {
+          others.push_back(f.edges + " column " + (header ? "'" + names[c] + "'" : S(c)));
+        }
+      }
+      RefuseEdgeData(f.edges, others, ignore_edge_data);
+      if (header) return;
+    }
+    const std::vector<std::string_view> fields = Fields(line, delim);
+    if (fields.size() != width) {
+      throw DataError(where + ": " + S(static_cast<int64_t>(fields.size())) +
+                      " fields; the first line has " + S(static_cast<int64_t>(width)));
+    }
+    int64_t ends[2];
+    for (int k = 0; k < 2; ++k) {
+      if (!ParseInt(fields[col[k]], &ends[k])) {
+        throw DataError(where + ": '" + std::string(fields[col[k]].substr(0, 30)) +
+                        "' is not an integer node id");
+      }
+    }
+    src->push_back(ids.Row(ends[0], where));
+    dst->push_back(ids.Row(ends[1], where));
+  });
+  if (src->empty()) throw DataError("--edges " + f.edges + ": no edges");
+}
+
+}  // namespace
+
+bool PlainFiles::given() const {
+  return !edges.empty() || !edge_columns.empty() || !node_feat.empty() || !labels.empty() ||
+         !train_ids.empty() || !valid_ids.empty() || !test_ids.empty() || !node_ids.empty();
+}
+
+void PlainFiles::Validate() const {
+  const std::pair<const std::string*, const char*> required[] = {
+      {&edges, "--edges FILE (CSV/TSV, gzip or not, or .npy [E, 2])"},
+      {&node_feat, "--node_feat FILE.npy ([N, F] float16/32/64)"},
+      {&labels, "--labels FILE.npy ([N] int32/int64 class ids, -1 for none)"},
+      {&train_ids, "--train_ids FILE (ids or a 0/1 mask, .npy or one a line)"},
+      {&graph_name, "--graph_name NAME (it names the partitions)"}};
+  for (const auto& [value, what] : required) {
+    if (value->empty()) throw ConfigError(std::string(what) + " is required with plain files");
+  }
+}
+
+void AddPlainFileFlags(CLI::App& app, PlainFiles* f) {
+  app.add_option("--edges", f->edges,
+                 "instead of --dataset: an edge list (CSV/TSV with or without a header, .gz or "
+                 "not; or .npy [E, 2] or PyG's [2, E]), with --node_feat, --labels, --train_ids");
+  app.add_option("--edge_columns", f->edge_columns,
+                 "the edge list's source and destination columns: header names or 0-based "
+                 "positions (default 0,1)");
+  app.add_option("--node_feat", f->node_feat, "node features .npy [N, F] (float16/32/64)");
+  app.add_option("--labels", f->labels, "node labels .npy [N] (int32/int64; -1: none)");
+  app.add_option("--train_ids", f->train_ids, "train nodes: ids or a 0/1 mask (.npy or text)");
+  app.add_option("--valid_ids", f->valid_ids, "validation nodes: ids or a 0/1 mask");
+  app.add_option("--test_ids", f->test_ids, "test nodes: ids or a 0/1 mask");
+  app.add_option("--node_ids", f->node_ids,
+                 "your int64 id of each row (.npy or text): edges and split files name these");
+}
+
+Dataset LoadPlainFiles(const PlainFiles& f, bool ignore_edge_data) {
+  f.Validate();
+  if (EndsWith(f.node_feat, ".npz")) {
+    throw DataError("--node_feat " + f.node_feat +
+                    ": a .npz (SciPy sparse) is not read yet; save it dense with "
+                    "np.save(path, m.toarray().astype(np.float32))");
+  }
+  if (!EndsWith(f.node_feat, ".npy"))
+    throw DataError("--node_feat " + f.node_feat + ": a .npy file is expected");
+  if (!EndsWith(f.labels, ".npy"))
+    throw DataError("--labels " + f.labels + ": a .npy file is expected");
+  // Headers first: the row counts must agree before any heavy read.
+  const NpyHeader fh = ReadNpyHeader(f.node_feat);
+  if (fh.shape.size() != 2) {
+    throw DataError("--node_feat " + f.node_feat + ": shape must be [N, F], not " +
+                    S(static_cast<int64_t>(fh.shape.size())) + " dimensions");
+  }
+  if (fh.dtype != DType::kFloat32 && fh.dtype != DType::kFloat64 && fh.dtype != DType::kFloat16) {
+    throw DataError("--node_feat " + f.node_feat + ": dtype " + DTypeDescr(fh.dtype) +
+                    "; features are float16, float32 or float64");
+  }
+  const int64_t n = fh.shape[0];
+  const NpyHeader lh = ReadNpyHeader(f.labels);
+  if (lh.dtype == DType::kFloat32 || lh.dtype == DType::kFloat64 || lh.dtype == DType::kFloat16) {
+    throw DataError("--labels " + f.labels + ": dtype " + DTypeDescr(lh.dtype) +
+                    ": labels are class ids (int32/int64); float labels (node regression) are "
+                    "not supported yet");
+  }
+  if (lh.shape.size() == 2 && lh.shape[1] > 1) {
+    throw DataError("--labels " + f.labels + ": shape [" + S(lh.shape[0]) + ", " + S(lh.shape[1]) +
+                    "] is multi-label, which is not supported yet (one class id per node)");
+  }
+  if (lh.shape.empty() || lh.shape[0] != n) {
+    throw DataError("--labels " + f.labels + ": " + (lh.shape.empty() ? S(0) : S(lh.shape[0])) +
+                    " rows; --node_feat " + f.node_feat + " has " + S(n));
+  }
+  IdMap ids(f.node_ids, n);
+  if (!f.node_ids.empty()) {
+    NpyHeader ih;
+    std::vector<int64_t> user = ReadIntegers(f.node_ids, &ih);
+    if (static_cast<int64_t>(user.size()) != n) {
+      throw DataError("--node_ids " + f.node_ids + ": " + S(static_cast<int64_t>(user.size())) +
+                      " ids; --node_feat " + f.node_feat + " has " + S(n) + " rows");
+    }
+    ids.Set(std::move(user));
+  }
+
+  Dataset d;
+  d.name = f.graph_name;
+  d.num_nodes = n;
+  ReadEdges(f, ignore_edge_data, ids, &d.src, &d.dst);
+  d.train_idx = ReadSplit("--train_ids", f.train_ids, n, ids);
+  if (!f.valid_ids.empty()) d.valid_idx = ReadSplit("--valid_ids", f.valid_ids, n, ids);
+  if (!f.test_ids.empty()) d.test_idx = ReadSplit("--test_ids", f.test_ids, n, ids);
+
+  NpyHeader h;
+  d.labels = ReadNpyInts(f.labels, &h);
+  for (int64_t& l : d.labels) {
+    if (l < -1) l = -1;
+    d.num_classes = std::max(d.num_classes, l + 1);
+  }
+  d.features = ReadNpyFloats(f.node_feat, &h);
+  d.feature_dim = fh.shape[1];
+  if (fh.dtype != DType::kFloat32) {
+    GNN_LOG(kInfo) << "--node_feat " << f.node_feat << ": " << DTypeDescr(fh.dtype)
+                   << " features stored as float32";
+  }
+  GNN_LOG(kInfo) << f.graph_name << " from plain files: " << n << " nodes, " << d.num_edges()
+                 << " edges, " << d.feature_dim << " features, " << d.num_classes << " classes";
+  d.Validate();
+  return d;
+}
+
+}  // namespace gnn

@@ -1,0 +1,174 @@
+// gnn-partition and gnn-dataset from the plain files a user has (an edge
+// list CSV with a header, float64 features, int32 labels, splits as id
+// lists, a text file and a mask, the user's own node ids), and every
+// problem with them as one error line naming the file and the fix.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/npy.h"
+#include "process_util.h"
+#include "test_util.h"
+
+using namespace gnn;
+using nlohmann::json;
+using test::Bin;
+using test::RunProcess;
+
+namespace {
+
+constexpr int kNodes = 60;
+int64_t UserId(int row) { return 1000 + 7 * row; }  // the user's ids: not 0..N-1
+
+template <typename T>
+void Write(const std::string& path, DType dtype, const std::vector<T>& v,
+           std::vector<int64_t> shape) {
+  NpyWriter w(path, dtype, std::move(shape));
+  w.Append(v.data(), static_cast<int64_t>(v.size()));
+  w.Commit();
+}
+
+// The files of a 60-node graph in the user's ids.
+struct Files {
+  test::TempDir dir;
+  std::vector<std::string> flags;
+  Files() {
+    std::ofstream edges(dir / "edges.csv");
+    edges << "src,dst,weight\n";
+    for (int v = 0; v < kNodes; ++v) {
+      for (int k : {1, 5}) edges << UserId(v) << "," << UserId((v + k) % kNodes) << ",0.5\n";
+    }
+    std::vector<double> feat;
+    std::vector<int32_t> labels;
+    std::vector<int64_t> ids, train;
+    std::vector<uint8_t> test_mask(kNodes, 0);
+    std::ofstream valid(dir / "valid.txt");
+    for (int v = 0; v < kNodes; ++v) {
+      for (int f = 0; f < 3; ++f) feat.push_back(v * 0.5 + f);
+      labels.push_back(v % 4);
+      ids.push_back(UserId(v));
+      if (v % 3 == 0) train.push_back(UserId(v));
+      if (v % 3 == 1) valid << UserId(v) << "\n";
+      if (v % 3 == 2) test_mask[static_cast<size_t>(v)] = 1;
+    }
+    Write(dir / "feat.npy", DType::kFloat64, feat, {kNodes, 3});
+    Write(dir / "labels.npy", DType::kInt32, labels, {kNodes});
+    Write(dir / "ids.npy", DType::kInt64, ids, {kNodes});
+    Write(dir / "train.npy", DType::kInt64, train, {static_cast<int64_t>(train.size())});
+    Write(dir / "test.npy", DType::kUInt8, test_mask, {kNodes});
+    flags = {"--edges",     dir / "edges.csv",  "--node_feat",  dir / "feat.npy",
+             "--labels",    dir / "labels.npy", "--node_ids",   dir / "ids.npy",
+             "--train_ids", dir / "train.npy",  "--valid_ids",  dir / "valid.txt",
+             "--test_ids",  dir / "test.npy",   "--graph_name", "mine"};
+  }
+  test::ProcessResult Run(const std::string& binary, std::vector<std::string> extra) const {
+    std::vector<std::string> argv = {Bin(binary), "--quiet"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return RunProcess(argv, 120);
+  }
+};
+
+void ExpectOneLine(const test::ProcessResult& r, const std::string& program,
+                   const std::string& needle) {
+  INFO(r.err);
+  CHECK(r.exit_code > 0);
+  std::string last = r.err;
+  while (!last.empty() && last.back() == '\n') last.pop_back();
+  CHECK(last.find("error:") == last.rfind("error:"));  // one error line
+  last = last.substr(last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);
+  CHECK_THAT(last, Catch::StartsWith(program + ": error: ") && Catch::Contains(needle));
+}
+
+}  // namespace
+
+TEST_CASE("gnn-partition and gnn-dataset take plain files in place of --dataset", "[e2e]") {
+  Files f;
+  // The weight column is edge data, which is not carried yet.
+  ExpectOneLine(f.Run("gnn-partition", {"--num_parts", "2", "--output", f.dir / "refused"}),
+                "gnn-partition", "column 'weight'");
+  CHECK_FALSE(std::filesystem::exists(f.dir / "refused"));
+
+  auto r = f.Run("gnn-partition", {"--num_parts", "2", "--output", f.dir / "out", "--edge_columns",
+                                   "src,dst", "--ignore_edge_data", "--undirected"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const json c = json::parse(test::ReadFileOrEmpty(f.dir / "out/mine.json"));
+  CHECK(c.at("num_nodes") == kNodes);
+  CHECK(c.at("num_edges") == 2 * 2 * kNodes);  // both ways
+  CHECK(c.at("feature_dim") == 3);
+  CHECK(c.at("num_classes") == 4);
+  int64_t train = 0, valid = 0, test_n = 0;
+  for (int p = 0; p < 2; ++p) {
+    const json& part = c.at("part-" + std::to_string(p));
+    train += part.at("num_train").get<int64_t>();
+    valid += part.at("num_valid").get<int64_t>();
+    test_n += part.at("num_test").get<int64_t>();
+    // Rows are the input's rows (the node_ids file's order), features float32.
+    const std::string dir = f.dir / ("out/part" + std::to_string(p));
+    const std::vector<int64_t> orig = ReadNpy<int64_t>(dir + "/orig_nids.npy");
+    std::vector<int64_t> shape;
+    const std::vector<float> feat = ReadNpy<float>(dir + "/feat.npy", {}, &shape);
+    REQUIRE(shape == std::vector<int64_t>{static_cast<int64_t>(orig.size()), 3});
+    for (size_t i = 0; i < orig.size(); ++i) CHECK(feat[i * 3 + 2] == orig[i] * 0.5f + 2);
+  }
+  CHECK(train == kNodes / 3);
+  CHECK(valid == kNodes / 3);
+  CHECK(test_n == kNodes / 3);
+
+  // The same flags write DGL's chunked format, which partitions alike.
+  r = f.Run("gnn-dataset", {"--write_chunked", "2", "--output", f.dir / "chunks", "--edge_columns",
+                            "0,1", "--ignore_edge_data"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto p = RunProcess({Bin("gnn-partition"), "--quiet", "--dataset", f.dir / "chunks",
+                       "--num_parts", "1", "--output", f.dir / "from-chunks"});
+  INFO(p.err);
+  REQUIRE(p.exit_code == 0);
+  CHECK(json::parse(test::ReadFileOrEmpty(f.dir / "from-chunks/mine.json")).at("num_nodes") ==
+        kNodes);
+}
+
+TEST_CASE("plain files: every problem is one line naming the file and the fix", "[e2e]") {
+  Files f;
+  auto part = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), {"--num_parts", "1", "--output", f.dir / "o", "--ignore_edge_data"});
+    return f.Run("gnn-partition", extra);
+  };
+  // Float labels, multi-label, rows that do not agree.
+  Write(f.dir / "flabels.npy", DType::kFloat32, std::vector<float>(kNodes, 1.f), {kNodes});
+  ExpectOneLine(part({"--labels", f.dir / "flabels.npy"}), "gnn-partition",
+                "float labels (node regression) are not supported yet");
+  Write(f.dir / "mlabels.npy", DType::kInt64, std::vector<int64_t>(2 * kNodes, 1), {kNodes, 2});
+  ExpectOneLine(part({"--labels", f.dir / "mlabels.npy"}), "gnn-partition", "multi-label");
+  Write(f.dir / "short.npy", DType::kInt64, std::vector<int64_t>(5, 1), {5});
+  ExpectOneLine(part({"--labels", f.dir / "short.npy"}), "gnn-partition",
+                "5 rows; --node_feat " + (f.dir / "feat.npy") + " has 60");
+  // An edge naming an id that is not one of the user's.
+  std::ofstream(f.dir / "bad_edges.csv") << "a\tb\n1000\t1007\n1000\t999\n";
+  ExpectOneLine(part({"--edges", f.dir / "bad_edges.csv"}), "gnn-partition",
+                "bad_edges.csv:3: node 999 is not in --node_ids");
+  std::ofstream(f.dir / "text_edges.csv") << "1000,1007\n1000,x\n";
+  ExpectOneLine(part({"--edges", f.dir / "text_edges.csv"}), "gnn-partition",
+                "text_edges.csv:2: 'x' is not an integer node id");
+  ExpectOneLine(part({"--edge_columns", "from,to"}), "gnn-partition", "has no column 'from'");
+  // Without --node_ids the ids are rows.
+  auto no_ids = Files();
+  std::vector<std::string> flags = no_ids.flags;
+  flags.erase(std::find(flags.begin(), flags.end(), "--node_ids"),
+              std::find(flags.begin(), flags.end(), "--node_ids") + 2);
+  flags.insert(flags.begin(), {Bin("gnn-partition"), "--quiet", "--num_parts", "1", "--output",
+                               no_ids.dir / "o", "--ignore_edge_data"});
+  ExpectOneLine(RunProcess(flags), "gnn-partition",
+                "node 1000 is out of range: --node_feat has 60 rows");
+  // Flags.
+  ExpectOneLine(part({"--dataset", "synthetic:tiny"}), "gnn-partition", "give one of them");
+  ExpectOneLine(
+      RunProcess({Bin("gnn-partition"), "--edges", f.dir / "edges.csv", "--num_parts", "1"}),
+      "gnn-partition", "--node_feat FILE.npy");
+  std::ofstream(f.dir / "feat.npz") << "PK";
+  ExpectOneLine(part({"--node_feat", f.dir / "feat.npz"}), "gnn-partition", "np.save");
+  CHECK_FALSE(std::filesystem::exists(f.dir / "o"));
+}
