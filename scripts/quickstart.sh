@@ -11,7 +11,22 @@
 #      accuracy and tear everything down; its last line is the JSON summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh >/dev/null
+# Only the binaries it runs (the test command builds the tests), with
+# cmake's progress: one line per target built.
+echo "== 0. build the binaries (the first build takes a few minutes)"
+BUILD_LOG="$(mktemp /tmp/gnn-quickstart-build-XXXXXX.log)"
+set +e
+GNN_TARGETS="gnn-partition gnn-copy gnn-launch gnn-server gnn-sampler gnn-train gnn-serve" \
+  bash scripts/build.sh 2>&1 | tee "$BUILD_LOG" |
+  grep --line-buffered -E '^\[ *[0-9]+%\] Built target gnn-'
+status=${PIPESTATUS[0]}
+set -e
+if [ "$status" -ne 0 ]; then
+  tail -30 "$BUILD_LOG" >&2
+  echo "quickstart: the build failed (whole log: $BUILD_LOG)" >&2
+  exit "$status"
+fi
+rm -f "$BUILD_LOG"
 BIN="$(pwd)/${GNN_BUILD_DIR:-build}/apps"
 export PATH="$BIN:$PATH"
 WORK="${GNN_WORK_DIR:-$(mktemp -d /tmp/gnn-quickstart-XXXXXX)}"

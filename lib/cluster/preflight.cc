@@ -350,7 +350,7 @@ void CheckLocalBinaries(const LaunchOptions& o, const std::vector<MachinePlan>& 
 }
 
 // The trainer command's flags, before any server loads a partition: the
-// trainer binary of the first local machine parses them with --check_only
+// trainer binary of every local machine (each workspace once) parses them with --check_only
 // (flags, config file keys, model defaults, the partition config against
 // them) in that machine's environment, as it will at start. Only for
 // gnn-train and gnn-serve: another command's flags are its own.
@@ -361,9 +361,14 @@ void CheckTrainerFlags(const LaunchOptions& o, const LaunchInputs& in,
   const std::string word = FirstWord(o.command, &rest);
   const std::string program = fs::path(word).filename().string();
   if ((program != "gnn-train" && program != "gnn-serve") || !in.have_machines) return;
+  // Every local machine's workspace, once: a relative --config or model
+  // path in the command is resolved in each workspace as the process will.
+  std::vector<std::string> checked;
   for (size_t m = 0; m < plans.size(); ++m) {
     const MachinePlan& p = plans[m];
     if (!p.local || (o.machine_id >= 0 && static_cast<int>(m) != o.machine_id)) continue;
+    if (std::find(checked.begin(), checked.end(), p.workspace) != checked.end()) continue;
+    checked.push_back(p.workspace);
     const std::string binary = ResolveBinary(word, p.workspace);
     if (binary.empty()) return;  // said by CheckLocalBinaries
     const std::vector<std::string> argv = {
@@ -389,9 +394,10 @@ void CheckTrainerFlags(const LaunchOptions& o, const LaunchInputs& in,
       // gnn-train's own class (2 flags, 3 data); one that could not run: 2.
       const bool classed = r.exit_code >= kExitConfig && r.exit_code <= kExitPeer;
       problems->push_back(
-          {"trainer command (" + word + "): " + line, classed ? r.exit_code : kExitConfig});
+          {"trainer command (" + word + ") on machine " + std::to_string(m) + ": " + line,
+           classed ? r.exit_code : kExitConfig});
+      return;  // one machine's refusal is enough to say
     }
-    return;  // one machine's check says it for all
   }
 }
 

@@ -569,3 +569,34 @@ TEST_CASE("gnn-serve is not ready while a server is down and serves again when i
   serve->Signal(SIGTERM);
   CHECK(serve->Wait(std::chrono::seconds(15)) == std::optional<int>(0));
 }
+
+TEST_CASE("gnn-launch --max_restarts brings serving back after a server is lost", "[e2e]") {
+  test::Setup s("serve-restart");
+  const std::string model = s.dir / "m.pt";
+  const std::string one = test::MakePartitions(s.dir, "synthetic:tiny", 1, "one");
+  RunTrainer({"--part_config", one, "--num_epochs", "1", "--save_model", model});
+  const int port = test::FreeLoopbackPortRanges(1, 2).at(0);
+  test::ChildProcess launcher(
+      s.Args(Bin("gnn-serve") + " --restore_model_path " + model + " --http_port " +
+                 std::to_string(port) + " --num_omp_threads 1",
+             {"--max_restarts", "1", "--restart_backoff_s", "0.5"}),
+      s.dir / "launch-restart");
+  Endpoint m0{port, ""};
+  INFO(launcher.Stderr());
+  REQUIRE(m0.WaitReady());
+  const std::string good = json{{"inputs", {NodeIdsInput({0, 1999})}}}.dump();
+  REQUIRE(m0.Post("/v2/models/" + s.graph_name + "/infer", good).first == 200);
+  // Every process of the job restarts (servers and gnn-serve, new keys):
+  // serving resumes with no one involved.
+  const std::vector<pid_t> servers = test::JobProcesses(s.job, 0, "gnn-server");
+  REQUIRE(!servers.empty());
+  REQUIRE(kill(servers.back(), SIGKILL) == 0);
+  REQUIRE(
+      test::WaitUntil([&] { return launcher.Stderr().find("restart 1 of 1") != std::string::npos; },
+                      std::chrono::seconds(30)));
+  REQUIRE(m0.WaitReady());
+  CHECK(m0.Post("/v2/models/" + s.graph_name + "/infer", good).first == 200);
+  launcher.Signal(SIGINT);
+  REQUIRE(launcher.Wait(std::chrono::seconds(30)).has_value());
+  s.RequireNothingLeft(launcher.pid(), std::chrono::seconds(5), 2);
+}
