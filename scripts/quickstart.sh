@@ -8,7 +8,9 @@
 #      on 127.0.0.1 with two ports, two workspaces), verifying checksums;
 #   4. gnn-launch: start a gnn-server per machine, then a gnn-train per
 #      machine (each with a gnn-sampler child), train to a printed
-#      accuracy and tear everything down; its last line is the JSON summary.
+#      accuracy and tear everything down; its last line is the JSON summary;
+#   5. gnn-serve: the standalone model of step 2 answers a prediction
+#      request over HTTP (the Open Inference Protocol), then stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Only the binaries it runs (the test command builds the tests), with
@@ -43,7 +45,7 @@ echo
 echo "== 2. gnn-train --standalone (DGL's defaults: fan_out 10,25, batch 1000, hidden 16; $EPOCHS epochs)"
 gnn-partition --dataset "$DATASET" --num_parts 1 --output "$WORK/data1" --overwrite --quiet >/dev/null
 gnn-train --standalone --part_config "$(ls "$WORK"/data1/*.json)" --num_epochs "$EPOCHS" \
-  --eval_every 5 2> "$WORK/standalone.log" | tail -1
+  --eval_every 5 --save_model "$WORK/model.pt" 2> "$WORK/standalone.log" | tail -1
 
 echo
 echo "== 3. gnn-copy to 2 machines (127.0.0.1, two ports, workspaces $WORK/ws/m{machine})"
@@ -61,3 +63,30 @@ gnn-launch --workspace "$WORK/ws/m{machine}" --num_trainers 1 --num_samplers 1 -
 grep -E "\[0 trainer 0\].*Val Acc" "$WORK/launch.log" | tail -1
 tail -1 "$WORK/launch.out"
 echo "(logs in $WORK/launch.log and $WORK/ws/m0/logs)"
+
+echo
+echo "== 5. gnn-serve: the saved model answers predictions over HTTP (Open Inference Protocol v2)"
+sport=$(port)
+gnn-serve --standalone --part_config "$(ls "$WORK"/data1/*.json)" \
+  --restore_model_path "$WORK/model.pt" --http_port "$sport" --quiet &
+serve_pid=$!
+trap 'kill -INT $serve_pid 2>/dev/null || true' EXIT
+/usr/bin/python3 - "$sport" "$graph" <<'PY'
+import json, sys, time, urllib.request
+port, graph = sys.argv[1], sys.argv[2]
+base = f"http://127.0.0.1:{port}/v2"
+for _ in range(300):
+    try:
+        if urllib.request.urlopen(base + "/health/ready", timeout=1).status == 200:
+            break
+    except OSError:
+        time.sleep(0.1)
+body = {"id": "quickstart", "inputs": [{"name": "node_ids", "datatype": "INT64", "shape": [3],
+                                        "data": [0, 1, 2]}], "outputs": [{"name": "pred"}]}
+req = urllib.request.Request(f"{base}/models/{graph}/infer", json.dumps(body).encode(),
+                             {"Content-Type": "application/json"})
+print(f"POST {base}/models/{graph}/infer node_ids [0, 1, 2] ->", urllib.request.urlopen(req).read().decode())
+PY
+kill -INT "$serve_pid"
+wait "$serve_pid"
+trap - EXIT
