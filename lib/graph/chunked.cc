@@ -194,9 +194,10 @@ void Write(const DatasetView& v, int chunks, const std::string& dir) {
 
 std::string Resolve(const ChunkedMeta& m, const std::string& path, const std::string& what) {
   const fs::path p(path);
-  if (p.is_absolute() || path.find("..") != std::string::npos) {
+  if (p.is_absolute()) return path;  // DGL's metadata may name files anywhere
+  if (path.find("..") != std::string::npos) {
     throw DataError(m.dir + "/metadata.json: " + what + " '" + path +
-                    "' must be a path inside the folder");
+                    "' must be absolute or a path inside the folder (no '..')");
   }
   return (fs::path(m.dir) / p).string();
 }
@@ -362,6 +363,10 @@ ChunkedMeta ReadChunkedMeta(const std::string& dir) {
   auto files = [&](const JsonReader& f) {
     ChunkedMeta::Files out;
     out.format = f.At("format").At("name").String();
+    if (out.format == "parquet") {
+      f.At("format").At("name").Fail(
+          "parquet is not read (Debian 12 has no C++ Arrow): write the chunks as numpy or csv");
+    }
     if (out.format != "numpy" && out.format != "csv")
       f.At("format").At("name").Fail("must be numpy or csv");
     if (out.format == "csv" && f.At("format").Has("delimiter")) {

@@ -176,7 +176,23 @@ TEST_CASE("chunked datasets: bad input is one error line naming the file", "[e2e
     std::ofstream f(dir / "d/metadata.json");
     f << m.dump();
   }
-  fail({"--dataset", dir / "d"}, "must be a path inside the folder");
+  fail({"--dataset", dir / "d"}, "must be absolute or a path inside the folder");
+  // DGL's metadata may name its files by absolute paths.
+  m = json::parse(meta);
+  m["edges"]["_N:_E:_N"]["data"][0] =
+      (std::filesystem::absolute(dir / "d") / m["edges"]["_N:_E:_N"]["data"][0].get<std::string>())
+          .string();
+  {
+    std::ofstream f(dir / "d/metadata.json");
+    f << m.dump();
+  }
+  CHECK(RunProcess({Bin("gnn-dataset"), "--dataset", dir / "d", "--quiet"}, 60).exit_code == 0);
+  m["edges"]["_N:_E:_N"]["format"]["name"] = "parquet";
+  {
+    std::ofstream f(dir / "d/metadata.json");
+    f << m.dump();
+  }
+  fail({"--dataset", dir / "d"}, "parquet is not read");
   m = json::parse(meta);
   m["num_nodes_per_chunk"][0].push_back(5);
   {
