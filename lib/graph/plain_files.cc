@@ -28,11 +28,16 @@ void ForEachLine(const std::string& path,
                  const std::function<void(std::string_view, int64_t)>& fn) {
   auto lines = [&](const char* b, const char* e, int64_t first) {
     int64_t n = first;
+    if (first == 1 && e - b >= 3 && std::string_view(b, 3) == "\xEF\xBB\xBF") b += 3;  // a BOM
     while (b < e) {
       const char* nl = std::find(b, e, '\n');
       std::string_view line(b, static_cast<size_t>(nl - b));
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      fn(line, n++);
+      if (!line.empty() && line.front() == '#') {  // a comment (SNAP's edge lists)
+        ++n;
+      } else {
+        fn(line, n++);
+      }
       b = nl == e ? e : nl + 1;
     }
   };
@@ -151,6 +156,11 @@ std::vector<int64_t> ReadSplit(const std::string& flag, const std::string& path,
                        (h.dtype == DType::kUInt8 || std::all_of(v.begin(), v.end(), [](int64_t x) {
                           return x == 0 || x == 1;
                         }));
+  if (!as_mask && (h.dtype == DType::kUInt8 || h.shape.size() > 1)) {
+    throw DataError(flag + " " + path + ": a mask of shape [" +
+                    (h.shape.empty() ? S(0) : S(h.shape[0])) + (h.shape.size() > 1 ? ", ..." : "") +
+                    "] for " + S(n) + " nodes; a mask has one 0/1 per node (or give node ids)");
+  }
   std::vector<int64_t> rows;
   if (as_mask) {
     for (int64_t r = 0; r < n; ++r) {
@@ -183,6 +193,7 @@ void ReadEdges(const PlainFiles& f, bool ignore_edge_data, const IdMap& ids,
     if (cols) {
       GNN_LOG(kInfo) << "--edges " << f.edges << ": [2, E] read as PyG's edge_index";
     }
+    if (e == 0) throw DataError("--edges " + f.edges + ": no edges");
     src->resize(static_cast<size_t>(e));
     dst->resize(static_cast<size_t>(e));
     for (int64_t i = 0; i < e; ++i) {
@@ -217,8 +228,7 @@ void ReadEdges(const PlainFiles& f, bool ignore_edge_data, const IdMap& ids,
       delim = DelimiterOf(line);
       const std::vector<std::string_view> first = Fields(line, delim);
       width = first.size();
-      int64_t a = 0, b = 0;
-      bool header = !(ParseInt(first[0], &a) && width >= 2 && ParseInt(first[1], &b));
+      bool header = false;
       std::vector<std::string> names;
       for (std::string_view x : first) names.emplace_back(x);
       for (int k = 0; k < 2; ++k) {
@@ -243,6 +253,8 @@ void ReadEdges(const PlainFiles& f, bool ignore_edge_data, const IdMap& ids,
       if (width < 2) {
         throw DataError(where + ": one column; an edge list needs a source and a destination");
       }
+      int64_t a = 0, b = 0;
+      header = header || !(ParseInt(first[col[0]], &a) && ParseInt(first[col[1]], &b));
       std::vector<std::string> others;
       for (size_t c = 0; c < width; ++c) {
         if (c != col[0] && c != col[1]) {

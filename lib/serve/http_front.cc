@@ -270,17 +270,22 @@ struct HttpFront::Impl {
             auth.empty() ? "this server needs 'Authorization: Bearer <token>'" : "wrong token");
       return httplib::Server::HandlerResponse::Handled;
     });
+    // httplib calls this outside its own try: nothing may escape it.
     s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return;
-      std::string what = "HTTP " + std::to_string(res.status);
-      if (res.status == 404) what = "no route " + req.method + " " + req.path;
-      if (res.status == 413) {
-        what = req.get_header_value("Content-Type") == "application/x-www-form-urlencoded"
-                   ? "a form-encoded body over 8 KB: send Content-Type: application/json (curl: "
-                     "-H 'Content-Type: application/json')"
-                   : "the body is over this server's limit for --max_request_nodes";
+      try {
+        std::string what = "HTTP " + std::to_string(res.status);
+        if (res.status == 404) what = "no route " + req.method + " " + req.path;
+        if (res.status == 413) {
+          what = req.get_header_value("Content-Type") == "application/x-www-form-urlencoded"
+                     ? "a form-encoded body over 8 KB: send Content-Type: application/json "
+                       "(curl: -H 'Content-Type: application/json')"
+                     : "the body is over this server's limit for --max_request_nodes";
+        }
+        res.set_content(ErrorBody(what), "application/json");
+      } catch (...) {
+        res.set_content("{\"error\": \"HTTP error\"}", "application/json");
       }
-      res.set_content(ErrorBody(what), "application/json");
     });
     s.set_exception_handler(
         [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
@@ -385,10 +390,12 @@ HttpFront::HttpFront(const ServeOptions& options, const std::string& token, Batc
   // Headers and body leave in two writes: without TCP_NODELAY a reused
   // keep-alive connection waits ~40 ms for the client's delayed ACK.
   s.set_tcp_nodelay(true);
-  s.set_keep_alive_max_count(100000);
+  // A connection holds a handler thread while it lives: bounded, so idle
+  // or slow clients cannot keep every thread (and a stop) waiting long.
+  s.set_keep_alive_max_count(1000);
   s.set_keep_alive_timeout(5);
-  s.set_read_timeout(std::chrono::seconds(30));
-  s.set_write_timeout(std::chrono::seconds(30));
+  s.set_read_timeout(std::chrono::seconds(10));
+  s.set_write_timeout(std::chrono::seconds(10));
   impl_->Routes();
 }
 
@@ -404,6 +411,8 @@ void HttpFront::Bind(const std::string& host, int port) {
 void HttpFront::Serve() { impl_->server->listen_after_bind(); }
 
 void HttpFront::Stop() { impl_->server->stop(); }
+
+bool HttpFront::Running() const { return impl_->server->is_running(); }
 
 std::string HttpFront::MetricsText() const { return impl_->Metrics(); }
 

@@ -58,7 +58,9 @@ class HttpFront {
   void Bind(const std::string& host, int port);
   // Serves on this thread until Stop().
   void Serve();
+  // Stops Serve(); a no-op before Serve() runs (wait for Running()).
   void Stop();
+  bool Running() const;
   // The Prometheus text of /metrics.
   std::string MetricsText() const;
 

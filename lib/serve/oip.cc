@@ -26,6 +26,8 @@ struct Tensor {
   std::vector<int64_t> shape;
   std::vector<int64_t> ints;  // INT64
   std::vector<float> floats;  // FP32
+  // Elements of the shape (ReadInput caps every extent and the rank, so
+  // this cannot overflow).
   int64_t count() const {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
@@ -35,9 +37,10 @@ struct Tensor {
 
 // Appends the leaves of `data` (a flat or nested array of numbers).
 template <class T>
-void Flatten(const json& data, const std::string& name, std::vector<T>* out) {
+void Flatten(const json& data, const std::string& name, int64_t limit, std::vector<T>* out) {
+  if (static_cast<int64_t>(out->size()) > limit) return;  // the count check says it
   if (data.is_array()) {
-    for (const json& v : data) Flatten(v, name, out);
+    for (const json& v : data) Flatten(v, name, limit, out);
     return;
   }
   if constexpr (std::is_same_v<T, int64_t>) {
@@ -84,6 +87,10 @@ Tensor ReadInput(const json& in, const std::string& binary, size_t* offset) {
   }
   t.name = in.at("name").get<std::string>();
   t.datatype = in.at("datatype").get<std::string>();
+  if (in.at("shape").size() > 2) {
+    throw BadRequest("input '" + t.name + "': shape " + in.at("shape").dump() +
+                     " has more than 2 dimensions");
+  }
   for (const json& d : in.at("shape")) {
     if (!d.is_number_integer() || d.get<int64_t>() < 0 ||
         d.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
@@ -117,14 +124,14 @@ Tensor ReadInput(const json& in, const std::string& binary, size_t* offset) {
     throw BadRequest("input '" + t.name + "' has neither data nor parameters.binary_data_size");
   }
   if (ints) {
-    Flatten(in.at("data"), t.name, &t.ints);
+    Flatten(in.at("data"), t.name, t.count(), &t.ints);
   } else {
-    Flatten(in.at("data"), t.name, &t.floats);
+    Flatten(in.at("data"), t.name, t.count(), &t.floats);
   }
   const int64_t got = static_cast<int64_t>(ints ? t.ints.size() : t.floats.size());
   if (got != t.count()) {
     throw BadRequest("input '" + t.name + "': shape " + ShapeText(t.shape) + " has " +
-                     S(t.count()) + " elements; data has " + S(got));
+                     S(t.count()) + " elements; data has " + (got > t.count() ? "more" : S(got)));
   }
   return t;
 }
@@ -182,6 +189,30 @@ void ReadOutputs(const json& j, InferRequest* r) {
                   [](const InferRequest::Output& o) { return o.name == "embedding"; });
 }
 
+// The deepest nesting of arrays and objects in JSON text (strings
+// skipped): the codec's own walks recurse, so a request nested deeper than
+// any valid one is refused before it is parsed.
+int MaxDepth(const char* p, const char* end) {
+  int depth = 0, deepest = 0;
+  bool in_string = false;
+  for (; p < end; ++p) {
+    if (in_string) {
+      if (*p == '\\') {
+        ++p;
+      } else if (*p == '"') {
+        in_string = false;
+      }
+    } else if (*p == '"') {
+      in_string = true;
+    } else if (*p == '[' || *p == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (*p == ']' || *p == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 }  // namespace
 
 InferRequest ParseInferRequest(const std::string& body, int64_t header_length,
@@ -192,6 +223,9 @@ InferRequest ParseInferRequest(const std::string& body, int64_t header_length,
                      " bytes)");
   }
   const size_t json_bytes = header_length < 0 ? body.size() : static_cast<size_t>(header_length);
+  if (MaxDepth(body.data(), body.data() + json_bytes) > 8) {
+    throw BadRequest("the request's JSON is nested deeper than an inference request is");
+  }
   json j =
       json::parse(body.begin(), body.begin() + static_cast<int64_t>(json_bytes), nullptr, false);
   if (j.is_discarded()) throw BadRequest("the request is not valid JSON");
@@ -223,7 +257,9 @@ InferRequest ParseInferRequest(const std::string& body, int64_t header_length,
                      " bytes of binary data that no input's binary_data_size accounts for");
   }
   if (!seen[0] && !seen[1]) throw BadRequest("the request has neither node_ids nor new_features");
-  if (seen[2] && !seen[1]) throw BadRequest("new_edges need new nodes (new_features)");
+  if (seen[2] && (!seen[1] || features.shape.empty() || features.shape[0] == 0)) {
+    throw BadRequest("new_edges need new nodes (new_features rows)");
+  }
   Query& q = r.query;
   if (seen[0]) {
     Expect(node_ids, "INT64", 1, -1);
@@ -337,6 +373,9 @@ json ModelMetadata(const ModelInfo& info) {
         {"undirected", info.undirected}}}};
 }
 
-std::string ErrorBody(const std::string& message) { return json{{"error", message}}.dump(); }
+std::string ErrorBody(const std::string& message) {
+  // A message may quote request bytes that are not UTF-8 (a path).
+  return json{{"error", message}}.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 }  // namespace gnn

@@ -31,7 +31,8 @@ namespace {
 
 // SIGINT and SIGTERM are blocked in every thread (set before any starts)
 // and taken by this one, which stops the HTTP server: a clean stop.
-void WaitForStopSignal(HttpFront* front, std::atomic<bool>* stopping) {
+void WaitForStopSignal(HttpFront* front, std::atomic<bool>* stopping,
+                       const std::atomic<bool>* served) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -40,6 +41,10 @@ void WaitForStopSignal(HttpFront* front, std::atomic<bool>* stopping) {
   sigwait(&set, &sig);
   if (stopping->exchange(true)) return;  // the server stopped by itself
   GNN_LOG(kInfo) << "stopping (" << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ")";
+  // A signal that came while it loaded: Stop() only stops a running server.
+  while (!front->Running() && !served->load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   front->Stop();
 }
 
@@ -66,8 +71,8 @@ void Serve(TrainOptions& o, const ServeOptions& s, bool check_only) {
   Batcher batcher(engine, s.batch);
   HttpFront front(s, token, batcher, engine.info());
   front.Bind(host, port);
-  std::atomic<bool> stopping{false};
-  std::thread stopper(WaitForStopSignal, &front, &stopping);
+  std::atomic<bool> stopping{false}, served{false};
+  std::thread stopper(WaitForStopSignal, &front, &stopping, &served);
   std::string fan;
   for (int f : v.info.fanouts) fan += (fan.empty() ? "" : ",") + std::to_string(f);
   GNN_LOG(kInfo) << "serving " << o.model << " (" << o.restore_model_path << ") on "
@@ -77,6 +82,7 @@ void Serve(TrainOptions& o, const ServeOptions& s, bool check_only) {
                  << (o.standalone ? "standalone" : "distributed")
                  << (token.empty() ? "" : ", bearer token") << ")";
   front.Serve();
+  served = true;
   if (!stopping.exchange(true)) pthread_kill(stopper.native_handle(), SIGTERM);
   batcher.Stop();
   stopper.join();

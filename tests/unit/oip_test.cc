@@ -140,4 +140,21 @@ TEST_CASE("every malformed infer request names what is wrong", "[unit]") {
                  .dump()),
       Catch::Contains("neither node_ids nor new_features"));
   CHECK(BadWhy(in(ids({0}, json::array()))) == "(accepted)");
+  // Hostile shapes and nesting are refused before anything is read.
+  CHECK_THAT(BadWhy(in(ids({1024, 1024, 2}, {1}))), Catch::Contains("more than 2 dimensions"));
+  CHECK_THAT(BadWhy(std::string(100000, '[') + std::string(100000, ']')),
+             Catch::Contains("nested deeper"));
+  CHECK_THAT(
+      BadWhy(json{
+          {"inputs",
+           {{{"name", "new_features"},
+             {"datatype", "FP32"},
+             {"shape", {0, 2}},
+             {"data", json::array()}},
+            {{"name", "new_edges"}, {"datatype", "INT64"}, {"shape", {1, 2}}, {"data", {-1, 2}}}}}}
+                 .dump()),
+      Catch::Contains("new_edges need new nodes"));
+  CHECK_THAT(BadWhy(in(ids({2}, std::vector<int>(1000, 1)))), Catch::Contains("data has more"));
+  // An error quoting bytes that are not UTF-8 is still JSON.
+  CHECK(json::parse(ErrorBody("no route GET /\xFF")).at("error").get<std::string>().size() > 0);
 }
