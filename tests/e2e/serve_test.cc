@@ -568,6 +568,9 @@ TEST_CASE("gnn-serve is not ready while a server is down and serves again when i
   CHECK(MaxDiffOver(e, "synthetic-tiny", {0, 1, 500, 1999}, offline) < 1e-5);
   serve->Signal(SIGTERM);
   CHECK(serve->Wait(std::chrono::seconds(15)) == std::optional<int>(0));
+  // Clean stops: the last holder of each partition's shared memory removes it.
+  for (auto* srv : {s0.get(), s1.get()}) srv->Signal(SIGTERM);
+  for (auto* srv : {s0.get(), s1.get()}) CHECK(srv->Wait(std::chrono::seconds(20)).has_value());
 }
 
 TEST_CASE("gnn-launch --max_restarts brings serving back after a server is lost", "[e2e]") {
