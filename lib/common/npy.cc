@@ -418,35 +418,42 @@ void Convert(const std::vector<char>& bytes, std::vector<To>* out) {
   }
 }
 
+// Integer dtypes (uint8/bool, int32, int64) widened into *out; false for
+// a float dtype.
+template <typename To>
+bool ConvertIntegers(DType dtype, const std::vector<char>& bytes, std::vector<To>* out) {
+  switch (dtype) {
+    case DType::kUInt8:
+      Convert<uint8_t>(bytes, out);
+      return true;
+    case DType::kInt32:
+      Convert<int32_t>(bytes, out);
+      return true;
+    case DType::kInt64:
+      Convert<int64_t>(bytes, out);
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 std::vector<float> ReadNpyFloats(const std::string& path, NpyHeader* header) {
   const std::vector<char> bytes = ReadNpyBytes(path, header);
   std::vector<float> out;
-  switch (header->dtype) {
-    case DType::kFloat32:
-      Convert<float>(bytes, &out);
-      break;
-    case DType::kFloat64:
-      Convert<double>(bytes, &out);
-      break;
-    case DType::kFloat16:
-      out.resize(bytes.size() / 2);
-      for (size_t i = 0; i < out.size(); ++i) {
-        uint16_t h;
-        std::memcpy(&h, bytes.data() + 2 * i, 2);
-        out[i] = HalfToFloat(h);
-      }
-      break;
-    case DType::kUInt8:
-      Convert<uint8_t>(bytes, &out);
-      break;
-    case DType::kInt32:
-      Convert<int32_t>(bytes, &out);
-      break;
-    case DType::kInt64:
-      Convert<int64_t>(bytes, &out);
-      break;
+  if (ConvertIntegers(header->dtype, bytes, &out)) return out;
+  if (header->dtype == DType::kFloat16) {
+    out.resize(bytes.size() / 2);
+    for (size_t i = 0; i < out.size(); ++i) {
+      uint16_t h;
+      std::memcpy(&h, bytes.data() + 2 * i, 2);
+      out[i] = HalfToFloat(h);
+    }
+  } else if (header->dtype == DType::kFloat64) {
+    Convert<double>(bytes, &out);
+  } else {
+    Convert<float>(bytes, &out);
   }
   return out;
 }
@@ -454,19 +461,9 @@ std::vector<float> ReadNpyFloats(const std::string& path, NpyHeader* header) {
 std::vector<int64_t> ReadNpyInts(const std::string& path, NpyHeader* header) {
   const std::vector<char> bytes = ReadNpyBytes(path, header);
   std::vector<int64_t> out;
-  switch (header->dtype) {
-    case DType::kUInt8:
-      Convert<uint8_t>(bytes, &out);
-      break;
-    case DType::kInt32:
-      Convert<int32_t>(bytes, &out);
-      break;
-    case DType::kInt64:
-      Convert<int64_t>(bytes, &out);
-      break;
-    default:
-      throw DataError(path + ": dtype " + DTypeDescr(header->dtype) +
-                      " holds floats; integers (int32, int64, uint8 or bool) are expected");
+  if (!ConvertIntegers(header->dtype, bytes, &out)) {
+    throw DataError(path + ": dtype " + DTypeDescr(header->dtype) +
+                    " holds floats; integers (int32, int64, uint8 or bool) are expected");
   }
   return out;
 }
