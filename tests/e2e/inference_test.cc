@@ -21,13 +21,7 @@ using test::RunProcess;
 
 namespace {
 
-json RunTrainer(std::vector<std::string> args) {
-  args.insert(args.begin(), {Bin("gnn-train"), "--standalone", "--quiet"});
-  auto r = RunProcess(args, 600);
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  return json::parse(test::LastLine(r.out));
-}
+json RunTrainer(const std::vector<std::string>& args) { return test::RunStandaloneTrainer(args); }
 
 // Every shard of a prediction folder: input id -> (logits row, pred).
 struct Predictions {

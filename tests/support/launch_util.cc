@@ -26,6 +26,14 @@ std::string LastLine(const std::string& out) {
   return nl == std::string::npos ? s : s.substr(nl + 1);
 }
 
+nlohmann::json RunStandaloneTrainer(std::vector<std::string> args) {
+  args.insert(args.begin(), {Bin("gnn-train"), "--standalone", "--quiet"});
+  auto r = RunProcess(args, 600);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(LastLine(r.out));
+}
+
 std::vector<pid_t> JobProcesses(const std::string& job, pid_t parent, const std::string& comm) {
   std::vector<pid_t> pids;
   DIR* d = opendir("/proc");

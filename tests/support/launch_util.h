@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,10 @@ namespace gnn::test {
 
 // The last line of `out` (trailing newlines ignored).
 std::string LastLine(const std::string& out);
+
+// gnn-train --standalone --quiet with `args`: REQUIREs exit 0 and returns
+// the summary (its last stdout line).
+nlohmann::json RunStandaloneTrainer(std::vector<std::string> args);
 
 // Pids of processes whose environment carries GNN_JOB_ID=job (or the id of
 // one of its restarted runs, job-rN), or whose parent is `parent` (0 =
