@@ -6,6 +6,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "common/log.h"
 #include "partition/partition.h"
 
 namespace gnn::test {
@@ -19,7 +20,18 @@ std::string MakePartitions(const TempDir& dir, const std::string& dataset, int p
   o.num_parts = parts;
   o.balance_train = true;
   o.output = dir / name;
-  return RunPartition(o).config_path;
+  // Quiet: a failing test's own messages come first in its output, not
+  // the partitioner's progress (an error still throws and names itself).
+  const LogLevel before = GetLogLevel();
+  SetLogLevel(LogLevel::kWarn);
+  try {
+    std::string config = RunPartition(o).config_path;
+    SetLogLevel(before);
+    return config;
+  } catch (...) {
+    SetLogLevel(before);
+    throw;
+  }
 }
 
 std::string WriteLoopbackIpConfig(const TempDir& dir, int machines) {
