@@ -210,6 +210,15 @@ void PlanMachines(const CopyOptions& o, const std::string& rel, Plan* plan) {
                              Join(Join(rel, plan->part_dirs[static_cast<size_t>(p)]), name),
                              f.sha256, f.bytes, true});
     }
+    // The user's ids of every partition (8 bytes a node): each machine's
+    // gnn-serve maps request ids to nodes of any partition.
+    for (int q = 0; plan->config.user_node_ids && q < plan->config.num_parts; ++q) {
+      if (q == p) continue;
+      const PartFile& f = plan->config.parts[static_cast<size_t>(q)].files.at(kUserIdsFile);
+      m.items.push_back(Item{plan->config.FilePath(q, kUserIdsFile),
+                             Join(Join(rel, plan->part_dirs[static_cast<size_t>(q)]), kUserIdsFile),
+                             f.sha256, f.bytes, true});
+    }
     plan->machines.push_back(std::move(m));
   }
 }

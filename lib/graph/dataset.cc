@@ -60,6 +60,10 @@ void Dataset::Validate() const {
   CheckSplit(*this, train_idx, "train");
   CheckSplit(*this, valid_idx, "valid");
   CheckSplit(*this, test_idx, "test");
+  if (!node_ids.empty() && static_cast<int64_t>(node_ids.size()) != num_nodes) {
+    throw DataError(name + ": " + std::to_string(node_ids.size()) + " node ids for " +
+                    std::to_string(num_nodes) + " nodes");
+  }
 }
 
 std::string OgbDatasetName(const std::string& name) {

@@ -20,6 +20,9 @@ struct Dataset {
   std::vector<int64_t> labels;                          // [num_nodes]; -1 = no label
   int64_t num_classes = 0;                              // max label + 1
   std::vector<int64_t> train_idx, valid_idx, test_idx;  // sorted, unique
+  // The user's id of each row (--node_ids), distinct; empty: rows are the
+  // ids. Partitions keep them (kUserIdsFile) for inference and serving.
+  std::vector<int64_t> node_ids;
   // Why the graph is known to be undirected ("ogbn-products is a known
   // undirected dataset", "the synthetic generator lists each undirected
   // edge once"); empty when it is not known to be.

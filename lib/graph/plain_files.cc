@@ -354,17 +354,19 @@ Dataset LoadPlainFiles(const PlainFiles& f, bool ignore_edge_data) {
                     " rows; --node_feat " + f.node_feat + " has " + S(n));
   }
   IdMap ids(f.node_ids, n);
+  std::vector<int64_t> user;
   if (!f.node_ids.empty()) {
     NpyHeader ih;
-    std::vector<int64_t> user = ReadIntegers(f.node_ids, &ih);
+    user = ReadIntegers(f.node_ids, &ih);
     if (static_cast<int64_t>(user.size()) != n) {
       throw DataError("--node_ids " + f.node_ids + ": " + S(static_cast<int64_t>(user.size())) +
                       " ids; --node_feat " + f.node_feat + " has " + S(n) + " rows");
     }
-    ids.Set(std::move(user));
+    ids.Set(user);
   }
 
   Dataset d;
+  d.node_ids = std::move(user);
   d.name = f.graph_name;
   d.num_nodes = n;
   ReadEdges(f, ignore_edge_data, ids, &d.src, &d.dst);

@@ -86,7 +86,11 @@ void CheckMachinesForParts(int num_parts, int num_machines, const std::string& w
 }
 
 std::vector<std::string> PartitionConfig::PartFileNames() const {
-  if (!hetero()) return kPartFiles;
+  if (!hetero()) {
+    std::vector<std::string> names = kPartFiles;
+    if (user_node_ids) names.push_back(kUserIdsFile);
+    return names;
+  }
   std::vector<std::string> names = {"indptr.npy", "indices.npy", kEtypeFile, "orig_nids.npy"};
   for (size_t t = 0; t < ntypes.size(); ++t) {
     if (t < ntype_feature_dims.size() && ntype_feature_dims[t] > 0)
@@ -125,6 +129,7 @@ json ToJson(const PartitionConfig& c) {
   j["balance_edges"] = c.balance_edges;
   j["undirected"] = c.undirected;
   j["seed"] = c.seed;
+  if (c.user_node_ids) j["user_node_ids"] = true;
   if (c.val_edges_fraction > 0) {
     j["val_edges"] = {{"fraction", c.val_edges_fraction},
                       {"num_edges", c.num_val_edges},
@@ -269,6 +274,7 @@ void ParseScalars(const JsonReader& r, PartitionConfig* c) {
   c->undirected = r.At("undirected").Bool();
   c->seed = r.At("seed").Uint64();
   if (r.Has("val_edges")) ParseValEdges(r.At("val_edges"), c);
+  c->user_node_ids = r.Has("user_node_ids") && r.At("user_node_ids").Bool();
 }
 
 // [start, end) from a node_map / edge_map entry; must start at `next`.

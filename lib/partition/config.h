@@ -19,6 +19,10 @@ extern const std::vector<std::string> kPartFiles;
 // [K, 2] (head, tail; the partition owns the tail) and val_neg.npy int64
 // [K, negatives_per_edge] (corrupted tails of each head). Global new ids.
 extern const std::vector<std::string> kValEdgeFiles;
+// The user's ids of a partition's nodes (gnn-partition --node_ids): int64
+// [num_nodes], row i the id of the node orig_nids[i] names; in every
+// partition folder when the config has "user_node_ids": true.
+constexpr const char* kUserIdsFile = "node_ids.npy";
 // Corrupted tails stored per held-out edge (for MRR).
 constexpr int kValNegatives = 100;
 
@@ -76,6 +80,10 @@ struct PartitionConfig {
   double val_edges_fraction = 0;
   int64_t num_val_edges = 0;
   int val_negatives = 0;  // columns of val_neg.npy
+  // gnn-partition --node_ids: every partition holds kUserIdsFile, the
+  // user's int64 id of each of its nodes (aligned with orig_nids), and
+  // inference and serving speak those ids instead of input rows.
+  bool user_node_ids = false;
   std::vector<PartInfo> parts;
   nlohmann::json report;  // partition_report, kept as written
   // Node types and relations ("src:rel:dst") in id order; {"_N"} and
@@ -89,7 +97,8 @@ struct PartitionConfig {
   // Heterogeneous configs name their labelled type (target_ntype).
   bool hetero() const { return !target_ntype.empty(); }
   // The files every partition folder holds (kPartFiles, or the
-  // heterogeneous list above), without the held-out edges.
+  // heterogeneous list above, and kUserIdsFile when user_node_ids),
+  // without the held-out edges.
   std::vector<std::string> PartFileNames() const;
   // ConfigError for a heterogeneous config: `who` (a server, a trainer)
   // takes one node type and one relation so far.

@@ -107,6 +107,11 @@ void CheckPartitionArrays(const PartitionConfig& config, int part, const Partiti
   CheckIds(path("orig_nids.npy"), a.orig_nids, n, config.num_nodes);
 }
 
+std::vector<int64_t> LoadUserNodeIds(const PartitionConfig& config, int part) {
+  if (!config.user_node_ids) return {};
+  return ReadNpy<int64_t>(config.FilePath(part, kUserIdsFile), {config.parts.at(part).num_nodes()});
+}
+
 LocalPartition LoadLocalPartition(const PartitionConfig& config, int part, bool verify_checksums) {
   config.RequireHomogeneous("loading a partition for training");
   if (part < 0 || part >= config.num_parts) {

@@ -62,4 +62,9 @@ HeldOutEdges LoadHeldOutEdges(const PartitionConfig& config, int part, bool veri
 // against the config; any mismatch throws DataError naming the file.
 LocalPartition LoadLocalPartition(const PartitionConfig& config, int part, bool verify_checksums);
 
+// The user's ids of partition `part`'s nodes (kUserIdsFile, aligned with
+// orig_nids); empty when the config has none. DataError naming the file
+// when it is missing or of the wrong shape.
+std::vector<int64_t> LoadUserNodeIds(const PartitionConfig& config, int part);
+
 }  // namespace gnn

@@ -151,6 +151,11 @@ void WritePart(const Dataset& d, const float* features, const CsrT<Index>& in_cs
   }
   std::vector<int64_t> orig(r.orig.begin() + start, r.orig.begin() + end);
   record("orig_nids.npy", WriteNpy(dir + "/orig_nids.npy", orig));
+  if (!d.node_ids.empty()) {
+    std::vector<int64_t> user(static_cast<size_t>(owned));
+    for (int64_t i = 0; i < owned; ++i) user[i] = d.node_ids[orig[i]];
+    record(kUserIdsFile, WriteNpy(dir + "/" + kUserIdsFile, user));
+  }
 }
 
 // The adjacencies of one index width: the symmetric one (METIS's input and
@@ -329,6 +334,7 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
 
   timer.Begin("write");
   DescribePartitioning(options, d, graph_name, method, in_csc.num_entries(), undirected, out);
+  out->user_node_ids = !d.node_ids.empty();
   if (held.active()) {
     out->val_edges_fraction = options.val_edges;
     out->num_val_edges = static_cast<int64_t>(held_pairs.size() / 2);

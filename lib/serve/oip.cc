@@ -287,7 +287,7 @@ InferRequest ParseInferRequest(const std::string& body, int64_t header_length,
                      S(limits.max_nodes) + " per request (--max_request_nodes)");
   }
   for (int64_t id : q.node_ids) {
-    if (id < 0 || id >= info.num_nodes) {
+    if (!info.user_ids && (id < 0 || id >= info.num_nodes)) {
       throw BadRequest("node_ids: " + S(id) + " is not a node of " + info.graph_name +
                        " (input ids are 0.." + S(info.num_nodes - 1) + ")");
     }

@@ -13,6 +13,36 @@ namespace gnn {
 
 namespace {
 
+// The ids requests name -> graph ids: input rows 0..N-1 (a dense table),
+// or the user's ids (a hash map) when the partitions keep them.
+class RequestIds {
+ public:
+  int64_t Find(int64_t id) const {
+    if (!user_.empty()) {
+      const auto it = user_.find(id);
+      return it == user_.end() ? -1 : it->second;
+    }
+    return id >= 0 && id < static_cast<int64_t>(rows_.size()) ? rows_[static_cast<size_t>(id)] : -1;
+  }
+  bool empty() const { return rows_.empty() && user_.empty(); }
+  void SetRows(std::vector<int64_t> graph_id_of_row) { rows_ = std::move(graph_id_of_row); }
+  // Partition `part`'s user ids (LoadUserNodeIds), its nodes in order.
+  void AddUserIds(const PartitionConfig& config, int part) {
+    const std::vector<int64_t> ids = LoadUserNodeIds(config, part);
+    const int64_t start = config.parts[static_cast<size_t>(part)].node_start;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (!user_.emplace(ids[i], start + static_cast<int64_t>(i)).second) {
+        throw DataError(config.FilePath(part, kUserIdsFile) + ": id " + std::to_string(ids[i]) +
+                        " names two nodes");
+      }
+    }
+  }
+
+ private:
+  std::vector<int64_t> rows_;
+  std::unordered_map<int64_t, int64_t> user_;
+};
+
 // Partition 0 of a 1-partition config in this process.
 class LocalServeGraph : public ServeGraph {
  public:
@@ -21,19 +51,24 @@ class LocalServeGraph : public ServeGraph {
     part_ = LoadLocalPartition(config, 0, verify);
     csc_ = CscView{part_.indptr.data(), part_.indices.data(), part_.node_start, part_.num_nodes,
                    part_.orig_nids.data()};
-    graph_id_.assign(static_cast<size_t>(part_.num_nodes), -1);
+    if (config.user_node_ids) {
+      ids_.AddUserIds(config, 0);
+      return;
+    }
+    std::vector<int64_t> graph_id(static_cast<size_t>(part_.num_nodes), -1);
     for (int64_t i = 0; i < part_.num_nodes; ++i) {
       const int64_t orig = part_.orig_nids[static_cast<size_t>(i)];
-      if (orig < 0 || orig >= part_.num_nodes || graph_id_[orig] >= 0) {
+      if (orig < 0 || orig >= part_.num_nodes || graph_id[orig] >= 0) {
         throw DataError("partition 0's orig_nids are not a permutation of 0.." +
                         std::to_string(part_.num_nodes - 1));
       }
-      graph_id_[orig] = part_.node_start + i;
+      graph_id[orig] = part_.node_start + i;
     }
+    ids_.SetRows(std::move(graph_id));
   }
 
   const PartitionConfig& config() const override { return config_; }
-  int64_t GraphId(int64_t orig) const override { return graph_id_[static_cast<size_t>(orig)]; }
+  int64_t GraphId(int64_t id) const override { return ids_.Find(id); }
 
   void Neighbors(const std::vector<int64_t>& dst, int fanout, uint64_t rng_seed,
                  std::vector<int64_t>* ptr, std::vector<int64_t>* idx) override {
@@ -62,17 +97,21 @@ class LocalServeGraph : public ServeGraph {
   int threads_;
   LocalPartition part_;
   CscView csc_;
-  std::vector<int64_t> graph_id_;  // input id -> graph id
+  RequestIds ids_;
 };
 
 // The job's servers through one DistGraph, made again after a failure.
 class DistServeGraph : public ServeGraph {
  public:
+  // The user's ids are read here, so a missing file ends the start.
   DistServeGraph(const DistGraphOptions& options, const PartitionConfig& config)
-      : options_(options), config_(config) {}
+      : options_(options), config_(config) {
+    for (int p = 0; config_.user_node_ids && p < config_.num_parts; ++p)
+      ids_.AddUserIds(config_, p);
+  }
 
   const PartitionConfig& config() const override { return config_; }
-  int64_t GraphId(int64_t orig) const override { return graph_id_[static_cast<size_t>(orig)]; }
+  int64_t GraphId(int64_t id) const override { return ids_.Find(id); }
 
   void Neighbors(const std::vector<int64_t>& dst, int fanout, uint64_t rng_seed,
                  std::vector<int64_t>* ptr, std::vector<int64_t>* idx) override {
@@ -92,7 +131,7 @@ class DistServeGraph : public ServeGraph {
     try {
       if (!graph_) {
         graph_ = std::make_unique<DistGraph>(options_);
-        if (graph_id_.empty()) MapInputIds();
+        if (ids_.empty()) MapInputIds();
         GNN_LOG(kInfo) << "connected to every partition of " << config_.graph_name;
       }
       graph_->Ping();
@@ -132,7 +171,8 @@ class DistServeGraph : public ServeGraph {
   }
 
   // Every node's input id, asked of its partition in pieces of 1 Mi ids
-  // (8 MB), inverted: input id -> graph id.
+  // (8 MB), inverted: input id -> graph id. (The user's ids come from
+  // every partition's kUserIdsFile in this machine's copy instead.)
   void MapInputIds() {
     const int64_t n = config_.num_nodes;
     std::vector<int64_t> graph_id(static_cast<size_t>(n), -1);
@@ -153,13 +193,13 @@ class DistServeGraph : public ServeGraph {
         }
       }
     }
-    graph_id_ = std::move(graph_id);
+    ids_.SetRows(std::move(graph_id));
   }
 
   DistGraphOptions options_;
   const PartitionConfig& config_;
   std::unique_ptr<DistGraph> graph_;
-  std::vector<int64_t> graph_id_;  // input id -> graph id
+  RequestIds ids_;
   bool said_down_ = false;
 };
 
@@ -194,13 +234,10 @@ Answer GraphEngine::Run(const Query& q) {
   std::vector<int64_t> seed_of;
   seed_of.reserve(static_cast<size_t>(q.rows()));
   std::unordered_map<int64_t, int64_t> position;
-  for (int64_t orig : q.node_ids) {
-    if (orig < 0 || orig >= n) {
-      throw BadRequest("node_ids: " + std::to_string(orig) + " is not a node of " +
-                       info_.graph_name + " (input ids are 0.." + std::to_string(n - 1) + ")");
-    }
-    const auto [it, fresh] =
-        position.emplace(graph_->GraphId(orig), static_cast<int64_t>(seeds.size()));
+  for (int64_t id : q.node_ids) {
+    const int64_t g = graph_->GraphId(id);
+    if (g < 0) throw BadRequest("node_ids: " + NotANode(id));
+    const auto [it, fresh] = position.emplace(g, static_cast<int64_t>(seeds.size()));
     if (fresh) seeds.push_back(it->first);
     seed_of.push_back(it->second);
   }
@@ -231,6 +268,12 @@ Answer GraphEngine::Run(const Query& q) {
   return out;
 }
 
+std::string GraphEngine::NotANode(int64_t id) const {
+  return std::to_string(id) + " is not a node of " + info_.graph_name +
+         (info_.user_ids ? std::string(" (ids are those of gnn-partition --node_ids)")
+                         : " (input ids are 0.." + std::to_string(info_.num_nodes - 1) + ")");
+}
+
 std::unordered_map<int64_t, std::vector<int64_t>> GraphEngine::ExtraInEdges(const Query& q) const {
   const int64_t n = info_.num_nodes;
   auto graph_id = [&](int64_t v) -> int64_t {
@@ -241,11 +284,9 @@ std::unordered_map<int64_t, std::vector<int64_t>> GraphEngine::ExtraInEdges(cons
       }
       return n - v - 1;  // -1 -> n, -2 -> n + 1, ...
     }
-    if (v >= n) {
-      throw BadRequest("new_edges: " + std::to_string(v) + " is not a node of " + info_.graph_name +
-                       " (input ids are 0.." + std::to_string(n - 1) + ")");
-    }
-    return graph_->GraphId(v);
+    const int64_t g = graph_->GraphId(v);
+    if (g < 0) throw BadRequest("new_edges: " + NotANode(v));
+    return g;
   };
   std::unordered_map<int64_t, std::vector<int64_t>> extra;
   for (size_t e = 0; e + 1 < q.new_edges.size(); e += 2) {

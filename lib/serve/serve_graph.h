@@ -23,8 +23,9 @@ class ServeGraph {
  public:
   virtual ~ServeGraph() = default;
   virtual const PartitionConfig& config() const = 0;
-  // The graph's id of input id `orig` (callers check 0 <= orig < num_nodes).
-  virtual int64_t GraphId(int64_t orig) const = 0;
+  // The graph's id of the node a request names (an input row, or the
+  // user's id with gnn-partition --node_ids); -1 when it names none.
+  virtual int64_t GraphId(int64_t id) const = 0;
   // All (fanout -1) or up to `fanout` in-neighbours of existing nodes
   // `dst`: CSR over dst with global ids.
   virtual void Neighbors(const std::vector<int64_t>& dst, int fanout, uint64_t rng_seed,
@@ -69,6 +70,8 @@ class GraphEngine : public Engine {
   // `extra` in-edges; new nodes' rows from q.new_features.
   MiniBatch BatchWithNewNodes(const Query& q, const std::vector<int64_t>& seeds,
                               const std::unordered_map<int64_t, std::vector<int64_t>>& extra);
+  // "<id> is not a node of <graph> (<which ids requests name>)".
+  std::string NotANode(int64_t id) const;
 
   std::unique_ptr<ServeGraph> graph_;
   std::unique_ptr<ModelRunner> runner_;

@@ -47,6 +47,7 @@ struct Answer {
 struct ModelInfo {
   std::string graph_name;
   int64_t num_nodes = 0;     // input ids are 0..num_nodes-1
+  bool user_ids = false;     // ...or the user's own (gnn-partition --node_ids)
   int64_t feature_dim = 0;   // new_features' width
   int64_t classes = 0;       // logits' width
   int64_t emb_dim = 0;       // embedding's width (the embed layer's)

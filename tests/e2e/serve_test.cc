@@ -3,9 +3,11 @@
 // Triton's binary tensors), new nodes equal to an offline run on the graph
 // rebuilt with them, every bad request answered alone, the queue's and
 // deadline's refusals, tokens and HTTPS, readiness across a killed and
-// restarted server, and nothing left after gnn-launch is interrupted.
+// restarted server, nothing left after gnn-launch is interrupted, and the
+// user's own node ids (gnn-partition --node_ids) in and out.
 #include <httplib.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <csignal>
@@ -596,4 +598,172 @@ TEST_CASE("gnn-launch --max_restarts brings serving back after a server is lost"
   launcher.Signal(SIGINT);
   REQUIRE(launcher.Wait(std::chrono::seconds(30)).has_value());
   s.RequireNothingLeft(launcher.pid(), std::chrono::seconds(5), 2);
+}
+
+namespace {
+
+// One 50-node graph as plain files twice: named by rows 0..49 and by the
+// user's own ids (5000 - 3 * row, not in row order), the same rows.
+int64_t MyId(int row) { return 5000 - 3 * static_cast<int64_t>(row); }
+
+std::vector<std::string> PlainGraph(const test::TempDir& dir, bool own_ids) {
+  constexpr int n = 50;
+  const std::string tag = own_ids ? "own" : "rows";
+  auto id = [&](int row) { return own_ids ? MyId(row) : row; };
+  std::ofstream edges(dir / (tag + "-edges.csv"));
+  edges << "src,dst\n";
+  std::vector<float> feat;
+  std::vector<int64_t> labels, ids, train;
+  std::vector<uint8_t> valid(n, 0), test_mask(n, 0);
+  for (int v = 0; v < n; ++v) {
+    for (int k : {1, 7, 19}) edges << id(v) << "," << id((v * 3 + k) % n) << "\n";
+    for (int f = 0; f < 4; ++f) feat.push_back(static_cast<float>(std::sin(0.7 * v + 1.3 * f)));
+    labels.push_back((v * 7) % 3);
+    ids.push_back(MyId(v));
+    if (v % 5 < 3) train.push_back(id(v));
+    (v % 5 == 3 ? valid : test_mask)[static_cast<size_t>(v)] = v % 5 >= 3;
+  }
+  auto write = [&](const std::string& name, DType t, const auto& v, std::vector<int64_t> shape) {
+    NpyWriter w(dir / (tag + "-" + name), t, std::move(shape));
+    w.Append(v.data(), static_cast<int64_t>(v.size()));
+    w.Commit();
+  };
+  write("feat.npy", DType::kFloat32, feat, {n, 4});
+  write("labels.npy", DType::kInt64, labels, {n});
+  write("train.npy", DType::kInt64, train, {static_cast<int64_t>(train.size())});
+  write("valid.npy", DType::kUInt8, valid, {n});
+  write("test.npy", DType::kUInt8, test_mask, {n});
+  std::vector<std::string> flags = {"--edges",      dir / (tag + "-edges.csv"),
+                                    "--node_feat",  dir / (tag + "-feat.npy"),
+                                    "--labels",     dir / (tag + "-labels.npy"),
+                                    "--train_ids",  dir / (tag + "-train.npy"),
+                                    "--valid_ids",  dir / (tag + "-valid.npy"),
+                                    "--test_ids",   dir / (tag + "-test.npy"),
+                                    "--graph_name", "mine",
+                                    "--undirected"};
+  if (own_ids) {
+    write("ids.npy", DType::kInt64, ids, {n});
+    flags.insert(flags.end(), {"--node_ids", dir / (tag + "-ids.npy")});
+  }
+  return flags;
+}
+
+std::string PartitionPlain(const test::TempDir& dir, bool own_ids, int parts) {
+  const std::string out = dir / ((own_ids ? "p-own-" : "p-rows-") + std::to_string(parts));
+  std::vector<std::string> argv = {Bin("gnn-partition"),  "--quiet",  "--num_parts",
+                                   std::to_string(parts), "--output", out};
+  for (const std::string& f : PlainGraph(dir, own_ids)) argv.push_back(f);
+  auto r = RunProcess(argv, 120);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return out + "/mine.json";
+}
+
+}  // namespace
+
+TEST_CASE("inference files and gnn-serve speak the user's ids of gnn-partition --node_ids",
+          "[e2e]") {
+  test::TempDir dir;
+  const std::string rows = PartitionPlain(dir, false, 1);
+  const std::string own = PartitionPlain(dir, true, 1);
+  const std::string own2 = PartitionPlain(dir, true, 2);
+  // Each partition keeps its nodes' ids, aligned with orig_nids.
+  CHECK(json::parse(ReadFile(own2)).at("user_node_ids") == true);
+  for (int p = 0; p < 2; ++p) {
+    const std::string part = dir / ("p-own-2/part" + std::to_string(p));
+    const auto orig = ReadNpy<int64_t>(part + "/orig_nids.npy");
+    const auto mine = ReadNpy<int64_t>(part + "/node_ids.npy");
+    REQUIRE(mine.size() == orig.size());
+    for (size_t i = 0; i < orig.size(); ++i) CHECK(mine[i] == MyId(static_cast<int>(orig[i])));
+  }
+
+  // A model trained on the graph named by rows, applied to both namings.
+  const std::string model = dir / "m.pt";
+  RunTrainer({"--part_config", rows, "--num_epochs", "3", "--batch_size", "10", "--lr", "0.01",
+              "--save_model", model});
+  RunTrainer({"--part_config", rows, "--inference", "--restore_model_path", model,
+              "--save_prediction_path", dir / "by-rows"});
+  RunTrainer({"--part_config", own, "--inference", "--restore_model_path", model,
+              "--save_prediction_path", dir / "by-own"});
+  const auto by_rows = ReadLogits(dir / "by-rows");
+  const auto by_own = ReadLogits(dir / "by-own");
+  REQUIRE(by_rows.size() == 50);
+  REQUIRE(by_own.size() == 50);
+  for (int v = 0; v < 50; ++v) {
+    REQUIRE(by_own.count(MyId(v)));
+    CHECK(MaxDiff(by_own.at(MyId(v)), by_rows.at(v)) < 1e-6);
+  }
+  CHECK(json::parse(ReadFile(dir / "by-own/manifest.json")).at("ids") == "node_ids");
+
+  // --nodes in the user's ids; an id that is not one is one line, nothing written.
+  NpyWriter w(dir / "some.npy", DType::kInt64, {2});
+  const std::vector<int64_t> some = {MyId(9), MyId(4)};
+  w.Append(some.data(), 2);
+  w.Commit();
+  RunTrainer({"--part_config", own, "--inference", "--restore_model_path", model, "--nodes",
+              dir / "some.npy", "--save_prediction_path", dir / "some"});
+  std::vector<int64_t> got = ReadNpy<int64_t>(dir / "some/part0/ids.npy");
+  std::sort(got.begin(), got.end());  // in the partition's order
+  CHECK(got == std::vector<int64_t>{MyId(9), MyId(4)});
+  NpyWriter bad(dir / "bad.npy", DType::kInt64, {2});
+  const std::vector<int64_t> rows_ids = {MyId(1), 4};
+  bad.Append(rows_ids.data(), 2);
+  bad.Commit();
+  auto r = RunProcess({Bin("gnn-train"), "--standalone", "--quiet", "--part_config", own,
+                       "--inference", "--restore_model_path", model, "--nodes", dir / "bad.npy",
+                       "--save_prediction_path", dir / "bad"});
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.err, Catch::Contains("1 of its 2 ids are not nodes of mine"));
+  CHECK_FALSE(std::filesystem::exists(dir / "bad/manifest.json"));
+
+  // gnn-serve answers in the user's ids and names the ones that are not.
+  Endpoint e{FreePort(), ""};
+  auto serve = StartServe(dir,
+                          {"--standalone", "--part_config", own, "--restore_model_path", model,
+                           "--http_port", std::to_string(e.port), "--num_omp_threads", "1"},
+                          "serve-own");
+  REQUIRE(e.WaitReady());
+  std::map<int64_t, std::vector<float>> want;
+  for (int v = 0; v < 50; ++v) want[MyId(v)] = by_rows.at(v);
+  CHECK(MaxDiffOver(e, "mine", {MyId(3), MyId(0), MyId(49)}, want) < 1e-5);
+  const auto [status, answer] =
+      e.Post("/v2/models/mine/infer", json{{"inputs", {NodeIdsInput({MyId(3), 3})}}}.dump());
+  CHECK(status == 400);
+  CHECK_THAT(answer.dump(), Catch::Contains("3 is not a node of mine (ids are those of "
+                                            "gnn-partition --node_ids)"));
+  serve.reset();
+
+  // gnn-copy ships every partition's ids to every machine (its own
+  // partition's other files only to it) ...
+  std::ofstream(dir / "ip.txt") << "127.0.0.1 30050\n127.0.0.1 30060\n";
+  auto copy = RunProcess({Bin("gnn-copy"), "--ip_config", dir / "ip.txt", "--workspace",
+                          dir / "ws{machine}", "--rel_data_path", "data", "--part_config", own2});
+  INFO(copy.err);
+  REQUIRE(copy.exit_code == 0);
+  for (const std::string ws : {"ws0", "ws1"}) {
+    for (int p = 0; p < 2; ++p) {
+      CHECK(
+          std::filesystem::exists(dir / (ws + "/data/part" + std::to_string(p) + "/node_ids.npy")));
+    }
+  }
+  CHECK_FALSE(std::filesystem::exists(dir / "ws1/data/part0/feat.npy"));
+
+  // ... and each machine's gnn-serve answers any partition's nodes by them.
+  test::Setup s("serve-own");
+  s.config = own2;
+  s.graph_name = "mine";
+  const int port = test::FreeLoopbackPortRanges(1, 2).at(0);
+  test::ChildProcess launcher(
+      s.Args(Bin("gnn-serve") + " --restore_model_path " + model + " --http_port " +
+             std::to_string(port) + " --wire_dtype float32 --num_omp_threads 1"),
+      s.dir / "launch-serve");
+  Endpoint m1{port + 1, ""};
+  INFO(launcher.Stderr());
+  REQUIRE(m1.WaitReady());
+  std::vector<int64_t> every;
+  for (int v = 0; v < 50; ++v) every.push_back(MyId(v));
+  CHECK(MaxDiffOver(m1, "mine", every, want) < 1e-5);
+  launcher.Signal(SIGINT);
+  REQUIRE(launcher.Wait(std::chrono::seconds(30)).has_value());
+  s.RequireNothingLeft(launcher.pid());
 }

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/npy.h"
 #include "common/timer.h"
+#include "partition/local_partition.h"
 #include "train/loop/model_file.h"
 #include "train/loop/train_env.h"
 #include "train/loop/training_loop.h"
@@ -206,15 +207,16 @@ class Inference {
   }
 
   // --nodes / --node_mask: the rows this rank writes. Input ids are
-  // 0..N-1 (orig_nids is a permutation of them): one outside is named
-  // before any work.
+  // 0..N-1 (orig_nids is a permutation of them), or the user's own
+  // (gnn-partition --node_ids): an id that is not a node is named before
+  // any work.
   void ChooseNodes() {
     std::vector<int64_t> requested;
     if (!o_.nodes.empty()) {
       requested = ReadRequestedIds(*env_, o_.nodes);
       for (int64_t id :
            {requested.empty() ? 0 : requested.front(), requested.empty() ? 0 : requested.back()}) {
-        if (id < 0 || id >= config_.num_nodes) {
+        if (!config_.user_node_ids && (id < 0 || id >= config_.num_nodes)) {
           throw DataError("--nodes " + o_.nodes + ": id " + std::to_string(id) +
                           " is not a node of " + config_.graph_name + " (input ids are 0.." +
                           std::to_string(config_.num_nodes - 1) + ")");
@@ -222,8 +224,18 @@ class Inference {
       }
     }
     shard_ = env_->Shard();
+    // The files speak the user's ids when the partitions keep them.
+    if (shard_.part >= 0 && config_.user_node_ids) {
+      shard_.orig_ids = LoadUserNodeIds(config_, shard_.part);
+    }
     if (shard_.part >= 0) rows_ = ChooseRows(o_, shard_, requested);
     written_ = env_->SumOverRanks(static_cast<double>(rows_.size()));
+    if (!o_.nodes.empty() && written_ < static_cast<double>(requested.size())) {
+      throw DataError("--nodes " + o_.nodes + ": " +
+                      std::to_string(requested.size() - static_cast<size_t>(written_)) +
+                      " of its " + std::to_string(requested.size()) + " ids are not nodes of " +
+                      config_.graph_name + " (its ids are those of gnn-partition --node_ids)");
+    }
   }
 
   // This writer's shard: its rows, in the partition's (new id) order; the
@@ -297,6 +309,7 @@ class Inference {
                 {"num_parts", config_.num_parts},
                 {"num_nodes", static_cast<int64_t>(written_)},
                 {"nodes", o_.nodes.empty() ? o_.node_mask : "--nodes " + o_.nodes},
+                {"ids", config_.user_node_ids ? "node_ids" : "input rows"},
                 {"model_path", o_.restore_model_path},
                 {"model", model_meta_},
                 {"saved_model_epoch", SavedEpoch()},

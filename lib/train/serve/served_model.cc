@@ -112,6 +112,7 @@ Served LoadServed(TrainOptions& o, const ServeOptions& s) {
   }
   info.graph_name = v.config.graph_name;
   info.num_nodes = v.config.num_nodes;
+  info.user_ids = v.config.user_node_ids;
   info.feature_dim = v.config.feature_dim;
   info.classes = v.model.meta.at("out_feats").get<int64_t>();
   info.embed_layer = v.model.embed_layer;
