@@ -11,7 +11,7 @@ PACKAGES=(
   libzmq3-dev cppzmq-dev
   libcereal-dev nlohmann-json3-dev libcli11-dev catch2 libcpp-httplib-dev
   libtorch-dev libgloo-dev libopenblas0-openmp
-  python3-numpy python3-torch python3-matplotlib python3-venv
+  python3-numpy python3-scipy python3-torch python3-matplotlib python3-venv
   openssh-server openssh-client rsync iproute2 time procps
   clang-format
 )

@@ -409,11 +409,11 @@ std::vector<char> ReadNpyBytes(const std::string& path, NpyHeader* header) {
 }
 
 template <typename From, typename To>
-void Convert(const std::vector<char>& bytes, std::vector<To>* out) {
-  out->resize(bytes.size() / sizeof(From));
+void Convert(const char* bytes, size_t size, std::vector<To>* out) {
+  out->resize(size / sizeof(From));
   for (size_t i = 0; i < out->size(); ++i) {
     From v;
-    std::memcpy(&v, bytes.data() + i * sizeof(From), sizeof(From));
+    std::memcpy(&v, bytes + i * sizeof(From), sizeof(From));
     (*out)[i] = static_cast<To>(v);
   }
 }
@@ -421,16 +421,16 @@ void Convert(const std::vector<char>& bytes, std::vector<To>* out) {
 // Integer dtypes (uint8/bool, int32, int64) widened into *out; false for
 // a float dtype.
 template <typename To>
-bool ConvertIntegers(DType dtype, const std::vector<char>& bytes, std::vector<To>* out) {
+bool ConvertIntegers(DType dtype, const char* bytes, size_t size, std::vector<To>* out) {
   switch (dtype) {
     case DType::kUInt8:
-      Convert<uint8_t>(bytes, out);
+      Convert<uint8_t>(bytes, size, out);
       return true;
     case DType::kInt32:
-      Convert<int32_t>(bytes, out);
+      Convert<int32_t>(bytes, size, out);
       return true;
     case DType::kInt64:
-      Convert<int64_t>(bytes, out);
+      Convert<int64_t>(bytes, size, out);
       return true;
     default:
       return false;
@@ -439,33 +439,42 @@ bool ConvertIntegers(DType dtype, const std::vector<char>& bytes, std::vector<To
 
 }  // namespace
 
-std::vector<float> ReadNpyFloats(const std::string& path, NpyHeader* header) {
-  const std::vector<char> bytes = ReadNpyBytes(path, header);
+std::vector<float> NpyToFloats(const NpyHeader& header, const char* data) {
+  const size_t size = static_cast<size_t>(header.data_bytes);
   std::vector<float> out;
-  if (ConvertIntegers(header->dtype, bytes, &out)) return out;
-  if (header->dtype == DType::kFloat16) {
-    out.resize(bytes.size() / 2);
+  if (ConvertIntegers(header.dtype, data, size, &out)) return out;
+  if (header.dtype == DType::kFloat16) {
+    out.resize(size / 2);
     for (size_t i = 0; i < out.size(); ++i) {
       uint16_t h;
-      std::memcpy(&h, bytes.data() + 2 * i, 2);
+      std::memcpy(&h, data + 2 * i, 2);
       out[i] = HalfToFloat(h);
     }
-  } else if (header->dtype == DType::kFloat64) {
-    Convert<double>(bytes, &out);
+  } else if (header.dtype == DType::kFloat64) {
+    Convert<double>(data, size, &out);
   } else {
-    Convert<float>(bytes, &out);
+    Convert<float>(data, size, &out);
   }
   return out;
 }
 
-std::vector<int64_t> ReadNpyInts(const std::string& path, NpyHeader* header) {
-  const std::vector<char> bytes = ReadNpyBytes(path, header);
+std::vector<int64_t> NpyToInts(const NpyHeader& header, const char* data, const std::string& name) {
   std::vector<int64_t> out;
-  if (!ConvertIntegers(header->dtype, bytes, &out)) {
-    throw DataError(path + ": dtype " + DTypeDescr(header->dtype) +
+  if (!ConvertIntegers(header.dtype, data, static_cast<size_t>(header.data_bytes), &out)) {
+    throw DataError(name + ": dtype " + DTypeDescr(header.dtype) +
                     " holds floats; integers (int32, int64, uint8 or bool) are expected");
   }
   return out;
+}
+
+std::vector<float> ReadNpyFloats(const std::string& path, NpyHeader* header) {
+  const std::vector<char> bytes = ReadNpyBytes(path, header);
+  return NpyToFloats(*header, bytes.data());
+}
+
+std::vector<int64_t> ReadNpyInts(const std::string& path, NpyHeader* header) {
+  const std::vector<char> bytes = ReadNpyBytes(path, header);
+  return NpyToInts(*header, bytes.data(), path);
 }
 
 }  // namespace gnn

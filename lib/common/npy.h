@@ -115,5 +115,9 @@ std::vector<T> ReadNpy(const std::string& path, const std::vector<int64_t>& expe
 // naming the file and dtype). *header gets its header (shape, dtype).
 std::vector<float> ReadNpyFloats(const std::string& path, NpyHeader* header);
 std::vector<int64_t> ReadNpyInts(const std::string& path, NpyHeader* header);
+// The same conversions of an array's data already in memory (`data`
+// holds header.data_bytes bytes, e.g. a .npz member's); `name` in errors.
+std::vector<float> NpyToFloats(const NpyHeader& header, const char* data);
+std::vector<int64_t> NpyToInts(const NpyHeader& header, const char* data, const std::string& name);
 
 }  // namespace gnn

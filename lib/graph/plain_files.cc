@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <string_view>
 #include <unordered_map>
 
@@ -11,6 +12,7 @@
 #include "common/gzip.h"
 #include "common/log.h"
 #include "common/npy.h"
+#include "common/npz.h"
 
 namespace gnn {
 
@@ -87,6 +89,101 @@ char DelimiterOf(std::string_view line) {
   if (line.find('\t') != std::string_view::npos) return '\t';
   if (line.find(',') != std::string_view::npos) return ',';
   return ' ';
+}
+
+// --node_feat FILE.npz: np.savez's one array, or the matrix of
+// scipy.sparse.save_npz (csr, csc or coo; repeated entries add up, as
+// SciPy's toarray adds them), densified to float32 [rows, cols] until
+// sparse features are kept sparse. Every index is checked: one line
+// naming the file.
+struct NpzFeatures {
+  int64_t rows = 0, cols = 0;
+  std::vector<float> values;
+};
+
+NpzFeatures ReadNpzFeatures(const std::string& path) {
+  const std::map<std::string, std::string> members = ReadNpz(path);
+  const std::string what = "--node_feat " + path;
+  auto array = [&](const std::string& name, NpyHeader* h) -> const char* {
+    const auto it = members.find(name);
+    if (it == members.end()) throw DataError(what + ": has no member '" + name + ".npy'");
+    *h = ParseNpyHeader(it->second.data(), it->second.size(), it->second.size(),
+                        what + " member " + name);
+    return it->second.data() + h->data_offset;
+  };
+  NpzFeatures out;
+  NpyHeader h;
+  const auto format = members.find("format");
+  if (format == members.end()) {
+    if (members.size() != 1) {
+      throw DataError(what + ": holds " + S(static_cast<int64_t>(members.size())) +
+                      " arrays; features are one array (np.savez) or a SciPy sparse matrix "
+                      "(scipy.sparse.save_npz)");
+    }
+    const char* data = array(members.begin()->first, &h);
+    if (h.shape.size() != 2) {
+      throw DataError(what + ": its array has " + S(static_cast<int64_t>(h.shape.size())) +
+                      " dimensions; features are [N, F]");
+    }
+    out.rows = h.shape[0];
+    out.cols = h.shape[1];
+    out.values = NpyToFloats(h, data);
+    return out;
+  }
+  // SciPy's format.npy: a 0-d bytes array ('|S3'), its 3 bytes last.
+  const std::string& fmt_npy = format->second;
+  const std::string kind = fmt_npy.size() >= 3 ? fmt_npy.substr(fmt_npy.size() - 3) : "";
+  if (fmt_npy.find("'|S3'") == std::string::npos ||
+      (kind != "csr" && kind != "csc" && kind != "coo")) {
+    throw DataError(what + ": a SciPy sparse matrix of a format other than csr, csc or coo " +
+                    "(convert it with m.tocsr() before scipy.sparse.save_npz)");
+  }
+  std::vector<int64_t> shape = NpyToInts(h, array("shape", &h), what + " member shape");
+  if (shape.size() != 2 || shape[0] < 0 || shape[1] < 0) {
+    throw DataError(what + ": member shape is not [rows, cols]");
+  }
+  out.rows = shape[0];
+  out.cols = shape[1];
+  int64_t cells = 0;
+  if (__builtin_mul_overflow(out.rows, out.cols, &cells) || cells > (int64_t{1} << 40)) {
+    throw DataError(what + ": " + S(out.rows) + " x " + S(out.cols) + " is too large to densify");
+  }
+  const std::vector<float> data = NpyToFloats(h, array("data", &h));
+  out.values.assign(static_cast<size_t>(cells), 0.f);
+  auto add = [&](int64_t r, int64_t c, size_t k) {
+    if (r < 0 || r >= out.rows || c < 0 || c >= out.cols) {
+      throw DataError(what + ": entry " + S(static_cast<int64_t>(k)) + " at (" + S(r) + ", " +
+                      S(c) + ") is outside the " + S(out.rows) + " x " + S(out.cols) + " matrix");
+    }
+    out.values[static_cast<size_t>(r * out.cols + c)] += data[k];
+  };
+  if (kind == "coo") {
+    const std::vector<int64_t> row = NpyToInts(h, array("row", &h), what + " member row");
+    const std::vector<int64_t> col = NpyToInts(h, array("col", &h), what + " member col");
+    if (row.size() != data.size() || col.size() != data.size())
+      throw DataError(what + ": row, col and data differ in length");
+    for (size_t k = 0; k < data.size(); ++k) add(row[k], col[k], k);
+    return out;
+  }
+  const std::vector<int64_t> ptr = NpyToInts(h, array("indptr", &h), what + " member indptr");
+  const std::vector<int64_t> idx = NpyToInts(h, array("indices", &h), what + " member indices");
+  const int64_t major = kind == "csr" ? out.rows : out.cols;
+  if (static_cast<int64_t>(ptr.size()) != major + 1 || ptr.front() != 0 ||
+      ptr.back() != static_cast<int64_t>(data.size()) || idx.size() != data.size()) {
+    throw DataError(what + ": indptr must have " + S(major + 1) + " entries from 0 to nnz (" +
+                    S(static_cast<int64_t>(data.size())) + "), and indices nnz");
+  }
+  for (int64_t i = 0; i < major; ++i) {
+    if (ptr[i + 1] < ptr[i]) throw DataError(what + ": indptr decreases at " + S(i));
+    for (int64_t k = ptr[i]; k < ptr[i + 1]; ++k) {
+      if (kind == "csr") {
+        add(i, idx[k], static_cast<size_t>(k));
+      } else {
+        add(idx[k], i, static_cast<size_t>(k));
+      }
+    }
+  }
+  return out;
 }
 
 // The user's ids -> rows, when --node_ids is given.
@@ -308,7 +405,9 @@ void AddPlainFileFlags(CLI::App& app, PlainFiles* f) {
   app.add_option("--edge_columns", f->edge_columns,
                  "the edge list's source and destination columns: header names or 0-based "
                  "positions (default 0,1)");
-  app.add_option("--node_feat", f->node_feat, "node features .npy [N, F] (float16/32/64)");
+  app.add_option("--node_feat", f->node_feat,
+                 "node features .npy [N, F] (float16/32/64), or .npz (np.savez, or a SciPy "
+                 "sparse matrix from scipy.sparse.save_npz, densified)");
   app.add_option("--labels", f->labels, "node labels .npy [N] (int32/int64; -1: none)");
   app.add_option("--train_ids", f->train_ids, "train nodes: ids or a 0/1 mask (.npy or text)");
   app.add_option("--valid_ids", f->valid_ids, "validation nodes: ids or a 0/1 mask");
@@ -319,17 +418,22 @@ void AddPlainFileFlags(CLI::App& app, PlainFiles* f) {
 
 Dataset LoadPlainFiles(const PlainFiles& f, bool ignore_edge_data) {
   f.Validate();
-  if (EndsWith(f.node_feat, ".npz")) {
-    throw DataError("--node_feat " + f.node_feat +
-                    ": a .npz (SciPy sparse) is not read yet; save it dense with "
-                    "np.save(path, m.toarray().astype(np.float32))");
-  }
-  if (!EndsWith(f.node_feat, ".npy"))
-    throw DataError("--node_feat " + f.node_feat + ": a .npy file is expected");
+  const bool npz = EndsWith(f.node_feat, ".npz");
+  if (!npz && !EndsWith(f.node_feat, ".npy"))
+    throw DataError("--node_feat " + f.node_feat + ": a .npy or .npz file is expected");
   if (!EndsWith(f.labels, ".npy"))
     throw DataError("--labels " + f.labels + ": a .npy file is expected");
-  // Headers first: the row counts must agree before any heavy read.
-  const NpyHeader fh = ReadNpyHeader(f.node_feat);
+  // Headers first: the row counts must agree before any heavy read (a
+  // .npz is read whole: its shape is inside the archive).
+  NpzFeatures packed;
+  NpyHeader fh;
+  if (npz) {
+    packed = ReadNpzFeatures(f.node_feat);
+    fh.dtype = DType::kFloat32;
+    fh.shape = {packed.rows, packed.cols};
+  } else {
+    fh = ReadNpyHeader(f.node_feat);
+  }
   if (fh.shape.size() != 2) {
     throw DataError("--node_feat " + f.node_feat + ": shape must be [N, F], not " +
                     S(static_cast<int64_t>(fh.shape.size())) + " dimensions");
@@ -380,7 +484,7 @@ Dataset LoadPlainFiles(const PlainFiles& f, bool ignore_edge_data) {
     if (l < -1) l = -1;
     d.num_classes = std::max(d.num_classes, l + 1);
   }
-  d.features = ReadNpyFloats(f.node_feat, &h);
+  d.features = npz ? std::move(packed.values) : ReadNpyFloats(f.node_feat, &h);
   d.feature_dim = fh.shape[1];
   if (fh.dtype != DType::kFloat32) {
     GNN_LOG(kInfo) << "--node_feat " << f.node_feat << ": " << DTypeDescr(fh.dtype)

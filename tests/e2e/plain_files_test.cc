@@ -8,7 +8,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/error.h"
+#include "common/fs.h"
 #include "common/npy.h"
+#include "common/npz.h"
 #include "process_util.h"
 #include "test_util.h"
 
@@ -169,6 +172,82 @@ TEST_CASE("plain files: every problem is one line naming the file and the fix", 
       RunProcess({Bin("gnn-partition"), "--edges", f.dir / "edges.csv", "--num_parts", "1"}),
       "gnn-partition", "--node_feat FILE.npy");
   std::ofstream(f.dir / "feat.npz") << "PK";
-  ExpectOneLine(part({"--node_feat", f.dir / "feat.npz"}), "gnn-partition", "np.save");
+  ExpectOneLine(part({"--node_feat", f.dir / "feat.npz"}), "gnn-partition", "not a .npz");
   CHECK_FALSE(std::filesystem::exists(f.dir / "o"));
+}
+
+TEST_CASE("plain files: features as .npz, dense or SciPy sparse, partition as the .npy does",
+          "[e2e]") {
+  // numpy writes the archives (np.savez, np.savez_compressed) and SciPy its
+  // sparse matrices (scipy.sparse.save_npz: csr and csc deflated, coo
+  // stored), from the same float64 matrix as feat.npy; then malformed ones.
+  REQUIRE(RunProcess({"/usr/bin/python3", "-c", "import numpy, scipy.sparse"}).exit_code == 0);
+  Files f;
+  const std::string script = R"(
+import io, sys, zipfile, numpy as np, scipy.sparse as sp
+d = sys.argv[1]
+m = np.load(d + '/feat.npy')
+m[::4, 1] = 0  # some zeros, so the sparse forms leave entries out
+np.save(d + '/feat.npy', m)
+np.savez_compressed(d + '/dense.npz', m)
+sp.save_npz(d + '/csr.npz', sp.csr_matrix(m))
+sp.save_npz(d + '/csc.npz', sp.csc_matrix(m))
+sp.save_npz(d + '/coo.npz', sp.coo_matrix(m), compressed=False)
+def npz(path, arrays):
+    with zipfile.ZipFile(path, 'w', zipfile.ZIP_DEFLATED) as z:
+        for name, a in arrays.items():
+            b = io.BytesIO(); np.save(b, a); z.writestr(name + '.npy', b.getvalue())
+c = sp.csr_matrix(m)
+bad = c.indices.copy(); bad[5] = 3
+npz(d + '/bad_index.npz', dict(format=np.array(b'csr'), shape=np.array([60, 3]), indptr=c.indptr, indices=bad, data=c.data))
+npz(d + '/bad_ptr.npz', dict(format=np.array(b'csr'), shape=np.array([60, 3]), indptr=c.indptr[:-1], indices=c.indices, data=c.data))
+npz(d + '/lil.npz', dict(format=np.array(b'lil'), shape=np.array([60, 3])))
+npz(d + '/two.npz', dict(a=m, b=m))
+raw = bytearray(open(d + '/csr.npz', 'rb').read())
+at = raw.index(b'data.npy') + 40
+raw[at:at + 8] = b'\xff' * 8
+open(d + '/corrupt.npz', 'wb').write(bytes(raw))
+)";
+  auto py = RunProcess({"/usr/bin/python3", "-c", script, f.dir.path()});
+  INFO(py.err);
+  REQUIRE(py.exit_code == 0);
+  auto part = [&](const std::string& feat, const std::string& out) {
+    return f.Run("gnn-partition", {"--node_feat", f.dir / feat, "--num_parts", "1", "--output",
+                                   f.dir / out, "--ignore_edge_data"});
+  };
+  auto r = part("feat.npy", "ref");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::vector<float> want = ReadNpy<float>(f.dir / "ref/part0/feat.npy");
+  for (const std::string name : {"dense", "csr", "csc", "coo"}) {
+    r = part(name + ".npz", name);
+    INFO(name << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(ReadNpy<float>(f.dir / (name + "/part0/feat.npy")) == want);
+  }
+  ExpectOneLine(part("bad_index.npz", "o"), "gnn-partition", "bad_index.npz: entry 5 at (");
+  ExpectOneLine(part("bad_ptr.npz", "o"), "gnn-partition", "indptr must have 61 entries");
+  ExpectOneLine(part("lil.npz", "o"), "gnn-partition", "m.tocsr()");
+  ExpectOneLine(part("two.npz", "o"), "gnn-partition", "holds 2 arrays");
+  ExpectOneLine(part("corrupt.npz", "o"), "gnn-partition", "(member data.npy)");
+  CHECK_FALSE(std::filesystem::exists(f.dir / "o"));
+
+  // Every prefix of an archive, and every byte of it overwritten, is read
+  // or refused as a DataError: no other failure, no read out of bounds.
+  const std::string whole = ReadFile(f.dir / "csr.npz");
+  const std::string cut = f.dir / "cut.npz";
+  int refused = 0;
+  for (size_t i = 0; i < whole.size(); ++i) {
+    for (const bool truncate : {true, false}) {
+      std::string bytes = truncate ? whole.substr(0, i) : whole;
+      if (!truncate) bytes[i] = static_cast<char>(~bytes[i]);
+      WriteFileAtomic(cut, bytes);
+      try {
+        ReadNpz(cut);
+      } catch (const DataError&) {
+        ++refused;
+      }
+    }
+  }
+  CHECK(refused >= static_cast<int>(whole.size()));  // at least every prefix
 }
