@@ -1,7 +1,8 @@
 // gnn-train --inference as processes: a model saved by --save_model applied
 // standalone and through gnn-launch on another partitioning of the graph,
 // its shards and manifest, the training run's evaluation reproduced, the
-// narrow wire's predictions, --nodes / --node_mask, and bad inputs.
+// narrow wire's predictions, --nodes / --node_mask, sampled inference
+// (--fan_out), and bad inputs.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
@@ -197,6 +198,53 @@ TEST_CASE("inference applies a saved model on any partitioning and reproduces it
   const Predictions p5 = ReadPredictions(s.dir / "p5");
   CHECK(p5.logits.size() == 3);
   CHECK(p5.logits.count(1999) == 1);
+}
+
+TEST_CASE(
+    "inference --fan_out samples each node's neighbourhood, alike for any batch or partitioning",
+    "[e2e]") {
+  test::Setup s("infer-sampled");  // synthetic:tiny in 2 parts, 2 machines on loopback
+  const std::string one = test::MakePartitions(s.dir, "synthetic:tiny", 1, "one");
+  const std::string model = s.dir / "m.pt";
+  RunTrainer({"--part_config", one, "--num_epochs", "3", "--batch_size", "100", "--lr", "0.01",
+              "--save_model", model});
+  auto infer = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> a = {
+        "--part_config",          one,         "--inference",       "--restore_model_path", model,
+        "--save_prediction_path", s.dir / out, "--save_embed_path", s.dir / (out + "-emb")};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return RunTrainer(a);
+  };
+  infer("full", {});
+  infer("s1", {"--fan_out", "2,2"});
+  infer("s2", {"--fan_out", "2,2", "--batch_size_eval", "37"});
+  infer("big", {"--fan_out", "1000,1000"});
+  const Predictions full = ReadPredictions(s.dir / "full"), s1 = ReadPredictions(s.dir / "s1"),
+                    s2 = ReadPredictions(s.dir / "s2"), big = ReadPredictions(s.dir / "big");
+  REQUIRE(s1.logits.size() == 2000);
+  // Sampling 2 of each node's neighbours changes the answers; a fan-out
+  // above every degree is every neighbour again.
+  CHECK(MaxDiff(full, s1) > 1e-3);
+  CHECK(MaxDiff(full, big) < 1e-5);
+  // A node's sample depends on the node, not on its batch.
+  CHECK(MaxDiff(s1, s2) < 1e-5);
+  std::vector<int64_t> shape;
+  ReadNpy<float>(s.dir / "s1-emb/part0/emb.npy", {}, &shape);
+  CHECK(shape == std::vector<int64_t>{2000, 16});
+  // On 2 machines over the 2-part partitioning, the same samples (the
+  // exact wire).
+  Launch(s,
+         "--inference --restore_model_path " + model + " --save_prediction_path " + (s.dir / "d1") +
+             " --wire_dtype float32 --fan_out 2,2",
+         "launch-sampled");
+  CHECK(MaxDiff(s1, ReadPredictions(s.dir / "d1")) < 1e-5);
+  // A fan-out per layer of the model, or one line.
+  auto r = RunProcess({Bin("gnn-train"), "--standalone", "--quiet", "--part_config", one,
+                       "--inference", "--restore_model_path", model, "--save_prediction_path",
+                       s.dir / "bad", "--fan_out", "2,2,2"});
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.err, Catch::Contains("--fan_out '2,2,2' has 3 entries; the model in"));
+  CHECK_FALSE(std::filesystem::exists(s.dir / "bad/manifest.json"));
 }
 
 TEST_CASE("inference: bad inputs are one line, before anything is written", "[e2e]") {

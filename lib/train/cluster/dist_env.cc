@@ -530,12 +530,26 @@ class DistEnv : public TrainEnv {
     return s;
   }
 
+  // --inference --fan_out: this rank's range, each node from its sampled
+  // neighbourhood (the data plane's batches, as training draws them).
+  torch::Tensor InferSampled(NodeModel& model, int capture_layer, torch::Tensor* emb) {
+    const std::vector<int> fanouts = ParseFanouts(o_.infer_fan_out);
+    const auto [lo, hi] = RangeOf(rank_);
+    return PredictSampled(model, lo, hi - lo, o_.batch_size_eval, o_.seed, capture_layer, emb,
+                          [&](const std::vector<int64_t>& seeds, uint64_t rng_seed) {
+                            return graph_->MakeBatch(seeds, fanouts, false, rng_seed);
+                          });
+  }
+
   // Each rank's rows of its range go to its partition's writer (one
   // all-to-all), which puts them in id order; nothing is gathered whole.
   void InferShard(NodeModel& model, int capture_layer, InferenceShard* shard) override {
     torch::Tensor emb;
     const torch::Tensor logits =
-        Infer(model, false, capture_layer, capture_layer >= 0 ? &emb : nullptr).contiguous();
+        (o_.infer_fan_out.empty()
+             ? Infer(model, false, capture_layer, capture_layer >= 0 ? &emb : nullptr)
+             : InferSampled(model, capture_layer, capture_layer >= 0 ? &emb : nullptr))
+            .contiguous();
     if (emb.defined()) emb = emb.contiguous();
     std::vector<std::string> to(static_cast<size_t>(world_));
     std::string& mine = to[static_cast<size_t>(WriterRank(part_))];

@@ -119,8 +119,25 @@ class StandaloneEnv : public TrainEnv {
     return s;
   }
   void InferShard(NodeModel& model, int capture_layer, InferenceShard* shard) override {
-    shard->logits = Inference(model, part_, o_.batch_size_eval, o_.num_workers, capture_layer,
-                              capture_layer >= 0 ? &shard->emb : nullptr);
+    torch::Tensor* emb = capture_layer >= 0 ? &shard->emb : nullptr;
+    if (o_.infer_fan_out.empty()) {
+      shard->logits =
+          Inference(model, part_, o_.batch_size_eval, o_.num_workers, capture_layer, emb);
+      return;
+    }
+    const std::vector<int> fanouts = ParseFanouts(o_.infer_fan_out);
+    const int threads = std::max(1, o_.num_workers);
+    shard->logits = PredictSampled(
+        model, part_.node_start, part_.num_nodes, o_.batch_size_eval, o_.seed, capture_layer, emb,
+        [&](const std::vector<int64_t>& seeds, uint64_t rng_seed) {
+          MiniBatch mb;
+          mb.seeds = seeds;
+          mb.feature_dim = part_.feature_dim;
+          mb.blocks = SampleBlocks(graph_.csc, seeds, fanouts, false, rng_seed, threads);
+          ::gnn::GatherRows(part_.features.data(), part_.node_start, part_.feature_dim,
+                            mb.blocks.front().src_nodes, &mb.features, threads);
+          return mb;
+        });
   }
 
   int64_t NumBatches() const override {

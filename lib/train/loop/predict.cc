@@ -12,6 +12,7 @@
 #include "common/npy.h"
 #include "common/timer.h"
 #include "partition/local_partition.h"
+#include "sampling/sampler.h"
 #include "train/loop/model_file.h"
 #include "train/loop/train_env.h"
 #include "train/loop/training_loop.h"
@@ -370,6 +371,13 @@ RestoredModel RestoreModel(const std::vector<char>& bytes, const std::string& pa
   LoadParams(*r.model, o->model, file, path);
   r.model->eval();
   const int layers = r.model->num_layers();
+  if (!o->infer_fan_out.empty() &&
+      static_cast<int>(ParseFanouts(o->infer_fan_out).size()) != layers) {
+    throw ConfigError("--fan_out '" + o->infer_fan_out + "' has " +
+                      std::to_string(ParseFanouts(o->infer_fan_out).size()) +
+                      " entries; the model in " + path + " has " + std::to_string(layers) +
+                      " layers");
+  }
   r.embed_layer = o->embed_layer > 0 ? o->embed_layer : std::max(1, layers - 1);
   if (r.embed_layer > layers) {
     throw ConfigError("--embed_layer " + std::to_string(r.embed_layer) + ": the model has " +

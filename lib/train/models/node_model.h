@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -19,6 +20,7 @@
 namespace gnn {
 
 struct TrainOptions;
+struct MiniBatch;
 
 class NodeModel : public torch::nn::Module {
  public:
@@ -47,6 +49,25 @@ class NodeModel : public torch::nn::Module {
   virtual std::string Name() const = 0;
   virtual nlohmann::json Describe() const = 0;
 };
+
+// A sampled mini-batch through every layer, without gradients (input_means
+// form too): the first `rows` seeds' outputs [rows, out]; with
+// capture_layer >= 0 (0-based) that layer's rows of them into *captured.
+torch::Tensor PredictBatch(NodeModel& model, const MiniBatch& mb, int64_t rows, int capture_layer,
+                           torch::Tensor* captured);
+
+// Makes the mini-batch of `seeds` (global ids, distinct), each layer
+// drawn with MixSeed(rng_seed, layer).
+using BatchMaker = std::function<MiniBatch(const std::vector<int64_t>& seeds, uint64_t rng_seed)>;
+
+// Sampled inference (--inference --fan_out) of nodes [start, start + n)
+// in batches of `batch`, every batch drawn with one seed derived from
+// `seed`: a node's sampled neighbourhood depends on the node, the layer
+// and the seed alone, not on its batch or the partitioning. Returns
+// [n, out] and, with capture_layer >= 0, *captured [n, OutDim(layer)].
+torch::Tensor PredictSampled(NodeModel& model, int64_t start, int64_t n, int64_t batch,
+                             uint64_t seed, int capture_layer, torch::Tensor* captured,
+                             const BatchMaker& make);
 
 // Layer widths in -> hidden x (num_layers - 1) -> out: [num_layers + 1].
 std::vector<int64_t> LayerWidths(int64_t in, int64_t hidden, int64_t out, int num_layers);

@@ -9,6 +9,7 @@
 namespace gnn {
 
 void TrainOptions::ApplyModelDefaults(const std::function<bool(const std::string&)>& given) {
+  if (inference && given("--fan_out")) infer_fan_out = fan_out;
   if (num_gpus > 0 && standalone) {
     // The GPU does the model's arithmetic in a fraction of the CPU's time,
     // so the sampling threads are what feeds it: they get the cores, and
@@ -82,6 +83,9 @@ void TrainOptions::Validate() const {
                         "'");
     }
     // Its --fan_out names relations: checked against the config (ParseTypedFanouts).
+  } else if (inference) {
+    // The model file says how many layers it has: checked against it then.
+    if (!infer_fan_out.empty()) ParseFanouts(infer_fan_out);
   } else if (static_cast<int>(Fanouts().size()) != num_layers) {
     throw ConfigError("--fan_out '" + fan_out + "' has " + std::to_string(Fanouts().size()) +
                       " entries but --num_layers is " + std::to_string(num_layers));

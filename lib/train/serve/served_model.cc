@@ -6,6 +6,7 @@
 #include "common/fs.h"
 #include "net/ip_config.h"
 #include "train/models/aggregate.h"
+#include "train/models/node_model.h"
 
 namespace gnn {
 
@@ -19,20 +20,9 @@ class TorchRunner : public ModelRunner {
       : model_(std::move(model)), embed_layer_(embed_layer) {}
 
   void Run(const MiniBatch& mb, int64_t rows, bool embedding, Answer* out) override {
-    torch::NoGradGuard no_grad;
-    std::vector<BlockTensors> blocks;
-    for (const Block& b : mb.blocks) blocks.push_back(ToTensors(b));
-    const int64_t in_rows =
-        mb.input_means ? 2 * mb.blocks.front().num_dst : mb.blocks.front().num_src();
-    torch::Tensor h = torch::from_blob(const_cast<float*>(mb.features.data()),
-                                       {in_rows, mb.feature_dim}, torch::kFloat32);
     torch::Tensor emb;
-    for (int l = 0; l < model_->num_layers(); ++l) {
-      h = l == 0 && mb.input_means ? model_->ForwardLayerFromMeans(0, h)
-                                   : model_->ForwardLayer(l, blocks[static_cast<size_t>(l)], h);
-      if (embedding && l == embed_layer_ - 1) emb = h.slice(0, 0, rows).contiguous();
-    }
-    h = h.slice(0, 0, rows).contiguous();
+    const torch::Tensor h =
+        PredictBatch(*model_, mb, rows, embedding ? embed_layer_ - 1 : -1, &emb);
     out->rows = rows;
     out->classes = h.size(1);
     out->logits.assign(h.data_ptr<float>(), h.data_ptr<float>() + h.numel());
