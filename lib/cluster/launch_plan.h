@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cluster/launcher.h"
+#include "cluster/launch_options.h"
 #include "net/ip_config.h"
 
 namespace gnn {

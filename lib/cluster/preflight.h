@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "cluster/launcher.h"
+#include "cluster/launch_options.h"
 #include "common/error.h"
 
 namespace gnn {

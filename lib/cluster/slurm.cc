@@ -11,8 +11,8 @@
 #include <fstream>
 #include <iostream>
 
+#include "cluster/launch_options.h"
 #include "cluster/launch_plan.h"
-#include "cluster/launcher.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "net/ip_config.h"
