@@ -232,10 +232,11 @@ class Inference {
     if (shard_.part >= 0) rows_ = ChooseRows(o_, shard_, requested);
     written_ = env_->SumOverRanks(static_cast<double>(rows_.size()));
     if (!o_.nodes.empty() && written_ < static_cast<double>(requested.size())) {
-      throw DataError("--nodes " + o_.nodes + ": " +
-                      std::to_string(requested.size() - static_cast<size_t>(written_)) +
-                      " of its " + std::to_string(requested.size()) + " ids are not nodes of " +
-                      config_.graph_name + " (its ids are those of gnn-partition --node_ids)");
+      throw DataError(
+          "--nodes " + o_.nodes + ": " +
+          std::to_string(requested.size() - static_cast<size_t>(written_)) + " of its " +
+          std::to_string(requested.size()) + " ids are not nodes of " + config_.graph_name +
+          (config_.user_node_ids ? " (its ids are those of gnn-partition --node_ids)" : ""));
     }
   }
 
@@ -371,10 +372,9 @@ RestoredModel RestoreModel(const std::vector<char>& bytes, const std::string& pa
   LoadParams(*r.model, o->model, file, path);
   r.model->eval();
   const int layers = r.model->num_layers();
-  if (!o->infer_fan_out.empty() &&
-      static_cast<int>(ParseFanouts(o->infer_fan_out).size()) != layers) {
-    throw ConfigError("--fan_out '" + o->infer_fan_out + "' has " +
-                      std::to_string(ParseFanouts(o->infer_fan_out).size()) +
+  const size_t fanouts = o->infer_fan_out.empty() ? 0 : ParseFanouts(o->infer_fan_out).size();
+  if (fanouts > 0 && static_cast<int>(fanouts) != layers) {
+    throw ConfigError("--fan_out '" + o->infer_fan_out + "' has " + std::to_string(fanouts) +
                       " entries; the model in " + path + " has " + std::to_string(layers) +
                       " layers");
   }
