@@ -33,8 +33,14 @@ int main(int argc, char** argv) {
       "--no_cache", [&](int64_t) { o.data.use_cache = false; },
       "do not read or write the parse cache");
   app.add_flag("--ignore_edge_data", o.data.ignore_edge_data,
-               "go on without the input's edge data (edge-feat.csv.gz, chunked edge_data), "
-               "which is not carried into partitions yet; without this flag it is refused");
+               "drop the input's edge data: edge features (edge-feat.csv.gz, chunked edge_data, "
+               "extra CSV columns) are otherwise carried into part<i>/edge_feat.npy; other edge "
+               "data (weights or labels files, a typed graph's) is refused without this flag");
+  app.add_option("--node_feat_from_edges", o.node_feat_from_edges,
+                 "auto: a graph with edge features and no node features gets each node's mean "
+                 "in-edge features as node features (as ogbn-proteins examples do); mean: "
+                 "append them to the node features too; none: never")
+      ->capture_default_str();
   app.add_option("--num_parts", o.num_parts, "number of partitions")->capture_default_str();
   app.add_option("--part_method", o.part_method,
                  "metis, stream (one-pass greedy, any size) or random")

@@ -160,7 +160,9 @@ void Job::CheckInput() {
     }
     CheckOutput(o_);
     meta_ = ReadChunkedMeta(o_.data.dataset);
-    RefuseEdgeData(o_.data.dataset + "/metadata.json", meta_.edge_data, o_.data.ignore_edge_data);
+    RefuseEdgeData(o_.data.dataset + "/metadata.json", meta_.edge_data, o_.data.ignore_edge_data,
+                   "which gnn-partition --distributed does not carry yet (gnn-partition on one "
+                   "machine carries edge features)");
     int64_t nodes = 0;
     for (size_t t = 0; t < meta_.node_types.size(); ++t) nodes += meta_.NumNodes(t);
     if (o_.num_parts > nodes) {

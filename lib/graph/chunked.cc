@@ -34,6 +34,8 @@ struct RelView {
   std::string key;
   const int64_t *src = nullptr, *dst = nullptr;
   int64_t num_edges = 0;
+  const float* features = nullptr;  // [num_edges, feature_dim] edge features, or none
+  int64_t feature_dim = 0;
 };
 struct DatasetView {
   std::string name;
@@ -117,6 +119,25 @@ void WriteEdges(const DatasetView& v, const ChunkLayout& l, json* meta) {
   }
 }
 
+// edge_data/<relation>/feat-<c>.npy, [chunk edges, k] float32, for the
+// relations with edge features, and their metadata.
+void WriteEdgeData(const DatasetView& v, const ChunkLayout& l, json* meta) {
+  (*meta)["edge_data"] = json::object();
+  for (const RelView& r : v.rels) {
+    if (r.feature_dim == 0) continue;
+    const std::string dir = "edge_data/" + Checked(r.key);
+    MakeDirs((l.out / dir).string());
+    json paths = json::array();
+    for (int c = 0; c < l.chunks; ++c) {
+      const int64_t b = l.Start(r.num_edges, c), e = l.Start(r.num_edges, c + 1);
+      const std::string path = dir + "/feat-" + std::to_string(c) + ".npy";
+      WriteNpy((l.out / path).string(), r.features + b * r.feature_dim, {e - b, r.feature_dim});
+      paths.push_back(path);
+    }
+    (*meta)["edge_data"][r.key]["feat"] = {{"format", {{"name", "numpy"}}}, {"data", paths}};
+  }
+}
+
 // <type_dir>/<name>-<c>.npy: `width` values of type T per node of `t`,
 // node i's written by row_of(i, out); and their metadata.
 template <typename T, typename RowOf>
@@ -180,7 +201,7 @@ void Write(const DatasetView& v, int chunks, const std::string& dir) {
   DescribeNodes(v, layout, &meta);
   WriteEdges(v, layout, &meta);
   WriteNodeData(v, layout, &meta);
-  meta["edge_data"] = json::object();
+  WriteEdgeData(v, layout, &meta);
   meta["gnn"] = {{"format_version", kChunkedVersion},
                  {"target", v.types[v.target].name},
                  {"num_classes", v.num_classes},
@@ -390,11 +411,18 @@ ChunkedMeta ReadChunkedMeta(const std::string& dir) {
         m.node_data[t].push_back({name, files(nd.At(name))});
     }
   }
+  m.edge_data_files.resize(m.edge_types.size());
   if (r.Has("edge_data")) {
     const JsonReader ed = r.At("edge_data");
-    for (const std::string& etype : ed.Keys())
-      for (const std::string& name : ed.At(etype).Keys())
+    for (const std::string& etype : ed.Keys()) {
+      const auto it = std::find(m.edge_types.begin(), m.edge_types.end(), etype);
+      if (it == m.edge_types.end()) ed.At(etype).Fail("is not one of edge_type");
+      for (const std::string& name : ed.At(etype).Keys()) {
         m.edge_data.push_back("edge_data." + etype + "." + name);
+        m.edge_data_files[static_cast<size_t>(it - m.edge_types.begin())].push_back(
+            {name, files(ed.At(etype).At(name))});
+      }
+    }
   }
   if (r.Has("gnn")) {
     const JsonReader g = r.At("gnn");
@@ -415,9 +443,64 @@ ChunkedMeta ReadChunkedMeta(const std::string& dir) {
   return m;
 }
 
-HeteroDataset ReadChunkedHeteroDataset(const std::string& dir, bool ignore_edge_data) {
-  const ChunkedMeta m = ReadChunkedMeta(dir);
-  RefuseEdgeData((fs::path(dir) / "metadata.json").string(), m.edge_data, ignore_edge_data);
+namespace {
+
+// Relation r's edge data as features: every array in name order, its
+// columns side by side. *width: the total.
+std::vector<float> ReadEdgeFeatures(const ChunkedMeta& m, size_t r, int64_t* width) {
+  const std::string meta = m.dir + "/metadata.json";
+  int64_t edges = 0;
+  for (int64_t c : m.edges_per_chunk[r]) edges += c;
+  std::vector<std::vector<float>> arrays;
+  std::vector<int64_t> widths;
+  for (const auto& [name, f] : m.edge_data_files[r]) {
+    if (name == "label" || name == "train_mask" || name == "val_mask" || name == "test_mask") {
+      throw DataError(meta + ": edge_data." + m.edge_types[r] + "." + name +
+                      " is for edge tasks, which gnn does not train yet; pass "
+                      "--ignore_edge_data to go on without the edge data");
+    }
+    if (f.format != "numpy") {
+      throw DataError(meta + ": edge data " + name + " of " + m.edge_types[r] + " must be numpy");
+    }
+    std::vector<float> all;
+    int64_t w = -1;
+    for (int c = 0; c < m.num_chunks; ++c) {
+      const std::string path = Resolve(m, f.paths[static_cast<size_t>(c)], "edge data file");
+      NpyHeader h;
+      std::vector<float> rows = ReadNpyFloats(path, &h);
+      const int64_t want = m.edges_per_chunk[r][static_cast<size_t>(c)];
+      const int64_t cw = h.shape.size() == 1 ? 1 : h.shape.size() == 2 ? h.shape[1] : -1;
+      if (h.shape.empty() || h.shape[0] != want || cw < 1) {
+        throw DataError(path + ": shape does not match the chunk's " + std::to_string(want) +
+                        " edges ([" + std::to_string(want) + "] or [" + std::to_string(want) +
+                        ", k] wanted)");
+      }
+      if (w >= 0 && cw != w) {
+        throw DataError(path + ": " + std::to_string(cw) + " columns, earlier chunks of " + name +
+                        " have " + std::to_string(w));
+      }
+      w = cw;
+      all.insert(all.end(), rows.begin(), rows.end());
+    }
+    arrays.push_back(std::move(all));
+    widths.push_back(w);
+  }
+  *width = 0;
+  for (int64_t w : widths) *width += w;
+  std::vector<float> out(static_cast<size_t>(edges * *width));
+  int64_t col = 0;
+  for (size_t a = 0; a < arrays.size(); ++a) {
+    for (int64_t i = 0; i < edges; ++i) {
+      std::copy(arrays[a].begin() + i * widths[a], arrays[a].begin() + (i + 1) * widths[a],
+                out.begin() + i * *width + col);
+    }
+    col += widths[a];
+  }
+  return out;
+}
+
+HeteroDataset ReadChunkedHetero(const ChunkedMeta& m) {
+  const std::string& dir = m.dir;
   HeteroDataset d;
   d.name = m.graph_name;
   for (size_t t = 0; t < m.node_types.size(); ++t) {
@@ -467,14 +550,28 @@ HeteroDataset ReadChunkedHeteroDataset(const std::string& dir, bool ignore_edge_
   return d;
 }
 
+}  // namespace
+
+HeteroDataset ReadChunkedHeteroDataset(const std::string& dir, bool ignore_edge_data) {
+  const ChunkedMeta m = ReadChunkedMeta(dir);
+  RefuseEdgeData((fs::path(dir) / "metadata.json").string(), m.edge_data, ignore_edge_data,
+                 "which gnn does not carry for typed graphs yet");
+  return ReadChunkedHetero(m);
+}
+
 Dataset ReadChunkedDataset(const std::string& dir, bool ignore_edge_data) {
   const ChunkedMeta m = ReadChunkedMeta(dir);
   if (m.hetero()) {
     throw ConfigError(dir + " holds a heterogeneous graph (" + std::to_string(m.node_types.size()) +
                       " node types, " + std::to_string(m.edge_types.size()) + " relations)");
   }
-  HeteroDataset h = ReadChunkedHeteroDataset(dir, ignore_edge_data);
+  if (ignore_edge_data) RefuseEdgeData(dir + "/metadata.json", m.edge_data, true);
   Dataset d;
+  // Edge data first: a refused name stops the read before the heavy arrays.
+  if (!ignore_edge_data && !m.edge_data.empty()) {
+    d.edge_features = ReadEdgeFeatures(m, 0, &d.edge_feature_dim);
+  }
+  HeteroDataset h = ReadChunkedHetero(m);
   d.name = h.name;
   d.num_nodes = h.node_types[0].num_nodes;
   d.feature_dim = h.node_types[0].feature_dim;
@@ -495,7 +592,8 @@ void WriteChunked(const Dataset& d, int chunks, const std::string& dir) {
   DatasetView v;
   v.name = d.name;
   v.types.push_back({"_N", d.num_nodes, d.feature_dim, d.features.data()});
-  v.rels.push_back({"_N:_E:_N", d.src.data(), d.dst.data(), d.num_edges()});
+  v.rels.push_back({"_N:_E:_N", d.src.data(), d.dst.data(), d.num_edges(), d.edge_features.data(),
+                    d.edge_feature_dim});
   v.labels = d.labels.data();
   v.num_classes = d.num_classes;
   v.splits[0] = &d.train_idx;

@@ -32,9 +32,12 @@ struct ChunkedMeta {
   };
   std::vector<Files> edges;                                           // [relation]
   std::vector<std::vector<std::pair<std::string, Files>>> node_data;  // [type] -> (name, files)
-  // Every edge_data entry, as "edge_data.<src:rel:dst>.<name>": gnn does not
-  // carry edge data yet, so readers refuse it (RefuseEdgeData).
+  // Every edge_data entry, as "edge_data.<src:rel:dst>.<name>", and its
+  // files per relation. A homogeneous graph's are read as edge features
+  // (ReadChunkedDataset); typed graphs' and the distributed partitioner's
+  // are refused (RefuseEdgeData).
   std::vector<std::string> edge_data;
+  std::vector<std::vector<std::pair<std::string, Files>>> edge_data_files;  // [relation]
   // gnn's own keys (DGL's readers ignore them).
   std::string target;  // the labelled type
   int64_t num_classes = 0;
@@ -64,8 +67,11 @@ void WriteChunked(const HeteroDataset& d, int chunks, const std::string& dir);
 // The whole dataset (every chunk). DataError for missing or inconsistent
 // files; ConfigError when the folder's kind (homogeneous or not) is not
 // the one asked for.
-// Edge data in metadata.json is refused (DataError naming it) unless
-// `ignore_edge_data`, when it is dropped with one warning line.
+// Edge data in metadata.json: a homogeneous graph's arrays are its edge
+// features (float, [edges] or [edges, k] per chunk, columns in name order;
+// edge labels and masks are refused); a typed graph's is refused
+// (DataError naming it). With `ignore_edge_data` it is dropped with one
+// warning line.
 Dataset ReadChunkedDataset(const std::string& dir, bool ignore_edge_data);
 HeteroDataset ReadChunkedHeteroDataset(const std::string& dir, bool ignore_edge_data);
 

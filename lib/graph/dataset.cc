@@ -1,6 +1,7 @@
 #include "graph/dataset.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "common/error.h"
@@ -64,6 +65,50 @@ void Dataset::Validate() const {
     throw DataError(name + ": " + std::to_string(node_ids.size()) + " node ids for " +
                     std::to_string(num_nodes) + " nodes");
   }
+  int64_t edge_cells = 0;
+  if (edge_feature_dim < 0 || __builtin_mul_overflow(num_edges(), edge_feature_dim, &edge_cells) ||
+      static_cast<int64_t>(edge_features.size()) != edge_cells) {
+    throw DataError(name + ": edge feature matrix has " + std::to_string(edge_features.size()) +
+                    " values, expected " + std::to_string(num_edges()) + " edges x " +
+                    std::to_string(edge_feature_dim));
+  }
+  for (size_t i = 0; i < edge_features.size(); ++i) {
+    if (!std::isfinite(edge_features[i])) {
+      const int64_t w = edge_feature_dim;
+      throw DataError(name + ": edge " + std::to_string(static_cast<int64_t>(i) / w) +
+                      " has a feature that is not a finite number (column " +
+                      std::to_string(static_cast<int64_t>(i) % w) + ")");
+    }
+  }
+}
+
+void NodeFeaturesFromEdges(Dataset* d, bool undirected) {
+  const int64_t w = d->edge_feature_dim, n = d->num_nodes;
+  if (w <= 0) throw DataError(d->name + ": --node_feat_from_edges needs edge features");
+  std::vector<double> sum(static_cast<size_t>(n * w), 0.0);
+  std::vector<int64_t> count(static_cast<size_t>(n), 0);
+  auto add = [&](int64_t node, int64_t edge) {
+    const float* row = d->edge_features.data() + edge * w;
+    double* out = sum.data() + node * w;
+    for (int64_t j = 0; j < w; ++j) out[j] += row[j];
+    ++count[static_cast<size_t>(node)];
+  };
+  for (int64_t e = 0; e < d->num_edges(); ++e) {
+    add(d->dst[static_cast<size_t>(e)], e);
+    if (undirected && d->src[static_cast<size_t>(e)] != d->dst[static_cast<size_t>(e)])
+      add(d->src[static_cast<size_t>(e)], e);
+  }
+  const int64_t old = d->feature_dim, width = old + w;
+  std::vector<float> features(static_cast<size_t>(n * width));
+  for (int64_t v = 0; v < n; ++v) {
+    float* out = features.data() + v * width;
+    std::copy(d->features.begin() + v * old, d->features.begin() + (v + 1) * old, out);
+    const int64_t c = count[static_cast<size_t>(v)];
+    for (int64_t j = 0; j < w; ++j)
+      out[old + j] = c == 0 ? 0.0f : static_cast<float>(sum[static_cast<size_t>(v * w + j)] / c);
+  }
+  d->features = std::move(features);
+  d->feature_dim = width;
 }
 
 std::string OgbDatasetName(const std::string& name) {
@@ -127,7 +172,7 @@ std::string DirectionLine(DirectionFlag flag, const std::string& name,
   return line;
 }
 
-std::vector<std::string> OgbEdgeDataFiles(const std::string& folder) {
+std::vector<std::string> OgbEdgeDataFiles(const std::string& folder, bool features_carried) {
   namespace fs = std::filesystem;
   std::vector<std::string> found;
   std::error_code ec;
@@ -139,6 +184,7 @@ std::vector<std::string> OgbEdgeDataFiles(const std::string& folder) {
       const std::string name = it->path().filename().string();
       if (name == "edge.csv.gz" || name == "num-edge-list.csv.gz") continue;
       if (typed ? name == "edge_reltype.csv.gz" : name.rfind("edge", 0) != 0) continue;
+      if (!typed && features_carried && name == kOgbEdgeFeatFile) continue;
       names.push_back((dir / name).string());
     }
     std::sort(names.begin(), names.end());
@@ -154,15 +200,14 @@ std::vector<std::string> OgbEdgeDataFiles(const std::string& folder) {
   return found;
 }
 
-void RefuseEdgeData(const std::string& dataset, const std::vector<std::string>& found,
-                    bool ignore) {
+void RefuseEdgeData(const std::string& dataset, const std::vector<std::string>& found, bool ignore,
+                    const std::string& why) {
   if (found.empty()) return;
   if (!ignore) {
     const std::string more =
         found.size() > 1 ? " and " + std::to_string(found.size() - 1) + " more" : "";
-    throw DataError(dataset + " has edge data (" + found[0] + more +
-                    "), which gnn does not carry into partitions yet; pass --ignore_edge_data "
-                    "to go on without it");
+    throw DataError(dataset + " has edge data (" + found[0] + more + "), " + why +
+                    "; pass --ignore_edge_data to go on without it");
   }
   std::string list;
   for (const std::string& f : found) list += (list.empty() ? "" : ", ") + f;

@@ -23,6 +23,11 @@ struct Dataset {
   // The user's id of each row (--node_ids), distinct; empty: rows are the
   // ids. Partitions keep them (kUserIdsFile) for inference and serving.
   std::vector<int64_t> node_ids;
+  // Edge features (OGB raw/edge-feat.csv.gz, chunked edge_data, CSV
+  // columns beyond the two ends, synthetic efeat=): row i belongs to listed
+  // edge i (src[i], dst[i]). Width 0 and empty when the graph has none.
+  int64_t edge_feature_dim = 0;
+  std::vector<float> edge_features;  // row-major [num_edges, edge_feature_dim]
   // Why the graph is known to be undirected ("ogbn-products is a known
   // undirected dataset", "the synthetic generator lists each undirected
   // edge once"); empty when it is not known to be.
@@ -30,15 +35,25 @@ struct Dataset {
 
   bool known_undirected() const { return !undirected_reason.empty(); }
   int64_t num_edges() const { return static_cast<int64_t>(src.size()); }
-  // Checks every invariant above (ids in range, sizes, split disjointness);
-  // throws DataError naming `name` and the broken invariant.
+  // Checks every invariant above (ids in range, sizes, split disjointness,
+  // edge features finite); throws DataError naming `name` and the broken
+  // invariant.
   void Validate() const;
 };
+
+// Node features from edge features (gnn-partition --node_feat_from_edges,
+// as PyG's and DGL's ogbn-proteins examples do): each node's mean over the
+// features of its in-edges, both directions of each edge when `undirected`
+// (a self-loop once); 0 for a node without any. They replace `d`'s node
+// features when it has none, else are appended as columns. DataError when
+// `d` has no edge features.
+void NodeFeaturesFromEdges(Dataset* d, bool undirected);
 
 // The plain files of a graph (graph/plain_files.h), in place of a --dataset.
 struct PlainFiles {
   std::string edges;         // --edges FILE
   std::string edge_columns;  // --edge_columns src,dst: names (header) or 0-based positions
+  std::string edge_feat;     // --edge_feat FILE.npy [E] or [E, k]: the edges' features
   std::string node_feat;     // --node_feat FILE.npy [N, F]
   std::string labels;        // --labels FILE.npy [N]
   std::string train_ids, valid_ids, test_ids;  // --train_ids ... : ids or masks
@@ -63,8 +78,10 @@ struct DatasetOptions {
   bool use_cache = true;
   uint64_t seed = 0;    // synthetic generators only
   int num_threads = 0;  // 0 = hardware concurrency
-  // Edge data (features, weights, labels of edges) is not carried yet: an
-  // input that has any is refused, naming it, unless this says to drop it.
+  // Edge data gnn does not carry (edge labels or weights files, a typed
+  // graph's per-relation data, edge data for the distributed partitioner)
+  // is refused, naming it, unless this says to drop it; with it, edge
+  // features are dropped too (one warning line names everything dropped).
   bool ignore_edge_data = false;
 
   // ConfigError naming the first bad field (LoadDataset calls it).
@@ -73,14 +90,22 @@ struct DatasetOptions {
 
 // Edge data the input holds that gnn does not carry yet, each as the file
 // or metadata key that holds it: OGB raw files beside edge.csv.gz
-// (edge-feat.csv.gz, edge_weight.csv.gz, ...), per-relation files beside a
-// typed graph's edge.csv.gz (edge_reltype.csv.gz is structure, not data).
-std::vector<std::string> OgbEdgeDataFiles(const std::string& folder);
+// (edge_weight.csv.gz, edge-label.csv.gz, ...; not edge-feat.csv.gz, which
+// is carried), per-relation files beside a typed graph's edge.csv.gz
+// (edge_reltype.csv.gz is structure, not data; edge-feat.csv.gz is not
+// carried for typed graphs yet).
+// `features_carried`: raw/edge-feat.csv.gz is read (a homogeneous graph)
+// and so not listed.
+std::vector<std::string> OgbEdgeDataFiles(const std::string& folder, bool features_carried);
+// OGB's edge features: raw/edge-feat.csv.gz, one row per line of edge.csv.gz.
+constexpr const char* kOgbEdgeFeatFile = "edge-feat.csv.gz";
 
 // Refuses `found` edge data of `dataset` before any work: DataError naming
 // the first item and the flag that drops it, or, with `ignore`, one warning
 // line naming everything dropped. Nothing when `found` is empty.
-void RefuseEdgeData(const std::string& dataset, const std::vector<std::string>& found, bool ignore);
+// `why` follows the name in the refusal.
+void RefuseEdgeData(const std::string& dataset, const std::vector<std::string>& found, bool ignore,
+                    const std::string& why = "which gnn does not carry into partitions yet");
 
 // The OGB folder options.dataset names (a path holding raw/, or a name
 // under options.root with '-' as '_'); "" if there is none.

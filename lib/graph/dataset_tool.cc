@@ -77,6 +77,7 @@ json HomogeneousStats(const Dataset& d, double load_seconds) {
       {"num_edges", d.num_edges()},
       {"known_undirected", d.known_undirected()},
       {"feature_dim", d.feature_dim},
+      {"edge_feature_dim", d.edge_feature_dim},
       {"num_classes", d.num_classes},
       {"train", d.train_idx.size()},
       {"valid", d.valid_idx.size()},

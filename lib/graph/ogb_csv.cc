@@ -174,7 +174,7 @@ void ReadIdPairs(const std::string& path, int64_t num_src, int64_t num_dst, int6
 }
 
 int64_t ReadFloatRows(const std::string& path, int64_t num_nodes, std::vector<float>* out,
-                      ParseContext* ctx) {
+                      ParseContext* ctx, const char* items, const char* count_file) {
   int64_t dim = -1;
   int64_t rows = 0;
   ForEachGzipChunk(path, [&](const char* b, const char* e, int64_t first) {
@@ -187,14 +187,14 @@ int64_t ReadFloatRows(const std::string& path, int64_t num_nodes, std::vector<fl
           // Each value takes at least 2 bytes ("0," or "0\n").
           if (static_cast<uint64_t>(num_nodes) > MaxLines(path, 2 * static_cast<uint64_t>(dim))) {
             throw DataError(path + " is too small to hold " + std::to_string(num_nodes) +
-                            " rows of " + std::to_string(dim) +
-                            " values (num-node-list.csv.gz is wrong or the file is cut)");
+                            " rows of " + std::to_string(dim) + " values (" + count_file +
+                            " is wrong or the file is cut)");
           }
           out->assign(static_cast<size_t>(num_nodes * dim), 0.0f);
         }
         if (rows >= num_nodes) {
-          c.Fail("more feature rows than the " + std::to_string(num_nodes) +
-                 " nodes in num-node-list.csv.gz");
+          c.Fail("more feature rows than the " + std::to_string(num_nodes) + " " + items + " in " +
+                 count_file);
         }
         float* row = out->data() + rows * dim;
         for (int64_t j = 0; j < dim; ++j) row[j] = c.Float();
@@ -217,7 +217,7 @@ int64_t ReadFloatRows(const std::string& path, int64_t num_nodes, std::vector<fl
   });
   if (rows != num_nodes) {
     throw DataError(path + " has " + std::to_string(rows) + " rows for " +
-                    std::to_string(num_nodes) + " nodes");
+                    std::to_string(num_nodes) + " " + items);
   }
   return dim;
 }

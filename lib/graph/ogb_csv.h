@@ -45,9 +45,11 @@ void ReadIdPairs(const std::string& path, int64_t num_src, int64_t num_dst, int6
                  std::vector<int64_t>* src, std::vector<int64_t>* dst, ParseContext* ctx,
                  const std::string& node_counts, const std::string& edge_counts);
 // `num_rows` rows of floats, straight into a [num_rows, F] array; F is the
-// field count of line 1, returned.
+// field count of line 1, returned. Errors name the rows as `items` counted
+// by `count_file`.
 int64_t ReadFloatRows(const std::string& path, int64_t num_rows, std::vector<float>* out,
-                      ParseContext* ctx);
+                      ParseContext* ctx, const char* items = "nodes",
+                      const char* count_file = "num-node-list.csv.gz");
 // One label per line ("nan" or -1: none); returns the class count (max + 1).
 int64_t ReadLabelColumn(const std::string& path, int64_t num_rows, std::vector<int64_t>* labels,
                         ParseContext* ctx);

@@ -93,7 +93,8 @@ std::string TypeRow(const HeteroDataset& d, const std::function<std::string(cons
 
 HeteroDataset ReadOgbHeteroFolder(const std::string& folder, const DatasetOptions& options) {
   Stopwatch watch;
-  RefuseEdgeData(folder, OgbEdgeDataFiles(folder), options.ignore_edge_data);
+  RefuseEdgeData(folder, OgbEdgeDataFiles(folder, /*features_carried=*/false),
+                 options.ignore_edge_data, "which gnn does not carry for typed graphs yet");
   const fs::path root(folder), raw = root / "raw";
   HeteroDataset d;
   d.name = DatasetNameOf(folder);

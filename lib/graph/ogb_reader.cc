@@ -36,14 +36,16 @@ using nlohmann::json;
 using namespace ogb;
 
 // Bump when the cached arrays or meta.json change meaning.
-constexpr int kCacheFormatVersion = 1;
+constexpr int kCacheFormatVersion = 2;  // 2: edge features
 
 // The files of one OGB folder, in the order they are parsed and listed in
-// the cache's meta.json.
+// the cache's meta.json. edge_feat is empty when the graph's edge features
+// are not read (none, or --ignore_edge_data); feat is empty when a graph
+// with edge features has no node features (gnn-partition derives them).
 struct OgbFiles {
-  std::string num_nodes, num_edges, edge, feat, label, train, valid, test;
+  std::string num_nodes, num_edges, edge, feat, label, train, valid, test, edge_feat;
 
-  OgbFiles(const fs::path& folder, const std::string& split) {
+  OgbFiles(const fs::path& folder, const std::string& split, bool read_edge_feat) {
     fs::path raw = folder / "raw";
     fs::path sp = folder / "split" / split;
     num_nodes = (raw / "num-node-list.csv.gz").string();
@@ -54,9 +56,18 @@ struct OgbFiles {
     train = (sp / "train.csv.gz").string();
     valid = (sp / "valid.csv.gz").string();
     test = (sp / "test.csv.gz").string();
+    std::error_code ec;
+    if (read_edge_feat && fs::exists(raw / kOgbEdgeFeatFile, ec)) {
+      edge_feat = (raw / kOgbEdgeFeatFile).string();
+      if (!fs::exists(feat, ec)) feat.clear();
+    }
   }
   std::vector<std::string> All() const {
-    return {num_nodes, num_edges, edge, feat, label, train, valid, test};
+    std::vector<std::string> all = {num_nodes, num_edges, edge};
+    if (!feat.empty()) all.push_back(feat);
+    for (const std::string* f : {&label, &train, &valid, &test}) all.push_back(*f);
+    if (!edge_feat.empty()) all.push_back(edge_feat);
+    return all;
   }
 };
 
@@ -85,9 +96,12 @@ Dataset ParseRaw(const OgbFiles& f, int num_threads, ParseContext* ctx) {
   auto edges = [&] {
     ReadIdPairs(f.edge, n, n, num_edges, &d.src, &d.dst, ctx, "num-node-list.csv.gz",
                 "num-edge-list.csv.gz");
+    if (!f.edge_feat.empty())
+      d.edge_feature_dim = ReadFloatRows(f.edge_feat, num_edges, &d.edge_features, ctx, "edges",
+                                         "num-edge-list.csv.gz");
   };
   auto nodes = [&] {
-    d.feature_dim = ReadFloatRows(f.feat, n, &d.features, ctx);
+    if (!f.feat.empty()) d.feature_dim = ReadFloatRows(f.feat, n, &d.features, ctx);
     d.num_classes = ReadLabelColumn(f.label, n, &d.labels, ctx);
     d.train_idx = ReadIdList(f.train, n, ctx);
     d.valid_idx = ReadIdList(f.valid, n, ctx);
@@ -176,6 +190,10 @@ bool LoadCache(const fs::path& dir, const std::string& split, const json& sigs, 
     d->src = ReadNpy<int64_t>(CachePath(dir, "src.npy"), {e});
     d->dst = ReadNpy<int64_t>(CachePath(dir, "dst.npy"), {e});
     d->features = ReadNpy<float>(CachePath(dir, "feat.npy"), {n, f});
+    d->edge_feature_dim = meta.at("edge_feature_dim").get<int64_t>();
+    if (d->edge_feature_dim > 0) {
+      d->edge_features = ReadNpy<float>(CachePath(dir, "edge_feat.npy"), {e, d->edge_feature_dim});
+    }
     d->labels = ReadNpy<int64_t>(CachePath(dir, "label.npy"), {n});
     d->train_idx = ReadNpy<int64_t>(CachePath(dir, "train_idx.npy"), {-1});
     d->valid_idx = ReadNpy<int64_t>(CachePath(dir, "valid_idx.npy"), {-1});
@@ -204,6 +222,10 @@ void WriteCache(const fs::path& dir, const std::string& split, const json& sigs,
   WriteNpy(CachePath(dir, "dst.npy"), d.dst);
   WriteNpy(CachePath(dir, "feat.npy"), d.features.data(), {d.num_nodes, d.feature_dim});
   WriteNpy(CachePath(dir, "label.npy"), d.labels);
+  if (d.edge_feature_dim > 0) {
+    WriteNpy(CachePath(dir, "edge_feat.npy"), d.edge_features.data(),
+             {d.num_edges(), d.edge_feature_dim});
+  }
   WriteNpy(CachePath(dir, "train_idx.npy"), d.train_idx);
   WriteNpy(CachePath(dir, "valid_idx.npy"), d.valid_idx);
   WriteNpy(CachePath(dir, "test_idx.npy"), d.test_idx);
@@ -213,6 +235,7 @@ void WriteCache(const fs::path& dir, const std::string& split, const json& sigs,
                {"num_edges", d.num_edges()},
                {"feature_dim", d.feature_dim},
                {"num_classes", d.num_classes},
+               {"edge_feature_dim", d.edge_feature_dim},
                {"files", sigs}};
   WriteFileAtomic(CachePath(dir, "meta.json"), meta.dump(2) + "\n");
 }
@@ -227,9 +250,12 @@ Dataset ReadOgbFolder(const std::string& folder, const DatasetOptions& options) 
     const std::string raw = (root / "raw").string();
     throw DataError(CannotMessage("open", raw, DirectoryErrno(raw)));
   }
-  RefuseEdgeData(folder, OgbEdgeDataFiles(folder), options.ignore_edge_data);
+  // Edge features are read; other edge data is refused (or, with
+  // --ignore_edge_data, dropped with the features).
+  RefuseEdgeData(folder, OgbEdgeDataFiles(folder, !options.ignore_edge_data),
+                 options.ignore_edge_data);
   const std::string split = ResolveSplit(folder, options.split);
-  const OgbFiles files(root, split);
+  const OgbFiles files(root, split, !options.ignore_edge_data);
   // Signatures first: a missing file fails here, before any parsing, and a
   // file changing during the parse makes the next load re-parse.
   const json sigs = Signatures(root, files);
@@ -261,8 +287,12 @@ Dataset ReadOgbFolder(const std::string& folder, const DatasetOptions& options) 
   GNN_LOG(kInfo) << "parsed raw files of " << name << " (split " << split << ") in " << Fixed(secs)
                  << " s (" << Fixed(mb, 1) << " MB of CSV, " << Fixed(secs > 0 ? mb / secs : 0.0, 0)
                  << " MB/s): " << d.num_nodes << " nodes, " << d.num_edges() << " edges, "
-                 << d.feature_dim << " features, " << d.num_classes << " classes";
+                 << d.feature_dim << " features, " << d.num_classes << " classes"
+                 << (d.edge_feature_dim > 0
+                         ? ", " + std::to_string(d.edge_feature_dim) + " edge features"
+                         : std::string());
 
+  d.Validate();  // a bad value (NaN edge features) is refused before it is cached
   if (options.use_cache) {
     if (LooksReadOnly(cache_dir)) {
       GNN_LOG(kWarn) << "not caching parsed arrays: " << cache_dir.string()
@@ -287,7 +317,7 @@ void WriteOgbFolder(const Dataset& d, const std::string& folder, const std::stri
     throw DataError("bad split name '" + split + "' for " + folder);
   }
   d.Validate();
-  if (d.feature_dim <= 0)
+  if (d.feature_dim <= 0 && d.edge_feature_dim <= 0)
     throw DataError(d.name + ": no node features; OGB layout needs node-feat");
   const fs::path root(folder);
   const fs::path raw = root / "raw";
@@ -299,7 +329,13 @@ void WriteOgbFolder(const Dataset& d, const std::string& folder, const std::stri
   WriteTextGz((raw / "num-edge-list.csv.gz").string(), std::to_string(d.num_edges()) + "\n");
 
   WriteIdPairsGz((raw / "edge.csv.gz").string(), d.src, d.dst);
-  WriteFloatRowsGz((raw / "node-feat.csv.gz").string(), d.features, d.num_nodes, d.feature_dim);
+  if (d.feature_dim > 0) {
+    WriteFloatRowsGz((raw / "node-feat.csv.gz").string(), d.features, d.num_nodes, d.feature_dim);
+  }
+  if (d.edge_feature_dim > 0) {
+    WriteFloatRowsGz((raw / kOgbEdgeFeatFile).string(), d.edge_features, d.num_edges(),
+                     d.edge_feature_dim);
+  }
   WriteLabelsGz((raw / "node-label.csv.gz").string(), d.labels);
   WriteIdsGz((sp / "train.csv.gz").string(), d.train_idx);
   WriteIdsGz((sp / "valid.csv.gz").string(), d.valid_idx);

@@ -60,6 +60,15 @@ bool ParseInt(std::string_view s, int64_t* out) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
+bool ParseFloat(std::string_view s, float* out) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '"')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '"')) s.remove_suffix(1);
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  if (s.empty()) return false;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
 // Fields of a line split by `delim` (' ': runs of blanks).
 std::vector<std::string_view> Fields(std::string_view line, char delim) {
   std::vector<std::string_view> out;
@@ -275,9 +284,12 @@ std::vector<int64_t> ReadSplit(const std::string& flag, const std::string& path,
   return rows;
 }
 
-// The edge list's two ends: .npy [E, 2] or [2, E], or delimited text.
+// The edge list's two ends: .npy [E, 2] or [2, E], or delimited text,
+// whose other columns are the edges' features (*efeat, *ewidth wide)
+// unless `ignore_edge_data` drops them.
 void ReadEdges(const PlainFiles& f, bool ignore_edge_data, const IdMap& ids,
-               std::vector<int64_t>* src, std::vector<int64_t>* dst) {
+               std::vector<int64_t>* src, std::vector<int64_t>* dst, std::vector<float>* efeat,
+               int64_t* ewidth) {
   if (EndsWith(f.edges, ".npy")) {
     NpyHeader h;
     const std::vector<int64_t> v = ReadNpyInts(f.edges, &h);
@@ -316,6 +328,8 @@ void ReadEdges(const PlainFiles& f, bool ignore_edge_data, const IdMap& ids,
   char delim = 0;
   size_t width = 0;
   size_t col[2] = {0, 1};
+  std::vector<size_t> feat_cols;
+  std::vector<std::string> feat_names;
   bool started = false;
   ForEachLine(f.edges, [&](std::string_view line, int64_t n) {
     if (line.find_first_not_of(" \t") == std::string_view::npos) return;
@@ -356,9 +370,24 @@ void ReadEdges(const PlainFiles& f, bool ignore_edge_data, const IdMap& ids,
       for (size_t c = 0; c < width; ++c) {
         if (c != col[0] && c != col[1]) {
           others.push_back(f.edges + " column " + (header ? "'" + names[c] + "'" : S(c)));
+          feat_names.push_back(header ? "'" + names[c] + "'" : S(c));
+          feat_cols.push_back(c);
         }
       }
-      RefuseEdgeData(f.edges, others, ignore_edge_data);
+      if (ignore_edge_data) {
+        RefuseEdgeData(f.edges, others, true);
+        feat_cols.clear();
+      } else if (!f.edge_feat.empty() && !feat_cols.empty()) {
+        throw ConfigError("--edges " + f.edges + " has columns beyond its two ends (" + others[0] +
+                          ") and --edge_feat " + f.edge_feat +
+                          " gives edge features too: give them one way");
+      } else if (!feat_cols.empty()) {
+        std::string list;
+        for (const std::string& n : feat_names) list += (list.empty() ? "" : ", ") + n;
+        GNN_LOG(kInfo) << "--edges " << f.edges << ": columns " << list
+                       << " are the edges' features (--ignore_edge_data drops them)";
+      }
+      *ewidth = static_cast<int64_t>(feat_cols.size());
       if (header) return;
     }
     const std::vector<std::string_view> fields = Fields(line, delim);
@@ -375,6 +404,16 @@ void ReadEdges(const PlainFiles& f, bool ignore_edge_data, const IdMap& ids,
     }
     src->push_back(ids.Row(ends[0], where));
     dst->push_back(ids.Row(ends[1], where));
+    for (size_t k = 0; k < feat_cols.size(); ++k) {
+      float v = 0;
+      if (!ParseFloat(fields[feat_cols[k]], &v)) {
+        throw DataError(where + ": '" + std::string(fields[feat_cols[k]].substr(0, 30)) +
+                        "' in column " + feat_names[k] +
+                        " is not a number (columns beyond the two ends are edge features; "
+                        "--ignore_edge_data drops them)");
+      }
+      efeat->push_back(v);
+    }
   });
   if (src->empty()) throw DataError("--edges " + f.edges + ": no edges");
 }
@@ -382,8 +421,9 @@ void ReadEdges(const PlainFiles& f, bool ignore_edge_data, const IdMap& ids,
 }  // namespace
 
 bool PlainFiles::given() const {
-  return !edges.empty() || !edge_columns.empty() || !node_feat.empty() || !labels.empty() ||
-         !train_ids.empty() || !valid_ids.empty() || !test_ids.empty() || !node_ids.empty();
+  return !edges.empty() || !edge_columns.empty() || !edge_feat.empty() || !node_feat.empty() ||
+         !labels.empty() || !train_ids.empty() || !valid_ids.empty() || !test_ids.empty() ||
+         !node_ids.empty();
 }
 
 void PlainFiles::Validate() const {
@@ -412,6 +452,9 @@ void AddPlainFileFlags(CLI::App& app, PlainFiles* f) {
   app.add_option("--train_ids", f->train_ids, "train nodes: ids or a 0/1 mask (.npy or text)");
   app.add_option("--valid_ids", f->valid_ids, "validation nodes: ids or a 0/1 mask");
   app.add_option("--test_ids", f->test_ids, "test nodes: ids or a 0/1 mask");
+  app.add_option("--edge_feat", f->edge_feat,
+                 "edge features .npy [E] or [E, k], row i of edge i of --edges (or give them as "
+                 "--edges CSV columns beyond the two ends)");
   app.add_option("--node_ids", f->node_ids,
                  "your int64 id of each row (.npy or text): edges and split files name these");
 }
@@ -473,7 +516,19 @@ Dataset LoadPlainFiles(const PlainFiles& f, bool ignore_edge_data) {
   d.node_ids = std::move(user);
   d.name = f.graph_name;
   d.num_nodes = n;
-  ReadEdges(f, ignore_edge_data, ids, &d.src, &d.dst);
+  ReadEdges(f, ignore_edge_data, ids, &d.src, &d.dst, &d.edge_features, &d.edge_feature_dim);
+  if (!f.edge_feat.empty() && ignore_edge_data) {
+    RefuseEdgeData(f.edge_feat, {"--edge_feat " + f.edge_feat}, true);
+  } else if (!f.edge_feat.empty()) {
+    NpyHeader eh;
+    d.edge_features = ReadNpyFloats(f.edge_feat, &eh);
+    const int64_t rows = eh.shape.empty() ? 0 : eh.shape[0];
+    if (eh.shape.empty() || eh.shape.size() > 2 || rows != d.num_edges()) {
+      throw DataError("--edge_feat " + f.edge_feat + ": " + S(rows) + " rows; --edges " + f.edges +
+                      " has " + S(d.num_edges()) + " edges ([E] or [E, k] wanted)");
+    }
+    d.edge_feature_dim = eh.shape.size() == 1 ? 1 : eh.shape[1];
+  }
   d.train_idx = ReadSplit("--train_ids", f.train_ids, n, ids);
   if (!f.valid_ids.empty()) d.valid_idx = ReadSplit("--valid_ids", f.valid_ids, n, ids);
   if (!f.test_ids.empty()) d.test_idx = ReadSplit("--test_ids", f.test_ids, n, ids);
@@ -491,7 +546,9 @@ Dataset LoadPlainFiles(const PlainFiles& f, bool ignore_edge_data) {
                    << " features stored as float32";
   }
   GNN_LOG(kInfo) << f.graph_name << " from plain files: " << n << " nodes, " << d.num_edges()
-                 << " edges, " << d.feature_dim << " features, " << d.num_classes << " classes";
+                 << " edges, " << d.feature_dim << " features, " << d.num_classes << " classes"
+                 << (d.edge_feature_dim > 0 ? ", " + S(d.edge_feature_dim) + " edge features"
+                                            : std::string());
   d.Validate();
   return d;
 }

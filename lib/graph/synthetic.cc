@@ -456,6 +456,28 @@ void CheckSpec(const SyntheticSpec& s, const std::string& text) {
   }
 }
 
+// Edge i's features from (seed, i) alone: uniform in [0, 1), the first
+// shifted up by half when both ends share a class, so it carries signal.
+void MakeEdgeFeatures(const SyntheticSpec& spec, uint64_t seed, int num_threads, Dataset* d) {
+  const int64_t m = d->num_edges(), w = spec.edge_feature_dim;
+  d->edge_feature_dim = w;
+  d->edge_features.resize(static_cast<size_t>(m * w));
+  const uint64_t stream = MixSeed(seed, 0x65646765666561ULL);  // "edgefea"
+  ParallelChunks(NumChunks(m, kEdgeChunk), num_threads, [&](int64_t c) {
+    for (int64_t i = c * kEdgeChunk, end = std::min(m, i + kEdgeChunk); i < end; ++i) {
+      float* row = d->edge_features.data() + i * w;
+      for (int64_t j = 0; j < w; ++j) {
+        const uint64_t h = SplitMix64(MixSeed(stream, static_cast<uint64_t>(i * w + j)));
+        row[j] = static_cast<float>(h >> 40) * (1.0f / 16777216.0f);
+      }
+      if (d->labels[static_cast<size_t>(d->src[i])] == d->labels[static_cast<size_t>(d->dst[i])])
+        row[0] = 0.5f + 0.5f * row[0];
+      else
+        row[0] = 0.5f * row[0];
+    }
+  });
+}
+
 }  // namespace
 
 SyntheticSpec ParseSyntheticSpec(const std::string& text) {
@@ -478,9 +500,9 @@ SyntheticSpec ParseSyntheticSpec(const std::string& text) {
       if (eq == std::string::npos) BadSpec(text, "item '" + item + "' is not key=value");
       std::string key = item.substr(0, eq);
       if (key != "nodes" && key != "edges" && key != "feat" && key != "classes" && key != "train" &&
-          key != "valid") {
-        BadSpec(text,
-                "unknown key '" + key + "' (known: nodes, edges, feat, classes, train, valid)");
+          key != "valid" && key != "efeat") {
+        BadSpec(text, "unknown key '" + key +
+                          "' (known: nodes, edges, feat, classes, train, valid, efeat)");
       }
       if (!values.emplace(key, item.substr(eq + 1)).second) {
         BadSpec(text, "key '" + key + "' given twice");
@@ -498,6 +520,13 @@ SyntheticSpec ParseSyntheticSpec(const std::string& text) {
     s.num_classes = ParsePositiveInt(text, "classes", values["classes"]);
     if (values.count("train")) s.train_fraction = ParseFraction(text, "train", values["train"]);
     if (values.count("valid")) s.valid_fraction = ParseFraction(text, "valid", values["valid"]);
+    if (values.count("efeat")) {
+      s.edge_feature_dim = ParsePositiveInt(text, "efeat", values["efeat"]);
+      if (s.edge_feature_dim > kMaxFeatureValues / s.num_edges) {
+        BadSpec(text, "edges*efeat = " + std::to_string(s.num_edges) + "*" +
+                          std::to_string(s.edge_feature_dim) + " edge feature values is too many");
+      }
+    }
     s.name = "synthetic-n" + std::to_string(s.num_nodes) + "-e" + std::to_string(s.num_edges);
   }
   CheckSpec(s, text);
@@ -543,6 +572,7 @@ Dataset GenerateSynthetic(const SyntheticSpec& spec, uint64_t seed, int num_thre
   }
   d.features = MakeFeatures(spec, d.labels, seed, num_threads);
   MakeSplit(spec, seed, &d);
+  if (spec.edge_feature_dim > 0) MakeEdgeFeatures(spec, seed, num_threads, &d);
 
   if (big) {
     GNN_LOG(kInfo) << "generated " << spec.name << " in " << std::fixed << std::setprecision(1)

@@ -19,10 +19,14 @@ struct SyntheticSpec {
   int64_t num_classes = 0;
   double train_fraction = 0.1;
   double valid_fraction = 0.05;  // test = the rest
+  // Edge features per listed edge (efeat=K), in [0, 1): the first is
+  // higher when the two ends share a class, the rest uniform noise.
+  int64_t edge_feature_dim = 0;
 };
 
 // Parses "tiny", "small", "products" or "nodes=N,edges=E,feat=F,classes=C"
-// (optional train=, valid= fractions). Throws ConfigError naming the bad key.
+// (optional train=, valid= fractions, efeat= edge features). Throws
+// ConfigError naming the bad key.
 SyntheticSpec ParseSyntheticSpec(const std::string& spec);
 
 // Generates the dataset (known_undirected = true, each edge listed once with

@@ -89,6 +89,10 @@ std::vector<std::string> PartitionConfig::PartFileNames() const {
   if (!hetero()) {
     std::vector<std::string> names = kPartFiles;
     if (user_node_ids) names.push_back(kUserIdsFile);
+    if (edge_feature_dim > 0) {
+      names.push_back(kEdgeFeatFile);
+      names.push_back(kOrigEidsFile);
+    }
     return names;
   }
   std::vector<std::string> names = {"indptr.npy", "indices.npy", kEtypeFile, "orig_nids.npy"};
@@ -130,6 +134,7 @@ json ToJson(const PartitionConfig& c) {
   j["undirected"] = c.undirected;
   j["seed"] = c.seed;
   if (c.user_node_ids) j["user_node_ids"] = true;
+  if (c.edge_feature_dim > 0) j["edge_feature_dim"] = c.edge_feature_dim;
   if (c.val_edges_fraction > 0) {
     j["val_edges"] = {{"fraction", c.val_edges_fraction},
                       {"num_edges", c.num_val_edges},
@@ -275,6 +280,12 @@ void ParseScalars(const JsonReader& r, PartitionConfig* c) {
   c->seed = r.At("seed").Uint64();
   if (r.Has("val_edges")) ParseValEdges(r.At("val_edges"), c);
   c->user_node_ids = r.Has("user_node_ids") && r.At("user_node_ids").Bool();
+  if (r.Has("edge_feature_dim")) {
+    c->edge_feature_dim = r.At("edge_feature_dim").Int(1, kMaxCount);
+    if (__builtin_mul_overflow(c->num_edges, c->edge_feature_dim, &cells) || cells > kMaxCount) {
+      r.At("edge_feature_dim").Fail("num_edges x edge_feature_dim does not fit 62 bits");
+    }
+  }
 }
 
 // [start, end) from a node_map / edge_map entry; must start at `next`.

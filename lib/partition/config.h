@@ -23,6 +23,14 @@ extern const std::vector<std::string> kValEdgeFiles;
 // [num_nodes], row i the id of the node orig_nids[i] names; in every
 // partition folder when the config has "user_node_ids": true.
 constexpr const char* kUserIdsFile = "node_ids.npy";
+// Edge features (a config with "edge_feature_dim": E): every partition
+// folder holds edge_feat.npy, float32 [stored in-edges, E], row k the
+// features of the in-edge indices.npy[k] names, and orig_eids.npy, int64
+// [stored in-edges], that edge's input edge id (its 0-based line in the
+// input's edge list). With --undirected both stored directions of an input
+// edge carry its id and features; repeated input edges stay separate edges.
+constexpr const char* kEdgeFeatFile = "edge_feat.npy";
+constexpr const char* kOrigEidsFile = "orig_eids.npy";
 // Corrupted tails stored per held-out edge (for MRR).
 constexpr int kValNegatives = 100;
 
@@ -84,6 +92,8 @@ struct PartitionConfig {
   // user's int64 id of each of its nodes (aligned with orig_nids), and
   // inference and serving speak those ids instead of input rows.
   bool user_node_ids = false;
+  // Width of every stored in-edge's features (kEdgeFeatFile); 0: none.
+  int64_t edge_feature_dim = 0;
   std::vector<PartInfo> parts;
   nlohmann::json report;  // partition_report, kept as written
   // Node types and relations ("src:rel:dst") in id order; {"_N"} and
@@ -97,7 +107,8 @@ struct PartitionConfig {
   // Heterogeneous configs name their labelled type (target_ntype).
   bool hetero() const { return !target_ntype.empty(); }
   // The files every partition folder holds (kPartFiles, or the
-  // heterogeneous list above, and kUserIdsFile when user_node_ids),
+  // heterogeneous list above, kUserIdsFile when user_node_ids, and the
+  // edge files when edge_feature_dim > 0),
   // without the held-out edges.
   std::vector<std::string> PartFileNames() const;
   // ConfigError for a heterogeneous config: `who` (a server, a trainer)

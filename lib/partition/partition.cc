@@ -45,6 +45,11 @@ void PartitionOptions::Validate() const {
     throw ConfigError("--graph_name must not contain '/': " + graph_name);
   }
   if (sparsify < 0) throw ConfigError("--sparsify must be >= 0 (0: every edge)");
+  if (node_feat_from_edges != "auto" && node_feat_from_edges != "mean" &&
+      node_feat_from_edges != "none") {
+    throw ConfigError("--node_feat_from_edges must be auto, mean or none, got '" +
+                      node_feat_from_edges + "'");
+  }
   if (sparsify > 0 && part_method != "metis") {
     throw ConfigError("--sparsify thins the graph METIS sees: it needs --part_method metis, not " +
                       part_method);
@@ -83,28 +88,87 @@ class HeldOutChooser {
 };
 
 // Drops the held-out pairs from an adjacency in place (rows and entries are
-// input ids; both directions go, since the chooser is symmetric).
+// input ids; both directions go, since the chooser is symmetric), and the
+// entries' input edge ids alike when `eids` is given.
 template <typename Index>
-void RemoveHeldOut(CsrT<Index>* g, const HeldOutChooser& held) {
+void RemoveHeldOut(CsrT<Index>* g, const HeldOutChooser& held,
+                   std::vector<int64_t>* eids = nullptr) {
   int64_t out = 0, begin = 0;
   for (int64_t r = 0; r < g->num_rows(); ++r) {
     const int64_t end = g->indptr[r + 1];
     for (int64_t k = begin; k < end; ++k) {
-      if (!held(r, g->indices[k])) g->indices[out++] = g->indices[k];
+      if (held(r, g->indices[k])) continue;
+      if (eids) (*eids)[out] = (*eids)[k];
+      g->indices[out++] = g->indices[k];
     }
     begin = end;
     g->indptr[r + 1] = out;
   }
   g->indices.resize(out);
   g->indices.shrink_to_fit();
+  if (eids) {
+    eids->resize(out);
+    eids->shrink_to_fit();
+  }
+}
+
+// The CSC of in-edges of a graph with edge data: every listed edge
+// (src[i], dst[i]) is the in-edge of dst[i] with input edge id i, and with
+// `undirected` also that of src[i] (a self-loop once); repeated edges stay.
+// Each row's entries are sorted by source, then input edge id, so the
+// order is the same for every partitioning. *eids: the id of each entry.
+template <typename Index>
+CsrT<Index> BuildEdgeIdCsc(int64_t n, const std::vector<int64_t>& src,
+                           const std::vector<int64_t>& dst, bool undirected, int threads,
+                           std::vector<int64_t>* eids) {
+  CsrT<Index> csc;
+  csc.indptr.assign(static_cast<size_t>(n + 1), 0);
+  const int64_t m = static_cast<int64_t>(src.size());
+  for (int64_t i = 0; i < m; ++i) {
+    ++csc.indptr[dst[i] + 1];
+    if (undirected && src[i] != dst[i]) ++csc.indptr[src[i] + 1];
+  }
+  for (int64_t v = 0; v < n; ++v) csc.indptr[v + 1] += csc.indptr[v];
+  csc.indices.resize(static_cast<size_t>(csc.indptr[n]));
+  eids->resize(static_cast<size_t>(csc.indptr[n]));
+  {
+    std::vector<int64_t> fill(csc.indptr.begin(), csc.indptr.end() - 1);
+    auto put = [&](int64_t row, int64_t col, int64_t id) {
+      const int64_t k = fill[row]++;
+      csc.indices[k] = static_cast<Index>(col);
+      (*eids)[k] = id;
+    };
+    for (int64_t i = 0; i < m; ++i) {
+      put(dst[i], src[i], i);
+      if (undirected && src[i] != dst[i]) put(src[i], dst[i], i);
+    }
+  }
+  // Entries went in by ascending edge id, so a stable sort by source gives
+  // (source, edge id) order.
+  ParallelFor(n, threads, [&](int64_t b, int64_t e) {
+    std::vector<std::pair<Index, int64_t>> row;
+    for (int64_t v = b; v < e; ++v) {
+      const int64_t lo = csc.indptr[v], hi = csc.indptr[v + 1];
+      row.clear();
+      for (int64_t k = lo; k < hi; ++k) row.emplace_back(csc.indices[k], (*eids)[k]);
+      std::stable_sort(row.begin(), row.end(),
+                       [](const auto& a, const auto& c) { return a.first < c.first; });
+      for (int64_t k = lo; k < hi; ++k) {
+        csc.indices[k] = row[static_cast<size_t>(k - lo)].first;
+        (*eids)[k] = row[static_cast<size_t>(k - lo)].second;
+      }
+    }
+  });
+  return csc;
 }
 
 // Writes part<p>/ and fills `info`. `in_csc` rows are old destination ids,
-// entries old source ids.
+// entries old source ids; `eids`, when not null, the input edge id of each
+// entry, whose features are rows of `edge_features`.
 template <typename Index>
 void WritePart(const Dataset& d, const float* features, const CsrT<Index>& in_csc,
-               const Relabeling& r, int p, const std::vector<uint8_t> masks[3],
-               const std::string& dir, PartInfo* info) {
+               const std::vector<int64_t>* eids, const float* edge_features, const Relabeling& r,
+               int p, const std::vector<uint8_t> masks[3], const std::string& dir, PartInfo* info) {
   const int64_t start = r.part_start[p], end = r.part_start[p + 1], owned = end - start;
   MakeDirs(dir);
   info->node_start = start;
@@ -135,6 +199,18 @@ void WritePart(const Dataset& d, const float* features, const CsrT<Index>& in_cs
     w.Append(buf.data(), static_cast<int64_t>(buf.size()));
     record("indices.npy", w.Commit());
   }
+  if (eids) {
+    std::vector<int64_t> part_eids;
+    part_eids.reserve(static_cast<size_t>(indptr[owned]));
+    for (int64_t i = 0; i < owned; ++i) {
+      const int64_t v = r.orig[start + i];
+      part_eids.insert(part_eids.end(), eids->begin() + in_csc.indptr[v],
+                       eids->begin() + in_csc.indptr[v + 1]);
+    }
+    record(kEdgeFeatFile, WriteGatheredRows(dir + "/" + kEdgeFeatFile, edge_features,
+                                            d.edge_feature_dim, part_eids.data(), indptr[owned]));
+    record(kOrigEidsFile, WriteNpy(dir + "/" + kOrigEidsFile, part_eids));
+  }
   record("feat.npy", WriteGatheredRows(dir + "/feat.npy", features, d.feature_dim,
                                        r.orig.data() + start, owned));
   std::vector<int64_t> labels(owned);
@@ -159,13 +235,17 @@ void WritePart(const Dataset& d, const float* features, const CsrT<Index>& in_cs
 }
 
 // The adjacencies of one index width: the symmetric one (METIS's input and
-// the edge cut) and, for a directed graph, the CSC of in-edges that the
-// partitions store.
+// the edge cut) and the CSC of in-edges that the partitions store: for a
+// directed graph its own, for a graph with edge features one whose entries
+// are input edges (eids: each entry's input edge id).
 template <typename Index>
 struct Adjacency {
   CsrT<Index> sym, directed_csc;
-  bool undirected = false;
-  const CsrT<Index>& in_csc() const { return undirected ? sym : directed_csc; }
+  std::vector<int64_t> eids;
+  bool undirected = false, edge_ids = false;
+  const CsrT<Index>& in_csc() const {
+    return edge_ids ? directed_csc : undirected ? sym : directed_csc;
+  }
 };
 
 // Builds them from the dataset's edge lists, which it frees.
@@ -174,10 +254,16 @@ Adjacency<Index> BuildAdjacency(Dataset* d, bool undirected, int threads) {
   const int64_t n = d->num_nodes;
   Adjacency<Index> a;
   a.undirected = undirected;
+  a.edge_ids = d->edge_feature_dim > 0;
   // The symmetric adjacency drives METIS and the edge cut; for an undirected
-  // graph it is also the CSC of in-edges, so it is built only once.
+  // graph without edge data it is also the CSC of in-edges, so it is built
+  // only once.
   a.sym = Symmetrize<Index>(n, d->src, d->dst, threads);
-  if (!undirected) a.directed_csc = BuildCsr<Index>(n, d->dst, d->src, false, false, threads);
+  if (a.edge_ids) {
+    a.directed_csc = BuildEdgeIdCsc<Index>(n, d->src, d->dst, undirected, threads, &a.eids);
+  } else if (!undirected) {
+    a.directed_csc = BuildCsr<Index>(n, d->dst, d->src, false, false, threads);
+  }
   FreeVector(d->src);
   FreeVector(d->dst);
   return a;
@@ -202,7 +288,11 @@ std::vector<int64_t> HoldOutEdges(const HeldOutChooser& held, double fraction,
     }
   }
   RemoveHeldOut(&a->sym, held);
-  if (!a->undirected) RemoveHeldOut(&a->directed_csc, held);
+  if (a->edge_ids) {
+    RemoveHeldOut(&a->directed_csc, held, &a->eids);
+  } else if (!a->undirected) {
+    RemoveHeldOut(&a->directed_csc, held);
+  }
   GNN_LOG(kInfo) << "held out " << pairs.size() / 2 << " undirected edges (" << fraction
                  << ") for link evaluation";
   return pairs;
@@ -245,6 +335,7 @@ void DescribePartitioning(const PartitionOptions& options, const Dataset& d,
   config->num_parts = options.num_parts;
   config->halo_hops = 1;
   config->feature_dim = d.feature_dim;
+  config->edge_feature_dim = d.edge_feature_dim;
   config->num_classes = d.num_classes;
   config->balance_train = options.balance_train;
   config->balance_edges = options.balance_edges;
@@ -321,6 +412,7 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
   // METIS needs about 9x its adjacency in memory; the features are not
   // needed until writing, so they wait on disk instead of adding to the peak.
   const Spilled<float> spill(tmp_dir + "/.features.spill", &d.features);
+  const Spilled<float> edge_spill(tmp_dir + "/.edge_features.spill", &d.edge_features);
 
   const std::string method =
       AssignMethod(options.part_method, adj.sym.num_entries(), std::is_same_v<Index, int32_t>);
@@ -347,12 +439,43 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
     for (int64_t p = b; p < e; ++p) {
       infos[p].dir = "part" + std::to_string(p);
       const std::string dir = tmp_dir + "/" + infos[p].dir;
-      WritePart(d, spill.data(), in_csc, relabel, static_cast<int>(p), masks, dir, &infos[p]);
+      WritePart(d, spill.data(), in_csc, adj.edge_ids ? &adj.eids : nullptr, edge_spill.data(),
+                relabel, static_cast<int>(p), masks, dir, &infos[p]);
       if (held.active()) WriteValEdges(val, static_cast<int>(p), dir + "/", &infos[p]);
     }
   });
   AddParts(std::move(infos), in_csc, relabel, out);
   timer.End();
+}
+
+// --node_feat_from_edges: node features from the edge features' means, when
+// asked or when the graph has edge features and no node features; says so
+// in one line.
+void DeriveNodeFeatures(const std::string& how, bool undirected, Dataset* d) {
+  if (d->edge_feature_dim == 0) {
+    if (how == "mean") {
+      throw ConfigError("--node_feat_from_edges mean: " + d->name + " has no edge features");
+    }
+    return;
+  }
+  GNN_LOG(kInfo) << d->name << ": " << d->edge_feature_dim
+                 << " edge features per edge, stored with each stored in-edge (" << kEdgeFeatFile
+                 << ", " << kOrigEidsFile << ")";
+  if (how == "none" || (how == "auto" && d->feature_dim > 0)) {
+    if (d->feature_dim == 0) {
+      throw DataError(d->name +
+                      " has no node features (edge features only): --node_feat_from_edges "
+                      "mean derives them from the edges");
+    }
+    return;
+  }
+  const int64_t had = d->feature_dim;
+  NodeFeaturesFromEdges(d, undirected);
+  GNN_LOG(kInfo) << d->name << ": node features "
+                 << (had == 0 ? "are" : "get " + std::to_string(had) + " columns plus")
+                 << " the mean of each node's " << (undirected ? "edges'" : "in-edges'") << " "
+                 << d->edge_feature_dim << " features (--node_feat_from_edges "
+                 << (how == "auto" ? "auto: the graph has no node features" : how) << ")";
 }
 
 }  // namespace
@@ -374,6 +497,7 @@ PartitionResult RunPartition(const PartitionOptions& options) {
   const bool undirected = TreatAsUndirected(options.direction(), d.undirected_reason);
   LogDirection(options.direction(), d.name, d.undirected_reason, d.num_edges(),
                undirected ? EdgeOrder{} : CountEdgeOrder(d.src, d.dst));
+  DeriveNodeFeatures(options.node_feat_from_edges, undirected, &d);
   const std::string graph_name = options.graph_name.empty() ? d.name : options.graph_name;
   const int64_t input_edges = d.num_edges();
 
@@ -392,6 +516,7 @@ PartitionResult RunPartition(const PartitionOptions& options) {
 
   json report = PartitionReport(config, input_edges, undirected_edges, cut, timer);
   if (config.part_method == "metis" && options.sparsify > 0) report["sparsify"] = options.sparsify;
+  if (config.edge_feature_dim > 0) report["edge_feature_dim"] = config.edge_feature_dim;
   config.report = report;
 
   const std::string json_name = graph_name + ".json";
@@ -411,7 +536,12 @@ std::string FormatPartitionReport(const json& r) {
       << r.at("input_edges").get<int64_t>() << " listed edges";
   if (r.contains("treated_as")) out << " treated as " << r.at("treated_as").get<std::string>();
   out << " (" << r.at("undirected_edges").get<int64_t>() << " linked node pairs), "
-      << r.at("stored_in_edges").get<int64_t>() << " stored in-edges\n";
+      << r.at("stored_in_edges").get<int64_t>() << " stored in-edges";
+  if (r.contains("edge_feature_dim")) {
+    out << ", each with " << r.at("edge_feature_dim").get<int64_t>()
+        << " edge features (repeated edges kept)";
+  }
+  out << "\n";
   out << "edge_cut " << r.at("edge_cut").get<int64_t>() << " (" << std::setprecision(4)
       << r.at("edge_cut_fraction").get<double>() * 100 << "% of linked node pairs)\n";
   out << std::setw(6) << "part" << std::setw(12) << "nodes" << std::setw(14) << "edges"

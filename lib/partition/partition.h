@@ -30,6 +30,11 @@ struct PartitionOptions {
   // min(1, K / max of its ends' degrees) (KeepSparsifiedEdge); 0 = every
   // edge. The cut is counted on the whole graph.
   int64_t sparsify = 0;
+  // --node_feat_from_edges: "auto" derives node features as the mean of
+  // each node's in-edge features when a graph has edge features and no
+  // node features; "mean" always (appended to the node features); "none"
+  // never (a graph without node features is then refused).
+  std::string node_feat_from_edges = "auto";
 
   // Throws ConfigError naming the first bad field.
   void Validate() const;

@@ -52,6 +52,11 @@ PartitionConfig LoadCheckedConfig(const TrainOptions& o) {
                       " (graph_name " + config.graph_name + ")");
   }
   if (config.num_classes < 1) throw DataError(o.part_config + ": num_classes is 0");
+  if (config.edge_feature_dim > 0) {
+    GNN_LOG(kWarn) << o.part_config << ": the partitions carry " << config.edge_feature_dim
+                   << " features per edge, which the models do not use yet (they read node "
+                      "features only)";
+  }
   if (o.n_classes > 0 && o.n_classes != config.num_classes) {
     throw ConfigError("--n_classes " + std::to_string(o.n_classes) + ", but " + o.part_config +
                       " has " + std::to_string(config.num_classes) + " classes");

@@ -89,10 +89,13 @@ void ExpectOneLine(const test::ProcessResult& r, const std::string& program,
 
 TEST_CASE("gnn-partition and gnn-dataset take plain files in place of --dataset", "[e2e]") {
   Files f;
-  // The weight column is edge data, which is not carried yet.
-  ExpectOneLine(f.Run("gnn-partition", {"--num_parts", "2", "--output", f.dir / "refused"}),
-                "gnn-partition", "column 'weight'");
-  CHECK_FALSE(std::filesystem::exists(f.dir / "refused"));
+  // The weight column is the edges' feature (edge_data_test.cc), unless
+  // --ignore_edge_data drops it.
+  auto carried = f.Run("gnn-partition", {"--num_parts", "1", "--output", f.dir / "carried"});
+  INFO(carried.err);
+  REQUIRE(carried.exit_code == 0);
+  CHECK(json::parse(test::ReadFileOrEmpty(f.dir / "carried/mine.json")).at("edge_feature_dim") ==
+        1);
 
   auto r = f.Run("gnn-partition", {"--num_parts", "2", "--output", f.dir / "out", "--edge_columns",
                                    "src,dst", "--ignore_edge_data", "--undirected"});
