@@ -126,7 +126,10 @@ int LaunchMain(int argc, char** argv) {
     o.Validate();
     WarnIgnored(o);
     // Every problem, one line each; the exit code is the first one's class.
-    std::vector<LaunchProblem> problems = CheckLaunch(o);
+    // The master port stays reserved among this host's jobs from the check
+    // until this launcher ends (PortReservation).
+    PortReservation master_port;
+    std::vector<LaunchProblem> problems = CheckLaunch(o, &master_port);
     if (!problems.empty()) {
       for (const auto& p : problems) std::cerr << "gnn-launch: error: " << p.message << "\n";
       code = problems.front().exit_code;

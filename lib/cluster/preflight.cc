@@ -1,13 +1,17 @@
 #include "cluster/preflight.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <sstream>
 #include <thread>
@@ -73,6 +77,44 @@ std::string PortBusy(const std::string& host, int port) {
   if (rc == 0) return "";
   std::string holder = DescribePortHolder(port);
   return std::string(std::strerror(err)) + (holder.empty() ? "" : ", held by " + holder);
+}
+
+PortReservation::~PortReservation() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lock; the file stays (see Take)
+}
+
+std::string PortReservation::Take(const std::string& host, int port) {
+  if (fd_ >= 0) return "";
+  // Never removed: unlinking a lock file while another launcher waits on
+  // it would let two of them hold "the" lock on two files.
+  const std::string path = (fs::temp_directory_path() /
+                            ("gnn-master-port-" + host + "-" + std::to_string(port) + ".lock"))
+                               .string();
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return "";  // an unwritable temp folder: the port check alone stands
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    // The holder writes its name just after taking the lock: a launcher
+    // started at the same moment may look in between.
+    char buf[200] = {0};
+    ssize_t n = 0;
+    for (int tries = 0; tries < 25 && n <= 0; ++tries) {
+      if (tries > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      n = ::pread(fd, buf, sizeof(buf) - 1, 0);
+    }
+    ::close(fd);
+    std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+    while (!holder.empty() && holder.back() == '\n') holder.pop_back();
+    return "another gnn-launch" + (holder.empty() ? "" : " (" + holder + ")");
+  }
+  const std::time_t now = std::time(nullptr);
+  char when[32];
+  std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", std::localtime(&now));
+  const std::string me = "pid " + std::to_string(::getpid()) + ", since " + when + "\n";
+  if (::ftruncate(fd, 0) == 0 && ::pwrite(fd, me.data(), me.size(), 0) < 0) {
+    // The holder's name is a courtesy to the next launcher; the lock holds.
+  }
+  fd_ = fd;
+  return "";
 }
 
 namespace {
@@ -263,7 +305,8 @@ void CheckLocalPartFiles(const PartFiles& parts, const std::string& who,
 // A machine of this host: its workspace and files, its servers' ports and,
 // on machine 0, the trainers' rendezvous port.
 void CheckLocalMachine(const LaunchOptions& o, const LaunchInputs& in, const MachinePlan& p,
-                       size_t m, const std::string& who, std::vector<LaunchProblem>* problems) {
+                       size_t m, const std::string& who, PortReservation* hold,
+                       std::vector<LaunchProblem>* problems) {
   std::error_code ec;
   if (!fs::is_directory(p.workspace, ec)) {
     problems->push_back(
@@ -293,8 +336,16 @@ void CheckLocalMachine(const LaunchOptions& o, const LaunchInputs& in, const Mac
     problems->push_back({"--master_port " + std::to_string(o.master_port) +
                          " collides with machine 0's server ports"});
   } else {
-    std::string why = PortBusy(p.address.host, o.master_port);
-    if (!why.empty()) {
+    // Reserved first, then probed: a job that took the port between the two
+    // holds the reservation too, so one of them is refused either way.
+    const std::string holder = hold ? hold->Take(p.address.host, o.master_port) : "";
+    std::string why = holder.empty() ? PortBusy(p.address.host, o.master_port) : "";
+    if (!holder.empty()) {
+      problems->push_back({"master port " + std::to_string(o.master_port) + " on machine 0 (" +
+                           p.address.host + ") is held by " + holder +
+                           " from its check until its trainers end: wait for that job or choose "
+                           "another --master_port"});
+    } else if (!why.empty()) {
       problems->push_back(
           {"master port " + std::to_string(o.master_port) + " on machine 0 is busy: " + why});
     }
@@ -361,18 +412,19 @@ void CheckTrainerFlags(const LaunchOptions& o, const LaunchInputs& in,
   const std::string word = FirstWord(o.command, &rest);
   const std::string program = fs::path(word).filename().string();
   if ((program != "gnn-train" && program != "gnn-serve") || !in.have_machines) return;
-  // Every local machine's workspace, once: a relative --config or model
-  // path in the command is resolved in each workspace as the process will.
+  // Every machine's workspace, once (a remote one per host): a relative
+  // --config or model path in the command is resolved in each workspace as
+  // the process will, on its own machine. Remote machines run the check
+  // over ssh, all at once.
   std::vector<std::string> checked;
+  std::vector<std::pair<size_t, std::vector<std::string>>> runs;  // machine, argv
   for (size_t m = 0; m < plans.size(); ++m) {
     const MachinePlan& p = plans[m];
-    if (!p.local || (o.machine_id >= 0 && static_cast<int>(m) != o.machine_id)) continue;
-    if (std::find(checked.begin(), checked.end(), p.workspace) != checked.end()) continue;
-    checked.push_back(p.workspace);
-    const std::string binary = ResolveBinary(word, p.workspace);
-    if (binary.empty()) return;  // said by CheckLocalBinaries
-    const std::vector<std::string> argv = {
-        "/usr/bin/env",
+    if (o.machine_id >= 0 && static_cast<int>(m) != o.machine_id) continue;
+    const std::string key = (p.local ? std::string() : p.address.host) + "\n" + p.workspace;
+    if (std::find(checked.begin(), checked.end(), key) != checked.end()) continue;
+    checked.push_back(key);
+    const std::vector<std::string> env = {
         std::string(launch_env::kMachineId) + "=" + std::to_string(m),
         std::string(launch_env::kIpConfig) + "=" + p.ip_config,
         std::string(launch_env::kPartConfig) + "=" + p.part_config,
@@ -381,29 +433,50 @@ void CheckTrainerFlags(const LaunchOptions& o, const LaunchInputs& in,
         std::string(launch_env::kNumServers) + "=" + std::to_string(o.num_servers),
         std::string(launch_env::kNumSamplers) + "=" + std::to_string(o.num_samplers),
         std::string(launch_env::kMasterAddr) + "=" + in.machines[0].host,
-        std::string(launch_env::kMasterPort) + "=" + std::to_string(o.master_port),
-        "/bin/sh",
-        "-c",
-        "cd " + ShellQuote(p.workspace) + " && exec " + ShellQuote(binary) + rest +
-            " --check_only"};
-    const CommandResult r = RunCommand(argv, 120);
-    if (r.exit_code != 0) {
-      std::string line = r.LastErrorLine();
-      const std::string prefix = program + ": error: ";
-      if (line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
-      // gnn-train's own class (2 flags, 3 data); one that could not run: 2.
-      const bool classed = r.exit_code >= kExitConfig && r.exit_code <= kExitPeer;
-      problems->push_back(
-          {"trainer command (" + word + ") on machine " + std::to_string(m) + ": " + line,
-           classed ? r.exit_code : kExitConfig});
-      return;  // one machine's refusal is enough to say
+        std::string(launch_env::kMasterPort) + "=" + std::to_string(o.master_port)};
+    if (!p.local) {
+      runs.push_back({m, SshArgv(o.ssh, p.address.host,
+                                 RemoteCommand(p.workspace, env, o.command + " --check_only"))});
+      continue;
     }
+    const std::string binary = ResolveBinary(word, p.workspace);
+    if (binary.empty()) continue;  // said by CheckLocalBinaries
+    std::vector<std::string> argv = {"/usr/bin/env"};
+    argv.insert(argv.end(), env.begin(), env.end());
+    argv.insert(argv.end(), {"/bin/sh", "-c",
+                             "cd " + ShellQuote(p.workspace) + " && exec " + ShellQuote(binary) +
+                                 rest + " --check_only"});
+    runs.push_back({m, std::move(argv)});
+  }
+  std::vector<CommandResult> results(runs.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const double timeout = plans[runs[i].first].local ? 120 : o.ssh.connect_timeout.count() + 120;
+    threads.emplace_back([&, i, timeout] { results[i] = RunCommand(runs[i].second, timeout); });
+  }
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const CommandResult& r = results[i];
+    if (r.exit_code == 0) continue;
+    const std::string where =
+        "trainer command (" + word + ") on machine " + std::to_string(runs[i].first) + ": ";
+    if (r.timed_out) {
+      problems->push_back({where + "its check timed out (" + r.Describe() + ")", kExitTimeout});
+      return;
+    }
+    std::string line = r.LastErrorLine();
+    const std::string prefix = program + ": error: ";
+    if (line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
+    // gnn-train's own class (2 flags, 3 data); one that could not run: 2.
+    const bool classed = r.exit_code >= kExitConfig && r.exit_code <= kExitPeer;
+    problems->push_back({where + line, classed ? r.exit_code : kExitConfig});
+    return;  // one machine's refusal is enough to say
   }
 }
 
 // Every machine this launcher starts: local ones here, remote ones over ssh
 // in parallel (their problems follow the local ones, in machine order).
-void CheckMachines(const LaunchOptions& o, const LaunchInputs& in,
+void CheckMachines(const LaunchOptions& o, const LaunchInputs& in, PortReservation* hold,
                    std::vector<LaunchProblem>* problems) {
   const std::string word = FirstWord(o.command, nullptr);
   const std::vector<MachinePlan> plans = PlanMachines(o, in.machines);
@@ -427,17 +500,17 @@ void CheckMachines(const LaunchOptions& o, const LaunchInputs& in,
       continue;
     }
     any_local = true;
-    CheckLocalMachine(o, in, p, m, who, problems);
+    CheckLocalMachine(o, in, p, m, who, hold, problems);
   }
   for (auto& t : remote_checks) t.join();
   for (const auto& rp : remote_problems) problems->insert(problems->end(), rp.begin(), rp.end());
   if (any_local) CheckLocalBinaries(o, plans, word, problems);
-  if (any_local && problems->empty()) CheckTrainerFlags(o, in, plans, problems);
+  if (problems->empty()) CheckTrainerFlags(o, in, plans, problems);
 }
 
 }  // namespace
 
-std::vector<LaunchProblem> CheckLaunch(const LaunchOptions& o) {
+std::vector<LaunchProblem> CheckLaunch(const LaunchOptions& o, PortReservation* hold) {
   std::vector<LaunchProblem> problems;
   const LaunchInputs in = ReadLaunchInputs(o, &problems);
   if (in.have_machines && o.machine_id >= static_cast<int>(in.machines.size())) {
@@ -454,7 +527,7 @@ std::vector<LaunchProblem> CheckLaunch(const LaunchOptions& o) {
   } catch (const std::exception& e) {
     problems.push_back({e.what(), ExitCodeOf(e)});
   }
-  CheckMachines(o, in, &problems);
+  CheckMachines(o, in, hold, &problems);
   return problems;
 }
 

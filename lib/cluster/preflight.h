@@ -20,13 +20,38 @@ struct LaunchProblem {
   int exit_code = kExitConfig;
 };
 
+// --master_port reserved among this host's gnn-launch jobs from a
+// launcher's check until it ends: a lock (flock) on a file per address and
+// port, so two jobs started together with one master port cannot both pass
+// the check; the second is refused at once, before anything starts,
+// instead of finding the port taken when its trainers meet. Released when
+// the launcher exits (its children do not inherit it).
+class PortReservation {
+ public:
+  PortReservation() = default;
+  ~PortReservation();
+  PortReservation(const PortReservation&) = delete;
+  PortReservation& operator=(const PortReservation&) = delete;
+  // Takes `port` at `host`: "" when this launcher holds it now, else which
+  // gnn-launch holds it (its pid and start time).
+  std::string Take(const std::string& host, int port);
+
+ private:
+  int fd_ = -1;
+};
+
 // Every problem that would stop the launch, one each (empty = go):
 // unreadable/malformed ip_config or partition config, partition count !=
 // machines, busy local ports (naming the holder), missing binaries or
 // files on any machine, remote machines that ssh cannot reach. The
 // launcher reads ip_config and part_config in machine 0's workspace when
 // they are there, else relative to the current directory.
-std::vector<LaunchProblem> CheckLaunch(const LaunchOptions& options);
+// The trainer command's flags and files are checked by its own binary
+// (--check_only) in every machine's workspace: locally, or over ssh on a
+// remote one. With `hold`, the master port is reserved in it when this
+// launcher runs machine 0 (PortReservation).
+std::vector<LaunchProblem> CheckLaunch(const LaunchOptions& options,
+                                       PortReservation* hold = nullptr);
 
 // "" if TCP `port` can be bound on this host at `host`, else why not.
 std::string PortBusy(const std::string& host, int port);

@@ -381,6 +381,23 @@ TEST_CASE("gnn-launch runs every process through a real sshd and stops them all"
                      " for server 0 is busy") != std::string::npos);
     CHECK(CountOf(r.err, "gnn-launch: error: ") == 1);
   }
+  SECTION("a trainer file missing on one machine reached over ssh is named before anything "
+          "starts") {
+    // A relative --config is read in each machine's workspace, on its own
+    // machine: machine 0 has the file, machine 1 does not.
+    std::filesystem::copy_file(std::string(GNN_SOURCE_DIR) + "/configs/cora.toml",
+                               MachineWorkspace(ws, 0) + "/mine.toml");
+    auto r = test::RunProcess(
+        relocate(s.Args("gnn-train --num_epochs 1 --config mine.toml", flags)), 120);
+    INFO(r.err);
+    CHECK((r.exit_code == kExitConfig || r.exit_code == kExitData));
+    CHECK(r.err.find("trainer command (gnn-train) on machine 1: ") != std::string::npos);
+    CHECK(r.err.find("mine.toml") != std::string::npos);
+    CHECK(r.err.find("on machine 0") == std::string::npos);
+    CHECK(CountOf(r.err, "gnn-launch: error: ") == 1);
+    CHECK(r.err.find("server 0] ") == std::string::npos);  // nothing started
+    CHECK(access((s.dir / ("logs/" + s.job)).c_str(), F_OK) != 0);
+  }
   SECTION("SIGKILL of the launcher: the remote processes notice and stop within 30 s") {
     ChildProcess launcher(
         relocate(
@@ -692,4 +709,35 @@ TEST_CASE("gnn-launch runs the unsupervised job (--task link) to its JSON summar
   CHECK(summary.at("edges_per_s").get<double>() > 0);
   CHECK(summary.contains("wall_time_s"));
   s.RequireNothingLeft(launcher.pid());
+}
+
+TEST_CASE("two jobs started together with one --master_port: one runs, the other is refused "
+          "before anything starts",
+          "[e2e]") {
+  Setup a("port-a"), b("port-b");
+  const std::string train = "--num_epochs 1";
+  ChildProcess la(a.Args(a.Train(train)), a.dir / "launcher");
+  ChildProcess lb(WithFlag(b.Args(b.Train(train)), "--master_port", std::to_string(a.ports[2])),
+                  b.dir / "launcher");
+  const int ca = Finish(la, 180), cb = Finish(lb, 180);
+  INFO("a: " << la.Stderr() << "\nb: " << lb.Stderr());
+  REQUIRE(((ca == 0) != (cb == 0)));
+  ChildProcess& refused = ca == 0 ? lb : la;
+  const Setup& idle = ca == 0 ? b : a;
+  CHECK((ca == 0 ? cb : ca) == kExitConfig);
+  const std::string err = refused.Stderr();
+  CHECK(err.find("master port " + std::to_string(a.ports[2]) +
+                 " on machine 0 (127.0.0.1) is held by another gnn-launch (pid ") !=
+        std::string::npos);
+  CHECK(CountOf(err, "gnn-launch: error: ") == 1);
+  CHECK(err.find("server 0] ") == std::string::npos);  // nothing started
+  CHECK(access((idle.dir / ("logs/" + idle.job)).c_str(), F_OK) != 0);
+  a.RequireNothingLeft(la.pid());
+  b.RequireNothingLeft(lb.pid());
+
+  // Once the job has ended, the port is free again for the next one.
+  auto again = test::RunProcess(
+      WithFlag(idle.Args(idle.Train(train)), "--master_port", std::to_string(a.ports[2])), 180);
+  INFO(again.err);
+  CHECK(again.exit_code == 0);
 }
