@@ -381,8 +381,9 @@ TEST_CASE("gnn-launch runs every process through a real sshd and stops them all"
                      " for server 0 is busy") != std::string::npos);
     CHECK(CountOf(r.err, "gnn-launch: error: ") == 1);
   }
-  SECTION("a trainer file missing on one machine reached over ssh is named before anything "
-          "starts") {
+  SECTION(
+      "a trainer file missing on one machine reached over ssh is named before anything "
+      "starts") {
     // A relative --config is read in each machine's workspace, on its own
     // machine: machine 0 has the file, machine 1 does not.
     std::filesystem::copy_file(std::string(GNN_SOURCE_DIR) + "/configs/cora.toml",
@@ -711,9 +712,10 @@ TEST_CASE("gnn-launch runs the unsupervised job (--task link) to its JSON summar
   s.RequireNothingLeft(launcher.pid());
 }
 
-TEST_CASE("two jobs started together with one --master_port: one runs, the other is refused "
-          "before anything starts",
-          "[e2e]") {
+TEST_CASE(
+    "two jobs started together with one --master_port: one runs, the other is refused "
+    "before anything starts",
+    "[e2e]") {
   Setup a("port-a"), b("port-b");
   const std::string train = "--num_epochs 1";
   ChildProcess la(a.Args(a.Train(train)), a.dir / "launcher");
