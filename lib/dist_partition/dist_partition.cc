@@ -163,6 +163,14 @@ void Job::CheckInput() {
     RefuseEdgeData(o_.data.dataset + "/metadata.json", meta_.edge_data, o_.data.ignore_edge_data,
                    "which gnn-partition --distributed does not carry yet (gnn-partition on one "
                    "machine carries edge features)");
+    for (size_t t = 0; t < meta_.node_types.size(); ++t) {
+      if (NodeData(meta_, t, kChunkUserIds)) {
+        throw DataError(o_.data.dataset + "/metadata.json: node_data." + meta_.node_types[t] + "." +
+                        kChunkUserIds +
+                        " (the user's node ids) is not carried by --distributed yet (gnn-partition "
+                        "on one machine keeps them)");
+      }
+    }
     int64_t nodes = 0;
     for (size_t t = 0; t < meta_.node_types.size(); ++t) nodes += meta_.NumNodes(t);
     if (o_.num_parts > nodes) {

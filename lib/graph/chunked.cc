@@ -17,6 +17,7 @@ namespace gnn {
 namespace fs = std::filesystem;
 
 const char* const kChunkSplitNames[3] = {"train_mask", "val_mask", "test_mask"};
+const char* const kChunkUserIds = "node_ids";
 using nlohmann::json;
 
 namespace {
@@ -43,6 +44,7 @@ struct DatasetView {
   std::vector<RelView> rels;
   size_t target = 0;
   const int64_t* labels = nullptr;
+  const int64_t* node_ids = nullptr;  // the user's id of each node (one type), or none
   int64_t num_classes = 0;
   const std::vector<int64_t>* splits[3] = {nullptr, nullptr, nullptr};
   bool known_undirected = false;  // written as metadata.json's gnn.known_undirected
@@ -174,6 +176,11 @@ void WriteNodeData(const DatasetView& v, const ChunkLayout& l, json* meta) {
           meta);
     }
     if (ti != v.target) continue;
+    if (v.node_ids) {
+      WriteNodeRows<int64_t>(
+          l, t, type_dir, kChunkUserIds, 1, [&](int64_t i, int64_t* o) { *o = v.node_ids[i]; },
+          meta);
+    }
     WriteNodeRows<int64_t>(
         l, t, type_dir, "label", 1, [&](int64_t i, int64_t* o) { *o = v.labels[i]; }, meta);
     for (int m = 0; m < 3; ++m) {
@@ -554,6 +561,12 @@ HeteroDataset ReadChunkedHetero(const ChunkedMeta& m) {
 
 HeteroDataset ReadChunkedHeteroDataset(const std::string& dir, bool ignore_edge_data) {
   const ChunkedMeta m = ReadChunkedMeta(dir);
+  for (size_t t = 0; t < m.node_types.size(); ++t) {
+    if (NodeData(m, t, kChunkUserIds)) {
+      throw DataError(dir + "/metadata.json: node_data." + m.node_types[t] + "." + kChunkUserIds +
+                      " (the user's node ids) is kept for homogeneous graphs only so far");
+    }
+  }
   RefuseEdgeData((fs::path(dir) / "metadata.json").string(), m.edge_data, ignore_edge_data,
                  "which gnn does not carry for typed graphs yet");
   return ReadChunkedHetero(m);
@@ -584,6 +597,18 @@ Dataset ReadChunkedDataset(const std::string& dir, bool ignore_edge_data) {
   d.valid_idx = std::move(h.valid_idx);
   d.test_idx = std::move(h.test_idx);
   d.undirected_reason = m.undirected_reason;
+  if (NodeData(m, 0, kChunkUserIds)) {
+    int64_t width = 0;
+    d.node_ids = ReadNodeData<int64_t>(m, 0, kChunkUserIds, &width);
+    if (width != 1) throw DataError(dir + ": node_data _N.node_ids must be one id per node");
+    std::vector<int64_t> sorted = d.node_ids;
+    std::sort(sorted.begin(), sorted.end());
+    const auto dup = std::adjacent_find(sorted.begin(), sorted.end());
+    if (dup != sorted.end()) {
+      throw DataError(dir + ": node_data _N.node_ids names node " + std::to_string(*dup) +
+                      " twice (the user's ids must be distinct)");
+    }
+  }
   d.Validate();
   return d;
 }
@@ -595,6 +620,7 @@ void WriteChunked(const Dataset& d, int chunks, const std::string& dir) {
   v.rels.push_back({"_N:_E:_N", d.src.data(), d.dst.data(), d.num_edges(), d.edge_features.data(),
                     d.edge_feature_dim});
   v.labels = d.labels.data();
+  if (!d.node_ids.empty()) v.node_ids = d.node_ids.data();
   v.num_classes = d.num_classes;
   v.splits[0] = &d.train_idx;
   v.splits[1] = &d.valid_idx;

@@ -77,6 +77,9 @@ HeteroDataset ReadChunkedHeteroDataset(const std::string& dir, bool ignore_edge_
 
 // Node data names of the train, validation and test masks.
 extern const char* const kChunkSplitNames[3];
+// Node data name of the user's id of each node (gnn-dataset --node_ids):
+// int64, kept by gnn-partition as the partitions' node_ids.npy.
+extern const char* const kChunkUserIds;
 
 // One chunk at a time, for readers that take only some chunks (each
 // machine of a distributed partitioning reads its own). Edge chunk `chunk`

@@ -104,12 +104,13 @@ json RunHomogeneous(const DatasetToolOptions& o) {
   const Dataset d = LoadDataset(o.data);
   const double load_seconds = load.Seconds();
   json stats = HomogeneousStats(d, load_seconds);
-  if (!d.node_ids.empty() && (o.write_chunked != 0 || !o.write_ogb.empty())) {
-    // Said, not dropped silently: those formats name nodes by row.
-    GNN_LOG(kWarn) << "--node_ids: the written folder names nodes by their row (0.."
-                   << d.num_nodes - 1
-                   << " in --node_ids' order); partition the plain files with gnn-partition "
-                      "--node_ids to keep your ids for inference and serving";
+  if (!d.node_ids.empty() && !o.write_ogb.empty()) {
+    // Said, not dropped silently: OGB's layout names nodes by row (the
+    // chunked format keeps them as node_data "node_ids").
+    GNN_LOG(kWarn) << "--node_ids: the OGB folder names nodes by their row (0.." << d.num_nodes - 1
+                   << " in --node_ids' order); write --write_chunked, or partition the plain "
+                      "files with gnn-partition --node_ids, to keep your ids for inference and "
+                      "serving";
   }
   if (o.write_chunked != 0) WriteChunkedTimed(d, o.write_chunked, o.output, &stats);
   if (!o.write_ogb.empty()) WriteOgbTimed(d, o, WriteOgbFolder, &stats);

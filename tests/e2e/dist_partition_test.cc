@@ -293,6 +293,21 @@ TEST_CASE("gnn-partition --distributed: bad input is one error line, nothing wri
     fs::remove(file);
     fs::rename(file + ".good", file);
   }
+  // The user's ids and edge features are kept on one machine only so far.
+  {
+    json meta = json::parse(std::ifstream(chunks + "/metadata.json"));
+    const json saved = meta;
+    meta["node_data"]["_N"]["node_ids"] = meta["node_data"]["_N"]["label"];
+    std::ofstream(chunks + "/metadata.json") << meta.dump();
+    check(Distributed(2, {"--dataset", chunks, "--output", dir / "out"}), 3,
+          "node_data._N.node_ids (the user's node ids) is not carried by --distributed yet");
+    meta = saved;
+    meta["edge_data"]["_N:_E:_N"]["feat"] = meta["node_data"]["_N"]["label"];
+    std::ofstream(chunks + "/metadata.json") << meta.dump();
+    check(Distributed(2, {"--dataset", chunks, "--output", dir / "out"}), 3,
+          "which gnn-partition --distributed does not carry yet");
+    std::ofstream(chunks + "/metadata.json") << saved.dump();
+  }
   // --ip_config: the processes must match its machines.
   {
     std::ofstream(dir / "ip3.txt") << "127.0.0.1 30050\n127.0.0.1 30060\n127.0.0.1 30070\n";

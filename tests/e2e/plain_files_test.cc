@@ -129,12 +129,28 @@ TEST_CASE("gnn-partition and gnn-dataset take plain files in place of --dataset"
                             "0,1", "--ignore_edge_data"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("names nodes by their row") == std::string::npos);  // the ids go along
   auto p = RunProcess({Bin("gnn-partition"), "--quiet", "--dataset", f.dir / "chunks",
-                       "--num_parts", "1", "--output", f.dir / "from-chunks"});
+                       "--num_parts", "2", "--output", f.dir / "from-chunks"});
   INFO(p.err);
   REQUIRE(p.exit_code == 0);
-  CHECK(json::parse(test::ReadFileOrEmpty(f.dir / "from-chunks/mine.json")).at("num_nodes") ==
-        kNodes);
+  const json fc = json::parse(test::ReadFileOrEmpty(f.dir / "from-chunks/mine.json"));
+  CHECK(fc.at("num_nodes") == kNodes);
+  CHECK(fc.at("user_node_ids") == true);
+  // Each partition's node_ids.npy: the user's id of the row orig_nids names.
+  for (int q = 0; q < 2; ++q) {
+    const std::string dir = f.dir / ("from-chunks/part" + std::to_string(q));
+    const std::vector<int64_t> orig = ReadNpy<int64_t>(dir + "/orig_nids.npy");
+    const std::vector<int64_t> user = ReadNpy<int64_t>(dir + "/node_ids.npy");
+    REQUIRE(user.size() == orig.size());
+    for (size_t i = 0; i < orig.size(); ++i) CHECK(user[i] == UserId(static_cast<int>(orig[i])));
+  }
+  // Repeated ids in the chunks are one line.
+  std::vector<int64_t> twice(kNodes / 2, 7);
+  Write(f.dir / "chunks/node_data/_N/node_ids-0.npy", DType::kInt64, twice, {kNodes / 2});
+  ExpectOneLine(RunProcess({Bin("gnn-partition"), "--quiet", "--dataset", f.dir / "chunks",
+                            "--num_parts", "1", "--output", f.dir / "dup"}),
+                "gnn-partition", "node_data _N.node_ids names node 7 twice");
 }
 
 TEST_CASE("plain files: every problem is one line naming the file and the fix", "[e2e]") {
