@@ -143,16 +143,14 @@ CsrT<Index> BuildEdgeIdCsc(int64_t n, const std::vector<int64_t>& src,
       if (undirected && src[i] != dst[i]) put(src[i], dst[i], i);
     }
   }
-  // Entries went in by ascending edge id, so a stable sort by source gives
-  // (source, edge id) order.
+  // (source, edge id) pairs are distinct, so a plain sort orders each row.
   ParallelFor(n, threads, [&](int64_t b, int64_t e) {
     std::vector<std::pair<Index, int64_t>> row;
     for (int64_t v = b; v < e; ++v) {
       const int64_t lo = csc.indptr[v], hi = csc.indptr[v + 1];
       row.clear();
       for (int64_t k = lo; k < hi; ++k) row.emplace_back(csc.indices[k], (*eids)[k]);
-      std::stable_sort(row.begin(), row.end(),
-                       [](const auto& a, const auto& c) { return a.first < c.first; });
+      std::sort(row.begin(), row.end());
       for (int64_t k = lo; k < hi; ++k) {
         csc.indices[k] = row[static_cast<size_t>(k - lo)].first;
         (*eids)[k] = row[static_cast<size_t>(k - lo)].second;
