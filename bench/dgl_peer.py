@@ -32,7 +32,9 @@
       standalone, otherwise with the DGL_* environment a launcher sets.
       Prints one JSON line last: mean epoch time and seeds/s over all ranks
       (every rank's seeds over the slowest rank's time), test accuracy
-      after the last epoch.
+      after the last epoch. With --inference_only: no training, the
+      layer-wise full-neighbour inference of every node timed (the slowest
+      rank's), as {"inference_time_s": ...}.
 """
 import argparse
 import gc
@@ -180,6 +182,9 @@ def train(argv):
     ap.add_argument("--num_out_heads", type=int, default=1)
     ap.add_argument("--attn_drop", type=float, default=0.6)
     ap.add_argument("--negative_slope", type=float, default=0.2)
+    ap.add_argument("--inference_only", action="store_true",
+                    help="no training: time the layer-wise full-neighbour inference of every "
+                         "node (the model as initialised) and print {inference_time_s}")
     a = ap.parse_args(argv)
     if a.num_omp_threads > 0:
         torch.set_num_threads(a.num_omp_threads)
@@ -253,6 +258,21 @@ def train(argv):
             return x
 
     model = torch.nn.parallel.DistributedDataParallel(Sage())
+    if a.inference_only:
+        model.eval()
+        g.barrier()
+        start = time.time()
+        with torch.no_grad():
+            pred = model.module.full_inference(feats)
+        took = time.time() - start
+        slowest = torch.tensor([took], dtype=torch.float64)
+        torch.distributed.all_reduce(slowest, op=torch.distributed.ReduceOp.MAX)
+        if g.rank() == 0:
+            print(json.dumps({"system": "dgl", "ranks": torch.distributed.get_world_size(),
+                              "inference_time_s": float(slowest[0]),
+                              "nodes": int(g.num_nodes()), "out_dim": int(pred.shape[1])}),
+                  flush=True)
+        return
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
     sampler = dgl.dataloading.NeighborSampler([int(f) for f in a.fan_out.split(",")])
     loader = dgl.dataloading.DistNodeDataLoader(g, split["train_mask"], sampler,

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -84,14 +85,33 @@ PortReservation::~PortReservation() {
 }
 
 std::string PortReservation::Take(const std::string& host, int port) {
+  (void)host;  // keyed by port alone: "localhost" and "127.0.0.1" are one port
   if (fd_ >= 0) return "";
   // Never removed: unlinking a lock file while another launcher waits on
-  // it would let two of them hold "the" lock on two files.
-  const std::string path = (fs::temp_directory_path() /
-                            ("gnn-master-port-" + host + "-" + std::to_string(port) + ".lock"))
-                               .string();
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) return "";  // an unwritable temp folder: the port check alone stands
+  // it would let two of them hold "the" lock on two files. Made 0666 so
+  // every user's jobs share it; opened without following a link, and used
+  // only when it is a plain file.
+  const std::string path =
+      (fs::temp_directory_path() / ("gnn-master-port-" + std::to_string(port) + ".lock")).string();
+  int fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) {
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      (void)::fchmod(fd, 0666);  // past the umask
+    } else if (errno == EEXIST) {
+      fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    }
+  }
+  // Another user's file we may not write: an exclusive lock through a
+  // read-only descriptor still holds others off, it just cannot say who.
+  if (fd < 0 && errno == EACCES) fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return "";  // no usable lock file: the port check alone stands
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return "";
+  }
+  const bool writable = (::fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDWR;
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     // The holder writes its name just after taking the lock: a launcher
     // started at the same moment may look in between.
@@ -106,12 +126,15 @@ std::string PortReservation::Take(const std::string& host, int port) {
     while (!holder.empty() && holder.back() == '\n') holder.pop_back();
     return "another gnn-launch" + (holder.empty() ? "" : " (" + holder + ")");
   }
-  const std::time_t now = std::time(nullptr);
-  char when[32];
-  std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", std::localtime(&now));
-  const std::string me = "pid " + std::to_string(::getpid()) + ", since " + when + "\n";
-  if (::ftruncate(fd, 0) == 0 && ::pwrite(fd, me.data(), me.size(), 0) < 0) {
-    // The holder's name is a courtesy to the next launcher; the lock holds.
+  if (writable) {
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    char when[32] = "?";
+    if (::localtime_r(&now, &local)) std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &local);
+    const std::string me = "pid " + std::to_string(::getpid()) + ", since " + when + "\n";
+    if (::ftruncate(fd, 0) == 0 && ::pwrite(fd, me.data(), me.size(), 0) < 0) {
+      // The holder's name is a courtesy to the next launcher; the lock holds.
+    }
   }
   fd_ = fd;
   return "";
@@ -341,8 +364,8 @@ void CheckLocalMachine(const LaunchOptions& o, const LaunchInputs& in, const Mac
     const std::string holder = hold ? hold->Take(p.address.host, o.master_port) : "";
     std::string why = holder.empty() ? PortBusy(p.address.host, o.master_port) : "";
     if (!holder.empty()) {
-      problems->push_back({"master port " + std::to_string(o.master_port) + " on machine 0 (" +
-                           p.address.host + ") is held by " + holder +
+      problems->push_back({"master port " + std::to_string(o.master_port) +
+                           " on this host is held by " + holder +
                            " from its check until its trainers end: wait for that job or choose "
                            "another --master_port"});
     } else if (!why.empty()) {
@@ -424,16 +447,18 @@ void CheckTrainerFlags(const LaunchOptions& o, const LaunchInputs& in,
     const std::string key = (p.local ? std::string() : p.address.host) + "\n" + p.workspace;
     if (std::find(checked.begin(), checked.end(), key) != checked.end()) continue;
     checked.push_back(key);
-    const std::vector<std::string> env = {
-        std::string(launch_env::kMachineId) + "=" + std::to_string(m),
-        std::string(launch_env::kIpConfig) + "=" + p.ip_config,
-        std::string(launch_env::kPartConfig) + "=" + p.part_config,
-        launch_env::Entry(launch_env::kTrainerId, "0"),
-        std::string(launch_env::kNumTrainers) + "=" + std::to_string(o.num_trainers),
-        std::string(launch_env::kNumServers) + "=" + std::to_string(o.num_servers),
-        std::string(launch_env::kNumSamplers) + "=" + std::to_string(o.num_samplers),
-        std::string(launch_env::kMasterAddr) + "=" + in.machines[0].host,
-        std::string(launch_env::kMasterPort) + "=" + std::to_string(o.master_port)};
+    // The user's --extra_envs first, as the launch sets them; ours after.
+    std::vector<std::string> env = o.extra_envs;
+    env.insert(env.end(),
+               {std::string(launch_env::kMachineId) + "=" + std::to_string(m),
+                std::string(launch_env::kIpConfig) + "=" + p.ip_config,
+                std::string(launch_env::kPartConfig) + "=" + p.part_config,
+                launch_env::Entry(launch_env::kTrainerId, "0"),
+                std::string(launch_env::kNumTrainers) + "=" + std::to_string(o.num_trainers),
+                std::string(launch_env::kNumServers) + "=" + std::to_string(o.num_servers),
+                std::string(launch_env::kNumSamplers) + "=" + std::to_string(o.num_samplers),
+                std::string(launch_env::kMasterAddr) + "=" + in.machines[0].host,
+                std::string(launch_env::kMasterPort) + "=" + std::to_string(o.master_port)});
     if (!p.local) {
       runs.push_back({m, SshArgv(o.ssh, p.address.host,
                                  RemoteCommand(p.workspace, env, o.command + " --check_only"))});
@@ -448,18 +473,34 @@ void CheckTrainerFlags(const LaunchOptions& o, const LaunchInputs& in,
                                  rest + " --check_only"});
     runs.push_back({m, std::move(argv)});
   }
+  // At most kParallelChecks at once (each child holds a few descriptors);
+  // a check that cannot even start is its machine's problem, not a crash.
+  constexpr size_t kParallelChecks = 32;
   std::vector<CommandResult> results(runs.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const double timeout = plans[runs[i].first].local ? 120 : o.ssh.connect_timeout.count() + 120;
-    threads.emplace_back([&, i, timeout] { results[i] = RunCommand(runs[i].second, timeout); });
+  std::vector<std::string> failures(runs.size());
+  for (size_t begin = 0; begin < runs.size(); begin += kParallelChecks) {
+    std::vector<std::thread> threads;
+    for (size_t i = begin; i < std::min(runs.size(), begin + kParallelChecks); ++i) {
+      const double timeout = plans[runs[i].first].local ? 120 : o.ssh.connect_timeout.count() + 120;
+      threads.emplace_back([&, i, timeout] {
+        try {
+          results[i] = RunCommand(runs[i].second, timeout);
+        } catch (const std::exception& e) {
+          failures[i] = e.what();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
   }
-  for (auto& t : threads) t.join();
   for (size_t i = 0; i < runs.size(); ++i) {
     const CommandResult& r = results[i];
-    if (r.exit_code == 0) continue;
     const std::string where =
         "trainer command (" + word + ") on machine " + std::to_string(runs[i].first) + ": ";
+    if (!failures[i].empty()) {
+      problems->push_back({where + "its check could not run: " + failures[i]});
+      return;
+    }
+    if (r.exit_code == 0) continue;
     if (r.timed_out) {
       problems->push_back({where + "its check timed out (" + r.Describe() + ")", kExitTimeout});
       return;
@@ -495,8 +536,13 @@ void CheckMachines(const LaunchOptions& o, const LaunchInputs& in, PortReservati
       continue;
     }
     if (!p.local) {
-      remote_checks.emplace_back(
-          [&, m, who] { remote_problems[m] = CheckRemoteMachine(o, in, plans[m], word, m, who); });
+      remote_checks.emplace_back([&, m, who] {
+        try {
+          remote_problems[m] = CheckRemoteMachine(o, in, plans[m], word, m, who);
+        } catch (const std::exception& e) {
+          remote_problems[m] = {{who + ": its check could not run: " + e.what()}};
+        }
+      });
       continue;
     }
     any_local = true;

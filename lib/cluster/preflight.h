@@ -21,19 +21,22 @@ struct LaunchProblem {
 };
 
 // --master_port reserved among this host's gnn-launch jobs from a
-// launcher's check until it ends: a lock (flock) on a file per address and
-// port, so two jobs started together with one master port cannot both pass
-// the check; the second is refused at once, before anything starts,
-// instead of finding the port taken when its trainers meet. Released when
-// the launcher exits (its children do not inherit it).
+// launcher's check until it ends: a lock (flock) on a file per port in the
+// temp folder (mode 0666, shared by every user; never a link), so two jobs
+// started together with one master port cannot both pass the check; the
+// second is refused at once, before anything starts, instead of finding the
+// port taken when its trainers meet. Released when the launcher exits (its
+// children do not inherit it). Without a usable lock file the port check
+// alone stands.
 class PortReservation {
  public:
   PortReservation() = default;
   ~PortReservation();
   PortReservation(const PortReservation&) = delete;
   PortReservation& operator=(const PortReservation&) = delete;
-  // Takes `port` at `host`: "" when this launcher holds it now, else which
-  // gnn-launch holds it (its pid and start time).
+  // Takes `port` (machine 0 at `host`; the lock is per port): "" when this
+  // launcher holds it now, else which gnn-launch holds it (its pid and
+  // start time, when it could say).
   std::string Take(const std::string& host, int port);
 
  private:

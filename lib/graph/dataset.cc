@@ -82,7 +82,8 @@ void Dataset::Validate() const {
   }
 }
 
-void NodeFeaturesFromEdges(Dataset* d, bool undirected) {
+void NodeFeaturesFromEdges(Dataset* d, bool undirected,
+                           const std::function<bool(int64_t, int64_t)>& skip) {
   const int64_t w = d->edge_feature_dim, n = d->num_nodes;
   if (w <= 0) throw DataError(d->name + ": --node_feat_from_edges needs edge features");
   std::vector<double> sum(static_cast<size_t>(n * w), 0.0);
@@ -94,6 +95,7 @@ void NodeFeaturesFromEdges(Dataset* d, bool undirected) {
     ++count[static_cast<size_t>(node)];
   };
   for (int64_t e = 0; e < d->num_edges(); ++e) {
+    if (skip && skip(d->src[static_cast<size_t>(e)], d->dst[static_cast<size_t>(e)])) continue;
     add(d->dst[static_cast<size_t>(e)], e);
     if (undirected && d->src[static_cast<size_t>(e)] != d->dst[static_cast<size_t>(e)])
       add(d->src[static_cast<size_t>(e)], e);
@@ -250,6 +252,10 @@ Dataset LoadDataset(const DatasetOptions& options) {
     return ReadChunkedDataset(options.dataset, options.ignore_edge_data);
   if (options.dataset.rfind("synthetic:", 0) == 0) {
     SyntheticSpec spec = ParseSyntheticSpec(options.dataset.substr(10));
+    if (spec.edge_feature_dim > 0 && options.ignore_edge_data) {
+      RefuseEdgeData(options.dataset, {"efeat=" + std::to_string(spec.edge_feature_dim)}, true);
+      spec.edge_feature_dim = 0;
+    }
     Dataset d = GenerateSynthetic(spec, options.seed, options.num_threads);
     d.Validate();
     return d;

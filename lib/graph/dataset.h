@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,8 +47,10 @@ struct Dataset {
 // features of its in-edges, both directions of each edge when `undirected`
 // (a self-loop once); 0 for a node without any. They replace `d`'s node
 // features when it has none, else are appended as columns. DataError when
-// `d` has no edge features.
-void NodeFeaturesFromEdges(Dataset* d, bool undirected);
+// `d` has no edge features. Edges for which `skip(src, dst)` holds (edges
+// held out for link evaluation) do not count.
+void NodeFeaturesFromEdges(Dataset* d, bool undirected,
+                           const std::function<bool(int64_t, int64_t)>& skip = nullptr);
 
 // The plain files of a graph (graph/plain_files.h), in place of a --dataset.
 struct PlainFiles {

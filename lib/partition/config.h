@@ -26,9 +26,10 @@ constexpr const char* kUserIdsFile = "node_ids.npy";
 // Edge features (a config with "edge_feature_dim": E): every partition
 // folder holds edge_feat.npy, float32 [stored in-edges, E], row k the
 // features of the in-edge indices.npy[k] names, and orig_eids.npy, int64
-// [stored in-edges], that edge's input edge id (its 0-based line in the
-// input's edge list). With --undirected both stored directions of an input
-// edge carry its id and features; repeated input edges stay separate edges.
+// [stored in-edges], that edge's input edge id (its 0-based row in the
+// input's edge list: a line of OGB's edge.csv.gz, a data row of a CSV). With --undirected both
+// stored directions of an input edge carry its id and features; repeated input edges stay separate
+// edges.
 constexpr const char* kEdgeFeatFile = "edge_feat.npy";
 constexpr const char* kOrigEidsFile = "orig_eids.npy";
 // Corrupted tails stored per held-out edge (for MRR).

@@ -1,6 +1,7 @@
 #include "partition/partition.h"
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <iomanip>
 #include <limits>
@@ -117,10 +118,13 @@ void RemoveHeldOut(CsrT<Index>* g, const HeldOutChooser& held,
 // `undirected` also that of src[i] (a self-loop once); repeated edges stay.
 // Each row's entries are sorted by source, then input edge id, so the
 // order is the same for every partitioning. *eids: the id of each entry.
+// *repeats: entries whose (source, destination) pair an earlier entry of
+// the row has too.
 template <typename Index>
 CsrT<Index> BuildEdgeIdCsc(int64_t n, const std::vector<int64_t>& src,
                            const std::vector<int64_t>& dst, bool undirected, int threads,
-                           std::vector<int64_t>* eids) {
+                           std::vector<int64_t>* eids, int64_t* repeats) {
+  std::atomic<int64_t> repeated{0};
   CsrT<Index> csc;
   csc.indptr.assign(static_cast<size_t>(n + 1), 0);
   const int64_t m = static_cast<int64_t>(src.size());
@@ -151,12 +155,16 @@ CsrT<Index> BuildEdgeIdCsc(int64_t n, const std::vector<int64_t>& src,
       row.clear();
       for (int64_t k = lo; k < hi; ++k) row.emplace_back(csc.indices[k], (*eids)[k]);
       std::sort(row.begin(), row.end());
+      int64_t same = 0;
       for (int64_t k = lo; k < hi; ++k) {
         csc.indices[k] = row[static_cast<size_t>(k - lo)].first;
         (*eids)[k] = row[static_cast<size_t>(k - lo)].second;
+        same += k > lo && csc.indices[k] == csc.indices[k - 1];
       }
+      repeated += same;
     }
   });
+  *repeats = repeated.load();
   return csc;
 }
 
@@ -258,7 +266,22 @@ Adjacency<Index> BuildAdjacency(Dataset* d, bool undirected, int threads) {
   // only once.
   a.sym = Symmetrize<Index>(n, d->src, d->dst, threads);
   if (a.edge_ids) {
-    a.directed_csc = BuildEdgeIdCsc<Index>(n, d->src, d->dst, undirected, threads, &a.eids);
+    int64_t repeats = 0;
+    a.directed_csc =
+        BuildEdgeIdCsc<Index>(n, d->src, d->dst, undirected, threads, &a.eids, &repeats);
+    if (repeats > 0) {
+      const std::string line =
+          std::to_string(repeats) +
+          " stored in-edges repeat the (source, destination) pair of another: with edge "
+          "features, repeated input edges" +
+          (undirected ? " (and edges listed in both directions)" : "") +
+          " stay separate edges, each with its own features";
+      if (undirected) {
+        GNN_LOG(kWarn) << line << "; if the list already holds both directions, pass --directed";
+      } else {
+        GNN_LOG(kInfo) << line;
+      }
+    }
   } else if (!undirected) {
     a.directed_csc = BuildCsr<Index>(n, d->dst, d->src, false, false, threads);
   }
@@ -399,6 +422,11 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
                        const std::string& graph_name, StageTimer& timer, const std::string& tmp_dir,
                        PartitionConfig* out, int64_t* cut, int64_t* undirected_edges) {
   const int64_t n = d.num_nodes;
+  // METIS needs about 9x its adjacency in memory; the features are not
+  // needed until writing, so they wait on disk instead of adding to the peak
+  // (from before the adjacency is built).
+  const Spilled<float> spill(tmp_dir + "/.features.spill", &d.features);
+  const Spilled<float> edge_spill(tmp_dir + "/.edge_features.spill", &d.edge_features);
   timer.Begin("symmetrize");
   Adjacency<Index> adj = BuildAdjacency<Index>(&d, undirected, options.num_threads);
   const HeldOutChooser held(options.val_edges, options.data.seed);
@@ -406,11 +434,6 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
   const CsrT<Index>& in_csc = adj.in_csc();
   std::vector<uint8_t> masks[3] = {MaskOf(n, d.train_idx), MaskOf(n, d.valid_idx),
                                    MaskOf(n, d.test_idx)};
-
-  // METIS needs about 9x its adjacency in memory; the features are not
-  // needed until writing, so they wait on disk instead of adding to the peak.
-  const Spilled<float> spill(tmp_dir + "/.features.spill", &d.features);
-  const Spilled<float> edge_spill(tmp_dir + "/.edge_features.spill", &d.edge_features);
 
   const std::string method =
       AssignMethod(options.part_method, adj.sym.num_entries(), std::is_same_v<Index, int32_t>);
@@ -449,7 +472,8 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
 // --node_feat_from_edges: node features from the edge features' means, when
 // asked or when the graph has edge features and no node features; says so
 // in one line.
-void DeriveNodeFeatures(const std::string& how, bool undirected, Dataset* d) {
+void DeriveNodeFeatures(const PartitionOptions& options, bool undirected, Dataset* d) {
+  const std::string& how = options.node_feat_from_edges;
   if (d->edge_feature_dim == 0) {
     if (how == "mean") {
       throw ConfigError("--node_feat_from_edges mean: " + d->name + " has no edge features");
@@ -468,7 +492,11 @@ void DeriveNodeFeatures(const std::string& how, bool undirected, Dataset* d) {
     return;
   }
   const int64_t had = d->feature_dim;
-  NodeFeaturesFromEdges(d, undirected);
+  // Edges held out for link evaluation leave the graph before anything sees
+  // it: their features do not reach the means either.
+  const HeldOutChooser held(options.val_edges, options.data.seed);
+  NodeFeaturesFromEdges(d, undirected,
+                        held.active() ? std::function<bool(int64_t, int64_t)>(held) : nullptr);
   GNN_LOG(kInfo) << d->name << ": node features "
                  << (had == 0 ? "are" : "get " + std::to_string(had) + " columns plus")
                  << " the mean of each node's " << (undirected ? "edges'" : "in-edges'") << " "
@@ -495,7 +523,7 @@ PartitionResult RunPartition(const PartitionOptions& options) {
   const bool undirected = TreatAsUndirected(options.direction(), d.undirected_reason);
   LogDirection(options.direction(), d.name, d.undirected_reason, d.num_edges(),
                undirected ? EdgeOrder{} : CountEdgeOrder(d.src, d.dst));
-  DeriveNodeFeatures(options.node_feat_from_edges, undirected, &d);
+  DeriveNodeFeatures(options, undirected, &d);
   const std::string graph_name = options.graph_name.empty() ? d.name : options.graph_name;
   const int64_t input_edges = d.num_edges();
 

@@ -4,6 +4,7 @@
 // edge-feat.csv.gz, synthetic efeat=, CSV columns, --edge_feat, chunked
 // edge_data); a graph with edge features only gets node features from its
 // edges' means; bad edge data is one error line with nothing written.
+#include <array>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -293,6 +294,42 @@ TEST_CASE(
     INFO("node " << orig[i]);
     CHECK(feat[2 * i] == Approx(want.at(orig[i]).first));
     CHECK(feat[2 * i + 1] == Approx(want.at(orig[i]).second));
+  }
+
+  // Edges held out by --val_edges do not reach the means: each node's
+  // features are the mean over the edges left in the graph.
+  r = RunProcess({Bin("gnn-partition"), "--dataset", g, "--undirected", "--num_parts", "1",
+                  "--val_edges", "0.5", "--output", dir / "held"},
+                 60);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const PartitionConfig h = LoadPartitionConfig(dir / "held/g.json");
+  REQUIRE(h.num_val_edges > 0);
+  const std::vector<int64_t> horig = ReadNpy<int64_t>(h.FilePath(0, "orig_nids.npy"));
+  const std::vector<int64_t> held = ReadNpy<int64_t>(h.FilePath(0, "val_edges.npy"));
+  const std::vector<float> hfeat = ReadNpy<float>(h.FilePath(0, "feat.npy"));
+  const std::vector<std::array<int64_t, 2>> edges = {{0, 1}, {1, 2}, {2, 3}, {3, 0}, {0, 2}};
+  const std::vector<std::array<float, 2>> efeat = {{1, 0}, {2, 4}, {3, 8}, {4, 16}, {5, 32}};
+  auto is_held = [&](int64_t a, int64_t b) {
+    for (size_t k = 0; k < held.size(); k += 2) {
+      const int64_t x = horig[held[k]], y = horig[held[k + 1]];
+      if ((x == a && y == b) || (x == b && y == a)) return true;
+    }
+    return false;
+  };
+  for (size_t i = 0; i < horig.size(); ++i) {
+    const int64_t v = horig[i];
+    float sum[2] = {0, 0};
+    int count = 0;
+    for (size_t e = 0; e < edges.size(); ++e) {
+      if ((edges[e][0] != v && edges[e][1] != v) || is_held(edges[e][0], edges[e][1])) continue;
+      sum[0] += efeat[e][0];
+      sum[1] += efeat[e][1];
+      ++count;
+    }
+    INFO("node " << v);
+    CHECK(hfeat[2 * i] == Approx(count ? sum[0] / count : 0.0f));
+    CHECK(hfeat[2 * i + 1] == Approx(count ? sum[1] / count : 0.0f));
   }
 
   // --node_feat_from_edges none refuses such a graph; mean on a graph with
