@@ -423,9 +423,14 @@ ChunkedMeta ReadChunkedMeta(const std::string& dir) {
     const JsonReader ed = r.At("edge_data");
     for (const std::string& etype : ed.Keys()) {
       const auto it = std::find(m.edge_types.begin(), m.edge_types.end(), etype);
-      if (it == m.edge_types.end()) ed.At(etype).Fail("is not one of edge_type");
       for (const std::string& name : ed.At(etype).Keys()) {
         m.edge_data.push_back("edge_data." + etype + "." + name);
+        // Named (and so refused or dropped) even when its relation is not
+        // one of edge_type; read only when it is.
+        if (it == m.edge_types.end()) {
+          m.edge_data_unknown.push_back(m.edge_data.back());
+          continue;
+        }
         m.edge_data_files[static_cast<size_t>(it - m.edge_types.begin())].push_back(
             {name, files(ed.At(etype).At(name))});
       }
@@ -456,6 +461,10 @@ namespace {
 // columns side by side. *width: the total.
 std::vector<float> ReadEdgeFeatures(const ChunkedMeta& m, size_t r, int64_t* width) {
   const std::string meta = m.dir + "/metadata.json";
+  if (!m.edge_data_unknown.empty()) {
+    throw DataError(meta + ": " + m.edge_data_unknown[0] +
+                    " names a relation that is not one of edge_type");
+  }
   int64_t edges = 0;
   for (int64_t c : m.edges_per_chunk[r]) edges += c;
   std::vector<std::vector<float>> arrays;

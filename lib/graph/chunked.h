@@ -38,6 +38,7 @@ struct ChunkedMeta {
   // are refused (RefuseEdgeData).
   std::vector<std::string> edge_data;
   std::vector<std::vector<std::pair<std::string, Files>>> edge_data_files;  // [relation]
+  std::vector<std::string> edge_data_unknown;  // entries whose relation is not in edge_type
   // gnn's own keys (DGL's readers ignore them).
   std::string target;  // the labelled type
   int64_t num_classes = 0;

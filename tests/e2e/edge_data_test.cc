@@ -389,6 +389,17 @@ TEST_CASE("bad edge data is one error line naming it, with nothing written", "[e
     WriteFileAtomic(dir / "c/metadata.json", meta.dump());
     ExpectOneLine(Partition({"--dataset", dir / "c", "--num_parts", "1", "--output", dir / "o"}),
                   "edge_data._N:_E:_N.label is for edge tasks");
+    meta["edge_data"].erase("_N:_E:_N");
+    meta["edge_data"]["_N:_X:_N"]["w"] = meta["node_data"]["_N"]["label"];
+    WriteFileAtomic(dir / "c/metadata.json", meta.dump());
+    ExpectOneLine(Partition({"--dataset", dir / "c", "--num_parts", "1", "--output", dir / "o"}),
+                  "edge_data._N:_X:_N.w names a relation that is not one of edge_type");
+    auto dropped = Partition({"--dataset", dir / "c", "--num_parts", "1", "--output",
+                              dir / "dropped", "--ignore_edge_data"});
+    INFO(dropped.err);
+    CHECK(dropped.exit_code == 0);
+    CHECK(dropped.err.find("edge_data._N:_X:_N.w") != std::string::npos);
+    std::filesystem::remove_all(dir / "dropped");
   }
   SECTION("a CSV column that is not a number, or --edge_feat of another length") {
     std::ofstream(dir / "e.csv") << "src,dst,w\n0,1,0.5\n1,2,x\n2,3,1\n";
