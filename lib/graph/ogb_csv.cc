@@ -232,6 +232,14 @@ int64_t ReadLabelColumn(const std::string& path, int64_t num_nodes, std::vector<
     ctx->OnChunk(b, e);
     CsvCursor c(b, e, path, first);
     while (c.NextLine()) {
+      if (labels->empty()) {
+        const int64_t fields = c.CountFields();
+        if (fields > 1) {
+          c.Fail(std::to_string(fields) +
+                 " labels per node: multi-label node classification (ogbn-proteins' shape) is "
+                 "not supported yet; gnn trains one class id per node");
+        }
+      }
       int64_t l = c.Label();
       c.EndLine();
       if (l < -1) c.Fail("negative label " + std::to_string(l));

@@ -361,6 +361,12 @@ TEST_CASE("bad edge data is one error line naming it, with nothing written", "[e
     test::WriteGz(g + "/split/s/test.csv.gz", "3\n");
     test::WriteGz(g + "/raw/edge-feat.csv.gz", edge_feat);
   };
+  SECTION("OGB labels of several columns (ogbn-proteins' multi-label)") {
+    tiny(dir / "g", "1\n2\n3\n4\n");
+    test::WriteGz(dir / "g/raw/node-label.csv.gz", "0,1,1\n1,0,0\n0,0,1\n1,1,0\n");
+    ExpectOneLine(Partition({"--dataset", dir / "g", "--num_parts", "1", "--output", dir / "o"}),
+                  "node-label.csv.gz:1: 3 labels per node: multi-label node classification");
+  }
   SECTION("OGB edge-feat.csv.gz with a row missing") {
     tiny(dir / "g", "1\n2\n3\n");
     ExpectOneLine(Partition({"--dataset", dir / "g", "--num_parts", "1", "--output", dir / "o"}),
