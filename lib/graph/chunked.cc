@@ -547,6 +547,11 @@ HeteroDataset ReadChunkedHetero(const ChunkedMeta& m) {
   const ChunkedMeta::Files* labels = NodeData(m, target, "label");
   if (!labels) throw DataError(dir + "/metadata.json: " + d.target + " has no label");
   d.labels = ReadNodeData<int64_t>(m, target, "label", &width);
+  if (width != 1) {
+    throw DataError(dir + "/metadata.json: label of " + d.target + " has " + std::to_string(width) +
+                    " columns: multi-label node classification is not supported yet; gnn trains "
+                    "one class id per node");
+  }
   d.num_classes = m.num_classes;
   for (int64_t l : d.labels) {
     if (l >= (int64_t{1} << 31)) {

@@ -348,7 +348,10 @@ TEST_CASE(
   CHECK(t.err.find("2 features per edge, which the models do not use yet") != std::string::npos);
 }
 
-TEST_CASE("bad edge data is one error line naming it, with nothing written", "[e2e]") {
+TEST_CASE(
+    "bad edge data, and multi-column labels (ogbn-proteins' shape), are one error line, "
+    "with nothing written",
+    "[e2e]") {
   test::TempDir dir;
   auto tiny = [&](const std::string& g, const std::string& edge_feat) {
     test::WriteGz(g + "/raw/edge.csv.gz", "0,1\n1,2\n2,3\n3,0\n");
@@ -366,6 +369,19 @@ TEST_CASE("bad edge data is one error line naming it, with nothing written", "[e
     test::WriteGz(dir / "g/raw/node-label.csv.gz", "0,1,1\n1,0,0\n0,0,1\n1,1,0\n");
     ExpectOneLine(Partition({"--dataset", dir / "g", "--num_parts", "1", "--output", dir / "o"}),
                   "node-label.csv.gz:1: 3 labels per node: multi-label node classification");
+  }
+  SECTION("chunked labels of several columns") {
+    auto w = RunProcess({Bin("gnn-dataset"), "--quiet", "--dataset",
+                         "synthetic:nodes=100,edges=300,feat=2,classes=2", "--write_chunked", "2",
+                         "--output", dir / "c"},
+                        60);
+    REQUIRE(w.exit_code == 0);
+    for (int c = 0; c < 2; ++c) {
+      std::vector<int64_t> two(100, 1);
+      WriteNpy(dir / ("c/node_data/_N/label-" + std::to_string(c) + ".npy"), two.data(), {50, 2});
+    }
+    ExpectOneLine(Partition({"--dataset", dir / "c", "--num_parts", "1", "--output", dir / "o"}),
+                  "label of _N has 2 columns: multi-label node classification");
   }
   SECTION("OGB edge-feat.csv.gz with a row missing") {
     tiny(dir / "g", "1\n2\n3\n");
