@@ -18,6 +18,7 @@
 using namespace gnn;
 using nlohmann::json;
 using test::Bin;
+using test::ExpectOneLine;
 using test::RunProcess;
 
 namespace {
@@ -73,17 +74,6 @@ struct Files {
     return RunProcess(argv, 120);
   }
 };
-
-void ExpectOneLine(const test::ProcessResult& r, const std::string& program,
-                   const std::string& needle) {
-  INFO(r.err);
-  CHECK(r.exit_code > 0);
-  std::string last = r.err;
-  while (!last.empty() && last.back() == '\n') last.pop_back();
-  CHECK(last.find("error:") == last.rfind("error:"));  // one error line
-  last = last.substr(last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);
-  CHECK_THAT(last, Catch::StartsWith(program + ": error: ") && Catch::Contains(needle));
-}
 
 }  // namespace
 

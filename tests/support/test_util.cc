@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -177,6 +178,16 @@ void WriteGz(const std::string& path, const std::string& text) {
   GzipWriter w(path);
   w.Write(text);
   w.Commit();
+}
+
+void ExpectOneLine(const ProcessResult& r, const std::string& program, const std::string& needle) {
+  INFO(r.err);
+  CHECK(r.exit_code > 0);
+  std::string last = r.err;
+  while (!last.empty() && last.back() == '\n') last.pop_back();
+  CHECK(last.find("error:") == last.rfind("error:"));  // one error line
+  last = last.substr(last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);
+  CHECK_THAT(last, Catch::StartsWith(program + ": error: ") && Catch::Contains(needle));
 }
 
 }  // namespace gnn::test

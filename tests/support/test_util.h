@@ -59,6 +59,10 @@ struct ProcessResult {
   std::string err;     // stderr
 };
 
+// CHECKs that `r` failed (exit > 0) with exactly one error line, its last
+// stderr line, starting "<program>: error: " and containing `needle`.
+void ExpectOneLine(const ProcessResult& r, const std::string& program, const std::string& needle);
+
 // Runs argv (argv[0] is a path) with a timeout, capturing stdout/stderr.
 // Kills the process group and fails the test if it exceeds timeout_s.
 ProcessResult RunProcess(const std::vector<std::string>& argv, double timeout_s = 120);
