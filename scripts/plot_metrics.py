@@ -5,7 +5,8 @@
       --label "1 part" --label "2 parts"
 
 Panels, per epoch: training loss and accuracy (the mean of the epoch's "step"
-records), validation (solid) and test (dashed) accuracy ("eval"), epoch time
+records), validation (solid) and test (dashed) accuracy ("eval"; the
+ROC-AUC or RMSE of multi-label and regression runs), epoch time
 ("epoch"), and link AUC ("link_eval", when a run has it). The format follows
 the output's extension (.png, .svg, .pdf). A resumed run's repeated epochs
 count once (the last attempt). Bad input: one line naming the file and line,
@@ -36,6 +37,16 @@ def is_number(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+# Multi-label and regression runs name their figures after the metric
+# (train_rmse; val_rocauc/test_rocauc, val_rmse/test_rmse): plotted in the
+# accuracy panels, under the fields' accuracy names.
+RENAMED = {
+    "step": {"train_rmse": "train_acc"},
+    "eval": {"val_rocauc": "val_acc", "test_rocauc": "test_acc",
+             "val_rmse": "val_acc", "test_rmse": "test_acc"},
+}
+
+
 def parse_record(path, lineno, text):
     try:
         rec = json.loads(text)
@@ -43,6 +54,9 @@ def parse_record(path, lineno, text):
         raise InputError(f"{path}:{lineno}: not JSON: {e.msg} (column {e.colno})")
     if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
         raise InputError(f'{path}:{lineno}: expected a JSON object with a "type"')
+    for old, new in RENAMED.get(rec["type"], {}).items():
+        if old in rec and new not in rec:
+            rec[new] = rec.pop(old)
     for key in REQUIRED.get(rec["type"], ()):
         if not is_number(rec.get(key)):
             raise InputError(f'{path}:{lineno}: "{rec["type"]}" record needs a number "{key}"')

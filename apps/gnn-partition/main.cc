@@ -41,6 +41,22 @@ int main(int argc, char** argv) {
                  "in-edge features as node features (as ogbn-proteins examples do); mean: "
                  "append them to the node features too; none: never")
       ->capture_default_str();
+  app.add_option("--task", o.task,
+                 "what the node labels are: auto (one column of integers: class ids; several "
+                 "of 0/1: multilabel; real values: node_regression), node, multilabel or "
+                 "node_regression")
+      ->capture_default_str();
+  app.add_option_function<std::string>(
+      "--label_dtype",
+      [&](const std::string& v) {
+        if (v == "float")
+          o.task = "node_regression";
+        else if (v == "int")
+          o.task = "node";
+        else if (v != "auto")
+          throw CLI::ValidationError("--label_dtype", "auto, int or float, got '" + v + "'");
+      },
+      "float: the labels are real values (as --task node_regression); int: class ids");
   app.add_option("--num_parts", o.num_parts, "number of partitions")->capture_default_str();
   app.add_option("--part_method", o.part_method,
                  "metis, stream (one-pass greedy, any size) or random")
@@ -93,6 +109,11 @@ int main(int argc, char** argv) {
     o.data.files.graph_name = o.graph_name;
     if (!distributed && !ip_config.empty()) {
       throw gnn::ConfigError("--ip_config is for --distributed");
+    }
+    if (distributed && o.task != "auto" && o.task != "node") {
+      throw gnn::ConfigError("--task " + o.task +
+                             " with --distributed: the distributed partitioner carries class ids "
+                             "only so far; partition on one machine");
     }
     if (distributed) {
 #ifdef GNN_WITH_PTSCOTCH

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <tuple>
 #include <utility>
 
 #include "common/error.h"
@@ -458,6 +459,10 @@ void DistGraph::PullOrigIds(const std::vector<int64_t>& ids, std::vector<int64_t
 
 void DistGraph::PullNodeInts(const std::vector<int64_t>& ids, bool orig_ids,
                              std::vector<int64_t>* out) {
+  if (!orig_ids && config_.label_width > 0) {
+    throw ConfigError(config_.graph_name + " has label rows (" + LabelKindName(config_.label_kind) +
+                      "), not class ids: PullTargets");
+  }
   out->resize(ids.size());
   auto pos = ByOwner(ids);
   std::vector<std::pair<net::Connection*, Message>> calls;
@@ -495,6 +500,54 @@ void DistGraph::PullNodeInts(const std::vector<int64_t>& ids, bool orig_ids,
         net::PullLabelsReply::Decode(replies[c], asked[c], peers[c]).labels;
     wire_bytes_ += replies[c].frames[0].size();
     for (size_t j = 0; j < pos[p].size(); ++j) (*out)[pos[p][j]] = labels[j];
+  }
+}
+
+void DistGraph::PullTargets(const std::vector<int64_t>& ids, std::vector<float>* out) {
+  const int64_t w = config_.label_width;
+  if (w <= 0) throw ConfigError(config_.graph_name + " has class ids, not label rows");
+  const size_t row = static_cast<size_t>(w);
+  out->resize(ids.size() * row);
+  auto pos = ByOwner(ids);
+  std::vector<std::pair<net::Connection*, Message>> calls;
+  // Each call's owner positions and the slice [begin, end) of them it asks.
+  std::vector<std::tuple<const std::vector<size_t>*, size_t, size_t>> call_pos;
+  for (int p = 0; p < config_.num_parts; ++p) {
+    if (pos[p].empty()) continue;
+    if (p == local_part_) {
+      const PartitionView& v = local_->view();
+      for (size_t i : pos[p]) {
+        std::memcpy(out->data() + i * row, v.targets + (ids[i] - v.node_start) * w,
+                    row * sizeof(float));
+      }
+      continue;
+    }
+    // Pieces of about 4 MB of rows, all owners' asked concurrently.
+    const size_t piece = std::max<size_t>(1, (size_t{4} << 20) / (row * sizeof(float)));
+    for (size_t begin = 0; begin < pos[p].size(); begin += piece) {
+      const size_t end = std::min(pos[p].size(), begin + piece);
+      net::PullLabels req;
+      req.coding = options_.id_coding;
+      req.targets = true;
+      for (size_t k = begin; k < end; ++k) req.ids.push_back(ids[pos[p][k]]);
+      Message encoded = req.Encode(0);
+      Sending(encoded);
+      calls.emplace_back(&Pick(p), std::move(encoded));
+      call_pos.emplace_back(&pos[p], begin, end);
+    }
+  }
+  std::vector<std::string> peers;
+  for (const auto& c : calls) peers.push_back(c.first->peer());
+  std::vector<Message> replies = net::CallAll(std::move(calls), options_.timeout);
+  for (size_t c = 0; c < replies.size(); ++c) {
+    const auto& [where, begin, end] = call_pos[c];
+    const net::PullFeaturesReply rows = net::PullFeaturesReply::DecodeRows(
+        replies[c], net::RowFormat::kFloat32, end - begin, w, "PullTargets", peers[c]);
+    wire_bytes_ += replies[c].frames[0].size();
+    for (size_t j = begin; j < end; ++j) {
+      std::memcpy(out->data() + (*where)[j] * row, rows.data() + (j - begin) * row,
+                  row * sizeof(float));
+    }
   }
 }
 
@@ -551,6 +604,8 @@ std::vector<int64_t> DistGraph::SplitNodes(int mask, int64_t begin, int64_t end)
   return out;
 }
 
+const PartitionView* DistGraph::LocalView() const { return local_ ? &local_->view() : nullptr; }
+
 bool DistGraph::LocalCsc(CscView* out) const {
   if (!local_) return false;
   *out = local_->view().csc();
@@ -586,7 +641,12 @@ MiniBatch DistGraph::MakeBatch(const std::vector<int64_t>& seeds, const std::vec
     mb.blocks = SampleBlocks(seeds, fanouts, replace, rng_seed, exclude);
     PullFeatures(mb.blocks.empty() ? seeds : mb.blocks.front().src_nodes, &mb.features);
   }
-  PullLabels(seeds, &mb.labels);
+  if (config_.label_width > 0) {
+    mb.label_width = config_.label_width;
+    PullTargets(seeds, &mb.targets);
+  } else {
+    PullLabels(seeds, &mb.labels);
+  }
   mb.wire_bytes = wire_bytes_ - wire_before;
   mb.cache_lookups = cache_lookups_ - lookups_before;
   mb.cache_hits = cache_hits_ - hits_before;

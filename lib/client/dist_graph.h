@@ -116,6 +116,9 @@ class DistGraph {
   // Feature rows [ids.size(), feature_dim] and labels of any nodes.
   void PullFeatures(const std::vector<int64_t>& ids, NoInitVector<float>* out);
   void PullLabels(const std::vector<int64_t>& ids, std::vector<int64_t>* out);
+  // A multi-label or regression graph's label rows [ids.size(), label_width]
+  // (config label_kind), from shared memory or the owners (PullTargets).
+  void PullTargets(const std::vector<int64_t>& ids, std::vector<float>* out);
   // Pings every connected server (the other partitions' servers; the
   // local partition is read from shared memory); throws PeerError or
   // TimeoutError naming the first that does not answer in time.
@@ -143,6 +146,9 @@ class DistGraph {
   // The local partition's in-edges (from shared memory) into *out; false
   // without a local partition. The view is valid while this DistGraph lives.
   bool LocalCsc(CscView* out) const;
+  // The local partition's arrays in shared memory (masks, label rows); null
+  // when this process has none.
+  const PartitionView* LocalView() const;
 
   // DistGraphOptions::aggregate_at_owner, switched (benchmarks compare both).
   void SetAggregateAtOwner(bool on) { options_.aggregate_at_owner = on; }

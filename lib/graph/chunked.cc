@@ -628,6 +628,11 @@ Dataset ReadChunkedDataset(const std::string& dir, bool ignore_edge_data) {
 }
 
 void WriteChunked(const Dataset& d, int chunks, const std::string& dir) {
+  if (d.label_kind != LabelKind::kClass) {
+    throw ConfigError(d.name + " has " + LabelKindName(d.label_kind) +
+                      " label rows, which the chunked format does not carry yet (--write_ogb "
+                      "does)");
+  }
   DatasetView v;
   v.name = d.name;
   v.types.push_back({"_N", d.num_nodes, d.feature_dim, d.features.data()});

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "common/error.h"
 #include "common/fs.h"
@@ -48,14 +49,35 @@ void Dataset::Validate() const {
                     " values, expected " + std::to_string(num_nodes) + " x " +
                     std::to_string(feature_dim));
   }
-  if (static_cast<int64_t>(labels.size()) != num_nodes) {
-    throw DataError(name + ": " + std::to_string(labels.size()) + " labels for " +
-                    std::to_string(num_nodes) + " nodes");
-  }
-  for (int64_t l : labels) {
-    if (l < -1 || l >= num_classes) {
-      throw DataError(name + ": label " + std::to_string(l) + " outside [0, " +
-                      std::to_string(num_classes) + ")");
+  if (label_kind == LabelKind::kClass) {
+    if (static_cast<int64_t>(labels.size()) != num_nodes) {
+      throw DataError(name + ": " + std::to_string(labels.size()) + " labels for " +
+                      std::to_string(num_nodes) + " nodes");
+    }
+    for (int64_t l : labels) {
+      if (l < -1 || l >= num_classes) {
+        throw DataError(name + ": label " + std::to_string(l) + " outside [0, " +
+                        std::to_string(num_classes) + ")");
+      }
+    }
+  } else {
+    int64_t label_cells = 0;
+    if (label_width <= 0 || !labels.empty() ||
+        __builtin_mul_overflow(num_nodes, label_width, &label_cells) ||
+        static_cast<int64_t>(targets.size()) != label_cells) {
+      throw DataError(name + ": " + std::to_string(targets.size()) + " " +
+                      LabelKindName(label_kind) + " label values, expected " +
+                      std::to_string(num_nodes) + " nodes x " + std::to_string(label_width));
+    }
+    for (size_t i = 0; i < targets.size(); ++i) {
+      const float t = targets[i];
+      if (std::isfinite(t) && (label_kind == LabelKind::kRegression || t == 0.0f || t == 1.0f))
+        continue;
+      throw DataError(name + ": node " + std::to_string(static_cast<int64_t>(i) / label_width) +
+                      " has label " + std::to_string(t) + " in column " +
+                      std::to_string(static_cast<int64_t>(i) % label_width) +
+                      (label_kind == LabelKind::kRegression ? ", not a finite number"
+                                                            : ", not 0 or 1 (multi-label)"));
     }
   }
   CheckSplit(*this, train_idx, "train");
@@ -80,6 +102,109 @@ void Dataset::Validate() const {
                       std::to_string(static_cast<int64_t>(i) % w) + ")");
     }
   }
+}
+
+namespace {
+
+bool IsTask(const std::string& task) {
+  return task == "auto" || task == "node" || task == "multilabel" || task == "node_regression";
+}
+
+void SetTargets(Dataset* d, LabelKind kind, int64_t width, const std::vector<double>& rows) {
+  d->label_kind = kind;
+  d->label_width = width;
+  d->num_classes = kind == LabelKind::kMultilabel ? width : 0;
+  d->labels.clear();
+  d->labels.shrink_to_fit();
+  d->targets.assign(rows.begin(), rows.end());
+}
+
+}  // namespace
+
+std::string SetLabelRows(Dataset* d, std::vector<double> rows, int64_t width,
+                         const std::string& task, const std::string& what) {
+  if (!IsTask(task)) {
+    throw ConfigError("--task must be auto, node, multilabel or node_regression, got '" + task +
+                      "'");
+  }
+  if (width < 1 || width > kMaxLabelWidth) {
+    throw DataError(what + ": " + std::to_string(width) + " label columns; at most " +
+                    std::to_string(kMaxLabelWidth) + " are carried");
+  }
+  bool integral = true, binary = true;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const double v = rows[i];
+    if (!std::isfinite(v)) {
+      throw DataError(what + ": node " + std::to_string(static_cast<int64_t>(i) / width) +
+                      " has label " + std::to_string(v) + ", not a finite number");
+    }
+    integral &= v == std::floor(v);
+    binary &= v == 0.0 || v == 1.0;
+  }
+  const std::string columns = std::to_string(width) + " column" + (width == 1 ? "" : "s");
+  if (task == "node" || (task == "auto" && width == 1 && integral)) {
+    if (width != 1 || !integral) {
+      throw DataError(what + ": labels of " + columns + (integral ? "" : " with fractions") +
+                      " are not class ids (--task node); gnn-partition --task multilabel or "
+                      "--task node_regression says what they are");
+    }
+    int64_t max_label = -1;
+    d->labels.resize(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i] < -1 || rows[i] >= static_cast<double>(std::numeric_limits<int32_t>::max())) {
+        throw DataError(what + ": label " + std::to_string(rows[i]) + " of node " +
+                        std::to_string(i) + " is not a class id");
+      }
+      d->labels[i] = static_cast<int64_t>(rows[i]);
+      max_label = std::max(max_label, d->labels[i]);
+    }
+    d->label_kind = LabelKind::kClass;
+    d->label_width = 0;
+    d->num_classes = max_label + 1;
+    d->targets.clear();
+    return "";
+  }
+  if (task == "multilabel" || (task == "auto" && binary)) {
+    if (!binary) {
+      throw DataError(what +
+                      ": --task multilabel takes labels of 0 and 1; these have other "
+                      "values");
+    }
+    SetTargets(d, LabelKind::kMultilabel, width, rows);
+    return what + ": " + columns + " of 0/1 per node: multi-label node classification" +
+           (task == "auto" ? " (gnn-partition --task says otherwise)" : "");
+  }
+  SetTargets(d, LabelKind::kRegression, width, rows);
+  return what + ": " + columns + " of real values per node: node regression" +
+         (task == "auto" ? " (gnn-partition --task says otherwise)" : "");
+}
+
+void ApplyLabelTask(Dataset* d, const std::string& task) {
+  if (!IsTask(task)) {
+    throw ConfigError("--task must be auto, node, multilabel or node_regression, got '" + task +
+                      "'");
+  }
+  if (task == "auto") return;
+  if (d->label_kind != LabelKind::kClass) {
+    const bool fits = (task == "multilabel" && d->label_kind == LabelKind::kMultilabel) ||
+                      task == "node_regression";
+    if (!fits) {
+      throw DataError(d->name + ": --task " + task + " does not fit its " +
+                      LabelKindName(d->label_kind) + " labels");
+    }
+    if (task == "node_regression") d->label_kind = LabelKind::kRegression;
+    if (task == "node_regression") d->num_classes = 0;
+    return;
+  }
+  if (task == "node") return;
+  std::vector<double> rows(d->labels.begin(), d->labels.end());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (d->labels[i] < 0) {
+      throw DataError(d->name + ": node " + std::to_string(i) + " has no label (-1); --task " +
+                      task + " needs a value for every node");
+    }
+  }
+  SetLabelRows(d, std::move(rows), 1, task, d->name);
 }
 
 void NodeFeaturesFromEdges(Dataset* d, bool undirected,

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/label_kind.h"
+
 namespace gnn {
 
 struct Dataset {
@@ -17,9 +19,15 @@ struct Dataset {
   std::vector<int64_t> src;
   std::vector<int64_t> dst;
   int64_t feature_dim = 0;
-  std::vector<float> features;                          // row-major [num_nodes, feature_dim]
-  std::vector<int64_t> labels;                          // [num_nodes]; -1 = no label
-  int64_t num_classes = 0;                              // max label + 1
+  std::vector<float> features;  // row-major [num_nodes, feature_dim]
+  std::vector<int64_t> labels;  // [num_nodes]; -1 = no label
+  int64_t num_classes = 0;      // max label + 1 (multilabel: width)
+  // Multi-label (0/1) or regression labels: row-major float32 [num_nodes,
+  // label_width] in `targets`, `labels` then empty; the split lists say
+  // which nodes count. kClass: width 0, no targets.
+  LabelKind label_kind = LabelKind::kClass;
+  int64_t label_width = 0;
+  std::vector<float> targets;
   std::vector<int64_t> train_idx, valid_idx, test_idx;  // sorted, unique
   // The user's id of each row (--node_ids), distinct; empty: rows are the
   // ids. Partitions keep them (kUserIdsFile) for inference and serving.
@@ -41,6 +49,24 @@ struct Dataset {
   // invariant.
   void Validate() const;
 };
+
+// Labels read as rows of numbers ([N, width], row-major; any unlabelled
+// class row marked by NaN is not allowed) become class ids when they are one
+// column of integers, multi-label targets when several columns of 0/1, and
+// regression targets otherwise; `task` (gnn-partition --task: "auto",
+// "node", "multilabel", "node_regression") says it explicitly. One line
+// naming `what` (the file) when the values do not fit the task (a fraction
+// for class ids, a value other than 0/1 for multi-label, NaN anywhere).
+// Returns a line for the log saying what was chosen and why ("" for class
+// ids found as such).
+std::string SetLabelRows(Dataset* d, std::vector<double> rows, int64_t width,
+                         const std::string& task, const std::string& what);
+
+// gnn-partition --task on labels already read as class ids: "multilabel"
+// makes a 0/1 column one binary label, "node_regression" makes the ids
+// values; "auto" and "node" keep them. DataError naming the dataset when
+// they do not fit.
+void ApplyLabelTask(Dataset* d, const std::string& task);
 
 // Node features from edge features (gnn-partition --node_feat_from_edges,
 // as PyG's and DGL's ogbn-proteins examples do): each node's mean over the

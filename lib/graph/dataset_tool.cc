@@ -79,6 +79,8 @@ json HomogeneousStats(const Dataset& d, double load_seconds) {
       {"feature_dim", d.feature_dim},
       {"edge_feature_dim", d.edge_feature_dim},
       {"num_classes", d.num_classes},
+      {"label_kind", LabelKindName(d.label_kind)},
+      {"label_width", d.label_width},
       {"train", d.train_idx.size()},
       {"valid", d.valid_idx.size()},
       {"test", d.test_idx.size()},

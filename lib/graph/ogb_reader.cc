@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -36,7 +37,7 @@ using nlohmann::json;
 using namespace ogb;
 
 // Bump when the cached arrays or meta.json change meaning.
-constexpr int kCacheFormatVersion = 2;  // 2: edge features
+constexpr int kCacheFormatVersion = 3;  // 2: edge features; 3: label rows
 
 // The files of one OGB folder, in the order they are parsed and listed in
 // the cache's meta.json. edge_feat is empty when the graph's edge features
@@ -102,7 +103,30 @@ Dataset ParseRaw(const OgbFiles& f, int num_threads, ParseContext* ctx) {
   };
   auto nodes = [&] {
     if (!f.feat.empty()) d.feature_dim = ReadFloatRows(f.feat, n, &d.features, ctx);
-    d.num_classes = ReadLabelColumn(f.label, n, &d.labels, ctx);
+    try {
+      d.num_classes = ReadLabelColumn(f.label, n, &d.labels, ctx);
+    } catch (const DataError&) {
+      // Several columns (ogbn-proteins' 112) or values that are not class
+      // ids: rows of numbers, multi-label or regression targets. A file
+      // that is not that either (short, long, one column of integers with a
+      // bad one) keeps the class-id reader's error.
+      const std::exception_ptr as_classes = std::current_exception();
+      std::vector<float> values;
+      int64_t width = 0;
+      try {
+        width = ReadFloatRows(f.label, n, &values, ctx, "nodes", "num-node-list.csv.gz");
+      } catch (const DataError&) {
+        std::rethrow_exception(as_classes);
+      }
+      bool integral = true;
+      for (float v : values) integral &= std::isfinite(v) && v == std::floor(v);
+      if (width == 1 && integral) std::rethrow_exception(as_classes);
+      const std::string said = SetLabelRows(&d, std::vector<double>(values.begin(), values.end()),
+                                            width, "auto", f.label);
+      if (!said.empty()) {
+        GNN_LOG(kInfo) << said;
+      }
+    }
     d.train_idx = ReadIdList(f.train, n, ctx);
     d.valid_idx = ReadIdList(f.valid, n, ctx);
     d.test_idx = ReadIdList(f.test, n, ctx);
@@ -194,7 +218,13 @@ bool LoadCache(const fs::path& dir, const std::string& split, const json& sigs, 
     if (d->edge_feature_dim > 0) {
       d->edge_features = ReadNpy<float>(CachePath(dir, "edge_feat.npy"), {e, d->edge_feature_dim});
     }
-    d->labels = ReadNpy<int64_t>(CachePath(dir, "label.npy"), {n});
+    d->label_kind = ParseLabelKind(meta.at("label_kind").get<std::string>(), meta_path);
+    if (d->label_kind == LabelKind::kClass) {
+      d->labels = ReadNpy<int64_t>(CachePath(dir, "label.npy"), {n});
+    } else {
+      d->label_width = meta.at("label_width").get<int64_t>();
+      d->targets = ReadNpy<float>(CachePath(dir, "label.npy"), {n, d->label_width});
+    }
     d->train_idx = ReadNpy<int64_t>(CachePath(dir, "train_idx.npy"), {-1});
     d->valid_idx = ReadNpy<int64_t>(CachePath(dir, "valid_idx.npy"), {-1});
     d->test_idx = ReadNpy<int64_t>(CachePath(dir, "test_idx.npy"), {-1});
@@ -221,7 +251,11 @@ void WriteCache(const fs::path& dir, const std::string& split, const json& sigs,
   WriteNpy(CachePath(dir, "src.npy"), d.src);
   WriteNpy(CachePath(dir, "dst.npy"), d.dst);
   WriteNpy(CachePath(dir, "feat.npy"), d.features.data(), {d.num_nodes, d.feature_dim});
-  WriteNpy(CachePath(dir, "label.npy"), d.labels);
+  if (d.label_kind == LabelKind::kClass) {
+    WriteNpy(CachePath(dir, "label.npy"), d.labels);
+  } else {
+    WriteNpy(CachePath(dir, "label.npy"), d.targets.data(), {d.num_nodes, d.label_width});
+  }
   if (d.edge_feature_dim > 0) {
     WriteNpy(CachePath(dir, "edge_feat.npy"), d.edge_features.data(),
              {d.num_edges(), d.edge_feature_dim});
@@ -236,6 +270,8 @@ void WriteCache(const fs::path& dir, const std::string& split, const json& sigs,
                {"feature_dim", d.feature_dim},
                {"num_classes", d.num_classes},
                {"edge_feature_dim", d.edge_feature_dim},
+               {"label_kind", LabelKindName(d.label_kind)},
+               {"label_width", d.label_width},
                {"files", sigs}};
   WriteFileAtomic(CachePath(dir, "meta.json"), meta.dump(2) + "\n");
 }
@@ -336,7 +372,11 @@ void WriteOgbFolder(const Dataset& d, const std::string& folder, const std::stri
     WriteFloatRowsGz((raw / kOgbEdgeFeatFile).string(), d.edge_features, d.num_edges(),
                      d.edge_feature_dim);
   }
-  WriteLabelsGz((raw / "node-label.csv.gz").string(), d.labels);
+  if (d.label_kind == LabelKind::kClass) {
+    WriteLabelsGz((raw / "node-label.csv.gz").string(), d.labels);
+  } else {
+    WriteFloatRowsGz((raw / "node-label.csv.gz").string(), d.targets, d.num_nodes, d.label_width);
+  }
   WriteIdsGz((sp / "train.csv.gz").string(), d.train_idx);
   WriteIdsGz((sp / "valid.csv.gz").string(), d.valid_idx);
   WriteIdsGz((sp / "test.csv.gz").string(), d.test_idx);

@@ -448,7 +448,9 @@ void AddPlainFileFlags(CLI::App& app, PlainFiles* f) {
   app.add_option("--node_feat", f->node_feat,
                  "node features .npy [N, F] (float16/32/64), or .npz (np.savez, or a SciPy "
                  "sparse matrix from scipy.sparse.save_npz, densified)");
-  app.add_option("--labels", f->labels, "node labels .npy [N] (int32/int64; -1: none)");
+  app.add_option("--labels", f->labels,
+                 "node labels .npy: [N] class ids (int32/int64; -1: none), [N, L] of 0/1 "
+                 "(multi-label) or float values (node regression)");
   app.add_option("--train_ids", f->train_ids, "train nodes: ids or a 0/1 mask (.npy or text)");
   app.add_option("--valid_ids", f->valid_ids, "validation nodes: ids or a 0/1 mask");
   app.add_option("--test_ids", f->test_ids, "test nodes: ids or a 0/1 mask");
@@ -487,14 +489,11 @@ Dataset LoadPlainFiles(const PlainFiles& f, bool ignore_edge_data) {
   }
   const int64_t n = fh.shape[0];
   const NpyHeader lh = ReadNpyHeader(f.labels);
-  if (lh.dtype == DType::kFloat32 || lh.dtype == DType::kFloat64 || lh.dtype == DType::kFloat16) {
-    throw DataError("--labels " + f.labels + ": dtype " + DTypeDescr(lh.dtype) +
-                    ": labels are class ids (int32/int64); float labels (node regression) are "
-                    "not supported yet");
-  }
-  if (lh.shape.size() == 2 && lh.shape[1] > 1) {
-    throw DataError("--labels " + f.labels + ": shape [" + S(lh.shape[0]) + ", " + S(lh.shape[1]) +
-                    "] is multi-label, which is not supported yet (one class id per node)");
+  const bool float_labels =
+      lh.dtype == DType::kFloat32 || lh.dtype == DType::kFloat64 || lh.dtype == DType::kFloat16;
+  if (lh.shape.size() > 2) {
+    throw DataError("--labels " + f.labels + ": " + S(static_cast<int64_t>(lh.shape.size())) +
+                    " dimensions; labels are [N] or [N, L]");
   }
   if (lh.shape.empty() || lh.shape[0] != n) {
     throw DataError("--labels " + f.labels + ": " + (lh.shape.empty() ? S(0) : S(lh.shape[0])) +
@@ -534,10 +533,29 @@ Dataset LoadPlainFiles(const PlainFiles& f, bool ignore_edge_data) {
   if (!f.test_ids.empty()) d.test_idx = ReadSplit("--test_ids", f.test_ids, n, ids);
 
   NpyHeader h;
-  d.labels = ReadNpyInts(f.labels, &h);
-  for (int64_t& l : d.labels) {
-    if (l < -1) l = -1;
-    d.num_classes = std::max(d.num_classes, l + 1);
+  if (float_labels || (lh.shape.size() == 2 && lh.shape[1] != 1)) {
+    // Rows of numbers: class ids, multi-label 0/1 or regression values.
+    std::vector<double> rows;
+    if (float_labels) {
+      const std::vector<float> values = ReadNpyFloats(f.labels, &h);
+      rows.assign(values.begin(), values.end());
+    } else {
+      const std::vector<int64_t> values = ReadNpyInts(f.labels, &h);
+      rows.assign(values.begin(), values.end());
+    }
+    const int64_t width = lh.shape.size() == 2 ? lh.shape[1] : 1;
+    if (width < 1) throw DataError("--labels " + f.labels + ": no label columns");
+    const std::string said =
+        SetLabelRows(&d, std::move(rows), width, "auto", "--labels " + f.labels);
+    if (!said.empty()) {
+      GNN_LOG(kInfo) << said;
+    }
+  } else {
+    d.labels = ReadNpyInts(f.labels, &h);
+    for (int64_t& l : d.labels) {
+      if (l < -1) l = -1;
+      d.num_classes = std::max(d.num_classes, l + 1);
+    }
   }
   d.features = npz ? std::move(packed.values) : ReadNpyFloats(f.node_feat, &h);
   d.feature_dim = fh.shape[1];

@@ -54,7 +54,7 @@ constexpr int kMaxWeightedRounds = 8;
 constexpr int64_t kMaxEnumeratedComplement = int64_t{1} << 24;
 
 constexpr const char* kPresetHelp =
-    "known: tiny, small, products, or nodes=N,edges=E,feat=F,classes=C";
+    "known: tiny, small, products, proteins, proteins-small, or nodes=N,edges=E,feat=F,classes=C";
 
 // ---------------------------------------------------------------------------
 // Random streams (graph/synthetic_kit.h): one tag per use of randomness,
@@ -451,6 +451,10 @@ void CheckSpec(const SyntheticSpec& s, const std::string& text) {
   if (!(s.valid_fraction >= 0 && s.valid_fraction <= 1)) {
     BadSpec(text, "valid must be in [0, 1]");
   }
+  if (s.label_width > 0 && s.label_width > kMaxFeatureValues / s.num_nodes) {
+    BadSpec(text, "nodes*labels = " + std::to_string(s.num_nodes) + "*" +
+                      std::to_string(s.label_width) + " label values is too many");
+  }
   if (s.train_fraction + s.valid_fraction > 1 + 1e-9) {
     BadSpec(text, "train + valid must not exceed 1");
   }
@@ -478,6 +482,81 @@ void MakeEdgeFeatures(const SyntheticSpec& spec, uint64_t seed, int num_threads,
   });
 }
 
+// The proteins presets' edge features: per hidden class 8 random bits;
+// feature k of edge (u, v) is a quarter of each end's bit k plus uniform
+// noise in [0, 0.5), so each node's mean over its edges tells its own class
+// and its neighbours' (mostly the same: edges stay within communities).
+void MakeProteinEdgeFeatures(const SyntheticSpec& spec, uint64_t seed, int num_threads,
+                             Dataset* d) {
+  const int64_t m = d->num_edges(), w = spec.edge_feature_dim;
+  d->edge_feature_dim = w;
+  d->edge_features.resize(static_cast<size_t>(m * w));
+  const uint64_t stream = MixSeed(seed, 0x70726f7465696eULL);  // "protein"
+  auto bit = [&](int64_t c, int64_t k) {
+    return static_cast<float>(
+        SplitMix64(MixSeed(MixSeed(stream, 1), static_cast<uint64_t>(c * w + k))) >> 63);
+  };
+  ParallelChunks(NumChunks(m, kEdgeChunk), num_threads, [&](int64_t c) {
+    for (int64_t i = c * kEdgeChunk, end = std::min(m, i + kEdgeChunk); i < end; ++i) {
+      const int64_t cu = d->labels[static_cast<size_t>(d->src[i])];
+      const int64_t cv = d->labels[static_cast<size_t>(d->dst[i])];
+      float* row = d->edge_features.data() + i * w;
+      for (int64_t k = 0; k < w; ++k) {
+        const uint64_t h =
+            SplitMix64(MixSeed(MixSeed(stream, 2), static_cast<uint64_t>(i * w + k)));
+        const float noise = static_cast<float>(h >> 40) * (1.0f / 16777216.0f);
+        row[k] = 0.25f * (bit(cu, k) + bit(cv, k)) + 0.5f * noise;
+      }
+    }
+  });
+}
+
+// The proteins presets' split: 8 "species", blocks of consecutive ids; the
+// first 5 train, the 6th valid, the last 2 test.
+void SpeciesSplit(Dataset* d) {
+  const int64_t n = d->num_nodes;
+  for (int64_t v = 0; v < n; ++v) {
+    const int64_t species = v * 8 / n;
+    (species < 5 ? d->train_idx : species == 5 ? d->valid_idx : d->test_idx).push_back(v);
+  }
+}
+
+// Multi-label or regression targets in place of the class ids (after
+// everything that follows the classes is made), so neighbourhoods help as
+// they do for classes. Multi-label column j: bit (j mod B) of the node's
+// class (B bits number the classes), inverted for odd j / B rounds and
+// flipped for one node in sixteen; regression column j: the class spread
+// evenly over [-1, 1] (reversed for odd j) plus uniform noise of +-0.25.
+void MakeTargets(const SyntheticSpec& spec, uint64_t seed, Dataset* d) {
+  const int64_t n = d->num_nodes, w = spec.label_width, classes = spec.num_classes;
+  const uint64_t stream = MixSeed(seed, 0x746172676574ULL);  // "target"
+  int64_t bits = 1;
+  while ((int64_t{1} << bits) < classes) ++bits;
+  std::vector<double> rows(static_cast<size_t>(n * w));
+  for (int64_t v = 0; v < n; ++v) {
+    const int64_t c = d->labels[static_cast<size_t>(v)];
+    for (int64_t j = 0; j < w; ++j) {
+      const uint64_t h = SplitMix64(MixSeed(stream, static_cast<uint64_t>(v * w + j)));
+      const double noise = static_cast<double>(h >> 11) * 0x1.0p-53;
+      double& y = rows[static_cast<size_t>(v * w + j)];
+      if (spec.label_kind == LabelKind::kMultilabel) {
+        const bool bit = spec.proteins ? (SplitMix64(MixSeed(MixSeed(stream, 0x636c6173ULL),
+                                                             static_cast<uint64_t>(c * w + j))) >>
+                                          63) != 0
+                                       : (((c >> (j % bits)) & 1) != 0) != ((j / bits) % 2 == 1);
+        y = (noise < 0.0625) != bit ? 1.0 : 0.0;
+      } else {
+        const double at =
+            classes > 1 ? static_cast<double>(c) / static_cast<double>(classes - 1) : 0.5;
+        y = (j % 2 == 0 ? 2.0 * at - 1.0 : 1.0 - 2.0 * at) + (noise - 0.5) * 0.5;
+      }
+    }
+  }
+  SetLabelRows(d, std::move(rows), w,
+               spec.label_kind == LabelKind::kMultilabel ? "multilabel" : "node_regression",
+               spec.name);
+}
+
 }  // namespace
 
 SyntheticSpec ParseSyntheticSpec(const std::string& text) {
@@ -488,6 +567,19 @@ SyntheticSpec ParseSyntheticSpec(const std::string& text) {
     s = {"synthetic-small", 100000, 1000000, 32, 8, 0.1, 0.05};
   } else if (text == "products") {
     s = {"synthetic-products", 2449029, 61859140, 100, 47, 0.0803, 0.0161};
+  } else if (text == "proteins" || text == "proteins-small") {
+    // ogbn-proteins' counts (132,534 nodes, 39,561,252 pairs, 8 edge
+    // features, 112 labels), or a small one for tests; feat=8 are the
+    // hidden classes' features, dropped once the edges carry them.
+    if (text == "proteins") {
+      s = {"synthetic-proteins", 132534, 39561252, 8, 16, 0.625, 0.125};
+    } else {
+      s = {"synthetic-proteins-small", 6000, 300000, 8, 16, 0.625, 0.125};
+    }
+    s.edge_feature_dim = 8;
+    s.label_kind = LabelKind::kMultilabel;
+    s.label_width = 112;
+    s.proteins = true;
   } else if (text.find('=') == std::string::npos) {
     throw ConfigError("unknown synthetic preset '" + text + "' (" + kPresetHelp + ")");
   } else {
@@ -500,9 +592,10 @@ SyntheticSpec ParseSyntheticSpec(const std::string& text) {
       if (eq == std::string::npos) BadSpec(text, "item '" + item + "' is not key=value");
       std::string key = item.substr(0, eq);
       if (key != "nodes" && key != "edges" && key != "feat" && key != "classes" && key != "train" &&
-          key != "valid" && key != "efeat") {
+          key != "valid" && key != "efeat" && key != "task" && key != "labels") {
         BadSpec(text, "unknown key '" + key +
-                          "' (known: nodes, edges, feat, classes, train, valid, efeat)");
+                          "' (known: nodes, edges, feat, classes, train, valid, efeat, task, "
+                          "labels)");
       }
       if (!values.emplace(key, item.substr(eq + 1)).second) {
         BadSpec(text, "key '" + key + "' given twice");
@@ -527,7 +620,26 @@ SyntheticSpec ParseSyntheticSpec(const std::string& text) {
                           std::to_string(s.edge_feature_dim) + " edge feature values is too many");
       }
     }
+    if (values.count("task")) {
+      const std::string& task = values["task"];
+      if (task == "multilabel") {
+        s.label_kind = LabelKind::kMultilabel;
+        s.label_width = s.num_classes;
+      } else if (task == "regression") {
+        s.label_kind = LabelKind::kRegression;
+        s.label_width = 1;
+      } else if (task != "class") {
+        BadSpec(text, "task must be class, multilabel or regression, got '" + task + "'");
+      }
+    }
+    if (values.count("labels")) {
+      if (s.label_kind == LabelKind::kClass)
+        BadSpec(text, "labels= needs task=multilabel or task=regression");
+      s.label_width = ParsePositiveInt(text, "labels", values["labels"]);
+      if (s.label_width > 4096) BadSpec(text, "labels= is at most 4096");
+    }
     s.name = "synthetic-n" + std::to_string(s.num_nodes) + "-e" + std::to_string(s.num_edges);
+    if (s.label_kind != LabelKind::kClass) s.name += std::string("-") + LabelKindName(s.label_kind);
   }
   CheckSpec(s, text);
   return s;
@@ -570,9 +682,17 @@ Dataset GenerateSynthetic(const SyntheticSpec& spec, uint64_t seed, int num_thre
       }
     });
   }
-  d.features = MakeFeatures(spec, d.labels, seed, num_threads);
-  MakeSplit(spec, seed, &d);
-  if (spec.edge_feature_dim > 0) MakeEdgeFeatures(spec, seed, num_threads, &d);
+  if (spec.proteins) {
+    // No node features: the edges carry the classes.
+    d.feature_dim = 0;
+    SpeciesSplit(&d);
+    MakeProteinEdgeFeatures(spec, seed, num_threads, &d);
+  } else {
+    d.features = MakeFeatures(spec, d.labels, seed, num_threads);
+    MakeSplit(spec, seed, &d);
+    if (spec.edge_feature_dim > 0) MakeEdgeFeatures(spec, seed, num_threads, &d);
+  }
+  if (spec.label_kind != LabelKind::kClass) MakeTargets(spec, seed, &d);
 
   if (big) {
     GNN_LOG(kInfo) << "generated " << spec.name << " in " << std::fixed << std::setprecision(1)

@@ -22,10 +22,24 @@ struct SyntheticSpec {
   // Edge features per listed edge (efeat=K), in [0, 1): the first is
   // higher when the two ends share a class, the rest uniform noise.
   int64_t edge_feature_dim = 0;
+  // task=multilabel (labels=L columns of 0/1, L = classes unless given) or
+  // task=regression (labels=T real values, 1 unless given): targets drawn
+  // from each node's hidden class (the one its features and edges follow)
+  // plus per-node noise, so the neighbourhood helps as it does for classes.
+  LabelKind label_kind = LabelKind::kClass;
+  int64_t label_width = 0;
+  // The "proteins" and "proteins-small" presets, shaped like ogbn-proteins:
+  // no node features (gnn-partition derives them from the edges' means), 8
+  // edge features in [0, 1) that carry both ends' hidden classes, 112
+  // binary labels per node drawn from its hidden class, and a species-like
+  // split (8 blocks of node ids: 5 train, 1 valid, 2 test).
+  bool proteins = false;
 };
 
-// Parses "tiny", "small", "products" or "nodes=N,edges=E,feat=F,classes=C"
-// (optional train=, valid= fractions, efeat= edge features). Throws
+// Parses "tiny", "small", "products", "proteins", "proteins-small" or
+// "nodes=N,edges=E,feat=F,classes=C"
+// (optional train=, valid= fractions, efeat= edge features, task=multilabel
+// or task=regression with labels= columns). Throws
 // ConfigError naming the bad key.
 SyntheticSpec ParseSyntheticSpec(const std::string& spec);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/label_kind.h"
 #include "net/typed_messages.h"
 #include "sampling/relation_block.h"
 
@@ -80,7 +81,8 @@ Message EncodeMiniBatch(const MiniBatch& b, uint64_t request_id) {
   std::vector<int64_t> ints = {b.index, static_cast<int64_t>(b.blocks.size()), b.feature_dim};
   // Optional trailing ints (older peers read 3): input_means, wire bytes,
   // cache lookups and hits; each present when any later one is.
-  const bool cache = b.cache_lookups > 0;
+  const bool rows = b.label_width > 0;
+  const bool cache = rows || b.cache_lookups > 0;
   const bool wire = cache || b.wire_bytes > 0;
   if (wire || b.input_means) ints.push_back(b.input_means ? 1 : 0);
   if (wire) ints.push_back(static_cast<int64_t>(b.wire_bytes));
@@ -88,9 +90,15 @@ Message EncodeMiniBatch(const MiniBatch& b, uint64_t request_id) {
     ints.push_back(static_cast<int64_t>(b.cache_lookups));
     ints.push_back(static_cast<int64_t>(b.cache_hits));
   }
+  // Label rows (protocol 6): the labels frame holds float32 [seeds, width].
+  if (rows) ints.push_back(b.label_width);
   Message m = MakeMessage(MsgType::kMiniBatch, request_id, std::move(ints));
   AddArray(&m, b.seeds);
-  AddArray(&m, b.labels);
+  if (rows) {
+    AddArray(&m, b.targets);
+  } else {
+    AddArray(&m, b.labels);
+  }
   AddArray(&m, b.features);
   for (const Block& blk : b.blocks) {
     AddArray(&m, blk.src_nodes);
@@ -105,11 +113,15 @@ MiniBatch DecodeMiniBatch(const Message& m) {
     throw ProtocolError("malformed MiniBatch (" + m.header.DebugString() + "): " + what);
   };
   if (m.header.msg_type() != MsgType::kMiniBatch || m.header.ints.size() < 3 ||
-      m.header.ints.size() > 7 || m.header.ints.size() == 6) {
+      m.header.ints.size() > 8 || m.header.ints.size() == 6) {
     fail("header");
   }
   MiniBatch b;
   b.index = m.header.ints[0];
+  if (m.header.ints.size() == 8) {
+    if (m.header.ints[7] < 1 || m.header.ints[7] > kMaxLabelWidth) fail("label width");
+    b.label_width = m.header.ints[7];
+  }
   if (m.header.ints.size() >= 4) {
     if (m.header.ints[3] != 0 && m.header.ints[3] != 1) fail("input_means flag");
     b.input_means = m.header.ints[3] == 1;
@@ -118,7 +130,7 @@ MiniBatch DecodeMiniBatch(const Message& m) {
     if (m.header.ints[4] < 0) fail("wire bytes");
     b.wire_bytes = static_cast<uint64_t>(m.header.ints[4]);
   }
-  if (m.header.ints.size() == 7) {
+  if (m.header.ints.size() >= 7) {
     if (m.header.ints[5] < 0 || m.header.ints[6] < 0 || m.header.ints[6] > m.header.ints[5])
       fail("cache counts");
     b.cache_lookups = static_cast<uint64_t>(m.header.ints[5]);
@@ -129,13 +141,20 @@ MiniBatch DecodeMiniBatch(const Message& m) {
   if (num_blocks < 0 || num_blocks > 16 || b.feature_dim < 0) fail("counts");
   if (m.frames.size() != static_cast<size_t>(3 + 3 * num_blocks)) fail("frame count");
   b.seeds = m.CopyArray<int64_t>(0);
-  b.labels = m.CopyArray<int64_t>(1);
+  if (b.label_width > 0) {
+    b.targets = m.CopyArray<float>(1);
+    if (b.targets.size() / static_cast<size_t>(b.label_width) != b.seeds.size() ||
+        b.targets.size() % static_cast<size_t>(b.label_width) != 0)
+      fail("label rows do not match seeds");
+  } else {
+    b.labels = m.CopyArray<int64_t>(1);
+    if (b.labels.size() != b.seeds.size()) fail("labels do not match seeds");
+  }
   {
     size_t n = 0;
     const float* rows = m.Array<float>(2, &n);
     b.features.assign(rows, rows + n);
   }
-  if (b.labels.size() != b.seeds.size()) fail("labels do not match seeds");
   b.blocks.resize(num_blocks);
   for (int64_t l = 0; l < num_blocks; ++l) {
     Block& blk = b.blocks[l];

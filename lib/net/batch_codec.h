@@ -31,7 +31,9 @@ Message EncodeSeedBatch(const SeedBatch& b, uint64_t request_id);
 // Throws ProtocolError on a malformed message (wrong shape, bad fanouts).
 SeedBatch DecodeSeedBatch(const Message& m);
 
-// ints: {index, num_blocks, feature_dim}; frames: seeds, labels, features,
+// ints: {index, num_blocks, feature_dim[, input_means, wire bytes, cache
+// lookups, cache hits[, label width]]}; frames: seeds, labels (int64, or
+// float32 [seeds, label width] rows with that int), features,
 // then per block src_nodes, indptr, indices (num_dst = size of the next
 // block's src_nodes, or of seeds for the last block).
 Message EncodeMiniBatch(const MiniBatch& b, uint64_t request_id);

@@ -197,21 +197,30 @@ bool SampleReply::operator==(const SampleReply& o) const {
 
 // ------------------------------------------------------------ PullLabels
 
+namespace {
+
+MsgType PullLabelsType(const PullLabels& r) {
+  return r.targets    ? MsgType::kPullTargets
+         : r.orig_ids ? MsgType::kPullOrigIds
+                      : MsgType::kPullLabels;
+}
+
+}  // namespace
+
 Message PullLabels::Encode(uint64_t request_id) const {
-  return WithCodedIds(orig_ids ? MsgType::kPullOrigIds : MsgType::kPullLabels, request_id, ids,
-                      coding);
+  return WithCodedIds(PullLabelsType(*this), request_id, ids, coding);
 }
 
 PullLabels PullLabels::Decode(const Message& m) {
   PullLabels r;
   r.orig_ids = m.header.msg_type() == MsgType::kPullOrigIds;
-  r.ids = CodedIdsOf(m, r.orig_ids ? MsgType::kPullOrigIds : MsgType::kPullLabels,
-                     kMaxRequestValues, &r.coding);
+  r.targets = m.header.msg_type() == MsgType::kPullTargets;
+  r.ids = CodedIdsOf(m, PullLabelsType(r), kMaxRequestValues, &r.coding);
   return r;
 }
 
 bool PullLabels::operator==(const PullLabels& o) const {
-  return ids == o.ids && coding == o.coding && orig_ids == o.orig_ids;
+  return ids == o.ids && coding == o.coding && orig_ids == o.orig_ids && targets == o.targets;
 }
 
 Message PullLabelsReply::Encode(uint64_t request_id) const {

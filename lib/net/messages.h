@@ -269,6 +269,9 @@ struct PullLabels {
   // kPullOrigIds: the nodes' input-dataset ids instead of their labels
   // (the same reply).
   bool orig_ids = false;
+  // kPullTargets: the nodes' label rows of a multi-label or regression
+  // graph, answered by a float32 PullFeaturesReply of the label width.
+  bool targets = false;
 
   // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
   std::string DebugString() const;

@@ -51,6 +51,8 @@ const char* MsgTypeName(MsgType type) {
       return "PullLabelsReply";
     case MsgType::kPullOrigIds:
       return "PullOrigIds";
+    case MsgType::kPullTargets:
+      return "PullTargets";
     case MsgType::kMetadata:
       return "Metadata";
     case MsgType::kMetadataReply:

@@ -23,7 +23,10 @@ constexpr uint32_t kMagic = 0x314e4e47;  // "GNN1" as little-endian bytes
 // 5: typed graphs' first layer at the owners (PullTypedSums; TypedMiniBatch's
 //    input_means int and means frame) and embedding rows and gradients in a
 //    row format (EmbPull, EmbPush: an optional int after the coding's).
-constexpr uint16_t kProtocolVersion = 5;
+// 6: multi-label and regression labels: PullTargets (float32 label rows in a
+//    PullFeaturesReply) and MiniBatch's label_width int (its labels frame
+//    then holds float32 rows).
+constexpr uint16_t kProtocolVersion = 6;
 constexpr uint32_t kMaxArrayFrames = 32;
 constexpr uint64_t kMaxFrameBytes = uint64_t{4} << 30;  // one array frame
 constexpr size_t kMaxHeaderBytes = 64 << 10;
@@ -142,10 +145,13 @@ enum class MsgType : uint16_t {
   // The nodes' ids in the input dataset (orig_nids): gnn-serve's map from
   // the ids users send to the graph's.
   kPullOrigIds = 37,  // ints: {} or {coding}; frames: ids[ids] -> PullLabelsReply of input ids
+  // Multi-label and regression graphs' labels: float32 rows of the
+  // partition's label width.
+  kPullTargets = 38,  // ints: {} or {coding}; frames: ids[ids] -> PullFeaturesReply (float32)
 };
 
 // Largest MsgType value; types above it are unknown.
-constexpr uint16_t kMaxMsgType = 37;
+constexpr uint16_t kMaxMsgType = 38;
 
 const char* MsgTypeName(MsgType type);
 

@@ -129,6 +129,11 @@ json ToJson(const PartitionConfig& c) {
   j["halo_hops"] = c.halo_hops;
   j["feature_dim"] = c.feature_dim;
   j["num_classes"] = c.num_classes;
+  if (c.label_kind != LabelKind::kClass) {
+    j["label_kind"] = LabelKindName(c.label_kind);
+    j["label_dtype"] = "float32";
+    j["label_width"] = c.label_width;
+  }
   j["balance_train"] = c.balance_train;
   j["balance_edges"] = c.balance_edges;
   j["undirected"] = c.undirected;
@@ -274,6 +279,17 @@ void ParseScalars(const JsonReader& r, PartitionConfig* c) {
     r.At("feature_dim").Fail("num_nodes x feature_dim does not fit 62 bits");
   }
   c->num_classes = r.At("num_classes").Int(0, kMaxClasses);
+  if (r.Has("label_kind")) {
+    c->label_kind = ParseLabelKind(r.At("label_kind").String(), "label_kind");
+    if (c->label_kind != LabelKind::kClass) {
+      c->label_width = r.At("label_width").Int(1, kMaxLabelWidth);
+      int64_t label_cells;
+      if (__builtin_mul_overflow(c->num_nodes, c->label_width, &label_cells) ||
+          label_cells > kMaxCount) {
+        r.At("label_width").Fail("num_nodes x label_width does not fit 62 bits");
+      }
+    }
+  }
   c->balance_train = r.At("balance_train").Bool();
   c->balance_edges = r.At("balance_edges").Bool();
   c->undirected = r.At("undirected").Bool();

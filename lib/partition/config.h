@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/label_kind.h"
+
 namespace gnn {
 
 constexpr int kPartitionFormatVersion = 1;
@@ -79,7 +81,11 @@ struct PartitionConfig {
   int num_parts = 0;
   int halo_hops = 1;
   int64_t feature_dim = 0;
-  int64_t num_classes = 0;
+  int64_t num_classes = 0;  // class ids' count; multi-label: label_width; regression: 0
+  // The labels' kind (common/label_kind.h): class ids are label.npy int64
+  // [n]; multi-label 0/1 and regression values float32 [n, label_width].
+  LabelKind label_kind = LabelKind::kClass;
+  int64_t label_width = 0;  // 0 for class ids
   bool balance_train = false;
   bool balance_edges = false;
   bool undirected = false;

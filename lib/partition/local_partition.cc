@@ -1,5 +1,7 @@
 #include "partition/local_partition.h"
 
+#include <cmath>
+
 #include "common/error.h"
 #include "common/npy.h"
 #include "common/sha256.h"
@@ -95,10 +97,21 @@ void CheckPartitionArrays(const PartitionConfig& config, int part, const Partiti
   auto path = [&](const char* f) { return config.FilePath(part, f); };
   CheckIndptr(path("indptr.npy"), a.indptr, n, e);
   CheckIds(path("indices.npy"), a.indices, e, config.num_nodes);
-  for (int64_t i = 0; i < n; ++i) {
-    if (a.labels[i] < -1 || a.labels[i] >= config.num_classes) {
-      throw DataError(path("label.npy") + ": label " + std::to_string(a.labels[i]) +
-                      " outside [0, " + std::to_string(config.num_classes) + ")");
+  if (config.label_kind == LabelKind::kClass) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (a.labels[i] < -1 || a.labels[i] >= config.num_classes) {
+        throw DataError(path("label.npy") + ": label " + std::to_string(a.labels[i]) +
+                        " outside [0, " + std::to_string(config.num_classes) + ")");
+      }
+    }
+  } else {
+    const bool binary = config.label_kind == LabelKind::kMultilabel;
+    for (int64_t i = 0; i < n * config.label_width; ++i) {
+      const float t = a.targets[i];
+      if (std::isfinite(t) && (!binary || t == 0.0f || t == 1.0f)) continue;
+      throw DataError(path("label.npy") + ": row " + std::to_string(i / config.label_width) +
+                      " holds " + std::to_string(t) +
+                      (binary ? ", not 0 or 1 (multi-label)" : ", not a finite number"));
     }
   }
   const char* mask_files[3] = {"train_mask.npy", "valid_mask.npy", "test_mask.npy"};
@@ -132,7 +145,12 @@ LocalPartition LoadLocalPartition(const PartitionConfig& config, int part, bool 
   p.indptr = ReadNpy<int64_t>(path("indptr.npy"), {n + 1});
   p.indices = ReadNpy<int64_t>(path("indices.npy"), {info.num_edges()});
   p.features = ReadNpy<float>(path("feat.npy"), {n, config.feature_dim});
-  p.labels = ReadNpy<int64_t>(path("label.npy"), {n});
+  if (config.label_kind == LabelKind::kClass) {
+    p.labels = ReadNpy<int64_t>(path("label.npy"), {n});
+  } else {
+    p.label_width = config.label_width;
+    p.targets = ReadNpy<float>(path("label.npy"), {n, config.label_width});
+  }
   p.train_mask = ReadNpy<uint8_t>(path("train_mask.npy"), {n});
   p.valid_mask = ReadNpy<uint8_t>(path("valid_mask.npy"), {n});
   p.test_mask = ReadNpy<uint8_t>(path("test_mask.npy"), {n});
@@ -141,6 +159,7 @@ LocalPartition LoadLocalPartition(const PartitionConfig& config, int part, bool 
   a.indptr = p.indptr.data();
   a.indices = p.indices.data();
   a.labels = p.labels.data();
+  a.targets = p.targets.data();
   a.masks[0] = p.train_mask.data();
   a.masks[1] = p.valid_mask.data();
   a.masks[2] = p.test_mask.data();

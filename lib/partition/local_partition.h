@@ -14,10 +14,14 @@ struct LocalPartition {
   int64_t node_start = 0;  // first owned global id
   int64_t num_nodes = 0;   // owned nodes
   int64_t feature_dim = 0;
-  std::vector<int64_t> indptr;                             // [num_nodes + 1]
-  std::vector<int64_t> indices;                            // global ids of in-neighbours
-  std::vector<float> features;                             // [num_nodes, feature_dim]
-  std::vector<int64_t> labels;                             // [num_nodes]
+  std::vector<int64_t> indptr;   // [num_nodes + 1]
+  std::vector<int64_t> indices;  // global ids of in-neighbours
+  std::vector<float> features;   // [num_nodes, feature_dim]
+  std::vector<int64_t> labels;   // [num_nodes]; class ids only
+  // Multi-label / regression graphs: float32 [num_nodes, label_width]
+  // (config.label_kind), `labels` then empty.
+  int64_t label_width = 0;
+  std::vector<float> targets;
   std::vector<uint8_t> train_mask, valid_mask, test_mask;  // [num_nodes]
   std::vector<int64_t> orig_nids;                          // [num_nodes] new id -> input id
 
@@ -39,7 +43,8 @@ struct HeldOutEdges {
 struct PartitionArrays {
   const int64_t* indptr = nullptr;
   const int64_t* indices = nullptr;
-  const int64_t* labels = nullptr;
+  const int64_t* labels = nullptr;  // class ids, or
+  const float* targets = nullptr;   // [n, config.label_width] (multi-label, regression)
   const uint8_t* masks[3] = {nullptr, nullptr, nullptr};  // train, valid, test
   const int64_t* orig_nids = nullptr;
 };
@@ -47,7 +52,8 @@ struct PartitionArrays {
 // The consistency checks of partition `part`'s arrays against `config`,
 // shared by every loader (files, shared memory): indptr starts at 0, never
 // decreases and ends at the edge count; indices and orig_nids are node ids
-// of the graph; labels in [-1, num_classes); masks hold 0/1 and as many
+// of the graph; labels in [-1, num_classes) (targets finite, and 0/1 for
+// multi-label); masks hold 0/1 and as many
 // ones as the config's num_train / num_valid / num_test. Throws DataError
 // naming the file (config.FilePath) and the first bad entry. Pure,
 // thread-safe.

@@ -51,6 +51,10 @@ void PartitionOptions::Validate() const {
     throw ConfigError("--node_feat_from_edges must be auto, mean or none, got '" +
                       node_feat_from_edges + "'");
   }
+  if (task != "auto" && task != "node" && task != "multilabel" && task != "node_regression") {
+    throw ConfigError("--task must be auto, node, multilabel or node_regression, got '" + task +
+                      "'");
+  }
   if (sparsify > 0 && part_method != "metis") {
     throw ConfigError("--sparsify thins the graph METIS sees: it needs --part_method metis, not " +
                       part_method);
@@ -219,9 +223,15 @@ void WritePart(const Dataset& d, const float* features, const CsrT<Index>& in_cs
   }
   record("feat.npy", WriteGatheredRows(dir + "/feat.npy", features, d.feature_dim,
                                        r.orig.data() + start, owned));
-  std::vector<int64_t> labels(owned);
-  for (int64_t i = 0; i < owned; ++i) labels[i] = d.labels[r.orig[start + i]];
-  record("label.npy", WriteNpy(dir + "/label.npy", labels));
+  if (d.label_kind == LabelKind::kClass) {
+    std::vector<int64_t> labels(owned);
+    for (int64_t i = 0; i < owned; ++i) labels[i] = d.labels[r.orig[start + i]];
+    record("label.npy", WriteNpy(dir + "/label.npy", labels));
+  } else {
+    // Multi-label or regression targets: float32 [owned, label_width].
+    record("label.npy", WriteGatheredRows(dir + "/label.npy", d.targets.data(), d.label_width,
+                                          r.orig.data() + start, owned));
+  }
 
   const char* mask_names[3] = {"train_mask.npy", "valid_mask.npy", "test_mask.npy"};
   int64_t* counts[3] = {&info->num_train, &info->num_valid, &info->num_test};
@@ -358,6 +368,8 @@ void DescribePartitioning(const PartitionOptions& options, const Dataset& d,
   config->feature_dim = d.feature_dim;
   config->edge_feature_dim = d.edge_feature_dim;
   config->num_classes = d.num_classes;
+  config->label_kind = d.label_kind;
+  config->label_width = d.label_width;
   config->balance_train = options.balance_train;
   config->balance_edges = options.balance_edges;
   config->undirected = undirected;
@@ -509,12 +521,25 @@ void DeriveNodeFeatures(const PartitionOptions& options, bool undirected, Datase
 PartitionResult RunPartition(const PartitionOptions& options) {
   options.Validate();
   CheckOutput(options);
-  if (IsHeteroDataset(options.data)) return RunHeteroPartition(options);
+  if (IsHeteroDataset(options.data)) {
+    if (options.task != "auto" && options.task != "node") {
+      throw ConfigError("--task " + options.task +
+                        ": typed graphs train class ids (--task node) so far");
+    }
+    return RunHeteroPartition(options);
+  }
   StageTimer timer;
 
   timer.Begin("load " +
               (options.data.files.given() ? options.data.files.edges : options.data.dataset));
   Dataset d = LoadDataset(options.data);
+  ApplyLabelTask(&d, options.task);
+  if (d.label_kind != LabelKind::kClass) {
+    GNN_LOG(kInfo) << d.name << ": " << d.label_width << " " << LabelKindName(d.label_kind)
+                   << " label column" << (d.label_width == 1 ? "" : "s")
+                   << " per node (float32 label.npy; gnn-train --task "
+                   << LabelTaskName(d.label_kind) << ")";
+  }
   const int64_t n = d.num_nodes;
   if (options.num_parts > n) {
     throw ConfigError("--num_parts " + std::to_string(options.num_parts) + " exceeds the " +
@@ -543,6 +568,10 @@ PartitionResult RunPartition(const PartitionOptions& options) {
   json report = PartitionReport(config, input_edges, undirected_edges, cut, timer);
   if (config.part_method == "metis" && options.sparsify > 0) report["sparsify"] = options.sparsify;
   if (config.edge_feature_dim > 0) report["edge_feature_dim"] = config.edge_feature_dim;
+  if (config.label_kind != LabelKind::kClass) {
+    report["label_kind"] = LabelKindName(config.label_kind);
+    report["label_width"] = config.label_width;
+  }
   config.report = report;
 
   const std::string json_name = graph_name + ".json";
@@ -566,6 +595,10 @@ std::string FormatPartitionReport(const json& r) {
   if (r.contains("edge_feature_dim")) {
     out << ", each with " << r.at("edge_feature_dim").get<int64_t>()
         << " edge features (repeated edges kept)";
+  }
+  if (r.contains("label_kind")) {
+    out << "; labels: " << r.at("label_width").get<int64_t>() << " "
+        << r.at("label_kind").get<std::string>() << " column(s) per node";
   }
   out << "\n";
   out << "edge_cut " << r.at("edge_cut").get<int64_t>() << " (" << std::setprecision(4)

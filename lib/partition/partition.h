@@ -35,6 +35,10 @@ struct PartitionOptions {
   // node features; "mean" always (appended to the node features); "none"
   // never (a graph without node features is then refused).
   std::string node_feat_from_edges = "auto";
+  // --task auto|node|multilabel|node_regression (--label_dtype float is
+  // node_regression): what the labels are; auto detects it (graph/dataset.h
+  // SetLabelRows) and says so in one line.
+  std::string task = "auto";
 
   // Throws ConfigError naming the first bad field.
   void Validate() const;

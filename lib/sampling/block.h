@@ -53,9 +53,13 @@ struct MiniBatch {
   // the other positions and cached_slots those rows' places in the cache.
   bool split_rows = false;
   std::vector<int64_t> host_rows, cached_rows, cached_slots;
-  std::vector<int64_t> labels;  // [seeds.size()]
-  double sample_seconds = 0;    // time spent sampling + gathering this batch
-  uint64_t wire_bytes = 0;      // bytes its making sent and received over sockets
+  std::vector<int64_t> labels;  // [seeds.size()] class ids, or
+  // a multi-label or regression graph's label rows [seeds.size(),
+  // label_width] (labels then empty).
+  int64_t label_width = 0;
+  std::vector<float> targets;
+  double sample_seconds = 0;  // time spent sampling + gathering this batch
+  uint64_t wire_bytes = 0;    // bytes its making sent and received over sockets
   // Rows of other partitions its making needed, and how many of them the
   // machine's hot-row cache held (DistGraph::cache_lookups/cache_hits).
   uint64_t cache_lookups = 0;

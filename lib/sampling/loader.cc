@@ -1,5 +1,6 @@
 #include "sampling/loader.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -249,7 +250,14 @@ MiniBatch BatchLoader::Make(int64_t index, int threads) const {
                  threads);
     }
   }
-  if (graph_.labels != nullptr) {
+  if (graph_.targets != nullptr) {
+    const int64_t w = graph_.label_width;
+    b.label_width = w;
+    b.targets.resize(b.seeds.size() * static_cast<size_t>(w));
+    for (size_t i = 0; i < b.seeds.size(); ++i) {
+      std::copy_n(graph_.targets + (b.seeds[i] - csc.node_start) * w, w, b.targets.data() + i * w);
+    }
+  } else if (graph_.labels != nullptr) {
     b.labels.resize(b.seeds.size());
     for (size_t i = 0; i < b.seeds.size(); ++i) {
       b.labels[i] = graph_.labels[b.seeds[i] - csc.node_start];

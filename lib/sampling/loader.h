@@ -67,6 +67,9 @@ struct LocalGraph {
   const float* features = nullptr;  // rows of csc's nodes, [num_nodes, feature_dim]
   int64_t feature_dim = 0;
   const int64_t* labels = nullptr;  // [num_nodes]; nullptr: batches carry no labels
+  // Or label rows [num_nodes, label_width] (multi-label, regression).
+  const float* targets = nullptr;
+  int64_t label_width = 0;
 };
 
 // Iterates one epoch of mini-batches over `seeds` (edge positions when

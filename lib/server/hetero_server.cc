@@ -50,6 +50,7 @@ std::optional<Message> HeteroServing::Handle(const Message& req) {
     case MsgType::kSampleAggregate:
     case MsgType::kPullSums:
     case MsgType::kPullOrigIds:
+    case MsgType::kPullTargets:
       throw DataError(
           name_ + " serves a heterogeneous partition: " + net::MsgTypeName(req.header.msg_type()) +
           " has no node type (use TypedSample / PullTyped)");

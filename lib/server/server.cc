@@ -244,10 +244,41 @@ Message OnPullSums(ServerState& s, const Message& req) {
   return rep.Encode(id);
 }
 
+// A multi-label or regression graph's label rows, float32 of its width.
+Message OnPullTargets(ServerState& s, const Message& req, const net::PullLabels& r) {
+  const uint64_t id = req.header.request_id;
+  const PartitionView& v = *s.view;
+  if (v.targets == nullptr) {
+    return net::MakeError(id, net::kErrBadRequest,
+                          s.name +
+                              " holds class ids, not label rows: PullTargets is for "
+                              "multi-label and regression graphs");
+  }
+  const size_t n = r.ids.size(), w = static_cast<size_t>(v.label_width);
+  if (n > static_cast<size_t>(kMaxPullReplyBytes) / (w * sizeof(float))) {
+    return net::MakeError(id, net::kErrBadRequest,
+                          "PullTargets of " + std::to_string(n) +
+                              " rows passes the reply limit of " +
+                              std::to_string(kMaxPullReplyBytes >> 20) + " MiB: split the request");
+  }
+  net::PullFeaturesReply rep(v.label_width, n, net::RowFormat::kFloat32);
+  float* out = rep.data();
+  for (size_t i = 0; i < n; ++i) {
+    std::memcpy(out + i * w, v.targets + (r.ids[i] - v.node_start) * v.label_width,
+                w * sizeof(float));
+  }
+  return rep.Encode(id);
+}
+
 Message OnPullLabels(ServerState& s, const Message& req) {
   net::PullLabels r = net::PullLabels::Decode(req);
   CheckOwned(s, r.ids);
+  if (r.targets) return OnPullTargets(s, req, r);
   const PartitionView& v = *s.view;
+  if (!r.orig_ids && v.labels == nullptr) {
+    return net::MakeError(req.header.request_id, net::kErrBadRequest,
+                          s.name + " holds multi-label or regression label rows: ask PullTargets");
+  }
   net::PullLabelsReply rep;
   rep.coding = r.coding;
   rep.labels.reserve(r.ids.size());
@@ -270,6 +301,7 @@ Message OnMetadata(ServerState& s, const Message& req) {
                       {"num_edges", v.num_edges},
                       {"feature_dim", v.feature_dim},
                       {"num_classes", v.num_classes},
+                      {"label_width", v.label_width},
                       {"num_parts", s.config.num_parts}};
   return net::MetadataReply{j.dump()}.Encode(req.header.request_id);
 }
@@ -323,6 +355,7 @@ Message HandleRequest(ServerState& s, const Message& req) {
       return OnPullSums(s, req);
     case MsgType::kPullLabels:
     case MsgType::kPullOrigIds:
+    case MsgType::kPullTargets:
       return OnPullLabels(s, req);
     case MsgType::kMetadata:
       return OnMetadata(s, req);

@@ -73,9 +73,10 @@ struct ShmHeader {
   int32_t part_id;
   int32_t num_parts;
   int64_t node_start, num_nodes, num_edges, feature_dim, num_classes, graph_num_nodes;
-  int32_t typed;      // 1: a heterogeneous partition
-  int32_t num_types;  // typed: node types, at most kMaxTypes
-  int32_t target;     // typed: the labelled type
+  int64_t label_width;  // plain: 0 for class ids, else float32 label rows [n, label_width]
+  int32_t typed;        // 1: a heterogeneous partition
+  int32_t num_types;    // typed: node types, at most kMaxTypes
+  int32_t target;       // typed: the labelled type
   int32_t num_arrays;
   int64_t type_range[kMaxTypes][2];  // typed: owned ids of each type
   int64_t type_dim[kMaxTypes];       // typed: feature width of each type (0: none)
@@ -104,9 +105,14 @@ std::vector<Slot> SlotsOf(const ShmHeader& h, const std::vector<std::string>& ty
   const int64_t n = h.num_nodes, e = h.num_edges;
   if (!h.typed) {
     const int64_t f = h.feature_dim;
-    const DType dtypes[kNumPlain] = {DType::kInt64, DType::kInt64, DType::kFloat32, DType::kInt64,
-                                     DType::kUInt8, DType::kUInt8, DType::kUInt8,   DType::kInt64};
-    const std::vector<int64_t> shapes[kNumPlain] = {{n + 1}, {e}, {n, f}, {n}, {n}, {n}, {n}, {n}};
+    const int64_t w = h.label_width;  // label.npy: class ids, or float32 rows
+    const DType dtypes[kNumPlain] = {
+        DType::kInt64, DType::kInt64, DType::kFloat32, w > 0 ? DType::kFloat32 : DType::kInt64,
+        DType::kUInt8, DType::kUInt8, DType::kUInt8,   DType::kInt64};
+    const std::vector<int64_t> label_shape =
+        w > 0 ? std::vector<int64_t>{n, w} : std::vector<int64_t>{n};
+    const std::vector<int64_t> shapes[kNumPlain] = {{n + 1}, {e}, {n, f}, label_shape,
+                                                    {n},     {n}, {n},    {n}};
     std::vector<Slot> out;
     for (int i = 0; i < kNumPlain; ++i) out.push_back({kPartFiles[i], dtypes[i], shapes[i]});
     return out;
@@ -237,6 +243,7 @@ ShmHeader HeaderFor(const std::string& name, const PartitionConfig& config, int 
   h.num_edges = info.num_edges();
   h.feature_dim = config.hetero() ? 0 : config.feature_dim;
   h.num_classes = config.num_classes;
+  h.label_width = config.hetero() ? 0 : config.label_width;
   h.graph_num_nodes = config.num_nodes;
   if (config.hetero()) {
     const HeteroPartitionView shape = HeteroShape(config, part);
@@ -336,6 +343,7 @@ PartitionArrays ArraysOf(const PartitionView& v) {
   a.indptr = v.indptr;
   a.indices = v.indices;
   a.labels = v.labels;
+  a.targets = v.targets;
   a.masks[0] = v.train_mask;
   a.masks[1] = v.valid_mask;
   a.masks[2] = v.test_mask;
@@ -598,7 +606,8 @@ void ShmPartition::ReadHeader() {
   std::string stored = ReadCString(h->name, sizeof(h->name));
   if (stored != name_) bad("header names segment '" + stored + "'");
   if (h->part_id < 0 || h->node_start < 0 || h->num_nodes < 0 || h->num_edges < 0 ||
-      h->feature_dim < 0 || h->num_classes < 0) {
+      h->feature_dim < 0 || h->num_classes < 0 || h->label_width < 0 ||
+      h->label_width > kMaxLabelWidth || (h->typed && h->label_width != 0)) {
     bad("negative counts in header");
   }
   if ((h->typed != 0 && h->typed != 1) || !TypesFit(*h)) bad("node types do not fit the header");
@@ -627,7 +636,12 @@ void ShmPartition::ReadHeader() {
   v.indices = i64(kIndices);
   if (!h->typed) {
     v.features = reinterpret_cast<const float*>(b + h->offset[kFeat]);
-    v.labels = i64(kLabel);
+    v.label_width = h->label_width;
+    if (h->label_width > 0) {
+      v.targets = reinterpret_cast<const float*>(b + h->offset[kLabel]);
+    } else {
+      v.labels = i64(kLabel);
+    }
     v.train_mask = u8(kTrain);
     v.valid_mask = u8(kValid);
     v.test_mask = u8(kTest);

@@ -45,7 +45,7 @@ namespace gnn {
 // server, a trainer, a gnn-sampler) waits for server 0 to finish creating it.
 constexpr int kDefaultAttachTimeoutMs = 60000;
 
-constexpr uint32_t kShmFormatVersion = 2;
+constexpr uint32_t kShmFormatVersion = 3;        // 3: float32 label rows
 constexpr uint32_t kShmReadyValue = 0x59444552;  // "REDY"
 constexpr size_t kShmHeaderBytes = 4096;
 
@@ -59,10 +59,13 @@ struct PartitionView {
   int64_t num_edges = 0;   // in-edges stored (indices length)
   int64_t feature_dim = 0;
   int64_t num_classes = 0;
-  const int64_t* indptr = nullptr;      // [num_nodes + 1]
-  const int64_t* indices = nullptr;     // [num_edges] global ids
-  const float* features = nullptr;      // [num_nodes, feature_dim] row-major
-  const int64_t* labels = nullptr;      // [num_nodes], -1 = unlabelled
+  const int64_t* indptr = nullptr;   // [num_nodes + 1]
+  const int64_t* indices = nullptr;  // [num_edges] global ids
+  const float* features = nullptr;   // [num_nodes, feature_dim] row-major
+  const int64_t* labels = nullptr;   // [num_nodes], -1 = unlabelled (class ids only)
+  // Multi-label / regression graphs: [num_nodes, label_width] (labels null).
+  int64_t label_width = 0;
+  const float* targets = nullptr;
   const uint8_t* train_mask = nullptr;  // [num_nodes]
   const uint8_t* valid_mask = nullptr;
   const uint8_t* test_mask = nullptr;

@@ -51,7 +51,8 @@ PartitionConfig LoadCheckedConfig(const TrainOptions& o) {
     throw ConfigError("--graph_name " + o.graph_name + " does not match " + o.part_config +
                       " (graph_name " + config.graph_name + ")");
   }
-  if (config.num_classes < 1) throw DataError(o.part_config + ": num_classes is 0");
+  if (config.label_kind == LabelKind::kClass && config.num_classes < 1)
+    throw DataError(o.part_config + ": num_classes is 0");
   if (config.edge_feature_dim > 0) {
     GNN_LOG(kWarn) << o.part_config << ": the partitions carry " << config.edge_feature_dim
                    << " features per edge, which the models do not use yet (they read node "
@@ -69,16 +70,38 @@ PartitionConfig LoadCheckedConfig(const TrainOptions& o) {
   return config;
 }
 
+// --task against the partitioning's labels: `node` trains what its labels
+// are (class ids, or a multi-label / regression partitioning's own task);
+// a task the labels cannot give is one line.
+std::string TaskFor(const TrainOptions& o, const PartitionConfig& config) {
+  const TaskKind kind = o.Kind();
+  if (config.label_kind == LabelKind::kClass) {
+    if (kind == TaskKind::kMultilabel || kind == TaskKind::kRegression) {
+      throw ConfigError("--task " + o.task + ": " + o.part_config +
+                        " holds one class id per node (gnn-partition --task " + o.task +
+                        " makes label rows of them)");
+    }
+    return o.task;
+  }
+  const std::string own = LabelTaskName(config.label_kind);
+  if (kind == TaskKind::kNode || o.task == own) return own;
+  throw ConfigError("--task " + o.task + ": " + o.part_config + " holds " +
+                    std::to_string(config.label_width) + " " + LabelKindName(config.label_kind) +
+                    " label column(s) per node: --task " + own);
+}
+
 }  // namespace
 
 void CheckTrain(const TrainOptions& o) {
   o.Validate();
-  LoadCheckedConfig(o);
+  TaskFor(o, LoadCheckedConfig(o));
 }
 
-json RunTrain(const TrainOptions& o) {
-  o.Validate();
-  const PartitionConfig config = LoadCheckedConfig(o);
+json RunTrain(const TrainOptions& given) {
+  given.Validate();
+  const PartitionConfig config = LoadCheckedConfig(given);
+  TrainOptions o = given;
+  if (!o.inference) o.task = TaskFor(given, config);
   torch::set_num_threads(DefaultTorchThreads(o));
   if (o.inference) return RunInference(o, config);
   std::unique_ptr<Learner> learner = MakeLearner(o, config);

@@ -60,7 +60,14 @@ void CheckSeedBatch(const Message& m, const SeedBatch& b) {
 }
 
 void CheckMiniBatch(const MiniBatch& b) {
-  if (b.labels.size() != b.seeds.size()) Broken("MiniBatch labels vs seeds");
+  if (b.label_width > 0) {
+    if (!b.labels.empty() || b.label_width > (1 << 16) ||
+        b.targets.size() != b.seeds.size() * static_cast<size_t>(b.label_width)) {
+      Broken("MiniBatch label rows vs seeds");
+    }
+  } else if (b.labels.size() != b.seeds.size() || !b.targets.empty()) {
+    Broken("MiniBatch labels vs seeds");
+  }
   if (b.feature_dim < 0) Broken("MiniBatch negative feature_dim");
   for (size_t l = 0; l < b.blocks.size(); ++l) {
     const Block& blk = b.blocks[l];

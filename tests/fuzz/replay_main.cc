@@ -332,6 +332,14 @@ std::vector<Wire> BuiltMessages() {
     v.push_back(EmbRestore{spec, 5, "abc"}.Encode(39));
     v.push_back(EmbBlob{"blob"}.Encode(40));
     v.push_back(EmbAck{2}.Encode(41));
+    PullLabels targets{{1, 2}};
+    targets.targets = true;
+    v.push_back(targets.Encode(42));
+    gnn::MiniBatch rows = HomogeneousBatch();
+    rows.labels.clear();
+    rows.label_width = 2;
+    rows.targets = {0, 1, 0.5f, -3};
+    v.push_back(EncodeMiniBatch(rows, 43));
     return v;
   }();
   std::vector<Wire> out;

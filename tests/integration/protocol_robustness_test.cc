@@ -680,3 +680,44 @@ TEST_CASE(
   m.header.ints = {0, 1, 1, 0, -5};
   CHECK_THROWS_WITH(net::DecodeMiniBatch(m), Catch::Contains("wire bytes"));
 }
+
+TEST_CASE("MiniBatch with label rows round-trips, and their count is checked", "[integration]") {
+  MiniBatch b;
+  b.seeds = {10, 11};
+  b.label_width = 3;
+  b.targets = {0, 1, 1, 0.5f, -2, 7};
+  Block blk;
+  blk.num_dst = 2;
+  blk.src_nodes = {10, 11, 12};
+  blk.indptr = {0, 1, 1};
+  blk.indices = {2};
+  b.blocks = {blk};
+  b.feature_dim = 2;
+  b.features.assign(3 * 2, 1.f);
+  net::Message m = net::EncodeMiniBatch(b, 3);
+  CHECK(m.header.ints.size() == 8);  // the label width after the cache counts
+  MiniBatch back = net::DecodeMiniBatch(m);
+  CHECK(back.label_width == 3);
+  CHECK(back.targets == b.targets);
+  CHECK(back.labels.empty());
+  // Rows that do not cover the seeds, and widths out of range: refused.
+  b.targets.pop_back();
+  CHECK_THROWS_WITH(net::DecodeMiniBatch(net::EncodeMiniBatch(b, 4)),
+                    Catch::Contains("label rows do not match seeds"));
+  b.targets.push_back(1);
+  for (int64_t width : {int64_t{0}, int64_t{-1}, (int64_t{1} << 16) + 1}) {
+    net::Message bad = net::EncodeMiniBatch(b, 5);
+    bad.header.ints[7] = width;
+    CHECK_THROWS_WITH(net::DecodeMiniBatch(bad), Catch::Contains("label width"));
+  }
+  // PullTargets is its own message type, answered by float32 rows.
+  net::PullLabels asked;
+  asked.ids = {10, 11};
+  asked.targets = true;
+  const net::Message req = asked.Encode(9);
+  CHECK(req.header.msg_type() == net::MsgType::kPullTargets);
+  const net::PullLabels decoded = net::PullLabels::Decode(req);
+  CHECK(decoded.targets);
+  CHECK_FALSE(decoded.orig_ids);
+  CHECK(decoded == asked);
+}

@@ -407,7 +407,8 @@ TEST_CASE("ogb reader: malformed CSV names file and line", "[unit]") {
     CHECK_THAT(msg, Catch::Contains("abc"));
   }
   SECTION("bad label") {
-    CHECK_THAT(LoadError("raw/node-label.csv.gz", "0\n1\n2.5\n0\n1\n0\n"),
+    // (A fraction is no error: the labels are then regression values.)
+    CHECK_THAT(LoadError("raw/node-label.csv.gz", "0\n1\nx\n0\n1\n0\n"),
                Catch::Contains("node-label.csv.gz:3:"));
     CHECK_THAT(LoadError("raw/node-label.csv.gz", "0\n1\n-2\n0\n1\n0\n"),
                Catch::Contains("node-label.csv.gz:3:"));

@@ -175,8 +175,8 @@ TEST_CASE("ParseSyntheticSpec rejects bad specs with one clear line", "[unit]") 
   };
   const std::vector<Case> cases = {
       {"huge",
-       "unknown synthetic preset 'huge' (known: tiny, small, products, or "
-       "nodes=N,edges=E,feat=F,classes=C)"},
+       "unknown synthetic preset 'huge' (known: tiny, small, products, proteins, "
+       "proteins-small, or nodes=N,edges=E,feat=F,classes=C)"},
       {"", "unknown synthetic preset ''"},
       {"Tiny", "unknown synthetic preset 'Tiny'"},
       {ok + ",color=3", "unknown key 'color'"},
@@ -354,6 +354,59 @@ TEST_CASE("GenerateSynthetic products preset has the ogbn-products shape", "[uni
   }
   std::sort(keys.begin(), keys.end());
   CHECK(std::adjacent_find(keys.begin(), keys.end()) == keys.end());
+}
+
+}  // namespace
+}  // namespace gnn
+
+namespace gnn {
+namespace {
+
+TEST_CASE("proteins-small has ogbn-proteins' shape: edge features only, 112 labels, species",
+          "[unit]") {
+  const SyntheticSpec spec = ParseSyntheticSpec("proteins-small");
+  CHECK(spec.proteins);
+  const Dataset d = GenerateSynthetic(spec, 7, 2);
+  d.Validate();
+  CHECK(d.feature_dim == 0);
+  CHECK(d.features.empty());
+  CHECK(d.edge_feature_dim == 8);
+  CHECK(d.num_edges() == 300000);
+  REQUIRE(d.label_kind == LabelKind::kMultilabel);
+  CHECK(d.label_width == 112);
+  CHECK(d.num_classes == 112);
+  CHECK(d.labels.empty());
+  for (float f : d.edge_features) REQUIRE((f >= 0 && f < 1));
+  // Species: 8 blocks of consecutive ids, 5 train, 1 valid, 2 test.
+  CHECK(d.train_idx.size() == 3750);
+  CHECK(d.valid_idx.size() == 750);
+  CHECK(d.test_idx.size() == 1500);
+  CHECK(d.train_idx.back() < d.valid_idx.front());
+  CHECK(d.valid_idx.back() < d.test_idx.front());
+  // Every label has both classes, and the same seed gives the same bytes.
+  for (int64_t j = 0; j < d.label_width; ++j) {
+    int64_t ones = 0;
+    for (int64_t v = 0; v < d.num_nodes; ++v) ones += d.targets[v * d.label_width + j] > 0.5f;
+    REQUIRE(ones > 0);
+    REQUIRE(ones < d.num_nodes);
+  }
+  const Dataset again = GenerateSynthetic(spec, 7, 1);
+  CHECK(again.targets == d.targets);
+  CHECK(again.edge_features == d.edge_features);
+  CHECK(again.src == d.src);
+  // Multi-label and regression keys of a custom spec.
+  const SyntheticSpec ml =
+      ParseSyntheticSpec("nodes=100,edges=300,feat=4,classes=3,task=multilabel");
+  CHECK(ml.label_kind == LabelKind::kMultilabel);
+  CHECK(ml.label_width == 3);
+  const SyntheticSpec rg =
+      ParseSyntheticSpec("nodes=100,edges=300,feat=4,classes=3,task=regression,labels=2");
+  CHECK(rg.label_kind == LabelKind::kRegression);
+  CHECK(rg.label_width == 2);
+  CHECK_THAT(ConfigErrorOf("nodes=100,edges=300,feat=4,classes=3,labels=2"),
+             Catch::Contains("labels= needs task=multilabel or task=regression"));
+  CHECK_THAT(ConfigErrorOf("nodes=100,edges=300,feat=4,classes=3,task=ranking"),
+             Catch::Contains("task must be class, multilabel or regression"));
 }
 
 }  // namespace

@@ -72,7 +72,12 @@ class StandaloneEnv : public TrainEnv {
                          part_.num_nodes, part_.orig_nids.data()};
     graph_.features = part_.features.data();
     graph_.feature_dim = part_.feature_dim;
-    graph_.labels = part_.labels.data();
+    if (config.label_width > 0) {
+      graph_.targets = part_.targets.data();
+      graph_.label_width = config.label_width;
+    } else {
+      graph_.labels = part_.labels.data();
+    }
     lo_.fanouts = o.Fanouts();
     lo_.batch_size = o.batch_size;
     lo_.replace = o.sample_replace;
@@ -101,6 +106,7 @@ class StandaloneEnv : public TrainEnv {
     for (int k = 0; k < 3; ++k) {
       const std::vector<int64_t>& nodes = k == 0 ? train_ : k == 1 ? valid_ : test_;
       labeled_.nodes[k] = nodes;
+      if (part_.label_width > 0) continue;  // label rows: EvaluateRows
       for (int64_t v : nodes) labeled_.labels[k].push_back(part_.labels[v - part_.node_start]);
     }
   }
@@ -113,6 +119,7 @@ class StandaloneEnv : public TrainEnv {
     s.node_start = part_.node_start;
     s.orig_ids = part_.orig_nids;
     s.labels = part_.labels;
+    s.targets = part_.targets;
     s.masks[0] = part_.train_mask;
     s.masks[1] = part_.valid_mask;
     s.masks[2] = part_.test_mask;
@@ -161,6 +168,21 @@ class StandaloneEnv : public TrainEnv {
   std::pair<double, double> Evaluate(NodeModel& model) override {
     torch::Tensor logits = Inference(model, part_, o_.batch_size_eval, o_.num_workers);
     return {Accuracy(logits, part_, valid_), Accuracy(logits, part_, test_)};
+  }
+  EvalRows EvaluateRows(NodeModel& model) override {
+    torch::Tensor out = Inference(model, part_, o_.batch_size_eval, o_.num_workers);
+    torch::Tensor targets = torch::from_blob(part_.targets.data(),
+                                             {part_.num_nodes, part_.label_width}, torch::kFloat32);
+    EvalRows rows;
+    for (int k = 0; k < 2; ++k) {
+      std::vector<int64_t>& nodes = k == 0 ? valid_ : test_;
+      torch::Tensor idx =
+          torch::from_blob(nodes.data(), {static_cast<int64_t>(nodes.size())}, torch::kInt64) -
+          part_.node_start;
+      rows.out[k] = out.index_select(0, idx).contiguous();
+      rows.target[k] = targets.index_select(0, idx).contiguous();
+    }
+    return rows;
   }
   torch::Tensor Embeddings(NodeModel& model) override {
     torch::Tensor emb = Inference(model, part_, o_.batch_size_eval, o_.num_workers);

@@ -19,6 +19,18 @@
 
 namespace gnn {
 
+// What a task's evaluation reports, and how the loop names it: class ids'
+// accuracy, multi-label ROC-AUC (OGB's proteins evaluator) or regression
+// RMSE (lower is better: the best epoch has the lowest validation RMSE).
+struct EvalMetric {
+  std::string key = "acc";    // summary / metrics: best_val_<key>, test_<key>, val_<key>
+  std::string title = "Acc";  // log lines: "Val Acc", "Test Acc"
+  bool lower_is_better = false;
+  std::string train_key = "train_acc";    // the step records' training figure
+  std::string train_title = "Train Acc";  // and its log name
+  bool Better(double a, double b) const { return lower_is_better ? a < b : a > b; }
+};
+
 // Writes one metrics record (a JSON line of --metrics_file).
 using RecordFn = std::function<void(const nlohmann::json&)>;
 
@@ -88,8 +100,13 @@ class MetricsWriter {
         {"step", "train_acc", "train/acc"},
         {"step", "samples_per_s", "train/samples_per_s"},
         {"epoch", "epoch_time_s", "epoch/time_s"},
+        {"step", "train_rmse", "train/rmse"},
         {"eval", "val_acc", "eval/val_acc"},
         {"eval", "test_acc", "eval/test_acc"},
+        {"eval", "val_rocauc", "eval/val_rocauc"},
+        {"eval", "test_rocauc", "eval/test_rocauc"},
+        {"eval", "val_rmse", "eval/val_rmse"},
+        {"eval", "test_rmse", "eval/test_rmse"},
         {"link_eval", "link_auc", "link/auc"},
         {"link_eval", "link_mrr", "link/mrr"}};
     const std::string type = j.value("type", "");

@@ -136,6 +136,7 @@ class NodeLearner : public Learner {
     return mb_->blocks.empty() ? 0 : mb_->blocks.front().num_src();
   }
   double TrainAccuracy() override { return task_->TrainAccuracy(out_, *mb_); }
+  EvalMetric Metric() const override { return task_->Metric(); }
   // Distributed: what making each batch sent and received (its sampler's
   // or the sampling thread's sockets).
   bool CountsWire() const override { return !o_.standalone; }
@@ -212,17 +213,18 @@ class NodeLearner : public Learner {
 
   void SaveOutputs(bool lead, int epochs_done, int saved_epoch) override {
     if (lead && !o_.save_model.empty()) {
-      json meta = {{"model", model_->Name()},
-                   {"task", o_.task},
-                   {"graph_name", config_.graph_name},
-                   {"in_feats", config_.feature_dim},
-                   {"num_hidden", o_.num_hidden},
-                   {"out_feats", task_->OutputDim()},
-                   {"n_classes", o_.task == "node" ? config_.num_classes : 0},
-                   {"num_layers", o_.num_layers},
-                   {"fan_out", o_.Fanouts()},
-                   {"epochs", epochs_done},
-                   {"saved_epoch", saved_epoch}};
+      json meta = {
+          {"model", model_->Name()},
+          {"task", o_.task},
+          {"graph_name", config_.graph_name},
+          {"in_feats", config_.feature_dim},
+          {"num_hidden", o_.num_hidden},
+          {"out_feats", task_->OutputDim()},
+          {"n_classes", o_.task == "node" || o_.task == "multilabel" ? config_.num_classes : 0},
+          {"num_layers", o_.num_layers},
+          {"fan_out", o_.Fanouts()},
+          {"epochs", epochs_done},
+          {"saved_epoch", saved_epoch}};
       meta.update(model_->Describe());
       SaveModelFile(o_.save_model, *model_, meta);
     }

@@ -14,6 +14,7 @@
 #include "partition/local_partition.h"
 #include "sampling/sampler.h"
 #include "train/loop/model_file.h"
+#include "train/loop/scores.h"
 #include "train/loop/train_env.h"
 #include "train/loop/training_loop.h"
 #include "train/models/node_model.h"
@@ -82,6 +83,20 @@ void TakeModelMeta(const json& meta, const PartitionConfig& config, const std::s
     if (in != config.feature_dim) {
       throw DataError(path + " takes " + std::to_string(in) + " input features; " +
                       config.graph_name + " has " + std::to_string(config.feature_dim));
+    }
+    const bool rows_task = o->task == "multilabel" || o->task == "node_regression";
+    if (rows_task != (config.label_kind != LabelKind::kClass) ||
+        (rows_task && o->task != LabelTaskName(config.label_kind))) {
+      throw DataError(path + " was trained for --task " + o->task + "; " + config.graph_name +
+                      (config.label_kind == LabelKind::kClass
+                           ? std::string(" has class ids")
+                           : " has " + std::string(LabelKindName(config.label_kind)) +
+                                 " label rows (--task " + LabelTaskName(config.label_kind) + ")"));
+    }
+    if (rows_task && get("out_feats").get<int64_t>() != config.label_width) {
+      throw DataError(path + " predicts " + std::to_string(get("out_feats").get<int64_t>()) +
+                      " values per node; " + config.graph_name + " has " +
+                      std::to_string(config.label_width) + " label columns");
     }
     if (o->task == "node") {
       const int64_t classes = get("n_classes").get<int64_t>();
@@ -248,7 +263,9 @@ class Inference {
     std::vector<int64_t> ids(rows_.size());
     for (size_t i = 0; i < rows_.size(); ++i) ids[i] = shard_.orig_ids[rows_[i]];
     const std::string part = PartDir(shard_.part);
-    if (!o_.save_prediction_path.empty()) {
+    if (!o_.save_prediction_path.empty() && config_.label_kind != LabelKind::kClass) {
+      WriteRowPredictions(pick, ids, part);
+    } else if (!o_.save_prediction_path.empty()) {
       const torch::Tensor logits = shard_.logits.index_select(0, pick).contiguous();
       const torch::Tensor pred = logits.argmax(1).contiguous();
       const fs::path dir = fs::path(o_.save_prediction_path) / part;
@@ -276,9 +293,63 @@ class Inference {
     }
   }
 
+  // A multi-label shard: logits, prob (sigmoid) and pred (prob >= 0.5, uint8);
+  // a regression shard: pred, the predicted values. The valid/test rows'
+  // outputs and labels are kept for the summary's figures.
+  void WriteRowPredictions(const torch::Tensor& pick, const std::vector<int64_t>& ids,
+                           const std::string& part) {
+    const bool multilabel = config_.label_kind == LabelKind::kMultilabel;
+    const torch::Tensor out = shard_.logits.index_select(0, pick).contiguous();
+    const fs::path dir = fs::path(o_.save_prediction_path) / part;
+    MakeDirs(dir.string());
+    WriteNpy((dir / "ids.npy").string(), ids);
+    const std::vector<int64_t> shape = {out.size(0), out.size(1)};
+    if (multilabel) {
+      const torch::Tensor prob = torch::sigmoid(out).contiguous();
+      const torch::Tensor pred = prob.ge(0.5).to(torch::kUInt8).contiguous();
+      WriteNpy((dir / "logits.npy").string(), out.data_ptr<float>(), shape);
+      WriteNpy((dir / "prob.npy").string(), prob.data_ptr<float>(), shape);
+      WriteNpy((dir / "pred.npy").string(), pred.data_ptr<uint8_t>(), shape);
+    } else {
+      WriteNpy((dir / "pred.npy").string(), out.data_ptr<float>(), shape);
+    }
+    const int64_t w = config_.label_width;
+    torch::Tensor targets =
+        torch::from_blob(shard_.targets.data(), {shard_.size(), w}, torch::kFloat32);
+    for (int k = 0; k < 2; ++k) {
+      std::vector<int64_t> keep;
+      for (int64_t i = 0; i < pick.size(0); ++i) {
+        if (shard_.masks[k + 1][rows_[i]]) keep.push_back(i);
+      }
+      torch::Tensor at =
+          torch::from_blob(keep.data(), {static_cast<int64_t>(keep.size())}, torch::kInt64);
+      scored_[k] =
+          torch::cat({out.index_select(0, at), targets.index_select(0, pick).index_select(0, at)},
+                     1)
+              .contiguous();
+    }
+  }
+
+  // The multi-label ROC-AUC / regression RMSE of the written valid and
+  // test rows, from every writer's (a collective).
+  void ScoreRows() {
+    const int64_t w = config_.label_width;
+    for (int k = 0; k < 2; ++k) {
+      if (!scored_[k].defined()) scored_[k] = torch::empty({0, 2 * w}, torch::kFloat32);
+      const torch::Tensor all = env_->GatherRows(scored_[k]).contiguous();
+      const torch::Tensor out = all.slice(1, 0, w).contiguous();
+      const torch::Tensor y = all.slice(1, w).contiguous();
+      figure_rows_[k] = all.size(0);
+      figure_[k] = config_.label_kind == LabelKind::kMultilabel
+                       ? MeanRocAuc(out.data_ptr<float>(), y.data_ptr<float>(), all.size(0), w)
+                       : Rmse(out.data_ptr<float>(), y.data_ptr<float>(), all.size(0), w);
+    }
+  }
+
   // After every shard is written (the sums are collectives), rank 0 says
   // what they are.
   void WriteManifests() {
+    if (!o_.save_prediction_path.empty() && config_.label_kind != LabelKind::kClass) ScoreRows();
     std::vector<double> counts(static_cast<size_t>(config_.num_parts), 0.0);
     for (int p = 0; p < config_.num_parts; ++p) {
       counts[p] = env_->SumOverRanks(shard_.part == p ? static_cast<double>(rows_.size()) : 0.0);
@@ -297,8 +368,11 @@ class Inference {
                   {"machine", env_->WriterMachine(p)},
                   {"num_nodes", static_cast<int64_t>(counts[p])},
                   {"ids", PartDir(p) + "/ids.npy"}};
-        if (predictions) {
+        if (predictions && config_.label_kind == LabelKind::kRegression) {
+          s["pred"] = PartDir(p) + "/pred.npy";
+        } else if (predictions) {
           s["logits"] = PartDir(p) + "/logits.npy";
+          if (config_.label_kind == LabelKind::kMultilabel) s["prob"] = PartDir(p) + "/prob.npy";
           s["pred"] = PartDir(p) + "/pred.npy";
         } else {
           s["emb"] = PartDir(p) + "/emb.npy";
@@ -335,8 +409,14 @@ class Inference {
                     {"saved_model_epoch", SavedEpoch()}};
     if (!o_.save_prediction_path.empty()) {
       summary["prediction_path"] = o_.save_prediction_path;
-      if (total_[0] > 0) summary["val_acc"] = correct_[0] / total_[0];
-      if (total_[1] > 0) summary["test_acc"] = correct_[1] / total_[1];
+      if (config_.label_kind != LabelKind::kClass) {
+        const std::string key = config_.label_kind == LabelKind::kMultilabel ? "rocauc" : "rmse";
+        if (figure_rows_[0] > 0) summary["val_" + key] = figure_[0];
+        if (figure_rows_[1] > 0) summary["test_" + key] = figure_[1];
+      } else {
+        if (total_[0] > 0) summary["val_acc"] = correct_[0] / total_[0];
+        if (total_[1] > 0) summary["test_acc"] = correct_[1] / total_[1];
+      }
     }
     if (!o_.save_embed_path.empty()) {
       summary["embed_path"] = o_.save_embed_path;
@@ -358,6 +438,11 @@ class Inference {
   double written_ = 0;         // rows every writer writes
   double infer_s_ = 0;
   double correct_[2] = {0, 0}, total_[2] = {0, 0};  // valid, test
+  // Label rows: each written valid/test row's output and labels side by
+  // side (ScoreRows), and their figures.
+  torch::Tensor scored_[2];
+  double figure_[2] = {0, 0};
+  int64_t figure_rows_[2] = {0, 0};
 };
 
 }  // namespace

@@ -3,8 +3,10 @@
 #include <iomanip>
 #include <vector>
 
+#include "common/error.h"
 #include "common/log.h"
 #include "train/loop/link_eval.h"
+#include "train/loop/scores.h"
 
 namespace gnn {
 
@@ -40,6 +42,83 @@ class NodeTask : public Task {
 
  private:
   int64_t classes_;
+};
+
+torch::Tensor Targets(MiniBatch& mb) {
+  return torch::from_blob(mb.targets.data(),
+                          {static_cast<int64_t>(mb.seeds.size()), mb.label_width}, torch::kFloat32);
+}
+
+// Label rows per node: multi-label classification (binary cross-entropy
+// with logits per label, judged by OGB's proteins evaluator: ROC-AUC per
+// label averaged over labels with both classes) or regression (mean squared
+// error, judged by RMSE; the best epoch is the lowest validation RMSE).
+class RowTask : public Task {
+ public:
+  explicit RowTask(const PartitionConfig& config)
+      : multilabel_(config.label_kind == LabelKind::kMultilabel), width_(config.label_width) {}
+  int64_t OutputDim() const override { return width_; }
+  std::string Signature() const override {
+    return std::string(" task=") + (multilabel_ ? "multilabel" : "node_regression") +
+           " out=" + std::to_string(width_);
+  }
+  int64_t Examples(const MiniBatch& mb) const override {
+    return static_cast<int64_t>(mb.seeds.size());
+  }
+  torch::Tensor Loss(const torch::Tensor& out, MiniBatch& mb) override {
+    CheckRows(mb);
+    const torch::Tensor y = Targets(mb).to(out.device());
+    if (multilabel_) return torch::nn::functional::binary_cross_entropy_with_logits(out, y);
+    return torch::nn::functional::mse_loss(out, y);
+  }
+  // Multi-label: the share of labels on the right side of 0.5; regression:
+  // the batch's RMSE.
+  double TrainAccuracy(const torch::Tensor& out, MiniBatch& mb) override {
+    torch::NoGradGuard no_grad;
+    const torch::Tensor y = Targets(mb).to(out.device());
+    if (multilabel_) return out.gt(0).eq(y.gt(0.5)).to(torch::kFloat64).mean().item<double>();
+    return (out - y).pow(2).mean().sqrt().item<double>();
+  }
+  std::pair<double, double> Evaluate(TrainEnv& env, NodeModel& model, int, const std::string&,
+                                     const RecordFn&) override {
+    const EvalRows rows = env.EvaluateRows(model);
+    double figure[2];
+    for (int k = 0; k < 2; ++k) {
+      const torch::Tensor out = rows.out[k].to(torch::kFloat32).contiguous();
+      const torch::Tensor y = rows.target[k].contiguous();
+      const int64_t n = out.size(0);
+      figure[k] = multilabel_ ? MeanRocAuc(out.data_ptr<float>(), y.data_ptr<float>(), n, width_)
+                              : Rmse(out.data_ptr<float>(), y.data_ptr<float>(), n, width_);
+    }
+    return {figure[0], figure[1]};
+  }
+  EvalMetric Metric() const override {
+    EvalMetric m;
+    if (multilabel_) {
+      m.key = "rocauc";
+      m.title = "ROC-AUC";
+    } else {
+      m.key = "rmse";
+      m.title = "RMSE";
+      m.lower_is_better = true;
+      m.train_key = "train_rmse";
+      m.train_title = "Train RMSE";
+    }
+    return m;
+  }
+
+ private:
+  void CheckRows(const MiniBatch& mb) const {
+    if (mb.label_width != width_ ||
+        mb.targets.size() != mb.seeds.size() * static_cast<size_t>(width_)) {
+      throw DataError("a batch brought " + std::to_string(mb.targets.size()) +
+                      " label values for " + std::to_string(mb.seeds.size()) + " seeds of " +
+                      std::to_string(width_) + " labels each");
+    }
+  }
+
+  bool multilabel_;
+  int64_t width_;
 };
 
 // Dot-product scores of positive and negative pairs, binary cross-entropy
@@ -136,7 +215,15 @@ class LinkTask : public Task {
 std::unique_ptr<Task> MakeTask(const TrainOptions& o, const PartitionConfig& config) {
   switch (o.Kind()) {
     case TaskKind::kLink:
+      if (config.label_kind != LabelKind::kClass) {
+        throw ConfigError("--task link: " + o.part_config + " has " +
+                          LabelKindName(config.label_kind) +
+                          " label rows; link prediction's evaluation reads class ids");
+      }
       return std::make_unique<LinkTask>(o, config);
+    case TaskKind::kMultilabel:
+    case TaskKind::kRegression:
+      return std::make_unique<RowTask>(config);
     case TaskKind::kNode:
       break;
   }

@@ -1,6 +1,7 @@
 // What a trainer learns from a batch and how the model is judged: node
-// classification (--task node) and unsupervised link prediction (--task
-// link, DGL's train_dist_unsupervised). The training loop (trainer.cc)
+// classification (--task node), multi-label node classification (--task
+// multilabel), node regression (--task node_regression) and unsupervised
+// link prediction (--task link, DGL's train_dist_unsupervised). The training loop (trainer.cc)
 // sees only this interface; the next tasks (RGCN's, other models') are one
 // more subclass and one more case in MakeTask.
 #pragma once
@@ -40,6 +41,8 @@ class Task {
   // it together. Tasks with more figures log and record them.
   virtual std::pair<double, double> Evaluate(TrainEnv& env, NodeModel& model, int epoch,
                                              const std::string& label, const RecordFn& record) = 0;
+  // How the evaluation's figures are named and compared.
+  virtual EvalMetric Metric() const { return {}; }
   // Task-specific entries of the final summary.
   virtual void Summarize(nlohmann::json* /*summary*/) const {}
 };

@@ -26,13 +26,22 @@ struct LabeledSplits {
   std::vector<int64_t> labels[3];
 };
 
+// A multi-label or regression model's output rows and the label rows of
+// every valid (0) and test (1) node, in the same order, the same on every
+// rank: what their figures (ROC-AUC, RMSE) are computed from.
+struct EvalRows {
+  torch::Tensor out[2];     // [n_k, label width] float32
+  torch::Tensor target[2];  // [n_k, label width] float32
+};
+
 // --inference: one partition's nodes, held by the rank that writes its
 // files (the first trainer of the first machine serving it).
 struct InferenceShard {
   int part = -1;                  // the partition this rank writes; -1: none
   int64_t node_start = 0;         // its nodes' global ids: [node_start, node_start + n)
   std::vector<int64_t> orig_ids;  // [n]: their ids in the input dataset
-  std::vector<int64_t> labels;    // [n]: -1 where none
+  std::vector<int64_t> labels;    // [n]: -1 where none (class ids)
+  std::vector<float> targets;     // [n, label width]: multi-label / regression label rows
   std::vector<uint8_t> masks[3];  // [n]: in the train, valid, test split
   torch::Tensor logits;           // [n, C]: the last layer's rows (InferShard)
   torch::Tensor emb;              // [n, d]: the captured layer's rows, if one was asked
@@ -64,6 +73,9 @@ class TrainEnv {
   // Validation and test accuracy over the whole graph (layer-wise
   // full-neighbour inference), identical on every rank.
   virtual std::pair<double, double> Evaluate(NodeModel& model) = 0;
+  // The same layer-wise inference for a multi-label or regression graph:
+  // the valid and test rows for the task to score (every rank calls).
+  virtual EvalRows EvaluateRows(NodeModel& model) = 0;
   // Final-layer output of every node in input-dataset order [N, C]; every
   // rank calls it (distributed: a collective).
   virtual torch::Tensor Embeddings(NodeModel& model) = 0;

@@ -1,5 +1,6 @@
 #include "train/loop/training_loop.h"
 
+#include <cmath>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -54,6 +55,7 @@ class TrainingLoop {
         l_(learner),
         lead_(learner.rank() == 0),
         label_(learner.Label()),
+        metric_(learner.Metric()),
         opt_(learner.module().parameters(),
              torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay)),
         signature_(learner.Signature()),
@@ -238,11 +240,11 @@ class TrainingLoop {
     const bool wire = l_.CountsWire() && (l_.world() > 1 || !o_.standalone);
     GNN_LOG(kInfo) << label_ << " | Epoch " << std::setw(5) << std::setfill('0') << epoch + 1
                    << " | Step " << std::setw(5) << es.steps << std::setfill(' ') << std::fixed
-                   << " | Loss " << std::setprecision(4) << loss << " | Train Acc " << acc
-                   << " | Speed (samples/sec) " << std::setprecision(1) << speed
+                   << " | Loss " << std::setprecision(4) << loss << " | " << metric_.train_title
+                   << " " << acc << " | Speed (samples/sec) " << std::setprecision(1) << speed
                    << (wire ? " | Wire (MB/step) " + std::to_string(wire_mb) : std::string());
-    json record = {{"type", "step"}, {"epoch", epoch + 1}, {"step", es.steps},
-                   {"loss", loss},   {"train_acc", acc},   {"samples_per_s", speed}};
+    json record = {{"type", "step"}, {"epoch", epoch + 1},     {"step", es.steps},
+                   {"loss", loss},   {metric_.train_key, acc}, {"samples_per_s", speed}};
     if (l_.CountsWire()) record["wire_mb_per_step"] = wire_mb;
     metrics_.Write(record, st_.global_step);
   }
@@ -280,7 +282,9 @@ class TrainingLoop {
         l_.Evaluate(epoch, [&](const json& j) { metrics_.Write(j, st_.global_step); });
     l_.module().train();
     st_.final_test = test;
-    if (val > st_.best_val) {
+    // A diverged model's NaN figure never stays the best.
+    if (st_.best_epoch == 0 || (std::isnan(st_.best_val) && !std::isnan(val)) ||
+        metric_.Better(val, st_.best_val)) {
       st_.best_val = val;
       st_.test_at_best = test;
       st_.best_epoch = epoch;
@@ -293,22 +297,25 @@ class TrainingLoop {
           best_params_.push_back(p.detach().clone());
       }
     }
-    GNN_LOG(kInfo) << label_ << ", Val Acc " << std::fixed << std::setprecision(4) << val
-                   << ", Test Acc " << test << ", time: " << ev.Seconds();
+    GNN_LOG(kInfo) << label_ << ", Val " << metric_.title << " " << std::fixed
+                   << std::setprecision(4) << val << ", Test " << metric_.title << " " << test
+                   << ", time: " << ev.Seconds();
     metrics_.Write({{"type", "eval"},
                     {"epoch", epoch},
-                    {"val_acc", val},
-                    {"test_acc", test},
+                    {"val_" + metric_.key, val},
+                    {"test_" + metric_.key, test},
                     {"eval_time_s", ev.Seconds()}},
                    st_.global_step);
   }
 
   json Summary(const std::string& last_checksum) {
     if (o_.eval_every > 0 && st_.best_epoch > 0) {
-      GNN_LOG(kInfo) << label_ << ", test_acc " << std::fixed << std::setprecision(4)
-                     << st_.test_at_best << " is from epoch " << st_.best_epoch
-                     << " (best validation accuracy " << st_.best_val << "); after the last epoch ("
-                     << st_.epochs_done << "): final_test_acc " << st_.final_test;
+      const std::string& k = metric_.key;
+      GNN_LOG(kInfo) << label_ << ", test_" << k << " " << std::fixed << std::setprecision(4)
+                     << st_.test_at_best << " is from epoch " << st_.best_epoch << " (best "
+                     << (k == "acc" ? std::string("validation accuracy") : "val_" + k) << " "
+                     << st_.best_val << "); after the last epoch (" << st_.epochs_done
+                     << "): final_test_" << k << " " << st_.final_test;
     }
     // Throughput of the whole job: every rank's examples over the slowest clock.
     const double all_examples = l_.SumOverRanks(static_cast<double>(examples_));
@@ -316,13 +323,16 @@ class TrainingLoop {
         {"graph_name", config_.graph_name},
         {"model", o_.model},
         {"task", o_.task},
-        {"best_val_acc", st_.best_val < 0 ? 0.0 : st_.best_val},
-        {"test_acc", st_.test_at_best},
-        {"final_test_acc", st_.final_test},
+        // No evaluation: accuracy says 0 (as always), other figures null.
+        {"best_val_" + metric_.key, st_.best_epoch > 0     ? json(st_.best_val)
+                                    : metric_.key == "acc" ? json(0.0)
+                                                           : json(nullptr)},
+        {"test_" + metric_.key, st_.test_at_best},
+        {"final_test_" + metric_.key, st_.final_test},
         {"best_epoch", st_.best_epoch},
-        // Which evaluation each accuracy comes from (0: none ran).
-        {"test_acc_epoch", st_.best_epoch},
-        {"final_test_acc_epoch", o_.eval_every > 0 ? st_.epochs_done : 0},
+        // Which evaluation each figure comes from (0: none ran).
+        {"test_" + metric_.key + "_epoch", st_.best_epoch},
+        {"final_test_" + metric_.key + "_epoch", o_.eval_every > 0 ? st_.epochs_done : 0},
         {"epochs", st_.epochs_done},
         {"epochs_run", epochs_run_},
         {"steps", st_.global_step},
@@ -349,6 +359,7 @@ class TrainingLoop {
   Learner& l_;
   const bool lead_;  // rank 0 writes metrics, checkpoints, the model
   const std::string label_;
+  const EvalMetric metric_;
   torch::optim::Adam opt_;
   const std::string signature_;
   MetricsWriter metrics_;

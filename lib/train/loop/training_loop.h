@@ -61,6 +61,9 @@ class Learner {
   virtual int64_t BatchExamples() const = 0;
   virtual int64_t BatchInputs() const = 0;
   virtual double TrainAccuracy() = 0;
+  // How the evaluation's figures are named and compared (and what
+  // TrainAccuracy is): accuracy unless the task says otherwise.
+  virtual EvalMetric Metric() const { return {}; }
   // Bytes this rank sent and received over sockets so far, when the
   // Learner counts them (CountsWire); the loop reports them per step.
   virtual bool CountsWire() const { return false; }

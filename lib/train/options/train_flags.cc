@@ -95,7 +95,9 @@ void RegisterModelFlags(CLI::App& app, ModelOptions* o) {
 }
 
 void RegisterTaskFlags(CLI::App& app, TaskOptions* o) {
-  app.add_option("--task", o->task, "node (classification) or link (unsupervised link prediction)")
+  app.add_option("--task", o->task,
+                 "node (classification; a multi-label or regression partitioning's own task), link "
+                 "(unsupervised link prediction), multilabel or node_regression")
       ->capture_default_str();
   app.add_option("--num_negs", o->num_negs, "--task link: negative tails per positive edge")
       ->capture_default_str();

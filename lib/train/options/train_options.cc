@@ -152,7 +152,9 @@ void ModelOptions::ValidateGat() const {
 TaskKind TaskOptions::Kind() const {
   if (task == "node") return TaskKind::kNode;
   if (task == "link") return TaskKind::kLink;
-  throw ConfigError("--task must be node or link, got '" + task + "'");
+  if (task == "multilabel") return TaskKind::kMultilabel;
+  if (task == "node_regression") return TaskKind::kRegression;
+  throw ConfigError("--task must be node, link, multilabel or node_regression, got '" + task + "'");
 }
 
 int DefaultTorchThreads(const TrainOptions& o) {

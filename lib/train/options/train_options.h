@@ -16,7 +16,9 @@
 namespace gnn {
 
 // --task: what is learnt (loop/task.h).
-enum class TaskKind { kNode, kLink };
+// kNode: class ids (cross-entropy); kMultilabel: 0/1 label rows (binary
+// cross-entropy, ROC-AUC); kRegression: real label rows (MSE, RMSE).
+enum class TaskKind { kNode, kLink, kMultilabel, kRegression };
 
 // What to run and what to keep: the loop's settings.
 struct RunOptions {
@@ -101,7 +103,7 @@ struct ModelOptions {
 
 // What is learnt.
 struct TaskOptions {
-  std::string task = "node";  // --task node|link
+  std::string task = "node";  // --task node|link|multilabel|node_regression
   // Link prediction (unsupervised GraphSAGE, DGL's train_dist_unsupervised).
   int num_negs = 1;          // --num_negs: uniform negative tails per positive edge
   bool remove_edge = false;  // --remove_edge: keep batch edges out of their blocks

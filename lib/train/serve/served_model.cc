@@ -83,6 +83,11 @@ Served LoadServed(TrainOptions& o, const ServeOptions& s) {
   const std::string bytes = ReadFile(o.restore_model_path);
   v.model = RestoreModel(std::vector<char>(bytes.begin(), bytes.end()), o.restore_model_path,
                          v.config, &o);
+  if (o.Kind() == TaskKind::kMultilabel || o.Kind() == TaskKind::kRegression) {
+    throw ConfigError(o.restore_model_path + " is a --task " + o.task +
+                      " model: gnn-serve answers class predictions so far; its predictions come "
+                      "from gnn-train --inference --save_prediction_path");
+  }
   if (o.Kind() != TaskKind::kNode) {
     throw ConfigError(o.restore_model_path + " is a --task " + o.task +
                       " model: gnn-serve answers node predictions; its embeddings come from "
