@@ -343,7 +343,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "bad edge data, and multi-column labels (ogbn-proteins' shape), are one error line, "
+    "bad edge data, and multi-column labels that do not fit the task, are one error line, "
     "with nothing written",
     "[e2e]") {
   test::TempDir dir;
@@ -358,11 +358,13 @@ TEST_CASE(
     test::WriteGz(g + "/split/s/test.csv.gz", "3\n");
     test::WriteGz(g + "/raw/edge-feat.csv.gz", edge_feat);
   };
-  SECTION("OGB labels of several columns (ogbn-proteins' multi-label)") {
+  SECTION("OGB labels of several columns (ogbn-proteins' multi-label) as class ids") {
+    // Multi-label, which --task node says they are not.
     tiny(dir / "g", "1\n2\n3\n4\n");
     test::WriteGz(dir / "g/raw/node-label.csv.gz", "0,1,1\n1,0,0\n0,0,1\n1,1,0\n");
-    ExpectOneLine(Partition({"--dataset", dir / "g", "--num_parts", "1", "--output", dir / "o"}),
-                  "node-label.csv.gz:1: 3 labels per node: multi-label node classification");
+    ExpectOneLine(Partition({"--dataset", dir / "g", "--num_parts", "1", "--output", dir / "o",
+                             "--task", "node"}),
+                  "--task node does not fit its multilabel labels");
   }
   SECTION("chunked labels of several columns") {
     auto w = RunProcess({Bin("gnn-dataset"), "--quiet", "--dataset",

@@ -4,6 +4,7 @@
 // problem with them as one error line naming the file and the fix.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -149,12 +150,15 @@ TEST_CASE("plain files: every problem is one line naming the file and the fix", 
     extra.insert(extra.end(), {"--num_parts", "1", "--output", f.dir / "o", "--ignore_edge_data"});
     return f.Run("gnn-partition", extra);
   };
-  // Float labels, multi-label, rows that do not agree.
-  Write(f.dir / "flabels.npy", DType::kFloat32, std::vector<float>(kNodes, 1.f), {kNodes});
+  // Float labels with a NaN, multi-label that is not 0/1, rows that do not agree.
+  std::vector<float> nan_labels(kNodes, 1.5f);
+  nan_labels[3] = std::nanf("");
+  Write(f.dir / "flabels.npy", DType::kFloat32, nan_labels, {kNodes});
   ExpectOneLine(part({"--labels", f.dir / "flabels.npy"}), "gnn-partition",
-                "float labels (node regression) are not supported yet");
-  Write(f.dir / "mlabels.npy", DType::kInt64, std::vector<int64_t>(2 * kNodes, 1), {kNodes, 2});
-  ExpectOneLine(part({"--labels", f.dir / "mlabels.npy"}), "gnn-partition", "multi-label");
+                "node 3 has label nan, not a finite number");
+  Write(f.dir / "mlabels.npy", DType::kInt64, std::vector<int64_t>(2 * kNodes, 2), {kNodes, 2});
+  ExpectOneLine(part({"--labels", f.dir / "mlabels.npy", "--task", "multilabel"}), "gnn-partition",
+                "--task multilabel does not fit its regression labels");
   Write(f.dir / "short.npy", DType::kInt64, std::vector<int64_t>(5, 1), {5});
   ExpectOneLine(part({"--labels", f.dir / "short.npy"}), "gnn-partition",
                 "5 rows; --node_feat " + (f.dir / "feat.npy") + " has 60");
