@@ -128,7 +128,7 @@ toml_flags() {  # graph model
     grep -v -e '^--log_every' -e '^--num_epochs' -e '^--eval_every' -e '^--model'
 }
 epochs_of() {
-  local v="EPOCHS_$1"
+  local v="EPOCHS_${1//-/_}"
   if [ -n "${!v:-}" ]; then echo "${!v}"; return; fi
   case $1 in
     small|tiny) echo 10 ;;
@@ -239,7 +239,7 @@ prepare() {  # graph
       metis $loops >&2
   fi
   if [[ " $MODES " == *" dist2 "* ]]; then
-    local method_var="PART_METHOD_$g"
+    local method_var="PART_METHOD_${g//-/_}"
     local method=${!method_var:-metis}
     [ -d "$WORK/$g-gnn2" ] ||
       "$BIN/gnn-partition" --dataset "$ds" --num_parts 2 --part_method "$method" \
