@@ -70,16 +70,6 @@ double MaxDiff(const Predictions& a, const Predictions& b) {
   return worst;
 }
 
-json Launch(const test::Setup& s, const std::string& flags, const std::string& log) {
-  test::ChildProcess launcher(s.Args(s.Train(flags)), s.dir / log);
-  auto code = launcher.Wait(std::chrono::seconds(240));
-  REQUIRE(code.has_value());
-  INFO(launcher.Stderr());
-  REQUIRE(*code == 0);
-  s.RequireNothingLeft(launcher.pid());
-  return json::parse(test::LastLine(launcher.Stdout()));
-}
-
 }  // namespace
 
 TEST_CASE("inference applies a saved model on any partitioning and reproduces its evaluation",
@@ -148,10 +138,10 @@ TEST_CASE("inference applies a saved model on any partitioning and reproduces it
 
   // On 2 machines over the 2-part partitioning: the same logits on the
   // exact wire, each machine writing its partition's shard.
-  const json two = Launch(s,
-                          "--inference --restore_model_path " + model + " --save_prediction_path " +
-                              (s.dir / "p2") + " --wire_dtype float32",
-                          "launch-exact");
+  const json two =
+      s.Launch("--inference --restore_model_path " + model + " --save_prediction_path " +
+                   (s.dir / "p2") + " --wire_dtype float32",
+               "launch-exact");
   CHECK(two.at("nodes_written").get<int64_t>() == 2000);
   const Predictions p2 = ReadPredictions(s.dir / "p2");
   REQUIRE(p2.logits.size() == 2000);
@@ -164,21 +154,20 @@ TEST_CASE("inference applies a saved model on any partitioning and reproduces it
   // A model trained on the 2 parts applies to the 1-part copy: the same
   // logits as on the 2 parts it was trained on.
   const std::string model2 = s.dir / "m2.pt";
-  Launch(s,
-         "--num_epochs 2 --eval_every 1 --lr 0.01 --save_model " + model2 + " --wire_dtype float32",
-         "launch-train");
+  s.Launch(
+      "--num_epochs 2 --eval_every 1 --lr 0.01 --save_model " + model2 + " --wire_dtype float32",
+      "launch-train");
   RunTrainer({"--part_config", one, "--inference", "--restore_model_path", model2,
               "--save_prediction_path", s.dir / "q1"});
-  Launch(s,
-         "--inference --restore_model_path " + model2 + " --save_prediction_path " +
-             (s.dir / "q2") + " --wire_dtype float32",
-         "launch-exact2");
+  s.Launch("--inference --restore_model_path " + model2 + " --save_prediction_path " +
+               (s.dir / "q2") + " --wire_dtype float32",
+           "launch-exact2");
   CHECK(MaxDiff(ReadPredictions(s.dir / "q1"), ReadPredictions(s.dir / "q2")) < 1e-5);
 
   // The narrow wire: the same class for at least 99.5% of the nodes.
-  Launch(s,
-         "--inference --restore_model_path " + model + " --save_prediction_path " + (s.dir / "p3"),
-         "launch-narrow");
+  s.Launch(
+      "--inference --restore_model_path " + model + " --save_prediction_path " + (s.dir / "p3"),
+      "launch-narrow");
   const Predictions p3 = ReadPredictions(s.dir / "p3");
   int same = 0;
   for (const auto& [id, c] : p1.pred) same += p3.pred.at(id) == c;
@@ -233,10 +222,9 @@ TEST_CASE(
   CHECK(shape == std::vector<int64_t>{2000, 16});
   // On 2 machines over the 2-part partitioning, the same samples (the
   // exact wire).
-  Launch(s,
-         "--inference --restore_model_path " + model + " --save_prediction_path " + (s.dir / "d1") +
-             " --wire_dtype float32 --fan_out 2,2",
-         "launch-sampled");
+  s.Launch("--inference --restore_model_path " + model + " --save_prediction_path " +
+               (s.dir / "d1") + " --wire_dtype float32 --fan_out 2,2",
+           "launch-sampled");
   CHECK(MaxDiff(s1, ReadPredictions(s.dir / "d1")) < 1e-5);
   // A fan-out per layer of the model, or one line.
   auto r = RunProcess({Bin("gnn-train"), "--standalone", "--quiet", "--part_config", one,

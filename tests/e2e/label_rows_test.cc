@@ -31,16 +31,6 @@ constexpr const char* kMultilabel =
 constexpr const char* kRegression =
     "synthetic:nodes=2000,edges=10000,feat=16,classes=4,train=0.2,valid=0.1,task=regression";
 
-json Launch(const test::Setup& s, const std::string& flags, const std::string& log) {
-  test::ChildProcess launcher(s.Args(s.Train(flags)), s.dir / log);
-  auto code = launcher.Wait(std::chrono::seconds(240));
-  REQUIRE(code.has_value());
-  INFO(launcher.Stderr());
-  REQUIRE(*code == 0);
-  s.RequireNothingLeft(launcher.pid());
-  return json::parse(test::LastLine(launcher.Stdout()));
-}
-
 // The test figure of written predictions (multi-label: from the logits,
 // whose order the sigmoid can tie) recomputed in NumPy from the
 // partition's own label rows and test mask: OGB's evaluator for
@@ -135,7 +125,7 @@ TEST_CASE("multi-label node classification: ROC-AUC as OGB's evaluator, standalo
   s.config = test::MakePartitions(s.dir, kMultilabel, 2, "two");
   s.graph_name = LoadPartitionConfig(s.config).graph_name;
   const json two =
-      Launch(s, "--num_epochs 10 --eval_every 1 --lr 0.03 --seed 3 --task multilabel", "launch");
+      s.Launch("--num_epochs 10 --eval_every 1 --lr 0.03 --seed 3 --task multilabel", "launch");
   CHECK(two.at("task") == "multilabel");
   CHECK(two.at("test_rocauc").get<double>() > auc - 0.05);
   CHECK(two.at("wire_bytes_per_step").get<double>() > 0);
@@ -209,7 +199,7 @@ TEST_CASE("node regression: MSE, the lowest validation RMSE's epoch, standalone 
   s.config = test::MakePartitions(s.dir, kRegression, 2, "two");
   s.graph_name = LoadPartitionConfig(s.config).graph_name;
   const json two =
-      Launch(s, "--num_epochs 10 --eval_every 1 --lr 0.03 --num_hidden 32 --seed 3", "launch");
+      s.Launch("--num_epochs 10 --eval_every 1 --lr 0.03 --num_hidden 32 --seed 3", "launch");
   CHECK(two.at("task") == "node_regression");
   CHECK(two.at("test_rmse").get<double>() < 0.8 * std::sqrt(var));
 }

@@ -143,6 +143,16 @@ std::vector<std::string> Setup::Args(const std::string& command,
   return LaunchArgs(dir.path(), config, ip, ports[2], {"--job_id", job}, extra, command);
 }
 
+nlohmann::json Setup::Launch(const std::string& flags, const std::string& log) const {
+  ChildProcess launcher(Args(Train(flags)), dir / log);
+  auto code = launcher.Wait(std::chrono::seconds(240));
+  REQUIRE(code.has_value());
+  INFO(launcher.Stderr());
+  REQUIRE(*code == 0);
+  RequireNothingLeft(launcher.pid());
+  return nlohmann::json::parse(LastLine(launcher.Stdout()));
+}
+
 std::string Setup::Train(const std::string& flags) const {
   return Bin("gnn-train") + " --batch_size 100 --num_omp_threads 1 " + flags;
 }

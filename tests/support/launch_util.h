@@ -65,6 +65,10 @@ struct Setup {
   pid_t WaitTrainer(ChildProcess& launcher) const;
   // Waits until the job is mid-training: a trainer finished an epoch.
   void WaitTraining(ChildProcess& launcher) const;
+  // Runs gnn-launch over Train(flags) to the end (log in dir/log),
+  // REQUIREs exit 0 within 240 s and that nothing is left behind; the
+  // summary line of machine 0's trainer.
+  nlohmann::json Launch(const std::string& flags, const std::string& log) const;
 };
 
 }  // namespace gnn::test

@@ -31,6 +31,7 @@
 #include "sampling/loader.h"
 #include "sampling/sampler.h"
 #include "train/cluster/collective.h"
+#include "train/cluster/range_eval.h"
 #include "train/loop/inference.h"
 #include "train/loop/train_env.h"
 
@@ -519,11 +520,8 @@ class DistEnv : public TrainEnv {
     s.orig_ids.assign(local.rng_keys, local.rng_keys + local.num_nodes);
     std::vector<int64_t> ids(static_cast<size_t>(local.num_nodes));
     for (int64_t i = 0; i < local.num_nodes; ++i) ids[i] = local.node_start + i;
-    if (config_.label_width > 0) {
-      graph_->PullTargets(ids, &s.targets);
-    } else {
-      graph_->PullLabels(ids, &s.labels);
-    }
+    config_.label_width > 0 ? graph_->PullTargets(ids, &s.targets)
+                            : graph_->PullLabels(ids, &s.labels);
     for (int mask = 0; mask < 3; ++mask) {
       s.masks[mask].assign(ids.size(), 0);
       for (int64_t v : graph_->SplitNodes(mask, 0, graph_->CountNodes(mask))) {
@@ -634,39 +632,11 @@ class DistEnv : public TrainEnv {
     return {acc(sums[0], sums[1]), acc(sums[2], sums[3])};
   }
 
-  // Each rank scores the valid/test nodes of its own inference range (a
-  // slice of its machine's partition: masks and label rows from shared
-  // memory), and every rank gets all of them in rank order (one gather of
-  // outputs and labels side by side).
+  // Label rows: each rank scores its own inference range (range_eval.h).
   EvalRows EvaluateRows(NodeModel& model) override {
     const torch::Tensor mine = Infer(model, false).contiguous();
     const auto [lo, hi] = RangeOf(rank_);
-    const PartitionView* v = graph_->LocalView();
-    if (v == nullptr && hi > lo) throw Error("evaluation: no local partition");
-    const int64_t w = config_.label_width;
-    EvalRows rows;
-    for (int k = 0; k < 2; ++k) {
-      std::vector<int64_t> at;  // positions in [lo, hi)
-      for (int64_t u = lo; u < hi; ++u) {
-        if ((k == 0 ? v->valid_mask : v->test_mask)[u - v->node_start]) at.push_back(u - lo);
-      }
-      const auto n = static_cast<int64_t>(at.size());
-      torch::Tensor both = torch::empty({n, 2 * w}, torch::kFloat32);
-      if (n > 0) {
-        both.slice(1, 0, w).copy_(
-            mine.index_select(0, torch::from_blob(at.data(), {n}, torch::kInt64)));
-        torch::Tensor y = both.slice(1, w);
-        for (int64_t i = 0; i < n; ++i) {
-          y[i].copy_(
-              torch::from_blob(const_cast<float*>(v->targets + (lo + at[i] - v->node_start) * w),
-                               {w}, torch::kFloat32));
-        }
-      }
-      const torch::Tensor every = collective_->AllgatherRows(both);
-      rows.out[k] = every.slice(1, 0, w).contiguous();
-      rows.target[k] = every.slice(1, w).contiguous();
-    }
-    return rows;
+    return GatherRangeRows(*collective_, graph_->LocalView(), lo, hi, mine, config_.label_width);
   }
 
   // Every node's output in input-dataset order: the first trainer of each
