@@ -59,6 +59,8 @@ void DistGraphOptions::Validate() const {
 DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
   o.Validate();
   config_ = LoadPartitionConfig(o.part_config);
+  options_.edge_data = false;
+  SetEdgeData(o.edge_data);
 
   config_sha_ = Sha256File(o.part_config);
   const int parts = config_.num_parts;
@@ -292,6 +294,15 @@ std::vector<std::vector<size_t>> DistGraph::ByOwner(const std::vector<int64_t>& 
   return pos;
 }
 
+void DistGraph::SetEdgeData(bool on) {
+  if (on && (config_.hetero() || config_.edge_feature_dim == 0)) {
+    throw ConfigError(options_.part_config + " has no edge data to sample (" +
+                      (config_.hetero() ? "typed graphs carry none yet" : "edge_feature_dim 0") +
+                      ")");
+  }
+  options_.edge_data = on;
+}
+
 uint64_t DistGraph::Sending(const Message& request) {
   uint64_t bytes = 0;
   for (const zmq::message_t& f : request.frames) bytes += f.size();
@@ -301,12 +312,15 @@ uint64_t DistGraph::Sending(const Message& request) {
 
 void DistGraph::SampleNeighbors(const std::vector<int64_t>& seeds, int fanout, bool replace,
                                 uint64_t rng_seed, std::vector<int64_t>* indptr,
-                                std::vector<int64_t>* indices) {
+                                std::vector<int64_t>* indices, std::vector<float>* edge_rows) {
   auto pos = ByOwner(seeds);
   const int parts = config_.num_parts;
+  const int64_t edge_dim = edge_rows ? this->edge_dim() : 0;
+  const size_t ew = static_cast<size_t>(edge_dim);
   // One request per owner; the local partition's is answered in place.
   std::vector<net::SampleRequest> asked(parts);
   std::vector<std::vector<int64_t>> part_ptr(parts), part_idx(parts);
+  std::vector<std::vector<float>> part_edges(parts);
   struct Call {
     net::Connection* conn;
     uint64_t rid;
@@ -317,29 +331,35 @@ void DistGraph::SampleNeighbors(const std::vector<int64_t>& seeds, int fanout, b
   for (int p = 0; p < parts; ++p) {
     if (pos[p].empty()) continue;
     asked[p] = {{}, fanout, replace, rng_seed, options_.id_coding};
+    asked[p].edge_data = edge_dim > 0;
     for (size_t i : pos[p]) asked[p].seeds.push_back(seeds[i]);
     if (p == local_part_) continue;
     Message req = asked[p].Encode(0);
     Sending(req);
     net::Connection& c = Pick(p);
     const uint64_t expected =
-        fanout > 0 ? asked[p].seeds.size() * (fanout + 1) * sizeof(int64_t) : 0;
+        fanout > 0 ? asked[p].seeds.size() * (fanout + 1) * (sizeof(int64_t) + ew * sizeof(float))
+                   : 0;
     calls.push_back({&c, c.Start(std::move(req), expected, deadline), p});
   }
   // Remote requests are in flight while the local partition is sampled.
   if (local_part_ >= 0 && !asked[local_part_].seeds.empty()) {
     int p = local_part_;
-    gnn::SampleNeighbors(local_->view().csc(), asked[p].seeds.data(),
-                         static_cast<int64_t>(asked[p].seeds.size()), fanout, replace, rng_seed, 1,
-                         &part_ptr[p], &part_idx[p]);
+    const CscView csc = local_->view().csc();
+    std::vector<int64_t> edges;
+    gnn::SampleNeighbors(csc, asked[p].seeds.data(), static_cast<int64_t>(asked[p].seeds.size()),
+                         fanout, replace, rng_seed, 1, &part_ptr[p], &part_idx[p],
+                         edge_dim > 0 ? &edges : nullptr);
+    if (edge_dim > 0) GatherEdgeRows(csc, edges, &part_edges[p]);
   }
   for (const Call& c : calls) {
     Message r = c.conn->Finish(c.rid, deadline, "Sample");
     net::SampleReply rep =
-        net::SampleReply::Decode(r, asked[c.part], config_.num_nodes, c.conn->peer());
+        net::SampleReply::Decode(r, asked[c.part], config_.num_nodes, c.conn->peer(), edge_dim);
     for (const zmq::message_t& f : r.frames) wire_bytes_ += f.size();
     part_ptr[c.part] = std::move(rep.indptr);
     part_idx[c.part] = std::move(rep.indices);
+    part_edges[c.part] = std::move(rep.edge_data);
   }
   // Merge back into the seeds' order.
   indptr->assign(seeds.size() + 1, 0);
@@ -356,6 +376,19 @@ void DistGraph::SampleNeighbors(const std::vector<int64_t>& seeds, int fanout, b
                 indices->begin() + (*indptr)[pos[p][j]]);
     }
   }
+  if (edge_rows == nullptr) return;
+  edge_rows->resize(indices->size() * ew);
+  if (ew == 0) return;
+  for (int p = 0; p < parts; ++p) {
+    if (local_part_ == p && edge_dim > 0 && part_edges[p].empty() && !part_idx[p].empty()) {
+      throw DataError("the local partition has no edge data in shared memory");
+    }
+    for (size_t j = 0; j < pos[p].size(); ++j) {
+      std::copy(part_edges[p].begin() + part_ptr[p][j] * edge_dim,
+                part_edges[p].begin() + part_ptr[p][j + 1] * edge_dim,
+                edge_rows->begin() + (*indptr)[pos[p][j]] * edge_dim);
+    }
+  }
 }
 
 std::vector<Block> DistGraph::SampleBlocks(const std::vector<int64_t>& seeds,
@@ -364,13 +397,22 @@ std::vector<Block> DistGraph::SampleBlocks(const std::vector<int64_t>& seeds,
                                            int lowest) {
   std::vector<Block> blocks(fanouts.size());
   std::vector<int64_t> frontier = seeds;
+  const int64_t edge_dim = this->edge_dim();
   for (int l = static_cast<int>(fanouts.size()) - 1; l >= lowest; --l) {
-    std::vector<int64_t> ptr, idx;
+    std::vector<int64_t> ptr, idx, kept;
+    std::vector<float> edge_rows;
     SampleNeighbors(frontier, fanouts[l], replace, MixSeed(rng_seed, static_cast<uint64_t>(l)),
-                    &ptr, &idx);
-    if (exclude)
-      exclude->Filter(frontier.data(), static_cast<int64_t>(frontier.size()), &ptr, &idx);
+                    &ptr, &idx, edge_dim > 0 ? &edge_rows : nullptr);
+    if (exclude) {
+      exclude->Filter(frontier.data(), static_cast<int64_t>(frontier.size()), &ptr, &idx,
+                      edge_dim > 0 ? &kept : nullptr);
+      if (edge_dim > 0) KeepEdgeRows(kept, edge_dim, &edge_rows);
+    }
     blocks[l] = ToBlock(frontier, std::move(ptr), idx);
+    if (edge_dim > 0) {
+      blocks[l].edge_dim = edge_dim;
+      blocks[l].edge_data = std::move(edge_rows);
+    }
     frontier = blocks[l].src_nodes;
   }
   return blocks;
@@ -620,7 +662,7 @@ MiniBatch DistGraph::MakeBatch(const std::vector<int64_t>& seeds, const std::vec
   mb.seeds = seeds;
   mb.feature_dim = config_.feature_dim;
   if (options_.aggregate_at_owner && exclude == nullptr && !fanouts.empty() &&
-      config_.feature_dim > 0) {
+      config_.feature_dim > 0 && edge_dim() == 0) {
     // Layers above the first as usual; the first at the owners.
     mb.blocks = SampleBlocks(seeds, fanouts, replace, rng_seed, nullptr, 1);
     // Block 0 keeps only its destinations (their rows and means are the

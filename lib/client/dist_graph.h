@@ -52,6 +52,11 @@ struct DistGraphOptions {
   // (MiniBatch::input_means, PackInputMeans) for a first layer that
   // aggregates by the mean; false: every input row as sampled (GAT, GCN).
   bool pack_input_means = true;
+  // Samples carry the sampled edges' data (the partitions' edge features:
+  // Block::edge_data); the servers send it with each sample. Needs a
+  // config with edge features. MakeBatch then ships rows (no sums at the
+  // owner, no input means).
+  bool edge_data = false;
   // How rows and partial sums from servers travel (--wire_dtype).
   net::RowFormat wire_format = net::RowFormat::kFloat32;
   // How the batches' ids, offsets, counts and labels travel (--wire_ids):
@@ -90,9 +95,13 @@ class DistGraph {
   // Sampled in-neighbours of `seeds` (any owners): CSR over seeds with global
   // ids, exactly as SampleNeighbors would return on one partition holding all
   // of them. Requests to all owners run concurrently.
+  // With options.edge_data and `edge_rows`, each sampled edge's data
+  // [indices.size(), config().edge_feature_dim] too.
   void SampleNeighbors(const std::vector<int64_t>& seeds, int fanout, bool replace,
                        uint64_t rng_seed, std::vector<int64_t>* indptr,
-                       std::vector<int64_t>* indices);
+                       std::vector<int64_t>* indices, std::vector<float>* edge_rows = nullptr);
+  // The width of the edge data samples carry (0 without options.edge_data).
+  int64_t edge_dim() const { return options_.edge_data ? config_.edge_feature_dim : 0; }
 
   // Same contract as the standalone SampleBlocks (layer l draws with
   // MixSeed(rng_seed, l)); `exclude` filters every layer as there.
@@ -154,6 +163,9 @@ class DistGraph {
   void SetAggregateAtOwner(bool on) { options_.aggregate_at_owner = on; }
   // DistGraphOptions::remote_sums, switched (benchmarks compare both).
   void SetRemoteSums(bool on) { options_.remote_sums = on; }
+  // DistGraphOptions::edge_data, switched (a model file read after
+  // connecting says it weighs messages); ConfigError without edge data.
+  void SetEdgeData(bool on);
 
   // Bytes sent and received over sockets so far (local reads excluded).
   uint64_t wire_bytes() const { return wire_bytes_; }

@@ -52,6 +52,8 @@ std::vector<std::string> SamplerLaunch::ToArgv(const std::string& binary) const 
                                    remote_sums ? "1" : "0",
                                    "--input_means",
                                    input_means ? "1" : "0",
+                                   "--edge_data",
+                                   edge_data ? "1" : "0",
                                    "--cache_mb",
                                    std::to_string(cache_mb),
                                    "--cache_fan_out",
@@ -68,11 +70,12 @@ std::vector<std::string> SamplerLaunch::ToArgv(const std::string& binary) const 
 bool SamplerLaunch::operator==(const SamplerLaunch& o) const {
   return std::tie(ip_config, part_config, machine_id, num_servers, trainer_endpoint, trainer_id,
                   sampler_id, job_id, timeout, idle_timeout, secret_file, insecure,
-                  aggregate_at_owner, remote_sums, input_means, wire, cache_mb, cache_fan_out) ==
+                  aggregate_at_owner, remote_sums, input_means, edge_data, wire, cache_mb,
+                  cache_fan_out) ==
          std::tie(o.ip_config, o.part_config, o.machine_id, o.num_servers, o.trainer_endpoint,
                   o.trainer_id, o.sampler_id, o.job_id, o.timeout, o.idle_timeout, o.secret_file,
-                  o.insecure, o.aggregate_at_owner, o.remote_sums, o.input_means, o.wire,
-                  o.cache_mb, o.cache_fan_out);
+                  o.insecure, o.aggregate_at_owner, o.remote_sums, o.input_means, o.edge_data,
+                  o.wire, o.cache_mb, o.cache_fan_out);
 }
 
 void AddSamplerFlags(CLI::App& app, SamplerLaunch* s) {
@@ -108,6 +111,9 @@ void AddSamplerFlags(CLI::App& app, SamplerLaunch* s) {
                  "send layer 0 as the destinations' rows and their neighbours' means (1: a "
                  "mean-aggregating first layer), or every input row (0)")
       ->capture_default_str();
+  app.add_option("--edge_data", s->edge_data,
+                 "sample the sampled edges' data with them (1: the model reads edge weights)")
+      ->capture_default_str();
   AddWireFlags(app, &s->wire);
   app.add_option("--cache_mb", s->cache_mb,
                  "MB of other partitions' hottest rows cached once per machine (0: none, -1: auto)")
@@ -129,6 +135,7 @@ SamplerOptions ToSamplerOptions(const SamplerLaunch& s) {
   o.graph.aggregate_at_owner = s.aggregate_at_owner;
   o.graph.remote_sums = s.remote_sums;
   o.graph.pack_input_means = s.input_means;
+  o.graph.edge_data = s.edge_data;
   o.graph.wire_format = s.wire.row_format;
   o.graph.id_coding = s.wire.id_coding;
   o.graph.cache_bytes = s.cache_mb < 0 ? -1 : s.cache_mb << 20;

@@ -50,6 +50,7 @@ struct SamplerLaunch {
   bool aggregate_at_owner = true;            // --aggregate_at_owner 0|1 (DistGraphOptions')
   bool remote_sums = true;                   // --remote_sums 0|1 (DistGraphOptions')
   bool input_means = true;           // --input_means 0|1 (DistGraphOptions::pack_input_means)
+  bool edge_data = false;            // --edge_data 0|1 (DistGraphOptions::edge_data)
   WireSettings wire;                 // --wire_dtype, --wire_ids
   int64_t cache_mb = 0;              // --cache_mb: the machine's hot-row cache (-1: auto)
   std::string cache_fan_out = "-1";  // --cache_fan_out: the model's fan-outs (ranks rows)

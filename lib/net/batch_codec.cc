@@ -82,7 +82,10 @@ Message EncodeMiniBatch(const MiniBatch& b, uint64_t request_id) {
   // Optional trailing ints (older peers read 3): input_means, wire bytes,
   // cache lookups and hits; each present when any later one is.
   const bool rows = b.label_width > 0;
-  const bool cache = rows || b.cache_lookups > 0;
+  // Edge data (protocol 7): a 9th int, the width, and a 4th frame per block.
+  const int64_t edge_dim = b.blocks.empty() ? 0 : b.blocks.front().edge_dim;
+  const bool edges = edge_dim > 0;
+  const bool cache = rows || edges || b.cache_lookups > 0;
   const bool wire = cache || b.wire_bytes > 0;
   if (wire || b.input_means) ints.push_back(b.input_means ? 1 : 0);
   if (wire) ints.push_back(static_cast<int64_t>(b.wire_bytes));
@@ -91,7 +94,8 @@ Message EncodeMiniBatch(const MiniBatch& b, uint64_t request_id) {
     ints.push_back(static_cast<int64_t>(b.cache_hits));
   }
   // Label rows (protocol 6): the labels frame holds float32 [seeds, width].
-  if (rows) ints.push_back(b.label_width);
+  if (rows || edges) ints.push_back(b.label_width);
+  if (edges) ints.push_back(edge_dim);
   Message m = MakeMessage(MsgType::kMiniBatch, request_id, std::move(ints));
   AddArray(&m, b.seeds);
   if (rows) {
@@ -104,6 +108,13 @@ Message EncodeMiniBatch(const MiniBatch& b, uint64_t request_id) {
     AddArray(&m, blk.src_nodes);
     AddArray(&m, blk.indptr);
     AddArray(&m, blk.indices);
+    if (edges) {
+      if (blk.edge_dim != edge_dim ||
+          blk.edge_data.size() != blk.indices.size() * static_cast<size_t>(edge_dim)) {
+        throw DataError("MiniBatch: a block's edge data does not match its edges");
+      }
+      AddArray(&m, blk.edge_data);
+    }
   }
   return m;
 }
@@ -113,14 +124,21 @@ MiniBatch DecodeMiniBatch(const Message& m) {
     throw ProtocolError("malformed MiniBatch (" + m.header.DebugString() + "): " + what);
   };
   if (m.header.msg_type() != MsgType::kMiniBatch || m.header.ints.size() < 3 ||
-      m.header.ints.size() > 8 || m.header.ints.size() == 6) {
+      m.header.ints.size() > 9 || m.header.ints.size() == 6) {
     fail("header");
   }
   MiniBatch b;
   b.index = m.header.ints[0];
-  if (m.header.ints.size() == 8) {
-    if (m.header.ints[7] < 1 || m.header.ints[7] > kMaxLabelWidth) fail("label width");
-    b.label_width = m.header.ints[7];
+  int64_t edge_dim = 0;
+  if (m.header.ints.size() == 9) {
+    edge_dim = m.header.ints[8];
+    if (edge_dim < 1 || edge_dim > kMaxEdgeDataWidth) fail("edge data width");
+  }
+  if (m.header.ints.size() >= 8) {
+    // With edge data, 0 stands for class ids.
+    const int64_t w = m.header.ints[7];
+    if (w < (edge_dim > 0 ? 0 : 1) || w > kMaxLabelWidth) fail("label width");
+    b.label_width = w;
   }
   if (m.header.ints.size() >= 4) {
     if (m.header.ints[3] != 0 && m.header.ints[3] != 1) fail("input_means flag");
@@ -139,7 +157,8 @@ MiniBatch DecodeMiniBatch(const Message& m) {
   const int64_t num_blocks = m.header.ints[1];
   b.feature_dim = m.header.ints[2];
   if (num_blocks < 0 || num_blocks > 16 || b.feature_dim < 0) fail("counts");
-  if (m.frames.size() != static_cast<size_t>(3 + 3 * num_blocks)) fail("frame count");
+  const int64_t per_block = edge_dim > 0 ? 4 : 3;
+  if (m.frames.size() != static_cast<size_t>(3 + per_block * num_blocks)) fail("frame count");
   b.seeds = m.CopyArray<int64_t>(0);
   if (b.label_width > 0) {
     b.targets = m.CopyArray<float>(1);
@@ -158,9 +177,16 @@ MiniBatch DecodeMiniBatch(const Message& m) {
   b.blocks.resize(num_blocks);
   for (int64_t l = 0; l < num_blocks; ++l) {
     Block& blk = b.blocks[l];
-    blk.src_nodes = m.CopyArray<int64_t>(3 + 3 * l);
-    blk.indptr = m.CopyArray<int64_t>(4 + 3 * l);
-    blk.indices = m.CopyArray<int64_t>(5 + 3 * l);
+    blk.src_nodes = m.CopyArray<int64_t>(3 + per_block * l);
+    blk.indptr = m.CopyArray<int64_t>(4 + per_block * l);
+    blk.indices = m.CopyArray<int64_t>(5 + per_block * l);
+    if (edge_dim > 0) {
+      blk.edge_dim = edge_dim;
+      blk.edge_data = m.CopyArray<float>(6 + per_block * l);
+      const size_t w = static_cast<size_t>(edge_dim);
+      if (blk.edge_data.size() % w != 0 || blk.edge_data.size() / w != blk.indices.size())
+        fail("edge data does not match block " + std::to_string(l) + "'s edges");
+    }
   }
   CheckBlocks(b.seeds, &b.blocks, fail);
   const size_t inputs = !num_blocks     ? b.seeds.size()

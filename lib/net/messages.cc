@@ -126,37 +126,49 @@ bool Pong::operator==(const Pong& o) const {
 
 Message SampleRequest::Encode(uint64_t request_id) const {
   std::vector<int64_t> ints = {fanout, replace ? 1 : 0, static_cast<int64_t>(rng_seed)};
-  if (coding != IdCoding::kInt64) ints.push_back(static_cast<int64_t>(coding));
+  if (coding != IdCoding::kInt64 || edge_data) ints.push_back(static_cast<int64_t>(coding));
+  if (edge_data) ints.push_back(1);
   Message m = MakeMessage(MsgType::kSample, request_id, std::move(ints));
   AddInts(&m, seeds, coding);
   return m;
 }
 
 SampleRequest SampleRequest::Decode(const Message& m) {
-  const bool coded = m.header.ints.size() == 4;
-  Expect(m, MsgType::kSample, coded ? 4 : 3, 1);
+  const size_t count = m.header.ints.size();
+  Expect(m, MsgType::kSample, count >= 3 && count <= 5 ? count : 3, 1);
   const std::vector<int64_t>& i = m.header.ints;
-  const IdCoding c = coded ? IdCodingOf(i[3], MsgType::kSample) : IdCoding::kInt64;
-  return {ReadInts(m, 0, c, kMaxRequestValues), i[0], i[1] != 0, static_cast<uint64_t>(i[2]), c};
+  const IdCoding c = count >= 4 ? IdCodingOf(i[3], MsgType::kSample) : IdCoding::kInt64;
+  if (count == 5 && i[4] != 1)
+    Malformed(MsgType::kSample, "edge data flag " + std::to_string(i[4]));
+  SampleRequest r{ReadInts(m, 0, c, kMaxRequestValues), i[0], i[1] != 0,
+                  static_cast<uint64_t>(i[2]), c};
+  r.edge_data = count == 5;
+  return r;
 }
 
 bool SampleRequest::operator==(const SampleRequest& o) const {
   return seeds == o.seeds && fanout == o.fanout && replace == o.replace && rng_seed == o.rng_seed &&
-         coding == o.coding;
+         coding == o.coding && edge_data == o.edge_data;
 }
 
 Message SampleReply::Encode(uint64_t request_id) const {
   Message m = MakeMessage(MsgType::kSampleReply, request_id);
-  if (coding != IdCoding::kInt64) m.header.ints.push_back(static_cast<int64_t>(coding));
+  if (coding != IdCoding::kInt64 || edge_dim > 0) {
+    m.header.ints.push_back(static_cast<int64_t>(coding));
+  }
+  if (edge_dim > 0) m.header.ints.push_back(edge_dim);
   AddInts(&m, indptr, coding);
   AddInts(&m, indices, coding);
+  if (edge_dim > 0) AddArray(&m, edge_data);
   return m;
 }
 
 SampleReply SampleReply::Decode(const Message& m) {
-  const bool coded = m.header.ints.size() == 1;
-  Expect(m, MsgType::kSampleReply, coded ? 1 : 0, 2);
-  const IdCoding c = coded ? IdCodingOf(m.header.ints[0], MsgType::kSampleReply) : IdCoding::kInt64;
+  const size_t count = m.header.ints.size();
+  const bool edges = count == 2;
+  Expect(m, MsgType::kSampleReply, count <= 2 ? count : 0, edges ? 3 : 2);
+  const IdCoding c =
+      count >= 1 ? IdCodingOf(m.header.ints[0], MsgType::kSampleReply) : IdCoding::kInt64;
   SampleReply r{ReadInts(m, 0, c, kMaxReplyValues), ReadInts(m, 1, c, kMaxReplyValues), c};
   const std::vector<int64_t>& p = r.indptr;
   if (p.empty() || p.front() != 0 || p.back() != static_cast<int64_t>(r.indices.size())) {
@@ -166,12 +178,31 @@ SampleReply SampleReply::Decode(const Message& m) {
   for (size_t i = 0; i + 1 < p.size(); ++i) {
     if (p[i + 1] < p[i]) Malformed(MsgType::kSampleReply, "offsets decrease at seed " + N(i));
   }
+  if (edges) {
+    r.edge_dim = m.header.ints[1];
+    if (r.edge_dim < 1 || r.edge_dim > kMaxEdgeDataWidth) {
+      Malformed(MsgType::kSampleReply, "edge data width " + std::to_string(r.edge_dim));
+    }
+    size_t floats = 0;
+    const float* rows = m.Array<float>(2, &floats);
+    if (floats / static_cast<size_t>(r.edge_dim) != r.indices.size() ||
+        floats % static_cast<size_t>(r.edge_dim) != 0) {
+      Malformed(MsgType::kSampleReply, N(floats) + " edge data values for " + N(r.indices.size()) +
+                                           " neighbours of width " + std::to_string(r.edge_dim));
+    }
+    r.edge_data.assign(rows, rows + floats);
+  }
   return r;
 }
 
 SampleReply SampleReply::Decode(const Message& m, const SampleRequest& asked, int64_t num_nodes,
-                                const std::string& peer) {
+                                const std::string& peer, int64_t edge_dim) {
   SampleReply r = FromPeer(peer, [&] { return Decode(m); });
+  const int64_t want = asked.edge_data ? edge_dim : 0;
+  if (r.edge_dim != want) {
+    Bad(peer, "a SampleReply with edge data " + std::to_string(r.edge_dim) + " wide where " +
+                  std::to_string(want) + " was asked");
+  }
   const size_t n = asked.seeds.size();
   if (r.indptr.size() != n + 1) {
     Bad(peer, "a SampleReply with " + N(r.indptr.size()) + " offsets for " + N(n) + " seeds");
@@ -192,7 +223,11 @@ SampleReply SampleReply::Decode(const Message& m, const SampleRequest& asked, in
 }
 
 bool SampleReply::operator==(const SampleReply& o) const {
-  return indptr == o.indptr && indices == o.indices && coding == o.coding;
+  // The rows bit for bit (a NaN equals itself: what travelled is what came).
+  return indptr == o.indptr && indices == o.indices && coding == o.coding &&
+         edge_dim == o.edge_dim && edge_data.size() == o.edge_data.size() &&
+         (edge_data.empty() ||
+          std::memcmp(edge_data.data(), o.edge_data.data(), edge_data.size() * sizeof(float)) == 0);
 }
 
 // ------------------------------------------------------------ PullLabels

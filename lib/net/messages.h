@@ -104,6 +104,9 @@ struct SampleRequest {
   bool replace = false;
   uint64_t rng_seed = 0;
   IdCoding coding = IdCoding::kInt64;  // of the seeds, and of the reply's frames
+  // The reply carries each sampled edge's data (the partition's edge
+  // features) in float32.
+  bool edge_data = false;
 
   // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
   std::string DebugString() const;
@@ -116,6 +119,9 @@ struct SampleReply {
   std::vector<int64_t> indptr;   // one row per seed: starts at 0, never decreases
   std::vector<int64_t> indices;  // global ids, indptr.back() of them
   IdCoding coding = IdCoding::kInt64;
+  // Asked for (SampleRequest::edge_data): [indices.size(), edge_dim] float32.
+  int64_t edge_dim = 0;
+  std::vector<float> edge_data{};
 
   // One line for logs, e.g. "SampleRequest{seeds=1000, fanout=10, ...}".
   std::string DebugString() const;
@@ -123,8 +129,9 @@ struct SampleReply {
   static SampleReply Decode(const Message& m);
   // Also: one row per asked seed, no row longer than its fanout, every id
   // inside [0, num_nodes). `peer` names the server in errors.
+  // With asked.edge_data: edge rows of width `edge_dim`, one per edge.
   static SampleReply Decode(const Message& m, const SampleRequest& asked, int64_t num_nodes,
-                            const std::string& peer);
+                            const std::string& peer, int64_t edge_dim = 0);
   bool operator==(const SampleReply& o) const;
 };
 

@@ -26,7 +26,9 @@ constexpr uint32_t kMagic = 0x314e4e47;  // "GNN1" as little-endian bytes
 // 6: multi-label and regression labels: PullTargets (float32 label rows in a
 //    PullFeaturesReply) and MiniBatch's label_width int (its labels frame
 //    then holds float32 rows).
-constexpr uint16_t kProtocolVersion = 6;
+// 7: edge data with a sample (SampleRequest's optional 5th int asks for it;
+//    SampleReply's ints {coding, edge width} and a float32 frame of rows).
+constexpr uint16_t kProtocolVersion = 7;
 constexpr uint32_t kMaxArrayFrames = 32;
 constexpr uint64_t kMaxFrameBytes = uint64_t{4} << 30;  // one array frame
 constexpr size_t kMaxHeaderBytes = 64 << 10;
@@ -38,6 +40,9 @@ constexpr int64_t kMaxRequestBytes = int64_t{64} << 20;
 constexpr int64_t kMaxPullReplyBytes = int64_t{64} << 20;
 // Neighbour ids one Sample reply may hold (512 MiB).
 constexpr int64_t kMaxSampledPerRequest = int64_t{1} << 26;
+// Widest edge data a sample carries (the partitioner's bound on edge
+// feature columns).
+constexpr int64_t kMaxEdgeDataWidth = 65536;
 // Whole messages a socket queues for one peer before it pushes back (a
 // client's unread replies; a server's requests not yet taken by a worker):
 // each at most a frame limit, so what one peer can park is bounded.
@@ -82,8 +87,10 @@ enum class MsgType : uint16_t {
   kPong = 5,  // ints: {machine_id, server_id}
   // "[ids]" below: an id frame, int64 or varints as the message's IdCoding
   // int says (absent: int64); a reply codes its frames as its request did.
-  kSample = 6,             // ints: {fanout, replace, rng_seed[, coding]}; frames: seeds[ids]
-  kSampleReply = 7,        // ints: {} or {coding}; frames: indptr[ids, n+1], indices[ids]
+  kSample = 6,             // ints: {fanout, replace, rng_seed[, coding[, 1: edge data]]};
+                           // frames: seeds[ids]
+  kSampleReply = 7,        // ints: {} or {coding} or {coding, edge width W}; frames:
+                           // indptr[ids, n+1], indices[ids][, edge rows float32 [E, W]]
   kPullFeatures = 8,       // ints: {}, {format} or {format, coding}; frames: ids[ids]
   kPullFeaturesReply = 9,  // ints: {dim} or {dim, format}; frames: rows[n*dim] of the format
                            // (RowFormat: float32, or bfloat16 with format 1)

@@ -513,8 +513,9 @@ void VerifyPartFiles(const PartitionConfig& config, int part) {
   // are most of the bytes): hashing is CPU-bound.
   std::vector<std::pair<std::string, const PartFile*>> files;
   for (const auto& [name, f] : config.parts.at(part).files) {
-    // The edge features are not loaded yet (no model reads them): hashing
-    // their gigabytes at every start would buy nothing.
+    // The edge features are read only by runs that use them (edge
+    // weights): they are hashed where they are read (LoadLocalPartition,
+    // ShmPartition::Create), not at every start.
     if (name == kEdgeFeatFile || name == kOrigEidsFile) continue;
     files.emplace_back(config.FilePath(part, name), &f);
   }

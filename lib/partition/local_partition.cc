@@ -125,7 +125,28 @@ std::vector<int64_t> LoadUserNodeIds(const PartitionConfig& config, int part) {
   return ReadNpy<int64_t>(config.FilePath(part, kUserIdsFile), {config.parts.at(part).num_nodes()});
 }
 
-LocalPartition LoadLocalPartition(const PartitionConfig& config, int part, bool verify_checksums) {
+void LoadEdgeData(const PartitionConfig& config, int part, bool verify_checksums,
+                  LocalPartition* p) {
+  if (config.hetero() || config.edge_feature_dim == 0 || p->edge_dim > 0) return;
+  // Not among the files VerifyPartFiles hashes (most runs never read
+  // them): checked here when they are read.
+  const PartInfo& info = config.parts.at(part);
+  const std::string file = config.FilePath(part, kEdgeFeatFile);
+  if (verify_checksums) VerifyPartFile(file, info.files.at(kEdgeFeatFile));
+  std::vector<float> rows = ReadNpy<float>(file, {info.num_edges(), config.edge_feature_dim});
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!std::isfinite(rows[i])) {
+      throw DataError(file + ": edge " +
+                      std::to_string(i / static_cast<size_t>(config.edge_feature_dim)) + " holds " +
+                      std::to_string(rows[i]) + ", not a finite number");
+    }
+  }
+  p->edge_dim = config.edge_feature_dim;
+  p->edge_data = std::move(rows);
+}
+
+LocalPartition LoadLocalPartition(const PartitionConfig& config, int part, bool verify_checksums,
+                                  bool edge_data) {
   config.RequireHomogeneous("loading a partition for training");
   if (part < 0 || part >= config.num_parts) {
     throw ConfigError("partition " + std::to_string(part) + " does not exist (config has " +
@@ -165,6 +186,7 @@ LocalPartition LoadLocalPartition(const PartitionConfig& config, int part, bool 
   a.masks[2] = p.test_mask.data();
   a.orig_nids = p.orig_nids.data();
   CheckPartitionArrays(config, part, a);
+  if (edge_data) LoadEdgeData(config, part, verify_checksums, &p);
   return p;
 }
 

@@ -24,6 +24,10 @@ struct LocalPartition {
   std::vector<float> targets;
   std::vector<uint8_t> train_mask, valid_mask, test_mask;  // [num_nodes]
   std::vector<int64_t> orig_nids;                          // [num_nodes] new id -> input id
+  // The stored in-edges' data (edge_feat.npy, [indices.size(), edge_dim]),
+  // loaded when asked (LoadLocalPartition's edge_data); else empty, 0.
+  int64_t edge_dim = 0;
+  std::vector<float> edge_data;
 
   // Global ids of owned nodes whose mask is set.
   std::vector<int64_t> Nodes(const std::vector<uint8_t>& mask) const;
@@ -66,7 +70,15 @@ HeldOutEdges LoadHeldOutEdges(const PartitionConfig& config, int part, bool veri
 // Loads partition `part` of `config`. With verify_checksums every file's
 // sha256 is compared with the config first. Shapes and dtypes are checked
 // against the config; any mismatch throws DataError naming the file.
-LocalPartition LoadLocalPartition(const PartitionConfig& config, int part, bool verify_checksums);
+// With `edge_data` the edge features too (config edge_feature_dim > 0;
+// checked finite, and against their checksum when verifying).
+LocalPartition LoadLocalPartition(const PartitionConfig& config, int part, bool verify_checksums,
+                                  bool edge_data = false);
+// Reads the edge data into a partition loaded without it (a model file
+// read later says it weighs messages); no-op without edge data or when
+// loaded already.
+void LoadEdgeData(const PartitionConfig& config, int part, bool verify_checksums,
+                  LocalPartition* p);
 
 // The user's ids of partition `part`'s nodes (kUserIdsFile, aligned with
 // orig_nids); empty when the config has none. DataError naming the file

@@ -29,6 +29,13 @@ struct Block {
   // AddSelfLoops ran: each destination is the first in-neighbour in its own
   // row (GAT's and GCN's convention, dgl.add_self_loop).
   bool self_loops = false;
+  // The sampled edges' data (rows of the partitions' edge_feat.npy; gnn-train
+  // reads a 1-wide one as edge weights), parallel to `indices`:
+  // [num_edges, edge_dim]. Empty (edge_dim 0) when the graph has none or
+  // the consumer does not use them. A self-loop AddSelfLoops inserts
+  // carries 1.0 in every column (dgl.add_self_loop's fill_data).
+  int64_t edge_dim = 0;
+  std::vector<float> edge_data;
   int64_t num_src() const { return static_cast<int64_t>(src_nodes.size()); }
   int64_t num_edges() const { return static_cast<int64_t>(indices.size()); }
 };

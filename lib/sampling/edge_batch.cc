@@ -29,7 +29,11 @@ bool EdgeExclusion::Contains(int64_t u, int64_t v) const {
 }
 
 void EdgeExclusion::Filter(const int64_t* dst, int64_t num_dst, std::vector<int64_t>* indptr,
-                           std::vector<int64_t>* indices) const {
+                           std::vector<int64_t>* indices, std::vector<int64_t>* kept) const {
+  if (kept) {
+    kept->resize(indices->size());
+    for (size_t k = 0; k < kept->size(); ++k) (*kept)[k] = static_cast<int64_t>(k);
+  }
   if (keys_.empty()) return;
   int64_t* ptr = indptr->data();
   int64_t* idx = indices->data();
@@ -40,12 +44,14 @@ void EdgeExclusion::Filter(const int64_t* dst, int64_t num_dst, std::vector<int6
     const bool touched = std::binary_search(endpoints_.begin(), endpoints_.end(), dst[i]);
     for (int64_t k = begin; k < end; ++k) {
       if (touched && Contains(dst[i], idx[k])) continue;
+      if (kept) (*kept)[static_cast<size_t>(out)] = k;
       idx[out++] = idx[k];
     }
     begin = end;
     ptr[i + 1] = out;
   }
   indices->resize(out);
+  if (kept) kept->resize(static_cast<size_t>(out));
 }
 
 EdgeBatchPlan PlanEdgeBatch(const std::vector<int64_t>& heads, const std::vector<int64_t>& tails,

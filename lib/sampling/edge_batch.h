@@ -24,9 +24,11 @@ class EdgeExclusion {
   bool Contains(int64_t u, int64_t v) const;
   // Removes from a neighbour CSR over `dst` (as SampleNeighbors returns it)
   // every entry (dst[i], neighbour) whose pair is in the set; sizes shrink
-  // in place.
+  // in place. `kept`, when given, receives the positions (in the CSR as it
+  // was) of the entries kept, so parallel edge data can follow
+  // (KeepEdgeRows).
   void Filter(const int64_t* dst, int64_t num_dst, std::vector<int64_t>* indptr,
-              std::vector<int64_t>* indices) const;
+              std::vector<int64_t>* indices, std::vector<int64_t>* kept = nullptr) const;
 
  private:
   std::vector<std::pair<int64_t, int64_t>> keys_;  // (min, max), sorted, unique

@@ -66,9 +66,11 @@ inline int64_t SampleCount(int64_t deg, int fanout, bool replace) {
 }
 
 // Writes `k` < deg distinct uniformly chosen entries of row[0, deg) to out
-// (Floyd: k draws whatever deg is, so hub nodes cost the same as others).
+// (Floyd: k draws whatever deg is, so hub nodes cost the same as others),
+// and their positions in the row to `pos_out` when given.
 inline void SampleWithoutReplacement(const int64_t* row, int64_t deg, int64_t k, Rng* rng,
-                                     FloydScratch* scratch, int64_t* out) {
+                                     FloydScratch* scratch, int64_t* out,
+                                     int64_t* pos_out = nullptr) {
   if (k <= kLinearFloydMax) {
     // Chosen positions are kept in `pos` for the duplicate check: ids in
     // `out` cannot be used, since a multigraph row may repeat an id.
@@ -83,6 +85,7 @@ inline void SampleWithoutReplacement(const int64_t* row, int64_t deg, int64_t k,
         }
       }
       pos[m] = t;
+      if (pos_out) pos_out[m] = t;
       out[m++] = row[t];
     }
     return;
@@ -95,6 +98,7 @@ inline void SampleWithoutReplacement(const int64_t* row, int64_t deg, int64_t k,
       t = j;
       scratch->Insert(t);
     }
+    if (pos_out) pos_out[m] = t;
     out[m++] = row[t];
   }
 }

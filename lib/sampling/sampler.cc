@@ -111,7 +111,7 @@ void AdviseHugePages(void* data, size_t bytes) {
 
 void SampleNeighbors(const CscView& csc, const int64_t* seeds, int64_t num_seeds, int fanout,
                      bool replace, uint64_t rng_seed, int threads, std::vector<int64_t>* out_indptr,
-                     std::vector<int64_t>* out_indices) {
+                     std::vector<int64_t>* out_indices, std::vector<int64_t>* out_edges) {
   if (num_seeds < 0) throw DataError("negative number of seeds");
   if (num_seeds > 0 && csc.num_nodes > 0 && (csc.indptr == nullptr || csc.indices == nullptr)) {
     throw DataError("neighbour sampling over a CSC without arrays");
@@ -138,6 +138,8 @@ void SampleNeighbors(const CscView& csc, const int64_t* seeds, int64_t num_seeds
   for (int64_t i = 0; i < num_seeds; ++i) optr[i + 1] += optr[i];
   out_indices->resize(optr[num_seeds]);
   int64_t* out = out_indices->data();
+  if (out_edges) out_edges->resize(optr[num_seeds]);
+  int64_t* out_pos = out_edges ? out_edges->data() : nullptr;
   ParallelFor(num_seeds, threads, [&](int64_t b, int64_t e) {
     FloydScratch scratch(replace ? 0 : fanout);
     for (int64_t i = b; i < e; ++i) {
@@ -158,8 +160,12 @@ void SampleNeighbors(const CscView& csc, const int64_t* seeds, int64_t num_seeds
       int64_t deg = csc.indptr[r + 1] - begin;
       const int64_t* row = csc.indices + begin;
       int64_t* dst = out + optr[i];
+      int64_t* pos = out_pos ? out_pos + optr[i] : nullptr;
       if (fanout < 0 || (!replace && k == deg)) {
         std::memcpy(dst, row, static_cast<size_t>(deg) * sizeof(int64_t));
+        if (pos) {
+          for (int64_t q = 0; q < deg; ++q) pos[q] = begin + q;
+        }
         continue;
       }
       // Keyed by the node's id in the input dataset when known, so every
@@ -167,12 +173,47 @@ void SampleNeighbors(const CscView& csc, const int64_t* seeds, int64_t num_seeds
       const int64_t key = csc.rng_keys ? csc.rng_keys[r] : seeds[i];
       Rng rng(MixSeed(rng_seed, static_cast<uint64_t>(key)));
       if (replace) {
-        for (int64_t q = 0; q < k; ++q) dst[q] = row[rng.Below(deg)];
+        for (int64_t q = 0; q < k; ++q) {
+          const int64_t t = rng.Below(deg);
+          dst[q] = row[t];
+          if (pos) pos[q] = begin + t;
+        }
       } else {
-        SampleWithoutReplacement(row, deg, k, &rng, &scratch, dst);
+        SampleWithoutReplacement(row, deg, k, &rng, &scratch, dst, pos);
+        if (pos) {
+          for (int64_t q = 0; q < k; ++q) pos[q] += begin;
+        }
       }
     }
   });
+}
+
+void GatherEdgeRows(const CscView& csc, const std::vector<int64_t>& positions,
+                    std::vector<float>* out) {
+  const int64_t w = csc.edge_dim;
+  if (w <= 0 || csc.edge_data == nullptr) {
+    out->clear();
+    return;
+  }
+  out->resize(positions.size() * static_cast<size_t>(w));
+  float* o = out->data();
+  for (size_t i = 0; i < positions.size(); ++i) {
+    std::memcpy(o + i * static_cast<size_t>(w), csc.edge_data + positions[i] * w,
+                static_cast<size_t>(w) * sizeof(float));
+  }
+}
+
+void KeepEdgeRows(const std::vector<int64_t>& kept, int64_t dim, std::vector<float>* rows) {
+  if (dim <= 0) return;
+  const size_t w = static_cast<size_t>(dim);
+  float* r = rows->data();
+  // kept is increasing and kept[i] >= i: moving forward never overwrites a
+  // row still to be read.
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const size_t from = static_cast<size_t>(kept[i]);
+    if (from != i) std::memmove(r + i * w, r + from * w, w * sizeof(float));
+  }
+  rows->resize(kept.size() * w);
 }
 
 Block ToBlock(const std::vector<int64_t>& dst_nodes, std::vector<int64_t> nbr_indptr,
@@ -277,13 +318,28 @@ void AddSelfLoops(Block* block) {
     throw DataError("AddSelfLoops: block CSR does not match its " + std::to_string(num_dst) +
                     " destinations and " + std::to_string(num_edges) + " edges");
   }
+  const int64_t w = block->edge_dim;
+  if (static_cast<int64_t>(block->edge_data.size()) != num_edges * w) {
+    throw DataError("AddSelfLoops: " + std::to_string(block->edge_data.size()) +
+                    " edge data values for " + std::to_string(num_edges) + " edges of width " +
+                    std::to_string(w));
+  }
   std::vector<int64_t> indices(static_cast<size_t>(num_edges + num_dst));
+  std::vector<float> edge_data(static_cast<size_t>((num_edges + num_dst) * w));
   const std::vector<int64_t>& ptr = block->indptr;
   for (int64_t i = 0; i < num_dst; ++i) {
     int64_t* row = indices.data() + ptr[i] + i;
     row[0] = i;
     std::copy(block->indices.data() + ptr[i], block->indices.data() + ptr[i + 1], row + 1);
+    if (w > 0) {
+      // The self-loop's data is 1.0 (dgl.add_self_loop's fill_data).
+      float* e = edge_data.data() + (ptr[i] + i) * w;
+      std::fill(e, e + w, 1.0f);
+      std::copy(block->edge_data.data() + ptr[i] * w, block->edge_data.data() + ptr[i + 1] * w,
+                e + w);
+    }
   }
+  if (w > 0) block->edge_data = std::move(edge_data);
   for (int64_t i = 0; i <= num_dst; ++i) block->indptr[i] += i;
   block->indices = std::move(indices);
   block->self_loops = true;
@@ -301,15 +357,25 @@ std::vector<Block> SampleBlocks(const CscView& csc, const std::vector<int64_t>& 
   }
   std::vector<Block> blocks(num_layers);
   const std::vector<int64_t>* frontier = &seeds;
-  std::vector<int64_t> indptr, indices;
+  std::vector<int64_t> indptr, indices, edges, kept;
+  const bool edge_data = csc.edge_dim > 0 && csc.edge_data != nullptr;
   for (int l = num_layers - 1; l >= 0; --l) {
     SampleNeighbors(csc, frontier->data(), static_cast<int64_t>(frontier->size()), fanouts[l],
                     replace, MixSeed(rng_seed, static_cast<uint64_t>(l)), threads, &indptr,
-                    &indices);
+                    &indices, edge_data ? &edges : nullptr);
     if (exclude) {
-      exclude->Filter(frontier->data(), static_cast<int64_t>(frontier->size()), &indptr, &indices);
+      exclude->Filter(frontier->data(), static_cast<int64_t>(frontier->size()), &indptr, &indices,
+                      edge_data ? &kept : nullptr);
+      if (edge_data) {
+        for (size_t i = 0; i < kept.size(); ++i) edges[i] = edges[static_cast<size_t>(kept[i])];
+        edges.resize(kept.size());
+      }
     }
     blocks[l] = ToBlock(*frontier, std::move(indptr), indices);
+    if (edge_data) {
+      blocks[l].edge_dim = csc.edge_dim;
+      GatherEdgeRows(csc, edges, &blocks[l].edge_data);
+    }
     indptr.clear();
     frontier = &blocks[l].src_nodes;
   }

@@ -25,6 +25,11 @@ struct CscView {
   // order, so with these keys every partitioning of a graph samples the same
   // neighbours for the same seed. Null: key = global id.
   const int64_t* rng_keys = nullptr;
+  // Optional [indptr[num_nodes], edge_dim]: row k the data of the edge
+  // indices[k] names (edge_feat.npy). With it, SampleBlocks fills each
+  // block's edge_data.
+  const float* edge_data = nullptr;
+  int64_t edge_dim = 0;
 };
 
 // Sampled in-neighbours of `seeds` (global ids owned by `csc`), CSR over
@@ -37,10 +42,21 @@ struct CscView {
 // (rng_seed, key of seeds[i]) (see CscView::rng_keys), so the result is the same for any `threads`.
 // Output vectors are resized to their exact sizes. Blocking; uses `threads`
 // threads (<= 0: all cores).
-// Throws DataError if a seed is not owned by `csc`.
+// Throws DataError if a seed is not owned by `csc`. `out_edges`, when
+// given, receives each sampled edge's position in csc.indices (its row of
+// csc.edge_data).
 void SampleNeighbors(const CscView& csc, const int64_t* seeds, int64_t num_seeds, int fanout,
                      bool replace, uint64_t rng_seed, int threads, std::vector<int64_t>* out_indptr,
-                     std::vector<int64_t>* out_indices);
+                     std::vector<int64_t>* out_indices, std::vector<int64_t>* out_edges = nullptr);
+
+// out [positions.size(), csc.edge_dim] = rows `positions` of csc.edge_data
+// (as SampleNeighbors' out_edges gives them). No-op without edge data.
+void GatherEdgeRows(const CscView& csc, const std::vector<int64_t>& positions,
+                    std::vector<float>* out);
+
+// Keeps the edge rows `kept` lists (EdgeExclusion::Filter's), in order:
+// rows [kept.size(), dim] out of [*, dim], in place.
+void KeepEdgeRows(const std::vector<int64_t>& kept, int64_t dim, std::vector<float>* rows);
 
 // Builds a block from destination nodes and their sampled neighbours (as
 // SampleNeighbors returns them): src_nodes = dst first, then new neighbours
@@ -70,7 +86,8 @@ void BuildTranspose(Block* block);
 // typed block (its edges carry relations) or on one that already has them.
 void AddSelfLoops(Block* block);
 
-// Samples all layers for `seeds`: fanouts[i] belongs to layer i (DGL's
+// Samples all layers for `seeds` (and, when `csc` has edge data, each
+// sampled edge's row into Block::edge_data): fanouts[i] belongs to layer i (DGL's
 // order), so sampling starts from the seeds with fanouts.back(). Returns
 // blocks ordered input -> output. Single-partition (standalone) graphs only.
 // Layer l draws with MixSeed(rng_seed, l). Seeds must be unique (DataError

@@ -112,13 +112,14 @@ int64_t SampleBound(const ServerState& s, const std::vector<int64_t>& seeds, int
 // nullopt when it may go ahead. Throws DataError for a seed not owned.
 std::optional<Message> RefuseSampling(const ServerState& s, uint64_t id, const char* what,
                                       const std::vector<int64_t>& seeds, int64_t fanout,
-                                      bool replace) {
+                                      bool replace, int64_t edge_width = 0) {
   if (fanout < -1 || fanout > (1 << 20)) {
     return net::MakeError(id, net::kErrBadRequest,
                           "fanout " + std::to_string(fanout) + " out of range");
   }
   const int64_t bound = SampleBound(s, seeds, fanout, replace);
-  if (bound > kMaxSampledPerRequest) {
+  // An edge row of w floats weighs w / 2 ids.
+  if (bound > kMaxSampledPerRequest / (1 + (edge_width + 1) / 2)) {
     return net::MakeError(id, net::kErrBadRequest,
                           std::string(what) + " would sample " + std::to_string(bound) +
                               " neighbours, more than the limit of " +
@@ -130,13 +131,28 @@ std::optional<Message> RefuseSampling(const ServerState& s, uint64_t id, const c
 Message OnSample(ServerState& s, const Message& req) {
   const uint64_t id = req.header.request_id;
   const net::SampleRequest r = net::SampleRequest::Decode(req);
-  if (auto refused = RefuseSampling(s, id, "Sample", r.seeds, r.fanout, r.replace)) {
+  const int64_t edge_dim = s.view->edge_dim;
+  if (r.edge_data && edge_dim == 0) {
+    return net::MakeError(id, net::kErrBadRequest,
+                          "edge data asked for, but " + s.config.graph_name + " has none");
+  }
+  // Edge rows make every sampled neighbour wider: bounded as neighbours'
+  // worth of 8-byte ids.
+  const int64_t width = r.edge_data ? edge_dim : 0;
+  if (auto refused = RefuseSampling(s, id, "Sample", r.seeds, r.fanout, r.replace, width)) {
     return std::move(*refused);
   }
   net::SampleReply rep;
   rep.coding = r.coding;
-  SampleNeighbors(s.view->csc(), r.seeds.data(), static_cast<int64_t>(r.seeds.size()),
-                  static_cast<int>(r.fanout), r.replace, r.rng_seed, 1, &rep.indptr, &rep.indices);
+  std::vector<int64_t> edges;
+  const CscView csc = s.view->csc();
+  SampleNeighbors(csc, r.seeds.data(), static_cast<int64_t>(r.seeds.size()),
+                  static_cast<int>(r.fanout), r.replace, r.rng_seed, 1, &rep.indptr, &rep.indices,
+                  r.edge_data ? &edges : nullptr);
+  if (r.edge_data) {
+    rep.edge_dim = edge_dim;
+    GatherEdgeRows(csc, edges, &rep.edge_data);
+  }
   return rep.Encode(id);
 }
 

@@ -74,6 +74,7 @@ struct ShmHeader {
   int32_t num_parts;
   int64_t node_start, num_nodes, num_edges, feature_dim, num_classes, graph_num_nodes;
   int64_t label_width;  // plain: 0 for class ids, else float32 label rows [n, label_width]
+  int64_t edge_dim;     // plain: width of the edge data slot after kOrig (0: none)
   int32_t typed;        // 1: a heterogeneous partition
   int32_t num_types;    // typed: node types, at most kMaxTypes
   int32_t target;       // typed: the labelled type
@@ -115,6 +116,7 @@ std::vector<Slot> SlotsOf(const ShmHeader& h, const std::vector<std::string>& ty
                                                     {n},     {n}, {n},    {n}};
     std::vector<Slot> out;
     for (int i = 0; i < kNumPlain; ++i) out.push_back({kPartFiles[i], dtypes[i], shapes[i]});
+    if (h.edge_dim > 0) out.push_back({kEdgeFeatFile, DType::kFloat32, {e, h.edge_dim}});
     return out;
   }
   auto type_name = [&](int t) {
@@ -221,6 +223,8 @@ CscView PartitionView::csc() const {
   c.node_start = node_start;
   c.num_nodes = num_nodes;
   c.rng_keys = orig_nids;
+  c.edge_data = edge_data;
+  c.edge_dim = edge_dim;
   return c;
 }
 
@@ -244,6 +248,7 @@ ShmHeader HeaderFor(const std::string& name, const PartitionConfig& config, int 
   h.feature_dim = config.hetero() ? 0 : config.feature_dim;
   h.num_classes = config.num_classes;
   h.label_width = config.hetero() ? 0 : config.label_width;
+  h.edge_dim = config.hetero() ? 0 : config.edge_feature_dim;
   h.graph_num_nodes = config.num_nodes;
   if (config.hetero()) {
     const HeteroPartitionView shape = HeteroShape(config, part);
@@ -539,7 +544,8 @@ std::unique_ptr<ShmPartition> ShmPartition::Attach(const std::string& name,
       v.node_start != info.node_start || v.num_nodes != info.num_nodes() ||
       v.num_edges != info.num_edges() ||
       v.feature_dim != (config.hetero() ? 0 : config.feature_dim) ||
-      v.num_classes != config.num_classes || p->hetero_view_.has_value() != config.hetero()) {
+      v.num_classes != config.num_classes || p->hetero_view_.has_value() != config.hetero() ||
+      v.edge_dim != (config.hetero() ? 0 : config.edge_feature_dim)) {
     throw DataError("shared memory segment " + name + " holds partition " +
                     std::to_string(v.part_id) + " of graph '" + p->graph_name_ +
                     "' (config digest " + p->config_digest_.substr(0, 16) +
@@ -607,7 +613,8 @@ void ShmPartition::ReadHeader() {
   if (stored != name_) bad("header names segment '" + stored + "'");
   if (h->part_id < 0 || h->node_start < 0 || h->num_nodes < 0 || h->num_edges < 0 ||
       h->feature_dim < 0 || h->num_classes < 0 || h->label_width < 0 ||
-      h->label_width > kMaxLabelWidth || (h->typed && h->label_width != 0)) {
+      h->label_width > kMaxLabelWidth || (h->typed && h->label_width != 0) || h->edge_dim < 0 ||
+      h->edge_dim > kMaxLabelWidth || (h->typed && h->edge_dim != 0)) {
     bad("negative counts in header");
   }
   if ((h->typed != 0 && h->typed != 1) || !TypesFit(*h)) bad("node types do not fit the header");
@@ -646,6 +653,8 @@ void ShmPartition::ReadHeader() {
     v.valid_mask = u8(kValid);
     v.test_mask = u8(kTest);
     v.orig_nids = i64(kOrig);
+    v.edge_dim = h->edge_dim;
+    if (h->edge_dim > 0) v.edge_data = reinterpret_cast<const float*>(b + h->offset[kNumPlain]);
   } else {
     hetero_view_ = TypedView(*h, b);
   }

@@ -45,7 +45,7 @@ namespace gnn {
 // server, a trainer, a gnn-sampler) waits for server 0 to finish creating it.
 constexpr int kDefaultAttachTimeoutMs = 60000;
 
-constexpr uint32_t kShmFormatVersion = 3;        // 3: float32 label rows
+constexpr uint32_t kShmFormatVersion = 4;        // 3: float32 label rows; 4: edge data
 constexpr uint32_t kShmReadyValue = 0x59444552;  // "REDY"
 constexpr size_t kShmHeaderBytes = 4096;
 
@@ -70,9 +70,14 @@ struct PartitionView {
   const uint8_t* valid_mask = nullptr;
   const uint8_t* test_mask = nullptr;
   const int64_t* orig_nids = nullptr;  // [num_nodes] new id -> input id
+  // The stored in-edges' data (edge_feat.npy): [num_edges, edge_dim], row
+  // k that of indices[k]; null, 0 without.
+  int64_t edge_dim = 0;
+  const float* edge_data = nullptr;
 
-  // {indptr, indices, node_start, num_nodes, rng_keys = orig_nids}: samples
-  // exactly what the standalone path samples from the same partition.
+  // {indptr, indices, node_start, num_nodes, rng_keys = orig_nids,
+  // edge_data}: samples exactly what the standalone path samples from the
+  // same partition.
   CscView csc() const;
 };
 

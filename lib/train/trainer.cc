@@ -53,11 +53,6 @@ PartitionConfig LoadCheckedConfig(const TrainOptions& o) {
   }
   if (config.label_kind == LabelKind::kClass && config.num_classes < 1)
     throw DataError(o.part_config + ": num_classes is 0");
-  if (config.edge_feature_dim > 0) {
-    GNN_LOG(kWarn) << o.part_config << ": the partitions carry " << config.edge_feature_dim
-                   << " features per edge, which the models do not use yet (they read node "
-                      "features only)";
-  }
   if (o.n_classes > 0 && o.n_classes != config.num_classes) {
     throw ConfigError("--n_classes " + std::to_string(o.n_classes) + ", but " + o.part_config +
                       " has " + std::to_string(config.num_classes) + " classes");
@@ -90,18 +85,57 @@ std::string TaskFor(const TrainOptions& o, const PartitionConfig& config) {
                     " label column(s) per node: --task " + own);
 }
 
+// --edge_weight against the partitioning (training; --inference takes the
+// model file's): sets o->use_edge_weight and says what happens to edge data
+// in one line.
+void ResolveEdgeWeight(const PartitionConfig& config, TrainOptions* o) {
+  const bool takes = o->model == "gcn" || o->model == "graphsage";
+  const int64_t width = config.hetero() ? 0 : config.edge_feature_dim;
+  if (o->edge_weight == "on") {
+    if (width != 1) {
+      throw ConfigError(
+          "--edge_weight on: " + o->part_config +
+          (width == 0 ? std::string(" has no edge data")
+                      : " has " + std::to_string(width) + " features per edge, not one weight"));
+    }
+    if (!takes) {
+      throw ConfigError("--edge_weight on: --model " + o->model +
+                        " takes no edge weights (gcn and graphsage do)");
+    }
+  }
+  o->use_edge_weight = o->edge_weight != "none" && width == 1 && takes;
+  if (o->use_edge_weight) {
+    GNN_LOG(kInfo) << "edge weights: " << o->model << " weighs each message by its edge's "
+                   << "weight (" << o->part_config << "'s 1-wide edge data; "
+                   << (o->model == "gcn" ? "EdgeWeightNorm('both')" : "a weighted mean")
+                   << "; --edge_weight none ignores it)";
+  } else if (width > 0 && o->edge_weight == "auto") {
+    GNN_LOG(kWarn) << o->part_config << ": the partitions carry " << width
+                   << (width == 1 ? " weight" : " features") << " per edge, which --model "
+                   << o->model << " does not read"
+                   << (width == 1 ? " (gcn and graphsage take it as edge weights)"
+                                  : " (a 1-wide one is edge weights for gcn and graphsage)");
+  }
+}
+
 }  // namespace
 
-void CheckTrain(const TrainOptions& o) {
-  o.Validate();
-  TaskFor(o, LoadCheckedConfig(o));
+void CheckTrain(const TrainOptions& given) {
+  given.Validate();
+  const PartitionConfig config = LoadCheckedConfig(given);
+  TaskFor(given, config);
+  TrainOptions o = given;
+  if (!o.inference) ResolveEdgeWeight(config, &o);
 }
 
 json RunTrain(const TrainOptions& given) {
   given.Validate();
   const PartitionConfig config = LoadCheckedConfig(given);
   TrainOptions o = given;
-  if (!o.inference) o.task = TaskFor(given, config);
+  if (!o.inference) {
+    o.task = TaskFor(given, config);
+    ResolveEdgeWeight(config, &o);
+  }
   torch::set_num_threads(DefaultTorchThreads(o));
   if (o.inference) return RunInference(o, config);
   std::unique_ptr<Learner> learner = MakeLearner(o, config);

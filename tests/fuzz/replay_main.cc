@@ -340,6 +340,19 @@ std::vector<Wire> BuiltMessages() {
     rows.label_width = 2;
     rows.targets = {0, 1, 0.5f, -3};
     v.push_back(EncodeMiniBatch(rows, 43));
+    SampleRequest edge_sample{{1, 5, 9}, 10, false, 42};
+    edge_sample.edge_data = true;
+    v.push_back(edge_sample.Encode(44));
+    SampleReply edge_reply{{0, 2, 2, 3}, {4, 7, 1}};
+    edge_reply.edge_dim = 2;
+    edge_reply.edge_data = Ramp(6);
+    v.push_back(edge_reply.Encode(45));
+    gnn::MiniBatch weighted = HomogeneousBatch();
+    for (gnn::Block& blk : weighted.blocks) {
+      blk.edge_dim = 1;
+      blk.edge_data = Ramp(blk.indices.size());
+    }
+    v.push_back(EncodeMiniBatch(weighted, 46));
     return v;
   }();
   std::vector<Wire> out;

@@ -75,6 +75,15 @@ TEST_CASE("every typed message round-trips through the wire", "[unit]") {
   RoundTrips(SampleRequest{{}, -1, false, 0});
   RoundTrips(SampleReply{{0, 2, 2, 3}, {9, 8, 7}});
   RoundTrips(SampleReply{{0}, {}});
+  {
+    SampleRequest with_edges{{5, 6}, 3, false, 9};
+    with_edges.edge_data = true;
+    RoundTrips(with_edges);
+    SampleReply rows{{0, 2, 3}, {9, 8, 7}};
+    rows.edge_dim = 2;
+    rows.edge_data = {0.5f, 1.f, 2.f, 3.f, -4.f, 5.f};
+    RoundTrips(rows);
+  }
   RoundTrips(PullFeatures{{1, 2, 3}});
   RoundTrips(Rows(2, {0.5f, -1.f, 3.f, 4.f}));
   RoundTrips(Rows(0, {}));
@@ -145,6 +154,23 @@ TEST_CASE("typed decoders refuse frames whose contents cannot be what the type s
                     Catch::Contains("offsets decrease at seed 1"));
   CHECK_THROWS_WITH(SampleReply::Decode(SampleReply{{0, 2}, {1}}.Encode(1)),
                     Catch::Contains("do not span"));
+  // Edge rows that are not one per neighbour, or not what was asked.
+  {
+    SampleReply r{{0, 2}, {1, 2}};
+    r.edge_dim = 2;
+    r.edge_data = {1.f, 2.f, 3.f};
+    CHECK_THROWS_WITH(SampleReply::Decode(r.Encode(1)),
+                      Catch::Contains("3 edge data values for 2 neighbours of width 2"));
+    r.edge_data = {1.f, 2.f, 3.f, 4.f};
+    SampleRequest asked{{7}, 2, false, 1};
+    CHECK_THROWS_WITH(SampleReply::Decode(r.Encode(1), asked, 10, "machine 1 server 0"),
+                      Catch::Contains("machine 1 server 0") &&
+                          Catch::Contains("edge data 2 wide where 0 was asked"));
+    asked.edge_data = true;
+    CHECK(SampleReply::Decode(r.Encode(1), asked, 10, "m", 2).edge_data == r.edge_data);
+    CHECK_THROWS_WITH(SampleReply::Decode(r.Encode(1), asked, 10, "m", 3),
+                      Catch::Contains("2 wide where 3 was asked"));
+  }
   // Feature rows: a negative width, a partial row, a ragged float frame.
   CHECK_THROWS_WITH(PullFeaturesReply::Decode(Rows(-1, {}).Encode(1)),
                     Catch::Contains("negative width"));

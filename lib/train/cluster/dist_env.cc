@@ -223,6 +223,7 @@ class DistEnv : public TrainEnv {
   std::string Label() const override {
     return "Part " + std::to_string(rank_);  // DGL's: the trainer's rank
   }
+  void ReadEdgeData() override { graph_->SetEdgeData(true); }
   int64_t NumBatches() const override { return num_batches_; }
 
   void StartEpoch(int epoch, int64_t first_batch) override {
@@ -313,6 +314,13 @@ class DistEnv : public TrainEnv {
                            std::vector<int64_t>* idx) {
       graph_->SampleNeighbors(dst, -1, false, 0, ptr, idx);
     };
+    if (graph_->edge_dim() > 0) {
+      source.edge_dim = graph_->edge_dim();
+      source.neighbors_with_edges = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
+                                        std::vector<int64_t>* idx, std::vector<float>* rows) {
+        graph_->SampleNeighbors(dst, -1, false, 0, ptr, idx, rows);
+      };
+    }
     source.features = [&](const std::vector<int64_t>& ids) {
       NoInitVector<float> feats;
       graph_->PullFeatures(ids, &feats);

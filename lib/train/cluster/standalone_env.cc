@@ -22,6 +22,8 @@ namespace {
 torch::Tensor Inference(NodeModel& model, const LocalPartition& part, int64_t batch_size,
                         int threads, int capture_layer = -1, torch::Tensor* captured = nullptr) {
   CscView csc{part.indptr.data(), part.indices.data(), part.node_start, part.num_nodes};
+  csc.edge_data = part.edge_data.empty() ? nullptr : part.edge_data.data();
+  csc.edge_dim = part.edge_dim;
   torch::Tensor x = torch::from_blob(const_cast<float*>(part.features.data()),
                                      {part.num_nodes, part.feature_dim}, torch::kFloat32);
   InferenceSource source;
@@ -30,6 +32,16 @@ torch::Tensor Inference(NodeModel& model, const LocalPartition& part, int64_t ba
     SampleNeighbors(csc, dst.data(), static_cast<int64_t>(dst.size()), -1, false, 0, threads, ptr,
                     idx);
   };
+  if (csc.edge_dim > 0) {
+    source.edge_dim = csc.edge_dim;
+    source.neighbors_with_edges = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
+                                      std::vector<int64_t>* idx, std::vector<float>* rows) {
+      std::vector<int64_t> edges;
+      SampleNeighbors(csc, dst.data(), static_cast<int64_t>(dst.size()), -1, false, 0, threads, ptr,
+                      idx, &edges);
+      GatherEdgeRows(csc, edges, rows);
+    };
+  }
   source.features = [&](const std::vector<int64_t>& ids) {
     torch::Tensor rows = torch::from_blob(const_cast<int64_t*>(ids.data()),
                                           {static_cast<int64_t>(ids.size())}, torch::kInt64);
@@ -57,7 +69,7 @@ class StandaloneEnv : public TrainEnv {
  public:
   StandaloneEnv(const TrainOptions& o, const PartitionConfig& config) : o_(o), config_(config) {
     Stopwatch load_watch;
-    part_ = LoadLocalPartition(config, 0, o.verify_checksums);
+    part_ = LoadLocalPartition(config, 0, o.verify_checksums, o.use_edge_weight);
     train_ = part_.Nodes(part_.train_mask);
     valid_ = part_.Nodes(part_.valid_mask);
     test_ = part_.Nodes(part_.test_mask);
@@ -70,6 +82,10 @@ class StandaloneEnv : public TrainEnv {
                    << std::setprecision(2) << load_watch.Seconds() << " s";
     graph_.csc = CscView{part_.indptr.data(), part_.indices.data(), part_.node_start,
                          part_.num_nodes, part_.orig_nids.data()};
+    if (o.use_edge_weight) {
+      graph_.csc.edge_data = part_.edge_data.data();
+      graph_.csc.edge_dim = part_.edge_dim;
+    }
     graph_.features = part_.features.data();
     graph_.feature_dim = part_.feature_dim;
     if (config.label_width > 0) {
@@ -112,6 +128,12 @@ class StandaloneEnv : public TrainEnv {
   }
 
   std::string Label() const override { return "Part 0"; }
+
+  void ReadEdgeData() override {
+    LoadEdgeData(config_, 0, o_.verify_checksums, &part_);
+    graph_.csc.edge_data = part_.edge_data.data();
+    graph_.csc.edge_dim = part_.edge_dim;
+  }
 
   InferenceShard Shard() override {
     InferenceShard s;

@@ -30,8 +30,17 @@ torch::Tensor LayerwiseInference(NodeModel& model, const InferenceSource& source
         continue;
       }
       std::vector<int64_t> ptr, idx;
-      source.neighbors(dst, &ptr, &idx);
+      std::vector<float> edge_rows;
+      if (source.neighbors_with_edges) {
+        source.neighbors_with_edges(dst, &ptr, &idx, &edge_rows);
+      } else {
+        source.neighbors(dst, &ptr, &idx);
+      }
       Block block = ToBlock(dst, std::move(ptr), idx);
+      if (source.neighbors_with_edges) {
+        block.edge_dim = source.edge_dim;
+        block.edge_data = std::move(edge_rows);
+      }
       BlockTensors bt = ToTensors(block);
       torch::Tensor x;
       if (l == 0) {

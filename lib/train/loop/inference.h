@@ -21,6 +21,12 @@ struct InferenceSource {
   std::function<void(const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
                      std::vector<int64_t>* idx)>
       neighbors;
+  // Optional: the same with each edge's data [idx.size(), edge_dim] (a
+  // model that reads edge weights); used instead of `neighbors` when set.
+  std::function<void(const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
+                     std::vector<int64_t>* idx, std::vector<float>* edge_rows)>
+      neighbors_with_edges;
+  int64_t edge_dim = 0;
   // Layer 0's input rows of `ids` [ids.size(), feature_dim].
   std::function<torch::Tensor(const std::vector<int64_t>& ids)> features;
   // Optional: layer 0's input for destinations `dst` as [2n, feature_dim],

@@ -225,6 +225,7 @@ class NodeLearner : public Learner {
           {"fan_out", o_.Fanouts()},
           {"epochs", epochs_done},
           {"saved_epoch", saved_epoch}};
+      if (o_.use_edge_weight) meta["edge_weight"] = true;
       meta.update(model_->Describe());
       SaveModelFile(o_.save_model, *model_, meta);
     }

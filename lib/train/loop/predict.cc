@@ -79,6 +79,14 @@ void TakeModelMeta(const json& meta, const PartitionConfig& config, const std::s
       o->num_out_heads = get("num_out_heads").get<int>();
       o->residual = get("residual").get<bool>();
     }
+    o->use_edge_weight = meta.value("edge_weight", false);
+    if (o->use_edge_weight && (config.hetero() || config.edge_feature_dim != 1)) {
+      throw DataError(path + " weighs messages by edge weights; " + config.graph_name +
+                      (config.edge_feature_dim == 0
+                           ? std::string(" has no edge data")
+                           : " has " + std::to_string(config.edge_feature_dim) +
+                                 " features per edge, not one weight"));
+    }
     const int64_t in = get("in_feats").get<int64_t>();
     if (in != config.feature_dim) {
       throw DataError(path + " takes " + std::to_string(in) + " input features; " +
@@ -214,6 +222,7 @@ class Inference {
                                           o_.restore_model_path, config_, &o_);
     model_ = restored.model;
     model_meta_ = restored.meta;
+    if (o_.use_edge_weight) env_->ReadEdgeData();
     embed_layer_ = restored.embed_layer;
     if (o_.Kind() == TaskKind::kLink && !o_.save_prediction_path.empty()) {
       throw ConfigError("--save_prediction_path: " + o_.restore_model_path +

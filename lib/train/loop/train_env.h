@@ -88,6 +88,9 @@ class TrainEnv {
   // collective). `capture_layer` (0-based, -1: none) fills shard->emb.
   virtual InferenceShard Shard() = 0;
   virtual void InferShard(NodeModel& model, int capture_layer, InferenceShard* shard) = 0;
+  // Samples carry the edges' data from now on (--inference: the model
+  // file, read after the environment is up, weighs messages).
+  virtual void ReadEdgeData() {}
   // The machine whose trainer writes partition `part` (its files' place).
   virtual int WriterMachine(int /*part*/) const { return 0; }
 

@@ -212,6 +212,74 @@ class WeightedAggregateFn : public torch::autograd::Function<WeightedAggregateFn
   }
 };
 
+// out[r, :] = sum over e in [ptr[r], ptr[r+1]) of coef[e] * x[idx[e], :]:
+// CsrRowSum with a weight per edge, rows split the same way.
+template <typename T>
+void CsrEdgeSum(const int64_t* ptr, const int64_t* idx, int64_t rows, const T* x, int64_t x_stride,
+                int64_t d, const T* coef, T* out) {
+  const int64_t edges = ptr[rows];
+  const int64_t grain = std::max<int64_t>(1, rows * d > 0 ? (int64_t{1} << 14) / d : rows);
+  (void)edges;
+  constexpr int64_t kAhead = 8;
+  const size_t row_bytes = static_cast<size_t>(d) * sizeof(T);
+  at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+    const int64_t edge_end = ptr[r1];
+    for (int64_t r = r0; r < r1; ++r) {
+      T* o = out + r * d;
+      std::fill(o, o + d, T(0));
+      for (int64_t e = ptr[r]; e < ptr[r + 1]; ++e) {
+        if (e + kAhead < edge_end) PrefetchBytes(x + idx[e + kAhead] * x_stride, row_bytes);
+        const T w = coef[e];
+        const T* xr = x + idx[e] * x_stride;
+        for (int64_t k = 0; k < d; ++k) o[k] += w * xr[k];
+      }
+    }
+  });
+}
+
+// out[i] = sum over i's in-edges e of coef[e] * h[src(e)]; backward over
+// the transpose with each slot's coefficient: grad_h[s] = sum over s's
+// out-edges e of coef[e] * g[dst(e)]. The coefficients are constants.
+class EdgeWeightedAggregateFn : public torch::autograd::Function<EdgeWeightedAggregateFn> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h,
+                               const torch::Tensor& coef, const torch::Tensor& indptr,
+                               const torch::Tensor& indices, const torch::Tensor& t_indptr,
+                               const torch::Tensor& t_indices, const torch::Tensor& t_coef) {
+    const int64_t num_dst = indptr.size(0) - 1, d = h.size(1);
+    torch::Tensor x = RowMajor(h);
+    torch::Tensor out = torch::empty({num_dst, d}, h.options());
+    AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "EdgeWeightedAggregate", [&] {
+      CsrEdgeSum<scalar_t>(indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(), num_dst,
+                           x.data_ptr<scalar_t>(), x.stride(0), d, coef.data_ptr<scalar_t>(),
+                           out.data_ptr<scalar_t>());
+    });
+    ctx->save_for_backward({t_indptr, t_indices, t_coef});
+    ctx->saved_data["num_src"] = h.size(0);
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const torch::Tensor &t_indptr = saved[0], &t_indices = saved[1], &t_coef = saved[2];
+    if (t_indptr.numel() == 0) {
+      throw Error("EdgeWeightedAggregate: gradient needed but the block has no transpose");
+    }
+    const int64_t num_src = ctx->saved_data["num_src"].toInt();
+    torch::Tensor g = grads[0].contiguous();
+    const int64_t d = g.size(1);
+    torch::Tensor grad_h = torch::empty({num_src, d}, g.options());
+    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "EdgeWeightedAggregateBackward", [&] {
+      CsrEdgeSum<scalar_t>(t_indptr.data_ptr<int64_t>(), t_indices.data_ptr<int64_t>(), num_src,
+                           g.data_ptr<scalar_t>(), d, d, t_coef.data_ptr<scalar_t>(),
+                           grad_h.data_ptr<scalar_t>());
+    });
+    return {grad_h,          torch::Tensor(), torch::Tensor(), torch::Tensor(),
+            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
 // The block's transpose when it has none and `h` will need a gradient;
 // "none" (empty tensors: autograd inputs must be defined) otherwise.
 void TransposeFor(const BlockTensors& block, const torch::Tensor& h, torch::Tensor* t_indptr,
@@ -245,7 +313,8 @@ void CheckRows(const char* op, const BlockTensors& block, const torch::Tensor& h
 BlockTensors BlockTensors::To(const torch::Device& device, bool non_blocking) const {
   BlockTensors t = *this;
   if (device == indptr.device()) return t;
-  for (torch::Tensor* x : {&t.indptr, &t.indices, &t.t_indptr, &t.t_indices, &t.t_eids}) {
+  for (torch::Tensor* x :
+       {&t.indptr, &t.indices, &t.t_indptr, &t.t_indices, &t.t_eids, &t.edge_data}) {
     if (x->defined()) *x = x->to(device, non_blocking);
   }
   return t;
@@ -258,6 +327,15 @@ BlockTensors ToTensors(const Block& block) {
   t.indptr = View(block.indptr);
   t.indices = View(block.indices);
   t.self_loops = block.self_loops;
+  if (block.edge_dim > 0) {
+    if (block.edge_data.size() != block.indices.size() * static_cast<size_t>(block.edge_dim)) {
+      throw Error("a block's edge data (" + std::to_string(block.edge_data.size()) +
+                  " values) does not match its " + std::to_string(block.indices.size()) +
+                  " edges of width " + std::to_string(block.edge_dim));
+    }
+    t.edge_data = torch::from_blob(const_cast<float*>(block.edge_data.data()),
+                                   {block.num_edges(), block.edge_dim}, torch::kFloat32);
+  }
   if (!block.t_indptr.empty()) {
     t.t_indptr = View(block.t_indptr);
     t.t_indices = View(block.t_indices);
@@ -286,6 +364,53 @@ torch::Tensor WeightedAggregate(const BlockTensors& block, const torch::Tensor& 
   return WeightedAggregateFn::apply(h, src_w.to(h.scalar_type()).contiguous(),
                                     dst_w.to(h.scalar_type()).contiguous(), block.indptr,
                                     block.indices, t_indptr, t_indices);
+}
+
+torch::Tensor EdgeWeightedAggregate(const BlockTensors& block, const torch::Tensor& h,
+                                    const torch::Tensor& coef) {
+  CheckRows("EdgeWeightedAggregate", block, h);
+  if (coef.dim() != 1 || coef.size(0) != block.indices.numel()) {
+    throw Error("EdgeWeightedAggregate: " + std::to_string(coef.numel()) +
+                " coefficients for a block of " + std::to_string(block.indices.numel()) + " edges");
+  }
+  const torch::Tensor c = coef.to(h.scalar_type()).contiguous();
+  if (h.is_cuda()) {
+    // LibTorch's own ops (no CUDA kernel of this one yet): the messages
+    // [E, d] are built, summed per destination by index_add_.
+    const torch::Tensor dst = torch::repeat_interleave(
+        DestinationInDegrees(block));  // the destination of every edge, in order
+    return torch::zeros({block.num_dst, h.size(1)}, h.options())
+        .index_add(0, dst, h.index_select(0, block.indices) * c.unsqueeze(1));
+  }
+  torch::Tensor t_indptr, t_indices, t_coef;
+  if (torch::GradMode::is_enabled() && h.requires_grad()) {
+    // The transpose with each slot's edge, so the slot takes its coefficient.
+    const torch::Tensor indptr = block.indptr.cpu(), indices = block.indices.cpu();
+    t_indptr = torch::empty({block.num_src + 1}, torch::kInt64);
+    t_indices = torch::empty({indices.numel()}, torch::kInt64);
+    torch::Tensor t_eids = torch::empty({indices.numel()}, torch::kInt64);
+    TransposeCsr(indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(), block.num_dst,
+                 block.num_src, t_indptr.data_ptr<int64_t>(), t_indices.data_ptr<int64_t>(),
+                 t_eids.data_ptr<int64_t>());
+    t_coef = c.index_select(0, t_eids);
+  } else {
+    t_indptr = t_indices = torch::empty({0}, torch::kInt64);
+    t_coef = torch::empty({0}, c.options());
+  }
+  return EdgeWeightedAggregateFn::apply(h, c, block.indptr, block.indices, t_indptr, t_indices,
+                                        t_coef);
+}
+
+torch::Tensor EdgeWeights(const BlockTensors& block, const torch::ScalarType& dtype) {
+  if (!block.edge_data.defined() || block.edge_data.dim() != 2 || block.edge_data.size(1) != 1 ||
+      block.edge_data.size(0) != block.indices.numel()) {
+    throw Error("the model weighs messages by edge weights, but the block carries " +
+                (block.edge_data.defined()
+                     ? std::to_string(block.edge_data.dim() == 2 ? block.edge_data.size(1) : 0) +
+                           "-wide edge data"
+                     : std::string("none")));
+  }
+  return block.edge_data.select(1, 0).to(dtype);
 }
 
 torch::Tensor SourceOutDegrees(const BlockTensors& block) {

@@ -31,6 +31,9 @@ struct BlockTensors {
   // Each destination is the first in-neighbour in its own row
   // (Block::self_loops): WithSelfLoops returns the block as it is.
   bool self_loops = false;
+  // The sampled edges' data, [E, edge_dim] float32, parallel to `indices`
+  // (Block::edge_data; 1 wide: edge weights); undefined without.
+  torch::Tensor edge_data;
 
   // The same block on `device` (copies; itself when already there).
   BlockTensors To(const torch::Device& device, bool non_blocking = false) const;
@@ -53,6 +56,18 @@ torch::Tensor MeanAggregate(const BlockTensors& block, const torch::Tensor& h);
 // are constants (no gradient). Differentiable in h.
 torch::Tensor WeightedAggregate(const BlockTensors& block, const torch::Tensor& h,
                                 const torch::Tensor& src_w, const torch::Tensor& dst_w);
+
+// out[i, :] = sum over i's in-edges e of coef[e] * h[indices[e], :]: a
+// sum weighted per edge (DGL's u_mul_e then sum), coef [E] constants (no
+// gradient). Differentiable in h; on the CPU one pass per destination and
+// backward over the transpose as MeanAggregate, elsewhere LibTorch's
+// index ops.
+torch::Tensor EdgeWeightedAggregate(const BlockTensors& block, const torch::Tensor& h,
+                                    const torch::Tensor& coef);
+
+// The block's edge weights [E] (its 1-wide edge_data as h's dtype);
+// Error when the block has none or they are not 1 wide.
+torch::Tensor EdgeWeights(const BlockTensors& block, const torch::ScalarType& dtype);
 
 // Whether a linear layer over a block's aggregation (SAGEConv's W_neigh
 // over the mean, GraphConv's W over the normalized sum: both linear, so W

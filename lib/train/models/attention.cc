@@ -605,6 +605,21 @@ BlockTensors WithSelfLoops(const BlockTensors& block) {
       std::copy(idx + ptr[i], idx + ptr[i + 1], x + p[i] + 1);
     }
   });
+  if (block.edge_data.defined()) {
+    // A self-loop's edge data is 1.0 (dgl.add_self_loop's fill_data), as
+    // AddSelfLoops gives it.
+    const torch::Tensor ed = block.edge_data.contiguous();
+    const int64_t w = ed.size(1);
+    out.edge_data = torch::empty({E + D, w}, ed.options());
+    const float* in = ed.data_ptr<float>();
+    float* o = out.edge_data.data_ptr<float>();
+    at::parallel_for(0, D, 4096, [&](int64_t r0, int64_t r1) {
+      for (int64_t i = r0; i < r1; ++i) {
+        std::fill(o + p[i] * w, o + (p[i] + 1) * w, 1.0f);
+        std::copy(in + ptr[i] * w, in + ptr[i + 1] * w, o + (p[i] + 1) * w);
+      }
+    });
+  }
   return out;
 }
 

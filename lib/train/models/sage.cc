@@ -20,7 +20,22 @@ SAGEConvImpl::SAGEConvImpl(int64_t in, int64_t out) : in_(in), out_(out) {
 torch::Tensor SAGEConvImpl::forward(const BlockTensors& block, const torch::Tensor& h_src) {
   const bool grad = torch::GradMode::is_enabled();
   const bool weight_grad = grad && fc_neigh_->weight.requires_grad();
-  if (ProjectFirst(block, in_, out_, weight_grad, grad && h_src.requires_grad())) {
+  const bool project_first =
+      ProjectFirst(block, in_, out_, weight_grad, grad && h_src.requires_grad());
+  if (block.edge_data.defined()) {
+    // DGL's SAGEConv with edge_weight: the mean of w_e * h_s over the
+    // destination's in-edges, sum(w_e h_s) / deg.
+    const torch::Tensor w = EdgeWeights(block, h_src.scalar_type());
+    const torch::Tensor deg = DestinationInDegrees(block).clamp_min(1).to(w.scalar_type());
+    const torch::Tensor coef = w / torch::repeat_interleave(deg, DestinationInDegrees(block));
+    torch::Tensor h_dst = h_src.slice(0, 0, block.num_dst);
+    if (project_first) {
+      return torch::addmm(bias_, h_dst, fc_self_->weight.t())
+          .add_(EdgeWeightedAggregate(block, fc_neigh_(h_src), coef));
+    }
+    return ForwardMean(h_dst, EdgeWeightedAggregate(block, h_src, coef));
+  }
+  if (project_first) {
     torch::Tensor h_dst = h_src.slice(0, 0, block.num_dst);
     return torch::addmm(bias_, h_dst, fc_self_->weight.t())
         .add_(MeanAggregate(block, fc_neigh_(h_src)));

@@ -59,6 +59,12 @@ void RegisterModelFlags(CLI::App& app, ModelOptions* o) {
                  "graphsage, gat or gcn (DGL's SAGEConv, GATConv, GraphConv), or rgcn for "
                  "heterogeneous graphs")
       ->capture_default_str();
+  app.add_option("--edge_weight", o->edge_weight,
+                 "auto: gcn and graphsage weigh messages by the partitions' 1-wide edge data "
+                 "when they have it (DGL's edge_weight: GraphConv after EdgeWeightNorm('both'), "
+                 "SAGEConv's weighted mean); on: it must be there; none: never read")
+      ->check(CLI::IsMember({"auto", "on", "none"}))
+      ->capture_default_str();
   app.add_option("--fan_out", o->fan_out,
                  "neighbours per layer, input layer first (-1 = all neighbours; typed models "
                  "also take REL:n per relation)")

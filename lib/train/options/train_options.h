@@ -96,7 +96,16 @@ struct ModelOptions {
   // (GraphSAGE's mean; GAT's attention and GCN's source degrees cannot):
   // the samplers then aggregate layer 0 (standalone) and, with
   // --aggregate_at_owner, the owners do (cluster).
-  bool TakesMeans() const { return model == "graphsage"; }
+  // --edge_weight auto|on|none: whether GCN and GraphSAGE weigh messages by
+  // a graph's 1-wide edge data (DGL's edge_weight: GraphConv after
+  // EdgeWeightNorm('both'), SAGEConv's weighted mean). auto: when the
+  // partitions have it; on: they must; none: never read. Resolved against
+  // the partition config into use_edge_weight (ResolveEdgeWeight), or
+  // with --inference from the model file.
+  std::string edge_weight = "auto";
+  bool use_edge_weight = false;
+  // A weighted mean is not the sampler's plain one: weighted models ship rows.
+  bool TakesMeans() const { return model == "graphsage" && !use_edge_weight; }
   std::vector<int> Fanouts() const;  // parsed fan_out (homogeneous); throws ConfigError
   void ValidateGat() const;
 };
