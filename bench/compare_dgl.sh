@@ -20,7 +20,10 @@
 # defaults: fan_out 10,25, batch 1000, hidden 16, 2 layers, lr 0.003,
 # dropout 0.5; the proteins presets are multi-label: BCE, and test ROC-AUC
 # in the accuracy column, as OGB's evaluator computes it), cora, citeseer
-# (../shared/datasets, with configs/<graph>.toml's flags).
+# (../shared/datasets, with configs/<graph>.toml's flags), small-weighted
+# (synthetic:small's shape with a 1-wide edge feature: gcn and graphsage
+# weigh messages by it in both systems, DGL's GraphConv after
+# EdgeWeightNorm('both') and SAGEConv's edge_weight).
 # Prints one table: s/epoch, seeds/s, test accuracy after the last epoch
 # (mean and standard deviation over seeds) and gnn/DGL ratios; dist2 rows
 # also give what crossed the network: bytes sent per machine per epoch and
@@ -114,6 +117,9 @@ trap netns_down EXIT
 dataset_of() {
   case $1 in
     small|products|tiny|proteins|proteins-small) echo "synthetic:$1" ;;
+    # synthetic:small's shape with one number per edge: gcn and graphsage
+    # weigh messages by it in both systems (edge weights).
+    small-weighted) echo "synthetic:nodes=100000,edges=1000000,feat=32,classes=8,train=0.1,valid=0.05,efeat=1" ;;
     *) echo "$ROOT/../shared/datasets/$1" ;;
   esac
 }
@@ -131,7 +137,7 @@ epochs_of() {
   local v="EPOCHS_${1//-/_}"
   if [ -n "${!v:-}" ]; then echo "${!v}"; return; fi
   case $1 in
-    small|tiny) echo 10 ;;
+    small|tiny|small-weighted) echo 10 ;;
     products|proteins|proteins-small) echo 2 ;;
     *) sed -n 's/^num_epochs *= *//p' "$(toml_of "$1" "$MODEL")" ;;
   esac
@@ -146,7 +152,7 @@ model_flags() {
 }
 flags_of() {  # graph (the model is $MODEL)
   case $1 in
-    small|products|tiny|proteins|proteins-small)
+    small|products|tiny|proteins|proteins-small|small-weighted)
       local hidden=16
       [ "$MODEL" = gat ] && hidden=64
       echo --num_hidden $hidden --num_layers 2 --fan_out 10,25 --batch_size 1000 --lr 0.003 \

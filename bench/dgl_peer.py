@@ -7,6 +7,9 @@
       --balance_train --balance_edges, or random). With self_loops, a
       self-loop on every node first (dgl.add_self_loop: the convention of
       DGL's GAT and GCN examples; gnn adds one to every block instead).
+      A graph whose edges carry one number (gnn's 1-wide edge_feat.npy)
+      gets it as edge data "w" (a self-loop added here weighs 1.0, as
+      dgl.add_self_loop fills it).
 
   dgl_peer.py convert GNN_JSON OUT_DIR [self_loops]
       DGL's partition format (graph.dgl, node_feat.dgl, the JSON) from
@@ -28,7 +31,12 @@
       averaged; --num_hidden the heads' total width) or GraphConv
       (norm='both', dropout before every layer but the first, ReLU),
       DistributedDataParallel, DistNodeDataLoader over force_even node_split,
-      layer-wise full-neighbour inference. Standalone when DGL_DIST_MODE is
+      layer-wise full-neighbour inference. With edge data "w" and
+      --edge_weight auto (the default; gnn-train's), gcn takes DGL's
+      documented recipe (EdgeWeightNorm('both'), then GraphConv with
+      norm='none' and those weights) and graphsage SAGEConv's edge_weight;
+      each block's weights are pulled by edge id (g.edata["w"]).
+      Standalone when DGL_DIST_MODE is
       standalone, otherwise with the DGL_* environment a launcher sets.
       Prints one JSON line last: mean epoch time and seeds/s over all ranks
       (every rank's seeds over the slowest rank's time), test accuracy
@@ -58,6 +66,9 @@ def partition(cfg_path, num_parts, out_dir, method, self_loops):
     # gnn's part0 is a CSC of in-edges: row v lists v's sources.
     dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(arr["indptr"]))
     g = dgl.graph((torch.from_numpy(arr["indices"]), torch.from_numpy(dst)), num_nodes=n)
+    weights = edge_weights(folder)
+    if weights is not None:
+        g.edata["w"] = torch.from_numpy(weights)
     if self_loops:
         g = dgl.add_self_loop(dgl.remove_self_loop(g))
     g.ndata["features"] = torch.from_numpy(arr["feat"])
@@ -74,6 +85,16 @@ def partition(cfg_path, num_parts, out_dir, method, self_loops):
                                     balance_ntypes=g.ndata["train_mask"], balance_edges=True)
     print(json.dumps({"dgl_partition_s": round(time.time() - start, 2), "nodes": n,
                       "edges": num_edges}))
+
+
+def edge_weights(folder):
+    """gnn's 1-wide edge data of a partition folder (float32 [E], aligned with
+    its in-edges), or None."""
+    path = os.path.join(folder, "edge_feat.npy")
+    if not os.path.exists(path):
+        return None
+    rows = np.load(path)
+    return np.ascontiguousarray(rows[:, 0]) if rows.ndim == 2 and rows.shape[1] == 1 else None
 
 
 def convert(cfg_path, out_dir, self_loops):
@@ -98,17 +119,20 @@ def convert(cfg_path, out_dir, self_loops):
     def load(p, name):
         return np.load(os.path.join(base, cfg["part-%d" % p]["part_dir"], name + ".npy"), mmap_mode="r")
 
-    def in_edges(p):  # (src global, dst local) of partition p's owned nodes' in-edges
+    def in_edges(p):  # (src global, dst local, weight or None) of p's owned nodes' in-edges
         indptr, indices = load(p, "indptr"), load(p, "indices")
         lo = ranges[p][0]
         dst = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
         src = np.asarray(indices, dtype=np.int64)
+        w = edge_weights(os.path.join(base, cfg["part-%d" % p]["part_dir"]))
         if self_loops:
             keep = src != dst + lo
             owned = np.arange(len(indptr) - 1, dtype=np.int64)
             src = np.concatenate([src[keep], owned + lo])
             dst = np.concatenate([dst[keep], owned])
-        return src, dst
+            if w is not None:
+                w = np.concatenate([w[keep], np.ones(len(owned), dtype=np.float32)])
+        return src, dst, w
 
     counts = [len(in_edges(p)[0]) if self_loops else int(cfg["part-%d" % p]["num_edges"])
               for p in range(num_parts)]
@@ -123,7 +147,7 @@ def convert(cfg_path, out_dir, self_loops):
     for p in range(num_parts):
         lo, hi = ranges[p]
         n_owned = hi - lo
-        src, dst = in_edges(p)
+        src, dst, w = in_edges(p)
         foreign = (src < lo) | (src >= hi)
         halo = np.unique(src[foreign])
         local_src = src - lo
@@ -147,7 +171,9 @@ def convert(cfg_path, out_dir, self_loops):
                  "_N/val_mask": torch.from_numpy(np.array(load(p, "valid_mask"))),
                  "_N/test_mask": torch.from_numpy(np.array(load(p, "test_mask")))}
         dgl.data.utils.save_tensors(os.path.join(folder, "node_feat.dgl"), feats)
-        dgl.data.utils.save_tensors(os.path.join(folder, "edge_feat.dgl"), {})
+        dgl.data.utils.save_tensors(os.path.join(folder, "edge_feat.dgl"),
+                                    {} if w is None else {"_N:_E:_N/w": torch.from_numpy(w)})
+        del w
         del feats
         gc.collect()
         out["part-%d" % p] = {"node_feats": "part%d/node_feat.dgl" % p,
@@ -207,6 +233,7 @@ def train(argv):
     ap.add_argument("--num_out_heads", type=int, default=1)
     ap.add_argument("--attn_drop", type=float, default=0.6)
     ap.add_argument("--negative_slope", type=float, default=0.2)
+    ap.add_argument("--edge_weight", default="auto", choices=("auto", "none"))
     ap.add_argument("--inference_only", action="store_true",
                     help="no training: time the layer-wise full-neighbour inference of every "
                          "node (the model as initialised) and print {inference_time_s}")
@@ -230,6 +257,10 @@ def train(argv):
     multilabel = len(labels.shape) == 2
     classes = labels.shape[1] if multilabel else int(labels[np.arange(g.num_nodes())].max()) + 1
     dims = [feats.shape[1]] + [a.num_hidden] * (a.num_layers - 1) + [classes]
+    weighted = (a.edge_weight == "auto" and a.model in ("gcn", "graphsage")
+                and "w" in g.edata.keys())
+    edge_w = g.edata["w"] if weighted else None
+    norm_both = dglnn.EdgeWeightNorm(norm="both")
 
     class Sage(torch.nn.Module):
         def __init__(self):
@@ -240,7 +271,8 @@ def train(argv):
                 if a.model == "graphsage":
                     mods.append(dglnn.SAGEConv(dims[i], dims[i + 1], "mean"))
                 elif a.model == "gcn":
-                    mods.append(dglnn.GraphConv(dims[i], dims[i + 1], norm="both",
+                    mods.append(dglnn.GraphConv(dims[i], dims[i + 1],
+                                                norm="none" if weighted else "both",
                                                 activation=None if last else F.relu,
                                                 allow_zero_in_degree=True))
                 else:
@@ -257,7 +289,13 @@ def train(argv):
             last = i + 1 == len(self.layers)
             if a.model == "gcn" and i > 0 and not isinstance(h, tuple):  # (inference: none)
                 h = self.dropout(h)
-            h = self.layers[i](block, h)
+            if weighted:
+                w = edge_w[block.edata[dgl.EID]]
+                if a.model == "gcn":
+                    w = norm_both(block, w)
+                h = self.layers[i](block, h, edge_weight=w)
+            else:
+                h = self.layers[i](block, h)
             if a.model == "gat":
                 return h.mean(1) if last else h.flatten(1)
             if a.model == "graphsage" and not last:

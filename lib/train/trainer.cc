@@ -88,9 +88,32 @@ std::string TaskFor(const TrainOptions& o, const PartitionConfig& config) {
 // --edge_weight against the partitioning (training; --inference takes the
 // model file's): sets o->use_edge_weight and says what happens to edge data
 // in one line.
-void ResolveEdgeWeight(const PartitionConfig& config, TrainOptions* o) {
+void ResolveEdgeData(const PartitionConfig& config, TrainOptions* o) {
   const bool takes = o->model == "gcn" || o->model == "graphsage";
   const int64_t width = config.hetero() ? 0 : config.edge_feature_dim;
+  const std::string& op = o->edge_feat_mp_op;
+  if (op != "none") {
+    if (o->model != "graphsage") {
+      throw ConfigError("--edge_feat_mp_op " + op + ": --model " + o->model +
+                        " does not read edge features (graphsage does)");
+    }
+    if (width == 0) {
+      throw ConfigError("--edge_feat_mp_op " + op + ": " + o->part_config +
+                        " has no edge features");
+    }
+    if (o->edge_weight == "on") {
+      throw ConfigError("--edge_weight on with --edge_feat_mp_op " + op +
+                        ": the edge data is read as weights or as features, not both");
+    }
+    o->use_edge_weight = false;
+    o->edge_feat_dim = width;
+    GNN_LOG(kInfo) << "edge features: graphsage's messages take each edge's " << width << " feature"
+                   << (width == 1 ? "" : "s") << " (--edge_feat_mp_op " << op << ": "
+                   << (op == "concat" ? "beside" : "combined with")
+                   << " the source's row, through a learned projection)";
+    return;
+  }
+  o->edge_feat_dim = 0;
   if (o->edge_weight == "on") {
     if (width != 1) {
       throw ConfigError(
@@ -114,7 +137,8 @@ void ResolveEdgeWeight(const PartitionConfig& config, TrainOptions* o) {
                    << (width == 1 ? " weight" : " features") << " per edge, which --model "
                    << o->model << " does not read"
                    << (width == 1 ? " (gcn and graphsage take it as edge weights)"
-                                  : " (a 1-wide one is edge weights for gcn and graphsage)");
+                                  : " (graphsage reads them with --edge_feat_mp_op concat, add, "
+                                    "sub or mul)");
   }
 }
 
@@ -125,7 +149,7 @@ void CheckTrain(const TrainOptions& given) {
   const PartitionConfig config = LoadCheckedConfig(given);
   TaskFor(given, config);
   TrainOptions o = given;
-  if (!o.inference) ResolveEdgeWeight(config, &o);
+  if (!o.inference) ResolveEdgeData(config, &o);
 }
 
 json RunTrain(const TrainOptions& given) {
@@ -134,7 +158,7 @@ json RunTrain(const TrainOptions& given) {
   TrainOptions o = given;
   if (!o.inference) {
     o.task = TaskFor(given, config);
-    ResolveEdgeWeight(config, &o);
+    ResolveEdgeData(config, &o);
   }
   torch::set_num_threads(DefaultTorchThreads(o));
   if (o.inference) return RunInference(o, config);

@@ -339,7 +339,9 @@ TEST_CASE(
       120);
   INFO(t.err);
   CHECK(t.exit_code == 0);
-  CHECK(t.err.find("2 features per edge, which the models do not use yet") != std::string::npos);
+  CHECK(t.err.find("2 features per edge, which --model graphsage does not read") !=
+        std::string::npos);
+  CHECK(t.err.find("--edge_feat_mp_op") != std::string::npos);
 }
 
 TEST_CASE(

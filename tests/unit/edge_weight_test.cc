@@ -153,4 +153,49 @@ TEST_CASE("SAGEConv with edge weights takes sum(w h) / deg, DGL's SAGEConv with 
   }
 }
 
+TEST_CASE("SAGEConv with edge features: each op's message averaged over the in-edges", "[unit]") {
+  Block b = RandomBlock(25, 70, 6, 21);
+  std::mt19937 rng(5);
+  b.edge_dim = 3;
+  b.edge_data.resize(b.indices.size() * 3);
+  for (float& x : b.edge_data) x = static_cast<float>(rng() % 1000) / 250.0f - 2.0f;
+  const BlockTensors bt = ToTensors(b);
+  const int64_t in = 6, out = 4;
+  for (const std::string op : {"concat", "add", "sub", "mul"}) {
+    INFO(op);
+    torch::manual_seed(2);
+    SAGEConv conv(in, out, 3, op);
+    conv->to(torch::kFloat64);
+    torch::Tensor h = Dbl({b.num_src(), in}, 8).requires_grad_(true);
+    const torch::Tensor got = conv->forward(bt, h);
+    // Per edge: the message, then the mean over each destination's edges.
+    auto params = conv->named_parameters();
+    torch::Tensor h2 = h.detach().clone().requires_grad_(true);
+    const torch::Tensor x =
+        torch::from_blob(b.edge_data.data(), {b.num_edges(), 3}, torch::kFloat32)
+            .to(torch::kFloat64);
+    const torch::Tensor proj = torch::mm(x, params["fc_edge.weight"].t());
+    const torch::Tensor src = h2.index_select(0, torch::tensor(b.indices));
+    const torch::Tensor msg = op == "concat" ? torch::cat({src, proj}, 1)
+                              : op == "add"  ? src + proj
+                              : op == "sub"  ? src - proj
+                                             : src * proj;
+    std::vector<torch::Tensor> rows;
+    for (int64_t i = 0; i < b.num_dst; ++i) {
+      rows.push_back(b.indptr[i + 1] > b.indptr[i]
+                         ? msg.slice(0, b.indptr[i], b.indptr[i + 1]).mean(0)
+                         : torch::zeros({msg.size(1)}, torch::kFloat64));
+    }
+    const torch::Tensor want = torch::mm(h2.slice(0, 0, b.num_dst), params["fc_self.weight"].t()) +
+                               torch::mm(torch::stack(rows), params["fc_neigh.weight"].t()) +
+                               params["bias"];
+    CHECK(params["fc_neigh.weight"].size(1) == (op == "concat" ? 2 * in : in));
+    CHECK(torch::allclose(got, want, 1e-10, 1e-12));
+    const torch::Tensor up = Dbl({b.num_dst, out}, 9);
+    (got * up).sum().backward();
+    (want * up).sum().backward();
+    CHECK(torch::allclose(h.grad(), h2.grad(), 1e-10, 1e-12));
+  }
+}
+
 }  // namespace gnn

@@ -222,7 +222,7 @@ DistGraphOptions GraphOptionsOf(const TrainOptions& o, const net::JobKeys& keys)
   g.aggregate_at_owner = o.AggregatesAtOwner();
   g.remote_sums = o.remote_sums;
   g.pack_input_means = o.TakesMeans();
-  g.edge_data = o.use_edge_weight;
+  g.edge_data = o.ReadsEdgeData();
   g.wire_format = o.wire.row_format;
   g.id_coding = o.wire.id_coding;
   g.cache_bytes = o.cache_mb < 0 ? -1 : o.cache_mb << 20;
@@ -282,7 +282,7 @@ std::unique_ptr<SamplerProcesses> StartSamplers(const TrainOptions& o,
     launch.aggregate_at_owner = o.AggregatesAtOwner();
     launch.remote_sums = o.remote_sums;
     launch.input_means = o.TakesMeans();
-    launch.edge_data = o.use_edge_weight;
+    launch.edge_data = o.ReadsEdgeData();
     launch.wire = o.wire;
     // The trainer's hot-row cache (typed graphs: one per featured type,
     // ranked without the fan-outs, whose typed form names relations), so

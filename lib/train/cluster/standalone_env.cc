@@ -69,7 +69,7 @@ class StandaloneEnv : public TrainEnv {
  public:
   StandaloneEnv(const TrainOptions& o, const PartitionConfig& config) : o_(o), config_(config) {
     Stopwatch load_watch;
-    part_ = LoadLocalPartition(config, 0, o.verify_checksums, o.use_edge_weight);
+    part_ = LoadLocalPartition(config, 0, o.verify_checksums, o.ReadsEdgeData());
     train_ = part_.Nodes(part_.train_mask);
     valid_ = part_.Nodes(part_.valid_mask);
     test_ = part_.Nodes(part_.test_mask);
@@ -82,7 +82,7 @@ class StandaloneEnv : public TrainEnv {
                    << std::setprecision(2) << load_watch.Seconds() << " s";
     graph_.csc = CscView{part_.indptr.data(), part_.indices.data(), part_.node_start,
                          part_.num_nodes, part_.orig_nids.data()};
-    if (o.use_edge_weight) {
+    if (o.ReadsEdgeData()) {
       graph_.csc.edge_data = part_.edge_data.data();
       graph_.csc.edge_dim = part_.edge_dim;
     }

@@ -53,6 +53,7 @@ std::string ModelSignature(const TrainOptions& o, const PartitionConfig& c, cons
   s << o.model << " graph=" << c.graph_name << " in=" << c.feature_dim << " hidden=" << o.num_hidden
     << " classes=" << c.num_classes << " layers=" << o.num_layers << task.Signature();
   if (o.use_edge_weight) s << " edge_weight";
+  if (o.edge_feat_dim > 0) s << " edge_feat=" << o.edge_feat_mp_op << "x" << o.edge_feat_dim;
   if (o.model == "gat") {
     s << " heads=" << o.num_heads << " out_heads=" << o.num_out_heads << " residual=" << o.residual;
   }

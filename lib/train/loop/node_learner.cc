@@ -226,6 +226,10 @@ class NodeLearner : public Learner {
           {"epochs", epochs_done},
           {"saved_epoch", saved_epoch}};
       if (o_.use_edge_weight) meta["edge_weight"] = true;
+      if (o_.edge_feat_dim > 0) {
+        meta["edge_feat_mp_op"] = o_.edge_feat_mp_op;
+        meta["edge_feat_dim"] = o_.edge_feat_dim;
+      }
       meta.update(model_->Describe());
       SaveModelFile(o_.save_model, *model_, meta);
     }

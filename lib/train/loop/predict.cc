@@ -80,6 +80,14 @@ void TakeModelMeta(const json& meta, const PartitionConfig& config, const std::s
       o->residual = get("residual").get<bool>();
     }
     o->use_edge_weight = meta.value("edge_weight", false);
+    o->edge_feat_mp_op = meta.value("edge_feat_mp_op", std::string("none"));
+    o->edge_feat_dim = meta.value("edge_feat_dim", int64_t{0});
+    if (o->edge_feat_dim > 0 && (config.hetero() || config.edge_feature_dim != o->edge_feat_dim)) {
+      throw DataError(path + " reads " + std::to_string(o->edge_feat_dim) +
+                      " features per edge (--edge_feat_mp_op " + o->edge_feat_mp_op + "); " +
+                      config.graph_name + " has " +
+                      std::to_string(config.hetero() ? 0 : config.edge_feature_dim));
+    }
     if (o->use_edge_weight && (config.hetero() || config.edge_feature_dim != 1)) {
       throw DataError(path + " weighs messages by edge weights; " + config.graph_name +
                       (config.edge_feature_dim == 0
@@ -222,7 +230,7 @@ class Inference {
                                           o_.restore_model_path, config_, &o_);
     model_ = restored.model;
     model_meta_ = restored.meta;
-    if (o_.use_edge_weight) env_->ReadEdgeData();
+    if (o_.ReadsEdgeData()) env_->ReadEdgeData();
     embed_layer_ = restored.embed_layer;
     if (o_.Kind() == TaskKind::kLink && !o_.save_prediction_path.empty()) {
       throw ConfigError("--save_prediction_path: " + o_.restore_model_path +

@@ -92,7 +92,8 @@ std::shared_ptr<NodeModel> MakeNodeModel(const TrainOptions& o, int64_t in, int6
   if (o.model == "gcn") {
     return std::make_shared<GcnImpl>(in, o.num_hidden, out, o.num_layers, o.dropout);
   }
-  return std::make_shared<GraphSageImpl>(in, o.num_hidden, out, o.num_layers, o.dropout);
+  return std::make_shared<GraphSageImpl>(in, o.num_hidden, out, o.num_layers, o.dropout,
+                                         o.edge_feat_dim, o.edge_feat_mp_op);
 }
 
 }  // namespace gnn

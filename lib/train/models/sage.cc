@@ -1,20 +1,58 @@
 #include "train/models/sage.h"
 
+#include "common/error.h"
 #include "train/models/dropout.h"
 
 namespace gnn {
 
-SAGEConvImpl::SAGEConvImpl(int64_t in, int64_t out) : in_(in), out_(out) {
+SAGEConvImpl::SAGEConvImpl(int64_t in, int64_t out, int64_t edge_dim, const std::string& op)
+    : in_(in), out_(out), edge_dim_(edge_dim), op_(op) {
+  if (edge_dim_ > 0 && op_ != "concat" && op_ != "add" && op_ != "sub" && op_ != "mul") {
+    throw ConfigError("SAGEConv: edge feature op '" + op_ + "' (concat, add, sub or mul)");
+  }
+  const int64_t neigh_in = edge_dim_ > 0 && op_ == "concat" ? 2 * in : in;
   fc_self_ =
       register_module("fc_self", torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
-  fc_neigh_ =
-      register_module("fc_neigh", torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
+  fc_neigh_ = register_module(
+      "fc_neigh", torch::nn::Linear(torch::nn::LinearOptions(neigh_in, out).bias(false)));
+  if (edge_dim_ > 0) {
+    fc_edge_ = register_module(
+        "fc_edge", torch::nn::Linear(torch::nn::LinearOptions(edge_dim_, in).bias(false)));
+  }
   bias_ = register_parameter("bias", torch::zeros({out}));
   // DGL initialises both weights with xavier_uniform and gain sqrt(2) (relu).
   const double gain = std::sqrt(2.0);
   torch::NoGradGuard no_grad;
   torch::nn::init::xavier_uniform_(fc_self_->weight, gain);
   torch::nn::init::xavier_uniform_(fc_neigh_->weight, gain);
+  if (fc_edge_) torch::nn::init::xavier_uniform_(fc_edge_->weight, gain);
+}
+
+torch::Tensor SAGEConvImpl::EdgeFeatureMean(const BlockTensors& block, const torch::Tensor& h_src) {
+  if (!block.edge_data.defined() || block.edge_data.size(1) != edge_dim_) {
+    throw Error("graphsage reads " + std::to_string(edge_dim_) +
+                " features per edge, but the block carries " +
+                (block.edge_data.defined() ? std::to_string(block.edge_data.size(1))
+                                           : std::string("none")));
+  }
+  const torch::Tensor counts = DestinationInDegrees(block);
+  const torch::Tensor dst = torch::repeat_interleave(counts);
+  const torch::Tensor inv_deg =
+      counts.clamp_min(1).to(h_src.scalar_type()).reciprocal().unsqueeze(1);
+  const torch::Tensor x = block.edge_data.to(h_src.scalar_type());
+  if (op_ == "mul") {
+    // Not linear in the pair: each edge's message is built, [E, in].
+    const torch::Tensor msg = h_src.index_select(0, block.indices) * fc_edge_(x);
+    return torch::zeros({block.num_dst, in_}, h_src.options()).index_add(0, dst, msg) * inv_deg;
+  }
+  // concat, add, sub: the mean of the messages is the messages of the means
+  // (the source rows' mean, the projected mean of the edge features), so no
+  // per-edge row of width `in` is built.
+  const torch::Tensor edge_mean = fc_edge_(
+      torch::zeros({block.num_dst, edge_dim_}, x.options()).index_add(0, dst, x) * inv_deg);
+  const torch::Tensor row_mean = MeanAggregate(block, h_src);
+  if (op_ == "concat") return torch::cat({row_mean, edge_mean}, 1);
+  return op_ == "add" ? row_mean + edge_mean : row_mean - edge_mean;
 }
 
 torch::Tensor SAGEConvImpl::forward(const BlockTensors& block, const torch::Tensor& h_src) {
@@ -22,6 +60,9 @@ torch::Tensor SAGEConvImpl::forward(const BlockTensors& block, const torch::Tens
   const bool weight_grad = grad && fc_neigh_->weight.requires_grad();
   const bool project_first =
       ProjectFirst(block, in_, out_, weight_grad, grad && h_src.requires_grad());
+  if (edge_dim_ > 0) {
+    return ForwardMean(h_src.slice(0, 0, block.num_dst), EdgeFeatureMean(block, h_src));
+  }
   if (block.edge_data.defined()) {
     // DGL's SAGEConv with edge_weight: the mean of w_e * h_s over the
     // destination's in-edges, sum(w_e h_s) / deg.
@@ -50,11 +91,13 @@ torch::Tensor SAGEConvImpl::ForwardMean(const torch::Tensor& h_dst,
 }
 
 GraphSageImpl::GraphSageImpl(int64_t in, int64_t hidden, int64_t classes, int num_layers,
-                             double dropout)
-    : dropout_(dropout) {
+                             double dropout, int64_t edge_dim, const std::string& edge_op)
+    : dropout_(dropout), edge_dim_(edge_dim) {
   dims_ = LayerWidths(in, hidden, classes, num_layers);
   layers_ = register_module("layers", torch::nn::ModuleList());
-  for (int l = 0; l < num_layers; ++l) layers_->push_back(SAGEConv(dims_[l], dims_[l + 1]));
+  for (int l = 0; l < num_layers; ++l) {
+    layers_->push_back(SAGEConv(dims_[l], dims_[l + 1], edge_dim, edge_op));
+  }
 }
 
 torch::Tensor GraphSageImpl::Activate(int l, torch::Tensor out) {

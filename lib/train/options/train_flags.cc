@@ -65,6 +65,12 @@ void RegisterModelFlags(CLI::App& app, ModelOptions* o) {
                  "SAGEConv's weighted mean); on: it must be there; none: never read")
       ->check(CLI::IsMember({"auto", "on", "none"}))
       ->capture_default_str();
+  app.add_option("--edge_feat_mp_op", o->edge_feat_mp_op,
+                 "graphsage's message from an edge's features (GraphStorm's): concat (the "
+                 "source's row beside a learned projection of them), add, sub or mul (combined "
+                 "element-wise); none: not read")
+      ->check(CLI::IsMember({"none", "concat", "add", "sub", "mul"}))
+      ->capture_default_str();
   app.add_option("--fan_out", o->fan_out,
                  "neighbours per layer, input layer first (-1 = all neighbours; typed models "
                  "also take REL:n per relation)")

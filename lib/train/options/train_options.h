@@ -104,8 +104,18 @@ struct ModelOptions {
   // with --inference from the model file.
   std::string edge_weight = "auto";
   bool use_edge_weight = false;
-  // A weighted mean is not the sampler's plain one: weighted models ship rows.
-  bool TakesMeans() const { return model == "graphsage" && !use_edge_weight; }
+  // --edge_feat_mp_op none|concat|add|sub|mul: how graphsage puts an edge's
+  // features into its message (GraphStorm's edge_feat_mp_op): the source's
+  // row and a learned projection of the edge's features, side by side or
+  // combined element-wise; none: the features are not read. Resolved
+  // against the config into edge_feat_dim (their width; 0: not read).
+  std::string edge_feat_mp_op = "none";
+  int64_t edge_feat_dim = 0;
+  // Whether samples carry the sampled edges' data for the model.
+  bool ReadsEdgeData() const { return use_edge_weight || edge_feat_dim > 0; }
+  // Weighted or edge-featured means are not the samplers' plain ones:
+  // such models ship rows.
+  bool TakesMeans() const { return model == "graphsage" && !ReadsEdgeData(); }
   std::vector<int> Fanouts() const;  // parsed fan_out (homogeneous); throws ConfigError
   void ValidateGat() const;
 };

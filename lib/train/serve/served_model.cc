@@ -88,9 +88,10 @@ Served LoadServed(TrainOptions& o, const ServeOptions& s) {
                       " model: gnn-serve answers class predictions so far; its predictions come "
                       "from gnn-train --inference --save_prediction_path");
   }
-  if (o.use_edge_weight) {
+  if (o.ReadsEdgeData()) {
     throw ConfigError(o.restore_model_path +
-                      " weighs messages by edge weights, which gnn-serve does not sample yet; "
+                      " reads edge data (weights or features), which gnn-serve does not sample "
+                      "yet; "
                       "its predictions come from gnn-train --inference --save_prediction_path");
   }
   if (o.Kind() != TaskKind::kNode) {
