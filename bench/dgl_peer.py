@@ -260,6 +260,8 @@ def train(argv):
     weighted = (a.edge_weight == "auto" and a.model in ("gcn", "graphsage")
                 and "w" in g.edata.keys())
     edge_w = g.edata["w"] if weighted else None
+    if weighted and g.rank() == 0:
+        print("dgl_peer: %s weighs messages by the edge data 'w'" % a.model, file=sys.stderr)
     norm_both = dglnn.EdgeWeightNorm(norm="both")
 
     class Sage(torch.nn.Module):
