@@ -41,6 +41,10 @@ int main(int argc, char** argv) {
                  "in-edge features as node features (as ogbn-proteins examples do); mean: "
                  "append them to the node features too; none: never")
       ->capture_default_str();
+  app.add_option("--edge_weight", o.edge_weight,
+                 "keep one number per edge, gnn-train's edge weight: NAME (a chunked edge_data "
+                 "array of one column), a 0-based column of the edge features, or mean (each "
+                 "edge's mean feature); --node_feat_from_edges still sees every column");
   app.add_option("--task", o.task,
                  "what the node labels are: auto (one column of integers: class ids; several "
                  "of 0/1: multilabel; real values: node_regression), node, multilabel or "
@@ -114,6 +118,11 @@ int main(int argc, char** argv) {
       throw gnn::ConfigError("--task " + o.task +
                              " with --distributed: the distributed partitioner carries class ids "
                              "only so far; partition on one machine");
+    }
+    if (distributed && !o.edge_weight.empty()) {
+      throw gnn::ConfigError(
+          "--edge_weight with --distributed: the distributed partitioner "
+          "carries no edge data yet; partition on one machine");
     }
     if (distributed) {
 #ifdef GNN_WITH_PTSCOTCH

@@ -459,7 +459,8 @@ namespace {
 
 // Relation r's edge data as features: every array in name order, its
 // columns side by side. *width: the total.
-std::vector<float> ReadEdgeFeatures(const ChunkedMeta& m, size_t r, int64_t* width) {
+std::vector<float> ReadEdgeFeatures(const ChunkedMeta& m, size_t r, int64_t* width,
+                                    std::vector<Dataset::EdgeColumns>* columns = nullptr) {
   const std::string meta = m.dir + "/metadata.json";
   if (!m.edge_data_unknown.empty()) {
     throw DataError(meta + ": " + m.edge_data_unknown[0] +
@@ -505,7 +506,13 @@ std::vector<float> ReadEdgeFeatures(const ChunkedMeta& m, size_t r, int64_t* wid
   for (int64_t w : widths) *width += w;
   std::vector<float> out(static_cast<size_t>(edges * *width));
   int64_t col = 0;
+  size_t named = 0;
+  for (const auto& entry : m.edge_data_files[r]) {
+    if (columns) columns->push_back({entry.first, 0, widths[named]});
+    ++named;
+  }
   for (size_t a = 0; a < arrays.size(); ++a) {
+    if (columns) (*columns)[a].first = col;
     for (int64_t i = 0; i < edges; ++i) {
       std::copy(arrays[a].begin() + i * widths[a], arrays[a].begin() + (i + 1) * widths[a],
                 out.begin() + i * *width + col);
@@ -596,7 +603,7 @@ Dataset ReadChunkedDataset(const std::string& dir, bool ignore_edge_data) {
   Dataset d;
   // Edge data first: a refused name stops the read before the heavy arrays.
   if (!ignore_edge_data && !m.edge_data.empty()) {
-    d.edge_features = ReadEdgeFeatures(m, 0, &d.edge_feature_dim);
+    d.edge_features = ReadEdgeFeatures(m, 0, &d.edge_feature_dim, &d.edge_feature_columns);
   }
   HeteroDataset h = ReadChunkedHetero(m);
   d.name = h.name;

@@ -36,6 +36,14 @@ struct Dataset {
   // columns beyond the two ends, synthetic efeat=): row i belongs to listed
   // edge i (src[i], dst[i]). Width 0 and empty when the graph has none.
   int64_t edge_feature_dim = 0;
+  // Where each named edge array's columns are among the edge features
+  // (a chunked dataset's edge_data, in name order): name, first column,
+  // width. Empty for inputs whose columns have no names.
+  struct EdgeColumns {
+    std::string name;
+    int64_t first = 0, width = 0;
+  };
+  std::vector<EdgeColumns> edge_feature_columns;
   std::vector<float> edge_features;  // row-major [num_edges, edge_feature_dim]
   // Why the graph is known to be undirected ("ogbn-products is a known
   // undirected dataset", "the synthetic generator lists each undirected

@@ -516,12 +516,70 @@ void DeriveNodeFeatures(const PartitionOptions& options, bool undirected, Datase
                  << (how == "auto" ? "auto: the graph has no node features" : how) << ")";
 }
 
+// --edge_weight: one number per edge out of the edge features (a named
+// chunked array of one column, a column, or each edge's mean), in one line.
+void SelectEdgeWeight(const std::string& spec, Dataset* d) {
+  if (spec.empty()) return;
+  const int64_t w = d->edge_feature_dim, m = d->num_edges();
+  if (w == 0) throw ConfigError("--edge_weight " + spec + ": " + d->name + " has no edge features");
+  int64_t col = -1;
+  std::string what;
+  for (const Dataset::EdgeColumns& c : d->edge_feature_columns) {
+    if (c.name != spec) continue;
+    if (c.width != 1) {
+      throw ConfigError("--edge_weight " + spec + ": edge_data " + spec + " has " +
+                        std::to_string(c.width) + " columns; a weight is one");
+    }
+    col = c.first;
+    what = "edge_data " + spec;
+  }
+  if (col < 0 && spec != "mean") {
+    size_t used = 0;
+    int64_t v = -1;
+    try {
+      v = std::stoll(spec, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != spec.size() || v < 0 || v >= w) {
+      std::string names;
+      for (const Dataset::EdgeColumns& c : d->edge_feature_columns) names += ", " + c.name;
+      throw ConfigError("--edge_weight " + spec + ": not a column of " + d->name + "'s " +
+                        std::to_string(w) + " edge features (0.." + std::to_string(w - 1) +
+                        ", mean" + names + ")");
+    }
+    col = v;
+    what = "column " + spec;
+  }
+  std::vector<float> weights(static_cast<size_t>(m));
+  for (int64_t e = 0; e < m; ++e) {
+    const float* row = d->edge_features.data() + e * w;
+    if (col >= 0) {
+      weights[static_cast<size_t>(e)] = row[col];
+    } else {
+      double sum = 0;
+      for (int64_t j = 0; j < w; ++j) sum += row[j];
+      weights[static_cast<size_t>(e)] = static_cast<float>(sum / static_cast<double>(w));
+    }
+  }
+  GNN_LOG(kInfo) << d->name << ": edge weights are " << (col >= 0 ? what : "each edge's mean")
+                 << " of its " << w << " edge feature" << (w == 1 ? "" : "s")
+                 << " (--edge_weight); the partitions keep only them";
+  d->edge_features = std::move(weights);
+  d->edge_feature_dim = 1;
+  d->edge_feature_columns = {{spec, 0, 1}};
+}
+
 }  // namespace
 
 PartitionResult RunPartition(const PartitionOptions& options) {
   options.Validate();
   CheckOutput(options);
   if (IsHeteroDataset(options.data)) {
+    if (!options.edge_weight.empty()) {
+      throw ConfigError("--edge_weight " + options.edge_weight +
+                        ": typed graphs carry no edge data yet");
+    }
     if (options.task != "auto" && options.task != "node") {
       throw ConfigError("--task " + options.task +
                         ": typed graphs train class ids (--task node) so far");
@@ -549,6 +607,7 @@ PartitionResult RunPartition(const PartitionOptions& options) {
   LogDirection(options.direction(), d.name, d.undirected_reason, d.num_edges(),
                undirected ? EdgeOrder{} : CountEdgeOrder(d.src, d.dst));
   DeriveNodeFeatures(options, undirected, &d);
+  SelectEdgeWeight(options.edge_weight, &d);
   const std::string graph_name = options.graph_name.empty() ? d.name : options.graph_name;
   const int64_t input_edges = d.num_edges();
 

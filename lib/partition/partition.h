@@ -35,6 +35,11 @@ struct PartitionOptions {
   // node features; "mean" always (appended to the node features); "none"
   // never (a graph without node features is then refused).
   std::string node_feat_from_edges = "auto";
+  // --edge_weight SPEC: keep one number per edge, the edge weight gnn-train
+  // reads (its --edge_weight): a chunked edge_data name of one column, a
+  // 0-based column of the edge features, or "mean" (each edge's mean
+  // feature). Applied after --node_feat_from_edges saw every column.
+  std::string edge_weight;
   // --task auto|node|multilabel|node_regression (--label_dtype float is
   // node_regression): what the labels are; auto detects it (graph/dataset.h
   // SetLabelRows) and says so in one line.

@@ -11,6 +11,7 @@
 
 #include "cluster_util.h"
 #include "common/fs.h"
+#include "common/npy.h"
 #include "launch_util.h"
 #include "partition/config.h"
 #include "test_util.h"
@@ -138,4 +139,73 @@ TEST_CASE(
       RunProcess({Bin("gnn-train"), "--standalone", "--part_config", one, "--edge_feat_mp_op",
                   "add", "--model", "gcn", "--num_epochs", "1"}),
       "gnn-train", "--model gcn does not read edge features");
+}
+
+TEST_CASE(
+    "gnn-partition --edge_weight keeps one number per edge: a column, the mean, or a named "
+    "chunked array",
+    "[e2e]") {
+  test::TempDir dir;
+  const std::string spec = "synthetic:nodes=300,edges=1500,feat=4,classes=3,efeat=3";
+  auto partition = [&](const std::string& dataset, const std::string& out,
+                       std::vector<std::string> extra) {
+    std::vector<std::string> argv = {Bin("gnn-partition"), "--quiet", "--dataset", dataset,
+                                     "--num_parts",        "1",       "--output",  out};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return RunProcess(argv, 120);
+  };
+  REQUIRE(partition(spec, dir / "all", {}).exit_code == 0);
+  const std::string name = "synthetic-n300-e1500";
+  std::vector<int64_t> shape;
+  const std::vector<float> all =
+      ReadNpy<float>(dir / ("all/part0/" + std::string(kEdgeFeatFile)), {}, &shape);
+  REQUIRE(shape.size() == 2);
+  REQUIRE(shape[1] == 3);
+  const int64_t edges = shape[0];
+  for (const std::string pick : {"2", "mean"}) {
+    INFO(pick);
+    const auto r = partition(spec, dir / pick, {"--edge_weight", pick});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(LoadPartitionConfig(dir / (pick + "/" + name + ".json")).edge_feature_dim == 1);
+    const std::vector<float> w =
+        ReadNpy<float>(dir / (pick + "/part0/" + std::string(kEdgeFeatFile)), {edges, 1});
+    for (int64_t e = 0; e < edges; ++e) {
+      const float* row = all.data() + e * 3;
+      const float want = pick == "2" ? row[2] : (row[0] + row[1] + row[2]) / 3.0f;
+      REQUIRE(w[e] == Approx(want).margin(1e-6));
+    }
+  }
+  test::ExpectOneLine(partition(spec, dir / "bad", {"--edge_weight", "3"}), "gnn-partition",
+                      "--edge_weight 3: not a column of " + name + "'s 3 edge features");
+  test::ExpectOneLine(partition("synthetic:tiny", dir / "bad", {"--edge_weight", "0"}),
+                      "gnn-partition", "has no edge features");
+
+  // A chunked dataset's edge_data arrays by name: "w" (one column) is the
+  // weight; "feat" (two) is refused.
+  const auto written = RunProcess({Bin("gnn-dataset"), "--quiet", "--dataset",
+                                   "synthetic:nodes=100,edges=300,feat=2,classes=2,efeat=2",
+                                   "--write_chunked", "2", "--output", dir / "c"},
+                                  60);
+  REQUIRE(written.exit_code == 0);
+  std::vector<float> input_w(300);
+  for (size_t i = 0; i < input_w.size(); ++i) input_w[i] = 0.25f + static_cast<float>(i) / 300.0f;
+  WriteNpy(dir / "c/edge_data/_N:_E:_N/w-0.npy", input_w.data(), {150});
+  WriteNpy(dir / "c/edge_data/_N:_E:_N/w-1.npy", input_w.data() + 150, {150});
+  json meta = json::parse(ReadFile(dir / "c/metadata.json"));
+  meta["edge_data"]["_N:_E:_N"]["w"] = {
+      {"format", {{"name", "numpy"}}},
+      {"data", {"edge_data/_N:_E:_N/w-0.npy", "edge_data/_N:_E:_N/w-1.npy"}}};
+  WriteFileAtomic(dir / "c/metadata.json", meta.dump());
+  const auto r = partition(dir / "c", dir / "cw", {"--edge_weight", "w"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const PartitionConfig c = LoadPartitionConfig(dir / "cw/synthetic-n100-e300.json");
+  REQUIRE(c.edge_feature_dim == 1);
+  const int64_t stored = c.parts[0].num_edges();
+  const std::vector<float> w = ReadNpy<float>(c.FilePath(0, kEdgeFeatFile), {stored, 1});
+  const std::vector<int64_t> eids = ReadNpy<int64_t>(c.FilePath(0, kOrigEidsFile), {stored});
+  for (int64_t k = 0; k < stored; ++k) REQUIRE(w[k] == input_w[eids[k]]);
+  test::ExpectOneLine(partition(dir / "c", dir / "bad", {"--edge_weight", "feat"}), "gnn-partition",
+                      "edge_data feat has 2 columns");
 }
