@@ -46,11 +46,15 @@ class RequestIds {
 // Partition 0 of a 1-partition config in this process.
 class LocalServeGraph : public ServeGraph {
  public:
-  LocalServeGraph(const PartitionConfig& config, bool verify, int threads)
+  LocalServeGraph(const PartitionConfig& config, bool verify, int threads, bool edge_data)
       : config_(config), threads_(threads) {
-    part_ = LoadLocalPartition(config, 0, verify);
+    part_ = LoadLocalPartition(config, 0, verify, edge_data);
     csc_ = CscView{part_.indptr.data(), part_.indices.data(), part_.node_start, part_.num_nodes,
                    part_.orig_nids.data()};
+    if (part_.edge_dim > 0) {
+      csc_.edge_data = part_.edge_data.data();
+      csc_.edge_dim = part_.edge_dim;
+    }
     if (config.user_node_ids) {
       ids_.AddUserIds(config, 0);
       return;
@@ -207,12 +211,12 @@ class DistServeGraph : public ServeGraph {
 
 std::unique_ptr<ServeGraph> OpenLocalServeGraph(const PartitionConfig& config,
                                                 const std::string& part_config, bool verify,
-                                                int threads) {
+                                                int threads, bool edge_data) {
   if (config.num_parts != 1) {
     throw ConfigError("--standalone serves a 1-partition config; " + part_config + " has " +
                       std::to_string(config.num_parts) + " (serve it through gnn-launch)");
   }
-  return std::make_unique<LocalServeGraph>(config, verify, threads);
+  return std::make_unique<LocalServeGraph>(config, verify, threads, edge_data);
 }
 
 std::unique_ptr<ServeGraph> OpenDistServeGraph(const DistGraphOptions& options,
@@ -228,6 +232,11 @@ Answer GraphEngine::Run(const Query& q) {
   const int64_t n = info_.num_nodes;
   if (q.num_new == 0 && !q.new_edges.empty()) {
     throw BadRequest("new_edges: there are no new nodes (new_features has no rows)");
+  }
+  if (q.num_new > 0 && info_.edge_data) {
+    throw BadRequest(
+        "new_features: this model reads its edges' data (edge weights or features), which a "
+        "query's new edges cannot give yet; ask about existing nodes (node_ids)");
   }
   // Distinct seeds (graph ids) and each answer row's seed.
   std::vector<int64_t> seeds;

@@ -41,9 +41,10 @@ class ServeGraph {
 };
 
 // Partition 0 of a 1-partition config, loaded into memory.
+// With `edge_data` its edges' data too (ModelInfo::edge_data).
 std::unique_ptr<ServeGraph> OpenLocalServeGraph(const PartitionConfig& config,
                                                 const std::string& part_config, bool verify,
-                                                int threads);
+                                                int threads, bool edge_data = false);
 // The job's servers; connects (and maps input ids) on the first Probe.
 std::unique_ptr<ServeGraph> OpenDistServeGraph(const DistGraphOptions& options,
                                                const PartitionConfig& config);

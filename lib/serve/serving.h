@@ -54,7 +54,10 @@ struct ModelInfo {
   int embed_layer = 1;       // 1-based
   bool undirected = false;   // new edges go both ways
   std::vector<int> fanouts;  // per layer, input layer first (-1: every neighbour)
-  nlohmann::json model;      // the model file's metadata
+  // The model reads the sampled edges' data (edge weights or features): the
+  // graph's edges carry it; a query's new edges have none to give yet.
+  bool edge_data = false;
+  nlohmann::json model;  // the model file's metadata
 };
 
 // The model's forward pass over one mini-batch (LibTorch's side): the

@@ -62,7 +62,8 @@ void Serve(TrainOptions& o, const ServeOptions& s, bool check_only) {
   torch::set_num_threads(threads);
   std::unique_ptr<ServeGraph> graph;
   if (o.standalone) {
-    graph = OpenLocalServeGraph(v.config, o.part_config, o.verify_checksums, threads);
+    graph = OpenLocalServeGraph(v.config, o.part_config, o.verify_checksums, threads,
+                                o.ReadsEdgeData());
   } else {
     const net::JobKeys keys = net::ResolveJobKeys(o.secret_file, o.insecure, o.job_id, "gnn-serve");
     graph = OpenDistServeGraph(GraphOptionsOf(o, keys), v.config);

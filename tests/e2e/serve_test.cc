@@ -376,6 +376,51 @@ TEST_CASE("gnn-serve answers new nodes as an offline run on the graph rebuilt wi
   }
 }
 
+TEST_CASE("gnn-serve answers a model that reads edge weights as gnn-train --inference does",
+          "[e2e]") {
+  test::TempDir dir;
+  const std::string one = test::MakePartitions(
+      dir, "synthetic:nodes=600,edges=4000,feat=8,classes=4,train=0.2,valid=0.1,efeat=1", 1, "w");
+  const std::string graph = LoadPartitionConfig(one).graph_name;
+  for (const std::string model_name : {"gcn", "graphsage"}) {
+    DYNAMIC_SECTION(model_name) {
+      const std::string model = dir / (model_name + ".pt");
+      RunTrainer({"--part_config", one, "--model", model_name, "--num_epochs", "3", "--batch_size",
+                  "50", "--lr", "0.01", "--save_model", model});
+      const std::string pred = dir / (model_name + "-pred");
+      RunTrainer({"--part_config", one, "--inference", "--restore_model_path", model,
+                  "--save_prediction_path", pred});
+      const auto offline = ReadLogits(pred);
+      REQUIRE(offline.size() == 600);
+      std::vector<int64_t> all;
+      for (const auto& [id, row] : offline) all.push_back(id);
+      Endpoint e{FreePort(), ""};
+      auto serve = StartServe(dir,
+                              {"--standalone", "--part_config", one, "--restore_model_path", model,
+                               "--http_port", std::to_string(e.port), "--num_omp_threads", "1"},
+                              "serve-weighted-" + model_name);
+      REQUIRE(e.WaitReady());
+      // Every neighbour, weighed as offline (a model without its weights
+      // answers other logits).
+      CHECK(MaxDiffOver(e, graph, all, offline) < 1e-5);
+      // New nodes bring edges without weights: refused in one answer.
+      const json request = {
+          {"inputs",
+           {NodeIdsInput({3}),
+            {{"name", "new_features"},
+             {"datatype", "FP32"},
+             {"shape", {1, 8}},
+             {"data", std::vector<float>(8, 0.5f)}},
+            {{"name", "new_edges"}, {"datatype", "INT64"}, {"shape", {1, 2}}, {"data", {-1, 3}}}}}};
+      const auto [status, answer] = e.Post("/v2/models/" + graph + "/infer", request.dump());
+      CHECK(status == 400);
+      CHECK(answer.dump().find("edges' data") != std::string::npos);
+      serve->Signal(SIGTERM);
+      CHECK(serve->Wait(std::chrono::seconds(15)) == std::optional<int>(0));
+    }
+  }
+}
+
 TEST_CASE("gnn-serve refuses bad requests alone, and a full queue, a deadline, a token, HTTPS",
           "[e2e]") {
   test::TempDir dir;

@@ -88,12 +88,6 @@ Served LoadServed(TrainOptions& o, const ServeOptions& s) {
                       " model: gnn-serve answers class predictions so far; its predictions come "
                       "from gnn-train --inference --save_prediction_path");
   }
-  if (o.ReadsEdgeData()) {
-    throw ConfigError(o.restore_model_path +
-                      " reads edge data (weights or features), which gnn-serve does not sample "
-                      "yet; "
-                      "its predictions come from gnn-train --inference --save_prediction_path");
-  }
   if (o.Kind() != TaskKind::kNode) {
     throw ConfigError(o.restore_model_path + " is a --task " + o.task +
                       " model: gnn-serve answers node predictions; its embeddings come from "
@@ -120,6 +114,7 @@ Served LoadServed(TrainOptions& o, const ServeOptions& s) {
   info.emb_dim = v.model.model->OutDim(v.model.embed_layer - 1);
   info.undirected = v.config.undirected;
   info.model = v.model.meta;
+  info.edge_data = o.ReadsEdgeData();
   return v;
 }
 
