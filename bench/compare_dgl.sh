@@ -20,7 +20,10 @@
 # defaults: fan_out 10,25, batch 1000, hidden 16, 2 layers, lr 0.003,
 # dropout 0.5; the proteins presets are multi-label: BCE, and test ROC-AUC
 # in the accuracy column, as OGB's evaluator computes it), cora, citeseer
-# (../shared/datasets, with configs/<graph>.toml's flags), small-weighted
+# (../shared/datasets, with configs/<graph>.toml's flags), proteins-weighted
+# and proteins-small-weighted (the proteins presets partitioned with
+# gnn-partition --edge_weight mean: each edge's mean feature is its weight,
+# for gcn's EdgeWeightNorm('both') in both systems), small-weighted
 # (synthetic:small's shape with a 1-wide edge feature: gcn and graphsage
 # weigh messages by it in both systems, DGL's GraphConv after
 # EdgeWeightNorm('both') and SAGEConv's edge_weight).
@@ -117,6 +120,7 @@ trap netns_down EXIT
 dataset_of() {
   case $1 in
     small|products|tiny|proteins|proteins-small) echo "synthetic:$1" ;;
+    proteins-weighted|proteins-small-weighted) echo "synthetic:${1%-weighted}" ;;
     # synthetic:small's shape with one number per edge: gcn and graphsage
     # weigh messages by it in both systems (edge weights).
     small-weighted) echo "synthetic:nodes=100000,edges=1000000,feat=32,classes=8,train=0.1,valid=0.05,efeat=1" ;;
@@ -138,7 +142,7 @@ epochs_of() {
   if [ -n "${!v:-}" ]; then echo "${!v}"; return; fi
   case $1 in
     small|tiny|small-weighted) echo 10 ;;
-    products|proteins|proteins-small) echo 2 ;;
+    products|proteins|proteins-small|proteins-weighted|proteins-small-weighted) echo 2 ;;
     *) sed -n 's/^num_epochs *= *//p' "$(toml_of "$1" "$MODEL")" ;;
   esac
 }
@@ -152,7 +156,7 @@ model_flags() {
 }
 flags_of() {  # graph (the model is $MODEL)
   case $1 in
-    small|products|tiny|proteins|proteins-small|small-weighted)
+    small|products|tiny|proteins|proteins-small|small-weighted|proteins-weighted|proteins-small-weighted)
       local hidden=16
       [ "$MODEL" = gat ] && hidden=64
       echo --num_hidden $hidden --num_layers 2 --fan_out 10,25 --batch_size 1000 --lr 0.003 \
@@ -165,6 +169,13 @@ dgl_dir() {  # graph parts
   local conv=""
   [ "$2" = 2 ] && [ "${DGL_SPLIT:-dgl}" = gnn ] && conv=-conv
   case $MODEL in gat|gcn) echo "$WORK/$1-dgl$2$conv-sl" ;; *) echo "$WORK/$1-dgl$2$conv" ;; esac
+}
+# gnn-partition's flags of a graph beyond --dataset: the *-weighted
+# proteins keep each edge's mean feature as its weight (node features are
+# still the means of all 8, as in the unweighted presets).
+part_flags_of() {  # graph
+  case $1 in *-weighted) [[ $1 == proteins* ]] && echo --edge_weight mean ;; esac
+  return 0
 }
 config_of() {  # folder -> the partition config JSON in it
   ls "$1"/*.json | head -1
@@ -236,7 +247,8 @@ EOF
 prepare() {  # graph
   local g=$1 ds; ds=$(dataset_of "$1")
   [ -d "$WORK/$g-gnn1" ] ||
-    "$BIN/gnn-partition" --dataset "$ds" --num_parts 1 --output "$WORK/$g-gnn1" --quiet >&2
+    "$BIN/gnn-partition" --dataset "$ds" $(part_flags_of "$g") --num_parts 1 \
+      --output "$WORK/$g-gnn1" --quiet >&2
   local loops=""
   case $MODEL in gat|gcn) loops=self_loops ;; esac
   if [[ " $MODES " == *" standalone "* ]] && [ ! -d "$(dgl_dir "$g" 1)" ]; then
@@ -248,7 +260,7 @@ prepare() {  # graph
     local method_var="PART_METHOD_${g//-/_}"
     local method=${!method_var:-metis}
     [ -d "$WORK/$g-gnn2" ] ||
-      "$BIN/gnn-partition" --dataset "$ds" --num_parts 2 --part_method "$method" \
+      "$BIN/gnn-partition" --dataset "$ds" $(part_flags_of "$g") --num_parts 2 --part_method "$method" \
         --balance_train --balance_edges --output "$WORK/$g-gnn2" --quiet >&2
     if [ ! -d "$(dgl_dir "$g" 2)" ] && [ "${DGL_SPLIT:-dgl}" = gnn ]; then
       log "gnn's 2 partitions of $ds in DGL's format${loops:+ (self-loops)}"
@@ -332,7 +344,8 @@ med = lambda v: statistics.median(v) if v else float("nan")
 mean = lambda v: sum(v) / len(v) if v else float("nan")
 sd = lambda v: statistics.stdev(v) if len(v) > 1 else 0.0
 name = lambda g: "synthetic:" + g if g in ("tiny", "small", "products", "proteins",
-                                            "proteins-small") else g
+                                            "proteins-small", "proteins-weighted",
+                                            "proteins-small-weighted") else g
 print("| graph | model | mode | system | s/epoch | seeds/s | vs DGL seeds/s | MB sent/machine/epoch "
       "| bytes/seed | vs DGL bytes | test acc (ROC-AUC) | seeds |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|")
