@@ -378,7 +378,7 @@ TEST_CASE("GAT and GCN: forward over full blocks equals layer-wise inference", "
   };
   InferenceSource source;
   source.neighbors = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
-                         std::vector<int64_t>* idx) {
+                         std::vector<int64_t>* idx, std::vector<float>*) {
     SampleNeighbors(csc, dst.data(), static_cast<int64_t>(dst.size()), -1, false, 0, 1, ptr, idx);
   };
   source.features = [&](const std::vector<int64_t>& ids) { return rows(x, ids); };

@@ -50,6 +50,7 @@ TEST_CASE("EdgeWeightedAggregate equals the dense weighted sum, values and gradi
   for (uint32_t seed : {1u, 2u}) {
     Block b = RandomBlock(120, 300, 9, seed);
     GiveWeights(&b, seed);
+    if (seed == 2) BuildTranspose(&b);  // the sampler's transpose, and the op's own
     const BlockTensors bt = ToTensors(b);
     const torch::Tensor coef = torch::rand({b.num_edges()}, torch::kFloat64);
     // The dense matrix of these coefficients.

@@ -91,7 +91,7 @@ TEST_CASE("GraphSage's forward, ForwardFromMeans and layer-wise inference agree"
 
   InferenceSource source;
   source.neighbors = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
-                         std::vector<int64_t>* idx) {
+                         std::vector<int64_t>* idx, std::vector<float>*) {
     SampleNeighbors(g.csc(), dst.data(), static_cast<int64_t>(dst.size()), -1, false, 0, 1, ptr,
                     idx);
   };
@@ -116,9 +116,9 @@ TEST_CASE("GraphSage's forward, ForwardFromMeans and layer-wise inference agree"
   int asked = 0;  // layer 0 must not ask for neighbours; layer 1 does
   auto neighbors = source.neighbors;
   at_owner.neighbors = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
-                           std::vector<int64_t>* idx) {
+                           std::vector<int64_t>* idx, std::vector<float>* rows) {
     ++asked;
-    neighbors(dst, ptr, idx);
+    neighbors(dst, ptr, idx, rows);
   };
   for (int64_t batch : {1, 4, 100}) {
     asked = 0;

@@ -310,17 +310,11 @@ class DistEnv : public TrainEnv {
                       torch::Tensor* captured = nullptr) {
     const auto [lo, hi] = RangeOf(rank_);
     InferenceSource source;
+    source.edge_dim = graph_->edge_dim();
     source.neighbors = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
-                           std::vector<int64_t>* idx) {
-      graph_->SampleNeighbors(dst, -1, false, 0, ptr, idx);
+                           std::vector<int64_t>* idx, std::vector<float>* rows) {
+      graph_->SampleNeighbors(dst, -1, false, 0, ptr, idx, rows);
     };
-    if (graph_->edge_dim() > 0) {
-      source.edge_dim = graph_->edge_dim();
-      source.neighbors_with_edges = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
-                                        std::vector<int64_t>* idx, std::vector<float>* rows) {
-        graph_->SampleNeighbors(dst, -1, false, 0, ptr, idx, rows);
-      };
-    }
     source.features = [&](const std::vector<int64_t>& ids) {
       NoInitVector<float> feats;
       graph_->PullFeatures(ids, &feats);
@@ -442,26 +436,6 @@ class DistEnv : public TrainEnv {
     return by_rank;
   }
 
-  // A rank's request, as ExchangeWantedRows encodes it (per rank: a count,
-  // then the ids): the ids it reads of each rank's range.
-  std::vector<std::vector<int64_t>> DecodeRowRequest(const std::string& a) const {
-    std::vector<std::vector<int64_t>> ids(world_);
-    size_t at = 0;
-    for (int r = 0; r < world_; ++r) {
-      int64_t k = 0;
-      if (at + sizeof(k) > a.size()) throw PeerError("inference: a malformed row request");
-      std::memcpy(&k, a.data() + at, sizeof(k));
-      at += sizeof(k);
-      if (k < 0 || static_cast<uint64_t>(k) > (a.size() - at) / sizeof(int64_t)) {
-        throw PeerError("inference: a malformed row request");
-      }
-      ids[r].resize(static_cast<size_t>(k));
-      std::memcpy(ids[r].data(), a.data() + at, static_cast<size_t>(k) * sizeof(int64_t));
-      at += static_cast<size_t>(k) * sizeof(int64_t);
-    }
-    return ids;
-  }
-
   // This range's rows of a layer -> [rows + `extra`, cols]: them, then the
   // rows of other ranges this rank reads (`wanted`, per rank, in that
   // order): every rank says what it reads of whom, then sends each asker
@@ -469,15 +443,9 @@ class DistEnv : public TrainEnv {
   // in-neighbours', not the whole graph's.
   torch::Tensor ExchangeWantedRows(const torch::Tensor& rows, int64_t lo,
                                    const std::vector<std::vector<int64_t>>& wanted, int64_t extra) {
-    std::string ask;
-    for (const auto& ids : wanted) {
-      const int64_t k = static_cast<int64_t>(ids.size());
-      ask.append(reinterpret_cast<const char*>(&k), sizeof(k));
-      ask.append(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int64_t));
-    }
     std::vector<std::vector<std::vector<int64_t>>> asked;  // [asking rank][asked rank]
-    for (const std::string& a : collective_->AllgatherBytes(ask)) {
-      asked.push_back(DecodeRowRequest(a));
+    for (const std::string& a : collective_->AllgatherBytes(EncodeRowRequest(wanted))) {
+      asked.push_back(DecodeRowRequest(a, world_));
     }
     const torch::Tensor mine = rows.contiguous();
     const int64_t cols = mine.size(1);

@@ -1,10 +1,40 @@
 #include "train/cluster/range_eval.h"
 
+#include <cstring>
 #include <vector>
 
 #include "common/error.h"
 
 namespace gnn {
+
+std::string EncodeRowRequest(const std::vector<std::vector<int64_t>>& wanted) {
+  std::string ask;
+  for (const auto& ids : wanted) {
+    const int64_t k = static_cast<int64_t>(ids.size());
+    ask.append(reinterpret_cast<const char*>(&k), sizeof(k));
+    ask.append(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int64_t));
+  }
+  return ask;
+}
+
+std::vector<std::vector<int64_t>> DecodeRowRequest(const std::string& a, int world) {
+  std::vector<std::vector<int64_t>> ids(static_cast<size_t>(world));
+  size_t at = 0;
+  for (int r = 0; r < world; ++r) {
+    int64_t k = 0;
+    if (at + sizeof(k) > a.size()) throw PeerError("inference: a malformed row request");
+    std::memcpy(&k, a.data() + at, sizeof(k));
+    at += sizeof(k);
+    if (k < 0 || static_cast<uint64_t>(k) > (a.size() - at) / sizeof(int64_t)) {
+      throw PeerError("inference: a malformed row request");
+    }
+    ids[static_cast<size_t>(r)].resize(static_cast<size_t>(k));
+    std::memcpy(ids[static_cast<size_t>(r)].data(), a.data() + at,
+                static_cast<size_t>(k) * sizeof(int64_t));
+    at += static_cast<size_t>(k) * sizeof(int64_t);
+  }
+  return ids;
+}
 
 EvalRows GatherRangeRows(Collective& collective, const PartitionView* local, int64_t lo, int64_t hi,
                          const torch::Tensor& mine, int64_t width) {

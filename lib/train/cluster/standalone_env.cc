@@ -27,21 +27,14 @@ torch::Tensor Inference(NodeModel& model, const LocalPartition& part, int64_t ba
   torch::Tensor x = torch::from_blob(const_cast<float*>(part.features.data()),
                                      {part.num_nodes, part.feature_dim}, torch::kFloat32);
   InferenceSource source;
+  source.edge_dim = csc.edge_dim;
   source.neighbors = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
-                         std::vector<int64_t>* idx) {
+                         std::vector<int64_t>* idx, std::vector<float>* rows) {
+    std::vector<int64_t> edges;
     SampleNeighbors(csc, dst.data(), static_cast<int64_t>(dst.size()), -1, false, 0, threads, ptr,
-                    idx);
+                    idx, csc.edge_dim > 0 ? &edges : nullptr);
+    GatherEdgeRows(csc, edges, rows);
   };
-  if (csc.edge_dim > 0) {
-    source.edge_dim = csc.edge_dim;
-    source.neighbors_with_edges = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
-                                      std::vector<int64_t>* idx, std::vector<float>* rows) {
-      std::vector<int64_t> edges;
-      SampleNeighbors(csc, dst.data(), static_cast<int64_t>(dst.size()), -1, false, 0, threads, ptr,
-                      idx, &edges);
-      GatherEdgeRows(csc, edges, rows);
-    };
-  }
   source.features = [&](const std::vector<int64_t>& ids) {
     torch::Tensor rows = torch::from_blob(const_cast<int64_t*>(ids.data()),
                                           {static_cast<int64_t>(ids.size())}, torch::kInt64);

@@ -31,13 +31,9 @@ torch::Tensor LayerwiseInference(NodeModel& model, const InferenceSource& source
       }
       std::vector<int64_t> ptr, idx;
       std::vector<float> edge_rows;
-      if (source.neighbors_with_edges) {
-        source.neighbors_with_edges(dst, &ptr, &idx, &edge_rows);
-      } else {
-        source.neighbors(dst, &ptr, &idx);
-      }
+      source.neighbors(dst, &ptr, &idx, &edge_rows);
       Block block = ToBlock(dst, std::move(ptr), idx);
-      if (source.neighbors_with_edges) {
+      if (source.edge_dim > 0) {
         block.edge_dim = source.edge_dim;
         block.edge_data = std::move(edge_rows);
       }

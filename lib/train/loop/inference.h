@@ -17,15 +17,12 @@
 namespace gnn {
 
 struct InferenceSource {
-  // All in-neighbours of `dst` (global ids): CSR over dst.
-  std::function<void(const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
-                     std::vector<int64_t>* idx)>
-      neighbors;
-  // Optional: the same with each edge's data [idx.size(), edge_dim] (a
-  // model that reads edge weights); used instead of `neighbors` when set.
+  // All in-neighbours of `dst` (global ids): CSR over dst, and with
+  // edge_dim > 0 each edge's data [idx.size(), edge_dim] into edge_rows (a
+  // model that reads edge weights or features).
   std::function<void(const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
                      std::vector<int64_t>* idx, std::vector<float>* edge_rows)>
-      neighbors_with_edges;
+      neighbors;
   int64_t edge_dim = 0;
   // Layer 0's input rows of `ids` [ids.size(), feature_dim].
   std::function<torch::Tensor(const std::vector<int64_t>& ids)> features;

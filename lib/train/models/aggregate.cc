@@ -383,7 +383,12 @@ torch::Tensor EdgeWeightedAggregate(const BlockTensors& block, const torch::Tens
         .index_add(0, dst, h.index_select(0, block.indices) * c.unsqueeze(1));
   }
   torch::Tensor t_indptr, t_indices, t_coef;
-  if (torch::GradMode::is_enabled() && h.requires_grad()) {
+  if (torch::GradMode::is_enabled() && h.requires_grad() && block.t_eids.defined()) {
+    // The sampler's transpose, with each slot's edge.
+    t_indptr = block.t_indptr;
+    t_indices = block.t_indices;
+    t_coef = c.index_select(0, block.t_eids);
+  } else if (torch::GradMode::is_enabled() && h.requires_grad()) {
     // The transpose with each slot's edge, so the slot takes its coefficient.
     const torch::Tensor indptr = block.indptr.cpu(), indices = block.indices.cpu();
     t_indptr = torch::empty({block.num_src + 1}, torch::kInt64);

@@ -67,8 +67,9 @@ torch::Tensor SAGEConvImpl::forward(const BlockTensors& block, const torch::Tens
     // DGL's SAGEConv with edge_weight: the mean of w_e * h_s over the
     // destination's in-edges, sum(w_e h_s) / deg.
     const torch::Tensor w = EdgeWeights(block, h_src.scalar_type());
-    const torch::Tensor deg = DestinationInDegrees(block).clamp_min(1).to(w.scalar_type());
-    const torch::Tensor coef = w / torch::repeat_interleave(deg, DestinationInDegrees(block));
+    const torch::Tensor counts = DestinationInDegrees(block);
+    const torch::Tensor coef =
+        w / torch::repeat_interleave(counts.clamp_min(1).to(w.scalar_type()), counts);
     torch::Tensor h_dst = h_src.slice(0, 0, block.num_dst);
     if (project_first) {
       return torch::addmm(bias_, h_dst, fc_self_->weight.t())
