@@ -26,7 +26,10 @@
 # for gcn's EdgeWeightNorm('both') in both systems), small-weighted
 # (synthetic:small's shape with a 1-wide edge feature: gcn and graphsage
 # weigh messages by it in both systems, DGL's GraphConv after
-# EdgeWeightNorm('both') and SAGEConv's edge_weight).
+# EdgeWeightNorm('both') and SAGEConv's edge_weight), bow and bow-dense
+# (synthetic:bow, 10,000 bag-of-words columns with 0.3 % set: gnn keeps
+# them sparse, or dense with --feature_format dense for the dense path of
+# the same binary; DGL stores them dense either way).
 # Prints one table: s/epoch, seeds/s, test accuracy after the last epoch
 # (mean and standard deviation over seeds) and gnn/DGL ratios; dist2 rows
 # also give what crossed the network: bytes sent per machine per epoch and
@@ -124,6 +127,9 @@ dataset_of() {
     # synthetic:small's shape with one number per edge: gcn and graphsage
     # weigh messages by it in both systems (edge weights).
     small-weighted) echo "synthetic:nodes=100000,edges=1000000,feat=32,classes=8,train=0.1,valid=0.05,efeat=1" ;;
+    # Bag-of-words features (10,000 words, 0.3 % set): gnn keeps them
+    # sparse (bow) or, for the comparison, dense (bow-dense).
+    bow|bow-dense) echo "synthetic:bow" ;;
     *) echo "$ROOT/../shared/datasets/$1" ;;
   esac
 }
@@ -141,7 +147,7 @@ epochs_of() {
   local v="EPOCHS_${1//-/_}"
   if [ -n "${!v:-}" ]; then echo "${!v}"; return; fi
   case $1 in
-    small|tiny|small-weighted) echo 10 ;;
+    small|tiny|small-weighted|bow|bow-dense) echo 10 ;;
     products|proteins|proteins-small|proteins-weighted|proteins-small-weighted) echo 2 ;;
     *) sed -n 's/^num_epochs *= *//p' "$(toml_of "$1" "$MODEL")" ;;
   esac
@@ -156,7 +162,7 @@ model_flags() {
 }
 flags_of() {  # graph (the model is $MODEL)
   case $1 in
-    small|products|tiny|proteins|proteins-small|small-weighted|proteins-weighted|proteins-small-weighted)
+    small|products|tiny|proteins|proteins-small|small-weighted|proteins-weighted|proteins-small-weighted|bow|bow-dense)
       local hidden=16
       [ "$MODEL" = gat ] && hidden=64
       echo --num_hidden $hidden --num_layers 2 --fan_out 10,25 --batch_size 1000 --lr 0.003 \
@@ -174,7 +180,10 @@ dgl_dir() {  # graph parts
 # proteins keep each edge's mean feature as its weight (node features are
 # still the means of all 8, as in the unweighted presets).
 part_flags_of() {  # graph
-  case $1 in *-weighted) [[ $1 == proteins* ]] && echo --edge_weight mean ;; esac
+  case $1 in
+    *-weighted) [[ $1 == proteins* ]] && echo --edge_weight mean ;;
+    bow-dense) echo --feature_format dense ;;
+  esac
   return 0
 }
 config_of() {  # folder -> the partition config JSON in it

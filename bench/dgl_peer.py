@@ -61,7 +61,8 @@ def partition(cfg_path, num_parts, out_dir, method, self_loops):
     import dgl
     folder = os.path.join(os.path.dirname(os.path.abspath(cfg_path)), "part0")
     arr = {n: np.load(os.path.join(folder, n + ".npy"))
-           for n in ("indptr", "indices", "feat", "label", "train_mask", "valid_mask", "test_mask")}
+           for n in ("indptr", "indices", "label", "train_mask", "valid_mask", "test_mask")}
+    arr["feat"] = node_features(folder, json.load(open(cfg_path))["feature_dim"])
     n = arr["indptr"].shape[0] - 1
     # gnn's part0 is a CSC of in-edges: row v lists v's sources.
     dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(arr["indptr"]))
@@ -85,6 +86,24 @@ def partition(cfg_path, num_parts, out_dir, method, self_loops):
                                     balance_ntypes=g.ndata["train_mask"], balance_edges=True)
     print(json.dumps({"dgl_partition_s": round(time.time() - start, 2), "nodes": n,
                       "edges": num_edges}))
+
+
+def node_features(folder, feature_dim):
+    """gnn's node features of a partition folder as a dense float32 array:
+    feat.npy, or the CSR files of a sparse-feature partition (DGL stores
+    features dense)."""
+    path = os.path.join(folder, "feat.npy")
+    if os.path.exists(path):
+        return np.load(path)
+    indptr = np.load(os.path.join(folder, "feat_indptr.npy"))
+    indices = np.load(os.path.join(folder, "feat_indices.npy"))
+    values_path = os.path.join(folder, "feat_values.npy")
+    values = np.load(values_path) if os.path.exists(values_path) else None
+    n = indptr.shape[0] - 1
+    out = np.zeros((n, feature_dim), dtype=np.float32)
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    out[rows, indices] = 1.0 if values is None else values
+    return out
 
 
 def edge_weights(folder):
@@ -165,7 +184,8 @@ def convert(cfg_path, out_dir, self_loops):
         os.makedirs(folder, exist_ok=True)
         dgl.save_graphs(os.path.join(folder, "graph.dgl"), [g])
         del g, nid, halo
-        feats = {"_N/features": torch.from_numpy(np.array(load(p, "feat"))),
+        feats = {"_N/features": torch.from_numpy(node_features(
+                     os.path.join(base, cfg["part-%d" % p]["part_dir"]), cfg["feature_dim"])),
                  "_N/labels": torch.from_numpy(np.array(load(p, "label"))),
                  "_N/train_mask": torch.from_numpy(np.array(load(p, "train_mask"))),
                  "_N/val_mask": torch.from_numpy(np.array(load(p, "valid_mask"))),

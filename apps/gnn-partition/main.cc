@@ -45,6 +45,12 @@ int main(int argc, char** argv) {
                  "keep one number per edge, gnn-train's edge weight: NAME (a chunked edge_data "
                  "array of one column), a 0-based column of the edge features, or mean (each "
                  "edge's mean feature); --node_feat_from_edges still sees every column");
+  o.data.feature_format = "auto";
+  app.add_option("--feature_format", o.data.feature_format,
+                 "node features on disk: sparse (CSR: feat_indptr/feat_indices[/feat_values].npy; "
+                 "bag-of-words, one-hot), dense (feat.npy), or auto: sparse when at most 10 % of "
+                 "the entries are non-zero")
+      ->capture_default_str();
   app.add_option("--task", o.task,
                  "what the node labels are: auto (one column of integers: class ids; several "
                  "of 0/1: multilabel; real values: node_regression), node, multilabel or "
@@ -118,6 +124,11 @@ int main(int argc, char** argv) {
       throw gnn::ConfigError("--task " + o.task +
                              " with --distributed: the distributed partitioner carries class ids "
                              "only so far; partition on one machine");
+    }
+    if (distributed && o.data.feature_format == "sparse") {
+      throw gnn::ConfigError(
+          "--feature_format sparse with --distributed: the distributed partitioner writes dense "
+          "features so far; partition on one machine");
     }
     if (distributed && !o.edge_weight.empty()) {
       throw gnn::ConfigError(

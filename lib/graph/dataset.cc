@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iomanip>
 #include <limits>
+#include <sstream>
 
 #include "common/error.h"
 #include "common/fs.h"
@@ -43,8 +45,17 @@ void Dataset::Validate() const {
     }
   }
   int64_t cells = 0;
-  if (feature_dim < 0 || __builtin_mul_overflow(num_nodes, feature_dim, &cells) ||
-      static_cast<int64_t>(features.size()) != cells) {
+  if (sparse()) {
+    if (!features.empty() || sparse_features.rows() != num_nodes ||
+        sparse_features.cols != feature_dim) {
+      throw DataError(name + ": sparse features of " + std::to_string(sparse_features.rows()) +
+                      " x " + std::to_string(sparse_features.cols) + ", expected " +
+                      std::to_string(num_nodes) + " x " + std::to_string(feature_dim));
+    }
+    CheckSparse(sparse_features.view(), static_cast<int64_t>(sparse_features.indices.size()),
+                static_cast<int64_t>(sparse_features.values.size()), name + ": node features");
+  } else if (feature_dim < 0 || __builtin_mul_overflow(num_nodes, feature_dim, &cells) ||
+             static_cast<int64_t>(features.size()) != cells) {
     throw DataError(name + ": feature matrix has " + std::to_string(features.size()) +
                     " values, expected " + std::to_string(num_nodes) + " x " +
                     std::to_string(feature_dim));
@@ -225,6 +236,12 @@ void NodeFeaturesFromEdges(Dataset* d, bool undirected,
     if (undirected && d->src[static_cast<size_t>(e)] != d->dst[static_cast<size_t>(e)])
       add(d->src[static_cast<size_t>(e)], e);
   }
+  if (d->sparse()) {
+    // The means are dense columns: the rows become dense again.
+    d->features.resize(static_cast<size_t>(n * d->feature_dim));
+    Densify(d->sparse_features.view(), d->features.data());
+    d->sparse_features = SparseRows();
+  }
   const int64_t old = d->feature_dim, width = old + w;
   std::vector<float> features(static_cast<size_t>(n * width));
   for (int64_t v = 0; v < n; ++v) {
@@ -362,11 +379,53 @@ void DatasetOptions::Validate() const {
         "--dataset is required (or plain files: --edges, --node_feat, --labels, --train_ids)");
   }
   if (num_threads < 0) throw ConfigError("--num_threads must be >= 0");
+  if (feature_format != "auto" && feature_format != "dense" && feature_format != "sparse") {
+    throw ConfigError("--feature_format must be auto, dense or sparse, got '" + feature_format +
+                      "'");
+  }
 }
 
-Dataset LoadDataset(const DatasetOptions& options) {
-  options.Validate();
-  if (options.files.given()) return LoadPlainFiles(options.files, options.ignore_edge_data);
+std::string ApplyFeatureFormat(Dataset* d, const std::string& format, int threads) {
+  if (d->feature_dim == 0 || (format == "dense" && !d->sparse())) return "";
+  const double cells = static_cast<double>(d->num_nodes) * static_cast<double>(d->feature_dim);
+  const int64_t nnz = d->sparse()
+                          ? d->sparse_features.nnz()
+                          : CountNonZero(d->features.data(), d->num_nodes, d->feature_dim, threads);
+  const double density = cells > 0 ? static_cast<double>(nnz) / cells : 0.0;
+  const bool sparse = format == "sparse" || (format == "auto" && density <= kSparseFeatureDensity);
+  if (sparse && d->feature_dim > std::numeric_limits<int32_t>::max()) {
+    throw DataError(d->name + ": " + std::to_string(d->feature_dim) +
+                    " feature columns do not fit sparse rows' int32 column ids");
+  }
+  if (sparse && !d->sparse()) {
+    d->sparse_features = SparsifyDense(d->features.data(), d->num_nodes, d->feature_dim, threads);
+    std::vector<float>().swap(d->features);
+  } else if (!sparse && d->sparse()) {
+    d->features.resize(static_cast<size_t>(d->num_nodes * d->feature_dim));
+    Densify(d->sparse_features.view(), d->features.data(), threads);
+    d->sparse_features = SparseRows();
+  }
+  std::ostringstream line;
+  line << d->name << ": node features " << (sparse ? "sparse" : "dense") << " (--feature_format "
+       << format;
+  if (format == "auto") {
+    line << ": " << std::setprecision(3) << 100.0 * density << " % of the entries are non-zero, "
+         << (sparse ? "at most " : "above ") << 100.0 * kSparseFeatureDensity << " %";
+  } else {
+    line << "; " << std::setprecision(3) << 100.0 * density << " % non-zero";
+  }
+  line << ")";
+  if (sparse) line << (d->sparse_features.binary() ? ", every value 1" : "");
+  return line.str();
+}
+
+namespace {
+
+Dataset LoadAnyDataset(const DatasetOptions& options) {
+  if (options.files.given()) {
+    return LoadPlainFiles(options.files, options.ignore_edge_data,
+                          options.feature_format != "dense");
+  }
   if (IsHeteroDataset(options)) {
     throw ConfigError(options.dataset +
                       " is a heterogeneous graph (several node and edge types): gnn-dataset "
@@ -401,6 +460,18 @@ Dataset LoadDataset(const DatasetOptions& options) {
   // A DGL alias names the graph as DGL does (graph_name "ogb-product").
   if (OgbDatasetName(options.dataset) != options.dataset) d.name = options.dataset;
   d.Validate();
+  return d;
+}
+
+}  // namespace
+
+Dataset LoadDataset(const DatasetOptions& options) {
+  options.Validate();
+  Dataset d = LoadAnyDataset(options);
+  const std::string line = ApplyFeatureFormat(&d, options.feature_format, options.num_threads);
+  if (!line.empty() && options.feature_format != "dense") {
+    GNN_LOG(kInfo) << line;
+  }
   return d;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/label_kind.h"
+#include "common/sparse_rows.h"
 
 namespace gnn {
 
@@ -20,6 +21,10 @@ struct Dataset {
   std::vector<int64_t> dst;
   int64_t feature_dim = 0;
   std::vector<float> features;  // row-major [num_nodes, feature_dim]
+  // Or the same rows kept sparse (DatasetOptions::feature_format):
+  // [num_nodes, feature_dim] CSR, `features` then empty.
+  SparseRows sparse_features;
+  bool sparse() const { return sparse_features.rows() > 0; }
   std::vector<int64_t> labels;  // [num_nodes]; -1 = no label
   int64_t num_classes = 0;      // max label + 1 (multilabel: width)
   // Multi-label (0/1) or regression labels: row-major float32 [num_nodes,
@@ -57,6 +62,11 @@ struct Dataset {
   // invariant.
   void Validate() const;
 };
+
+// Puts `d`'s node features in `format` (DatasetOptions::feature_format)
+// and returns the line that says what was chosen and why ("" when the
+// graph has no node features).
+std::string ApplyFeatureFormat(Dataset* d, const std::string& format, int threads = 0);
 
 // Labels read as rows of numbers ([N, width], row-major; any unlabelled
 // class row marked by NaN is not allowed) become class ids when they are one
@@ -120,6 +130,12 @@ struct DatasetOptions {
   // is refused, naming it, unless this says to drop it; with it, edge
   // features are dropped too (one warning line names everything dropped).
   bool ignore_edge_data = false;
+  // How node features come back: "dense" rows; "sparse" CSR rows
+  // (Dataset::sparse_features); "auto" sparse when at most
+  // kSparseFeatureDensity of the entries are stored, else dense. The OGB
+  // reader builds the CSR as it parses (never the dense matrix) unless
+  // this is "dense"; other inputs are read dense and converted.
+  std::string feature_format = "dense";
 
   // ConfigError naming the first bad field (LoadDataset calls it).
   void Validate() const;

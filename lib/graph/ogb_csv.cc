@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -218,6 +219,96 @@ int64_t ReadFloatRows(const std::string& path, int64_t num_nodes, std::vector<fl
   if (rows != num_nodes) {
     throw DataError(path + " has " + std::to_string(rows) + " rows for " +
                     std::to_string(num_nodes) + " " + items);
+  }
+  return dim;
+}
+
+int64_t ReadFeatureRows(const std::string& path, int64_t num_nodes, double dense_above,
+                        SparseRows* sparse, std::vector<float>* dense, ParseContext* ctx) {
+  int64_t dim = -1;
+  int64_t rows = 0;
+  bool is_dense = false;
+  *sparse = SparseRows();
+  dense->clear();
+  std::vector<float> row;
+  // Values are kept only once one is not 1: earlier ones were all 1.
+  auto store = [&](const float* x) {
+    if (is_dense) {
+      std::copy(x, x + dim, dense->data() + rows * dim);
+      return;
+    }
+    for (int64_t j = 0; j < dim; ++j) {
+      if (x[j] == 0.0f) continue;
+      if (x[j] != 1.0f && sparse->values.empty()) {
+        sparse->values.assign(sparse->indices.size(), 1.0f);
+      }
+      if (!sparse->values.empty()) sparse->values.push_back(x[j]);
+      sparse->indices.push_back(static_cast<int32_t>(j));
+    }
+    sparse->indptr.push_back(static_cast<int64_t>(sparse->indices.size()));
+    if (dense_above > 0 && rows + 1 == 1024 &&
+        static_cast<double>(sparse->indices.size()) > dense_above * 1024.0 * dim) {
+      // Dense after all: from here rows go straight into the matrix.
+      dense->assign(static_cast<size_t>(num_nodes * dim), 0.0f);
+      Densify(sparse->view(), dense->data(), 1);
+      *sparse = SparseRows();
+      is_dense = true;
+    }
+  };
+  ForEachGzipChunk(path, [&](const char* b, const char* e, int64_t first) {
+    ctx->OnChunk(b, e);
+    CsvCursor c(b, e, path, first);
+    try {
+      while (c.NextLine()) {
+        if (dim < 0) {
+          dim = c.CountFields();
+          if (static_cast<uint64_t>(num_nodes) > MaxLines(path, 2 * static_cast<uint64_t>(dim))) {
+            throw DataError(path + " is too small to hold " + std::to_string(num_nodes) +
+                            " rows of " + std::to_string(dim) + " values (num-node-list.csv.gz " +
+                            "is wrong or the file is cut)");
+          }
+          if (dim > std::numeric_limits<int32_t>::max()) {
+            throw DataError(path + ": " + std::to_string(dim) +
+                            " values per row do not fit sparse rows' int32 column ids");
+          }
+          sparse->cols = dim;
+          row.resize(static_cast<size_t>(dim));
+        }
+        if (rows >= num_nodes) {
+          c.Fail("more feature rows than the " + std::to_string(num_nodes) +
+                 " nodes in num-node-list.csv.gz");
+        }
+        for (int64_t j = 0; j < dim; ++j) row[static_cast<size_t>(j)] = c.Float();
+        c.EndLine();
+        store(row.data());
+        ++rows;
+      }
+    } catch (const DataError&) {
+      const char* p = LineStart(b, e, first, c.line());
+      int64_t fields = 1;
+      for (; p < e && *p != '\n'; ++p) fields += (*p == ',');
+      if (dim >= 0 && fields != dim) {
+        throw DataError(path + ":" + std::to_string(c.line()) + ": row has " +
+                        std::to_string(fields) + " values, expected " + std::to_string(dim) +
+                        " (as on line 1)");
+      }
+      throw;
+    }
+  });
+  if (rows != num_nodes) {
+    throw DataError(path + " has " + std::to_string(rows) + " rows for " +
+                    std::to_string(num_nodes) + " nodes");
+  }
+  if (!is_dense && dim > 0) {
+    for (size_t k = 0; k < sparse->values.size(); ++k) {
+      if (!std::isfinite(sparse->values[k])) {
+        const int64_t r = std::upper_bound(sparse->indptr.begin(), sparse->indptr.end(),
+                                           static_cast<int64_t>(k)) -
+                          sparse->indptr.begin() - 1;
+        throw DataError(path + ":" + std::to_string(r + 1) + ": value " +
+                        std::to_string(sparse->values[k]) + " is not finite");
+      }
+    }
   }
   return dim;
 }

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "common/sparse_rows.h"
+
 namespace gnn {
 namespace ogb {
 
@@ -50,6 +52,13 @@ void ReadIdPairs(const std::string& path, int64_t num_src, int64_t num_dst, int6
 int64_t ReadFloatRows(const std::string& path, int64_t num_rows, std::vector<float>* out,
                       ParseContext* ctx, const char* items = "nodes",
                       const char* count_file = "num-node-list.csv.gz");
+// The same rows kept sparse as they are parsed: zeros are not stored, and
+// no value array is kept while every stored value is 1. With
+// `dense_above` > 0, once 1,024 rows are read and more than that fraction
+// of their entries is stored, the rows go on into `dense` instead (and
+// `sparse` is left empty): a dense file never costs its CSR. Returns F.
+int64_t ReadFeatureRows(const std::string& path, int64_t num_rows, double dense_above,
+                        SparseRows* sparse, std::vector<float>* dense, ParseContext* ctx);
 // One label per line ("nan" or -1: none); returns the class count (max + 1).
 int64_t ReadLabelColumn(const std::string& path, int64_t num_rows, std::vector<int64_t>* labels,
                         ParseContext* ctx);

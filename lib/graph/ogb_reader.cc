@@ -72,7 +72,11 @@ struct OgbFiles {
   }
 };
 
-Dataset ParseRaw(const OgbFiles& f, int num_threads, ParseContext* ctx) {
+// `feature_format` (DatasetOptions'): anything but "dense" parses the node
+// features into CSR rows ("auto" switches to dense rows early when the
+// first rows are dense).
+Dataset ParseRaw(const OgbFiles& f, const std::string& feature_format, int num_threads,
+                 ParseContext* ctx) {
   Dataset d;
   d.num_nodes = ReadCount(f.num_nodes, ctx);
   if (d.num_nodes <= 0) throw DataError(f.num_nodes + ": the graph has no nodes");
@@ -102,7 +106,14 @@ Dataset ParseRaw(const OgbFiles& f, int num_threads, ParseContext* ctx) {
                                          "num-edge-list.csv.gz");
   };
   auto nodes = [&] {
-    if (!f.feat.empty()) d.feature_dim = ReadFloatRows(f.feat, n, &d.features, ctx);
+    if (!f.feat.empty() && feature_format == "dense") {
+      d.feature_dim = ReadFloatRows(f.feat, n, &d.features, ctx);
+    } else if (!f.feat.empty()) {
+      d.feature_dim =
+          ReadFeatureRows(f.feat, n, feature_format == "auto" ? kSparseFeatureDensity : 0.0,
+                          &d.sparse_features, &d.features, ctx);
+      if (!d.features.empty()) d.sparse_features = SparseRows();
+    }
     try {
       d.num_classes = ReadLabelColumn(f.label, n, &d.labels, ctx);
     } catch (const DataError&) {
@@ -213,7 +224,16 @@ bool LoadCache(const fs::path& dir, const std::string& split, const json& sigs, 
     d->num_classes = meta.at("num_classes").get<int64_t>();
     d->src = ReadNpy<int64_t>(CachePath(dir, "src.npy"), {e});
     d->dst = ReadNpy<int64_t>(CachePath(dir, "dst.npy"), {e});
-    d->features = ReadNpy<float>(CachePath(dir, "feat.npy"), {n, f});
+    if (meta.value("feature_format", "dense") == "sparse") {
+      SparseRows& x = d->sparse_features;
+      x.cols = f;
+      x.indptr = ReadNpy<int64_t>(CachePath(dir, "feat_indptr.npy"), {n + 1});
+      x.indices = ReadNpy<int32_t>(CachePath(dir, "feat_indices.npy"), {-1});
+      if (!meta.value("feature_binary", false))
+        x.values = ReadNpy<float>(CachePath(dir, "feat_values.npy"), {-1});
+    } else {
+      d->features = ReadNpy<float>(CachePath(dir, "feat.npy"), {n, f});
+    }
     d->edge_feature_dim = meta.at("edge_feature_dim").get<int64_t>();
     if (d->edge_feature_dim > 0) {
       d->edge_features = ReadNpy<float>(CachePath(dir, "edge_feat.npy"), {e, d->edge_feature_dim});
@@ -250,7 +270,14 @@ void WriteCache(const fs::path& dir, const std::string& split, const json& sigs,
   if (ec) throw DataError("cannot remove " + CachePath(dir, "meta.json") + ": " + ec.message());
   WriteNpy(CachePath(dir, "src.npy"), d.src);
   WriteNpy(CachePath(dir, "dst.npy"), d.dst);
-  WriteNpy(CachePath(dir, "feat.npy"), d.features.data(), {d.num_nodes, d.feature_dim});
+  if (d.sparse()) {
+    WriteNpy(CachePath(dir, "feat_indptr.npy"), d.sparse_features.indptr);
+    WriteNpy(CachePath(dir, "feat_indices.npy"), d.sparse_features.indices);
+    if (!d.sparse_features.binary())
+      WriteNpy(CachePath(dir, "feat_values.npy"), d.sparse_features.values);
+  } else {
+    WriteNpy(CachePath(dir, "feat.npy"), d.features.data(), {d.num_nodes, d.feature_dim});
+  }
   if (d.label_kind == LabelKind::kClass) {
     WriteNpy(CachePath(dir, "label.npy"), d.labels);
   } else {
@@ -272,6 +299,8 @@ void WriteCache(const fs::path& dir, const std::string& split, const json& sigs,
                {"edge_feature_dim", d.edge_feature_dim},
                {"label_kind", LabelKindName(d.label_kind)},
                {"label_width", d.label_width},
+               {"feature_format", d.sparse() ? "sparse" : "dense"},
+               {"feature_binary", d.sparse() && d.sparse_features.binary()},
                {"files", sigs}};
   WriteFileAtomic(CachePath(dir, "meta.json"), meta.dump(2) + "\n");
 }
@@ -315,7 +344,7 @@ Dataset ReadOgbFolder(const std::string& folder, const DatasetOptions& options) 
                                         : static_cast<int>(std::thread::hardware_concurrency());
   ParseContext ctx;
   Stopwatch parse_watch;
-  Dataset d = ParseRaw(files, threads, &ctx);
+  Dataset d = ParseRaw(files, options.feature_format, threads, &ctx);
   d.name = name;
   d.undirected_reason = KnownUndirectedReason(name);
   double secs = parse_watch.Seconds();

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <map>
 #include <string_view>
 #include <unordered_map>
@@ -13,6 +14,7 @@
 #include "common/log.h"
 #include "common/npy.h"
 #include "common/npz.h"
+#include "common/sparse_rows.h"
 
 namespace gnn {
 
@@ -102,15 +104,51 @@ char DelimiterOf(std::string_view line) {
 
 // --node_feat FILE.npz: np.savez's one array, or the matrix of
 // scipy.sparse.save_npz (csr, csc or coo; repeated entries add up, as
-// SciPy's toarray adds them), densified to float32 [rows, cols] until
-// sparse features are kept sparse. Every index is checked: one line
+// SciPy's toarray adds them), densified to float32 [rows, cols], or with
+// `keep_sparse` kept as CSR rows (`sparse`; a csr matrix as it is, whose
+// column ids must then be sorted and distinct within each row, as
+// SciPy's has_canonical_format says). Every index is checked: one line
 // naming the file.
 struct NpzFeatures {
   int64_t rows = 0, cols = 0;
   std::vector<float> values;
+  bool is_sparse = false;
+  SparseRows sparse;
 };
 
-NpzFeatures ReadNpzFeatures(const std::string& path) {
+// Entries (row, col, value), any order and repeats, as CSR rows sorted by
+// column with repeats added up; a value array only when one is not 1.
+SparseRows RowsOfEntries(int64_t rows, int64_t cols, const std::vector<int64_t>& r,
+                         const std::vector<int64_t>& c, const std::vector<float>& v) {
+  SparseRows s;
+  s.cols = cols;
+  std::vector<int64_t> start(static_cast<size_t>(rows + 1), 0);
+  for (int64_t x : r) ++start[static_cast<size_t>(x + 1)];
+  for (int64_t i = 0; i < rows; ++i) start[i + 1] += start[i];
+  std::vector<std::pair<int64_t, float>> e(r.size());
+  std::vector<int64_t> at(start.begin(), start.end() - 1);
+  for (size_t k = 0; k < r.size(); ++k) e[static_cast<size_t>(at[r[k]]++)] = {c[k], v[k]};
+  s.indptr.assign(static_cast<size_t>(rows + 1), 0);
+  std::vector<float> values;
+  for (int64_t i = 0; i < rows; ++i) {
+    std::sort(e.begin() + start[i], e.begin() + start[i + 1],
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (int64_t k = start[i]; k < start[i + 1]; ++k) {
+      if (k > start[i] && e[k].first == e[k - 1].first) {
+        values.back() += e[k].second;
+        continue;
+      }
+      s.indices.push_back(static_cast<int32_t>(e[k].first));
+      values.push_back(e[k].second);
+    }
+    s.indptr[i + 1] = static_cast<int64_t>(s.indices.size());
+  }
+  if (!std::all_of(values.begin(), values.end(), [](float x) { return x == 1.0f; }))
+    s.values = std::move(values);
+  return s;
+}
+
+NpzFeatures ReadNpzFeatures(const std::string& path, bool keep_sparse) {
   const std::map<std::string, std::string> members = ReadNpz(path);
   const std::string what = "--node_feat " + path;
   auto array = [&](const std::string& name, NpyHeader* h) -> const char* {
@@ -158,6 +196,79 @@ NpzFeatures ReadNpzFeatures(const std::string& path) {
     throw DataError(what + ": " + S(out.rows) + " x " + S(out.cols) + " is too large to densify");
   }
   const std::vector<float> data = NpyToFloats(h, array("data", &h));
+  if (keep_sparse && out.cols > std::numeric_limits<int32_t>::max()) {
+    throw DataError(what + ": " + S(out.cols) + " columns do not fit sparse rows' int32 ids");
+  }
+  if (keep_sparse && kind == "csr") {
+    // The CSR as it is, checked as every reader of sparse rows checks it.
+    const std::vector<int64_t> ptr = NpyToInts(h, array("indptr", &h), what + " member indptr");
+    const std::vector<int64_t> idx = NpyToInts(h, array("indices", &h), what + " member indices");
+    if (static_cast<int64_t>(ptr.size()) != out.rows + 1 || idx.size() != data.size()) {
+      throw DataError(what + ": indptr must have " + S(out.rows + 1) + " entries from 0 to nnz (" +
+                      S(static_cast<int64_t>(data.size())) + "), and indices nnz");
+    }
+    SparseView v;
+    v.rows = out.rows;
+    v.cols = out.cols;
+    v.indptr = ptr.data();
+    std::vector<int32_t> narrow(idx.size());
+    for (size_t k = 0; k < idx.size(); ++k) {
+      narrow[k] = idx[k] < 0 || idx[k] >= out.cols ? -1 : static_cast<int32_t>(idx[k]);
+    }
+    v.indices = narrow.data();
+    v.values = data.data();
+    for (size_t k = 0; k < idx.size() && k < narrow.size(); ++k) {
+      if (narrow[k] < 0) {
+        const int64_t row =
+            std::upper_bound(ptr.begin(), ptr.end(), static_cast<int64_t>(k)) - ptr.begin() - 1;
+        throw DataError(what + ": entry " + S(static_cast<int64_t>(k)) + " at (" + S(row) + ", " +
+                        S(idx[k]) + ") is outside the " + S(out.rows) + " x " + S(out.cols) +
+                        " matrix");
+      }
+    }
+    CheckSparse(v, static_cast<int64_t>(idx.size()), static_cast<int64_t>(data.size()), what);
+    out.is_sparse = true;
+    out.sparse.cols = out.cols;
+    out.sparse.indptr = ptr;
+    out.sparse.indices = std::move(narrow);
+    if (!std::all_of(data.begin(), data.end(), [](float x) { return x == 1.0f; }))
+      out.sparse.values = data;
+    return out;
+  }
+  if (keep_sparse) {
+    // csc or coo: every entry checked, then sorted into rows.
+    std::vector<int64_t> rows, cols;
+    if (kind == "coo") {
+      rows = NpyToInts(h, array("row", &h), what + " member row");
+      cols = NpyToInts(h, array("col", &h), what + " member col");
+      if (rows.size() != data.size() || cols.size() != data.size())
+        throw DataError(what + ": row, col and data differ in length");
+    } else {
+      const std::vector<int64_t> ptr = NpyToInts(h, array("indptr", &h), what + " member indptr");
+      rows = NpyToInts(h, array("indices", &h), what + " member indices");
+      if (static_cast<int64_t>(ptr.size()) != out.cols + 1 || ptr.front() != 0 ||
+          ptr.back() != static_cast<int64_t>(data.size()) || rows.size() != data.size()) {
+        throw DataError(what + ": indptr must have " + S(out.cols + 1) +
+                        " entries from 0 to nnz (" + S(static_cast<int64_t>(data.size())) +
+                        "), and indices nnz");
+      }
+      cols.resize(rows.size());
+      for (int64_t j = 0; j < out.cols; ++j) {
+        if (ptr[j + 1] < ptr[j]) throw DataError(what + ": indptr decreases at " + S(j));
+        for (int64_t k = ptr[j]; k < ptr[j + 1]; ++k) cols[static_cast<size_t>(k)] = j;
+      }
+    }
+    for (size_t k = 0; k < data.size(); ++k) {
+      if (rows[k] < 0 || rows[k] >= out.rows || cols[k] < 0 || cols[k] >= out.cols) {
+        throw DataError(what + ": entry " + S(static_cast<int64_t>(k)) + " at (" + S(rows[k]) +
+                        ", " + S(cols[k]) + ") is outside the " + S(out.rows) + " x " +
+                        S(out.cols) + " matrix");
+      }
+    }
+    out.is_sparse = true;
+    out.sparse = RowsOfEntries(out.rows, out.cols, rows, cols, data);
+    return out;
+  }
   out.values.assign(static_cast<size_t>(cells), 0.f);
   auto add = [&](int64_t r, int64_t c, size_t k) {
     if (r < 0 || r >= out.rows || c < 0 || c >= out.cols) {
@@ -447,7 +558,8 @@ void AddPlainFileFlags(CLI::App& app, PlainFiles* f) {
                  "positions (default 0,1)");
   app.add_option("--node_feat", f->node_feat,
                  "node features .npy [N, F] (float16/32/64), or .npz (np.savez, or a SciPy "
-                 "sparse matrix from scipy.sparse.save_npz, densified)");
+                 "sparse matrix from scipy.sparse.save_npz, kept sparse unless --feature_format "
+                 "dense)");
   app.add_option("--labels", f->labels,
                  "node labels .npy: [N] class ids (int32/int64; -1: none), [N, L] of 0/1 "
                  "(multi-label) or float values (node regression)");
@@ -461,7 +573,7 @@ void AddPlainFileFlags(CLI::App& app, PlainFiles* f) {
                  "your int64 id of each row (.npy or text): edges and split files name these");
 }
 
-Dataset LoadPlainFiles(const PlainFiles& f, bool ignore_edge_data) {
+Dataset LoadPlainFiles(const PlainFiles& f, bool ignore_edge_data, bool keep_sparse) {
   f.Validate();
   const bool npz = EndsWith(f.node_feat, ".npz");
   if (!npz && !EndsWith(f.node_feat, ".npy"))
@@ -473,7 +585,7 @@ Dataset LoadPlainFiles(const PlainFiles& f, bool ignore_edge_data) {
   NpzFeatures packed;
   NpyHeader fh;
   if (npz) {
-    packed = ReadNpzFeatures(f.node_feat);
+    packed = ReadNpzFeatures(f.node_feat, keep_sparse);
     fh.dtype = DType::kFloat32;
     fh.shape = {packed.rows, packed.cols};
   } else {
@@ -557,7 +669,11 @@ Dataset LoadPlainFiles(const PlainFiles& f, bool ignore_edge_data) {
       d.num_classes = std::max(d.num_classes, l + 1);
     }
   }
-  d.features = npz ? std::move(packed.values) : ReadNpyFloats(f.node_feat, &h);
+  if (packed.is_sparse) {
+    d.sparse_features = std::move(packed.sparse);
+  } else {
+    d.features = npz ? std::move(packed.values) : ReadNpyFloats(f.node_feat, &h);
+  }
   d.feature_dim = fh.shape[1];
   if (fh.dtype != DType::kFloat32) {
     GNN_LOG(kInfo) << "--node_feat " << f.node_feat << ": " << DTypeDescr(fh.dtype)

@@ -26,6 +26,8 @@ void AddPlainFileFlags(CLI::App& app, PlainFiles* files);
 // 0..N-1 in the node_ids file's order; Dataset::user_ids keeps them.
 // Every problem is one DataError naming the file, its line or row, and
 // the fix.
-Dataset LoadPlainFiles(const PlainFiles& files, bool ignore_edge_data);
+// keep_sparse: a SciPy sparse --node_feat stays CSR rows
+// (Dataset::sparse_features), never densified.
+Dataset LoadPlainFiles(const PlainFiles& files, bool ignore_edge_data, bool keep_sparse = false);
 
 }  // namespace gnn

@@ -55,7 +55,8 @@ constexpr int kMaxWeightedRounds = 8;
 constexpr int64_t kMaxEnumeratedComplement = int64_t{1} << 24;
 
 constexpr const char* kPresetHelp =
-    "known: tiny, small, products, proteins, proteins-small, or nodes=N,edges=E,feat=F,classes=C";
+    "known: tiny, small, products, proteins, proteins-small, bow, bow-small, or "
+    "nodes=N,edges=E,feat=F,classes=C";
 
 // ---------------------------------------------------------------------------
 // Random streams (graph/synthetic_kit.h): one tag per use of randomness,
@@ -72,6 +73,7 @@ enum class Stream : uint64_t {
   kUniformEdge,
   kComplement,
   kDrop,
+  kWords,
 };
 
 uint64_t StreamSeed(uint64_t seed, Stream stream, uint64_t index) {
@@ -392,6 +394,47 @@ std::vector<float> MakeFeatures(const SyntheticSpec& spec, const std::vector<int
                        static_cast<uint64_t>(Stream::kFeature), 0, num_threads);
 }
 
+// Bag-of-words rows: node v draws spec.bow_words words, each from its
+// class's slice of the vocabulary with probability 0.4, else from all of
+// it; the distinct words are set to 1. Rows of a chunk come from the
+// chunk's own stream, so the output does not depend on the thread count.
+SparseRows MakeBowFeatures(const SyntheticSpec& spec, const std::vector<int64_t>& labels,
+                           uint64_t seed, int num_threads) {
+  const int64_t n = spec.num_nodes, f = spec.feature_dim, c = spec.num_classes;
+  const int64_t slice = std::max<int64_t>(1, f / c);
+  constexpr int64_t kChunk = 1 << 12;
+  const int64_t chunks = NumChunks(n, kChunk);
+  std::vector<std::vector<int32_t>> words(static_cast<size_t>(chunks));
+  std::vector<int64_t> counts(static_cast<size_t>(n));
+  ParallelChunks(chunks, num_threads, [&](int64_t k) {
+    Rng rng(StreamSeed(seed, Stream::kWords, static_cast<uint64_t>(k)));
+    std::vector<int32_t> row;
+    for (int64_t v = k * kChunk, end = std::min(n, v + kChunk); v < end; ++v) {
+      row.clear();
+      const int64_t first = std::min(labels[v] * slice, f - slice);
+      for (int64_t w = 0; w < spec.bow_words; ++w) {
+        const bool topic = rng.Uniform() < 0.4;
+        const int64_t word =
+            topic ? first + static_cast<int64_t>(rng.Below64(static_cast<uint64_t>(slice)))
+                  : static_cast<int64_t>(rng.Below64(static_cast<uint64_t>(f)));
+        row.push_back(static_cast<int32_t>(word));
+      }
+      std::sort(row.begin(), row.end());
+      row.erase(std::unique(row.begin(), row.end()), row.end());
+      counts[static_cast<size_t>(v)] = static_cast<int64_t>(row.size());
+      words[static_cast<size_t>(k)].insert(words[static_cast<size_t>(k)].end(), row.begin(),
+                                           row.end());
+    }
+  });
+  SparseRows s;
+  s.cols = f;
+  s.indptr.resize(static_cast<size_t>(n + 1));
+  for (int64_t v = 0; v < n; ++v) s.indptr[v + 1] = s.indptr[v] + counts[static_cast<size_t>(v)];
+  s.indices.reserve(static_cast<size_t>(s.indptr[n]));
+  for (const std::vector<int32_t>& w : words) s.indices.insert(s.indices.end(), w.begin(), w.end());
+  return s;
+}
+
 void MakeSplit(const SyntheticSpec& spec, uint64_t seed, Dataset* d) {
   RandomSplit(spec.num_nodes, spec.train_fraction, spec.valid_fraction,
               StreamSeed(seed, Stream::kSplit, 0), &d->train_idx, &d->valid_idx, &d->test_idx);
@@ -506,6 +549,16 @@ SyntheticSpec ParseSyntheticSpec(const std::string& text) {
     s.label_kind = LabelKind::kMultilabel;
     s.label_width = 112;
     s.proteins = true;
+  } else if (text == "bow" || text == "bow-small") {
+    // Bag-of-words features, 0.3 % / 0.5 % of the entries set, and a
+    // training split large enough for many steps an epoch.
+    if (text == "bow") {
+      s = {"synthetic-bow", 50000, 500000, 10000, 16, 0.4, 0.1};
+      s.bow_words = 30;
+    } else {
+      s = {"synthetic-bow-small", 5000, 40000, 4000, 8, 0.4, 0.1};
+      s.bow_words = 20;
+    }
   } else if (text.find('=') == std::string::npos) {
     throw ConfigError("unknown synthetic preset '" + text + "' (" + kPresetHelp + ")");
   } else {
@@ -518,10 +571,10 @@ SyntheticSpec ParseSyntheticSpec(const std::string& text) {
       if (eq == std::string::npos) BadSpec(text, "item '" + item + "' is not key=value");
       std::string key = item.substr(0, eq);
       if (key != "nodes" && key != "edges" && key != "feat" && key != "classes" && key != "train" &&
-          key != "valid" && key != "efeat" && key != "task" && key != "labels") {
+          key != "valid" && key != "efeat" && key != "task" && key != "labels" && key != "bow") {
         BadSpec(text, "unknown key '" + key +
                           "' (known: nodes, edges, feat, classes, train, valid, efeat, task, "
-                          "labels)");
+                          "labels, bow)");
       }
       if (!values.emplace(key, item.substr(eq + 1)).second) {
         BadSpec(text, "key '" + key + "' given twice");
@@ -546,6 +599,10 @@ SyntheticSpec ParseSyntheticSpec(const std::string& text) {
                           std::to_string(s.edge_feature_dim) + " edge feature values is too many");
       }
     }
+    if (values.count("bow")) {
+      s.bow_words = ParsePositiveInt(text, "bow", values["bow"]);
+      if (s.bow_words > s.feature_dim) BadSpec(text, "bow= is at most feat=");
+    }
     if (values.count("task")) {
       const std::string& task = values["task"];
       if (task == "multilabel") {
@@ -565,6 +622,7 @@ SyntheticSpec ParseSyntheticSpec(const std::string& text) {
       if (s.label_width > 4096) BadSpec(text, "labels= is at most 4096");
     }
     s.name = "synthetic-n" + std::to_string(s.num_nodes) + "-e" + std::to_string(s.num_edges);
+    if (s.bow_words > 0) s.name += "-bow";
     if (s.label_kind != LabelKind::kClass) s.name += std::string("-") + LabelKindName(s.label_kind);
   }
   CheckSpec(s, text);
@@ -614,7 +672,11 @@ Dataset GenerateSynthetic(const SyntheticSpec& spec, uint64_t seed, int num_thre
     SpeciesSplit(&d);
     MakeProteinEdgeFeatures(spec, seed, num_threads, &d);
   } else {
-    d.features = MakeFeatures(spec, d.labels, seed, num_threads);
+    if (spec.bow_words > 0) {
+      d.sparse_features = MakeBowFeatures(spec, d.labels, seed, num_threads);
+    } else {
+      d.features = MakeFeatures(spec, d.labels, seed, num_threads);
+    }
     MakeSplit(spec, seed, &d);
     if (spec.edge_feature_dim > 0) MakeEdgeFeatures(spec, seed, num_threads, &d);
   }

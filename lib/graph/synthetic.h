@@ -34,11 +34,18 @@ struct SyntheticSpec {
   // binary labels per node drawn from its hidden class, and a species-like
   // split (8 blocks of node ids: 5 train, 1 valid, 2 test).
   bool proteins = false;
+  // bow=K: bag-of-words features instead of dense ones: feature_dim
+  // columns ("words"), about K distinct ones set to 1 per node, 40 % of
+  // them drawn from its class's own slice of the vocabulary (the "bow" and
+  // "bow-small" presets: 10,000 and 4,000 words, 30 and 20 per node). Kept
+  // sparse (Dataset::sparse_features).
+  int64_t bow_words = 0;
 };
 
-// Parses "tiny", "small", "products", "proteins", "proteins-small" or
-// "nodes=N,edges=E,feat=F,classes=C"
-// (optional train=, valid= fractions, efeat= edge features, task=multilabel
+// Parses "tiny", "small", "products", "proteins", "proteins-small", "bow",
+// "bow-small" or "nodes=N,edges=E,feat=F,classes=C"
+// (optional train=, valid= fractions, efeat= edge features, bow= words per
+// node, task=multilabel
 // or task=regression with labels= columns). Throws
 // ConfigError naming the bad key.
 SyntheticSpec ParseSyntheticSpec(const std::string& spec);

@@ -88,6 +88,12 @@ void CheckMachinesForParts(int num_parts, int num_machines, const std::string& w
 std::vector<std::string> PartitionConfig::PartFileNames() const {
   if (!hetero()) {
     std::vector<std::string> names = kPartFiles;
+    if (sparse_features) {
+      names.erase(std::find(names.begin(), names.end(), "feat.npy"));
+      names.push_back(kFeatIndptrFile);
+      names.push_back(kFeatIndicesFile);
+      if (!feature_binary) names.push_back(kFeatValuesFile);
+    }
     if (user_node_ids) names.push_back(kUserIdsFile);
     if (edge_feature_dim > 0) {
       names.push_back(kEdgeFeatFile);
@@ -140,6 +146,10 @@ json ToJson(const PartitionConfig& c) {
   j["seed"] = c.seed;
   if (c.user_node_ids) j["user_node_ids"] = true;
   if (c.edge_feature_dim > 0) j["edge_feature_dim"] = c.edge_feature_dim;
+  if (c.sparse_features) {
+    j["feature_format"] = "sparse";
+    j["feature_binary"] = c.feature_binary;
+  }
   if (c.val_edges_fraction > 0) {
     j["val_edges"] = {{"fraction", c.val_edges_fraction},
                       {"num_edges", c.num_val_edges},
@@ -187,7 +197,8 @@ json ToJson(const PartitionConfig& c) {
     for (const auto& [name, f] : p.files) files[name] = {{"bytes", f.bytes}, {"sha256", f.sha256}};
     j["part-" + std::to_string(i)] = {
         {"part_dir", p.dir},
-        {"node_feats", c.hetero() ? p.dir : p.dir + "/feat.npy"},
+        {"node_feats",
+         c.hetero() ? p.dir : p.dir + "/" + (c.sparse_features ? kFeatIndptrFile : "feat.npy")},
         {"part_graph", p.dir + "/indptr.npy"},
         {"num_nodes", p.num_nodes()},
         {"num_edges", p.num_edges()},
@@ -296,6 +307,16 @@ void ParseScalars(const JsonReader& r, PartitionConfig* c) {
   c->seed = r.At("seed").Uint64();
   if (r.Has("val_edges")) ParseValEdges(r.At("val_edges"), c);
   c->user_node_ids = r.Has("user_node_ids") && r.At("user_node_ids").Bool();
+  if (r.Has("feature_format")) {
+    const std::string format = r.At("feature_format").String();
+    if (format != "dense" && format != "sparse") r.At("feature_format").Fail("dense or sparse");
+    c->sparse_features = format == "sparse";
+    if (c->sparse_features) {
+      c->feature_binary = r.At("feature_binary").Bool();
+      if (c->feature_dim > std::numeric_limits<int32_t>::max())
+        r.At("feature_dim").Fail("sparse features take at most 2^31 - 1 columns");
+    }
+  }
   if (r.Has("edge_feature_dim")) {
     c->edge_feature_dim = r.At("edge_feature_dim").Int(1, kMaxCount);
     if (__builtin_mul_overflow(c->num_edges, c->edge_feature_dim, &cells) || cells > kMaxCount) {

@@ -34,6 +34,14 @@ constexpr const char* kUserIdsFile = "node_ids.npy";
 // edges.
 constexpr const char* kEdgeFeatFile = "edge_feat.npy";
 constexpr const char* kOrigEidsFile = "orig_eids.npy";
+// Sparse node features (a config with "feature_format": "sparse"): in
+// place of feat.npy every partition folder holds the CSR of its nodes'
+// rows, feat_indptr.npy (int64 [num_nodes + 1]), feat_indices.npy (int32
+// [nnz], sorted within a row) and, unless "feature_binary" (every value
+// 1), feat_values.npy (float32 [nnz]).
+constexpr const char* kFeatIndptrFile = "feat_indptr.npy";
+constexpr const char* kFeatIndicesFile = "feat_indices.npy";
+constexpr const char* kFeatValuesFile = "feat_values.npy";
 // Corrupted tails stored per held-out edge (for MRR).
 constexpr int kValNegatives = 100;
 
@@ -101,6 +109,10 @@ struct PartitionConfig {
   bool user_node_ids = false;
   // Width of every stored in-edge's features (kEdgeFeatFile); 0: none.
   int64_t edge_feature_dim = 0;
+  // Node features as CSR files (kFeatIndptrFile ...) instead of feat.npy;
+  // feature_binary: no values file, every stored value is 1.
+  bool sparse_features = false;
+  bool feature_binary = false;
   std::vector<PartInfo> parts;
   nlohmann::json report;  // partition_report, kept as written
   // Node types and relations ("src:rel:dst") in id order; {"_N"} and

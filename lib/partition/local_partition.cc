@@ -145,8 +145,24 @@ void LoadEdgeData(const PartitionConfig& config, int part, bool verify_checksums
   p->edge_data = std::move(rows);
 }
 
+SparseRows ReadSparseFeatures(const PartitionConfig& config, int part) {
+  const int64_t n = config.parts.at(part).num_nodes();
+  SparseRows rows;
+  rows.cols = config.feature_dim;
+  const std::string indptr = config.FilePath(part, kFeatIndptrFile);
+  const std::string indices = config.FilePath(part, kFeatIndicesFile);
+  rows.indptr = ReadNpy<int64_t>(indptr, {n + 1});
+  rows.indices = ReadNpy<int32_t>(indices, {-1});
+  if (!config.feature_binary)
+    rows.values = ReadNpy<float>(config.FilePath(part, kFeatValuesFile), {-1});
+  CheckSparse(rows.view(), static_cast<int64_t>(rows.indices.size()),
+              static_cast<int64_t>(rows.values.size()),
+              indptr + " and " + indices + (config.feature_binary ? "" : " and feat_values.npy"));
+  return rows;
+}
+
 LocalPartition LoadLocalPartition(const PartitionConfig& config, int part, bool verify_checksums,
-                                  bool edge_data) {
+                                  bool edge_data, bool keep_sparse) {
   config.RequireHomogeneous("loading a partition for training");
   if (part < 0 || part >= config.num_parts) {
     throw ConfigError("partition " + std::to_string(part) + " does not exist (config has " +
@@ -165,7 +181,15 @@ LocalPartition LoadLocalPartition(const PartitionConfig& config, int part, bool 
   auto path = [&](const char* f) { return config.FilePath(part, f); };
   p.indptr = ReadNpy<int64_t>(path("indptr.npy"), {n + 1});
   p.indices = ReadNpy<int64_t>(path("indices.npy"), {info.num_edges()});
-  p.features = ReadNpy<float>(path("feat.npy"), {n, config.feature_dim});
+  if (!config.sparse_features) {
+    p.features = ReadNpy<float>(path("feat.npy"), {n, config.feature_dim});
+  } else if (keep_sparse) {
+    p.sparse_features = ReadSparseFeatures(config, part);
+  } else {
+    const SparseRows rows = ReadSparseFeatures(config, part);
+    p.features.resize(static_cast<size_t>(n * config.feature_dim));
+    Densify(rows.view(), p.features.data());
+  }
   if (config.label_kind == LabelKind::kClass) {
     p.labels = ReadNpy<int64_t>(path("label.npy"), {n});
   } else {

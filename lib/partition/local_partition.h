@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/sparse_rows.h"
 #include "partition/config.h"
 
 namespace gnn {
@@ -17,7 +18,12 @@ struct LocalPartition {
   std::vector<int64_t> indptr;   // [num_nodes + 1]
   std::vector<int64_t> indices;  // global ids of in-neighbours
   std::vector<float> features;   // [num_nodes, feature_dim]
-  std::vector<int64_t> labels;   // [num_nodes]; class ids only
+  // A sparse-feature partition loaded to stay sparse
+  // (LoadLocalPartition's keep_sparse): its CSR rows, `features` then
+  // empty.
+  SparseRows sparse_features;
+  bool sparse() const { return sparse_features.rows() > 0; }
+  std::vector<int64_t> labels;  // [num_nodes]; class ids only
   // Multi-label / regression graphs: float32 [num_nodes, label_width]
   // (config.label_kind), `labels` then empty.
   int64_t label_width = 0;
@@ -71,9 +77,17 @@ HeldOutEdges LoadHeldOutEdges(const PartitionConfig& config, int part, bool veri
 // sha256 is compared with the config first. Shapes and dtypes are checked
 // against the config; any mismatch throws DataError naming the file.
 // With `edge_data` the edge features too (config edge_feature_dim > 0;
-// checked finite, and against their checksum when verifying).
+// checked finite, and against their checksum when verifying). A partition
+// of sparse features (config.sparse_features) is made dense rows unless
+// `keep_sparse`.
 LocalPartition LoadLocalPartition(const PartitionConfig& config, int part, bool verify_checksums,
-                                  bool edge_data = false);
+                                  bool edge_data = false, bool keep_sparse = false);
+
+// The CSR node features of partition `part` of a sparse-feature config:
+// shapes and dtypes against the config, then CheckSparse (column ids in
+// range and sorted, row pointers ending at the ids' count, values finite);
+// DataError naming the file. Checksums are the caller's.
+SparseRows ReadSparseFeatures(const PartitionConfig& config, int part);
 // Reads the edge data into a partition loaded without it (a model file
 // read later says it weighs messages); no-op without edge data or when
 // loaded already.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/memory.h"
+#include "common/sparse_rows.h"
 
 namespace gnn {
 
@@ -54,6 +55,11 @@ struct MiniBatch {
   // nothing else, and the sampler, not the trainer, does that memory-bound
   // pass.
   bool input_means = false;
+  // A graph of sparse features (LocalGraph::sparse): the input rows as CSR
+  // [blocks[0].num_src(), feature_dim] in `sparse_features`, `features`
+  // then empty (never input_means nor split_rows).
+  bool sparse = false;
+  SparseRows sparse_features;
   // Set by a loader with LoaderOptions::cache_slot (a trainer's GPU feature
   // cache): `features` holds only the input rows the cache lacks, in input
   // order; host_rows are their positions among input_nodes(), cached_rows

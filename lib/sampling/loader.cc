@@ -36,7 +36,12 @@ void ValidateOptions(const LocalGraph& graph, const LoaderOptions& o) {
       (graph.csc.num_nodes > 0 && (graph.csc.indptr == nullptr || graph.csc.indices == nullptr))) {
     throw ConfigError("loader graph has no CSC arrays");
   }
-  if (graph.feature_dim < 0 || (graph.feature_dim > 0 && graph.features == nullptr)) {
+  if (graph.sparse.indptr != nullptr) {
+    if (graph.sparse.rows != graph.csc.num_nodes || graph.sparse.cols != graph.feature_dim)
+      throw ConfigError("loader graph's sparse rows do not match its nodes and feature_dim");
+    if (o.input_means || o.cache_slot != nullptr)
+      throw ConfigError("a loader over sparse rows makes neither means nor cache splits");
+  } else if (graph.feature_dim < 0 || (graph.feature_dim > 0 && graph.features == nullptr)) {
     throw ConfigError("loader graph has feature_dim " + std::to_string(graph.feature_dim) +
                       " but no feature rows");
   }
@@ -202,7 +207,10 @@ MiniBatch BatchLoader::Make(int64_t index, int threads) const {
     for (Block& block : b.blocks) AddSelfLoops(&block);
   }
   if (options_.transpose) {
-    for (size_t l = options_.self_loops ? 0 : 1; l < b.blocks.size(); ++l) {
+    // Sparse rows: every first layer projects before it aggregates, so a
+    // gradient flows through block 0 too.
+    const bool all = options_.self_loops || graph_.sparse.indptr != nullptr;
+    for (size_t l = all ? 0 : 1; l < b.blocks.size(); ++l) {
       BuildTranspose(&b.blocks[l]);
     }
   }
@@ -217,7 +225,12 @@ MiniBatch BatchLoader::Make(int64_t index, int threads) const {
                         std::to_string(csc.node_start + csc.num_nodes) + "))");
       }
     }
-    if (options_.cache_slot != nullptr && !b.blocks.empty()) {
+    if (graph_.sparse.indptr != nullptr) {
+      const std::vector<int64_t>& input = b.input_nodes();
+      GatherSparseRows(graph_.sparse, input.data(), static_cast<int64_t>(input.size()),
+                       csc.node_start, &b.sparse_features, threads);
+      b.sparse = true;
+    } else if (options_.cache_slot != nullptr && !b.blocks.empty()) {
       // The device holds the hot rows: gather the others only.
       std::vector<int64_t> host_ids;
       const std::vector<int64_t>& input = b.input_nodes();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/random.h"
+#include "common/sparse_rows.h"
 #include "sampling/block.h"
 #include "sampling/sampler.h"
 
@@ -66,6 +67,9 @@ struct LocalGraph {
   CscView csc;
   const float* features = nullptr;  // rows of csc's nodes, [num_nodes, feature_dim]
   int64_t feature_dim = 0;
+  // Or the rows kept sparse (sparse.rows == num_nodes, features then
+  // null): batches carry CSR rows (MiniBatch::sparse), never means.
+  SparseView sparse;
   const int64_t* labels = nullptr;  // [num_nodes]; nullptr: batches carry no labels
   // Or label rows [num_nodes, label_width] (multi-label, regression).
   const float* targets = nullptr;

@@ -275,7 +275,10 @@ ShmHeader HeaderFor(const std::string& name, const PartitionConfig& config, int 
 // sizes): one aligned slot per array after the header, offsets and sizes
 // written into `h`; h->total_bytes is the segment's size in whole pages.
 std::vector<ArrayPlan> PlanLayout(const PartitionConfig& config, int part, ShmHeader* h) {
-  const std::vector<Slot> slots = SlotsOf(*h, config.ntypes, config.target_ntype);
+  std::vector<Slot> slots = SlotsOf(*h, config.ntypes, config.target_ntype);
+  // Sparse-feature partitions: the feature slot holds their rows made
+  // dense (computed from the CSR files, not copied).
+  if (!config.hetero() && config.sparse_features) slots[kFeat].file.clear();
   std::vector<ArrayPlan> plan(slots.size());
   h->num_arrays = static_cast<int32_t>(slots.size());
   uint64_t offset = kShmHeaderBytes;
@@ -411,6 +414,17 @@ std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
         if (!plan[i].path.empty()) CopyArray(plan[i], bytes + plan[i].offset, want_sha[i]);
       }
     });
+    if (!config.hetero() && config.sparse_features) {
+      if (verify_checksums) {
+        for (const char* f : {kFeatIndptrFile, kFeatIndicesFile, kFeatValuesFile}) {
+          const auto it = config.parts[part].files.find(f);
+          if (it != config.parts[part].files.end())
+            VerifyPartFile(config.FilePath(part, f), it->second);
+        }
+      }
+      Densify(ReadSparseFeatures(config, part).view(),
+              reinterpret_cast<float*>(bytes + plan[kFeat].offset));
+    }
     // The checks every loader of the partition does (one function each), on
     // the mapped data; a typed partition's sampling keys are computed here.
     p->ReadHeader();

@@ -13,6 +13,9 @@
 #include "common/fs.h"
 #include "common/npy.h"
 #include "common/npz.h"
+#include "common/sparse_rows.h"
+#include "partition/config.h"
+#include "partition/local_partition.h"
 #include "process_util.h"
 #include "test_util.h"
 
@@ -216,6 +219,17 @@ npz(d + '/bad_index.npz', dict(format=np.array(b'csr'), shape=np.array([60, 3]),
 npz(d + '/bad_ptr.npz', dict(format=np.array(b'csr'), shape=np.array([60, 3]), indptr=c.indptr[:-1], indices=c.indices, data=c.data))
 npz(d + '/lil.npz', dict(format=np.array(b'lil'), shape=np.array([60, 3])))
 npz(d + '/two.npz', dict(a=m, b=m))
+b = np.zeros((60, 50))
+for r in range(60):
+    b[r, [(r * 7) % 50, (r * 11 + 3) % 50, (r * 13 + 5) % 50]] = 1
+np.save(d + '/bow.npy', b)
+sp.save_npz(d + '/bow_csr.npz', sp.csr_matrix(b))
+sp.save_npz(d + '/bow_coo.npz', sp.coo_matrix(b), compressed=False)
+u = sp.csr_matrix(b)
+swapped = u.indices.copy(); swapped[0], swapped[1] = swapped[1], swapped[0]
+npz(d + '/unsorted.npz', dict(format=np.array(b'csr'), shape=np.array([60, 50]), indptr=u.indptr, indices=swapped, data=u.data))
+twice = u.indices.copy(); twice[1] = twice[0]
+npz(d + '/twice.npz', dict(format=np.array(b'csr'), shape=np.array([60, 50]), indptr=u.indptr, indices=twice, data=u.data))
 raw = bytearray(open(d + '/csr.npz', 'rb').read())
 at = raw.index(b'data.npy') + 40
 raw[at:at + 8] = b'\xff' * 8
@@ -238,6 +252,28 @@ open(d + '/corrupt.npz', 'wb').write(bytes(raw))
     REQUIRE(r.exit_code == 0);
     CHECK(ReadNpy<float>(f.dir / (name + "/part0/feat.npy")) == want);
   }
+  // A bag-of-words matrix stays sparse from the .npz to the partition
+  // (csr as it is, coo sorted into rows): the CSR files hold the rows the
+  // dense partition of the same matrix holds.
+  r = f.Run("gnn-partition", {"--node_feat", f.dir / "bow.npy", "--num_parts", "1", "--output",
+                              f.dir / "bowref", "--ignore_edge_data", "--feature_format", "dense"});
+  REQUIRE(r.exit_code == 0);
+  const std::vector<float> bow = ReadNpy<float>(f.dir / "bowref/part0/feat.npy");
+  for (const std::string name : {"bow_csr", "bow_coo"}) {
+    r = part(name + ".npz", name);
+    INFO(name << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    const PartitionConfig c = LoadPartitionConfig(f.dir / (name + "/mine.json"));
+    REQUIRE(c.sparse_features);
+    CHECK(c.feature_binary);
+    const SparseRows rows = ReadSparseFeatures(c, 0);
+    std::vector<float> dense(static_cast<size_t>(rows.rows() * rows.cols));
+    Densify(rows.view(), dense.data());
+    CHECK(dense == bow);
+  }
+  ExpectOneLine(part("unsorted.npz", "o"), "gnn-partition",
+                "unsorted.npz: row 0: column ids are not sorted");
+  ExpectOneLine(part("twice.npz", "o"), "gnn-partition", "twice.npz: row 0: column id");
   ExpectOneLine(part("bad_index.npz", "o"), "gnn-partition", "bad_index.npz: entry 5 at (");
   ExpectOneLine(part("bad_ptr.npz", "o"), "gnn-partition", "indptr must have 61 entries");
   ExpectOneLine(part("lil.npz", "o"), "gnn-partition", "m.tocsr()");

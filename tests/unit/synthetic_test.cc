@@ -176,7 +176,7 @@ TEST_CASE("ParseSyntheticSpec rejects bad specs with one clear line", "[unit]") 
   const std::vector<Case> cases = {
       {"huge",
        "unknown synthetic preset 'huge' (known: tiny, small, products, proteins, "
-       "proteins-small, or nodes=N,edges=E,feat=F,classes=C)"},
+       "proteins-small, bow, bow-small, or nodes=N,edges=E,feat=F,classes=C)"},
       {"", "unknown synthetic preset ''"},
       {"Tiny", "unknown synthetic preset 'Tiny'"},
       {ok + ",color=3", "unknown key 'color'"},

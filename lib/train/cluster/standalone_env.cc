@@ -12,6 +12,7 @@
 #include "train/loop/device.h"
 #include "train/loop/inference.h"
 #include "train/loop/train_env.h"
+#include "train/models/sparse_input.h"
 
 namespace gnn {
 
@@ -24,8 +25,10 @@ torch::Tensor Inference(NodeModel& model, const LocalPartition& part, int64_t ba
   CscView csc{part.indptr.data(), part.indices.data(), part.node_start, part.num_nodes};
   csc.edge_data = part.edge_data.empty() ? nullptr : part.edge_data.data();
   csc.edge_dim = part.edge_dim;
-  torch::Tensor x = torch::from_blob(const_cast<float*>(part.features.data()),
-                                     {part.num_nodes, part.feature_dim}, torch::kFloat32);
+  torch::Tensor x = part.sparse()
+                        ? torch::Tensor()
+                        : torch::from_blob(const_cast<float*>(part.features.data()),
+                                           {part.num_nodes, part.feature_dim}, torch::kFloat32);
   InferenceSource source;
   source.edge_dim = csc.edge_dim;
   source.neighbors = [&](const std::vector<int64_t>& dst, std::vector<int64_t>* ptr,
@@ -36,6 +39,12 @@ torch::Tensor Inference(NodeModel& model, const LocalPartition& part, int64_t ba
     GatherEdgeRows(csc, edges, rows);
   };
   source.features = [&](const std::vector<int64_t>& ids) {
+    if (part.sparse()) {
+      SparseRows rows;
+      GatherSparseRows(part.sparse_features.view(), ids.data(), static_cast<int64_t>(ids.size()),
+                       part.node_start, &rows, threads);
+      return SparseInput(rows);
+    }
     torch::Tensor rows = torch::from_blob(const_cast<int64_t*>(ids.data()),
                                           {static_cast<int64_t>(ids.size())}, torch::kInt64);
     return x.index_select(0, rows - part.node_start);
@@ -62,7 +71,10 @@ class StandaloneEnv : public TrainEnv {
  public:
   StandaloneEnv(const TrainOptions& o, const PartitionConfig& config) : o_(o), config_(config) {
     Stopwatch load_watch;
-    part_ = LoadLocalPartition(config, 0, o.verify_checksums, o.ReadsEdgeData());
+    // Sparse features stay sparse (the first layer reads them as they
+    // are) unless the model builds messages from whole input rows.
+    part_ = LoadLocalPartition(config, 0, o.verify_checksums, o.ReadsEdgeData(),
+                               config.sparse_features && o.edge_feat_dim == 0);
     train_ = part_.Nodes(part_.train_mask);
     valid_ = part_.Nodes(part_.valid_mask);
     test_ = part_.Nodes(part_.test_mask);
@@ -79,8 +91,16 @@ class StandaloneEnv : public TrainEnv {
       graph_.csc.edge_data = part_.edge_data.data();
       graph_.csc.edge_dim = part_.edge_dim;
     }
-    graph_.features = part_.features.data();
     graph_.feature_dim = part_.feature_dim;
+    if (part_.sparse()) {
+      graph_.sparse = part_.sparse_features.view();
+      GNN_LOG(kInfo) << "node features sparse: " << part_.sparse_features.nnz()
+                     << " stored entries, " << std::setprecision(3)
+                     << 100.0 * part_.sparse_features.density()
+                     << " % of the matrix; the first layer reads them as they are";
+    } else {
+      graph_.features = part_.features.data();
+    }
     if (config.label_width > 0) {
       graph_.targets = part_.targets.data();
       graph_.label_width = config.label_width;
@@ -94,7 +114,7 @@ class StandaloneEnv : public TrainEnv {
     lo_.prefetch = o.prefetch;
     lo_.seed = o.seed;
     lo_.transpose = true;
-    lo_.input_means = o.TakesMeans();
+    lo_.input_means = o.TakesMeans() && !part_.sparse();
     // GAT's and GCN's self-loops and their blocks' transposes (edge ids
     // included) made by the sampling workers, off the training thread.
     lo_.self_loops = o.model == "gat" || o.model == "gcn";
@@ -108,7 +128,7 @@ class StandaloneEnv : public TrainEnv {
       for (size_t i = 0; i < edges_.size(); ++i) edges_[i] = static_cast<int64_t>(i);
       if (edges_.empty()) throw DataError(o.part_config + ": partition 0 has no edges");
     }
-    if (part_.feature_dim > 0 && !o.inference) {
+    if (part_.feature_dim > 0 && !o.inference && !part_.sparse()) {
       const int64_t bytes = DeviceCacheBytes(o);
       if (bytes > 0) MakeDeviceCache(bytes);
     }
@@ -156,8 +176,16 @@ class StandaloneEnv : public TrainEnv {
           mb.seeds = seeds;
           mb.feature_dim = part_.feature_dim;
           mb.blocks = SampleBlocks(graph_.csc, seeds, fanouts, false, rng_seed, threads);
-          ::gnn::GatherRows(part_.features.data(), part_.node_start, part_.feature_dim,
-                            mb.blocks.front().src_nodes, &mb.features, threads);
+          const std::vector<int64_t>& input = mb.blocks.front().src_nodes;
+          if (part_.sparse()) {
+            GatherSparseRows(part_.sparse_features.view(), input.data(),
+                             static_cast<int64_t>(input.size()), part_.node_start,
+                             &mb.sparse_features, threads);
+            mb.sparse = true;
+          } else {
+            ::gnn::GatherRows(part_.features.data(), part_.node_start, part_.feature_dim, input,
+                              &mb.features, threads);
+          }
           return mb;
         });
   }

@@ -23,6 +23,7 @@
 #include "train/loop/train_env.h"
 #include "train/loop/training_loop.h"
 #include "train/models/node_model.h"
+#include "train/models/sparse_input.h"
 
 namespace gnn {
 
@@ -56,6 +57,7 @@ struct PinnedBatch {
   std::vector<BlockTensors> blocks;
   torch::Tensor x;  // the batch's rows (split_rows: only those the GPU cache lacks)
   torch::Tensor host_rows, cached_rows, cached_slots;  // split_rows only
+  torch::Tensor crow, col, values;                     // sparse rows' parts (MiniBatch::sparse)
 };
 
 PinnedBatch Pin(MiniBatch& mb) {
@@ -71,6 +73,14 @@ PinnedBatch Pin(MiniBatch& mb) {
   const int64_t rows = mb.split_rows    ? static_cast<int64_t>(mb.host_rows.size())
                        : mb.input_means ? 2 * mb.blocks.front().num_dst
                                         : mb.blocks.front().num_src();
+  if (mb.sparse) {
+    // Dense parts, pinned: the CSR tensor is put together on the device.
+    const torch::Tensor x = SparseInput(mb.sparse_features);
+    p.crow = x.crow_indices().pin_memory();
+    p.col = x.col_indices().pin_memory();
+    p.values = x.values().pin_memory();
+    return p;
+  }
   p.x = torch::from_blob(mb.features.data(), {rows, mb.feature_dim}, torch::kFloat32).pin_memory();
   if (mb.split_rows) {
     p.host_rows = View(mb.host_rows).pin_memory();
@@ -96,6 +106,7 @@ class NodeLearner : public Learner {
       env_->SetStager([](MiniBatch& mb) {
         mb.staged = std::make_shared<PinnedBatch>(Pin(mb));
         NoInitVector<float>().swap(mb.features);
+        mb.sparse_features = SparseRows();
       });
       cache_ = env_->DeviceCache();
     }
@@ -157,7 +168,9 @@ class NodeLearner : public Learner {
       const int64_t rows =
           mb.input_means ? 2 * mb.blocks.front().num_dst : mb.blocks.front().num_src();
       for (const Block& b : mb.blocks) blocks_.push_back(ToTensors(b));
-      x_ = torch::from_blob(mb.features.data(), {rows, mb.feature_dim}, torch::kFloat32);
+      x_ = mb.sparse
+               ? SparseInput(mb.sparse_features)
+               : torch::from_blob(mb.features.data(), {rows, mb.feature_dim}, torch::kFloat32);
       return;
     }
 #if GNN_CUDA_KERNELS
@@ -182,12 +195,20 @@ class NodeLearner : public Learner {
         blocks_.push_back(t);
       }
       host_x = up(pinned.x);
+      if (mb.sparse) {
+        sparse_x_ = SparseInput(up(pinned.crow), up(pinned.col), up(pinned.values), mb.feature_dim);
+      }
       host_rows = up(pinned.host_rows);
       cached_rows = up(pinned.cached_rows);
       cached_slots = up(pinned.cached_slots);
       copied_.record(*copy_stream_);
     }
     copied_.block(compute);
+    if (mb.sparse) {
+      x_ = sparse_x_;
+      sparse_x_ = torch::Tensor();
+      return;
+    }
     if (!mb.split_rows) {
       x_ = host_x;
       return;
@@ -272,6 +293,7 @@ class NodeLearner : public Learner {
   torch::Device device_;              // where the model and each batch live (--num_gpus)
   std::vector<BlockTensors> blocks_;  // the current batch's, on device_ (Stage)
   torch::Tensor x_;                   // its input rows, on device_
+  torch::Tensor sparse_x_;            // sparse rows put together on the GPU (Stage)
   torch::Tensor cache_;               // --gpu_cache_mb: hot rows on device_ (else undefined)
 #if GNN_CUDA_KERNELS
   std::optional<c10::cuda::CUDAStream> copy_stream_;  // host-to-device copies

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "train/models/sparse_input.h"
+
 namespace gnn {
 namespace {
 
@@ -110,6 +112,39 @@ torch::Tensor KeepMask(torch::IntArrayRef shape, double p, const torch::TensorOp
     ApplyKeepMask<scalar_t>(nullptr, mask.data_ptr<scalar_t>(), mask.numel(), p, seed);
   });
   return mask;
+}
+
+torch::Tensor DropoutSparse(const torch::Tensor& x, double p, bool training) {
+  if (!training || p <= 0) return x;
+  torch::Tensor crow = x.crow_indices(), col = x.col_indices();
+  torch::Tensor values;
+  if (!x.is_cpu()) {
+    values = torch::dropout(x.values(), p, true);
+  } else {
+    const uint64_t seed = DrawSeed();
+    const auto threshold = static_cast<uint32_t>(std::min(p * 4294967296.0, 4294967295.0));
+    const float keep = static_cast<float>(1.0 / (1.0 - p));
+    const auto s0 = static_cast<uint32_t>(seed), s1 = static_cast<uint32_t>(seed >> 32);
+    const torch::Tensor r64 = crow.to(torch::kInt64).contiguous();
+    const torch::Tensor c64 = col.to(torch::kInt64).contiguous();
+    const torch::Tensor in = x.values().to(torch::kFloat32).contiguous();
+    values = torch::empty_like(in);
+    const int64_t* rp = r64.data_ptr<int64_t>();
+    const int64_t* cp = c64.data_ptr<int64_t>();
+    const float* ip = in.data_ptr<float>();
+    float* op = values.data_ptr<float>();
+    const int64_t cols = x.size(1);
+    at::parallel_for(0, x.size(0), 256, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t k = rp[r]; k < rp[r + 1]; ++k) {
+          // The dense matrix's flat index, as Dropout hashes it.
+          const auto i = static_cast<uint32_t>(r * cols + cp[k]);
+          op[k] = ip[k] * (Mix32((i + s0) ^ s1) >= threshold ? keep : 0.0f);
+        }
+      }
+    });
+  }
+  return SparseInput(crow, col, values, x.size(1));
 }
 
 torch::Tensor Dropout(const torch::Tensor& x, double p, bool training) {

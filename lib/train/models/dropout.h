@@ -20,4 +20,10 @@ torch::Tensor KeepMask(torch::IntArrayRef shape, double p, const torch::TensorOp
 // CPU; elsewhere torch::dropout). Every model's feature dropout.
 torch::Tensor Dropout(const torch::Tensor& x, double p, bool training);
 
+// Dropout of sparse input rows (a CSR tensor, models/sparse_input.h): the
+// stored values masked and scaled, on the CPU with the very mask Dropout
+// gives the dense matrix (element r * cols + c of the same seed); no
+// gradient (raw inputs).
+torch::Tensor DropoutSparse(const torch::Tensor& x, double p, bool training);
+
 }  // namespace gnn

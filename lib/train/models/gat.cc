@@ -2,6 +2,7 @@
 
 #include "train/models/attention.h"
 #include "train/models/dropout.h"
+#include "train/models/sparse_input.h"
 
 namespace gnn {
 
@@ -36,6 +37,21 @@ torch::Tensor GATConvImpl::forward(const BlockTensors& block, const torch::Tenso
   // [fc.weight; (W_h^T a_l)^T; (W_h^T a_r)^T] is [H x F + 2H, in], so the
   // sources' rows are read (and packed) once forward and once backward.
   torch::Tensor weight = torch::cat({fc_->weight, Folded(attn_l_).t(), Folded(attn_r_).t()}, 0);
+  if (IsSparse(h_src)) {
+    // Sparse input rows: the one projection on their stored entries; the
+    // residual reads the destinations' rows the same way.
+    torch::Tensor out = GatAggregateProjected(block, SparseLinear(h_src, weight.t()), heads_,
+                                              slope_, DropMask(block));
+    const int64_t D = block.num_dst;
+    if (res_fc_) {
+      out =
+          out +
+          SparseLinear(h_src, res_fc_->weight.t(), D).add(res_fc_->bias).view({D, heads_, width_});
+    }
+    if (identity_residual_) out = out + SparseHeadDense(h_src, D).view({D, heads_, width_});
+    if (bias_.defined()) out = out + bias_.view({1, heads_, width_});
+    return out;
+  }
   torch::Tensor proj = h_src.matmul(weight.t());
   torch::Tensor out = GatAggregateProjected(block, proj, heads_, slope_, DropMask(block));
   return Finish(out, h_src.slice(0, 0, block.num_dst));
@@ -81,7 +97,8 @@ GatImpl::GatImpl(const GatOptions& o) : o_(o) {
 }
 
 torch::Tensor GatImpl::ForwardLayer(int l, const BlockTensors& block, const torch::Tensor& h) {
-  torch::Tensor x = Dropout(h, o_.feat_drop, is_training());
+  torch::Tensor x = IsSparse(h) ? DropoutSparse(h, o_.feat_drop, is_training())
+                                : Dropout(h, o_.feat_drop, is_training());
   torch::Tensor out = layers_[l]->as<GATConvImpl>()->forward(WithSelfLoops(block), x);
   if (l + 1 == num_layers()) return out.mean(1);
   return torch::elu(out).flatten(1);

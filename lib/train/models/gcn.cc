@@ -4,6 +4,7 @@
 #include "train/models/aggregate.h"
 #include "train/models/attention.h"
 #include "train/models/dropout.h"
+#include "train/models/sparse_input.h"
 
 namespace gnn {
 
@@ -22,7 +23,7 @@ torch::Tensor GraphConvImpl::forward(const BlockTensors& block, const torch::Ten
     // DGL refuses any weight <= 0 there; gnn refuses negative ones only: a
     // zero-weight edge sends nothing (and a node whose weights are all zero
     // gets a zero factor, not 0 / 0).
-    const torch::Tensor w = EdgeWeights(block, h_src.scalar_type());
+    const torch::Tensor w = EdgeWeights(block, weight_.scalar_type());
     if (w.numel() > 0 && w.min().item<double>() < 0) {
       throw DataError(
           "gcn's edge weight normalisation (DGL's EdgeWeightNorm 'both') needs "
@@ -38,6 +39,9 @@ torch::Tensor GraphConvImpl::forward(const BlockTensors& block, const torch::Ten
     const torch::Tensor in_w = torch::zeros({block.num_dst}, w.options()).index_add_(0, dst, w);
     const torch::Tensor coef =
         w * inv_sqrt(out_w).index_select(0, block.indices) * inv_sqrt(in_w).index_select(0, dst);
+    if (IsSparse(h_src)) {
+      return EdgeWeightedAggregate(block, SparseLinear(h_src, weight_), coef).add(bias_);
+    }
     if (ProjectFirst(block, h_src)) {
       return EdgeWeightedAggregate(block, torch::mm(h_src, weight_), coef).add(bias_);
     }
@@ -45,8 +49,13 @@ torch::Tensor GraphConvImpl::forward(const BlockTensors& block, const torch::Ten
   }
   // DGL's norm='both' on a block: out-degrees of the sources, in-degrees
   // of the destinations, clamped to 1, each to the power -1/2.
-  torch::Tensor src_w = SourceOutDegrees(block).clamp_min(1).to(h_src.scalar_type()).rsqrt();
-  torch::Tensor dst_w = DestinationInDegrees(block).clamp_min(1).to(h_src.scalar_type()).rsqrt();
+  const auto dtype = IsSparse(h_src) ? weight_.scalar_type() : h_src.scalar_type();
+  torch::Tensor src_w = SourceOutDegrees(block).clamp_min(1).to(dtype).rsqrt();
+  torch::Tensor dst_w = DestinationInDegrees(block).clamp_min(1).to(dtype).rsqrt();
+  if (IsSparse(h_src)) {
+    // Sparse input rows: projected on their stored entries, then summed.
+    return WeightedAggregate(block, SparseLinear(h_src, weight_), src_w, dst_w).add(bias_);
+  }
   if (ProjectFirst(block, h_src)) {
     return WeightedAggregate(block, torch::mm(h_src, weight_), src_w, dst_w).add(bias_);
   }

@@ -8,6 +8,7 @@
 #include "train/models/gat.h"
 #include "train/models/gcn.h"
 #include "train/models/sage.h"
+#include "train/models/sparse_input.h"
 #include "train/options/train_options.h"
 
 namespace gnn {
@@ -35,8 +36,9 @@ torch::Tensor PredictBatch(NodeModel& model, const MiniBatch& mb, int64_t rows, 
   for (const Block& b : mb.blocks) blocks.push_back(ToTensors(b));
   const int64_t in_rows =
       mb.input_means ? 2 * mb.blocks.front().num_dst : mb.blocks.front().num_src();
-  torch::Tensor h = torch::from_blob(const_cast<float*>(mb.features.data()),
-                                     {in_rows, mb.feature_dim}, torch::kFloat32);
+  torch::Tensor h = mb.sparse ? SparseInput(mb.sparse_features)
+                              : torch::from_blob(const_cast<float*>(mb.features.data()),
+                                                 {in_rows, mb.feature_dim}, torch::kFloat32);
   for (int l = 0; l < model.num_layers(); ++l) {
     h = l == 0 && mb.input_means ? model.ForwardLayerFromMeans(0, h)
                                  : model.ForwardLayer(l, blocks[static_cast<size_t>(l)], h);

@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "train/models/dropout.h"
+#include "train/models/sparse_input.h"
 
 namespace gnn {
 
@@ -55,7 +56,29 @@ torch::Tensor SAGEConvImpl::EdgeFeatureMean(const BlockTensors& block, const tor
   return op_ == "add" ? row_mean + edge_mean : row_mean - edge_mean;
 }
 
+torch::Tensor SAGEConvImpl::ForwardSparse(const BlockTensors& block, const torch::Tensor& x) {
+  if (edge_dim_ > 0) {
+    throw ConfigError(
+        "graphsage with --edge_feat_mp_op builds messages from whole input rows: partition the "
+        "graph with --feature_format dense");
+  }
+  // Both projections on the stored entries alone: the destinations' own
+  // rows by W_self, every source row by W_neigh, then the (weighted) mean
+  // of the projected rows, which is the projection of the mean.
+  torch::Tensor self = SparseLinear(x, fc_self_->weight.t(), block.num_dst).add(bias_);
+  const torch::Tensor neigh = SparseLinear(x, fc_neigh_->weight.t());
+  if (block.edge_data.defined()) {
+    const torch::Tensor w = EdgeWeights(block, neigh.scalar_type());
+    const torch::Tensor counts = DestinationInDegrees(block);
+    const torch::Tensor coef =
+        w / torch::repeat_interleave(counts.clamp_min(1).to(w.scalar_type()), counts);
+    return self.add(EdgeWeightedAggregate(block, neigh, coef));
+  }
+  return self.add(MeanAggregate(block, neigh));
+}
+
 torch::Tensor SAGEConvImpl::forward(const BlockTensors& block, const torch::Tensor& h_src) {
+  if (IsSparse(h_src)) return ForwardSparse(block, h_src);
   const bool grad = torch::GradMode::is_enabled();
   const bool weight_grad = grad && fc_neigh_->weight.requires_grad();
   const bool project_first =

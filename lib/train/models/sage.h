@@ -27,7 +27,8 @@ class SAGEConvImpl : public torch::nn::Module {
   // edge_dim > 0: edge features of that width enter the message by `op`
   // (concat, add, sub, mul).
   SAGEConvImpl(int64_t in, int64_t out, int64_t edge_dim = 0, const std::string& op = "none");
-  // h_src: [num_src, in] with the dst rows first. Returns [num_dst, out].
+  // h_src: [num_src, in] with the dst rows first (or those rows sparse, a
+  // CSR tensor). Returns [num_dst, out].
   torch::Tensor forward(const BlockTensors& block, const torch::Tensor& h_src);
   // The same from the destinations' rows and their neighbours' mean
   // (aggregated already, e.g. by the sampler: MiniBatch::input_means).
@@ -37,6 +38,8 @@ class SAGEConvImpl : public torch::nn::Module {
   // The mean over each destination's in-edges of its messages with the
   // edges' features (edge_dim_ > 0).
   torch::Tensor EdgeFeatureMean(const BlockTensors& block, const torch::Tensor& h_src);
+  // forward over sparse input rows (models/sparse_input.h).
+  torch::Tensor ForwardSparse(const BlockTensors& block, const torch::Tensor& x);
 
   int64_t in_, out_, edge_dim_ = 0;
   std::string op_ = "none";
