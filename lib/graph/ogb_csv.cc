@@ -174,8 +174,16 @@ void ReadIdPairs(const std::string& path, int64_t num_src, int64_t num_dst, int6
   }
 }
 
-int64_t ReadFloatRows(const std::string& path, int64_t num_nodes, std::vector<float>* out,
-                      ParseContext* ctx, const char* items, const char* count_file) {
+namespace {
+
+// The rows of floats of `path`, all of line 1's width F: start(F) once
+// before the first row, then row(c, r, F) to parse row r from the cursor
+// (then at its first field). Checks the row count against `num_rows`
+// (named as `items` of `count_file`) and names a short or long row.
+// Returns F.
+template <typename Start, typename Row>
+int64_t ParseFloatRows(const std::string& path, int64_t num_rows, ParseContext* ctx,
+                       const char* items, const char* count_file, Start start, Row row) {
   int64_t dim = -1;
   int64_t rows = 0;
   ForEachGzipChunk(path, [&](const char* b, const char* e, int64_t first) {
@@ -186,19 +194,18 @@ int64_t ReadFloatRows(const std::string& path, int64_t num_nodes, std::vector<fl
         if (dim < 0) {
           dim = c.CountFields();
           // Each value takes at least 2 bytes ("0," or "0\n").
-          if (static_cast<uint64_t>(num_nodes) > MaxLines(path, 2 * static_cast<uint64_t>(dim))) {
-            throw DataError(path + " is too small to hold " + std::to_string(num_nodes) +
+          if (static_cast<uint64_t>(num_rows) > MaxLines(path, 2 * static_cast<uint64_t>(dim))) {
+            throw DataError(path + " is too small to hold " + std::to_string(num_rows) +
                             " rows of " + std::to_string(dim) + " values (" + count_file +
                             " is wrong or the file is cut)");
           }
-          out->assign(static_cast<size_t>(num_nodes * dim), 0.0f);
+          start(dim);
         }
-        if (rows >= num_nodes) {
-          c.Fail("more feature rows than the " + std::to_string(num_nodes) + " " + items + " in " +
+        if (rows >= num_rows) {
+          c.Fail("more feature rows than the " + std::to_string(num_rows) + " " + items + " in " +
                  count_file);
         }
-        float* row = out->data() + rows * dim;
-        for (int64_t j = 0; j < dim; ++j) row[j] = c.Float();
+        row(c, rows, dim);
         c.EndLine();
         ++rows;
       }
@@ -216,37 +223,51 @@ int64_t ReadFloatRows(const std::string& path, int64_t num_nodes, std::vector<fl
       throw;
     }
   });
-  if (rows != num_nodes) {
+  if (rows != num_rows) {
     throw DataError(path + " has " + std::to_string(rows) + " rows for " +
-                    std::to_string(num_nodes) + " " + items);
+                    std::to_string(num_rows) + " " + items);
   }
   return dim;
 }
 
+}  // namespace
+
+int64_t ReadFloatRows(const std::string& path, int64_t num_nodes, std::vector<float>* out,
+                      ParseContext* ctx, const char* items, const char* count_file) {
+  return ParseFloatRows(
+      path, num_nodes, ctx, items, count_file,
+      [&](int64_t dim) { out->assign(static_cast<size_t>(num_nodes * dim), 0.0f); },
+      [&](CsvCursor& c, int64_t r, int64_t dim) {
+        float* row = out->data() + r * dim;
+        for (int64_t j = 0; j < dim; ++j) row[j] = c.Float();
+      });
+}
+
 int64_t ReadFeatureRows(const std::string& path, int64_t num_nodes, double dense_above,
                         SparseRows* sparse, std::vector<float>* dense, ParseContext* ctx) {
-  int64_t dim = -1;
-  int64_t rows = 0;
   bool is_dense = false;
+  bool has_values = false;  // a stored value was not 1
   *sparse = SparseRows();
   dense->clear();
   std::vector<float> row;
   // Values are kept only once one is not 1: earlier ones were all 1.
-  auto store = [&](const float* x) {
+  auto store = [&](int64_t r, int64_t dim) {
     if (is_dense) {
-      std::copy(x, x + dim, dense->data() + rows * dim);
+      std::copy(row.begin(), row.end(), dense->data() + r * dim);
       return;
     }
     for (int64_t j = 0; j < dim; ++j) {
-      if (x[j] == 0.0f) continue;
-      if (x[j] != 1.0f && sparse->values.empty()) {
+      const float x = row[static_cast<size_t>(j)];
+      if (x == 0.0f) continue;
+      if (x != 1.0f && !has_values) {
         sparse->values.assign(sparse->indices.size(), 1.0f);
+        has_values = true;
       }
-      if (!sparse->values.empty()) sparse->values.push_back(x[j]);
+      if (has_values) sparse->values.push_back(x);
       sparse->indices.push_back(static_cast<int32_t>(j));
     }
     sparse->indptr.push_back(static_cast<int64_t>(sparse->indices.size()));
-    if (dense_above > 0 && rows + 1 == 1024 &&
+    if (dense_above > 0 && r + 1 == 1024 &&
         static_cast<double>(sparse->indices.size()) > dense_above * 1024.0 * dim) {
       // Dense after all: from here rows go straight into the matrix.
       dense->assign(static_cast<size_t>(num_nodes * dim), 0.0f);
@@ -255,49 +276,28 @@ int64_t ReadFeatureRows(const std::string& path, int64_t num_nodes, double dense
       is_dense = true;
     }
   };
-  ForEachGzipChunk(path, [&](const char* b, const char* e, int64_t first) {
-    ctx->OnChunk(b, e);
-    CsvCursor c(b, e, path, first);
-    try {
-      while (c.NextLine()) {
-        if (dim < 0) {
-          dim = c.CountFields();
-          if (static_cast<uint64_t>(num_nodes) > MaxLines(path, 2 * static_cast<uint64_t>(dim))) {
-            throw DataError(path + " is too small to hold " + std::to_string(num_nodes) +
-                            " rows of " + std::to_string(dim) + " values (num-node-list.csv.gz " +
-                            "is wrong or the file is cut)");
-          }
-          if (dim > std::numeric_limits<int32_t>::max()) {
-            throw DataError(path + ": " + std::to_string(dim) +
-                            " values per row do not fit sparse rows' int32 column ids");
-          }
-          sparse->cols = dim;
-          row.resize(static_cast<size_t>(dim));
+  const int64_t dim = ParseFloatRows(
+      path, num_nodes, ctx, "nodes", "num-node-list.csv.gz",
+      [&](int64_t d) {
+        if (d > std::numeric_limits<int32_t>::max()) {
+          throw DataError(path + ": " + std::to_string(d) +
+                          " values per row do not fit sparse rows' int32 column ids");
         }
-        if (rows >= num_nodes) {
-          c.Fail("more feature rows than the " + std::to_string(num_nodes) +
-                 " nodes in num-node-list.csv.gz");
-        }
-        for (int64_t j = 0; j < dim; ++j) row[static_cast<size_t>(j)] = c.Float();
-        c.EndLine();
-        store(row.data());
-        ++rows;
-      }
-    } catch (const DataError&) {
-      const char* p = LineStart(b, e, first, c.line());
-      int64_t fields = 1;
-      for (; p < e && *p != '\n'; ++p) fields += (*p == ',');
-      if (dim >= 0 && fields != dim) {
-        throw DataError(path + ":" + std::to_string(c.line()) + ": row has " +
-                        std::to_string(fields) + " values, expected " + std::to_string(dim) +
-                        " (as on line 1)");
-      }
-      throw;
-    }
-  });
-  if (rows != num_nodes) {
-    throw DataError(path + " has " + std::to_string(rows) + " rows for " +
-                    std::to_string(num_nodes) + " nodes");
+        sparse->cols = d;
+        row.resize(static_cast<size_t>(d));
+      },
+      [&](CsvCursor& c, int64_t r, int64_t d) {
+        for (int64_t j = 0; j < d; ++j) row[static_cast<size_t>(j)] = c.Float();
+        store(r, d);
+      });
+  if (!is_dense && dense_above > 0 &&
+      static_cast<double>(sparse->nnz()) >
+          dense_above * static_cast<double>(num_nodes) * static_cast<double>(dim)) {
+    // Fewer than 1,024 rows, or the first ones sparser than the rest.
+    dense->assign(static_cast<size_t>(num_nodes * dim), 0.0f);
+    Densify(sparse->view(), dense->data());
+    *sparse = SparseRows();
+    is_dense = true;
   }
   if (!is_dense && dim > 0) {
     for (size_t k = 0; k < sparse->values.size(); ++k) {

@@ -56,7 +56,8 @@ int64_t ReadFloatRows(const std::string& path, int64_t num_rows, std::vector<flo
 // no value array is kept while every stored value is 1. With
 // `dense_above` > 0, once 1,024 rows are read and more than that fraction
 // of their entries is stored, the rows go on into `dense` instead (and
-// `sparse` is left empty): a dense file never costs its CSR. Returns F.
+// `sparse` is left empty): a dense file never costs its CSR; a file denser
+// than that in the end comes back dense too. Returns F.
 int64_t ReadFeatureRows(const std::string& path, int64_t num_rows, double dense_above,
                         SparseRows* sparse, std::vector<float>* dense, ParseContext* ctx);
 // One label per line ("nan" or -1: none); returns the class count (max + 1).

@@ -62,17 +62,20 @@ void GiveWeights(Block* b, uint32_t seed) {
 }  // namespace
 
 TEST_CASE("SparseLinear equals the dense product, values and the weight's gradient", "[unit]") {
+  // 33 outputs: slices of the weight's columns; 3,000 rows of 16: row
+  // chunks summed in order (the backward pass's two ways).
   for (const bool binary : {true, false}) {
     INFO("binary " << binary);
-    const SparseRows s = RandomRows(200, 700, 12, binary, binary ? 3 : 4);
+    const int64_t n = binary ? 200 : 3000, width = binary ? 33 : 16;
+    const SparseRows s = RandomRows(n, 700, 12, binary, binary ? 3 : 4);
     torch::manual_seed(5);
-    const torch::Tensor w0 = torch::randn({700, 33});
+    const torch::Tensor w0 = torch::randn({700, width});
     for (const int64_t rows : {int64_t{-1}, int64_t{57}}) {
       torch::Tensor ws = w0.clone().requires_grad_(true);
       torch::Tensor wd = w0.clone().requires_grad_(true);
       const torch::Tensor out = SparseLinear(SparseInput(s), ws, rows);
-      const int64_t n = rows < 0 ? s.rows() : rows;
-      const torch::Tensor want = Dense(s).slice(0, 0, n).matmul(wd);
+      const int64_t used = rows < 0 ? s.rows() : rows;
+      const torch::Tensor want = Dense(s).slice(0, 0, used).matmul(wd);
       REQUIRE(out.sizes() == want.sizes());
       CHECK(torch::allclose(out, want, 1e-5, 1e-5));
       const torch::Tensor g = torch::randn(out.sizes());

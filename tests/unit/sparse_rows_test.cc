@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "common/error.h"
@@ -170,6 +171,29 @@ TEST_CASE("the OGB reader keeps sparse rows as it parses, and caches them", "[un
   CHECK(cached.sparse_features.indices == sparse.sparse_features.indices);
   o.feature_format = "dense";
   CHECK(LoadDataset(o).features == dense.features);
+
+  // Values other than 1, the very first one too, are kept as they are
+  // (--feature_format sparse on a small hand-written folder).
+  for (const auto& [rel, text] : std::map<std::string, std::string>{
+           {"raw/num-node-list.csv.gz", "4\n"},
+           {"raw/num-edge-list.csv.gz", "2\n"},
+           {"raw/edge.csv.gz", "0,1\n2,3\n"},
+           {"raw/node-feat.csv.gz", "0.5,0,1\n0,0,0\n1,0,-2e3\n0,1,0\n"},
+           {"raw/node-label.csv.gz", "0\n1\n0\n1\n"},
+           {"split/s/train.csv.gz", "0\n"},
+           {"split/s/valid.csv.gz", "1\n"},
+           {"split/s/test.csv.gz", "2\n"}}) {
+    test::WriteGz(tmp / ("hand/" + rel), text);
+  }
+  DatasetOptions h;
+  h.dataset = tmp / "hand";
+  h.use_cache = false;
+  h.feature_format = "sparse";
+  const Dataset hand = LoadDataset(h);
+  REQUIRE(hand.sparse());
+  CHECK(hand.sparse_features.indptr == std::vector<int64_t>{0, 2, 2, 4, 5});
+  CHECK(hand.sparse_features.indices == std::vector<int32_t>{0, 2, 0, 2, 1});
+  CHECK(hand.sparse_features.values == std::vector<float>{0.5f, 1, 1, -2000, 1});
 
   // A dense file read with auto switches to dense rows early, and stays so.
   Dataset tiny =

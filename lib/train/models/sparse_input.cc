@@ -1,10 +1,12 @@
 #include "train/models/sparse_input.h"
 
 #include <ATen/Parallel.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 #include "common/error.h"
 
@@ -31,22 +33,52 @@ void ForwardRows(const int64_t* crow, const int64_t* col, const scalar_t* val, c
   });
 }
 
-// dwt[col[k], :] += val[k] * grad[r, :] over every entry of rows [0, n),
-// each thread owning a slice of the columns of dwt ([in, out_dim], zeroed).
+// dwt[col[k], j0:j1] += val[k] * grad[r, j0:j1] over the entries of rows
+// [r0, r1).
+template <typename scalar_t>
+void AddEntries(const int64_t* crow, const int64_t* col, const scalar_t* val, const scalar_t* grad,
+                int64_t r0, int64_t r1, int64_t out_dim, int64_t j0, int64_t j1, scalar_t* dwt) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const scalar_t* g = grad + r * out_dim;
+    for (int64_t k = crow[r]; k < crow[r + 1]; ++k) {
+      const scalar_t v = val[k];
+      scalar_t* d = dwt + col[k] * out_dim;
+      for (int64_t j = j0; j < j1; ++j) d[j] += v * g[j];
+    }
+  }
+}
+
+// dwt ([in, out_dim], zeroed) = the sum over every entry of rows [0, n) of
+// val[k] * grad[r, :] into row col[k]. Wide outputs: each task owns a
+// slice of dwt's columns. Narrow ones (a 16-wide hidden layer has one
+// slice): a fixed number of row chunks, each summed into its own copy,
+// then added in chunk order. Either way the bits do not depend on the
+// thread count.
 template <typename scalar_t>
 void BackwardWeight(const int64_t* crow, const int64_t* col, const scalar_t* val,
-                    const scalar_t* grad, int64_t n, int64_t out_dim, scalar_t* dwt) {
+                    const scalar_t* grad, int64_t n, int64_t in, int64_t out_dim, scalar_t* dwt) {
   constexpr int64_t kSlice = 16;  // columns per task: a cache line of floats
+  constexpr int64_t kChunks = 8;
   const int64_t slices = (out_dim + kSlice - 1) / kSlice;
-  at::parallel_for(0, slices, 1, [&](int64_t s0, int64_t s1) {
-    const int64_t j0 = s0 * kSlice, j1 = std::min(out_dim, s1 * kSlice);
-    for (int64_t r = 0; r < n; ++r) {
-      const scalar_t* g = grad + r * out_dim;
-      for (int64_t k = crow[r]; k < crow[r + 1]; ++k) {
-        const scalar_t v = val[k];
-        scalar_t* d = dwt + col[k] * out_dim;
-        for (int64_t j = j0; j < j1; ++j) d[j] += v * g[j];
-      }
+  if (slices >= 4 || n < 1024 || in * out_dim > (int64_t{1} << 20)) {
+    at::parallel_for(0, slices, 1, [&](int64_t s0, int64_t s1) {
+      AddEntries(crow, col, val, grad, 0, n, out_dim, s0 * kSlice, std::min(out_dim, s1 * kSlice),
+                 dwt);
+    });
+    return;
+  }
+  std::vector<scalar_t> partial(static_cast<size_t>((kChunks - 1) * in * out_dim), scalar_t(0));
+  at::parallel_for(0, kChunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      scalar_t* out = c == 0 ? dwt : partial.data() + (c - 1) * in * out_dim;
+      AddEntries(crow, col, val, grad, n * c / kChunks, n * (c + 1) / kChunks, out_dim, 0, out_dim,
+                 out);
+    }
+  });
+  at::parallel_for(0, in * out_dim, 4096, [&](int64_t e0, int64_t e1) {
+    for (int64_t c = 1; c < kChunks; ++c) {
+      const scalar_t* p = partial.data() + (c - 1) * in * out_dim;
+      for (int64_t e = e0; e < e1; ++e) dwt[e] += p[e];
     }
   });
 }
@@ -79,7 +111,7 @@ class SparseLinearFn : public torch::autograd::Function<SparseLinearFn> {
     torch::Tensor dwt = torch::zeros({in, out_dim}, grad.options());
     AT_DISPATCH_FLOATING_TYPES(grad.scalar_type(), "SparseLinearBackward", [&] {
       BackwardWeight(crow.data_ptr<int64_t>(), col.data_ptr<int64_t>(), val.data_ptr<scalar_t>(),
-                     grad.data_ptr<scalar_t>(), rows, out_dim, dwt.data_ptr<scalar_t>());
+                     grad.data_ptr<scalar_t>(), rows, in, out_dim, dwt.data_ptr<scalar_t>());
     });
     return {torch::Tensor(), torch::Tensor(), torch::Tensor(), dwt, torch::Tensor()};
   }
@@ -108,10 +140,17 @@ torch::Tensor SparseInput(const torch::Tensor& crow, const torch::Tensor& col,
   // made under a silent handler (the handler is global: swapped once).
   static std::once_flag said;
   std::call_once(said, [] {
+#if TORCH_VERSION_MAJOR >= 2
+    struct Quiet : c10::WarningHandler {
+      void process(const c10::Warning&) override {}
+    } quiet;
+    c10::WarningUtils::WarningHandlerGuard guard(&quiet);
+#else
     struct Quiet : c10::WarningHandler {
       void process(const c10::SourceLocation&, const std::string&, const bool) override {}
     } quiet;
     c10::Warning::WarningHandlerGuard guard(&quiet);
+#endif
     const torch::Tensor zero = torch::zeros({2}, torch::kInt64);
     at::_sparse_csr_tensor_unsafe(zero, torch::zeros({0}, torch::kInt64), torch::zeros({0}), {1, 1},
                                   torch::TensorOptions().layout(torch::kSparseCsr));
