@@ -82,6 +82,13 @@ TEST_CASE("SparseLinear equals the dense product, values and the weight's gradie
       (out * g).sum().backward();
       (want * g).sum().backward();
       CHECK(torch::allclose(ws.grad(), wd.grad(), 1e-5, 1e-4));
+      // The index-op form a GPU runs, here on the CPU: the same values
+      // and gradient.
+      torch::Tensor wi = w0.clone().requires_grad_(true);
+      const torch::Tensor viaops = SparseLinearIndexOps(SparseInput(s), wi, rows);
+      CHECK(torch::allclose(viaops, want, 1e-5, 1e-5));
+      (viaops * g).sum().backward();
+      CHECK(torch::allclose(wi.grad(), wd.grad(), 1e-5, 1e-4));
     }
   }
   // A row without entries gives zeros; an empty matrix an empty result.

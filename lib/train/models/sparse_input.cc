@@ -159,6 +159,20 @@ torch::Tensor SparseInput(const torch::Tensor& crow, const torch::Tensor& col,
                                        values.options().layout(torch::kSparseCsr));
 }
 
+torch::Tensor SparseLinearIndexOps(const torch::Tensor& x, const torch::Tensor& wt, int64_t rows) {
+  if (rows < 0) rows = x.size(0);
+  const torch::Tensor crow = x.crow_indices().to(torch::kInt64);
+  const int64_t nnz = crow[rows].item<int64_t>();
+  const torch::Tensor col = x.col_indices().to(torch::kInt64).slice(0, 0, nnz);
+  const torch::Tensor val = x.values().to(wt.scalar_type()).slice(0, 0, nnz);
+  // Each entry's weighted row of wt, summed into its output row.
+  const torch::Tensor counts = crow.slice(0, 1, rows + 1) - crow.slice(0, 0, rows);
+  const torch::Tensor row = torch::repeat_interleave(torch::arange(rows, crow.options()), counts,
+                                                     /*dim=*/0, /*output_size=*/nnz);
+  return torch::zeros({rows, wt.size(1)}, wt.options())
+      .index_add(0, row, wt.index_select(0, col) * val.unsqueeze(1));
+}
+
 torch::Tensor SparseLinear(const torch::Tensor& x, const torch::Tensor& wt, int64_t rows) {
   if (!IsSparse(x)) throw Error("SparseLinear: the input is not sparse rows");
   const int64_t n = x.size(0);
@@ -168,22 +182,11 @@ torch::Tensor SparseLinear(const torch::Tensor& x, const torch::Tensor& wt, int6
                 std::to_string(x.size(1)) + "] times [" + std::to_string(wt.size(0)) + ", " +
                 std::to_string(wt.size(1)) + "]");
   }
-  torch::Tensor crow = x.crow_indices().to(torch::kInt64);
-  torch::Tensor col = x.col_indices().to(torch::kInt64);
-  torch::Tensor val = x.values().to(wt.scalar_type());
-  if (!wt.is_cpu()) {
-    // LibTorch's index ops: each entry's weighted row, summed per output row.
-    const int64_t nnz = crow[rows].item<int64_t>();
-    col = col.slice(0, 0, nnz);
-    val = val.slice(0, 0, nnz);
-    const torch::Tensor counts = crow.slice(0, 1, rows + 1) - crow.slice(0, 0, rows);
-    const torch::Tensor row =
-        torch::repeat_interleave(torch::arange(rows, crow.options()), counts, nnz);
-    return torch::zeros({rows, wt.size(1)}, wt.options())
-        .index_add(0, row, wt.index_select(0, col) * val.unsqueeze(1));
-  }
-  return SparseLinearFn::apply(crow.contiguous(), col.contiguous(), val.contiguous(),
-                               wt.contiguous(), rows);
+  if (!wt.is_cpu()) return SparseLinearIndexOps(x, wt, rows);
+  const torch::Tensor crow = x.crow_indices().to(torch::kInt64).contiguous();
+  const torch::Tensor col = x.col_indices().to(torch::kInt64).contiguous();
+  const torch::Tensor val = x.values().to(wt.scalar_type()).contiguous();
+  return SparseLinearFn::apply(crow, col, val, wt.contiguous(), rows);
 }
 
 torch::Tensor SparseHeadDense(const torch::Tensor& x, int64_t rows) {

@@ -35,6 +35,12 @@ torch::Tensor SparseInput(const torch::Tensor& crow, const torch::Tensor& col,
 // ops.
 torch::Tensor SparseLinear(const torch::Tensor& x, const torch::Tensor& wt, int64_t rows = -1);
 
+// The same product with LibTorch's index ops (each entry's row of wt,
+// scaled and summed into its output row; autograd's own gradient): what
+// SparseLinear runs off the CPU, callable anywhere.
+torch::Tensor SparseLinearIndexOps(const torch::Tensor& x, const torch::Tensor& wt,
+                                   int64_t rows = -1);
+
 // The first `rows` rows of sparse x made dense [rows, in] (an identity
 // residual's input).
 torch::Tensor SparseHeadDense(const torch::Tensor& x, int64_t rows);
