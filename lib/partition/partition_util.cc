@@ -10,13 +10,16 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iomanip>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "partition/assign.h"
+#include "partition/partition.h"
 
 namespace gnn {
 
@@ -340,6 +343,58 @@ std::string AssignMethod(const std::string& asked, int64_t entries, bool ids_fit
                  << " exceed METIS's 32-bit index (at most " << limit
                  << " entries): using the streaming assignment (--part_method stream) instead";
   return "stream";
+}
+
+std::string FormatPartitionReport(const nlohmann::json& r) {
+  std::ostringstream out;
+  out << std::fixed;
+  out << "Partitioned " << r.at("graph_name").get<std::string>() << " into "
+      << r.at("num_parts").get<int>() << " parts (" << r.at("part_method").get<std::string>()
+      << "): " << r.at("num_nodes").get<int64_t>() << " nodes, "
+      << r.at("input_edges").get<int64_t>() << " listed edges";
+  if (r.contains("treated_as")) out << " treated as " << r.at("treated_as").get<std::string>();
+  out << " (" << r.at("undirected_edges").get<int64_t>() << " linked node pairs), "
+      << r.at("stored_in_edges").get<int64_t>() << " stored in-edges";
+  if (r.contains("edge_feature_dim")) {
+    out << ", each with " << r.at("edge_feature_dim").get<int64_t>()
+        << " edge features (repeated edges kept)";
+  }
+  if (r.contains("feature_format")) {
+    out << "; node features " << r.at("feature_format").get<std::string>() << " ("
+        << std::setprecision(3) << 100.0 * r.at("feature_density").get<double>() << " % non-zero)";
+  }
+  if (r.contains("label_kind")) {
+    out << "; labels: " << r.at("label_width").get<int64_t>() << " "
+        << r.at("label_kind").get<std::string>() << " column(s) per node";
+  }
+  out << "\n";
+  out << "edge_cut " << r.at("edge_cut").get<int64_t>() << " (" << std::setprecision(4)
+      << r.at("edge_cut_fraction").get<double>() * 100 << "% of linked node pairs)\n";
+  out << std::setw(6) << "part" << std::setw(12) << "nodes" << std::setw(14) << "edges"
+      << std::setw(12) << "train" << std::setw(12) << "valid" << std::setw(12) << "test\n";
+  int i = 0;
+  for (const auto& p : r.at("parts")) {
+    out << std::setw(6) << i++ << std::setw(12) << p.at("nodes").get<int64_t>() << std::setw(14)
+        << p.at("edges").get<int64_t>() << std::setw(12) << p.at("train_nodes").get<int64_t>()
+        << std::setw(12) << p.at("valid_nodes").get<int64_t>() << std::setw(11)
+        << p.at("test_nodes").get<int64_t>() << "\n";
+  }
+  const nlohmann::json& im = r.at("imbalance");
+  out << std::setprecision(3) << "imbalance (max/mean): nodes " << im.at("nodes").get<double>()
+      << ", train_nodes " << im.at("train_nodes").get<double>() << ", edges "
+      << im.at("edges").get<double>() << "\n";
+  out << "stage seconds:";
+  const nlohmann::json& stages = r.at("stage_seconds");
+  for (const char* name :
+       {"load", "symmetrize", "metis", "stream assignment", "random assignment", "exchange edges",
+        "ptscotch", "relabel", "exchange rows", "exchange features", "write", "publish"}) {
+    if (stages.contains(name)) {
+      out << " " << name << " " << std::setprecision(2) << stages.at(name).get<double>();
+    }
+  }
+  out << " | total " << r.at("total_seconds").get<double>() << " s, peak RSS "
+      << std::setprecision(1) << r.at("peak_rss_bytes").get<double>() / (1 << 20) << " MiB\n";
+  return out.str();
 }
 
 }  // namespace gnn

@@ -6,6 +6,18 @@
 
 namespace gnn {
 
+namespace {
+
+// DGL's SAGEConv with edge_weight: each edge's coefficient in the mean of
+// w_e * h_src over its destination's in-edges, w_e / deg.
+torch::Tensor WeightedMeanCoefficients(const BlockTensors& block, torch::ScalarType dtype) {
+  const torch::Tensor w = EdgeWeights(block, dtype);
+  const torch::Tensor counts = DestinationInDegrees(block);
+  return w / torch::repeat_interleave(counts.clamp_min(1).to(w.scalar_type()), counts);
+}
+
+}  // namespace
+
 SAGEConvImpl::SAGEConvImpl(int64_t in, int64_t out, int64_t edge_dim, const std::string& op)
     : in_(in), out_(out), edge_dim_(edge_dim), op_(op) {
   if (edge_dim_ > 0 && op_ != "concat" && op_ != "add" && op_ != "sub" && op_ != "mul") {
@@ -68,11 +80,8 @@ torch::Tensor SAGEConvImpl::ForwardSparse(const BlockTensors& block, const torch
   torch::Tensor self = SparseLinear(x, fc_self_->weight.t(), block.num_dst).add(bias_);
   const torch::Tensor neigh = SparseLinear(x, fc_neigh_->weight.t());
   if (block.edge_data.defined()) {
-    const torch::Tensor w = EdgeWeights(block, neigh.scalar_type());
-    const torch::Tensor counts = DestinationInDegrees(block);
-    const torch::Tensor coef =
-        w / torch::repeat_interleave(counts.clamp_min(1).to(w.scalar_type()), counts);
-    return self.add(EdgeWeightedAggregate(block, neigh, coef));
+    return self.add(
+        EdgeWeightedAggregate(block, neigh, WeightedMeanCoefficients(block, neigh.scalar_type())));
   }
   return self.add(MeanAggregate(block, neigh));
 }
@@ -89,10 +98,7 @@ torch::Tensor SAGEConvImpl::forward(const BlockTensors& block, const torch::Tens
   if (block.edge_data.defined()) {
     // DGL's SAGEConv with edge_weight: the mean of w_e * h_s over the
     // destination's in-edges, sum(w_e h_s) / deg.
-    const torch::Tensor w = EdgeWeights(block, h_src.scalar_type());
-    const torch::Tensor counts = DestinationInDegrees(block);
-    const torch::Tensor coef =
-        w / torch::repeat_interleave(counts.clamp_min(1).to(w.scalar_type()), counts);
+    const torch::Tensor coef = WeightedMeanCoefficients(block, h_src.scalar_type());
     torch::Tensor h_dst = h_src.slice(0, 0, block.num_dst);
     if (project_first) {
       return torch::addmm(bias_, h_dst, fc_self_->weight.t())
