@@ -113,6 +113,38 @@ void Dataset::Validate() const {
                       std::to_string(static_cast<int64_t>(i) % w) + ")");
     }
   }
+  if (edge_labeled()) ValidateEdgeLabels();
+}
+
+void Dataset::ValidateEdgeLabels() const {
+  const size_t m = static_cast<size_t>(num_edges());
+  const bool classes = edge_label_kind == LabelKind::kClass;
+  if (edge_split.size() != m || (classes ? edge_labels.size() : edge_targets.size()) != m ||
+      (classes ? !edge_targets.empty() : !edge_labels.empty())) {
+    throw DataError(name + ": edge labels for " +
+                    std::to_string(classes ? edge_labels.size() : edge_targets.size()) +
+                    " edges and a split of " + std::to_string(edge_split.size()) + ", expected " +
+                    std::to_string(m) + " edges each");
+  }
+  int64_t in_split = 0;
+  for (size_t i = 0; i < m; ++i) {
+    if (edge_split[i] > 3) {
+      throw DataError(name + ": edge " + std::to_string(i) + " is in split " +
+                      std::to_string(edge_split[i]) + " (0 none, 1 train, 2 valid, 3 test)");
+    }
+    if (edge_split[i] == 0) continue;
+    ++in_split;
+    if (classes && (edge_labels[i] < 0 || edge_labels[i] >= num_edge_classes)) {
+      throw DataError(name + ": edge " + std::to_string(i) + " is in a split but has label " +
+                      std::to_string(edge_labels[i]) + ", not a class in [0, " +
+                      std::to_string(num_edge_classes) + ")");
+    }
+    if (!classes && !std::isfinite(edge_targets[i])) {
+      throw DataError(name + ": edge " + std::to_string(i) + " has label " +
+                      std::to_string(edge_targets[i]) + ", not a finite number");
+    }
+  }
+  if (in_split == 0) throw DataError(name + ": edge labels, but no edge is in any split");
 }
 
 namespace {
@@ -328,7 +360,8 @@ std::vector<std::string> OgbEdgeDataFiles(const std::string& folder, bool featur
       const std::string name = it->path().filename().string();
       if (name == "edge.csv.gz" || name == "num-edge-list.csv.gz") continue;
       if (typed ? name == "edge_reltype.csv.gz" : name.rfind("edge", 0) != 0) continue;
-      if (!typed && features_carried && name == kOgbEdgeFeatFile) continue;
+      if (!typed && features_carried && (name == kOgbEdgeFeatFile || name == kOgbEdgeLabelFile))
+        continue;
       names.push_back((dir / name).string());
     }
     std::sort(names.begin(), names.end());

@@ -50,6 +50,18 @@ struct Dataset {
   };
   std::vector<EdgeColumns> edge_feature_columns;
   std::vector<float> edge_features;  // row-major [num_edges, edge_feature_dim]
+  // Edge labels for the edge tasks (OGB raw/edge-label.csv.gz with
+  // split/<name>/edge_{train,valid,test}.csv.gz, synthetic etask=): per
+  // listed edge, its class (edge_labels, -1 for none; edge_label_kind
+  // kClass, num_edge_classes = max + 1) or its value (edge_targets,
+  // kRegression), and its split (edge_split: 0 none, 1 train, 2 valid, 3
+  // test). All empty when the graph has no edge labels.
+  LabelKind edge_label_kind = LabelKind::kClass;
+  std::vector<int64_t> edge_labels;
+  std::vector<float> edge_targets;
+  int64_t num_edge_classes = 0;
+  std::vector<uint8_t> edge_split;
+  bool edge_labeled() const { return !edge_split.empty(); }
   // Why the graph is known to be undirected ("ogbn-products is a known
   // undirected dataset", "the synthetic generator lists each undirected
   // edge once"); empty when it is not known to be.
@@ -61,6 +73,9 @@ struct Dataset {
   // edge features finite); throws DataError naming `name` and the broken
   // invariant.
   void Validate() const;
+  // The edge labels' part of Validate (sizes, classes in range, finite
+  // values, a split that holds an edge).
+  void ValidateEdgeLabels() const;
 };
 
 // Puts `d`'s node features in `format` (DatasetOptions::feature_format)
@@ -143,15 +158,17 @@ struct DatasetOptions {
 
 // Edge data the input holds that gnn does not carry yet, each as the file
 // or metadata key that holds it: OGB raw files beside edge.csv.gz
-// (edge_weight.csv.gz, edge-label.csv.gz, ...; not edge-feat.csv.gz, which
-// is carried), per-relation files beside a typed graph's edge.csv.gz
-// (edge_reltype.csv.gz is structure, not data; edge-feat.csv.gz is not
-// carried for typed graphs yet).
-// `features_carried`: raw/edge-feat.csv.gz is read (a homogeneous graph)
-// and so not listed.
+// (edge_weight.csv.gz, ...; not edge-feat.csv.gz and edge-label.csv.gz,
+// which are carried), per-relation files beside a typed graph's
+// edge.csv.gz (edge_reltype.csv.gz is structure, not data; edge-feat.csv.gz
+// and edge-label.csv.gz are not carried for typed graphs yet).
+// `features_carried`: raw/edge-feat.csv.gz and raw/edge-label.csv.gz are
+// read (a homogeneous graph) and so not listed.
 std::vector<std::string> OgbEdgeDataFiles(const std::string& folder, bool features_carried);
 // OGB's edge features: raw/edge-feat.csv.gz, one row per line of edge.csv.gz.
 constexpr const char* kOgbEdgeFeatFile = "edge-feat.csv.gz";
+// OGB-style edge labels (read with split/<name>/edge_{train,valid,test}.csv.gz).
+constexpr const char* kOgbEdgeLabelFile = "edge-label.csv.gz";
 
 // Refuses `found` edge data of `dataset` before any work: DataError naming
 // the first item and the flag that drops it, or, with `ignore`, one warning

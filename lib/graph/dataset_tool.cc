@@ -114,6 +114,21 @@ json RunHomogeneous(const DatasetToolOptions& o) {
                       "files with gnn-partition --node_ids, to keep your ids for inference and "
                       "serving";
   }
+  if (d.edge_labeled()) {
+    int64_t count[4] = {0, 0, 0, 0};
+    for (uint8_t s : d.edge_split) ++count[s];
+    stats["edge_label_kind"] = d.edge_label_kind == LabelKind::kClass ? "class" : "regression";
+    stats["num_edge_classes"] = d.num_edge_classes;
+    stats["train_edges"] = count[1];
+    stats["valid_edges"] = count[2];
+    stats["test_edges"] = count[3];
+    if (o.write_chunked != 0) {
+      throw ConfigError(d.name +
+                        " has edge labels, which --write_chunked does not write yet (DGL's "
+                        "chunked edge_data labels and masks); --write_ogb writes them "
+                        "(raw/edge-label.csv.gz, split/<name>/edge_*.csv.gz)");
+    }
+  }
   if (o.write_chunked != 0) WriteChunkedTimed(d, o.write_chunked, o.output, &stats);
   if (!o.write_ogb.empty()) WriteOgbTimed(d, o, WriteOgbFolder, &stats);
   return stats;

@@ -346,7 +346,8 @@ int64_t ReadLabelColumn(const std::string& path, int64_t num_nodes, std::vector<
   return max_label + 1;
 }
 
-std::vector<int64_t> ReadIdList(const std::string& path, int64_t num_nodes, ParseContext* ctx) {
+std::vector<int64_t> ReadIdList(const std::string& path, int64_t num_nodes, ParseContext* ctx,
+                                const char* item, const char* count_file) {
   std::vector<int64_t> ids;
   ids.reserve(
       static_cast<size_t>(std::min<uint64_t>(static_cast<uint64_t>(num_nodes), MaxLines(path, 2))));
@@ -357,8 +358,8 @@ std::vector<int64_t> ReadIdList(const std::string& path, int64_t num_nodes, Pars
       int64_t v = c.Int64();
       c.EndLine();
       if (static_cast<uint64_t>(v) >= static_cast<uint64_t>(num_nodes)) {
-        c.Fail("node id " + std::to_string(v) + " outside [0, " + std::to_string(num_nodes) +
-               ") (num-node-list.csv.gz)");
+        c.Fail(std::string(item) + " id " + std::to_string(v) + " outside [0, " +
+               std::to_string(num_nodes) + ") (" + count_file + ")");
       }
       ids.push_back(v);
     }
@@ -366,7 +367,8 @@ std::vector<int64_t> ReadIdList(const std::string& path, int64_t num_nodes, Pars
   if (!std::is_sorted(ids.begin(), ids.end())) std::sort(ids.begin(), ids.end());
   auto dup = std::adjacent_find(ids.begin(), ids.end());
   if (dup != ids.end()) {
-    throw DataError(path + ": node id " + std::to_string(*dup) + " is listed more than once");
+    throw DataError(path + ": " + item + " id " + std::to_string(*dup) +
+                    " is listed more than once");
   }
   return ids;
 }

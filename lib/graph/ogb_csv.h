@@ -64,7 +64,10 @@ int64_t ReadFeatureRows(const std::string& path, int64_t num_rows, double dense_
 int64_t ReadLabelColumn(const std::string& path, int64_t num_rows, std::vector<int64_t>* labels,
                         ParseContext* ctx);
 // One id < num_nodes per line; returned sorted. Duplicates are an error.
-std::vector<int64_t> ReadIdList(const std::string& path, int64_t num_nodes, ParseContext* ctx);
+// Errors name the ids as `item` ids counted by `count_file`.
+std::vector<int64_t> ReadIdList(const std::string& path, int64_t num_nodes, ParseContext* ctx,
+                                const char* item = "node",
+                                const char* count_file = "num-node-list.csv.gz");
 
 // Writes rows [0, num_rows) to a gzip file: `format(begin, end, out)`
 // appends the text of rows [begin, end) to `out`.

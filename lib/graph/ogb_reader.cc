@@ -305,6 +305,56 @@ void WriteCache(const fs::path& dir, const std::string& split, const json& sigs,
   WriteFileAtomic(CachePath(dir, "meta.json"), meta.dump(2) + "\n");
 }
 
+// OGB-style edge labels: raw/edge-label.csv.gz, one value per line of
+// edge.csv.gz (integers: classes; otherwise regression values), and
+// split/<split>/edge_{train,valid,test}.csv.gz listing input edge ids
+// (0-based lines of edge.csv.gz). Read after the rest (cached or parsed),
+// never cached: one number per edge. No-op without the label file.
+void ReadOgbEdgeLabels(const fs::path& root, const std::string& split, Dataset* d) {
+  const fs::path label = root / "raw" / kOgbEdgeLabelFile;
+  std::error_code ec;
+  if (!fs::exists(label, ec)) return;
+  const fs::path sp = root / "split" / split;
+  const std::string names[3] = {"edge_train.csv.gz", "edge_valid.csv.gz", "edge_test.csv.gz"};
+  if (!fs::exists(sp / names[0], ec)) {
+    throw DataError(label.string() + " labels the edges, but " + (sp / names[0]).string() +
+                    " (the train edges' ids: lines of edge.csv.gz) does not exist");
+  }
+  ParseContext ctx;
+  const int64_t m = d->num_edges();
+  std::vector<float> values;
+  const int64_t width =
+      ReadFloatRows(label.string(), m, &values, &ctx, "edges", "num-edge-list.csv.gz");
+  if (width != 1) {
+    throw DataError(label.string() + ": " + std::to_string(width) +
+                    " values per line; edge labels are one class id or value per edge");
+  }
+  bool integral = true;
+  for (float v : values) integral &= std::isfinite(v) && v == std::floor(v) && v >= -1;
+  d->edge_split.assign(static_cast<size_t>(m), 0);
+  for (int k = 0; k < 3; ++k) {
+    const fs::path f = sp / names[k];
+    if (!fs::exists(f, ec)) continue;  // valid and test are optional
+    for (int64_t e : ReadIdList(f.string(), m, &ctx, "edge", "num-edge-list.csv.gz")) {
+      if (d->edge_split[e] != 0) {
+        throw DataError(f.string() + ": edge " + std::to_string(e) + " is in another split too");
+      }
+      d->edge_split[e] = static_cast<uint8_t>(k + 1);
+    }
+  }
+  if (integral) {
+    d->edge_label_kind = LabelKind::kClass;
+    d->edge_labels.assign(values.begin(), values.end());
+    int64_t classes = 0;
+    for (int64_t v : d->edge_labels) classes = std::max(classes, v + 1);
+    d->num_edge_classes = classes;
+  } else {
+    d->edge_label_kind = LabelKind::kRegression;
+    d->edge_targets = std::move(values);
+  }
+  d->ValidateEdgeLabels();
+}
+
 }  // namespace
 
 Dataset ReadOgbFolder(const std::string& folder, const DatasetOptions& options) {
@@ -336,6 +386,7 @@ Dataset ReadOgbFolder(const std::string& folder, const DatasetOptions& options) 
     if (LoadCache(cache_dir, split, sigs, &d)) {
       GNN_LOG(kInfo) << "loaded " << name << " (split " << split << ") from cache "
                      << cache_dir.string() << " in " << Fixed(watch.Seconds()) << " s";
+      if (!options.ignore_edge_data) ReadOgbEdgeLabels(root, split, &d);
       return d;
     }
   }
@@ -374,6 +425,7 @@ Dataset ReadOgbFolder(const std::string& folder, const DatasetOptions& options) 
       }
     }
   }
+  if (!options.ignore_edge_data) ReadOgbEdgeLabels(root, split, &d);
   return d;
 }
 
@@ -409,6 +461,20 @@ void WriteOgbFolder(const Dataset& d, const std::string& folder, const std::stri
   WriteIdsGz((sp / "train.csv.gz").string(), d.train_idx);
   WriteIdsGz((sp / "valid.csv.gz").string(), d.valid_idx);
   WriteIdsGz((sp / "test.csv.gz").string(), d.test_idx);
+  if (d.edge_labeled()) {
+    if (d.edge_label_kind == LabelKind::kClass) {
+      WriteLabelsGz((raw / kOgbEdgeLabelFile).string(), d.edge_labels);
+    } else {
+      WriteFloatRowsGz((raw / kOgbEdgeLabelFile).string(), d.edge_targets, d.num_edges(), 1);
+    }
+    const char* names[3] = {"edge_train.csv.gz", "edge_valid.csv.gz", "edge_test.csv.gz"};
+    for (int k = 0; k < 3; ++k) {
+      std::vector<int64_t> ids;
+      for (size_t e = 0; e < d.edge_split.size(); ++e)
+        if (d.edge_split[e] == k + 1) ids.push_back(static_cast<int64_t>(e));
+      WriteIdsGz((sp / names[k]).string(), ids);
+    }
+  }
 }
 
 }  // namespace gnn

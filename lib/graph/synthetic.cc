@@ -55,8 +55,8 @@ constexpr int kMaxWeightedRounds = 8;
 constexpr int64_t kMaxEnumeratedComplement = int64_t{1} << 24;
 
 constexpr const char* kPresetHelp =
-    "known: tiny, small, products, proteins, proteins-small, bow, bow-small, or "
-    "nodes=N,edges=E,feat=F,classes=C";
+    "known: tiny, small, products, proteins, proteins-small, bow, bow-small, edges, edges-small, "
+    "or nodes=N,edges=E,feat=F,classes=C";
 
 // ---------------------------------------------------------------------------
 // Random streams (graph/synthetic_kit.h): one tag per use of randomness,
@@ -559,6 +559,14 @@ SyntheticSpec ParseSyntheticSpec(const std::string& text) {
       s = {"synthetic-bow-small", 5000, 40000, 4000, 8, 0.4, 0.1};
       s.bow_words = 20;
     }
+  } else if (text == "edges" || text == "edges-small") {
+    // Labelled edges for the edge tasks (edge classes from both ends).
+    if (text == "edges") {
+      s = {"synthetic-edges", 100000, 1000000, 32, 8, 0.1, 0.05};
+    } else {
+      s = {"synthetic-edges-small", 5000, 40000, 16, 8, 0.2, 0.1};
+    }
+    s.edge_labels = true;
   } else if (text.find('=') == std::string::npos) {
     throw ConfigError("unknown synthetic preset '" + text + "' (" + kPresetHelp + ")");
   } else {
@@ -571,10 +579,11 @@ SyntheticSpec ParseSyntheticSpec(const std::string& text) {
       if (eq == std::string::npos) BadSpec(text, "item '" + item + "' is not key=value");
       std::string key = item.substr(0, eq);
       if (key != "nodes" && key != "edges" && key != "feat" && key != "classes" && key != "train" &&
-          key != "valid" && key != "efeat" && key != "task" && key != "labels" && key != "bow") {
+          key != "valid" && key != "efeat" && key != "task" && key != "labels" && key != "bow" &&
+          key != "etask") {
         BadSpec(text, "unknown key '" + key +
                           "' (known: nodes, edges, feat, classes, train, valid, efeat, task, "
-                          "labels, bow)");
+                          "labels, bow, etask)");
       }
       if (!values.emplace(key, item.substr(eq + 1)).second) {
         BadSpec(text, "key '" + key + "' given twice");
@@ -621,9 +630,18 @@ SyntheticSpec ParseSyntheticSpec(const std::string& text) {
       s.label_width = ParsePositiveInt(text, "labels", values["labels"]);
       if (s.label_width > 4096) BadSpec(text, "labels= is at most 4096");
     }
+    if (values.count("etask")) {
+      const std::string& etask = values["etask"];
+      if (etask != "class" && etask != "regression")
+        BadSpec(text, "etask must be class or regression, got '" + etask + "'");
+      s.edge_labels = true;
+      s.edge_task = etask == "class" ? LabelKind::kClass : LabelKind::kRegression;
+    }
     s.name = "synthetic-n" + std::to_string(s.num_nodes) + "-e" + std::to_string(s.num_edges);
     if (s.bow_words > 0) s.name += "-bow";
     if (s.label_kind != LabelKind::kClass) s.name += std::string("-") + LabelKindName(s.label_kind);
+    if (s.edge_labels)
+      s.name += s.edge_task == LabelKind::kClass ? "-edgeclass" : "-edgeregression";
   }
   CheckSpec(s, text);
   return s;
@@ -680,6 +698,7 @@ Dataset GenerateSynthetic(const SyntheticSpec& spec, uint64_t seed, int num_thre
     MakeSplit(spec, seed, &d);
     if (spec.edge_feature_dim > 0) MakeEdgeFeatures(spec, seed, num_threads, &d);
   }
+  if (spec.edge_labels) MakeEdgeLabels(spec, seed, num_threads, &d);
   if (spec.label_kind != LabelKind::kClass) MakeTargets(spec, seed, &d);
 
   if (big) {

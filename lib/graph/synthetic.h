@@ -40,12 +40,17 @@ struct SyntheticSpec {
   // "bow-small" presets: 10,000 and 4,000 words, 30 and 20 per node). Kept
   // sparse (Dataset::sparse_features).
   int64_t bow_words = 0;
+  // etask=class or etask=regression: every listed edge gets a label drawn
+  // from both ends' hidden classes and a split (MakeEdgeLabels), for the
+  // edge tasks (the "edges" and "edges-small" presets: classes).
+  bool edge_labels = false;
+  LabelKind edge_task = LabelKind::kClass;
 };
 
 // Parses "tiny", "small", "products", "proteins", "proteins-small", "bow",
-// "bow-small" or "nodes=N,edges=E,feat=F,classes=C"
+// "bow-small", "edges", "edges-small" or "nodes=N,edges=E,feat=F,classes=C"
 // (optional train=, valid= fractions, efeat= edge features, bow= words per
-// node, task=multilabel
+// node, etask=class|regression edge labels, task=multilabel
 // or task=regression with labels= columns). Throws
 // ConfigError naming the bad key.
 SyntheticSpec ParseSyntheticSpec(const std::string& spec);

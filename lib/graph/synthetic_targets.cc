@@ -17,6 +17,37 @@ constexpr int64_t kEdgeChunk = 1 << 16;
 
 }  // namespace
 
+void MakeEdgeLabels(const SyntheticSpec& spec, uint64_t seed, int num_threads, Dataset* d) {
+  const int64_t m = d->num_edges();
+  const bool classes = spec.edge_task == LabelKind::kClass;
+  d->edge_label_kind = spec.edge_task;
+  d->num_edge_classes = classes ? 4 : 0;
+  if (classes) {
+    d->edge_labels.resize(static_cast<size_t>(m));
+  } else {
+    d->edge_targets.resize(static_cast<size_t>(m));
+  }
+  d->edge_split.resize(static_cast<size_t>(m));
+  const uint64_t stream = MixSeed(seed, 0x656467656c6162ULL);  // "edgelab"
+  ParallelChunks(NumChunks(m, kEdgeChunk), num_threads, [&](int64_t c) {
+    for (int64_t i = c * kEdgeChunk, end = std::min(m, i + kEdgeChunk); i < end; ++i) {
+      const int64_t cu = d->labels[static_cast<size_t>(d->src[i])];
+      const int64_t cv = d->labels[static_cast<size_t>(d->dst[i])];
+      const uint64_t h = SplitMix64(MixSeed(stream, static_cast<uint64_t>(i)));
+      const double u = static_cast<double>(h >> 11) * 0x1.0p-53;  // uniform [0, 1)
+      const uint64_t h2 = SplitMix64(MixSeed(MixSeed(stream, 1), static_cast<uint64_t>(i)));
+      const double r = static_cast<double>(h2 >> 11) * 0x1.0p-53;
+      if (classes) {
+        d->edge_labels[i] = r < 0.1 ? static_cast<int64_t>(h2 % 4) : (cu % 2) * 2 + (cv % 2);
+      } else {
+        d->edge_targets[i] = static_cast<float>(0.5 * static_cast<double>(cu % 4) -
+                                                0.25 * static_cast<double>(cv % 4) + 0.2 * r - 0.1);
+      }
+      d->edge_split[i] = u < 0.5 ? 1 : u < 0.7 ? 2 : 3;
+    }
+  });
+}
+
 // The proteins presets' edge features: per hidden class 8 random bits;
 // feature k of edge (u, v) is a quarter of each end's bit k plus uniform
 // noise in [0, 0.5), so each node's mean over its edges tells its own class

@@ -19,6 +19,13 @@ void MakeProteinEdgeFeatures(const SyntheticSpec& spec, uint64_t seed, int num_t
 // first 5 train, the 6th valid, the last 2 test.
 void SpeciesSplit(Dataset* d);
 
+// The edge presets' labels (spec.edge_task): class (c_u mod 2) * 2 +
+// (c_v mod 2) of edge (u, v) from both ends' hidden classes, one in ten
+// replaced by a uniform class; or the value 0.5 (c_u mod 4) - 0.25 (c_v mod
+// 4) plus uniform noise in [-0.1, 0.1). Split per edge: half train, a fifth
+// valid, the rest test. Deterministic for (seed, edge), whatever num_threads.
+void MakeEdgeLabels(const SyntheticSpec& spec, uint64_t seed, int num_threads, Dataset* d);
+
 // Multi-label or regression label rows (spec.label_kind, spec.label_width)
 // in place of d's class ids, drawn from them (see synthetic.cc's spec).
 void MakeTargets(const SyntheticSpec& spec, uint64_t seed, Dataset* d);

@@ -29,6 +29,11 @@ const std::vector<std::string> kPartFiles = {"indptr.npy",    "indices.npy",    
 
 const std::vector<std::string> kValEdgeFiles = {"val_edges.npy", "val_neg.npy"};
 
+namespace {
+// A partition's labelled edges per split, in the config's part entries.
+const char* const kSplitEdgeKeys[3] = {"num_train_edges", "num_valid_edges", "num_test_edges"};
+}  // namespace
+
 int PartitionConfig::PartOf(int64_t node) const {
   auto it = std::upper_bound(parts.begin(), parts.end(), node,
                              [](int64_t v, const PartInfo& p) { return v < p.node_end; });
@@ -95,9 +100,11 @@ std::vector<std::string> PartitionConfig::PartFileNames() const {
       if (!feature_binary) names.push_back(kFeatValuesFile);
     }
     if (user_node_ids) names.push_back(kUserIdsFile);
-    if (edge_feature_dim > 0) {
-      names.push_back(kEdgeFeatFile);
-      names.push_back(kOrigEidsFile);
+    if (edge_feature_dim > 0) names.push_back(kEdgeFeatFile);
+    if (edge_feature_dim > 0 || edge_labels) names.push_back(kOrigEidsFile);
+    if (edge_labels) {
+      names.push_back(kEdgeLabelFile);
+      names.push_back(kEdgeSplitFile);
     }
     return names;
   }
@@ -146,6 +153,12 @@ json ToJson(const PartitionConfig& c) {
   j["seed"] = c.seed;
   if (c.user_node_ids) j["user_node_ids"] = true;
   if (c.edge_feature_dim > 0) j["edge_feature_dim"] = c.edge_feature_dim;
+  if (c.edge_labels) {
+    const bool classes = c.edge_label_kind == LabelKind::kClass;
+    j["edge_labels"] = {{"kind", classes ? "class" : "regression"},
+                        {"dtype", classes ? "int64" : "float32"},
+                        {"num_classes", c.num_edge_classes}};
+  }
   if (c.sparse_features) {
     j["feature_format"] = "sparse";
     j["feature_binary"] = c.feature_binary;
@@ -208,6 +221,10 @@ json ToJson(const PartitionConfig& c) {
         {"files", files},
     };
     if (c.val_edges_fraction > 0) j["part-" + std::to_string(i)]["num_val_edges"] = p.num_val_edges;
+    if (c.edge_labels) {
+      for (int k = 0; k < 3; ++k)
+        j["part-" + std::to_string(i)][kSplitEdgeKeys[k]] = p.num_split_edges[k];
+    }
   }
   if (!c.report.is_null()) j["partition_report"] = c.report;
   return j;
@@ -317,6 +334,14 @@ void ParseScalars(const JsonReader& r, PartitionConfig* c) {
         r.At("feature_dim").Fail("sparse features take at most 2^31 - 1 columns");
     }
   }
+  if (r.Has("edge_labels")) {
+    const JsonReader e = r.At("edge_labels");
+    const std::string kind = e.At("kind").String();
+    if (kind != "class" && kind != "regression") e.At("kind").Fail("class or regression");
+    c->edge_labels = true;
+    c->edge_label_kind = kind == "class" ? LabelKind::kClass : LabelKind::kRegression;
+    c->num_edge_classes = e.At("num_classes").Int(kind == "class" ? 1 : 0, kMaxCount);
+  }
   if (r.Has("edge_feature_dim")) {
     c->edge_feature_dim = r.At("edge_feature_dim").Int(1, kMaxCount);
     if (__builtin_mul_overflow(c->num_edges, c->edge_feature_dim, &cells) || cells > kMaxCount) {
@@ -343,6 +368,9 @@ void ParsePartCounts(const JsonReader& pj, const PartitionConfig& c, PartInfo* p
   p->num_valid = pj.At("num_valid").Int(0, n);
   p->num_test = pj.At("num_test").Int(0, n);
   if (c.val_edges_fraction > 0) p->num_val_edges = pj.At("num_val_edges").Int(0, c.num_val_edges);
+  if (c.edge_labels) {
+    for (int k = 0; k < 3; ++k) p->num_split_edges[k] = pj.At(kSplitEdgeKeys[k]).Int(0, kMaxCount);
+  }
 }
 
 void ParseFiles(const JsonReader& files, const PartitionConfig& c, PartInfo* p) {

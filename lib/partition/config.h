@@ -34,6 +34,15 @@ constexpr const char* kUserIdsFile = "node_ids.npy";
 // edges.
 constexpr const char* kEdgeFeatFile = "edge_feat.npy";
 constexpr const char* kOrigEidsFile = "orig_eids.npy";
+// Edge labels (a config with "edge_labels"): every partition folder holds
+// orig_eids.npy (as above), edge_label.npy (the label of each stored
+// in-edge's input edge: int64 class, -1 for none, or float32 value) and
+// edge_split.npy (uint8 [stored in-edges]: 1 train, 2 valid, 3 test on
+// the stored in-edge that runs as the input lists the edge, source to
+// destination; 0 on its reverse and on edges in no split), so each
+// labelled input edge is one example, owned by its destination's partition.
+constexpr const char* kEdgeLabelFile = "edge_label.npy";
+constexpr const char* kEdgeSplitFile = "edge_split.npy";
 // Sparse node features (a config with "feature_format": "sparse"): in
 // place of feat.npy every partition folder holds the CSR of its nodes'
 // rows, feat_indptr.npy (int64 [num_nodes + 1]), feat_indices.npy (int32
@@ -73,7 +82,9 @@ struct PartInfo {
   std::vector<std::pair<int64_t, int64_t>> ntype_ranges;
   std::vector<int64_t> etype_edges;
   int64_t num_train = 0, num_valid = 0, num_test = 0;
-  int64_t num_val_edges = 0;              // held-out edges whose tail this partition owns
+  int64_t num_val_edges = 0;  // held-out edges whose tail this partition owns
+  // Labelled edges stored here in the train, valid and test splits.
+  int64_t num_split_edges[3] = {0, 0, 0};
   std::map<std::string, PartFile> files;  // file name -> size and sha256
   int64_t num_nodes() const { return node_end - node_start; }
   int64_t num_edges() const { return edge_end - edge_start; }
@@ -113,6 +124,11 @@ struct PartitionConfig {
   // feature_binary: no values file, every stored value is 1.
   bool sparse_features = false;
   bool feature_binary = false;
+  // Edge labels (kEdgeLabelFile, kEdgeSplitFile): class ids
+  // (num_edge_classes of them) or regression values.
+  bool edge_labels = false;
+  LabelKind edge_label_kind = LabelKind::kClass;
+  int64_t num_edge_classes = 0;
   std::vector<PartInfo> parts;
   nlohmann::json report;  // partition_report, kept as written
   // Node types and relations ("src:rel:dst") in id order; {"_N"} and
@@ -126,8 +142,9 @@ struct PartitionConfig {
   // Heterogeneous configs name their labelled type (target_ntype).
   bool hetero() const { return !target_ntype.empty(); }
   // The files every partition folder holds (kPartFiles, or the
-  // heterogeneous list above, kUserIdsFile when user_node_ids, and the
-  // edge files when edge_feature_dim > 0),
+  // heterogeneous list above, kUserIdsFile when user_node_ids, the
+  // edge files when edge_feature_dim > 0, the edge label files when
+  // edge_labels),
   // without the held-out edges.
   std::vector<std::string> PartFileNames() const;
   // ConfigError for a heterogeneous config: `who` (a server, a trainer)

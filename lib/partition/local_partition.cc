@@ -145,6 +145,57 @@ void LoadEdgeData(const PartitionConfig& config, int part, bool verify_checksums
   p->edge_data = std::move(rows);
 }
 
+EdgeLabelFiles ReadEdgeLabels(const PartitionConfig& config, int part, bool verify_checksums) {
+  if (!config.edge_labels) {
+    throw DataError(config.graph_name + ": the partitioning has no edge labels");
+  }
+  const PartInfo& info = config.parts.at(part);
+  const std::string label_file = config.FilePath(part, kEdgeLabelFile);
+  const std::string split_file = config.FilePath(part, kEdgeSplitFile);
+  if (verify_checksums) {
+    VerifyPartFile(label_file, info.files.at(kEdgeLabelFile));
+    VerifyPartFile(split_file, info.files.at(kEdgeSplitFile));
+  }
+  EdgeLabelFiles f;
+  const int64_t m = info.num_edges();
+  f.split = ReadNpy<uint8_t>(split_file, {m});
+  const bool classes = config.edge_label_kind == LabelKind::kClass;
+  if (classes) {
+    f.labels = ReadNpy<int64_t>(label_file, {m});
+  } else {
+    f.targets = ReadNpy<float>(label_file, {m});
+  }
+  int64_t count[3] = {0, 0, 0};
+  for (int64_t e = 0; e < m; ++e) {
+    const uint8_t s = f.split[e];
+    if (s > 3) {
+      throw DataError(split_file + ": edge " + std::to_string(e) + " is in split " +
+                      std::to_string(s) + " (0 none, 1 train, 2 valid, 3 test)");
+    }
+    if (s == 0) continue;
+    ++count[s - 1];
+    if (classes && (f.labels[e] < 0 || f.labels[e] >= config.num_edge_classes)) {
+      throw DataError(label_file + ": edge " + std::to_string(e) + " has class " +
+                      std::to_string(f.labels[e]) + ", outside [0, " +
+                      std::to_string(config.num_edge_classes) + ")");
+    }
+    if (!classes && !std::isfinite(f.targets[e])) {
+      throw DataError(label_file + ": edge " + std::to_string(e) + " holds " +
+                      std::to_string(f.targets[e]) + ", not a finite number");
+    }
+  }
+  for (int k = 0; k < 3; ++k) {
+    if (count[k] != info.num_split_edges[k]) {
+      throw DataError(split_file + ": " + std::to_string(count[k]) + " " +
+                      (k == 0   ? "train"
+                       : k == 1 ? "valid"
+                                : "test") +
+                      " edges, the config says " + std::to_string(info.num_split_edges[k]));
+    }
+  }
+  return f;
+}
+
 SparseRows ReadSparseFeatures(const PartitionConfig& config, int part) {
   const int64_t n = config.parts.at(part).num_nodes();
   SparseRows rows;

@@ -94,6 +94,20 @@ SparseRows ReadSparseFeatures(const PartitionConfig& config, int part);
 void LoadEdgeData(const PartitionConfig& config, int part, bool verify_checksums,
                   LocalPartition* p);
 
+// A partition's edge labels (config.edge_labels), aligned with its stored
+// in-edges: class ids (`labels`) or values (`targets`), and each edge's
+// split (config.h: kEdgeSplitFile).
+struct EdgeLabelFiles {
+  std::vector<int64_t> labels;
+  std::vector<float> targets;
+  std::vector<uint8_t> split;
+};
+// Reads them (checksums first when `verify_checksums`); DataError naming
+// the file when one is missing, of the wrong shape, or holds a split other
+// than 0-3, a class out of range or a value that is not finite on an edge
+// in a split.
+EdgeLabelFiles ReadEdgeLabels(const PartitionConfig& config, int part, bool verify_checksums);
+
 // The user's ids of partition `part`'s nodes (kUserIdsFile, aligned with
 // orig_nids); empty when the config has none. DataError naming the file
 // when it is missing or of the wrong shape.

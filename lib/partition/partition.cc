@@ -122,13 +122,15 @@ void RemoveHeldOut(CsrT<Index>* g, const HeldOutChooser& held,
 // (src[i], dst[i]) is the in-edge of dst[i] with input edge id i, and with
 // `undirected` also that of src[i] (a self-loop once); repeated edges stay.
 // Each row's entries are sorted by source, then input edge id, so the
-// order is the same for every partitioning. *eids: the id of each entry.
-// *repeats: entries whose (source, destination) pair an earlier entry of
-// the row has too.
+// order is the same for every partitioning. *eids: the id of each entry;
+// *reverse: 1 on the entries that run against the input's listing (the
+// added reverse of an undirected edge). *repeats: entries whose (source,
+// destination) pair an earlier entry of the row has too.
 template <typename Index>
 CsrT<Index> BuildEdgeIdCsc(int64_t n, const std::vector<int64_t>& src,
                            const std::vector<int64_t>& dst, bool undirected, int threads,
-                           std::vector<int64_t>* eids, int64_t* repeats) {
+                           std::vector<int64_t>* eids, std::vector<uint8_t>* reverse,
+                           int64_t* repeats) {
   std::atomic<int64_t> repeated{0};
   CsrT<Index> csc;
   csc.indptr.assign(static_cast<size_t>(n + 1), 0);
@@ -141,6 +143,8 @@ CsrT<Index> BuildEdgeIdCsc(int64_t n, const std::vector<int64_t>& src,
   csc.indices.resize(static_cast<size_t>(csc.indptr[n]));
   eids->resize(static_cast<size_t>(csc.indptr[n]));
   {
+    // Each entry's id is 2 * edge id + (1 if it is the reverse) until the
+    // rows are sorted: the order by edge id stays, the direction travels.
     std::vector<int64_t> fill(csc.indptr.begin(), csc.indptr.end() - 1);
     auto put = [&](int64_t row, int64_t col, int64_t id) {
       const int64_t k = fill[row]++;
@@ -148,8 +152,8 @@ CsrT<Index> BuildEdgeIdCsc(int64_t n, const std::vector<int64_t>& src,
       (*eids)[k] = id;
     };
     for (int64_t i = 0; i < m; ++i) {
-      put(dst[i], src[i], i);
-      if (undirected && src[i] != dst[i]) put(src[i], dst[i], i);
+      put(dst[i], src[i], 2 * i);
+      if (undirected && src[i] != dst[i]) put(src[i], dst[i], 2 * i + 1);
     }
   }
   // (source, edge id) pairs are distinct, so a plain sort orders each row.
@@ -170,7 +174,44 @@ CsrT<Index> BuildEdgeIdCsc(int64_t n, const std::vector<int64_t>& src,
     }
   });
   *repeats = repeated.load();
+  reverse->resize(eids->size());
+  for (size_t k = 0; k < eids->size(); ++k) {
+    (*reverse)[k] = static_cast<uint8_t>((*eids)[k] & 1);
+    (*eids)[k] >>= 1;
+  }
   return csc;
+}
+
+PartFile ToPartFile(const WrittenFile& f) { return PartFile{f.bytes, f.sha256}; }
+
+// The edge label files of one partition (config.h: kEdgeLabelFile,
+// kEdgeSplitFile): `part_eids` are its stored in-edges' input ids in
+// order, owned nodes from `start` on in new-id order.
+template <typename Index>
+void WriteEdgeLabels(const Dataset& d, const CsrT<Index>& in_csc,
+                     const std::vector<uint8_t>& reverse, const std::vector<int64_t>& part_eids,
+                     const Relabeling& r, int64_t start, const std::string& dir, PartInfo* info) {
+  const int64_t stored = static_cast<int64_t>(part_eids.size());
+  std::vector<uint8_t> split(static_cast<size_t>(stored));
+  int64_t k = 0;
+  for (int64_t i = start; k < stored; ++i) {
+    const int64_t v = r.orig[i];
+    for (int64_t e = in_csc.indptr[v]; e < in_csc.indptr[v + 1]; ++e, ++k) {
+      const uint8_t s = d.edge_split[static_cast<size_t>(part_eids[k])];
+      split[k] = reverse[e] ? 0 : s;
+      if (split[k] > 0) ++info->num_split_edges[split[k] - 1];
+    }
+  }
+  if (d.edge_label_kind == LabelKind::kClass) {
+    std::vector<int64_t> labels(static_cast<size_t>(stored));
+    for (int64_t j = 0; j < stored; ++j) labels[j] = d.edge_labels[part_eids[j]];
+    info->files[kEdgeLabelFile] = ToPartFile(WriteNpy(dir + "/" + kEdgeLabelFile, labels));
+  } else {
+    std::vector<float> values(static_cast<size_t>(stored));
+    for (int64_t j = 0; j < stored; ++j) values[j] = d.edge_targets[part_eids[j]];
+    info->files[kEdgeLabelFile] = ToPartFile(WriteNpy(dir + "/" + kEdgeLabelFile, values));
+  }
+  info->files[kEdgeSplitFile] = ToPartFile(WriteNpy(dir + "/" + kEdgeSplitFile, split));
 }
 
 // Writes part<p>/ and fills `info`. `in_csc` rows are old destination ids,
@@ -178,8 +219,9 @@ CsrT<Index> BuildEdgeIdCsc(int64_t n, const std::vector<int64_t>& src,
 // entry, whose features are rows of `edge_features`.
 template <typename Index>
 void WritePart(const Dataset& d, const float* features, const CsrT<Index>& in_csc,
-               const std::vector<int64_t>* eids, const float* edge_features, const Relabeling& r,
-               int p, const std::vector<uint8_t> masks[3], const std::string& dir, PartInfo* info) {
+               const std::vector<int64_t>* eids, const std::vector<uint8_t>* reverse,
+               const float* edge_features, const Relabeling& r, int p,
+               const std::vector<uint8_t> masks[3], const std::string& dir, PartInfo* info) {
   const int64_t start = r.part_start[p], end = r.part_start[p + 1], owned = end - start;
   MakeDirs(dir);
   info->node_start = start;
@@ -218,9 +260,12 @@ void WritePart(const Dataset& d, const float* features, const CsrT<Index>& in_cs
       part_eids.insert(part_eids.end(), eids->begin() + in_csc.indptr[v],
                        eids->begin() + in_csc.indptr[v + 1]);
     }
-    record(kEdgeFeatFile, WriteGatheredRows(dir + "/" + kEdgeFeatFile, edge_features,
-                                            d.edge_feature_dim, part_eids.data(), indptr[owned]));
+    if (d.edge_feature_dim > 0) {
+      record(kEdgeFeatFile, WriteGatheredRows(dir + "/" + kEdgeFeatFile, edge_features,
+                                              d.edge_feature_dim, part_eids.data(), indptr[owned]));
+    }
     record(kOrigEidsFile, WriteNpy(dir + "/" + kOrigEidsFile, part_eids));
+    if (d.edge_labeled()) WriteEdgeLabels(d, in_csc, *reverse, part_eids, r, start, dir, info);
   }
   if (d.sparse()) {
     // The owned nodes' rows in new-id order, as CSR files.
@@ -269,6 +314,7 @@ template <typename Index>
 struct Adjacency {
   CsrT<Index> sym, directed_csc;
   std::vector<int64_t> eids;
+  std::vector<uint8_t> reverse;  // with eids: 1 on an undirected edge's added reverse
   bool undirected = false, edge_ids = false;
   const CsrT<Index>& in_csc() const {
     return edge_ids ? directed_csc : undirected ? sym : directed_csc;
@@ -281,15 +327,15 @@ Adjacency<Index> BuildAdjacency(Dataset* d, bool undirected, int threads) {
   const int64_t n = d->num_nodes;
   Adjacency<Index> a;
   a.undirected = undirected;
-  a.edge_ids = d->edge_feature_dim > 0;
+  a.edge_ids = d->edge_feature_dim > 0 || d->edge_labeled();
   // The symmetric adjacency drives METIS and the edge cut; for an undirected
   // graph without edge data it is also the CSC of in-edges, so it is built
   // only once.
   a.sym = Symmetrize<Index>(n, d->src, d->dst, threads);
   if (a.edge_ids) {
     int64_t repeats = 0;
-    a.directed_csc =
-        BuildEdgeIdCsc<Index>(n, d->src, d->dst, undirected, threads, &a.eids, &repeats);
+    a.directed_csc = BuildEdgeIdCsc<Index>(n, d->src, d->dst, undirected, threads, &a.eids,
+                                           &a.reverse, &repeats);
     if (repeats > 0) {
       const std::string line =
           std::to_string(repeats) +
@@ -378,6 +424,9 @@ void DescribePartitioning(const PartitionOptions& options, const Dataset& d,
   config->halo_hops = 1;
   config->feature_dim = d.feature_dim;
   config->edge_feature_dim = d.edge_feature_dim;
+  config->edge_labels = d.edge_labeled();
+  config->edge_label_kind = d.edge_label_kind;
+  config->num_edge_classes = d.num_edge_classes;
   config->sparse_features = d.sparse();
   config->feature_binary = d.sparse() && d.sparse_features.binary();
   config->num_classes = d.num_classes;
@@ -485,13 +534,33 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
     for (int64_t p = b; p < e; ++p) {
       infos[p].dir = "part" + std::to_string(p);
       const std::string dir = tmp_dir + "/" + infos[p].dir;
-      WritePart(d, spill.data(), in_csc, adj.edge_ids ? &adj.eids : nullptr, edge_spill.data(),
-                relabel, static_cast<int>(p), masks, dir, &infos[p]);
+      WritePart(d, spill.data(), in_csc, adj.edge_ids ? &adj.eids : nullptr, &adj.reverse,
+                edge_spill.data(), relabel, static_cast<int>(p), masks, dir, &infos[p]);
       if (held.active()) WriteValEdges(val, static_cast<int>(p), dir + "/", &infos[p]);
     }
   });
   AddParts(std::move(infos), in_csc, relabel, out);
   timer.End();
+}
+
+// Edge labels travel with the stored edges (WriteEdgeLabels); says so in
+// one line. Held-out edges for link evaluation would take labelled edges
+// out of the graph: refused.
+void DescribeEdgeLabels(const PartitionOptions& options, const Dataset& d) {
+  if (options.val_edges > 0) {
+    throw ConfigError("--val_edges holds edges out for --task link; " + d.name +
+                      " has edge labels (the edge tasks keep every edge): drop --val_edges");
+  }
+  int64_t count[4] = {0, 0, 0, 0};
+  for (uint8_t s : d.edge_split) ++count[s];
+  const bool classes = d.edge_label_kind == LabelKind::kClass;
+  GNN_LOG(kInfo) << d.name << ": edge labels ("
+                 << (classes ? std::to_string(d.num_edge_classes) + " classes"
+                             : std::string("regression values"))
+                 << "), " << count[1] << " train, " << count[2] << " valid, " << count[3]
+                 << " test edges, stored with each stored in-edge (" << kEdgeLabelFile << ", "
+                 << kEdgeSplitFile << "; gnn-train --task "
+                 << (classes ? "edge_class" : "edge_regression") << ")";
 }
 
 // --node_feat_from_edges: node features from the edge features' means, when
@@ -624,6 +693,7 @@ PartitionResult RunPartition(const PartitionOptions& options) {
                undirected ? EdgeOrder{} : CountEdgeOrder(d.src, d.dst));
   DeriveNodeFeatures(options, undirected, &d);
   SelectEdgeWeight(options.edge_weight, &d);
+  if (d.edge_labeled()) DescribeEdgeLabels(options, d);
   const std::string graph_name = options.graph_name.empty() ? d.name : options.graph_name;
   const int64_t input_edges = d.num_edges();
   // Stored entries over all entries of the node features (the report's

@@ -43,6 +43,9 @@ struct EdgeBatchPlan {
   std::vector<int64_t> pos_head, pos_tail;  // [num positives] positions in seeds
   std::vector<int64_t> neg_head, neg_tail;  // [num positives * num_negs]
   std::vector<int64_t> exclude;             // flat (head, tail) pairs of the positives
+  // The edge tasks: each positive's class or value (set by the caller).
+  std::vector<int64_t> labels;
+  std::vector<float> targets;
 };
 
 // Pure: negative j of positive i is drawn from MixSeed(rng_seed, i * num_negs + j),

@@ -67,8 +67,8 @@ void LoaderOptions::Validate() const {
   if (self_loops && input_means) {
     throw ConfigError("self_loops and input_means: the sources' means would count the self-loops");
   }
-  if (link && num_negs < 1)
-    throw ConfigError("num_negs must be >= 1, got " + std::to_string(num_negs));
+  if (link && num_negs < 0)
+    throw ConfigError("num_negs must be >= 0, got " + std::to_string(num_negs));
 }
 
 BatchLoader::BatchLoader(const LocalGraph& graph, std::vector<int64_t> seeds,
@@ -177,6 +177,22 @@ std::optional<MiniBatch> BatchLoader::Next() {
   return batch;
 }
 
+void BatchLoader::LabelEdges(const std::vector<int64_t>& offsets, MiniBatch* b) const {
+  const int64_t num_edges = graph_.csc.num_nodes > 0 ? graph_.csc.indptr[graph_.csc.num_nodes] : 0;
+  for (int64_t e : offsets) {
+    if (e < 0 || e >= num_edges) {
+      throw DataError("edge " + std::to_string(e) + " is outside the partition's " +
+                      std::to_string(num_edges) + " in-edges");
+    }
+  }
+  if (graph_.edge_targets != nullptr) {
+    b->label_width = 1;
+    for (int64_t e : offsets) b->targets.push_back(graph_.edge_targets[e]);
+  } else {
+    for (int64_t e : offsets) b->labels.push_back(graph_.edge_labels[e]);
+  }
+}
+
 MiniBatch BatchLoader::Make(int64_t index, int threads) const {
   Stopwatch watch;
   MiniBatch b;
@@ -186,8 +202,10 @@ MiniBatch BatchLoader::Make(int64_t index, int threads) const {
   const uint64_t batch_seed =
       MixSeed(MixSeed(options_.seed, static_cast<uint64_t>(epoch_)), static_cast<uint64_t>(index));
   const CscView& csc = graph_.csc;
+  const bool edge_labels = graph_.edge_labels != nullptr || graph_.edge_targets != nullptr;
   if (options_.link) {
     std::vector<int64_t> offsets(seeds_.begin() + begin, seeds_.begin() + end), heads, tails;
+    if (edge_labels) LabelEdges(offsets, &b);
     EdgeEndpoints(csc, offsets, &heads, &tails);
     EdgeBatchPlan plan = PlanEdgeBatch(heads, tails, options_.num_negs, csc.node_start,
                                        csc.node_start + csc.num_nodes, MixSeed(batch_seed, 1));
@@ -263,7 +281,9 @@ MiniBatch BatchLoader::Make(int64_t index, int threads) const {
                  threads);
     }
   }
-  if (graph_.targets != nullptr) {
+  if (options_.link && edge_labels) {
+    // The positives' labels: set above.
+  } else if (graph_.targets != nullptr) {
     const int64_t w = graph_.label_width;
     b.label_width = w;
     b.targets.resize(b.seeds.size() * static_cast<size_t>(w));

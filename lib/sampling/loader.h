@@ -74,6 +74,12 @@ struct LocalGraph {
   // Or label rows [num_nodes, label_width] (multi-label, regression).
   const float* targets = nullptr;
   int64_t label_width = 0;
+  // Edge tasks (LoaderOptions::link with num_negs 0): per stored in-edge
+  // (csc.indices position) its class or its value; a batch then carries
+  // the label of each positive edge in MiniBatch::labels, or its value in
+  // MiniBatch::targets (label_width 1), instead of the seeds' labels.
+  const int64_t* edge_labels = nullptr;
+  const float* edge_targets = nullptr;
 };
 
 // Iterates one epoch of mini-batches over `seeds` (edge positions when
@@ -109,6 +115,8 @@ class BatchLoader {
   void Work();
   // Samples and gathers batch `index` with `threads` threads.
   MiniBatch Make(int64_t index, int threads) const;
+  // The edge tasks' labels of the in-edges at `offsets` into b.
+  void LabelEdges(const std::vector<int64_t>& offsets, MiniBatch* b) const;
 
   LocalGraph graph_;
   std::vector<int64_t> seeds_;

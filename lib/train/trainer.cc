@@ -70,6 +70,20 @@ PartitionConfig LoadCheckedConfig(const TrainOptions& o) {
 // a task the labels cannot give is one line.
 std::string TaskFor(const TrainOptions& o, const PartitionConfig& config) {
   const TaskKind kind = o.Kind();
+  if (o.EdgeTask()) {
+    if (!config.edge_labels) {
+      throw ConfigError("--task " + o.task + ": " + o.part_config +
+                        " has no edge labels (gnn-partition keeps OGB's raw/edge-label.csv.gz "
+                        "with split/<name>/edge_{train,valid,test}.csv.gz, or synthetic etask=)");
+    }
+    const bool classes = config.edge_label_kind == LabelKind::kClass;
+    if (classes != (kind == TaskKind::kEdgeClass)) {
+      throw ConfigError(
+          "--task " + o.task + ": " + o.part_config + "'s edge labels are " +
+          (classes ? "class ids: --task edge_class" : "values: --task edge_regression"));
+    }
+    return o.task;
+  }
   if (config.label_kind == LabelKind::kClass) {
     if (kind == TaskKind::kMultilabel || kind == TaskKind::kRegression) {
       throw ConfigError("--task " + o.task + ": " + o.part_config +

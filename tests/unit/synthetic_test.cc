@@ -176,7 +176,8 @@ TEST_CASE("ParseSyntheticSpec rejects bad specs with one clear line", "[unit]") 
   const std::vector<Case> cases = {
       {"huge",
        "unknown synthetic preset 'huge' (known: tiny, small, products, proteins, "
-       "proteins-small, bow, bow-small, or nodes=N,edges=E,feat=F,classes=C)"},
+       "proteins-small, bow, bow-small, edges, edges-small, or nodes=N,edges=E,feat=F,classes=C)"},
+      {ok + ",etask=rank", "etask must be class or regression, got 'rank'"},
       {"", "unknown synthetic preset ''"},
       {"Tiny", "unknown synthetic preset 'Tiny'"},
       {ok + ",color=3", "unknown key 'color'"},
@@ -411,3 +412,32 @@ TEST_CASE("proteins-small has ogbn-proteins' shape: edge features only, 112 labe
 
 }  // namespace
 }  // namespace gnn
+
+TEST_CASE("etask= labels every edge from both ends' hidden classes, with a split", "[unit]") {
+  const SyntheticSpec spec =
+      ParseSyntheticSpec("nodes=300,edges=2000,feat=4,classes=4,etask=class");
+  CHECK(spec.edge_labels);
+  CHECK(ParseSyntheticSpec("edges-small").edge_labels);
+  const Dataset d = GenerateSynthetic(spec, 7, 2);
+  REQUIRE(d.edge_labeled());
+  CHECK(d.num_edge_classes == 4);
+  REQUIRE(d.edge_labels.size() == d.src.size());
+  int64_t follows = 0, split[4] = {0, 0, 0, 0};
+  for (size_t i = 0; i < d.src.size(); ++i) {
+    follows += d.edge_labels[i] == (d.labels[d.src[i]] % 2) * 2 + d.labels[d.dst[i]] % 2;
+    ++split[d.edge_split[i]];
+  }
+  // One in ten is redrawn uniformly (and a quarter of those land right).
+  CHECK(static_cast<double>(follows) / d.src.size() > 0.85);
+  CHECK(split[0] == 0);
+  CHECK(split[1] > split[2]);
+  CHECK(split[2] > 0);
+  CHECK(split[3] > 0);
+  // Same bytes for any thread count.
+  CHECK(GenerateSynthetic(spec, 7, 1).edge_labels == d.edge_labels);
+  const Dataset r = GenerateSynthetic(
+      ParseSyntheticSpec("nodes=300,edges=2000,feat=4,classes=4,etask=regression"), 7, 2);
+  CHECK(r.edge_label_kind == LabelKind::kRegression);
+  CHECK(r.edge_targets.size() == r.src.size());
+  CHECK(r.edge_labels.empty());
+}

@@ -160,7 +160,9 @@ class DistEnv : public TrainEnv {
       int64_t n = graph_->CountNodes(mask);
       eval_nodes_[mask - 1] = graph_->SplitNodes(mask, n * slot / world_, n * (slot + 1) / world_);
     }
-    if (o.Kind() == TaskKind::kLink) {
+    if (o.EdgeTask()) {
+      SplitLabeledEdges(config, num_machines);
+    } else if (o.Kind() == TaskKind::kLink) {
       // Edges are split by the partition that owns them (the in-edges of
       // its nodes, read from shared memory): the trainers of the machines
       // serving it take even slices, and every rank runs as many steps as
@@ -193,10 +195,10 @@ class DistEnv : public TrainEnv {
     } else {
       prefetcher_ = std::make_unique<Prefetcher>(
           group.graph, o.prefetch,
-          o.Kind() == TaskKind::kLink ? [this](net::SeedBatch* sb) { PlanLinkBatch(sb); }
-                                      : std::function<void(net::SeedBatch*)>());
+          EdgeBatches() ? [this](net::SeedBatch* sb) { PlanLinkBatch(sb); }
+                        : std::function<void(net::SeedBatch*)>());
     }
-    if (samplers_ && o.Kind() == TaskKind::kLink)
+    if (samplers_ && EdgeBatches())
       samplers_->pool().SetPrepare([this](net::SeedBatch* sb) { PlanLinkBatch(sb); });
   }
 
@@ -208,10 +210,21 @@ class DistEnv : public TrainEnv {
   void PlanLinkBatch(net::SeedBatch* sb) {
     std::vector<int64_t> heads, tails;
     EdgeEndpoints(local_csc_, sb->seeds, &heads, &tails);
-    EdgeBatchPlan plan =
-        PlanEdgeBatch(heads, tails, o_.num_negs, 0, config_.num_nodes, MixSeed(sb->rng_seed, 1));
+    const bool edge_task = o_.EdgeTask();
+    EdgeBatchPlan plan = PlanEdgeBatch(heads, tails, edge_task ? 0 : o_.num_negs, 0,
+                                       config_.num_nodes, MixSeed(sb->rng_seed, 1));
+    if (edge_task) {
+      // Positions were checked by EdgeEndpoints.
+      for (int64_t e : sb->seeds) {
+        if (edge_labels_.labels.empty()) {
+          plan.targets.push_back(edge_labels_.targets[e]);
+        } else {
+          plan.labels.push_back(edge_labels_.labels[e]);
+        }
+      }
+    }
     sb->seeds = std::move(plan.seeds);
-    if (o_.remove_edge) sb->exclude = std::move(plan.exclude);
+    if (edge_task ? o_.exclude_target_edges : o_.remove_edge) sb->exclude = std::move(plan.exclude);
     plan.seeds.clear();
     plan.exclude.clear();
     std::lock_guard<std::mutex> lock(plans_mu_);
@@ -227,8 +240,7 @@ class DistEnv : public TrainEnv {
   int64_t NumBatches() const override { return num_batches_; }
 
   void StartEpoch(int epoch, int64_t first_batch) override {
-    const bool link = o_.Kind() == TaskKind::kLink;
-    std::vector<int64_t> seeds = link ? edges_ : train_;
+    std::vector<int64_t> seeds = EdgeBatches() ? edges_ : train_;
     // Each rank shuffles its own share; batches are near-equal slices so
     // every rank runs exactly num_batches_ steps (no all-reduce deadlock).
     uint64_t state = MixSeed(MixSeed(o_.seed, static_cast<uint64_t>(epoch)), rank_);
@@ -268,7 +280,7 @@ class DistEnv : public TrainEnv {
     } else {
       mb = samplers_->Next();
     }
-    if (mb && o_.Kind() == TaskKind::kLink) {
+    if (mb && EdgeBatches()) {
       std::unique_lock<std::mutex> lock(plans_mu_);
       auto it = plans_.find(mb->index);
       if (it == plans_.end()) {
@@ -281,6 +293,12 @@ class DistEnv : public TrainEnv {
       mb->pos_tail = std::move(plan.pos_tail);
       mb->neg_head = std::move(plan.neg_head);
       mb->neg_tail = std::move(plan.neg_tail);
+      if (o_.EdgeTask()) {
+        // The edges' labels in place of the seeds' (MiniBatch, edge tasks).
+        mb->labels = std::move(plan.labels);
+        mb->targets = std::move(plan.targets);
+        mb->label_width = mb->targets.empty() ? 0 : 1;
+      }
     }
     return mb;
   }
@@ -578,6 +596,20 @@ class DistEnv : public TrainEnv {
 
   // The first trainer of each partition's first machine scores the
   // partition's held-out edges.
+  LabeledEdges EvalEdges(int k) override {
+    LabeledEdges le;
+    const std::vector<int64_t>& edges = eval_edges_[k];
+    EdgeEndpoints(local_csc_, edges, &le.heads, &le.tails);
+    for (int64_t e : edges) {
+      if (edge_labels_.labels.empty()) {
+        le.targets.push_back(edge_labels_.targets[e]);
+      } else {
+        le.labels.push_back(edge_labels_.labels[e]);
+      }
+    }
+    return le;
+  }
+
   HeldOutEdges HeldOut() override {
     if (!FirstOfPartition()) return HeldOutEdges{config_.val_negatives, {}, {}, {}};
     return LoadHeldOutEdges(config_, part_, o_.verify_checksums);
@@ -656,8 +688,51 @@ class DistEnv : public TrainEnv {
   std::unique_ptr<DistGraph> graph_;
   std::vector<int64_t> train_;
   std::vector<int64_t> eval_nodes_[2];  // this rank's valid and test nodes
+  // --task link and the edge tasks: batches of edges, planned here.
+  bool EdgeBatches() const { return o_.Kind() == TaskKind::kLink || o_.EdgeTask(); }
+
+  // The edge tasks: the labelled edges of this machine's partition, read
+  // from its files; the trainers of the machines serving it take even
+  // slices of each split, and every rank runs as many steps as the largest
+  // train slice of any partition needs.
+  void SplitLabeledEdges(const PartitionConfig& config, int num_machines) {
+    if (!graph_->LocalCsc(&local_csc_)) throw Error("no local partition for --task " + o_.task);
+    edge_labels_ = ReadEdgeLabels(config, part_, o_.verify_checksums);
+    auto sharers_of = [&](int p) {
+      return static_cast<int64_t>(PartitionMachines(p, config.num_parts, num_machines).size()) *
+             o_.num_trainers;
+    };
+    int64_t max_share = 0;
+    for (int p = 0; p < config.num_parts; ++p) {
+      const int64_t s = sharers_of(p);
+      max_share = std::max(max_share, (config.parts[p].num_split_edges[0] + s - 1) / s);
+    }
+    if (max_share == 0) throw DataError(o_.part_config + ": the graph has no train edges");
+    const int64_t sharers = sharers_of(part_);
+    const int64_t me = (o_.machine_id / config.num_parts) * o_.num_trainers + o_.trainer_id;
+    std::vector<int64_t> in_split[3];
+    for (size_t e = 0; e < edge_labels_.split.size(); ++e) {
+      const uint8_t s = edge_labels_.split[e];
+      if (s > 0) in_split[s - 1].push_back(static_cast<int64_t>(e));
+    }
+    auto slice = [&](const std::vector<int64_t>& all) {
+      const int64_t n = static_cast<int64_t>(all.size());
+      return std::vector<int64_t>(all.begin() + n * me / sharers,
+                                  all.begin() + n * (me + 1) / sharers);
+    };
+    edges_ = slice(in_split[0]);
+    eval_edges_[0] = slice(in_split[1]);
+    eval_edges_[1] = slice(in_split[2]);
+    num_batches_ = (max_share + o_.batch_size - 1) / o_.batch_size;
+    GNN_LOG(kInfo) << Label() << ": " << edges_.size() << " of " << in_split[0].size()
+                   << " train edges of partition " << part_ << ", " << num_batches_
+                   << " batches per epoch";
+  }
+
   CscView local_csc_;                   // --task link: this machine's partition
   std::vector<int64_t> edges_;          // --task link: this rank's edge positions in it
+  EdgeLabelFiles edge_labels_;          // the edge tasks: the partition's edge labels
+  std::vector<int64_t> eval_edges_[2];  // and this rank's valid and test edge positions
   std::mutex plans_mu_;
   std::map<int64_t, EdgeBatchPlan> plans_;  // --task link: planned, not yet consumed
   LabeledSplits labeled_;

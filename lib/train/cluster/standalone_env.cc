@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "common/timer.h"
 #include "partition/local_partition.h"
+#include "sampling/edge_batch.h"
 #include "sampling/hot_rows.h"
 #include "sampling/loader.h"
 #include "sampling/sampler.h"
@@ -78,7 +79,7 @@ class StandaloneEnv : public TrainEnv {
     train_ = part_.Nodes(part_.train_mask);
     valid_ = part_.Nodes(part_.valid_mask);
     test_ = part_.Nodes(part_.test_mask);
-    if (train_.empty() && !o.inference) {
+    if (train_.empty() && !o.inference && !o.EdgeTask()) {
       throw DataError(o.part_config + ": partition 0 has no train nodes");
     }
     GNN_LOG(kInfo) << "loaded " << config.graph_name << ": " << part_.num_nodes << " nodes, "
@@ -127,6 +128,26 @@ class StandaloneEnv : public TrainEnv {
       edges_.resize(part_.indices.size());
       for (size_t i = 0; i < edges_.size(); ++i) edges_[i] = static_cast<int64_t>(i);
       if (edges_.empty()) throw DataError(o.part_config + ": partition 0 has no edges");
+    }
+    if (o.EdgeTask()) {
+      // The labelled train edges are the items; each batch carries their
+      // labels (LocalGraph::edge_labels), no negatives, and keeps them
+      // and their reverses out of its blocks unless told otherwise.
+      edge_labels_ = ReadEdgeLabels(config, 0, o.verify_checksums);
+      lo_.link = true;
+      lo_.num_negs = 0;
+      lo_.remove_edge = o.exclude_target_edges;
+      graph_.labels = nullptr;
+      graph_.targets = nullptr;
+      if (edge_labels_.labels.empty()) {
+        graph_.edge_targets = edge_labels_.targets.data();
+      } else {
+        graph_.edge_labels = edge_labels_.labels.data();
+      }
+      edges_ = EdgesInSplit(1);
+      if (edges_.empty()) throw DataError(o.part_config + ": partition 0 has no train edges");
+      GNN_LOG(kInfo) << "edge task: " << edges_.size() << " train, " << EdgesInSplit(2).size()
+                     << " valid, " << EdgesInSplit(3).size() << " test edges";
     }
     if (part_.feature_dim > 0 && !o.inference && !part_.sparse()) {
       const int64_t bytes = DeviceCacheBytes(o);
@@ -208,6 +229,20 @@ class StandaloneEnv : public TrainEnv {
   void SetStager(std::function<void(MiniBatch&)> stage) override { lo_.stage = std::move(stage); }
   torch::Tensor DeviceCache() const override { return cache_; }
 
+  LabeledEdges EvalEdges(int k) override {
+    LabeledEdges le;
+    const std::vector<int64_t> edges = EdgesInSplit(k + 2);
+    EdgeEndpoints(graph_.csc, edges, &le.heads, &le.tails);
+    for (int64_t e : edges) {
+      if (edge_labels_.labels.empty()) {
+        le.targets.push_back(edge_labels_.targets[e]);
+      } else {
+        le.labels.push_back(edge_labels_.labels[e]);
+      }
+    }
+    return le;
+  }
+
   std::pair<double, double> Evaluate(NodeModel& model) override {
     torch::Tensor logits = Inference(model, part_, o_.batch_size_eval, o_.num_workers);
     return {Accuracy(logits, part_, valid_), Accuracy(logits, part_, test_)};
@@ -277,11 +312,21 @@ class StandaloneEnv : public TrainEnv {
                    << cache_.device() << ", in " << std::setprecision(2) << watch.Seconds() << " s";
   }
 
+  // Positions of the stored in-edges in `split` (1 train, 2 valid, 3 test).
+  std::vector<int64_t> EdgesInSplit(uint8_t split) const {
+    std::vector<int64_t> edges;
+    for (size_t e = 0; e < edge_labels_.split.size(); ++e) {
+      if (edge_labels_.split[e] == split) edges.push_back(static_cast<int64_t>(e));
+    }
+    return edges;
+  }
+
   const TrainOptions& o_;
   const PartitionConfig& config_;
   LocalPartition part_;
+  EdgeLabelFiles edge_labels_;  // the edge tasks' labels and splits
   std::vector<int64_t> train_, valid_, test_;
-  std::vector<int64_t> edges_;  // --task link: positions of the training in-edges
+  std::vector<int64_t> edges_;  // --task link, edge tasks: positions of the training in-edges
   LabeledSplits labeled_;
   LocalGraph graph_;
   LoaderOptions lo_;

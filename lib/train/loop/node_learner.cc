@@ -99,6 +99,7 @@ class NodeLearner : public Learner {
         task_((torch::manual_seed(o.seed), MakeTask(o, config))),
         model_(MakeNodeModel(o, config.feature_dim, task_->OutputDim())),
         device_(TrainDevice(o)) {
+    task_->Attach(*model_);
     model_->to(device_);
     if (!device_.is_cpu()) {
       // Batches reach pinned memory on the sampling threads, and their

@@ -67,6 +67,11 @@ void TakeModelMeta(const json& meta, const PartitionConfig& config, const std::s
       throw DataError(path + ": unknown model '" + o->model + "'");
     }
     o->task = get("task").get<std::string>();
+    if (o->task == "edge_class" || o->task == "edge_regression") {
+      throw ConfigError(path + " holds a --task " + o->task +
+                        " model: --inference writes node predictions so far (its edge figures "
+                        "are in the training run's summary)");
+    }
     o->num_hidden = get("num_hidden").get<int64_t>();
     o->num_layers = get("num_layers").get<int>();
     if (meta.contains("fan_out")) {

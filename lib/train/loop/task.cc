@@ -1,5 +1,7 @@
 #include "train/loop/task.h"
 
+#include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <vector>
 
@@ -210,6 +212,123 @@ class LinkTask : public Task {
   bool has_link_eval_ = false;
 };
 
+// Labelled edges (GraphStorm's edge classification and regression): the
+// model's rows are node embeddings (num_hidden wide), and a decoder, an
+// MLP over the two ends' embeddings concatenated, source first (GraphStorm's
+// MLPEdgeDecoder with one hidden layer: Linear(2h, h), ReLU, Linear(h, C)),
+// gives each edge's class logits or its value. Cross-entropy or mean
+// squared error; judged by accuracy or RMSE over the valid and test edges,
+// decoded from every node's full-neighbour embedding.
+class EdgeTask : public Task {
+ public:
+  EdgeTask(const TrainOptions& o, const PartitionConfig& config)
+      : o_(o),
+        classes_(config.edge_label_kind == LabelKind::kClass),
+        out_(classes_ ? config.num_edge_classes : 1) {}
+  int64_t OutputDim() const override { return o_.num_hidden; }
+  void Attach(NodeModel& model) override {
+    const int64_t h = o_.num_hidden;
+    decoder_ = model.register_module(
+        "decoder", torch::nn::Sequential(torch::nn::Linear(2 * h, h), torch::nn::ReLU(),
+                                         torch::nn::Linear(h, out_)));
+  }
+  std::string Signature() const override {
+    return " task=" + o_.task + " out=" + std::to_string(out_) +
+           (o_.exclude_target_edges ? "" : " keep_targets");
+  }
+  int64_t Examples(const MiniBatch& mb) const override {
+    return static_cast<int64_t>(mb.pos_head.size());
+  }
+  torch::Tensor Loss(const torch::Tensor& out, MiniBatch& mb) override {
+    const torch::Tensor y = Decode(out, IdTensor(mb.pos_head), IdTensor(mb.pos_tail));
+    if (classes_) return torch::nn::functional::cross_entropy(y, Truth(mb, y.device()));
+    return torch::nn::functional::mse_loss(y, Truth(mb, y.device()));
+  }
+  // Classes: the share of edges whose class is right; values: the batch's RMSE.
+  double TrainAccuracy(const torch::Tensor& out, MiniBatch& mb) override {
+    torch::NoGradGuard no_grad;
+    const torch::Tensor y = Decode(out, IdTensor(mb.pos_head), IdTensor(mb.pos_tail));
+    const torch::Tensor t = Truth(mb, y.device());
+    if (classes_) return y.argmax(1).eq(t).to(torch::kFloat64).mean().item<double>();
+    return (y - t).pow(2).mean().sqrt().item<double>();
+  }
+  std::pair<double, double> Evaluate(TrainEnv& env, NodeModel& model, int, const std::string&,
+                                     const RecordFn&) override {
+    const torch::Tensor emb = env.AllNodeOutputs(model);
+    double figure[2];
+    for (int k = 0; k < 2; ++k) {
+      LabeledEdges le = env.EvalEdges(k);
+      // Right answers (classes) or squared errors (values), in slices.
+      double sum = 0;
+      {
+        torch::NoGradGuard no_grad;
+        const int64_t n = le.size(), slice = 1 << 16;
+        for (int64_t b = 0; b < n; b += slice) {
+          const int64_t e = std::min(n, b + slice);
+          const torch::Tensor y =
+              Decode(emb, IdTensor(le.heads).slice(0, b, e), IdTensor(le.tails).slice(0, b, e));
+          if (classes_) {
+            sum += y.argmax(1).eq(IdTensor(le.labels).slice(0, b, e)).sum().item<double>();
+          } else {
+            const torch::Tensor t =
+                torch::from_blob(le.targets.data(), {n}, torch::kFloat32).slice(0, b, e);
+            sum += (y - t).to(torch::kFloat64).pow(2).sum().item<double>();
+          }
+        }
+      }
+      const double total = env.SumOverRanks(static_cast<double>(le.size()));
+      sum = env.SumOverRanks(sum);
+      figure[k] = total == 0 ? 0.0 : classes_ ? sum / total : std::sqrt(sum / total);
+    }
+    return {figure[0], figure[1]};
+  }
+  EvalMetric Metric() const override {
+    EvalMetric m;
+    if (!classes_) {
+      m.key = "rmse";
+      m.title = "RMSE";
+      m.lower_is_better = true;
+      m.train_key = "train_rmse";
+      m.train_title = "Train RMSE";
+    }
+    return m;
+  }
+  void Summarize(nlohmann::json* summary) const override {
+    (*summary)["edges_per_s"] = (*summary)["seeds_per_s"];
+    (*summary)["exclude_target_edges"] = o_.exclude_target_edges;
+  }
+
+ private:
+  // [k, out_] (regression: squeezed to [k]) for the edges heads[i] -> tails[i].
+  torch::Tensor Decode(const torch::Tensor& out, const torch::Tensor& heads,
+                       const torch::Tensor& tails) {
+    const torch::Tensor y = decoder_->forward(torch::cat(
+        {out.index_select(0, heads.to(out.device())), out.index_select(0, tails.to(out.device()))},
+        1));
+    return classes_ ? y : y.squeeze(1);
+  }
+  torch::Tensor Truth(MiniBatch& mb, const torch::Device& device) const {
+    const int64_t n = static_cast<int64_t>(mb.pos_head.size());
+    if (classes_) {
+      if (static_cast<int64_t>(mb.labels.size()) != n) {
+        throw DataError("an edge batch brought " + std::to_string(mb.labels.size()) +
+                        " labels for " + std::to_string(n) + " edges");
+      }
+      return Labels(mb).to(device);
+    }
+    if (static_cast<int64_t>(mb.targets.size()) != n) {
+      throw DataError("an edge batch brought " + std::to_string(mb.targets.size()) +
+                      " values for " + std::to_string(n) + " edges");
+    }
+    return torch::from_blob(mb.targets.data(), {n}, torch::kFloat32).to(device);
+  }
+
+  const TrainOptions& o_;
+  bool classes_;
+  int64_t out_;
+  torch::nn::Sequential decoder_{nullptr};
+};
+
 }  // namespace
 
 std::unique_ptr<Task> MakeTask(const TrainOptions& o, const PartitionConfig& config) {
@@ -224,6 +343,9 @@ std::unique_ptr<Task> MakeTask(const TrainOptions& o, const PartitionConfig& con
     case TaskKind::kMultilabel:
     case TaskKind::kRegression:
       return std::make_unique<RowTask>(config);
+    case TaskKind::kEdgeClass:
+    case TaskKind::kEdgeRegression:
+      return std::make_unique<EdgeTask>(o, config);
     case TaskKind::kNode:
       break;
   }

@@ -1,9 +1,10 @@
 // What a trainer learns from a batch and how the model is judged: node
 // classification (--task node), multi-label node classification (--task
-// multilabel), node regression (--task node_regression) and unsupervised
-// link prediction (--task link, DGL's train_dist_unsupervised). The training loop (trainer.cc)
-// sees only this interface; the next tasks (RGCN's, other models') are one
-// more subclass and one more case in MakeTask.
+// multilabel), node regression (--task node_regression), unsupervised
+// link prediction (--task link, DGL's train_dist_unsupervised), and edge
+// classification and regression (--task edge_class, edge_regression). The training loop
+// (trainer.cc) sees only this interface; the next tasks (RGCN's, other models') are one more
+// subclass and one more case in MakeTask.
 #pragma once
 
 #include <torch/torch.h>
@@ -28,6 +29,10 @@ class Task {
   virtual ~Task() = default;
   // The model's output width.
   virtual int64_t OutputDim() const = 0;
+  // Registers what the task learns beside the model (the edge tasks'
+  // decoder) as submodules of `model`, so its parameters train, average,
+  // checkpoint and save with the model's. Called once, before training.
+  virtual void Attach(NodeModel& /*model*/) {}
   // Added to the checkpoint's model signature ("" for the node task, so
   // its checkpoints stay readable).
   virtual std::string Signature() const = 0;

@@ -34,6 +34,16 @@ struct EvalRows {
   torch::Tensor target[2];  // [n_k, label width] float32
 };
 
+// The edge tasks' labelled edges of one split, this rank's share: each
+// edge's ends in global (new) ids, source first as the input lists it, and
+// its class (`labels`) or value (`targets`).
+struct LabeledEdges {
+  std::vector<int64_t> heads, tails;
+  std::vector<int64_t> labels;
+  std::vector<float> targets;
+  int64_t size() const { return static_cast<int64_t>(heads.size()); }
+};
+
 // --inference: one partition's nodes, held by the rank that writes its
 // files (the first trainer of the first machine serving it).
 struct InferenceShard {
@@ -56,7 +66,8 @@ class TrainEnv {
   // "Part <rank>": DGL's log prefix (train_dist.py prints g.rank()).
   virtual std::string Label() const = 0;
   // Every rank runs the same number of batches per epoch (0 under --inference). With --task link
-  // the batches are edge batches (MiniBatch::pos_head... are set).
+  // and the edge tasks the batches are edge batches (MiniBatch::pos_head... are set; the edge
+  // tasks' carry each positive's label in labels or targets, and no negatives).
   virtual int64_t NumBatches() const = 0;
   // Batches of `epoch` from `first_batch` on (a run resumed mid-epoch skips
   // the ones before it: batch b of an epoch is the same whatever came first).
@@ -103,6 +114,9 @@ class TrainEnv {
   virtual const LabeledSplits& Labeled() = 0;
   // This rank's share of the held-out edges (empty without --val_edges).
   virtual HeldOutEdges HeldOut() = 0;
+  // The edge tasks: this rank's share of the valid (k = 0) or test (1)
+  // labelled edges; every labelled edge is in exactly one rank's share.
+  virtual LabeledEdges EvalEdges(int /*k*/) { return {}; }
   // Rows of every rank concatenated in rank order (identity alone).
   virtual torch::Tensor GatherRows(const torch::Tensor& rows) { return rows; }
 

@@ -109,7 +109,12 @@ void RegisterModelFlags(CLI::App& app, ModelOptions* o) {
 void RegisterTaskFlags(CLI::App& app, TaskOptions* o) {
   app.add_option("--task", o->task,
                  "node (classification; a multi-label or regression partitioning's own task), link "
-                 "(unsupervised link prediction), multilabel or node_regression")
+                 "(unsupervised link prediction), multilabel, node_regression, edge_class or "
+                 "edge_regression (labelled edges: gnn-partition keeps edge labels)")
+      ->capture_default_str();
+  app.add_option("--exclude_target_edges", o->exclude_target_edges,
+                 "edge tasks: keep a batch's labelled edges (and their reverses) out of its "
+                 "sampled neighbourhoods (true|false)")
       ->capture_default_str();
   app.add_option("--num_negs", o->num_negs, "--task link: negative tails per positive edge")
       ->capture_default_str();
@@ -194,6 +199,10 @@ void RegisterTrainFlags(CLI::App& app, TrainOptions* o) {
 void FinishTrainFlags(const CLI::App& app, TrainOptions* o) {
   if (o->Kind() != TaskKind::kLink && (app.count("--num_negs") > 0 || o->remove_edge)) {
     throw ConfigError("--num_negs and --remove_edge apply only to --task link");
+  }
+  if (!o->EdgeTask() && app.count("--exclude_target_edges") > 0) {
+    throw ConfigError(
+        "--exclude_target_edges applies only to --task edge_class and edge_regression");
   }
   ClusterFlagsFromEnv(app, o);
   namespace env = launch_env;

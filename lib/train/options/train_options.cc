@@ -154,7 +154,12 @@ TaskKind TaskOptions::Kind() const {
   if (task == "link") return TaskKind::kLink;
   if (task == "multilabel") return TaskKind::kMultilabel;
   if (task == "node_regression") return TaskKind::kRegression;
-  throw ConfigError("--task must be node, link, multilabel or node_regression, got '" + task + "'");
+  if (task == "edge_class") return TaskKind::kEdgeClass;
+  if (task == "edge_regression") return TaskKind::kEdgeRegression;
+  throw ConfigError(
+      "--task must be node, link, multilabel, node_regression, edge_class or edge_regression, "
+      "got '" +
+      task + "'");
 }
 
 int DefaultTorchThreads(const TrainOptions& o) {

@@ -18,7 +18,7 @@ namespace gnn {
 // --task: what is learnt (loop/task.h).
 // kNode: class ids (cross-entropy); kMultilabel: 0/1 label rows (binary
 // cross-entropy, ROC-AUC); kRegression: real label rows (MSE, RMSE).
-enum class TaskKind { kNode, kLink, kMultilabel, kRegression };
+enum class TaskKind { kNode, kLink, kMultilabel, kRegression, kEdgeClass, kEdgeRegression };
 
 // What to run and what to keep: the loop's settings.
 struct RunOptions {
@@ -122,12 +122,21 @@ struct ModelOptions {
 
 // What is learnt.
 struct TaskOptions {
-  std::string task = "node";  // --task node|link|multilabel|node_regression
+  // --task node|link|multilabel|node_regression|edge_class|edge_regression
+  std::string task = "node";
   // Link prediction (unsupervised GraphSAGE, DGL's train_dist_unsupervised).
   int num_negs = 1;          // --num_negs: uniform negative tails per positive edge
   bool remove_edge = false;  // --remove_edge: keep batch edges out of their blocks
+  // The edge tasks: a batch's labelled edges (and their reverses) stay out
+  // of its sampled neighbourhoods (GraphStorm's remove_target_edge_type,
+  // DGL's exclude='reverse_id').
+  bool exclude_target_edges = true;  // --exclude_target_edges true|false
 
   TaskKind Kind() const;  // parsed task; throws ConfigError
+  bool EdgeTask() const {
+    const TaskKind k = Kind();
+    return k == TaskKind::kEdgeClass || k == TaskKind::kEdgeRegression;
+  }
 };
 
 // Distributed mode: the job this trainer is one of (also from the

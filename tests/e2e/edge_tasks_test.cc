@@ -1,0 +1,220 @@
+// Edge classification and edge regression (#54 items 2 and 3) as
+// processes: labelled edges carried by gnn-partition with the stored edges
+// they belong to (edge_label.npy, edge_split.npy beside orig_eids.npy), the
+// same per input edge for 1 and 2 partitions and through an OGB folder
+// written by gnn-dataset; trained standalone and on 2 machines with an MLP
+// decoder over both ends' embeddings, the target edges kept out of their
+// batches' neighbourhoods; exact resume; bad input one line, nothing
+// written.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cluster_util.h"
+#include "common/fs.h"
+#include "common/npy.h"
+#include "launch_util.h"
+#include "partition/config.h"
+#include "process_util.h"
+#include "test_util.h"
+
+using namespace gnn;
+using nlohmann::json;
+using test::Bin;
+using test::RunProcess;
+
+namespace {
+
+constexpr const char* kEdgeClass = "synthetic:edges-small";
+constexpr const char* kEdgeRegression =
+    "synthetic:nodes=3000,edges=20000,feat=16,classes=8,train=0.2,valid=0.1,etask=regression";
+
+// Input edge id -> (label, split) over every partition of `config`, for
+// the stored in-edges that carry a split (each labelled input edge once).
+std::map<int64_t, std::pair<double, int>> LabelledEdges(const std::string& config) {
+  const PartitionConfig c = LoadPartitionConfig(config);
+  std::map<int64_t, std::pair<double, int>> out;
+  for (int p = 0; p < c.num_parts; ++p) {
+    const int64_t m = c.parts[p].num_edges();
+    const std::vector<int64_t> eids = ReadNpy<int64_t>(c.FilePath(p, kOrigEidsFile), {m});
+    const std::vector<uint8_t> split = ReadNpy<uint8_t>(c.FilePath(p, kEdgeSplitFile), {m});
+    std::vector<double> label(static_cast<size_t>(m));
+    if (c.edge_label_kind == LabelKind::kClass) {
+      const std::vector<int64_t> l = ReadNpy<int64_t>(c.FilePath(p, kEdgeLabelFile), {m});
+      label.assign(l.begin(), l.end());
+    } else {
+      const std::vector<float> l = ReadNpy<float>(c.FilePath(p, kEdgeLabelFile), {m});
+      label.assign(l.begin(), l.end());
+    }
+    int64_t counted[3] = {0, 0, 0};
+    for (int64_t e = 0; e < m; ++e) {
+      if (split[e] == 0) continue;
+      ++counted[split[e] - 1];
+      REQUIRE(out.emplace(eids[e], std::make_pair(label[e], int{split[e]})).second);
+    }
+    for (int k = 0; k < 3; ++k) CHECK(counted[k] == c.parts[p].num_split_edges[k]);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("edge classification: labelled edges partitioned, trained standalone and on 2 machines",
+          "[e2e]") {
+  test::Setup s("edgeclass");
+  const std::string one = test::MakePartitions(s.dir, kEdgeClass, 1, "one");
+  const PartitionConfig c = LoadPartitionConfig(one);
+  REQUIRE(c.edge_labels);
+  CHECK(c.edge_label_kind == LabelKind::kClass);
+  CHECK(c.num_edge_classes == 4);
+  CHECK(c.edge_feature_dim == 0);
+  CHECK_FALSE(PathExists(c.FilePath(0, kEdgeFeatFile)));
+  // Each of the 40,000 undirected input edges is stored both ways; its
+  // split marks one of them, the one that runs as the input lists it.
+  CHECK(c.num_edges == 80000);
+  const auto labelled = LabelledEdges(one);
+  CHECK(labelled.size() == 40000);
+  std::map<int64_t, int64_t> count;
+  for (const auto& [eid, ls] : labelled) ++count[static_cast<int64_t>(ls.first)];
+  const double majority =
+      static_cast<double>(std::max({count[0], count[1], count[2], count[3]})) / 40000.0;
+
+  // The same label and split for every input edge with 2 partitions, and
+  // through an OGB folder (raw/edge-label.csv.gz, split/*/edge_*.csv.gz).
+  s.config = test::MakePartitions(s.dir, kEdgeClass, 2, "two");
+  s.graph_name = LoadPartitionConfig(s.config).graph_name;
+  CHECK(LabelledEdges(s.config) == labelled);
+  auto ogb =
+      RunProcess({Bin("gnn-dataset"), "--dataset", kEdgeClass, "--write_ogb", s.dir / "ogb_edges"});
+  INFO(ogb.err);
+  REQUIRE(ogb.exit_code == 0);
+  CHECK(json::parse(ogb.out).at("train_edges").get<int64_t>() > 0);
+  CHECK(PathExists(s.dir / "ogb_edges/raw/edge-label.csv.gz"));
+  const std::string from_ogb = test::MakePartitions(s.dir, s.dir / "ogb_edges", 1, "ogb");
+  CHECK(LabelledEdges(from_ogb) == labelled);
+
+  const std::vector<std::string> base = {
+      "--part_config", one,  "--task", "edge_class", "--batch_size", "500", "--lr",      "0.01",
+      "--num_hidden",  "32", "--seed", "5",          "--eval_every", "1",   "--fan_out", "10,5"};
+  auto straight = base;
+  straight.insert(straight.end(), {"--num_epochs", "6", "--checkpoint_dir", s.dir / "ck1",
+                                   "--save_model", s.dir / "m.pt"});
+  const json trained = test::RunStandaloneTrainer(straight);
+  CHECK(trained.at("task") == "edge_class");
+  const double acc = trained.at("test_acc").get<double>();
+  // Classes follow both ends' hidden classes (10 % noise): well above the
+  // majority class, which is what a decoder that ignored the graph and the
+  // features would reach at best.
+  CHECK(acc > majority + 0.15);
+  CHECK(acc > 0.6);
+  CHECK(trained.at("edges_per_s").get<double>() > 0);
+  CHECK(trained.at("exclude_target_edges") == true);
+
+  // Exact resume: 3 epochs, then --resume to 6 ends where the straight run did.
+  auto first = base;
+  first.insert(first.end(), {"--num_epochs", "3", "--checkpoint_dir", s.dir / "ck2"});
+  test::RunStandaloneTrainer(first);
+  auto second = base;
+  second.insert(second.end(), {"--num_epochs", "6", "--checkpoint_dir", s.dir / "ck2", "--resume",
+                               "--save_model", s.dir / "m2.pt"});
+  const json resumed = test::RunStandaloneTrainer(second);
+  CHECK(resumed.at("epochs_run").get<int>() == 3);
+  CHECK(resumed.at("final_test_acc") == trained.at("final_test_acc"));
+  CHECK(ReadFile(s.dir / "m2.pt") == ReadFile(s.dir / "m.pt"));
+
+  // The model file holds the decoder beside DGL's layer names; inference
+  // of edge models is one line.
+  auto infer = RunProcess({Bin("gnn-train"), "--standalone", "--part_config", one, "--inference",
+                           "--restore_model_path", s.dir / "m.pt", "--save_prediction_path",
+                           s.dir / "pred"});
+  test::ExpectOneLine(infer, "gnn-train", "edge_class");
+  CHECK_FALSE(PathExists(s.dir / "pred"));
+
+  // 2 machines: each partition's labelled edges split among its trainers,
+  // labels from the trainer's own partition files, evaluation summed over
+  // ranks: as good within seed spread.
+  const json two = s.Launch(
+      "--task edge_class --num_epochs 6 --eval_every 1 --batch_size 500 --lr 0.01 --num_hidden 32 "
+      "--seed 5 --fan_out 10,5",
+      "launch");
+  CHECK(two.at("task") == "edge_class");
+  CHECK(two.at("test_acc").get<double>() > acc - 0.05);
+  CHECK(two.at("wire_bytes_per_step").get<double>() > 0);
+}
+
+TEST_CASE("edge regression: MSE, RMSE judged, standalone and 2 machines", "[e2e]") {
+  test::Setup s("edgereg");
+  const std::string one = test::MakePartitions(s.dir, kEdgeRegression, 1, "one");
+  const PartitionConfig c = LoadPartitionConfig(one);
+  REQUIRE(c.edge_labels);
+  CHECK(c.edge_label_kind == LabelKind::kRegression);
+  const auto labelled = LabelledEdges(one);
+  double mean = 0, var = 0;
+  for (const auto& [eid, ls] : labelled) mean += ls.first / labelled.size();
+  for (const auto& [eid, ls] : labelled) var += (ls.first - mean) * (ls.first - mean);
+  var /= labelled.size();
+
+  const json trained =
+      test::RunStandaloneTrainer({"--part_config", one, "--task", "edge_regression", "--num_epochs",
+                                  "6", "--eval_every", "1", "--batch_size", "500", "--lr", "0.01",
+                                  "--num_hidden", "32", "--seed", "5", "--fan_out", "10,5"});
+  CHECK(trained.at("task") == "edge_regression");
+  const double rmse = trained.at("test_rmse").get<double>();
+  CHECK(rmse < 0.9 * std::sqrt(var));  // a constant guess: the labels' sd
+  CHECK(trained.contains("best_val_rmse"));
+  CHECK_FALSE(trained.contains("test_acc"));
+
+  s.config = test::MakePartitions(s.dir, kEdgeRegression, 2, "two");
+  s.graph_name = LoadPartitionConfig(s.config).graph_name;
+  const json two = s.Launch(
+      "--task edge_regression --num_epochs 6 --eval_every 1 --batch_size 500 --lr 0.01 "
+      "--num_hidden 32 --seed 5 --fan_out 10,5",
+      "launch");
+  CHECK(two.at("test_rmse").get<double>() < rmse + 0.1 * std::sqrt(var));
+}
+
+TEST_CASE("edge tasks: bad input is one line, nothing written", "[e2e]") {
+  test::TempDir dir;
+  // A task the partitioning cannot give.
+  const std::string plain = test::MakePartitions(dir, "synthetic:tiny", 1, "plain");
+  auto r = RunProcess({Bin("gnn-train"), "--standalone", "--part_config", plain, "--task",
+                       "edge_class", "--num_epochs", "1"});
+  test::ExpectOneLine(r, "gnn-train", "has no edge labels");
+  const std::string labelled = test::MakePartitions(dir, kEdgeClass, 1, "labelled");
+  r = RunProcess({Bin("gnn-train"), "--standalone", "--part_config", labelled, "--task",
+                  "edge_regression", "--num_epochs", "1"});
+  test::ExpectOneLine(r, "gnn-train", "--task edge_class");
+  r = RunProcess({Bin("gnn-train"), "--standalone", "--part_config", plain,
+                  "--exclude_target_edges", "false", "--num_epochs", "1"});
+  test::ExpectOneLine(r, "gnn-train", "--exclude_target_edges applies only");
+  r = RunProcess({Bin("gnn-partition"), "--dataset", kEdgeClass, "--num_parts", "1", "--val_edges",
+                  "0.1", "--output", dir / "held"});
+  test::ExpectOneLine(r, "gnn-partition", "--val_edges");
+  CHECK_FALSE(PathExists(dir / "held"));
+
+  // OGB folders: an edge id outside edge.csv.gz, an edge in two splits, a
+  // label file without its train split.
+  auto w = RunProcess({Bin("gnn-dataset"), "--dataset", kEdgeClass, "--write_ogb", dir / "ogb"});
+  REQUIRE(w.exit_code == 0);
+  const std::string split = dir / "ogb/split/random/";
+  test::WriteGz(split + "edge_valid.csv.gz", "7\n40000\n");
+  r = RunProcess(
+      {Bin("gnn-partition"), "--dataset", dir / "ogb", "--num_parts", "1", "--output", dir / "p1"});
+  test::ExpectOneLine(r, "gnn-partition", "edge_valid.csv.gz");
+  CHECK_FALSE(PathExists(dir / "p1"));
+  test::WriteGz(split + "edge_valid.csv.gz", "0\n1\n");
+  test::WriteGz(split + "edge_test.csv.gz", "1\n");
+  r = RunProcess(
+      {Bin("gnn-partition"), "--dataset", dir / "ogb", "--num_parts", "1", "--output", dir / "p2"});
+  // Edge 0 or 1 is a train edge too, or edge 1 is in valid and test.
+  test::ExpectOneLine(r, "gnn-partition", "in another split");
+  CHECK_FALSE(PathExists(dir / "p2"));
+  std::filesystem::remove(split + "edge_train.csv.gz");
+  r = RunProcess(
+      {Bin("gnn-partition"), "--dataset", dir / "ogb", "--num_parts", "1", "--output", dir / "p3"});
+  test::ExpectOneLine(r, "gnn-partition", "edge_train.csv.gz");
+  CHECK_FALSE(PathExists(dir / "p3"));
+}
