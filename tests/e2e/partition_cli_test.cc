@@ -576,9 +576,10 @@ TEST_CASE(
     test::WriteGz(dir / "g/raw/edge-feat.csv.gz", "0.5\n0.1\n0.2\n0.3\n");
     test::WriteGz(dir / "g/raw/edge_weight.csv.gz", "1\n1\n1\n1\n");
     test::WriteGz(dir / "g/raw/edge-label.csv.gz", "1\n0\n1\n0\n");
-    // edge-feat.csv.gz is carried (edge_data_test.cc); the others are not.
+    // edge-feat.csv.gz and edge-label.csv.gz are carried (edge_data_test.cc,
+    // edge_tasks_test.cc); the others are not.
     const auto r = partition(dir / "g", dir / "out", false);
-    ExpectCleanFailure(r, "has edge data (" + (dir / "g/raw/edge-label.csv.gz") + " and 1 more)");
+    ExpectCleanFailure(r, "has edge data (" + (dir / "g/raw/edge_weight.csv.gz") + "),");
     CHECK(r.err.find("--ignore_edge_data") != std::string::npos);
     CHECK(!std::filesystem::exists(dir / "out"));
     const auto ok = partition(dir / "g", dir / "out", true);
@@ -586,7 +587,8 @@ TEST_CASE(
     REQUIRE(ok.exit_code == 0);
     CHECK(ok.err.find("dropping the edge data") != std::string::npos);
     CHECK(ok.err.find("edge_weight.csv.gz") != std::string::npos);
-    CHECK(ok.err.find("edge-feat.csv.gz") != std::string::npos);  // dropped too
+    CHECK(ok.err.find("edge-feat.csv.gz") != std::string::npos);   // dropped too
+    CHECK(ok.err.find("edge-label.csv.gz") != std::string::npos);  // and the labels
     CHECK(std::filesystem::exists(dir / "out/g.json"));
     CHECK(LoadPartitionConfig(dir / "out/g.json").edge_feature_dim == 0);
   }

@@ -410,9 +410,6 @@ TEST_CASE("proteins-small has ogbn-proteins' shape: edge features only, 112 labe
              Catch::Contains("task must be class, multilabel or regression"));
 }
 
-}  // namespace
-}  // namespace gnn
-
 TEST_CASE("etask= labels every edge from both ends' hidden classes, with a split", "[unit]") {
   const SyntheticSpec spec =
       ParseSyntheticSpec("nodes=300,edges=2000,feat=4,classes=4,etask=class");
@@ -441,3 +438,6 @@ TEST_CASE("etask= labels every edge from both ends' hidden classes, with a split
   CHECK(r.edge_targets.size() == r.src.size());
   CHECK(r.edge_labels.empty());
 }
+
+}  // namespace
+}  // namespace gnn
