@@ -29,7 +29,12 @@
 # EdgeWeightNorm('both') and SAGEConv's edge_weight), bow and bow-dense
 # (synthetic:bow, 10,000 bag-of-words columns with 0.3 % set: gnn keeps
 # them sparse, or dense with --feature_format dense for the dense path of
-# the same binary; DGL stores them dense either way).
+# the same binary; DGL stores them dense either way), edges and edges-small
+# (synthetic:edges*, edge classification: DistEdgeDataLoader with
+# exclude='reverse_id' and an MLP decoder over both ends' embeddings in
+# DGL, gnn-train --task edge_class; seeds are train edges; both systems
+# read gnn's partitions, converted for DGL with the edge labels; MODELS
+# graphsage).
 # Prints one table: s/epoch, seeds/s, test accuracy after the last epoch
 # (mean and standard deviation over seeds) and gnn/DGL ratios; dist2 rows
 # also give what crossed the network: bytes sent per machine per epoch and
@@ -130,6 +135,9 @@ dataset_of() {
     # Bag-of-words features (10,000 words, 0.3 % set): gnn keeps them
     # sparse (bow) or, for the comparison, dense (bow-dense).
     bow|bow-dense) echo "synthetic:bow" ;;
+    # Labelled edges (edge classification): both systems read gnn's
+    # partitions (converted for DGL, with the edge labels).
+    edges|edges-small) echo "synthetic:$1" ;;
     *) echo "$ROOT/../shared/datasets/$1" ;;
   esac
 }
@@ -147,8 +155,8 @@ epochs_of() {
   local v="EPOCHS_${1//-/_}"
   if [ -n "${!v:-}" ]; then echo "${!v}"; return; fi
   case $1 in
-    small|tiny|small-weighted|bow|bow-dense) echo 10 ;;
-    products|proteins|proteins-small|proteins-weighted|proteins-small-weighted) echo 2 ;;
+    small|tiny|small-weighted|bow|bow-dense|edges-small) echo 10 ;;
+    products|proteins|proteins-small|proteins-weighted|proteins-small-weighted|edges) echo 2 ;;
     *) sed -n 's/^num_epochs *= *//p' "$(toml_of "$1" "$MODEL")" ;;
   esac
 }
@@ -167,6 +175,9 @@ flags_of() {  # graph (the model is $MODEL)
       [ "$MODEL" = gat ] && hidden=64
       echo --num_hidden $hidden --num_layers 2 --fan_out 10,25 --batch_size 1000 --lr 0.003 \
         --dropout 0.5 $(model_flags "$MODEL") ;;
+    edges|edges-small)
+      echo --task edge_class --num_hidden 32 --num_layers 2 --fan_out 10,25 --batch_size 1000 \
+        --lr 0.01 --dropout 0.5 $(model_flags "$MODEL") ;;
     *) echo $(toml_flags "$1" "$MODEL" | tr '\n' ' ') --model "$MODEL" ;;
   esac
 }
@@ -174,6 +185,7 @@ flags_of() {  # graph (the model is $MODEL)
 dgl_dir() {  # graph parts
   local conv=""
   [ "$2" = 2 ] && [ "${DGL_SPLIT:-dgl}" = gnn ] && conv=-conv
+  edge_graph "$1" && conv=-conv
   case $MODEL in gat|gcn) echo "$WORK/$1-dgl$2$conv-sl" ;; *) echo "$WORK/$1-dgl$2$conv" ;; esac
 }
 # gnn-partition's flags of a graph beyond --dataset: the *-weighted
@@ -185,6 +197,11 @@ part_flags_of() {  # graph
     bow-dense) echo --feature_format dense ;;
   esac
   return 0
+}
+# Graphs with edge labels: DGL reads gnn's partitions converted (its own
+# partition_graph would renumber the edges the labels and reverses name).
+edge_graph() {  # graph
+  case $1 in edges|edges-small) return 0 ;; *) return 1 ;; esac
 }
 config_of() {  # folder -> the partition config JSON in it
   ls "$1"/*.json | head -1
@@ -260,7 +277,10 @@ prepare() {  # graph
       --output "$WORK/$g-gnn1" --quiet >&2
   local loops=""
   case $MODEL in gat|gcn) loops=self_loops ;; esac
-  if [[ " $MODES " == *" standalone "* ]] && [ ! -d "$(dgl_dir "$g" 1)" ]; then
+  if [[ " $MODES " == *" standalone "* ]] && [ ! -d "$(dgl_dir "$g" 1)" ] && edge_graph "$g"; then
+    log "gnn's partition of $ds in DGL's format, edge labels included"
+    "$PY" "$HERE/dgl_peer.py" convert "$(config_of "$WORK/$g-gnn1")" "$(dgl_dir "$g" 1)" >&2
+  elif [[ " $MODES " == *" standalone "* ]] && [ ! -d "$(dgl_dir "$g" 1)" ]; then
     log "DGL partitions $ds (1 part${loops:+, self-loops})"
     "$PY" "$HERE/dgl_peer.py" partition "$(config_of "$WORK/$g-gnn1")" 1 "$(dgl_dir "$g" 1)" \
       metis $loops >&2
@@ -271,7 +291,7 @@ prepare() {  # graph
     [ -d "$WORK/$g-gnn2" ] ||
       "$BIN/gnn-partition" --dataset "$ds" $(part_flags_of "$g") --num_parts 2 --part_method "$method" \
         --balance_train --balance_edges --output "$WORK/$g-gnn2" --quiet >&2
-    if [ ! -d "$(dgl_dir "$g" 2)" ] && [ "${DGL_SPLIT:-dgl}" = gnn ]; then
+    if [ ! -d "$(dgl_dir "$g" 2)" ] && { [ "${DGL_SPLIT:-dgl}" = gnn ] || edge_graph "$g"; }; then
       log "gnn's 2 partitions of $ds in DGL's format${loops:+ (self-loops)}"
       "$PY" "$HERE/dgl_peer.py" convert "$(config_of "$WORK/$g-gnn2")" "$(dgl_dir "$g" 2)" $loops >&2
     elif [ ! -d "$(dgl_dir "$g" 2)" ]; then
@@ -342,11 +362,13 @@ for r in rows:
     k["t"].append(s["mean_epoch_time_s"])
     k["v"].append(s["seeds_per_s"])
     k["a"].append(next(s[f] for f in ("final_test_acc", "test_acc", "final_test_rocauc",
-                                      "test_rocauc") if f in s))
+                                      "test_rocauc", "final_test_rmse", "test_rmse") if f in s))
     if "tx_bytes" in s:
         cfg = glob.glob(f"{work}/{r['graph']}-gnn2/*.json")[0]
         c = json.load(open(cfg))
-        train = sum(c[f"part-{p}"]["num_train"] for p in range(c["num_parts"]))
+        # Seeds: train nodes, or the train edges of an edge task.
+        train = sum(c[f"part-{p}"].get("num_train_edges", c[f"part-{p}"]["num_train"])
+                    for p in range(c["num_parts"]))
         k["mb_epoch"].append(s["tx_bytes"] / 2 / r["epochs"] / 1e6)
         k["b_seed"].append(s["tx_bytes"] / (train * r["epochs"]))
 med = lambda v: statistics.median(v) if v else float("nan")
@@ -354,7 +376,8 @@ mean = lambda v: sum(v) / len(v) if v else float("nan")
 sd = lambda v: statistics.stdev(v) if len(v) > 1 else 0.0
 name = lambda g: "synthetic:" + g if g in ("tiny", "small", "products", "proteins",
                                             "proteins-small", "proteins-weighted",
-                                            "proteins-small-weighted") else g
+                                            "proteins-small-weighted", "edges",
+                                            "edges-small") else g
 print("| graph | model | mode | system | s/epoch | seeds/s | vs DGL seeds/s | MB sent/machine/epoch "
       "| bytes/seed | vs DGL bytes | test acc (ROC-AUC) | seeds |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|")

@@ -196,6 +196,51 @@ EdgeLabelFiles ReadEdgeLabels(const PartitionConfig& config, int part, bool veri
   return f;
 }
 
+LabeledEdgeRows ReadLabeledEdges(const PartitionConfig& config, int part, bool verify_checksums) {
+  EdgeLabelFiles f = ReadEdgeLabels(config, part, verify_checksums);
+  const PartInfo& info = config.parts.at(part);
+  const int64_t n = info.num_nodes(), m = info.num_edges();
+  std::vector<std::string> names = {"indptr.npy", "indices.npy", kOrigEidsFile};
+  if (verify_checksums) {
+    for (const std::string& name : names) {
+      VerifyPartFile(config.FilePath(part, name), info.files.at(name));
+    }
+  }
+  const std::vector<int64_t> indptr = ReadNpy<int64_t>(config.FilePath(part, names[0]), {n + 1});
+  const std::vector<int64_t> indices = ReadNpy<int64_t>(config.FilePath(part, names[1]), {m});
+  const std::vector<int64_t> eids = ReadNpy<int64_t>(config.FilePath(part, names[2]), {m});
+  if (indptr.front() != 0 || indptr.back() != m) {
+    throw DataError(config.FilePath(part, names[0]) + ": row pointers do not span the " +
+                    std::to_string(m) + " stored in-edges");
+  }
+  LabeledEdgeRows r;
+  for (int64_t v = 0; v < n; ++v) {
+    if (indptr[v + 1] < indptr[v]) {
+      throw DataError(config.FilePath(part, names[0]) + ": row " + std::to_string(v) +
+                      " ends before it starts");
+    }
+    for (int64_t e = indptr[v]; e < indptr[v + 1]; ++e) {
+      if (f.split[e] == 0) continue;
+      r.eids.push_back(eids[e]);
+      r.heads.push_back(indices[e]);
+      r.tails.push_back(info.node_start + v);
+      r.split.push_back(f.split[e]);
+      if (f.labels.empty()) {
+        r.targets.push_back(f.targets[e]);
+      } else {
+        r.labels.push_back(f.labels[e]);
+      }
+    }
+  }
+  for (int64_t h : r.heads) {
+    if (h < 0 || h >= config.num_nodes) {
+      throw DataError(config.FilePath(part, names[1]) + ": node id " + std::to_string(h) +
+                      " outside [0, " + std::to_string(config.num_nodes) + ")");
+    }
+  }
+  return r;
+}
+
 SparseRows ReadSparseFeatures(const PartitionConfig& config, int part) {
   const int64_t n = config.parts.at(part).num_nodes();
   SparseRows rows;

@@ -108,6 +108,19 @@ struct EdgeLabelFiles {
 // in a split.
 EdgeLabelFiles ReadEdgeLabels(const PartitionConfig& config, int part, bool verify_checksums);
 
+// The labelled edges of partition `part` (config.edge_labels), those in
+// a split, in stored order: each one's input edge id, its ends (global new
+// ids, the source as the input lists it first), split (1-3) and class or
+// value. Reads the partition's CSC and edge files (checksums first when
+// `verify_checksums`); DataError naming a file as ReadEdgeLabels does.
+struct LabeledEdgeRows {
+  std::vector<int64_t> eids, heads, tails;
+  std::vector<uint8_t> split;
+  std::vector<int64_t> labels;
+  std::vector<float> targets;
+};
+LabeledEdgeRows ReadLabeledEdges(const PartitionConfig& config, int part, bool verify_checksums);
+
 // The user's ids of partition `part`'s nodes (kUserIdsFile, aligned with
 // orig_nids); empty when the config has none. DataError naming the file
 // when it is missing or of the wrong shape.

@@ -4,8 +4,8 @@
 // same per input edge for 1 and 2 partitions and through an OGB folder
 // written by gnn-dataset; trained standalone and on 2 machines with an MLP
 // decoder over both ends' embeddings, the target edges kept out of their
-// batches' neighbourhoods; exact resume; bad input one line, nothing
-// written.
+// batches' neighbourhoods; exact resume; inference keyed by input edge
+// id; bad input one line, nothing written.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -125,13 +125,35 @@ TEST_CASE("edge classification: labelled edges partitioned, trained standalone a
   CHECK(resumed.at("final_test_acc") == trained.at("final_test_acc"));
   CHECK(ReadFile(s.dir / "m2.pt") == ReadFile(s.dir / "m.pt"));
 
-  // The model file holds the decoder beside DGL's layer names; inference
-  // of edge models is one line.
-  auto infer = RunProcess({Bin("gnn-train"), "--standalone", "--part_config", one, "--inference",
-                           "--restore_model_path", s.dir / "m.pt", "--save_prediction_path",
-                           s.dir / "pred"});
-  test::ExpectOneLine(infer, "gnn-train", "edge_class");
-  CHECK_FALSE(PathExists(s.dir / "pred"));
+  // Inference writes a prediction per labelled edge, keyed by input edge
+  // id, and scores the saved (best validation) epoch as training did.
+  const json inferred =
+      test::RunStandaloneTrainer({"--part_config", one, "--inference", "--restore_model_path",
+                                  s.dir / "m.pt", "--save_prediction_path", s.dir / "pred"});
+  CHECK(inferred.at("edges_written") == 40000);
+  CHECK(inferred.at("test_acc").get<double>() == Approx(acc).epsilon(1e-12));
+  CHECK(inferred.at("val_acc").get<double>() ==
+        Approx(trained.at("best_val_acc").get<double>()).epsilon(1e-12));
+  const std::vector<int64_t> eids = ReadNpy<int64_t>(s.dir / "pred/part0/edge_ids.npy", {40000});
+  const std::vector<int64_t> pred = ReadNpy<int64_t>(s.dir / "pred/part0/pred.npy", {40000});
+  ReadNpy<float>(s.dir / "pred/part0/logits.npy", {40000, 4});
+  int64_t right = 0, tested = 0;
+  for (size_t i = 0; i < eids.size(); ++i) {
+    const auto& [label, split] = labelled.at(eids[i]);  // every id a labelled input edge
+    if (split != 3) continue;
+    ++tested;
+    right += pred[i] == static_cast<int64_t>(label);
+  }
+  CHECK(static_cast<double>(right) / tested == Approx(acc).epsilon(1e-12));
+  const json manifest = json::parse(ReadFile(s.dir / "pred/manifest.json"));
+  CHECK(manifest.at("kind") == "edge_predictions");
+  CHECK(manifest.at("shards")[0].at("edge_ids") == "part0/edge_ids.npy");
+  // Node outputs are not what an edge model predicts: one line.
+  auto infer =
+      RunProcess({Bin("gnn-train"), "--standalone", "--part_config", one, "--inference",
+                  "--restore_model_path", s.dir / "m.pt", "--save_embed_path", s.dir / "emb"});
+  test::ExpectOneLine(infer, "gnn-train", "a prediction per labelled edge");
+  CHECK_FALSE(PathExists(s.dir / "emb"));
 
   // 2 machines: each partition's labelled edges split among its trainers,
   // labels from the trainer's own partition files, evaluation summed over
@@ -143,6 +165,15 @@ TEST_CASE("edge classification: labelled edges partitioned, trained standalone a
   CHECK(two.at("task") == "edge_class");
   CHECK(two.at("test_acc").get<double>() > acc - 0.05);
   CHECK(two.at("wire_bytes_per_step").get<double>() > 0);
+
+  // The standalone model on 2 machines: each machine writes the labelled
+  // edges its partition stores; together they are every labelled edge,
+  // scored as on one.
+  const json inferred_two = s.Launch("--inference --restore_model_path " + (s.dir / "m.pt") +
+                                         " --save_prediction_path " + (s.dir / "pred2"),
+                                     "infer");
+  CHECK(inferred_two.at("edges_written") == 40000);
+  CHECK(std::abs(inferred_two.at("test_acc").get<double>() - acc) < 0.002);
 }
 
 TEST_CASE("edge regression: MSE, RMSE judged, standalone and 2 machines", "[e2e]") {
@@ -158,14 +189,24 @@ TEST_CASE("edge regression: MSE, RMSE judged, standalone and 2 machines", "[e2e]
   var /= labelled.size();
 
   const json trained =
-      test::RunStandaloneTrainer({"--part_config", one, "--task", "edge_regression", "--num_epochs",
-                                  "6", "--eval_every", "1", "--batch_size", "500", "--lr", "0.01",
-                                  "--num_hidden", "32", "--seed", "5", "--fan_out", "10,5"});
+      test::RunStandaloneTrainer({"--part_config", one,    "--task",       "edge_regression",
+                                  "--num_epochs",  "6",    "--eval_every", "1",
+                                  "--batch_size",  "500",  "--lr",         "0.01",
+                                  "--num_hidden",  "32",   "--seed",       "5",
+                                  "--fan_out",     "10,5", "--save_model", s.dir / "m.pt"});
   CHECK(trained.at("task") == "edge_regression");
   const double rmse = trained.at("test_rmse").get<double>();
   CHECK(rmse < 0.9 * std::sqrt(var));  // a constant guess: the labels' sd
   CHECK(trained.contains("best_val_rmse"));
   CHECK_FALSE(trained.contains("test_acc"));
+  const json inferred = test::RunStandaloneTrainer(
+      {"--part_config", one, "--inference", "--restore_model_path", s.dir / "m.pt",
+       "--save_prediction_path", s.dir / "pred", "--node_mask", "test"});
+  CHECK(inferred.at("test_rmse").get<double>() == Approx(rmse).epsilon(1e-9));
+  CHECK_FALSE(inferred.contains("val_rmse"));  // only the test edges were written
+  std::vector<int64_t> shape;
+  ReadNpy<float>(s.dir / "pred/part0/pred.npy", {}, &shape);
+  CHECK(shape == std::vector<int64_t>{inferred.at("edges_written").get<int64_t>()});
 
   s.config = test::MakePartitions(s.dir, kEdgeRegression, 2, "two");
   s.graph_name = LoadPartitionConfig(s.config).graph_name;

@@ -247,6 +247,11 @@ class NodeLearner : public Learner {
           {"fan_out", o_.Fanouts()},
           {"epochs", epochs_done},
           {"saved_epoch", saved_epoch}};
+      if (o_.EdgeTask()) {
+        // The decoder's output: the edge classes, or 0 for a value.
+        meta["edge_classes"] =
+            config_.edge_label_kind == LabelKind::kClass ? config_.num_edge_classes : 0;
+      }
       if (o_.use_edge_weight) meta["edge_weight"] = true;
       if (o_.edge_feat_dim > 0) {
         meta["edge_feat_mp_op"] = o_.edge_feat_mp_op;

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -15,6 +16,7 @@
 #include "sampling/sampler.h"
 #include "train/loop/model_file.h"
 #include "train/loop/scores.h"
+#include "train/loop/task.h"
 #include "train/loop/train_env.h"
 #include "train/loop/training_loop.h"
 #include "train/models/node_model.h"
@@ -46,6 +48,25 @@ std::string ReadOnRankZero(TrainEnv& env, const std::function<std::string()>& re
 
 // The model file's description, checked against the graph by schema (not
 // by name: a model trained on one graph applies to another of its shape).
+// An edge model's decoder against the graph's edge labels: predictions are
+// per labelled edge, of the same kind and classes.
+void CheckEdgeModel(const PartitionConfig& config, const std::string& path, int64_t classes,
+                    const std::string& task) {
+  const bool want_classes = task == "edge_class";
+  const std::string predicts = want_classes ? std::to_string(classes) + " classes per edge"
+                                            : std::string("a value per edge");
+  if (!config.edge_labels) {
+    throw DataError(path + " is a --task " + task + " model (" + predicts + "); " +
+                    config.graph_name + " has no edge labels to predict");
+  }
+  const bool has_classes = config.edge_label_kind == LabelKind::kClass;
+  if (want_classes != has_classes || (has_classes && classes != config.num_edge_classes)) {
+    throw DataError(path + " predicts " + predicts + "; " + config.graph_name + "'s edge labels " +
+                    (has_classes ? "are " + std::to_string(config.num_edge_classes) + " classes"
+                                 : std::string("are values")));
+  }
+}
+
 void TakeModelMeta(const json& meta, const PartitionConfig& config, const std::string& path,
                    TrainOptions* o) {
   if (!meta.is_object() || !meta.contains("model")) {
@@ -67,11 +88,6 @@ void TakeModelMeta(const json& meta, const PartitionConfig& config, const std::s
       throw DataError(path + ": unknown model '" + o->model + "'");
     }
     o->task = get("task").get<std::string>();
-    if (o->task == "edge_class" || o->task == "edge_regression") {
-      throw ConfigError(path + " holds a --task " + o->task +
-                        " model: --inference writes node predictions so far (its edge figures "
-                        "are in the training run's summary)");
-    }
     o->num_hidden = get("num_hidden").get<int64_t>();
     o->num_layers = get("num_layers").get<int>();
     if (meta.contains("fan_out")) {
@@ -105,9 +121,11 @@ void TakeModelMeta(const json& meta, const PartitionConfig& config, const std::s
       throw DataError(path + " takes " + std::to_string(in) + " input features; " +
                       config.graph_name + " has " + std::to_string(config.feature_dim));
     }
+    const bool edge_task = o->task == "edge_class" || o->task == "edge_regression";
+    if (edge_task) CheckEdgeModel(config, path, get("edge_classes").get<int64_t>(), o->task);
     const bool rows_task = o->task == "multilabel" || o->task == "node_regression";
-    if (rows_task != (config.label_kind != LabelKind::kClass) ||
-        (rows_task && o->task != LabelTaskName(config.label_kind))) {
+    if (!edge_task && (rows_task != (config.label_kind != LabelKind::kClass) ||
+                       (rows_task && o->task != LabelTaskName(config.label_kind)))) {
       throw DataError(path + " was trained for --task " + o->task + "; " + config.graph_name +
                       (config.label_kind == LabelKind::kClass
                            ? std::string(" has class ids")
@@ -190,6 +208,7 @@ class Inference {
     env_ = o_.standalone ? MakeStandaloneEnv(o_, config_) : MakeDistEnv(o_, config_);
     lead_ = env_->rank() == 0;
     LoadModel();
+    if (o_.EdgeTask()) return RunEdges();
     ChooseNodes();
     GNN_LOG(kInfo) << "inference with " << o_.model << " (" << model_->num_layers()
                    << " layers, from " << o_.restore_model_path << ") over " << config_.num_nodes
@@ -213,6 +232,132 @@ class Inference {
   }
 
  private:
+  // An edge model (--task edge_class / edge_regression): every node's
+  // embedding (a collective), then each writer decodes the labelled edges
+  // its partition stores (--node_mask picks them by split) and writes them
+  // keyed by input edge id: part<i>/edge_ids.npy, logits.npy and pred.npy
+  // (int64 class), or pred.npy (float32 value).
+  json RunEdges() {
+    if (!o_.nodes.empty() || !o_.save_embed_path.empty() || !o_.save_embeddings.empty()) {
+      throw ConfigError(o_.restore_model_path + " is a --task " + o_.task +
+                        " model: its inference writes a prediction per labelled edge "
+                        "(--save_prediction_path; --node_mask picks the edges by split), not "
+                        "--nodes, --save_embed_path or --save_embeddings");
+    }
+    shard_ = env_->Shard();
+    const bool classes = o_.Kind() == TaskKind::kEdgeClass;
+    LabeledEdgeRows edges;
+    std::vector<int64_t> pick;  // positions in `edges` to write
+    if (shard_.part >= 0) {
+      edges = ReadLabeledEdges(config_, shard_.part, o_.verify_checksums);
+      const int split = o_.node_mask == "train"   ? 1
+                        : o_.node_mask == "valid" ? 2
+                        : o_.node_mask == "test"  ? 3
+                                                  : 0;
+      for (size_t i = 0; i < edges.split.size(); ++i) {
+        if (split == 0 || edges.split[i] == split) pick.push_back(static_cast<int64_t>(i));
+      }
+    }
+    written_ = env_->SumOverRanks(static_cast<double>(pick.size()));
+    GNN_LOG(kInfo) << "inference with " << o_.model << " (" << model_->num_layers()
+                   << " layers and an edge decoder, from " << o_.restore_model_path << ") over "
+                   << config_.num_nodes << " nodes; writing " << static_cast<int64_t>(written_)
+                   << " labelled edges";
+    Stopwatch infer_watch;
+    torch::Tensor emb;
+    {
+      AllCoresWhileIdle all_cores(o_);
+      emb = env_->AllNodeOutputs(*model_);
+    }
+    if (shard_.part >= 0) {
+      torch::NoGradGuard no_grad;
+      auto take = [&](std::vector<int64_t>& v) {
+        return torch::from_blob(v.data(), {static_cast<int64_t>(v.size())}, torch::kInt64)
+            .index_select(0, torch::from_blob(pick.data(), {static_cast<int64_t>(pick.size())},
+                                              torch::kInt64));
+      };
+      const torch::Tensor out =
+          DecodeEdges(*model_, emb, take(edges.heads), take(edges.tails), classes).contiguous();
+      const torch::Tensor eids = take(edges.eids).contiguous();
+      const fs::path dir = fs::path(o_.save_prediction_path) / PartDir(shard_.part);
+      MakeDirs(dir.string());
+      WriteNpy((dir / "edge_ids.npy").string(), eids.data_ptr<int64_t>(), {eids.size(0)});
+      torch::Tensor pred = out;
+      if (classes) {
+        pred = out.argmax(1).contiguous();
+        WriteNpy((dir / "logits.npy").string(), out.data_ptr<float>(), {out.size(0), out.size(1)});
+        WriteNpy((dir / "pred.npy").string(), pred.data_ptr<int64_t>(), {pred.size(0)});
+      } else {
+        WriteNpy((dir / "pred.npy").string(), out.data_ptr<float>(), {out.size(0)});
+      }
+      // The written valid and test edges scored: right answers, or squared errors.
+      for (size_t i = 0; i < pick.size(); ++i) {
+        const size_t e = static_cast<size_t>(pick[i]);
+        const int k = edges.split[e] - 2;
+        if (k < 0) continue;
+        total_[k] += 1;
+        if (classes) {
+          correct_[k] += pred.data_ptr<int64_t>()[i] == edges.labels[e];
+        } else {
+          const double d = static_cast<double>(out.data_ptr<float>()[i]) - edges.targets[e];
+          correct_[k] += d * d;
+        }
+      }
+    }
+    infer_s_ = infer_watch.Seconds();
+    std::vector<double> counts(static_cast<size_t>(config_.num_parts), 0.0);
+    for (int p = 0; p < config_.num_parts; ++p) {
+      counts[p] = env_->SumOverRanks(shard_.part == p ? static_cast<double>(pick.size()) : 0.0);
+    }
+    for (int k = 0; k < 2; ++k) {
+      correct_[k] = env_->SumOverRanks(correct_[k]);
+      total_[k] = env_->SumOverRanks(total_[k]);
+    }
+    if (lead_) {
+      json shards = json::array();
+      for (int p = 0; p < config_.num_parts; ++p) {
+        json sh = {{"part", p},
+                   {"machine", env_->WriterMachine(p)},
+                   {"num_edges", static_cast<int64_t>(counts[p])},
+                   {"edge_ids", PartDir(p) + "/edge_ids.npy"},
+                   {"pred", PartDir(p) + "/pred.npy"}};
+        if (classes) sh["logits"] = PartDir(p) + "/logits.npy";
+        shards.push_back(sh);
+      }
+      const json m = {{"format_version", kManifestVersion},
+                      {"kind", "edge_predictions"},
+                      {"graph_name", config_.graph_name},
+                      {"num_parts", config_.num_parts},
+                      {"num_edges", static_cast<int64_t>(written_)},
+                      {"edges", o_.node_mask},
+                      {"ids", "input edge ids"},
+                      {"model_path", o_.restore_model_path},
+                      {"model", model_meta_},
+                      {"saved_model_epoch", SavedEpoch()},
+                      {"shards", shards}};
+      MakeDirs(o_.save_prediction_path);
+      WriteFileAtomic((fs::path(o_.save_prediction_path) / "manifest.json").string(),
+                      m.dump(2) + "\n");
+    }
+    GNN_LOG(kInfo) << "inference done in " << infer_s_ << " s: " << static_cast<int64_t>(written_)
+                   << " edges written";
+    json summary = {{"mode", "inference"},
+                    {"model", o_.model},
+                    {"task", o_.task},
+                    {"graph_name", config_.graph_name},
+                    {"edges_written", static_cast<int64_t>(written_)},
+                    {"inference_time_s", infer_s_},
+                    {"total_time_s", watch_.Seconds()},
+                    {"saved_model_epoch", SavedEpoch()},
+                    {"prediction_path", o_.save_prediction_path}};
+    for (int k = 0; k < 2; ++k) {
+      if (total_[k] == 0) continue;
+      const std::string key = std::string(k == 0 ? "val_" : "test_") + (classes ? "acc" : "rmse");
+      summary[key] = classes ? correct_[k] / total_[k] : std::sqrt(correct_[k] / total_[k]);
+    }
+    return summary;
+  }
+
   // Rank 0 writes the manifests and every writer its shards: where these
   // are folders on a shared disk their parents must exist on machine 0,
   // checked before any work (each writer makes its own part<i>).
@@ -476,6 +621,10 @@ RestoredModel RestoreModel(const std::vector<char>& bytes, const std::string& pa
   RestoredModel r;
   r.meta = file.meta;
   r.model = MakeNodeModel(*o, config.feature_dim, file.meta.at("out_feats").get<int64_t>());
+  if (o->EdgeTask()) {
+    const int64_t classes = file.meta.at("edge_classes").get<int64_t>();
+    AttachEdgeDecoder(*r.model, o->num_hidden, classes > 0 ? classes : 1);
+  }
   LoadParams(*r.model, o->model, file, path);
   r.model->eval();
   const int layers = r.model->num_layers();

@@ -227,10 +227,8 @@ class EdgeTask : public Task {
         out_(classes_ ? config.num_edge_classes : 1) {}
   int64_t OutputDim() const override { return o_.num_hidden; }
   void Attach(NodeModel& model) override {
-    const int64_t h = o_.num_hidden;
-    decoder_ = model.register_module(
-        "decoder", torch::nn::Sequential(torch::nn::Linear(2 * h, h), torch::nn::ReLU(),
-                                         torch::nn::Linear(h, out_)));
+    AttachEdgeDecoder(model, o_.num_hidden, out_);
+    model_ = &model;
   }
   std::string Signature() const override {
     return " task=" + o_.task + " out=" + std::to_string(out_) +
@@ -302,10 +300,7 @@ class EdgeTask : public Task {
   // [k, out_] (regression: squeezed to [k]) for the edges heads[i] -> tails[i].
   torch::Tensor Decode(const torch::Tensor& out, const torch::Tensor& heads,
                        const torch::Tensor& tails) {
-    const torch::Tensor y = decoder_->forward(torch::cat(
-        {out.index_select(0, heads.to(out.device())), out.index_select(0, tails.to(out.device()))},
-        1));
-    return classes_ ? y : y.squeeze(1);
+    return DecodeEdges(*model_, out, heads, tails, classes_);
   }
   torch::Tensor Truth(MiniBatch& mb, const torch::Device& device) const {
     const int64_t n = static_cast<int64_t>(mb.pos_head.size());
@@ -326,10 +321,30 @@ class EdgeTask : public Task {
   const TrainOptions& o_;
   bool classes_;
   int64_t out_;
-  torch::nn::Sequential decoder_{nullptr};
+  NodeModel* model_ = nullptr;  // holds the decoder (Attach)
 };
 
 }  // namespace
+
+void AttachEdgeDecoder(NodeModel& model, int64_t hidden, int64_t out) {
+  model.register_module(
+      "decoder", torch::nn::Sequential(torch::nn::Linear(2 * hidden, hidden), torch::nn::ReLU(),
+                                       torch::nn::Linear(hidden, out)));
+}
+
+torch::Tensor DecodeEdges(NodeModel& model, const torch::Tensor& emb, const torch::Tensor& heads,
+                          const torch::Tensor& tails, bool classes) {
+  std::shared_ptr<torch::nn::Module> found;
+  for (const auto& child : model.named_children()) {
+    if (child.key() == "decoder") found = child.value();
+  }
+  auto* decoder = found ? found->as<torch::nn::SequentialImpl>() : nullptr;
+  if (decoder == nullptr) throw Error("the model has no edge decoder");
+  const torch::Tensor y = decoder->forward(torch::cat(
+      {emb.index_select(0, heads.to(emb.device())), emb.index_select(0, tails.to(emb.device()))},
+      1));
+  return classes ? y : y.squeeze(1);
+}
 
 std::unique_ptr<Task> MakeTask(const TrainOptions& o, const PartitionConfig& config) {
   switch (o.Kind()) {

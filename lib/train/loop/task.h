@@ -54,4 +54,24 @@ class Task {
 
 std::unique_ptr<Task> MakeTask(const TrainOptions& o, const PartitionConfig& config);
 
+// The edge tasks' decoder: an MLP over the two ends' `hidden`-wide
+// embeddings, concatenated source first (Linear(2h, h), ReLU, Linear(h,
+// out)), registered in `model` as "decoder" (out: the classes, or 1 value).
+void AttachEdgeDecoder(NodeModel& model, int64_t hidden, int64_t out);
+// The decoder's rows for the edges heads[i] -> tails[i] from node rows
+// `emb` ([k, out]; a value per edge [k] when `classes` is false). Error
+// when `model` has no decoder.
+torch::Tensor DecodeEdges(NodeModel& model, const torch::Tensor& emb, const torch::Tensor& heads,
+                          const torch::Tensor& tails, bool classes);
+
+// The edge tasks' decoder: an MLP over the two ends' `hidden`-wide
+// embeddings, concatenated source first (Linear(2h, h), ReLU, Linear(h,
+// out)), registered in `model` as "decoder" (out: the classes, or 1 value).
+void AttachEdgeDecoder(NodeModel& model, int64_t hidden, int64_t out);
+// The decoder's rows for the edges heads[i] -> tails[i] from node rows
+// `emb` ([k, out]; a value per edge [k] when `classes` is false). Error
+// when `model` has no decoder.
+torch::Tensor DecodeEdges(NodeModel& model, const torch::Tensor& emb, const torch::Tensor& heads,
+                          const torch::Tensor& tails, bool classes);
+
 }  // namespace gnn

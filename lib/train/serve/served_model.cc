@@ -88,6 +88,11 @@ Served LoadServed(TrainOptions& o, const ServeOptions& s) {
                       " model: gnn-serve answers class predictions so far; its predictions come "
                       "from gnn-train --inference --save_prediction_path");
   }
+  if (o.EdgeTask()) {
+    throw ConfigError(o.restore_model_path + " is a --task " + o.task +
+                      " model: gnn-serve answers node predictions; its edge predictions come "
+                      "from gnn-train --inference --save_prediction_path");
+  }
   if (o.Kind() != TaskKind::kNode) {
     throw ConfigError(o.restore_model_path + " is a --task " + o.task +
                       " model: gnn-serve answers node predictions; its embeddings come from "
