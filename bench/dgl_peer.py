@@ -462,7 +462,7 @@ def edge_task(a, g, book, feats, gnn):
     """Edge classification or regression as DGL's docs do it: a
     DistEdgeDataLoader over force_even edge_split of the train edges, each
     batch's edges and their reverses excluded from its blocks
-    (as_edge_prediction_sampler, exclude='reverse_id'), the GNN's
+    (exclude='reverse_id' with each edge's reverse id), the GNN's
     embeddings of both ends through an MLP decoder (Linear(2h, h), ReLU,
     Linear(h, C)), cross-entropy or MSE; evaluation decodes every test edge
     from layer-wise full-neighbour embeddings."""
@@ -488,10 +488,9 @@ def edge_task(a, g, book, feats, gnn):
 
     model = torch.nn.parallel.DistributedDataParallel(EdgeModel())
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
-    sampler = dgl.dataloading.as_edge_prediction_sampler(
-        dgl.dataloading.NeighborSampler([int(f) for f in a.fan_out.split(",")]),
-        exclude="reverse_id", reverse_eids=rev)
+    sampler = dgl.dataloading.NeighborSampler([int(f) for f in a.fan_out.split(",")])
     loader = dgl.dataloading.DistEdgeDataLoader(g, split["train_mask"], sampler,
+                                                exclude="reverse_id", reverse_eids=rev,
                                                 batch_size=a.batch_size, shuffle=True)
     total_edges, total_time, figure = 0, 0.0, 0.0
     for epoch in range(a.num_epochs):

@@ -37,6 +37,10 @@ struct RelView {
   int64_t num_edges = 0;
   const float* features = nullptr;  // [num_edges, feature_dim] edge features, or none
   int64_t feature_dim = 0;
+  // Edge labels (edge tasks): classes or values, and splits (1-3), or none.
+  const int64_t* labels = nullptr;
+  const float* targets = nullptr;
+  const uint8_t* split = nullptr;
 };
 struct DatasetView {
   std::string name;
@@ -137,6 +141,31 @@ void WriteEdgeData(const DatasetView& v, const ChunkLayout& l, json* meta) {
       paths.push_back(path);
     }
     (*meta)["edge_data"][r.key]["feat"] = {{"format", {{"name", "numpy"}}}, {"data", paths}};
+  }
+  // DGL's edge task data: label, and a uint8 mask per split.
+  for (const RelView& r : v.rels) {
+    if (r.split == nullptr) continue;
+    const std::string dir = "edge_data/" + Checked(r.key);
+    MakeDirs((l.out / dir).string());
+    const char* names[4] = {"label", "train_mask", "val_mask", "test_mask"};
+    for (int k = 0; k < 4; ++k) {
+      json paths = json::array();
+      for (int c = 0; c < l.chunks; ++c) {
+        const int64_t b = l.Start(r.num_edges, c), e = l.Start(r.num_edges, c + 1);
+        const std::string path = dir + "/" + names[k] + "-" + std::to_string(c) + ".npy";
+        if (k == 0 && r.labels != nullptr) {
+          WriteNpy((l.out / path).string(), r.labels + b, {e - b});
+        } else if (k == 0) {
+          WriteNpy((l.out / path).string(), r.targets + b, {e - b});
+        } else {
+          std::vector<uint8_t> mask(static_cast<size_t>(e - b));
+          for (int64_t i = b; i < e; ++i) mask[i - b] = r.split[i] == k ? 1 : 0;
+          WriteNpy((l.out / path).string(), mask.data(), {e - b});
+        }
+        paths.push_back(path);
+      }
+      (*meta)["edge_data"][r.key][names[k]] = {{"format", {{"name", "numpy"}}}, {"data", paths}};
+    }
   }
 }
 
@@ -457,6 +486,97 @@ ChunkedMeta ReadChunkedMeta(const std::string& dir) {
 
 namespace {
 
+// DGL's names of an edge task's edge data: the label and the splits' masks.
+bool IsEdgeTaskData(const std::string& name) {
+  return name == "label" || name == "train_mask" || name == "val_mask" || name == "test_mask";
+}
+
+// One value per edge of relation r from edge_data `name`, every chunk
+// ([chunk edges] or [chunk edges, 1]); *integral: the arrays hold
+// integers. DataError naming the file on another shape.
+std::vector<double> ReadEdgeColumn(const ChunkedMeta& m, size_t r, const std::string& name,
+                                   bool* integral) {
+  const ChunkedMeta::Files* f = nullptr;
+  for (const auto& entry : m.edge_data_files[r]) {
+    if (entry.first == name) f = &entry.second;
+  }
+  std::vector<double> out;
+  if (f == nullptr) return out;
+  *integral = true;
+  for (int c = 0; c < m.num_chunks; ++c) {
+    const std::string path = Resolve(m, f->paths[static_cast<size_t>(c)], "edge data file");
+    NpyHeader h;
+    const std::vector<float> values = ReadNpyFloats(path, &h);
+    const int64_t want = m.edges_per_chunk[r][static_cast<size_t>(c)];
+    if (h.shape.empty() || h.shape[0] != want || h.shape.size() > 2 ||
+        (h.shape.size() == 2 && h.shape[1] != 1)) {
+      throw DataError(path + ": edge_data " + name + " holds one value per edge ([" +
+                      std::to_string(want) + "] wanted)");
+    }
+    const bool ints =
+        h.dtype != DType::kFloat32 && h.dtype != DType::kFloat16 && h.dtype != DType::kFloat64;
+    *integral = *integral && ints;
+    if (ints) {
+      for (int64_t v : ReadNpyInts(path, &h)) out.push_back(static_cast<double>(v));
+    } else {
+      out.insert(out.end(), values.begin(), values.end());
+    }
+  }
+  return out;
+}
+
+// An edge task's labels (edge_data "label" with "train_mask" and the
+// optional "val_mask", "test_mask"): an integer array is class ids, a
+// float one values. DataError naming metadata.json for a mask without a
+// label or a label without train_mask, an edge in two masks.
+void ReadChunkedEdgeLabels(const ChunkedMeta& m, size_t r, Dataset* d) {
+  const std::string meta = m.dir + "/metadata.json";
+  const std::string prefix = meta + ": edge_data." + m.edge_types[r] + ".";
+  const char* masks[3] = {"train_mask", "val_mask", "test_mask"};
+  auto has = [&](const std::string& name) {
+    for (const auto& entry : m.edge_data_files[r]) {
+      if (entry.first == name) return true;
+    }
+    return false;
+  };
+  // Names first: a missing partner is named before any file is read.
+  if (!has("label")) {
+    for (const char* mask : masks) {
+      if (has(mask)) throw DataError(prefix + mask + " has no label beside it");
+    }
+    return;
+  }
+  if (!has(masks[0])) throw DataError(prefix + "label needs train_mask beside it");
+  bool integral = true, mask_ints = true;
+  const std::vector<double> label = ReadEdgeColumn(m, r, "label", &integral);
+  std::vector<double> split[3];
+  for (int k = 0; k < 3; ++k) split[k] = ReadEdgeColumn(m, r, masks[k], &mask_ints);
+  const size_t n = label.size();
+  d->edge_split.assign(n, 0);
+  for (int k = 0; k < 3; ++k) {
+    for (size_t e = 0; e < split[k].size(); ++e) {
+      if (split[k][e] == 0) continue;
+      if (d->edge_split[e] != 0) {
+        throw DataError(prefix + masks[k] + ": edge " + std::to_string(e) +
+                        " is in another split too");
+      }
+      d->edge_split[e] = static_cast<uint8_t>(k + 1);
+    }
+  }
+  if (integral) {
+    d->edge_label_kind = LabelKind::kClass;
+    d->edge_labels.assign(label.begin(), label.end());
+    d->num_edge_classes = 0;
+    for (size_t e = 0; e < n; ++e) {
+      if (d->edge_split[e] != 0)
+        d->num_edge_classes = std::max(d->num_edge_classes, d->edge_labels[e] + 1);
+    }
+  } else {
+    d->edge_label_kind = LabelKind::kRegression;
+    d->edge_targets.assign(label.begin(), label.end());
+  }
+}
+
 // Relation r's edge data as features: every array in name order, its
 // columns side by side. *width: the total.
 std::vector<float> ReadEdgeFeatures(const ChunkedMeta& m, size_t r, int64_t* width,
@@ -471,11 +591,7 @@ std::vector<float> ReadEdgeFeatures(const ChunkedMeta& m, size_t r, int64_t* wid
   std::vector<std::vector<float>> arrays;
   std::vector<int64_t> widths;
   for (const auto& [name, f] : m.edge_data_files[r]) {
-    if (name == "label" || name == "train_mask" || name == "val_mask" || name == "test_mask") {
-      throw DataError(meta + ": edge_data." + m.edge_types[r] + "." + name +
-                      " is for edge tasks, which gnn does not train yet; pass "
-                      "--ignore_edge_data to go on without the edge data");
-    }
+    if (IsEdgeTaskData(name)) continue;  // ReadChunkedEdgeLabels
     if (f.format != "numpy") {
       throw DataError(meta + ": edge data " + name + " of " + m.edge_types[r] + " must be numpy");
     }
@@ -508,6 +624,7 @@ std::vector<float> ReadEdgeFeatures(const ChunkedMeta& m, size_t r, int64_t* wid
   int64_t col = 0;
   size_t named = 0;
   for (const auto& entry : m.edge_data_files[r]) {
+    if (IsEdgeTaskData(entry.first)) continue;
     if (columns) columns->push_back({entry.first, 0, widths[named]});
     ++named;
   }
@@ -604,6 +721,7 @@ Dataset ReadChunkedDataset(const std::string& dir, bool ignore_edge_data) {
   // Edge data first: a refused name stops the read before the heavy arrays.
   if (!ignore_edge_data && !m.edge_data.empty()) {
     d.edge_features = ReadEdgeFeatures(m, 0, &d.edge_feature_dim, &d.edge_feature_columns);
+    ReadChunkedEdgeLabels(m, 0, &d);
   }
   HeteroDataset h = ReadChunkedHetero(m);
   d.name = h.name;
@@ -645,6 +763,15 @@ void WriteChunked(const Dataset& d, int chunks, const std::string& dir) {
   v.types.push_back({"_N", d.num_nodes, d.feature_dim, d.features.data()});
   v.rels.push_back({"_N:_E:_N", d.src.data(), d.dst.data(), d.num_edges(), d.edge_features.data(),
                     d.edge_feature_dim});
+  if (d.edge_labeled()) {
+    RelView& r = v.rels.back();
+    r.split = d.edge_split.data();
+    if (d.edge_label_kind == LabelKind::kClass) {
+      r.labels = d.edge_labels.data();
+    } else {
+      r.targets = d.edge_targets.data();
+    }
+  }
   v.labels = d.labels.data();
   if (!d.node_ids.empty()) v.node_ids = d.node_ids.data();
   v.num_classes = d.num_classes;

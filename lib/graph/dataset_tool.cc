@@ -122,12 +122,6 @@ json RunHomogeneous(const DatasetToolOptions& o) {
     stats["train_edges"] = count[1];
     stats["valid_edges"] = count[2];
     stats["test_edges"] = count[3];
-    if (o.write_chunked != 0) {
-      throw ConfigError(d.name +
-                        " has edge labels, which --write_chunked does not write yet (DGL's "
-                        "chunked edge_data labels and masks); --write_ogb writes them "
-                        "(raw/edge-label.csv.gz, split/<name>/edge_*.csv.gz)");
-    }
   }
   if (o.write_chunked != 0) WriteChunkedTimed(d, o.write_chunked, o.output, &stats);
   if (!o.write_ogb.empty()) WriteOgbTimed(d, o, WriteOgbFolder, &stats);

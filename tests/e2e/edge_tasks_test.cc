@@ -95,6 +95,16 @@ TEST_CASE("edge classification: labelled edges partitioned, trained standalone a
   CHECK(PathExists(s.dir / "ogb_edges/raw/edge-label.csv.gz"));
   const std::string from_ogb = test::MakePartitions(s.dir, s.dir / "ogb_edges", 1, "ogb");
   CHECK(LabelledEdges(from_ogb) == labelled);
+  // And through DGL's chunked format (edge_data label, train/val/test_mask).
+  auto chunked = RunProcess({Bin("gnn-dataset"), "--dataset", kEdgeClass, "--write_chunked", "3",
+                             "--output", s.dir / "chunked_edges"});
+  INFO(chunked.err);
+  REQUIRE(chunked.exit_code == 0);
+  const json meta = json::parse(ReadFile(s.dir / "chunked_edges/metadata.json"));
+  CHECK(meta.at("edge_data").at("_N:_E:_N").contains("train_mask"));
+  const std::string from_chunked =
+      test::MakePartitions(s.dir, s.dir / "chunked_edges", 1, "chunked");
+  CHECK(LabelledEdges(from_chunked) == labelled);
 
   const std::vector<std::string> base = {
       "--part_config", one,  "--task", "edge_class", "--batch_size", "500", "--lr",      "0.01",
@@ -235,6 +245,18 @@ TEST_CASE("edge tasks: bad input is one line, nothing written", "[e2e]") {
                   "0.1", "--output", dir / "held"});
   test::ExpectOneLine(r, "gnn-partition", "--val_edges");
   CHECK_FALSE(PathExists(dir / "held"));
+
+  // The chunked format: a label without its train mask.
+  auto c = RunProcess({Bin("gnn-dataset"), "--dataset", kEdgeClass, "--write_chunked", "2",
+                       "--output", dir / "chunked"});
+  REQUIRE(c.exit_code == 0);
+  json meta = json::parse(ReadFile(dir / "chunked/metadata.json"));
+  meta["edge_data"]["_N:_E:_N"].erase("train_mask");
+  WriteFileAtomic(dir / "chunked/metadata.json", meta.dump());
+  r = RunProcess({Bin("gnn-partition"), "--dataset", dir / "chunked", "--num_parts", "1",
+                  "--output", dir / "pc"});
+  test::ExpectOneLine(r, "gnn-partition", "label needs train_mask beside it");
+  CHECK_FALSE(PathExists(dir / "pc"));
 
   // OGB folders: an edge id outside edge.csv.gz, an edge in two splits, a
   // label file without its train split.

@@ -615,7 +615,7 @@ TEST_CASE(
                                               {"data", {"w0.npy", "w1.npy"}}};
     WriteFileAtomic(dir / "c/metadata.json", meta.dump());
     ExpectCleanFailure(partition(dir / "c", dir / "out", false),
-                       "metadata.json: edge_data._N:_E:_N.label is for edge tasks");
+                       "metadata.json: edge_data._N:_E:_N.label needs train_mask beside it");
     CHECK(!std::filesystem::exists(dir / "out"));
     const auto ok = partition(dir / "c", dir / "out", true);
     INFO(ok.err);
