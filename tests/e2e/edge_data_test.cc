@@ -408,7 +408,7 @@ TEST_CASE(
     meta["edge_data"]["_N:_E:_N"]["label"] = meta["edge_data"]["_N:_E:_N"]["feat"];
     WriteFileAtomic(dir / "c/metadata.json", meta.dump());
     ExpectOneLine(Partition({"--dataset", dir / "c", "--num_parts", "1", "--output", dir / "o"}),
-                  "edge_data._N:_E:_N.label is for edge tasks");
+                  "edge_data._N:_E:_N.label needs train_mask beside it");
     meta["edge_data"].erase("_N:_E:_N");
     meta["edge_data"]["_N:_X:_N"]["w"] = meta["node_data"]["_N"]["label"];
     WriteFileAtomic(dir / "c/metadata.json", meta.dump());
