@@ -145,7 +145,8 @@ void LoadEdgeData(const PartitionConfig& config, int part, bool verify_checksums
   p->edge_data = std::move(rows);
 }
 
-EdgeLabelFiles ReadEdgeLabels(const PartitionConfig& config, int part, bool verify_checksums) {
+EdgeLabelFiles ReadEdgeLabels(const PartitionConfig& config, int part, bool verify_checksums,
+                              bool features) {
   if (!config.edge_labels) {
     throw DataError(config.graph_name + ": the partitioning has no edge labels");
   }
@@ -193,11 +194,21 @@ EdgeLabelFiles ReadEdgeLabels(const PartitionConfig& config, int part, bool veri
                       " edges, the config says " + std::to_string(info.num_split_edges[k]));
     }
   }
+  if (features) {
+    LocalPartition p;
+    LoadEdgeData(config, part, verify_checksums, &p);
+    if (p.edge_dim == 0) {
+      throw DataError(config.graph_name + ": the partitioning has no edge features");
+    }
+    f.features = std::move(p.edge_data);
+    f.feature_dim = p.edge_dim;
+  }
   return f;
 }
 
-LabeledEdgeRows ReadLabeledEdges(const PartitionConfig& config, int part, bool verify_checksums) {
-  EdgeLabelFiles f = ReadEdgeLabels(config, part, verify_checksums);
+LabeledEdgeRows ReadLabeledEdges(const PartitionConfig& config, int part, bool verify_checksums,
+                                 bool features) {
+  EdgeLabelFiles f = ReadEdgeLabels(config, part, verify_checksums, features);
   const PartInfo& info = config.parts.at(part);
   const int64_t n = info.num_nodes(), m = info.num_edges();
   std::vector<std::string> names = {"indptr.npy", "indices.npy", kOrigEidsFile};
@@ -214,6 +225,7 @@ LabeledEdgeRows ReadLabeledEdges(const PartitionConfig& config, int part, bool v
                     std::to_string(m) + " stored in-edges");
   }
   LabeledEdgeRows r;
+  r.feature_dim = f.feature_dim;
   for (int64_t v = 0; v < n; ++v) {
     if (indptr[v + 1] < indptr[v]) {
       throw DataError(config.FilePath(part, names[0]) + ": row " + std::to_string(v) +
@@ -225,6 +237,8 @@ LabeledEdgeRows ReadLabeledEdges(const PartitionConfig& config, int part, bool v
       r.heads.push_back(indices[e]);
       r.tails.push_back(info.node_start + v);
       r.split.push_back(f.split[e]);
+      r.features.insert(r.features.end(), f.features.begin() + e * f.feature_dim,
+                        f.features.begin() + (e + 1) * f.feature_dim);
       if (f.labels.empty()) {
         r.targets.push_back(f.targets[e]);
       } else {

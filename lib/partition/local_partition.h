@@ -101,12 +101,18 @@ struct EdgeLabelFiles {
   std::vector<int64_t> labels;
   std::vector<float> targets;
   std::vector<uint8_t> split;
+  // With `features`: the edges' own features (kEdgeFeatFile), [edges,
+  // feature_dim].
+  std::vector<float> features;
+  int64_t feature_dim = 0;
 };
-// Reads them (checksums first when `verify_checksums`); DataError naming
-// the file when one is missing, of the wrong shape, or holds a split other
-// than 0-3, a class out of range or a value that is not finite on an edge
-// in a split.
-EdgeLabelFiles ReadEdgeLabels(const PartitionConfig& config, int part, bool verify_checksums);
+// Reads them (checksums first when `verify_checksums`), and the edge
+// features too when `features` (the config must have some); DataError
+// naming the file when one is missing, of the wrong shape, or holds a
+// split other than 0-3, a class out of range or a value that is not finite
+// on an edge in a split, or a feature that is not finite.
+EdgeLabelFiles ReadEdgeLabels(const PartitionConfig& config, int part, bool verify_checksums,
+                              bool features = false);
 
 // The labelled edges of partition `part` (config.edge_labels), those in
 // a split, in stored order: each one's input edge id, its ends (global new
@@ -118,8 +124,11 @@ struct LabeledEdgeRows {
   std::vector<uint8_t> split;
   std::vector<int64_t> labels;
   std::vector<float> targets;
+  std::vector<float> features;  // with `features`: [edges, feature_dim]
+  int64_t feature_dim = 0;
 };
-LabeledEdgeRows ReadLabeledEdges(const PartitionConfig& config, int part, bool verify_checksums);
+LabeledEdgeRows ReadLabeledEdges(const PartitionConfig& config, int part, bool verify_checksums,
+                                 bool features = false);
 
 // The user's ids of partition `part`'s nodes (kUserIdsFile, aligned with
 // orig_nids); empty when the config has none. DataError naming the file

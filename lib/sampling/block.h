@@ -81,6 +81,11 @@ struct MiniBatch {
   // into `seeds` (see EdgeBatchPlan); empty for node batches. Not on the
   // wire: the trainer keeps its plans and attaches them.
   std::vector<int64_t> pos_head, pos_tail, neg_head, neg_tail;
+  // The edge tasks on a graph with edge features: each positive edge's own
+  // features [pos_head.size(), edge_input_dim], for the decoder. Not on the
+  // wire either.
+  int64_t edge_input_dim = 0;
+  std::vector<float> edge_inputs;
   // What the consumer's LoaderOptions::stage made of the batch on the
   // thread that sampled it (a GPU trainer's pinned copies); opaque here.
   std::shared_ptr<void> staged;

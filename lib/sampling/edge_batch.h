@@ -46,6 +46,7 @@ struct EdgeBatchPlan {
   // The edge tasks: each positive's class or value (set by the caller).
   std::vector<int64_t> labels;
   std::vector<float> targets;
+  std::vector<float> edge_inputs;  // and their own features (MiniBatch::edge_inputs)
 };
 
 // Pure: negative j of positive i is drawn from MixSeed(rng_seed, i * num_negs + j),

@@ -185,6 +185,14 @@ void BatchLoader::LabelEdges(const std::vector<int64_t>& offsets, MiniBatch* b) 
                       std::to_string(num_edges) + " in-edges");
     }
   }
+  if (graph_.edge_inputs != nullptr) {
+    const int64_t w = graph_.edge_input_dim;
+    b->edge_input_dim = w;
+    b->edge_inputs.resize(offsets.size() * static_cast<size_t>(w));
+    for (size_t i = 0; i < offsets.size(); ++i) {
+      std::copy_n(graph_.edge_inputs + offsets[i] * w, w, b->edge_inputs.data() + i * w);
+    }
+  }
   if (graph_.edge_targets != nullptr) {
     b->label_width = 1;
     for (int64_t e : offsets) b->targets.push_back(graph_.edge_targets[e]);

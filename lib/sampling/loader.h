@@ -80,6 +80,10 @@ struct LocalGraph {
   // MiniBatch::targets (label_width 1), instead of the seeds' labels.
   const int64_t* edge_labels = nullptr;
   const float* edge_targets = nullptr;
+  // And, for the decoder, each stored in-edge's features [edges,
+  // edge_input_dim]: a batch carries its positives' (MiniBatch::edge_inputs).
+  const float* edge_inputs = nullptr;
+  int64_t edge_input_dim = 0;
 };
 
 // Iterates one epoch of mini-batches over `seeds` (edge positions when

@@ -146,7 +146,7 @@ void ResolveEdgeData(const PartitionConfig& config, TrainOptions* o) {
                    << "weight (" << o->part_config << "'s 1-wide edge data; "
                    << (o->model == "gcn" ? "EdgeWeightNorm('both')" : "a weighted mean")
                    << "; --edge_weight none ignores it)";
-  } else if (width > 0 && o->edge_weight == "auto") {
+  } else if (width > 0 && o->edge_weight == "auto" && !(o->EdgeTask() && o->decoder_edge_feat)) {
     GNN_LOG(kWarn) << o->part_config << ": the partitions carry " << width
                    << (width == 1 ? " weight" : " features") << " per edge, which --model "
                    << o->model << " does not read"
@@ -154,6 +154,24 @@ void ResolveEdgeData(const PartitionConfig& config, TrainOptions* o) {
                                   : " (graphsage reads them with --edge_feat_mp_op concat, add, "
                                     "sub or mul)");
   }
+}
+
+// The edge tasks' decoder reads each edge's own features when the graph
+// has some (--decoder_edge_feat true, the default); says so in one line.
+void ResolveDecoderEdgeFeatures(const PartitionConfig& config, TrainOptions* o) {
+  o->decoder_edge_dim = 0;
+  if (!o->EdgeTask() || config.hetero() || config.edge_feature_dim == 0) return;
+  if (!o->decoder_edge_feat) {
+    GNN_LOG(kInfo) << "edge task: the decoder reads the ends' embeddings only "
+                   << "(--decoder_edge_feat false; the edges carry " << config.edge_feature_dim
+                   << " features)";
+    return;
+  }
+  o->decoder_edge_dim = config.edge_feature_dim;
+  GNN_LOG(kInfo) << "edge task: the decoder reads each edge's " << config.edge_feature_dim
+                 << " feature" << (config.edge_feature_dim == 1 ? "" : "s")
+                 << " beside its ends' embeddings (--decoder_edge_feat false: the embeddings "
+                    "only)";
 }
 
 }  // namespace
@@ -173,6 +191,7 @@ json RunTrain(const TrainOptions& given) {
   if (!o.inference) {
     o.task = TaskFor(given, config);
     ResolveEdgeData(config, &o);
+    ResolveDecoderEdgeFeatures(config, &o);
   }
   torch::set_num_threads(DefaultTorchThreads(o));
   if (o.inference) return RunInference(o, config);

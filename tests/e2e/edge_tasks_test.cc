@@ -241,6 +241,9 @@ TEST_CASE("edge tasks: bad input is one line, nothing written", "[e2e]") {
   r = RunProcess({Bin("gnn-train"), "--standalone", "--part_config", plain,
                   "--exclude_target_edges", "false", "--num_epochs", "1"});
   test::ExpectOneLine(r, "gnn-train", "--exclude_target_edges applies only");
+  r = RunProcess({Bin("gnn-train"), "--standalone", "--part_config", plain, "--decoder_edge_feat",
+                  "false", "--num_epochs", "1"});
+  test::ExpectOneLine(r, "gnn-train", "--decoder_edge_feat applies only");
   r = RunProcess({Bin("gnn-partition"), "--dataset", kEdgeClass, "--num_parts", "1", "--val_edges",
                   "0.1", "--output", dir / "held"});
   test::ExpectOneLine(r, "gnn-partition", "--val_edges");
@@ -280,4 +283,62 @@ TEST_CASE("edge tasks: bad input is one line, nothing written", "[e2e]") {
       {Bin("gnn-partition"), "--dataset", dir / "ogb", "--num_parts", "1", "--output", dir / "p3"});
   test::ExpectOneLine(r, "gnn-partition", "edge_train.csv.gz");
   CHECK_FALSE(PathExists(dir / "p3"));
+}
+
+TEST_CASE(
+    "edge classification: the decoder reads each edge's own features, standalone and 2 machines",
+    "[e2e]") {
+  test::Setup s("edgefeat");
+  constexpr const char* kWithFeatures =
+      "synthetic:nodes=3000,edges=20000,feat=16,classes=8,train=0.2,valid=0.1,etask=class,efeat=4";
+  const std::string one = test::MakePartitions(s.dir, kWithFeatures, 1, "one");
+  const PartitionConfig c = LoadPartitionConfig(one);
+  REQUIRE(c.edge_feature_dim == 4);
+  REQUIRE(c.edge_labels);
+  const std::vector<std::string> base = {
+      "--part_config", one,    "--task",       "edge_class", "--num_epochs", "6",
+      "--eval_every",  "1",    "--lr",         "0.01",       "--seed",       "5",
+      "--fan_out",     "10,5", "--batch_size", "500",        "--num_hidden", "32"};
+  auto with = base;
+  with.insert(with.end(), {"--save_model", s.dir / "m.pt"});
+  auto r = RunProcess([&] {
+    std::vector<std::string> argv = {Bin("gnn-train"), "--standalone"};
+    argv.insert(argv.end(), with.begin(), with.end());
+    return argv;
+  }());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("the decoder reads each edge's 4 features") != std::string::npos);
+  const json trained = json::parse(r.out.substr(r.out.rfind('{')));
+  const double acc = trained.at("test_acc").get<double>();
+  CHECK(acc > 0.5);
+  auto without = base;
+  without.insert(without.end(), {"--decoder_edge_feat", "false"});
+  const json plain = test::RunStandaloneTrainer(without);
+  // Different decoders (68 vs 64 inputs): both learn.
+  CHECK(plain.at("test_acc").get<double>() > 0.5);
+
+  // Inference feeds the same features to the decoder: the same figures.
+  const json inferred =
+      test::RunStandaloneTrainer({"--part_config", one, "--inference", "--restore_model_path",
+                                  s.dir / "m.pt", "--save_prediction_path", s.dir / "pred"});
+  CHECK(inferred.at("test_acc").get<double>() == Approx(acc).epsilon(1e-12));
+  // A graph without those edge features cannot feed it: one line.
+  const std::string bare = test::MakePartitions(
+      s.dir, "synthetic:nodes=3000,edges=20000,feat=16,classes=8,train=0.2,valid=0.1,etask=class",
+      1, "bare");
+  auto refused = RunProcess({Bin("gnn-train"), "--standalone", "--part_config", bare, "--inference",
+                             "--restore_model_path", s.dir / "m.pt", "--save_prediction_path",
+                             s.dir / "pred_bare"});
+  test::ExpectOneLine(refused, "gnn-train", "decoder reads 4 features per edge");
+  CHECK_FALSE(PathExists(s.dir / "pred_bare"));
+
+  // 2 machines: each trainer feeds its partition's edge features.
+  s.config = test::MakePartitions(s.dir, kWithFeatures, 2, "two");
+  s.graph_name = LoadPartitionConfig(s.config).graph_name;
+  const json two = s.Launch(
+      "--task edge_class --num_epochs 6 --eval_every 1 --lr 0.01 --seed 5 --fan_out 10,5 "
+      "--batch_size 500 --num_hidden 32",
+      "launch");
+  CHECK(two.at("test_acc").get<double>() > acc - 0.05);
 }

@@ -215,12 +215,15 @@ class DistEnv : public TrainEnv {
                                        config_.num_nodes, MixSeed(sb->rng_seed, 1));
     if (edge_task) {
       // Positions were checked by EdgeEndpoints.
+      const int64_t w = edge_labels_.feature_dim;
       for (int64_t e : sb->seeds) {
         if (edge_labels_.labels.empty()) {
           plan.targets.push_back(edge_labels_.targets[e]);
         } else {
           plan.labels.push_back(edge_labels_.labels[e]);
         }
+        plan.edge_inputs.insert(plan.edge_inputs.end(), edge_labels_.features.begin() + e * w,
+                                edge_labels_.features.begin() + (e + 1) * w);
       }
     }
     sb->seeds = std::move(plan.seeds);
@@ -298,6 +301,8 @@ class DistEnv : public TrainEnv {
         mb->labels = std::move(plan.labels);
         mb->targets = std::move(plan.targets);
         mb->label_width = mb->targets.empty() ? 0 : 1;
+        mb->edge_inputs = std::move(plan.edge_inputs);
+        mb->edge_input_dim = edge_labels_.feature_dim;
       }
     }
     return mb;
@@ -600,12 +605,15 @@ class DistEnv : public TrainEnv {
     LabeledEdges le;
     const std::vector<int64_t>& edges = eval_edges_[k];
     EdgeEndpoints(local_csc_, edges, &le.heads, &le.tails);
+    const int64_t w = edge_labels_.feature_dim;
     for (int64_t e : edges) {
       if (edge_labels_.labels.empty()) {
         le.targets.push_back(edge_labels_.targets[e]);
       } else {
         le.labels.push_back(edge_labels_.labels[e]);
       }
+      le.features.insert(le.features.end(), edge_labels_.features.begin() + e * w,
+                         edge_labels_.features.begin() + (e + 1) * w);
     }
     return le;
   }
@@ -697,7 +705,7 @@ class DistEnv : public TrainEnv {
   // train slice of any partition needs.
   void SplitLabeledEdges(const PartitionConfig& config, int num_machines) {
     if (!graph_->LocalCsc(&local_csc_)) throw Error("no local partition for --task " + o_.task);
-    edge_labels_ = ReadEdgeLabels(config, part_, o_.verify_checksums);
+    edge_labels_ = ReadEdgeLabels(config, part_, o_.verify_checksums, o_.decoder_edge_dim > 0);
     auto sharers_of = [&](int p) {
       return static_cast<int64_t>(PartitionMachines(p, config.num_parts, num_machines).size()) *
              o_.num_trainers;

@@ -133,7 +133,9 @@ class StandaloneEnv : public TrainEnv {
       // The labelled train edges are the items; each batch carries their
       // labels (LocalGraph::edge_labels), no negatives, and keeps them
       // and their reverses out of its blocks unless told otherwise.
-      edge_labels_ = ReadEdgeLabels(config, 0, o.verify_checksums);
+      edge_labels_ = ReadEdgeLabels(config, 0, o.verify_checksums, o.decoder_edge_dim > 0);
+      graph_.edge_inputs = edge_labels_.features.empty() ? nullptr : edge_labels_.features.data();
+      graph_.edge_input_dim = edge_labels_.feature_dim;
       lo_.link = true;
       lo_.num_negs = 0;
       lo_.remove_edge = o.exclude_target_edges;
@@ -233,12 +235,15 @@ class StandaloneEnv : public TrainEnv {
     LabeledEdges le;
     const std::vector<int64_t> edges = EdgesInSplit(k + 2);
     EdgeEndpoints(graph_.csc, edges, &le.heads, &le.tails);
+    const int64_t w = edge_labels_.feature_dim;
     for (int64_t e : edges) {
       if (edge_labels_.labels.empty()) {
         le.targets.push_back(edge_labels_.targets[e]);
       } else {
         le.labels.push_back(edge_labels_.labels[e]);
       }
+      le.features.insert(le.features.end(), edge_labels_.features.begin() + e * w,
+                         edge_labels_.features.begin() + (e + 1) * w);
     }
     return le;
   }

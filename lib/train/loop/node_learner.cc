@@ -251,6 +251,7 @@ class NodeLearner : public Learner {
         // The decoder's output: the edge classes, or 0 for a value.
         meta["edge_classes"] =
             config_.edge_label_kind == LabelKind::kClass ? config_.num_edge_classes : 0;
+        meta["decoder_edge_feat_dim"] = o_.decoder_edge_dim;
       }
       if (o_.use_edge_weight) meta["edge_weight"] = true;
       if (o_.edge_feat_dim > 0) {

@@ -122,7 +122,15 @@ void TakeModelMeta(const json& meta, const PartitionConfig& config, const std::s
                       config.graph_name + " has " + std::to_string(config.feature_dim));
     }
     const bool edge_task = o->task == "edge_class" || o->task == "edge_regression";
-    if (edge_task) CheckEdgeModel(config, path, get("edge_classes").get<int64_t>(), o->task);
+    if (edge_task) {
+      CheckEdgeModel(config, path, get("edge_classes").get<int64_t>(), o->task);
+      o->decoder_edge_dim = meta.value("decoder_edge_feat_dim", int64_t{0});
+      const int64_t has = config.hetero() ? 0 : config.edge_feature_dim;
+      if (o->decoder_edge_dim > 0 && has != o->decoder_edge_dim) {
+        throw DataError(path + "'s decoder reads " + std::to_string(o->decoder_edge_dim) +
+                        " features per edge; " + config.graph_name + " has " + std::to_string(has));
+      }
+    }
     const bool rows_task = o->task == "multilabel" || o->task == "node_regression";
     if (!edge_task && (rows_task != (config.label_kind != LabelKind::kClass) ||
                        (rows_task && o->task != LabelTaskName(config.label_kind)))) {
@@ -249,7 +257,7 @@ class Inference {
     LabeledEdgeRows edges;
     std::vector<int64_t> pick;  // positions in `edges` to write
     if (shard_.part >= 0) {
-      edges = ReadLabeledEdges(config_, shard_.part, o_.verify_checksums);
+      edges = ReadLabeledEdges(config_, shard_.part, o_.verify_checksums, o_.decoder_edge_dim > 0);
       const int split = o_.node_mask == "train"   ? 1
                         : o_.node_mask == "valid" ? 2
                         : o_.node_mask == "test"  ? 3
@@ -276,8 +284,17 @@ class Inference {
             .index_select(0, torch::from_blob(pick.data(), {static_cast<int64_t>(pick.size())},
                                               torch::kInt64));
       };
+      const int64_t w = edges.feature_dim;
+      const torch::Tensor features =
+          w == 0 ? torch::Tensor()
+                 : torch::from_blob(edges.features.data(),
+                                    {static_cast<int64_t>(edges.split.size()), w}, torch::kFloat32)
+                       .index_select(
+                           0, torch::from_blob(pick.data(), {static_cast<int64_t>(pick.size())},
+                                               torch::kInt64));
       const torch::Tensor out =
-          DecodeEdges(*model_, emb, take(edges.heads), take(edges.tails), classes).contiguous();
+          DecodeEdges(*model_, emb, take(edges.heads), take(edges.tails), classes, features)
+              .contiguous();
       const torch::Tensor eids = take(edges.eids).contiguous();
       const fs::path dir = fs::path(o_.save_prediction_path) / PartDir(shard_.part);
       MakeDirs(dir.string());
@@ -623,7 +640,7 @@ RestoredModel RestoreModel(const std::vector<char>& bytes, const std::string& pa
   r.model = MakeNodeModel(*o, config.feature_dim, file.meta.at("out_feats").get<int64_t>());
   if (o->EdgeTask()) {
     const int64_t classes = file.meta.at("edge_classes").get<int64_t>();
-    AttachEdgeDecoder(*r.model, o->num_hidden, classes > 0 ? classes : 1);
+    AttachEdgeDecoder(*r.model, o->num_hidden, classes > 0 ? classes : 1, o->decoder_edge_dim);
   }
   LoadParams(*r.model, o->model, file, path);
   r.model->eval();

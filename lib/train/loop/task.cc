@@ -227,7 +227,7 @@ class EdgeTask : public Task {
         out_(classes_ ? config.num_edge_classes : 1) {}
   int64_t OutputDim() const override { return o_.num_hidden; }
   void Attach(NodeModel& model) override {
-    AttachEdgeDecoder(model, o_.num_hidden, out_);
+    AttachEdgeDecoder(model, o_.num_hidden, out_, o_.decoder_edge_dim);
     model_ = &model;
   }
   std::string Signature() const override {
@@ -238,14 +238,14 @@ class EdgeTask : public Task {
     return static_cast<int64_t>(mb.pos_head.size());
   }
   torch::Tensor Loss(const torch::Tensor& out, MiniBatch& mb) override {
-    const torch::Tensor y = Decode(out, IdTensor(mb.pos_head), IdTensor(mb.pos_tail));
+    const torch::Tensor y = Decode(out, IdTensor(mb.pos_head), IdTensor(mb.pos_tail), Inputs(mb));
     if (classes_) return torch::nn::functional::cross_entropy(y, Truth(mb, y.device()));
     return torch::nn::functional::mse_loss(y, Truth(mb, y.device()));
   }
   // Classes: the share of edges whose class is right; values: the batch's RMSE.
   double TrainAccuracy(const torch::Tensor& out, MiniBatch& mb) override {
     torch::NoGradGuard no_grad;
-    const torch::Tensor y = Decode(out, IdTensor(mb.pos_head), IdTensor(mb.pos_tail));
+    const torch::Tensor y = Decode(out, IdTensor(mb.pos_head), IdTensor(mb.pos_tail), Inputs(mb));
     const torch::Tensor t = Truth(mb, y.device());
     if (classes_) return y.argmax(1).eq(t).to(torch::kFloat64).mean().item<double>();
     return (y - t).pow(2).mean().sqrt().item<double>();
@@ -263,8 +263,12 @@ class EdgeTask : public Task {
         const int64_t n = le.size(), slice = 1 << 16;
         for (int64_t b = 0; b < n; b += slice) {
           const int64_t e = std::min(n, b + slice);
+          const int64_t w = o_.decoder_edge_dim;
+          const torch::Tensor x =
+              w == 0 ? torch::Tensor()
+                     : torch::from_blob(le.features.data(), {n, w}, torch::kFloat32).slice(0, b, e);
           const torch::Tensor y =
-              Decode(emb, IdTensor(le.heads).slice(0, b, e), IdTensor(le.tails).slice(0, b, e));
+              Decode(emb, IdTensor(le.heads).slice(0, b, e), IdTensor(le.tails).slice(0, b, e), x);
           if (classes_) {
             sum += y.argmax(1).eq(IdTensor(le.labels).slice(0, b, e)).sum().item<double>();
           } else {
@@ -299,8 +303,19 @@ class EdgeTask : public Task {
  private:
   // [k, out_] (regression: squeezed to [k]) for the edges heads[i] -> tails[i].
   torch::Tensor Decode(const torch::Tensor& out, const torch::Tensor& heads,
-                       const torch::Tensor& tails) {
-    return DecodeEdges(*model_, out, heads, tails, classes_);
+                       const torch::Tensor& tails, const torch::Tensor& edge_inputs) {
+    return DecodeEdges(*model_, out, heads, tails, classes_, edge_inputs);
+  }
+  // The batch's edges' own features for the decoder (undefined without).
+  torch::Tensor Inputs(MiniBatch& mb) const {
+    const int64_t w = o_.decoder_edge_dim, n = static_cast<int64_t>(mb.pos_head.size());
+    if (w == 0) return {};
+    if (mb.edge_input_dim != w || static_cast<int64_t>(mb.edge_inputs.size()) != n * w) {
+      throw DataError("an edge batch brought " + std::to_string(mb.edge_inputs.size()) +
+                      " edge feature values for " + std::to_string(n) + " edges of " +
+                      std::to_string(w));
+    }
+    return torch::from_blob(mb.edge_inputs.data(), {n, w}, torch::kFloat32);
   }
   torch::Tensor Truth(MiniBatch& mb, const torch::Device& device) const {
     const int64_t n = static_cast<int64_t>(mb.pos_head.size());
@@ -326,23 +341,25 @@ class EdgeTask : public Task {
 
 }  // namespace
 
-void AttachEdgeDecoder(NodeModel& model, int64_t hidden, int64_t out) {
-  model.register_module(
-      "decoder", torch::nn::Sequential(torch::nn::Linear(2 * hidden, hidden), torch::nn::ReLU(),
-                                       torch::nn::Linear(hidden, out)));
+void AttachEdgeDecoder(NodeModel& model, int64_t hidden, int64_t out, int64_t edge_dim) {
+  model.register_module("decoder",
+                        torch::nn::Sequential(torch::nn::Linear(2 * hidden + edge_dim, hidden),
+                                              torch::nn::ReLU(), torch::nn::Linear(hidden, out)));
 }
 
 torch::Tensor DecodeEdges(NodeModel& model, const torch::Tensor& emb, const torch::Tensor& heads,
-                          const torch::Tensor& tails, bool classes) {
+                          const torch::Tensor& tails, bool classes,
+                          const torch::Tensor& edge_inputs) {
   std::shared_ptr<torch::nn::Module> found;
   for (const auto& child : model.named_children()) {
     if (child.key() == "decoder") found = child.value();
   }
   auto* decoder = found ? found->as<torch::nn::SequentialImpl>() : nullptr;
   if (decoder == nullptr) throw Error("the model has no edge decoder");
-  const torch::Tensor y = decoder->forward(torch::cat(
-      {emb.index_select(0, heads.to(emb.device())), emb.index_select(0, tails.to(emb.device()))},
-      1));
+  std::vector<torch::Tensor> parts = {emb.index_select(0, heads.to(emb.device())),
+                                      emb.index_select(0, tails.to(emb.device()))};
+  if (edge_inputs.defined()) parts.push_back(edge_inputs.to(emb.device()));
+  const torch::Tensor y = decoder->forward(torch::cat(parts, 1));
   return classes ? y : y.squeeze(1);
 }
 

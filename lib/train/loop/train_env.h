@@ -41,6 +41,7 @@ struct LabeledEdges {
   std::vector<int64_t> heads, tails;
   std::vector<int64_t> labels;
   std::vector<float> targets;
+  std::vector<float> features;  // a decoder that reads them: [size, decoder_edge_dim]
   int64_t size() const { return static_cast<int64_t>(heads.size()); }
 };
 

@@ -116,6 +116,10 @@ void RegisterTaskFlags(CLI::App& app, TaskOptions* o) {
                  "edge tasks: keep a batch's labelled edges (and their reverses) out of its "
                  "sampled neighbourhoods (true|false)")
       ->capture_default_str();
+  app.add_option("--decoder_edge_feat", o->decoder_edge_feat,
+                 "edge tasks on a graph with edge features: the decoder reads each edge's own "
+                 "features beside its ends' embeddings (true|false)")
+      ->capture_default_str();
   app.add_option("--num_negs", o->num_negs, "--task link: negative tails per positive edge")
       ->capture_default_str();
   app.add_flag(
@@ -200,9 +204,11 @@ void FinishTrainFlags(const CLI::App& app, TrainOptions* o) {
   if (o->Kind() != TaskKind::kLink && (app.count("--num_negs") > 0 || o->remove_edge)) {
     throw ConfigError("--num_negs and --remove_edge apply only to --task link");
   }
-  if (!o->EdgeTask() && app.count("--exclude_target_edges") > 0) {
-    throw ConfigError(
-        "--exclude_target_edges applies only to --task edge_class and edge_regression");
+  for (const char* flag : {"--exclude_target_edges", "--decoder_edge_feat"}) {
+    if (!o->EdgeTask() && app.count(flag) > 0) {
+      throw ConfigError(std::string(flag) +
+                        " applies only to --task edge_class and edge_regression");
+    }
   }
   ClusterFlagsFromEnv(app, o);
   namespace env = launch_env;

@@ -131,6 +131,12 @@ struct TaskOptions {
   // of its sampled neighbourhoods (GraphStorm's remove_target_edge_type,
   // DGL's exclude='reverse_id').
   bool exclude_target_edges = true;  // --exclude_target_edges true|false
+  // The edge tasks on a graph with edge features: the decoder reads each
+  // edge's own features beside its ends' embeddings (GraphStorm's
+  // decoder_edge_feat). decoder_edge_dim: their width when it does (set
+  // from the partitioning, or --inference's model file), else 0.
+  bool decoder_edge_feat = true;  // --decoder_edge_feat true|false
+  int64_t decoder_edge_dim = 0;
 
   TaskKind Kind() const;  // parsed task; throws ConfigError
   bool EdgeTask() const {
