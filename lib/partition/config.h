@@ -39,8 +39,9 @@ constexpr const char* kOrigEidsFile = "orig_eids.npy";
 // in-edge's input edge: int64 class, -1 for none, or float32 value) and
 // edge_split.npy (uint8 [stored in-edges]: 1 train, 2 valid, 3 test on
 // the stored in-edge that runs as the input lists the edge, source to
-// destination; 0 on its reverse and on edges in no split), so each
-// labelled input edge is one example, owned by its destination's partition.
+// destination, 4 there for an edge in no split; 0 on its reverse), so each
+// input edge is one stored in-edge with a split, owned by its destination's
+// partition, and each labelled one an example.
 constexpr const char* kEdgeLabelFile = "edge_label.npy";
 constexpr const char* kEdgeSplitFile = "edge_split.npy";
 // Sparse node features (a config with "feature_format": "sparse"): in

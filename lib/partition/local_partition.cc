@@ -169,11 +169,11 @@ EdgeLabelFiles ReadEdgeLabels(const PartitionConfig& config, int part, bool veri
   int64_t count[3] = {0, 0, 0};
   for (int64_t e = 0; e < m; ++e) {
     const uint8_t s = f.split[e];
-    if (s > 3) {
+    if (s > 4) {
       throw DataError(split_file + ": edge " + std::to_string(e) + " is in split " +
-                      std::to_string(s) + " (0 none, 1 train, 2 valid, 3 test)");
+                      std::to_string(s) + " (0 reverse, 1 train, 2 valid, 3 test, 4 none)");
     }
-    if (s == 0) continue;
+    if (s == 0 || s == 4) continue;
     ++count[s - 1];
     if (classes && (f.labels[e] < 0 || f.labels[e] >= config.num_edge_classes)) {
       throw DataError(label_file + ": edge " + std::to_string(e) + " has class " +

@@ -109,15 +109,15 @@ struct EdgeLabelFiles {
 // Reads them (checksums first when `verify_checksums`), and the edge
 // features too when `features` (the config must have some); DataError
 // naming the file when one is missing, of the wrong shape, or holds a
-// split other than 0-3, a class out of range or a value that is not finite
-// on an edge in a split, or a feature that is not finite.
+// split other than 0-4, a class out of range or a value that is not finite
+// on an edge in a split 1-3, or a feature that is not finite.
 EdgeLabelFiles ReadEdgeLabels(const PartitionConfig& config, int part, bool verify_checksums,
                               bool features = false);
 
-// The labelled edges of partition `part` (config.edge_labels), those in
-// a split, in stored order: each one's input edge id, its ends (global new
-// ids, the source as the input lists it first), split (1-3) and class or
-// value. Reads the partition's CSC and edge files (checksums first when
+// The input edges of partition `part` (config.edge_labels: the stored
+// in-edges that run as the input lists them), in stored order: each one's
+// input edge id, its ends (global new ids, the source first), split (1-3,
+// or 4 for none) and class or value. Reads the partition's CSC and edge files (checksums first when
 // `verify_checksums`); DataError naming a file as ReadEdgeLabels does.
 struct LabeledEdgeRows {
   std::vector<int64_t> eids, heads, tails;

@@ -198,8 +198,8 @@ void WriteEdgeLabels(const Dataset& d, const CsrT<Index>& in_csc,
     const int64_t v = r.orig[i];
     for (int64_t e = in_csc.indptr[v]; e < in_csc.indptr[v + 1]; ++e, ++k) {
       const uint8_t s = d.edge_split[static_cast<size_t>(part_eids[k])];
-      split[k] = reverse[e] ? 0 : s;
-      if (split[k] > 0) ++info->num_split_edges[split[k] - 1];
+      split[k] = reverse[e] ? 0 : s == 0 ? 4 : s;
+      if (split[k] >= 1 && split[k] <= 3) ++info->num_split_edges[split[k] - 1];
     }
   }
   if (d.edge_label_kind == LabelKind::kClass) {

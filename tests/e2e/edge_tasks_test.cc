@@ -51,7 +51,7 @@ std::map<int64_t, std::pair<double, int>> LabelledEdges(const std::string& confi
     }
     int64_t counted[3] = {0, 0, 0};
     for (int64_t e = 0; e < m; ++e) {
-      if (split[e] == 0) continue;
+      if (split[e] == 0 || split[e] == 4) continue;  // a reverse; an edge in no split
       ++counted[split[e] - 1];
       REQUIRE(out.emplace(eids[e], std::make_pair(label[e], int{split[e]})).second);
     }
@@ -158,6 +158,45 @@ TEST_CASE("edge classification: labelled edges partitioned, trained standalone a
   const json manifest = json::parse(ReadFile(s.dir / "pred/manifest.json"));
   CHECK(manifest.at("kind") == "edge_predictions");
   CHECK(manifest.at("shards")[0].at("edge_ids") == "part0/edge_ids.npy");
+  // --edge_ids: predictions for listed edges, labelled or not. Without
+  // its test split file the OGB folder's test edges are in no split.
+  std::filesystem::remove(s.dir / "ogb_edges/split/random/edge_test.csv.gz");
+  // (--undirected: as the synthetic graph, whose reverses the OGB layout
+  // does not list.)
+  auto part = RunProcess({Bin("gnn-partition"), "--dataset", s.dir / "ogb_edges", "--num_parts",
+                          "1", "--undirected", "--output", s.dir / "notest", "--quiet"});
+  INFO(part.err);
+  REQUIRE(part.exit_code == 0);
+  const std::string no_test = s.dir / "notest/ogb-edges.json";
+  std::vector<int64_t> listed;
+  for (const auto& [eid, ls] : labelled) {
+    if (ls.second == 3 && listed.size() < 100) listed.push_back(eid);
+  }
+  WriteNpy(s.dir / "listed.npy", listed);
+  const json some = test::RunStandaloneTrainer(
+      {"--part_config", no_test, "--inference", "--restore_model_path", s.dir / "m.pt",
+       "--save_prediction_path", s.dir / "pred_listed", "--edge_ids", s.dir / "listed.npy"});
+  CHECK(some.at("edges_written") == 100);
+  CHECK_FALSE(some.contains("test_acc"));  // no longer labelled test edges
+  std::vector<int64_t> written = ReadNpy<int64_t>(s.dir / "pred_listed/part0/edge_ids.npy", {100});
+  std::sort(written.begin(), written.end());
+  CHECK(written == listed);
+  // The same edges' predictions as when they were labelled.
+  const std::vector<int64_t> listed_pred =
+      ReadNpy<int64_t>(s.dir / "pred_listed/part0/pred.npy", {100});
+  const std::vector<int64_t> listed_ids =
+      ReadNpy<int64_t>(s.dir / "pred_listed/part0/edge_ids.npy", {100});
+  std::map<int64_t, int64_t> before;
+  for (size_t i = 0; i < eids.size(); ++i) before[eids[i]] = pred[i];
+  for (size_t i = 0; i < listed_ids.size(); ++i) CHECK(listed_pred[i] == before.at(listed_ids[i]));
+  WriteNpy(s.dir / "bad_ids.npy", std::vector<int64_t>{3, 40000});
+  auto bad_ids =
+      RunProcess({Bin("gnn-train"), "--standalone", "--part_config", no_test, "--inference",
+                  "--restore_model_path", s.dir / "m.pt", "--save_prediction_path",
+                  s.dir / "pred_bad", "--edge_ids", s.dir / "bad_ids.npy"});
+  test::ExpectOneLine(bad_ids, "gnn-train", "1 of its 2 ids are not edges of");
+  CHECK_FALSE(PathExists(s.dir / "pred_bad"));
+
   // Node outputs are not what an edge model predicts: one line.
   auto infer =
       RunProcess({Bin("gnn-train"), "--standalone", "--part_config", one, "--inference",

@@ -151,7 +151,10 @@ class DistEnv : public TrainEnv {
 
     // node_split with force_even (TrainerGroup::slot).
     const int64_t total = graph_->CountNodes(0);
-    if (total == 0) throw DataError(o.part_config + ": the graph has no training nodes");
+    // (The edge tasks' seeds are edges: SplitLabeledEdges.)
+    if (total == 0 && !o.EdgeTask()) {
+      throw DataError(o.part_config + ": the graph has no training nodes");
+    }
     const int slot = group.slot;
     train_ = graph_->SplitNodes(0, total * slot / world_, total * (slot + 1) / world_);
     const int64_t max_share = (total + world_ - 1) / world_;
@@ -721,7 +724,7 @@ class DistEnv : public TrainEnv {
     std::vector<int64_t> in_split[3];
     for (size_t e = 0; e < edge_labels_.split.size(); ++e) {
       const uint8_t s = edge_labels_.split[e];
-      if (s > 0) in_split[s - 1].push_back(static_cast<int64_t>(e));
+      if (s >= 1 && s <= 3) in_split[s - 1].push_back(static_cast<int64_t>(e));
     }
     auto slice = [&](const std::vector<int64_t>& all) {
       const int64_t n = static_cast<int64_t>(all.size());

@@ -317,7 +317,8 @@ class StandaloneEnv : public TrainEnv {
                    << cache_.device() << ", in " << std::setprecision(2) << watch.Seconds() << " s";
   }
 
-  // Positions of the stored in-edges in `split` (1 train, 2 valid, 3 test).
+  // Positions of the stored in-edges in `split` (1 train, 2 valid, 3 test;
+  // 4: none).
   std::vector<int64_t> EdgesInSplit(uint8_t split) const {
     std::vector<int64_t> edges;
     for (size_t e = 0; e < edge_labels_.split.size(); ++e) {

@@ -249,9 +249,14 @@ class Inference {
     if (!o_.nodes.empty() || !o_.save_embed_path.empty() || !o_.save_embeddings.empty()) {
       throw ConfigError(o_.restore_model_path + " is a --task " + o_.task +
                         " model: its inference writes a prediction per labelled edge "
-                        "(--save_prediction_path; --node_mask picks the edges by split), not "
-                        "--nodes, --save_embed_path or --save_embeddings");
+                        "(--save_prediction_path; --node_mask picks the edges by split, "
+                        "--edge_ids lists them), not --nodes, --save_embed_path or "
+                        "--save_embeddings");
     }
+    // --edge_ids: the listed input edges, labelled or not (an id that is
+    // not an edge of the graph is named before any work).
+    std::vector<int64_t> listed;
+    if (!o_.edge_ids.empty()) listed = ReadRequestedIds(*env_, o_.edge_ids);
     shard_ = env_->Shard();
     const bool classes = o_.Kind() == TaskKind::kEdgeClass;
     LabeledEdgeRows edges;
@@ -263,10 +268,19 @@ class Inference {
                         : o_.node_mask == "test"  ? 3
                                                   : 0;
       for (size_t i = 0; i < edges.split.size(); ++i) {
-        if (split == 0 || edges.split[i] == split) pick.push_back(static_cast<int64_t>(i));
+        const bool chosen = o_.edge_ids.empty()
+                                ? edges.split[i] != 4 && (split == 0 || edges.split[i] == split)
+                                : std::binary_search(listed.begin(), listed.end(), edges.eids[i]);
+        if (chosen) pick.push_back(static_cast<int64_t>(i));
       }
     }
     written_ = env_->SumOverRanks(static_cast<double>(pick.size()));
+    if (!o_.edge_ids.empty() && written_ < static_cast<double>(listed.size())) {
+      throw DataError("--edge_ids " + o_.edge_ids + ": " +
+                      std::to_string(listed.size() - static_cast<size_t>(written_)) + " of its " +
+                      std::to_string(listed.size()) + " ids are not edges of " +
+                      config_.graph_name + " (input edge ids are the lines of its edge list)");
+    }
     GNN_LOG(kInfo) << "inference with " << o_.model << " (" << model_->num_layers()
                    << " layers and an edge decoder, from " << o_.restore_model_path << ") over "
                    << config_.num_nodes << " nodes; writing " << static_cast<int64_t>(written_)
@@ -311,7 +325,7 @@ class Inference {
       for (size_t i = 0; i < pick.size(); ++i) {
         const size_t e = static_cast<size_t>(pick[i]);
         const int k = edges.split[e] - 2;
-        if (k < 0) continue;
+        if (k < 0 || k > 1) continue;  // train edges, or edges in no split
         total_[k] += 1;
         if (classes) {
           correct_[k] += pred.data_ptr<int64_t>()[i] == edges.labels[e];
@@ -346,7 +360,7 @@ class Inference {
                       {"graph_name", config_.graph_name},
                       {"num_parts", config_.num_parts},
                       {"num_edges", static_cast<int64_t>(written_)},
-                      {"edges", o_.node_mask},
+                      {"edges", o_.edge_ids.empty() ? o_.node_mask : "--edge_ids " + o_.edge_ids},
                       {"ids", "input edge ids"},
                       {"model_path", o_.restore_model_path},
                       {"model", model_meta_},

@@ -187,6 +187,9 @@ void RegisterInferenceFlags(CLI::App& app, InferenceOptions* o) {
                  "default the last hidden layer)");
   app.add_option("--nodes", o->nodes,
                  "--inference: only these nodes (a .npy of int64 ids of the input dataset)");
+  app.add_option("--edge_ids", o->edge_ids,
+                 "--inference of an edge model: predictions for these edges, labelled or not (a "
+                 ".npy of int64 input edge ids: lines of edge.csv.gz)");
   app.add_option("--node_mask", o->node_mask,
                  "--inference: only the train, valid or test nodes, or all")
       ->capture_default_str();

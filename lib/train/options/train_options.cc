@@ -129,6 +129,9 @@ void TrainOptions::ValidateInference() const {
   if (!nodes.empty() && node_mask != "all") {
     throw ConfigError("--nodes and --node_mask each choose the nodes: give one");
   }
+  if (!edge_ids.empty() && (node_mask != "all" || !nodes.empty())) {
+    throw ConfigError("--edge_ids chooses the edges: give it without --nodes and --node_mask");
+  }
   if (embed_layer == 0 || embed_layer < -1) {
     throw ConfigError("--embed_layer must be >= 1 (layer L's output; default the last hidden)");
   }

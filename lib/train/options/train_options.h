@@ -187,6 +187,7 @@ struct InferenceOptions {
   int embed_layer = -1;              // --embed_layer L: layer L's output (1-based; -1: last hidden)
   std::string nodes;                 // --nodes FILE.npy: the input ids to write (int64)
   std::string node_mask = "all";     // --node_mask train|valid|test|all
+  std::string edge_ids;              // --edge_ids FILE.npy: an edge model's input edge ids to write
   // --fan_out given with --inference: each node's prediction from its
   // neighbourhood sampled with these fan-outs (DGL's sampled evaluation);
   // empty: every neighbour, layer by layer. (fan_out itself then holds
