@@ -145,6 +145,17 @@ void LoadEdgeData(const PartitionConfig& config, int part, bool verify_checksums
   p->edge_data = std::move(rows);
 }
 
+void AppendEdgeRow(const EdgeLabelFiles& f, int64_t e, std::vector<int64_t>* labels,
+                   std::vector<float>* targets, std::vector<float>* features) {
+  if (f.labels.empty()) {
+    targets->push_back(f.targets[e]);
+  } else {
+    labels->push_back(f.labels[e]);
+  }
+  const int64_t w = f.feature_dim;
+  features->insert(features->end(), f.features.begin() + e * w, f.features.begin() + (e + 1) * w);
+}
+
 EdgeLabelFiles ReadEdgeLabels(const PartitionConfig& config, int part, bool verify_checksums,
                               bool features) {
   if (!config.edge_labels) {
@@ -237,13 +248,7 @@ LabeledEdgeRows ReadLabeledEdges(const PartitionConfig& config, int part, bool v
       r.heads.push_back(indices[e]);
       r.tails.push_back(info.node_start + v);
       r.split.push_back(f.split[e]);
-      r.features.insert(r.features.end(), f.features.begin() + e * f.feature_dim,
-                        f.features.begin() + (e + 1) * f.feature_dim);
-      if (f.labels.empty()) {
-        r.targets.push_back(f.targets[e]);
-      } else {
-        r.labels.push_back(f.labels[e]);
-      }
+      AppendEdgeRow(f, e, &r.labels, &r.targets, &r.features);
     }
   }
   for (int64_t h : r.heads) {

@@ -106,6 +106,10 @@ struct EdgeLabelFiles {
   std::vector<float> features;
   int64_t feature_dim = 0;
 };
+// Appends stored in-edge e's class (to *labels) or value (to *targets),
+// and its features when `f` holds some (to *features).
+void AppendEdgeRow(const EdgeLabelFiles& f, int64_t e, std::vector<int64_t>* labels,
+                   std::vector<float>* targets, std::vector<float>* features);
 // Reads them (checksums first when `verify_checksums`), and the edge
 // features too when `features` (the config must have some); DataError
 // naming the file when one is missing, of the wrong shape, or holds a

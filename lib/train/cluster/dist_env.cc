@@ -218,15 +218,8 @@ class DistEnv : public TrainEnv {
                                        config_.num_nodes, MixSeed(sb->rng_seed, 1));
     if (edge_task) {
       // Positions were checked by EdgeEndpoints.
-      const int64_t w = edge_labels_.feature_dim;
       for (int64_t e : sb->seeds) {
-        if (edge_labels_.labels.empty()) {
-          plan.targets.push_back(edge_labels_.targets[e]);
-        } else {
-          plan.labels.push_back(edge_labels_.labels[e]);
-        }
-        plan.edge_inputs.insert(plan.edge_inputs.end(), edge_labels_.features.begin() + e * w,
-                                edge_labels_.features.begin() + (e + 1) * w);
+        AppendEdgeRow(edge_labels_, e, &plan.labels, &plan.targets, &plan.edge_inputs);
       }
     }
     sb->seeds = std::move(plan.seeds);
@@ -602,25 +595,16 @@ class DistEnv : public TrainEnv {
     return labeled_;
   }
 
-  // The first trainer of each partition's first machine scores the
-  // partition's held-out edges.
   LabeledEdges EvalEdges(int k) override {
     LabeledEdges le;
     const std::vector<int64_t>& edges = eval_edges_[k];
     EdgeEndpoints(local_csc_, edges, &le.heads, &le.tails);
-    const int64_t w = edge_labels_.feature_dim;
-    for (int64_t e : edges) {
-      if (edge_labels_.labels.empty()) {
-        le.targets.push_back(edge_labels_.targets[e]);
-      } else {
-        le.labels.push_back(edge_labels_.labels[e]);
-      }
-      le.features.insert(le.features.end(), edge_labels_.features.begin() + e * w,
-                         edge_labels_.features.begin() + (e + 1) * w);
-    }
+    for (int64_t e : edges) AppendEdgeRow(edge_labels_, e, &le.labels, &le.targets, &le.features);
     return le;
   }
 
+  // The first trainer of each partition's first machine scores the
+  // partition's held-out edges.
   HeldOutEdges HeldOut() override {
     if (!FirstOfPartition()) return HeldOutEdges{config_.val_negatives, {}, {}, {}};
     return LoadHeldOutEdges(config_, part_, o_.verify_checksums);

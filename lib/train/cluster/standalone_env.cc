@@ -235,16 +235,7 @@ class StandaloneEnv : public TrainEnv {
     LabeledEdges le;
     const std::vector<int64_t> edges = EdgesInSplit(k + 2);
     EdgeEndpoints(graph_.csc, edges, &le.heads, &le.tails);
-    const int64_t w = edge_labels_.feature_dim;
-    for (int64_t e : edges) {
-      if (edge_labels_.labels.empty()) {
-        le.targets.push_back(edge_labels_.targets[e]);
-      } else {
-        le.labels.push_back(edge_labels_.labels[e]);
-      }
-      le.features.insert(le.features.end(), edge_labels_.features.begin() + e * w,
-                         edge_labels_.features.begin() + (e + 1) * w);
-    }
+    for (int64_t e : edges) AppendEdgeRow(edge_labels_, e, &le.labels, &le.targets, &le.features);
     return le;
   }
 

@@ -46,6 +46,18 @@ class NodeTask : public Task {
   int64_t classes_;
 };
 
+// Regression's figure: RMSE, lower is better (the best epoch has the
+// lowest validation RMSE).
+EvalMetric RmseMetric() {
+  EvalMetric m;
+  m.key = "rmse";
+  m.title = "RMSE";
+  m.lower_is_better = true;
+  m.train_key = "train_rmse";
+  m.train_title = "Train RMSE";
+  return m;
+}
+
 torch::Tensor Targets(MiniBatch& mb) {
   return torch::from_blob(mb.targets.data(),
                           {static_cast<int64_t>(mb.seeds.size()), mb.label_width}, torch::kFloat32);
@@ -95,17 +107,10 @@ class RowTask : public Task {
     return {figure[0], figure[1]};
   }
   EvalMetric Metric() const override {
+    if (!multilabel_) return RmseMetric();
     EvalMetric m;
-    if (multilabel_) {
-      m.key = "rocauc";
-      m.title = "ROC-AUC";
-    } else {
-      m.key = "rmse";
-      m.title = "RMSE";
-      m.lower_is_better = true;
-      m.train_key = "train_rmse";
-      m.train_title = "Train RMSE";
-    }
+    m.key = "rocauc";
+    m.title = "ROC-AUC";
     return m;
   }
 
@@ -284,17 +289,7 @@ class EdgeTask : public Task {
     }
     return {figure[0], figure[1]};
   }
-  EvalMetric Metric() const override {
-    EvalMetric m;
-    if (!classes_) {
-      m.key = "rmse";
-      m.title = "RMSE";
-      m.lower_is_better = true;
-      m.train_key = "train_rmse";
-      m.train_title = "Train RMSE";
-    }
-    return m;
-  }
+  EvalMetric Metric() const override { return classes_ ? EvalMetric() : RmseMetric(); }
   void Summarize(nlohmann::json* summary) const override {
     (*summary)["edges_per_s"] = (*summary)["seeds_per_s"];
     (*summary)["exclude_target_edges"] = o_.exclude_target_edges;
