@@ -128,11 +128,27 @@ DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
     AttachTyped(o);
     if (o.cache_bytes != 0 && config_.num_parts > 1) OpenTypedRowCaches();
   }
+  if (sparse_rows()) {
+    // Sparse rows are few bytes each: shipped as they are, not summed.
+    options_.aggregate_at_owner = false;
+    int64_t nnz = 0, rows = 0;
+    for (const PartInfo& info : config_.parts) {
+      const auto it = info.files.find(kFeatIndicesFile);
+      if (it != info.files.end()) nnz += static_cast<int64_t>(it->second.bytes / sizeof(int32_t));
+      rows += info.num_nodes();
+    }
+    avg_row_nnz_ = rows > 0 ? static_cast<double>(nnz) / static_cast<double>(rows) : 0;
+  }
   if (local_part_ >= 0) {
     local_ = ShmPartition::Attach(
         JobShmName(config_.graph_name, config_sha_, o.job_id, o.local_machine_id), config_,
         local_part_, o.attach_timeout);
-    if (o.cache_bytes != 0 && config_.num_parts > 1 && config_.feature_dim > 0) OpenRowCache();
+    if (o.cache_bytes != 0 && config_.num_parts > 1 && sparse_rows()) {
+      GNN_LOG(kInfo) << "hot-row cache off: " << config_.graph_name
+                     << "'s feature rows are sparse and travel as stored";
+    } else if (o.cache_bytes != 0 && config_.num_parts > 1 && config_.feature_dim > 0) {
+      OpenRowCache();
+    }
   }
 }
 
@@ -418,7 +434,94 @@ std::vector<Block> DistGraph::SampleBlocks(const std::vector<int64_t>& seeds,
   return blocks;
 }
 
+void DistGraph::PullSparseFeatures(const std::vector<int64_t>& ids, SparseRows* out) {
+  if (!sparse_rows()) {
+    throw ConfigError(config_.graph_name + " has dense feature rows: PullFeatures");
+  }
+  const size_t n = ids.size();
+  auto pos = ByOwner(ids);
+  // Where each asked row's column ids and values are (values null: ones).
+  std::vector<int64_t> count(n, 0);
+  std::vector<const int32_t*> cols(n, nullptr);
+  std::vector<const float*> vals(n, nullptr);
+  bool any_values = false;
+  // Requests of about 4 MB of reply each, all in flight at once.
+  const double entry = sizeof(int32_t) + (config_.feature_binary ? 0 : sizeof(float));
+  const size_t chunk = static_cast<size_t>(
+      std::clamp((4 << 20) / (entry * std::max(1.0, avg_row_nnz_) + 8), 1.0, 65536.0));
+  struct Pending {
+    net::Connection* conn;
+    uint64_t rid;
+    int part;
+    size_t first;
+    net::PullSparseRows asked;
+  };
+  std::vector<Pending> pending;
+  auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  for (int p = 0; p < config_.num_parts; ++p) {
+    if (pos[p].empty() || p == local_part_) continue;
+    cache_lookups_ += pos[p].size();
+    for (size_t first = 0; first < pos[p].size(); first += chunk) {
+      const size_t m = std::min(chunk, pos[p].size() - first);
+      net::PullSparseRows asked{std::vector<int64_t>(m), options_.wire_format, options_.id_coding};
+      for (size_t j = 0; j < m; ++j) asked.ids[j] = ids[pos[p][first + j]];
+      Message req = asked.Encode(0);
+      Sending(req);
+      net::Connection& c = Pick(p);
+      const uint64_t rid =
+          c.Start(std::move(req), static_cast<size_t>(m * (entry * avg_row_nnz_ + 8)), deadline);
+      pending.push_back({&c, rid, p, first, std::move(asked)});
+    }
+  }
+  if (local_part_ >= 0) {
+    const SparseView& sv = local_->view().sparse_features;
+    any_values = any_values || (sv.values != nullptr && !pos[local_part_].empty());
+    for (size_t i : pos[local_part_]) {
+      const int64_t r = ids[i] - local_->view().node_start;
+      count[i] = sv.indptr[r + 1] - sv.indptr[r];
+      cols[i] = sv.indices + sv.indptr[r];
+      if (sv.values) vals[i] = sv.values + sv.indptr[r];
+    }
+  }
+  std::vector<net::SparseRowsReply> replies(pending.size());  // keep the pointers valid
+  for (size_t q = 0; q < pending.size(); ++q) {
+    const Pending& p = pending[q];
+    Message r = p.conn->Finish(p.rid, deadline, "PullSparseRows");
+    for (const zmq::message_t& f : r.frames) wire_bytes_ += f.size();
+    replies[q] = net::SparseRowsReply::Decode(r, p.asked, config_.feature_dim, p.conn->peer());
+    const net::SparseRowsReply& rep = replies[q];
+    any_values = any_values || !rep.values.empty();
+    size_t at = 0;
+    for (size_t j = 0; j < rep.counts.size(); ++j) {
+      const size_t i = pos[p.part][p.first + j];
+      count[i] = rep.counts[j];
+      cols[i] = rep.columns.data() + at;
+      if (!rep.values.empty()) vals[i] = rep.values.data() + at;
+      at += static_cast<size_t>(rep.counts[j]);
+    }
+  }
+  out->cols = config_.feature_dim;
+  out->indptr.assign(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) out->indptr[i + 1] = out->indptr[i] + count[i];
+  const size_t nnz = static_cast<size_t>(out->indptr[n]);
+  out->indices.resize(nnz);
+  out->values.assign(any_values ? nnz : 0, 1.0f);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t at = static_cast<size_t>(out->indptr[i]), c = static_cast<size_t>(count[i]);
+    if (c == 0) continue;
+    std::memcpy(out->indices.data() + at, cols[i], c * sizeof(int32_t));
+    if (any_values && vals[i]) std::memcpy(out->values.data() + at, vals[i], c * sizeof(float));
+  }
+}
+
 void DistGraph::PullFeatures(const std::vector<int64_t>& ids, NoInitVector<float>* out) {
+  if (sparse_rows()) {
+    SparseRows rows;
+    PullSparseFeatures(ids, &rows);
+    SizeRowBuffer(out, ids.size() * static_cast<size_t>(config_.feature_dim));
+    Densify(rows.view(), out->data());
+    return;
+  }
   const int64_t dim = config_.feature_dim;
   SizeRowBuffer(out, ids.size() * static_cast<size_t>(dim));  // every row is written below
   const size_t row = static_cast<size_t>(dim) * sizeof(float);
@@ -661,8 +764,14 @@ MiniBatch DistGraph::MakeBatch(const std::vector<int64_t>& seeds, const std::vec
   MiniBatch mb;
   mb.seeds = seeds;
   mb.feature_dim = config_.feature_dim;
-  if (options_.aggregate_at_owner && exclude == nullptr && !fanouts.empty() &&
-      config_.feature_dim > 0 && edge_dim() == 0) {
+  if (sparse_rows() && edge_dim() == 0) {
+    // The first layer reads the input rows as they are stored.
+    mb.blocks = SampleBlocks(seeds, fanouts, replace, rng_seed, exclude);
+    PullSparseFeatures(mb.blocks.empty() ? seeds : mb.blocks.front().src_nodes,
+                       &mb.sparse_features);
+    mb.sparse = true;
+  } else if (options_.aggregate_at_owner && exclude == nullptr && !fanouts.empty() &&
+             config_.feature_dim > 0 && edge_dim() == 0) {
     // Layers above the first as usual; the first at the owners.
     mb.blocks = SampleBlocks(seeds, fanouts, replace, rng_seed, nullptr, 1);
     // Block 0 keeps only its destinations (their rows and means are the

@@ -122,8 +122,19 @@ class DistGraph {
   void SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bool replace,
                        uint64_t rng_seed, NoInitVector<float>* out);
 
-  // Feature rows [ids.size(), feature_dim] and labels of any nodes.
+  // Feature rows [ids.size(), feature_dim] and labels of any nodes. A
+  // sparse-feature graph's rows travel sparse (PullSparseFeatures) and are
+  // made dense here.
   void PullFeatures(const std::vector<int64_t>& ids, NoInitVector<float>* out);
+  // A sparse-feature graph (sparse_rows()): rows [ids.size(), feature_dim]
+  // as stored, from shared memory or their owners (PullSparseRows, in
+  // options.wire_format and id_coding); values kept when any row has them.
+  void PullSparseFeatures(const std::vector<int64_t>& ids, SparseRows* out);
+  // Whether the graph's node features are CSR rows (homogeneous, config
+  // feature_format "sparse"): batches then carry them sparse
+  // (MiniBatch::sparse), nothing is aggregated at the owners and no
+  // hot-row cache is built.
+  bool sparse_rows() const { return !config_.hetero() && config_.sparse_features; }
   void PullLabels(const std::vector<int64_t>& ids, std::vector<int64_t>* out);
   // A multi-label or regression graph's label rows [ids.size(), label_width]
   // (config label_kind), from shared memory or the owners (PullTargets).
@@ -285,6 +296,8 @@ class DistGraph {
   TypedCscView hetero_csc_;
   int hetero_part_ = -1;
   std::vector<std::unique_ptr<ShmRowCache>> typed_caches_;  // [ntype]; null: none
+  // Sparse rows: stored entries per row, on average (sizes the requests).
+  double avg_row_nnz_ = 0;
   uint64_t wire_bytes_ = 0;
   uint64_t cache_lookups_ = 0;
   uint64_t cache_hits_ = 0;

@@ -20,6 +20,10 @@ using net::Message;
 
 void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bool replace,
                                 uint64_t rng_seed, NoInitVector<float>* out) {
+  if (sparse_rows()) {
+    throw ConfigError(config_.graph_name +
+                      "'s feature rows are sparse: they are not aggregated at the owners");
+  }
   const int64_t dim = config_.feature_dim;
   const int64_t n = static_cast<int64_t>(dsts.size());
   SizeRowBuffer(out, static_cast<size_t>(2 * n * dim));  // every row and sum is written

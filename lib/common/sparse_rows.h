@@ -47,6 +47,12 @@ void CheckSparse(const SparseView& v, int64_t indices_size, int64_t values_size,
 // rows x cols floats; zeros where nothing is stored.
 void Densify(const SparseView& v, float* out, int threads = 0);
 
+// Adds row `row` of `v` into the dense row `out` (v.cols floats).
+inline void AddSparseRow(const SparseView& v, int64_t row, float* out) {
+  for (int64_t k = v.indptr[row]; k < v.indptr[row + 1]; ++k)
+    out[v.indices[k]] += v.values ? v.values[k] : 1.0f;
+}
+
 // Rows of a dense row-major [rows, cols] matrix kept sparse: zeros are
 // dropped, and values too when every stored one is 1.
 SparseRows SparsifyDense(const float* dense, int64_t rows, int64_t cols, int threads = 0);

@@ -85,7 +85,9 @@ Message EncodeMiniBatch(const MiniBatch& b, uint64_t request_id) {
   // Edge data (protocol 7): a 9th int, the width, and a 4th frame per block.
   const int64_t edge_dim = b.blocks.empty() ? 0 : b.blocks.front().edge_dim;
   const bool edges = edge_dim > 0;
-  const bool cache = rows || edges || b.cache_lookups > 0;
+  // Sparse input rows (protocol 8): a 10th int, 1, and three CSR frames last.
+  const bool sparse = b.sparse;
+  const bool cache = rows || edges || sparse || b.cache_lookups > 0;
   const bool wire = cache || b.wire_bytes > 0;
   if (wire || b.input_means) ints.push_back(b.input_means ? 1 : 0);
   if (wire) ints.push_back(static_cast<int64_t>(b.wire_bytes));
@@ -94,8 +96,9 @@ Message EncodeMiniBatch(const MiniBatch& b, uint64_t request_id) {
     ints.push_back(static_cast<int64_t>(b.cache_hits));
   }
   // Label rows (protocol 6): the labels frame holds float32 [seeds, width].
-  if (rows || edges) ints.push_back(b.label_width);
-  if (edges) ints.push_back(edge_dim);
+  if (rows || edges || sparse) ints.push_back(b.label_width);
+  if (edges || sparse) ints.push_back(edge_dim);
+  if (sparse) ints.push_back(1);
   Message m = MakeMessage(MsgType::kMiniBatch, request_id, std::move(ints));
   AddArray(&m, b.seeds);
   if (rows) {
@@ -116,6 +119,16 @@ Message EncodeMiniBatch(const MiniBatch& b, uint64_t request_id) {
       AddArray(&m, blk.edge_data);
     }
   }
+  if (sparse) {
+    const SparseRows& x = b.sparse_features;
+    if (x.cols != b.feature_dim || x.indices.size() != static_cast<size_t>(x.nnz()) ||
+        !(x.values.empty() || x.values.size() == x.indices.size())) {
+      throw DataError("MiniBatch: its sparse rows do not match their width or entries");
+    }
+    AddArray(&m, x.indptr);
+    AddArray(&m, x.indices);
+    AddArray(&m, x.values);
+  }
   return m;
 }
 
@@ -124,20 +137,24 @@ MiniBatch DecodeMiniBatch(const Message& m) {
     throw ProtocolError("malformed MiniBatch (" + m.header.DebugString() + "): " + what);
   };
   if (m.header.msg_type() != MsgType::kMiniBatch || m.header.ints.size() < 3 ||
-      m.header.ints.size() > 9 || m.header.ints.size() == 6) {
+      m.header.ints.size() > 10 || m.header.ints.size() == 6) {
     fail("header");
   }
   MiniBatch b;
   b.index = m.header.ints[0];
+  if (m.header.ints.size() == 10) {
+    if (m.header.ints[9] != 1) fail("sparse flag");
+    b.sparse = true;
+  }
   int64_t edge_dim = 0;
-  if (m.header.ints.size() == 9) {
+  if (m.header.ints.size() >= 9) {
     edge_dim = m.header.ints[8];
-    if (edge_dim < 1 || edge_dim > kMaxEdgeDataWidth) fail("edge data width");
+    if (edge_dim < (b.sparse ? 0 : 1) || edge_dim > kMaxEdgeDataWidth) fail("edge data width");
   }
   if (m.header.ints.size() >= 8) {
-    // With edge data, 0 stands for class ids.
+    // With edge data or sparse rows, 0 stands for class ids.
     const int64_t w = m.header.ints[7];
-    if (w < (edge_dim > 0 ? 0 : 1) || w > kMaxLabelWidth) fail("label width");
+    if (w < (edge_dim > 0 || b.sparse ? 0 : 1) || w > kMaxLabelWidth) fail("label width");
     b.label_width = w;
   }
   if (m.header.ints.size() >= 4) {
@@ -158,7 +175,8 @@ MiniBatch DecodeMiniBatch(const Message& m) {
   b.feature_dim = m.header.ints[2];
   if (num_blocks < 0 || num_blocks > 16 || b.feature_dim < 0) fail("counts");
   const int64_t per_block = edge_dim > 0 ? 4 : 3;
-  if (m.frames.size() != static_cast<size_t>(3 + per_block * num_blocks)) fail("frame count");
+  const size_t block_frames = static_cast<size_t>(3 + per_block * num_blocks);
+  if (m.frames.size() != block_frames + (b.sparse ? 3 : 0)) fail("frame count");
   b.seeds = m.CopyArray<int64_t>(0);
   if (b.label_width > 0) {
     b.targets = m.CopyArray<float>(1);
@@ -192,6 +210,24 @@ MiniBatch DecodeMiniBatch(const Message& m) {
   const size_t inputs = !num_blocks     ? b.seeds.size()
                         : b.input_means ? 2 * static_cast<size_t>(b.blocks[0].num_dst)
                                         : b.blocks[0].src_nodes.size();
+  if (b.sparse) {
+    if (b.input_means || !b.features.empty()) fail("sparse rows with dense ones");
+    SparseRows& x = b.sparse_features;
+    x.cols = b.feature_dim;
+    x.indptr = m.CopyArray<int64_t>(block_frames);
+    x.indices = m.CopyArray<int32_t>(block_frames + 1);
+    x.values = m.CopyArray<float>(block_frames + 2);
+    if (x.indptr.size() != inputs + 1 || b.feature_dim > INT32_MAX) {
+      fail("sparse rows do not match the input nodes");
+    }
+    try {
+      CheckSparse(x.view(), static_cast<int64_t>(x.indices.size()),
+                  static_cast<int64_t>(x.values.size()), "sparse rows");
+    } catch (const DataError& e) {
+      fail(e.what());
+    }
+    return b;
+  }
   // Divide, not multiply: inputs * feature_dim can overflow and wrap to
   // the frame's size (found by tests/fuzz/protocol_fuzz.cc).
   const size_t dim = static_cast<size_t>(b.feature_dim);

@@ -417,6 +417,13 @@ std::string SampleReply::DebugString() const {
          ", neighbours=" + S(indices.size()) + "}";
 }
 std::string PullFeatures::DebugString() const { return "PullFeatures{ids=" + S(ids.size()) + "}"; }
+std::string PullSparseRows::DebugString() const {
+  return "PullSparseRows{ids=" + S(ids.size()) + "}";
+}
+std::string SparseRowsReply::DebugString() const {
+  return "SparseRowsReply{rows=" + S(counts.size()) + ", cols=" + S(cols) + ", nnz=" + S(nnz()) +
+         "}";
+}
 std::string SampleAggregateRequest::DebugString() const {
   return "SampleAggregateRequest{dsts=" + S(dsts.size()) + ", fanout=" + S(fanout) +
          ", replace=" + S(replace) + ", rng_seed=" + std::to_string(rng_seed) + "}";

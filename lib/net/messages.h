@@ -270,6 +270,43 @@ struct PullFeaturesReply {
   bool operator==(const PullFeaturesReply& o) const;  // same dim and bytes
 };
 
+// Rows of a sparse-feature partition as stored (CSR), answered by a
+// SparseRowsReply: one row per id, in order.
+struct PullSparseRows {
+  std::vector<int64_t> ids;
+  RowFormat format = RowFormat::kFloat32;  // of the reply's values
+  IdCoding coding = IdCoding::kInt64;      // of the ids, and the reply's counts and columns
+
+  std::string DebugString() const;
+  Message Encode(uint64_t request_id) const;
+  static PullSparseRows Decode(const Message& m);
+  bool operator==(const PullSparseRows& o) const;
+};
+
+// Sparse rows [counts.size(), cols]: row i's column ids are
+// columns[sum(counts[<i]) ...] (strictly increasing within a row), with as
+// many values, or none when every value is 1 (`values` empty). Values
+// travel in `format`; a decoded reply holds them as float32.
+struct SparseRowsReply {
+  int64_t cols = 0;
+  RowFormat format = RowFormat::kFloat32;
+  IdCoding coding = IdCoding::kInt64;
+  std::vector<int64_t> counts;   // [rows]
+  std::vector<int32_t> columns;  // [nnz]
+  std::vector<float> values;     // [nnz] or empty: every value is 1
+
+  size_t nnz() const { return columns.size(); }
+  std::string DebugString() const;
+  Message Encode(uint64_t request_id) const;
+  // Checks counts, columns (in [0, cols), increasing within each row) and
+  // values (as many as columns, or none; finite).
+  static SparseRowsReply Decode(const Message& m);
+  // Also: one row per asked id, `cols` wide, in the asked format and coding.
+  static SparseRowsReply Decode(const Message& m, const PullSparseRows& asked, int64_t cols,
+                                const std::string& peer);
+  bool operator==(const SparseRowsReply& o) const;
+};
+
 struct PullLabels {
   std::vector<int64_t> ids;
   IdCoding coding = IdCoding::kInt64;  // of the ids, and of the reply's labels

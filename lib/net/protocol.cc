@@ -53,6 +53,10 @@ const char* MsgTypeName(MsgType type) {
       return "PullOrigIds";
     case MsgType::kPullTargets:
       return "PullTargets";
+    case MsgType::kPullSparseRows:
+      return "PullSparseRows";
+    case MsgType::kSparseRowsReply:
+      return "SparseRowsReply";
     case MsgType::kMetadata:
       return "Metadata";
     case MsgType::kMetadataReply:

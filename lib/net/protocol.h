@@ -28,7 +28,9 @@ constexpr uint32_t kMagic = 0x314e4e47;  // "GNN1" as little-endian bytes
 //    then holds float32 rows).
 // 7: edge data with a sample (SampleRequest's optional 5th int asks for it;
 //    SampleReply's ints {coding, edge width} and a float32 frame of rows).
-constexpr uint16_t kProtocolVersion = 7;
+// 8: sparse feature rows on the wire (PullSparseRows, SparseRowsReply;
+//    MiniBatch's 10th int and three trailing CSR frames).
+constexpr uint16_t kProtocolVersion = 8;
 constexpr uint32_t kMaxArrayFrames = 32;
 constexpr uint64_t kMaxFrameBytes = uint64_t{4} << 30;  // one array frame
 constexpr size_t kMaxHeaderBytes = 64 << 10;
@@ -155,10 +157,17 @@ enum class MsgType : uint16_t {
   // Multi-label and regression graphs' labels: float32 rows of the
   // partition's label width.
   kPullTargets = 38,  // ints: {} or {coding}; frames: ids[ids] -> PullFeaturesReply (float32)
+  // Sparse-feature partitions' rows as they are stored (CSR), not made
+  // dense: each row's count of stored entries, their column ids, and their
+  // values unless every value is 1.
+  kPullSparseRows = 39,   // ints: {format, coding}; frames: ids[ids]
+  kSparseRowsReply = 40,  // ints: {cols, format, coding, has values}; frames: counts[ids],
+                          // columns[nnz] (int32, or varints with coding 1)[, values[nnz] of
+                          // the format]
 };
 
 // Largest MsgType value; types above it are unknown.
-constexpr uint16_t kMaxMsgType = 38;
+constexpr uint16_t kMaxMsgType = 40;
 
 const char* MsgTypeName(MsgType type);
 

@@ -1,6 +1,7 @@
 // The messages that carry feature rows: the row format, SampleAggregate,
-// PullFeatures, PullSums and their replies (messages.h).
+// PullFeatures, PullSums, PullSparseRows and their replies (messages.h).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "common/bfloat16.h"
@@ -354,6 +355,130 @@ PullFeaturesReply PullFeaturesReply::Decode(const Message& m, const PullSums& as
 bool PullFeaturesReply::operator==(const PullFeaturesReply& o) const {
   return dim == o.dim && format == o.format && rows.size() == o.rows.size() &&
          (rows.size() == 0 || std::memcmp(rows.data(), o.rows.data(), rows.size()) == 0);
+}
+
+// -------------------------------------------------------- PullSparseRows
+
+Message PullSparseRows::Encode(uint64_t request_id) const {
+  Message m = MakeMessage(MsgType::kPullSparseRows, request_id,
+                          {static_cast<int64_t>(format), static_cast<int64_t>(coding)});
+  AddInts(&m, ids, coding);
+  return m;
+}
+
+PullSparseRows PullSparseRows::Decode(const Message& m) {
+  constexpr MsgType kType = MsgType::kPullSparseRows;
+  Expect(m, kType, 2, 1);
+  PullSparseRows r;
+  r.format = FormatOf(m.header.ints[0], kType);
+  r.coding = IdCodingOf(m.header.ints[1], kType);
+  r.ids = ReadInts(m, 0, r.coding, kMaxRequestValues);
+  return r;
+}
+
+bool PullSparseRows::operator==(const PullSparseRows& o) const {
+  return ids == o.ids && format == o.format && coding == o.coding;
+}
+
+Message SparseRowsReply::Encode(uint64_t request_id) const {
+  const bool has_values = !values.empty();
+  Message m = MakeMessage(
+      MsgType::kSparseRowsReply, request_id,
+      {cols, static_cast<int64_t>(format), static_cast<int64_t>(coding), has_values ? 1 : 0});
+  AddInts(&m, counts, coding);
+  if (coding == IdCoding::kInt64) {
+    AddArray(&m, columns);
+  } else {
+    // Column ids increase within a row: small differences, 1-2 bytes each.
+    AddInts(&m, std::vector<int64_t>(columns.begin(), columns.end()), coding);
+  }
+  if (has_values) {
+    zmq::message_t frame(values.size() * RowFormatBytes(format));
+    RowIn(frame, format, static_cast<int64_t>(values.size()), 0, values.data());
+    AddFrame(&m, std::move(frame));
+  }
+  return m;
+}
+
+SparseRowsReply SparseRowsReply::Decode(const Message& m) {
+  constexpr MsgType kType = MsgType::kSparseRowsReply;
+  const bool has_values = m.header.ints.size() == 4 && m.header.ints[3] == 1;
+  Expect(m, kType, 4, has_values ? 3 : 2);
+  if (m.header.ints[3] != 0 && m.header.ints[3] != 1) Malformed(kType, "values flag");
+  SparseRowsReply r;
+  r.cols = m.header.ints[0];
+  if (r.cols < 0 || r.cols > INT32_MAX) Malformed(kType, "width " + std::to_string(r.cols));
+  r.format = FormatOf(m.header.ints[1], kType);
+  r.coding = IdCodingOf(m.header.ints[2], kType);
+  const size_t max_values = static_cast<size_t>(kMaxReplyBytes) / sizeof(int32_t);
+  r.counts = ReadInts(m, 0, r.coding, max_values);
+  if (r.coding == IdCoding::kInt64) {
+    r.columns = m.CopyArray<int32_t>(1);
+  } else {
+    const std::vector<int64_t> c = ReadInts(m, 1, r.coding, max_values);
+    r.columns.resize(c.size());
+    for (size_t k = 0; k < c.size(); ++k) {
+      if (c[k] < 0 || c[k] >= r.cols) Malformed(kType, "column id " + std::to_string(c[k]));
+      r.columns[k] = static_cast<int32_t>(c[k]);
+    }
+  }
+  // Counts that add up to the columns, and columns increasing in each row.
+  size_t at = 0;
+  for (size_t i = 0; i < r.counts.size(); ++i) {
+    const int64_t c = r.counts[i];
+    if (c < 0 || static_cast<uint64_t>(c) > r.columns.size() - at) {
+      Malformed(kType, "row " + N(i) + "'s count " + std::to_string(c) + " passes the " +
+                           N(r.columns.size()) + " column ids");
+    }
+    for (size_t k = at; k < at + static_cast<size_t>(c); ++k) {
+      const int32_t col = r.columns[k];
+      if (col < 0 || col >= r.cols || (k > at && col <= r.columns[k - 1])) {
+        Malformed(kType, "row " + N(i) + " has column id " + std::to_string(col) +
+                             " out of range or out of order (width " + std::to_string(r.cols) +
+                             ")");
+      }
+    }
+    at += static_cast<size_t>(c);
+  }
+  if (at != r.columns.size()) {
+    Malformed(kType,
+              "counts add up to " + N(at) + ", not its " + N(r.columns.size()) + " column ids");
+  }
+  if (has_values) {
+    const size_t bytes = RowFormatBytes(r.format);
+    if (m.frames[2].size() != r.columns.size() * bytes) {
+      Malformed(kType, N(m.frames[2].size() / bytes) + " values for " + N(r.columns.size()) +
+                           " column ids");
+    }
+    r.values.resize(r.columns.size());
+    if (!r.values.empty())
+      RowOut(m.frames[2], r.format, static_cast<int64_t>(r.values.size()), 0, r.values.data());
+    for (float v : r.values) {
+      if (!std::isfinite(v)) Malformed(kType, "a value that is not finite");
+    }
+  }
+  return r;
+}
+
+SparseRowsReply SparseRowsReply::Decode(const Message& m, const PullSparseRows& asked, int64_t cols,
+                                        const std::string& peer) {
+  SparseRowsReply r = FromPeer(peer, [&] { return SparseRowsReply::Decode(m); });
+  if (r.format != asked.format || r.coding != asked.coding) {
+    Bad(peer, std::string("a SparseRowsReply in ") + RowFormatName(r.format) + "/" +
+                  IdCodingName(r.coding) + " to a " + RowFormatName(asked.format) + "/" +
+                  IdCodingName(asked.coding) + " request");
+  }
+  if (r.cols != cols || r.counts.size() != asked.ids.size()) {
+    Bad(peer, "a SparseRowsReply of " + N(r.counts.size()) + " rows of width " +
+                  std::to_string(r.cols) + " for " + N(asked.ids.size()) + " rows of " +
+                  std::to_string(cols));
+  }
+  return r;
+}
+
+bool SparseRowsReply::operator==(const SparseRowsReply& o) const {
+  return cols == o.cols && format == o.format && coding == o.coding && counts == o.counts &&
+         columns == o.columns && values == o.values;
 }
 
 }  // namespace gnn::net

@@ -452,7 +452,8 @@ void MeanOfSources(const float* rows, int64_t row_start, int64_t dim, const Bloc
 }
 
 void PackInputMeans(MiniBatch* mb, int threads) {
-  if (mb->input_means || mb->blocks.empty() || mb->feature_dim == 0) return;
+  // Sparse rows: the first layer projects them before it aggregates.
+  if (mb->input_means || mb->sparse || mb->blocks.empty() || mb->feature_dim == 0) return;
   const Block& first = mb->blocks.front();
   const int64_t dim = mb->feature_dim, n = first.num_dst;
   if (static_cast<int64_t>(mb->features.size()) != first.num_src() * dim) {

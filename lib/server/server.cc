@@ -176,6 +176,12 @@ Message OnSampleAggregate(ServerState& s, const Message& req) {
                               " MiB) passes the reply limit of " +
                               std::to_string(kMaxPullReplyBytes >> 20) + " MiB: split the request");
   }
+  if (v.sparse()) {
+    return net::MakeError(id, net::kErrBadRequest,
+                          s.name +
+                              " holds sparse feature rows: a first layer over them is "
+                              "not aggregated at the owner (ask PullSparseRows)");
+  }
   // Own rows only for the destinations the asker lacks (the first own_rows).
   net::SampleAggregateReply rep(v.feature_dim, n, r.format, r.coding, r.own_rows);
   const size_t own = r.own_rows < 0 ? n : static_cast<size_t>(r.own_rows);
@@ -218,6 +224,16 @@ Message OnPullFeatures(ServerState& s, const Message& req) {
                               std::to_string(kMaxPullReplyBytes >> 20) + " MiB: split the request");
   }
   net::PullFeaturesReply rep(v.feature_dim, n, asked.format);
+  if (v.sparse()) {
+    // Sparse rows asked for as dense ones (serving, inference): made dense here.
+    std::vector<float> dense(static_cast<size_t>(v.feature_dim));
+    for (size_t i = 0; i < n; ++i) {
+      std::fill(dense.begin(), dense.end(), 0.0f);
+      AddSparseRow(v.sparse_features, ids[i] - v.node_start, dense.data());
+      rep.SetRow(i, dense.data());
+    }
+    return rep.Encode(id);
+  }
   if (asked.format != net::RowFormat::kFloat32) {
     for (size_t i = 0; i < n; ++i) {
       rep.SetRow(i, v.features + (ids[i] - v.node_start) * v.feature_dim);
@@ -229,6 +245,47 @@ Message OnPullFeatures(ServerState& s, const Message& req) {
     // Rows are scattered in memory: fetch a few ahead of the copy.
     if (i + 8 < n) PrefetchBytes(v.features + (ids[i + 8] - v.node_start) * v.feature_dim, row);
     std::memcpy(dst + i * row, v.features + (ids[i] - v.node_start) * v.feature_dim, row);
+  }
+  return rep.Encode(id);
+}
+
+// A sparse-feature partition's rows as stored: counts, column ids and
+// values (unless every value is 1), bounded like a dense reply.
+Message OnPullSparseRows(ServerState& s, const Message& req) {
+  const uint64_t id = req.header.request_id;
+  const net::PullSparseRows asked = net::PullSparseRows::Decode(req);
+  CheckOwned(s, asked.ids);
+  const PartitionView& v = *s.view;
+  if (!v.sparse()) {
+    return net::MakeError(id, net::kErrBadRequest,
+                          s.name + " holds dense feature rows: ask PullFeatures");
+  }
+  const SparseView& sv = v.sparse_features;
+  net::SparseRowsReply rep;
+  rep.cols = sv.cols;
+  rep.format = asked.format;
+  rep.coding = asked.coding;
+  rep.counts.resize(asked.ids.size());
+  int64_t nnz = 0;
+  for (size_t i = 0; i < asked.ids.size(); ++i) {
+    const int64_t r = asked.ids[i] - v.node_start;
+    rep.counts[i] = sv.indptr[r + 1] - sv.indptr[r];
+    nnz += rep.counts[i];
+  }
+  const int64_t per_entry = sizeof(int32_t) + (sv.values ? sizeof(float) : 0);
+  if (nnz > kMaxPullReplyBytes / per_entry) {
+    return net::MakeError(id, net::kErrBadRequest,
+                          "PullSparseRows of " + std::to_string(asked.ids.size()) + " rows (" +
+                              std::to_string(nnz) + " entries) passes the reply limit of " +
+                              std::to_string(kMaxPullReplyBytes >> 20) + " MiB: split the request");
+  }
+  rep.columns.reserve(static_cast<size_t>(nnz));
+  if (sv.values) rep.values.reserve(static_cast<size_t>(nnz));
+  for (int64_t gid : asked.ids) {
+    const int64_t r = gid - v.node_start;
+    rep.columns.insert(rep.columns.end(), sv.indices + sv.indptr[r], sv.indices + sv.indptr[r + 1]);
+    if (sv.values)
+      rep.values.insert(rep.values.end(), sv.values + sv.indptr[r], sv.values + sv.indptr[r + 1]);
   }
   return rep.Encode(id);
 }
@@ -254,8 +311,16 @@ Message OnPullSums(ServerState& s, const Message& req) {
   std::vector<float> wide;
   if (asked.format != net::RowFormat::kFloat32) wide.resize(groups * v.feature_dim);
   float* sums = wide.empty() ? rep.data() : wide.data();
-  SumRowGroups(v.features, v.feature_dim, v.node_start, asked.ids.data(), asked.group_ptr.data(),
-               static_cast<int64_t>(groups), sums);
+  if (v.sparse()) {
+    std::fill(sums, sums + groups * v.feature_dim, 0.0f);
+    for (size_t g = 0; g < groups; ++g) {
+      for (int64_t k = asked.group_ptr[g]; k < asked.group_ptr[g + 1]; ++k)
+        AddSparseRow(v.sparse_features, asked.ids[k] - v.node_start, sums + g * v.feature_dim);
+    }
+  } else {
+    SumRowGroups(v.features, v.feature_dim, v.node_start, asked.ids.data(), asked.group_ptr.data(),
+                 static_cast<int64_t>(groups), sums);
+  }
   for (size_t g = 0; !wide.empty() && g < groups; ++g) rep.SetRow(g, sums + g * v.feature_dim);
   return rep.Encode(id);
 }
@@ -365,6 +430,8 @@ Message HandleRequest(ServerState& s, const Message& req) {
       return OnSample(s, req);
     case MsgType::kPullFeatures:
       return OnPullFeatures(s, req);
+    case MsgType::kPullSparseRows:
+      return OnPullSparseRows(s, req);
     case MsgType::kSampleAggregate:
       return OnSampleAggregate(s, req);
     case MsgType::kPullSums:

@@ -75,6 +75,9 @@ struct ShmHeader {
   int64_t node_start, num_nodes, num_edges, feature_dim, num_classes, graph_num_nodes;
   int64_t label_width;  // plain: 0 for class ids, else float32 label rows [n, label_width]
   int64_t edge_dim;     // plain: width of the edge data slot after kOrig (0: none)
+  int64_t feat_nnz;     // plain, sparse features: stored entries of the CSR slots
+  int32_t sparse_feat;  // plain: 1 when the features are CSR slots (kFeat then empty)
+  int32_t feat_values;  // sparse_feat: 1 when a values slot follows the column ids
   int32_t typed;        // 1: a heterogeneous partition
   int32_t num_types;    // typed: node types, at most kMaxTypes
   int32_t target;       // typed: the labelled type
@@ -112,11 +115,18 @@ std::vector<Slot> SlotsOf(const ShmHeader& h, const std::vector<std::string>& ty
         DType::kUInt8, DType::kUInt8, DType::kUInt8,   DType::kInt64};
     const std::vector<int64_t> label_shape =
         w > 0 ? std::vector<int64_t>{n, w} : std::vector<int64_t>{n};
-    const std::vector<int64_t> shapes[kNumPlain] = {{n + 1}, {e}, {n, f}, label_shape,
-                                                    {n},     {n}, {n},    {n}};
+    const std::vector<int64_t> shapes[kNumPlain] = {
+        {n + 1}, {e}, {n, h.sparse_feat ? 0 : f}, label_shape, {n}, {n}, {n}, {n}};
     std::vector<Slot> out;
     for (int i = 0; i < kNumPlain; ++i) out.push_back({kPartFiles[i], dtypes[i], shapes[i]});
+    // Sparse features: no dense rows, the CSR after the edge data.
+    if (h.sparse_feat) out[kFeat].file.clear();
     if (h.edge_dim > 0) out.push_back({kEdgeFeatFile, DType::kFloat32, {e, h.edge_dim}});
+    if (h.sparse_feat) {
+      out.push_back({kFeatIndptrFile, DType::kInt64, {n + 1}});
+      out.push_back({kFeatIndicesFile, DType::kInt32, {h.feat_nnz}});
+      if (h.feat_values) out.push_back({kFeatValuesFile, DType::kFloat32, {h.feat_nnz}});
+    }
     return out;
   }
   auto type_name = [&](int t) {
@@ -250,6 +260,14 @@ ShmHeader HeaderFor(const std::string& name, const PartitionConfig& config, int 
   h.label_width = config.hetero() ? 0 : config.label_width;
   h.edge_dim = config.hetero() ? 0 : config.edge_feature_dim;
   h.graph_num_nodes = config.num_nodes;
+  if (!config.hetero() && config.sparse_features) {
+    const std::string indices = config.FilePath(part, kFeatIndicesFile);
+    const NpyHeader npy = ReadNpyHeader(indices);
+    if (npy.shape.size() != 1) throw DataError(indices + ": expected a 1-d array of column ids");
+    h.sparse_feat = 1;
+    h.feat_nnz = npy.shape[0];
+    h.feat_values = config.feature_binary ? 0 : 1;
+  }
   if (config.hetero()) {
     const HeteroPartitionView shape = HeteroShape(config, part);
     if (shape.ntype_ranges.size() > static_cast<size_t>(kMaxTypes)) {
@@ -276,9 +294,6 @@ ShmHeader HeaderFor(const std::string& name, const PartitionConfig& config, int 
 // written into `h`; h->total_bytes is the segment's size in whole pages.
 std::vector<ArrayPlan> PlanLayout(const PartitionConfig& config, int part, ShmHeader* h) {
   std::vector<Slot> slots = SlotsOf(*h, config.ntypes, config.target_ntype);
-  // Sparse-feature partitions: the feature slot holds their rows made
-  // dense (computed from the CSR files, not copied).
-  if (!config.hetero() && config.sparse_features) slots[kFeat].file.clear();
   std::vector<ArrayPlan> plan(slots.size());
   h->num_arrays = static_cast<int32_t>(slots.size());
   uint64_t offset = kShmHeaderBytes;
@@ -414,17 +429,6 @@ std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
         if (!plan[i].path.empty()) CopyArray(plan[i], bytes + plan[i].offset, want_sha[i]);
       }
     });
-    if (!config.hetero() && config.sparse_features) {
-      if (verify_checksums) {
-        for (const char* f : {kFeatIndptrFile, kFeatIndicesFile, kFeatValuesFile}) {
-          const auto it = config.parts[part].files.find(f);
-          if (it != config.parts[part].files.end())
-            VerifyPartFile(config.FilePath(part, f), it->second);
-        }
-      }
-      Densify(ReadSparseFeatures(config, part).view(),
-              reinterpret_cast<float*>(bytes + plan[kFeat].offset));
-    }
     // The checks every loader of the partition does (one function each), on
     // the mapped data; a typed partition's sampling keys are computed here.
     p->ReadHeader();
@@ -433,6 +437,11 @@ std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
                         reinterpret_cast<int64_t*>(bytes + plan[kTRngKeys].offset));
     } else {
       CheckPartitionArrays(config, part, ArraysOf(p->view_));
+      const SparseView& sv = p->view_.sparse_features;
+      if (p->view_.sparse()) {
+        CheckSparse(sv, header.feat_nnz, sv.values ? header.feat_nnz : 0,
+                    config.FilePath(part, kFeatIndptrFile) + " and " + kFeatIndicesFile);
+      }
     }
 
     __atomic_store_n(&h->ready, kShmReadyValue, __ATOMIC_RELEASE);
@@ -628,7 +637,9 @@ void ShmPartition::ReadHeader() {
   if (h->part_id < 0 || h->node_start < 0 || h->num_nodes < 0 || h->num_edges < 0 ||
       h->feature_dim < 0 || h->num_classes < 0 || h->label_width < 0 ||
       h->label_width > kMaxLabelWidth || (h->typed && h->label_width != 0) || h->edge_dim < 0 ||
-      h->edge_dim > kMaxLabelWidth || (h->typed && h->edge_dim != 0)) {
+      h->edge_dim > kMaxLabelWidth || (h->typed && h->edge_dim != 0) || h->feat_nnz < 0 ||
+      (h->sparse_feat != 0 && h->sparse_feat != 1) ||
+      (h->feat_values != 0 && h->feat_values != 1) || (h->typed && h->sparse_feat != 0)) {
     bad("negative counts in header");
   }
   if ((h->typed != 0 && h->typed != 1) || !TypesFit(*h)) bad("node types do not fit the header");
@@ -656,7 +667,18 @@ void ShmPartition::ReadHeader() {
   v.indptr = i64(kIndptr);
   v.indices = i64(kIndices);
   if (!h->typed) {
-    v.features = reinterpret_cast<const float*>(b + h->offset[kFeat]);
+    if (h->sparse_feat) {
+      // After kNumPlain: the edge data (when present), then the CSR.
+      const int csr = kNumPlain + (h->edge_dim > 0 ? 1 : 0);
+      SparseView& sv = v.sparse_features;
+      sv.rows = h->num_nodes;
+      sv.cols = h->feature_dim;
+      sv.indptr = i64(csr);
+      sv.indices = reinterpret_cast<const int32_t*>(b + h->offset[csr + 1]);
+      if (h->feat_values) sv.values = reinterpret_cast<const float*>(b + h->offset[csr + 2]);
+    } else {
+      v.features = reinterpret_cast<const float*>(b + h->offset[kFeat]);
+    }
     v.label_width = h->label_width;
     if (h->label_width > 0) {
       v.targets = reinterpret_cast<const float*>(b + h->offset[kLabel]);

@@ -19,7 +19,9 @@
 //   bytes 12..15 uint32 ready flag, kShmReadyValue once complete (written last)
 //   ...          counts, names, array offsets (kShmHeaderBytes in all)
 //   then the arrays, each at a 64-byte aligned offset: a homogeneous
-//   partition's in kPartFiles order; a heterogeneous one's indptr, indices,
+//   partition's in kPartFiles order (a sparse-feature partition's feature
+//   slot empty), its edge data, then a sparse-feature partition's CSR
+//   (feat_indptr, feat_indices, feat_values unless binary); a heterogeneous one's indptr, indices,
 //   etype, orig_nids, the target type's label and three masks, the sampling
 //   keys (computed by the creator: input id of each node), then the feature
 //   rows of each node type that has them, in type order.
@@ -34,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "common/sparse_rows.h"
 #include "partition/config.h"
 #include "partition/hetero_local.h"
 #include "sampling/sampler.h"
@@ -45,7 +48,8 @@ namespace gnn {
 // server, a trainer, a gnn-sampler) waits for server 0 to finish creating it.
 constexpr int kDefaultAttachTimeoutMs = 60000;
 
-constexpr uint32_t kShmFormatVersion = 4;        // 3: float32 label rows; 4: edge data
+// 3: float32 label rows; 4: edge data; 5: sparse feature rows (CSR slots)
+constexpr uint32_t kShmFormatVersion = 5;
 constexpr uint32_t kShmReadyValue = 0x59444552;  // "REDY"
 constexpr size_t kShmHeaderBytes = 4096;
 
@@ -61,8 +65,13 @@ struct PartitionView {
   int64_t num_classes = 0;
   const int64_t* indptr = nullptr;   // [num_nodes + 1]
   const int64_t* indices = nullptr;  // [num_edges] global ids
-  const float* features = nullptr;   // [num_nodes, feature_dim] row-major
-  const int64_t* labels = nullptr;   // [num_nodes], -1 = unlabelled (class ids only)
+  const float* features = nullptr;   // [num_nodes, feature_dim] row-major; null when sparse
+  // A sparse-feature partition (config feature_format "sparse"): its rows
+  // as stored, CSR [num_nodes, feature_dim] (values null: every value is
+  // 1); indptr null otherwise.
+  SparseView sparse_features;
+  bool sparse() const { return sparse_features.indptr != nullptr; }
+  const int64_t* labels = nullptr;  // [num_nodes], -1 = unlabelled (class ids only)
   // Multi-label / regression graphs: [num_nodes, label_width] (labels null).
   int64_t label_width = 0;
   const float* targets = nullptr;

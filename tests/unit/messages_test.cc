@@ -475,3 +475,71 @@ TEST_CASE("the batch messages round-trip with varint ids, and replies in varints
                                         asked, 50, "server"),
                     Catch::Contains("node id 60 outside the graph"));
 }
+
+TEST_CASE(
+    "sparse rows round-trip as counts, column ids and values, are checked, and take a fraction "
+    "of dense rows' bytes",
+    "[unit]") {
+  for (const IdCoding c : {IdCoding::kInt64, IdCoding::kVarint}) {
+    for (const RowFormat f : {RowFormat::kFloat32, RowFormat::kBfloat16}) {
+      INFO(IdCodingName(c) << " " << RowFormatName(f));
+      RoundTrips(PullSparseRows{{7, 3, int64_t{1} << 40}, f, c});
+      SparseRowsReply r;
+      r.cols = 1000;
+      r.format = f;
+      r.coding = c;
+      r.counts = {2, 0, 3};
+      r.columns = {4, 999, 0, 500, 501};
+      RoundTrips(r);                       // binary: no values frame
+      r.values = {1.5f, -2, 0.25f, 8, 3};  // exact in bfloat16 too
+      RoundTrips(r);
+      const PullSparseRows asked{{1, 2, 3}, f, c};
+      CHECK_NOTHROW(SparseRowsReply::Decode(Received(r.Encode(1)), asked, 1000, "server 1"));
+      CHECK_THROWS_WITH(SparseRowsReply::Decode(Received(r.Encode(1)), asked, 999, "server 1"),
+                        Catch::Contains("server 1 sent a SparseRowsReply of 3 rows of width 1000 "
+                                        "for 3 rows of 999"));
+      const PullSparseRows two{{1, 2}, f, c};
+      CHECK_THROWS_WITH(SparseRowsReply::Decode(Received(r.Encode(1)), two, 1000, "server 1"),
+                        Catch::Contains("for 2 rows"));
+    }
+  }
+  SparseRowsReply r;
+  r.cols = 10;
+  r.counts = {2, 1};
+  r.columns = {3, 5, 9};
+  RefusesBadShapes<SparseRowsReply>(r.Encode(1), "SparseRowsReply");
+  RefusesBadShapes<PullSparseRows>(PullSparseRows{{1}}.Encode(1), "PullSparseRows");
+  auto refused = [](const SparseRowsReply& bad, const std::string& what) {
+    INFO(what);
+    CHECK_THROWS_WITH(SparseRowsReply::Decode(Received(bad.Encode(1))),
+                      Catch::Contains("malformed SparseRowsReply: " + what));
+  };
+  SparseRowsReply b = r;
+  b.columns = {5, 3, 9};  // out of order within a row
+  refused(b, "row 0 has column id 3 out of range or out of order (width 10)");
+  b = r;
+  b.columns = {3, 5, 10};  // past the width
+  refused(b, "row 1 has column id 10 out of range");
+  b = r;
+  b.counts = {2, 2};  // more than the column ids
+  refused(b, "row 1's count 2 passes the 3 column ids");
+  b = r;
+  b.counts = {1, 1};  // fewer
+  refused(b, "counts add up to 2, not its 3 column ids");
+  b = r;
+  b.values = {1, std::numeric_limits<float>::quiet_NaN(), 2};
+  refused(b, "a value that is not finite");
+  b = r;
+  b.coding = IdCoding::kVarint;
+  b.columns = {3, 5, -1};
+  refused(b, "column id -1");
+  // 30 words of 10,000: a fraction of a dense row's 40,000 bytes.
+  SparseRowsReply bow;
+  bow.cols = 10000;
+  bow.coding = IdCoding::kVarint;
+  bow.counts = {30};
+  for (int k = 0; k < 30; ++k) bow.columns.push_back(k * 333);
+  size_t bytes = 0;
+  for (const auto& f : bow.Encode(1).frames) bytes += f.size();
+  CHECK(bytes <= 100);
+}

@@ -34,6 +34,7 @@
 #include "train/cluster/range_eval.h"
 #include "train/loop/inference.h"
 #include "train/loop/train_env.h"
+#include "train/models/sparse_input.h"
 
 namespace gnn {
 
@@ -93,7 +94,9 @@ class Prefetcher {
         // Layer 0's means and the backward pass's transposes, made here
         // rather than on the trainer's critical path.
         if (options_.pack_input_means) PackInputMeans(&mb, 1);
-        for (size_t l = 1; l < mb.blocks.size(); ++l) BuildTranspose(&mb.blocks[l]);
+        // Sparse rows: the first layer projects before it aggregates, so
+        // a gradient flows through block 0 too.
+        for (size_t l = mb.sparse ? 0 : 1; l < mb.blocks.size(); ++l) BuildTranspose(&mb.blocks[l]);
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [&] { return static_cast<int>(queue_.size()) < prefetch_ || stop_; });
         if (stop_) return;
@@ -335,13 +338,18 @@ class DistEnv : public TrainEnv {
       graph_->SampleNeighbors(dst, -1, false, 0, ptr, idx, rows);
     };
     source.features = [&](const std::vector<int64_t>& ids) {
+      if (graph_->sparse_rows() && graph_->edge_dim() == 0) {
+        SparseRows rows;
+        graph_->PullSparseFeatures(ids, &rows);
+        return SparseInput(rows);
+      }
       NoInitVector<float> feats;
       graph_->PullFeatures(ids, &feats);
       return torch::from_blob(feats.data(), {static_cast<int64_t>(ids.size()), config_.feature_dim},
                               torch::kFloat32)
           .clone();
     };
-    if (o_.AggregatesAtOwner()) {
+    if (o_.AggregatesAtOwner() && !graph_->sparse_rows()) {
       // Layer 0 at the owners: two rows per destination instead of the
       // neighbour lists and every neighbour's row.
       source.input_means = [&](const std::vector<int64_t>& dst) {
