@@ -132,8 +132,8 @@ class DistGraph {
   void PullSparseFeatures(const std::vector<int64_t>& ids, SparseRows* out);
   // Whether the graph's node features are CSR rows (homogeneous, config
   // feature_format "sparse"): batches then carry them sparse
-  // (MiniBatch::sparse), nothing is aggregated at the owners and no
-  // hot-row cache is built.
+  // (MiniBatch::sparse), nothing is aggregated at the owners, and the
+  // hot-row cache holds CSR rows (its budget counts their stored entries).
   bool sparse_rows() const { return !config_.hetero() && config_.sparse_features; }
   void PullLabels(const std::vector<int64_t>& ids, std::vector<int64_t>* out);
   // A multi-label or regression graph's label rows [ids.size(), label_width]

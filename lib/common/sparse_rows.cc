@@ -152,4 +152,18 @@ void GatherSparseRows(const SparseView& v, const int64_t* ids, int64_t n, int64_
   });
 }
 
+void AppendSparseRows(const SparseRows& rows, SparseRows* out) {
+  const int64_t base = out->nnz();
+  const bool values = !out->values.empty() || !rows.values.empty();
+  if (values && out->values.empty()) out->values.assign(static_cast<size_t>(base), 1.0f);
+  for (int64_t r = 0; r < rows.rows(); ++r) out->indptr.push_back(base + rows.indptr[r + 1]);
+  out->indices.insert(out->indices.end(), rows.indices.begin(), rows.indices.end());
+  if (!values) return;
+  if (rows.values.empty()) {
+    out->values.resize(out->values.size() + rows.indices.size(), 1.0f);
+  } else {
+    out->values.insert(out->values.end(), rows.values.begin(), rows.values.end());
+  }
+}
+
 }  // namespace gnn

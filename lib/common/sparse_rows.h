@@ -60,6 +60,10 @@ SparseRows SparsifyDense(const float* dense, int64_t rows, int64_t cols, int thr
 // Count of non-zero entries of a dense [rows, cols] matrix.
 int64_t CountNonZero(const float* dense, int64_t rows, int64_t cols, int threads = 0);
 
+// Appends every row of `rows` to `out` (same cols; values kept when either
+// has them, ones filled in for a binary side).
+void AppendSparseRows(const SparseRows& rows, SparseRows* out);
+
 // Appends rows `ids[i] - base` of `v` to `out` (its cols set to v.cols),
 // in order; `out` keeps values when v has them.
 void GatherSparseRows(const SparseView& v, const int64_t* ids, int64_t n, int64_t base,

@@ -77,6 +77,8 @@ Dataset ReadChunkedDataset(const std::string& dir, bool ignore_edge_data);
 HeteroDataset ReadChunkedHeteroDataset(const std::string& dir, bool ignore_edge_data);
 
 // Node data names of the train, validation and test masks.
+// Chunks one array may be split into, at most (either direction).
+constexpr int kMaxChunkCount = 1 << 16;
 extern const char* const kChunkSplitNames[3];
 // Node data name of the user's id of each node (gnn-dataset --node_ids):
 // int64, kept by gnn-partition as the partitions' node_ids.npy.

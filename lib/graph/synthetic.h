@@ -54,6 +54,10 @@ struct SyntheticSpec {
 // or task=regression with labels= columns). Throws
 // ConfigError naming the bad key.
 SyntheticSpec ParseSyntheticSpec(const std::string& spec);
+// ConfigError "synthetic spec '<text>': ..." unless the spec's counts are
+// positive, fit the generator's limits (2^31 - 1 nodes, 2^40 feature
+// values, a simple graph's edges) and its fractions add up to at most 1.
+void CheckSyntheticSpec(const SyntheticSpec& s, const std::string& text);
 
 // Generates the dataset (known_undirected = true, each edge listed once with
 // src < dst). Same (spec, seed) -> same bytes, whatever num_threads is.

@@ -543,26 +543,6 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
   timer.End();
 }
 
-// Edge labels travel with the stored edges (WriteEdgeLabels); says so in
-// one line. Held-out edges for link evaluation would take labelled edges
-// out of the graph: refused.
-void DescribeEdgeLabels(const PartitionOptions& options, const Dataset& d) {
-  if (options.val_edges > 0) {
-    throw ConfigError("--val_edges holds edges out for --task link; " + d.name +
-                      " has edge labels (the edge tasks keep every edge): drop --val_edges");
-  }
-  int64_t count[4] = {0, 0, 0, 0};
-  for (uint8_t s : d.edge_split) ++count[s];
-  const bool classes = d.edge_label_kind == LabelKind::kClass;
-  GNN_LOG(kInfo) << d.name << ": edge labels ("
-                 << (classes ? std::to_string(d.num_edge_classes) + " classes"
-                             : std::string("regression values"))
-                 << "), " << count[1] << " train, " << count[2] << " valid, " << count[3]
-                 << " test edges, stored with each stored in-edge (" << kEdgeLabelFile << ", "
-                 << kEdgeSplitFile << "; gnn-train --task "
-                 << (classes ? "edge_class" : "edge_regression") << ")";
-}
-
 // --node_feat_from_edges: node features from the edge features' means, when
 // asked or when the graph has edge features and no node features; says so
 // in one line.
@@ -596,60 +576,6 @@ void DeriveNodeFeatures(const PartitionOptions& options, bool undirected, Datase
                  << " the mean of each node's " << (undirected ? "edges'" : "in-edges'") << " "
                  << d->edge_feature_dim << " features (--node_feat_from_edges "
                  << (how == "auto" ? "auto: the graph has no node features" : how) << ")";
-}
-
-// --edge_weight: one number per edge out of the edge features (a named
-// chunked array of one column, a column, or each edge's mean), in one line.
-void SelectEdgeWeight(const std::string& spec, Dataset* d) {
-  if (spec.empty()) return;
-  const int64_t w = d->edge_feature_dim, m = d->num_edges();
-  if (w == 0) throw ConfigError("--edge_weight " + spec + ": " + d->name + " has no edge features");
-  int64_t col = -1;
-  std::string what;
-  for (const Dataset::EdgeColumns& c : d->edge_feature_columns) {
-    if (c.name != spec) continue;
-    if (c.width != 1) {
-      throw ConfigError("--edge_weight " + spec + ": edge_data " + spec + " has " +
-                        std::to_string(c.width) + " columns; a weight is one");
-    }
-    col = c.first;
-    what = "edge_data " + spec;
-  }
-  if (col < 0 && spec != "mean") {
-    size_t used = 0;
-    int64_t v = -1;
-    try {
-      v = std::stoll(spec, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != spec.size() || v < 0 || v >= w) {
-      std::string names;
-      for (const Dataset::EdgeColumns& c : d->edge_feature_columns) names += ", " + c.name;
-      throw ConfigError("--edge_weight " + spec + ": not a column of " + d->name + "'s " +
-                        std::to_string(w) + " edge features (0.." + std::to_string(w - 1) +
-                        ", mean" + names + ")");
-    }
-    col = v;
-    what = "column " + spec;
-  }
-  std::vector<float> weights(static_cast<size_t>(m));
-  for (int64_t e = 0; e < m; ++e) {
-    const float* row = d->edge_features.data() + e * w;
-    if (col >= 0) {
-      weights[static_cast<size_t>(e)] = row[col];
-    } else {
-      double sum = 0;
-      for (int64_t j = 0; j < w; ++j) sum += row[j];
-      weights[static_cast<size_t>(e)] = static_cast<float>(sum / static_cast<double>(w));
-    }
-  }
-  GNN_LOG(kInfo) << d->name << ": edge weights are " << (col >= 0 ? what : "each edge's mean")
-                 << " of its " << w << " edge feature" << (w == 1 ? "" : "s")
-                 << " (--edge_weight); the partitions keep only them";
-  d->edge_features = std::move(weights);
-  d->edge_feature_dim = 1;
-  d->edge_feature_columns = {{spec, 0, 1}};
 }
 
 }  // namespace

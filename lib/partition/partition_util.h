@@ -127,4 +127,14 @@ nlohmann::json PartitionReport(const PartitionConfig& config, int64_t input_edge
 // one warning line.
 std::string AssignMethod(const std::string& asked, int64_t entries, bool ids_fit_32);
 
+// One line on a graph's edge labels (they travel with the stored edges,
+// WriteEdgeLabels); ConfigError with --val_edges, which would take
+// labelled edges out of the graph.
+void DescribeEdgeLabels(const PartitionOptions& options, const Dataset& d);
+
+// --edge_weight `spec`: one number per edge out of the edge features (a
+// named chunked array of one column, a column, or each edge's mean); the
+// dataset then keeps only it, said in one line. Empty spec: nothing.
+void SelectEdgeWeight(const std::string& spec, Dataset* d);
+
 }  // namespace gnn

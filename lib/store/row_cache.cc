@@ -34,7 +34,11 @@ struct CacheHeader {
   int64_t num_rows;
   int64_t feature_dim;
   uint64_t ids_offset;
-  uint64_t rows_offset;
+  uint64_t rows_offset;  // dense rows, or a sparse cache's indptr
+  int32_t sparse;        // 1: CSR rows (indptr at rows_offset, then indices, values)
+  int32_t has_values;    // sparse: 1 when a values array follows the column ids
+  int64_t nnz;           // sparse: stored entries
+  uint64_t indices_offset, values_offset;
   char name[128];
   char graph_name[256];
   char config_digest[72];
@@ -84,6 +88,20 @@ void RemoveRowCachesOf(const std::string& partition_segment,
 std::unique_ptr<ShmRowCache> ShmRowCache::Open(const RowCacheKey& key, const Choose& choose,
                                                const Fill& fill,
                                                std::chrono::milliseconds timeout) {
+  if (key.sparse) throw ConfigError("row cache " + key.name + ": sparse rows open with OpenSparse");
+  return OpenWith(key, choose, &fill, nullptr, timeout);
+}
+
+std::unique_ptr<ShmRowCache> ShmRowCache::OpenSparse(const RowCacheKey& key, const Choose& choose,
+                                                     const FillSparse& fill,
+                                                     std::chrono::milliseconds timeout) {
+  if (!key.sparse) throw ConfigError("row cache " + key.name + ": dense rows open with Open");
+  return OpenWith(key, choose, nullptr, &fill, timeout);
+}
+
+std::unique_ptr<ShmRowCache> ShmRowCache::OpenWith(const RowCacheKey& key, const Choose& choose,
+                                                   const Fill* fill, const FillSparse* fill_sparse,
+                                                   std::chrono::milliseconds timeout) {
   using Clock = std::chrono::steady_clock;
   shm::CheckName(key.name);
   if (key.graph_name.size() >= sizeof(CacheHeader::graph_name) || key.feature_dim < 1) {
@@ -96,7 +114,7 @@ std::unique_ptr<ShmRowCache> ShmRowCache::Open(const RowCacheKey& key, const Cho
     // Nobody holds the lock file: nobody is building or attached, so what
     // is there (nothing, or a dead builder's half) is ours to replace.
     const int fd = shm::TryLockForCreate(key.name, ShmLockPath(key.name));
-    if (fd >= 0) return Build(key, fd, choose, fill);
+    if (fd >= 0) return Build(key, fd, choose, fill, fill_sparse);
     if (Clock::now() >= deadline) {
       throw TimeoutError("timed out after " + std::to_string(timeout.count()) +
                          " ms waiting for hot-row cache " + key.name + " (" + state +
@@ -107,7 +125,8 @@ std::unique_ptr<ShmRowCache> ShmRowCache::Open(const RowCacheKey& key, const Cho
 }
 
 std::unique_ptr<ShmRowCache> ShmRowCache::Build(const RowCacheKey& key, int lock_fd,
-                                                const Choose& choose, const Fill& fill) {
+                                                const Choose& choose, const Fill* fill,
+                                                const FillSparse* fill_sparse) {
   Stopwatch watch;
   std::unique_ptr<ShmRowCache> c(new ShmRowCache);
   c->name_ = key.name;
@@ -121,10 +140,30 @@ std::unique_ptr<ShmRowCache> ShmRowCache::Build(const RowCacheKey& key, int lock
       if (ids[i] <= ids[i - 1]) throw Error("row cache ids must be ascending and distinct");
     }
     const uint64_t n = ids.size(), dim = static_cast<uint64_t>(key.feature_dim);
+    // Sparse rows are fetched before the segment is sized (their entries
+    // decide it), and checked as any reader of sparse rows checks them.
+    SparseRows csr;
+    if (fill_sparse && n) {
+      csr = (*fill_sparse)(ids);
+      if (csr.rows() != static_cast<int64_t>(n) || csr.cols != key.feature_dim) {
+        throw Error("row cache " + key.name + ": the sparse rows do not match the chosen ids");
+      }
+      CheckSparse(csr.view(), static_cast<int64_t>(csr.indices.size()),
+                  static_cast<int64_t>(csr.values.size()), "row cache " + key.name);
+    }
+    const uint64_t nnz = static_cast<uint64_t>(fill_sparse && n ? csr.nnz() : 0);
     const uint64_t ids_offset = kShmHeaderBytes;
     const uint64_t rows_offset = AlignUp(ids_offset + n * sizeof(int64_t), kAlign);
+    uint64_t indices_offset = 0, values_offset = 0, end = 0;
+    if (fill_sparse) {
+      indices_offset = AlignUp(rows_offset + (n + 1) * sizeof(int64_t), kAlign);
+      values_offset = AlignUp(indices_offset + nnz * sizeof(int32_t), kAlign);
+      end = values_offset + (csr.binary() ? 0 : nnz * sizeof(float));
+    } else {
+      end = rows_offset + n * dim * sizeof(float);
+    }
     const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-    const uint64_t total = AlignUp(rows_offset + n * dim * sizeof(float), page);
+    const uint64_t total = AlignUp(end, page);
     shm::Fd seg(shm_open(key.name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (seg.get() < 0) {
       throw ConfigError("cannot create shared memory segment " + key.name + ": " + shm::Errno());
@@ -149,12 +188,25 @@ std::unique_ptr<ShmRowCache> ShmRowCache::Build(const RowCacheKey& key, int lock
     h->feature_dim = key.feature_dim;
     h->ids_offset = ids_offset;
     h->rows_offset = rows_offset;
+    h->sparse = fill_sparse ? 1 : 0;
+    h->has_values = fill_sparse && !csr.binary() ? 1 : 0;
+    h->nnz = static_cast<int64_t>(nnz);
+    h->indices_offset = indices_offset;
+    h->values_offset = values_offset;
     CopyCString(h->name, sizeof(h->name), key.name);
     CopyCString(h->graph_name, sizeof(h->graph_name), key.graph_name);
     CopyCString(h->config_digest, sizeof(h->config_digest), key.config_digest);
     char* bytes = static_cast<char*>(base);
     if (n) std::memcpy(bytes + ids_offset, ids.data(), n * sizeof(int64_t));
-    if (n) fill(ids, reinterpret_cast<float*>(bytes + rows_offset));
+    if (fill_sparse) {
+      const std::vector<int64_t> zero = {0};
+      const std::vector<int64_t>& indptr = n ? csr.indptr : zero;
+      std::memcpy(bytes + rows_offset, indptr.data(), indptr.size() * sizeof(int64_t));
+      if (nnz) std::memcpy(bytes + indices_offset, csr.indices.data(), nnz * sizeof(int32_t));
+      if (h->has_values) std::memcpy(bytes + values_offset, csr.values.data(), nnz * sizeof(float));
+    } else if (n) {
+      (*fill)(ids, reinterpret_cast<float*>(bytes + rows_offset));
+    }
     __atomic_store_n(&h->ready, kShmReadyValue, __ATOMIC_RELEASE);
     if (mprotect(base, total, PROT_READ) != 0) {
       throw Error("cannot protect the row cache " + key.name + ": " + shm::Errno());
@@ -238,24 +290,45 @@ void ShmRowCache::ReadHeader(const RowCacheKey& key) {
   }
   const std::string graph = ReadCString(h->graph_name, sizeof(h->graph_name));
   const std::string digest = ReadCString(h->config_digest, sizeof(h->config_digest));
-  if (graph != key.graph_name || digest != key.config_digest || h->feature_dim != key.feature_dim) {
+  if (graph != key.graph_name || digest != key.config_digest || h->feature_dim != key.feature_dim ||
+      h->sparse != (key.sparse ? 1 : 0)) {
     bad("holds rows of graph '" + graph + "' (config digest " + digest.substr(0, 16) + ", width " +
-        std::to_string(h->feature_dim) + "), expected '" + key.graph_name + "' (" +
-        key.config_digest.substr(0, 16) + ", " + std::to_string(key.feature_dim) + ")");
+        std::to_string(h->feature_dim) + (h->sparse ? ", sparse" : "") + "), expected '" +
+        key.graph_name + "' (" + key.config_digest.substr(0, 16) + ", " +
+        std::to_string(key.feature_dim) + (key.sparse ? ", sparse" : "") + ")");
   }
   const uint64_t n = static_cast<uint64_t>(h->num_rows);
   const uint64_t dim = static_cast<uint64_t>(h->feature_dim);
   if (h->num_rows < 0 || h->total_bytes != size_ || h->ids_offset < kShmHeaderBytes ||
       h->ids_offset % kAlign || h->rows_offset % kAlign || n > size_ / sizeof(int64_t) ||
       h->ids_offset + n * sizeof(int64_t) > h->rows_offset || h->rows_offset > size_ ||
-      (dim && n > (size_ - h->rows_offset) / (dim * sizeof(float)))) {
+      (!h->sparse && dim && n > (size_ - h->rows_offset) / (dim * sizeof(float)))) {
+    bad("header does not fit the segment");
+  }
+  const uint64_t nnz = static_cast<uint64_t>(h->nnz);
+  if (h->sparse &&
+      (h->nnz < 0 || (h->has_values != 0 && h->has_values != 1) || h->indices_offset % kAlign ||
+       h->values_offset % kAlign || (n + 1) > (size_ - h->rows_offset) / sizeof(int64_t) ||
+       h->rows_offset + (n + 1) * sizeof(int64_t) > h->indices_offset ||
+       h->indices_offset > size_ || nnz > (size_ - h->indices_offset) / sizeof(int32_t) ||
+       h->indices_offset + nnz * sizeof(int32_t) > h->values_offset || h->values_offset > size_ ||
+       (h->has_values && nnz > (size_ - h->values_offset) / sizeof(float)))) {
     bad("header does not fit the segment");
   }
   const char* b = static_cast<const char*>(base_);
   num_rows_ = h->num_rows;
   dim_ = h->feature_dim;
   ids_ = reinterpret_cast<const int64_t*>(b + h->ids_offset);
-  rows_ = reinterpret_cast<const float*>(b + h->rows_offset);
+  if (h->sparse) {
+    sparse_.rows = h->num_rows;
+    sparse_.cols = h->feature_dim;
+    sparse_.indptr = reinterpret_cast<const int64_t*>(b + h->rows_offset);
+    sparse_.indices = reinterpret_cast<const int32_t*>(b + h->indices_offset);
+    sparse_.values = h->has_values ? reinterpret_cast<const float*>(b + h->values_offset) : nullptr;
+    if (sparse_.indptr[0] != 0 || sparse_.indptr[num_rows_] != h->nnz) bad("bad row offsets");
+  } else {
+    rows_ = reinterpret_cast<const float*>(b + h->rows_offset);
+  }
   if (num_rows_ > int64_t{std::numeric_limits<uint32_t>::max()}) bad("more rows than 2^32");
   for (int64_t i = 0; i < num_rows_; ++i) {
     if (ids_[i] < 0 || (i > 0 && ids_[i] <= ids_[i - 1])) {

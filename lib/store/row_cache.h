@@ -16,7 +16,10 @@
 //   bytes 12..15 uint32 ready flag (kShmReadyValue once complete)
 //   ...          counts, names, offsets (one kShmHeaderBytes page)
 //   then ids int64 [rows] (ascending) and rows float32 [rows, feature_dim],
-//   each at a 64-byte aligned offset.
+//   each at a 64-byte aligned offset; a cache of sparse rows (version 2,
+//   RowCacheKey::sparse) holds their CSR instead of the float rows: indptr
+//   int64 [rows + 1], column ids int32 [nnz] and values float32 [nnz]
+//   (none when every value is 1).
 #pragma once
 
 #include <sys/types.h>
@@ -28,9 +31,12 @@
 #include <string>
 #include <vector>
 
+#include "common/sparse_rows.h"
+
 namespace gnn {
 
-constexpr uint32_t kRowCacheFormatVersion = 1;
+// 2: sparse rows (CSR) as well as dense ones.
+constexpr uint32_t kRowCacheFormatVersion = 2;
 
 // What a cache holds and whose it is: a process attaching checks these
 // against the segment (a mismatch is a DataError).
@@ -39,6 +45,7 @@ struct RowCacheKey {
   std::string graph_name;
   std::string config_digest;  // PartitionConfigDigest of the partitioning
   int64_t feature_dim = 0;
+  bool sparse = false;  // CSR rows of a sparse-feature graph (OpenSparse)
 };
 
 // The cache segment of machine `machine` in job `job_id`: JobShmName's
@@ -67,6 +74,9 @@ class ShmRowCache {
   // [ids.size(), feature_dim] into `rows`. Both run only in the builder.
   using Choose = std::function<std::vector<int64_t>()>;
   using Fill = std::function<void(const std::vector<int64_t>& ids, float* rows)>;
+  // A sparse cache's builder callback: the rows of `ids` as CSR
+  // [ids.size(), feature_dim].
+  using FillSparse = std::function<SparseRows(const std::vector<int64_t>& ids)>;
 
   // Maps the cache `key.name`, building it first (choose, fill) when no
   // other process is building or holding it. Waits for another builder up
@@ -76,6 +86,11 @@ class ShmRowCache {
   // Error when shared memory runs out. Blocking.
   static std::unique_ptr<ShmRowCache> Open(const RowCacheKey& key, const Choose& choose,
                                            const Fill& fill, std::chrono::milliseconds timeout);
+  // The same for sparse rows (key.sparse): the builder asks `fill` for the
+  // chosen rows as CSR, checked before they are published.
+  static std::unique_ptr<ShmRowCache> OpenSparse(const RowCacheKey& key, const Choose& choose,
+                                                 const FillSparse& fill,
+                                                 std::chrono::milliseconds timeout);
 
   // Unmaps; removes the segment if no other process holds it. Never throws.
   ~ShmRowCache();
@@ -87,13 +102,20 @@ class ShmRowCache {
   // ids before each 64-bit word (built when the segment is mapped, per
   // process: 1/8 + 1/16 byte per node).
   const float* Find(int64_t id) const {
-    if (id < 0 || id >= limit_) return nullptr;
+    const int64_t slot = Slot(id);
+    return slot < 0 || rows_ == nullptr ? nullptr : rows_ + slot * dim_;
+  }
+  // The row index of node `id` in the cache (ids()[slot] == id), or -1.
+  int64_t Slot(int64_t id) const {
+    if (id < 0 || id >= limit_) return -1;
     const uint64_t word = bits_[static_cast<size_t>(id >> 6)];
     const uint64_t below = (uint64_t{1} << (id & 63)) - 1;
-    if (!((word >> (id & 63)) & 1)) return nullptr;
-    const int64_t slot = rank_[static_cast<size_t>(id >> 6)] + __builtin_popcountll(word & below);
-    return rows_ + slot * dim_;
+    if (!((word >> (id & 63)) & 1)) return -1;
+    return rank_[static_cast<size_t>(id >> 6)] + __builtin_popcountll(word & below);
   }
+  // A sparse cache's rows, CSR [num_rows, feature_dim] in slot order.
+  bool sparse() const { return sparse_.indptr != nullptr; }
+  const SparseView& sparse_rows() const { return sparse_; }
   int64_t num_rows() const { return num_rows_; }
   int64_t feature_dim() const { return dim_; }
   const int64_t* ids() const { return ids_; }
@@ -104,8 +126,12 @@ class ShmRowCache {
  private:
   ShmRowCache() = default;
   static std::unique_ptr<ShmRowCache> TryAttach(const RowCacheKey& key, std::string* state);
+  static std::unique_ptr<ShmRowCache> OpenWith(const RowCacheKey& key, const Choose& choose,
+                                               const Fill* fill, const FillSparse* fill_sparse,
+                                               std::chrono::milliseconds timeout);
   static std::unique_ptr<ShmRowCache> Build(const RowCacheKey& key, int lock_fd,
-                                            const Choose& choose, const Fill& fill);
+                                            const Choose& choose, const Fill* fill,
+                                            const FillSparse* fill_sparse);
   void ReadHeader(const RowCacheKey& key);
 
   std::string name_;
@@ -117,7 +143,8 @@ class ShmRowCache {
   int64_t num_rows_ = 0;
   int64_t dim_ = 0;
   const int64_t* ids_ = nullptr;
-  const float* rows_ = nullptr;
+  const float* rows_ = nullptr;  // dense caches
+  SparseView sparse_;            // sparse caches
   // Find's index over ids [0, limit_): bit id of bits_ set when cached;
   // rank_[w] = cached ids below 64 w.
   int64_t limit_ = 0;

@@ -123,6 +123,8 @@ void ExerciseTyped(const Message& m) {
   TypedRoundTrip<PullFeatures>(m, "PullFeatures");
   TypedRoundTrip<PullFeaturesReply>(m, "PullFeaturesReply");
   TypedRoundTrip<PullSums>(m, "PullSums");
+  TypedRoundTrip<PullSparseRows>(m, "PullSparseRows");
+  TypedRoundTrip<SparseRowsReply>(m, "SparseRowsReply");
   try {
     // The offsets a server sums over are inside the ids, never decreasing.
     const PullSums s = PullSums::Decode(m);

@@ -85,6 +85,28 @@ void Exercise(const Message& m, const uint8_t* q) {
   } catch (const ProtocolError&) {
   }
   try {
+    // Sparse rows: one count per asked row, columns inside the width and
+    // increasing within each row, as many values as columns (or none).
+    const PullSparseRows asked{std::vector<int64_t>(q[3] % 16),
+                               q[5] & 1 ? RowFormat::kBfloat16 : RowFormat::kFloat32,
+                               q[6] & 1 ? IdCoding::kVarint : IdCoding::kInt64};
+    const int64_t cols = q[4] % 64;
+    const SparseRowsReply r = SparseRowsReply::Decode(m, asked, cols, "server");
+    if (r.counts.size() != asked.ids.size()) Broken("SparseRowsReply rows");
+    if (!r.values.empty() && r.values.size() != r.columns.size()) Broken("SparseRowsReply values");
+    size_t at = 0;
+    for (int64_t c : r.counts) {
+      for (size_t k = at; k < at + static_cast<size_t>(c); ++k) {
+        if (r.columns.at(k) < 0 || r.columns[k] >= cols ||
+            (k > at && r.columns[k] <= r.columns[k - 1]))
+          Broken("SparseRowsReply column");
+      }
+      at += static_cast<size_t>(c);
+    }
+    if (at != r.columns.size()) Broken("SparseRowsReply counts");
+  } catch (const ProtocolError&) {
+  }
+  try {
     const PullLabels asked{std::vector<int64_t>(q[5] % 16)};
     if (PullLabelsReply::Decode(m, asked, "server").labels.size() != asked.ids.size())
       Broken("LabelsReply size");

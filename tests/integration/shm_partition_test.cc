@@ -697,6 +697,68 @@ TEST_CASE("row cache: the first opener builds it, the others attach, the last re
   CHECK_FALSE(LockExists(name));
 }
 
+TEST_CASE("row cache of sparse rows: CSR by slot, values kept, checked, and not a dense cache",
+          "[integration]") {
+  const std::string name = UniqueName("spcache");
+  ShmGuard guard{name};
+  RowCacheKey key = CacheKey(name);
+  key.feature_dim = 100;
+  key.sparse = true;
+  // Row of id i: columns i % 100 and 99 (one when i % 100 == 99), value i.
+  auto fill = [](const std::vector<int64_t>& ids) {
+    SparseRows r;
+    r.cols = 100;
+    for (int64_t id : ids) {
+      r.indices.push_back(static_cast<int32_t>(id % 100));
+      r.values.push_back(static_cast<float>(id));
+      if (id % 100 != 99) {
+        r.indices.push_back(99);
+        r.values.push_back(static_cast<float>(id));
+      }
+      r.indptr.push_back(static_cast<int64_t>(r.indices.size()));
+    }
+    return r;
+  };
+  auto a = ShmRowCache::OpenSparse(key, CacheIds, fill, 20000ms);
+  auto b = ShmRowCache::OpenSparse(key, CacheIds, fill, 20000ms);
+  CHECK(a->is_builder());
+  CHECK_FALSE(b->is_builder());
+  for (const auto* c : {a.get(), b.get()}) {
+    REQUIRE(c->sparse());
+    CHECK(c->num_rows() == 7);
+    const SparseView& v = c->sparse_rows();
+    for (int64_t id : CacheIds()) {
+      const int64_t slot = c->Slot(id);
+      REQUIRE(slot >= 0);
+      CHECK(c->ids()[slot] == id);
+      CHECK(v.indptr[slot + 1] - v.indptr[slot] == 2);
+      CHECK(v.indices[v.indptr[slot]] == id % 100);
+      CHECK(v.values[v.indptr[slot]] == static_cast<float>(id));
+    }
+    CHECK(c->Slot(3) == -1);
+    CHECK(c->Find(9) == nullptr);  // no dense rows
+  }
+  // A dense cache of the same name and width is refused, and the reverse.
+  RowCacheKey dense = key;
+  dense.sparse = false;
+  CHECK_THROWS_WITH(ShmRowCache::Open(dense, CacheIds, FillRows, 1000ms),
+                    Catch::Contains("sparse"));
+  // A builder whose rows are not sorted leaves nothing behind.
+  const std::string bad_name = UniqueName("spbad");
+  ShmGuard bad_guard{bad_name};
+  RowCacheKey bad = key;
+  bad.name = bad_name;
+  auto unsorted = [&](const std::vector<int64_t>& ids) {
+    SparseRows r = fill(ids);
+    std::swap(r.indices[0], r.indices[1]);
+    return r;
+  };
+  CHECK_THROWS_WITH(ShmRowCache::OpenSparse(bad, CacheIds, unsorted, 1000ms),
+                    Catch::Contains("row cache " + bad_name) && Catch::Contains("row 0"));
+  CHECK_FALSE(SegmentExists(bad_name));
+  CHECK_FALSE(LockExists(bad_name));
+}
+
 TEST_CASE("row cache: a failed or killed builder leaves nothing, the next opener builds",
           "[integration]") {
   const std::string name = UniqueName("cachefail");

@@ -3,7 +3,8 @@
 // copy), answer PullSparseRows with rows as stored, and a DistGraph's
 // batches carry them sparse: the same sampled blocks and, made dense, the
 // same input rows as the dense partitioning of the same graph, for a
-// fraction of its bytes on the wire; the MiniBatch codec carries them;
+// fraction of its bytes on the wire, with the machine's hot-row cache
+// holding CSR rows; the MiniBatch codec carries them;
 // dense requests (PullFeatures, PullSums) still get dense rows, and the
 // owners refuse to aggregate a first layer over sparse rows.
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include "net/messages.h"
 #include "partition/local_partition.h"
 #include "partition/partition.h"
+#include "store/row_cache.h"
 #include "store/shm_names.h"
 #include "store/shm_partition.h"
 
@@ -120,10 +122,16 @@ TEST_CASE(
       INFO("local machine " << local << ", ids " << net::IdCodingName(coding));
       DistGraphOptions so = Options(sparse, ip, sparse_servers, job_s, local);
       so.id_coding = coding;
-      so.cache_bytes = local >= 0 ? 1 << 20 : 0;  // asked for, and declined
+      // The machine's hot-row cache holds CSR rows of the other partition.
+      so.cache_bytes = local >= 0 ? 64 << 10 : 0;
       DistGraph sg(so);
       REQUIRE(sg.sparse_rows());
-      CHECK(sg.row_cache() == nullptr);
+      REQUIRE((sg.row_cache() != nullptr) == (local >= 0));
+      if (local >= 0) {
+        CHECK(sg.row_cache()->sparse());
+        CHECK(sg.row_cache()->num_rows() > 10);  // the cut edges of train nodes' neighbourhoods
+        CHECK(sg.row_cache()->mapped_bytes() <= (64 << 10) + 8192);
+      }
       DistGraphOptions dopt = Options(dense, ip, dense_servers, job_d, local);
       dopt.id_coding = coding;
       dopt.aggregate_at_owner = false;
@@ -160,6 +168,7 @@ TEST_CASE(
         CHECK(back.sparse_features.values == s.sparse_features.values);
         CHECK(back.blocks[1].src_nodes == s.blocks[1].src_nodes);
       }
+      if (local >= 0) CHECK(sg.cache_hits() > 0);
       INFO("bytes: sparse " << sparse_bytes << ", dense " << dense_bytes << ", dense summed at "
                             << "the owners " << owner_bytes);
       CHECK(sparse_bytes * 10 <= owner_bytes);

@@ -93,6 +93,23 @@ TEST_CASE("dense and sparse rows round-trip, and rows are gathered in order", "[
   // Appending keeps what is there.
   GatherSparseRows(s.view(), ids.data() + 1, 1, 10, &g, 1);
   CHECK(g.indptr.back() == 10);
+
+  // Whole matrices appended: a binary one after one with values gets ones.
+  SparseRows all;
+  all.cols = 3;
+  AppendSparseRows(binary, &all);
+  CHECK(all.binary());
+  CHECK(all.indptr == std::vector<int64_t>{0, 2, 3});
+  SparseRows valued;
+  valued.cols = 3;
+  valued.indptr = {0, 1};
+  valued.indices = {1};
+  valued.values = {2.5f};
+  AppendSparseRows(valued, &all);
+  AppendSparseRows(binary, &all);
+  CHECK(all.indptr == std::vector<int64_t>{0, 2, 3, 4, 6, 7});
+  CHECK(all.indices == std::vector<int32_t>{0, 2, 2, 1, 0, 2, 2});
+  CHECK(all.values == std::vector<float>{1, 1, 1, 2.5f, 1, 1, 1});
 }
 
 TEST_CASE("feature_format: auto keeps rows sparse below the density threshold", "[unit]") {
