@@ -355,7 +355,7 @@ std::vector<int64_t> ReadIntegers(const std::string& path, NpyHeader* header) {
     if (!ParseInt(line, &v)) {
       if (n == 1) return;  // a header
       throw DataError(path + ":" + S(n) + ": '" + std::string(line.substr(0, 40)) +
-                      "' is not an integer (one id a line)");
+                      "' is not an integer (one int64 id a line; number string ids first)");
     }
     out.push_back(v);
   });
@@ -510,7 +510,8 @@ void ReadEdges(const PlainFiles& f, bool ignore_edge_data, const IdMap& ids,
     for (int k = 0; k < 2; ++k) {
       if (!ParseInt(fields[col[k]], &ends[k])) {
         throw DataError(where + ": '" + std::string(fields[col[k]].substr(0, 30)) +
-                        "' is not an integer node id");
+                        "' is not an integer node id (node ids are int64: number string ids "
+                        "first, e.g. by their order in --node_ids)");
       }
     }
     src->push_back(ids.Row(ends[0], where));

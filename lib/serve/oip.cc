@@ -147,7 +147,8 @@ void Expect(const Tensor& t, const char* datatype, size_t rank, int64_t width) {
   }
 }
 
-void ReadOutputs(const json& j, InferRequest* r) {
+void ReadOutputs(const json& j, const ModelInfo& info, InferRequest* r) {
+  const std::vector<std::string> names = OutputNames(info.kind);
   bool all_binary = false;
   if (j.contains("parameters") && j.at("parameters").is_object()) {
     const json& p = j.at("parameters");
@@ -159,7 +160,7 @@ void ReadOutputs(const json& j, InferRequest* r) {
     }
   }
   if (!j.contains("outputs")) {
-    r->outputs = {{"logits", all_binary}, {"pred", all_binary}};
+    for (size_t k = 0; k + 1 < names.size(); ++k) r->outputs.push_back({names[k], all_binary});
     return;
   }
   if (!j.at("outputs").is_array()) throw BadRequest("'outputs' must be an array");
@@ -168,9 +169,10 @@ void ReadOutputs(const json& j, InferRequest* r) {
       throw BadRequest("every entry of 'outputs' must be an object with a name");
     }
     InferRequest::Output out{o.at("name").get<std::string>(), all_binary};
-    if (std::find_if(std::begin(kOutputNames), std::end(kOutputNames),
-                     [&](const char* n) { return out.name == n; }) == std::end(kOutputNames)) {
-      throw BadRequest("unknown output '" + out.name + "' (logits, pred, embedding)");
+    if (std::find(names.begin(), names.end(), out.name) == names.end()) {
+      std::string known;
+      for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+      throw BadRequest("unknown output '" + out.name + "' (" + known + ")");
     }
     for (const InferRequest::Output& seen : r->outputs) {
       if (seen.name == out.name) throw BadRequest("output '" + out.name + "' is asked twice");
@@ -292,7 +294,7 @@ InferRequest ParseInferRequest(const std::string& body, int64_t header_length,
                        " (input ids are 0.." + S(info.num_nodes - 1) + ")");
     }
   }
-  ReadOutputs(j, &r);
+  ReadOutputs(j, info, &r);
   return r;
 }
 
@@ -302,12 +304,38 @@ InferResponse EncodeInferResponse(const InferRequest& request, const Answer& ans
   std::string binary;
   const int64_t rows = answer.rows;
   std::vector<int64_t> pred;
+  std::vector<uint8_t> labels;
+  std::vector<float> prob;
   for (const InferRequest::Output& o : request.outputs) {
     json out = {{"name", o.name}};
     const char* data = nullptr;
     size_t bytes = 0;
     json values;
-    if (o.name == "pred") {
+    const int64_t width = answer.classes;
+    if (o.name == "pred" && info.kind == LabelKind::kMultilabel) {
+      labels.resize(answer.logits.size());
+      for (size_t k = 0; k < labels.size(); ++k) labels[k] = answer.logits[k] >= 0.0f ? 1 : 0;
+      out["datatype"] = "UINT8";
+      out["shape"] = {rows, width};
+      data = reinterpret_cast<const char*>(labels.data());
+      bytes = labels.size();
+      if (!o.binary) values = labels;
+    } else if (o.name == "prob") {
+      prob.resize(answer.logits.size());
+      for (size_t k = 0; k < prob.size(); ++k)
+        prob[k] = 1.0f / (1.0f + std::exp(-answer.logits[k]));
+      out["datatype"] = "FP32";
+      out["shape"] = {rows, width};
+      data = reinterpret_cast<const char*>(prob.data());
+      bytes = prob.size() * sizeof(float);
+      if (!o.binary) values = prob;
+    } else if (o.name == "pred" && info.kind == LabelKind::kRegression) {
+      out["datatype"] = "FP32";
+      out["shape"] = {rows, width};
+      data = reinterpret_cast<const char*>(answer.logits.data());
+      bytes = answer.logits.size() * sizeof(float);
+      if (!o.binary) values = answer.logits;
+    } else if (o.name == "pred") {
       pred.assign(static_cast<size_t>(rows), 0);
       for (int64_t r = 0; r < rows; ++r) {
         const float* row = answer.logits.data() + r * answer.classes;
@@ -355,6 +383,17 @@ json ModelMetadata(const ModelInfo& info) {
   auto tensor = [](const char* name, const char* type, json shape) {
     return json{{"name", name}, {"datatype", type}, {"shape", std::move(shape)}};
   };
+  json outputs = json::array();
+  for (const std::string& n : OutputNames(info.kind)) {
+    const char* type = n == "embedding" || n == "logits" || n == "prob" ? "FP32"
+                       : info.kind == LabelKind::kClass                 ? "INT64"
+                       : info.kind == LabelKind::kMultilabel            ? "UINT8"
+                                                                        : "FP32";
+    json shape = n == "embedding"                                ? json{-1, info.emb_dim}
+                 : n == "pred" && info.kind == LabelKind::kClass ? json{-1}
+                                                                 : json{-1, info.classes};
+    outputs.push_back(tensor(n.c_str(), type, std::move(shape)));
+  }
   return {
       {"name", info.graph_name},
       {"versions", {"1"}},
@@ -362,15 +401,25 @@ json ModelMetadata(const ModelInfo& info) {
       {"inputs",
        {tensor("node_ids", "INT64", {-1}), tensor("new_features", "FP32", {-1, info.feature_dim}),
         tensor("new_edges", "INT64", {-1, 2})}},
-      {"outputs",
-       {tensor("logits", "FP32", {-1, info.classes}), tensor("pred", "INT64", {-1}),
-        tensor("embedding", "FP32", {-1, info.emb_dim})}},
+      {"outputs", outputs},
       {"parameters",
        {{"model", info.model},
         {"num_nodes", info.num_nodes},
         {"fan_out", info.fanouts},
         {"embed_layer", info.embed_layer},
-        {"undirected", info.undirected}}}};
+        {"undirected", info.undirected},
+        {"task", LabelKindName(info.kind)}}}};
+}
+
+std::vector<std::string> OutputNames(LabelKind kind) {
+  switch (kind) {
+    case LabelKind::kMultilabel:
+      return {"logits", "prob", "pred", "embedding"};
+    case LabelKind::kRegression:
+      return {"pred", "embedding"};
+    default:
+      return {"logits", "pred", "embedding"};
+  }
 }
 
 std::string ErrorBody(const std::string& message) {

@@ -8,8 +8,12 @@
 // Inputs:  node_ids     INT64 [k]     input-dataset ids of existing nodes
 //          new_features FP32  [m, F]  new nodes -1..-m (optional)
 //          new_edges    INT64 [e, 2]  (source, destination) rows (optional)
-// Outputs: logits FP32 [k+m, C], pred INT64 [k+m], embedding FP32 [k+m, H]
-//          (a request's `outputs` selects; default logits and pred).
+// Outputs: a class model's logits FP32 [k+m, C], pred INT64 [k+m]; a
+//          multi-label model's logits and prob FP32 [k+m, L], pred UINT8
+//          [k+m, L] (prob >= 0.5); a regression model's pred FP32 [k+m, T];
+//          and any model's embedding FP32 [k+m, H] (a request's `outputs`
+//          selects; default all but the embedding), as gnn-train
+//          --inference writes them.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +25,9 @@
 
 namespace gnn {
 
-// The protocol's names of the outputs, in response order.
-inline constexpr const char* kOutputNames[] = {"logits", "pred", "embedding"};
+// The names of the outputs a model of `kind` answers; all but the last
+// (embedding) are a request's default outputs.
+std::vector<std::string> OutputNames(LabelKind kind);
 
 struct InferRequest {
   nlohmann::json id;  // echoed in the response (null: the request had none)

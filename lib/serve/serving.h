@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/label_kind.h"
 #include "sampling/block.h"
 
 namespace gnn {
@@ -46,10 +47,13 @@ struct Answer {
 // What is served: the graph's schema and the model's shape.
 struct ModelInfo {
   std::string graph_name;
-  int64_t num_nodes = 0;     // input ids are 0..num_nodes-1
-  bool user_ids = false;     // ...or the user's own (gnn-partition --node_ids)
-  int64_t feature_dim = 0;   // new_features' width
-  int64_t classes = 0;       // logits' width
+  int64_t num_nodes = 0;    // input ids are 0..num_nodes-1
+  bool user_ids = false;    // ...or the user's own (gnn-partition --node_ids)
+  int64_t feature_dim = 0;  // new_features' width
+  int64_t classes = 0;      // logits' width (label columns of a multi-label or regression model)
+  // What the model predicts: a class (logits, pred = argmax), labels
+  // (logits, prob = sigmoid, pred = prob >= 0.5) or values (pred).
+  LabelKind kind = LabelKind::kClass;
   int64_t emb_dim = 0;       // embedding's width (the embed layer's)
   int embed_layer = 1;       // 1-based
   bool undirected = false;   // new edges go both ways

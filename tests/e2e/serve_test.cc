@@ -3,8 +3,9 @@
 // Triton's binary tensors), new nodes equal to an offline run on the graph
 // rebuilt with them, every bad request answered alone, the queue's and
 // deadline's refusals, tokens and HTTPS, readiness across a killed and
-// restarted server, nothing left after gnn-launch is interrupted, and the
-// user's own node ids (gnn-partition --node_ids) in and out.
+// restarted server, nothing left after gnn-launch is interrupted, the
+// user's own node ids (gnn-partition --node_ids) in and out, and
+// multi-label and regression models' outputs as the inference files'.
 #include <httplib.h>
 
 #include <algorithm>
@@ -415,6 +416,97 @@ TEST_CASE("gnn-serve answers a model that reads edge weights as gnn-train --infe
       const auto [status, answer] = e.Post("/v2/models/" + graph + "/infer", request.dump());
       CHECK(status == 400);
       CHECK(answer.dump().find("edges' data") != std::string::npos);
+      serve->Signal(SIGTERM);
+      CHECK(serve->Wait(std::chrono::seconds(15)) == std::optional<int>(0));
+    }
+  }
+}
+
+TEST_CASE("gnn-serve answers multi-label and regression models as gnn-train --inference does",
+          "[e2e]") {
+  test::TempDir dir;
+  for (const std::string task : {"multilabel", "node_regression"}) {
+    DYNAMIC_SECTION(task) {
+      const std::string spec =
+          task == "multilabel" ? "synthetic:nodes=500,edges=3000,feat=8,classes=4,task=multilabel"
+                               : "synthetic:nodes=500,edges=3000,feat=8,classes=4,"
+                                 "task=regression,labels=2";
+      const std::string one = test::MakePartitions(dir, spec, 1, task);
+      const std::string graph = LoadPartitionConfig(one).graph_name;
+      const std::string model = dir / (task + ".pt");
+      RunTrainer({"--part_config", one, "--task", task, "--num_epochs", "2", "--batch_size", "50",
+                  "--save_model", model});
+      const std::string pred = dir / (task + "-pred");
+      RunTrainer({"--part_config", one, "--inference", "--restore_model_path", model,
+                  "--save_prediction_path", pred});
+      // The offline rows by input id: pred (and logits) of every shard.
+      const json m = json::parse(ReadFile(pred + "/manifest.json"));
+      std::map<int64_t, std::vector<float>> offline_pred, offline_logits;
+      int64_t width = 0;
+      for (const json& sh : m.at("shards")) {
+        const std::vector<int64_t> ids =
+            ReadNpy<int64_t>(pred + "/" + sh.at("ids").get<std::string>());
+        std::vector<int64_t> shape;
+        std::vector<float> p;
+        if (task == "multilabel") {
+          const std::vector<uint8_t> labels =
+              ReadNpy<uint8_t>(pred + "/" + sh.at("pred").get<std::string>(), {}, &shape);
+          p.assign(labels.begin(), labels.end());
+          const std::vector<float> l =
+              ReadNpy<float>(pred + "/" + sh.at("logits").get<std::string>(), shape);
+          for (size_t i = 0; i < ids.size(); ++i)
+            offline_logits[ids[i]].assign(l.begin() + i * shape[1], l.begin() + (i + 1) * shape[1]);
+        } else {
+          p = ReadNpy<float>(pred + "/" + sh.at("pred").get<std::string>(), {}, &shape);
+        }
+        width = shape.at(1);
+        for (size_t i = 0; i < ids.size(); ++i)
+          offline_pred[ids[i]].assign(p.begin() + i * width, p.begin() + (i + 1) * width);
+      }
+      REQUIRE(offline_pred.size() == 500);
+      std::vector<int64_t> all;
+      for (const auto& [id, row] : offline_pred) all.push_back(id);
+      Endpoint e{FreePort(), ""};
+      auto serve = StartServe(dir,
+                              {"--standalone", "--part_config", one, "--restore_model_path", model,
+                               "--http_port", std::to_string(e.port), "--num_omp_threads", "1"},
+                              "serve-" + task);
+      REQUIRE(e.WaitReady());
+      const auto [status, answer] =
+          e.Post("/v2/models/" + graph + "/infer", json{{"inputs", {NodeIdsInput(all)}}}.dump());
+      INFO(answer.dump().substr(0, 300));
+      REQUIRE(status == 200);
+      std::map<std::string, json> outputs;
+      for (const json& o : answer.at("outputs")) outputs[o.at("name")] = o;
+      if (task == "multilabel") {
+        REQUIRE(outputs.size() == 3);
+        CHECK(outputs.at("pred").at("datatype") == "UINT8");
+        const auto logits = LogitsOf(answer);
+        float worst = 0;
+        for (size_t i = 0; i < all.size(); ++i)
+          worst = std::max(worst, MaxDiff(logits[i], offline_logits.at(all[i])));
+        CHECK(worst < 1e-5f);
+      } else {
+        REQUIRE(outputs.size() == 1);
+        CHECK(outputs.at("pred").at("datatype") == "FP32");
+      }
+      const json& p = outputs.at("pred");
+      CHECK(p.at("shape") == json::array({static_cast<int64_t>(all.size()), width}));
+      const std::vector<float> served = p.at("data").get<std::vector<float>>();
+      int64_t differ = 0;
+      float worst = 0;
+      for (size_t i = 0; i < all.size(); ++i) {
+        const std::vector<float> row(served.begin() + i * width, served.begin() + (i + 1) * width);
+        worst = std::max(worst, MaxDiff(row, offline_pred.at(all[i])));
+        differ += row != offline_pred.at(all[i]);
+      }
+      // Values within float rounding; 0/1 labels equal but where a logit
+      // sits on 0 within rounding.
+      if (task == "multilabel") {
+        CHECK(differ <= 2);
+      } else {
+        CHECK(worst < 1e-5f);
+      }
       serve->Signal(SIGTERM);
       CHECK(serve->Wait(std::chrono::seconds(15)) == std::optional<int>(0));
     }

@@ -4,6 +4,7 @@
 #include "serve/oip.h"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstring>
 
 using namespace gnn;
@@ -157,4 +158,50 @@ TEST_CASE("every malformed infer request names what is wrong", "[unit]") {
   CHECK_THAT(BadWhy(in(ids({2}, std::vector<int>(1000, 1)))), Catch::Contains("data has more"));
   // An error quoting bytes that are not UTF-8 is still JSON.
   CHECK(json::parse(ErrorBody("no route GET /\xFF")).at("error").get<std::string>().size() > 0);
+}
+
+TEST_CASE("multi-label and regression models answer what gnn-train --inference writes", "[unit]") {
+  const json ids = {
+      {"inputs",
+       {{{"name", "node_ids"}, {"datatype", "INT64"}, {"shape", {2}}, {"data", {1, 2}}}}}};
+  Answer a;
+  a.rows = 2;
+  a.classes = 2;
+  a.logits = {2.0f, -1.0f, 0.0f, -3.0f};
+
+  ModelInfo ml = Info();
+  ml.kind = LabelKind::kMultilabel;
+  ml.classes = 2;
+  const InferRequest r = ParseInferRequest(ids.dump(), -1, ml, {});
+  REQUIRE(r.outputs.size() == 3);  // logits, prob, pred
+  const json out = json::parse(EncodeInferResponse(r, a, ml).body);
+  CHECK(out.at("outputs")[0].at("name") == "logits");
+  CHECK(out.at("outputs")[1].at("name") == "prob");
+  CHECK(out.at("outputs")[1].at("shape") == json::array({2, 2}));
+  CHECK(out.at("outputs")[1].at("data")[0].get<float>() == Approx(1 / (1 + std::exp(-2.0))));
+  CHECK(out.at("outputs")[1].at("data")[2].get<float>() == Approx(0.5));
+  CHECK(out.at("outputs")[2].at("datatype") == "UINT8");
+  CHECK(out.at("outputs")[2].at("data") == json::array({1, 0, 1, 0}));  // prob >= 0.5
+  const json meta = ModelMetadata(ml);
+  CHECK(meta.at("outputs")[2].at("datatype") == "UINT8");
+  CHECK(meta.at("parameters").at("task") == "multilabel");
+
+  ModelInfo reg = Info();
+  reg.kind = LabelKind::kRegression;
+  reg.classes = 2;
+  const InferRequest rr = ParseInferRequest(ids.dump(), -1, reg, {});
+  REQUIRE(rr.outputs.size() == 1);  // pred, the values
+  const json vals = json::parse(EncodeInferResponse(rr, a, reg).body);
+  CHECK(vals.at("outputs")[0].at("datatype") == "FP32");
+  CHECK(vals.at("outputs")[0].at("shape") == json::array({2, 2}));
+  CHECK(vals.at("outputs")[0].at("data") == json::array({2.0, -1.0, 0.0, -3.0}));
+  // A regression model has no logits to give.
+  json logits = ids;
+  logits["outputs"] = {{{"name", "logits"}}};
+  try {
+    ParseInferRequest(logits.dump(), -1, reg, {});
+    FAIL("accepted");
+  } catch (const BadRequest& e) {
+    CHECK_THAT(e.what(), Catch::Contains("unknown output 'logits' (pred, embedding)"));
+  }
 }

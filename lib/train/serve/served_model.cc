@@ -83,17 +83,13 @@ Served LoadServed(TrainOptions& o, const ServeOptions& s) {
   const std::string bytes = ReadFile(o.restore_model_path);
   v.model = RestoreModel(std::vector<char>(bytes.begin(), bytes.end()), o.restore_model_path,
                          v.config, &o);
-  if (o.Kind() == TaskKind::kMultilabel || o.Kind() == TaskKind::kRegression) {
-    throw ConfigError(o.restore_model_path + " is a --task " + o.task +
-                      " model: gnn-serve answers class predictions so far; its predictions come "
-                      "from gnn-train --inference --save_prediction_path");
-  }
   if (o.EdgeTask()) {
     throw ConfigError(o.restore_model_path + " is a --task " + o.task +
                       " model: gnn-serve answers node predictions; its edge predictions come "
                       "from gnn-train --inference --save_prediction_path");
   }
-  if (o.Kind() != TaskKind::kNode) {
+  if (o.Kind() != TaskKind::kNode && o.Kind() != TaskKind::kMultilabel &&
+      o.Kind() != TaskKind::kRegression) {
     throw ConfigError(o.restore_model_path + " is a --task " + o.task +
                       " model: gnn-serve answers node predictions; its embeddings come from "
                       "gnn-train --inference --save_embed_path");
@@ -115,6 +111,7 @@ Served LoadServed(TrainOptions& o, const ServeOptions& s) {
   info.user_ids = v.config.user_node_ids;
   info.feature_dim = v.config.feature_dim;
   info.classes = v.model.meta.at("out_feats").get<int64_t>();
+  info.kind = v.config.label_kind;
   info.embed_layer = v.model.embed_layer;
   info.emb_dim = v.model.model->OutDim(v.model.embed_layer - 1);
   info.undirected = v.config.undirected;
