@@ -5,8 +5,11 @@
 // a sparse first layer and trains as the dense partition of the same graph
 // does (same batches: accuracy within rounding, and one model's logits on
 // both partitions within 1e-5); servers serve them on 2 machines as they
-// are stored (the dense partitioning's accuracy, a tenth of its bytes); a
+// are stored (the dense partitioning's accuracy, a tenth of its bytes) and
+// gnn-serve answers from them as offline inference does; a
 // corrupt CSR file is one line before any work.
+#include <httplib.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -17,6 +20,7 @@
 #include "common/sha256.h"
 #include "launch_util.h"
 #include "partition/config.h"
+#include "process_util.h"
 #include "test_util.h"
 
 using namespace gnn;
@@ -136,6 +140,50 @@ TEST_CASE(
   INFO("bytes per step: sparse " << sparse_wire << ", dense " << dense_wire);
   CHECK(sparse_wire > 0);
   CHECK(sparse_wire * 10 <= dense_wire);
+
+  // gnn-serve on the 2 sparse machines (its batches carry sparse rows
+  // from both servers) answers as the 1-part offline inference does.
+  {
+    s.config = s.dir / ("two/" + name + ".json");
+    const std::vector<int64_t> ids = ReadNpy<int64_t>(s.dir / "pred-graphsagesparse/part0/ids.npy");
+    std::vector<int64_t> shape;
+    const std::vector<float> logits =
+        ReadNpy<float>(s.dir / "pred-graphsagesparse/part0/logits.npy", {}, &shape);
+    const int port = test::FreeLoopbackPortRanges(1, 2).at(0);
+    test::ChildProcess launcher(
+        s.Args(Bin("gnn-serve") + " --restore_model_path " + (s.dir / "graphsage.pt") +
+               " --http_port " + std::to_string(port) +
+               " --wire_dtype float32 --num_omp_threads 1"),
+        s.dir / "launch-serve");
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(60);
+    INFO(launcher.Stderr());
+    REQUIRE(test::WaitUntil(
+        [&] {
+          auto r = c.Get("/v2/health/ready");
+          return r && r->status == 200;
+        },
+        std::chrono::seconds(60)));
+    const json request = {{"inputs",
+                           {{{"name", "node_ids"},
+                             {"datatype", "INT64"},
+                             {"shape", {static_cast<int64_t>(ids.size())}},
+                             {"data", ids}}}},
+                          {"outputs", {{{"name", "logits"}}}}};
+    auto r = c.Post(("/v2/models/" + name + "/infer").c_str(), request.dump(), "application/json");
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+    const std::vector<float> served =
+        json::parse(r->body).at("outputs")[0].at("data").get<std::vector<float>>();
+    REQUIRE(served.size() == logits.size());
+    float worst = 0;
+    for (size_t i = 0; i < served.size(); ++i)
+      worst = std::max(worst, std::abs(served[i] - logits[i]));
+    CHECK(worst <= 1e-5f * 8);
+    launcher.Signal(SIGINT);
+    REQUIRE(launcher.Wait(std::chrono::seconds(30)).has_value());
+    s.RequireNothingLeft(launcher.pid());
+  }
 
   // A column id out of range, in a file whose checksum the config agrees
   // with: one line naming the file and row, before any training.
