@@ -133,7 +133,8 @@ class DistGraph {
   // Whether the graph's node features are CSR rows (homogeneous, config
   // feature_format "sparse"): batches then carry them sparse
   // (MiniBatch::sparse), nothing is aggregated at the owners, and the
-  // hot-row cache holds CSR rows (its budget counts their stored entries).
+  // hot-row cache holds CSR rows (its budget counts rows at the graph's
+  // average stored entries; rows denser than average take more).
   bool sparse_rows() const { return !config_.hetero() && config_.sparse_features; }
   void PullLabels(const std::vector<int64_t>& ids, std::vector<int64_t>* out);
   // A multi-label or regression graph's label rows [ids.size(), label_width]

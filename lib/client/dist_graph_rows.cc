@@ -177,10 +177,15 @@ void DistGraph::PullSparseFeatures(const std::vector<int64_t>& ids, SparseRows* 
   std::vector<int32_t> source(n, kLocal);
   std::vector<int64_t> first_entry(n, 0);
   bool any_values = false;
-  // Requests of about 4 MB of reply each, all in flight at once.
+  // Requests of about 4 MB of reply each, all in flight at once; never
+  // more rows than the server's reply limit holds were they all full
+  // (at least 256: a reply over the limit is refused, naming it).
   const double entry = sizeof(int32_t) + (config_.feature_binary ? 0 : sizeof(float));
-  const size_t chunk = static_cast<size_t>(
-      std::clamp((4 << 20) / (entry * std::max(1.0, avg_row_nnz_) + 8), 1.0, 65536.0));
+  const double full_rows = static_cast<double>(net::kMaxPullReplyBytes) /
+                           (entry * static_cast<double>(config_.feature_dim) + 8);
+  const size_t chunk = static_cast<size_t>(std::clamp(
+      std::min((4 << 20) / (entry * std::max(1.0, avg_row_nnz_) + 8), std::max(256.0, full_rows)),
+      1.0, 65536.0));
   struct Pending {
     net::Connection* conn;
     uint64_t rid;

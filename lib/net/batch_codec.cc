@@ -121,9 +121,13 @@ Message EncodeMiniBatch(const MiniBatch& b, uint64_t request_id) {
   }
   if (sparse) {
     const SparseRows& x = b.sparse_features;
-    if (x.cols != b.feature_dim || x.indices.size() != static_cast<size_t>(x.nnz()) ||
+    const size_t inputs = b.blocks.empty() ? b.seeds.size() : b.blocks.front().src_nodes.size();
+    if (b.input_means || !b.features.empty() || x.indptr.size() != inputs + 1 ||
+        x.cols != b.feature_dim || x.indices.size() != static_cast<size_t>(x.nnz()) ||
         !(x.values.empty() || x.values.size() == x.indices.size())) {
-      throw DataError("MiniBatch: its sparse rows do not match their width or entries");
+      throw DataError(
+          "MiniBatch: its sparse rows do not match its input nodes, width or entries (or come "
+          "with dense ones)");
     }
     AddArray(&m, x.indptr);
     AddArray(&m, x.indices);

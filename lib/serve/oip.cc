@@ -314,7 +314,9 @@ InferResponse EncodeInferResponse(const InferRequest& request, const Answer& ans
     const int64_t width = answer.classes;
     if (o.name == "pred" && info.kind == LabelKind::kMultilabel) {
       labels.resize(answer.logits.size());
-      for (size_t k = 0; k < labels.size(); ++k) labels[k] = answer.logits[k] >= 0.0f ? 1 : 0;
+      // As gnn-train --inference decides: sigmoid(logit) >= 0.5 in float.
+      for (size_t k = 0; k < labels.size(); ++k)
+        labels[k] = 1.0f / (1.0f + std::exp(-answer.logits[k])) >= 0.5f ? 1 : 0;
       out["datatype"] = "UINT8";
       out["shape"] = {rows, width};
       data = reinterpret_cast<const char*>(labels.data());

@@ -326,6 +326,10 @@ void ShmRowCache::ReadHeader(const RowCacheKey& key) {
     sparse_.indices = reinterpret_cast<const int32_t*>(b + h->indices_offset);
     sparse_.values = h->has_values ? reinterpret_cast<const float*>(b + h->values_offset) : nullptr;
     if (sparse_.indptr[0] != 0 || sparse_.indptr[num_rows_] != h->nnz) bad("bad row offsets");
+    for (int64_t i = 0; i < num_rows_; ++i) {
+      if (sparse_.indptr[i + 1] < sparse_.indptr[i])
+        bad("row offsets decrease at row " + std::to_string(i));
+    }
   } else {
     rows_ = reinterpret_cast<const float*>(b + h->rows_offset);
   }

@@ -650,8 +650,10 @@ void ShmPartition::ReadHeader() {
     if (!ArrayBytes(slots[i].dtype, slots[i].shape, &want) || h->bytes[i] != want ||
         h->offset[i] % kAlign != 0 || h->offset[i] < kShmHeaderBytes || h->offset[i] > size_ ||
         h->bytes[i] > size_ - h->offset[i]) {
-      bad("array " + (slots[i].file.empty() ? "rng_keys" : slots[i].file) +
-          " does not fit the header's counts or the segment");
+      const std::string what = !slots[i].file.empty() ? slots[i].file
+                               : h->typed             ? std::string("rng_keys")
+                                                      : std::string("feat.npy (sparse: empty)");
+      bad("array " + what + " does not fit the header's counts or the segment");
     }
   }
   const char* b = static_cast<const char*>(base_);
