@@ -345,9 +345,25 @@ class IdMap {
   std::unordered_map<int64_t, int64_t> rows_;
 };
 
+// Node ids of a .npy: any integer dtype; strings (a pandas column saved
+// as it is) are told to be numbered first.
+std::vector<int64_t> ReadIdNpy(const std::string& path, NpyHeader* header) {
+  try {
+    return ReadNpyInts(path, header);
+  } catch (const DataError& e) {
+    const std::string what = e.what();
+    for (const char* text : {"dtype '<U", "dtype '|S", "dtype '|O", "dtype '>U"}) {
+      if (what.find(text) != std::string::npos) {
+        throw DataError(what + " (node ids are int64: number string ids first)");
+      }
+    }
+    throw;
+  }
+}
+
 // Integers of a .npy (any integer dtype) or a text file (one a line).
 std::vector<int64_t> ReadIntegers(const std::string& path, NpyHeader* header) {
-  if (EndsWith(path, ".npy")) return ReadNpyInts(path, header);
+  if (EndsWith(path, ".npy")) return ReadIdNpy(path, header);
   std::vector<int64_t> out;
   ForEachLine(path, [&](std::string_view line, int64_t n) {
     if (line.find_first_not_of(" \t") == std::string_view::npos) return;
@@ -403,7 +419,7 @@ void ReadEdges(const PlainFiles& f, bool ignore_edge_data, const IdMap& ids,
                int64_t* ewidth) {
   if (EndsWith(f.edges, ".npy")) {
     NpyHeader h;
-    const std::vector<int64_t> v = ReadNpyInts(f.edges, &h);
+    const std::vector<int64_t> v = ReadIdNpy(f.edges, &h);
     const bool rows = h.shape.size() == 2 && h.shape[1] == 2;
     const bool cols = h.shape.size() == 2 && h.shape[0] == 2 && !rows;
     if (!rows && !cols) {

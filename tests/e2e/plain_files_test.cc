@@ -173,6 +173,19 @@ TEST_CASE("plain files: every problem is one line naming the file and the fix", 
   ExpectOneLine(part({"--edges", f.dir / "text_edges.csv"}), "gnn-partition",
                 "text_edges.csv:2: 'x' is not an integer node id");
   ExpectOneLine(part({"--edge_columns", "from,to"}), "gnn-partition", "has no column 'from'");
+  // String ids saved by NumPy ('<U4'): numbered first, the line says.
+  {
+    std::string head = "{'descr': '<U4', 'fortran_order': False, 'shape': (2,), }";
+    head.resize(64 - 10 - 1, ' ');
+    head += '\n';
+    std::string npy = std::string("\x93NUMPY\x01\x00", 8);
+    npy += static_cast<char>(head.size());
+    npy += '\0';
+    npy += head + std::string(2 * 4 * 4, '\0');
+    std::ofstream(f.dir / "str_ids.npy", std::ios::binary) << npy;
+    ExpectOneLine(part({"--node_ids", f.dir / "str_ids.npy"}), "gnn-partition",
+                  "(node ids are int64: number string ids first)");
+  }
   // Without --node_ids the ids are rows.
   auto no_ids = Files();
   std::vector<std::string> flags = no_ids.flags;
