@@ -117,14 +117,7 @@ void RunEquality(const std::string& dataset) {
   test::ServerThreads servers(ip, four, 4, 1, job);
 
   for (int local : {-1, 0}) {
-    DistGraphOptions o;
-    o.part_config = four;
-    o.ip_config = ip;
-    o.endpoints = servers.endpoints();
-    o.local_machine_id = local;
-    o.job_id = job;
-    o.keys = test::Keys(job);
-    o.timeout = std::chrono::milliseconds(20000);
+    DistGraphOptions o = test::ClientOptions(four, ip, servers, job, local);
     o.aggregate_at_owner = false;
     DistGraph g(o);
     o.aggregate_at_owner = true;

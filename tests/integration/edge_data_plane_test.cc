@@ -86,20 +86,6 @@ int64_t CheckBlocks(const std::vector<Block>& blocks, const Ids& ids, const Edge
   return checked;
 }
 
-std::vector<int64_t> RandomSeeds(int64_t n, size_t count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<uint8_t> used(n, 0);
-  std::vector<int64_t> out;
-  while (out.size() < count) {
-    const int64_t v = static_cast<int64_t>(rng() % n);
-    if (!used[v]) {
-      used[v] = 1;
-      out.push_back(v);
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE(
@@ -129,7 +115,7 @@ TEST_CASE(
       CscView csc{lp.indptr.data(), lp.indices.data(), 0, lp.num_nodes, lp.orig_nids.data()};
       csc.edge_data = lp.edge_data.data();
       csc.edge_dim = lp.edge_dim;
-      const std::vector<int64_t> seeds = RandomSeeds(config.num_nodes, 50, 1);
+      const std::vector<int64_t> seeds = test::DistinctRandomIds(config.num_nodes, 50, 1);
       std::vector<Block> blocks = SampleBlocks(csc, seeds, fanouts, false, 9, 1);
       CHECK(CheckBlocks(blocks, ids, rows, 3) > 200);
       // Excluding edges keeps the rows with their edges.
@@ -168,7 +154,7 @@ TEST_CASE(
       o.edge_data = true;
       DistGraph g(o);
       REQUIRE(g.edge_dim() == 3);
-      const std::vector<int64_t> seeds = RandomSeeds(config.num_nodes, 64, 7 + parts);
+      const std::vector<int64_t> seeds = test::DistinctRandomIds(config.num_nodes, 64, 7 + parts);
       const MiniBatch mb = g.MakeBatch(seeds, fanouts, false, 11);
       CHECK_FALSE(mb.input_means);  // rows shipped: the first layer is weighted
       CHECK(CheckBlocks(mb.blocks, ids, rows, 3) > 200);

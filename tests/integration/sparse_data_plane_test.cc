@@ -36,45 +36,7 @@ constexpr const char* kBow = "synthetic:nodes=800,edges=5000,feat=1500,classes=4
 
 std::string Partition(const test::TempDir& dir, const std::string& format, int parts,
                       const std::string& spec = kBow) {
-  PartitionOptions o;
-  o.data.dataset = spec;
-  o.data.cache_dir = dir / "cache";
-  o.data.feature_format = format;
-  o.num_parts = parts;
-  o.balance_train = true;
-  o.output = dir / (format + std::to_string(parts));
-  const LogLevel before = GetLogLevel();
-  SetLogLevel(LogLevel::kWarn);
-  std::string path = RunPartition(o).config_path;
-  SetLogLevel(before);
-  return path;
-}
-
-std::vector<int64_t> RandomSeeds(int64_t n, size_t count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<uint8_t> used(n, 0);
-  std::vector<int64_t> out;
-  while (out.size() < count) {
-    const int64_t v = static_cast<int64_t>(rng() % n);
-    if (!used[v]) {
-      used[v] = 1;
-      out.push_back(v);
-    }
-  }
-  return out;
-}
-
-DistGraphOptions Options(const std::string& config, const std::string& ip,
-                         const test::ServerThreads& servers, const std::string& job, int local) {
-  DistGraphOptions o;
-  o.part_config = config;
-  o.ip_config = ip;
-  o.endpoints = servers.endpoints();
-  o.local_machine_id = local;
-  o.job_id = job;
-  o.keys = test::Keys(job);
-  o.timeout = std::chrono::milliseconds(20000);
-  return o;
+  return test::MakePartitions(dir, spec, parts, format + std::to_string(parts), "metis", format);
 }
 
 std::vector<float> Dense(const SparseRows& rows) {
@@ -120,7 +82,7 @@ TEST_CASE(
   for (int local : {-1, 0}) {
     for (const net::IdCoding coding : {net::IdCoding::kInt64, net::IdCoding::kVarint}) {
       INFO("local machine " << local << ", ids " << net::IdCodingName(coding));
-      DistGraphOptions so = Options(sparse, ip, sparse_servers, job_s, local);
+      DistGraphOptions so = test::ClientOptions(sparse, ip, sparse_servers, job_s, local);
       so.id_coding = coding;
       // The machine's hot-row cache holds CSR rows of the other partition.
       so.cache_bytes = local >= 0 ? 64 << 10 : 0;
@@ -132,7 +94,7 @@ TEST_CASE(
         CHECK(sg.row_cache()->num_rows() > 10);  // the cut edges of train nodes' neighbourhoods
         CHECK(sg.row_cache()->mapped_bytes() <= (64 << 10) + 8192);
       }
-      DistGraphOptions dopt = Options(dense, ip, dense_servers, job_d, local);
+      DistGraphOptions dopt = test::ClientOptions(dense, ip, dense_servers, job_d, local);
       dopt.id_coding = coding;
       dopt.aggregate_at_owner = false;
       DistGraph dg(dopt);
@@ -141,7 +103,7 @@ TEST_CASE(
       DistGraph dg_owner(owner);
       uint64_t sparse_bytes = 0, dense_bytes = 0, owner_bytes = 0;
       for (uint64_t seed : {3, 4, 5}) {
-        const std::vector<int64_t> seeds = RandomSeeds(sc.num_nodes, 64, seed);
+        const std::vector<int64_t> seeds = test::DistinctRandomIds(sc.num_nodes, 64, seed);
         const MiniBatch s = sg.MakeBatch(seeds, fanouts, false, seed);
         const MiniBatch d = dg.MakeBatch(seeds, fanouts, false, seed);
         const MiniBatch o = dg_owner.MakeBatch(seeds, fanouts, false, seed);
@@ -174,7 +136,7 @@ TEST_CASE(
       CHECK(sparse_bytes * 10 <= owner_bytes);
       CHECK(sparse_bytes * 10 <= dense_bytes);
       // Dense rows asked of sparse servers: the same rows.
-      const std::vector<int64_t> ids = RandomSeeds(sc.num_nodes, 300, 9);
+      const std::vector<int64_t> ids = test::DistinctRandomIds(sc.num_nodes, 300, 9);
       NoInitVector<float> a, b;
       sg.PullFeatures(ids, &a);
       dg.PullFeatures(ids, &b);
@@ -219,11 +181,11 @@ TEST_CASE("sparse rows with values travel with their values, in bfloat16 when as
   const std::string ip = test::WriteLoopbackIpConfig(dir, 2);
   const std::string job = "job-values-" + std::to_string(::getpid());
   test::ServerThreads servers(ip, sparse, 2, 1, job);
-  const std::vector<int64_t> ids = RandomSeeds(sc.num_nodes, 200, 4);
+  const std::vector<int64_t> ids = test::DistinctRandomIds(sc.num_nodes, 200, 4);
   const SparseRows files[2] = {ReadSparseFeatures(sc, 0), ReadSparseFeatures(sc, 1)};
   for (const net::RowFormat f : {net::RowFormat::kFloat32, net::RowFormat::kBfloat16}) {
     INFO(net::RowFormatName(f));
-    DistGraphOptions o = Options(sparse, ip, servers, job, 0);
+    DistGraphOptions o = test::ClientOptions(sparse, ip, servers, job, 0);
     o.wire_format = f;
     DistGraph g(o);
     SparseRows rows;

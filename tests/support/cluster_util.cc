@@ -4,17 +4,21 @@
 #include <condition_variable>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <stdexcept>
 
+#include "client/dist_graph.h"
 #include "common/log.h"
 #include "partition/partition.h"
 
 namespace gnn::test {
 
 std::string MakePartitions(const TempDir& dir, const std::string& dataset, int parts,
-                           const std::string& name, const std::string& method) {
+                           const std::string& name, const std::string& method,
+                           const std::string& feature_format) {
   PartitionOptions o;
   o.data.dataset = dataset;
+  if (!feature_format.empty()) o.data.feature_format = feature_format;
   o.part_method = method;
   o.data.cache_dir = dir / "cache";
   o.num_parts = parts;
@@ -32,6 +36,33 @@ std::string MakePartitions(const TempDir& dir, const std::string& dataset, int p
     SetLogLevel(before);
     throw;
   }
+}
+
+std::vector<int64_t> DistinctRandomIds(int64_t n, size_t count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> used(static_cast<size_t>(n), 0);
+  std::vector<int64_t> out;
+  while (out.size() < count) {
+    const int64_t v = static_cast<int64_t>(rng() % static_cast<uint64_t>(n));
+    if (!used[static_cast<size_t>(v)]) {
+      used[static_cast<size_t>(v)] = 1;
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
+DistGraphOptions ClientOptions(const std::string& config, const std::string& ip,
+                               const ServerThreads& servers, const std::string& job, int local) {
+  DistGraphOptions o;
+  o.part_config = config;
+  o.ip_config = ip;
+  o.endpoints = servers.endpoints();
+  o.local_machine_id = local;
+  o.job_id = job;
+  o.keys = Keys(job);
+  o.timeout = std::chrono::milliseconds(20000);
+  return o;
 }
 
 std::string WriteLoopbackIpConfig(const TempDir& dir, int machines) {
