@@ -43,6 +43,8 @@ bool NamesTypedModel(const std::string& command) {
     for (const char* m : {"rgcn", "rgat"}) {
       if (w == std::string("--model=") + m || (prev == "--model" && w == m)) return true;
     }
+    // An inference run takes its model from the file (checked there).
+    if (w == "--inference" || w == "--inference=true") return true;
     prev = w;
   }
   return false;
@@ -253,7 +255,7 @@ void CheckPartitionFits(const LaunchOptions& o, const LaunchInputs& in,
   if (in.have_parts && in.config.hetero() && !NamesTypedModel(o.command)) {
     problems->push_back({"partition config " + in.part_path +
                          " is a heterogeneous partitioning: the trainer command needs --model "
-                         "rgcn or rgat"});
+                         "rgcn or rgat (or --inference with such a model)"});
   }
   if (in.have_machines && in.have_parts &&
       in.config.num_parts > static_cast<int>(in.machines.size())) {

@@ -36,6 +36,8 @@ std::optional<Message> HeteroServing::Handle(const Message& req) {
       return OnPullTyped(req);
     case MsgType::kPullLabels:
       return OnPullLabels(req);
+    case MsgType::kPullOrigIds:
+      return OnPullOrigIds(req);
     case MsgType::kSplitNodes:
       return OnSplitNodes(req);
     case MsgType::kPullTypedSums:
@@ -49,7 +51,6 @@ std::optional<Message> HeteroServing::Handle(const Message& req) {
     case MsgType::kPullFeatures:
     case MsgType::kSampleAggregate:
     case MsgType::kPullSums:
-    case MsgType::kPullOrigIds:
     case MsgType::kPullTargets:
       throw DataError(
           name_ + " serves a heterogeneous partition: " + net::MsgTypeName(req.header.msg_type()) +
@@ -143,6 +144,23 @@ Message HeteroServing::OnPullLabels(const Message& req) {
   net::PullLabelsReply rep;
   rep.coding = asked.coding;
   for (int64_t r : rows) rep.labels.push_back(part_.labels[static_cast<size_t>(r)]);
+  return rep.Encode(req.header.request_id);
+}
+
+// Each owned node's id in the input dataset: type-local, as its
+// partition's orig_nids (typed inference and saved embedding tables key
+// their rows by it).
+Message HeteroServing::OnPullOrigIds(const Message& req) {
+  const net::PullLabels asked = net::PullLabels::Decode(req);
+  net::PullLabelsReply rep;
+  rep.coding = asked.coding;
+  rep.labels.reserve(asked.ids.size());
+  for (int64_t v : asked.ids) {
+    if (v < part_.node_start || v >= part_.node_start + part_.num_nodes) {
+      throw DataError("node " + std::to_string(v) + " is not owned by " + name_);
+    }
+    rep.labels.push_back(part_.orig_nids[static_cast<size_t>(v - part_.node_start)]);
+  }
   return rep.Encode(req.header.request_id);
 }
 

@@ -38,6 +38,7 @@ class HeteroServing {
   net::Message OnTypedSample(const net::Message& req);
   net::Message OnPullTyped(const net::Message& req);
   net::Message OnPullLabels(const net::Message& req);
+  net::Message OnPullOrigIds(const net::Message& req);
   net::Message OnSplitNodes(const net::Message& req);
   net::Message OnEmbedding(const net::Message& req);
   net::Message OnPullTypedSums(const net::Message& req);

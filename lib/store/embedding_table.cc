@@ -257,6 +257,19 @@ std::string EmbeddingTable::Save(int64_t begin, int64_t end) const {
   return out;
 }
 
+void EmbeddingTable::SetValues(int64_t begin, const float* values, int64_t n) {
+  if (begin < 0 || n < 0 || begin > num_rows_ || n > num_rows_ - begin) {
+    throw DataError("embedding rows " + std::to_string(n) + " from row " + std::to_string(begin) +
+                    " do not fit in the table's rows " + RowRange(num_rows_));
+  }
+  const size_t at = static_cast<size_t>(begin * options_.dim);
+  const size_t count = static_cast<size_t>(n * options_.dim);
+  std::copy(values, values + count, values_.begin() + at);
+  std::fill(state1_.begin() + at, state1_.begin() + at + count, 0.0f);
+  if (!state2_.empty()) std::fill(state2_.begin() + at, state2_.begin() + at + count, 0.0f);
+  if (!steps_.empty()) std::fill(steps_.begin() + begin, steps_.begin() + begin + n, 0);
+}
+
 void EmbeddingTable::Restore(const std::string& bytes, int64_t begin, const std::string& source) {
   const std::string what = "embedding blob from " + source + ": ";
   if (bytes.size() < kHeaderBytes) {

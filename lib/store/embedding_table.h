@@ -92,6 +92,11 @@ class EmbeddingTable {
   // not fit from `begin`.
   void Restore(const std::string& bytes, int64_t begin, const std::string& source);
 
+  // Rows [begin, begin + n) take `values` (row-major [n, dim]) with fresh
+  // optimizer state (zero): a saved model's learned rows put in place for
+  // inference. DataError, nothing changed, unless they fit.
+  void SetValues(int64_t begin, const float* values, int64_t n);
+
  private:
   EmbeddingOptions options_;
   double eps_;  // options_.eps resolved

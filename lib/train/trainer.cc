@@ -31,16 +31,13 @@ namespace {
 PartitionConfig LoadCheckedConfig(const TrainOptions& o) {
   CheckDevice(o);
   PartitionConfig config = LoadPartitionConfig(o.part_config);
-  if (o.inference && config.hetero()) {
-    throw ConfigError("--inference applies graphsage, gat and gcn models so far; " + o.part_config +
-                      " is a heterogeneous partitioning (rgcn/rgat inference is "
-                      "not built yet)");
-  }
-  if (o.Typed() && !config.hetero()) {
+  // --inference takes the model from its file (checked against the graph
+  // there).
+  if (!o.inference && o.Typed() && !config.hetero()) {
     throw ConfigError("--model " + o.model + " needs a heterogeneous partitioning; " +
                       o.part_config + " has one node type (use --model graphsage, gat or gcn)");
   }
-  if (!o.Typed()) {
+  if (!o.inference && !o.Typed()) {
     config.RequireHomogeneous("gnn-train --model " + o.model + " (use --model rgcn or rgat)");
   }
   if (o.Typed() && !o.predict_category.empty() && o.predict_category != config.target_ntype) {
@@ -194,7 +191,9 @@ json RunTrain(const TrainOptions& given) {
     ResolveDecoderEdgeFeatures(config, &o);
   }
   torch::set_num_threads(DefaultTorchThreads(o));
-  if (o.inference) return RunInference(o, config);
+  if (o.inference) {
+    return config.hetero() ? RunTypedInference(o, config) : RunInference(o, config);
+  }
   std::unique_ptr<Learner> learner = MakeLearner(o, config);
   return RunTrainingLoop(o, config, *learner);
 }

@@ -280,14 +280,15 @@ TEST_CASE("inference: bad inputs are one line, before anything is written", "[e2
       RunTrainer({"--part_config", other + "/synthetic-tiny.json", "--inference",
                   "--restore_model_path", model, "--save_prediction_path", dir / "fresh"});
   CHECK(fresh.at("nodes_written").get<int64_t>() == 2000);
-  // A typed graph: not yet, said so.
+  // A typed graph takes RGCN and RGAT models, not this one.
   const std::string typed = test::MakePartitions(dir, "synthetic:mag-small", 1, "mag");
   {
     auto r = RunProcess({Bin("gnn-train"), "--standalone", "--part_config", typed, "--inference",
                          "--restore_model_path", model, "--save_prediction_path", out},
                         120);
-    CHECK(r.exit_code == 2);
-    CHECK(r.err.find("rgcn/rgat inference is not built yet") != std::string::npos);
+    CHECK(r.exit_code == 3);
+    CHECK(r.err.find("holds a --model graphsage model (one node type)") != std::string::npos);
+    CHECK(!PathExists(out + "/manifest.json"));
   }
   // An id that is not a node.
   WriteNpy(dir / "ids.npy", std::vector<int64_t>{3, 2000});

@@ -5,12 +5,15 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "common/fs.h"
+#include "common/npy.h"
 #include "launch_util.h"
 #include "process_util.h"
 #include "test_util.h"
@@ -102,6 +105,27 @@ json Launch(const test::TempDir& dir, const std::string& config, int machines,
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   return json::parse(test::LastLine(r.out));
+}
+
+// An inference run's predictions by input id: id -> (logits, pred).
+std::map<int64_t, std::pair<std::vector<float>, int64_t>> Predictions(const std::string& dir) {
+  const json m = json::parse(ReadFile(dir + "/manifest.json"));
+  std::map<int64_t, std::pair<std::vector<float>, int64_t>> out;
+  for (const json& s : m.at("shards")) {
+    std::vector<int64_t> shape;
+    const auto ids = ReadNpy<int64_t>(dir + "/" + s.at("ids").get<std::string>(), {-1});
+    const auto logits =
+        ReadNpy<float>(dir + "/" + s.at("logits").get<std::string>(), {-1, -1}, &shape);
+    const auto pred = ReadNpy<int64_t>(dir + "/" + s.at("pred").get<std::string>(), {-1});
+    REQUIRE(ids.size() == pred.size());
+    REQUIRE(shape[0] == static_cast<int64_t>(ids.size()));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const float* row = logits.data() + i * shape[1];
+      CHECK(out.count(ids[i]) == 0);
+      out[ids[i]] = {std::vector<float>(row, row + shape[1]), pred[i]};
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -377,6 +401,131 @@ TEST_CASE("RGAT: standalone learns from typed neighbours, one machine equals it,
                         "assert 'layers.0.loop_weight' in sd and 'layers.0.h_bias' in sd\n"
                         "print('ok')\n",
                         dir / "rgat.pt"});
+  INFO(py.err);
+  CHECK(py.out == "ok\n");
+}
+
+TEST_CASE(
+    "RGCN and RGAT inference: by input id on any partitioning, learned embeddings in the file",
+    "[e2e]") {
+  test::TempDir dir;
+  const std::string one = MagParts(dir, 1, "one"), two = MagParts(dir, 2, "two");
+  // Trained on 2 machines; the file holds each featureless type's learned
+  // rows by input id.
+  const std::string model = dir / "m.pt";
+  Launch(dir, two, 2, Trainer("--num_epochs 2 --save_model " + model));
+  auto infer = [&](const std::string& config, const std::string& out,
+                   std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {Bin("gnn-train"),
+                                     "--standalone",
+                                     "--quiet",
+                                     "--inference",
+                                     "--part_config",
+                                     config,
+                                     "--restore_model_path",
+                                     model,
+                                     "--save_prediction_path",
+                                     out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = RunProcess(args, 300);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return json::parse(test::LastLine(r.out));
+  };
+  // Every paper, standalone on 1 partition and over 2 machines (the
+  // learned rows put in the servers' tables by input id): the same logits.
+  const json alone = infer(one, dir / "p1");
+  const json dist = Launch(dir, two, 2,
+                           Bin("gnn-train") + " --inference --restore_model_path " + model +
+                               " --save_prediction_path " + (dir / "p2") +
+                               " --wire_dtype float32 --num_omp_threads 1");
+  INFO(alone.dump() << "\n" << dist.dump());
+  const json cfg = json::parse(ReadFile(one));
+  int64_t papers = 0, tests = 0;
+  for (int p = 0; p < cfg.at("num_parts").get<int>(); ++p)
+    tests += cfg.at("part-" + std::to_string(p)).at("num_test").get<int64_t>();
+  const auto p1 = Predictions(dir / "p1"), p2 = Predictions(dir / "p2");
+  papers = static_cast<int64_t>(p1.size());
+  CHECK(alone["nodes_written"] == papers);
+  CHECK(dist["nodes_written"] == papers);
+  CHECK(alone["ntype"] == "paper");
+  REQUIRE(p2.size() == p1.size());
+  CHECK(p1.begin()->first == 0);
+  CHECK(p1.rbegin()->first == papers - 1);
+  double worst = 0;
+  for (const auto& [id, row] : p1) {
+    const auto& other = p2.at(id);
+    REQUIRE(other.first.size() == row.first.size());
+    for (size_t j = 0; j < row.first.size(); ++j)
+      worst = std::max(worst, static_cast<double>(std::abs(row.first[j] - other.first[j])));
+    CHECK(row.second == other.second);
+    CHECK(row.second == std::max_element(row.first.begin(), row.first.end()) - row.first.begin());
+  }
+  CHECK(worst < 1e-5);
+  CHECK(alone["test_acc"] == dist["test_acc"]);
+  CHECK(alone["test_acc"].get<double>() > 0.6);
+  const json manifest = json::parse(ReadFile(dir / "p2/manifest.json"));
+  CHECK(manifest["ntype"] == "paper");
+  CHECK(manifest["shards"].size() == 2);
+  CHECK(manifest["fan_out"] == "every neighbour");
+  // --nodes (the papers' input ids) and --node_mask; sampled with --fan_out.
+  WriteNpy(dir / "ids.npy", std::vector<int64_t>{7, 3, 3});
+  const json some = infer(one, dir / "some", {"--nodes", dir / "ids.npy"});
+  CHECK(some["nodes_written"] == 2);
+  const auto picked = Predictions(dir / "some");
+  CHECK(picked.at(3).first == p1.at(3).first);
+  const json test = infer(one, dir / "test", {"--node_mask", "test", "--fan_out", "5,5"});
+  CHECK(test["nodes_written"] == tests);
+  // RGAT the same way (its per-relation attention over every neighbour).
+  Rgcn(one, {"--num_heads", "4", "--num_epochs", "1", "--save_model", dir / "rgat.pt"}, "10,10",
+       "rgat");
+  auto r =
+      RunProcess({Bin("gnn-train"), "--standalone", "--quiet", "--inference", "--part_config", one,
+                  "--restore_model_path", dir / "rgat.pt", "--save_prediction_path", dir / "rgat"},
+                 300);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(json::parse(test::LastLine(r.out))["model"] == "rgat");
+  // Bad input: one line, nothing written.
+  auto fails = [&](std::vector<std::string> extra, const std::string& needle, int code) {
+    std::vector<std::string> args = {Bin("gnn-train"),
+                                     "--standalone",
+                                     "--inference",
+                                     "--part_config",
+                                     one,
+                                     "--restore_model_path",
+                                     model,
+                                     "--save_prediction_path",
+                                     dir / "bad"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto b = RunProcess(args, 120);
+    INFO(b.err);
+    CHECK(b.exit_code == code);
+    CHECK(b.err.find(needle) != std::string::npos);
+    CHECK(!PathExists(dir / "bad/manifest.json"));
+    CHECK(!PathExists(dir / "bad/part0"));
+  };
+  WriteNpy(dir / "bad_ids.npy", std::vector<int64_t>{1, papers});
+  fails({"--nodes", dir / "bad_ids.npy"}, "id " + std::to_string(papers) + " is not a paper node",
+        3);
+  fails({"--save_embed_path", dir / "emb"}, "learned node embeddings are in the model file", 2);
+  fails({"--fan_out", "5,5,5"}, "has 3 layers", 2);
+  // The file read by PyTorch: each featureless type's rows by input id.
+  if (!PathExists("/usr/bin/python3") ||
+      RunProcess({"/usr/bin/python3", "-c", "import torch"}).exit_code != 0) {
+    GNN_SKIP("python3-torch not installed: node_embeddings not read back");
+  }
+  auto py = RunProcess({"/usr/bin/python3", "-c",
+                        "import sys, torch\n"
+                        "sd = torch.load(sys.argv[1], weights_only=True)\n"
+                        "m = sd._metadata['gnn']\n"
+                        "assert set(m['node_embeddings']) == {'author', 'institution', "
+                        "'field_of_study'}, m\n"
+                        "for t, k in m['node_embeddings'].items():\n"
+                        "  assert sd[k].shape[1] == 32 and sd[k].shape[0] > 0, (k, sd[k].shape)\n"
+                        "  assert sd[k].abs().sum() > 0\n"
+                        "print('ok')\n",
+                        model});
   INFO(py.err);
   CHECK(py.out == "ok\n");
 }

@@ -429,6 +429,40 @@ TEST_CASE("Save and Restore carry values and optimizer state", "[unit][embedding
   }
 }
 
+TEST_CASE("SetValues puts rows in place with fresh optimizer state", "[unit][embedding]") {
+  for (SparseOptimizerKind kind : {SparseOptimizerKind::kAdagrad, SparseOptimizerKind::kAdam}) {
+    DYNAMIC_SECTION(SparseOptimizerName(kind)) {
+      const int64_t dim = 3, rows = 7;
+      const EmbeddingOptions o = Options(dim, kind, 0.05);
+      EmbeddingTable trained(o, Iota(rows));
+      for (size_t step = 0; step < kStepRows.size(); ++step) {
+        trained.Apply(kStepRows[step], Grads(kStepRows[step], dim, static_cast<int>(step)), 1);
+      }
+      // Rows [1, 3) take new values; the others keep theirs.
+      const std::vector<float> before = PullAll(trained);
+      const std::vector<float> values = {1, 2, 3, 4, 5, 6};
+      trained.SetValues(1, values.data(), 2);
+      const std::vector<float> after = PullAll(trained);
+      for (int64_t i = 0; i < rows * dim; ++i) {
+        const bool inside = i >= dim && i < 3 * dim;
+        REQUIRE(after[i] == (inside ? values[i - dim] : before[i]));
+      }
+      // Their state is fresh: the next step is a first step, as on a
+      // table that starts from those values.
+      EmbeddingTable fresh(o, Iota(2));
+      fresh.SetValues(0, values.data(), 2);
+      const std::vector<float> g = Grads({1, 2}, dim, 7);
+      trained.Apply({1, 2}, g, 1);
+      fresh.Apply({0, 1}, g, 1);
+      std::vector<float> got;
+      trained.Pull({1, 2}, &got, 1);
+      CHECK(SameBits(got, PullAll(fresh)));
+      CHECK_THROWS_AS(trained.SetValues(6, values.data(), 2), DataError);
+      CHECK_THROWS_AS(trained.SetValues(-1, values.data(), 1), DataError);
+    }
+  }
+}
+
 TEST_CASE("Restore refuses malformed blobs, naming the source", "[unit][embedding]") {
   const int64_t dim = 3;
   EmbeddingOptions o = Options(dim, SparseOptimizerKind::kAdam);

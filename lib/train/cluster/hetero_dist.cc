@@ -111,16 +111,8 @@ class DistHeteroSource : public HeteroSource {
     // (the embedding rows' sparse gradients stay on the host collective).
     if (o.num_gpus > 0) collective_->EnableNccl();
     graph_ = std::make_unique<DistGraph>(group.graph);
+    ResetEmbeddings();
     const size_t T = config.ntypes.size();
-    specs_.resize(T);
-    for (size_t t = 0; t < T; ++t) {
-      specs_[t].ntype = static_cast<int64_t>(t);
-      specs_[t].dim = o.num_hidden;
-      specs_[t].optimizer =
-          ParseSparseOptimizer(o.sparse_optimizer) == SparseOptimizerKind::kAdagrad ? 0 : 1;
-      specs_[t].lr = o.sparse_lr;
-      specs_[t].seed = MixSeed(o.seed, 0x656d62);  // as the standalone tables
-    }
     if (o.num_samplers > 0) {
       samplers_ = StartSamplers(o, config, group);
       schema_.num_rels = static_cast<int64_t>(config.etypes.size());
@@ -128,6 +120,21 @@ class DistHeteroSource : public HeteroSource {
       schema_.feature_dims.resize(T, 0);
       schema_.type_of = [this](int64_t v) { return config_.NtypeOf(v); };
       schema_.rel_src_type = config.RelationSrcTypes();
+    }
+  }
+
+  // Each type's table settings, sent with every embedding request (the
+  // servers make a table on its first request).
+  void ResetEmbeddings() override {
+    const size_t T = config_.ntypes.size();
+    specs_.assign(T, net::EmbSpec{});
+    for (size_t t = 0; t < T; ++t) {
+      specs_[t].ntype = static_cast<int64_t>(t);
+      specs_[t].dim = o_.num_hidden;
+      specs_[t].optimizer =
+          ParseSparseOptimizer(o_.sparse_optimizer) == SparseOptimizerKind::kAdagrad ? 0 : 1;
+      specs_[t].lr = o_.sparse_lr;
+      specs_[t].seed = MixSeed(o_.seed, 0x656d62);  // as the standalone tables
     }
   }
 
@@ -300,6 +307,48 @@ class DistHeteroSource : public HeteroSource {
     }
     collective_->Barrier();
   }
+
+  void OrigIds(const std::vector<int64_t>& ids, std::vector<int64_t>* out) override {
+    graph_->PullOrigIds(ids, out);
+  }
+  void ReadEmbeddings(int t, const std::vector<int64_t>& ids, std::vector<float>* out) override {
+    graph_->EmbPull(specs_[static_cast<size_t>(t)], ids, out, true);
+  }
+  // The rows go to the partition's server as EmbSave's blobs would: a
+  // table of fresh state holding them, saved in pieces of about 8 MB.
+  void SetEmbeddings(int t, int p, const std::vector<float>& rows) override {
+    const net::EmbSpec& spec = specs_.at(static_cast<size_t>(t));
+    const auto [first, end] =
+        config_.parts.at(static_cast<size_t>(p)).ntype_ranges.at(static_cast<size_t>(t));
+    const int64_t n = end - first;
+    if (static_cast<int64_t>(rows.size()) != n * spec.dim) {
+      throw DataError("embedding rows for partition " + std::to_string(p) + " of type " +
+                      config_.ntypes[static_cast<size_t>(t)] + ": " + std::to_string(rows.size()) +
+                      " values for " + std::to_string(n) + " rows of " + std::to_string(spec.dim));
+    }
+    EmbeddingOptions eo;
+    eo.dim = spec.dim;
+    eo.optimizer = ParseSparseOptimizer(o_.sparse_optimizer);
+    eo.lr = o_.sparse_lr;
+    EmbeddingTable table(eo, std::vector<uint64_t>(static_cast<size_t>(n), 0), 1);
+    table.SetValues(0, rows.data(), n);
+    const int64_t chunk = std::max<int64_t>(1, (int64_t{8} << 20) / (12 * spec.dim));
+    std::string bytes;
+    for (int64_t b = 0; b < n; b += chunk) {
+      const std::string blob = table.Save(b, std::min(n, b + chunk));
+      const uint64_t head[2] = {static_cast<uint64_t>(b), blob.size()};
+      bytes.append(reinterpret_cast<const char*>(head), sizeof head);
+      bytes += blob;
+    }
+    graph_->EmbRestore(spec, p, bytes);
+  }
+  std::vector<int64_t> AllSplitNodes(int m) override {
+    return graph_->SplitNodes(m, 0, graph_->CountNodes(m));
+  }
+  std::vector<std::string> Alltoall(std::vector<std::string> to) override {
+    return collective_->Alltoall(to);
+  }
+  void Barrier() override { collective_->Barrier(); }
 
   int64_t AllreduceGrads(torch::nn::Module& model) override {
     return collective_->AllreduceMeanGrads(model.parameters());

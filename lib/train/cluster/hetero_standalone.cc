@@ -184,6 +184,27 @@ class StandaloneHeteroSource : public HeteroSource {
     RestoreTables(bytes, source, &tables_);
   }
 
+  void OrigIds(const std::vector<int64_t>& ids, std::vector<int64_t>* out) override {
+    out->resize(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < part_.node_start || ids[i] >= part_.node_start + part_.num_nodes)
+        throw DataError("node " + std::to_string(ids[i]) + " is not in partition 0");
+      (*out)[i] = part_.orig_nids[static_cast<size_t>(ids[i] - part_.node_start)];
+    }
+  }
+  void SetEmbeddings(int t, int p, const std::vector<float>& rows) override {
+    EmbeddingTable& table = tables_.at(static_cast<size_t>(t));
+    if (p != 0 || static_cast<int64_t>(rows.size()) != table.num_rows() * table.dim()) {
+      throw DataError("embedding rows for partition " + std::to_string(p) + " of type " +
+                      config_.ntypes.at(static_cast<size_t>(t)) + ": " +
+                      std::to_string(rows.size()) + " values for " +
+                      std::to_string(table.num_rows()) + " rows of " + std::to_string(table.dim()));
+    }
+    table.SetValues(0, rows.data(), table.num_rows());
+  }
+  void ResetEmbeddings() override { tables_ = MakeEmbeddingTables(o_, part_); }
+  std::vector<int64_t> AllSplitNodes(int m) override { return part_.Nodes(m); }
+
  private:
   void SampleAhead() {
     const size_t depth = static_cast<size_t>(std::max(1, o_.prefetch));

@@ -92,6 +92,29 @@ class HeteroSource {
   // in global id order (rank 0's result counts; every rank calls): equal
   // for a standalone run and a cluster run of the same partitioning.
   virtual std::string EmbeddingChecksum() = 0;
+  // Inference with a saved model (typed_inference.cc):
+  // Each node's id in the input dataset (type-local: its partition's
+  // orig_nids).
+  virtual void OrigIds(const std::vector<int64_t>& ids, std::vector<int64_t>* out) = 0;
+  // Embedding rows exactly as the tables hold them (float32 whatever the
+  // wire carries).
+  virtual void ReadEmbeddings(int t, const std::vector<int64_t>& ids, std::vector<float>* out) {
+    PullEmbeddings(t, ids, out);
+  }
+  // The rows of partition p's type-t nodes ([n, dim], new-id order)
+  // replace the table's, with fresh optimizer state. Ranks call it for
+  // the partitions they restore, then Barrier.
+  virtual void SetEmbeddings(int t, int p, const std::vector<float>& rows) = 0;
+  // The tables' settings (row width, optimizer) taken from the options
+  // again: an inference run learns them from the model file after the
+  // source is up (it reads the file through BroadcastBytes).
+  virtual void ResetEmbeddings() = 0;
+  // Every node of split m (0 train, 1 valid, 2 test) in global id order.
+  virtual std::vector<int64_t> AllSplitNodes(int m) = 0;
+  // Collective byte exchange: to[r] goes to rank r; returns what each
+  // rank sent this one.
+  virtual std::vector<std::string> Alltoall(std::vector<std::string> to) { return to; }
+  virtual void Barrier() {}
   // Dense collectives, as TrainEnv's.
   virtual int64_t AllreduceGrads(torch::nn::Module& /*model*/) { return 0; }
   virtual void SyncParams(torch::nn::Module& /*model*/) {}

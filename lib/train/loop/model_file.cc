@@ -218,11 +218,13 @@ void LoadParams(torch::nn::Module& module, const std::string& model, const Model
 }
 
 void SaveModelFile(const std::string& path, const torch::nn::Module& module,
-                   const nlohmann::json& meta) {
+                   const nlohmann::json& meta,
+                   const std::vector<std::pair<std::string, torch::Tensor>>& extra) {
   const std::string model = meta.is_object() ? meta.value("model", std::string()) : "";
   std::vector<std::pair<std::string, torch::Tensor>> params;
   for (const auto& item : module.named_parameters())
     params.emplace_back(DglKey(model, item.key()), item.value());
+  params.insert(params.end(), extra.begin(), extra.end());
   const std::vector<char> bytes = StateDictFileBytes(params, meta);
   AtomicFile f(path);
   f.Write(bytes.data(), bytes.size());

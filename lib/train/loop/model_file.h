@@ -25,11 +25,13 @@ namespace gnn {
 std::vector<char> StateDictFileBytes(
     const std::vector<std::pair<std::string, torch::Tensor>>& params, const nlohmann::json& meta);
 
-// Writes `module`'s named parameters (DglKey's names for meta["model"])
-// and `meta` to `path` atomically.
+// Writes `module`'s named parameters (DglKey's names for meta["model"]),
+// then `extra` named tensors (an RGCN's learned node embeddings), and
+// `meta` to `path` atomically.
 // Throws DataError naming `path` when it cannot be written.
 void SaveModelFile(const std::string& path, const torch::nn::Module& module,
-                   const nlohmann::json& meta);
+                   const nlohmann::json& meta,
+                   const std::vector<std::pair<std::string, torch::Tensor>>& extra = {});
 
 // A model file read back (--restore_model_path): its named tensors in file
 // order, and its metadata `_metadata["gnn"]` (null when the file has none,

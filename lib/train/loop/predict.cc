@@ -81,8 +81,9 @@ void TakeModelMeta(const json& meta, const PartitionConfig& config, const std::s
   try {
     o->model = get("model").get<std::string>();
     if (o->model == "rgcn" || o->model == "rgat") {
-      throw ConfigError(path + " holds --model " + o->model +
-                        ": --inference applies graphsage, gat and gcn models so far");
+      throw DataError(path + " holds a --model " + o->model + " model (node and edge types); " +
+                      config.graph_name +
+                      " has one node type: apply it to a heterogeneous partitioning");
     }
     if (o->model != "graphsage" && o->model != "gat" && o->model != "gcn") {
       throw DataError(path + ": unknown model '" + o->model + "'");

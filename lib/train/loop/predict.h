@@ -44,4 +44,10 @@ RestoredModel RestoreModel(const std::vector<char>& bytes, const std::string& pa
 // graph (feature width, classes), an id of --nodes not in the graph.
 nlohmann::json RunInference(const TrainOptions& options, const PartitionConfig& config);
 
+// The same for an RGCN or RGAT model on a heterogeneous partitioning
+// (typed_inference.cc): the target type's predictions, ids.npy holding
+// the type's input ids; the model file's learned node embeddings put in
+// place by input id first.
+nlohmann::json RunTypedInference(const TrainOptions& options, const PartitionConfig& config);
+
 }  // namespace gnn

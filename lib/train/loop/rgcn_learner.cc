@@ -7,6 +7,7 @@
 // neighbourhoods, the embedding tables in checkpoints.
 #include <torch/torch.h>
 
+#include <cstring>
 #include <sstream>
 #include <unordered_map>
 
@@ -20,6 +21,7 @@
 #include "train/loop/hetero_source.h"
 #include "train/loop/model_file.h"
 #include "train/loop/training_loop.h"
+#include "train/loop/typed_model.h"
 #include "train/models/rgcn.h"
 
 namespace gnn {
@@ -54,13 +56,13 @@ std::string RgcnSignature(const TrainOptions& o, const PartitionConfig& c) {
   return s.str();
 }
 
-class RgcnLearner : public Learner {
+class RgcnLearner : public TypedModel {
  public:
-  RgcnLearner(const TrainOptions& o, const PartitionConfig& config)
+  RgcnLearner(const TrainOptions& o, const PartitionConfig& config,
+              std::unique_ptr<HeteroSource> source)
       : o_(o),
         config_(config),
-        source_(o.standalone ? MakeStandaloneHeteroSource(o, config)
-                             : MakeDistHeteroSource(o, config)),
+        source_(std::move(source)),
         fanouts_(ParseTypedFanouts(o.fan_out, config.etypes)),
         device_(TrainDevice(o)),
         gat_(GatLayers(o)),
@@ -83,6 +85,13 @@ class RgcnLearner : public Learner {
     const int64_t per_rank =
         (static_cast<int64_t>(total) + source_->world() - 1) / source_->world();
     num_batches_ = std::max<int64_t>(1, (per_rank + o.batch_size - 1) / o.batch_size);
+  }
+
+  HeteroSource& source() override { return *source_; }
+  torch::Tensor Predict(HeteroBatch& b) override {
+    torch::NoGradGuard no_grad;
+    model_->eval();
+    return Forward(b, false);
   }
 
   int rank() const override { return source_->rank(); }
@@ -178,12 +187,26 @@ class RgcnLearner : public Learner {
   void BroadcastBytes(std::string* bytes) override { source_->BroadcastBytes(bytes); }
   double SumOverRanks(double v) override { return source_->SumOverRanks({v})[0]; }
 
-  // --save_model: the dense parameters (the embedding tables are in the
-  // checkpoint).
+  // --save_model: the dense parameters and the featureless types' learned
+  // embeddings (rank 0 reads every partition's; the others wait, as their
+  // servers must answer).
   // The embedding tables live at the servers: the last epoch is saved.
   bool SavesBestEpoch() const override { return false; }
   void SaveOutputs(bool lead, int epochs_done, int saved_epoch) override {
-    if (!lead || o_.save_model.empty()) return;
+    if (o_.save_model.empty()) return;
+    std::string error;
+    if (lead) {
+      try {
+        SaveModel(epochs_done, saved_epoch);
+      } catch (const DataError& e) {
+        error = e.what();
+      }
+    }
+    source_->Barrier();
+    if (!error.empty()) throw DataError(error);
+  }
+
+  void SaveModel(int epochs_done, int saved_epoch) {
     json meta = {{"model", o_.model},
                  {"parameter_names",
                   o_.model == "rgat" ? "dgl.nn.HeteroGraphConv(GATConv)" : "dgl.nn.RelGraphConv"},
@@ -205,7 +228,11 @@ class RgcnLearner : public Learner {
       meta["num_heads"] = o_.num_heads;
       meta["num_out_heads"] = o_.num_out_heads;
     }
-    SaveModelFile(o_.save_model, *model_, meta);
+    const auto tables = GatherNodeEmbeddings(*source_, config_, o_.num_hidden);
+    json keys = json::object();
+    for (const auto& [key, rows] : tables) keys[key.substr(key.find('.') + 1)] = key;
+    meta["node_embeddings"] = keys;
+    SaveModelFile(o_.save_model, *model_, meta, tables);
   }
 
   void Summarize(json* summary) override {
@@ -427,7 +454,51 @@ class RgcnLearner : public Learner {
 }  // namespace
 
 std::unique_ptr<Learner> MakeRgcnLearner(const TrainOptions& o, const PartitionConfig& config) {
-  return std::make_unique<RgcnLearner>(o, config);
+  return std::make_unique<RgcnLearner>(
+      o, config,
+      o.standalone ? MakeStandaloneHeteroSource(o, config) : MakeDistHeteroSource(o, config));
+}
+
+std::unique_ptr<TypedModel> MakeTypedModel(const TrainOptions& o, const PartitionConfig& config,
+                                           std::unique_ptr<HeteroSource> source) {
+  return std::make_unique<RgcnLearner>(o, config, std::move(source));
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> GatherNodeEmbeddings(
+    HeteroSource& source, const PartitionConfig& config, int64_t dim) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (size_t t = 0; t < config.ntypes.size(); ++t) {
+    if (t < config.ntype_feature_dims.size() && config.ntype_feature_dims[t] > 0) continue;
+    int64_t n = 0;
+    for (const PartInfo& p : config.parts) n += p.ntype_ranges[t].second - p.ntype_ranges[t].first;
+    torch::Tensor table = torch::empty({n, dim}, torch::kFloat32);
+    std::vector<char> seen(static_cast<size_t>(n), 0);
+    float* at = table.data_ptr<float>();
+    std::vector<int64_t> ids, orig;
+    std::vector<float> rows;
+    for (const PartInfo& p : config.parts) {
+      const auto [first, end] = p.ntype_ranges[t];
+      for (int64_t b = first; b < end; b += 65536) {
+        ids.clear();
+        for (int64_t v = b; v < std::min(end, b + 65536); ++v) ids.push_back(v);
+        source.ReadEmbeddings(static_cast<int>(t), ids, &rows);
+        source.OrigIds(ids, &orig);
+        for (size_t i = 0; i < ids.size(); ++i) {
+          const int64_t o = orig[i];
+          if (o < 0 || o >= n || seen[static_cast<size_t>(o)]) {
+            throw DataError(config.ntypes[t] + " node " + std::to_string(ids[i]) +
+                            " has input id " + std::to_string(o) + ", not a new one of 0.." +
+                            std::to_string(n - 1));
+          }
+          seen[static_cast<size_t>(o)] = 1;
+          std::memcpy(at + o * dim, rows.data() + i * dim,
+                      static_cast<size_t>(dim) * sizeof(float));
+        }
+      }
+    }
+    out.emplace_back(NodeEmbeddingKey(config.ntypes[t]), table);
+  }
+  return out;
 }
 
 }  // namespace gnn

@@ -1,0 +1,513 @@
+// gnn-train --inference with an RGCN or RGAT model on a heterogeneous
+// partitioning: the target type's predictions, written per partition as
+// the homogeneous inference writes them (predict.h), ids being the target
+// type's input ids.
+//
+// The model file carries the dense parameters and the featureless types'
+// learned embeddings keyed by input id; each rank puts the rows of the
+// partitions it restores (p mod world == rank) into the tables that serve
+// them (its own, standalone; the partition's server, distributed), so the
+// model applies to any partitioning. Every chosen target node's
+// neighbourhood is taken in full (fan-out -1 on every relation; --fan_out
+// samples it), in batches of --batch_size_eval, the chosen nodes split
+// evenly over the ranks; each rank sends its rows to the writer of their
+// partition (the first trainer of the machine serving it), which writes
+// them in id order.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "common/npy.h"
+#include "common/random.h"
+#include "common/timer.h"
+#include "sampling/typed_sampler.h"
+#include "train/loop/model_file.h"
+#include "train/loop/predict.h"
+#include "train/loop/typed_model.h"
+
+namespace gnn {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kManifestVersion = 1;
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : ", ") + s;
+  return "[" + out + "]";
+}
+
+std::vector<int64_t> FeatureDims(const PartitionConfig& c) {
+  std::vector<int64_t> d = c.ntype_feature_dims;
+  d.resize(c.ntypes.size(), 0);
+  return d;
+}
+
+// The file's description against the graph's schema (node types,
+// relations, feature widths, classes, target type), copied into *o.
+void TakeTypedMeta(const json& meta, const PartitionConfig& config, const std::string& path,
+                   TrainOptions* o) {
+  if (!meta.is_object() || !meta.contains("model")) {
+    throw DataError(path +
+                    ": no gnn metadata (_metadata[\"gnn\"]): --inference needs a file "
+                    "--save_model wrote, which says what model it holds");
+  }
+  auto get = [&](const char* key) -> const json& {
+    if (!meta.contains(key)) throw DataError(path + ": its metadata has no " + key);
+    return meta.at(key);
+  };
+  try {
+    o->model = get("model").get<std::string>();
+    if (o->model != "rgcn" && o->model != "rgat") {
+      throw DataError(path + " holds a --model " + o->model + " model (one node type); " +
+                      config.graph_name +
+                      " is a heterogeneous partitioning: apply it to a homogeneous one");
+    }
+    const auto ntypes = get("ntypes").get<std::vector<std::string>>();
+    if (ntypes != config.ntypes) {
+      throw DataError(path + " was trained on node types " + Join(ntypes) + "; " +
+                      config.graph_name + " has " + Join(config.ntypes));
+    }
+    const auto etypes = get("etypes").get<std::vector<std::string>>();
+    if (etypes != config.etypes) {
+      throw DataError(path + " was trained on relations " + Join(etypes) + "; " +
+                      config.graph_name + " has " + Join(config.etypes));
+    }
+    const auto in = get("in_feats").get<std::vector<int64_t>>();
+    const std::vector<int64_t> dims = FeatureDims(config);
+    for (size_t t = 0; t < dims.size(); ++t) {
+      const int64_t want = t < in.size() ? in[t] : -1;
+      if (want != dims[t]) {
+        throw DataError(path + " takes " + std::to_string(want) + " input features for " +
+                        config.ntypes[t] + " nodes; " + config.graph_name + " has " +
+                        std::to_string(dims[t]));
+      }
+    }
+    const std::string target = get("predict_category").get<std::string>();
+    if (target != config.target_ntype) {
+      throw DataError(path + " predicts " + target + " nodes; " + config.graph_name +
+                      "'s labels are on " + config.target_ntype);
+    }
+    const int64_t classes = get("n_classes").get<int64_t>();
+    if (classes != config.num_classes) {
+      throw DataError(path + " predicts " + std::to_string(classes) + " classes; " +
+                      config.graph_name + " has " + std::to_string(config.num_classes));
+    }
+    o->task = "node";
+    o->num_hidden = get("num_hidden").get<int64_t>();
+    o->num_layers = get("num_layers").get<int>();
+    o->num_bases = get("num_bases").get<int>();
+    o->self_loop = get("self_loop").get<bool>();
+    o->fan_out = get("fan_out").get<std::string>();
+    if (o->model == "rgat") {
+      o->num_heads = get("num_heads").get<int>();
+      o->num_out_heads = get("num_out_heads").get<int>();
+    }
+    if (!meta.contains("node_embeddings")) {
+      throw DataError(path + " holds no learned node embeddings (node_embeddings." +
+                      "<type> tensors): it was saved before --save_model kept them; train and "
+                      "save it again");
+    }
+  } catch (const json::exception& e) {
+    throw DataError(path + ": malformed metadata (" + e.what() + ")");
+  }
+}
+
+class TypedInference {
+ public:
+  TypedInference(const TrainOptions& given, const PartitionConfig& config)
+      : o_(given), config_(config) {}
+
+  json Run() {
+    if (!o_.save_embed_path.empty() || !o_.save_embeddings.empty()) {
+      throw ConfigError(
+          std::string(o_.save_embed_path.empty() ? "--save_embeddings" : "--save_embed_path") +
+          ": " + o_.part_config +
+          " is heterogeneous; its inference writes the target type's "
+          "predictions (--save_prediction_path), and the learned node embeddings "
+          "are in the model file (node_embeddings.<type>)");
+    }
+    if (o_.save_prediction_path.empty()) {
+      throw ConfigError("--inference on " + o_.part_config +
+                        " (heterogeneous) writes --save_prediction_path DIR");
+    }
+    CheckPredictionDir(o_.save_prediction_path);
+    std::unique_ptr<HeteroSource> source =
+        o_.standalone ? MakeStandaloneHeteroSource(o_, config_) : MakeDistHeteroSource(o_, config_);
+    const int rank = source->rank();
+    lead_ = rank == 0;
+    ModelFile file = ReadModel(*source);
+    TakeTypedMeta(file.meta, config_, o_.restore_model_path, &o_);
+    source->ResetEmbeddings();
+    model_meta_ = file.meta;
+    std::map<std::string, torch::Tensor> tables;
+    ModelFile dense;
+    for (auto& [key, t] : file.params) {
+      if (key.rfind("node_embeddings.", 0) == 0) {
+        tables[key.substr(16)] = t;
+      } else {
+        dense.params.emplace_back(key, t);
+      }
+    }
+    model_ = MakeTypedModel(o_, config_, std::move(source));
+    LoadParams(model_->module(), o_.model, dense, o_.restore_model_path);
+    RestoreTables(tables);
+    ChooseNodes();
+    fanouts_ = o_.infer_fan_out.empty()
+                   ? std::vector<std::vector<int>>(static_cast<size_t>(o_.num_layers),
+                                                   std::vector<int>(config_.etypes.size(), -1))
+                   : ParseTypedFanouts(o_.infer_fan_out, config_.etypes);
+    if (static_cast<int>(fanouts_.size()) != o_.num_layers) {
+      throw ConfigError("--fan_out '" + o_.infer_fan_out + "' has " +
+                        std::to_string(fanouts_.size()) + " layers; the model in " +
+                        o_.restore_model_path + " has " + std::to_string(o_.num_layers));
+    }
+    GNN_LOG(kInfo) << "inference with " << o_.model << " (" << o_.num_layers << " layers, from "
+                   << o_.restore_model_path << ") over " << config_.target_ntype << " nodes ("
+                   << (o_.infer_fan_out.empty() ? std::string("every neighbour")
+                                                : "fan-out " + o_.infer_fan_out)
+                   << "); writing " << chosen_.size();
+    Stopwatch infer_watch;
+    std::vector<std::string> got;
+    {
+      AllCoresWhileIdle all_cores(o_);
+      got = src().Alltoall(Compute());
+    }
+    WriteShard(got);
+    infer_s_ = infer_watch.Seconds();
+    WriteManifest();
+    GNN_LOG(kInfo) << "inference done in " << infer_s_ << " s: " << chosen_.size() << " "
+                   << config_.target_ntype << " nodes written";
+    return Summary();
+  }
+
+ private:
+  HeteroSource& src() { return model_->source(); }
+
+  void CheckPredictionDir(const std::string& dir) const {
+    std::error_code ec;
+    CheckCanWriteFile("--save_prediction_path",
+                      fs::is_directory(dir, ec) ? (fs::path(dir) / "manifest.json").string() : dir);
+  }
+
+  // Rank 0 reads the file and every rank gets its bytes, or the same error.
+  ModelFile ReadModel(HeteroSource& source) {
+    const std::string& path = o_.restore_model_path;
+    std::string bytes;
+    if (source.rank() == 0) {
+      try {
+        if (!PathExists(path)) {
+          throw DataError("--restore_model_path " + path + ": No such file or directory");
+        }
+        bytes = "+" + ReadFile(path);
+      } catch (const std::exception& e) {
+        bytes = std::string("!") + e.what();
+      }
+    }
+    source.BroadcastBytes(&bytes);
+    if (bytes.empty() || bytes[0] != '+')
+      throw DataError(bytes.empty() ? "no bytes" : bytes.substr(1));
+    return ParseModelFileBytes(std::vector<char>(bytes.begin() + 1, bytes.end()), path);
+  }
+
+  // Each featureless type's learned rows, by input id, into the tables of
+  // the partitions this rank restores; any rank's error is every rank's.
+  void RestoreTables(const std::map<std::string, torch::Tensor>& tables) {
+    const std::string& path = o_.restore_model_path;
+    std::string error;
+    try {
+      for (size_t t = 0; t < config_.ntypes.size(); ++t) {
+        if (FeatureDims(config_)[t] > 0) continue;
+        const std::string& name = config_.ntypes[t];
+        auto it = tables.find(name);
+        if (it == tables.end()) {
+          throw DataError(path + " holds no learned embeddings for " + name + " nodes (" +
+                          NodeEmbeddingKey(name) + ")");
+        }
+        const torch::Tensor table = it->second.to(torch::kFloat32).contiguous();
+        if (table.dim() != 2 || table.size(1) != o_.num_hidden) {
+          throw DataError(path + ": " + NodeEmbeddingKey(name) + " is not [rows, " +
+                          std::to_string(o_.num_hidden) + "]");
+        }
+        const int64_t rows = table.size(0), dim = o_.num_hidden;
+        for (int p = 0; p < config_.num_parts; ++p) {
+          if (p % src().world() != src().rank()) continue;
+          const auto [first, end] = config_.parts[static_cast<size_t>(p)].ntype_ranges[t];
+          std::vector<int64_t> ids, orig;
+          for (int64_t v = first; v < end; ++v) ids.push_back(v);
+          src().OrigIds(ids, &orig);
+          std::vector<float> values(ids.size() * static_cast<size_t>(dim));
+          for (size_t i = 0; i < ids.size(); ++i) {
+            if (orig[i] < 0 || orig[i] >= rows) {
+              throw DataError(path + " has learned embeddings for " + std::to_string(rows) + " " +
+                              name + " nodes; " + config_.graph_name + " has one of input id " +
+                              std::to_string(orig[i]));
+            }
+            std::memcpy(values.data() + i * dim, table.data_ptr<float>() + orig[i] * dim,
+                        static_cast<size_t>(dim) * sizeof(float));
+          }
+          src().SetEmbeddings(static_cast<int>(t), p, values);
+        }
+      }
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    if (src().SumOverRanks({error.empty() ? 0.0 : 1.0})[0] > 0) {
+      throw DataError(error.empty() ? "another trainer could not restore the model's embeddings "
+                                      "(its log says why)"
+                                    : error);
+    }
+  }
+
+  // The target nodes to write (global new ids, ascending): --nodes (the
+  // type's input ids), or --node_mask; the valid and test nodes for the
+  // summary's figures.
+  void ChooseNodes() {
+    const auto target =
+        std::find(config_.ntypes.begin(), config_.ntypes.end(), config_.target_ntype) -
+        config_.ntypes.begin();
+    std::vector<int64_t> all;
+    for (const PartInfo& p : config_.parts) {
+      const auto [first, end] = p.ntype_ranges[static_cast<size_t>(target)];
+      for (int64_t v = first; v < end; ++v) all.push_back(v);
+    }
+    const int m = o_.node_mask == "train"   ? 0
+                  : o_.node_mask == "valid" ? 1
+                  : o_.node_mask == "test"  ? 2
+                                            : -1;
+    if (!o_.nodes.empty()) {
+      chosen_ = FromInputIds(all, ReadIds());
+    } else {
+      chosen_ = m < 0 ? all : src().AllSplitNodes(m);
+    }
+    valid_ = src().AllSplitNodes(1);
+    test_ = src().AllSplitNodes(2);
+  }
+
+  // --nodes FILE.npy (rank 0 reads it; every rank gets the ids).
+  std::vector<int64_t> ReadIds() {
+    std::string bytes;
+    if (lead_) {
+      try {
+        const std::vector<int64_t> ids = ReadNpy<int64_t>(o_.nodes, {-1});
+        bytes = "+" + std::string(reinterpret_cast<const char*>(ids.data()),
+                                  ids.size() * sizeof(int64_t));
+      } catch (const std::exception& e) {
+        bytes = std::string("!") + e.what();
+      }
+    }
+    src().BroadcastBytes(&bytes);
+    if (bytes.empty() || bytes[0] != '+')
+      throw DataError(bytes.empty() ? "no bytes" : bytes.substr(1));
+    std::vector<int64_t> ids((bytes.size() - 1) / sizeof(int64_t));
+    std::memcpy(ids.data(), bytes.data() + 1, ids.size() * sizeof(int64_t));
+    return ids;
+  }
+
+  // The target type's input ids -> new ids (sorted, without repeats); an
+  // id that is not such a node is one line.
+  std::vector<int64_t> FromInputIds(const std::vector<int64_t>& all,
+                                    const std::vector<int64_t>& input) {
+    std::vector<int64_t> orig;
+    src().OrigIds(all, &orig);
+    std::vector<int64_t> new_of(all.size(), -1);
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (orig[i] >= 0 && orig[i] < static_cast<int64_t>(all.size())) new_of[orig[i]] = all[i];
+    }
+    std::vector<int64_t> out;
+    for (int64_t id : input) {
+      if (id < 0 || id >= static_cast<int64_t>(all.size()) || new_of[id] < 0) {
+        throw DataError("--nodes " + o_.nodes + ": id " + std::to_string(id) + " is not a " +
+                        config_.target_ntype + " node of " + config_.graph_name +
+                        " (its input ids are 0.." + std::to_string(all.size() - 1) + ")");
+      }
+      out.push_back(new_of[id]);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
+  int WriterRank(int p) const { return o_.standalone ? 0 : p * o_.num_trainers; }
+
+  // This rank's share of the chosen nodes, predicted batch by batch; rows
+  // (id, label, split, logits) packed for their partitions' writers.
+  std::vector<std::string> Compute() {
+    const int64_t n = static_cast<int64_t>(chosen_.size());
+    const int w = src().world(), r = src().rank();
+    const int64_t lo = n * r / w, hi = n * (r + 1) / w;
+    std::vector<TypedBatchPlan> plans;
+    for (int64_t b = lo, i = 0; b < hi; b += o_.batch_size_eval, ++i) {
+      plans.push_back(
+          {i,
+           {chosen_.begin() + b, chosen_.begin() + std::min(hi, b + o_.batch_size_eval)},
+           MixSeed(MixSeed(o_.seed, 0x696e666572), static_cast<uint64_t>(i))});
+    }
+    const size_t count = plans.size();
+    src().Start(std::move(plans), fanouts_);
+    std::vector<std::string> to(static_cast<size_t>(w));
+    const int64_t classes = config_.num_classes;
+    for (size_t i = 0; i < count; ++i) {
+      HeteroBatch b = src().Next();
+      const torch::Tensor logits = model_->Predict(b).to(torch::kCPU).contiguous();
+      if (logits.size(0) != static_cast<int64_t>(b.seeds.size()) || logits.size(1) != classes) {
+        throw DataError("inference: a batch of " + std::to_string(b.seeds.size()) +
+                        " seeds gave logits of shape [" + std::to_string(logits.size(0)) + ", " +
+                        std::to_string(logits.size(1)) + "]");
+      }
+      for (size_t k = 0; k < b.seeds.size(); ++k) {
+        const int64_t v = b.seeds[k];
+        const int64_t head[3] = {v, k < b.labels.size() ? b.labels[k] : -1,
+                                 std::binary_search(valid_.begin(), valid_.end(), v) ? 1
+                                 : std::binary_search(test_.begin(), test_.end(), v) ? 2
+                                                                                     : 0};
+        std::string& out = to[static_cast<size_t>(WriterRank(config_.PartOf(v)))];
+        out.append(reinterpret_cast<const char*>(head), sizeof head);
+        out.append(static_cast<const char*>(logits[static_cast<int64_t>(k)].data_ptr()),
+                   static_cast<size_t>(classes) * sizeof(float));
+      }
+    }
+    return to;
+  }
+
+  // A writer's partition: the rows every rank sent it, in id order (rank
+  // shares are consecutive runs of the ascending chosen ids), written
+  // with their input ids; the valid and test rows scored.
+  void WriteShard(const std::vector<std::string>& got) {
+    const int64_t classes = config_.num_classes;
+    const size_t row_bytes = 3 * sizeof(int64_t) + static_cast<size_t>(classes) * sizeof(float);
+    std::vector<int64_t> ids, labels, split;
+    std::vector<float> logits;
+    for (size_t r = 0; r < got.size(); ++r) {
+      if (got[r].size() % row_bytes != 0) {
+        throw PeerError("inference: rank " + std::to_string(r) + " sent " +
+                        std::to_string(got[r].size()) + " bytes, not rows of " +
+                        std::to_string(row_bytes));
+      }
+      for (size_t at = 0; at < got[r].size(); at += row_bytes) {
+        int64_t head[3];
+        std::memcpy(head, got[r].data() + at, sizeof head);
+        ids.push_back(head[0]);
+        labels.push_back(head[1]);
+        split.push_back(head[2]);
+        const size_t before = logits.size();
+        logits.resize(before + static_cast<size_t>(classes));
+        std::memcpy(logits.data() + before, got[r].data() + at + sizeof head,
+                    static_cast<size_t>(classes) * sizeof(float));
+      }
+    }
+    int part = -1;
+    for (int p = 0; p < config_.num_parts; ++p) {
+      if (WriterRank(p) == src().rank()) part = p;
+    }
+    for (int p = 0; p < config_.num_parts; ++p) {
+      counts_.push_back(src().SumOverRanks({p == part ? static_cast<double>(ids.size()) : 0.0})[0]);
+    }
+    if (part < 0) {
+      if (!ids.empty()) throw PeerError("inference: rows came to a rank that writes no partition");
+    } else {
+      const int64_t n = static_cast<int64_t>(ids.size());
+      for (int64_t i = 1; i < n; ++i) {
+        if (ids[i] <= ids[i - 1]) throw PeerError("inference: rows came out of id order");
+      }
+      std::vector<int64_t> orig;
+      src().OrigIds(ids, &orig);
+      const torch::Tensor out = torch::from_blob(logits.data(), {n, classes}, torch::kFloat32);
+      const torch::Tensor pred = out.argmax(1).contiguous();
+      const fs::path dir = fs::path(o_.save_prediction_path) / ("part" + std::to_string(part));
+      MakeDirs(dir.string());
+      WriteNpy((dir / "ids.npy").string(), orig);
+      WriteNpy((dir / "logits.npy").string(), logits.data(), {n, classes});
+      WriteNpy((dir / "pred.npy").string(), pred.data_ptr<int64_t>(), {n});
+      for (int64_t i = 0; i < n; ++i) {
+        const int k = static_cast<int>(split[i]) - 1;
+        if (k < 0 || labels[i] < 0) continue;
+        total_[k] += 1;
+        correct_[k] += pred.data_ptr<int64_t>()[i] == labels[i];
+      }
+    }
+    const std::vector<double> sums =
+        src().SumOverRanks({correct_[0], total_[0], correct_[1], total_[1]});
+    correct_[0] = sums[0];
+    total_[0] = sums[1];
+    correct_[1] = sums[2];
+    total_[1] = sums[3];
+  }
+
+  json SavedEpoch() const { return model_meta_.value("saved_epoch", json(nullptr)); }
+
+  void WriteManifest() {
+    if (!lead_) return;
+    json shards = json::array();
+    for (int p = 0; p < config_.num_parts; ++p) {
+      const std::string d = "part" + std::to_string(p);
+      shards.push_back({{"part", p},
+                        {"machine", WriterRank(p) / std::max(1, o_.num_trainers)},
+                        {"num_nodes", static_cast<int64_t>(counts_[static_cast<size_t>(p)])},
+                        {"ids", d + "/ids.npy"},
+                        {"logits", d + "/logits.npy"},
+                        {"pred", d + "/pred.npy"}});
+    }
+    const json m = {{"format_version", kManifestVersion},
+                    {"kind", "predictions"},
+                    {"graph_name", config_.graph_name},
+                    {"num_parts", config_.num_parts},
+                    {"ntype", config_.target_ntype},
+                    {"num_nodes", static_cast<int64_t>(chosen_.size())},
+                    {"nodes", o_.nodes.empty() ? o_.node_mask : "--nodes " + o_.nodes},
+                    {"ids", "input ids of " + config_.target_ntype + " nodes"},
+                    {"fan_out", o_.infer_fan_out.empty() ? "every neighbour" : o_.infer_fan_out},
+                    {"model_path", o_.restore_model_path},
+                    {"model", model_meta_},
+                    {"saved_model_epoch", SavedEpoch()},
+                    {"shards", shards}};
+    MakeDirs(o_.save_prediction_path);
+    WriteFileAtomic((fs::path(o_.save_prediction_path) / "manifest.json").string(),
+                    m.dump(2) + "\n");
+  }
+
+  json Summary() const {
+    json s = {{"mode", "inference"},
+              {"model", o_.model},
+              {"task", o_.task},
+              {"graph_name", config_.graph_name},
+              {"ntype", config_.target_ntype},
+              {"nodes_written", static_cast<int64_t>(chosen_.size())},
+              {"inference_time_s", infer_s_},
+              {"total_time_s", watch_.Seconds()},
+              {"saved_model_epoch", SavedEpoch()},
+              {"prediction_path", o_.save_prediction_path}};
+    if (total_[0] > 0) s["val_acc"] = correct_[0] / total_[0];
+    if (total_[1] > 0) s["test_acc"] = correct_[1] / total_[1];
+    return s;
+  }
+
+  Stopwatch watch_;
+  TrainOptions o_;  // the model's fields come from its file
+  const PartitionConfig& config_;
+  bool lead_ = false;
+  json model_meta_;
+  std::unique_ptr<TypedModel> model_;
+  std::vector<std::vector<int>> fanouts_;
+  std::vector<int64_t> chosen_, valid_, test_;
+  std::vector<double> counts_;  // rows written per partition
+  double infer_s_ = 0;
+  double correct_[2] = {0, 0}, total_[2] = {0, 0};  // valid, test
+};
+
+}  // namespace
+
+json RunTypedInference(const TrainOptions& options, const PartitionConfig& config) {
+  return TypedInference(options, config).Run();
+}
+
+}  // namespace gnn
