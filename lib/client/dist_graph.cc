@@ -468,6 +468,10 @@ std::vector<int64_t> DistGraph::SplitNodes(int mask, int64_t begin, int64_t end)
   return out;
 }
 
+void DistGraph::Recycle(MiniBatch&& mb) {
+  if (mb.features.capacity() > spare_rows_.capacity()) spare_rows_.swap(mb.features);
+}
+
 const PartitionView* DistGraph::LocalView() const { return local_ ? &local_->view() : nullptr; }
 
 bool DistGraph::LocalCsc(CscView* out) const {
@@ -481,6 +485,8 @@ MiniBatch DistGraph::MakeBatch(const std::vector<int64_t>& seeds, const std::vec
   const uint64_t wire_before = wire_bytes_;
   const uint64_t lookups_before = cache_lookups_, hits_before = cache_hits_;
   MiniBatch mb;
+  mb.features.swap(spare_rows_);
+  mb.features.clear();
   mb.seeds = seeds;
   mb.feature_dim = config_.feature_dim;
   if (sparse_rows() && edge_dim() == 0) {

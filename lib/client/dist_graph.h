@@ -163,6 +163,11 @@ class DistGraph {
   // first layer reads.
   MiniBatch MakeBatch(const std::vector<int64_t>& seeds, const std::vector<int>& fanouts,
                       bool replace, uint64_t rng_seed, const EdgeExclusion* exclude = nullptr);
+  // A batch MakeBatch made, done with: its row buffer serves the next
+  // batch (a server's batches take buffers of about the same size over and
+  // over; fresh ones are pages the kernel must zero, a sixth of a loaded
+  // gnn-serve's time). From the thread that calls MakeBatch.
+  void Recycle(MiniBatch&& mb);
 
   // The local partition's in-edges (from shared memory) into *out; false
   // without a local partition. The view is valid while this DistGraph lives.
@@ -302,6 +307,10 @@ class DistGraph {
   uint64_t wire_bytes_ = 0;
   uint64_t cache_lookups_ = 0;
   uint64_t cache_hits_ = 0;
+  // Buffers kept from one batch to the next (Recycle): a batch's input rows,
+  // and the rows and sums the first layer's means are made of.
+  NoInitVector<float> spare_rows_;
+  NoInitVector<float> mean_rows_;
 };
 
 }  // namespace gnn

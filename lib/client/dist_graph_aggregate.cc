@@ -136,7 +136,8 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
     FinishRemoteSums(n, counts, rptr, unique, row_of, sums);
     return;
   }
-  NoInitVector<float> remote_rows;
+  NoInitVector<float>& remote_rows = mean_rows_;
+  remote_rows.clear();
   if (!unique.empty()) PullFeatures(unique, &remote_rows);
   FinishMeans(n, dim, counts, rptr, remote_rows.data(), row_of, sums);
 }
@@ -247,7 +248,8 @@ void DistGraph::FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
   const int64_t num_pulled = static_cast<int64_t>(pulled.size());
   // Room for the groups' sums too, so that growing past the pulled rows
   // does not copy them; every group's row is written below.
-  NoInitVector<float> rows;
+  NoInitVector<float>& rows = mean_rows_;  // kept for the next call
+  rows.clear();
   rows.reserve(static_cast<size_t>((num_pulled + total) * dim));
   if (!pulled.empty()) PullFeatures(pulled, &rows);
   rows.resize(static_cast<size_t>((num_pulled + total) * dim));

@@ -87,11 +87,16 @@ class LocalServeGraph : public ServeGraph {
   MiniBatch Batch(const std::vector<int64_t>& seeds, const std::vector<int>& fanouts,
                   uint64_t rng_seed) override {
     MiniBatch mb;
+    mb.features.swap(spare_rows_);
+    mb.features.clear();
     mb.seeds = seeds;
     mb.feature_dim = part_.feature_dim;
     mb.blocks = SampleBlocks(csc_, seeds, fanouts, false, rng_seed, threads_);
     Features(mb.blocks.front().src_nodes, &mb.features);
     return mb;
+  }
+  void Recycle(MiniBatch&& mb) override {
+    if (mb.features.capacity() > spare_rows_.capacity()) spare_rows_.swap(mb.features);
   }
 
   bool Probe() override { return true; }
@@ -102,6 +107,7 @@ class LocalServeGraph : public ServeGraph {
   LocalPartition part_;
   CscView csc_;
   RequestIds ids_;
+  NoInitVector<float> spare_rows_;  // the last batch's rows' buffer (Recycle)
 };
 
 // The job's servers through one DistGraph, made again after a failure.
@@ -129,6 +135,9 @@ class DistServeGraph : public ServeGraph {
     MiniBatch mb;
     Guarded([&] { mb = Graph().MakeBatch(seeds, fanouts, false, rng_seed); });
     return mb;
+  }
+  void Recycle(MiniBatch&& mb) override {
+    if (graph_) graph_->Recycle(std::move(mb));
   }
 
   bool Probe() override {
@@ -265,6 +274,7 @@ Answer GraphEngine::Run(const Query& q) {
                                 : BatchWithNewNodes(q, seeds, ExtraInEdges(q));
   Answer distinct;
   runner_->Run(mb, static_cast<int64_t>(seeds.size()), q.embedding, &distinct);
+  graph_->Recycle(std::move(mb));
   out.logits.resize(static_cast<size_t>(out.rows * out.classes));
   out.embedding.resize(static_cast<size_t>(out.rows * out.emb_dim));
   for (int64_t r = 0; r < out.rows; ++r) {

@@ -36,6 +36,9 @@ class ServeGraph {
   // plane's owner-side sums for a mean-aggregating first layer).
   virtual MiniBatch Batch(const std::vector<int64_t>& seeds, const std::vector<int>& fanouts,
                           uint64_t rng_seed) = 0;
+  // A batch done with: its buffers serve the next one (no fresh pages for
+  // every batch).
+  virtual void Recycle(MiniBatch&& mb) = 0;
   // Whether every partition answers now; reconnects when it did not.
   virtual bool Probe() = 0;
 };
