@@ -53,6 +53,10 @@ void RegisterServeFlags(CLI::App& app, ServeOptions* o) {
          "--deadline_ms", [o](int64_t ms) { o->deadline = std::chrono::milliseconds(ms); },
          "answer 504 when a request is not answered within this")
       ->default_str(std::to_string(o->deadline.count()));
+  app.add_option("--layer_cache_mb", o->layer_cache_mb,
+                 "MiB of first-layer rows kept across requests (GraphSAGE and GAT models: a "
+                 "node's row depends on the node alone; 0: off)")
+      ->capture_default_str();
   app.add_option("--token_file", o->token_file,
                  "require 'Authorization: Bearer <the file's text>' (health checks excepted)");
   app.add_option("--tls_cert", o->tls_cert,
@@ -68,6 +72,7 @@ void ValidateServeOptions(const ServeOptions& o, std::string* token) {
   if (o.batch.max_queue < 1) throw ConfigError("--max_queue must be at least 1");
   if (o.limits.max_nodes < 1) throw ConfigError("--max_request_nodes must be at least 1");
   if (o.deadline.count() < 1) throw ConfigError("--deadline_ms must be at least 1");
+  if (o.layer_cache_mb < 0) throw ConfigError("--layer_cache_mb must be 0 (off) or more");
   if (o.http_threads < 0) throw ConfigError("--http_threads must be 0 (automatic) or more");
   if (o.tls_cert.empty() != o.tls_key.empty()) {
     throw ConfigError("--tls_cert and --tls_key go together");

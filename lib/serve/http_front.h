@@ -38,7 +38,8 @@ struct ServeOptions {
   std::string token_file;  // --token_file: require Authorization: Bearer <its text>
   std::string tls_cert;    // --tls_cert / --tls_key: HTTPS
   std::string tls_key;
-  std::string fan_out;  // --fan_out: default every neighbour at every layer
+  std::string fan_out;           // --fan_out: default every neighbour at every layer
+  int64_t layer_cache_mb = 256;  // --layer_cache_mb: first-layer rows kept (0: off)
 };
 void RegisterServeFlags(CLI::App& app, ServeOptions* o);
 // ConfigError naming the first bad flag; reads the token file.

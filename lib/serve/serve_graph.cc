@@ -1,6 +1,7 @@
 #include "serve/serve_graph.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "common/error.h"
@@ -235,7 +236,55 @@ std::unique_ptr<ServeGraph> OpenDistServeGraph(const DistGraphOptions& options,
 
 GraphEngine::GraphEngine(std::unique_ptr<ServeGraph> graph, std::unique_ptr<ModelRunner> runner,
                          ModelInfo info)
-    : graph_(std::move(graph)), runner_(std::move(runner)), info_(std::move(info)) {}
+    : graph_(std::move(graph)), runner_(std::move(runner)), info_(std::move(info)) {
+  if (info_.layer_cacheable && info_.layer_cache_bytes > 0 && info_.fanouts.size() >= 2) {
+    cache_ = std::make_unique<LayerCache>(info_.layer_cache_bytes, info_.first_layer_dim);
+  }
+}
+
+void GraphEngine::RunCached(const std::vector<int64_t>& seeds, bool embedding, Answer* out) {
+  const int layers = static_cast<int>(info_.fanouts.size());
+  const uint64_t rng_seed = info_.sample_seed;
+  std::vector<Block> blocks(static_cast<size_t>(layers));
+  std::vector<int64_t> frontier = seeds;
+  for (int l = layers - 1; l >= 1; --l) {
+    std::vector<int64_t> ptr, idx;
+    graph_->Neighbors(frontier, info_.fanouts[static_cast<size_t>(l)],
+                      MixSeed(rng_seed, static_cast<uint64_t>(l)), &ptr, &idx);
+    blocks[static_cast<size_t>(l)] = ToBlock(frontier, std::move(ptr), idx);
+    frontier = blocks[static_cast<size_t>(l)].src_nodes;
+  }
+  // Layer 1's inputs: cached rows, and layer 0 for the others.
+  const size_t dim = static_cast<size_t>(cache_->dim());
+  std::vector<float> h1(frontier.size() * dim);
+  std::vector<int64_t> misses;
+  std::vector<size_t> miss_at;
+  cache_->lookups += frontier.size();
+  for (size_t i = 0; i < frontier.size(); ++i) {
+    if (const float* row = cache_->Find(frontier[i])) {
+      std::memcpy(h1.data() + i * dim, row, dim * sizeof(float));
+      ++cache_->hits;
+    } else {
+      misses.push_back(frontier[i]);
+      miss_at.push_back(i);
+    }
+  }
+  if (!misses.empty()) {
+    MiniBatch first = graph_->Batch(misses, {info_.fanouts[0]}, rng_seed);
+    std::vector<float> rows;
+    runner_->FirstLayer(first, &rows);
+    graph_->Recycle(std::move(first));
+    if (rows.size() != misses.size() * dim) {
+      throw DataError("the first layer gave " + std::to_string(rows.size()) + " values for " +
+                      std::to_string(misses.size()) + " rows of " + std::to_string(dim));
+    }
+    for (size_t k = 0; k < misses.size(); ++k) {
+      std::memcpy(h1.data() + miss_at[k] * dim, rows.data() + k * dim, dim * sizeof(float));
+      cache_->Put(misses[k], rows.data() + k * dim);
+    }
+  }
+  runner_->UpperLayers(blocks, h1.data(), static_cast<int64_t>(seeds.size()), embedding, out);
+}
 
 Answer GraphEngine::Run(const Query& q) {
   const int64_t n = info_.num_nodes;
@@ -269,12 +318,15 @@ Answer GraphEngine::Run(const Query& q) {
   out.emb_dim = q.embedding ? info_.emb_dim : 0;
   if (seeds.empty()) return out;
 
-  const uint64_t rng_seed = MixSeed(0x5e12e, ++queries_);
-  MiniBatch mb = q.num_new == 0 ? graph_->Batch(seeds, info_.fanouts, rng_seed)
-                                : BatchWithNewNodes(q, seeds, ExtraInEdges(q));
   Answer distinct;
-  runner_->Run(mb, static_cast<int64_t>(seeds.size()), q.embedding, &distinct);
-  graph_->Recycle(std::move(mb));
+  if (cache_ && q.num_new == 0) {
+    RunCached(seeds, q.embedding, &distinct);
+  } else {
+    MiniBatch mb = q.num_new == 0 ? graph_->Batch(seeds, info_.fanouts, info_.sample_seed)
+                                  : BatchWithNewNodes(q, seeds, ExtraInEdges(q));
+    runner_->Run(mb, static_cast<int64_t>(seeds.size()), q.embedding, &distinct);
+    graph_->Recycle(std::move(mb));
+  }
   out.logits.resize(static_cast<size_t>(out.rows * out.classes));
   out.embedding.resize(static_cast<size_t>(out.rows * out.emb_dim));
   for (int64_t r = 0; r < out.rows; ++r) {
@@ -332,7 +384,7 @@ MiniBatch GraphEngine::BatchWithNewNodes(
     const std::unordered_map<int64_t, std::vector<int64_t>>& extra) {
   const int64_t n = info_.num_nodes;
   const int layers = static_cast<int>(info_.fanouts.size());
-  const uint64_t rng_seed = MixSeed(0x5e12e, ++queries_);
+  const uint64_t rng_seed = info_.sample_seed;
   MiniBatch mb;
   mb.seeds = seeds;
   mb.feature_dim = info_.feature_dim;

@@ -15,6 +15,7 @@
 #include "common/memory.h"
 #include "partition/config.h"
 #include "sampling/block.h"
+#include "serve/layer_cache.h"
 #include "serve/serving.h"
 
 namespace gnn {
@@ -74,13 +75,16 @@ class GraphEngine : public Engine {
   // `extra` in-edges; new nodes' rows from q.new_features.
   MiniBatch BatchWithNewNodes(const Query& q, const std::vector<int64_t>& seeds,
                               const std::unordered_map<int64_t, std::vector<int64_t>>& extra);
+  // Existing nodes' answer through the first-layer cache: the layers above
+  // sampled here, layer 0 computed only for the nodes the cache lacks.
+  void RunCached(const std::vector<int64_t>& seeds, bool embedding, Answer* out);
   // "<id> is not a node of <graph> (<which ids requests name>)".
   std::string NotANode(int64_t id) const;
 
   std::unique_ptr<ServeGraph> graph_;
   std::unique_ptr<ModelRunner> runner_;
   ModelInfo info_;
-  uint64_t queries_ = 0;  // each query samples with its own seed
+  std::unique_ptr<LayerCache> cache_;  // null: off (or a model whose rows it cannot keep)
 };
 
 }  // namespace gnn

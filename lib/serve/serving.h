@@ -62,6 +62,14 @@ struct ModelInfo {
   // graph's edges carry it; a query's new edges have none to give yet.
   bool edge_data = false;
   nlohmann::json model;  // the model file's metadata
+  // Every query samples with this seed: a node's sample depends on the node
+  // and the layer only, as gnn-train --inference --fan_out's (same --seed).
+  uint64_t sample_seed = 0;
+  // The first layer's output width; whether a node's first-layer row
+  // depends on the node alone (LayerCache); bytes for such rows (0: none).
+  int64_t first_layer_dim = 0;
+  bool layer_cacheable = false;
+  int64_t layer_cache_bytes = 0;
 };
 
 // The model's forward pass over one mini-batch (LibTorch's side): the
@@ -71,6 +79,14 @@ class ModelRunner {
  public:
   virtual ~ModelRunner() = default;
   virtual void Run(const MiniBatch& mb, int64_t rows, bool embedding, Answer* out) = 0;
+  // Run in two steps, for the first-layer cache: layer 0's output
+  // [mb.blocks[0].num_dst, first_layer_dim] of a one-layer batch into
+  // *out; then the layers above over `blocks` (blocks[0] unused) from h1,
+  // [blocks[1].num_src, first_layer_dim] in blocks[1].src_nodes' order,
+  // answering the first `rows` seeds as Run does.
+  virtual void FirstLayer(const MiniBatch& mb, std::vector<float>* out) = 0;
+  virtual void UpperLayers(const std::vector<Block>& blocks, const float* h1, int64_t rows,
+                           bool embedding, Answer* out) = 0;
 };
 
 // Predictions on one thread (the queue's worker): Run answers a query,

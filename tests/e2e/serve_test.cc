@@ -312,6 +312,61 @@ TEST_CASE("gnn-serve answers as gnn-train --inference does, standalone and on 2 
   CHECK(m0.Status("/v2/health/live") == -1);
 }
 
+TEST_CASE(
+    "gnn-serve --fan_out answers as gnn-train --inference --fan_out, first-layer cache or not",
+    "[e2e]") {
+  test::Setup s("serve-sampled");  // synthetic:tiny in 2 parts, 2 machines on loopback
+  const std::string one = test::MakePartitions(s.dir, "synthetic:tiny", 1, "one");
+  for (const std::string model : {"graphsage", "gat"}) {
+    DYNAMIC_SECTION(model) {
+      const std::string file = s.dir / (model + ".pt");
+      RunTrainer({"--part_config", one, "--model", model, "--num_epochs", "2", "--batch_size",
+                  "100", "--save_model", file});
+      // Each node from its own sample (the node, the layer and --seed
+      // decide it), whichever batch asks.
+      RunTrainer({"--part_config", one, "--inference", "--restore_model_path", file, "--fan_out",
+                  "4,3", "--save_prediction_path", s.dir / (model + "-p")});
+      const auto offline = ReadLogits(s.dir / (model + "-p"));
+      std::vector<int64_t> all, some = {5, 1999, 5, 0, 640};
+      for (const auto& [id, row] : offline) all.push_back(id);
+      for (const std::string cache : {"256", "0"}) {
+        Endpoint e{FreePort(), ""};
+        auto serve = StartServe(s.dir,
+                                {"--standalone", "--part_config", one, "--restore_model_path", file,
+                                 "--fan_out", "4,3", "--layer_cache_mb", cache, "--http_port",
+                                 std::to_string(e.port), "--num_omp_threads", "1"},
+                                "serve-" + model + "-" + cache);
+        REQUIRE(e.WaitReady());
+        INFO("--layer_cache_mb " << cache);
+        // A few nodes, then every node (most first-layer rows cached by
+        // then), then the few again.
+        CHECK(MaxDiffOver(e, s.graph_name, some, offline) < 1e-5);
+        CHECK(MaxDiffOver(e, s.graph_name, all, offline) < 1e-5);
+        CHECK(MaxDiffOver(e, s.graph_name, some, offline) < 1e-5);
+        serve->Signal(SIGINT);
+        REQUIRE(serve->Wait(std::chrono::seconds(15)).has_value());
+      }
+      if (model != "graphsage") continue;
+      // 2 machines through gnn-launch, the exact wire: the same answers.
+      const int port = test::FreeLoopbackPortRanges(1, 2).at(0);
+      test::ChildProcess launcher(
+          s.Args(Bin("gnn-serve") + " --restore_model_path " + file + " --http_port " +
+                 std::to_string(port) + " --fan_out 4,3 --wire_dtype float32 --num_omp_threads 1"),
+          s.dir / "launch-sampled");
+      Endpoint m0{port, ""}, m1{port + 1, ""};
+      INFO(launcher.Stderr());
+      REQUIRE(m0.WaitReady());
+      REQUIRE(m1.WaitReady());
+      CHECK(MaxDiffOver(m0, s.graph_name, all, offline) < 1e-5);
+      CHECK(MaxDiffOver(m1, s.graph_name, some, offline) < 1e-5);
+      CHECK(MaxDiffOver(m0, s.graph_name, some, offline) < 1e-5);
+      launcher.Signal(SIGINT);
+      REQUIRE(launcher.Wait(std::chrono::seconds(30)).has_value());
+      s.RequireNothingLeft(launcher.pid());
+    }
+  }
+}
+
 TEST_CASE("gnn-serve answers new nodes as an offline run on the graph rebuilt with them", "[e2e]") {
   test::TempDir dir;
   const std::vector<float> feat = {0.25f, -0.5f, 0.75f, 0.125f};

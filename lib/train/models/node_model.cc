@@ -47,6 +47,17 @@ torch::Tensor PredictBatch(NodeModel& model, const MiniBatch& mb, int64_t rows, 
   return h.slice(0, 0, rows).contiguous();
 }
 
+torch::Tensor PredictFirstLayer(NodeModel& model, const MiniBatch& mb) {
+  torch::NoGradGuard no_grad;
+  const Block& b0 = mb.blocks.front();
+  const int64_t in_rows = mb.input_means ? 2 * b0.num_dst : b0.num_src();
+  const torch::Tensor x = mb.sparse ? SparseInput(mb.sparse_features)
+                                    : torch::from_blob(const_cast<float*>(mb.features.data()),
+                                                       {in_rows, mb.feature_dim}, torch::kFloat32);
+  return mb.input_means ? model.ForwardLayerFromMeans(0, x)
+                        : model.ForwardLayer(0, ToTensors(b0), x);
+}
+
 torch::Tensor PredictSampled(NodeModel& model, int64_t start, int64_t n, int64_t batch,
                              uint64_t seed, int capture_layer, torch::Tensor* captured,
                              const BatchMaker& make) {

@@ -60,6 +60,11 @@ torch::Tensor PredictBatch(NodeModel& model, const MiniBatch& mb, int64_t rows, 
 // drawn with MixSeed(rng_seed, layer).
 using BatchMaker = std::function<MiniBatch(const std::vector<int64_t>& seeds, uint64_t rng_seed)>;
 
+// Layer 0's output [mb.blocks[0].num_dst, OutDim(0)] of a batch (its other
+// blocks unused), as PredictBatch computes it: gnn-serve's first-layer
+// cache fills from it.
+torch::Tensor PredictFirstLayer(NodeModel& model, const MiniBatch& mb);
+
 // Sampled inference (--inference --fan_out) of nodes [start, start + n)
 // in batches of `batch`, every batch drawn with one seed derived from
 // `seed`: a node's sampled neighbourhood depends on the node, the layer

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/random.h"
 #include "net/ip_config.h"
 #include "train/models/aggregate.h"
 #include "train/models/node_model.h"
@@ -19,10 +20,35 @@ class TorchRunner : public ModelRunner {
   TorchRunner(std::shared_ptr<NodeModel> model, int embed_layer)
       : model_(std::move(model)), embed_layer_(embed_layer) {}
 
+  void FirstLayer(const MiniBatch& mb, std::vector<float>* out) override {
+    const torch::Tensor h = PredictFirstLayer(*model_, mb).contiguous();
+    out->assign(h.data_ptr<float>(), h.data_ptr<float>() + h.numel());
+  }
+
+  void UpperLayers(const std::vector<Block>& blocks, const float* h1, int64_t rows, bool embedding,
+                   Answer* out) override {
+    torch::NoGradGuard no_grad;
+    const int capture = embedding ? embed_layer_ - 1 : -1;
+    torch::Tensor h = torch::from_blob(
+        const_cast<float*>(h1), {blocks.at(1).num_src(), model_->OutDim(0)}, torch::kFloat32);
+    torch::Tensor emb;
+    if (capture == 0) emb = h.slice(0, 0, rows).contiguous();
+    for (int l = 1; l < model_->num_layers(); ++l) {
+      h = model_->ForwardLayer(l, ToTensors(blocks[static_cast<size_t>(l)]), h);
+      if (l == capture) emb = h.slice(0, 0, rows).contiguous();
+    }
+    Fill(h.slice(0, 0, rows).contiguous(), emb, rows, out);
+  }
+
   void Run(const MiniBatch& mb, int64_t rows, bool embedding, Answer* out) override {
     torch::Tensor emb;
     const torch::Tensor h =
         PredictBatch(*model_, mb, rows, embedding ? embed_layer_ - 1 : -1, &emb);
+    Fill(h, emb, rows, out);
+  }
+
+ private:
+  static void Fill(const torch::Tensor& h, const torch::Tensor& emb, int64_t rows, Answer* out) {
     out->rows = rows;
     out->classes = h.size(1);
     out->logits.assign(h.data_ptr<float>(), h.data_ptr<float>() + h.numel());
@@ -31,7 +57,6 @@ class TorchRunner : public ModelRunner {
       out->embedding.assign(emb.data_ptr<float>(), emb.data_ptr<float>() + emb.numel());
   }
 
- private:
   std::shared_ptr<NodeModel> model_;
   int embed_layer_;
 };
@@ -117,6 +142,13 @@ Served LoadServed(TrainOptions& o, const ServeOptions& s) {
   info.undirected = v.config.undirected;
   info.model = v.model.meta;
   info.edge_data = o.ReadsEdgeData();
+  // gnn-train --inference --fan_out's sampling seed (PredictSampled's).
+  info.sample_seed = MixSeed(o.seed, 0x5a3b1ed);
+  info.first_layer_dim = v.model.model->OutDim(0);
+  // GCN's block normalisation counts the batch's other destinations; edge
+  // data would have to travel with the cached blocks.
+  info.layer_cacheable = o.model != "gcn" && !info.edge_data;
+  info.layer_cache_bytes = s.layer_cache_mb << 20;
   return v;
 }
 
