@@ -128,7 +128,27 @@ HeteroBatch DistGraph::MakeTypedBatch(const std::vector<int64_t>& seeds,
         !b.ids[t].empty())
       PullTyped(static_cast<int>(t), b.ids[t], &b.features[t]);
   }
-  if (!seeds.empty()) PullLabels(seeds, &b.labels);
+  // The target type's labels; -1 for seeds of other types (inference of
+  // every type's embeddings).
+  const auto target = static_cast<int>(
+      std::find(config_.ntypes.begin(), config_.ntypes.end(), config_.target_ntype) -
+      config_.ntypes.begin());
+  std::vector<int64_t> labelled;
+  std::vector<size_t> at;
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    if (config_.NtypeOf(seeds[i]) == target) {
+      labelled.push_back(seeds[i]);
+      at.push_back(i);
+    }
+  }
+  if (labelled.size() == seeds.size()) {
+    if (!seeds.empty()) PullLabels(seeds, &b.labels);
+  } else {
+    b.labels.assign(seeds.size(), -1);
+    std::vector<int64_t> got;
+    if (!labelled.empty()) PullLabels(labelled, &got);
+    for (size_t k = 0; k < at.size(); ++k) b.labels[at[k]] = got[k];
+  }
   b.wire_bytes = wire_bytes_ - wire_before;
   b.cache_lookups = cache_lookups_ - lookups_before;
   b.cache_hits = cache_hits_ - hits_before;

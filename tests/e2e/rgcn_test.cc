@@ -434,11 +434,11 @@ TEST_CASE(
   };
   // Every paper, standalone on 1 partition and over 2 machines (the
   // learned rows put in the servers' tables by input id): the same logits.
-  const json alone = infer(one, dir / "p1");
+  const json alone = infer(one, dir / "p1", {"--save_embed_path", dir / "e1"});
   const json dist = Launch(dir, two, 2,
                            Bin("gnn-train") + " --inference --restore_model_path " + model +
-                               " --save_prediction_path " + (dir / "p2") +
-                               " --wire_dtype float32 --num_omp_threads 1");
+                               " --save_prediction_path " + (dir / "p2") + " --save_embed_path " +
+                               (dir / "e2") + " --wire_dtype float32 --num_omp_threads 1");
   INFO(alone.dump() << "\n" << dist.dump());
   const json cfg = json::parse(ReadFile(one));
   int64_t papers = 0, tests = 0;
@@ -468,6 +468,40 @@ TEST_CASE(
   CHECK(manifest["ntype"] == "paper");
   CHECK(manifest["shards"].size() == 2);
   CHECK(manifest["fan_out"] == "every neighbour");
+  // Every node of every type's hidden layer, by type and partition: the
+  // same rows from 1 partition and from 2 machines.
+  const json e1 = json::parse(ReadFile(dir / "e1/manifest.json"));
+  const json e2 = json::parse(ReadFile(dir / "e2/manifest.json"));
+  CHECK(e1["kind"] == "embeddings");
+  CHECK(e1["embed_layer"] == 1);
+  CHECK(e1["emb_dim"] == 32);
+  CHECK(e2["shards"].size() == 8);  // 4 types x 2 partitions
+  for (const std::string type : {"paper", "author", "institution", "field_of_study"}) {
+    auto rows = [&](const std::string& d, const json& m) {
+      std::map<int64_t, std::vector<float>> out;
+      for (const json& sh : m.at("shards")) {
+        if (sh.at("ntype") != type) continue;
+        std::vector<int64_t> shape;
+        const auto ids = ReadNpy<int64_t>(d + "/" + sh.at("ids").get<std::string>(), {-1});
+        const auto emb =
+            ReadNpy<float>(d + "/" + sh.at("emb").get<std::string>(), {-1, 32}, &shape);
+        for (size_t i = 0; i < ids.size(); ++i)
+          out[ids[i]].assign(emb.begin() + i * 32, emb.begin() + (i + 1) * 32);
+      }
+      return out;
+    };
+    const auto a = rows(dir / "e1", e1), b = rows(dir / "e2", e2);
+    INFO(type);
+    REQUIRE(!a.empty());
+    REQUIRE(a.size() == b.size());
+    CHECK(a.rbegin()->first == static_cast<int64_t>(a.size()) - 1);  // the type's input ids
+    double diff = 0;
+    for (const auto& [id, row] : a) {
+      for (size_t j = 0; j < row.size(); ++j)
+        diff = std::max(diff, static_cast<double>(std::abs(row[j] - b.at(id)[j])));
+    }
+    CHECK(diff < 1e-5);
+  }
   // --nodes (the papers' input ids) and --node_mask; sampled with --fan_out.
   WriteNpy(dir / "ids.npy", std::vector<int64_t>{7, 3, 3});
   const json some = infer(one, dir / "some", {"--nodes", dir / "ids.npy"});
@@ -508,7 +542,8 @@ TEST_CASE(
   WriteNpy(dir / "bad_ids.npy", std::vector<int64_t>{1, papers});
   fails({"--nodes", dir / "bad_ids.npy"}, "id " + std::to_string(papers) + " is not a paper node",
         3);
-  fails({"--save_embed_path", dir / "emb"}, "learned node embeddings are in the model file", 2);
+  fails({"--save_embeddings", dir / "emb.npy"}, "written per node type and partition", 2);
+  fails({"--save_embed_path", dir / "emb", "--embed_layer", "3"}, "the model has 2 layers", 2);
   fails({"--fan_out", "5,5,5"}, "has 3 layers", 2);
   // The file read by PyTorch: each featureless type's rows by input id.
   if (!PathExists("/usr/bin/python3") ||

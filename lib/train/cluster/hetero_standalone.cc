@@ -153,8 +153,10 @@ class StandaloneHeteroSource : public HeteroSource {
       GatherRows(part_.features[t].data(), part_.ntype_ranges[t].first, part_.feature_dims[t],
                  b.ids[t], &b.features[t], threads_);
     }
-    const int64_t first = part_.ntype_ranges[static_cast<size_t>(part_.target)].first;
-    for (int64_t s : seeds) b.labels.push_back(part_.labels[static_cast<size_t>(s - first)]);
+    // The target type's labels; -1 for seeds of other types.
+    const auto [first, end] = part_.ntype_ranges[static_cast<size_t>(part_.target)];
+    for (int64_t s : seeds)
+      b.labels.push_back(s >= first && s < end ? part_.labels[static_cast<size_t>(s - first)] : -1);
     return b;
   }
 

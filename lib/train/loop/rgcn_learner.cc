@@ -88,10 +88,10 @@ class RgcnLearner : public TypedModel {
   }
 
   HeteroSource& source() override { return *source_; }
-  torch::Tensor Predict(HeteroBatch& b) override {
+  torch::Tensor Predict(HeteroBatch& b, int capture_layer, torch::Tensor* emb) override {
     torch::NoGradGuard no_grad;
     model_->eval();
-    return Forward(b, false);
+    return Forward(b, false, capture_layer, emb);
   }
 
   int rank() const override { return source_->rank(); }
@@ -386,14 +386,16 @@ class RgcnLearner : public TypedModel {
 
   // The autograd graph views the relation blocks (rbs_), the batch and the
   // embedding rows (emb_rows_): they live until the next batch.
-  torch::Tensor Forward(HeteroBatch& b, bool grad) {
+  torch::Tensor Forward(HeteroBatch& b, bool grad, int capture_layer = -1,
+                        torch::Tensor* captured = nullptr) {
     rbs_.clear();
     for (const Block& blk : b.blocks)
       rbs_.push_back(ToRelationBlock(blk, static_cast<int64_t>(config_.etypes.size())));
     torch::Tensor h0 = Inputs(b, grad);
-    if (!b.input_means) return model_->forward(rbs_, h0);
+    if (!b.input_means) return model_->forward(rbs_, h0, torch::Tensor(), capture_layer, captured);
     const std::vector<RelationMeans> means = LayerZeroMeans(b, grad);
-    return model_->forward(rbs_, h0, model_->EmbedMeans(b.blocks.front().num_dst, means));
+    return model_->forward(rbs_, h0, model_->EmbedMeans(b.blocks.front().num_dst, means),
+                           capture_layer, captured);
   }
 
   // Accuracy on this rank's share of split m, summed over ranks: sampled

@@ -1,7 +1,9 @@
 // gnn-train --inference with an RGCN or RGAT model on a heterogeneous
 // partitioning: the target type's predictions, written per partition as
 // the homogeneous inference writes them (predict.h), ids being the target
-// type's input ids.
+// type's input ids; with --save_embed_path, layer --embed_layer's output of
+// every node of every type (the target type's chosen nodes), written
+// DIR/<type>/part<i>/{ids,emb}.npy.
 //
 // The model file carries the dense parameters and the featureless types'
 // learned embeddings keyed by input id; each rank puts the rows of the
@@ -128,19 +130,13 @@ class TypedInference {
       : o_(given), config_(config) {}
 
   json Run() {
-    if (!o_.save_embed_path.empty() || !o_.save_embeddings.empty()) {
-      throw ConfigError(
-          std::string(o_.save_embed_path.empty() ? "--save_embeddings" : "--save_embed_path") +
-          ": " + o_.part_config +
-          " is heterogeneous; its inference writes the target type's "
-          "predictions (--save_prediction_path), and the learned node embeddings "
-          "are in the model file (node_embeddings.<type>)");
+    if (!o_.save_embeddings.empty()) {
+      throw ConfigError("--save_embeddings: " + o_.part_config +
+                        " is heterogeneous; its embeddings are written per node type and "
+                        "partition (--save_embed_path DIR)");
     }
-    if (o_.save_prediction_path.empty()) {
-      throw ConfigError("--inference on " + o_.part_config +
-                        " (heterogeneous) writes --save_prediction_path DIR");
-    }
-    CheckPredictionDir(o_.save_prediction_path);
+    CheckOutputDir("--save_prediction_path", o_.save_prediction_path);
+    CheckOutputDir("--save_embed_path", o_.save_embed_path);
     std::unique_ptr<HeteroSource> source =
         o_.standalone ? MakeStandaloneHeteroSource(o_, config_) : MakeDistHeteroSource(o_, config_);
     const int rank = source->rank();
@@ -171,20 +167,34 @@ class TypedInference {
                         std::to_string(fanouts_.size()) + " layers; the model in " +
                         o_.restore_model_path + " has " + std::to_string(o_.num_layers));
     }
+    embed_layer_ = o_.embed_layer > 0 ? o_.embed_layer : std::max(1, o_.num_layers - 1);
+    if (embed_layer_ > o_.num_layers) {
+      throw ConfigError("--embed_layer " + std::to_string(embed_layer_) + ": the model has " +
+                        std::to_string(o_.num_layers) + " layers");
+    }
     GNN_LOG(kInfo) << "inference with " << o_.model << " (" << o_.num_layers << " layers, from "
                    << o_.restore_model_path << ") over " << config_.target_ntype << " nodes ("
                    << (o_.infer_fan_out.empty() ? std::string("every neighbour")
                                                 : "fan-out " + o_.infer_fan_out)
                    << "); writing " << chosen_.size();
     Stopwatch infer_watch;
-    std::vector<std::string> got;
-    {
-      AllCoresWhileIdle all_cores(o_);
-      got = src().Alltoall(Compute());
+    const bool predict = !o_.save_prediction_path.empty();
+    const bool embed = !o_.save_embed_path.empty();
+    const int capture = embed ? embed_layer_ - 1 : -1;
+    const int target = TargetType();
+    // The target type's chosen nodes, then (embeddings) every node of
+    // each other type; every rank makes the same passes in the same order.
+    AllCoresWhileIdle all_cores(o_);
+    for (size_t t = 0; t < config_.ntypes.size(); ++t) {
+      const bool is_target = static_cast<int>(t) == target;
+      if (!is_target && !embed) continue;
+      Written w =
+          Pass(is_target ? chosen_ : NodesOf(static_cast<int>(t)), is_target && predict, capture);
+      if (is_target && predict) WritePredictions(w);
+      if (embed) WriteEmbeddings(static_cast<int>(t), w);
     }
-    WriteShard(got);
     infer_s_ = infer_watch.Seconds();
-    WriteManifest();
+    WriteManifests();
     GNN_LOG(kInfo) << "inference done in " << infer_s_ << " s: " << chosen_.size() << " "
                    << config_.target_ntype << " nodes written";
     return Summary();
@@ -193,10 +203,27 @@ class TypedInference {
  private:
   HeteroSource& src() { return model_->source(); }
 
-  void CheckPredictionDir(const std::string& dir) const {
+  static void CheckOutputDir(const std::string& flag, const std::string& dir) {
+    if (dir.empty()) return;
     std::error_code ec;
-    CheckCanWriteFile("--save_prediction_path",
+    CheckCanWriteFile(flag,
                       fs::is_directory(dir, ec) ? (fs::path(dir) / "manifest.json").string() : dir);
+  }
+
+  int TargetType() const {
+    return static_cast<int>(
+        std::find(config_.ntypes.begin(), config_.ntypes.end(), config_.target_ntype) -
+        config_.ntypes.begin());
+  }
+
+  // Every node of type t, in id order.
+  std::vector<int64_t> NodesOf(int t) const {
+    std::vector<int64_t> all;
+    for (const PartInfo& p : config_.parts) {
+      const auto [first, end] = p.ntype_ranges[static_cast<size_t>(t)];
+      for (int64_t v = first; v < end; ++v) all.push_back(v);
+    }
+    return all;
   }
 
   // Rank 0 reads the file and every rank gets its bytes, or the same error.
@@ -339,100 +366,132 @@ class TypedInference {
 
   int WriterRank(int p) const { return o_.standalone ? 0 : p * o_.num_trainers; }
 
-  // This rank's share of the chosen nodes, predicted batch by batch; rows
-  // (id, label, split, logits) packed for their partitions' writers.
-  std::vector<std::string> Compute() {
-    const int64_t n = static_cast<int64_t>(chosen_.size());
+  // What a partition's writer got in one pass: its rows in id order.
+  struct Written {
+    int part = -1;  // the partition this rank writes (-1: none)
+    std::vector<int64_t> ids, labels, split;
+    std::vector<float> logits;  // [n, classes] when predicted
+    std::vector<float> emb;     // [n, emb_dim] when captured
+    int64_t emb_dim = 0;
+    int64_t size() const { return static_cast<int64_t>(ids.size()); }
+  };
+
+  // One pass over `nodes` (ascending global ids of one type): this rank's
+  // share predicted batch by batch, each row (id, label, split, logits?,
+  // layer capture's output?) sent to its partition's writer.
+  Written Pass(const std::vector<int64_t>& nodes, bool logits, int capture) {
+    const int64_t n = static_cast<int64_t>(nodes.size());
     const int w = src().world(), r = src().rank();
     const int64_t lo = n * r / w, hi = n * (r + 1) / w;
+    const int64_t classes = config_.num_classes;
+    const int64_t emb_dim = capture < 0                    ? 0
+                            : capture + 1 == o_.num_layers ? classes
+                                                           : o_.num_hidden;
     std::vector<TypedBatchPlan> plans;
     for (int64_t b = lo, i = 0; b < hi; b += o_.batch_size_eval, ++i) {
-      plans.push_back(
-          {i,
-           {chosen_.begin() + b, chosen_.begin() + std::min(hi, b + o_.batch_size_eval)},
-           MixSeed(MixSeed(o_.seed, 0x696e666572), static_cast<uint64_t>(i))});
+      plans.push_back({i,
+                       {nodes.begin() + b, nodes.begin() + std::min(hi, b + o_.batch_size_eval)},
+                       MixSeed(MixSeed(o_.seed, 0x696e666572), static_cast<uint64_t>(i))});
     }
     const size_t count = plans.size();
     src().Start(std::move(plans), fanouts_);
     std::vector<std::string> to(static_cast<size_t>(w));
-    const int64_t classes = config_.num_classes;
     for (size_t i = 0; i < count; ++i) {
       HeteroBatch b = src().Next();
-      const torch::Tensor logits = model_->Predict(b).to(torch::kCPU).contiguous();
-      if (logits.size(0) != static_cast<int64_t>(b.seeds.size()) || logits.size(1) != classes) {
-        throw DataError("inference: a batch of " + std::to_string(b.seeds.size()) +
-                        " seeds gave logits of shape [" + std::to_string(logits.size(0)) + ", " +
-                        std::to_string(logits.size(1)) + "]");
+      torch::Tensor emb;
+      const torch::Tensor out =
+          model_->Predict(b, capture, capture >= 0 ? &emb : nullptr).to(torch::kCPU).contiguous();
+      if (emb.defined()) emb = emb.to(torch::kCPU).contiguous();
+      const int64_t k = static_cast<int64_t>(b.seeds.size());
+      if (out.size(0) != k || out.size(1) != classes ||
+          (capture >= 0 && (!emb.defined() || emb.size(0) != k || emb.size(1) != emb_dim))) {
+        throw DataError("inference: a batch of " + std::to_string(k) +
+                        " seeds gave outputs of another shape");
       }
-      for (size_t k = 0; k < b.seeds.size(); ++k) {
-        const int64_t v = b.seeds[k];
-        const int64_t head[3] = {v, k < b.labels.size() ? b.labels[k] : -1,
-                                 std::binary_search(valid_.begin(), valid_.end(), v) ? 1
-                                 : std::binary_search(test_.begin(), test_.end(), v) ? 2
-                                                                                     : 0};
-        std::string& out = to[static_cast<size_t>(WriterRank(config_.PartOf(v)))];
-        out.append(reinterpret_cast<const char*>(head), sizeof head);
-        out.append(static_cast<const char*>(logits[static_cast<int64_t>(k)].data_ptr()),
-                   static_cast<size_t>(classes) * sizeof(float));
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t v = b.seeds[static_cast<size_t>(j)];
+        const int64_t head[3] = {
+            v, j < static_cast<int64_t>(b.labels.size()) ? b.labels[static_cast<size_t>(j)] : -1,
+            std::binary_search(valid_.begin(), valid_.end(), v) ? 1
+            : std::binary_search(test_.begin(), test_.end(), v) ? 2
+                                                                : 0};
+        std::string& row = to[static_cast<size_t>(WriterRank(config_.PartOf(v)))];
+        row.append(reinterpret_cast<const char*>(head), sizeof head);
+        if (logits) {
+          row.append(static_cast<const char*>(out[j].data_ptr()),
+                     static_cast<size_t>(classes) * sizeof(float));
+        }
+        if (emb_dim > 0) {
+          row.append(static_cast<const char*>(emb[j].data_ptr()),
+                     static_cast<size_t>(emb_dim) * sizeof(float));
+        }
       }
     }
-    return to;
-  }
-
-  // A writer's partition: the rows every rank sent it, in id order (rank
-  // shares are consecutive runs of the ascending chosen ids), written
-  // with their input ids; the valid and test rows scored.
-  void WriteShard(const std::vector<std::string>& got) {
-    const int64_t classes = config_.num_classes;
-    const size_t row_bytes = 3 * sizeof(int64_t) + static_cast<size_t>(classes) * sizeof(float);
-    std::vector<int64_t> ids, labels, split;
-    std::vector<float> logits;
-    for (size_t r = 0; r < got.size(); ++r) {
-      if (got[r].size() % row_bytes != 0) {
-        throw PeerError("inference: rank " + std::to_string(r) + " sent " +
-                        std::to_string(got[r].size()) + " bytes, not rows of " +
+    const std::vector<std::string> got = src().Alltoall(std::move(to));
+    Written wr;
+    wr.emb_dim = emb_dim;
+    for (int p = 0; p < config_.num_parts; ++p) {
+      if (WriterRank(p) == r) wr.part = p;
+    }
+    const size_t width = (logits ? static_cast<size_t>(classes) : 0) + emb_dim;
+    const size_t row_bytes = 3 * sizeof(int64_t) + width * sizeof(float);
+    for (size_t from = 0; from < got.size(); ++from) {
+      if (got[from].size() % row_bytes != 0) {
+        throw PeerError("inference: rank " + std::to_string(from) + " sent " +
+                        std::to_string(got[from].size()) + " bytes, not rows of " +
                         std::to_string(row_bytes));
       }
-      for (size_t at = 0; at < got[r].size(); at += row_bytes) {
+      for (size_t at = 0; at < got[from].size(); at += row_bytes) {
         int64_t head[3];
-        std::memcpy(head, got[r].data() + at, sizeof head);
-        ids.push_back(head[0]);
-        labels.push_back(head[1]);
-        split.push_back(head[2]);
-        const size_t before = logits.size();
-        logits.resize(before + static_cast<size_t>(classes));
-        std::memcpy(logits.data() + before, got[r].data() + at + sizeof head,
-                    static_cast<size_t>(classes) * sizeof(float));
+        const char* p = got[from].data() + at;
+        std::memcpy(head, p, sizeof head);
+        p += sizeof head;
+        wr.ids.push_back(head[0]);
+        wr.labels.push_back(head[1]);
+        wr.split.push_back(head[2]);
+        auto take = [&](std::vector<float>* v, int64_t floats) {
+          const size_t before = v->size();
+          v->resize(before + static_cast<size_t>(floats));
+          std::memcpy(v->data() + before, p, static_cast<size_t>(floats) * sizeof(float));
+          p += floats * static_cast<int64_t>(sizeof(float));
+        };
+        if (logits) take(&wr.logits, classes);
+        if (emb_dim > 0) take(&wr.emb, emb_dim);
       }
     }
-    int part = -1;
-    for (int p = 0; p < config_.num_parts; ++p) {
-      if (WriterRank(p) == src().rank()) part = p;
+    if (wr.part < 0 && !wr.ids.empty()) {
+      throw PeerError("inference: rows came to a rank that writes no partition");
     }
-    for (int p = 0; p < config_.num_parts; ++p) {
-      counts_.push_back(src().SumOverRanks({p == part ? static_cast<double>(ids.size()) : 0.0})[0]);
+    // Rank shares are consecutive runs of the ascending ids.
+    for (size_t i = 1; i < wr.ids.size(); ++i) {
+      if (wr.ids[i] <= wr.ids[i - 1]) throw PeerError("inference: rows came out of id order");
     }
-    if (part < 0) {
-      if (!ids.empty()) throw PeerError("inference: rows came to a rank that writes no partition");
-    } else {
-      const int64_t n = static_cast<int64_t>(ids.size());
-      for (int64_t i = 1; i < n; ++i) {
-        if (ids[i] <= ids[i - 1]) throw PeerError("inference: rows came out of id order");
-      }
+    return wr;
+  }
+
+  // The writer's target rows: input ids, logits, pred; valid and test rows
+  // scored (summed over ranks).
+  void WritePredictions(const Written& w) {
+    const int64_t classes = config_.num_classes, n = w.size();
+    for (int p = 0; p < config_.num_parts; ++p) {
+      pred_counts_.push_back(src().SumOverRanks({p == w.part ? static_cast<double>(n) : 0.0})[0]);
+    }
+    if (w.part >= 0) {
       std::vector<int64_t> orig;
-      src().OrigIds(ids, &orig);
-      const torch::Tensor out = torch::from_blob(logits.data(), {n, classes}, torch::kFloat32);
+      src().OrigIds(w.ids, &orig);
+      const torch::Tensor out =
+          torch::from_blob(const_cast<float*>(w.logits.data()), {n, classes}, torch::kFloat32);
       const torch::Tensor pred = out.argmax(1).contiguous();
-      const fs::path dir = fs::path(o_.save_prediction_path) / ("part" + std::to_string(part));
+      const fs::path dir = fs::path(o_.save_prediction_path) / ("part" + std::to_string(w.part));
       MakeDirs(dir.string());
       WriteNpy((dir / "ids.npy").string(), orig);
-      WriteNpy((dir / "logits.npy").string(), logits.data(), {n, classes});
+      WriteNpy((dir / "logits.npy").string(), w.logits.data(), {n, classes});
       WriteNpy((dir / "pred.npy").string(), pred.data_ptr<int64_t>(), {n});
       for (int64_t i = 0; i < n; ++i) {
-        const int k = static_cast<int>(split[i]) - 1;
-        if (k < 0 || labels[i] < 0) continue;
+        const int k = static_cast<int>(w.split[static_cast<size_t>(i)]) - 1;
+        if (k < 0 || w.labels[static_cast<size_t>(i)] < 0) continue;
         total_[k] += 1;
-        correct_[k] += pred.data_ptr<int64_t>()[i] == labels[i];
+        correct_[k] += pred.data_ptr<int64_t>()[i] == w.labels[static_cast<size_t>(i)];
       }
     }
     const std::vector<double> sums =
@@ -443,36 +502,87 @@ class TypedInference {
     total_[1] = sums[3];
   }
 
+  // The writer's rows of type t: DIR/<type>/part<i>/{ids,emb}.npy.
+  void WriteEmbeddings(int t, const Written& w) {
+    const std::string& name = config_.ntypes[static_cast<size_t>(t)];
+    for (int p = 0; p < config_.num_parts; ++p) {
+      emb_counts_[name].push_back(
+          src().SumOverRanks({p == w.part ? static_cast<double>(w.size()) : 0.0})[0]);
+    }
+    emb_dim_ = w.emb_dim;
+    if (w.part < 0) return;
+    std::vector<int64_t> orig;
+    src().OrigIds(w.ids, &orig);
+    const fs::path dir = fs::path(o_.save_embed_path) / name / ("part" + std::to_string(w.part));
+    MakeDirs(dir.string());
+    WriteNpy((dir / "ids.npy").string(), orig);
+    WriteNpy((dir / "emb.npy").string(), w.emb.data(), {w.size(), w.emb_dim});
+  }
+
   json SavedEpoch() const { return model_meta_.value("saved_epoch", json(nullptr)); }
 
-  void WriteManifest() {
+  json ManifestHead(const char* kind, int64_t nodes) const {
+    return {{"format_version", kManifestVersion},
+            {"kind", kind},
+            {"graph_name", config_.graph_name},
+            {"num_parts", config_.num_parts},
+            {"num_nodes", nodes},
+            {"nodes", o_.nodes.empty() ? o_.node_mask : "--nodes " + o_.nodes},
+            {"fan_out", o_.infer_fan_out.empty() ? "every neighbour" : o_.infer_fan_out},
+            {"model_path", o_.restore_model_path},
+            {"model", model_meta_},
+            {"saved_model_epoch", SavedEpoch()}};
+  }
+
+  int Machine(int p) const { return WriterRank(p) / std::max(1, o_.num_trainers); }
+
+  void WriteManifests() {
     if (!lead_) return;
-    json shards = json::array();
-    for (int p = 0; p < config_.num_parts; ++p) {
-      const std::string d = "part" + std::to_string(p);
-      shards.push_back({{"part", p},
-                        {"machine", WriterRank(p) / std::max(1, o_.num_trainers)},
-                        {"num_nodes", static_cast<int64_t>(counts_[static_cast<size_t>(p)])},
-                        {"ids", d + "/ids.npy"},
-                        {"logits", d + "/logits.npy"},
-                        {"pred", d + "/pred.npy"}});
+    if (!o_.save_prediction_path.empty()) {
+      json shards = json::array();
+      for (int p = 0; p < config_.num_parts; ++p) {
+        const std::string d = "part" + std::to_string(p);
+        shards.push_back({{"part", p},
+                          {"machine", Machine(p)},
+                          {"num_nodes", static_cast<int64_t>(pred_counts_[static_cast<size_t>(p)])},
+                          {"ids", d + "/ids.npy"},
+                          {"logits", d + "/logits.npy"},
+                          {"pred", d + "/pred.npy"}});
+      }
+      json m = ManifestHead("predictions", static_cast<int64_t>(chosen_.size()));
+      m["ntype"] = config_.target_ntype;
+      m["ids"] = "input ids of " + config_.target_ntype + " nodes";
+      m["shards"] = shards;
+      MakeDirs(o_.save_prediction_path);
+      WriteFileAtomic((fs::path(o_.save_prediction_path) / "manifest.json").string(),
+                      m.dump(2) + "\n");
     }
-    const json m = {{"format_version", kManifestVersion},
-                    {"kind", "predictions"},
-                    {"graph_name", config_.graph_name},
-                    {"num_parts", config_.num_parts},
-                    {"ntype", config_.target_ntype},
-                    {"num_nodes", static_cast<int64_t>(chosen_.size())},
-                    {"nodes", o_.nodes.empty() ? o_.node_mask : "--nodes " + o_.nodes},
-                    {"ids", "input ids of " + config_.target_ntype + " nodes"},
-                    {"fan_out", o_.infer_fan_out.empty() ? "every neighbour" : o_.infer_fan_out},
-                    {"model_path", o_.restore_model_path},
-                    {"model", model_meta_},
-                    {"saved_model_epoch", SavedEpoch()},
-                    {"shards", shards}};
-    MakeDirs(o_.save_prediction_path);
-    WriteFileAtomic((fs::path(o_.save_prediction_path) / "manifest.json").string(),
-                    m.dump(2) + "\n");
+    if (!o_.save_embed_path.empty()) {
+      json shards = json::array();
+      int64_t total = 0;
+      for (const std::string& name : config_.ntypes) {
+        const std::vector<double>& counts = emb_counts_.at(name);
+        for (int p = 0; p < config_.num_parts; ++p) {
+          const std::string d = name + "/part" + std::to_string(p);
+          const auto n = static_cast<int64_t>(counts[static_cast<size_t>(p)]);
+          total += n;
+          shards.push_back({{"ntype", name},
+                            {"part", p},
+                            {"machine", Machine(p)},
+                            {"num_nodes", n},
+                            {"ids", d + "/ids.npy"},
+                            {"emb", d + "/emb.npy"}});
+        }
+      }
+      json m = ManifestHead("embeddings", total);
+      m["ntypes"] = config_.ntypes;
+      m["ids"] = "input ids of each shard's node type";
+      m["embed_layer"] = embed_layer_;
+      m["emb_dim"] = emb_dim_;
+      m["shards"] = shards;
+      MakeDirs(o_.save_embed_path);
+      WriteFileAtomic((fs::path(o_.save_embed_path) / "manifest.json").string(), m.dump(2) + "\n");
+    }
   }
 
   json Summary() const {
@@ -484,8 +594,12 @@ class TypedInference {
               {"nodes_written", static_cast<int64_t>(chosen_.size())},
               {"inference_time_s", infer_s_},
               {"total_time_s", watch_.Seconds()},
-              {"saved_model_epoch", SavedEpoch()},
-              {"prediction_path", o_.save_prediction_path}};
+              {"saved_model_epoch", SavedEpoch()}};
+    if (!o_.save_prediction_path.empty()) s["prediction_path"] = o_.save_prediction_path;
+    if (!o_.save_embed_path.empty()) {
+      s["embed_path"] = o_.save_embed_path;
+      s["embed_layer"] = embed_layer_;
+    }
     if (total_[0] > 0) s["val_acc"] = correct_[0] / total_[0];
     if (total_[1] > 0) s["test_acc"] = correct_[1] / total_[1];
     return s;
@@ -499,7 +613,10 @@ class TypedInference {
   std::unique_ptr<TypedModel> model_;
   std::vector<std::vector<int>> fanouts_;
   std::vector<int64_t> chosen_, valid_, test_;
-  std::vector<double> counts_;  // rows written per partition
+  std::vector<double> pred_counts_;                        // target rows per partition
+  std::map<std::string, std::vector<double>> emb_counts_;  // per type, rows per partition
+  int embed_layer_ = 1;                                    // 1-based
+  int64_t emb_dim_ = 0;
   double infer_s_ = 0;
   double correct_[2] = {0, 0}, total_[2] = {0, 0};  // valid, test
 };

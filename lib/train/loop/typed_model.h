@@ -22,8 +22,12 @@ inline std::string NodeEmbeddingKey(const std::string& ntype) { return "node_emb
 class TypedModel : public Learner {
  public:
   virtual HeteroSource& source() = 0;
-  // The logits [seeds, classes] of a batch's seeds, in eval mode.
-  virtual torch::Tensor Predict(HeteroBatch& b) = 0;
+  // The logits [seeds, classes] of a batch's seeds, in eval mode; with
+  // `emb`, also layer `capture_layer`'s output for them (0-based, after its
+  // activation). Seeds may be of any node type (logits of others than the
+  // target type mean nothing).
+  virtual torch::Tensor Predict(HeteroBatch& b, int capture_layer = -1,
+                                torch::Tensor* emb = nullptr) = 0;
 };
 
 // The Learner over a source made already (inference reads the model file

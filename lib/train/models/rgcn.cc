@@ -237,7 +237,8 @@ torch::Tensor RGCNImpl::forward(const std::vector<RelationBlock>& blocks, torch:
 }
 
 torch::Tensor RGCNImpl::forward(const std::vector<RelationBlock>& blocks, torch::Tensor h0,
-                                const torch::Tensor& means0) {
+                                const torch::Tensor& means0, int capture_layer,
+                                torch::Tensor* captured) {
   if (means0.defined() && gat_) {
     throw ConfigError("RGAT attends over every source: its first layer cannot take means");
   }
@@ -265,6 +266,7 @@ torch::Tensor RGCNImpl::forward(const std::vector<RelationBlock>& blocks, torch:
       h = torch::relu(h);
       h = Dropout(h, dropout_, is_training());
     }
+    if (captured && l == capture_layer) *captured = h.slice(0, 0, blocks.back().num_dst);
   }
   return h;
 }

@@ -111,8 +111,12 @@ class RGCNImpl : public torch::nn::Module {
   // The same with the first layer's means given (EmbedMeans): h0 is then
   // [blocks[0].num_dst, embed], the destinations' own rows. RGCN only (RGAT
   // attends over every source: ConfigError).
+  // With `captured`, also layer `capture_layer`'s output (0-based, after
+  // its activation: the next layer's input) for the last block's
+  // destinations (the batch's seeds).
   torch::Tensor forward(const std::vector<RelationBlock>& blocks, torch::Tensor h0,
-                        const torch::Tensor& means0);
+                        const torch::Tensor& means0, int capture_layer = -1,
+                        torch::Tensor* captured = nullptr);
   // The first layer's relation-major mean [num_rels * num_dst, embed] from
   // means of raw rows: a featured type's times its projection (the mean of
   // projected rows, as the projection is linear), an embedding's as they
