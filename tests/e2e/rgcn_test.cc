@@ -510,6 +510,32 @@ TEST_CASE(
   CHECK(picked.at(3).first == p1.at(3).first);
   const json test = infer(one, dir / "test", {"--node_mask", "test", "--fan_out", "5,5"});
   CHECK(test["nodes_written"] == tests);
+  // The saved model is the best validation's epoch, its embedding rows
+  // included: inferring the test papers with the training fan-outs draws
+  // the evaluation's neighbourhoods and scores the summary's test_acc.
+  // (6 epochs: the 5th is the best validation's.) A run resumed from a
+  // checkpoint after the best epoch saves the same model.
+  const json trained = Rgcn(one, {"--num_epochs", "6", "--save_model", dir / "best.pt"});
+  INFO(trained.dump());
+  REQUIRE(trained["best_epoch"].get<int>() < trained["epochs"].get<int>());
+  CHECK(trained["saved_model_epoch"] == trained["best_epoch"]);
+  Rgcn(one, {"--num_epochs", "5", "--checkpoint_dir", dir / "ckpt"});
+  const json resumed = Rgcn(one, {"--num_epochs", "6", "--resume", "--checkpoint_dir", dir / "ckpt",
+                                  "--save_model", dir / "resumed.pt"});
+  CHECK(resumed["saved_model_epoch"] == trained["best_epoch"]);
+  for (const std::string file : {"best.pt", "resumed.pt"}) {
+    auto b =
+        RunProcess({Bin("gnn-train"), "--standalone", "--quiet", "--inference", "--part_config",
+                    one, "--restore_model_path", dir / file, "--node_mask", "test", "--fan_out",
+                    "10,10", "--save_prediction_path", dir / ("out-" + file)},
+                   300);
+    INFO(file << ": " << b.err);
+    REQUIRE(b.exit_code == 0);
+    const json best = json::parse(test::LastLine(b.out));
+    CHECK(best["saved_model_epoch"] == trained["best_epoch"]);
+    CHECK(best["test_acc"] == trained["test_acc"]);
+    CHECK(best["test_acc"] != trained["final_test_acc"]);
+  }
   // RGAT the same way (its per-relation attention over every neighbour).
   Rgcn(one, {"--num_heads", "4", "--num_epochs", "1", "--save_model", dir / "rgat.pt"}, "10,10",
        "rgat");

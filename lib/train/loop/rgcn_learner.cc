@@ -7,6 +7,7 @@
 // neighbourhoods, the embedding tables in checkpoints.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 #include <unordered_map>
@@ -177,10 +178,29 @@ class RgcnLearner : public TypedModel {
     return {SplitAccuracy(1), SplitAccuracy(2)};
   }
 
-  // The embedding tables with their optimizer state (a collective).
-  std::string CheckpointExtra() override { return source_->SaveEmbeddings(); }
+  // The embedding tables with their optimizer state (a collective), after
+  // the best epoch's rows --save_model will write when rank 0 keeps them
+  // (kBestTag, their length, PackTables' bytes): a resumed run saves the
+  // same file.
+  std::string CheckpointExtra() override {
+    std::string tables = source_->SaveEmbeddings();
+    if (best_tables_.empty()) return tables;
+    const std::string best = PackTables(best_tables_);
+    const uint64_t n = best.size();
+    return std::string(kBestTag) + std::string(reinterpret_cast<const char*>(&n), sizeof n) + best +
+           tables;
+  }
   void RestoreExtra(const std::string& bytes, const std::string& source) override {
-    source_->RestoreEmbeddings(bytes, source);
+    best_tables_.clear();
+    const size_t tag = std::strlen(kBestTag);
+    if (bytes.compare(0, tag, kBestTag) != 0) return source_->RestoreEmbeddings(bytes, source);
+    uint64_t n = 0;
+    if (bytes.size() < tag + sizeof n) throw DataError(source + ": best embedding rows cut short");
+    std::memcpy(&n, bytes.data() + tag, sizeof n);
+    if (bytes.size() - tag - sizeof n < n)
+      throw DataError(source + ": best embedding rows cut short");
+    best_tables_ = UnpackTables(bytes.substr(tag + sizeof n, n), source);
+    source_->RestoreEmbeddings(bytes.substr(tag + sizeof n + n), source);
   }
 
   void SyncParams() override { source_->SyncParams(*model_); }
@@ -188,10 +208,23 @@ class RgcnLearner : public TypedModel {
   double SumOverRanks(double v) override { return source_->SumOverRanks({v})[0]; }
 
   // --save_model: the dense parameters and the featureless types' learned
-  // embeddings (rank 0 reads every partition's; the others wait, as their
-  // servers must answer).
-  // The embedding tables live at the servers: the last epoch is saved.
-  bool SavesBestEpoch() const override { return false; }
+  // embeddings of the best validation's epoch (rank 0 reads every
+  // partition's rows when an epoch is the best so far; the others wait,
+  // as their servers must answer and no row may change meanwhile).
+  // Kept for checkpoints too: a run resumed with --save_model saves them.
+  void OnBestEpoch() override {
+    if ((o_.save_model.empty() && o_.checkpoint_dir.empty()) || o_.save_model_last) return;
+    std::string error;
+    if (source_->rank() == 0) {
+      try {
+        best_tables_ = GatherNodeEmbeddings(*source_, config_, o_.num_hidden);
+      } catch (const Error& e) {
+        error = e.what();
+      }
+    }
+    source_->Barrier();
+    if (!error.empty()) throw DataError(error);
+  }
   void SaveOutputs(bool lead, int epochs_done, int saved_epoch) override {
     if (o_.save_model.empty()) return;
     std::string error;
@@ -228,7 +261,16 @@ class RgcnLearner : public TypedModel {
       meta["num_heads"] = o_.num_heads;
       meta["num_out_heads"] = o_.num_out_heads;
     }
-    const auto tables = GatherNodeEmbeddings(*source_, config_, o_.num_hidden);
+    // The loop put the saved epoch's dense parameters in place; its rows
+    // are the live tables' (the last epoch) or those kept at its end.
+    if (saved_epoch != epochs_done && best_tables_.empty() && HasFeaturelessTypes()) {
+      throw DataError("--save_model " + o_.save_model + ": epoch " + std::to_string(saved_epoch) +
+                      "'s embedding rows were not kept (a checkpoint of an older gnn-train); "
+                      "--save_model_last saves the last epoch");
+    }
+    const auto tables = saved_epoch == epochs_done
+                            ? GatherNodeEmbeddings(*source_, config_, o_.num_hidden)
+                            : best_tables_;
     json keys = json::object();
     for (const auto& [key, rows] : tables) keys[key.substr(key.find('.') + 1)] = key;
     meta["node_embeddings"] = keys;
@@ -250,6 +292,56 @@ class RgcnLearner : public TypedModel {
   }
 
  private:
+  bool HasFeaturelessTypes() const {
+    return std::any_of(feature_dims_.begin(), feature_dims_.end(),
+                       [](int64_t d) { return d == 0; });
+  }
+
+  // Named row tables as bytes: per table its name's length, name, rows,
+  // width (int64 little-endian) and float32 rows; and back (DataError
+  // naming `source` when they are not such bytes).
+  static std::string PackTables(const std::vector<std::pair<std::string, torch::Tensor>>& tables) {
+    std::string out;
+    auto put = [&](int64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    for (const auto& [name, t] : tables) {
+      const torch::Tensor c = t.contiguous();
+      put(static_cast<int64_t>(name.size()));
+      out += name;
+      put(c.size(0));
+      put(c.size(1));
+      out.append(static_cast<const char*>(c.data_ptr()), c.numel() * sizeof(float));
+    }
+    return out;
+  }
+  static std::vector<std::pair<std::string, torch::Tensor>> UnpackTables(
+      const std::string& bytes, const std::string& source) {
+    std::vector<std::pair<std::string, torch::Tensor>> out;
+    size_t at = 0;
+    auto get = [&]() {
+      int64_t v = 0;
+      if (bytes.size() - at < sizeof v) throw DataError(source + ": best embedding rows cut short");
+      std::memcpy(&v, bytes.data() + at, sizeof v);
+      at += sizeof v;
+      return v;
+    };
+    while (at < bytes.size()) {
+      const int64_t len = get();
+      if (len < 0 || static_cast<uint64_t>(len) > bytes.size() - at)
+        throw DataError(source + ": best embedding rows cut short");
+      std::string name = bytes.substr(at, static_cast<size_t>(len));
+      at += static_cast<size_t>(len);
+      const int64_t rows = get(), dim = get();
+      if (rows < 0 || dim < 1 ||
+          static_cast<uint64_t>(rows) > (bytes.size() - at) / sizeof(float) / dim)
+        throw DataError(source + ": best embedding rows cut short");
+      torch::Tensor t = torch::empty({rows, dim}, torch::kFloat32);
+      std::memcpy(t.data_ptr(), bytes.data() + at, t.numel() * sizeof(float));
+      at += t.numel() * sizeof(float);
+      out.emplace_back(std::move(name), t);
+    }
+    return out;
+  }
+
   static std::vector<int64_t> FeatureDims(const PartitionConfig& c) {
     std::vector<int64_t> d = c.ntype_feature_dims;
     d.resize(c.ntypes.size(), 0);
@@ -451,6 +543,9 @@ class RgcnLearner : public TypedModel {
   std::vector<torch::Tensor> mean_leaf_;
   std::vector<RelationGroups> mean_groups_;
   double last_acc_ = 0;
+  // The best validation's embedding rows by input id (rank 0; --save_model).
+  std::vector<std::pair<std::string, torch::Tensor>> best_tables_;
+  static constexpr const char* kBestTag = "GNNBEST1";
 };
 
 }  // namespace

@@ -288,13 +288,13 @@ class TrainingLoop {
       st_.best_val = val;
       st_.test_at_best = test;
       st_.best_epoch = epoch;
-      // What --save_model writes: the typed models' embedding tables live
-      // at the servers and are not copied, so they save their last epoch.
+      // What --save_model writes.
       if (l_.SavesBestEpoch()) {
         torch::NoGradGuard no_grad;
         best_params_.clear();
         for (const torch::Tensor& p : l_.module().parameters())
           best_params_.push_back(p.detach().clone());
+        l_.OnBestEpoch();
       }
     }
     GNN_LOG(kInfo) << label_ << ", Val " << metric_.title << " " << std::fixed

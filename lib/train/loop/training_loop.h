@@ -88,9 +88,12 @@ class Learner {
   // epoch `saved_epoch`; DataError when a file cannot be written.
   virtual void SaveOutputs(bool lead, int epochs_done, int saved_epoch) = 0;
   // Whether the loop keeps the best validation's parameters for the
-  // outputs (false: the model's state is more than module(), as RGCN's
-  // tables at the servers, and its last epoch is saved).
+  // outputs (false: its last epoch is saved).
   virtual bool SavesBestEpoch() const { return true; }
+  // The epoch just evaluated is the best so far (every rank calls, after
+  // the loop kept module()'s parameters): keep what the outputs need
+  // beyond them (RGCN: its embedding tables, from the servers).
+  virtual void OnBestEpoch() {}
   // Model-specific entries of the final summary (every rank calls).
   virtual void Summarize(nlohmann::json* summary) = 0;
 };

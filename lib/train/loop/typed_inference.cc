@@ -387,11 +387,14 @@ class TypedInference {
     const int64_t emb_dim = capture < 0                    ? 0
                             : capture + 1 == o_.num_layers ? classes
                                                            : o_.num_hidden;
+    // Batch i samples with the evaluation's seed of its batch i: with the
+    // training fan-outs, --node_mask valid/test standalone draws exactly
+    // the neighbourhoods the training run's evaluation drew.
     std::vector<TypedBatchPlan> plans;
     for (int64_t b = lo, i = 0; b < hi; b += o_.batch_size_eval, ++i) {
       plans.push_back({i,
                        {nodes.begin() + b, nodes.begin() + std::min(hi, b + o_.batch_size_eval)},
-                       MixSeed(MixSeed(o_.seed, 0x696e666572), static_cast<uint64_t>(i))});
+                       MixSeed(MixSeed(o_.seed, 0x6576616c), static_cast<uint64_t>(i))});
     }
     const size_t count = plans.size();
     src().Start(std::move(plans), fanouts_);
