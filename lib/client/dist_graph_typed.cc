@@ -133,17 +133,18 @@ HeteroBatch DistGraph::MakeTypedBatch(const std::vector<int64_t>& seeds,
   const auto target = static_cast<int>(
       std::find(config_.ntypes.begin(), config_.ntypes.end(), config_.target_ntype) -
       config_.ntypes.begin());
-  std::vector<int64_t> labelled;
-  std::vector<size_t> at;
-  for (size_t i = 0; i < seeds.size(); ++i) {
-    if (config_.NtypeOf(seeds[i]) == target) {
-      labelled.push_back(seeds[i]);
-      at.push_back(i);
-    }
-  }
-  if (labelled.size() == seeds.size()) {
+  const auto of_target = [&](int64_t v) { return config_.NtypeOf(v) == target; };
+  if (std::all_of(seeds.begin(), seeds.end(), of_target)) {
     if (!seeds.empty()) PullLabels(seeds, &b.labels);
   } else {
+    std::vector<int64_t> labelled;
+    std::vector<size_t> at;
+    for (size_t i = 0; i < seeds.size(); ++i) {
+      if (of_target(seeds[i])) {
+        labelled.push_back(seeds[i]);
+        at.push_back(i);
+      }
+    }
     b.labels.assign(seeds.size(), -1);
     std::vector<int64_t> got;
     if (!labelled.empty()) PullLabels(labelled, &got);

@@ -415,7 +415,7 @@ TEST_CASE(
   const std::string model = dir / "m.pt";
   Launch(dir, two, 2, Trainer("--num_epochs 2 --save_model " + model));
   auto infer = [&](const std::string& config, const std::string& out,
-                   std::vector<std::string> extra = {}) {
+                   std::vector<std::string> extra = {}, const std::string& file = "") {
     std::vector<std::string> args = {Bin("gnn-train"),
                                      "--standalone",
                                      "--quiet",
@@ -423,7 +423,7 @@ TEST_CASE(
                                      "--part_config",
                                      config,
                                      "--restore_model_path",
-                                     model,
+                                     file.empty() ? model : file,
                                      "--save_prediction_path",
                                      out};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -524,14 +524,9 @@ TEST_CASE(
                                   "--save_model", dir / "resumed.pt"});
   CHECK(resumed["saved_model_epoch"] == trained["best_epoch"]);
   for (const std::string file : {"best.pt", "resumed.pt"}) {
-    auto b =
-        RunProcess({Bin("gnn-train"), "--standalone", "--quiet", "--inference", "--part_config",
-                    one, "--restore_model_path", dir / file, "--node_mask", "test", "--fan_out",
-                    "10,10", "--save_prediction_path", dir / ("out-" + file)},
-                   300);
-    INFO(file << ": " << b.err);
-    REQUIRE(b.exit_code == 0);
-    const json best = json::parse(test::LastLine(b.out));
+    INFO(file);
+    const json best = infer(one, dir / ("out-" + file),
+                            {"--node_mask", "test", "--fan_out", "10,10"}, dir / file);
     CHECK(best["saved_model_epoch"] == trained["best_epoch"]);
     CHECK(best["test_acc"] == trained["test_acc"]);
     CHECK(best["test_acc"] != trained["final_test_acc"]);

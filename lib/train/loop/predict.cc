@@ -30,20 +30,9 @@ namespace {
 
 constexpr int kManifestVersion = 1;
 
-// Rank 0 reads `path` and every rank gets its bytes, or the same error.
-std::string ReadOnRankZero(TrainEnv& env, const std::function<std::string()>& read) {
-  std::string bytes;
-  if (env.rank() == 0) {
-    try {
-      bytes = "+" + read();
-    } catch (const std::exception& e) {
-      bytes = std::string("!") + e.what();
-    }
-  }
-  env.BroadcastBytes(&bytes);
-  if (bytes.empty() || bytes[0] != '+')
-    throw DataError(bytes.empty() ? "no bytes" : bytes.substr(1));
-  return bytes.substr(1);
+// This rank's inference helpers over its TrainEnv.
+BroadcastFn Broadcast(TrainEnv& env) {
+  return [&env](std::string* bytes) { env.BroadcastBytes(bytes); };
 }
 
 // The model file's description, checked against the graph by schema (not
@@ -69,15 +58,7 @@ void CheckEdgeModel(const PartitionConfig& config, const std::string& path, int6
 
 void TakeModelMeta(const json& meta, const PartitionConfig& config, const std::string& path,
                    TrainOptions* o) {
-  if (!meta.is_object() || !meta.contains("model")) {
-    throw DataError(path +
-                    ": no gnn metadata (_metadata[\"gnn\"]): --inference needs a file "
-                    "--save_model wrote, which says what model it holds");
-  }
-  auto get = [&](const char* key) -> const json& {
-    if (!meta.contains(key)) throw DataError(path + ": its metadata has no " + key);
-    return meta.at(key);
-  };
+  auto get = [&](const char* key) -> const json& { return ModelMetaField(meta, path, key); };
   try {
     o->model = get("model").get<std::string>();
     if (o->model == "rgcn" || o->model == "rgat") {
@@ -159,18 +140,6 @@ void TakeModelMeta(const json& meta, const PartitionConfig& config, const std::s
   o->Kind();  // a task it does not know
 }
 
-std::vector<int64_t> ReadRequestedIds(TrainEnv& env, const std::string& path) {
-  const std::string bytes = ReadOnRankZero(env, [&] {
-    const std::vector<int64_t> ids = ReadNpy<int64_t>(path, {-1});
-    return std::string(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int64_t));
-  });
-  std::vector<int64_t> ids(bytes.size() / sizeof(int64_t));
-  std::memcpy(ids.data(), bytes.data(), ids.size() * sizeof(int64_t));
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  return ids;
-}
-
 // The rows of the shard to write (positions in it), as --nodes or
 // --node_mask choose them.
 std::vector<int64_t> ChooseRows(const TrainOptions& o, const InferenceShard& s,
@@ -193,18 +162,6 @@ std::vector<int64_t> ChooseRows(const TrainOptions& o, const InferenceShard& s,
 }
 
 std::string PartDir(int p) { return "part" + std::to_string(p); }
-
-// Before any work: DIR is a folder that can hold manifest.json, or does
-// not exist yet and its parent can hold it (made when written).
-void CheckOutputDir(const std::string& flag, const std::string& dir) {
-  if (dir.empty()) return;
-  std::error_code ec;
-  if (fs::is_directory(dir, ec)) {
-    CheckCanWriteFile(flag, (fs::path(dir) / "manifest.json").string());
-  } else {
-    CheckCanWriteFile(flag, dir);
-  }
-}
 
 // One --inference run: the steps of RunInference, in order.
 class Inference {
@@ -257,7 +214,8 @@ class Inference {
     // --edge_ids: the listed input edges, labelled or not (an id that is
     // not an edge of the graph is named before any work).
     std::vector<int64_t> listed;
-    if (!o_.edge_ids.empty()) listed = ReadRequestedIds(*env_, o_.edge_ids);
+    if (!o_.edge_ids.empty())
+      listed = ReadRequestedIds(env_->rank(), Broadcast(*env_), o_.edge_ids);
     shard_ = env_->Shard();
     const bool classes = o_.Kind() == TaskKind::kEdgeClass;
     LabeledEdgeRows edges;
@@ -401,13 +359,7 @@ class Inference {
 
   // Rank 0 reads the file, every rank checks and loads it.
   void LoadModel() {
-    const std::string bytes = ReadOnRankZero(*env_, [&] {
-      if (!PathExists(o_.restore_model_path)) {
-        throw DataError("--restore_model_path " + o_.restore_model_path +
-                        ": No such file or directory");
-      }
-      return ReadFile(o_.restore_model_path);
-    });
+    const std::string bytes = ReadModelBytes(env_->rank(), Broadcast(*env_), o_.restore_model_path);
     RestoredModel restored = RestoreModel(std::vector<char>(bytes.begin(), bytes.end()),
                                           o_.restore_model_path, config_, &o_);
     model_ = restored.model;
@@ -428,7 +380,7 @@ class Inference {
   void ChooseNodes() {
     std::vector<int64_t> requested;
     if (!o_.nodes.empty()) {
-      requested = ReadRequestedIds(*env_, o_.nodes);
+      requested = ReadRequestedIds(env_->rank(), Broadcast(*env_), o_.nodes);
       for (int64_t id :
            {requested.empty() ? 0 : requested.front(), requested.empty() ? 0 : requested.back()}) {
         if (!config_.user_node_ids && (id < 0 || id >= config_.num_nodes)) {
@@ -645,6 +597,66 @@ class Inference {
 };
 
 }  // namespace
+
+std::string ReadOnRankZero(int rank, const BroadcastFn& broadcast,
+                           const std::function<std::string()>& read) {
+  std::string bytes;
+  if (rank == 0) {
+    try {
+      bytes = "+" + read();
+    } catch (const std::exception& e) {
+      bytes = std::string("!") + e.what();
+    }
+  }
+  broadcast(&bytes);
+  if (bytes.empty() || bytes[0] != '+')
+    throw DataError(bytes.empty() ? "no bytes" : bytes.substr(1));
+  return bytes.substr(1);
+}
+
+std::string ReadModelBytes(int rank, const BroadcastFn& broadcast, const std::string& path) {
+  return ReadOnRankZero(rank, broadcast, [&] {
+    if (!PathExists(path)) {
+      throw DataError("--restore_model_path " + path + ": No such file or directory");
+    }
+    return ReadFile(path);
+  });
+}
+
+std::vector<int64_t> ReadRequestedIds(int rank, const BroadcastFn& broadcast,
+                                      const std::string& path) {
+  const std::string bytes = ReadOnRankZero(rank, broadcast, [&] {
+    const std::vector<int64_t> ids = ReadNpy<int64_t>(path, {-1});
+    return std::string(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int64_t));
+  });
+  std::vector<int64_t> ids(bytes.size() / sizeof(int64_t));
+  std::memcpy(ids.data(), bytes.data(), ids.size() * sizeof(int64_t));
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+// Before any work: DIR is a folder that can hold manifest.json, or does
+// not exist yet and its parent can hold it (made when written).
+void CheckOutputDir(const std::string& flag, const std::string& dir) {
+  if (dir.empty()) return;
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) {
+    CheckCanWriteFile(flag, (fs::path(dir) / "manifest.json").string());
+  } else {
+    CheckCanWriteFile(flag, dir);
+  }
+}
+
+const json& ModelMetaField(const json& meta, const std::string& path, const char* key) {
+  if (!meta.is_object() || !meta.contains("model")) {
+    throw DataError(path +
+                    ": no gnn metadata (_metadata[\"gnn\"]): --inference needs a file "
+                    "--save_model wrote, which says what model it holds");
+  }
+  if (!meta.contains(key)) throw DataError(path + ": its metadata has no " + key);
+  return meta.at(key);
+}
 
 RestoredModel RestoreModel(const std::vector<char>& bytes, const std::string& path,
                            const PartitionConfig& config, TrainOptions* o) {

@@ -12,6 +12,7 @@
 // holds partition i's rows (on its machine); manifest.json last, by rank 0.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -22,6 +23,25 @@
 #include "train/options/train_options.h"
 
 namespace gnn {
+
+// The reading steps both inference paths share. `broadcast` sends rank
+// 0's bytes to every rank (TrainEnv's or HeteroSource's BroadcastBytes).
+using BroadcastFn = std::function<void(std::string*)>;
+// Rank 0 runs `read`; every rank gets its bytes, or the same DataError.
+std::string ReadOnRankZero(int rank, const BroadcastFn& broadcast,
+                           const std::function<std::string()>& read);
+// --restore_model_path's bytes (a missing file is one line).
+std::string ReadModelBytes(int rank, const BroadcastFn& broadcast, const std::string& path);
+// --nodes / --edge_ids: the ids of an int64 .npy, sorted without repeats.
+std::vector<int64_t> ReadRequestedIds(int rank, const BroadcastFn& broadcast,
+                                      const std::string& path);
+// Before any work: `dir` (flag `flag`; "" for none) is a folder that can
+// hold manifest.json, or does not exist yet and its parent can hold it.
+void CheckOutputDir(const std::string& flag, const std::string& dir);
+// Field `key` of a model file's metadata (_metadata["gnn"]); DataError
+// naming `path` when the file has no gnn metadata or no such field.
+const nlohmann::json& ModelMetaField(const nlohmann::json& meta, const std::string& path,
+                                     const char* key);
 
 // A --save_model file's bytes applied to `config`'s graph: its metadata
 // checked against the graph by schema (feature width, classes) and copied

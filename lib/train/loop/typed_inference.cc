@@ -58,15 +58,7 @@ std::vector<int64_t> FeatureDims(const PartitionConfig& c) {
 // relations, feature widths, classes, target type), copied into *o.
 void TakeTypedMeta(const json& meta, const PartitionConfig& config, const std::string& path,
                    TrainOptions* o) {
-  if (!meta.is_object() || !meta.contains("model")) {
-    throw DataError(path +
-                    ": no gnn metadata (_metadata[\"gnn\"]): --inference needs a file "
-                    "--save_model wrote, which says what model it holds");
-  }
-  auto get = [&](const char* key) -> const json& {
-    if (!meta.contains(key)) throw DataError(path + ": its metadata has no " + key);
-    return meta.at(key);
-  };
+  auto get = [&](const char* key) -> const json& { return ModelMetaField(meta, path, key); };
   try {
     o->model = get("model").get<std::string>();
     if (o->model != "rgcn" && o->model != "rgat") {
@@ -203,13 +195,6 @@ class TypedInference {
  private:
   HeteroSource& src() { return model_->source(); }
 
-  static void CheckOutputDir(const std::string& flag, const std::string& dir) {
-    if (dir.empty()) return;
-    std::error_code ec;
-    CheckCanWriteFile(flag,
-                      fs::is_directory(dir, ec) ? (fs::path(dir) / "manifest.json").string() : dir);
-  }
-
   int TargetType() const {
     return static_cast<int>(
         std::find(config_.ntypes.begin(), config_.ntypes.end(), config_.target_ntype) -
@@ -228,22 +213,14 @@ class TypedInference {
 
   // Rank 0 reads the file and every rank gets its bytes, or the same error.
   ModelFile ReadModel(HeteroSource& source) {
-    const std::string& path = o_.restore_model_path;
-    std::string bytes;
-    if (source.rank() == 0) {
-      try {
-        if (!PathExists(path)) {
-          throw DataError("--restore_model_path " + path + ": No such file or directory");
-        }
-        bytes = "+" + ReadFile(path);
-      } catch (const std::exception& e) {
-        bytes = std::string("!") + e.what();
-      }
-    }
-    source.BroadcastBytes(&bytes);
-    if (bytes.empty() || bytes[0] != '+')
-      throw DataError(bytes.empty() ? "no bytes" : bytes.substr(1));
-    return ParseModelFileBytes(std::vector<char>(bytes.begin() + 1, bytes.end()), path);
+    const std::string bytes =
+        ReadModelBytes(source.rank(), Broadcast(source), o_.restore_model_path);
+    return ParseModelFileBytes(std::vector<char>(bytes.begin(), bytes.end()),
+                               o_.restore_model_path);
+  }
+
+  static BroadcastFn Broadcast(HeteroSource& source) {
+    return [&source](std::string* bytes) { source.BroadcastBytes(bytes); };
   }
 
   // Each featureless type's learned rows, by input id, into the tables of
@@ -312,32 +289,12 @@ class TypedInference {
                   : o_.node_mask == "test"  ? 2
                                             : -1;
     if (!o_.nodes.empty()) {
-      chosen_ = FromInputIds(all, ReadIds());
+      chosen_ = FromInputIds(all, ReadRequestedIds(src().rank(), Broadcast(src()), o_.nodes));
     } else {
       chosen_ = m < 0 ? all : src().AllSplitNodes(m);
     }
     valid_ = src().AllSplitNodes(1);
     test_ = src().AllSplitNodes(2);
-  }
-
-  // --nodes FILE.npy (rank 0 reads it; every rank gets the ids).
-  std::vector<int64_t> ReadIds() {
-    std::string bytes;
-    if (lead_) {
-      try {
-        const std::vector<int64_t> ids = ReadNpy<int64_t>(o_.nodes, {-1});
-        bytes = "+" + std::string(reinterpret_cast<const char*>(ids.data()),
-                                  ids.size() * sizeof(int64_t));
-      } catch (const std::exception& e) {
-        bytes = std::string("!") + e.what();
-      }
-    }
-    src().BroadcastBytes(&bytes);
-    if (bytes.empty() || bytes[0] != '+')
-      throw DataError(bytes.empty() ? "no bytes" : bytes.substr(1));
-    std::vector<int64_t> ids((bytes.size() - 1) / sizeof(int64_t));
-    std::memcpy(ids.data(), bytes.data() + 1, ids.size() * sizeof(int64_t));
-    return ids;
   }
 
   // The target type's input ids -> new ids (sorted, without repeats); an
