@@ -126,6 +126,14 @@ class DistGraph {
   // sparse-feature graph's rows travel sparse (PullSparseFeatures) and are
   // made dense here.
   void PullFeatures(const std::vector<int64_t>& ids, NoInitVector<float>* out);
+  // Full-neighbour inference: pulls the feature rows of `ids` (nodes of
+  // other partitions, any order, repeats allowed) once and keeps them here
+  // until ReleaseRows. PullFeatures takes held rows from here: a range's
+  // first layer then moves each row it reads across the network once, not
+  // once per batch that reads it. Dense rows only.
+  void HoldRows(const std::vector<int64_t>& ids);
+  void ReleaseRows();
+  int64_t num_held_rows() const { return static_cast<int64_t>(held_ids_.size()); }
   // A sparse-feature graph (sparse_rows()): rows [ids.size(), feature_dim]
   // as stored, from shared memory or their owners (PullSparseRows, in
   // options.wire_format and id_coding); values kept when any row has them.
@@ -311,6 +319,15 @@ class DistGraph {
   // and the rows and sums the first layer's means are made of.
   NoInitVector<float> spare_rows_;
   NoInitVector<float> mean_rows_;
+  // HoldRows: the held nodes (sorted) and their rows, in that order.
+  std::vector<int64_t> held_ids_;
+  NoInitVector<float> held_rows_;
+  // The held row of node v, or null.
+  const float* FindHeld(int64_t v) const;
+  // Copies the held rows of ids[i] into out + i * feature_dim and drops
+  // those positions from `pos` (partition `skip`, the local one, untouched).
+  void TakeHeld(const std::vector<int64_t>& ids, int skip, std::vector<std::vector<size_t>>* pos,
+                float* out) const;
 };
 
 }  // namespace gnn

@@ -163,6 +163,47 @@ void DistGraph::TakeCached(const ShmRowCache* cache, const std::vector<int64_t>&
   }
 }
 
+void DistGraph::HoldRows(const std::vector<int64_t>& ids) {
+  if (sparse_rows()) throw ConfigError(config_.graph_name + "'s feature rows are sparse: not held");
+  ReleaseRows();
+  std::vector<int64_t> sorted(ids);
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  PullFeatures(sorted, &held_rows_);
+  held_ids_ = std::move(sorted);
+}
+
+void DistGraph::ReleaseRows() {
+  held_ids_.clear();
+  held_ids_.shrink_to_fit();
+  NoInitVector<float>().swap(held_rows_);
+}
+
+const float* DistGraph::FindHeld(int64_t v) const {
+  const auto it = std::lower_bound(held_ids_.begin(), held_ids_.end(), v);
+  if (it == held_ids_.end() || *it != v) return nullptr;
+  return held_rows_.data() + (it - held_ids_.begin()) * config_.feature_dim;
+}
+
+void DistGraph::TakeHeld(const std::vector<int64_t>& ids, int skip,
+                         std::vector<std::vector<size_t>>* pos, float* out) const {
+  if (held_ids_.empty()) return;
+  const size_t dim = static_cast<size_t>(config_.feature_dim);
+  for (int p = 0; p < static_cast<int>(pos->size()); ++p) {
+    std::vector<size_t>& mine = (*pos)[p];
+    if (p == skip) continue;
+    size_t kept = 0;
+    for (size_t i : mine) {
+      if (const float* hit = FindHeld(ids[i])) {
+        std::memcpy(out + i * dim, hit, dim * sizeof(float));
+      } else {
+        mine[kept++] = i;
+      }
+    }
+    mine.resize(kept);
+  }
+}
+
 void DistGraph::PullSparseFeatures(const std::vector<int64_t>& ids, SparseRows* out) {
   if (!sparse_rows()) {
     throw ConfigError(config_.graph_name + " has dense feature rows: PullFeatures");
@@ -295,6 +336,7 @@ void DistGraph::PullFeatures(const std::vector<int64_t>& ids, NoInitVector<float
   auto pos = ByOwner(ids);
   // Other partitions' rows the machine's hot-row cache holds stay here.
   TakeCached(cache_.get(), ids, local_part_, dim, &pos, out->data());
+  TakeHeld(ids, local_part_, &pos, out->data());
   // Requests of about 4 MB of reply: all are in flight at once (spread over
   // a machine's backup servers), so servers gather while earlier replies
   // travel, and no reply is large enough to need fresh page-faulted memory.

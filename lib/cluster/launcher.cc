@@ -472,6 +472,13 @@ class Launch {
     return std::nullopt;
   }
 
+  // The job's machines whose ip_config address is machine m's.
+  int MachinesOnHost(size_t m) const {
+    return static_cast<int>(std::count_if(machines_.begin(), machines_.end(), [&](const auto& x) {
+      return x.host == machines_[m].host;
+    }));
+  }
+
   void StartTrainers() {
     std::string rest;
     const std::string word = FirstWord(o_.command, &rest);
@@ -489,6 +496,7 @@ class Launch {
             std::string(launch_env::kMasterPort) + "=" + std::to_string(o_.master_port),
             std::string(launch_env::kRestart) + "=" + std::to_string(run_),
             launch_env::Entry(launch_env::kReportProgress, "1"),
+            launch_env::Entry(launch_env::kMachinesOnHost, std::to_string(MachinesOnHost(m))),
             std::string(launch_env::kResumeStep) + "=" + std::to_string(ledger_.checkpoint_step())};
         if (o_.num_omp_threads > 0) {  // DGL's launcher sets OMP_NUM_THREADS so
           env.push_back("OMP_NUM_THREADS=" + std::to_string(o_.num_omp_threads));

@@ -22,6 +22,9 @@ inline constexpr char kTrainerEndpoint[] = "GNN_TRAINER_ENDPOINT";
 inline constexpr char kMasterAddr[] = "GNN_MASTER_ADDR";
 inline constexpr char kMasterPort[] = "GNN_MASTER_PORT";
 inline constexpr char kNumOmpThreads[] = "GNN_NUM_OMP_THREADS";
+// How many of the job's machines share a trainer's host (ip_config lines
+// with its address): their trainers split the host's cores.
+inline constexpr char kMachinesOnHost[] = "GNN_MACHINES_ON_HOST";
 // The job's restart generation, progress lines for the launcher, and the
 // newest checkpoint step it saw (checkpoint.h's ReadResumeBytes).
 inline constexpr char kRestart[] = "GNN_RESTART";

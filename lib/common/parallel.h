@@ -10,13 +10,36 @@
 #include <thread>
 #include <vector>
 
+#ifdef __linux__
+#include <sched.h>
+#endif
+
 namespace gnn {
 
-inline int ResolveThreads(int requested) {
-  if (requested > 0) return requested;
-  unsigned hc = std::thread::hardware_concurrency();
+// Every core of the host, whatever this process may use.
+inline int HostCores() {
+  const unsigned hc = std::thread::hardware_concurrency();
   return hc == 0 ? 1 : static_cast<int>(hc);
 }
+
+// The cores this process may run on: its CPU affinity (taskset, Slurm's
+// --cpus-per-task, a cpuset), not every core of the host, so that
+// processes bound to a share of a machine start a thread per core of that
+// share rather than oversubscribing it.
+inline int UsableCores() {
+#ifdef __linux__
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return std::min(n, HostCores());
+  }
+#endif
+  return HostCores();
+}
+
+// `requested` threads, or with 0 (or less) one per usable core.
+inline int ResolveThreads(int requested) { return requested > 0 ? requested : UsableCores(); }
 
 // Calls fn(begin, end) on `threads` contiguous slices of [0, n) in parallel
 // and waits. The first exception thrown by any slice is rethrown.

@@ -24,6 +24,7 @@
 #include "common/gzip.h"
 #include "common/log.h"
 #include "common/npy.h"
+#include "common/parallel.h"
 #include "common/parse.h"
 #include "common/timer.h"
 
@@ -376,7 +377,7 @@ std::vector<int64_t> ReadIdList(const std::string& path, int64_t num_nodes, Pars
 void WriteRowsGz(const std::string& path, int64_t num_rows, int64_t rows_per_block,
                  const std::function<void(int64_t, int64_t, std::string*)>& format) {
   GzipWriter w(path, kWriteGzipLevel);
-  const int64_t window = std::max(2u, std::thread::hardware_concurrency());
+  const int64_t window = std::max(2, ResolveThreads(0));
   std::deque<std::future<std::string>> pending;
   int64_t next = 0;
   while (next < num_rows || !pending.empty()) {

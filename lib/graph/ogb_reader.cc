@@ -24,6 +24,7 @@
 #include "common/gzip.h"
 #include "common/log.h"
 #include "common/npy.h"
+#include "common/parallel.h"
 #include "common/parse.h"
 #include "common/timer.h"
 #include "graph/ogb_csv.h"
@@ -391,8 +392,7 @@ Dataset ReadOgbFolder(const std::string& folder, const DatasetOptions& options) 
     }
   }
 
-  int threads = options.num_threads > 0 ? options.num_threads
-                                        : static_cast<int>(std::thread::hardware_concurrency());
+  int threads = options.num_threads > 0 ? options.num_threads : ResolveThreads(0);
   ParseContext ctx;
   Stopwatch parse_watch;
   Dataset d = ParseRaw(files, options.feature_format, threads, &ctx);

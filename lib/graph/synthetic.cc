@@ -459,7 +459,7 @@ void MakeEdgeFeatures(const SyntheticSpec& spec, uint64_t seed, int num_threads,
 
 Dataset GenerateSynthetic(const SyntheticSpec& spec, uint64_t seed, int num_threads) {
   CheckSyntheticSpec(spec, spec.name);
-  if (num_threads <= 0) num_threads = static_cast<int>(std::thread::hardware_concurrency());
+  if (num_threads <= 0) num_threads = ResolveThreads(0);
   num_threads = std::max(1, num_threads);
   const bool big = spec.num_edges >= (int64_t{1} << 24);
   Stopwatch watch;

@@ -236,7 +236,7 @@ HeteroSyntheticSpec ParseHeteroSyntheticSpec(const std::string& text) {
 HeteroDataset GenerateHeteroSynthetic(const HeteroSyntheticSpec& spec, uint64_t seed,
                                       int num_threads) {
   CheckSpec(spec);
-  if (num_threads <= 0) num_threads = static_cast<int>(std::thread::hardware_concurrency());
+  if (num_threads <= 0) num_threads = ResolveThreads(0);
   num_threads = std::max(1, num_threads);
   Stopwatch watch;
   HeteroDataset d;

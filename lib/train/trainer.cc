@@ -191,6 +191,14 @@ json RunTrain(const TrainOptions& given) {
     ResolveDecoderEdgeFeatures(config, &o);
   }
   torch::set_num_threads(DefaultTorchThreads(o));
+  GNN_LOG(kInfo) << "LibTorch threads: " << torch::get_num_threads()
+                 << (o.num_omp_threads > 0 ? " (--num_omp_threads; " : " (") << UsableCores()
+                 << " usable cores"
+                 << (!o.standalone && o.machines_on_host > 1
+                         ? ", shared by the job's " + std::to_string(o.machines_on_host) +
+                               " machines on this host"
+                         : std::string())
+                 << ")";
   if (o.inference) {
     return config.hetero() ? RunTypedInference(o, config) : RunInference(o, config);
   }

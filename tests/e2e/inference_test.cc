@@ -143,6 +143,9 @@ TEST_CASE("inference applies a saved model on any partitioning and reproduces it
                    (s.dir / "p2") + " --wire_dtype float32",
                "launch-exact");
   CHECK(two.at("nodes_written").get<int64_t>() == 2000);
+  // gnn-launch told each trainer that both machines share this host.
+  CHECK_THAT(ReadFile(s.dir / "launch-exact.err"),
+             Catch::Contains("shared by the job's 2 machines on this host"));
   const Predictions p2 = ReadPredictions(s.dir / "p2");
   REQUIRE(p2.logits.size() == 2000);
   CHECK(MaxDiff(p1, p2) < 1e-5);

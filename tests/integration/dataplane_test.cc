@@ -391,6 +391,61 @@ TEST_CASE("the hot-row cache: one per machine, same batches, fewer bytes (synthe
   }
 }
 
+TEST_CASE("HoldRows: other partitions' rows pulled once, then read here with no request",
+          "[integration]") {
+  test::TempDir dir;
+  const std::string job = "job-hold-" + std::to_string(::getpid());
+  const std::string parts = test::MakePartitions(dir, "synthetic:small", 2, "two");
+  const std::string ip = test::WriteLoopbackIpConfig(dir, 2);
+  test::ServerThreads servers(ip, parts, 2, 1, job);
+  DistGraphOptions o;
+  o.part_config = parts;
+  o.ip_config = ip;
+  o.endpoints = servers.endpoints();
+  o.local_machine_id = 0;
+  o.job_id = job;
+  o.keys = test::Keys(job);
+  o.timeout = std::chrono::milliseconds(20000);
+  DistGraph plain(o), holding(o);
+  const PartInfo& mine = plain.config().parts[0];
+  const PartInfo& other = plain.config().parts[1];
+  const int64_t dim = plain.feature_dim();
+  // Every third node of the other partition, some twice, out of order.
+  std::vector<int64_t> held;
+  for (int64_t v = other.node_end - 1; v >= other.node_start; v -= 3) held.push_back(v);
+  held.push_back(held.front());
+  holding.HoldRows(held);
+  CHECK(holding.num_held_rows() == static_cast<int64_t>(held.size()) - 1);
+  // Held rows and the local partition's: exactly the owners' rows, and
+  // not a byte on the wire.
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < 2000; ++i) {
+    ids.push_back(i % 2 ? held[static_cast<size_t>(i * 7) % held.size()]
+                        : mine.node_start + (i * 13) % mine.num_nodes());
+  }
+  NoInitVector<float> want, got;
+  plain.PullFeatures(ids, &want);
+  const uint64_t before = holding.wire_bytes();
+  holding.PullFeatures(ids, &got);
+  CHECK(holding.wire_bytes() == before);
+  REQUIRE(got.size() == ids.size() * static_cast<size_t>(dim));
+  CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+  // A row not held is asked of its owner, beside the held ones.
+  ids.push_back(other.node_end - 2);  // not a held one: held steps by 3 from node_end - 1
+  plain.PullFeatures(ids, &want);
+  holding.PullFeatures(ids, &got);
+  CHECK(holding.wire_bytes() > before);
+  CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+  // Released: every other-partition row is asked for again.
+  holding.ReleaseRows();
+  CHECK(holding.num_held_rows() == 0);
+  const uint64_t released = holding.wire_bytes();
+  holding.PullFeatures({held[0]}, &got);
+  plain.PullFeatures({held[0]}, &want);
+  CHECK(holding.wire_bytes() > released);
+  CHECK(std::memcmp(got.data(), want.data(), dim * sizeof(float)) == 0);
+}
+
 namespace {
 
 // Relative gap |a - b| / max(1, |b|) above `tol`, counted.

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/parallel.h"
 #include "sampling/owner_aggregate.h"
 #include "sampling/sampler.h"
 #include "train/loop/checkpoint.h"
@@ -216,4 +217,48 @@ TEST_CASE("a checkpoint restores model, optimizer and state, and refuses another
                     Catch::Contains("no checkpoint"));
 }
 
+}  // namespace gnn
+
+namespace gnn {
+namespace {
+
+TEST_CASE(
+    "CoreShare: machines on one host split its cores, and a process bound to cores takes "
+    "them as its share",
+    "[unit]") {
+  cpu_set_t all;
+  REQUIRE(sched_getaffinity(0, sizeof(all), &all) == 0);
+  const int usable = CPU_COUNT(&all);
+  CHECK(UsableCores() == usable);
+  CHECK(ResolveThreads(0) == usable);
+  CHECK(ResolveThreads(3) == 3);
+  TrainOptions o;
+  o.standalone = true;
+  CHECK(CoreShare(o) == usable);
+  o.standalone = false;
+  o.num_trainers = 1;
+  o.machines_on_host = 2;
+  if (usable == HostCores()) {
+    // Unbound: two machines' trainers take half the host each.
+    CHECK(CoreShare(o) == std::max(1, HostCores() / 2));
+    o.num_trainers = 2;
+    CHECK(CoreShare(o) == std::max(1, HostCores() / 4));
+    o.num_trainers = 1;
+  }
+  // Bound to one core (as taskset binds a machine's processes): that core
+  // is the share, whatever else runs on the host.
+  int first = 0;
+  while (!CPU_ISSET(first, &all)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  REQUIRE(sched_setaffinity(0, sizeof(one), &one) == 0);
+  const int bound_usable = UsableCores(), bound_share = CoreShare(o);
+  REQUIRE(sched_setaffinity(0, sizeof(all), &all) == 0);
+  CHECK(bound_usable == 1);
+  CHECK(bound_share == 1);
+  CHECK(UsableCores() == usable);
+}
+
+}  // namespace
 }  // namespace gnn

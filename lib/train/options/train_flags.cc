@@ -236,6 +236,7 @@ void ClusterFlagsFromEnv(const CLI::App& app, TrainOptions* o) {
   FlagFromEnv(app, "--num_samplers", env::kNumSamplers, &o->num_samplers);
   FlagFromEnv(app, "--master_port", env::kMasterPort, &o->master_port);
   FlagFromEnv(app, "--num_omp_threads", env::kNumOmpThreads, &o->num_omp_threads);
+  FlagFromEnv(app, nullptr, env::kMachinesOnHost, &o->machines_on_host);
   JobSecretFromEnv(app, &o->secret_file, &o->insecure);
 }
 

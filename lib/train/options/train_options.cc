@@ -183,8 +183,12 @@ int DefaultTorchThreads(const TrainOptions& o) {
 }
 
 int CoreShare(const TrainOptions& o) {
-  const int cores = ResolveThreads(0);
-  return o.standalone ? cores : std::max(1, cores / std::max(1, o.num_trainers));
+  const int cores = UsableCores();
+  if (o.standalone) return cores;
+  // Machines of one job on one host split its cores, unless each is bound
+  // to cores of its own (taskset, a cpuset): those are its share already.
+  const int machines = cores < HostCores() ? 1 : std::max(1, o.machines_on_host);
+  return std::max(1, cores / (std::max(1, o.num_trainers) * machines));
 }
 
 }  // namespace gnn

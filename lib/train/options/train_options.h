@@ -159,6 +159,9 @@ struct ClusterOptions {
   std::string job_id = "gnn";            // --job_id: shared with servers and samplers
   std::string secret_file;  // --secret_file: the job's secret (keys derive from it and job_id)
   bool insecure = false;    // --insecure: plaintext, unauthenticated
+  // The job's machines on this host (gnn-launch's GNN_MACHINES_ON_HOST):
+  // their trainers split the host's cores (CoreShare).
+  int machines_on_host = 1;
   // --aggregate_at_owner: a batch's last hop sampled and aggregated where
   // its nodes live (sampling/owner_aggregate.h); false: neighbour lists
   // and every neighbour's row cross the network, as DGL ships them.
@@ -211,8 +214,9 @@ struct TrainOptions : RunOptions, ModelOptions, TaskOptions, ClusterOptions, Inf
 // share of the cores (cores / num_trainers in a cluster) less the sampling
 // threads or gnn-sampler processes that run beside it (at least 1).
 int DefaultTorchThreads(const TrainOptions& o);
-// This trainer's share of the machine's cores: all of them standalone,
-// cores / num_trainers in a cluster (at least 1).
+// This trainer's share of the cores it may use: all of them standalone,
+// cores / num_trainers in a cluster, and / machines_on_host more when
+// several machines of the job share the host unbound (at least 1).
 int CoreShare(const TrainOptions& o);
 
 }  // namespace gnn
