@@ -294,18 +294,20 @@ class DistEnv : public TrainEnv {
                            std::vector<int64_t>* idx, std::vector<float>* rows) {
       graph_->SampleNeighbors(dst, -1, false, 0, ptr, idx, rows);
     };
+    NoInitVector<float> input_rows;
     source.features = [&](const std::vector<int64_t>& ids) {
       if (graph_->sparse_rows() && graph_->edge_dim() == 0) {
         SparseRows rows;
         graph_->PullSparseFeatures(ids, &rows);
         return SparseInput(rows);
       }
-      // The rows stay where they were pulled: the tensor owns the buffer.
-      auto feats = std::make_shared<NoInitVector<float>>();
-      graph_->PullFeatures(ids, feats.get());
-      return torch::from_blob(
-          feats->data(), {static_cast<int64_t>(ids.size()), config_.feature_dim},
-          [feats](void*) mutable { feats.reset(); }, torch::TensorOptions(torch::kFloat32));
+      // Into one buffer for every batch (a batch's rows are read before
+      // the next batch's are pulled): fresh tens of MB per batch cost more
+      // in page faults than the copy itself.
+      graph_->PullFeatures(ids, &input_rows);
+      return torch::from_blob(input_rows.data(),
+                              {static_cast<int64_t>(ids.size()), config_.feature_dim},
+                              torch::kFloat32);
     };
     // Per rank: the ids of its range that this range reads.
     const std::vector<std::vector<int64_t>> wanted = RowsReadFromOthers(lo, hi);
