@@ -104,9 +104,14 @@ void ResolveEdgeData(const PartitionConfig& config, TrainOptions* o) {
   const int64_t width = config.hetero() ? 0 : config.edge_feature_dim;
   const std::string& op = o->edge_feat_mp_op;
   if (op != "none") {
-    if (o->model != "graphsage") {
+    if (o->model != "graphsage" && o->model != "gat") {
       throw ConfigError("--edge_feat_mp_op " + op + ": --model " + o->model +
-                        " does not read edge features (graphsage does)");
+                        " does not read edge features (graphsage and gat do)");
+    }
+    if (o->model == "gat" && op == "concat") {
+      throw ConfigError(
+          "--edge_feat_mp_op concat: gat combines a message's projected row with its edge's "
+          "projected features element-wise (add, sub or mul); concat is graphsage's");
     }
     if (width == 0) {
       throw ConfigError("--edge_feat_mp_op " + op + ": " + o->part_config +
@@ -118,8 +123,8 @@ void ResolveEdgeData(const PartitionConfig& config, TrainOptions* o) {
     }
     o->use_edge_weight = false;
     o->edge_feat_dim = width;
-    GNN_LOG(kInfo) << "edge features: graphsage's messages take each edge's " << width << " feature"
-                   << (width == 1 ? "" : "s") << " (--edge_feat_mp_op " << op << ": "
+    GNN_LOG(kInfo) << "edge features: " << o->model << "'s messages take each edge's " << width
+                   << " feature" << (width == 1 ? "" : "s") << " (--edge_feat_mp_op " << op << ": "
                    << (op == "concat" ? "beside" : "combined with")
                    << " the source's row, through a learned projection)";
     return;
@@ -149,7 +154,7 @@ void ResolveEdgeData(const PartitionConfig& config, TrainOptions* o) {
                    << o->model << " does not read"
                    << (width == 1 ? " (gcn and graphsage take it as edge weights)"
                                   : " (graphsage reads them with --edge_feat_mp_op concat, add, "
-                                    "sub or mul)");
+                                    "sub or mul, gat with add, sub or mul)");
   }
 }
 

@@ -5,8 +5,9 @@
 // servers send the rows with each sample and gnn-sampler carries them to
 // the trainer; the saved model says so and --inference uses the weights;
 // asking for weights a graph does not have is one line. Edge features in
-// graphsage's messages (--edge_feat_mp_op) the same way.
+// graphsage's and gat's messages (--edge_feat_mp_op) the same way.
 #include <catch2/catch.hpp>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cluster_util.h"
@@ -88,7 +89,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "edge features: graphsage's messages take them by --edge_feat_mp_op, standalone, in "
+    "edge features: graphsage's and gat's messages take them by --edge_feat_mp_op, standalone, in "
     "inference and on 2 machines",
     "[e2e]") {
   test::Setup s("edgefeat");
@@ -121,6 +122,20 @@ TEST_CASE(
           Approx(trained.at("test_acc").get<double>()).epsilon(1e-12));
   }
 
+  // gat: the edge's projected features combined with each message's
+  // projected row, under the same attention.
+  auto gat = base;
+  const std::string gat_model = s.dir / "gat.pt";
+  gat.insert(gat.end(), {"--model", "gat", "--edge_feat_mp_op", "mul", "--save_model", gat_model});
+  const json gat_trained = test::RunStandaloneTrainer(gat);
+  CHECK(gat_trained.at("test_acc").get<double>() > 0.45);
+  CHECK(ReadFile(gat_model).find("fc_edge") != std::string::npos);
+  const json gat_inferred =
+      test::RunStandaloneTrainer({"--part_config", one, "--inference", "--restore_model_path",
+                                  gat_model, "--save_prediction_path", s.dir / "pred-gat"});
+  CHECK(gat_inferred.at("test_acc").get<double>() ==
+        Approx(gat_trained.at("test_acc").get<double>()).epsilon(1e-12));
+
   s.config = test::MakePartitions(s.dir, kFeatured, 2, "two");
   s.graph_name = LoadPartitionConfig(s.config).graph_name;
   const json two = s.Launch(
@@ -129,6 +144,34 @@ TEST_CASE(
   INFO("standalone concat " << concat_acc);
   CHECK(two.at("test_acc").get<double>() > concat_acc - 0.1);
   CHECK(ReadFile(s.dir / "launch.err").find("edge features: graphsage") != std::string::npos);
+  // The gat model on 2 machines: the servers send each sampled edge's
+  // features; the same predictions as on 1 partition (the exact wire).
+  s.Launch("--inference --restore_model_path " + gat_model + " --save_prediction_path " +
+               (s.dir / "pred-gat2") + " --wire_dtype float32",
+           "launch-gat");
+  const auto logits_of = [](const std::string& dir) {
+    const json m = json::parse(ReadFile(dir + "/manifest.json"));
+    std::map<int64_t, std::vector<float>> rows;
+    for (const json& sh : m.at("shards")) {
+      std::vector<int64_t> shape;
+      const auto ids = ReadNpy<int64_t>(dir + "/" + sh.at("ids").get<std::string>());
+      const auto logits =
+          ReadNpy<float>(dir + "/" + sh.at("logits").get<std::string>(), {}, &shape);
+      for (size_t i = 0; i < ids.size(); ++i) {
+        rows[ids[i]].assign(logits.begin() + i * shape[1], logits.begin() + (i + 1) * shape[1]);
+      }
+    }
+    return rows;
+  };
+  const auto gat1 = logits_of(s.dir / "pred-gat"), gat2 = logits_of(s.dir / "pred-gat2");
+  REQUIRE(gat1.size() == 2000);
+  REQUIRE(gat2.size() == 2000);
+  double worst = 0;
+  for (const auto& [id, row] : gat1) {
+    for (size_t k = 0; k < row.size(); ++k)
+      worst = std::max(worst, static_cast<double>(std::abs(row[k] - gat2.at(id)[k])));
+  }
+  CHECK(worst < 1e-5);
 
   // Bad combinations: one line each.
   const std::string tiny = test::MakePartitions(s.dir, "synthetic:tiny", 1, "plain");
@@ -139,6 +182,10 @@ TEST_CASE(
       RunProcess({Bin("gnn-train"), "--standalone", "--part_config", one, "--edge_feat_mp_op",
                   "add", "--model", "gcn", "--num_epochs", "1"}),
       "gnn-train", "--model gcn does not read edge features");
+  test::ExpectOneLine(
+      RunProcess({Bin("gnn-train"), "--standalone", "--part_config", one, "--edge_feat_mp_op",
+                  "concat", "--model", "gat", "--num_epochs", "1"}),
+      "gnn-train", "concat is graphsage's");
 }
 
 TEST_CASE(

@@ -1,5 +1,8 @@
 #include "train/models/gat.h"
 
+#include <string>
+
+#include "common/error.h"
 #include "train/models/attention.h"
 #include "train/models/dropout.h"
 #include "train/models/sparse_input.h"
@@ -7,9 +10,23 @@
 namespace gnn {
 
 GATConvImpl::GATConvImpl(int64_t in, int64_t width, int heads, const GatOptions& o)
-    : in_(in), width_(width), heads_(heads), attn_drop_(o.attn_drop), slope_(o.negative_slope) {
+    : in_(in),
+      width_(width),
+      edge_dim_(o.edge_dim),
+      edge_op_(o.edge_op),
+      heads_(heads),
+      attn_drop_(o.attn_drop),
+      slope_(o.negative_slope) {
   const int64_t out = width * heads;
   fc_ = register_module("fc", torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
+  if (edge_dim_ > 0) {
+    if (edge_op_ != "add" && edge_op_ != "sub" && edge_op_ != "mul") {
+      throw ConfigError("gat takes edge features by --edge_feat_mp_op add, sub or mul, not '" +
+                        edge_op_ + "'");
+    }
+    fc_edge_ = register_module(
+        "fc_edge", torch::nn::Linear(torch::nn::LinearOptions(edge_dim_, out).bias(false)));
+  }
   attn_l_ = register_parameter("attn_l", torch::empty({1, heads, width}));
   attn_r_ = register_parameter("attn_r", torch::empty({1, heads, width}));
   // DGL: a linear residual (with its own bias) when the widths differ, the
@@ -26,6 +43,7 @@ GATConvImpl::GATConvImpl(int64_t in, int64_t width, int heads, const GatOptions&
   torch::nn::init::xavier_normal_(fc_->weight, gain);
   torch::nn::init::xavier_normal_(attn_l_, gain);
   torch::nn::init::xavier_normal_(attn_r_, gain);
+  if (fc_edge_) torch::nn::init::xavier_normal_(fc_edge_->weight, gain);
   if (res_fc_) {
     torch::nn::init::xavier_normal_(res_fc_->weight, gain);
     res_fc_->bias.zero_();
@@ -33,6 +51,7 @@ GATConvImpl::GATConvImpl(int64_t in, int64_t width, int heads, const GatOptions&
 }
 
 torch::Tensor GATConvImpl::forward(const BlockTensors& block, const torch::Tensor& h_src) {
+  if (edge_dim_ > 0) return ForwardEdgeFeatures(block, h_src);
   // One GEMM for the projected rows and both sides' attention logits:
   // [fc.weight; (W_h^T a_l)^T; (W_h^T a_r)^T] is [H x F + 2H, in], so the
   // sources' rows are read (and packed) once forward and once backward.
@@ -55,6 +74,43 @@ torch::Tensor GATConvImpl::forward(const BlockTensors& block, const torch::Tenso
   torch::Tensor proj = h_src.matmul(weight.t());
   torch::Tensor out = GatAggregateProjected(block, proj, heads_, slope_, DropMask(block));
   return Finish(out, h_src.slice(0, 0, block.num_dst));
+}
+
+torch::Tensor GATConvImpl::ForwardEdgeFeatures(const BlockTensors& block,
+                                               const torch::Tensor& h_src) {
+  if (IsSparse(h_src)) {
+    throw ConfigError(
+        "gat with --edge_feat_mp_op builds messages from whole input rows: partition the graph "
+        "with --feature_format dense");
+  }
+  if (!block.edge_data.defined() || block.edge_data.size(1) != edge_dim_) {
+    throw ConfigError("gat with --edge_feat_mp_op needs " + std::to_string(edge_dim_) +
+                      " features per sampled edge; the block carries " +
+                      (block.edge_data.defined() ? std::to_string(block.edge_data.size(1))
+                                                 : std::string("none")));
+  }
+  const int64_t D = block.num_dst, E = block.indices.numel();
+  const torch::Tensor feat = fc_(h_src).view({h_src.size(0), heads_, width_});
+  const torch::Tensor el = (feat * attn_l_).sum(-1);                 // [S, H]
+  const torch::Tensor er = (feat.slice(0, 0, D) * attn_r_).sum(-1);  // [D, H]
+  const torch::Tensor edge =
+      fc_edge_(block.edge_data.to(h_src.scalar_type())).view({E, heads_, width_});
+  const torch::Tensor rows = feat.index_select(0, block.indices);
+  const torch::Tensor msg = edge_op_ == "add"   ? rows + edge
+                            : edge_op_ == "sub" ? rows - edge
+                                                : rows * edge;
+  // The same attention over a block whose sources are the edges: edge k
+  // is source k, with its message as the row and its source's el, so the
+  // fused op (softmax over each destination's in-edges, weighted sum)
+  // serves per-edge messages too.
+  BlockTensors per_edge;
+  per_edge.num_dst = D;
+  per_edge.num_src = E;
+  per_edge.indptr = block.indptr;
+  per_edge.indices = torch::arange(E, block.indices.options());
+  const torch::Tensor out =
+      GatAggregate(per_edge, msg, el.index_select(0, block.indices), er, slope_, DropMask(block));
+  return Finish(out, h_src.slice(0, 0, D));
 }
 
 torch::Tensor GATConvImpl::ForwardBipartite(const BlockTensors& block, const torch::Tensor& h_src,

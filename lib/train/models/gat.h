@@ -9,11 +9,17 @@
 // feat_drop) on every layer's input. Parameter names follow DGL's GATConv
 // (layers.<i>.fc.weight, layers.<i>.attn_l, layers.<i>.attn_r,
 // layers.<i>.bias, layers.<i>.res_fc.weight).
+// With edge features and an op (GraphStorm's edge_feat_mp_op: add, sub or
+// mul), the message of edge e = (src -> dst) is op(fc(h_src), fc_edge(x_e))
+// per head, weighted by the same attention (which reads the nodes only);
+// the layer's fc_edge.weight [heads x width, edge_dim] is beyond DGL's
+// module.
 #pragma once
 
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "train/models/node_model.h"
@@ -27,6 +33,8 @@ struct GatOptions {
   int out_heads = 1;  // of the last layer (averaged)
   double feat_drop = 0.6, attn_drop = 0.6, negative_slope = 0.2;
   bool residual = false;
+  int64_t edge_dim = 0;          // > 0: edge features of that width enter the message
+  std::string edge_op = "none";  // by add, sub or mul
 };
 
 class GATConvImpl : public torch::nn::Module {
@@ -41,6 +49,9 @@ class GATConvImpl : public torch::nn::Module {
                                  const torch::Tensor& h_dst);
 
  private:
+  // forward with edge features in the messages (edge_dim_ > 0): per-edge
+  // messages and the attention's softmax in plain tensor ops.
+  torch::Tensor ForwardEdgeFeatures(const BlockTensors& block, const torch::Tensor& h_src);
   // The attention dropout's keep-mask for the block's edges (undefined
   // when not training or without dropout).
   torch::Tensor DropMask(const BlockTensors& block) const;
@@ -50,10 +61,11 @@ class GATConvImpl : public torch::nn::Module {
   // that h @ Folded(attn_l) is DGL's el = (fc(h) * attn_l).sum(-1).
   torch::Tensor Folded(const torch::Tensor& attn) const;
 
-  int64_t in_, width_;
+  int64_t in_, width_, edge_dim_ = 0;
+  std::string edge_op_ = "none";
   int heads_;
   double attn_drop_, slope_;
-  torch::nn::Linear fc_{nullptr}, res_fc_{nullptr};
+  torch::nn::Linear fc_{nullptr}, res_fc_{nullptr}, fc_edge_{nullptr};
   bool identity_residual_ = false;
   torch::Tensor attn_l_, attn_r_, bias_;
 };

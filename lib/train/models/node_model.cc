@@ -100,6 +100,8 @@ std::shared_ptr<NodeModel> MakeNodeModel(const TrainOptions& o, int64_t in, int6
     g.attn_drop = o.attn_drop;
     g.negative_slope = o.negative_slope;
     g.residual = o.residual;
+    g.edge_dim = o.edge_feat_dim;
+    g.edge_op = o.edge_feat_mp_op;
     return std::make_shared<GatImpl>(g);
   }
   if (o.model == "gcn") {

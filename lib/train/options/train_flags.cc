@@ -66,9 +66,9 @@ void RegisterModelFlags(CLI::App& app, ModelOptions* o) {
       ->check(CLI::IsMember({"auto", "on", "none"}))
       ->capture_default_str();
   app.add_option("--edge_feat_mp_op", o->edge_feat_mp_op,
-                 "graphsage's message from an edge's features (GraphStorm's): concat (the "
-                 "source's row beside a learned projection of them), add, sub or mul (combined "
-                 "element-wise); none: not read")
+                 "graphsage's and gat's message from an edge's features (GraphStorm's): "
+                 "concat (graphsage: the source's row beside a learned projection of them), add, "
+                 "sub or mul (combined element-wise); none: not read")
       ->check(CLI::IsMember({"none", "concat", "add", "sub", "mul"}))
       ->capture_default_str();
   app.add_option("--fan_out", o->fan_out,
