@@ -138,6 +138,14 @@ bool Recurs(const Proc& f) {
          (WEXITSTATUS(f.status) == kExitConfig || WEXITSTATUS(f.status) == kExitData);
 }
 
+// A trainer's malloc setting unless the user gives one (--extra_envs or
+// the launcher's environment): glibc's malloc unmaps a freed buffer above
+// its mmap threshold (dynamic, 32 MB at most), so a trainer's buffers of
+// tens of MB per batch (layer-wise inference's input rows, its products)
+// were faulted in and zeroed again every batch: 2 machines' inference of
+// a 300K-node graph took 0.86-0.94 s against 0.65 s with the buffers kept.
+constexpr char kTrainerMalloc[] = "MALLOC_MMAP_THRESHOLD_=1073741824";
+
 // Whether `env` ("NAME=value" entries) sets the variable of `entry`.
 bool HasEnv(const std::vector<std::string>& env, const std::string& entry) {
   const std::string name = entry.substr(0, entry.find('=') + 1);
@@ -498,6 +506,9 @@ class Launch {
             launch_env::Entry(launch_env::kReportProgress, "1"),
             launch_env::Entry(launch_env::kMachinesOnHost, std::to_string(MachinesOnHost(m))),
             std::string(launch_env::kResumeStep) + "=" + std::to_string(ledger_.checkpoint_step())};
+        if (!HasEnv(o_.extra_envs, kTrainerMalloc) && !std::getenv("MALLOC_MMAP_THRESHOLD_")) {
+          env.push_back(kTrainerMalloc);
+        }
         if (o_.num_omp_threads > 0) {  // DGL's launcher sets OMP_NUM_THREADS so
           env.push_back("OMP_NUM_THREADS=" + std::to_string(o_.num_omp_threads));
           env.push_back(std::string(launch_env::kNumOmpThreads) + "=" +

@@ -32,6 +32,7 @@
 #include "sampling/loader.h"
 #include "sampling/sampler.h"
 #include "train/cluster/collective.h"
+#include "train/cluster/held_rows.h"
 #include "train/cluster/range_eval.h"
 #include "train/loop/inference.h"
 #include "train/loop/train_env.h"
@@ -41,53 +42,7 @@ namespace gnn {
 
 namespace {
 
-// Full-neighbour inference holds the feature rows of other partitions that
-// a rank's range reads (HeldInputRows) when they fit in this many bytes;
-// beyond it they are asked for batch by batch.
-constexpr double kHeldRowsBudget = 2.0 * (1 << 30);
-
 using Clock = std::chrono::steady_clock;
-
-// Full-neighbour inference's layer 0: the feature rows of other
-// partitions' nodes that a rank's range reads (its `wanted` rows outside
-// the local partition), held by the DistGraph (HoldRows) from construction
-// to Release when the rows are dense and fit in kHeldRowsBudget bytes.
-class HeldInputRows {
- public:
-  HeldInputRows(DistGraph& graph, const std::vector<std::vector<int64_t>>& wanted,
-                const PartitionConfig& config)
-      : graph_(graph) {
-    if (graph.sparse_rows()) return;
-    CscView local;
-    const bool has_local = graph.LocalCsc(&local);
-    std::vector<int64_t> ids;
-    for (const std::vector<int64_t>& of : wanted) {
-      for (int64_t v : of) {
-        if (!has_local || v < local.node_start || v >= local.node_start + local.num_nodes)
-          ids.push_back(v);
-      }
-    }
-    const double bytes =
-        static_cast<double>(ids.size()) * static_cast<double>(config.feature_dim) * sizeof(float);
-    if (bytes > kHeldRowsBudget) return;
-    if (!ids.empty()) graph.HoldRows(ids);
-    covers_ = true;
-  }
-  ~HeldInputRows() { Release(); }
-  HeldInputRows(const HeldInputRows&) = delete;
-  HeldInputRows& operator=(const HeldInputRows&) = delete;
-
-  // Whether every row layer 0 reads is on this machine (held, or the local
-  // partition's).
-  bool covers() const { return covers_; }
-  void Release() {
-    if (graph_.num_held_rows() > 0) graph_.ReleaseRows();
-  }
-
- private:
-  DistGraph& graph_;
-  bool covers_ = false;
-};
 
 class DistEnv : public TrainEnv {
  public:
@@ -312,7 +267,7 @@ class DistEnv : public TrainEnv {
     // Per rank: the ids of its range that this range reads.
     const std::vector<std::vector<int64_t>> wanted = RowsReadFromOthers(lo, hi);
     // Layer 0's input rows of other partitions, pulled once for the range.
-    HeldInputRows held(*graph_, wanted, config_);
+    HeldInputRows held(*graph_, wanted);
     if (o_.AggregatesAtOwner() && !graph_->sparse_rows() && !held.covers()) {
       // Layer 0 at the owners when the rows it reads are not all here: two
       // rows per destination instead of the neighbour lists and every
