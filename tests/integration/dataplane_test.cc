@@ -310,14 +310,7 @@ TEST_CASE("the hot-row cache: one per machine, same batches, fewer bytes (synthe
   const std::string parts = test::MakePartitions(dir, "synthetic:small", 2, "two");
   const std::string ip = test::WriteLoopbackIpConfig(dir, 2);
   test::ServerThreads servers(ip, parts, 2, 1, job);
-  DistGraphOptions o;
-  o.part_config = parts;
-  o.ip_config = ip;
-  o.endpoints = servers.endpoints();
-  o.local_machine_id = 0;
-  o.job_id = job;
-  o.keys = test::Keys(job);
-  o.timeout = std::chrono::milliseconds(20000);
+  DistGraphOptions o = test::ClientOptions(parts, ip, servers, job, 0);
   o.cache_fanouts = {10, 25};
   DistGraph plain(o);
   CHECK(plain.row_cache() == nullptr);
@@ -398,14 +391,7 @@ TEST_CASE("HoldRows: other partitions' rows pulled once, then read here with no 
   const std::string parts = test::MakePartitions(dir, "synthetic:small", 2, "two");
   const std::string ip = test::WriteLoopbackIpConfig(dir, 2);
   test::ServerThreads servers(ip, parts, 2, 1, job);
-  DistGraphOptions o;
-  o.part_config = parts;
-  o.ip_config = ip;
-  o.endpoints = servers.endpoints();
-  o.local_machine_id = 0;
-  o.job_id = job;
-  o.keys = test::Keys(job);
-  o.timeout = std::chrono::milliseconds(20000);
+  const DistGraphOptions o = test::ClientOptions(parts, ip, servers, job, 0);
   DistGraph plain(o), holding(o);
   const PartInfo& mine = plain.config().parts[0];
   const PartInfo& other = plain.config().parts[1];
@@ -472,14 +458,7 @@ TEST_CASE(
     test::ServerThreads servers(ip, parts, 3, 1, job);
     // No local partition, a local one, a local one with the hot-row cache.
     for (int setting = 0; setting < 3; ++setting) {
-      DistGraphOptions o;
-      o.part_config = parts;
-      o.ip_config = ip;
-      o.endpoints = servers.endpoints();
-      o.local_machine_id = setting == 0 ? -1 : 0;
-      o.job_id = job;
-      o.keys = test::Keys(job);
-      o.timeout = std::chrono::milliseconds(20000);
+      DistGraphOptions o = test::ClientOptions(parts, ip, servers, job, setting == 0 ? -1 : 0);
       o.cache_fanouts = {10, 25};
       o.cache_bytes = setting == 2 ? 1 << 20 : 0;
       o.remote_sums = false;

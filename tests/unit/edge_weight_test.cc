@@ -33,6 +33,14 @@ void GiveWeights(Block* b, uint32_t seed) {
   for (float& w : b->edge_data) w = 0.25f + static_cast<float>(rng() % 1000) / 500.0f;
 }
 
+// Features in [-2, 2) per edge, `width` wide, as a block's edge data.
+void GiveFeatures(Block* b, int64_t width, uint32_t seed) {
+  std::mt19937 rng(seed);
+  b->edge_dim = width;
+  b->edge_data.resize(b->indices.size() * static_cast<size_t>(width));
+  for (float& x : b->edge_data) x = static_cast<float>(rng() % 1000) / 250.0f - 2.0f;
+}
+
 // A[i][s] = sum of the weights of the edges s -> i (double).
 torch::Tensor DenseWeights(const Block& b) {
   torch::Tensor a = torch::zeros({b.num_dst, b.num_src()}, torch::kFloat64);
@@ -157,10 +165,7 @@ TEST_CASE("SAGEConv with edge weights takes sum(w h) / deg, DGL's SAGEConv with 
 
 TEST_CASE("SAGEConv with edge features: each op's message averaged over the in-edges", "[unit]") {
   Block b = RandomBlock(25, 70, 6, 21);
-  std::mt19937 rng(5);
-  b.edge_dim = 3;
-  b.edge_data.resize(b.indices.size() * 3);
-  for (float& x : b.edge_data) x = static_cast<float>(rng() % 1000) / 250.0f - 2.0f;
+  GiveFeatures(&b, 3, 5);
   const BlockTensors bt = ToTensors(b);
   const int64_t in = 6, out = 4;
   for (const std::string op : {"concat", "add", "sub", "mul"}) {
@@ -210,10 +215,7 @@ TEST_CASE(
     "in-edges",
     "[unit]") {
   Block b = RandomBlock(20, 60, 5, 33);
-  std::mt19937 rng(7);
-  b.edge_dim = 3;
-  b.edge_data.resize(b.indices.size() * 3);
-  for (float& x : b.edge_data) x = static_cast<float>(rng() % 1000) / 250.0f - 2.0f;
+  GiveFeatures(&b, 3, 7);
   const BlockTensors bt = ToTensors(b);
   const int64_t in = 6, width = 3;
   const int heads = 2;
