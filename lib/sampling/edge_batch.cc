@@ -12,20 +12,36 @@ EdgeExclusion::EdgeExclusion(const std::vector<int64_t>& flat) {
   if (flat.size() % 2 != 0) {
     throw DataError("excluded edges: odd number of ids (" + std::to_string(flat.size()) + ")");
   }
-  keys_.reserve(flat.size() / 2);
+  // Both directions of every pair, grouped by their first node.
+  std::vector<std::pair<int64_t, int64_t>> both;
+  both.reserve(flat.size());
   for (size_t i = 0; i < flat.size(); i += 2) {
-    keys_.emplace_back(std::min(flat[i], flat[i + 1]), std::max(flat[i], flat[i + 1]));
+    both.emplace_back(flat[i], flat[i + 1]);
+    both.emplace_back(flat[i + 1], flat[i]);
   }
-  std::sort(keys_.begin(), keys_.end());
-  keys_.erase(std::unique(keys_.begin(), keys_.end()), keys_.end());
-  endpoints_ = flat;
-  std::sort(endpoints_.begin(), endpoints_.end());
-  endpoints_.erase(std::unique(endpoints_.begin(), endpoints_.end()), endpoints_.end());
+  std::sort(both.begin(), both.end());
+  both.erase(std::unique(both.begin(), both.end()), both.end());
+  partner_ptr_.push_back(0);
+  for (size_t k = 0; k < both.size(); ++k) {
+    if (k == 0 || both[k].first != both[k - 1].first) {
+      if (k > 0) partner_ptr_.push_back(static_cast<int64_t>(k));
+      endpoints_.push_back(both[k].first);
+    }
+    partners_.push_back(both[k].second);
+  }
+  if (!both.empty()) partner_ptr_.push_back(static_cast<int64_t>(both.size()));
+}
+
+std::pair<const int64_t*, const int64_t*> EdgeExclusion::PartnersOf(int64_t v) const {
+  const auto it = std::lower_bound(endpoints_.begin(), endpoints_.end(), v);
+  if (it == endpoints_.end() || *it != v) return {nullptr, nullptr};
+  const size_t j = static_cast<size_t>(it - endpoints_.begin());
+  return {partners_.data() + partner_ptr_[j], partners_.data() + partner_ptr_[j + 1]};
 }
 
 bool EdgeExclusion::Contains(int64_t u, int64_t v) const {
-  return std::binary_search(keys_.begin(), keys_.end(),
-                            std::make_pair(std::min(u, v), std::max(u, v)));
+  const auto [first, last] = PartnersOf(u);
+  return first != last && std::binary_search(first, last, v);
 }
 
 void EdgeExclusion::Filter(const int64_t* dst, int64_t num_dst, std::vector<int64_t>* indptr,
@@ -34,16 +50,21 @@ void EdgeExclusion::Filter(const int64_t* dst, int64_t num_dst, std::vector<int6
     kept->resize(indices->size());
     for (size_t k = 0; k < kept->size(); ++k) (*kept)[k] = static_cast<int64_t>(k);
   }
-  if (keys_.empty()) return;
+  if (endpoints_.empty()) return;
   int64_t* ptr = indptr->data();
   int64_t* idx = indices->data();
   int64_t out = 0, begin = ptr[0];
   for (int64_t i = 0; i < num_dst; ++i) {
     const int64_t end = ptr[i + 1];
-    // Most destinations touch no batch edge: one binary search skips them.
-    const bool touched = std::binary_search(endpoints_.begin(), endpoints_.end(), dst[i]);
+    // Most destinations touch no batch edge (one search skips them); the
+    // others have a partner or two to drop.
+    const auto [first, last] = PartnersOf(dst[i]);
+    const bool few = last - first <= 8;
     for (int64_t k = begin; k < end; ++k) {
-      if (touched && Contains(dst[i], idx[k])) continue;
+      if (first != last && (few ? std::find(first, last, idx[k]) != last
+                                : std::binary_search(first, last, idx[k]))) {
+        continue;
+      }
       if (kept) (*kept)[static_cast<size_t>(out)] = k;
       idx[out++] = idx[k];
     }

@@ -20,7 +20,7 @@ class EdgeExclusion {
   EdgeExclusion() = default;
   // From flat pairs [u0, v0, u1, v1, ...] (odd sizes throw DataError).
   explicit EdgeExclusion(const std::vector<int64_t>& flat_pairs);
-  bool empty() const { return keys_.empty(); }
+  bool empty() const { return endpoints_.empty(); }
   bool Contains(int64_t u, int64_t v) const;
   // Removes from a neighbour CSR over `dst` (as SampleNeighbors returns it)
   // every entry (dst[i], neighbour) whose pair is in the set; sizes shrink
@@ -31,8 +31,13 @@ class EdgeExclusion {
               std::vector<int64_t>* indices, std::vector<int64_t>* kept = nullptr) const;
 
  private:
-  std::vector<std::pair<int64_t, int64_t>> keys_;  // (min, max), sorted, unique
-  std::vector<int64_t> endpoints_;                 // sorted, unique: quick reject
+  // The pairs' nodes, sorted and unique (a quick reject), and each one's
+  // partners in the set: partners_[partner_ptr_[j]..partner_ptr_[j + 1])
+  // for endpoints_[j], sorted (one or two for most batches' nodes).
+  std::vector<int64_t> endpoints_;
+  std::vector<int64_t> partner_ptr_, partners_;
+  // Endpoint j's partners, or an empty range when v is no endpoint.
+  std::pair<const int64_t*, const int64_t*> PartnersOf(int64_t v) const;
 };
 
 // One edge batch: positives (heads[i] -> tails[i]) and num_negs negatives

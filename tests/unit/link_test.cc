@@ -56,6 +56,21 @@ TEST_CASE("EdgeExclusion matches both directions and filters sampled neighbours"
   ex.Filter(dst.data(), 4, &indptr, &indices);
   CHECK(indptr == std::vector<int64_t>{0, 1, 2, 3, 3});
   CHECK(indices == std::vector<int64_t>{4, 1, 6});
+
+  // A node in many pairs (a hub: its partners searched, not scanned).
+  std::vector<int64_t> hub_pairs;
+  for (int64_t v = 10; v < 30; ++v) hub_pairs.insert(hub_pairs.end(), {0, v});
+  const EdgeExclusion hub(hub_pairs);
+  CHECK(hub.Contains(15, 0));
+  CHECK(hub.Contains(0, 29));
+  CHECK_FALSE(hub.Contains(0, 30));
+  CHECK_FALSE(hub.Contains(10, 11));
+  dst = {0, 12};
+  indptr = {0, 4, 6};
+  indices = {10, 35, 29, 30, 0, 13};
+  hub.Filter(dst.data(), 2, &indptr, &indices);
+  CHECK(indptr == std::vector<int64_t>{0, 2, 3});
+  CHECK(indices == std::vector<int64_t>{35, 30, 13});
 }
 
 TEST_CASE("PlanEdgeBatch lists every endpoint once and draws negatives in range", "[unit]") {
