@@ -370,8 +370,9 @@ class DistEnv : public TrainEnv {
                           hi <= local.node_start + local.num_nodes;
     if (in_place) {
       // The range's in-edges, read in place.
-      const int64_t* ptr = local.indptr - local.node_start;
-      for (int64_t k = ptr[lo]; k < ptr[hi]; ++k) {
+      const int64_t first = local.indptr[lo - local.node_start];
+      const int64_t last = local.indptr[hi - local.node_start];
+      for (int64_t k = first; k < last; ++k) {
         const int64_t u = local.indices[k];
         if (u < lo || u >= hi) outside.push_back(u);
       }
