@@ -143,7 +143,7 @@ bool Recurs(const Proc& f) {
 // its mmap threshold (dynamic, 32 MB at most), so a trainer's buffers of
 // tens of MB per batch (layer-wise inference's input rows, its products)
 // were faulted in and zeroed again every batch: 2 machines' inference of
-// a 300K-node graph took 0.86-0.94 s against 0.65 s with the buffers kept.
+// a 300K-node graph took 0.86-0.94 s against 0.68-0.74 s with them kept.
 constexpr char kTrainerMalloc[] = "MALLOC_MMAP_THRESHOLD_=1073741824";
 
 // Whether `env` ("NAME=value" entries) sets the variable of `entry`.
