@@ -42,29 +42,34 @@ void CheckBlocks(const std::vector<int64_t>& seeds, std::vector<Block>* blocks, 
 // One frame per block and array: what a message can hold.
 constexpr size_t kMaxTypedBlocks = (kMaxArrayFrames - 3) / 4;
 
+// Fan-outs a SeedBatch carries at most.
+constexpr size_t kMaxSeedBatchFanouts = 16;
+
 }  // namespace
 
 Message EncodeSeedBatch(const SeedBatch& b, uint64_t request_id) {
-  std::vector<int64_t> ints = {b.epoch, b.index, static_cast<int64_t>(b.rng_seed), b.replace};
-  for (int f : b.fanouts) ints.push_back(f);
-  Message m = MakeMessage(MsgType::kSeedBatch, request_id, std::move(ints));
+  Message m = MakeMessage(MsgType::kSeedBatch, request_id,
+                          {{Key::kEpoch, b.epoch},
+                           {Key::kIndex, b.index},
+                           {Key::kRngSeed, static_cast<int64_t>(b.rng_seed)},
+                           {Key::kReplace, b.replace ? 1 : 0}});
+  for (int f : b.fanouts) m.header.Add(Key::kFanout, f);
   AddArray(&m, b.seeds);
   if (!b.exclude.empty()) AddArray(&m, b.exclude);
   return m;
 }
 
 SeedBatch DecodeSeedBatch(const Message& m) {
-  if (m.header.msg_type() != MsgType::kSeedBatch || m.header.ints.size() < 4 ||
-      m.header.ints.size() > 4 + 16 || m.frames.empty() || m.frames.size() > 2) {
-    throw ProtocolError("malformed SeedBatch: " + m.header.DebugString());
-  }
+  const FieldReader r(m, MsgType::kSeedBatch,
+                      {Key::kEpoch, Key::kIndex, Key::kRngSeed, Key::kReplace, Key::kFanout},
+                      {Key::kFanout});
+  if (m.frames.empty() || m.frames.size() > 2) r.Malformed(m.header.DebugString());
   SeedBatch b;
-  b.epoch = m.header.ints[0];
-  b.index = m.header.ints[1];
-  b.rng_seed = static_cast<uint64_t>(m.header.ints[2]);
-  b.replace = m.header.ints[3] != 0;
-  for (size_t i = 4; i < m.header.ints.size(); ++i) {
-    int64_t f = m.header.ints[i];
+  b.epoch = r.Get(Key::kEpoch);
+  b.index = r.Get(Key::kIndex);
+  b.rng_seed = static_cast<uint64_t>(r.Get(Key::kRngSeed));
+  b.replace = r.Get(Key::kReplace) != 0;
+  for (int64_t f : r.List(Key::kFanout, kMaxSeedBatchFanouts)) {
     if (f < -1 || f > (1 << 20))
       throw ProtocolError("SeedBatch fanout " + std::to_string(f) + " out of range");
     b.fanouts.push_back(static_cast<int>(f));
@@ -78,28 +83,26 @@ SeedBatch DecodeSeedBatch(const Message& m) {
 }
 
 Message EncodeMiniBatch(const MiniBatch& b, uint64_t request_id) {
-  std::vector<int64_t> ints = {b.index, static_cast<int64_t>(b.blocks.size()), b.feature_dim};
-  // Optional trailing ints (older peers read 3): input_means, wire bytes,
-  // cache lookups and hits; each present when any later one is.
+  // Label rows: the labels frame holds float32 [seeds, label_width].
   const bool rows = b.label_width > 0;
-  // Edge data (protocol 7): a 9th int, the width, and a 4th frame per block.
+  // Edge data: edge_dim, and a 4th frame per block.
   const int64_t edge_dim = b.blocks.empty() ? 0 : b.blocks.front().edge_dim;
   const bool edges = edge_dim > 0;
-  // Sparse input rows (protocol 8): a 10th int, 1, and three CSR frames last.
+  // Sparse input rows: the sparse flag, and three CSR frames last.
   const bool sparse = b.sparse;
-  const bool cache = rows || edges || sparse || b.cache_lookups > 0;
-  const bool wire = cache || b.wire_bytes > 0;
-  if (wire || b.input_means) ints.push_back(b.input_means ? 1 : 0);
-  if (wire) ints.push_back(static_cast<int64_t>(b.wire_bytes));
-  if (cache) {
-    ints.push_back(static_cast<int64_t>(b.cache_lookups));
-    ints.push_back(static_cast<int64_t>(b.cache_hits));
-  }
-  // Label rows (protocol 6): the labels frame holds float32 [seeds, width].
-  if (rows || edges || sparse) ints.push_back(b.label_width);
-  if (edges || sparse) ints.push_back(edge_dim);
-  if (sparse) ints.push_back(1);
-  Message m = MakeMessage(MsgType::kMiniBatch, request_id, std::move(ints));
+  Message m = MakeMessage(MsgType::kMiniBatch, request_id,
+                          {{Key::kIndex, b.index},
+                           {Key::kBlocks, static_cast<int64_t>(b.blocks.size())},
+                           {Key::kFeatureDim, b.feature_dim}});
+  // The optional fields: written only when not their default (0, unset).
+  Header& h = m.header;
+  if (b.input_means) h.Add(Key::kInputMeans, 1);
+  if (b.wire_bytes > 0) h.Add(Key::kWireBytes, static_cast<int64_t>(b.wire_bytes));
+  if (b.cache_lookups > 0) h.Add(Key::kCacheLookups, static_cast<int64_t>(b.cache_lookups));
+  if (b.cache_hits > 0) h.Add(Key::kCacheHits, static_cast<int64_t>(b.cache_hits));
+  if (rows) h.Add(Key::kLabelWidth, b.label_width);
+  if (edges) h.Add(Key::kEdgeDim, edge_dim);
+  if (sparse) h.Add(Key::kSparse, 1);
   AddArray(&m, b.seeds);
   if (rows) {
     AddArray(&m, b.targets);
@@ -140,43 +143,33 @@ MiniBatch DecodeMiniBatch(const Message& m) {
   auto fail = [&](const std::string& what) {
     throw ProtocolError("malformed MiniBatch (" + m.header.DebugString() + "): " + what);
   };
-  if (m.header.msg_type() != MsgType::kMiniBatch || m.header.ints.size() < 3 ||
-      m.header.ints.size() > 10 || m.header.ints.size() == 6) {
-    fail("header");
-  }
+  const FieldReader r(
+      m, MsgType::kMiniBatch,
+      {Key::kIndex, Key::kBlocks, Key::kFeatureDim, Key::kInputMeans, Key::kWireBytes,
+       Key::kCacheLookups, Key::kCacheHits, Key::kLabelWidth, Key::kEdgeDim, Key::kSparse});
   MiniBatch b;
-  b.index = m.header.ints[0];
-  if (m.header.ints.size() == 10) {
-    if (m.header.ints[9] != 1) fail("sparse flag");
-    b.sparse = true;
+  b.index = r.Get(Key::kIndex);
+  b.sparse = r.Flag(Key::kSparse);
+  b.input_means = r.Flag(Key::kInputMeans);
+  // Widths are written only when set (absent: 0, no edge data; class ids),
+  // so one present is at least 1.
+  const int64_t edge_dim = r.Get(Key::kEdgeDim, 0);
+  if (r.Has(Key::kEdgeDim) && (edge_dim < 1 || edge_dim > kMaxEdgeDataWidth)) {
+    fail("edge data width");
   }
-  int64_t edge_dim = 0;
-  if (m.header.ints.size() >= 9) {
-    edge_dim = m.header.ints[8];
-    if (edge_dim < (b.sparse ? 0 : 1) || edge_dim > kMaxEdgeDataWidth) fail("edge data width");
+  b.label_width = r.Get(Key::kLabelWidth, 0);
+  if (r.Has(Key::kLabelWidth) && (b.label_width < 1 || b.label_width > kMaxLabelWidth)) {
+    fail("label width");
   }
-  if (m.header.ints.size() >= 8) {
-    // With edge data or sparse rows, 0 stands for class ids.
-    const int64_t w = m.header.ints[7];
-    if (w < (edge_dim > 0 || b.sparse ? 0 : 1) || w > kMaxLabelWidth) fail("label width");
-    b.label_width = w;
-  }
-  if (m.header.ints.size() >= 4) {
-    if (m.header.ints[3] != 0 && m.header.ints[3] != 1) fail("input_means flag");
-    b.input_means = m.header.ints[3] == 1;
-  }
-  if (m.header.ints.size() >= 5) {
-    if (m.header.ints[4] < 0) fail("wire bytes");
-    b.wire_bytes = static_cast<uint64_t>(m.header.ints[4]);
-  }
-  if (m.header.ints.size() >= 7) {
-    if (m.header.ints[5] < 0 || m.header.ints[6] < 0 || m.header.ints[6] > m.header.ints[5])
-      fail("cache counts");
-    b.cache_lookups = static_cast<uint64_t>(m.header.ints[5]);
-    b.cache_hits = static_cast<uint64_t>(m.header.ints[6]);
-  }
-  const int64_t num_blocks = m.header.ints[1];
-  b.feature_dim = m.header.ints[2];
+  const int64_t wire_bytes = r.Get(Key::kWireBytes, 0);
+  if (wire_bytes < 0) fail("wire bytes");
+  b.wire_bytes = static_cast<uint64_t>(wire_bytes);
+  const int64_t lookups = r.Get(Key::kCacheLookups, 0), hits = r.Get(Key::kCacheHits, 0);
+  if (lookups < 0 || hits < 0 || hits > lookups) fail("cache counts");
+  b.cache_lookups = static_cast<uint64_t>(lookups);
+  b.cache_hits = static_cast<uint64_t>(hits);
+  const int64_t num_blocks = r.Get(Key::kBlocks);
+  b.feature_dim = r.Get(Key::kFeatureDim);
   if (num_blocks < 0 || num_blocks > 16 || b.feature_dim < 0) fail("counts");
   const int64_t per_block = edge_dim > 0 ? 4 : 3;
   const size_t block_frames = static_cast<size_t>(3 + per_block * num_blocks);
@@ -251,8 +244,12 @@ Message EncodeTypedSeedBatch(const TypedSeedBatch& b, uint64_t request_id) {
     flat.insert(flat.end(), f.begin(), f.end());
   }
   Message m = MakeMessage(MsgType::kTypedSeedBatch, request_id,
-                          {b.epoch, b.index, static_cast<int64_t>(b.rng_seed), b.replace ? 1 : 0,
-                           static_cast<int64_t>(layers), static_cast<int64_t>(rels)});
+                          {{Key::kEpoch, b.epoch},
+                           {Key::kIndex, b.index},
+                           {Key::kRngSeed, static_cast<int64_t>(b.rng_seed)},
+                           {Key::kReplace, b.replace ? 1 : 0},
+                           {Key::kLayers, static_cast<int64_t>(layers)},
+                           {Key::kRelations, static_cast<int64_t>(rels)}});
   AddArray(&m, b.seeds);
   AddArray(&m, flat);
   return m;
@@ -262,20 +259,20 @@ TypedSeedBatch DecodeTypedSeedBatch(const Message& m) {
   auto fail = [&](const std::string& what) {
     throw ProtocolError("malformed TypedSeedBatch (" + m.header.DebugString() + "): " + what);
   };
-  const auto& i = m.header.ints;
-  if (m.header.msg_type() != MsgType::kTypedSeedBatch || i.size() != 6 || m.frames.size() != 2) {
-    fail("shape");
-  }
-  const int64_t layers = i[4], rels = i[5];
+  const FieldReader r(
+      m, MsgType::kTypedSeedBatch,
+      {Key::kEpoch, Key::kIndex, Key::kRngSeed, Key::kReplace, Key::kLayers, Key::kRelations});
+  if (m.frames.size() != 2) fail("shape");
+  const int64_t layers = r.Get(Key::kLayers), rels = r.Get(Key::kRelations);
   if (layers < 1 || layers > static_cast<int64_t>(kMaxTypedBlocks) || rels < 1 ||
       rels > kMaxRelations) {
     fail("layer or relation count");
   }
   TypedSeedBatch b;
-  b.epoch = i[0];
-  b.index = i[1];
-  b.rng_seed = static_cast<uint64_t>(i[2]);
-  b.replace = i[3] != 0;
+  b.epoch = r.Get(Key::kEpoch);
+  b.index = r.Get(Key::kIndex);
+  b.rng_seed = static_cast<uint64_t>(r.Get(Key::kRngSeed));
+  b.replace = r.Get(Key::kReplace) != 0;
   b.seeds = m.CopyArray<int64_t>(0);
   const std::vector<int32_t> flat = m.CopyArray<int32_t>(1);
   if (flat.size() != static_cast<size_t>(layers * rels)) fail("fan-outs of another shape");
@@ -298,11 +295,17 @@ Message EncodeTypedMiniBatch(const HeteroBatch& b, uint64_t request_id) {
   // One relation width for every block: the widest any needs.
   int width = 1;
   for (const Block& blk : b.blocks) width = std::max(width, RelationWidth(blk.etypes));
-  Message m = MakeMessage(
-      MsgType::kTypedMiniBatch, request_id,
-      {b.index, static_cast<int64_t>(b.blocks.size()), static_cast<int64_t>(b.features.size()),
-       static_cast<int64_t>(b.wire_bytes), width, static_cast<int64_t>(b.cache_lookups),
-       static_cast<int64_t>(b.cache_hits), b.input_means ? 1 : 0});
+  Message m = MakeMessage(MsgType::kTypedMiniBatch, request_id,
+                          {{Key::kIndex, b.index},
+                           {Key::kBlocks, static_cast<int64_t>(b.blocks.size())},
+                           {Key::kTypes, static_cast<int64_t>(b.features.size())},
+                           {Key::kRelationWidth, width}});
+  // The optional fields: written only when not their default (0, unset).
+  Header& h = m.header;
+  if (b.wire_bytes > 0) h.Add(Key::kWireBytes, static_cast<int64_t>(b.wire_bytes));
+  if (b.cache_lookups > 0) h.Add(Key::kCacheLookups, static_cast<int64_t>(b.cache_lookups));
+  if (b.cache_hits > 0) h.Add(Key::kCacheHits, static_cast<int64_t>(b.cache_hits));
+  if (b.input_means) h.Add(Key::kInputMeans, 1);
   AddArray(&m, b.seeds);
   AddArray(&m, b.labels);
   size_t floats = 0;
@@ -341,20 +344,18 @@ HeteroBatch DecodeTypedMiniBatch(const Message& m, const TypedBatchSchema& schem
   auto fail = [&](const std::string& what) {
     throw ProtocolError("malformed TypedMiniBatch (" + m.header.DebugString() + "): " + what);
   };
-  const auto& i = m.header.ints;
-  // 5 ints from peers that send no cache counters, 7 with them, 8 with
-  // the input_means flag.
-  if (m.header.msg_type() != MsgType::kTypedMiniBatch ||
-      (i.size() != 5 && i.size() != 7 && i.size() != 8)) {
-    fail("header");
-  }
-  if (i.size() == 8 && i[7] != 0 && i[7] != 1) fail("input_means flag");
-  const bool means = i.size() == 8 && i[7] == 1;
-  const int64_t num_blocks = i[1], num_types = i[2];
-  if (num_blocks < 1 || num_blocks > static_cast<int64_t>(kMaxTypedBlocks) || i[3] < 0) {
+  const FieldReader r(m, MsgType::kTypedMiniBatch,
+                      {Key::kIndex, Key::kBlocks, Key::kTypes, Key::kRelationWidth, Key::kWireBytes,
+                       Key::kCacheLookups, Key::kCacheHits, Key::kInputMeans});
+  const bool means = r.Flag(Key::kInputMeans);
+  const int64_t num_blocks = r.Get(Key::kBlocks), num_types = r.Get(Key::kTypes);
+  const int64_t relation_width = r.Get(Key::kRelationWidth);
+  const int64_t wire_bytes = r.Get(Key::kWireBytes, 0);
+  if (num_blocks < 1 || num_blocks > static_cast<int64_t>(kMaxTypedBlocks) || wire_bytes < 0) {
     fail("counts");
   }
-  if (i.size() >= 7 && (i[5] < 0 || i[6] < 0 || i[6] > i[5])) fail("cache counters");
+  const int64_t lookups = r.Get(Key::kCacheLookups, 0), hits = r.Get(Key::kCacheHits, 0);
+  if (lookups < 0 || hits < 0 || hits > lookups) fail("cache counters");
   if (num_types != static_cast<int64_t>(schema.feature_dims.size())) {
     fail(std::to_string(num_types) + " node types, the graph has " +
          std::to_string(schema.feature_dims.size()));
@@ -363,12 +364,10 @@ HeteroBatch DecodeTypedMiniBatch(const Message& m, const TypedBatchSchema& schem
     fail("frame count");
   }
   HeteroBatch b;
-  b.index = i[0];
-  b.wire_bytes = static_cast<uint64_t>(i[3]);
-  if (i.size() >= 7) {
-    b.cache_lookups = static_cast<uint64_t>(i[5]);
-    b.cache_hits = static_cast<uint64_t>(i[6]);
-  }
+  b.index = r.Get(Key::kIndex);
+  b.wire_bytes = static_cast<uint64_t>(wire_bytes);
+  b.cache_lookups = static_cast<uint64_t>(lookups);
+  b.cache_hits = static_cast<uint64_t>(hits);
   b.seeds = m.CopyArray<int64_t>(0);
   b.labels = m.CopyArray<int64_t>(1);
   if (b.labels.size() != b.seeds.size()) fail("labels do not match seeds");
@@ -379,7 +378,7 @@ HeteroBatch DecodeTypedMiniBatch(const Message& m, const TypedBatchSchema& schem
     blk.src_nodes = m.CopyArray<int64_t>(f);
     blk.indptr = m.CopyArray<int64_t>(f + 1);
     blk.indices = m.CopyArray<int64_t>(f + 2);
-    blk.etypes = ReadRelations(m, f + 3, i[4], schema.num_rels);
+    blk.etypes = ReadRelations(m, f + 3, relation_width, schema.num_rels);
     if (blk.etypes.size() != blk.indices.size()) {
       fail("block " + std::to_string(l) + " has no relation for every edge");
     }

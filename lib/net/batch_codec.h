@@ -31,11 +31,15 @@ Message EncodeSeedBatch(const SeedBatch& b, uint64_t request_id);
 // Throws ProtocolError on a malformed message (wrong shape, bad fanouts).
 SeedBatch DecodeSeedBatch(const Message& m);
 
-// ints: {index, num_blocks, feature_dim[, input_means, wire bytes, cache
-// lookups, cache hits[, label width]]}; frames: seeds, labels (int64, or
-// float32 [seeds, label width] rows with that int), features,
-// then per block src_nodes, indptr, indices (num_dst = size of the next
-// block's src_nodes, or of seeds for the last block).
+// fields: {index, blocks, feature_dim[, input_means][, wire_bytes][,
+// cache_lookups][, cache_hits][, label_width][, edge_dim][, sparse]}, the
+// optional ones present only when not 0 / unset; frames: seeds, labels
+// (int64, or float32 [seeds, label_width] rows with that field), features,
+// then per block src_nodes, indptr, indices[, edge rows float32 [edges,
+// edge_dim] with that field] (num_dst = size of the next block's
+// src_nodes, or of seeds for the last block)[, then with the sparse flag
+// the input rows as CSR: indptr, column ids int32, values float32 (empty:
+// every value 1)].
 Message EncodeMiniBatch(const MiniBatch& b, uint64_t request_id);
 // Validates every invariant (sizes, offsets monotone, indices in range,
 // blocks chained, dst nodes first) and throws ProtocolError naming it.
@@ -70,7 +74,7 @@ struct TypedBatchSchema {
 // The batch's index, seeds, labels, blocks (relation ids in the narrowest
 // width, RelationWidth), wire_bytes and every featured type's rows; not its
 // positions and ids (the receiver groups block 0's sources again). An
-// input_means batch adds an int and one frame: every relation's means in
+// input_means batch adds that flag and one frame: every relation's means in
 // relation order. At most 7 blocks (one message's frames).
 Message EncodeTypedMiniBatch(const HeteroBatch& b, uint64_t request_id);
 // Validates what DecodeMiniBatch does for the blocks (plus at least one

@@ -18,13 +18,19 @@ inline std::string N(size_t n) { return std::to_string(n); }
   throw ProtocolError(std::string("malformed ") + MsgTypeName(type) + ": " + what);
 }
 
-// Throws unless `m` is a `type` message with `ints` ints and `frames` array frames.
-inline void Expect(const Message& m, MsgType type, size_t ints, size_t frames) {
-  if (m.header.msg_type() != type) Malformed(type, "got " + m.header.DebugString());
-  if (m.header.ints.size() != ints || m.frames.size() != frames) {
-    Malformed(type, "expected " + N(ints) + " ints and " + N(frames) + " array frames, got " +
-                        m.header.DebugString());
-  }
+// Throws unless `m` is a `type` message with no fields and `frames` array
+// frames.
+inline void Expect(const Message& m, MsgType type, size_t frames) {
+  FieldReader(m, type, {}).Frames(frames);
+}
+
+// The optional coding and format fields: written only when not the
+// default (int64 ids, float32 rows), read as the default when absent.
+inline void PutCoding(Message* m, IdCoding c) {
+  if (c != IdCoding::kInt64) m->header.Add(Key::kCoding, static_cast<int64_t>(c));
+}
+inline IdCoding CodingOf(const FieldReader& f, MsgType type) {
+  return IdCodingOf(f.Get(Key::kCoding, 0), type);
 }
 
 // Throws unless `ptr` are offsets of groups spanning `ids` ids: from 0 to

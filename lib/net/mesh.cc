@@ -87,9 +87,10 @@ std::vector<std::string> Mesh::Exchange(const std::vector<const std::string*>& t
     for (size_t p = 0; p < pieces; ++p) {
       const size_t first = p * kMeshPieceBytes;
       const size_t len = std::min(kMeshPieceBytes, mine.size() - std::min(first, mine.size()));
-      Message m = MakeMessage(
-          MsgType::kMeshPart, seq,
-          {static_cast<int64_t>(rank_), static_cast<int64_t>(p), static_cast<int64_t>(pieces)});
+      Message m = MakeMessage(MsgType::kMeshPart, seq,
+                              {{Key::kSource, static_cast<int64_t>(rank_)},
+                               {Key::kPiece, static_cast<int64_t>(p)},
+                               {Key::kPieces, static_cast<int64_t>(pieces)}});
       AddArray(&m, mine.data() + first, len);
       bytes_ += len;
       Send(*out_[r], m, nullptr, timeout_);
@@ -127,8 +128,10 @@ void Mesh::Collect(uint64_t seq, std::vector<std::string>* out) {
     if (parts.size() < 2) continue;
     parts.erase(parts.begin());  // the sender's routing id
     Message m = Decode(std::move(parts));
-    CheckShape(m, 3, 1);
-    const int64_t src = m.header.ints[0], piece = m.header.ints[1], pieces = m.header.ints[2];
+    FieldReader f(m, MsgType::kMeshPart, {Key::kSource, Key::kPiece, Key::kPieces});
+    f.Frames(1);
+    const int64_t src = f.Get(Key::kSource), piece = f.Get(Key::kPiece),
+                  pieces = f.Get(Key::kPieces);
     const uint64_t at = m.header.request_id;
     if (m.header.msg_type() != MsgType::kMeshPart || src < 0 || src >= world_ || src == rank_ ||
         pieces < 1 || piece < 0 || piece >= pieces || at < seq || at > seq + 1) {

@@ -20,24 +20,24 @@ Message WithIds(MsgType type, uint64_t request_id, const std::vector<int64_t>& i
 
 // The one-frame id messages (SplitNodesReply).
 std::vector<int64_t> IdsOf(const Message& m, MsgType type) {
-  Expect(m, type, 0, 1);
+  Expect(m, type, 1);
   return m.CopyArray<int64_t>(0);
 }
 
 // The one-frame id messages with an optional coding int (PullLabels, its
-// reply): ints {} or {coding}.
+// reply): fields {[coding]}.
 Message WithCodedIds(MsgType type, uint64_t request_id, const std::vector<int64_t>& ids,
                      IdCoding coding) {
   Message m = MakeMessage(type, request_id);
-  if (coding != IdCoding::kInt64) m.header.ints.push_back(static_cast<int64_t>(coding));
+  PutCoding(&m, coding);
   AddInts(&m, ids, coding);
   return m;
 }
 std::vector<int64_t> CodedIdsOf(const Message& m, MsgType type, size_t max_values,
                                 IdCoding* coding) {
-  const bool coded = m.header.ints.size() == 1;
-  Expect(m, type, coded ? 1 : 0, 1);
-  *coding = coded ? IdCodingOf(m.header.ints[0], type) : IdCoding::kInt64;
+  FieldReader f(m, type, {Key::kCoding});
+  f.Frames(1);
+  *coding = CodingOf(f, type);
   return ReadInts(m, 0, *coding, max_values);
 }
 
@@ -63,7 +63,7 @@ Message Hello::Encode(uint64_t request_id) const {
 }
 
 Hello Hello::Decode(const Message& m) {
-  Expect(m, MsgType::kHello, 0, 0);
+  Expect(m, MsgType::kHello, 0);
   return Parse(m.header.text);
 }
 
@@ -73,13 +73,21 @@ bool Hello::operator==(const Hello& o) const {
 
 Message HelloReply::Encode(uint64_t request_id) const {
   return MakeMessage(MsgType::kHelloReply, request_id,
-                     {machine_id, server_id, node_start, node_end, feature_dim, num_classes});
+                     {{Key::kMachine, machine_id},
+                      {Key::kServer, server_id},
+                      {Key::kNodeStart, node_start},
+                      {Key::kNodeEnd, node_end},
+                      {Key::kFeatureDim, feature_dim},
+                      {Key::kClasses, num_classes}});
 }
 
 HelloReply HelloReply::Decode(const Message& m) {
-  Expect(m, MsgType::kHelloReply, 6, 0);
-  const std::vector<int64_t>& i = m.header.ints;
-  return {i[0], i[1], i[2], i[3], i[4], i[5]};
+  FieldReader f(m, MsgType::kHelloReply,
+                {Key::kMachine, Key::kServer, Key::kNodeStart, Key::kNodeEnd, Key::kFeatureDim,
+                 Key::kClasses});
+  f.Frames(0);
+  return {f.Get(Key::kMachine), f.Get(Key::kServer),     f.Get(Key::kNodeStart),
+          f.Get(Key::kNodeEnd), f.Get(Key::kFeatureDim), f.Get(Key::kClasses)};
 }
 
 bool HelloReply::operator==(const HelloReply& o) const {
@@ -88,12 +96,14 @@ bool HelloReply::operator==(const HelloReply& o) const {
 }
 
 Message SamplerHello::Encode(uint64_t request_id) const {
-  return MakeMessage(MsgType::kHello, request_id, {trainer_id, sampler_id}, hello.Text());
+  return MakeMessage(MsgType::kHello, request_id,
+                     {{Key::kTrainer, trainer_id}, {Key::kSampler, sampler_id}}, hello.Text());
 }
 
 SamplerHello SamplerHello::Decode(const Message& m) {
-  Expect(m, MsgType::kHello, 2, 0);
-  return {Hello::Parse(m.header.text), m.header.ints[0], m.header.ints[1]};
+  FieldReader f(m, MsgType::kHello, {Key::kTrainer, Key::kSampler});
+  f.Frames(0);
+  return {Hello::Parse(m.header.text), f.Get(Key::kTrainer), f.Get(Key::kSampler)};
 }
 
 bool SamplerHello::operator==(const SamplerHello& o) const {
@@ -105,17 +115,19 @@ bool SamplerHello::operator==(const SamplerHello& o) const {
 Message Ping::Encode(uint64_t request_id) const { return MakeMessage(MsgType::kPing, request_id); }
 
 Ping Ping::Decode(const Message& m) {
-  Expect(m, MsgType::kPing, 0, 0);
+  Expect(m, MsgType::kPing, 0);
   return {};
 }
 
 Message Pong::Encode(uint64_t request_id) const {
-  return MakeMessage(MsgType::kPong, request_id, {machine_id, server_id});
+  return MakeMessage(MsgType::kPong, request_id,
+                     {{Key::kMachine, machine_id}, {Key::kServer, server_id}});
 }
 
 Pong Pong::Decode(const Message& m) {
-  Expect(m, MsgType::kPong, 2, 0);
-  return {m.header.ints[0], m.header.ints[1]};
+  FieldReader f(m, MsgType::kPong, {Key::kMachine, Key::kServer});
+  f.Frames(0);
+  return {f.Get(Key::kMachine), f.Get(Key::kServer)};
 }
 
 bool Pong::operator==(const Pong& o) const {
@@ -125,24 +137,25 @@ bool Pong::operator==(const Pong& o) const {
 // ---------------------------------------------------------------- Sample
 
 Message SampleRequest::Encode(uint64_t request_id) const {
-  std::vector<int64_t> ints = {fanout, replace ? 1 : 0, static_cast<int64_t>(rng_seed)};
-  if (coding != IdCoding::kInt64 || edge_data) ints.push_back(static_cast<int64_t>(coding));
-  if (edge_data) ints.push_back(1);
-  Message m = MakeMessage(MsgType::kSample, request_id, std::move(ints));
+  Message m = MakeMessage(MsgType::kSample, request_id,
+                          {{Key::kFanout, fanout},
+                           {Key::kReplace, replace ? 1 : 0},
+                           {Key::kRngSeed, static_cast<int64_t>(rng_seed)}});
+  PutCoding(&m, coding);
+  if (edge_data) m.header.Add(Key::kEdgeData, 1);
   AddInts(&m, seeds, coding);
   return m;
 }
 
 SampleRequest SampleRequest::Decode(const Message& m) {
-  const size_t count = m.header.ints.size();
-  Expect(m, MsgType::kSample, count >= 3 && count <= 5 ? count : 3, 1);
-  const std::vector<int64_t>& i = m.header.ints;
-  const IdCoding c = count >= 4 ? IdCodingOf(i[3], MsgType::kSample) : IdCoding::kInt64;
-  if (count == 5 && i[4] != 1)
-    Malformed(MsgType::kSample, "edge data flag " + std::to_string(i[4]));
-  SampleRequest r{ReadInts(m, 0, c, kMaxRequestValues), i[0], i[1] != 0,
-                  static_cast<uint64_t>(i[2]), c};
-  r.edge_data = count == 5;
+  constexpr MsgType kType = MsgType::kSample;
+  FieldReader f(m, kType,
+                {Key::kFanout, Key::kReplace, Key::kRngSeed, Key::kCoding, Key::kEdgeData});
+  f.Frames(1);
+  const IdCoding c = CodingOf(f, kType);
+  SampleRequest r{ReadInts(m, 0, c, kMaxRequestValues), f.Get(Key::kFanout),
+                  f.Get(Key::kReplace) != 0, static_cast<uint64_t>(f.Get(Key::kRngSeed)), c};
+  r.edge_data = f.Flag(Key::kEdgeData);
   return r;
 }
 
@@ -153,10 +166,8 @@ bool SampleRequest::operator==(const SampleRequest& o) const {
 
 Message SampleReply::Encode(uint64_t request_id) const {
   Message m = MakeMessage(MsgType::kSampleReply, request_id);
-  if (coding != IdCoding::kInt64 || edge_dim > 0) {
-    m.header.ints.push_back(static_cast<int64_t>(coding));
-  }
-  if (edge_dim > 0) m.header.ints.push_back(edge_dim);
+  PutCoding(&m, coding);
+  if (edge_dim > 0) m.header.Add(Key::kEdgeDim, edge_dim);
   AddInts(&m, indptr, coding);
   AddInts(&m, indices, coding);
   if (edge_dim > 0) AddArray(&m, edge_data);
@@ -164,11 +175,10 @@ Message SampleReply::Encode(uint64_t request_id) const {
 }
 
 SampleReply SampleReply::Decode(const Message& m) {
-  const size_t count = m.header.ints.size();
-  const bool edges = count == 2;
-  Expect(m, MsgType::kSampleReply, count <= 2 ? count : 0, edges ? 3 : 2);
-  const IdCoding c =
-      count >= 1 ? IdCodingOf(m.header.ints[0], MsgType::kSampleReply) : IdCoding::kInt64;
+  FieldReader f(m, MsgType::kSampleReply, {Key::kCoding, Key::kEdgeDim});
+  const bool edges = f.Has(Key::kEdgeDim);
+  f.Frames(edges ? 3 : 2);
+  const IdCoding c = CodingOf(f, MsgType::kSampleReply);
   SampleReply r{ReadInts(m, 0, c, kMaxReplyValues), ReadInts(m, 1, c, kMaxReplyValues), c};
   const std::vector<int64_t>& p = r.indptr;
   if (p.empty() || p.front() != 0 || p.back() != static_cast<int64_t>(r.indices.size())) {
@@ -179,7 +189,7 @@ SampleReply SampleReply::Decode(const Message& m) {
     if (p[i + 1] < p[i]) Malformed(MsgType::kSampleReply, "offsets decrease at seed " + N(i));
   }
   if (edges) {
-    r.edge_dim = m.header.ints[1];
+    r.edge_dim = f.Get(Key::kEdgeDim);
     if (r.edge_dim < 1 || r.edge_dim > kMaxEdgeDataWidth) {
       Malformed(MsgType::kSampleReply, "edge data width " + std::to_string(r.edge_dim));
     }
@@ -285,12 +295,14 @@ bool PullLabelsReply::operator==(const PullLabelsReply& o) const {
 // ------------------------------------------------------------ SplitNodes
 
 Message SplitNodes::Encode(uint64_t request_id) const {
-  return MakeMessage(MsgType::kSplitNodes, request_id, {mask, offset, count});
+  return MakeMessage(MsgType::kSplitNodes, request_id,
+                     {{Key::kMask, mask}, {Key::kOffset, offset}, {Key::kCount, count}});
 }
 
 SplitNodes SplitNodes::Decode(const Message& m) {
-  Expect(m, MsgType::kSplitNodes, 3, 0);
-  return {m.header.ints[0], m.header.ints[1], m.header.ints[2]};
+  FieldReader f(m, MsgType::kSplitNodes, {Key::kMask, Key::kOffset, Key::kCount});
+  f.Frames(0);
+  return {f.Get(Key::kMask), f.Get(Key::kOffset), f.Get(Key::kCount)};
 }
 
 bool SplitNodes::operator==(const SplitNodes& o) const {
@@ -337,7 +349,7 @@ Message Metadata::Encode(uint64_t request_id) const {
 }
 
 Metadata Metadata::Decode(const Message& m) {
-  Expect(m, MsgType::kMetadata, 0, 0);
+  Expect(m, MsgType::kMetadata, 0);
   return {};
 }
 
@@ -346,7 +358,7 @@ Message MetadataReply::Encode(uint64_t request_id) const {
 }
 
 MetadataReply MetadataReply::Decode(const Message& m) {
-  Expect(m, MsgType::kMetadataReply, 0, 0);
+  Expect(m, MsgType::kMetadataReply, 0);
   return {m.header.text};
 }
 
@@ -355,7 +367,7 @@ Message Shutdown::Encode(uint64_t request_id) const {
 }
 
 Shutdown Shutdown::Decode(const Message& m) {
-  Expect(m, MsgType::kShutdown, 0, 0);
+  Expect(m, MsgType::kShutdown, 0);
   return {m.header.text};
 }
 
@@ -364,24 +376,25 @@ Message ShutdownReply::Encode(uint64_t request_id) const {
 }
 
 ShutdownReply ShutdownReply::Decode(const Message& m) {
-  Expect(m, MsgType::kShutdownReply, 0, 0);
+  Expect(m, MsgType::kShutdownReply, 0);
   return {};
 }
 
 Message Stop::Encode(uint64_t request_id) const { return MakeMessage(MsgType::kStop, request_id); }
 
 Stop Stop::Decode(const Message& m) {
-  Expect(m, MsgType::kStop, 0, 0);
+  Expect(m, MsgType::kStop, 0);
   return {};
 }
 
 Message ErrorReply::Encode(uint64_t request_id) const {
-  return MakeMessage(MsgType::kError, request_id, {code}, message);
+  return MakeMessage(MsgType::kError, request_id, {{Key::kCode, code}}, message);
 }
 
 ErrorReply ErrorReply::Decode(const Message& m) {
-  Expect(m, MsgType::kError, 1, 0);
-  return {m.header.ints[0], m.header.text};
+  FieldReader f(m, MsgType::kError, {Key::kCode});
+  f.Frames(0);
+  return {f.Get(Key::kCode), m.header.text};
 }
 
 namespace {

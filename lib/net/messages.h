@@ -3,9 +3,10 @@
 // Encode and one Decode; the wire layout of each type is the one documented
 // beside its MsgType in protocol.h, byte for byte.
 //
-// Decode(const Message&) checks the message's type and shape (number of
-// ints and frames, frame element sizes, structure such as offsets that
-// span their indices) and throws ProtocolError naming the type. Replies
+// Decode(const Message&) checks the message's type and shape (its fields
+// by name: each one the type takes, none twice, the required ones there;
+// its frames, frame element sizes, structure such as offsets that span
+// their indices) and throws ProtocolError naming the type. Replies
 // also have a Decode that takes the request they answer and the peer's
 // name: it checks every count, offset and id against what was asked, so a
 // broken or hostile server yields a ProtocolError naming it, never an

@@ -1,5 +1,6 @@
 #include "net/protocol.h"
 
+#include <algorithm>
 #include <cereal/archives/portable_binary.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
@@ -8,8 +9,15 @@
 namespace gnn::net {
 
 template <class Archive>
+void serialize(Archive& ar, Field& f) {
+  uint16_t key = static_cast<uint16_t>(f.key);
+  ar(key, f.value);
+  f.key = static_cast<Key>(key);
+}
+
+template <class Archive>
 void serialize(Archive& ar, Header& h) {
-  ar(h.magic, h.version, h.type, h.request_id, h.taken_bytes, h.frame_bytes, h.ints, h.text);
+  ar(h.magic, h.version, h.type, h.request_id, h.taken_bytes, h.frame_bytes, h.fields, h.text);
 }
 
 namespace {
@@ -111,14 +119,128 @@ const char* MsgTypeName(MsgType type) {
   return "Unknown";
 }
 
+std::string KeyName(Key key) {
+  switch (key) {
+    case Key::kCode:
+      return "code";
+    case Key::kMachine:
+      return "machine";
+    case Key::kServer:
+      return "server";
+    case Key::kNodeStart:
+      return "node_start";
+    case Key::kNodeEnd:
+      return "node_end";
+    case Key::kFeatureDim:
+      return "feature_dim";
+    case Key::kClasses:
+      return "classes";
+    case Key::kTrainer:
+      return "trainer";
+    case Key::kSampler:
+      return "sampler";
+    case Key::kFanout:
+      return "fanout";
+    case Key::kReplace:
+      return "replace";
+    case Key::kRngSeed:
+      return "rng_seed";
+    case Key::kCoding:
+      return "coding";
+    case Key::kEdgeData:
+      return "edge_data";
+    case Key::kEdgeDim:
+      return "edge_dim";
+    case Key::kFormat:
+      return "format";
+    case Key::kDim:
+      return "dim";
+    case Key::kMask:
+      return "mask";
+    case Key::kOffset:
+      return "offset";
+    case Key::kCount:
+      return "count";
+    case Key::kEpoch:
+      return "epoch";
+    case Key::kIndex:
+      return "index";
+    case Key::kBlocks:
+      return "blocks";
+    case Key::kInputMeans:
+      return "input_means";
+    case Key::kWireBytes:
+      return "wire_bytes";
+    case Key::kCacheLookups:
+      return "cache_lookups";
+    case Key::kCacheHits:
+      return "cache_hits";
+    case Key::kLabelWidth:
+      return "label_width";
+    case Key::kSparse:
+      return "sparse";
+    case Key::kRelations:
+      return "relations";
+    case Key::kRelationWidth:
+      return "relation_width";
+    case Key::kNtype:
+      return "ntype";
+    case Key::kEmbType:
+      return "emb_type";
+    case Key::kEmbDim:
+      return "emb_dim";
+    case Key::kEmbOptimizer:
+      return "emb_optimizer";
+    case Key::kEmbLrBits:
+      return "emb_lr_bits";
+    case Key::kEmbSeed:
+      return "emb_seed";
+    case Key::kBegin:
+      return "begin";
+    case Key::kEnd:
+      return "end";
+    case Key::kRows:
+      return "rows";
+    case Key::kOwn:
+      return "own";
+    case Key::kSource:
+      return "source";
+    case Key::kPiece:
+      return "piece";
+    case Key::kPieces:
+      return "pieces";
+    case Key::kLayers:
+      return "layers";
+    case Key::kTypes:
+      return "types";
+    case Key::kCols:
+      return "cols";
+    case Key::kHasValues:
+      return "has_values";
+    case Key::kEmbedding:
+      return "embedding";
+  }
+  return "key" + std::to_string(static_cast<unsigned>(key));
+}
+
+const int64_t* Header::Find(Key key) const {
+  for (const Field& f : fields) {
+    if (f.key == key) return &f.value;
+  }
+  return nullptr;
+}
+
+int64_t* Header::Find(Key key) {
+  for (Field& f : fields) {
+    if (f.key == key) return &f.value;
+  }
+  return nullptr;
+}
+
 std::string Header::DebugString() const {
   std::ostringstream s;
   s << MsgTypeName(msg_type()) << "(type=" << type << " id=" << request_id << " v" << version;
-  if (!ints.empty()) {
-    s << " ints=[";
-    for (size_t i = 0; i < ints.size(); ++i) s << (i ? "," : "") << ints[i];
-    s << "]";
-  }
+  for (const Field& f : fields) s << " " << KeyName(f.key) << "=" << f.value;
   if (!frame_bytes.empty()) {
     s << " frames=[";
     for (size_t i = 0; i < frame_bytes.size(); ++i) s << (i ? "," : "") << frame_bytes[i];
@@ -129,12 +251,12 @@ std::string Header::DebugString() const {
   return s.str();
 }
 
-Message MakeMessage(MsgType type, uint64_t request_id, std::vector<int64_t> ints,
+Message MakeMessage(MsgType type, uint64_t request_id, std::vector<Field> fields,
                     std::string text) {
   Message m;
   m.header.type = static_cast<uint16_t>(type);
   m.header.request_id = request_id;
-  m.header.ints = std::move(ints);
+  m.header.fields = std::move(fields);
   m.header.text = std::move(text);
   return m;
 }
@@ -238,7 +360,7 @@ std::vector<int64_t> ReadInts(const Message& m, size_t i, IdCoding coding, size_
 }
 
 Message MakeError(uint64_t request_id, ErrorCode code, const std::string& text) {
-  return MakeMessage(MsgType::kError, request_id, {code}, text);
+  return MakeMessage(MsgType::kError, request_id, {{Key::kCode, code}}, text);
 }
 
 zmq::message_t EncodeHeader(const Header& header) {
@@ -285,7 +407,7 @@ Header DecodeHeader(const zmq::message_t& frame, uint64_t* request_id_out) {
       for (auto& x : vec) ar(x);
     };
     bounded(h.frame_bytes, sizeof(uint64_t));
-    bounded(h.ints, sizeof(int64_t));
+    bounded(h.fields, sizeof(uint16_t) + sizeof(int64_t));
     uint64_t tn = 0;
     ar(cereal::make_size_tag(tn));
     if (tn > frame.size()) throw ProtocolError("header text length out of bounds");
@@ -327,11 +449,58 @@ Message Decode(std::vector<zmq::message_t>&& parts, uint64_t* request_id_out) {
   return m;
 }
 
-void CheckShape(const Message& m, size_t ints, size_t frames) {
-  if (m.header.ints.size() != ints || m.frames.size() != frames) {
-    throw ProtocolError(m.header.DebugString() + ": expected " + std::to_string(ints) +
-                        " ints and " + std::to_string(frames) + " array frames");
+FieldReader::FieldReader(const Message& m, MsgType type, std::initializer_list<Key> allowed,
+                         std::initializer_list<Key> lists)
+    : m_(m), type_(type) {
+  if (m.header.msg_type() != type) Malformed("got " + m.header.DebugString());
+  const std::vector<Field>& f = m.header.fields;
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (std::find(allowed.begin(), allowed.end(), f[i].key) == allowed.end()) {
+      Malformed("it takes no field " + KeyName(f[i].key));
+    }
+    if (std::find(lists.begin(), lists.end(), f[i].key) != lists.end()) continue;
+    for (size_t j = 0; j < i; ++j) {
+      if (f[j].key == f[i].key) Malformed("field " + KeyName(f[i].key) + " given twice");
+    }
   }
+}
+
+int64_t FieldReader::Get(Key key) const {
+  const int64_t* v = m_.header.Find(key);
+  if (!v) Malformed("no field " + KeyName(key));
+  return *v;
+}
+
+int64_t FieldReader::Get(Key key, int64_t absent) const {
+  const int64_t* v = m_.header.Find(key);
+  return v ? *v : absent;
+}
+
+bool FieldReader::Flag(Key key) const {
+  const int64_t* v = m_.header.Find(key);
+  if (v && *v != 1) Malformed("flag " + KeyName(key) + " = " + std::to_string(*v));
+  return v != nullptr;
+}
+
+std::vector<int64_t> FieldReader::List(Key key, size_t max) const {
+  std::vector<int64_t> out;
+  for (const Field& f : m_.header.fields) {
+    if (f.key != key) continue;
+    if (out.size() == max) Malformed("more than " + std::to_string(max) + " " + KeyName(key));
+    out.push_back(f.value);
+  }
+  return out;
+}
+
+void FieldReader::Frames(size_t frames) const {
+  if (m_.frames.size() != frames) {
+    Malformed("expected " + std::to_string(frames) + " array frames, got " +
+              m_.header.DebugString());
+  }
+}
+
+void FieldReader::Malformed(const std::string& what) const {
+  throw ProtocolError(std::string("malformed ") + MsgTypeName(type_) + ": " + what);
 }
 
 }  // namespace gnn::net

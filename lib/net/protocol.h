@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 #include <zmq.hpp>
@@ -29,8 +30,11 @@ constexpr uint32_t kMagic = 0x314e4e47;  // "GNN1" as little-endian bytes
 // 7: edge data with a sample (SampleRequest's optional 5th int asks for it;
 //    SampleReply's ints {coding, edge width} and a float32 frame of rows).
 // 8: sparse feature rows on the wire (PullSparseRows, SparseRowsReply;
-//    MiniBatch's 10th int and three trailing CSR frames).
-constexpr uint16_t kProtocolVersion = 8;
+//    MiniBatch's sparse flag and three trailing CSR frames).
+// 9: named header fields (Field, Key) in place of positional ints: a
+//    field a message does not need is left out, not padded, and a new one
+//    is a new key, never a position.
+constexpr uint16_t kProtocolVersion = 9;
 constexpr uint32_t kMaxArrayFrames = 32;
 constexpr uint64_t kMaxFrameBytes = uint64_t{4} << 30;  // one array frame
 constexpr size_t kMaxHeaderBytes = 64 << 10;
@@ -79,91 +83,162 @@ enum class IdCoding : int64_t { kInt64 = 0, kVarint = 1 };
 IdCoding ParseIdCoding(const std::string& name, const std::string& flag);
 const char* IdCodingName(IdCoding c);
 
+// The names of header fields (protocol 9 on): one numbering for every
+// message type. Numbers are part of the protocol: never renumber or reuse.
+// Each type's comment below lists the fields it takes; a field in [ ] may
+// be left out (then it reads as the default its struct states), and
+// `name...` is a list: the key repeated, in order.
+enum class Key : uint16_t {
+  kCode = 1,  // an ErrorCode
+  kMachine = 2,
+  kServer = 3,
+  kNodeStart = 4,
+  kNodeEnd = 5,
+  kFeatureDim = 6,
+  kClasses = 7,
+  kTrainer = 8,
+  kSampler = 9,
+  kFanout = 10,
+  kReplace = 11,
+  kRngSeed = 12,
+  kCoding = 13,    // an IdCoding; absent: int64
+  kEdgeData = 14,  // a flag: 1 when set, absent when not
+  kEdgeDim = 15,
+  kFormat = 16,  // a RowFormat; absent: float32
+  kDim = 17,
+  kMask = 18,
+  kOffset = 19,
+  kCount = 20,
+  kEpoch = 21,
+  kIndex = 22,
+  kBlocks = 23,
+  kInputMeans = 24,  // a flag
+  kWireBytes = 25,
+  kCacheLookups = 26,
+  kCacheHits = 27,
+  kLabelWidth = 28,
+  kSparse = 29,  // a flag
+  kRelations = 30,
+  kRelationWidth = 31,
+  kNtype = 32,
+  kEmbType = 33,  // an embedding spec (net/typed_messages.h EmbSpec) is the
+  kEmbDim = 34,   // five fields kEmbType .. kEmbSeed
+  kEmbOptimizer = 35,
+  kEmbLrBits = 36,
+  kEmbSeed = 37,
+  kBegin = 38,
+  kEnd = 39,
+  kRows = 40,
+  kOwn = 41,
+  kSource = 42,
+  kPiece = 43,
+  kPieces = 44,
+  kLayers = 45,
+  kTypes = 46,
+  kCols = 47,
+  kHasValues = 48,  // a flag
+  kEmbedding = 49,  // a flag
+};
+// "fanout", "rng_seed", ...; "key<N>" for a number this side does not know.
+std::string KeyName(Key key);
+
+// One named header field.
+struct Field {
+  Key key{};
+  int64_t value = 0;
+  bool operator==(const Field& o) const { return key == o.key && value == o.value; }
+};
+
 // Message types. Numbers are part of the protocol: never renumber or reuse.
 // Retired numbers: (none yet).
 enum class MsgType : uint16_t {
-  kError = 1,       // text: message; ints: {code}
-  kHello = 2,       // text: "graph_name\nconfig_sha256\njob_id"
-  kHelloReply = 3,  // ints: {machine_id, server_id, node_start, node_end, feature_dim, num_classes}
+  // "fields:" lists each type's header fields by Key name ([ ] may be left
+  // out, `name...` is a list); "[ids]": an id frame, int64 or varints as the
+  // message's coding field says (absent: int64); a reply codes its frames
+  // as its request did; format: float32 rows, or bfloat16 with format 1.
+  kError = 1,       // text: message; fields: {code}
+  kHello = 2,       // text: "graph_name\nconfig_sha256\njob_id"; a gnn-sampler's to its
+                    // trainer's pool adds fields {trainer, sampler}
+  kHelloReply = 3,  // fields: {machine, server, node_start, node_end, feature_dim, classes}
   kPing = 4,
-  kPong = 5,  // ints: {machine_id, server_id}
-  // "[ids]" below: an id frame, int64 or varints as the message's IdCoding
-  // int says (absent: int64); a reply codes its frames as its request did.
-  kSample = 6,             // ints: {fanout, replace, rng_seed[, coding[, 1: edge data]]};
+  kPong = 5,               // fields: {machine, server}
+  kSample = 6,             // fields: {fanout, replace, rng_seed[, coding][, edge_data]};
                            // frames: seeds[ids]
-  kSampleReply = 7,        // ints: {} or {coding} or {coding, edge width W}; frames:
-                           // indptr[ids, n+1], indices[ids][, edge rows float32 [E, W]]
-  kPullFeatures = 8,       // ints: {}, {format} or {format, coding}; frames: ids[ids]
-  kPullFeaturesReply = 9,  // ints: {dim} or {dim, format}; frames: rows[n*dim] of the format
-                           // (RowFormat: float32, or bfloat16 with format 1)
-  kPullLabels = 10,        // ints: {} or {coding}; frames: ids[ids]
-  kPullLabelsReply = 11,   // ints: {} or {coding}; frames: labels[ids]
+  kSampleReply = 7,        // fields: {[coding][, edge_dim W]}; frames: indptr[ids, n+1],
+                           // indices[ids][, edge rows float32 [E, W] with edge_dim]
+  kPullFeatures = 8,       // fields: {[format][, coding]}; frames: ids[ids]
+  kPullFeaturesReply = 9,  // fields: {dim[, format]}; frames: rows[n*dim] of the format
+  kPullLabels = 10,        // fields: {[coding]}; frames: ids[ids]
+  kPullLabelsReply = 11,   // fields: {[coding]}; frames: labels[ids]
   kMetadata = 12,
   kMetadataReply = 13,  // text: JSON
   kShutdown = 14,       // text: job_id
   kShutdownReply = 15,
-  kSeedBatch =
-      16,  // trainer -> gnn-sampler. ints: {epoch, batch index, rng_seed, replace, fanouts...};
-           // frames: seeds[int64], optional excluded edge pairs[int64, 2k] (link)
-  kMiniBatch = 17,        // gnn-sampler -> trainer, see sampler docs
+  kSeedBatch = 16,        // trainer -> gnn-sampler. fields: {epoch, index, rng_seed, replace,
+                          // fanout... (at most 16)}; frames: seeds[int64], optional excluded
+                          // edge pairs[int64, 2k] (link, edge tasks)
+  kMiniBatch = 17,        // gnn-sampler -> trainer. fields: {index, blocks, feature_dim[,
+                          // input_means][, wire_bytes][, cache_lookups][, cache_hits][,
+                          // label_width][, edge_dim][, sparse]}; frames: net/batch_codec.h
   kStop = 18,             // trainer -> gnn-sampler: no more batches
-  kSplitNodes = 19,       // ints: {mask (0 train, 1 valid, 2 test), offset, count}
+  kSplitNodes = 19,       // fields: {mask (0 train, 1 valid, 2 test), offset, count}
   kSplitNodesReply = 20,  // frames: ids[int64]: the mask's nodes [offset, offset+count) in id order
   // Heterogeneous graphs (net/typed_messages.h). An embedding spec is the
-  // ints {ntype, dim, optimizer, lr bits, seed} every embedding request starts with.
-  kTypedSample = 21,       // ints: {replace, rng_seed, R, fanouts[R]...[, coding]};
-                           // frames: seeds[ids]
-  kTypedSampleReply = 22,  // ints: {relation width[, coding]}; frames: indptr[ids, n+1],
+  // fields {emb_type, emb_dim, emb_optimizer, emb_lr_bits, emb_seed}.
+  kTypedSample = 21,       // fields: {replace, rng_seed, relations R, fanout... (R of
+                           // them)[, coding]}; frames: seeds[ids]
+  kTypedSampleReply = 22,  // fields: {relation_width[, coding]}; frames: indptr[ids, n+1],
                            // indices[ids], etypes[uint8|uint16|int32 by the width]
-  kPullTyped = 23,         // ints: {ntype[, format[, coding]]}; frames: ids[ids]
+  kPullTyped = 23,         // fields: {ntype[, format][, coding]}; frames: ids[ids]
                            // -> PullFeaturesReply
-  kEmbPull = 24,           // ints: spec[, coding]; frames: ids[ids] -> PullFeaturesReply
-  kEmbPush = 25,           // ints: spec[, coding]; frames: ids[ids], grads[float32, n*dim]
-                           // -> EmbAck
-  kEmbSave = 26,           // ints: spec, begin, end (rows) -> EmbBlob
+  kEmbPull = 24,           // fields: {spec[, coding][, format]}; frames: ids[ids]
+                           // -> PullFeaturesReply
+  kEmbPush = 25,           // fields: {spec[, coding][, format]}; frames: ids[ids],
+                           // grads[n*dim of the format] -> EmbAck
+  kEmbSave = 26,           // fields: {spec, begin, end} (rows) -> EmbBlob
   kEmbBlob = 27,           // frames: bytes[uint8] (EmbeddingTable::Save)
-  kEmbRestore = 28,        // ints: spec, begin; frames: bytes[uint8] -> EmbAck
-  kEmbAck = 29,            // ints: {rows}
+  kEmbRestore = 28,        // fields: {spec, begin}; frames: bytes[uint8] -> EmbAck
+  kEmbAck = 29,            // fields: {rows}
   // Sample and aggregate at the owner (sampling/owner_aggregate.h).
-  kSampleAggregate = 30,       // ints: {fanout, replace, rng_seed[, format[, coding[, own]]]};
-                               // frames: dsts[ids] (own: only the first own dsts' own rows
-                               // wanted; -1 or absent: all)
-  kSampleAggregateReply = 31,  // ints: {dim[, format[, coding[, own]]]}; frames:
+  kSampleAggregate = 30,       // fields: {fanout, replace, rng_seed[, format][, coding][,
+                               // own]}; frames: dsts[ids] (own: only the first own dsts'
+                               // own rows wanted; absent: all)
+  kSampleAggregateReply = 31,  // fields: {dim[, format][, coding][, own]}; frames:
                                // rows[(own+n)*dim] (own rows, then the held
                                // neighbours' sums), counts[ids, n], remote
                                // indptr[ids, n+1], remote ids[ids] (servers send each
                                // destination's in increasing order; any order decodes)
   // The trainers' collectives (net/mesh.h), request id = the collective's
   // sequence number.
-  kMeshPart = 32,  // ints: {source rank, piece, pieces}; frames: bytes[uint8]
+  kMeshPart = 32,  // fields: {source, piece, pieces}; frames: bytes[uint8]
   // Heterogeneous batches between a trainer and its gnn-samplers (net/batch_codec.h).
-  kTypedSeedBatch = 33,  // ints: {epoch, batch index, rng_seed, replace, layers, relations};
+  kTypedSeedBatch = 33,  // fields: {epoch, index, rng_seed, replace, layers, relations};
                          // frames: seeds[int64], fanouts[int32, layers x relations]
-  kTypedMiniBatch = 34,  // ints: {index, blocks, types, wire bytes, relation width, cache
-                         // lookups, cache hits, input means}; frames:
+  kTypedMiniBatch = 34,  // fields: {index, blocks, types, relation_width[, wire_bytes][,
+                         // cache_lookups][, cache_hits][, input_means]}; frames:
                          // seeds, labels, features of every featured type (type order),
                          // then per block src_nodes, indptr, indices, etypes (narrow)
   // The sums of groups of rows at their owner (DistGraph::SampleAggregate's
   // neighbours held elsewhere; sampling/owner_aggregate.h SumRowGroups).
-  kPullSums = 35,  // ints: {format[, coding]}; frames: ids[ids], group indptr[ids, g+1]
+  kPullSums = 35,  // fields: {[format][, coding]}; frames: ids[ids], group indptr[ids, g+1]
                    // -> PullFeaturesReply with g rows: row k the sum of group k's rows
   // The same for a typed graph's rows: feature rows of a node type, or an
   // embedding table's (DistGraph's typed first layer at the owners).
-  kPullTypedSums = 36,  // ints: {format, coding, ntype, embedding[, spec]}; frames: ids[ids],
-                        // group indptr[ids, g+1] -> PullFeaturesReply with g rows
+  kPullTypedSums = 36,  // fields: {ntype[, format][, coding][, embedding, spec]}; frames:
+                        // ids[ids], group indptr[ids, g+1] -> PullFeaturesReply, g rows
   // The nodes' ids in the input dataset (orig_nids): gnn-serve's map from
   // the ids users send to the graph's.
-  kPullOrigIds = 37,  // ints: {} or {coding}; frames: ids[ids] -> PullLabelsReply of input ids
+  kPullOrigIds = 37,  // fields: {[coding]}; frames: ids[ids] -> PullLabelsReply of input ids
   // Multi-label and regression graphs' labels: float32 rows of the
   // partition's label width.
-  kPullTargets = 38,  // ints: {} or {coding}; frames: ids[ids] -> PullFeaturesReply (float32)
+  kPullTargets = 38,  // fields: {[coding]}; frames: ids[ids] -> PullFeaturesReply (float32)
   // Sparse-feature partitions' rows as they are stored (CSR), not made
   // dense: each row's count of stored entries, their column ids, and their
   // values unless every value is 1.
-  kPullSparseRows = 39,   // ints: {format, coding}; frames: ids[ids]
-  kSparseRowsReply = 40,  // ints: {cols, format, coding, has values}; frames: counts[ids],
-                          // columns[nnz] (int32, or varints with coding 1)[, values[nnz] of
-                          // the format]
+  kPullSparseRows = 39,   // fields: {[format][, coding]}; frames: ids[ids]
+  kSparseRowsReply = 40,  // fields: {cols[, format][, coding][, has_values]}; frames:
+                          // counts[ids], columns[nnz] (int32, or varints with coding 1)[,
+                          // values[nnz] of the format, with has_values]
 };
 
 // Largest MsgType value; types above it are unknown.
@@ -204,10 +279,15 @@ struct Header {
   // has not taken (net/peer_window.h).
   uint64_t taken_bytes = 0;
   std::vector<uint64_t> frame_bytes;  // byte size of each array frame that follows
-  std::vector<int64_t> ints;          // small type-specific parameters
+  std::vector<Field> fields;          // small type-specific parameters, by name
   std::string text;                   // type-specific text
 
   MsgType msg_type() const { return static_cast<MsgType>(type); }
+  // Appends a field (a list's next value when `key` is there already).
+  void Add(Key key, int64_t value) { fields.push_back({key, value}); }
+  // The value of the first field `key`, or null.
+  const int64_t* Find(Key key) const;
+  int64_t* Find(Key key);
   std::string DebugString() const;
 };
 
@@ -235,7 +315,7 @@ struct Message {
 };
 
 // Builds a message. Array frames are copied into ZeroMQ buffers once.
-Message MakeMessage(MsgType type, uint64_t request_id, std::vector<int64_t> ints = {},
+Message MakeMessage(MsgType type, uint64_t request_id, std::vector<Field> fields = {},
                     std::string text = {});
 template <typename T>
 void AddArray(Message* m, const T* data, size_t count) {
@@ -280,8 +360,33 @@ Header DecodeHeader(const zmq::message_t& frame, uint64_t* request_id_out = null
 // header (count and byte sizes). Throws ProtocolError.
 Message Decode(std::vector<zmq::message_t>&& parts, uint64_t* request_id_out = nullptr);
 
-// Checks the per-type expectations: number of ints and frames. Throws
-// ProtocolError naming the type.
-void CheckShape(const Message& m, size_t ints, size_t frames);
+// A decoded message's fields, read by name. The constructor checks the
+// message is of `type`, that each field's key is one of `allowed` (the
+// fields the type takes) and that none repeats unless `lists` names it;
+// each getter throws ProtocolError naming the type and the field (one a
+// message must have and does not, a flag other than 1), never reads
+// outside the header.
+class FieldReader {
+ public:
+  FieldReader(const Message& m, MsgType type, std::initializer_list<Key> allowed,
+              std::initializer_list<Key> lists = {});
+  // A field the message must have.
+  int64_t Get(Key key) const;
+  // A field it may leave out: `absent` then.
+  int64_t Get(Key key, int64_t absent) const;
+  bool Has(Key key) const { return m_.header.Find(key) != nullptr; }
+  // A flag: present means set, and its value must be 1.
+  bool Flag(Key key) const;
+  // A list's values in order (none when absent); more than `max` is malformed.
+  std::vector<int64_t> List(Key key, size_t max) const;
+  // Throws unless the message has `frames` array frames.
+  void Frames(size_t frames) const;
+  // Throws "malformed <type>: <what>".
+  [[noreturn]] void Malformed(const std::string& what) const;
+
+ private:
+  const Message& m_;
+  MsgType type_;
+};
 
 }  // namespace gnn::net

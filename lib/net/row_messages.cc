@@ -1,6 +1,5 @@
 // The messages that carry feature rows: the row format, SampleAggregate,
 // PullFeatures, PullSums, PullSparseRows and their replies (messages.h).
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -29,10 +28,24 @@ const char* RowFormatName(RowFormat f) {
 
 namespace {
 
-// A format int off the wire: 0 or 1, else the message is malformed.
+// A format field off the wire: 0 or 1, else the message is malformed.
 RowFormat FormatOf(int64_t v, MsgType type) {
   if (v != 0 && v != 1) Malformed(type, "row format " + std::to_string(v));
   return static_cast<RowFormat>(v);
+}
+
+// The optional format field: written only when not float32, read as
+// float32 when absent.
+void PutFormat(Message* m, RowFormat f) {
+  if (f != RowFormat::kFloat32) m->header.Add(Key::kFormat, static_cast<int64_t>(f));
+}
+RowFormat FormatOf(const FieldReader& f, MsgType type) {
+  return FormatOf(f.Get(Key::kFormat, 0), type);
+}
+
+// The optional own-rows field: written only when not -1 (all).
+void PutOwn(Message* m, int64_t own) {
+  if (own != -1) m->header.Add(Key::kOwn, own);
 }
 
 void RowOut(const zmq::message_t& rows, RowFormat f, int64_t dim, size_t i, float* out) {
@@ -59,52 +72,31 @@ void RowIn(zmq::message_t& rows, RowFormat f, int64_t dim, size_t i, const float
 
 // ------------------------------------------------------- SampleAggregate
 
-namespace {
-
-// Header ints with optional trailing ones: `tail` after `base`, without
-// the trailing ones that equal their `defaults` (an older, shorter form).
-std::vector<int64_t> WithTail(std::vector<int64_t> base, const std::vector<int64_t>& tail,
-                              const std::vector<int64_t>& defaults) {
-  size_t keep = tail.size();
-  while (keep > 0 && tail[keep - 1] == defaults[keep - 1]) --keep;
-  base.insert(base.end(), tail.begin(), tail.begin() + static_cast<std::ptrdiff_t>(keep));
-  return base;
-}
-
-// Int i of the header, or `missing` when the header is shorter.
-int64_t IntOr(const Message& m, size_t i, int64_t missing) {
-  return i < m.header.ints.size() ? m.header.ints[i] : missing;
-}
-
-// The number of ints of a message whose form is `base` required ints and
-// up to `optional` more: what it has, or `base` (Expect then refuses it).
-size_t IntsOf(const Message& m, size_t base, size_t optional) {
-  const size_t n = m.header.ints.size();
-  return n >= base && n <= base + optional ? n : base;
-}
-
-}  // namespace
-
 Message SampleAggregateRequest::Encode(uint64_t request_id) const {
-  Message m = MakeMessage(
-      MsgType::kSampleAggregate, request_id,
-      WithTail({fanout, replace ? 1 : 0, static_cast<int64_t>(rng_seed)},
-               {static_cast<int64_t>(format), static_cast<int64_t>(coding), own_rows}, {0, 0, -1}));
+  Message m = MakeMessage(MsgType::kSampleAggregate, request_id,
+                          {{Key::kFanout, fanout},
+                           {Key::kReplace, replace ? 1 : 0},
+                           {Key::kRngSeed, static_cast<int64_t>(rng_seed)}});
+  PutFormat(&m, format);
+  PutCoding(&m, coding);
+  PutOwn(&m, own_rows);
   AddInts(&m, dsts, coding);
   return m;
 }
 
 SampleAggregateRequest SampleAggregateRequest::Decode(const Message& m) {
   constexpr MsgType kType = MsgType::kSampleAggregate;
-  Expect(m, kType, IntsOf(m, 3, 3), 1);
-  const std::vector<int64_t>& i = m.header.ints;
+  const FieldReader f(
+      m, kType,
+      {Key::kFanout, Key::kReplace, Key::kRngSeed, Key::kFormat, Key::kCoding, Key::kOwn});
+  f.Frames(1);
   SampleAggregateRequest r;
-  r.fanout = i[0];
-  r.replace = i[1] != 0;
-  r.rng_seed = static_cast<uint64_t>(i[2]);
-  r.format = FormatOf(IntOr(m, 3, 0), kType);
-  r.coding = IdCodingOf(IntOr(m, 4, 0), kType);
-  r.own_rows = IntOr(m, 5, -1);
+  r.fanout = f.Get(Key::kFanout);
+  r.replace = f.Get(Key::kReplace) != 0;
+  r.rng_seed = static_cast<uint64_t>(f.Get(Key::kRngSeed));
+  r.format = FormatOf(f, kType);
+  r.coding = CodingOf(f, kType);
+  r.own_rows = f.Get(Key::kOwn, -1);
   r.dsts = ReadInts(m, 0, r.coding, kMaxRequestValues);
   if (r.own_rows < -1 || r.own_rows > static_cast<int64_t>(r.dsts.size())) {
     Malformed(kType, "own rows " + std::to_string(r.own_rows) + " for " + N(r.dsts.size()) +
@@ -138,10 +130,10 @@ void SampleAggregateReply::SetRows(const float* values) {
 }
 
 Message SampleAggregateReply::Encode(uint64_t request_id) const {
-  Message m = MakeMessage(
-      MsgType::kSampleAggregateReply, request_id,
-      WithTail({dim}, {static_cast<int64_t>(format), static_cast<int64_t>(coding), own_rows},
-               {0, 0, -1}));
+  Message m = MakeMessage(MsgType::kSampleAggregateReply, request_id, {{Key::kDim, dim}});
+  PutFormat(&m, format);
+  PutCoding(&m, coding);
+  PutOwn(&m, own_rows);
   AddFrame(&m, Share(rows));
   AddInts(&m, counts, coding);
   AddInts(&m, remote_indptr, coding);
@@ -151,13 +143,14 @@ Message SampleAggregateReply::Encode(uint64_t request_id) const {
 
 SampleAggregateReply SampleAggregateReply::Decode(const Message& m) {
   constexpr MsgType kType = MsgType::kSampleAggregateReply;
-  Expect(m, kType, IntsOf(m, 1, 3), 4);
+  const FieldReader f(m, kType, {Key::kDim, Key::kFormat, Key::kCoding, Key::kOwn});
+  f.Frames(4);
   SampleAggregateReply r;
-  r.dim = m.header.ints[0];
+  r.dim = f.Get(Key::kDim);
   if (r.dim < 0) Malformed(kType, "negative width " + std::to_string(r.dim));
-  r.format = FormatOf(IntOr(m, 1, 0), kType);
-  r.coding = IdCodingOf(IntOr(m, 2, 0), kType);
-  r.own_rows = IntOr(m, 3, -1);
+  r.format = FormatOf(f, kType);
+  r.coding = CodingOf(f, kType);
+  r.own_rows = f.Get(Key::kOwn, -1);
   size_t floats = 0;
   if (r.format == RowFormat::kBfloat16) {
     m.Array<uint16_t>(0, &floats);
@@ -237,23 +230,20 @@ bool SampleAggregateReply::operator==(const SampleAggregateReply& o) const {
 // ---------------------------------------------------------- PullFeatures
 
 Message PullFeatures::Encode(uint64_t request_id) const {
-  std::vector<int64_t> ints;
-  if (format != RowFormat::kFloat32 || coding != IdCoding::kInt64) {
-    ints.push_back(static_cast<int64_t>(format));
-  }
-  if (coding != IdCoding::kInt64) ints.push_back(static_cast<int64_t>(coding));
-  Message m = MakeMessage(MsgType::kPullFeatures, request_id, std::move(ints));
+  Message m = MakeMessage(MsgType::kPullFeatures, request_id);
+  PutFormat(&m, format);
+  PutCoding(&m, coding);
   AddInts(&m, ids, coding);
   return m;
 }
 
 PullFeatures PullFeatures::Decode(const Message& m) {
   constexpr MsgType kType = MsgType::kPullFeatures;
-  const size_t ints = std::min<size_t>(m.header.ints.size(), 2);
-  Expect(m, kType, ints, 1);
+  const FieldReader f(m, kType, {Key::kFormat, Key::kCoding});
+  f.Frames(1);
   PullFeatures r;
-  if (ints >= 1) r.format = FormatOf(m.header.ints[0], kType);
-  if (ints == 2) r.coding = IdCodingOf(m.header.ints[1], kType);
+  r.format = FormatOf(f, kType);
+  r.coding = CodingOf(f, kType);
   r.ids = ReadInts(m, 0, r.coding, kMaxRequestValues);
   return r;
 }
@@ -265,9 +255,9 @@ bool PullFeatures::operator==(const PullFeatures& o) const {
 // -------------------------------------------------------------- PullSums
 
 Message PullSums::Encode(uint64_t request_id) const {
-  std::vector<int64_t> ints = {static_cast<int64_t>(format)};
-  if (coding != IdCoding::kInt64) ints.push_back(static_cast<int64_t>(coding));
-  Message m = MakeMessage(MsgType::kPullSums, request_id, std::move(ints));
+  Message m = MakeMessage(MsgType::kPullSums, request_id);
+  PutFormat(&m, format);
+  PutCoding(&m, coding);
   AddInts(&m, ids, coding);
   AddInts(&m, group_ptr, coding);
   return m;
@@ -275,11 +265,11 @@ Message PullSums::Encode(uint64_t request_id) const {
 
 PullSums PullSums::Decode(const Message& m) {
   constexpr MsgType kType = MsgType::kPullSums;
-  const bool coded = m.header.ints.size() == 2;
-  Expect(m, kType, coded ? 2 : 1, 2);
-  const IdCoding c = coded ? IdCodingOf(m.header.ints[1], kType) : IdCoding::kInt64;
-  PullSums r{ReadInts(m, 0, c, kMaxRequestValues), ReadInts(m, 1, c, kMaxRequestValues),
-             FormatOf(m.header.ints[0], kType), c};
+  const FieldReader f(m, kType, {Key::kFormat, Key::kCoding});
+  f.Frames(2);
+  const RowFormat format = FormatOf(f, kType);
+  const IdCoding c = CodingOf(f, kType);
+  PullSums r{ReadInts(m, 0, c, kMaxRequestValues), ReadInts(m, 1, c, kMaxRequestValues), format, c};
   CheckGroups(kType, r.ids.size(), r.group_ptr);
   return r;
 }
@@ -298,19 +288,18 @@ void PullFeaturesReply::SetRow(size_t i, const float* values) {
 }
 
 Message PullFeaturesReply::Encode(uint64_t request_id) const {
-  std::vector<int64_t> ints = {dim};
-  if (format != RowFormat::kFloat32) ints.push_back(static_cast<int64_t>(format));
-  Message m = MakeMessage(MsgType::kPullFeaturesReply, request_id, std::move(ints));
+  Message m = MakeMessage(MsgType::kPullFeaturesReply, request_id, {{Key::kDim, dim}});
+  PutFormat(&m, format);
   AddFrame(&m, Share(rows));
   return m;
 }
 
 PullFeaturesReply PullFeaturesReply::Decode(const Message& m) {
-  const bool narrow = m.header.ints.size() == 2;
-  Expect(m, MsgType::kPullFeaturesReply, narrow ? 2 : 1, 1);
+  const FieldReader f(m, MsgType::kPullFeaturesReply, {Key::kDim, Key::kFormat});
+  f.Frames(1);
   PullFeaturesReply r;
-  r.dim = m.header.ints[0];
-  if (narrow) r.format = FormatOf(m.header.ints[1], MsgType::kPullFeaturesReply);
+  r.dim = f.Get(Key::kDim);
+  r.format = FormatOf(f, MsgType::kPullFeaturesReply);
   size_t n = 0;
   if (r.format == RowFormat::kBfloat16) {
     m.Array<uint16_t>(0, &n);
@@ -360,18 +349,20 @@ bool PullFeaturesReply::operator==(const PullFeaturesReply& o) const {
 // -------------------------------------------------------- PullSparseRows
 
 Message PullSparseRows::Encode(uint64_t request_id) const {
-  Message m = MakeMessage(MsgType::kPullSparseRows, request_id,
-                          {static_cast<int64_t>(format), static_cast<int64_t>(coding)});
+  Message m = MakeMessage(MsgType::kPullSparseRows, request_id);
+  PutFormat(&m, format);
+  PutCoding(&m, coding);
   AddInts(&m, ids, coding);
   return m;
 }
 
 PullSparseRows PullSparseRows::Decode(const Message& m) {
   constexpr MsgType kType = MsgType::kPullSparseRows;
-  Expect(m, kType, 2, 1);
+  const FieldReader f(m, kType, {Key::kFormat, Key::kCoding});
+  f.Frames(1);
   PullSparseRows r;
-  r.format = FormatOf(m.header.ints[0], kType);
-  r.coding = IdCodingOf(m.header.ints[1], kType);
+  r.format = FormatOf(f, kType);
+  r.coding = CodingOf(f, kType);
   r.ids = ReadInts(m, 0, r.coding, kMaxRequestValues);
   return r;
 }
@@ -382,9 +373,10 @@ bool PullSparseRows::operator==(const PullSparseRows& o) const {
 
 Message SparseRowsReply::Encode(uint64_t request_id) const {
   const bool has_values = !values.empty();
-  Message m = MakeMessage(
-      MsgType::kSparseRowsReply, request_id,
-      {cols, static_cast<int64_t>(format), static_cast<int64_t>(coding), has_values ? 1 : 0});
+  Message m = MakeMessage(MsgType::kSparseRowsReply, request_id, {{Key::kCols, cols}});
+  PutFormat(&m, format);
+  PutCoding(&m, coding);
+  if (has_values) m.header.Add(Key::kHasValues, 1);
   AddInts(&m, counts, coding);
   if (coding == IdCoding::kInt64) {
     AddArray(&m, columns);
@@ -402,14 +394,14 @@ Message SparseRowsReply::Encode(uint64_t request_id) const {
 
 SparseRowsReply SparseRowsReply::Decode(const Message& m) {
   constexpr MsgType kType = MsgType::kSparseRowsReply;
-  const bool has_values = m.header.ints.size() == 4 && m.header.ints[3] == 1;
-  Expect(m, kType, 4, has_values ? 3 : 2);
-  if (m.header.ints[3] != 0 && m.header.ints[3] != 1) Malformed(kType, "values flag");
+  const FieldReader f(m, kType, {Key::kCols, Key::kFormat, Key::kCoding, Key::kHasValues});
+  const bool has_values = f.Flag(Key::kHasValues);
+  f.Frames(has_values ? 3 : 2);
   SparseRowsReply r;
-  r.cols = m.header.ints[0];
+  r.cols = f.Get(Key::kCols);
   if (r.cols < 0 || r.cols > INT32_MAX) Malformed(kType, "width " + std::to_string(r.cols));
-  r.format = FormatOf(m.header.ints[1], kType);
-  r.coding = IdCodingOf(m.header.ints[2], kType);
+  r.format = FormatOf(f, kType);
+  r.coding = CodingOf(f, kType);
   const size_t max_values = static_cast<size_t>(kMaxReplyBytes) / sizeof(int32_t);
   r.counts = ReadInts(m, 0, r.coding, max_values);
   if (r.coding == IdCoding::kInt64) {

@@ -14,23 +14,38 @@ using namespace codec;
 
 namespace {
 
-constexpr size_t kSpecInts = 5;
-
-void PutSpec(const EmbSpec& s, std::vector<int64_t>* ints) {
+// An embedding spec is five fields, all required: emb_type, emb_dim,
+// emb_optimizer, emb_lr_bits (the double's bits) and emb_seed.
+void PutSpec(const EmbSpec& s, Message* m) {
   int64_t lr_bits = 0;
   std::memcpy(&lr_bits, &s.lr, sizeof lr_bits);
-  ints->insert(ints->end(), {s.ntype, s.dim, s.optimizer, lr_bits, static_cast<int64_t>(s.seed)});
+  m->header.Add(Key::kEmbType, s.ntype);
+  m->header.Add(Key::kEmbDim, s.dim);
+  m->header.Add(Key::kEmbOptimizer, s.optimizer);
+  m->header.Add(Key::kEmbLrBits, lr_bits);
+  m->header.Add(Key::kEmbSeed, static_cast<int64_t>(s.seed));
 }
 
-// The spec in ints [at, at + kSpecInts).
-EmbSpec GetSpec(const Message& m, size_t at = 0) {
-  const int64_t* i = m.header.ints.data() + at;
-  EmbSpec s{i[0], i[1], i[2], 0, static_cast<uint64_t>(i[4])};
-  std::memcpy(&s.lr, &i[3], sizeof s.lr);
+EmbSpec GetSpec(const FieldReader& f, MsgType type) {
+  EmbSpec s{f.Get(Key::kEmbType), f.Get(Key::kEmbDim), f.Get(Key::kEmbOptimizer), 0,
+            static_cast<uint64_t>(f.Get(Key::kEmbSeed))};
+  const int64_t lr_bits = f.Get(Key::kEmbLrBits);
+  std::memcpy(&s.lr, &lr_bits, sizeof s.lr);
   if (s.ntype < 0 || s.dim < 1 || s.dim > (1 << 20) || s.optimizer < 0 || s.optimizer > 1) {
-    Malformed(m.header.msg_type(), "bad embedding spec " + s.DebugString());
+    Malformed(type, "bad embedding spec " + s.DebugString());
   }
   return s;
+}
+
+// The optional row format field (absent: float32), like PutCoding / CodingOf.
+void PutFormatField(Message* m, RowFormat format) {
+  if (format != RowFormat::kFloat32) m->header.Add(Key::kFormat, static_cast<int64_t>(format));
+}
+
+RowFormat FormatFieldOf(const FieldReader& f, MsgType type) {
+  const int64_t v = f.Get(Key::kFormat, 0);
+  if (v != 0 && v != 1) Malformed(type, "row format " + std::to_string(v));
+  return static_cast<RowFormat>(v);
 }
 
 std::string Bytes(const Message& m, size_t frame) {
@@ -114,27 +129,35 @@ std::string TypedSampleRequest::DebugString() const {
 }
 
 Message TypedSampleRequest::Encode(uint64_t request_id) const {
-  std::vector<int64_t> ints = {replace ? 1 : 0, static_cast<int64_t>(rng_seed),
-                               static_cast<int64_t>(fanouts.size())};
-  ints.insert(ints.end(), fanouts.begin(), fanouts.end());
-  if (coding != IdCoding::kInt64) ints.push_back(static_cast<int64_t>(coding));
-  Message m = MakeMessage(MsgType::kTypedSample, request_id, ints);
+  Message m = MakeMessage(MsgType::kTypedSample, request_id,
+                          {{Key::kReplace, replace ? 1 : 0},
+                           {Key::kRngSeed, static_cast<int64_t>(rng_seed)},
+                           {Key::kRelations, static_cast<int64_t>(fanouts.size())}});
+  for (int64_t f : fanouts) m.header.Add(Key::kFanout, f);
+  PutCoding(&m, coding);
   AddInts(&m, seeds, coding);
   return m;
 }
 
 TypedSampleRequest TypedSampleRequest::Decode(const Message& m) {
-  const auto& i = m.header.ints;
-  if (i.size() < 3 || i[2] < 1 || i[2] > kMaxRelations) {
-    Malformed(MsgType::kTypedSample, "bad relation count in " + m.header.DebugString());
+  constexpr MsgType kType = MsgType::kTypedSample;
+  const FieldReader f(m, kType,
+                      {Key::kReplace, Key::kRngSeed, Key::kRelations, Key::kFanout, Key::kCoding},
+                      {Key::kFanout});
+  const int64_t relations = f.Get(Key::kRelations);
+  if (relations < 1 || relations > kMaxRelations) {
+    Malformed(kType, "bad relation count in " + m.header.DebugString());
   }
-  const size_t base = 3 + static_cast<size_t>(i[2]);
-  Expect(m, MsgType::kTypedSample, i.size() == base + 1 ? base + 1 : base, 1);
+  f.Frames(1);
   TypedSampleRequest r;
-  r.replace = i[0] != 0;
-  r.rng_seed = static_cast<uint64_t>(i[1]);
-  r.fanouts.assign(i.begin() + 3, i.begin() + static_cast<std::ptrdiff_t>(base));
-  if (i.size() > base) r.coding = IdCodingOf(i[base], MsgType::kTypedSample);
+  r.replace = f.Get(Key::kReplace) != 0;
+  r.rng_seed = static_cast<uint64_t>(f.Get(Key::kRngSeed));
+  r.fanouts = f.List(Key::kFanout, static_cast<size_t>(relations));
+  if (r.fanouts.size() != static_cast<size_t>(relations)) {
+    Malformed(kType,
+              N(r.fanouts.size()) + " fanouts for " + std::to_string(relations) + " relations");
+  }
+  r.coding = CodingOf(f, kType);
   r.seeds = ReadInts(m, 0, r.coding, kMaxRequestValues);
   return r;
 }
@@ -143,18 +166,18 @@ Message TypedSampleReply::Encode(uint64_t request_id) const {
   Message m = MakeMessage(MsgType::kTypedSampleReply, request_id);
   AddInts(&m, indptr, coding);
   AddInts(&m, indices, coding);
-  m.header.ints = {AddRelations(&m, etypes)};
-  if (coding != IdCoding::kInt64) m.header.ints.push_back(static_cast<int64_t>(coding));
+  m.header.Add(Key::kRelationWidth, AddRelations(&m, etypes));
+  PutCoding(&m, coding);
   return m;
 }
 
 TypedSampleReply TypedSampleReply::Decode(const Message& m) {
-  const bool coded = m.header.ints.size() == 2;
-  Expect(m, MsgType::kTypedSampleReply, coded ? 2 : 1, 3);
-  const IdCoding c =
-      coded ? IdCodingOf(m.header.ints[1], MsgType::kTypedSampleReply) : IdCoding::kInt64;
+  const FieldReader f(m, MsgType::kTypedSampleReply, {Key::kRelationWidth, Key::kCoding});
+  f.Frames(3);
+  const int64_t width = f.Get(Key::kRelationWidth);
+  const IdCoding c = CodingOf(f, MsgType::kTypedSampleReply);
   TypedSampleReply r{ReadInts(m, 0, c, kMaxReplyValues), ReadInts(m, 1, c, kMaxReplyValues),
-                     ReadRelations(m, 2, m.header.ints[0], kMaxRelations), c};
+                     ReadRelations(m, 2, width, kMaxRelations), c};
   if (r.indptr.empty() || r.indptr[0] != 0 ||
       r.indptr.back() != static_cast<int64_t>(r.indices.size()) ||
       r.etypes.size() != r.indices.size()) {
@@ -203,37 +226,32 @@ TypedSampleReply TypedSampleReply::Decode(const Message& m, const TypedSampleReq
 }
 
 Message PullTyped::Encode(uint64_t request_id) const {
-  std::vector<int64_t> ints = {ntype};
-  if (format != RowFormat::kFloat32 || coding != IdCoding::kInt64) {
-    ints.push_back(static_cast<int64_t>(format));
-  }
-  if (coding != IdCoding::kInt64) ints.push_back(static_cast<int64_t>(coding));
-  Message m = MakeMessage(MsgType::kPullTyped, request_id, std::move(ints));
+  Message m = MakeMessage(MsgType::kPullTyped, request_id, {{Key::kNtype, ntype}});
+  PutFormatField(&m, format);
+  PutCoding(&m, coding);
   AddInts(&m, ids, coding);
   return m;
 }
 
 PullTyped PullTyped::Decode(const Message& m) {
-  const size_t ints =
-      m.header.ints.size() == 2 || m.header.ints.size() == 3 ? m.header.ints.size() : 1;
-  Expect(m, MsgType::kPullTyped, ints, 1);
-  if (m.header.ints[0] < 0) Malformed(MsgType::kPullTyped, "negative node type");
-  RowFormat format = RowFormat::kFloat32;
-  if (ints >= 2) {
-    const int64_t f = m.header.ints[1];
-    if (f != 0 && f != 1) Malformed(MsgType::kPullTyped, "row format " + std::to_string(f));
-    format = static_cast<RowFormat>(f);
-  }
-  const IdCoding c =
-      ints == 3 ? IdCodingOf(m.header.ints[2], MsgType::kPullTyped) : IdCoding::kInt64;
-  return {m.header.ints[0], ReadInts(m, 0, c, kMaxRequestValues), format, c};
+  constexpr MsgType kType = MsgType::kPullTyped;
+  const FieldReader f(m, kType, {Key::kNtype, Key::kFormat, Key::kCoding});
+  f.Frames(1);
+  const int64_t ntype = f.Get(Key::kNtype);
+  if (ntype < 0) Malformed(kType, "negative node type");
+  const RowFormat format = FormatFieldOf(f, kType);
+  const IdCoding c = CodingOf(f, kType);
+  return {ntype, ReadInts(m, 0, c, kMaxRequestValues), format, c};
 }
 
 Message PullTypedSums::Encode(uint64_t request_id) const {
-  std::vector<int64_t> ints = {static_cast<int64_t>(format), static_cast<int64_t>(coding), ntype,
-                               embedding ? 1 : 0};
-  if (embedding) PutSpec(spec, &ints);
-  Message m = MakeMessage(MsgType::kPullTypedSums, request_id, ints);
+  Message m = MakeMessage(MsgType::kPullTypedSums, request_id, {{Key::kNtype, ntype}});
+  PutFormatField(&m, format);
+  PutCoding(&m, coding);
+  if (embedding) {
+    m.header.Add(Key::kEmbedding, 1);
+    PutSpec(spec, &m);
+  }
   AddInts(&m, ids, coding);
   AddInts(&m, group_ptr, coding);
   return m;
@@ -241,19 +259,23 @@ Message PullTypedSums::Encode(uint64_t request_id) const {
 
 PullTypedSums PullTypedSums::Decode(const Message& m) {
   constexpr MsgType kType = MsgType::kPullTypedSums;
-  const bool emb = m.header.ints.size() == 4 + kSpecInts;
-  Expect(m, kType, emb ? 4 + kSpecInts : 4, 2);
-  const auto& i = m.header.ints;
-  if (i[0] != 0 && i[0] != 1) Malformed(kType, "row format " + std::to_string(i[0]));
-  if (i[3] != (emb ? 1 : 0)) Malformed(kType, "embedding flag " + std::to_string(i[3]));
-  if (i[2] < 0) Malformed(kType, "negative node type");
+  const FieldReader f(m, kType,
+                      {Key::kNtype, Key::kFormat, Key::kCoding, Key::kEmbedding, Key::kEmbType,
+                       Key::kEmbDim, Key::kEmbOptimizer, Key::kEmbLrBits, Key::kEmbSeed});
+  f.Frames(2);
   PullTypedSums r;
-  r.format = static_cast<RowFormat>(i[0]);
-  r.coding = IdCodingOf(i[1], kType);
-  r.ntype = i[2];
-  r.embedding = emb;
-  if (emb) {
-    r.spec = GetSpec(m, 4);
+  r.format = FormatFieldOf(f, kType);
+  r.coding = CodingOf(f, kType);
+  r.embedding = f.Flag(Key::kEmbedding);
+  r.ntype = f.Get(Key::kNtype);
+  if (r.ntype < 0) Malformed(kType, "negative node type");
+  if (!r.embedding) {
+    for (Key k :
+         {Key::kEmbType, Key::kEmbDim, Key::kEmbOptimizer, Key::kEmbLrBits, Key::kEmbSeed}) {
+      if (f.Has(k)) Malformed(kType, "field " + KeyName(k) + " without the embedding flag");
+    }
+  } else {
+    r.spec = GetSpec(f, kType);
     if (r.spec.ntype != r.ntype) {
       Malformed(kType, "node type " + std::to_string(r.ntype) + " and a table of node type " +
                            std::to_string(r.spec.ntype));
@@ -267,48 +289,45 @@ PullTypedSums PullTypedSums::Decode(const Message& m) {
 
 namespace {
 
-// The optional ints after an embedding spec: {}, {coding} or {coding,
-// format} (a narrow format always sends the coding).
-void PutCodingFormat(IdCoding coding, RowFormat format, std::vector<int64_t>* ints) {
-  if (coding == IdCoding::kInt64 && format == RowFormat::kFloat32) return;
-  ints->push_back(static_cast<int64_t>(coding));
-  if (format != RowFormat::kFloat32) ints->push_back(static_cast<int64_t>(format));
+// An embedding request's spec and its optional coding and format fields.
+Message MakeEmbRequest(MsgType type, uint64_t request_id, const EmbSpec& spec, IdCoding coding,
+                       RowFormat format) {
+  Message m = MakeMessage(type, request_id);
+  PutSpec(spec, &m);
+  PutCoding(&m, coding);
+  PutFormatField(&m, format);
+  return m;
 }
 
-std::pair<IdCoding, RowFormat> GetCodingFormat(const Message& m, MsgType type, size_t frames) {
-  const size_t n = m.header.ints.size();
-  Expect(m, type, n >= kSpecInts && n <= kSpecInts + 2 ? n : kSpecInts, frames);
-  const IdCoding c = n > kSpecInts ? IdCodingOf(m.header.ints[kSpecInts], type) : IdCoding::kInt64;
-  RowFormat f = RowFormat::kFloat32;
-  if (n == kSpecInts + 2) {
-    const int64_t v = m.header.ints[kSpecInts + 1];
-    if (v != 0 && v != 1) Malformed(type, "row format " + std::to_string(v));
-    f = static_cast<RowFormat>(v);
-  }
-  return {c, f};
+struct EmbRequestFields {
+  EmbSpec spec;
+  IdCoding coding;
+  RowFormat format;
+};
+
+EmbRequestFields ReadEmbRequest(const Message& m, MsgType type, size_t frames) {
+  const FieldReader f(m, type,
+                      {Key::kEmbType, Key::kEmbDim, Key::kEmbOptimizer, Key::kEmbLrBits,
+                       Key::kEmbSeed, Key::kCoding, Key::kFormat});
+  f.Frames(frames);
+  return {GetSpec(f, type), CodingOf(f, type), FormatFieldOf(f, type)};
 }
 
 }  // namespace
 
 Message EmbPull::Encode(uint64_t request_id) const {
-  std::vector<int64_t> ints;
-  PutSpec(spec, &ints);
-  PutCodingFormat(coding, format, &ints);
-  Message m = MakeMessage(MsgType::kEmbPull, request_id, ints);
+  Message m = MakeEmbRequest(MsgType::kEmbPull, request_id, spec, coding, format);
   AddInts(&m, ids, coding);
   return m;
 }
 
 EmbPull EmbPull::Decode(const Message& m) {
-  const auto [c, f] = GetCodingFormat(m, MsgType::kEmbPull, 1);
-  return {GetSpec(m), ReadInts(m, 0, c, kMaxRequestValues), c, f};
+  const EmbRequestFields e = ReadEmbRequest(m, MsgType::kEmbPull, 1);
+  return {e.spec, ReadInts(m, 0, e.coding, kMaxRequestValues), e.coding, e.format};
 }
 
 Message EmbPush::Encode(uint64_t request_id) const {
-  std::vector<int64_t> ints;
-  PutSpec(spec, &ints);
-  PutCodingFormat(coding, format, &ints);
-  Message m = MakeMessage(MsgType::kEmbPush, request_id, ints);
+  Message m = MakeEmbRequest(MsgType::kEmbPush, request_id, spec, coding, format);
   AddInts(&m, ids, coding);
   if (format == RowFormat::kBfloat16) {
     std::vector<uint16_t> narrow(grads.size());
@@ -321,9 +340,9 @@ Message EmbPush::Encode(uint64_t request_id) const {
 }
 
 EmbPush EmbPush::Decode(const Message& m) {
-  const auto [c, f] = GetCodingFormat(m, MsgType::kEmbPush, 2);
-  EmbPush p{GetSpec(m), ReadInts(m, 0, c, kMaxRequestValues), {}, c, f};
-  if (f == RowFormat::kBfloat16) {
+  const EmbRequestFields e = ReadEmbRequest(m, MsgType::kEmbPush, 2);
+  EmbPush p{e.spec, ReadInts(m, 0, e.coding, kMaxRequestValues), {}, e.coding, e.format};
+  if (p.format == RowFormat::kBfloat16) {
     size_t n = 0;
     const uint16_t* narrow = m.Array<uint16_t>(1, &n);
     p.grads.resize(n);
@@ -340,33 +359,40 @@ EmbPush EmbPush::Decode(const Message& m) {
 }
 
 Message EmbSave::Encode(uint64_t request_id) const {
-  std::vector<int64_t> ints;
-  PutSpec(spec, &ints);
-  ints.push_back(begin);
-  ints.push_back(end);
-  return MakeMessage(MsgType::kEmbSave, request_id, ints);
+  Message m = MakeMessage(MsgType::kEmbSave, request_id);
+  PutSpec(spec, &m);
+  m.header.Add(Key::kBegin, begin);
+  m.header.Add(Key::kEnd, end);
+  return m;
 }
 
 EmbSave EmbSave::Decode(const Message& m) {
-  Expect(m, MsgType::kEmbSave, kSpecInts + 2, 0);
-  EmbSave s{GetSpec(m), m.header.ints[kSpecInts], m.header.ints[kSpecInts + 1]};
-  if (s.begin < 0 || s.end < s.begin) Malformed(MsgType::kEmbSave, "bad row range");
+  constexpr MsgType kType = MsgType::kEmbSave;
+  const FieldReader f(m, kType,
+                      {Key::kEmbType, Key::kEmbDim, Key::kEmbOptimizer, Key::kEmbLrBits,
+                       Key::kEmbSeed, Key::kBegin, Key::kEnd});
+  f.Frames(0);
+  EmbSave s{GetSpec(f, kType), f.Get(Key::kBegin), f.Get(Key::kEnd)};
+  if (s.begin < 0 || s.end < s.begin) Malformed(kType, "bad row range");
   return s;
 }
 
 Message EmbRestore::Encode(uint64_t request_id) const {
-  std::vector<int64_t> ints;
-  PutSpec(spec, &ints);
-  ints.push_back(begin);
-  Message m = MakeMessage(MsgType::kEmbRestore, request_id, ints);
+  Message m = MakeMessage(MsgType::kEmbRestore, request_id);
+  PutSpec(spec, &m);
+  m.header.Add(Key::kBegin, begin);
   AddArray(&m, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   return m;
 }
 
 EmbRestore EmbRestore::Decode(const Message& m) {
-  Expect(m, MsgType::kEmbRestore, kSpecInts + 1, 1);
-  EmbRestore r{GetSpec(m), m.header.ints[kSpecInts], Bytes(m, 0)};
-  if (r.begin < 0) Malformed(MsgType::kEmbRestore, "negative first row");
+  constexpr MsgType kType = MsgType::kEmbRestore;
+  const FieldReader f(m, kType,
+                      {Key::kEmbType, Key::kEmbDim, Key::kEmbOptimizer, Key::kEmbLrBits,
+                       Key::kEmbSeed, Key::kBegin});
+  f.Frames(1);
+  EmbRestore r{GetSpec(f, kType), f.Get(Key::kBegin), Bytes(m, 0)};
+  if (r.begin < 0) Malformed(kType, "negative first row");
   return r;
 }
 
@@ -378,7 +404,7 @@ Message EmbBlob::Encode(uint64_t request_id) const {
 
 EmbBlob EmbBlob::Decode(const Message& m, const std::string& peer) {
   try {
-    Expect(m, MsgType::kEmbBlob, 0, 1);
+    Expect(m, MsgType::kEmbBlob, 1);
   } catch (const ProtocolError& e) {
     Bad(peer, std::string("a ") + e.what());
   }
@@ -386,20 +412,20 @@ EmbBlob EmbBlob::Decode(const Message& m, const std::string& peer) {
 }
 
 Message EmbAck::Encode(uint64_t request_id) const {
-  return MakeMessage(MsgType::kEmbAck, request_id, {rows});
+  return MakeMessage(MsgType::kEmbAck, request_id, {{Key::kRows, rows}});
 }
 
 EmbAck EmbAck::Decode(const Message& m, int64_t expected_rows, const std::string& peer) {
-  try {
-    Expect(m, MsgType::kEmbAck, 1, 0);
-  } catch (const ProtocolError& e) {
-    Bad(peer, std::string("a ") + e.what());
-  }
-  if (m.header.ints[0] != expected_rows) {
-    Bad(peer, "an EmbAck for " + std::to_string(m.header.ints[0]) + " rows, expected " +
+  const int64_t rows = FromPeer(peer, [&] {
+    const FieldReader f(m, MsgType::kEmbAck, {Key::kRows});
+    f.Frames(0);
+    return f.Get(Key::kRows);
+  });
+  if (rows != expected_rows) {
+    Bad(peer, "an EmbAck for " + std::to_string(rows) + " rows, expected " +
                   std::to_string(expected_rows));
   }
-  return {m.header.ints[0]};
+  return {rows};
 }
 
 std::vector<std::pair<size_t, size_t>> GroupPieces(const std::vector<int64_t>& group_ptr,

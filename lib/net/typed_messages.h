@@ -15,8 +15,10 @@
 
 namespace gnn::net {
 
-// Which table and how it learns: every embedding request carries it, and a
-// server refuses one that disagrees with the table it already has.
+// Which table and how it learns: every embedding request carries it (as the
+// fields emb_type, emb_dim, emb_optimizer, emb_lr_bits: the double's bits,
+// and emb_seed), and a server refuses one that disagrees with the table it
+// already has.
 struct EmbSpec {
   int64_t ntype = 0;
   int64_t dim = 0;
@@ -27,15 +29,15 @@ struct EmbSpec {
   std::string DebugString() const;
 };
 
-// More relations than any real schema has; bounds a request's ints and the
-// relation ids a reply may carry.
+// More relations than any real schema has; bounds a request's fanout list
+// and the relation ids a reply may carry.
 constexpr int64_t kMaxRelations = 4096;
 
 // Relation ids on the wire: the narrowest of uint8, uint16 and int32 that
 // holds every id of the array (uint8 for any graph of up to 256 relations,
 // uint16 up to 65536), its width in bytes given beside it in the message's
-// ints. RelationWidth: 1, 2 or 4 for `etypes` (DataError for an id outside
-// [0, 2^31)).
+// relation_width field. RelationWidth: 1, 2 or 4 for `etypes` (DataError
+// for an id outside [0, 2^31)).
 int RelationWidth(const std::vector<int64_t>& etypes);
 // Appends `etypes` as one frame of RelationWidth(etypes) bytes per id and
 // returns that width.
@@ -72,8 +74,8 @@ struct TypedSampleReply {
 struct PullTyped {
   int64_t ntype = 0;
   std::vector<int64_t> ids;
-  RowFormat format = RowFormat::kFloat32;  // of the reply's rows (a second int when narrow)
-  IdCoding coding = IdCoding::kInt64;      // of the ids (a third int when varints)
+  RowFormat format = RowFormat::kFloat32;  // of the reply's rows (sent only when narrow)
+  IdCoding coding = IdCoding::kInt64;      // of the ids (sent only when varints)
   Message Encode(uint64_t request_id) const;
   static PullTyped Decode(const Message& m);
 };
@@ -116,13 +118,12 @@ void TakeGroups(const Groups& all, size_t first, size_t end, Groups* piece) {
 }
 
 // Embedding rows and their gradients travel in `format` (--wire_dtype):
-// float32, or bfloat16 (an int after the coding's, which is then always
-// sent). The table, its optimizer state and every update stay float32 at
-// the server.
+// float32, or bfloat16 (a format field, sent only when narrow). The table,
+// its optimizer state and every update stay float32 at the server.
 struct EmbPull {
   EmbSpec spec;
   std::vector<int64_t> ids;
-  IdCoding coding = IdCoding::kInt64;      // of the ids (an int after the spec when varints)
+  IdCoding coding = IdCoding::kInt64;      // of the ids (sent only when varints)
   RowFormat format = RowFormat::kFloat32;  // of the reply's rows
   Message Encode(uint64_t request_id) const;
   static EmbPull Decode(const Message& m);
@@ -132,7 +133,7 @@ struct EmbPush {
   EmbSpec spec;
   std::vector<int64_t> ids;
   std::vector<float> grads;                // [ids.size(), spec.dim]
-  IdCoding coding = IdCoding::kInt64;      // of the ids (an int after the spec when varints)
+  IdCoding coding = IdCoding::kInt64;      // of the ids (sent only when varints)
   RowFormat format = RowFormat::kFloat32;  // of the gradients on the wire
   Message Encode(uint64_t request_id) const;
   static EmbPush Decode(const Message& m);

@@ -46,8 +46,8 @@ void CheckHeaderRoundTrip(const Header& h) {
   zmq::message_t again = EncodeHeader(h);
   Header back = DecodeHeader(again);
   if (back.magic != h.magic || back.version != h.version || back.type != h.type ||
-      back.request_id != h.request_id || back.frame_bytes != h.frame_bytes || back.ints != h.ints ||
-      back.text != h.text) {
+      back.request_id != h.request_id || back.frame_bytes != h.frame_bytes ||
+      back.fields != h.fields || back.text != h.text) {
     Broken("header does not round-trip: " + h.DebugString());
   }
 }
@@ -219,7 +219,10 @@ void Exercise(Message& m) {
     }
   }
   try {
-    CheckShape(m, 3, 1);
+    FieldReader f(m, m.header.msg_type(), {Key::kFanout, Key::kReplace, Key::kRngSeed});
+    f.Frames(1);
+    (void)f.Get(Key::kFanout);
+    (void)f.List(Key::kFanout, 16);
   } catch (const ProtocolError&) {
   }
   // Each codec on the message as it is, then with the type forced, so the

@@ -137,12 +137,23 @@ void AddFieldChanges(const Wire& w, size_t max_frames, const std::string& what,
     out->emplace_back(Pack(c, max_frames),
                       what + ", " + field + " = " + std::to_string(static_cast<int64_t>(x)));
   };
-  for (size_t i = 0; i < w.header.ints.size(); ++i) {
-    vary(static_cast<uint64_t>(w.header.ints[i]), 8, [&](uint64_t x) {
+  for (size_t i = 0; i < w.header.fields.size(); ++i) {
+    const std::string name = KeyName(w.header.fields[i].key);
+    vary(static_cast<uint64_t>(w.header.fields[i].value), 8, [&](uint64_t x) {
       Wire c = w;
-      c.header.ints[i] = static_cast<int64_t>(x);
-      add(c, "int " + std::to_string(i), x);
+      c.header.fields[i].value = static_cast<int64_t>(x);
+      add(c, name, x);
     });
+    // The field's key as another (a neighbour's, one no side knows), and
+    // the field left out.
+    vary(static_cast<uint64_t>(w.header.fields[i].key), 2, [&](uint64_t x) {
+      Wire c = w;
+      c.header.fields[i].key = static_cast<Key>(x);
+      add(c, name + "'s key", x);
+    });
+    Wire c = w;
+    c.header.fields.erase(c.header.fields.begin() + static_cast<std::ptrdiff_t>(i));
+    add(c, name + " left out", 0);
   }
   for (size_t i = 0; i < w.header.frame_bytes.size(); ++i) {
     for (uint64_t x : {w.header.frame_bytes[i] + 1, w.header.frame_bytes[i] - 1}) {

@@ -101,7 +101,8 @@ class Flooder {
       if (!net::RecvParts(sock_, &parts, net::Millis(20000))) break;
       net::Message m = net::Decode(std::move(parts));
       if (m.header.msg_type() == net::MsgType::kPullFeaturesReply) ++*rows;
-      if (m.header.msg_type() == net::MsgType::kError && m.header.ints.at(0) == net::kErrBusy) {
+      if (m.header.msg_type() == net::MsgType::kError &&
+          net::ErrorReply::Decode(m).code == net::kErrBusy) {
         ++*busy;
         *busy_text = m.header.text;
       }

@@ -24,6 +24,7 @@
 
 using namespace gnn;
 using net::Header;
+using net::Key;
 using net::Millis;
 using net::MsgType;
 using Clock = std::chrono::steady_clock;
@@ -57,12 +58,12 @@ std::string ArrayBytes(const std::vector<T>& v) {
 }
 
 // Header + array frames as they would be sent by a correct client.
-std::vector<std::string> Frames(MsgType type, uint64_t rid, std::vector<int64_t> ints,
+std::vector<std::string> Frames(MsgType type, uint64_t rid, std::vector<net::Field> fields,
                                 const std::vector<std::string>& arrays, std::string text = {}) {
   Header h;
   h.type = static_cast<uint16_t>(type);
   h.request_id = rid;
-  h.ints = std::move(ints);
+  h.fields = std::move(fields);
   h.text = std::move(text);
   for (const auto& a : arrays) h.frame_bytes.push_back(a.size());
   std::vector<std::string> out = {HeaderBytes(h)};
@@ -110,7 +111,7 @@ class ProbeMaker {
       case 13:
         return BadFanout(rid);
       case 14:
-        return WrongIntCount(rid);
+        return WrongFields(rid);
       case 15:
         return PullNotOwned(rid);
       case 16:
@@ -164,7 +165,9 @@ class ProbeMaker {
         return Frames(MsgType::kPullLabels, rid, {}, {ArrayBytes(OwnedIds(1 + Below(16)))});
       default:
         return Frames(MsgType::kSample, rid,
-                      {static_cast<int64_t>(Below(12)) - 1, 0, static_cast<int64_t>(rng_())},
+                      {{Key::kFanout, static_cast<int64_t>(Below(12)) - 1},
+                       {Key::kReplace, 0},
+                       {Key::kRngSeed, static_cast<int64_t>(rng_())}},
                       {ArrayBytes(UniqueOwnedIds(1 + Below(32)))});
     }
   }
@@ -225,7 +228,8 @@ class ProbeMaker {
   }
   Probe WrongFrameSize(uint64_t rid) {
     std::vector<std::string> f =
-        Frames(MsgType::kSample, rid, {5, 0, 1}, {ArrayBytes(OwnedIds(8))});
+        Frames(MsgType::kSample, rid, {{Key::kFanout, 5}, {Key::kReplace, 0}, {Key::kRngSeed, 1}},
+               {ArrayBytes(OwnedIds(8))});
     f[1].resize(Below(2) ? 8 * Below(8) : 64 + 1 + Below(100));  // != 64 declared
     return Expect("wrong frame size", f, rid, MsgType::kError, {net::kErrMalformed});
   }
@@ -250,8 +254,8 @@ class ProbeMaker {
                                    MsgType::kMiniBatch,
                                    MsgType::kStop};
     MsgType t = kNot[Below(sizeof(kNot) / sizeof(kNot[0]))];
-    return Expect("not a server request", Frames(t, rid, {1, 2}, {}), rid, MsgType::kError,
-                  {net::kErrUnknownType});
+    return Expect("not a server request", Frames(t, rid, {{Key::kIndex, 1}, {Key::kBlocks, 2}}, {}),
+                  rid, MsgType::kError, {net::kErrUnknownType});
   }
   Probe WrongVersion(uint64_t rid) {
     Header h;
@@ -288,7 +292,7 @@ class ProbeMaker {
   Probe Empty() {
     return Expect("empty message", {std::string()}, 0, MsgType::kError, {net::kErrMalformed});
   }
-  // The two requests that sample (same ints and frames): either one.
+  // The two requests that sample (the same required fields and frames): either one.
   MsgType SampleType() { return Below(2) ? MsgType::kSample : MsgType::kSampleAggregate; }
   Probe SeedsOutOfRange(uint64_t rid) {
     std::vector<int64_t> seeds;
@@ -306,8 +310,11 @@ class ProbeMaker {
                              own_start_ - 1};
       seeds[Below(seeds.size())] = bad[Below(6)];
     }
-    return Expect("seeds not owned", Frames(SampleType(), rid, {5, 0, 1}, {ArrayBytes(seeds)}), rid,
-                  MsgType::kError, {net::kErrBadRequest});
+    return Expect(
+        "seeds not owned",
+        Frames(SampleType(), rid, {{Key::kFanout, 5}, {Key::kReplace, 0}, {Key::kRngSeed, 1}},
+               {ArrayBytes(seeds)}),
+        rid, MsgType::kError, {net::kErrBadRequest});
   }
   Probe BadFanout(uint64_t rid) {
     const int64_t bad[] = {-2,
@@ -319,15 +326,32 @@ class ProbeMaker {
                            -(int64_t{1} << 31),
                            int64_t{1} << 32};
     return Expect("bad fanout",
-                  Frames(SampleType(), rid, {bad[Below(8)], static_cast<int64_t>(Below(2)), 1},
+                  Frames(SampleType(), rid,
+                         {{Key::kFanout, bad[Below(8)]},
+                          {Key::kReplace, static_cast<int64_t>(Below(2))},
+                          {Key::kRngSeed, 1}},
                          {ArrayBytes(UniqueOwnedIds(4))}),
                   rid, MsgType::kError, {net::kErrBadRequest});
   }
-  Probe WrongIntCount(uint64_t rid) {
-    // 7: not a row format either (SampleAggregate takes a 4th int for one).
-    std::vector<int64_t> ints(Below(2) ? Below(3) : 4 + Below(3), 7);
-    return Expect("wrong int count",
-                  Frames(SampleType(), rid, ints, {ArrayBytes(UniqueOwnedIds(4))}), rid,
+  Probe WrongFields(uint64_t rid) {
+    // A required field left out, one given twice, one the type does not
+    // take, or a format of 7 (SampleAggregate takes a format; 7 is none).
+    std::vector<net::Field> fields = {{Key::kFanout, 5}, {Key::kReplace, 0}, {Key::kRngSeed, 1}};
+    switch (Below(4)) {
+      case 0:
+        fields.erase(fields.begin() + static_cast<std::ptrdiff_t>(Below(3)));
+        break;
+      case 1:
+        fields.push_back(fields[Below(3)]);
+        break;
+      case 2:
+        fields.push_back({Below(2) ? Key::kMask : static_cast<Key>(1000 + Below(1000)), 7});
+        break;
+      default:
+        fields.push_back({Key::kFormat, 7});
+    }
+    return Expect("wrong fields",
+                  Frames(SampleType(), rid, fields, {ArrayBytes(UniqueOwnedIds(4))}), rid,
                   MsgType::kError, {net::kErrMalformed});
   }
   Probe PullNotOwned(uint64_t rid) {
@@ -361,10 +385,10 @@ class ProbeMaker {
                   MsgType::kError, {net::kErrNotAllowed});
   }
   Probe ExtraParts(uint64_t rid) {
-    // Right framing, wrong shape for the type: CheckShape refuses.
+    // Right framing, wrong shape for the type: its decoder refuses.
     MsgType t = Below(2) ? MsgType::kPing : MsgType::kMetadata;
-    std::vector<std::string> f =
-        Below(2) ? Frames(t, rid, {1}, {}) : Frames(t, rid, {}, {ArrayBytes(OwnedIds(1))});
+    std::vector<std::string> f = Below(2) ? Frames(t, rid, {{Key::kFanout, 1}}, {})
+                                          : Frames(t, rid, {}, {ArrayBytes(OwnedIds(1))});
     return Expect("wrong shape", f, rid, MsgType::kError, {net::kErrMalformed});
   }
   Probe TrailingBytes(uint64_t rid) {
@@ -390,7 +414,9 @@ class ProbeMaker {
     std::vector<int64_t> seeds = Below(10) ? UniqueOwnedIds(1 + Below(64)) : std::vector<int64_t>{};
     return Expect("sample",
                   Frames(MsgType::kSample, rid,
-                         {static_cast<int64_t>(Below(12)) - 1, static_cast<int64_t>(Below(2)), 7},
+                         {{Key::kFanout, static_cast<int64_t>(Below(12)) - 1},
+                          {Key::kReplace, static_cast<int64_t>(Below(2))},
+                          {Key::kRngSeed, 7}},
                          {ArrayBytes(seeds)}),
                   rid, MsgType::kSampleReply);
   }
@@ -406,13 +432,15 @@ class ProbeMaker {
     switch (Below(4)) {
       case 0:
         return Expect("pull sums",
-                      Frames(MsgType::kPullSums, rid, {format}, {ArrayBytes(ids), ArrayBytes(ptr)}),
+                      Frames(MsgType::kPullSums, rid, {{Key::kFormat, format}},
+                             {ArrayBytes(ids), ArrayBytes(ptr)}),
                       rid, MsgType::kPullFeaturesReply);
       case 1: {
         const int64_t bad[] = {-1, own_end_, num_nodes_, std::numeric_limits<int64_t>::max()};
         ids[Below(ids.size())] = bad[Below(4)];
         return Expect("pull sums not owned",
-                      Frames(MsgType::kPullSums, rid, {format}, {ArrayBytes(ids), ArrayBytes(ptr)}),
+                      Frames(MsgType::kPullSums, rid, {{Key::kFormat, format}},
+                             {ArrayBytes(ids), ArrayBytes(ptr)}),
                       rid, MsgType::kError, {net::kErrBadRequest});
       }
       case 2: {
@@ -421,7 +449,8 @@ class ProbeMaker {
         if (how == 1) ptr.front() = 1;
         if (how == 2) ptr.insert(ptr.begin() + 1, static_cast<int64_t>(ids.size()) + 1);
         return Expect("pull sums bad offsets",
-                      Frames(MsgType::kPullSums, rid, {format}, {ArrayBytes(ids), ArrayBytes(ptr)}),
+                      Frames(MsgType::kPullSums, rid, {{Key::kFormat, format}},
+                             {ArrayBytes(ids), ArrayBytes(ptr)}),
                       rid, MsgType::kError, {net::kErrMalformed});
       }
       default: {
@@ -429,7 +458,7 @@ class ProbeMaker {
         const int64_t groups = net::kMaxPullReplyBytes / (4 * std::max<int64_t>(feature_dim_, 1));
         ptr.assign(static_cast<size_t>(groups) + 2, 0);
         return Expect("pull sums oversized",
-                      Frames(MsgType::kPullSums, rid, {0},
+                      Frames(MsgType::kPullSums, rid, {{Key::kFormat, 0}},
                              {ArrayBytes(std::vector<int64_t>{}), ArrayBytes(ptr)}),
                       rid, MsgType::kError, {net::kErrBadRequest});
       }
@@ -486,9 +515,9 @@ TEST_CASE("a server answers every random, mutated or hostile message and keeps s
     if (p.reply_type) REQUIRE(r.header.type == p.reply_type);
     if (r.header.msg_type() == MsgType::kError) {
       ++errors[p.kind];
-      REQUIRE(r.header.ints.size() == 1);
-      ++codes[r.header.ints[0]];
-      if (!p.codes.empty()) REQUIRE(p.codes.count(r.header.ints[0]) == 1);
+      const int64_t code = net::ErrorReply::Decode(r).code;  // one code field
+      ++codes[code];
+      if (!p.codes.empty()) REQUIRE(p.codes.count(code) == 1);
     }
     if (r.header.msg_type() == MsgType::kSampleReply) {
       REQUIRE(r.frames.size() == 2);
@@ -618,20 +647,21 @@ TEST_CASE("MiniBatch with sampler-side means round-trips, and its shape is check
   MiniBatch back = net::DecodeMiniBatch(net::EncodeMiniBatch(b, 7));
   CHECK(back.input_means);
   CHECK(back.features == b.features);
-  // A plain batch still has no 4th header int (older peers read it).
+  // A plain batch carries no input_means field.
   MiniBatch plain = b;
   plain.input_means = false;
   plain.features.assign(5 * 3, 1.f);
   net::Message pm = net::EncodeMiniBatch(plain, 8);
-  CHECK(pm.header.ints.size() == 3);
+  CHECK(pm.header.fields.size() == 3);
+  CHECK(pm.header.Find(Key::kInputMeans) == nullptr);
   CHECK_FALSE(net::DecodeMiniBatch(pm).input_means);
   // Means with the row count of a plain batch, or a flag that is not 0/1: refused.
   b.features.assign(5 * 3, 1.f);
   CHECK_THROWS_WITH(net::DecodeMiniBatch(net::EncodeMiniBatch(b, 9)),
                     Catch::Contains("features do not match"));
   net::Message bad = net::EncodeMiniBatch(plain, 10);
-  bad.header.ints.push_back(2);
-  CHECK_THROWS_WITH(net::DecodeMiniBatch(bad), Catch::Contains("input_means flag"));
+  bad.header.Add(Key::kInputMeans, 2);
+  CHECK_THROWS_WITH(net::DecodeMiniBatch(bad), Catch::Contains("flag input_means = 2"));
   // The hot-row cache's counts travel too; more hits than lookups is refused.
   plain.wire_bytes = 1234;
   plain.cache_lookups = 50;
@@ -642,15 +672,14 @@ TEST_CASE("MiniBatch with sampler-side means round-trips, and its shape is check
   CHECK(counted.cache_hits == 20);
   CHECK_FALSE(counted.input_means);
   net::Message liar = net::EncodeMiniBatch(plain, 12);
-  liar.header.ints[6] = 51;
+  *liar.header.Find(Key::kCacheHits) = 51;
   CHECK_THROWS_WITH(net::DecodeMiniBatch(liar), Catch::Contains("cache counts"));
-  liar.header.ints.pop_back();
-  CHECK_THROWS_WITH(net::DecodeMiniBatch(liar), Catch::Contains("header"));
+  liar.header.fields.erase(liar.header.fields.begin());  // no index
+  CHECK_THROWS_WITH(net::DecodeMiniBatch(liar), Catch::Contains("no field index"));
 }
 
 TEST_CASE(
-    "a MiniBatch carries its input_means form and its wire bytes, and old peers' 3 ints still "
-    "decode",
+    "a MiniBatch carries its input_means form and its wire bytes, fields a plain batch leaves out",
     "[integration]") {
   MiniBatch b;
   b.seeds = {10, 11};
@@ -665,7 +694,7 @@ TEST_CASE(
   b.input_means = true;
   b.wire_bytes = 123456789;
   net::Message m = net::EncodeMiniBatch(b, 1);
-  CHECK(m.header.ints.size() == 5);
+  CHECK(m.header.fields.size() == 5);
   MiniBatch got = net::DecodeMiniBatch(m);
   CHECK(got.input_means);
   CHECK(got.wire_bytes == 123456789u);
@@ -674,10 +703,10 @@ TEST_CASE(
   b.wire_bytes = 0;
   b.features.assign(2, 0.5f);
   m = net::EncodeMiniBatch(b, 1);
-  CHECK(m.header.ints.size() == 3);
+  CHECK(m.header.fields.size() == 3);
   got = net::DecodeMiniBatch(m);
   CHECK((!got.input_means && got.wire_bytes == 0));
-  m.header.ints = {0, 1, 1, 0, -5};
+  m.header.Add(Key::kWireBytes, -5);
   CHECK_THROWS_WITH(net::DecodeMiniBatch(m), Catch::Contains("wire bytes"));
 }
 
@@ -695,7 +724,7 @@ TEST_CASE("MiniBatch with label rows round-trips, and their count is checked", "
   b.feature_dim = 2;
   b.features.assign(3 * 2, 1.f);
   net::Message m = net::EncodeMiniBatch(b, 3);
-  CHECK(m.header.ints.size() == 8);  // the label width after the cache counts
+  CHECK(*m.header.Find(Key::kLabelWidth) == 3);
   MiniBatch back = net::DecodeMiniBatch(m);
   CHECK(back.label_width == 3);
   CHECK(back.targets == b.targets);
@@ -707,7 +736,7 @@ TEST_CASE("MiniBatch with label rows round-trips, and their count is checked", "
   b.targets.push_back(1);
   for (int64_t width : {int64_t{0}, int64_t{-1}, (int64_t{1} << 16) + 1}) {
     net::Message bad = net::EncodeMiniBatch(b, 5);
-    bad.header.ints[7] = width;
+    *bad.header.Find(Key::kLabelWidth) = width;
     CHECK_THROWS_WITH(net::DecodeMiniBatch(bad), Catch::Contains("label width"));
   }
   // PullTargets is its own message type, answered by float32 rows.

@@ -274,7 +274,9 @@ TEST_CASE(
     s->set(zmq::sockopt::linger, 0);
     if (k) k->MakeClient(*s);
     s->connect(endpoints[0]);
-    net::Message forged = net::MakeMessage(net::MsgType::kMeshPart, 1, {1, 0, 1});
+    net::Message forged =
+        net::MakeMessage(net::MsgType::kMeshPart, 1,
+                         {{net::Key::kSource, 1}, {net::Key::kPiece, 0}, {net::Key::kPieces, 1}});
     net::AddArray(&forged, std::string("forged").data(), 6);
     net::Send(*s, forged, nullptr, net::Millis(1000));
     strangers.push_back(std::move(s));

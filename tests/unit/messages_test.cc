@@ -37,14 +37,14 @@ void RoundTrips(const T& value) {
   CHECK(T::Decode(Received(m)) == value);
 }
 
-// Variants of `good` with an extra int, an extra frame, another type: T's
+// Variants of `good` with a field its type does not take, an extra frame, another type: T's
 // decoder refuses each with an error that names `name`.
 template <typename T>
 void RefusesBadShapes(const Message& good, const std::string& name) {
   INFO(name);
   std::vector<Message> bad;
   bad.push_back(Received(good));
-  bad.back().header.ints.push_back(7);  // not even a row format
+  bad.back().header.Add(static_cast<Key>(999), 7);  // no type takes it
   bad.push_back(Received(good));
   AddArray(&bad.back(), std::vector<int64_t>{1});
   bad.push_back(Received(good));
@@ -99,9 +99,11 @@ TEST_CASE("every typed message round-trips through the wire", "[unit]") {
   RoundTrips(ErrorReply{kErrMismatch, "wrong graph"});
 }
 
-TEST_CASE("typed messages are byte for byte what MakeMessage built before them", "[unit]") {
+TEST_CASE("typed messages are byte for byte the named fields their MsgType comments list",
+          "[unit]") {
   const std::vector<int64_t> seeds = {5, 6, 7};
-  Message old_sample = MakeMessage(MsgType::kSample, 9, {10, 1, -3});
+  Message old_sample = MakeMessage(MsgType::kSample, 9,
+                                   {{Key::kFanout, 10}, {Key::kReplace, 1}, {Key::kRngSeed, -3}});
   AddArray(&old_sample, seeds);
   CHECK(Wire(SampleRequest{seeds, 10, true, static_cast<uint64_t>(-3)}.Encode(9)) ==
         Wire(old_sample));
@@ -109,17 +111,25 @@ TEST_CASE("typed messages are byte for byte what MakeMessage built before them",
   CHECK(Wire(Hello{"g", "abc", "job"}.Encode(0)) ==
         Wire(MakeMessage(MsgType::kHello, 0, {}, "g\nabc\njob")));
   CHECK(Wire(SamplerHello{{"g", "abc", "job"}, 2, 1}.Encode(0)) ==
-        Wire(MakeMessage(MsgType::kHello, 0, {2, 1}, "g\nabc\njob")));
-  CHECK(Wire(HelloReply{0, 1, 2, 3, 4, 5}.Encode(3)) ==
-        Wire(MakeMessage(MsgType::kHelloReply, 3, {0, 1, 2, 3, 4, 5})));
+        Wire(MakeMessage(MsgType::kHello, 0, {{Key::kTrainer, 2}, {Key::kSampler, 1}},
+                         "g\nabc\njob")));
+  CHECK(Wire(HelloReply{0, 1, 2, 3, 4, 5}.Encode(3)) == Wire(MakeMessage(MsgType::kHelloReply, 3,
+                                                                         {{Key::kMachine, 0},
+                                                                          {Key::kServer, 1},
+                                                                          {Key::kNodeStart, 2},
+                                                                          {Key::kNodeEnd, 3},
+                                                                          {Key::kFeatureDim, 4},
+                                                                          {Key::kClasses, 5}})));
   CHECK(Wire(Ping{}.Encode(0)) == Wire(MakeMessage(MsgType::kPing, 0)));
-  CHECK(Wire(Pong{1, 0}.Encode(5)) == Wire(MakeMessage(MsgType::kPong, 5, {1, 0})));
+  CHECK(Wire(Pong{1, 0}.Encode(5)) ==
+        Wire(MakeMessage(MsgType::kPong, 5, {{Key::kMachine, 1}, {Key::kServer, 0}})));
   CHECK(Wire(SplitNodes{0, 4, 8}.Encode(1)) ==
-        Wire(MakeMessage(MsgType::kSplitNodes, 1, {0, 4, 8})));
+        Wire(MakeMessage(MsgType::kSplitNodes, 1,
+                         {{Key::kMask, 0}, {Key::kOffset, 4}, {Key::kCount, 8}})));
   CHECK(Wire(Shutdown{"job"}.Encode(1)) == Wire(MakeMessage(MsgType::kShutdown, 1, {}, "job")));
   CHECK(Wire(ErrorReply{kErrBadRequest, "no"}.Encode(1)) ==
         Wire(MakeError(1, kErrBadRequest, "no")));
-  Message old_rows = MakeMessage(MsgType::kPullFeaturesReply, 2, {2});
+  Message old_rows = MakeMessage(MsgType::kPullFeaturesReply, 2, {{Key::kDim, 2}});
   AddArray(&old_rows, std::vector<float>{1.f, 2.f, 3.f, 4.f});
   CHECK(Wire(Rows(2, {1.f, 2.f, 3.f, 4.f}).Encode(2)) == Wire(old_rows));
 }
@@ -174,10 +184,10 @@ TEST_CASE("typed decoders refuse frames whose contents cannot be what the type s
   // Feature rows: a negative width, a partial row, a ragged float frame.
   CHECK_THROWS_WITH(PullFeaturesReply::Decode(Rows(-1, {}).Encode(1)),
                     Catch::Contains("negative width"));
-  Message partial = MakeMessage(MsgType::kPullFeaturesReply, 1, {2});
+  Message partial = MakeMessage(MsgType::kPullFeaturesReply, 1, {{Key::kDim, 2}});
   AddArray(&partial, std::vector<float>{1.f, 2.f, 3.f});
   CHECK_THROWS_WITH(PullFeaturesReply::Decode(partial), Catch::Contains("not whole rows"));
-  Message ragged = MakeMessage(MsgType::kPullFeaturesReply, 1, {1});
+  Message ragged = MakeMessage(MsgType::kPullFeaturesReply, 1, {{Key::kDim, 1}});
   AddArray(&ragged, std::vector<char>{1, 2, 3});
   CHECK_THROWS_AS(PullFeaturesReply::Decode(ragged), ProtocolError);
   // Ids not in increasing order; an id frame that is not whole int64s.
@@ -301,7 +311,7 @@ TEST_CASE("rows travel as bfloat16 when asked: half the bytes, float32 bytes unc
           "[unit]") {
   RoundTrips(PullFeatures{{1, 2, 3}, RowFormat::kBfloat16});
   RoundTrips(SampleAggregateRequest{{5, 6}, 10, false, 9, RowFormat::kBfloat16});
-  CHECK(PullFeatures{{1, 2}}.Encode(1).header.ints.empty());  // float32: today's bytes
+  CHECK(PullFeatures{{1, 2}}.Encode(1).header.fields.empty());  // float32: no format field
   PullFeaturesReply narrow(2, 3, RowFormat::kBfloat16);
   const float row[2] = {1.5f, -0.25f};
   for (size_t i = 0; i < 3; ++i) narrow.SetRow(i, row);
@@ -327,7 +337,7 @@ TEST_CASE("rows travel as bfloat16 when asked: half the bytes, float32 bytes unc
   agg_got.RowTo(3, back);
   CHECK(back[0] == 4.f);
   Message bad = Received(PullFeatures{{1}, RowFormat::kBfloat16}.Encode(1));
-  bad.header.ints[0] = 2;
+  *bad.header.Find(Key::kFormat) = 2;
   CHECK_THROWS_WITH(PullFeatures::Decode(bad), Catch::Contains("row format 2"));
   CHECK(ParseRowFormat("bfloat16", "--wire_dtype") == RowFormat::kBfloat16);
   CHECK_THROWS_WITH(ParseRowFormat("fp8", "--wire_dtype"),
@@ -463,7 +473,7 @@ TEST_CASE("the batch messages round-trip with varint ids, and replies in varints
   RefusesBadShapes<PullLabels>(PullLabels{{1}, v}.Encode(1), "PullLabels");
   // A coding that is neither.
   Message bad = SampleRequest{{1}, 2, false, 3, v}.Encode(1);
-  bad.header.ints.back() = 2;
+  *bad.header.Find(Key::kCoding) = 2;
   CHECK_THROWS_WITH(SampleRequest::Decode(Received(bad)),
                     Catch::Contains("malformed Sample: id coding 2"));
   // A varint reply is checked against its request as an int64 one is.

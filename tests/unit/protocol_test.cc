@@ -26,8 +26,10 @@ std::vector<zmq::message_t> Parts(Message& m) {
 
 TEST_CASE("every message type round-trips through the header codec", "[unit]") {
   for (uint16_t t = 1; t <= kMaxMsgType; ++t) {
-    Message m = MakeMessage(static_cast<MsgType>(t), 1000 + t, {t, -t, int64_t{1} << 40},
-                            "text for " + std::string(MsgTypeName(static_cast<MsgType>(t))));
+    Message m =
+        MakeMessage(static_cast<MsgType>(t), 1000 + t,
+                    {{Key::kFanout, t}, {Key::kCount, -t}, {Key::kOffset, int64_t{1} << 40}},
+                    "text for " + std::string(MsgTypeName(static_cast<MsgType>(t))));
     std::vector<int64_t> ids = {1, 2, 3, t};
     std::vector<float> rows = {0.5f, -1.0f};
     AddArray(&m, ids);
@@ -37,20 +39,83 @@ TEST_CASE("every message type round-trips through the header codec", "[unit]") {
     Message back = Decode(std::move(parts), &rid);
     CHECK(rid == 1000u + t);
     CHECK(back.header.type == t);
-    CHECK(back.header.ints == m.header.ints);
+    CHECK(back.header.fields == m.header.fields);
     CHECK(back.header.text == m.header.text);
     CHECK(back.header.frame_bytes == m.header.frame_bytes);
     CHECK(back.CopyArray<int64_t>(0) == ids);
     CHECK(back.CopyArray<float>(1) == rows);
     CHECK(back.header.DebugString().find(MsgTypeName(static_cast<MsgType>(t))) !=
           std::string::npos);
-    CHECK_NOTHROW(CheckShape(back, 3, 2));
-    CHECK_THROWS_AS(CheckShape(back, 2, 2), ProtocolError);
+    CHECK(back.header.DebugString().find("fanout=" + std::to_string(t)) != std::string::npos);
+    FieldReader f(back, static_cast<MsgType>(t), {Key::kFanout, Key::kCount, Key::kOffset});
+    CHECK_NOTHROW(f.Frames(2));
+    CHECK_THROWS_AS(f.Frames(1), ProtocolError);
+    CHECK(f.Get(Key::kCount) == -t);
+    CHECK(f.Get(Key::kOffset) == int64_t{1} << 40);
   }
 }
 
+TEST_CASE("FieldReader reads fields by name and refuses what a type does not take", "[unit]") {
+  Message m = MakeMessage(MsgType::kSample, 1, {{Key::kFanout, 10}, {Key::kEdgeData, 1}});
+  const std::initializer_list<Key> sample = {Key::kFanout, Key::kReplace, Key::kEdgeData};
+  FieldReader f(m, MsgType::kSample, sample);
+  CHECK(f.Get(Key::kFanout) == 10);
+  CHECK(f.Get(Key::kReplace, 7) == 7);  // left out: the default
+  CHECK_THROWS_WITH(f.Get(Key::kReplace), "malformed Sample: no field replace");
+  CHECK(f.Flag(Key::kEdgeData));
+  CHECK(!f.Has(Key::kCoding));
+  // Another type, a field the type does not take, one given twice, a bad flag.
+  CHECK_THROWS_WITH(FieldReader(m, MsgType::kPing, {}), Catch::Contains("malformed Ping: got"));
+  CHECK_THROWS_WITH(FieldReader(m, MsgType::kSample, {Key::kFanout}),
+                    "malformed Sample: it takes no field edge_data");
+  Message twice = MakeMessage(MsgType::kSample, 1,
+                              {{Key::kFanout, 10}, {Key::kEdgeData, 1}, {Key::kFanout, 11}});
+  CHECK_THROWS_WITH(FieldReader(twice, MsgType::kSample, sample),
+                    "malformed Sample: field fanout given twice");
+  // A list repeats its key; its length is bounded.
+  FieldReader list(twice, MsgType::kSample, sample, {Key::kFanout});
+  CHECK(list.List(Key::kFanout, 2) == std::vector<int64_t>{10, 11});
+  CHECK_THROWS_WITH(list.List(Key::kFanout, 1), "malformed Sample: more than 1 fanout");
+  *m.header.Find(Key::kEdgeData) = 2;
+  CHECK_THROWS_WITH(FieldReader(m, MsgType::kSample, sample).Flag(Key::kEdgeData),
+                    "malformed Sample: flag edge_data = 2");
+  // A key this side does not know is named by number.
+  Message future = MakeMessage(MsgType::kSample, 1, {{static_cast<Key>(999), 1}});
+  CHECK_THROWS_WITH(FieldReader(future, MsgType::kSample, sample),
+                    "malformed Sample: it takes no field key999");
+}
+
+TEST_CASE("a peer of protocol 8 (positional ints) is refused by its version", "[unit]") {
+  // Protocol 8's header: magic, version, type, request id, taken bytes,
+  // frame sizes, ints, text (cereal portable binary, little-endian).
+  auto put = [](std::string* out, uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  std::string h;
+  h.push_back(1);  // portable binary's endianness byte: little
+  put(&h, kMagic, 4);
+  put(&h, 8, 2);
+  put(&h, static_cast<uint64_t>(MsgType::kSample), 2);
+  put(&h, 42, 8);  // request id
+  put(&h, 0, 8);   // taken bytes
+  put(&h, 1, 8);   // one frame ...
+  put(&h, 8, 8);   // ... of 8 bytes
+  put(&h, 3, 8);   // three ints: fanout, replace, rng_seed
+  put(&h, 10, 8);
+  put(&h, 0, 8);
+  put(&h, 7, 8);
+  put(&h, 0, 8);  // no text
+  zmq::message_t frame(h.data(), h.size());
+  uint64_t rid = 0;
+  CHECK_THROWS_AS(DecodeHeader(frame, &rid), VersionMismatchError);
+  CHECK_THROWS_WITH(DecodeHeader(frame), "protocol version 8 (this side speaks " +
+                                             std::to_string(kProtocolVersion) + ")");
+  CHECK(rid == 42);
+}
+
 TEST_CASE("malformed messages are ProtocolErrors that say what is wrong", "[unit]") {
-  Message m = MakeMessage(MsgType::kSample, 7, {10, 0, 42});
+  Message m = MakeMessage(MsgType::kSample, 7,
+                          {{Key::kFanout, 10}, {Key::kReplace, 0}, {Key::kRngSeed, 42}});
   std::vector<int64_t> seeds = {1, 2, 3};
   AddArray(&m, seeds);
 
@@ -119,7 +184,8 @@ TEST_CASE("malformed messages are ProtocolErrors that say what is wrong", "[unit
 
 TEST_CASE("random and mutated header frames never crash the decoder", "[unit]") {
   std::mt19937_64 rng(1);
-  Message m = MakeMessage(MsgType::kSample, 5, {10, 1, 3}, "abc");
+  Message m = MakeMessage(MsgType::kSample, 5,
+                          {{Key::kFanout, 10}, {Key::kReplace, 1}, {Key::kRngSeed, 3}}, "abc");
   std::vector<int64_t> seeds = {4, 5};
   AddArray(&m, seeds);
   zmq::message_t good = EncodeHeader(m.header);
@@ -179,7 +245,8 @@ TEST_CASE("Connection matches out-of-order replies to their requests", "[unit]")
   server.bind("inproc://reorder");
   Connection c(ctx, "inproc://reorder", "reordering server", JobKeys::Insecure());
   std::vector<uint64_t> ids;
-  for (int i = 0; i < 3; ++i) ids.push_back(c.Start(MakeMessage(MsgType::kPing, 0, {i})));
+  for (int i = 0; i < 3; ++i)
+    ids.push_back(c.Start(MakeMessage(MsgType::kPing, 0, {{Key::kIndex, i}})));
   // Receive all three, answer them in reverse order.
   std::vector<std::vector<zmq::message_t>> reqs(3);
   for (auto& r : reqs) REQUIRE(RecvParts(server, &r, Millis(1000)));
@@ -188,13 +255,14 @@ TEST_CASE("Connection matches out-of-order replies to their requests", "[unit]")
     route.push_back(std::move(reqs[i][0]));
     reqs[i].erase(reqs[i].begin());
     Message req = Decode(std::move(reqs[i]));
-    Message rep = MakeMessage(MsgType::kPong, req.header.request_id, {req.header.ints[0] * 10});
+    Message rep = MakeMessage(MsgType::kPong, req.header.request_id,
+                              {{Key::kIndex, *req.header.Find(Key::kIndex) * 10}});
     Send(server, rep, &route);
   }
   auto deadline = std::chrono::steady_clock::now() + Millis(2000);
   for (int i = 0; i < 3; ++i) {
     Message r = c.Finish(ids[i], deadline, "Ping");
-    CHECK(r.header.ints[0] == i * 10);
+    CHECK(*r.header.Find(Key::kIndex) == i * 10);
   }
 }
 

@@ -22,13 +22,33 @@ Message Received(const Message& m) {
   return Decode(std::move(parts));
 }
 
-// `m` with its header's ints replaced.
-Message WithInts(const Message& m, std::vector<int64_t> ints) {
+// `m` with its header's fields replaced.
+Message WithFields(const Message& m, std::vector<Field> fields) {
   Message c;
   c.header = m.header;
-  c.header.ints = std::move(ints);
+  c.header.fields = std::move(fields);
   for (const auto& f : m.frames) c.frames.emplace_back(f.data(), f.size());
   return c;
+}
+
+// `m` with field `key` set to `value` (added when absent).
+Message WithField(const Message& m, Key key, int64_t value) {
+  Message c = WithFields(m, m.header.fields);
+  if (int64_t* v = c.header.Find(key)) {
+    *v = value;
+  } else {
+    c.header.Add(key, value);
+  }
+  return c;
+}
+
+// `m` without field `key`.
+Message Without(const Message& m, Key key) {
+  std::vector<Field> fields;
+  for (const Field& f : m.header.fields) {
+    if (f.key != key) fields.push_back(f);
+  }
+  return WithFields(m, fields);
 }
 
 const EmbSpec kSpec{2, 4, 1, 0.06, 99};
@@ -67,8 +87,8 @@ TEST_CASE("heterogeneous messages round-trip", "[unit][messages]") {
       PullTyped::Decode(Received(PullTyped{2, {7, 8}, RowFormat::kBfloat16}.Encode(1)));
   CHECK((narrow.ntype == 2 && narrow.ids == std::vector<int64_t>{7, 8} &&
          narrow.format == RowFormat::kBfloat16));
-  // float32 keeps the one-int header the protocol had before narrow rows.
-  CHECK(PullTyped{3, {7}}.Encode(1).header.ints.size() == 1);
+  // float32 and int64 ids: no format or coding field.
+  CHECK(PullTyped{3, {7}}.Encode(1).header.fields == std::vector<Field>{{Key::kNtype, 3}});
 }
 
 TEST_CASE("heterogeneous messages round-trip with varint ids", "[unit][messages]") {
@@ -90,12 +110,10 @@ TEST_CASE("heterogeneous messages round-trip with varint ids", "[unit][messages]
   const EmbPull q = EmbPull::Decode(Received(EmbPull{kSpec, {1, 2}, v}.Encode(1)));
   CHECK((q.ids == std::vector<int64_t>{1, 2} && q.coding == v));
   // A coding that is neither, after the fanouts and after the spec.
-  Message bad = s.Encode(1);
-  bad.header.ints.back() = 3;
+  Message bad = WithField(s.Encode(1), Key::kCoding, 3);
   CHECK_THROWS_WITH(TypedSampleRequest::Decode(Received(bad)),
                     Catch::Contains("malformed TypedSample: id coding 3"));
-  bad = EmbPull{kSpec, {1}, v}.Encode(1);
-  bad.header.ints.back() = -1;
+  bad = WithField(EmbPull{kSpec, {1}, v}.Encode(1), Key::kCoding, -1);
   CHECK_THROWS_WITH(EmbPull::Decode(Received(bad)),
                     Catch::Contains("malformed EmbPull: id coding -1"));
 }
@@ -110,15 +128,16 @@ TEST_CASE("malformed heterogeneous messages are refused", "[unit][messages]") {
   CHECK_THROWS_AS(EmbPull::Decode(Received(EmbPull{{0, 4, 7, 0.1, 0}, {1}}.Encode(1))),
                   ProtocolError);
   CHECK_THROWS_AS(EmbSave::Decode(Received(EmbSave{kSpec, 5, 2}.Encode(1))), ProtocolError);
-  // A relation count that does not match the ints.
+  // A relation count that does not match the fan-outs.
   Message m = TypedSampleRequest{{1}, {2, 3}, false, 0}.Encode(1);
-  m.header.ints[2] = 5;
-  CHECK_THROWS_AS(TypedSampleRequest::Decode(Received(m)), ProtocolError);
-  m.header.ints[2] = 1 << 20;
-  CHECK_THROWS_AS(TypedSampleRequest::Decode(Received(m)), ProtocolError);
+  CHECK_THROWS_AS(TypedSampleRequest::Decode(Received(WithField(m, Key::kRelations, 5))),
+                  ProtocolError);
+  CHECK_THROWS_AS(TypedSampleRequest::Decode(Received(WithField(m, Key::kRelations, 1))),
+                  ProtocolError);
+  CHECK_THROWS_AS(TypedSampleRequest::Decode(Received(WithField(m, Key::kRelations, 1 << 20))),
+                  ProtocolError);
   // A row format that does not exist.
-  Message pull = PullTyped{1, {4}, RowFormat::kBfloat16}.Encode(1);
-  pull.header.ints[1] = 7;
+  Message pull = WithField(PullTyped{1, {4}, RowFormat::kBfloat16}.Encode(1), Key::kFormat, 7);
   CHECK_THROWS_WITH(PullTyped::Decode(Received(pull)), Catch::Contains("row format 7"));
   // Another type altogether.
   CHECK_THROWS_AS(EmbPull::Decode(Received(EmbAck{1}.Encode(1))), ProtocolError);
@@ -156,7 +175,8 @@ TEST_CASE("relation ids travel in the narrowest width that holds them", "[unit][
       r.etypes.push_back(e);
     }
     const Message m = Received(r.Encode(3));
-    CHECK(m.header.ints == std::vector<int64_t>{static_cast<int64_t>(width)});
+    CHECK(m.header.fields ==
+          std::vector<Field>{{Key::kRelationWidth, static_cast<int64_t>(width)}});
     CHECK(m.frames[2].size() == static_cast<size_t>(rels) * width);
     const TypedSampleReply back = TypedSampleReply::Decode(m, asked, 1000, "peer");
     CHECK(back.etypes == r.etypes);
@@ -168,7 +188,7 @@ TEST_CASE("relation ids travel in the narrowest width that holds them", "[unit][
   CHECK(RelationWidth({65536}) == 4);
   Message m = MakeMessage(MsgType::kTypedSampleReply, 1);
   CHECK(AddRelations(&m, {7, 70000, 3}) == 4);
-  m.header.ints = {4};
+  m.header.fields = {{Key::kRelationWidth, 4}};
   CHECK(ReadRelations(Received(m), 0, 4, 70001) == std::vector<int64_t>{7, 70000, 3});
   CHECK_THROWS_AS(ReadRelations(Received(m), 0, 4, 70000), ProtocolError);
   CHECK_THROWS_AS(RelationWidth({-1}), DataError);
@@ -180,19 +200,23 @@ TEST_CASE("a typed sample reply with a relation out of range or a bad width is r
   const TypedSampleRequest asked{{5}, std::vector<int64_t>(256, -1), false, 0};
   const TypedSampleReply bad{{0, 2}, {1, 2}, {3, 256}};
   const Message m = Received(bad.Encode(1));
-  CHECK(m.header.ints[0] == 2);
+  CHECK(*m.header.Find(Key::kRelationWidth) == 2);
   CHECK_THROWS_WITH(TypedSampleReply::Decode(m, asked, 1000, "machine 1 server 0"),
                     Catch::Contains("machine 1 server 0") && Catch::Contains("relation 256"));
   // A width that is not 1, 2 or 4; a frame that is not whole ids of the
   // width it claims.
   const TypedSampleReply good{{0, 3}, {1, 2, 3}, {0, 1, 2}};
   Message w = good.Encode(1);
-  w.header.ints[0] = 3;
-  CHECK_THROWS_AS(TypedSampleReply::Decode(Received(w), asked, 1000, "p"), ProtocolError);
-  w.header.ints[0] = 2;  // 3 bytes of uint8 ids read as uint16
-  CHECK_THROWS_AS(TypedSampleReply::Decode(Received(w), asked, 1000, "p"), ProtocolError);
-  w.header.ints.clear();
-  CHECK_THROWS_AS(TypedSampleReply::Decode(Received(w), asked, 1000, "p"), ProtocolError);
+  CHECK_THROWS_AS(
+      TypedSampleReply::Decode(Received(WithField(w, Key::kRelationWidth, 3)), asked, 1000, "p"),
+      ProtocolError);
+  // 3 bytes of uint8 ids read as uint16.
+  CHECK_THROWS_AS(
+      TypedSampleReply::Decode(Received(WithField(w, Key::kRelationWidth, 2)), asked, 1000, "p"),
+      ProtocolError);
+  CHECK_THROWS_WITH(
+      TypedSampleReply::Decode(Received(Without(w, Key::kRelationWidth)), asked, 1000, "p"),
+      Catch::Contains("no field relation_width"));
 }
 
 namespace {
@@ -256,26 +280,25 @@ TEST_CASE("a typed seed batch and a typed mini-batch round-trip bit for bit", "[
     b.cache_lookups = 40;
     b.cache_hits = 9;
     const Message m = Received(EncodeTypedMiniBatch(b, 5));
-    CHECK(m.header.ints[4] == width);
+    CHECK(*m.header.Find(Key::kRelationWidth) == width);
     const HeteroBatch d = DecodeTypedMiniBatch(m, Schema(rels));
     CHECK(d.index == 4);
     CHECK(d.wire_bytes == 1234u);
     CHECK(d.cache_lookups == 40u);
     CHECK(d.cache_hits == 9u);
-    // A peer that sends no cache counters (5 ints): zeros.
-    std::vector<int64_t> ints = m.header.ints;
+    // A batch that made no cache lookups leaves the counters out: zeros.
     const HeteroBatch o = DecodeTypedMiniBatch(
-        WithInts(m, std::vector<int64_t>(ints.begin(), ints.begin() + 5)), Schema(rels));
+        Without(Without(m, Key::kCacheLookups), Key::kCacheHits), Schema(rels));
     CHECK(o.cache_lookups == 0u);
     CHECK(o.cache_hits == 0u);
     CHECK(o.seeds == b.seeds);
-    // More hits than lookups, or another header size.
-    ints[6] = 41;
-    CHECK_THROWS_WITH(DecodeTypedMiniBatch(WithInts(m, ints), Schema(rels)),
+    // More hits than lookups (or hits without lookups), or no block count.
+    CHECK_THROWS_WITH(DecodeTypedMiniBatch(WithField(m, Key::kCacheHits, 41), Schema(rels)),
                       Catch::Contains("cache counters"));
-    ints.resize(6);
-    CHECK_THROWS_WITH(DecodeTypedMiniBatch(WithInts(m, ints), Schema(rels)),
-                      Catch::Contains("header"));
+    CHECK_THROWS_WITH(DecodeTypedMiniBatch(Without(m, Key::kCacheLookups), Schema(rels)),
+                      Catch::Contains("cache counters"));
+    CHECK_THROWS_WITH(DecodeTypedMiniBatch(Without(m, Key::kBlocks), Schema(rels)),
+                      Catch::Contains("no field blocks"));
     CHECK(d.seeds == b.seeds);
     CHECK(d.labels == b.labels);
     REQUIRE(d.blocks.size() == 2);
@@ -333,8 +356,8 @@ TEST_CASE("a malformed typed mini-batch is refused naming what is wrong", "[unit
   sb.fanouts = {{5, 5}, {5, 5}};
   sb.seeds = {1};
   Message m = EncodeTypedSeedBatch(sb, 1);
-  m.header.ints[5] = 3;  // relations: 2 x 3 fan-outs claimed, 4 sent
-  CHECK_THROWS_AS(DecodeTypedSeedBatch(Received(m)), ProtocolError);
+  // relations: 2 x 3 fan-outs claimed, 4 sent
+  CHECK_THROWS_AS(DecodeTypedSeedBatch(Received(WithField(m, Key::kRelations, 3))), ProtocolError);
   sb.fanouts = {{5, -2}};
   CHECK_THROWS_AS(DecodeTypedSeedBatch(Received(EncodeTypedSeedBatch(sb, 1))), ProtocolError);
   sb.fanouts = {{5}, {5, 5}};
@@ -377,15 +400,15 @@ TEST_CASE("a typed sums request round-trips and a malformed one is refused", "[u
   CHECK_THROWS_WITH(PullTypedSums::Decode(Received(bad.Encode(1))),
                     Catch::Contains("decrease at group 1"));
   // A table of another type than the one named, a bad flag or format.
-  Message m = e.Encode(1);
-  m.header.ints[2] = 1;
-  CHECK_THROWS_WITH(PullTypedSums::Decode(Received(m)), Catch::Contains("a table of node type 2"));
-  m = f.Encode(1);
-  m.header.ints[3] = 1;  // an embedding flag without a spec
-  CHECK_THROWS_WITH(PullTypedSums::Decode(Received(m)), Catch::Contains("embedding flag"));
-  m = f.Encode(1);
-  m.header.ints[0] = 4;
-  CHECK_THROWS_WITH(PullTypedSums::Decode(Received(m)), Catch::Contains("row format 4"));
+  CHECK_THROWS_WITH(PullTypedSums::Decode(Received(WithField(e.Encode(1), Key::kNtype, 1))),
+                    Catch::Contains("a table of node type 2"));
+  // An embedding flag without a spec, a spec field without the flag.
+  CHECK_THROWS_WITH(PullTypedSums::Decode(Received(WithField(f.Encode(1), Key::kEmbedding, 1))),
+                    Catch::Contains("no field emb_type"));
+  CHECK_THROWS_WITH(PullTypedSums::Decode(Received(Without(e.Encode(1), Key::kEmbedding))),
+                    Catch::Contains("without the embedding flag"));
+  CHECK_THROWS_WITH(PullTypedSums::Decode(Received(WithField(f.Encode(1), Key::kFormat, 4))),
+                    Catch::Contains("row format 4"));
   // A reply with another number of rows than groups.
   PullFeaturesReply rep(2, 2);
   rep.data()[0] = rep.data()[1] = rep.data()[2] = rep.data()[3] = 1.0f;
@@ -435,14 +458,14 @@ TEST_CASE("embedding rows and gradients travel as bfloat16 when asked", "[unit][
     CHECK(r.format == RowFormat::kBfloat16);
     CHECK(r.ids == std::vector<int64_t>{1, 2});
   }
-  // Another message with as many ints is not taken for one.
+  // Another message with the same spec fields is not taken for one.
   CHECK_THROWS_AS(EmbPull::Decode(Received(EmbRestore{kSpec, 5, "abc"}.Encode(1))), ProtocolError);
-  // float32 messages are the old ones, int for int.
-  CHECK(EmbPull{kSpec, {1}}.Encode(1).header.ints.size() == 5);
-  CHECK(EmbPush{kSpec, {1}, std::vector<float>(4)}.Encode(1).header.ints.size() == 5);
+  // float32 messages with int64 ids carry the spec alone.
+  CHECK(EmbPull{kSpec, {1}}.Encode(1).header.fields.size() == 5);
+  CHECK(EmbPush{kSpec, {1}, std::vector<float>(4)}.Encode(1).header.fields.size() == 5);
   // A format that does not exist; bfloat16 gradients that are not whole rows.
-  Message bad = EmbPull{kSpec, {1}, IdCoding::kInt64, RowFormat::kBfloat16}.Encode(1);
-  bad.header.ints[6] = 3;
+  Message bad = WithField(EmbPull{kSpec, {1}, IdCoding::kInt64, RowFormat::kBfloat16}.Encode(1),
+                          Key::kFormat, 3);
   CHECK_THROWS_WITH(EmbPull::Decode(Received(bad)), Catch::Contains("row format 3"));
   const EmbPush cut{
       kSpec, {3, 4}, std::vector<float>(7, 1.0f), IdCoding::kInt64, RowFormat::kBfloat16};
@@ -484,9 +507,7 @@ TEST_CASE("an input_means typed mini-batch carries its featured relations' means
   long_means.means[1] = {1.0f};  // a featureless relation's travel with the trainer, not here
   CHECK_THROWS_WITH(DecodeTypedMiniBatch(Received(EncodeTypedMiniBatch(long_means, 1)), schema),
                     Catch::Contains("beyond"));
-  // A flag that is neither 0 nor 1.
-  std::vector<int64_t> ints = m.header.ints;
-  ints[7] = 2;
-  CHECK_THROWS_WITH(DecodeTypedMiniBatch(WithInts(m, ints), schema),
-                    Catch::Contains("input_means flag"));
+  // A flag that is not 1.
+  CHECK_THROWS_WITH(DecodeTypedMiniBatch(WithField(m, Key::kInputMeans, 2), schema),
+                    Catch::Contains("flag input_means = 2"));
 }
