@@ -103,12 +103,12 @@ DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
   }
   conns_.resize(parts);
   next_server_.assign(parts, 0);
-  std::vector<std::pair<net::Connection*, Message>> hellos;
+  std::vector<std::pair<net::Peer*, Message>> hellos;
   const net::Hello hello{config_.graph_name, config_sha_, o.job_id};
   for (int p = 0; p < parts; ++p) {
     if (p == local_part_) continue;  // read from shared memory
     for (const auto& [endpoint, peer] : servers[p]) {
-      conns_[p].push_back(std::make_unique<net::Connection>(ctx_, endpoint, peer, o.keys));
+      conns_[p].push_back(Connect(o, endpoint, peer));
       hellos.emplace_back(conns_[p].back().get(), hello.Encode(0));
     }
   }
@@ -158,7 +158,14 @@ void DistGraph::AttachTyped(const DistGraphOptions& o) {
 
 DistGraph::~DistGraph() = default;
 
-net::Connection& DistGraph::Pick(int part) {
+std::unique_ptr<net::Peer> DistGraph::Connect(const DistGraphOptions& o,
+                                              const std::string& endpoint,
+                                              const std::string& name) {
+  if (o.connect) return o.connect(endpoint, name);
+  return std::make_unique<net::Connection>(ctx_, endpoint, name, o.keys);
+}
+
+net::Peer& DistGraph::Pick(int part) {
   auto& cs = conns_[part];
   return *cs[next_server_[part]++ % cs.size()];
 }
@@ -207,7 +214,7 @@ void DistGraph::SampleNeighbors(const std::vector<int64_t>& seeds, int fanout, b
   std::vector<std::vector<int64_t>> part_ptr(parts), part_idx(parts);
   std::vector<std::vector<float>> part_edges(parts);
   struct Call {
-    net::Connection* conn;
+    net::Peer* conn;
     uint64_t rid;
     int part;
   };
@@ -221,7 +228,7 @@ void DistGraph::SampleNeighbors(const std::vector<int64_t>& seeds, int fanout, b
     if (p == local_part_) continue;
     Message req = asked[p].Encode(0);
     Sending(req);
-    net::Connection& c = Pick(p);
+    net::Peer& c = Pick(p);
     const uint64_t expected =
         fanout > 0 ? asked[p].seeds.size() * (fanout + 1) * (sizeof(int64_t) + ew * sizeof(float))
                    : 0;
@@ -308,7 +315,7 @@ void DistGraph::PullLabels(const std::vector<int64_t>& ids, std::vector<int64_t>
 }
 
 void DistGraph::Ping() {
-  std::vector<std::pair<net::Connection*, Message>> calls;
+  std::vector<std::pair<net::Peer*, Message>> calls;
   for (auto& part : conns_) {
     for (auto& c : part) calls.emplace_back(c.get(), net::Ping{}.Encode(0));
   }
@@ -329,7 +336,7 @@ void DistGraph::PullNodeInts(const std::vector<int64_t>& ids, bool orig_ids,
   }
   out->resize(ids.size());
   auto pos = ByOwner(ids);
-  std::vector<std::pair<net::Connection*, Message>> calls;
+  std::vector<std::pair<net::Peer*, Message>> calls;
   std::vector<int> call_part;
   std::vector<net::PullLabels> asked;
   for (int p = 0; p < config_.num_parts; ++p) {
@@ -373,7 +380,7 @@ void DistGraph::PullTargets(const std::vector<int64_t>& ids, std::vector<float>*
   const size_t row = static_cast<size_t>(w);
   out->resize(ids.size() * row);
   auto pos = ByOwner(ids);
-  std::vector<std::pair<net::Connection*, Message>> calls;
+  std::vector<std::pair<net::Peer*, Message>> calls;
   // Each call's owner positions and the slice [begin, end) of them it asks.
   std::vector<std::tuple<const std::vector<size_t>*, size_t, size_t>> call_pos;
   for (int p = 0; p < config_.num_parts; ++p) {
@@ -429,11 +436,11 @@ std::vector<int64_t> DistGraph::SplitNodes(int mask, int64_t begin, int64_t end)
   struct Slice {
     int part;
     net::SplitNodes asked;
-    net::Connection* conn;  // null: local
+    net::Peer* conn;  // null: local
     std::vector<int64_t> ids;
   };
   std::vector<Slice> slices;
-  std::vector<std::pair<net::Connection*, Message>> calls;
+  std::vector<std::pair<net::Peer*, Message>> calls;
   std::vector<size_t> remote;  // the slice of each call
   int64_t prefix = 0;
   for (int p = 0; p < config_.num_parts; ++p) {

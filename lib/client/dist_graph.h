@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,6 +77,12 @@ struct DistGraphOptions {
   // Tests only: explicit server endpoints [partition][server] instead of
   // ip_config's addresses (local_machine_id is then the local partition).
   std::vector<std::vector<std::string>> endpoints;
+  // Tests only: opens the connection to one server, given its endpoint and
+  // its name for errors (unset: a net::Connection over `keys`). Servers in
+  // the test's own process go here (tests/support/in_process_owners.h): the
+  // planners then run without sockets.
+  std::function<std::unique_ptr<net::Peer>(const std::string& endpoint, const std::string& name)>
+      connect;
 
   // ConfigError naming the first bad field (DistGraph's constructor calls it).
   void Validate() const;
@@ -256,11 +263,14 @@ class DistGraph {
 
  private:
   // The server that holds partition `part`'s embedding rows.
-  net::Connection& EmbConn(int part) { return *conns_[part].front(); }
+  net::Peer& EmbConn(int part) { return *conns_[part].front(); }
   // Rows per embedding request: about 4 MB of floats.
   static size_t EmbChunk(int64_t dim);
 
-  net::Connection& Pick(int part);
+  net::Peer& Pick(int part);
+  // The connection to one server (options.connect, or a socket).
+  std::unique_ptr<net::Peer> Connect(const DistGraphOptions& o, const std::string& endpoint,
+                                     const std::string& name);
   // PullLabels, or with `orig_ids` PullOrigIds.
   void PullNodeInts(const std::vector<int64_t>& ids, bool orig_ids, std::vector<int64_t>* out);
   // Opens (or builds) the machine's hot-row cache (constructor).
@@ -298,7 +308,7 @@ class DistGraph {
   PartitionConfig config_;
   std::string config_sha_;
   zmq::context_t ctx_;
-  std::vector<std::vector<std::unique_ptr<net::Connection>>> conns_;  // [part][server]
+  std::vector<std::vector<std::unique_ptr<net::Peer>>> conns_;  // [part][server]
   std::vector<size_t> next_server_;
   std::unique_ptr<ShmPartition> local_;
   std::unique_ptr<ShmRowCache> cache_;

@@ -61,7 +61,7 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
   };
   const size_t chunk = std::max<size_t>(1, (size_t{4} << 20) / std::max<size_t>(2 * row_bytes, 1));
   struct Pending {
-    net::Connection* conn;
+    net::Peer* conn;
     uint64_t rid;
     int part;
     std::vector<size_t> slice;  // positions in dsts
@@ -103,13 +103,14 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
   if (local_part_ >= 0 && !pos[local_part_].empty()) {
     const PartitionView& v = local_->view();
     const std::vector<size_t>& mine = pos[local_part_];
-    std::vector<int64_t> ids(mine.size()), part_counts, rptr, rids;
+    std::vector<int64_t> ids(mine.size());
     for (size_t j = 0; j < mine.size(); ++j) ids[j] = dsts[mine[j]];
     // Rows and sums straight into their places.
     const auto m = static_cast<int64_t>(ids.size());
-    gnn::SampleAggregateInto(v.csc(), v.features, dim, ids.data(), m, fanout, replace, rng_seed, 1,
-                             rows, sums, mine.data(), m, &part_counts, &rptr, &rids);
-    place(mine, mine.size(), nullptr, part_counts, rptr, rids);
+    const OwnerDraw draw{v.csc(), v.features, dim, ids.data(), m, fanout, replace, rng_seed, 1};
+    OwnerSums held;
+    gnn::SampleAggregateInto(draw, rows, sums, mine.data(), m, &held);
+    place(mine, mine.size(), nullptr, held.counts, held.remote_indptr, held.remote_ids);
   }
   for (const Pending& q : pending) {
     Message r = q.conn->Finish(q.rid, deadline, "SampleAggregate");
@@ -220,7 +221,7 @@ void DistGraph::FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
   // ids.
   const size_t max_groups = std::max<size_t>(1, (size_t{4} << 20) / std::max<size_t>(row_bytes, 1));
   struct Pending {
-    net::Connection* conn;
+    net::Peer* conn;
     uint64_t rid;
     int64_t first_row;  // of the piece's sums in `rows`, after the pulled rows
     net::PullSums asked;

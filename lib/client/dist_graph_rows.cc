@@ -228,7 +228,7 @@ void DistGraph::PullSparseFeatures(const std::vector<int64_t>& ids, SparseRows* 
       std::min((4 << 20) / (entry * std::max(1.0, avg_row_nnz_) + 8), std::max(256.0, full_rows)),
       1.0, 65536.0));
   struct Pending {
-    net::Connection* conn;
+    net::Peer* conn;
     uint64_t rid;
     int part;
     size_t first;
@@ -263,7 +263,7 @@ void DistGraph::PullSparseFeatures(const std::vector<int64_t>& ids, SparseRows* 
       for (size_t j = 0; j < m; ++j) asked.ids[j] = ids[pos[p][first + j]];
       Message req = asked.Encode(0);
       Sending(req);
-      net::Connection& c = Pick(p);
+      net::Peer& c = Pick(p);
       const uint64_t rid =
           c.Start(std::move(req), static_cast<size_t>(m * (entry * avg_row_nnz_ + 8)), deadline);
       pending.push_back({&c, rid, p, first, std::move(asked)});
@@ -342,7 +342,7 @@ void DistGraph::PullFeatures(const std::vector<int64_t>& ids, NoInitVector<float
   // travel, and no reply is large enough to need fresh page-faulted memory.
   const size_t chunk = std::max<size_t>(1, (size_t{4} << 20) / std::max<size_t>(row, 1));
   struct Pending {
-    net::Connection* conn;
+    net::Peer* conn;
     uint64_t rid;
     int part;
     size_t first;  // of the slice of pos[part] asked
@@ -359,7 +359,7 @@ void DistGraph::PullFeatures(const std::vector<int64_t>& ids, NoInitVector<float
       for (size_t j = 0; j < count; ++j) asked.ids[j] = ids[pos[p][first + j]];
       Message req = asked.Encode(0);
       Sending(req);
-      net::Connection& c = Pick(p);
+      net::Peer& c = Pick(p);
       const uint64_t rid = c.Start(std::move(req), count * row, deadline);
       pending.push_back({&c, rid, p, first, std::move(asked)});
     }

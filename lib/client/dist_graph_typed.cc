@@ -28,7 +28,7 @@ std::vector<Block> DistGraph::SampleTypedBlocks(const std::vector<int64_t>& seed
     const int parts = config_.num_parts;
     std::vector<net::TypedSampleRequest> asked(parts);
     std::vector<net::TypedSampleReply> got(parts);
-    std::vector<std::pair<net::Connection*, uint64_t>> calls(parts, {nullptr, 0});
+    std::vector<std::pair<net::Peer*, uint64_t>> calls(parts, {nullptr, 0});
     const auto deadline = deadline_of();
     for (int p = 0; p < parts; ++p) {
       if (pos[p].empty()) continue;
@@ -40,7 +40,7 @@ std::vector<Block> DistGraph::SampleTypedBlocks(const std::vector<int64_t>& seed
       if (p == hetero_part_) continue;
       Message req = asked[p].Encode(0);
       Sending(req);
-      net::Connection& c = Pick(p);
+      net::Peer& c = Pick(p);
       calls[p] = {&c, c.Start(std::move(req))};
     }
     // This machine's partition is sampled here while the requests travel.
@@ -194,7 +194,7 @@ void PullRows(const std::vector<int64_t>& ids, const std::vector<std::vector<siz
               int timeout_ms, Request request, Conn conn, uint64_t* wire_bytes,
               std::vector<float>* out, const std::function<void()>& while_in_flight) {
   struct Pending {
-    net::Connection* conn;
+    net::Peer* conn;
     uint64_t rid;
     int part;
     size_t first;
@@ -210,7 +210,7 @@ void PullRows(const std::vector<int64_t>& ids, const std::vector<std::vector<siz
       for (size_t j = 0; j < count; ++j) asked[j] = ids[pos[p][first + j]];
       Message req = request(asked).Encode(0);
       for (const zmq::message_t& f : req.frames) *wire_bytes += f.size();
-      net::Connection& c = conn(p);
+      net::Peer& c = conn(p);
       const uint64_t rid = c.Start(
           std::move(req), count * static_cast<size_t>(dim) * net::RowFormatBytes(format), deadline);
       pending.push_back({&c, rid, p, first, net::PullFeatures{std::move(asked), format}});
@@ -258,7 +258,7 @@ void DistGraph::PullTyped(int ntype, const std::vector<int64_t>& ids, std::vecto
       [&](std::vector<int64_t> asked) {
         return net::PullTyped{ntype, std::move(asked), format, options_.id_coding};
       },
-      [&](int p) -> net::Connection& { return Pick(p); }, &wire_bytes_, out, local);
+      [&](int p) -> net::Peer& { return Pick(p); }, &wire_bytes_, out, local);
 }
 
 void DistGraph::TypedGroupSums(int ntype, const net::EmbSpec* spec, const std::vector<int64_t>& ids,
@@ -373,7 +373,7 @@ void DistGraph::TypedGroupSums(int ntype, const net::EmbSpec* spec, const std::v
       spec ? static_cast<size_t>(net::kMaxPullReplyBytes) / (d * sizeof(float)) : SIZE_MAX);
   const size_t max_groups = std::max<size_t>(1, (size_t{4} << 20) / (d * sizeof(float)));
   struct Pending {
-    net::Connection* conn;
+    net::Peer* conn;
     uint64_t rid;
     int part;
     size_t first;  // of the piece's shares among the owner's summed ones
@@ -409,14 +409,14 @@ void DistGraph::TypedGroupSums(int ntype, const net::EmbSpec* spec, const std::v
           [&](std::vector<int64_t> some) {
             return net::EmbPull{*spec, std::move(some), options_.id_coding, format};
           },
-          [&](int p) -> net::Connection& { return EmbConn(p); }, &wire_bytes_, &rows, [] {});
+          [&](int p) -> net::Peer& { return EmbConn(p); }, &wire_bytes_, &rows, [] {});
     } else {
       PullRows(
           pulled, ByOwner(pulled), dim, format, EmbChunk(dim), -1, "PullTyped", timeout_ms,
           [&](std::vector<int64_t> some) {
             return net::PullTyped{ntype, std::move(some), format, options_.id_coding};
           },
-          [&](int p) -> net::Connection& { return Pick(p); }, &wire_bytes_, &rows, [] {});
+          [&](int p) -> net::Peer& { return Pick(p); }, &wire_bytes_, &rows, [] {});
     }
   }
   for (const auto& [k, r] : add_rows) {
@@ -454,7 +454,7 @@ void DistGraph::EmbPull(const net::EmbSpec& spec, const std::vector<int64_t>& id
       [&](std::vector<int64_t> asked) {
         return net::EmbPull{spec, std::move(asked), options_.id_coding, format};
       },
-      [&](int p) -> net::Connection& { return EmbConn(p); }, &wire_bytes_, out, [] {});
+      [&](int p) -> net::Peer& { return EmbConn(p); }, &wire_bytes_, out, [] {});
 }
 
 void DistGraph::EmbPush(const net::EmbSpec& spec, const std::vector<int64_t>& ids,
@@ -465,7 +465,7 @@ void DistGraph::EmbPush(const net::EmbSpec& spec, const std::vector<int64_t>& id
   }
   const auto pos = ByOwner(ids);
   const size_t chunk = EmbChunk(spec.dim), dim = static_cast<size_t>(spec.dim);
-  std::vector<std::tuple<net::Connection*, uint64_t, int64_t>> pending;
+  std::vector<std::tuple<net::Peer*, uint64_t, int64_t>> pending;
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   for (int p = 0; p < config_.num_parts; ++p) {
     for (size_t first = 0; first < pos[p].size(); first += chunk) {
@@ -479,7 +479,7 @@ void DistGraph::EmbPush(const net::EmbSpec& spec, const std::vector<int64_t>& id
       }
       Message encoded = req.Encode(0);
       Sending(encoded);
-      net::Connection& c = EmbConn(p);
+      net::Peer& c = EmbConn(p);
       pending.emplace_back(&c, c.Start(std::move(encoded)), static_cast<int64_t>(count));
     }
   }
@@ -493,7 +493,7 @@ std::string DistGraph::EmbSave(const net::EmbSpec& spec, int part) {
       config_.parts.at(static_cast<size_t>(part)).ntype_ranges.at(static_cast<size_t>(spec.ntype));
   const int64_t rows = end - first, chunk = static_cast<int64_t>(EmbChunk(spec.dim));
   std::string out;
-  net::Connection& c = EmbConn(part);
+  net::Peer& c = EmbConn(part);
   for (int64_t b = 0; b < rows || (rows == 0 && b == 0); b += chunk) {
     const int64_t e = std::min(rows, b + chunk);
     const Message r = c.Call(net::EmbSave{spec, b, e}.Encode(0), options_.timeout);
@@ -507,7 +507,7 @@ std::string DistGraph::EmbSave(const net::EmbSpec& spec, int part) {
 }
 
 void DistGraph::EmbRestore(const net::EmbSpec& spec, int part, const std::string& bytes) {
-  net::Connection& c = EmbConn(part);
+  net::Peer& c = EmbConn(part);
   size_t pos = 0;
   while (pos < bytes.size()) {
     uint64_t head[2];

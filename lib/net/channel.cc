@@ -160,13 +160,13 @@ Message Connection::Finish(uint64_t request_id, Clock::time_point deadline,
   return m;
 }
 
-Message Connection::Call(Message request, Millis timeout) {
+Message Peer::Call(Message request, Millis timeout) {
   std::string what = MsgTypeName(request.header.msg_type());
   uint64_t id = Start(std::move(request));
   return Finish(id, Clock::now() + timeout, what);
 }
 
-std::vector<Message> CallAll(std::vector<std::pair<Connection*, Message>> calls, Millis timeout) {
+std::vector<Message> CallAll(std::vector<std::pair<Peer*, Message>> calls, Millis timeout) {
   auto deadline = Clock::now() + timeout;
   std::vector<uint64_t> ids;
   std::vector<std::string> whats;

@@ -26,14 +26,38 @@ void Send(zmq::socket_t& socket, Message& m, std::vector<zmq::message_t>* route 
 // Receives one whole multipart message within `timeout`; false on timeout.
 bool RecvParts(zmq::socket_t& socket, std::vector<zmq::message_t>* parts, Millis timeout);
 
+// One server as a client sees it: requests started, then finished by id.
+// Connection is the real one, over a socket; a test stands in for it with
+// servers in the same process (tests/support/in_process_owners.h), so that
+// what is written against it (DistGraph's planners) is tested without
+// sockets. Not thread-safe: one thread per peer.
+class Peer {
+ public:
+  virtual ~Peer() = default;
+  // Names the server in errors, e.g. "machine 1 server 0 at 10.0.0.2:30051".
+  virtual const std::string& peer() const = 0;
+  // Sends a request and returns without waiting; returns its request id
+  // (Connection::Start says how `expected_reply_bytes` and `deadline` bound
+  // what is in flight).
+  virtual uint64_t Start(Message request, uint64_t expected_reply_bytes = 0,
+                         std::chrono::steady_clock::time_point deadline = {}) = 0;
+  // The reply to `request_id`. A kError reply throws PeerError naming the
+  // peer; no reply by `deadline` throws TimeoutError naming the peer and
+  // `what`.
+  virtual Message Finish(uint64_t request_id, std::chrono::steady_clock::time_point deadline,
+                         const std::string& what) = 0;
+  // Start + Finish.
+  Message Call(Message request, Millis timeout);
+};
+
 // A connection to one server. Not thread-safe: one thread per connection.
-class Connection {
+class Connection : public Peer {
  public:
   // `peer` names the server in errors, e.g. "machine 1 server 0 at 10.0.0.2:30051".
   // `keys`: the job's (a CURVE client), or JobKeys::Insecure() for plaintext.
   Connection(zmq::context_t& ctx, const std::string& endpoint, std::string peer,
              const JobKeys& keys);
-  const std::string& peer() const { return peer_; }
+  const std::string& peer() const override { return peer_; }
 
   // Sends a request and returns without waiting; returns its request id.
   // `expected_reply_bytes` (0: small or unknown) keeps what is in flight on
@@ -44,16 +68,14 @@ class Connection {
   // `deadline` (TimeoutError naming the peer). Stamps the request with the
   // reply bytes taken so far (Header::taken_bytes).
   uint64_t Start(Message request, uint64_t expected_reply_bytes = 0,
-                 std::chrono::steady_clock::time_point deadline = {});
+                 std::chrono::steady_clock::time_point deadline = {}) override;
   // Waits for the reply to `request_id`. Replies to other requests still in
   // flight on this connection (servers answer concurrently, so out of
   // order) are kept for their own Finish; replies to abandoned (timed-out)
   // requests are dropped. A kError reply throws PeerError naming the peer;
   // no reply by `deadline` throws TimeoutError naming the peer and `what`.
   Message Finish(uint64_t request_id, std::chrono::steady_clock::time_point deadline,
-                 const std::string& what);
-  // Start + Finish.
-  Message Call(Message request, Millis timeout);
+                 const std::string& what) override;
 
   zmq::socket_t& socket() { return socket_; }
   // Reply bytes taken from the socket so far (every frame of every reply).
@@ -80,6 +102,6 @@ class Connection {
 // Issues one request per connection concurrently and gathers the replies in
 // order. Throws the first failure (TimeoutError / PeerError) after the
 // deadline or as soon as it is known.
-std::vector<Message> CallAll(std::vector<std::pair<Connection*, Message>> calls, Millis timeout);
+std::vector<Message> CallAll(std::vector<std::pair<Peer*, Message>> calls, Millis timeout);
 
 }  // namespace gnn::net

@@ -10,25 +10,24 @@
 
 namespace gnn {
 
-void SampleAggregate(const CscView& csc, const float* features, int64_t dim, const int64_t* dsts,
-                     int64_t n, int fanout, bool replace, uint64_t rng_seed, int threads,
-                     float* out_rows, std::vector<int64_t>* counts,
-                     std::vector<int64_t>* remote_indptr, std::vector<int64_t>* remote_ids,
-                     int64_t own_rows) {
-  if (own_rows < 0 || own_rows > n) own_rows = n;
-  SampleAggregateInto(csc, features, dim, dsts, n, fanout, replace, rng_seed, threads, out_rows,
-                      out_rows + own_rows * dim, nullptr, own_rows, counts, remote_indptr,
-                      remote_ids);
+void SampleAggregate(const OwnerDraw& draw, float* out_rows, OwnerSums* sums, int64_t own_rows) {
+  if (own_rows < 0 || own_rows > draw.n) own_rows = draw.n;
+  SampleAggregateInto(draw, out_rows, out_rows + own_rows * draw.dim, nullptr, own_rows, sums);
 }
 
-void SampleAggregateInto(const CscView& csc, const float* features, int64_t dim,
-                         const int64_t* dsts, int64_t n, int fanout, bool replace,
-                         uint64_t rng_seed, int threads, float* own_out, float* sum_out,
-                         const size_t* at, int64_t own_rows, std::vector<int64_t>* counts,
-                         std::vector<int64_t>* remote_indptr, std::vector<int64_t>* remote_ids) {
+void SampleAggregateInto(const OwnerDraw& draw, float* own_out, float* sum_out, const size_t* at,
+                         int64_t own_rows, OwnerSums* sums) {
+  const CscView& csc = draw.csc;
+  const float* features = draw.features;
+  const int64_t dim = draw.dim, n = draw.n;
+  const int64_t* dsts = draw.dsts;
+  std::vector<int64_t>* counts = &sums->counts;
+  std::vector<int64_t>* remote_indptr = &sums->remote_indptr;
+  std::vector<int64_t>* remote_ids = &sums->remote_ids;
   if (own_rows < 0 || own_rows > n) own_rows = n;
   std::vector<int64_t> indptr, indices;
-  SampleNeighbors(csc, dsts, n, fanout, replace, rng_seed, threads, &indptr, &indices);
+  SampleNeighbors(csc, dsts, n, draw.fanout, draw.replace, draw.rng_seed, draw.threads, &indptr,
+                  &indices);
   const int64_t* ptr = indptr.data();
   const int64_t* idx = indices.data();
   const int64_t lo = csc.node_start, hi = csc.node_start + csc.num_nodes;
@@ -51,7 +50,7 @@ void SampleAggregateInto(const CscView& csc, const float* features, int64_t dim,
   // spent 70 % of its time waiting for rows).
   // So is each destination's own row: kOwnAhead destinations ahead.
   constexpr int64_t kAhead = 8, kOwnAhead = 2;
-  ParallelFor(n, threads, [&](int64_t b, int64_t e) {
+  ParallelFor(n, draw.threads, [&](int64_t b, int64_t e) {
     const int64_t edge_end = ptr[e];
     for (int64_t k = ptr[b]; k < std::min(ptr[b] + kAhead, edge_end); ++k) {
       if (held(idx[k])) PrefetchBytes(features + (idx[k] - lo) * dim, row_bytes);

@@ -16,34 +16,49 @@
 
 namespace gnn {
 
-// For destinations `dsts` (global ids owned by `csc`): samples each one's
-// in-neighbours exactly as SampleNeighbors(csc, dsts, n, fanout, replace,
-// rng_seed) does and writes, into `out_rows` [2n, dim], each destination's
-// own row (rows 0..n-1) and the sum of its sampled neighbours' rows that
-// `features` holds (rows n..2n-1; `features` is [csc.num_nodes, dim], the
-// rows of the nodes csc owns). counts[i] is how many neighbours
-// destination i sampled in all; the ones not held here are listed, as a
-// CSR over destinations, in remote_indptr [n+1] / remote_ids, each
-// destination's in increasing order (as varints they cost 1-3 bytes on the
-// wire; sampled order would cost 3-4). With own_rows = k in [0, n) only
-// the first k destinations' own rows are written (the asker holds the
-// others'): `out_rows` is [k + n, dim], the sums from row k. Blocking; `threads` threads (<= 0: all
-// cores). DataError when a destination is not owned by `csc`.
-void SampleAggregate(const CscView& csc, const float* features, int64_t dim, const int64_t* dsts,
-                     int64_t n, int fanout, bool replace, uint64_t rng_seed, int threads,
-                     float* out_rows, std::vector<int64_t>* counts,
-                     std::vector<int64_t>* remote_indptr, std::vector<int64_t>* remote_ids,
+// What one owner draws and sums: destinations `dsts` [n] (global ids
+// owned by `csc`), each one's in-neighbours sampled exactly as
+// SampleNeighbors(csc, dsts, n, fanout, replace, rng_seed) samples them,
+// over `features` [csc.num_nodes, dim] (the rows of the nodes csc owns),
+// with `threads` threads (<= 0: all cores).
+struct OwnerDraw {
+  CscView csc;
+  const float* features = nullptr;
+  int64_t dim = 0;
+  const int64_t* dsts = nullptr;
+  int64_t n = 0;
+  int fanout = -1;
+  bool replace = false;
+  uint64_t rng_seed = 0;
+  int threads = 1;
+};
+
+// What it lists beside the rows: counts[i], how many neighbours
+// destination i sampled in all; the ones not held here as a CSR over
+// destinations, remote_indptr [n+1] / remote_ids, each destination's in
+// increasing order (as varints they cost 1-3 bytes on the wire; sampled
+// order would cost 3-4).
+struct OwnerSums {
+  std::vector<int64_t> counts;
+  std::vector<int64_t> remote_indptr;
+  std::vector<int64_t> remote_ids;
+};
+
+// Writes, into `out_rows` [2n, dim], each destination's own row (rows
+// 0..n-1) and the sum of its sampled neighbours' rows that `features`
+// holds (rows n..2n-1), and lists the rest in `sums`. With own_rows = k in
+// [0, n) only the first k destinations' own rows are written (the asker
+// holds the others'): `out_rows` is [k + n, dim], the sums from row k.
+// Blocking. DataError when a destination is not owned by `csc`.
+void SampleAggregate(const OwnerDraw& draw, float* out_rows, OwnerSums* sums,
                      int64_t own_rows = -1);
 
 // The same, writing destination i's own row (when i < own_rows) to
 // own_out + at[i] * dim and its sum to sum_out + at[i] * dim (at ==
 // nullptr: at[i] = i), so a caller assembling rows from several owners
 // gets this owner's in place, without a copy.
-void SampleAggregateInto(const CscView& csc, const float* features, int64_t dim,
-                         const int64_t* dsts, int64_t n, int fanout, bool replace,
-                         uint64_t rng_seed, int threads, float* own_out, float* sum_out,
-                         const size_t* at, int64_t own_rows, std::vector<int64_t>* counts,
-                         std::vector<int64_t>* remote_indptr, std::vector<int64_t>* remote_ids);
+void SampleAggregateInto(const OwnerDraw& draw, float* own_out, float* sum_out, const size_t* at,
+                         int64_t own_rows, OwnerSums* sums);
 
 // The other half of it, at the owners of the neighbours a destination's
 // owner does not hold: out [groups, dim] row k = the sum of the rows of

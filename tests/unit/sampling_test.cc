@@ -685,9 +685,11 @@ TEST_CASE("SampleAggregate at the owner gives the means of the same sampled neig
     MeanOfSources(d.features.data(), 0, dim, block, expect.data(), 1);
     // At the owner: own rows and held sums, then the remote rows added in.
     std::vector<float> out(2 * n * dim);
-    std::vector<int64_t> counts, rptr, rids;
-    SampleAggregate(csc, owned_rows, dim, dsts.data(), n, fanout, replace, 99, 2, out.data(),
-                    &counts, &rptr, &rids);
+    OwnerSums all;
+    SampleAggregate({csc, owned_rows, dim, dsts.data(), n, fanout, replace, 99, 2}, out.data(),
+                    &all);
+    const std::vector<int64_t>&counts = all.counts, &rptr = all.remote_indptr,
+          &rids = all.remote_ids;
     CHECK(!rids.empty());  // some neighbours live elsewhere
     for (int64_t v : rids) CHECK((v < lo || v >= hi));
     for (int64_t i = 0; i < n; ++i)
@@ -695,13 +697,13 @@ TEST_CASE("SampleAggregate at the owner gives the means of the same sampled neig
     // Only the first k own rows asked for: the same sums, from row k.
     const int64_t k = n / 3;
     std::vector<float> part((k + n) * dim);
-    std::vector<int64_t> counts2, rptr2, rids2;
-    SampleAggregate(csc, owned_rows, dim, dsts.data(), n, fanout, replace, 99, 1, part.data(),
-                    &counts2, &rptr2, &rids2, k);
+    OwnerSums first_k;
+    SampleAggregate({csc, owned_rows, dim, dsts.data(), n, fanout, replace, 99, 1}, part.data(),
+                    &first_k, k);
     CHECK(std::equal(part.begin(), part.begin() + k * dim, out.begin()));
     CHECK(std::equal(part.begin() + k * dim, part.end(), out.begin() + n * dim));
-    CHECK(counts2 == counts);
-    CHECK(rids2 == rids);
+    CHECK(first_k.counts == counts);
+    CHECK(first_k.remote_ids == rids);
     // Each remote row once (by id), referenced from every pair.
     std::vector<float> remote_rows;
     GatherRows(d.features.data(), 0, dim, rids, &remote_rows, 1);
@@ -718,11 +720,11 @@ TEST_CASE("SampleAggregate at the owner gives the means of the same sampled neig
     }
   }
   std::vector<float> out(2 * dim);
-  std::vector<int64_t> counts, rptr, rids;
+  OwnerSums sums;
   const int64_t foreign = hi;
-  CHECK_THROWS_AS(SampleAggregate(csc, owned_rows, dim, &foreign, 1, 5, false, 1, 1, out.data(),
-                                  &counts, &rptr, &rids),
-                  DataError);
+  CHECK_THROWS_AS(
+      SampleAggregate({csc, owned_rows, dim, &foreign, 1, 5, false, 1, 1}, out.data(), &sums),
+      DataError);
 }
 
 // Nodes 10..13 of a partition. Node 10 (degree 4) lists 1, 2, 3, 11; node

@@ -108,10 +108,10 @@ TEST_CASE("GraphSage's forward, ForwardFromMeans and layer-wise inference agree"
   at_owner.input_means = [&](const std::vector<int64_t>& dst) {
     const int64_t n = static_cast<int64_t>(dst.size());
     std::vector<float> rows(2 * n * 4);
-    std::vector<int64_t> counts, rptr, rids;
-    SampleAggregate(g.csc(), x.data_ptr<float>(), 4, dst.data(), n, -1, false, 0, 1, rows.data(),
-                    &counts, &rptr, &rids);
-    FinishMeans(n, 4, counts, rptr, nullptr, {}, rows.data() + n * 4);
+    OwnerSums sums;
+    SampleAggregate({g.csc(), x.data_ptr<float>(), 4, dst.data(), n, -1, false, 0, 1}, rows.data(),
+                    &sums);
+    FinishMeans(n, 4, sums.counts, sums.remote_indptr, nullptr, {}, rows.data() + n * 4);
     return torch::from_blob(rows.data(), {2 * n, 4}, torch::kFloat32).clone();
   };
   int asked = 0;  // layer 0 must not ask for neighbours; layer 1 does
