@@ -10,6 +10,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "client/sum_plans.h"
 #include "common/memory.h"
 #include "net/channel.h"
 #include "net/ip_config.h"
@@ -283,6 +284,33 @@ class DistGraph {
   // Maps this machine's heterogeneous partition (hetero_part_) from the
   // job's shared memory and points hetero_csc_ at it.
   void AttachTyped(const DistGraphOptions& o);
+  // A SampleAggregate request in flight: destinations dsts[slice[j]] at
+  // their owner `part`.
+  struct AggregateCall {
+    net::Peer* peer;
+    uint64_t rid;
+    int part;
+    std::vector<size_t> slice;
+    net::SampleAggregateRequest asked;
+  };
+  // SampleAggregate's requests to the other partitions' owners (pos:
+  // ByOwner(dsts); each owner's destinations whose own row the hot-row
+  // cache holds are moved last, and not asked for), in pieces of about
+  // 4 MB of reply, all started.
+  std::vector<AggregateCall> StartAggregates(const std::vector<int64_t>& dsts,
+                                             std::vector<std::vector<size_t>>* pos, int fanout,
+                                             bool replace, uint64_t rng_seed,
+                                             std::chrono::steady_clock::time_point deadline);
+  // TypedGroupSums' first step: adds the rows this machine holds (its
+  // partition's rows of type `ntype` at `local`, whose first id is
+  // local_first; the hot-row cache's) into `out`, and returns the others
+  // as each owner's share of each group.
+  std::vector<std::vector<TypedShare>> TypedShares(int ntype, const net::EmbSpec* spec,
+                                                   const std::vector<int64_t>& ids,
+                                                   const std::vector<int64_t>& group_ptr,
+                                                   const float* local, int64_t local_first,
+                                                   const ShmRowCache* cache,
+                                                   std::vector<float>* out);
   // SampleAggregate's last step with options.remote_sums: adds to sums[i]
   // (i < n) the rows of destination i's neighbours unique[row_of[k]] for k
   // in [rptr[i], rptr[i + 1]) and divides by counts[i]. Rows this machine

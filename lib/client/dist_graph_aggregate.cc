@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "client/dist_graph.h"
+#include "client/sum_plans.h"
 #include "common/error.h"
 #include "net/messages.h"
 #include "sampling/id_sort.h"
@@ -17,6 +18,41 @@
 namespace gnn {
 
 using net::Message;
+
+namespace {
+
+// What SampleAggregate gathers from the owners, in dsts' order: every
+// destination's count of sampled neighbours, and the ones its owner did
+// not hold (appended owner by owner).
+struct Gathered {
+  explicit Gathered(size_t n) : counts(n), begin(n), end(n) {}
+  std::vector<int64_t> counts, begin, end, remote;
+
+  // One owner's answer for destinations dsts[slice[j]] (OwnerSums'
+  // counts, remote_indptr, remote_ids).
+  void Add(const std::vector<size_t>& slice, const std::vector<int64_t>& part_counts,
+           const std::vector<int64_t>& rptr, const std::vector<int64_t>& rids) {
+    for (size_t j = 0; j < slice.size(); ++j) {
+      const size_t i = slice[j];
+      counts[i] = part_counts[j];
+      begin[i] = static_cast<int64_t>(remote.size()) + rptr[j];
+      end[i] = static_cast<int64_t>(remote.size()) + rptr[j + 1];
+    }
+    remote.insert(remote.end(), rids.begin(), rids.end());
+  }
+  // The remote neighbours as a CSR over the destinations.
+  void Csr(std::vector<int64_t>* rptr, std::vector<int64_t>* rids) const {
+    rptr->assign(counts.size() + 1, 0);
+    rids->clear();
+    rids->reserve(remote.size());
+    for (size_t i = 0; i < counts.size(); ++i) {
+      rids->insert(rids->end(), remote.begin() + begin[i], remote.begin() + end[i]);
+      (*rptr)[i + 1] = static_cast<int64_t>(rids->size());
+    }
+  }
+};
+
+}  // namespace
 
 void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bool replace,
                                 uint64_t rng_seed, NoInitVector<float>* out) {
@@ -31,74 +67,10 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
   float* sums = rows + n * dim;
   const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
   auto pos = ByOwner(dsts);
-  // Every destination's count, and where its remote neighbours sit in
-  // `remote` (appended reply by reply), in dsts' order.
-  std::vector<int64_t> counts(n), remote_begin(n), remote_end(n), remote;
-  // row_to(r, out) writes row r of a part's [own + m, dim] answer as
-  // floats: the first `own` destinations' own rows, then m sums; the
-  // others' own rows are in the hot-row cache. Without row_to the rows are
-  // in place already (the local partition's).
-  using RowTo = std::function<void(size_t, float*)>;
-  auto place = [&](const std::vector<size_t>& slice, size_t own, const RowTo& row_to,
-                   const std::vector<int64_t>& part_counts, const std::vector<int64_t>& rptr,
-                   const std::vector<int64_t>& rids) {
-    const size_t m = slice.size();
-    for (size_t j = 0; j < m; ++j) {
-      const size_t i = slice[j];
-      if (row_to) {
-        if (j < own) {
-          row_to(j, rows + i * dim);
-        } else {
-          std::memcpy(rows + i * dim, cache_->Find(dsts[i]), row_bytes);
-        }
-        row_to(own + j, sums + i * dim);
-      }
-      counts[i] = part_counts[j];
-      remote_begin[i] = static_cast<int64_t>(remote.size()) + rptr[j];
-      remote_end[i] = static_cast<int64_t>(remote.size()) + rptr[j + 1];
-    }
-    remote.insert(remote.end(), rids.begin(), rids.end());
-  };
-  const size_t chunk = std::max<size_t>(1, (size_t{4} << 20) / std::max<size_t>(2 * row_bytes, 1));
-  struct Pending {
-    net::Peer* conn;
-    uint64_t rid;
-    int part;
-    std::vector<size_t> slice;  // positions in dsts
-    net::SampleAggregateRequest asked;
-  };
-  std::vector<Pending> pending;
-  auto deadline = std::chrono::steady_clock::now() + options_.timeout;
-  for (int p = 0; p < config_.num_parts; ++p) {
-    if (pos[p].empty() || p == local_part_) continue;
-    // Destinations whose own row the hot-row cache holds go last, and
-    // their owner sends only the others' (own_rows).
-    // Their own rows count as lookups with or without a cache (the hit
-    // rate means the same on every path).
-    size_t uncached = pos[p].size();
-    cache_lookups_ += pos[p].size();
-    if (cache_) {
-      const auto it = std::stable_partition(pos[p].begin(), pos[p].end(),
-                                            [&](size_t i) { return !cache_->Find(dsts[i]); });
-      uncached = static_cast<size_t>(it - pos[p].begin());
-      cache_hits_ += pos[p].size() - uncached;
-    }
-    for (size_t first = 0; first < pos[p].size(); first += chunk) {
-      const size_t count = std::min(chunk, pos[p].size() - first);
-      Pending q{nullptr, 0, p, {pos[p].begin() + first, pos[p].begin() + first + count}, {}};
-      q.asked = {std::vector<int64_t>(count), fanout, replace, rng_seed, options_.wire_format,
-                 options_.id_coding};
-      if (uncached < first + count) {
-        q.asked.own_rows = static_cast<int64_t>(std::max(uncached, first) - first);
-      }
-      for (size_t j = 0; j < count; ++j) q.asked.dsts[j] = dsts[q.slice[j]];
-      Message req = q.asked.Encode(0);
-      Sending(req);
-      q.conn = &Pick(p);
-      q.rid = q.conn->Start(std::move(req), count * 2 * row_bytes, deadline);
-      pending.push_back(std::move(q));
-    }
-  }
+  Gathered got(static_cast<size_t>(n));
+  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  const std::vector<AggregateCall> pending =
+      StartAggregates(dsts, &pos, fanout, replace, rng_seed, deadline);
   // Remote requests are in flight while the local partition is aggregated.
   if (local_part_ >= 0 && !pos[local_part_].empty()) {
     const PartitionView& v = local_->view();
@@ -110,27 +82,33 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
     const OwnerDraw draw{v.csc(), v.features, dim, ids.data(), m, fanout, replace, rng_seed, 1};
     OwnerSums held;
     gnn::SampleAggregateInto(draw, rows, sums, mine.data(), m, &held);
-    place(mine, mine.size(), nullptr, held.counts, held.remote_indptr, held.remote_ids);
+    got.Add(mine, held.counts, held.remote_indptr, held.remote_ids);
   }
-  for (const Pending& q : pending) {
-    Message r = q.conn->Finish(q.rid, deadline, "SampleAggregate");
+  for (const AggregateCall& q : pending) {
+    Message r = q.peer->Finish(q.rid, deadline, "SampleAggregate");
     const PartInfo& owner = config_.parts[q.part];
     const net::SampleAggregateReply rep = net::SampleAggregateReply::Decode(
-        r, q.asked, dim, config_.num_nodes, owner.node_start, owner.node_end, q.conn->peer());
+        r, q.asked, dim, config_.num_nodes, owner.node_start, owner.node_end, q.peer->peer());
     for (const zmq::message_t& f : r.frames) wire_bytes_ += f.size();
-    // Converted (bfloat16) or copied straight into place.
-    place(
-        q.slice, rep.num_own_rows(), [&](size_t r, float* out) { rep.RowTo(r, out); }, rep.counts,
-        rep.remote_indptr, rep.remote_ids);
+    // Own rows and sums converted (bfloat16) or copied straight into place;
+    // the destinations whose own row was not asked for, from the cache.
+    const size_t own = rep.num_own_rows();
+    for (size_t j = 0; j < q.slice.size(); ++j) {
+      const size_t i = q.slice[j];
+      if (j < own) {
+        rep.RowTo(j, rows + i * dim);
+      } else {
+        std::memcpy(rows + i * dim, cache_->Find(dsts[i]), row_bytes);
+      }
+      rep.RowTo(own + j, sums + i * dim);
+    }
+    got.Add(q.slice, rep.counts, rep.remote_indptr, rep.remote_ids);
   }
   // The neighbours no owner held beside its destination: each distinct one
   // pulled once, added in.
-  std::vector<int64_t> rptr(n + 1, 0), rids;
-  rids.reserve(remote.size());
-  for (int64_t i = 0; i < n; ++i) {
-    rids.insert(rids.end(), remote.begin() + remote_begin[i], remote.begin() + remote_end[i]);
-    rptr[i + 1] = static_cast<int64_t>(rids.size());
-  }
+  std::vector<int64_t> rptr, rids;
+  got.Csr(&rptr, &rids);
+  const std::vector<int64_t>& counts = got.counts;
   std::vector<int64_t> unique, row_of;
   DistinctIds(rids, 0, config_.num_nodes, &unique, &row_of);
   if (options_.remote_sums) {
@@ -143,80 +121,68 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
   FinishMeans(n, dim, counts, rptr, remote_rows.data(), row_of, sums);
 }
 
+std::vector<DistGraph::AggregateCall> DistGraph::StartAggregates(
+    const std::vector<int64_t>& dsts, std::vector<std::vector<size_t>>* pos, int fanout,
+    bool replace, uint64_t rng_seed, std::chrono::steady_clock::time_point deadline) {
+  const size_t row_bytes = static_cast<size_t>(config_.feature_dim) * sizeof(float);
+  const size_t chunk = std::max<size_t>(1, (size_t{4} << 20) / std::max<size_t>(2 * row_bytes, 1));
+  std::vector<AggregateCall> pending;
+  for (int p = 0; p < config_.num_parts; ++p) {
+    std::vector<size_t>& at = (*pos)[p];
+    if (at.empty() || p == local_part_) continue;
+    // Destinations whose own row the hot-row cache holds go last, and
+    // their owner sends only the others' (own_rows).
+    // Their own rows count as lookups with or without a cache (the hit
+    // rate means the same on every path).
+    size_t uncached = at.size();
+    cache_lookups_ += at.size();
+    if (cache_) {
+      const auto it = std::stable_partition(at.begin(), at.end(),
+                                            [&](size_t i) { return !cache_->Find(dsts[i]); });
+      uncached = static_cast<size_t>(it - at.begin());
+      cache_hits_ += at.size() - uncached;
+    }
+    for (size_t first = 0; first < at.size(); first += chunk) {
+      const size_t count = std::min(chunk, at.size() - first);
+      AggregateCall q{nullptr, 0, p, {at.begin() + first, at.begin() + first + count}, {}};
+      q.asked = {std::vector<int64_t>(count), fanout, replace, rng_seed, options_.wire_format,
+                 options_.id_coding};
+      if (uncached < first + count) {
+        q.asked.own_rows = static_cast<int64_t>(std::max(uncached, first) - first);
+      }
+      for (size_t j = 0; j < count; ++j) q.asked.dsts[j] = dsts[q.slice[j]];
+      Message req = q.asked.Encode(0);
+      Sending(req);
+      q.peer = &Pick(p);
+      q.rid = q.peer->Start(std::move(req), count * 2 * row_bytes, deadline);
+      pending.push_back(std::move(q));
+    }
+  }
+  return pending;
+}
+
 void DistGraph::FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
                                  const std::vector<int64_t>& rptr,
                                  const std::vector<int64_t>& unique,
                                  const std::vector<int64_t>& row_of, float* sums) {
   const int64_t dim = config_.feature_dim;
   const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
-  // Rows pulled whole (one PullFeatures): the distinct neighbours this
-  // machine holds (`near`: its partition, the hot-row cache), and those
-  // that are a destination's only one at their owner (a sum of one is the
-  // row, and a row pulled once serves every destination that has it).
-  // pulled_row[u]: the row of unique[u] among `pulled`, or -1.
-  std::vector<int64_t> pulled, pulled_row(unique.size(), -1), owner(unique.size());
+  const int parts = config_.num_parts;
+  // Rows this machine holds (its partition, the hot-row cache) are read
+  // here; of the others, a destination's only one at an owner is pulled,
+  // more are summed there (sum_plans.h).
+  std::vector<int64_t> owner(unique.size());
   std::vector<uint8_t> near(unique.size(), 0);
   for (size_t u = 0; u < unique.size(); ++u) {
     owner[u] = config_.PartOf(unique[u]);
-    if (owner[u] == local_part_ || (cache_ && cache_->Find(unique[u]))) {
-      near[u] = 1;
-      pulled_row[u] = static_cast<int64_t>(pulled.size());
-      pulled.push_back(unique[u]);
-    }
+    near[u] = owner[u] == local_part_ || (cache_ && cache_->Find(unique[u]));
   }
-  // The others by destination and owner: one group each (at most max_ids
-  // ids; more make several), summed at the owner.
-  const int parts = config_.num_parts;
   const size_t max_ids = (size_t{4} << 20) / sizeof(int64_t);
-  std::vector<net::PullSums> groups(parts);  // [owner]: all its groups
-  // What each destination adds: (destination, pulled row) and
-  // (destination, owner, group).
-  std::vector<std::pair<int64_t, int64_t>> add_rows;
-  std::vector<std::array<int64_t, 3>> add_sums;
-  std::vector<std::vector<int64_t>> at(parts);  // one destination's, by owner
-  std::vector<int> touched;
-  std::vector<uint8_t> summed(unique.size(), 0);  // in some owner's group
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t k = rptr[i]; k < rptr[i + 1]; ++k) {
-      const int64_t u = row_of[k];
-      if (near[u]) {
-        add_rows.push_back({i, pulled_row[u]});
-        continue;
-      }
-      if (at[owner[u]].empty()) touched.push_back(static_cast<int>(owner[u]));
-      at[owner[u]].push_back(u);
-    }
-    for (int p : touched) {
-      std::vector<int64_t>& mine = at[p];
-      // A set to be summed: in increasing order (unique is sorted) it
-      // varint-codes small.
-      std::sort(mine.begin(), mine.end());
-      if (mine.size() == 1) {
-        const int64_t u = mine[0];
-        if (pulled_row[u] < 0) {
-          pulled_row[u] = static_cast<int64_t>(pulled.size());
-          pulled.push_back(unique[u]);
-        }
-        add_rows.push_back({i, pulled_row[u]});
-      } else {
-        net::PullSums& g = groups[p];
-        for (size_t j = 0; j < mine.size(); ++j) {
-          if (j % max_ids == 0) {
-            add_sums.push_back({i, p, static_cast<int64_t>(g.num_groups())});
-            g.group_ptr.push_back(g.group_ptr.back());
-          }
-          g.ids.push_back(unique[mine[j]]);
-          ++g.group_ptr.back();
-          summed[mine[j]] = 1;
-        }
-      }
-      mine.clear();
-    }
-    touched.clear();
-  }
+  const RemoteSumsPlan plan = PlanRemoteSums(n, rptr, unique, row_of, owner, near, parts, max_ids);
+  const std::vector<net::PullSums>& groups = plan.groups;
   // Looked up in the cache like the pulled ones (PullFeatures counts
   // those), so the hit rate means what it means on the rows path.
-  for (size_t u = 0; u < unique.size(); ++u) cache_lookups_ += summed[u] && pulled_row[u] < 0;
+  cache_lookups_ += static_cast<uint64_t>(plan.summed_only);
   // Each owner's groups in pieces of at most about 4 MB of reply and of
   // ids.
   const size_t max_groups = std::max<size_t>(1, (size_t{4} << 20) / std::max<size_t>(row_bytes, 1));
@@ -246,6 +212,7 @@ void DistGraph::FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
     }
   }
   // The sums are in flight while the rows are pulled.
+  const std::vector<int64_t>& pulled = plan.pulled;
   const int64_t num_pulled = static_cast<int64_t>(pulled.size());
   // Room for the groups' sums too, so that growing past the pulled rows
   // does not copy them; every group's row is written below.
@@ -265,12 +232,12 @@ void DistGraph::FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
   }
   // Per destination: its pulled rows and its groups' sums, added in.
   std::vector<int64_t> eptr(n + 1, 0);
-  for (const auto& a : add_rows) ++eptr[a.first + 1];
-  for (const auto& a : add_sums) ++eptr[a[0] + 1];
+  for (const auto& a : plan.add_rows) ++eptr[a.first + 1];
+  for (const auto& a : plan.add_sums) ++eptr[a[0] + 1];
   for (int64_t i = 0; i < n; ++i) eptr[i + 1] += eptr[i];
   std::vector<int64_t> erow(eptr[n]), next(eptr.begin(), eptr.end() - 1);
-  for (const auto& a : add_rows) erow[next[a.first]++] = a.second;
-  for (const auto& a : add_sums) erow[next[a[0]]++] = num_pulled + first_row[a[1]] + a[2];
+  for (const auto& a : plan.add_rows) erow[next[a.first]++] = a.second;
+  for (const auto& a : plan.add_sums) erow[next[a[0]]++] = num_pulled + first_row[a[1]] + a[2];
   FinishMeans(n, dim, counts, eptr, rows.data(), erow, sums);
 }
 

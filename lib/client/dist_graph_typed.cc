@@ -4,8 +4,10 @@
 #include <cstring>
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "client/dist_graph.h"
+#include "client/sum_plans.h"
 #include "common/error.h"
 #include "common/random.h"
 #include "net/messages.h"
@@ -261,6 +263,53 @@ void DistGraph::PullTyped(int ntype, const std::vector<int64_t>& ids, std::vecto
       [&](int p) -> net::Peer& { return Pick(p); }, &wire_bytes_, out, local);
 }
 
+std::vector<std::vector<TypedShare>> DistGraph::TypedShares(int ntype, const net::EmbSpec* spec,
+                                                            const std::vector<int64_t>& ids,
+                                                            const std::vector<int64_t>& group_ptr,
+                                                            const float* local, int64_t local_first,
+                                                            const ShmRowCache* cache,
+                                                            std::vector<float>* out) {
+  const size_t d = static_cast<size_t>(
+      spec ? spec->dim : config_.ntype_feature_dims.at(static_cast<size_t>(ntype)));
+  const size_t groups = group_ptr.empty() ? 0 : group_ptr.size() - 1;
+  const int parts = config_.num_parts;
+  std::vector<std::vector<TypedShare>> shares(parts);
+  std::vector<std::vector<int64_t>> at(parts);
+  std::vector<int> touched;
+  std::unordered_set<int64_t> looked_up;  // cached rows counted once
+  for (size_t k = 0; k < groups; ++k) {
+    for (int64_t e = group_ptr[k]; e < group_ptr[k + 1]; ++e) {
+      const int64_t v = ids[static_cast<size_t>(e)];
+      const int p = config_.PartOf(v);
+      if (p < 0) throw DataError("node " + std::to_string(v) + " is in no partition");
+      const float* near = nullptr;
+      if (local && p == hetero_part_) {
+        if (config_.NtypeOf(v) != ntype) {
+          throw DataError("node " + std::to_string(v) + " is not of node type " +
+                          std::to_string(ntype));
+        }
+        near = local + (v - local_first) * static_cast<int64_t>(d);
+      } else if (cache && (near = cache->Find(v)) != nullptr && looked_up.insert(v).second) {
+        ++cache_lookups_;
+        ++cache_hits_;
+      }
+      if (near) {
+        float* sum = out->data() + k * d;
+        for (size_t j = 0; j < d; ++j) sum[j] += near[j];
+        continue;
+      }
+      if (at[p].empty()) touched.push_back(p);
+      at[p].push_back(v);
+    }
+    for (int p : touched) {
+      shares[p].push_back({k, std::move(at[p])});
+      at[p].clear();
+    }
+    touched.clear();
+  }
+  return shares;
+}
+
 void DistGraph::TypedGroupSums(int ntype, const net::EmbSpec* spec, const std::vector<int64_t>& ids,
                                const std::vector<int64_t>& group_ptr, std::vector<float>* out) {
   const size_t t = static_cast<size_t>(ntype);
@@ -280,89 +329,13 @@ void DistGraph::TypedGroupSums(int ntype, const net::EmbSpec* spec, const std::v
     local_first = hp.ntype_ranges[t].first;
   }
   const int parts = config_.num_parts;
-  // Distinct rows of other partitions (counted as the rows path counts
-  // them) and, per owner, each group's share.
-  std::unordered_map<int64_t, int64_t> row_of;  // id -> index in `pulled` (-1: not pulled)
-  std::vector<int64_t> pulled;
-  std::vector<std::pair<size_t, int64_t>> add_rows;  // (group, pulled row)
-  struct Share {
-    size_t group;
-    std::vector<int64_t> ids;
-  };
-  std::vector<std::vector<Share>> shares(parts);
-  std::vector<std::vector<int64_t>> at(parts);
-  std::vector<int> touched;
-  for (size_t k = 0; k < groups; ++k) {
-    for (int64_t e = group_ptr[k]; e < group_ptr[k + 1]; ++e) {
-      const int64_t v = ids[static_cast<size_t>(e)];
-      const int p = config_.PartOf(v);
-      if (p < 0) throw DataError("node " + std::to_string(v) + " is in no partition");
-      const float* near = nullptr;
-      if (local && p == hetero_part_) {
-        if (config_.NtypeOf(v) != ntype) {
-          throw DataError("node " + std::to_string(v) + " is not of node type " +
-                          std::to_string(ntype));
-        }
-        near = local + (v - local_first) * dim;
-      } else if (!spec) {
-        // Rows read as rows count as lookups (here, the cached ones; the
-        // pulled ones below); the ones summed at their owner do not.
-        auto [it, fresh] = row_of.emplace(v, -1);
-        if (cache && (near = cache->Find(v)) != nullptr && fresh) {
-          ++cache_lookups_;
-          ++cache_hits_;
-        }
-      }
-      if (near) {
-        float* sum = out->data() + k * d;
-        for (size_t j = 0; j < d; ++j) sum[j] += near[j];
-        continue;
-      }
-      if (at[p].empty()) touched.push_back(p);
-      at[p].push_back(v);
-    }
-    for (int p : touched) {
-      shares[p].push_back({k, std::move(at[p])});
-      at[p].clear();
-    }
-    touched.clear();
-  }
-  // Per owner: a share of one row is that row; an owner whose shares name
-  // no more distinct rows than they are sends rows instead of sums.
-  auto pull_row = [&](size_t k, int64_t v) {
-    auto it = row_of.emplace(v, -1).first;
-    if (it->second < 0) {
-      it->second = static_cast<int64_t>(pulled.size());
-      pulled.push_back(v);
-      if (!spec) ++cache_lookups_;
-    }
-    add_rows.push_back({k, it->second});
-  };
-  std::vector<net::PullTypedSums> asked(parts);
-  for (int p = 0; p < parts; ++p) {
-    std::vector<int64_t> distinct;
-    size_t multi = 0;
-    for (const Share& sh : shares[p]) {
-      if (sh.ids.size() < 2) continue;
-      ++multi;
-      distinct.insert(distinct.end(), sh.ids.begin(), sh.ids.end());
-    }
-    std::sort(distinct.begin(), distinct.end());
-    // (--remote_sums 0: every share as rows, for comparison.)
-    const bool as_rows =
-        !options_.remote_sums || static_cast<size_t>(std::unique(distinct.begin(), distinct.end()) -
-                                                     distinct.begin()) <= multi;
-    net::PullTypedSums& q = asked[p];
-    for (Share& sh : shares[p]) {
-      if (sh.ids.size() < 2 || as_rows) {
-        for (int64_t v : sh.ids) pull_row(sh.group, v);
-        continue;
-      }
-      std::sort(sh.ids.begin(), sh.ids.end());  // a set: increasing ids varint-code small
-      q.ids.insert(q.ids.end(), sh.ids.begin(), sh.ids.end());
-      q.group_ptr.push_back(static_cast<int64_t>(q.ids.size()));
-    }
-  }
+  TypedSumsPlan plan =
+      PlanTypedSums(TypedShares(ntype, spec, ids, group_ptr, local, local_first, cache, out),
+                    options_.remote_sums);
+  // Rows read as rows count as lookups (the cached ones in TypedShares);
+  // the ones summed at their owner do not.
+  if (!spec) cache_lookups_ += plan.pulled.size();
+  const std::vector<int64_t>& pulled = plan.pulled;
   // The sums in pieces of at most about 4 MB of ids and of reply, all in
   // flight while the rows are pulled.
   const net::RowFormat format = options_.wire_format;
@@ -376,13 +349,13 @@ void DistGraph::TypedGroupSums(int ntype, const net::EmbSpec* spec, const std::v
     net::Peer* conn;
     uint64_t rid;
     int part;
-    size_t first;  // of the piece's shares among the owner's summed ones
+    size_t first;  // of the piece's groups among the owner's summed ones
     net::PullTypedSums asked;
   };
   std::vector<Pending> pending;
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   for (int p = 0; p < parts; ++p) {
-    const net::PullTypedSums& all = asked[p];
+    const net::PullTypedSums& all = plan.asked[p];
     for (const auto& [first, end] : net::GroupPieces(all.group_ptr, max_ids, max_groups)) {
       Pending q{nullptr, 0, p, first, {}};
       q.asked.ntype = ntype;
@@ -419,7 +392,7 @@ void DistGraph::TypedGroupSums(int ntype, const net::EmbSpec* spec, const std::v
           [&](int p) -> net::Peer& { return Pick(p); }, &wire_bytes_, &rows, [] {});
     }
   }
-  for (const auto& [k, r] : add_rows) {
+  for (const auto& [k, r] : plan.add_rows) {
     float* sum = out->data() + k * d;
     const float* row = rows.data() + static_cast<size_t>(r) * d;
     for (size_t j = 0; j < d; ++j) sum[j] += row[j];
@@ -430,14 +403,9 @@ void DistGraph::TypedGroupSums(int ntype, const net::EmbSpec* spec, const std::v
     const net::PullFeaturesReply rep = net::PullFeaturesReply::DecodeRows(
         r, q.asked.format, q.asked.num_groups(), dim, "PullTypedSums", q.conn->peer());
     wire_bytes_ += r.frames[0].size();
-    // The owner's summed shares are those with two rows or more, in order.
-    size_t g = 0, seen = 0;
-    for (const Share& sh : shares[q.part]) {
-      if (sh.ids.size() < 2) continue;
-      if (seen++ < q.first) continue;
-      if (g == q.asked.num_groups()) break;
-      rep.RowTo(g++, one.data());
-      float* sum = out->data() + sh.group * d;
+    for (size_t g = 0; g < q.asked.num_groups(); ++g) {
+      rep.RowTo(g, one.data());
+      float* sum = out->data() + plan.summed_groups[q.part][q.first + g] * d;
       for (size_t j = 0; j < d; ++j) sum[j] += one[j];
     }
   }
