@@ -204,6 +204,47 @@ void DistGraph::TakeHeld(const std::vector<int64_t>& ids, int skip,
   }
 }
 
+namespace {
+
+// Where PullSparseFeatures found row i: the local partition, the hot-row
+// cache, or reply source[i] (>= 0), its entries from first_entry[i].
+constexpr int32_t kLocalRow = -1, kCachedRow = -2;
+
+// The rows as one CSR [count.size(), cols] in `out`, copied from where
+// they were found; values only when some row has them (else all ones).
+void AssembleSparseRows(int64_t cols, const std::vector<int64_t>& count,
+                        const std::vector<int32_t>& source, const std::vector<int64_t>& first_entry,
+                        bool any_values, const std::vector<net::SparseRowsReply>& replies,
+                        const SparseView* cached, const SparseView* local, SparseRows* out) {
+  const size_t n = count.size();
+  out->cols = cols;
+  out->indptr.assign(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) out->indptr[i + 1] = out->indptr[i] + count[i];
+  const size_t nnz = static_cast<size_t>(out->indptr[n]);
+  out->indices.resize(nnz);
+  out->values.assign(any_values ? nnz : 0, 1.0f);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t at = static_cast<size_t>(out->indptr[i]), c = static_cast<size_t>(count[i]);
+    if (c == 0) continue;
+    const int32_t* columns;
+    const float* vals;  // null: ones
+    if (source[i] >= 0) {
+      const net::SparseRowsReply& rep = replies[static_cast<size_t>(source[i])];
+      columns = rep.columns.data();
+      vals = rep.values.empty() ? nullptr : rep.values.data();
+    } else {
+      const SparseView& v = source[i] == kCachedRow ? *cached : *local;
+      columns = v.indices;
+      vals = v.values;
+    }
+    const int64_t k = first_entry[i];
+    std::memcpy(out->indices.data() + at, columns + k, c * sizeof(int32_t));
+    if (any_values && vals) std::memcpy(out->values.data() + at, vals + k, c * sizeof(float));
+  }
+}
+
+}  // namespace
+
 void DistGraph::PullSparseFeatures(const std::vector<int64_t>& ids, SparseRows* out) {
   if (!sparse_rows()) {
     throw ConfigError(config_.graph_name + " has dense feature rows: PullFeatures");
@@ -212,10 +253,9 @@ void DistGraph::PullSparseFeatures(const std::vector<int64_t>& ids, SparseRows* 
   auto pos = ByOwner(ids);
   // Stored entries of each asked row.
   std::vector<int64_t> count(n, 0);
-  // Each row's source (kLocal, kCached, or the index of the reply that
-  // holds it) and the offset of its first entry there.
-  constexpr int32_t kLocal = -1, kCached = -2;
-  std::vector<int32_t> source(n, kLocal);
+  // Each row's source (kLocalRow, kCachedRow, or the index of the reply
+  // that holds it) and the offset of its first entry there.
+  std::vector<int32_t> source(n, kLocalRow);
   std::vector<int64_t> first_entry(n, 0);
   bool any_values = false;
   // Requests of about 4 MB of reply each, all in flight at once; never
@@ -250,7 +290,7 @@ void DistGraph::PullSparseFeatures(const std::vector<int64_t>& ids, SparseRows* 
           continue;
         }
         count[i] = cached->indptr[slot + 1] - cached->indptr[slot];
-        source[i] = kCached;
+        source[i] = kCachedRow;
         first_entry[i] = cached->indptr[slot];
         any_values = any_values || cached->values != nullptr;
       }
@@ -275,7 +315,7 @@ void DistGraph::PullSparseFeatures(const std::vector<int64_t>& ids, SparseRows* 
     for (size_t i : pos[local_part_]) {
       const int64_t r = ids[i] - local_->view().node_start;
       count[i] = sv.indptr[r + 1] - sv.indptr[r];
-      source[i] = kLocal;
+      source[i] = kLocalRow;
       first_entry[i] = sv.indptr[r];
     }
   }
@@ -296,30 +336,9 @@ void DistGraph::PullSparseFeatures(const std::vector<int64_t>& ids, SparseRows* 
       at += static_cast<size_t>(rep.counts[j]);
     }
   }
-  out->cols = config_.feature_dim;
-  out->indptr.assign(n + 1, 0);
-  for (size_t i = 0; i < n; ++i) out->indptr[i + 1] = out->indptr[i] + count[i];
-  const size_t nnz = static_cast<size_t>(out->indptr[n]);
-  out->indices.resize(nnz);
-  out->values.assign(any_values ? nnz : 0, 1.0f);
-  for (size_t i = 0; i < n; ++i) {
-    const size_t at = static_cast<size_t>(out->indptr[i]), c = static_cast<size_t>(count[i]);
-    if (c == 0) continue;
-    const int32_t* cols;
-    const float* vals;  // null: ones
-    if (source[i] >= 0) {
-      const net::SparseRowsReply& rep = replies[static_cast<size_t>(source[i])];
-      cols = rep.columns.data();
-      vals = rep.values.empty() ? nullptr : rep.values.data();
-    } else {
-      const SparseView& v = source[i] == kCached ? *cached : local_->view().sparse_features;
-      cols = v.indices;
-      vals = v.values;
-    }
-    const int64_t k = first_entry[i];
-    std::memcpy(out->indices.data() + at, cols + k, c * sizeof(int32_t));
-    if (any_values && vals) std::memcpy(out->values.data() + at, vals + k, c * sizeof(float));
-  }
+  const SparseView* local = local_part_ >= 0 ? &local_->view().sparse_features : nullptr;
+  AssembleSparseRows(config_.feature_dim, count, source, first_entry, any_values, replies, cached,
+                     local, out);
 }
 
 void DistGraph::PullFeatures(const std::vector<int64_t>& ids, NoInitVector<float>* out) {

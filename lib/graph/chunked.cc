@@ -149,6 +149,33 @@ bool IsChunkedFolder(const std::string& path) {
   return !path.empty() && fs::is_regular_file(fs::path(path) / "metadata.json", ec);
 }
 
+namespace {
+
+// One data item's files (edges, node_data.<type>.<name>, edge_data...):
+// numpy or csv (parquet refused by name), one file per chunk.
+ChunkedMeta::Files FilesOf(const JsonReader& f, int num_chunks) {
+  ChunkedMeta::Files out;
+  out.format = f.At("format").At("name").String();
+  if (out.format == "parquet") {
+    f.At("format").At("name").Fail(
+        "parquet is not read (Debian 12 has no C++ Arrow): write the chunks as numpy or csv");
+  }
+  if (out.format != "numpy" && out.format != "csv")
+    f.At("format").At("name").Fail("must be numpy or csv");
+  if (out.format == "csv" && f.At("format").Has("delimiter")) {
+    const std::string d = f.At("format").At("delimiter").String();
+    if (d.size() != 1) f.At("format").At("delimiter").Fail("must be one character");
+    out.delimiter = d[0];
+  }
+  const JsonReader data = f.At("data");
+  if (static_cast<int>(data.ArraySize()) != num_chunks)
+    data.Fail("needs one file per chunk (" + std::to_string(num_chunks) + ")");
+  for (size_t c = 0; c < data.ArraySize(); ++c) out.paths.push_back(data.Item(c).String());
+  return out;
+}
+
+}  // namespace
+
 ChunkedMeta ReadChunkedMeta(const std::string& dir) {
   const std::string file = (fs::path(dir) / "metadata.json").string();
   const json j = json::parse(ReadFile(file), nullptr, false);
@@ -190,26 +217,7 @@ ChunkedMeta ReadChunkedMeta(const std::string& dir) {
       ecounts.Item(e).Fail("needs " + std::to_string(m.num_chunks) + " chunk sizes");
     m.edges_per_chunk.push_back(counts);
   }
-  auto files = [&](const JsonReader& f) {
-    ChunkedMeta::Files out;
-    out.format = f.At("format").At("name").String();
-    if (out.format == "parquet") {
-      f.At("format").At("name").Fail(
-          "parquet is not read (Debian 12 has no C++ Arrow): write the chunks as numpy or csv");
-    }
-    if (out.format != "numpy" && out.format != "csv")
-      f.At("format").At("name").Fail("must be numpy or csv");
-    if (out.format == "csv" && f.At("format").Has("delimiter")) {
-      const std::string d = f.At("format").At("delimiter").String();
-      if (d.size() != 1) f.At("format").At("delimiter").Fail("must be one character");
-      out.delimiter = d[0];
-    }
-    const JsonReader data = f.At("data");
-    if (static_cast<int>(data.ArraySize()) != m.num_chunks)
-      data.Fail("needs one file per chunk (" + std::to_string(m.num_chunks) + ")");
-    for (size_t c = 0; c < data.ArraySize(); ++c) out.paths.push_back(data.Item(c).String());
-    return out;
-  };
+  auto files = [&](const JsonReader& f) { return FilesOf(f, m.num_chunks); };
   for (const std::string& key : m.edge_types) m.edges.push_back(files(r.At("edges").At(key)));
   m.node_data.resize(m.node_types.size());
   if (r.Has("node_data")) {

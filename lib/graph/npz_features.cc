@@ -47,46 +47,149 @@ SparseRows RowsOfEntries(int64_t rows, int64_t cols, const std::vector<int64_t>&
   return s;
 }
 
+// A .npz's members, read as .npy arrays; every error names the file.
+class Members {
+ public:
+  explicit Members(const std::string& path) : all_(ReadNpz(path)), what_("--node_feat " + path) {}
+  const std::string& what() const { return what_; }
+  size_t size() const { return all_.size(); }
+  const std::string* Raw(const std::string& name) const {
+    const auto it = all_.find(name);
+    return it == all_.end() ? nullptr : &it->second;
+  }
+  const std::string& First() const { return all_.begin()->first; }
+  // Member `name` as float32 values (any float dtype), and its header.
+  std::vector<float> Floats(const std::string& name, NpyHeader* h) const {
+    return NpyToFloats(*h, Array(name, h));
+  }
+  std::vector<float> Floats(const std::string& name) const {
+    NpyHeader h;
+    return Floats(name, &h);
+  }
+  std::vector<int64_t> Ints(const std::string& name) const {
+    NpyHeader h;
+    const char* data = Array(name, &h);
+    return NpyToInts(h, data, what_ + " member " + name);
+  }
+
+ private:
+  const char* Array(const std::string& name, NpyHeader* h) const {
+    const std::string* bytes = Raw(name);
+    if (!bytes) throw DataError(what_ + ": has no member '" + name + ".npy'");
+    *h = ParseNpyHeader(bytes->data(), bytes->size(), bytes->size(), what_ + " member " + name);
+    return bytes->data() + h->data_offset;
+  }
+
+  std::map<std::string, std::string> all_;
+  std::string what_;
+};
+
+[[noreturn]] void Outside(const Members& m, size_t k, int64_t r, int64_t c, int64_t rows,
+                          int64_t cols) {
+  throw DataError(m.what() + ": entry " + S(static_cast<int64_t>(k)) + " at (" + S(r) + ", " +
+                  S(c) + ") is outside the " + S(rows) + " x " + S(cols) + " matrix");
+}
+
+// The (row, column) of each of the `nnz` stored entries of a SciPy matrix
+// of `kind` (csr, csc, coo) and shape [rows, cols], in stored order, every
+// one checked to lie inside it.
+void EntriesOf(const Members& m, const std::string& kind, int64_t rows, int64_t cols, size_t nnz,
+               std::vector<int64_t>* r, std::vector<int64_t>* c) {
+  if (kind == "coo") {
+    *r = m.Ints("row");
+    *c = m.Ints("col");
+    if (r->size() != nnz || c->size() != nnz)
+      throw DataError(m.what() + ": row, col and data differ in length");
+  } else {
+    // csr: offsets over rows, indices are columns; csc the other way.
+    const bool csr = kind == "csr";
+    const std::vector<int64_t> ptr = m.Ints("indptr");
+    std::vector<int64_t> idx = m.Ints("indices");
+    const int64_t major = csr ? rows : cols;
+    if (static_cast<int64_t>(ptr.size()) != major + 1 || ptr.front() != 0 ||
+        ptr.back() != static_cast<int64_t>(nnz) || idx.size() != nnz) {
+      throw DataError(m.what() + ": indptr must have " + S(major + 1) + " entries from 0 to nnz (" +
+                      S(static_cast<int64_t>(nnz)) + "), and indices nnz");
+    }
+    std::vector<int64_t> of_major(nnz);
+    for (int64_t i = 0; i < major; ++i) {
+      if (ptr[i + 1] < ptr[i]) throw DataError(m.what() + ": indptr decreases at " + S(i));
+      for (int64_t k = ptr[i]; k < ptr[i + 1]; ++k) of_major[static_cast<size_t>(k)] = i;
+    }
+    *r = csr ? std::move(of_major) : std::move(idx);
+    *c = csr ? std::move(idx) : std::move(of_major);
+  }
+  for (size_t k = 0; k < nnz; ++k) {
+    if ((*r)[k] < 0 || (*r)[k] >= rows || (*c)[k] < 0 || (*c)[k] >= cols) {
+      Outside(m, k, (*r)[k], (*c)[k], rows, cols);
+    }
+  }
+}
+
+// A csr matrix kept as it is: checked as every reader of sparse rows
+// checks it (columns sorted and distinct within a row).
+SparseRows KeptCsr(const Members& m, int64_t rows, int64_t cols, const std::vector<float>& data) {
+  const std::vector<int64_t> ptr = m.Ints("indptr");
+  const std::vector<int64_t> idx = m.Ints("indices");
+  if (static_cast<int64_t>(ptr.size()) != rows + 1 || idx.size() != data.size()) {
+    throw DataError(m.what() + ": indptr must have " + S(rows + 1) + " entries from 0 to nnz (" +
+                    S(static_cast<int64_t>(data.size())) + "), and indices nnz");
+  }
+  std::vector<int32_t> narrow(idx.size());
+  for (size_t k = 0; k < idx.size(); ++k) {
+    if (idx[k] < 0 || idx[k] >= cols) {
+      const int64_t row =
+          std::upper_bound(ptr.begin(), ptr.end(), static_cast<int64_t>(k)) - ptr.begin() - 1;
+      Outside(m, k, row, idx[k], rows, cols);
+    }
+    narrow[k] = static_cast<int32_t>(idx[k]);
+  }
+  SparseView v;
+  v.rows = rows;
+  v.cols = cols;
+  v.indptr = ptr.data();
+  v.indices = narrow.data();
+  v.values = data.data();
+  CheckSparse(v, static_cast<int64_t>(idx.size()), static_cast<int64_t>(data.size()), m.what());
+  SparseRows out;
+  out.cols = cols;
+  out.indptr = ptr;
+  out.indices = std::move(narrow);
+  if (!std::all_of(data.begin(), data.end(), [](float x) { return x == 1.0f; })) out.values = data;
+  return out;
+}
+
 }  // namespace
 
 NpzFeatures ReadNpzFeatures(const std::string& path, bool keep_sparse) {
-  const std::map<std::string, std::string> members = ReadNpz(path);
-  const std::string what = "--node_feat " + path;
-  auto array = [&](const std::string& name, NpyHeader* h) -> const char* {
-    const auto it = members.find(name);
-    if (it == members.end()) throw DataError(what + ": has no member '" + name + ".npy'");
-    *h = ParseNpyHeader(it->second.data(), it->second.size(), it->second.size(),
-                        what + " member " + name);
-    return it->second.data() + h->data_offset;
-  };
+  const Members m(path);
+  const std::string& what = m.what();
   NpzFeatures out;
-  NpyHeader h;
-  const auto format = members.find("format");
-  if (format == members.end()) {
-    if (members.size() != 1) {
-      throw DataError(what + ": holds " + S(static_cast<int64_t>(members.size())) +
+  const std::string* format = m.Raw("format");
+  if (!format) {
+    if (m.size() != 1) {
+      throw DataError(what + ": holds " + S(static_cast<int64_t>(m.size())) +
                       " arrays; features are one array (np.savez) or a SciPy sparse matrix "
                       "(scipy.sparse.save_npz)");
     }
-    const char* data = array(members.begin()->first, &h);
+    NpyHeader h;
+    out.values = m.Floats(m.First(), &h);
     if (h.shape.size() != 2) {
       throw DataError(what + ": its array has " + S(static_cast<int64_t>(h.shape.size())) +
                       " dimensions; features are [N, F]");
     }
     out.rows = h.shape[0];
     out.cols = h.shape[1];
-    out.values = NpyToFloats(h, data);
     return out;
   }
   // SciPy's format.npy: a 0-d bytes array ('|S3'), its 3 bytes last.
-  const std::string& fmt_npy = format->second;
-  const std::string kind = fmt_npy.size() >= 3 ? fmt_npy.substr(fmt_npy.size() - 3) : "";
-  if (fmt_npy.find("'|S3'") == std::string::npos ||
+  const std::string kind = format->size() >= 3 ? format->substr(format->size() - 3) : "";
+  if (format->find("'|S3'") == std::string::npos ||
       (kind != "csr" && kind != "csc" && kind != "coo")) {
     throw DataError(what + ": a SciPy sparse matrix of a format other than csr, csc or coo " +
                     "(convert it with m.tocsr() before scipy.sparse.save_npz)");
   }
-  std::vector<int64_t> shape = NpyToInts(h, array("shape", &h), what + " member shape");
+  const std::vector<int64_t> shape = m.Ints("shape");
   if (shape.size() != 2 || shape[0] < 0 || shape[1] < 0) {
     throw DataError(what + ": member shape is not [rows, cols]");
   }
@@ -96,113 +199,26 @@ NpzFeatures ReadNpzFeatures(const std::string& path, bool keep_sparse) {
   if (__builtin_mul_overflow(out.rows, out.cols, &cells) || cells > (int64_t{1} << 40)) {
     throw DataError(what + ": " + S(out.rows) + " x " + S(out.cols) + " is too large to densify");
   }
-  const std::vector<float> data = NpyToFloats(h, array("data", &h));
+  const std::vector<float> data = m.Floats("data");
   if (keep_sparse && out.cols > std::numeric_limits<int32_t>::max()) {
     throw DataError(what + ": " + S(out.cols) + " columns do not fit sparse rows' int32 ids");
   }
+  out.is_sparse = keep_sparse;
   if (keep_sparse && kind == "csr") {
-    // The CSR as it is, checked as every reader of sparse rows checks it.
-    const std::vector<int64_t> ptr = NpyToInts(h, array("indptr", &h), what + " member indptr");
-    const std::vector<int64_t> idx = NpyToInts(h, array("indices", &h), what + " member indices");
-    if (static_cast<int64_t>(ptr.size()) != out.rows + 1 || idx.size() != data.size()) {
-      throw DataError(what + ": indptr must have " + S(out.rows + 1) + " entries from 0 to nnz (" +
-                      S(static_cast<int64_t>(data.size())) + "), and indices nnz");
-    }
-    SparseView v;
-    v.rows = out.rows;
-    v.cols = out.cols;
-    v.indptr = ptr.data();
-    std::vector<int32_t> narrow(idx.size());
-    for (size_t k = 0; k < idx.size(); ++k) {
-      narrow[k] = idx[k] < 0 || idx[k] >= out.cols ? -1 : static_cast<int32_t>(idx[k]);
-    }
-    v.indices = narrow.data();
-    v.values = data.data();
-    for (size_t k = 0; k < idx.size() && k < narrow.size(); ++k) {
-      if (narrow[k] < 0) {
-        const int64_t row =
-            std::upper_bound(ptr.begin(), ptr.end(), static_cast<int64_t>(k)) - ptr.begin() - 1;
-        throw DataError(what + ": entry " + S(static_cast<int64_t>(k)) + " at (" + S(row) + ", " +
-                        S(idx[k]) + ") is outside the " + S(out.rows) + " x " + S(out.cols) +
-                        " matrix");
-      }
-    }
-    CheckSparse(v, static_cast<int64_t>(idx.size()), static_cast<int64_t>(data.size()), what);
-    out.is_sparse = true;
-    out.sparse.cols = out.cols;
-    out.sparse.indptr = ptr;
-    out.sparse.indices = std::move(narrow);
-    if (!std::all_of(data.begin(), data.end(), [](float x) { return x == 1.0f; }))
-      out.sparse.values = data;
+    out.sparse = KeptCsr(m, out.rows, out.cols, data);
     return out;
   }
+  std::vector<int64_t> rows, cols;
+  EntriesOf(m, kind, out.rows, out.cols, data.size(), &rows, &cols);
   if (keep_sparse) {
-    // csc or coo: every entry checked, then sorted into rows.
-    std::vector<int64_t> rows, cols;
-    if (kind == "coo") {
-      rows = NpyToInts(h, array("row", &h), what + " member row");
-      cols = NpyToInts(h, array("col", &h), what + " member col");
-      if (rows.size() != data.size() || cols.size() != data.size())
-        throw DataError(what + ": row, col and data differ in length");
-    } else {
-      const std::vector<int64_t> ptr = NpyToInts(h, array("indptr", &h), what + " member indptr");
-      rows = NpyToInts(h, array("indices", &h), what + " member indices");
-      if (static_cast<int64_t>(ptr.size()) != out.cols + 1 || ptr.front() != 0 ||
-          ptr.back() != static_cast<int64_t>(data.size()) || rows.size() != data.size()) {
-        throw DataError(what + ": indptr must have " + S(out.cols + 1) +
-                        " entries from 0 to nnz (" + S(static_cast<int64_t>(data.size())) +
-                        "), and indices nnz");
-      }
-      cols.resize(rows.size());
-      for (int64_t j = 0; j < out.cols; ++j) {
-        if (ptr[j + 1] < ptr[j]) throw DataError(what + ": indptr decreases at " + S(j));
-        for (int64_t k = ptr[j]; k < ptr[j + 1]; ++k) cols[static_cast<size_t>(k)] = j;
-      }
-    }
-    for (size_t k = 0; k < data.size(); ++k) {
-      if (rows[k] < 0 || rows[k] >= out.rows || cols[k] < 0 || cols[k] >= out.cols) {
-        throw DataError(what + ": entry " + S(static_cast<int64_t>(k)) + " at (" + S(rows[k]) +
-                        ", " + S(cols[k]) + ") is outside the " + S(out.rows) + " x " +
-                        S(out.cols) + " matrix");
-      }
-    }
-    out.is_sparse = true;
+    // csc or coo: sorted into rows.
     out.sparse = RowsOfEntries(out.rows, out.cols, rows, cols, data);
     return out;
   }
+  // Densified; repeated entries add up, as SciPy's toarray adds them.
   out.values.assign(static_cast<size_t>(cells), 0.f);
-  auto add = [&](int64_t r, int64_t c, size_t k) {
-    if (r < 0 || r >= out.rows || c < 0 || c >= out.cols) {
-      throw DataError(what + ": entry " + S(static_cast<int64_t>(k)) + " at (" + S(r) + ", " +
-                      S(c) + ") is outside the " + S(out.rows) + " x " + S(out.cols) + " matrix");
-    }
-    out.values[static_cast<size_t>(r * out.cols + c)] += data[k];
-  };
-  if (kind == "coo") {
-    const std::vector<int64_t> row = NpyToInts(h, array("row", &h), what + " member row");
-    const std::vector<int64_t> col = NpyToInts(h, array("col", &h), what + " member col");
-    if (row.size() != data.size() || col.size() != data.size())
-      throw DataError(what + ": row, col and data differ in length");
-    for (size_t k = 0; k < data.size(); ++k) add(row[k], col[k], k);
-    return out;
-  }
-  const std::vector<int64_t> ptr = NpyToInts(h, array("indptr", &h), what + " member indptr");
-  const std::vector<int64_t> idx = NpyToInts(h, array("indices", &h), what + " member indices");
-  const int64_t major = kind == "csr" ? out.rows : out.cols;
-  if (static_cast<int64_t>(ptr.size()) != major + 1 || ptr.front() != 0 ||
-      ptr.back() != static_cast<int64_t>(data.size()) || idx.size() != data.size()) {
-    throw DataError(what + ": indptr must have " + S(major + 1) + " entries from 0 to nnz (" +
-                    S(static_cast<int64_t>(data.size())) + "), and indices nnz");
-  }
-  for (int64_t i = 0; i < major; ++i) {
-    if (ptr[i + 1] < ptr[i]) throw DataError(what + ": indptr decreases at " + S(i));
-    for (int64_t k = ptr[i]; k < ptr[i + 1]; ++k) {
-      if (kind == "csr") {
-        add(i, idx[k], static_cast<size_t>(k));
-      } else {
-        add(idx[k], i, static_cast<size_t>(k));
-      }
-    }
+  for (size_t k = 0; k < data.size(); ++k) {
+    out.values[static_cast<size_t>(rows[k] * out.cols + cols[k])] += data[k];
   }
   return out;
 }

@@ -210,33 +210,46 @@ std::vector<int64_t> ReadSplit(const std::string& flag, const std::string& path,
 // The edge list's two ends: .npy [E, 2] or [2, E], or delimited text,
 // whose other columns are the edges' features (*efeat, *ewidth wide)
 // unless `ignore_edge_data` drops them.
-void ReadEdges(const PlainFiles& f, bool ignore_edge_data, const IdMap& ids,
-               std::vector<int64_t>* src, std::vector<int64_t>* dst, std::vector<float>* efeat,
-               int64_t* ewidth) {
-  if (EndsWith(f.edges, ".npy")) {
-    NpyHeader h;
-    const std::vector<int64_t> v = ReadIdNpy(f.edges, &h);
-    const bool rows = h.shape.size() == 2 && h.shape[1] == 2;
-    const bool cols = h.shape.size() == 2 && h.shape[0] == 2 && !rows;
-    if (!rows && !cols) {
-      throw DataError("--edges " + f.edges + ": shape must be [E, 2] (or PyG's edge_index [2, E])");
-    }
-    const int64_t e = rows ? h.shape[0] : h.shape[1];
-    if (cols) {
-      GNN_LOG(kInfo) << "--edges " << f.edges << ": [2, E] read as PyG's edge_index";
-    }
-    if (e == 0) throw DataError("--edges " + f.edges + ": no edges");
-    src->resize(static_cast<size_t>(e));
-    dst->resize(static_cast<size_t>(e));
-    for (int64_t i = 0; i < e; ++i) {
-      const int64_t a = rows ? v[static_cast<size_t>(2 * i)] : v[static_cast<size_t>(i)];
-      const int64_t b = rows ? v[static_cast<size_t>(2 * i + 1)] : v[static_cast<size_t>(e + i)];
-      const std::string where = "--edges " + f.edges + " row " + S(i);
-      (*src)[static_cast<size_t>(i)] = ids.Row(a, where);
-      (*dst)[static_cast<size_t>(i)] = ids.Row(b, where);
-    }
-    return;
+// --edges FILE.npy: [E, 2], or PyG's edge_index [2, E].
+void ReadNpyEdges(const PlainFiles& f, const IdMap& ids, std::vector<int64_t>* src,
+                  std::vector<int64_t>* dst) {
+  NpyHeader h;
+  const std::vector<int64_t> v = ReadIdNpy(f.edges, &h);
+  const bool rows = h.shape.size() == 2 && h.shape[1] == 2;
+  const bool cols = h.shape.size() == 2 && h.shape[0] == 2 && !rows;
+  if (!rows && !cols) {
+    throw DataError("--edges " + f.edges + ": shape must be [E, 2] (or PyG's edge_index [2, E])");
   }
+  const int64_t e = rows ? h.shape[0] : h.shape[1];
+  if (cols) {
+    GNN_LOG(kInfo) << "--edges " << f.edges << ": [2, E] read as PyG's edge_index";
+  }
+  if (e == 0) throw DataError("--edges " + f.edges + ": no edges");
+  src->resize(static_cast<size_t>(e));
+  dst->resize(static_cast<size_t>(e));
+  for (int64_t i = 0; i < e; ++i) {
+    const int64_t a = rows ? v[static_cast<size_t>(2 * i)] : v[static_cast<size_t>(i)];
+    const int64_t b = rows ? v[static_cast<size_t>(2 * i + 1)] : v[static_cast<size_t>(e + i)];
+    const std::string where = "--edges " + f.edges + " row " + S(i);
+    (*src)[static_cast<size_t>(i)] = ids.Row(a, where);
+    (*dst)[static_cast<size_t>(i)] = ids.Row(b, where);
+  }
+}
+
+// What the first line of a text edge list says: the delimiter, the number
+// of fields, the source and destination columns, the other columns (edge
+// features unless dropped) and whether the line is a header.
+struct EdgeColumns {
+  char delim = 0;
+  size_t width = 0;
+  size_t ends[2] = {0, 1};
+  std::vector<size_t> feat_cols;
+  std::vector<std::string> feat_names;
+  bool header = false;
+};
+
+EdgeColumns FirstEdgeLine(const PlainFiles& f, bool ignore_edge_data, std::string_view line,
+                          const std::string& where) {
   // Columns by name or position, the first line a header when it is not
   // numbers.
   std::vector<std::string> wanted = {"0", "1"};
@@ -248,91 +261,98 @@ void ReadEdges(const PlainFiles& f, bool ignore_edge_data, const IdMap& ids,
                         ": two columns, source then destination (names or 0-based positions)");
     }
   }
-  char delim = 0;
-  size_t width = 0;
-  size_t col[2] = {0, 1};
-  std::vector<size_t> feat_cols;
-  std::vector<std::string> feat_names;
+  EdgeColumns e;
+  e.delim = DelimiterOf(line);
+  const std::vector<std::string_view> first = Fields(line, e.delim);
+  e.width = first.size();
+  std::vector<std::string> names;
+  for (std::string_view x : first) names.emplace_back(x);
+  for (int k = 0; k < 2; ++k) {
+    int64_t pos = 0;
+    if (ParseInt(wanted[static_cast<size_t>(k)], &pos)) {
+      if (pos < 0 || static_cast<size_t>(pos) >= e.width) {
+        throw DataError(where + ": has " + S(static_cast<int64_t>(e.width)) +
+                        " columns; --edge_columns names column " + S(pos));
+      }
+      e.ends[k] = static_cast<size_t>(pos);
+    } else {
+      const auto it = std::find(names.begin(), names.end(), wanted[static_cast<size_t>(k)]);
+      if (it == names.end()) {
+        throw DataError(where + ": the header '" + std::string(line.substr(0, 80)) +
+                        "' has no column '" + wanted[static_cast<size_t>(k)] +
+                        "' (--edge_columns takes header names or 0-based positions)");
+      }
+      e.ends[k] = static_cast<size_t>(it - names.begin());
+      e.header = true;
+    }
+  }
+  if (e.width < 2) {
+    throw DataError(where + ": one column; an edge list needs a source and a destination");
+  }
+  int64_t a = 0, b = 0;
+  e.header = e.header || !(ParseInt(first[e.ends[0]], &a) && ParseInt(first[e.ends[1]], &b));
+  std::vector<std::string> others;
+  for (size_t c = 0; c < e.width; ++c) {
+    if (c != e.ends[0] && c != e.ends[1]) {
+      others.push_back(f.edges + " column " + (e.header ? "'" + names[c] + "'" : S(c)));
+      e.feat_names.push_back(e.header ? "'" + names[c] + "'" : S(c));
+      e.feat_cols.push_back(c);
+    }
+  }
+  if (ignore_edge_data) {
+    RefuseEdgeData(f.edges, others, true);
+    e.feat_cols.clear();
+  } else if (!f.edge_feat.empty() && !e.feat_cols.empty()) {
+    throw ConfigError("--edges " + f.edges + " has columns beyond its two ends (" + others[0] +
+                      ") and --edge_feat " + f.edge_feat +
+                      " gives edge features too: give them one way");
+  } else if (!e.feat_cols.empty()) {
+    std::string list;
+    for (const std::string& n : e.feat_names) list += (list.empty() ? "" : ", ") + n;
+    GNN_LOG(kInfo) << "--edges " << f.edges << ": columns " << list
+                   << " are the edges' features (--ignore_edge_data drops them)";
+  }
+  return e;
+}
+
+void ReadEdges(const PlainFiles& f, bool ignore_edge_data, const IdMap& ids,
+               std::vector<int64_t>* src, std::vector<int64_t>* dst, std::vector<float>* efeat,
+               int64_t* ewidth) {
+  if (EndsWith(f.edges, ".npy")) {
+    ReadNpyEdges(f, ids, src, dst);
+    return;
+  }
+  EdgeColumns e;
   bool started = false;
   ForEachLine(f.edges, [&](std::string_view line, int64_t n) {
     if (line.find_first_not_of(" \t") == std::string_view::npos) return;
     const std::string where = f.edges + ":" + S(n);
     if (!started) {
       started = true;
-      delim = DelimiterOf(line);
-      const std::vector<std::string_view> first = Fields(line, delim);
-      width = first.size();
-      bool header = false;
-      std::vector<std::string> names;
-      for (std::string_view x : first) names.emplace_back(x);
-      for (int k = 0; k < 2; ++k) {
-        int64_t pos = 0;
-        if (ParseInt(wanted[static_cast<size_t>(k)], &pos)) {
-          if (pos < 0 || static_cast<size_t>(pos) >= width) {
-            throw DataError(where + ": has " + S(static_cast<int64_t>(width)) +
-                            " columns; --edge_columns names column " + S(pos));
-          }
-          col[k] = static_cast<size_t>(pos);
-        } else {
-          const auto it = std::find(names.begin(), names.end(), wanted[static_cast<size_t>(k)]);
-          if (it == names.end()) {
-            throw DataError(where + ": the header '" + std::string(line.substr(0, 80)) +
-                            "' has no column '" + wanted[static_cast<size_t>(k)] +
-                            "' (--edge_columns takes header names or 0-based positions)");
-          }
-          col[k] = static_cast<size_t>(it - names.begin());
-          header = true;
-        }
-      }
-      if (width < 2) {
-        throw DataError(where + ": one column; an edge list needs a source and a destination");
-      }
-      int64_t a = 0, b = 0;
-      header = header || !(ParseInt(first[col[0]], &a) && ParseInt(first[col[1]], &b));
-      std::vector<std::string> others;
-      for (size_t c = 0; c < width; ++c) {
-        if (c != col[0] && c != col[1]) {
-          others.push_back(f.edges + " column " + (header ? "'" + names[c] + "'" : S(c)));
-          feat_names.push_back(header ? "'" + names[c] + "'" : S(c));
-          feat_cols.push_back(c);
-        }
-      }
-      if (ignore_edge_data) {
-        RefuseEdgeData(f.edges, others, true);
-        feat_cols.clear();
-      } else if (!f.edge_feat.empty() && !feat_cols.empty()) {
-        throw ConfigError("--edges " + f.edges + " has columns beyond its two ends (" + others[0] +
-                          ") and --edge_feat " + f.edge_feat +
-                          " gives edge features too: give them one way");
-      } else if (!feat_cols.empty()) {
-        std::string list;
-        for (const std::string& n : feat_names) list += (list.empty() ? "" : ", ") + n;
-        GNN_LOG(kInfo) << "--edges " << f.edges << ": columns " << list
-                       << " are the edges' features (--ignore_edge_data drops them)";
-      }
-      *ewidth = static_cast<int64_t>(feat_cols.size());
-      if (header) return;
+      e = FirstEdgeLine(f, ignore_edge_data, line, where);
+      *ewidth = static_cast<int64_t>(e.feat_cols.size());
+      if (e.header) return;
     }
-    const std::vector<std::string_view> fields = Fields(line, delim);
-    if (fields.size() != width) {
+    const std::vector<std::string_view> fields = Fields(line, e.delim);
+    if (fields.size() != e.width) {
       throw DataError(where + ": " + S(static_cast<int64_t>(fields.size())) +
-                      " fields; the first line has " + S(static_cast<int64_t>(width)));
+                      " fields; the first line has " + S(static_cast<int64_t>(e.width)));
     }
     int64_t ends[2];
     for (int k = 0; k < 2; ++k) {
-      if (!ParseInt(fields[col[k]], &ends[k])) {
-        throw DataError(where + ": '" + std::string(fields[col[k]].substr(0, 30)) +
+      if (!ParseInt(fields[e.ends[k]], &ends[k])) {
+        throw DataError(where + ": '" + std::string(fields[e.ends[k]].substr(0, 30)) +
                         "' is not an integer node id (node ids are int64: number string ids "
                         "first, e.g. by their order in --node_ids)");
       }
     }
     src->push_back(ids.Row(ends[0], where));
     dst->push_back(ids.Row(ends[1], where));
-    for (size_t k = 0; k < feat_cols.size(); ++k) {
+    for (size_t k = 0; k < e.feat_cols.size(); ++k) {
       float v = 0;
-      if (!ParseFloat(fields[feat_cols[k]], &v)) {
-        throw DataError(where + ": '" + std::string(fields[feat_cols[k]].substr(0, 30)) +
-                        "' in column " + feat_names[k] +
+      if (!ParseFloat(fields[e.feat_cols[k]], &v)) {
+        throw DataError(where + ": '" + std::string(fields[e.feat_cols[k]].substr(0, 30)) +
+                        "' in column " + e.feat_names[k] +
                         " is not a number (columns beyond the two ends are edge features; "
                         "--ignore_edge_data drops them)");
       }
@@ -386,6 +406,39 @@ void AddPlainFileFlags(CLI::App& app, PlainFiles* f) {
                  "your int64 id of each row (.npy or text): edges and split files name these");
 }
 
+// --labels: class ids (int [N] or [N, 1]; -1 and below: unlabelled), or
+// rows of numbers (multi-label 0/1, regression values; SetLabelRows says
+// which). `lh` is the file's header, already checked against N.
+void ReadLabels(const PlainFiles& f, const NpyHeader& lh, Dataset* d) {
+  NpyHeader h;
+  const bool float_labels =
+      lh.dtype == DType::kFloat32 || lh.dtype == DType::kFloat64 || lh.dtype == DType::kFloat16;
+  if (float_labels || (lh.shape.size() == 2 && lh.shape[1] != 1)) {
+    // Rows of numbers: class ids, multi-label 0/1 or regression values.
+    std::vector<double> rows;
+    if (float_labels) {
+      const std::vector<float> values = ReadNpyFloats(f.labels, &h);
+      rows.assign(values.begin(), values.end());
+    } else {
+      const std::vector<int64_t> values = ReadNpyInts(f.labels, &h);
+      rows.assign(values.begin(), values.end());
+    }
+    const int64_t width = lh.shape.size() == 2 ? lh.shape[1] : 1;
+    if (width < 1) throw DataError("--labels " + f.labels + ": no label columns");
+    const std::string said =
+        SetLabelRows(d, std::move(rows), width, "auto", "--labels " + f.labels);
+    if (!said.empty()) {
+      GNN_LOG(kInfo) << said;
+    }
+  } else {
+    d->labels = ReadNpyInts(f.labels, &h);
+    for (int64_t& l : d->labels) {
+      if (l < -1) l = -1;
+      d->num_classes = std::max(d->num_classes, l + 1);
+    }
+  }
+}
+
 Dataset LoadPlainFiles(const PlainFiles& f, bool ignore_edge_data, bool keep_sparse) {
   f.Validate();
   const bool npz = EndsWith(f.node_feat, ".npz");
@@ -414,8 +467,6 @@ Dataset LoadPlainFiles(const PlainFiles& f, bool ignore_edge_data, bool keep_spa
   }
   const int64_t n = fh.shape[0];
   const NpyHeader lh = ReadNpyHeader(f.labels);
-  const bool float_labels =
-      lh.dtype == DType::kFloat32 || lh.dtype == DType::kFloat64 || lh.dtype == DType::kFloat16;
   if (lh.shape.size() > 2) {
     throw DataError("--labels " + f.labels + ": " + S(static_cast<int64_t>(lh.shape.size())) +
                     " dimensions; labels are [N] or [N, L]");
@@ -457,31 +508,8 @@ Dataset LoadPlainFiles(const PlainFiles& f, bool ignore_edge_data, bool keep_spa
   if (!f.valid_ids.empty()) d.valid_idx = ReadSplit("--valid_ids", f.valid_ids, n, ids);
   if (!f.test_ids.empty()) d.test_idx = ReadSplit("--test_ids", f.test_ids, n, ids);
 
+  ReadLabels(f, lh, &d);
   NpyHeader h;
-  if (float_labels || (lh.shape.size() == 2 && lh.shape[1] != 1)) {
-    // Rows of numbers: class ids, multi-label 0/1 or regression values.
-    std::vector<double> rows;
-    if (float_labels) {
-      const std::vector<float> values = ReadNpyFloats(f.labels, &h);
-      rows.assign(values.begin(), values.end());
-    } else {
-      const std::vector<int64_t> values = ReadNpyInts(f.labels, &h);
-      rows.assign(values.begin(), values.end());
-    }
-    const int64_t width = lh.shape.size() == 2 ? lh.shape[1] : 1;
-    if (width < 1) throw DataError("--labels " + f.labels + ": no label columns");
-    const std::string said =
-        SetLabelRows(&d, std::move(rows), width, "auto", "--labels " + f.labels);
-    if (!said.empty()) {
-      GNN_LOG(kInfo) << said;
-    }
-  } else {
-    d.labels = ReadNpyInts(f.labels, &h);
-    for (int64_t& l : d.labels) {
-      if (l < -1) l = -1;
-      d.num_classes = std::max(d.num_classes, l + 1);
-    }
-  }
   if (packed.is_sparse) {
     d.sparse_features = std::move(packed.sparse);
   } else {

@@ -87,8 +87,12 @@ void CheckSyntheticSpec(const SyntheticSpec& s, const std::string& text) {
   }
 }
 
-SyntheticSpec ParseSyntheticSpec(const std::string& text) {
-  SyntheticSpec s;
+namespace {
+
+// A named preset (tiny, small, products, proteins[-small], bow[-small],
+// edges[-small]) into *s; false for any other text.
+bool PresetSpec(const std::string& text, SyntheticSpec* out) {
+  SyntheticSpec& s = *out;
   if (text == "tiny") {
     s = {"synthetic-tiny", 2000, 10000, 16, 4, 0.2, 0.1};
   } else if (text == "small") {
@@ -126,81 +130,99 @@ SyntheticSpec ParseSyntheticSpec(const std::string& text) {
       s = {"synthetic-edges-small", 5000, 40000, 16, 8, 0.2, 0.1};
     }
     s.edge_labels = true;
-  } else if (text.find('=') == std::string::npos) {
-    throw ConfigError("unknown synthetic preset '" + text + "' (" + kPresetHelp + ")");
   } else {
-    std::map<std::string, std::string> values;
-    size_t begin = 0;
-    while (begin <= text.size()) {
-      size_t end = std::min(text.find(',', begin), text.size());
-      std::string item = text.substr(begin, end - begin);
-      size_t eq = item.find('=');
-      if (eq == std::string::npos) BadSpec(text, "item '" + item + "' is not key=value");
-      std::string key = item.substr(0, eq);
-      if (key != "nodes" && key != "edges" && key != "feat" && key != "classes" && key != "train" &&
-          key != "valid" && key != "efeat" && key != "task" && key != "labels" && key != "bow" &&
-          key != "etask") {
-        BadSpec(text, "unknown key '" + key +
-                          "' (known: nodes, edges, feat, classes, train, valid, efeat, task, "
-                          "labels, bow, etask)");
-      }
-      if (!values.emplace(key, item.substr(eq + 1)).second) {
-        BadSpec(text, "key '" + key + "' given twice");
-      }
-      begin = end + 1;
+    return false;
+  }
+  return true;
+}
+
+// nodes=N,edges=E,feat=F,classes=C[,train=..,valid=..,efeat=..,task=..,
+// labels=..,bow=..,etask=..]: each key once, known, and in range.
+SyntheticSpec KeyValueSpec(const std::string& text) {
+  SyntheticSpec s;
+  std::map<std::string, std::string> values;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t end = std::min(text.find(',', begin), text.size());
+    std::string item = text.substr(begin, end - begin);
+    size_t eq = item.find('=');
+    if (eq == std::string::npos) BadSpec(text, "item '" + item + "' is not key=value");
+    std::string key = item.substr(0, eq);
+    if (key != "nodes" && key != "edges" && key != "feat" && key != "classes" && key != "train" &&
+        key != "valid" && key != "efeat" && key != "task" && key != "labels" && key != "bow" &&
+        key != "etask") {
+      BadSpec(text, "unknown key '" + key +
+                        "' (known: nodes, edges, feat, classes, train, valid, efeat, task, "
+                        "labels, bow, etask)");
     }
-    for (const char* key : {"nodes", "edges", "feat", "classes"}) {
-      if (!values.count(key)) {
-        BadSpec(text, std::string("missing ") + key + "= (" + kPresetHelp + ")");
-      }
+    if (!values.emplace(key, item.substr(eq + 1)).second) {
+      BadSpec(text, "key '" + key + "' given twice");
     }
-    s.num_nodes = ParsePositiveInt(text, "nodes", values["nodes"]);
-    s.num_edges = ParsePositiveInt(text, "edges", values["edges"]);
-    s.feature_dim = ParsePositiveInt(text, "feat", values["feat"]);
-    s.num_classes = ParsePositiveInt(text, "classes", values["classes"]);
-    if (values.count("train")) s.train_fraction = ParseFraction(text, "train", values["train"]);
-    if (values.count("valid")) s.valid_fraction = ParseFraction(text, "valid", values["valid"]);
-    if (values.count("efeat")) {
-      s.edge_feature_dim = ParsePositiveInt(text, "efeat", values["efeat"]);
-      if (s.edge_feature_dim > kMaxFeatureValues / s.num_edges) {
-        BadSpec(text, "edges*efeat = " + std::to_string(s.num_edges) + "*" +
-                          std::to_string(s.edge_feature_dim) + " edge feature values is too many");
-      }
+    begin = end + 1;
+  }
+  for (const char* key : {"nodes", "edges", "feat", "classes"}) {
+    if (!values.count(key)) {
+      BadSpec(text, std::string("missing ") + key + "= (" + kPresetHelp + ")");
     }
-    if (values.count("bow")) {
-      s.bow_words = ParsePositiveInt(text, "bow", values["bow"]);
-      if (s.bow_words > s.feature_dim) BadSpec(text, "bow= is at most feat=");
+  }
+  s.num_nodes = ParsePositiveInt(text, "nodes", values["nodes"]);
+  s.num_edges = ParsePositiveInt(text, "edges", values["edges"]);
+  s.feature_dim = ParsePositiveInt(text, "feat", values["feat"]);
+  s.num_classes = ParsePositiveInt(text, "classes", values["classes"]);
+  if (values.count("train")) s.train_fraction = ParseFraction(text, "train", values["train"]);
+  if (values.count("valid")) s.valid_fraction = ParseFraction(text, "valid", values["valid"]);
+  if (values.count("efeat")) {
+    s.edge_feature_dim = ParsePositiveInt(text, "efeat", values["efeat"]);
+    if (s.edge_feature_dim > kMaxFeatureValues / s.num_edges) {
+      BadSpec(text, "edges*efeat = " + std::to_string(s.num_edges) + "*" +
+                        std::to_string(s.edge_feature_dim) + " edge feature values is too many");
     }
-    if (values.count("task")) {
-      const std::string& task = values["task"];
-      if (task == "multilabel") {
-        s.label_kind = LabelKind::kMultilabel;
-        s.label_width = s.num_classes;
-      } else if (task == "regression") {
-        s.label_kind = LabelKind::kRegression;
-        s.label_width = 1;
-      } else if (task != "class") {
-        BadSpec(text, "task must be class, multilabel or regression, got '" + task + "'");
-      }
+  }
+  if (values.count("bow")) {
+    s.bow_words = ParsePositiveInt(text, "bow", values["bow"]);
+    if (s.bow_words > s.feature_dim) BadSpec(text, "bow= is at most feat=");
+  }
+  if (values.count("task")) {
+    const std::string& task = values["task"];
+    if (task == "multilabel") {
+      s.label_kind = LabelKind::kMultilabel;
+      s.label_width = s.num_classes;
+    } else if (task == "regression") {
+      s.label_kind = LabelKind::kRegression;
+      s.label_width = 1;
+    } else if (task != "class") {
+      BadSpec(text, "task must be class, multilabel or regression, got '" + task + "'");
     }
-    if (values.count("labels")) {
-      if (s.label_kind == LabelKind::kClass)
-        BadSpec(text, "labels= needs task=multilabel or task=regression");
-      s.label_width = ParsePositiveInt(text, "labels", values["labels"]);
-      if (s.label_width > 4096) BadSpec(text, "labels= is at most 4096");
+  }
+  if (values.count("labels")) {
+    if (s.label_kind == LabelKind::kClass)
+      BadSpec(text, "labels= needs task=multilabel or task=regression");
+    s.label_width = ParsePositiveInt(text, "labels", values["labels"]);
+    if (s.label_width > 4096) BadSpec(text, "labels= is at most 4096");
+  }
+  if (values.count("etask")) {
+    const std::string& etask = values["etask"];
+    if (etask != "class" && etask != "regression")
+      BadSpec(text, "etask must be class or regression, got '" + etask + "'");
+    s.edge_labels = true;
+    s.edge_task = etask == "class" ? LabelKind::kClass : LabelKind::kRegression;
+  }
+  s.name = "synthetic-n" + std::to_string(s.num_nodes) + "-e" + std::to_string(s.num_edges);
+  if (s.bow_words > 0) s.name += "-bow";
+  if (s.label_kind != LabelKind::kClass) s.name += std::string("-") + LabelKindName(s.label_kind);
+  if (s.edge_labels) s.name += s.edge_task == LabelKind::kClass ? "-edgeclass" : "-edgeregression";
+  return s;
+}
+
+}  // namespace
+
+SyntheticSpec ParseSyntheticSpec(const std::string& text) {
+  SyntheticSpec s;
+  if (!PresetSpec(text, &s)) {
+    if (text.find('=') == std::string::npos) {
+      throw ConfigError("unknown synthetic preset '" + text + "' (" + kPresetHelp + ")");
     }
-    if (values.count("etask")) {
-      const std::string& etask = values["etask"];
-      if (etask != "class" && etask != "regression")
-        BadSpec(text, "etask must be class or regression, got '" + etask + "'");
-      s.edge_labels = true;
-      s.edge_task = etask == "class" ? LabelKind::kClass : LabelKind::kRegression;
-    }
-    s.name = "synthetic-n" + std::to_string(s.num_nodes) + "-e" + std::to_string(s.num_edges);
-    if (s.bow_words > 0) s.name += "-bow";
-    if (s.label_kind != LabelKind::kClass) s.name += std::string("-") + LabelKindName(s.label_kind);
-    if (s.edge_labels)
-      s.name += s.edge_task == LabelKind::kClass ? "-edgeclass" : "-edgeregression";
+    s = KeyValueSpec(text);
   }
   CheckSyntheticSpec(s, text);
   return s;

@@ -120,107 +120,26 @@ const char* MsgTypeName(MsgType type) {
 }
 
 std::string KeyName(Key key) {
-  switch (key) {
-    case Key::kCode:
-      return "code";
-    case Key::kMachine:
-      return "machine";
-    case Key::kServer:
-      return "server";
-    case Key::kNodeStart:
-      return "node_start";
-    case Key::kNodeEnd:
-      return "node_end";
-    case Key::kFeatureDim:
-      return "feature_dim";
-    case Key::kClasses:
-      return "classes";
-    case Key::kTrainer:
-      return "trainer";
-    case Key::kSampler:
-      return "sampler";
-    case Key::kFanout:
-      return "fanout";
-    case Key::kReplace:
-      return "replace";
-    case Key::kRngSeed:
-      return "rng_seed";
-    case Key::kCoding:
-      return "coding";
-    case Key::kEdgeData:
-      return "edge_data";
-    case Key::kEdgeDim:
-      return "edge_dim";
-    case Key::kFormat:
-      return "format";
-    case Key::kDim:
-      return "dim";
-    case Key::kMask:
-      return "mask";
-    case Key::kOffset:
-      return "offset";
-    case Key::kCount:
-      return "count";
-    case Key::kEpoch:
-      return "epoch";
-    case Key::kIndex:
-      return "index";
-    case Key::kBlocks:
-      return "blocks";
-    case Key::kInputMeans:
-      return "input_means";
-    case Key::kWireBytes:
-      return "wire_bytes";
-    case Key::kCacheLookups:
-      return "cache_lookups";
-    case Key::kCacheHits:
-      return "cache_hits";
-    case Key::kLabelWidth:
-      return "label_width";
-    case Key::kSparse:
-      return "sparse";
-    case Key::kRelations:
-      return "relations";
-    case Key::kRelationWidth:
-      return "relation_width";
-    case Key::kNtype:
-      return "ntype";
-    case Key::kEmbType:
-      return "emb_type";
-    case Key::kEmbDim:
-      return "emb_dim";
-    case Key::kEmbOptimizer:
-      return "emb_optimizer";
-    case Key::kEmbLrBits:
-      return "emb_lr_bits";
-    case Key::kEmbSeed:
-      return "emb_seed";
-    case Key::kBegin:
-      return "begin";
-    case Key::kEnd:
-      return "end";
-    case Key::kRows:
-      return "rows";
-    case Key::kOwn:
-      return "own";
-    case Key::kSource:
-      return "source";
-    case Key::kPiece:
-      return "piece";
-    case Key::kPieces:
-      return "pieces";
-    case Key::kLayers:
-      return "layers";
-    case Key::kTypes:
-      return "types";
-    case Key::kCols:
-      return "cols";
-    case Key::kHasValues:
-      return "has_values";
-    case Key::kEmbedding:
-      return "embedding";
-  }
-  return "key" + std::to_string(static_cast<unsigned>(key));
+  // Indexed by Key's number (0 is none).
+  static constexpr const char* kNames[] = {
+      nullptr,       "code",       "machine",       "server",
+      "node_start",  "node_end",   "feature_dim",   "classes",
+      "trainer",     "sampler",    "fanout",        "replace",
+      "rng_seed",    "coding",     "edge_data",     "edge_dim",
+      "format",      "dim",        "mask",          "offset",
+      "count",       "epoch",      "index",         "blocks",
+      "input_means", "wire_bytes", "cache_lookups", "cache_hits",
+      "label_width", "sparse",     "relations",     "relation_width",
+      "ntype",       "emb_type",   "emb_dim",       "emb_optimizer",
+      "emb_lr_bits", "emb_seed",   "begin",         "end",
+      "rows",        "own",        "source",        "piece",
+      "pieces",      "layers",     "types",         "cols",
+      "has_values",  "embedding"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Key::kEmbedding) + 1,
+                "a name for every key");
+  const auto k = static_cast<size_t>(key);
+  if (k < sizeof(kNames) / sizeof(kNames[0]) && kNames[k]) return kNames[k];
+  return "key" + std::to_string(k);
 }
 
 const int64_t* Header::Find(Key key) const {

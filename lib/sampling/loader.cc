@@ -240,55 +240,7 @@ MiniBatch BatchLoader::Make(int64_t index, int threads) const {
       BuildTranspose(&b.blocks[l]);
     }
   }
-  b.feature_dim = graph_.feature_dim;
-  if (graph_.feature_dim > 0) {
-    // Seeds were checked by the sampler; sampled neighbours may be ids the
-    // CSC lists but does not own (a corrupt or halo graph): no row to read.
-    for (int64_t v : b.input_nodes()) {
-      if (v < csc.node_start || v >= csc.node_start + csc.num_nodes) {
-        throw DataError("sampled node " + std::to_string(v) + " has no feature row (rows cover [" +
-                        std::to_string(csc.node_start) + ", " +
-                        std::to_string(csc.node_start + csc.num_nodes) + "))");
-      }
-    }
-    if (graph_.sparse.indptr != nullptr) {
-      const std::vector<int64_t>& input = b.input_nodes();
-      GatherSparseRows(graph_.sparse, input.data(), static_cast<int64_t>(input.size()),
-                       csc.node_start, &b.sparse_features, threads);
-      b.sparse = true;
-    } else if (options_.cache_slot != nullptr && !b.blocks.empty()) {
-      // The device holds the hot rows: gather the others only.
-      std::vector<int64_t> host_ids;
-      const std::vector<int64_t>& input = b.input_nodes();
-      for (size_t i = 0; i < input.size(); ++i) {
-        const int32_t slot = options_.cache_slot[input[i] - csc.node_start];
-        if (slot >= 0) {
-          b.cached_rows.push_back(static_cast<int64_t>(i));
-          b.cached_slots.push_back(slot);
-        } else {
-          b.host_rows.push_back(static_cast<int64_t>(i));
-          host_ids.push_back(input[i]);
-        }
-      }
-      GatherRows(graph_.features, csc.node_start, graph_.feature_dim, host_ids, &b.features,
-                 threads);
-      b.split_rows = true;
-      b.cache_lookups = input.size();
-      b.cache_hits = b.cached_rows.size();
-    } else if (options_.input_means && !b.blocks.empty()) {
-      const Block& first = b.blocks.front();
-      const std::vector<int64_t> dst(first.src_nodes.begin(),
-                                     first.src_nodes.begin() + first.num_dst);
-      GatherRows(graph_.features, csc.node_start, graph_.feature_dim, dst, &b.features, threads);
-      b.features.resize(2 * dst.size() * graph_.feature_dim);
-      MeanOfSources(graph_.features, csc.node_start, graph_.feature_dim, first,
-                    b.features.data() + dst.size() * graph_.feature_dim, threads);
-      b.input_means = true;
-    } else {
-      GatherRows(graph_.features, csc.node_start, graph_.feature_dim, b.input_nodes(), &b.features,
-                 threads);
-    }
-  }
+  GatherInputs(&b, threads);
   if (options_.link && edge_labels) {
     // The positives' labels: set above.
   } else if (graph_.targets != nullptr) {
@@ -306,6 +258,59 @@ MiniBatch BatchLoader::Make(int64_t index, int threads) const {
   }
   b.sample_seconds = watch.Seconds();
   return b;
+}
+
+void BatchLoader::GatherInputs(MiniBatch* b, int threads) const {
+  const CscView& csc = graph_.csc;
+  b->feature_dim = graph_.feature_dim;
+  if (graph_.feature_dim > 0) {
+    // Seeds were checked by the sampler; sampled neighbours may be ids the
+    // CSC lists but does not own (a corrupt or halo graph): no row to read.
+    for (int64_t v : b->input_nodes()) {
+      if (v < csc.node_start || v >= csc.node_start + csc.num_nodes) {
+        throw DataError("sampled node " + std::to_string(v) + " has no feature row (rows cover [" +
+                        std::to_string(csc.node_start) + ", " +
+                        std::to_string(csc.node_start + csc.num_nodes) + "))");
+      }
+    }
+    if (graph_.sparse.indptr != nullptr) {
+      const std::vector<int64_t>& input = b->input_nodes();
+      GatherSparseRows(graph_.sparse, input.data(), static_cast<int64_t>(input.size()),
+                       csc.node_start, &b->sparse_features, threads);
+      b->sparse = true;
+    } else if (options_.cache_slot != nullptr && !b->blocks.empty()) {
+      // The device holds the hot rows: gather the others only.
+      std::vector<int64_t> host_ids;
+      const std::vector<int64_t>& input = b->input_nodes();
+      for (size_t i = 0; i < input.size(); ++i) {
+        const int32_t slot = options_.cache_slot[input[i] - csc.node_start];
+        if (slot >= 0) {
+          b->cached_rows.push_back(static_cast<int64_t>(i));
+          b->cached_slots.push_back(slot);
+        } else {
+          b->host_rows.push_back(static_cast<int64_t>(i));
+          host_ids.push_back(input[i]);
+        }
+      }
+      GatherRows(graph_.features, csc.node_start, graph_.feature_dim, host_ids, &b->features,
+                 threads);
+      b->split_rows = true;
+      b->cache_lookups = input.size();
+      b->cache_hits = b->cached_rows.size();
+    } else if (options_.input_means && !b->blocks.empty()) {
+      const Block& first = b->blocks.front();
+      const std::vector<int64_t> dst(first.src_nodes.begin(),
+                                     first.src_nodes.begin() + first.num_dst);
+      GatherRows(graph_.features, csc.node_start, graph_.feature_dim, dst, &b->features, threads);
+      b->features.resize(2 * dst.size() * graph_.feature_dim);
+      MeanOfSources(graph_.features, csc.node_start, graph_.feature_dim, first,
+                    b->features.data() + dst.size() * graph_.feature_dim, threads);
+      b->input_means = true;
+    } else {
+      GatherRows(graph_.features, csc.node_start, graph_.feature_dim, b->input_nodes(),
+                 &b->features, threads);
+    }
+  }
 }
 
 }  // namespace gnn

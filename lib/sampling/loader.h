@@ -119,6 +119,9 @@ class BatchLoader {
   void Work();
   // Samples and gathers batch `index` with `threads` threads.
   MiniBatch Make(int64_t index, int threads) const;
+  // Batch b's input rows (sampled blocks in place): sparse CSR rows, the
+  // device cache's split, [destination rows | means], or every input row.
+  void GatherInputs(MiniBatch* b, int threads) const;
   // The edge tasks' labels of the in-edges at `offsets` into b.
   void LabelEdges(const std::vector<int64_t>& offsets, MiniBatch* b) const;
 

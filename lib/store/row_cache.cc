@@ -124,6 +124,27 @@ std::unique_ptr<ShmRowCache> ShmRowCache::OpenWith(const RowCacheKey& key, const
   }
 }
 
+namespace {
+
+// A new shared memory segment `name` of `total` bytes, its pages reserved
+// (writing past what tmpfs holds would be a SIGBUS), mapped read-write.
+void* CreateMapped(const std::string& name, uint64_t total) {
+  shm::Fd seg(shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (seg.get() < 0) {
+    throw ConfigError("cannot create shared memory segment " + name + ": " + shm::Errno());
+  }
+  // Reserve the pages now: writing past what tmpfs holds would be a SIGBUS.
+  if (int rc = posix_fallocate(seg.get(), 0, static_cast<off_t>(total)); rc != 0) {
+    throw Error("cannot allocate " + shm::MiB(total) + " of shared memory for the row cache " +
+                name + ": " + std::strerror(rc) + " (is /dev/shm large enough? lower --cache_mb)");
+  }
+  void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, seg.get(), 0);
+  if (base == MAP_FAILED) throw Error("cannot map the row cache " + name + ": " + shm::Errno());
+  return base;
+}
+
+}  // namespace
+
 std::unique_ptr<ShmRowCache> ShmRowCache::Build(const RowCacheKey& key, int lock_fd,
                                                 const Choose& choose, const Fill* fill,
                                                 const FillSparse* fill_sparse) {
@@ -164,19 +185,7 @@ std::unique_ptr<ShmRowCache> ShmRowCache::Build(const RowCacheKey& key, int lock
     }
     const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
     const uint64_t total = AlignUp(end, page);
-    shm::Fd seg(shm_open(key.name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-    if (seg.get() < 0) {
-      throw ConfigError("cannot create shared memory segment " + key.name + ": " + shm::Errno());
-    }
-    // Reserve the pages now: writing past what tmpfs holds would be a SIGBUS.
-    if (int rc = posix_fallocate(seg.get(), 0, static_cast<off_t>(total)); rc != 0) {
-      throw Error("cannot allocate " + shm::MiB(total) + " of shared memory for the row cache " +
-                  key.name + ": " + std::strerror(rc) +
-                  " (is /dev/shm large enough? lower --cache_mb)");
-    }
-    void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, seg.get(), 0);
-    if (base == MAP_FAILED)
-      throw Error("cannot map the row cache " + key.name + ": " + shm::Errno());
+    void* base = CreateMapped(key.name, total);
     c->base_ = base;
     c->size_ = total;
     auto* h = static_cast<CacheHeader*>(base);
