@@ -303,3 +303,28 @@ TEST_CASE(
   }
   CHECK(Off(sums.data(), want.data(), want.size()) < 1e-5f);
 }
+
+TEST_CASE(
+    "named header fields stay small beside what they describe: headers under 1 % of a batch's "
+    "bytes, requests and replies",
+    "[integration]") {
+  test::TempDir dir;
+  const std::string config = test::MakePartitions(dir, "synthetic:small", 2, "g", "random");
+  test::InProcessOwners owners(config, "planner-job");
+  DistGraphOptions options = owners.Options();
+  options.wire_format = net::RowFormat::kBfloat16;  // the defaults of gnn-train
+  options.id_coding = net::IdCoding::kVarint;
+  DistGraph g(options);
+  const std::vector<int64_t> seeds = test::DistinctRandomIds(g.config().num_nodes, 1000, 4);
+  for (const bool at_owner : {true, false}) {
+    g.SetAggregateAtOwner(at_owner);
+    const test::InProcessOwners::Bytes before = owners.bytes();
+    g.MakeBatch(seeds, {10, 25}, false, 3);
+    const uint64_t headers = owners.bytes().headers - before.headers;
+    const uint64_t frames = owners.bytes().frames - before.frames;
+    INFO("aggregate at owner " << at_owner << ": " << headers << " header bytes, " << frames
+                               << " array bytes");
+    CHECK(headers > 0);
+    CHECK(headers * 100 < headers + frames);
+  }
+}

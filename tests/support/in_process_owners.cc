@@ -55,7 +55,9 @@ class InProcessPeer : public net::Peer {
     }
     if (owners_->tamper) owners_->tamper(part_, &reply);
     // The reply as the planner's socket would deliver it.
-    reply = net::Decode(Wire(reply));
+    std::vector<zmq::message_t> parts = Wire(reply);
+    owners_->Count(parts);
+    reply = net::Decode(std::move(parts));
     if (reply.header.msg_type() == net::MsgType::kError) {
       throw PeerError(name_ + " refused " + what + ": " + reply.header.text);
     }
@@ -125,8 +127,15 @@ DistGraphOptions InProcessOwners::Options() {
 
 net::Message InProcessOwners::Answer(int part, net::Message request) {
   // What the owner receives: the request as it travelled.
-  requests_.push_back({part, net::Decode(Wire(request))});
+  std::vector<zmq::message_t> parts = Wire(request);
+  Count(parts);
+  requests_.push_back({part, net::Decode(std::move(parts))});
   return gnn::Answer(owners_[static_cast<size_t>(part)]->state, Wire(request));
+}
+
+void InProcessOwners::Count(const std::vector<zmq::message_t>& parts) {
+  bytes_.headers += parts.front().size();
+  for (size_t i = 1; i < parts.size(); ++i) bytes_.frames += parts[i].size();
 }
 
 }  // namespace gnn::test

@@ -9,6 +9,7 @@
 // partition silent.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -47,6 +48,14 @@ class InProcessOwners {
   const std::vector<Request>& requests() const { return requests_; }
   void ClearRequests() { requests_.clear(); }
 
+  // Bytes that crossed the in-process wire so far, requests and replies:
+  // header frames, and array frames.
+  struct Bytes {
+    uint64_t headers = 0;
+    uint64_t frames = 0;
+  };
+  const Bytes& bytes() const { return bytes_; }
+
   // Called on every reply before the planner sees it (null: none).
   std::function<void(int part, net::Message* reply)> tamper;
   // Partitions whose owner never answers: Finish waits out the deadline.
@@ -54,6 +63,7 @@ class InProcessOwners {
 
   // For the peers (in_process_owners.cc).
   net::Message Answer(int part, net::Message request);
+  void Count(const std::vector<zmq::message_t>& parts);
 
  private:
   struct Owner;
@@ -61,6 +71,7 @@ class InProcessOwners {
   std::string job_;
   std::vector<std::unique_ptr<Owner>> owners_;
   std::vector<Request> requests_;
+  Bytes bytes_;
 };
 
 }  // namespace gnn::test
