@@ -111,9 +111,12 @@ void EntriesOf(const Members& m, const std::string& kind, int64_t rows, int64_t 
       throw DataError(m.what() + ": indptr must have " + S(major + 1) + " entries from 0 to nnz (" +
                       S(static_cast<int64_t>(nnz)) + "), and indices nnz");
     }
-    std::vector<int64_t> of_major(nnz);
+    // Offsets from 0 to nnz that never decrease: every run inside the entries.
     for (int64_t i = 0; i < major; ++i) {
       if (ptr[i + 1] < ptr[i]) throw DataError(m.what() + ": indptr decreases at " + S(i));
+    }
+    std::vector<int64_t> of_major(nnz);
+    for (int64_t i = 0; i < major; ++i) {
       for (int64_t k = ptr[i]; k < ptr[i + 1]; ++k) of_major[static_cast<size_t>(k)] = i;
     }
     *r = csr ? std::move(of_major) : std::move(idx);

@@ -248,10 +248,9 @@ struct EdgeColumns {
   bool header = false;
 };
 
-EdgeColumns FirstEdgeLine(const PlainFiles& f, bool ignore_edge_data, std::string_view line,
-                          const std::string& where) {
-  // Columns by name or position, the first line a header when it is not
-  // numbers.
+// --edge_columns: the source and destination columns, by header name or
+// 0-based position ("0", "1" when not given).
+std::vector<std::string> WantedEdgeColumns(const PlainFiles& f) {
   std::vector<std::string> wanted = {"0", "1"};
   if (!f.edge_columns.empty()) {
     wanted.clear();
@@ -261,6 +260,13 @@ EdgeColumns FirstEdgeLine(const PlainFiles& f, bool ignore_edge_data, std::strin
                         ": two columns, source then destination (names or 0-based positions)");
     }
   }
+  return wanted;
+}
+
+// The first line: a header when its end columns are not numbers.
+EdgeColumns FirstEdgeLine(const PlainFiles& f, bool ignore_edge_data,
+                          const std::vector<std::string>& wanted, std::string_view line,
+                          const std::string& where) {
   EdgeColumns e;
   e.delim = DelimiterOf(line);
   const std::vector<std::string_view> first = Fields(line, e.delim);
@@ -322,6 +328,7 @@ void ReadEdges(const PlainFiles& f, bool ignore_edge_data, const IdMap& ids,
     ReadNpyEdges(f, ids, src, dst);
     return;
   }
+  const std::vector<std::string> wanted = WantedEdgeColumns(f);
   EdgeColumns e;
   bool started = false;
   ForEachLine(f.edges, [&](std::string_view line, int64_t n) {
@@ -329,7 +336,7 @@ void ReadEdges(const PlainFiles& f, bool ignore_edge_data, const IdMap& ids,
     const std::string where = f.edges + ":" + S(n);
     if (!started) {
       started = true;
-      e = FirstEdgeLine(f, ignore_edge_data, line, where);
+      e = FirstEdgeLine(f, ignore_edge_data, wanted, line, where);
       *ewidth = static_cast<int64_t>(e.feat_cols.size());
       if (e.header) return;
     }

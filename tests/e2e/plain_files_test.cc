@@ -231,6 +231,10 @@ bad = c.indices.copy(); bad[5] = 3
 npz(d + '/bad_index.npz', dict(format=np.array(b'csr'), shape=np.array([60, 3]), indptr=c.indptr, indices=bad, data=c.data))
 npz(d + '/bad_ptr.npz', dict(format=np.array(b'csr'), shape=np.array([60, 3]), indptr=c.indptr[:-1], indices=c.indices, data=c.data))
 npz(d + '/lil.npz', dict(format=np.array(b'lil'), shape=np.array([60, 3])))
+jump = c.indptr.copy(); jump[1] = jump[-1] + 50  # past every entry, then back down
+npz(d + '/jump_ptr.npz', dict(format=np.array(b'csr'), shape=np.array([60, 3]), indptr=jump, indices=c.indices, data=c.data))
+k = sp.csc_matrix(m); kjump = k.indptr.copy(); kjump[1] = kjump[-1] + 50
+npz(d + '/jump_csc.npz', dict(format=np.array(b'csc'), shape=np.array([60, 3]), indptr=kjump, indices=k.indices, data=k.data))
 npz(d + '/two.npz', dict(a=m, b=m))
 b = np.zeros((60, 50))
 for r in range(60):
@@ -289,6 +293,15 @@ open(d + '/corrupt.npz', 'wb').write(bytes(raw))
   ExpectOneLine(part("twice.npz", "o"), "gnn-partition", "twice.npz: row 0: column id");
   ExpectOneLine(part("bad_index.npz", "o"), "gnn-partition", "bad_index.npz: entry 5 at (");
   ExpectOneLine(part("bad_ptr.npz", "o"), "gnn-partition", "indptr must have 61 entries");
+  // Offsets past the entries before they come back down: refused before
+  // any entry is placed, densified or kept sparse.
+  ExpectOneLine(part("jump_ptr.npz", "o"), "gnn-partition",
+                "jump_ptr.npz: row pointers decrease at row 1");
+  ExpectOneLine(
+      f.Run("gnn-partition", {"--node_feat", f.dir / "jump_ptr.npz", "--num_parts", "1", "--output",
+                              f.dir / "o", "--ignore_edge_data", "--feature_format", "dense"}),
+      "gnn-partition", "jump_ptr.npz: indptr decreases at 1");
+  ExpectOneLine(part("jump_csc.npz", "o"), "gnn-partition", "jump_csc.npz: indptr decreases at 1");
   ExpectOneLine(part("lil.npz", "o"), "gnn-partition", "m.tocsr()");
   ExpectOneLine(part("two.npz", "o"), "gnn-partition", "holds 2 arrays");
   ExpectOneLine(part("corrupt.npz", "o"), "gnn-partition", "(member data.npy)");
