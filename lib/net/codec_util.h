@@ -8,6 +8,7 @@
 #include <zmq.hpp>
 
 #include "common/error.h"
+#include "net/messages.h"
 #include "net/protocol.h"
 
 namespace gnn::net::codec {
@@ -31,6 +32,14 @@ inline void PutCoding(Message* m, IdCoding c) {
 }
 inline IdCoding CodingOf(const FieldReader& f, MsgType type) {
   return IdCodingOf(f.Get(Key::kCoding, 0), type);
+}
+inline void PutFormat(Message* m, RowFormat f) {
+  if (f != RowFormat::kFloat32) m->header.Add(Key::kFormat, static_cast<int64_t>(f));
+}
+inline RowFormat FormatOf(const FieldReader& f, MsgType type) {
+  const int64_t v = f.Get(Key::kFormat, 0);
+  if (v != 0 && v != 1) Malformed(type, "row format " + std::to_string(v));
+  return static_cast<RowFormat>(v);
 }
 
 // Throws unless `ptr` are offsets of groups spanning `ids` ids: from 0 to

@@ -28,21 +28,6 @@ const char* RowFormatName(RowFormat f) {
 
 namespace {
 
-// A format field off the wire: 0 or 1, else the message is malformed.
-RowFormat FormatOf(int64_t v, MsgType type) {
-  if (v != 0 && v != 1) Malformed(type, "row format " + std::to_string(v));
-  return static_cast<RowFormat>(v);
-}
-
-// The optional format field: written only when not float32, read as
-// float32 when absent.
-void PutFormat(Message* m, RowFormat f) {
-  if (f != RowFormat::kFloat32) m->header.Add(Key::kFormat, static_cast<int64_t>(f));
-}
-RowFormat FormatOf(const FieldReader& f, MsgType type) {
-  return FormatOf(f.Get(Key::kFormat, 0), type);
-}
-
 // The optional own-rows field: written only when not -1 (all).
 void PutOwn(Message* m, int64_t own) {
   if (own != -1) m->header.Add(Key::kOwn, own);

@@ -37,17 +37,6 @@ EmbSpec GetSpec(const FieldReader& f, MsgType type) {
   return s;
 }
 
-// The optional row format field (absent: float32), like PutCoding / CodingOf.
-void PutFormatField(Message* m, RowFormat format) {
-  if (format != RowFormat::kFloat32) m->header.Add(Key::kFormat, static_cast<int64_t>(format));
-}
-
-RowFormat FormatFieldOf(const FieldReader& f, MsgType type) {
-  const int64_t v = f.Get(Key::kFormat, 0);
-  if (v != 0 && v != 1) Malformed(type, "row format " + std::to_string(v));
-  return static_cast<RowFormat>(v);
-}
-
 std::string Bytes(const Message& m, size_t frame) {
   size_t n = 0;
   const uint8_t* p = m.Array<uint8_t>(frame, &n);
@@ -227,7 +216,7 @@ TypedSampleReply TypedSampleReply::Decode(const Message& m, const TypedSampleReq
 
 Message PullTyped::Encode(uint64_t request_id) const {
   Message m = MakeMessage(MsgType::kPullTyped, request_id, {{Key::kNtype, ntype}});
-  PutFormatField(&m, format);
+  PutFormat(&m, format);
   PutCoding(&m, coding);
   AddInts(&m, ids, coding);
   return m;
@@ -239,14 +228,14 @@ PullTyped PullTyped::Decode(const Message& m) {
   f.Frames(1);
   const int64_t ntype = f.Get(Key::kNtype);
   if (ntype < 0) Malformed(kType, "negative node type");
-  const RowFormat format = FormatFieldOf(f, kType);
+  const RowFormat format = FormatOf(f, kType);
   const IdCoding c = CodingOf(f, kType);
   return {ntype, ReadInts(m, 0, c, kMaxRequestValues), format, c};
 }
 
 Message PullTypedSums::Encode(uint64_t request_id) const {
   Message m = MakeMessage(MsgType::kPullTypedSums, request_id, {{Key::kNtype, ntype}});
-  PutFormatField(&m, format);
+  PutFormat(&m, format);
   PutCoding(&m, coding);
   if (embedding) {
     m.header.Add(Key::kEmbedding, 1);
@@ -264,7 +253,7 @@ PullTypedSums PullTypedSums::Decode(const Message& m) {
                        Key::kEmbDim, Key::kEmbOptimizer, Key::kEmbLrBits, Key::kEmbSeed});
   f.Frames(2);
   PullTypedSums r;
-  r.format = FormatFieldOf(f, kType);
+  r.format = FormatOf(f, kType);
   r.coding = CodingOf(f, kType);
   r.embedding = f.Flag(Key::kEmbedding);
   r.ntype = f.Get(Key::kNtype);
@@ -295,7 +284,7 @@ Message MakeEmbRequest(MsgType type, uint64_t request_id, const EmbSpec& spec, I
   Message m = MakeMessage(type, request_id);
   PutSpec(spec, &m);
   PutCoding(&m, coding);
-  PutFormatField(&m, format);
+  PutFormat(&m, format);
   return m;
 }
 
@@ -310,7 +299,7 @@ EmbRequestFields ReadEmbRequest(const Message& m, MsgType type, size_t frames) {
                       {Key::kEmbType, Key::kEmbDim, Key::kEmbOptimizer, Key::kEmbLrBits,
                        Key::kEmbSeed, Key::kCoding, Key::kFormat});
   f.Frames(frames);
-  return {GetSpec(f, type), CodingOf(f, type), FormatFieldOf(f, type)};
+  return {GetSpec(f, type), CodingOf(f, type), FormatOf(f, type)};
 }
 
 }  // namespace

@@ -33,6 +33,27 @@ std::vector<const test::InProcessOwners::Request*> OfType(const test::InProcessO
   return out;
 }
 
+// The ids the requests of `type` asked for (ids_of(message) reads them),
+// each checked to be owned by the partition it went to: how many in all,
+// and which.
+struct Asked {
+  size_t count = 0;
+  std::set<int64_t> distinct;
+};
+template <typename IdsOf>
+Asked AskedIds(const test::InProcessOwners& owners, const PartitionConfig& pc, MsgType type,
+               IdsOf ids_of) {
+  Asked a;
+  for (const auto* r : OfType(owners, type)) {
+    for (int64_t v : ids_of(r->message)) {
+      REQUIRE(pc.PartOf(v) == r->part);
+      a.distinct.insert(v);
+      ++a.count;
+    }
+  }
+  return a;
+}
+
 // Largest difference of `got` from `want`, relative to 1 + |want|.
 float Off(const float* got, const float* want, size_t n) {
   float worst = 0;
@@ -113,21 +134,15 @@ TEST_CASE(
       for (int64_t v : q.ids) REQUIRE(pc.PartOf(v) == r->part);
       summed += q.ids.size();
     }
-    std::set<int64_t> pulled;
-    size_t pulls = 0;
-    for (const auto* r : OfType(owners, MsgType::kPullFeatures)) {
-      for (int64_t v : net::PullFeatures::Decode(r->message).ids) {
-        REQUIRE(pc.PartOf(v) == r->part);
-        pulled.insert(v);
-        ++pulls;
-      }
-    }
-    CHECK(pulls == pulled.size());
+    const Asked pulled = AskedIds(owners, pc, MsgType::kPullFeatures, [](const net::Message& m) {
+      return net::PullFeatures::Decode(m).ids;
+    });
+    CHECK(pulled.count == pulled.distinct.size());
     if (remote_sums) {
       CHECK(summed > 0);
     } else {
       CHECK(sums.empty());
-      CHECK(pulls > 0);
+      CHECK(pulled.count > 0);
     }
     const std::vector<float> want = MeansByDefinition(g, dsts, 10, 7);
     REQUIRE(got.size() == 2 * n * dim);
@@ -160,18 +175,12 @@ TEST_CASE(
   }
   for (int p = 0; p < 3; ++p) CHECK(per_owner.count(p) == 2);
   // Every input row once, from its owner, and the batch holds what they sent.
-  std::set<int64_t> pulled;
-  size_t pulls = 0;
-  for (const auto* r : OfType(owners, MsgType::kPullFeatures)) {
-    for (int64_t v : net::PullFeatures::Decode(r->message).ids) {
-      REQUIRE(pc.PartOf(v) == r->part);
-      pulled.insert(v);
-      ++pulls;
-    }
-  }
+  const Asked pulled = AskedIds(owners, pc, MsgType::kPullFeatures, [](const net::Message& m) {
+    return net::PullFeatures::Decode(m).ids;
+  });
   const std::vector<int64_t>& inputs = mb.blocks.front().src_nodes;
-  CHECK(pulls == inputs.size());
-  CHECK(pulled == std::set<int64_t>(inputs.begin(), inputs.end()));
+  CHECK(pulled.count == inputs.size());
+  CHECK(pulled.distinct == std::set<int64_t>(inputs.begin(), inputs.end()));
   NoInitVector<float> rows;
   g.PullFeatures(inputs, &rows);
   REQUIRE(mb.features.size() == rows.size());
@@ -278,16 +287,10 @@ TEST_CASE(
     summed_groups += q.group_ptr.size() - 1;
   }
   CHECK(summed_groups > 0);
-  std::set<int64_t> pulled;
-  size_t pulls = 0;
-  for (const auto* r : OfType(owners, MsgType::kPullTyped)) {
-    for (int64_t v : net::PullTyped::Decode(r->message).ids) {
-      REQUIRE(pc.PartOf(v) == r->part);
-      pulled.insert(v);
-      ++pulls;
-    }
-  }
-  CHECK(pulls == pulled.size());
+  const Asked pulled = AskedIds(owners, pc, MsgType::kPullTyped, [](const net::Message& m) {
+    return net::PullTyped::Decode(m).ids;
+  });
+  CHECK(pulled.count == pulled.distinct.size());
 
   std::vector<float> rows;
   g.PullTyped(paper, ids, &rows);
