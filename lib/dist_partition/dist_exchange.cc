@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 
 #include "common/error.h"
@@ -88,6 +89,28 @@ void SortRows(Csr* csr, bool dedup, int threads) {
   csr->indptr[local] = out;
   csr->indices.resize(static_cast<size_t>(out));
   csr->indices.shrink_to_fit();
+}
+
+int64_t SortRowsWithTags(Csr* csr, std::vector<int64_t>* tags, int threads) {
+  const int64_t local = static_cast<int64_t>(csr->indptr.size()) - 1;
+  std::atomic<int64_t> repeats{0};
+  ParallelFor(local, threads, [&](int64_t b, int64_t e) {
+    std::vector<std::pair<int64_t, int64_t>> row;
+    int64_t same = 0;
+    for (int64_t v = b; v < e; ++v) {
+      const int64_t lo = csr->indptr[v], hi = csr->indptr[v + 1];
+      row.clear();
+      for (int64_t k = lo; k < hi; ++k) row.emplace_back(csr->indices[k], (*tags)[k]);
+      std::sort(row.begin(), row.end());
+      for (int64_t k = lo; k < hi; ++k) {
+        csr->indices[k] = row[static_cast<size_t>(k - lo)].first;
+        (*tags)[k] = row[static_cast<size_t>(k - lo)].second;
+        same += k > lo && csr->indices[k] == csr->indices[k - 1];
+      }
+    }
+    repeats += same;
+  });
+  return repeats.load();
 }
 
 Csr Sparsify(MpiComm& comm, const Ranges& ranges, int64_t lo, const Csr& sym,

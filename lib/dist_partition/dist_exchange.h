@@ -48,6 +48,10 @@ int64_t ReadLabelsAndMasks(const ChunkedMeta& m, size_t type, int c0, int c1,
 
 // Sorts each row of `csr`; with `dedup` also drops repeated entries.
 void SortRows(Csr* csr, bool dedup, int threads);
+// Sorts each row of `csr` by (entry, tag), `tags` aligned with its entries
+// (the single-machine order of a graph with edge data: source, then input
+// edge id). Returns the entries that repeat the one before them.
+int64_t SortRowsWithTags(Csr* csr, std::vector<int64_t>* tags, int threads);
 
 // The adjacency PT-Scotch partitions from this rank's rows of the
 // symmetric adjacency `sym` (rows [lo, lo + rows), global ids, sorted and

@@ -67,7 +67,8 @@ json PartInfoJson(const PartInfo& p) {
           {"test", p.num_test},
           {"files", files},
           {"ntype_ranges", p.ntype_ranges},
-          {"etype_edges", p.etype_edges}};
+          {"etype_edges", p.etype_edges},
+          {"split_edges", {p.num_split_edges[0], p.num_split_edges[1], p.num_split_edges[2]}}};
 }
 
 PartInfo PartInfoFromJson(const json& j) {
@@ -81,6 +82,8 @@ PartInfo PartInfoFromJson(const json& j) {
   p.num_test = j.at("test").get<int64_t>();
   p.ntype_ranges = j.at("ntype_ranges").get<std::vector<std::pair<int64_t, int64_t>>>();
   p.etype_edges = j.at("etype_edges").get<std::vector<int64_t>>();
+  const std::vector<int64_t> split = j.at("split_edges").get<std::vector<int64_t>>();
+  std::copy(split.begin(), split.end(), p.num_split_edges);
   for (const auto& [name, f] : j.at("files").items()) {
     p.files[name] = PartFile{f.at("bytes").get<uint64_t>(), f.at("sha256").get<std::string>()};
   }

@@ -3,11 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <iostream>
 #include <memory>
 #include <new>
 #include <numeric>
-#include <optional>
 
 #include "common/fs.h"
 #include "common/log.h"
@@ -16,15 +14,15 @@
 #include "common/random.h"
 #include "common/timer.h"
 #include "dist_partition/agreement.h"
+#include "dist_partition/dist_edge_data.h"
 #include "dist_partition/dist_exchange.h"
 #include "dist_partition/dist_hetero.h"
+#include "dist_partition/dist_job.h"
 #include "dist_partition/dist_output.h"
 #include "dist_partition/mpi_comm.h"
-#include "dist_partition/mpirun.h"
 #include "dist_partition/scotch_assign.h"
 #include "graph/chunked.h"
 #include "graph/csr.h"
-#include "net/ip_config.h"
 #include "partition/assign.h"
 #include "partition/config.h"
 #include "partition/partition_util.h"
@@ -56,8 +54,11 @@ class Job {
   // nothing to read when c is past this rank's chunks).
   void ReadEdges(int c, std::vector<int64_t>* src, std::vector<int64_t>* dst);
   // One send buffer of (row, col) pairs, grouped by owner; `counts` per rank.
+  // With edge data, (row, col, tag) triples: tag 2 * input edge id (+1 on
+  // an undirected edge's added reverse), -1 on a directed edge's reverse
+  // (symmetric adjacency only); `first`: the input id of src[0].
   std::vector<int64_t> PackEdges(const std::vector<int64_t>& src, const std::vector<int64_t>& dst,
-                                 std::vector<int64_t>* counts) const;
+                                 int64_t first, std::vector<int64_t>* counts) const;
   // The input's edge count over all ranks (and rank 0's direction line).
   void CountInputEdges(int64_t read, const EdgeOrder& order);
   // sym_ and in_ from the received pairs, which it frees.
@@ -78,11 +79,17 @@ class Job {
   std::vector<float> ReadFeatureChunk(int c, int64_t* width);
   // Round 0: every rank read a chunk, and the widths must agree; sizes feat_.
   void AgreeFeatureWidth(int64_t width);
+  // The stored edges' data from the ranks that read them; node features
+  // from their means and edge weights (--node_feat_from_edges,
+  // --edge_weight) as the single-machine partitioner makes them.
+  void ExchangeEdgeData();
   PartInfo Write(const std::string& tmp);
   PartitionResult Publish(const PartInfo& mine, TempOutput& tmp);
 
-  // The stored in-edges: the symmetric adjacency itself when undirected.
-  const Csr& in() const { return undirected_ ? sym_ : in_; }
+  // The stored in-edges: the symmetric adjacency itself when undirected
+  // and without edge data (which keeps repeated edges apart).
+  bool keep_in() const { return !undirected_ || edge_data_; }
+  const Csr& in() const { return keep_in() ? in_ : sym_; }
 
   int64_t NewId(int64_t g) const {
     if (g >= lo_ && g < hi_) return new_local_[static_cast<size_t>(g - lo_)];
@@ -107,6 +114,8 @@ class Job {
   Ranges ranges_;
   int64_t n_ = 0, lo_ = 0, hi_ = 0;
   bool undirected_ = false;
+  bool edge_data_ = false;  // edge features or an edge task's labels
+  Ranges edge_ranges_;      // the input edges each rank read
   std::vector<int64_t> labels_;
   std::vector<uint8_t> masks_;  // bits as NodeRow::masks
   int64_t num_classes_ = 0, input_edges_ = 0;
@@ -125,6 +134,14 @@ class Job {
   std::vector<int64_t> indices_;
   std::vector<float> feat_;
   int64_t feature_dim_ = 0;
+
+  // Edge data: in_'s tags (PackEdges), then the stored edges' (in new-id
+  // order), their input ids and reverse flags, and their data.
+  std::vector<int64_t> in_tags_, stored_tags_, eids_;
+  std::vector<uint8_t> reverse_;
+  OwnedEdgeData owned_edges_;
+  StoredEdgeData stored_data_;
+  int64_t edge_width_ = 0;  // stored feature columns (1 with --edge_weight)
 };
 
 void Job::CheckInput() {
@@ -160,9 +177,16 @@ void Job::CheckInput() {
     }
     CheckOutput(o_);
     meta_ = ReadChunkedMeta(o_.data.dataset);
-    RefuseEdgeData(o_.data.dataset + "/metadata.json", meta_.edge_data, o_.data.ignore_edge_data,
-                   "which gnn-partition --distributed does not carry yet (gnn-partition on one "
-                   "machine carries edge features)");
+    if (meta_.hetero() || o_.data.ignore_edge_data) {
+      RefuseEdgeData(o_.data.dataset + "/metadata.json", meta_.edge_data, o_.data.ignore_edge_data,
+                     "which gnn does not carry for typed graphs yet");
+    } else {
+      edge_data_ = !meta_.edge_data.empty();
+    }
+    if (!edge_data_ && !o_.edge_weight.empty()) {
+      throw ConfigError("--edge_weight " + o_.edge_weight + ": " + meta_.graph_name +
+                        " has no edge features");
+    }
     for (size_t t = 0; t < meta_.node_types.size(); ++t) {
       if (NodeData(meta_, t, kChunkUserIds)) {
         throw DataError(o_.data.dataset + "/metadata.json: node_data." + meta_.node_types[t] + "." +
@@ -193,6 +217,7 @@ void Job::CheckInput() {
   lo_ = ranges_.start[static_cast<size_t>(me_)];
   hi_ = ranges_.start[static_cast<size_t>(me_) + 1];
   undirected_ = TreatAsUndirected(o_.direction(), meta_.undirected_reason);
+  edge_ranges_ = EdgeRanges(meta_, P_);
 }
 
 void Job::ReadNodeData() {
@@ -206,7 +231,25 @@ void Job::ExchangeEdges() {
   std::vector<std::vector<int64_t>> received = SendEdges();
   timer_.Begin("build adjacency");
   BuildAdjacency(&received);
-  if (!undirected_) SortRows(&in_, false, o_.num_threads);
+  if (edge_data_) {
+    const int64_t repeats = comm_.AllreduceSum(SortRowsWithTags(&in_, &in_tags_, o_.num_threads),
+                                               "building the adjacency");
+    if (repeats > 0 && me_ == 0) {
+      const std::string line =
+          std::to_string(repeats) +
+          " stored in-edges repeat the (source, destination) pair of another: with edge "
+          "data, repeated input edges" +
+          (undirected_ ? " (and edges listed in both directions)" : "") +
+          " stay separate edges, each with its own data";
+      if (undirected_) {
+        GNN_LOG(kWarn) << line << "; if the list already holds both directions, pass --directed";
+      } else {
+        GNN_LOG(kInfo) << line;
+      }
+    }
+  } else if (!undirected_) {
+    SortRows(&in_, false, o_.num_threads);
+  }
   SortRows(&sym_, true, o_.num_threads);
   // The neighbours other ranks hold, sorted.
   for (int64_t g : sym_.indices) {
@@ -228,10 +271,11 @@ std::vector<std::vector<int64_t>> Job::SendEdges() {
   for (int i = 0; i < rounds; ++i) {
     std::vector<int64_t> src, dst;
     ReadEdges(c0_ + i, &src, &dst);
+    const int64_t first = edge_ranges_.start[static_cast<size_t>(me_)] + read;
     read += static_cast<int64_t>(src.size());
     if (!undirected_) order.Add(CountEdgeOrder(src, dst));
     std::vector<int64_t> counts;
-    const std::vector<int64_t> send = PackEdges(src, dst, &counts);
+    const std::vector<int64_t> send = PackEdges(src, dst, first, &counts);
     FreeVector(src);
     FreeVector(dst);
     std::vector<int64_t> got_counts;
@@ -257,25 +301,33 @@ void Job::ReadEdges(int c, std::vector<int64_t>* src, std::vector<int64_t>* dst)
 }
 
 std::vector<int64_t> Job::PackEdges(const std::vector<int64_t>& src,
-                                    const std::vector<int64_t>& dst,
+                                    const std::vector<int64_t>& dst, int64_t first,
                                     std::vector<int64_t>* counts) const {
   // Each edge goes to its destination's owner (an in-edge) and, reversed,
-  // to its source's owner (the symmetric adjacency).
+  // to its source's owner (the symmetric adjacency; with edge data and
+  // undirected, an in-edge too).
+  const int64_t stride = edge_data_ ? 3 : 2;
   counts->assign(static_cast<size_t>(P_), 0);
   for (size_t k = 0; k < src.size(); ++k) {
-    (*counts)[static_cast<size_t>(ranges_.Owner(dst[k]))] += 2;
-    if (src[k] != dst[k]) (*counts)[static_cast<size_t>(ranges_.Owner(src[k]))] += 2;
+    (*counts)[static_cast<size_t>(ranges_.Owner(dst[k]))] += stride;
+    if (src[k] != dst[k]) (*counts)[static_cast<size_t>(ranges_.Owner(src[k]))] += stride;
   }
   std::vector<int64_t> at = Offsets(*counts);
   std::vector<int64_t> send(static_cast<size_t>(at.back()));
+  auto put = [&](int64_t row, int64_t col, int64_t tag) {
+    int64_t* p = &send[static_cast<size_t>(at[static_cast<size_t>(ranges_.Owner(row))])];
+    p[0] = row, p[1] = col;
+    if (edge_data_) p[2] = tag;
+    at[static_cast<size_t>(ranges_.Owner(row))] += stride;
+  };
   for (size_t k = 0; k < src.size(); ++k) {
-    int64_t* p = &send[static_cast<size_t>(at[static_cast<size_t>(ranges_.Owner(dst[k]))])];
-    p[0] = dst[k], p[1] = src[k];
-    at[static_cast<size_t>(ranges_.Owner(dst[k]))] += 2;
-    if (src[k] != dst[k]) {
-      p = &send[static_cast<size_t>(at[static_cast<size_t>(ranges_.Owner(src[k]))])];
-      p[0] = src[k], p[1] = undirected_ ? dst[k] : ~dst[k];
-      at[static_cast<size_t>(ranges_.Owner(src[k]))] += 2;
+    const int64_t id = first + static_cast<int64_t>(k);
+    put(dst[k], src[k], 2 * id);
+    if (src[k] == dst[k]) continue;
+    if (edge_data_) {
+      put(src[k], dst[k], undirected_ ? 2 * id + 1 : -1);
+    } else {
+      put(src[k], undirected_ ? dst[k] : ~dst[k], 0);
     }
   }
   return send;
@@ -293,16 +345,24 @@ void Job::CountInputEdges(int64_t read, const EdgeOrder& order) {
 
 void Job::BuildAdjacency(std::vector<std::vector<int64_t>>* received) {
   // The symmetric adjacency (sorted, no duplicates, no self-loops) and,
-  // for a directed graph, the in-edges as the single-machine path stores
-  // them (every edge, duplicates and self-loops kept, rows sorted).
+  // for a directed graph or one with edge data, the in-edges as the
+  // single-machine path stores them (every edge, duplicates and self-loops
+  // kept, rows sorted; with edge data each entry's tag in in_tags_).
   const int64_t local = hi_ - lo_;
+  const size_t stride = edge_data_ ? 3 : 2;
+  // Whether an entry is an in-edge, and its source.
+  auto in_edge = [&](const int64_t* e) {
+    return edge_data_ ? e[2] >= 0 : !undirected_ && e[1] >= 0;
+  };
+  auto source = [&](const int64_t* e) { return e[1] < 0 ? ~e[1] : e[1]; };
   sym_.indptr.assign(static_cast<size_t>(local) + 1, 0);
-  if (!undirected_) in_.indptr.assign(static_cast<size_t>(local) + 1, 0);
+  if (keep_in()) in_.indptr.assign(static_cast<size_t>(local) + 1, 0);
   for (const std::vector<int64_t>& got : *received) {
-    for (size_t k = 0; k < got.size(); k += 2) {
-      const int64_t row = got[k] - lo_, col = got[k + 1];
-      if (col >= 0 && !undirected_) ++in_.indptr[static_cast<size_t>(row) + 1];
-      if ((col < 0 ? ~col : col) != got[k]) ++sym_.indptr[static_cast<size_t>(row) + 1];
+    for (size_t k = 0; k < got.size(); k += stride) {
+      const int64_t* e = &got[k];
+      const size_t row = static_cast<size_t>(e[0] - lo_);
+      if (in_edge(e)) ++in_.indptr[row + 1];
+      if (source(e) != e[0]) ++sym_.indptr[row + 1];
     }
   }
   // Both adjacencies filled in one pass, each round's buffer freed as soon
@@ -314,13 +374,18 @@ void Job::BuildAdjacency(std::vector<std::vector<int64_t>>* received) {
     at->assign(csr->indptr.begin(), csr->indptr.end() - 1);
   };
   prepare(&sym_, &sym_at);
-  if (!undirected_) prepare(&in_, &in_at);
+  if (keep_in()) prepare(&in_, &in_at);
+  if (edge_data_) in_tags_.resize(in_.indices.size());
   for (std::vector<int64_t>& got : *received) {
-    for (size_t k = 0; k < got.size(); k += 2) {
-      const size_t row = static_cast<size_t>(got[k] - lo_);
-      const int64_t col = got[k + 1], source = col < 0 ? ~col : col;
-      if (col >= 0 && !undirected_) in_.indices[static_cast<size_t>(in_at[row]++)] = col;
-      if (source != got[k]) sym_.indices[static_cast<size_t>(sym_at[row]++)] = source;
+    for (size_t k = 0; k < got.size(); k += stride) {
+      const int64_t* e = &got[k];
+      const size_t row = static_cast<size_t>(e[0] - lo_);
+      if (in_edge(e)) {
+        const size_t at = static_cast<size_t>(in_at[row]++);
+        in_.indices[at] = source(e);
+        if (edge_data_) in_tags_[at] = e[2];
+      }
+      if (source(e) != e[0]) sym_.indices[static_cast<size_t>(sym_at[row]++)] = source(e);
     }
     FreeVector(got);
   }
@@ -441,6 +506,7 @@ std::vector<int64_t> Job::SendRows() {
   std::vector<int64_t> at = Offsets(nodes), eat = Offsets(entries);
   std::vector<NodeRow> send(static_cast<size_t>(local));
   std::vector<int64_t> ids(static_cast<size_t>(eat.back()));
+  std::vector<int64_t> tags(edge_data_ ? ids.size() : 0);
   for (int64_t v = 0; v < local; ++v) {
     const size_t p = static_cast<size_t>(part_[static_cast<size_t>(v)]);
     NodeRow& row = send[static_cast<size_t>(at[p]++)];
@@ -449,6 +515,7 @@ std::vector<int64_t> Job::SendRows() {
     row.label = labels_[static_cast<size_t>(v)];
     row.masks = masks_[static_cast<size_t>(v)];
     for (int64_t k = in_edges.indptr[v]; k < in_edges.indptr[v + 1]; ++k) {
+      if (edge_data_) tags[static_cast<size_t>(eat[p])] = in_tags_[static_cast<size_t>(k)];
       ids[static_cast<size_t>(eat[p]++)] = in_edges.indices[k];
     }
   }
@@ -457,10 +524,12 @@ std::vector<int64_t> Job::SendRows() {
     FreeVector(csr->indices);
   }
   FreeVector(labels_);
+  FreeVector(in_tags_);
   std::vector<int64_t> got;
   rows_ = comm_.Alltoallv(send, nodes, &got, "exchanging rows");
   FreeVector(send);
   indices_ = comm_.Alltoallv(ids, entries, &got, "exchanging rows");
+  if (edge_data_) stored_tags_ = comm_.Alltoallv(tags, entries, &got, "exchanging rows");
   return nodes;
 }
 
@@ -514,11 +583,37 @@ void Job::AgreeFeatureWidth(int64_t width) {
   feat_.resize(static_cast<size_t>(rows_.size() * static_cast<size_t>(width)));
 }
 
+void Job::ExchangeEdgeData() {
+  if (!edge_data_) return;
+  timer_.Begin("exchange edge data");
+  owned_edges_ = ReadOwnedEdgeData(comm_, agree_, meta_, c0_, c1_, edge_ranges_);
+  eids_.resize(stored_tags_.size());
+  reverse_.resize(stored_tags_.size());
+  for (size_t k = 0; k < stored_tags_.size(); ++k) {
+    reverse_[k] = static_cast<uint8_t>(stored_tags_[k] & 1);
+    eids_[k] = stored_tags_[k] >> 1;
+  }
+  FreeVector(stored_tags_);
+  stored_data_ = FetchEdgeData(comm_, edge_ranges_, owned_edges_, eids_);
+  FreeVector(owned_edges_.features);
+  FreeVector(owned_edges_.labels);
+  FreeVector(owned_edges_.split);
+  std::vector<int64_t> at(rows_.size() + 1, 0);
+  for (size_t i = 0; i < rows_.size(); ++i) at[i + 1] = at[i] + rows_[i].degree;
+  edge_width_ = FinishEdgeData(o_, meta_.graph_name, undirected_, at, eids_, owned_edges_, me_ == 0,
+                               agree_, &feat_, &feature_dim_, &stored_data_);
+}
+
 PartInfo Job::Write(const std::string& tmp) {
   timer_.Begin("write");
-  return WriteReceivedPart(tmp, me_, part_start_[static_cast<size_t>(me_)],
-                           part_start_[static_cast<size_t>(me_) + 1], &rows_, &indices_, &feat_,
-                           feature_dim_);
+  PartInfo info = WriteReceivedPart(tmp, me_, part_start_[static_cast<size_t>(me_)],
+                                    part_start_[static_cast<size_t>(me_) + 1], &rows_, &indices_,
+                                    &feat_, feature_dim_);
+  if (edge_data_) {
+    WriteStoredEdgeData(tmp + "/" + info.dir, eids_, reverse_, stored_data_, edge_width_,
+                        owned_edges_, &info);
+  }
+  return info;
 }
 
 PartitionResult Job::Publish(const PartInfo& mine, TempOutput& tmp) {
@@ -532,6 +627,10 @@ PartitionResult Job::Publish(const PartInfo& mine, TempOutput& tmp) {
   config.num_parts = o_.num_parts;
   config.halo_hops = 1;
   config.feature_dim = feature_dim_;
+  config.edge_feature_dim = edge_width_;
+  config.edge_labels = owned_edges_.labeled;
+  config.edge_label_kind = owned_edges_.kind;
+  config.num_edge_classes = owned_edges_.num_classes;
   config.num_classes = num_classes_;
   config.balance_train = o_.balance_train;
   config.balance_edges = o_.balance_edges;
@@ -545,6 +644,7 @@ PartitionResult Job::Publish(const PartInfo& mine, TempOutput& tmp) {
     report["sparsify"] = d_.sparsify;
     report["engine_edges"] = scotch_edges_;
   }
+  if (edge_width_ > 0) report["edge_feature_dim"] = edge_width_;
   config.report = report;
   const std::string json_name = config.graph_name + ".json";
 
@@ -563,6 +663,7 @@ PartitionResult Job::Run() {
   Assign();
   Relabel();
   ExchangeRows();
+  ExchangeEdgeData();
   std::unique_ptr<TempOutput> tmp = AgreedTempOutput(comm_, agree_, o_.output);
   PartInfo mine;
   agree_.Run("writing the partition", [&] { mine = Write(tmp->path()); });
@@ -571,58 +672,10 @@ PartitionResult Job::Run() {
 
 }  // namespace
 
-void DistributedOptions::Validate() const {
-  if (machines < 0) throw ConfigError("the machine count must be >= 0");
-  if (!(wait_timeout.count() > 0)) throw ConfigError("--wait_timeout must be > 0 seconds");
-  if (sparsify < 0) throw ConfigError("--sparsify must be >= 0 (0: every edge)");
-}
-
-PartitionResult RunDistributedPartition(PartitionOptions options, const DistributedOptions& d,
-                                        int* argc, char*** argv, int* rank) {
-  std::optional<PartitionResult> result;
-  std::optional<JobFailed> failed;
-  {
-    MpiComm comm(argc, argv, d.wait_timeout.count());
-    *rank = comm.rank();
-    SetLogRole("partition[" + std::to_string(comm.rank()) + "]");
-    if (comm.rank() != 0 && GetLogLevel() < LogLevel::kWarn) SetLogLevel(LogLevel::kWarn);
-    try {
-      Job job(comm, std::move(options), d);
-      result = job.Run();
-    } catch (const JobFailed& e) {
-      // Printed once, and only after every rank has cleaned up: mpirun
-      // ends the whole job as soon as one process exits non-zero.
-      if (comm.rank() == 0) std::cerr << "gnn-partition: error: " << e.what() << std::endl;
-      comm.Barrier("stopping");
-      failed = e;
-    } catch (const std::exception& e) {
-      // Outside an agreement (out of memory in an exchange, an MPI error):
-      // the others may be waiting in a collective, so the job ends here.
-      std::cerr << "gnn-partition: error: machine " << comm.rank() << ": " << e.what() << std::endl;
-      comm.Abort(ExitCodeOf(e));
-    }
-  }  // MPI finalized here, on every rank alike
-  if (failed) throw *failed;
-  return *result;
-}
-
-int RunDistributedPartitionCommand(PartitionOptions options, DistributedOptions d, int* argc,
-                                   char*** argv, std::ostream& out) {
-  d.Validate();
-  if (!d.ip_config.empty()) {
-    if (!UnderMpiLauncher()) RelaunchUnderMpirun(d.ip_config, *argc, *argv);
-    d.machines = static_cast<int>(ReadIpConfig(d.ip_config).size());
-  }
-  int rank = 0;
-  try {
-    const PartitionResult r = RunDistributedPartition(std::move(options), d, argc, argv, &rank);
-    if (rank == 0) {
-      out << FormatPartitionReport(r.report) << "partition config: " << r.config_path << std::endl;
-    }
-  } catch (const JobFailed& e) {
-    return e.code();
-  }
-  return 0;
+PartitionResult RunDistributedJob(MpiComm& comm, PartitionOptions options,
+                                  const DistributedOptions& d) {
+  Job job(comm, std::move(options), d);
+  return job.Run();
 }
 
 }  // namespace gnn

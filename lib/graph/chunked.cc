@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -272,152 +273,161 @@ bool IsEdgeTaskData(const std::string& name) {
   return name == "label" || name == "train_mask" || name == "val_mask" || name == "test_mask";
 }
 
-// One value per edge of relation r from edge_data `name`, every chunk
-// ([chunk edges] or [chunk edges, 1]); *integral: the arrays hold
-// integers. DataError naming the file on another shape.
-std::vector<double> ReadEdgeColumn(const ChunkedMeta& m, size_t r, const std::string& name,
-                                   bool* integral) {
-  const ChunkedMeta::Files* f = nullptr;
+// Relation r's edge_data `name`, or null.
+const ChunkedMeta::Files* EdgeData(const ChunkedMeta& m, size_t r, const std::string& name) {
   for (const auto& entry : m.edge_data_files[r]) {
-    if (entry.first == name) f = &entry.second;
+    if (entry.first == name) return &entry.second;
   }
-  std::vector<double> out;
-  if (f == nullptr) return out;
-  *integral = true;
-  for (int c = 0; c < m.num_chunks; ++c) {
-    const std::string path = Resolve(m, f->paths[static_cast<size_t>(c)], "edge data file");
-    NpyHeader h;
-    const std::vector<float> values = ReadNpyFloats(path, &h);
-    const int64_t want = m.edges_per_chunk[r][static_cast<size_t>(c)];
-    if (h.shape.empty() || h.shape[0] != want || h.shape.size() > 2 ||
-        (h.shape.size() == 2 && h.shape[1] != 1)) {
-      throw DataError(path + ": edge_data " + name + " holds one value per edge ([" +
-                      std::to_string(want) + "] wanted)");
-    }
-    const bool ints =
-        h.dtype != DType::kFloat32 && h.dtype != DType::kFloat16 && h.dtype != DType::kFloat64;
-    *integral = *integral && ints;
-    if (ints) {
-      for (int64_t v : ReadNpyInts(path, &h)) out.push_back(static_cast<double>(v));
-    } else {
-      out.insert(out.end(), values.begin(), values.end());
-    }
-  }
-  return out;
+  return nullptr;
 }
 
-// An edge task's labels (edge_data "label" with "train_mask" and the
-// optional "val_mask", "test_mask"): an integer array is class ids, a
-// float one values. DataError naming metadata.json for a mask without a
-// label or a label without train_mask, an edge in two masks.
-void ReadChunkedEdgeLabels(const ChunkedMeta& m, size_t r, Dataset* d) {
-  const std::string meta = m.dir + "/metadata.json";
-  const std::string prefix = meta + ": edge_data." + m.edge_types[r] + ".";
-  const char* masks[3] = {"train_mask", "val_mask", "test_mask"};
-  auto has = [&](const std::string& name) {
-    for (const auto& entry : m.edge_data_files[r]) {
-      if (entry.first == name) return true;
+// Chunk c of edge_data `f` (`name`): one value per edge ([chunk edges] or
+// [chunk edges, 1]); *integral: the array holds integers. DataError naming
+// the file on another shape.
+std::vector<double> ReadEdgeColumnChunk(const ChunkedMeta& m, size_t r, const std::string& name,
+                                        const ChunkedMeta::Files& f, int c, bool* integral) {
+  const std::string path = Resolve(m, f.paths[static_cast<size_t>(c)], "edge data file");
+  NpyHeader h;
+  const std::vector<float> values = ReadNpyFloats(path, &h);
+  const int64_t want = m.edges_per_chunk[r][static_cast<size_t>(c)];
+  if (h.shape.empty() || h.shape[0] != want || h.shape.size() > 2 ||
+      (h.shape.size() == 2 && h.shape[1] != 1)) {
+    throw DataError(path + ": edge_data " + name + " holds one value per edge ([" +
+                    std::to_string(want) + "] wanted)");
+  }
+  *integral =
+      h.dtype != DType::kFloat32 && h.dtype != DType::kFloat16 && h.dtype != DType::kFloat64;
+  if (!*integral) return std::vector<double>(values.begin(), values.end());
+  const std::vector<int64_t> ints = ReadNpyInts(path, &h);
+  return std::vector<double>(ints.begin(), ints.end());
+}
+
+// An edge task's names (edge_data "label" with "train_mask" and the
+// optional "val_mask", "test_mask"), checked before any file is read:
+// DataError naming metadata.json for a mask without a label or a label
+// without train_mask. Returns whether relation r has a label.
+bool CheckEdgeTaskNames(const ChunkedMeta& m, size_t r) {
+  const std::string prefix = m.dir + "/metadata.json: edge_data." + m.edge_types[r] + ".";
+  if (!EdgeData(m, r, "label")) {
+    for (const char* mask : kChunkSplitNames) {
+      if (EdgeData(m, r, mask)) throw DataError(prefix + mask + " has no label beside it");
     }
     return false;
-  };
-  // Names first: a missing partner is named before any file is read.
-  if (!has("label")) {
-    for (const char* mask : masks) {
-      if (has(mask)) throw DataError(prefix + mask + " has no label beside it");
-    }
-    return;
   }
-  if (!has(masks[0])) throw DataError(prefix + "label needs train_mask beside it");
-  bool integral = true, mask_ints = true;
-  const std::vector<double> label = ReadEdgeColumn(m, r, "label", &integral);
-  std::vector<double> split[3];
-  for (int k = 0; k < 3; ++k) split[k] = ReadEdgeColumn(m, r, masks[k], &mask_ints);
-  const size_t n = label.size();
-  d->edge_split.assign(n, 0);
+  if (!EdgeData(m, r, kChunkSplitNames[0])) {
+    throw DataError(prefix + "label needs train_mask beside it");
+  }
+  return true;
+}
+
+// Chunk c's label and split into *out; an edge in two masks is a DataError
+// naming the mask and the edge.
+void ReadEdgeLabelChunk(const ChunkedMeta& m, size_t r, int c, int64_t first_edge,
+                        EdgeDataChunk* out) {
+  const std::string prefix = m.dir + "/metadata.json: edge_data." + m.edge_types[r] + ".";
+  out->labeled = true;
+  out->labels = ReadEdgeColumnChunk(m, r, "label", *EdgeData(m, r, "label"), c, &out->integral);
+  out->split.assign(out->labels.size(), 0);
   for (int k = 0; k < 3; ++k) {
-    for (size_t e = 0; e < split[k].size(); ++e) {
-      if (split[k][e] == 0) continue;
-      if (d->edge_split[e] != 0) {
-        throw DataError(prefix + masks[k] + ": edge " + std::to_string(e) +
+    const ChunkedMeta::Files* f = EdgeData(m, r, kChunkSplitNames[k]);
+    if (!f) continue;
+    bool ints = true;
+    const std::vector<double> mask = ReadEdgeColumnChunk(m, r, kChunkSplitNames[k], *f, c, &ints);
+    for (size_t e = 0; e < mask.size(); ++e) {
+      if (mask[e] == 0) continue;
+      if (out->split[e] != 0) {
+        throw DataError(prefix + kChunkSplitNames[k] + ": edge " +
+                        std::to_string(first_edge + static_cast<int64_t>(e)) +
                         " is in another split too");
       }
-      d->edge_split[e] = static_cast<uint8_t>(k + 1);
+      out->split[e] = static_cast<uint8_t>(k + 1);
     }
   }
-  if (integral) {
+}
+
+// Chunk c of every feature array (not an edge task's), in name order,
+// side by side into out->features.
+void ReadEdgeFeatureChunk(const ChunkedMeta& m, size_t r, int c, int64_t first_edge,
+                          const EdgeDataChunk* earlier, EdgeDataChunk* out) {
+  const std::string meta = m.dir + "/metadata.json";
+  const int64_t want = m.edges_per_chunk[r][static_cast<size_t>(c)];
+  std::vector<std::vector<float>> arrays;
+  for (const auto& [name, f] : m.edge_data_files[r]) {
+    if (IsEdgeTaskData(name)) continue;  // ReadEdgeLabelChunk
+    if (f.format != "numpy") {
+      throw DataError(meta + ": edge data " + name + " of " + m.edge_types[r] + " must be numpy");
+    }
+    const std::string path = Resolve(m, f.paths[static_cast<size_t>(c)], "edge data file");
+    NpyHeader h;
+    arrays.push_back(ReadNpyFloats(path, &h));
+    const int64_t cw = h.shape.size() == 1 ? 1 : h.shape.size() == 2 ? h.shape[1] : -1;
+    if (h.shape.empty() || h.shape[0] != want || cw < 1) {
+      throw DataError(path + ": shape does not match the chunk's " + std::to_string(want) +
+                      " edges ([" + std::to_string(want) + "] or [" + std::to_string(want) +
+                      ", k] wanted)");
+    }
+    const size_t a = out->columns.size();
+    if (earlier && earlier->columns[a].width != cw) {
+      throw DataError(path + ": " + std::to_string(cw) + " columns, earlier chunks of " + name +
+                      " have " + std::to_string(earlier->columns[a].width));
+    }
+    out->columns.push_back({name, out->width, cw});
+    out->width += cw;
+  }
+  out->features.resize(static_cast<size_t>(want * out->width));
+  for (size_t a = 0; a < arrays.size(); ++a) {
+    const int64_t first = out->columns[a].first, w = out->columns[a].width;
+    for (int64_t i = 0; i < want; ++i) {
+      const float* row = arrays[a].data() + i * w;
+      for (int64_t j = 0; j < w; ++j) {
+        if (!std::isfinite(row[j])) {
+          throw DataError(m.graph_name + ": edge " + std::to_string(first_edge + i) +
+                          " has a feature that is not a finite number (column " +
+                          std::to_string(first + j) + ")");
+        }
+      }
+      std::copy(row, row + w, out->features.begin() + i * out->width + first);
+    }
+  }
+}
+
+// Relation r's edge data, every chunk, into `d` (features, and an edge
+// task's labels and split).
+void ReadChunkedEdgeData(const ChunkedMeta& m, size_t r, Dataset* d) {
+  EdgeDataChunk first;
+  int64_t first_edge = 0;
+  for (int c = 0; c < m.num_chunks; ++c) {
+    EdgeDataChunk chunk = ReadEdgeDataChunk(m, r, c, first_edge, c == 0 ? nullptr : &first);
+    first_edge += chunk.edges;
+    d->edge_features.insert(d->edge_features.end(), chunk.features.begin(), chunk.features.end());
+    d->edge_split.insert(d->edge_split.end(), chunk.split.begin(), chunk.split.end());
+    if (chunk.integral) {
+      d->edge_labels.insert(d->edge_labels.end(), chunk.labels.begin(), chunk.labels.end());
+    } else {
+      first.integral = false;
+    }
+    d->edge_targets.insert(d->edge_targets.end(), chunk.labels.begin(), chunk.labels.end());
+    if (c == 0) first = std::move(chunk);
+  }
+  d->edge_feature_dim = first.width;
+  d->edge_feature_columns = first.columns;
+  if (!first.labeled) {
+    d->edge_labels.clear();
+    d->edge_targets.clear();
+    return;
+  }
+  if (first.integral) {
     d->edge_label_kind = LabelKind::kClass;
-    d->edge_labels.assign(label.begin(), label.end());
+    d->edge_targets.clear();
     d->num_edge_classes = 0;
-    for (size_t e = 0; e < n; ++e) {
+    for (size_t e = 0; e < d->edge_labels.size(); ++e) {
       if (d->edge_split[e] != 0)
         d->num_edge_classes = std::max(d->num_edge_classes, d->edge_labels[e] + 1);
     }
   } else {
     d->edge_label_kind = LabelKind::kRegression;
-    d->edge_targets.assign(label.begin(), label.end());
+    d->edge_labels.clear();
   }
-}
-
-// Relation r's edge data as features: every array in name order, its
-// columns side by side. *width: the total.
-std::vector<float> ReadEdgeFeatures(const ChunkedMeta& m, size_t r, int64_t* width,
-                                    std::vector<Dataset::EdgeColumns>* columns = nullptr) {
-  const std::string meta = m.dir + "/metadata.json";
-  if (!m.edge_data_unknown.empty()) {
-    throw DataError(meta + ": " + m.edge_data_unknown[0] +
-                    " names a relation that is not one of edge_type");
-  }
-  int64_t edges = 0;
-  for (int64_t c : m.edges_per_chunk[r]) edges += c;
-  std::vector<std::vector<float>> arrays;
-  std::vector<int64_t> widths;
-  for (const auto& [name, f] : m.edge_data_files[r]) {
-    if (IsEdgeTaskData(name)) continue;  // ReadChunkedEdgeLabels
-    if (f.format != "numpy") {
-      throw DataError(meta + ": edge data " + name + " of " + m.edge_types[r] + " must be numpy");
-    }
-    std::vector<float> all;
-    int64_t w = -1;
-    for (int c = 0; c < m.num_chunks; ++c) {
-      const std::string path = Resolve(m, f.paths[static_cast<size_t>(c)], "edge data file");
-      NpyHeader h;
-      std::vector<float> rows = ReadNpyFloats(path, &h);
-      const int64_t want = m.edges_per_chunk[r][static_cast<size_t>(c)];
-      const int64_t cw = h.shape.size() == 1 ? 1 : h.shape.size() == 2 ? h.shape[1] : -1;
-      if (h.shape.empty() || h.shape[0] != want || cw < 1) {
-        throw DataError(path + ": shape does not match the chunk's " + std::to_string(want) +
-                        " edges ([" + std::to_string(want) + "] or [" + std::to_string(want) +
-                        ", k] wanted)");
-      }
-      if (w >= 0 && cw != w) {
-        throw DataError(path + ": " + std::to_string(cw) + " columns, earlier chunks of " + name +
-                        " have " + std::to_string(w));
-      }
-      w = cw;
-      all.insert(all.end(), rows.begin(), rows.end());
-    }
-    arrays.push_back(std::move(all));
-    widths.push_back(w);
-  }
-  *width = 0;
-  for (int64_t w : widths) *width += w;
-  std::vector<float> out(static_cast<size_t>(edges * *width));
-  int64_t col = 0;
-  size_t named = 0;
-  for (const auto& entry : m.edge_data_files[r]) {
-    if (IsEdgeTaskData(entry.first)) continue;
-    if (columns) columns->push_back({entry.first, 0, widths[named]});
-    ++named;
-  }
-  for (size_t a = 0; a < arrays.size(); ++a) {
-    if (columns) (*columns)[a].first = col;
-    for (int64_t i = 0; i < edges; ++i) {
-      std::copy(arrays[a].begin() + i * widths[a], arrays[a].begin() + (i + 1) * widths[a],
-                out.begin() + i * *width + col);
-    }
-    col += widths[a];
-  }
-  return out;
 }
 
 HeteroDataset ReadChunkedHetero(const ChunkedMeta& m) {
@@ -478,6 +488,20 @@ HeteroDataset ReadChunkedHetero(const ChunkedMeta& m) {
 
 }  // namespace
 
+EdgeDataChunk ReadEdgeDataChunk(const ChunkedMeta& m, size_t relation, int chunk,
+                                int64_t first_edge, const EdgeDataChunk* earlier) {
+  if (!m.edge_data_unknown.empty()) {
+    throw DataError(m.dir + "/metadata.json: " + m.edge_data_unknown[0] +
+                    " names a relation that is not one of edge_type");
+  }
+  const bool labeled = CheckEdgeTaskNames(m, relation);
+  EdgeDataChunk out;
+  out.edges = m.edges_per_chunk[relation][static_cast<size_t>(chunk)];
+  ReadEdgeFeatureChunk(m, relation, chunk, first_edge, earlier, &out);
+  if (labeled) ReadEdgeLabelChunk(m, relation, chunk, first_edge, &out);
+  return out;
+}
+
 HeteroDataset ReadChunkedHeteroDataset(const std::string& dir, bool ignore_edge_data) {
   const ChunkedMeta m = ReadChunkedMeta(dir);
   for (size_t t = 0; t < m.node_types.size(); ++t) {
@@ -501,8 +525,7 @@ Dataset ReadChunkedDataset(const std::string& dir, bool ignore_edge_data) {
   Dataset d;
   // Edge data first: a refused name stops the read before the heavy arrays.
   if (!ignore_edge_data && !m.edge_data.empty()) {
-    d.edge_features = ReadEdgeFeatures(m, 0, &d.edge_feature_dim, &d.edge_feature_columns);
-    ReadChunkedEdgeLabels(m, 0, &d);
+    ReadChunkedEdgeData(m, 0, &d);
   }
   HeteroDataset h = ReadChunkedHetero(m);
   d.name = h.name;

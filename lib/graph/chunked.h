@@ -33,9 +33,9 @@ struct ChunkedMeta {
   std::vector<Files> edges;                                           // [relation]
   std::vector<std::vector<std::pair<std::string, Files>>> node_data;  // [type] -> (name, files)
   // Every edge_data entry, as "edge_data.<src:rel:dst>.<name>", and its
-  // files per relation. A homogeneous graph's are read as edge features
-  // (ReadChunkedDataset); typed graphs' and the distributed partitioner's
-  // are refused (RefuseEdgeData).
+  // files per relation. A homogeneous graph's are read as edge features and
+  // an edge task's labels (ReadChunkedDataset, or chunk by chunk with
+  // ReadEdgeDataChunk); typed graphs' are refused (RefuseEdgeData).
   std::vector<std::string> edge_data;
   std::vector<std::vector<std::pair<std::string, Files>>> edge_data_files;  // [relation]
   std::vector<std::string> edge_data_unknown;  // entries whose relation is not in edge_type
@@ -70,7 +70,8 @@ void WriteChunked(const HeteroDataset& d, int chunks, const std::string& dir);
 // the one asked for.
 // Edge data in metadata.json: a homogeneous graph's arrays are its edge
 // features (float, [edges] or [edges, k] per chunk, columns in name order;
-// edge labels and masks are refused); a typed graph's is refused
+// "label" with "train_mask", "val_mask", "test_mask" are an edge task's
+// labels and split); a typed graph's is refused
 // (DataError naming it). With `ignore_edge_data` it is dropped with one
 // warning line.
 Dataset ReadChunkedDataset(const std::string& dir, bool ignore_edge_data);
@@ -100,5 +101,27 @@ const ChunkedMeta::Files* NodeData(const ChunkedMeta& m, size_t type, const std:
 template <typename T>
 std::vector<T> ReadChunkNodeData(const ChunkedMeta& m, size_t type, const std::string& name,
                                  int chunk, int64_t* width);
+
+// Edge data of one chunk of one relation, as ReadChunkedDataset reads it
+// whole: every array but an edge task's, in name order, side by side as
+// features; an edge task's "label" and masks as labels and a split.
+struct EdgeDataChunk {
+  int64_t edges = 0;
+  int64_t width = 0;                          // feature columns
+  std::vector<float> features;                // [edges, width]
+  std::vector<Dataset::EdgeColumns> columns;  // each array: name, first column, width
+  bool labeled = false;                       // edge_data "label" (with train_mask)
+  bool integral = true;                       // the labels are integers (class ids)
+  std::vector<double> labels;                 // [edges] when labeled
+  std::vector<uint8_t> split;                 // [edges]: 0 none, 1 train, 2 valid, 3 test
+};
+// Chunk `chunk` of relation `relation`; `first_edge`: its first edge's id
+// (named in errors); `earlier`: an earlier chunk's, whose arrays' widths
+// this chunk's must have. DataError naming metadata.json or the file for
+// a mask without a label, a label without train_mask, an entry of an
+// unknown relation, a shape or width that disagrees, an edge in two masks
+// or a feature that is not finite.
+EdgeDataChunk ReadEdgeDataChunk(const ChunkedMeta& m, size_t relation, int chunk,
+                                int64_t first_edge, const EdgeDataChunk* earlier);
 
 }  // namespace gnn

@@ -544,38 +544,16 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
 }
 
 // --node_feat_from_edges: node features from the edge features' means, when
-// asked or when the graph has edge features and no node features; says so
-// in one line.
+// asked or when the graph has edge features and no node features.
 void DeriveNodeFeatures(const PartitionOptions& options, bool undirected, Dataset* d) {
-  const std::string& how = options.node_feat_from_edges;
-  if (d->edge_feature_dim == 0) {
-    if (how == "mean") {
-      throw ConfigError("--node_feat_from_edges mean: " + d->name + " has no edge features");
-    }
-    return;
-  }
-  GNN_LOG(kInfo) << d->name << ": " << d->edge_feature_dim
-                 << " edge features per edge, stored with each stored in-edge (" << kEdgeFeatFile
-                 << ", " << kOrigEidsFile << ")";
-  if (how == "none" || (how == "auto" && d->feature_dim > 0)) {
-    if (d->feature_dim == 0) {
-      throw DataError(d->name +
-                      " has no node features (edge features only): --node_feat_from_edges "
-                      "mean derives them from the edges");
-    }
-    return;
-  }
+  if (!NodeFeaturesFromEdgesWanted(options, d->name, d->feature_dim, d->edge_feature_dim)) return;
   const int64_t had = d->feature_dim;
   // Edges held out for link evaluation leave the graph before anything sees
   // it: their features do not reach the means either.
   const HeldOutChooser held(options.val_edges, options.data.seed);
   NodeFeaturesFromEdges(d, undirected,
                         held.active() ? std::function<bool(int64_t, int64_t)>(held) : nullptr);
-  GNN_LOG(kInfo) << d->name << ": node features "
-                 << (had == 0 ? "are" : "get " + std::to_string(had) + " columns plus")
-                 << " the mean of each node's " << (undirected ? "edges'" : "in-edges'") << " "
-                 << d->edge_feature_dim << " features (--node_feat_from_edges "
-                 << (how == "auto" ? "auto: the graph has no node features" : how) << ")";
+  SayNodeFeaturesFromEdges(options, d->name, had, d->edge_feature_dim, undirected);
 }
 
 }  // namespace

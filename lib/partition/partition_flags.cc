@@ -121,11 +121,6 @@ void FinishPartitionFlags(const CLI::App& app, PartitionCommand* c) {
         "--feature_format sparse with --distributed: the distributed partitioner writes dense "
         "features so far; partition on one machine");
   }
-  if (!o.edge_weight.empty()) {
-    throw ConfigError(
-        "--edge_weight with --distributed: the distributed partitioner "
-        "carries no edge data yet; partition on one machine");
-  }
   if (app.count("--sparsify") == 0) c->sparsify = 16;
 }
 

@@ -400,16 +400,15 @@ std::string FormatPartitionReport(const nlohmann::json& r) {
 // Edge labels travel with the stored edges (WriteEdgeLabels); says so in
 // one line. Held-out edges for link evaluation would take labelled edges
 // out of the graph: refused.
-void DescribeEdgeLabels(const PartitionOptions& options, const Dataset& d) {
+void DescribeEdgeLabels(const PartitionOptions& options, const std::string& name, LabelKind kind,
+                        int64_t num_classes, const int64_t count[4]) {
   if (options.val_edges > 0) {
-    throw ConfigError("--val_edges holds edges out for --task link; " + d.name +
+    throw ConfigError("--val_edges holds edges out for --task link; " + name +
                       " has edge labels (the edge tasks keep every edge): drop --val_edges");
   }
-  int64_t count[4] = {0, 0, 0, 0};
-  for (uint8_t s : d.edge_split) ++count[s];
-  const bool classes = d.edge_label_kind == LabelKind::kClass;
-  GNN_LOG(kInfo) << d.name << ": edge labels ("
-                 << (classes ? std::to_string(d.num_edge_classes) + " classes"
+  const bool classes = kind == LabelKind::kClass;
+  GNN_LOG(kInfo) << name << ": edge labels ("
+                 << (classes ? std::to_string(num_classes) + " classes"
                              : std::string("regression values"))
                  << "), " << count[1] << " train, " << count[2] << " valid, " << count[3]
                  << " test edges, stored with each stored in-edge (" << kEdgeLabelFile << ", "
@@ -417,15 +416,18 @@ void DescribeEdgeLabels(const PartitionOptions& options, const Dataset& d) {
                  << (classes ? "edge_class" : "edge_regression") << ")";
 }
 
-// --edge_weight: one number per edge out of the edge features (a named
-// chunked array of one column, a column, or each edge's mean), in one line.
-void SelectEdgeWeight(const std::string& spec, Dataset* d) {
-  if (spec.empty()) return;
-  const int64_t w = d->edge_feature_dim, m = d->num_edges();
-  if (w == 0) throw ConfigError("--edge_weight " + spec + ": " + d->name + " has no edge features");
+void DescribeEdgeLabels(const PartitionOptions& options, const Dataset& d) {
+  int64_t count[4] = {0, 0, 0, 0};
+  for (uint8_t s : d.edge_split) ++count[s];
+  DescribeEdgeLabels(options, d.name, d.edge_label_kind, d.num_edge_classes, count);
+}
+
+int64_t EdgeWeightColumn(const std::string& spec, const std::string& name, int64_t w,
+                         const std::vector<Dataset::EdgeColumns>& columns, bool say) {
+  if (w == 0) throw ConfigError("--edge_weight " + spec + ": " + name + " has no edge features");
   int64_t col = -1;
   std::string what;
-  for (const Dataset::EdgeColumns& c : d->edge_feature_columns) {
+  for (const Dataset::EdgeColumns& c : columns) {
     if (c.name != spec) continue;
     if (c.width != 1) {
       throw ConfigError("--edge_weight " + spec + ": edge_data " + spec + " has " +
@@ -444,17 +446,25 @@ void SelectEdgeWeight(const std::string& spec, Dataset* d) {
     }
     if (used != spec.size() || v < 0 || v >= w) {
       std::string names;
-      for (const Dataset::EdgeColumns& c : d->edge_feature_columns) names += ", " + c.name;
-      throw ConfigError("--edge_weight " + spec + ": not a column of " + d->name + "'s " +
+      for (const Dataset::EdgeColumns& c : columns) names += ", " + c.name;
+      throw ConfigError("--edge_weight " + spec + ": not a column of " + name + "'s " +
                         std::to_string(w) + " edge features (0.." + std::to_string(w - 1) +
                         ", mean" + names + ")");
     }
     col = v;
     what = "column " + spec;
   }
-  std::vector<float> weights(static_cast<size_t>(m));
-  for (int64_t e = 0; e < m; ++e) {
-    const float* row = d->edge_features.data() + e * w;
+  if (!say) return col;
+  GNN_LOG(kInfo) << name << ": edge weights are " << (col >= 0 ? what : "each edge's mean")
+                 << " of its " << w << " edge feature" << (w == 1 ? "" : "s")
+                 << " (--edge_weight); the partitions keep only them";
+  return col;
+}
+
+std::vector<float> EdgeWeights(const float* features, int64_t rows, int64_t w, int64_t col) {
+  std::vector<float> weights(static_cast<size_t>(rows));
+  for (int64_t e = 0; e < rows; ++e) {
+    const float* row = features + e * w;
     if (col >= 0) {
       weights[static_cast<size_t>(e)] = row[col];
     } else {
@@ -463,12 +473,51 @@ void SelectEdgeWeight(const std::string& spec, Dataset* d) {
       weights[static_cast<size_t>(e)] = static_cast<float>(sum / static_cast<double>(w));
     }
   }
-  GNN_LOG(kInfo) << d->name << ": edge weights are " << (col >= 0 ? what : "each edge's mean")
-                 << " of its " << w << " edge feature" << (w == 1 ? "" : "s")
-                 << " (--edge_weight); the partitions keep only them";
-  d->edge_features = std::move(weights);
+  return weights;
+}
+
+void SelectEdgeWeight(const std::string& spec, Dataset* d) {
+  if (spec.empty()) return;
+  const int64_t w = d->edge_feature_dim;
+  const int64_t col = EdgeWeightColumn(spec, d->name, w, d->edge_feature_columns);
+  d->edge_features = EdgeWeights(d->edge_features.data(), d->num_edges(), w, col);
   d->edge_feature_dim = 1;
   d->edge_feature_columns = {{spec, 0, 1}};
+}
+
+bool NodeFeaturesFromEdgesWanted(const PartitionOptions& options, const std::string& name,
+                                 int64_t node_dim, int64_t edge_dim, bool say) {
+  const std::string& how = options.node_feat_from_edges;
+  if (edge_dim == 0) {
+    if (how == "mean") {
+      throw ConfigError("--node_feat_from_edges mean: " + name + " has no edge features");
+    }
+    return false;
+  }
+  if (say) {
+    GNN_LOG(kInfo) << name << ": " << edge_dim
+                   << " edge features per edge, stored with each stored in-edge (" << kEdgeFeatFile
+                   << ", " << kOrigEidsFile << ")";
+  }
+  if (how == "none" || (how == "auto" && node_dim > 0)) {
+    if (node_dim == 0) {
+      throw DataError(name +
+                      " has no node features (edge features only): --node_feat_from_edges "
+                      "mean derives them from the edges");
+    }
+    return false;
+  }
+  return true;
+}
+
+void SayNodeFeaturesFromEdges(const PartitionOptions& options, const std::string& name, int64_t had,
+                              int64_t edge_dim, bool undirected) {
+  const std::string& how = options.node_feat_from_edges;
+  GNN_LOG(kInfo) << name << ": node features "
+                 << (had == 0 ? "are" : "get " + std::to_string(had) + " columns plus")
+                 << " the mean of each node's " << (undirected ? "edges'" : "in-edges'") << " "
+                 << edge_dim << " features (--node_feat_from_edges "
+                 << (how == "auto" ? "auto: the graph has no node features" : how) << ")";
 }
 
 }  // namespace gnn

@@ -131,10 +131,31 @@ std::string AssignMethod(const std::string& asked, int64_t entries, bool ids_fit
 // WriteEdgeLabels); ConfigError with --val_edges, which would take
 // labelled edges out of the graph.
 void DescribeEdgeLabels(const PartitionOptions& options, const Dataset& d);
+// The same from the counts of edges in no split, train, valid and test.
+void DescribeEdgeLabels(const PartitionOptions& options, const std::string& name, LabelKind kind,
+                        int64_t num_classes, const int64_t count[4]);
 
 // --edge_weight `spec`: one number per edge out of the edge features (a
 // named chunked array of one column, a column, or each edge's mean); the
 // dataset then keeps only it, said in one line. Empty spec: nothing.
 void SelectEdgeWeight(const std::string& spec, Dataset* d);
+// Its parts, for partitioners that hold the features in pieces: the column
+// `spec` names among `w` features (`columns`: a chunked dataset's named
+// arrays), or -1 for each edge's mean, said in one line when `say` (ConfigError for
+// a spec that names none); and the weights of `rows` feature rows.
+int64_t EdgeWeightColumn(const std::string& spec, const std::string& name, int64_t w,
+                         const std::vector<Dataset::EdgeColumns>& columns, bool say = true);
+std::vector<float> EdgeWeights(const float* features, int64_t rows, int64_t w, int64_t col);
+
+// --node_feat_from_edges for a graph with `node_dim` node and `edge_dim`
+// edge features: whether node features get each node's mean in-edge
+// features (asked with mean, or auto and the graph has none of its own).
+// Says in one line that edge features are stored (when `say`); ConfigError for mean
+// without edge features, DataError for none with no node features.
+bool NodeFeaturesFromEdgesWanted(const PartitionOptions& options, const std::string& name,
+                                 int64_t node_dim, int64_t edge_dim, bool say = true);
+// The line that says they were derived (`had`: node features before).
+void SayNodeFeaturesFromEdges(const PartitionOptions& options, const std::string& name, int64_t had,
+                              int64_t edge_dim, bool undirected);
 
 }  // namespace gnn

@@ -6,9 +6,11 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -175,6 +177,99 @@ TEST_CASE("gnn-partition --distributed writes the single-machine partitions (ran
   }
 }
 
+namespace {
+
+// Chunk `c` of `name` in `relation`'s edge_data (or its edges) of `chunks`.
+std::string EdgeFile(const std::string& chunks, const std::string& key, const std::string& name,
+                     int c) {
+  const json meta = json::parse(std::ifstream(chunks + "/metadata.json"));
+  const json& files = name.empty() ? meta["edges"]["_N:_E:_N"] : meta[key]["_N:_E:_N"][name];
+  return chunks + "/" + files["data"][c].get<std::string>();
+}
+
+}  // namespace
+
+TEST_CASE("gnn-partition --distributed carries edge data: the single-machine partitions", "[e2e]") {
+  REQUIRE_MPI();
+  test::TempDir dir;
+  const std::string feats =
+      Chunked(dir, "synthetic:nodes=2000,edges=10000,feat=16,classes=4,efeat=3", 5, "ef");
+  // Repeated edges, an edge listed both ways and self-loops in chunk 1 (read
+  // by machine 0 of 2 and of 3): with edge data they stay separate edges.
+  {
+    const std::string file = EdgeFile(feats, "edges", "", 1);
+    std::vector<int64_t> shape;
+    std::vector<int64_t> e = gnn::ReadNpy<int64_t>(file, {}, &shape);
+    e[2] = e[0], e[3] = e[1];  // edge 1 repeats edge 0
+    e[4] = e[1], e[5] = e[0];  // edge 2 is edge 0 reversed
+    e[7] = e[6];               // edge 3 is a self-loop
+    e[9] = e[8];               // and edge 4
+    gnn::WriteNpy(file, e.data(), shape);
+  }
+  // The same graph directed and without node features: node features are
+  // each node's in-edges' mean (--node_feat_from_edges auto).
+  const std::string bare = dir / "ef-bare";
+  fs::copy(feats, bare, fs::copy_options::recursive);
+  {
+    json meta = json::parse(std::ifstream(bare + "/metadata.json"));
+    meta["gnn"]["known_undirected"] = false;
+    meta["node_data"]["_N"].erase("feat");
+    std::ofstream(bare + "/metadata.json") << meta.dump(2);
+  }
+  const std::string labels = Chunked(dir, "synthetic:edges-small", 4, "el");
+  const std::string values = Chunked(
+      dir, "synthetic:nodes=2000,edges=10000,feat=16,classes=4,efeat=2,etask=regression", 3, "er");
+  struct Case {
+    std::string input;
+    int ranks;
+    std::vector<std::string> flags;
+    std::string slice;
+  };
+  // The slices of 1000 bytes move edge rows in many rounds.
+  for (const Case& c :
+       {Case{feats, 2, {}, ""}, Case{feats, 3, {}, "1000"}, Case{bare, 3, {}, "1000"},
+        Case{feats, 2, {"--edge_weight", "mean"}, ""}, Case{bare, 2, {"--edge_weight", "2"}, ""},
+        Case{labels, 3, {}, ""}, Case{values, 2, {}, "1000"}}) {
+    std::string tag = fs::path(c.input).filename().string() + std::to_string(c.ranks) + c.slice;
+    for (const std::string& f : c.flags) tag += f;
+    INFO(tag);
+    std::vector<std::string> args = {"--dataset", c.input, "--part_method", "random"};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    std::vector<std::string> single = {
+        Bin("gnn-partition"), "--num_parts",         std::to_string(c.ranks), "--quiet",
+        "--output",           dir / ("single" + tag)};
+    single.insert(single.end(), args.begin(), args.end());
+    const auto s = RunProcess(single, 120);
+    INFO(s.err);
+    REQUIRE(s.exit_code == 0);
+    args.insert(args.end(), {"--output", dir / ("dist" + tag)});
+    std::vector<std::string> env;
+    if (!c.slice.empty()) env.push_back("GNN_FEATURE_SLICE_BYTES=" + c.slice);
+    const auto d = Distributed(c.ranks, args, 180, env);
+    INFO(d.err);
+    REQUIRE(d.exit_code == 0);
+    const std::string name = c.input == labels   ? "synthetic-edges-small"
+                             : c.input == values ? "synthetic-n2000-e10000-edgeregression"
+                                                 : "synthetic-n2000-e10000";
+    const std::string a = dir / ("single" + tag) + "/" + name + ".json";
+    const std::string b = dir / ("dist" + tag) + "/" + name + ".json";
+    const gnn::PartitionConfig ca = gnn::LoadPartitionConfig(a);
+    const gnn::PartitionConfig cb = gnn::LoadPartitionConfig(b);
+    CHECK(Files(ca) == Files(cb));
+    CHECK(ConfigWithoutReport(a) == ConfigWithoutReport(b));
+    CHECK(Report(a).value("edge_feature_dim", 0) == Report(b).value("edge_feature_dim", 0));
+    // What each case carries.
+    const int64_t width = c.input == labels ? 0 : c.input == values ? 2 : 3;
+    CHECK(cb.edge_feature_dim == (c.flags.empty() ? width : 1));
+    CHECK(cb.edge_labels == (c.input == labels || c.input == values));
+    if (c.input == bare) CHECK(cb.feature_dim == 3);
+    if (c.input == feats && c.flags.empty()) {
+      CHECK(d.err.find("stored in-edges repeat the (source, destination) pair of another") !=
+            std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("gnn-partition --distributed with PT-Scotch: valid partitions, METIS-like cut, training",
           "[e2e]") {
   REQUIRE_MPI();
@@ -301,11 +396,13 @@ TEST_CASE("gnn-partition --distributed: bad input is one error line, nothing wri
     std::ofstream(chunks + "/metadata.json") << meta.dump();
     check(Distributed(2, {"--dataset", chunks, "--output", dir / "out"}), 3,
           "node_data._N.node_ids (the user's node ids) is not carried by --distributed yet");
+    // Edge data of one value per node, not per edge.
     meta = saved;
     meta["edge_data"]["_N:_E:_N"]["feat"] = meta["node_data"]["_N"]["label"];
     std::ofstream(chunks + "/metadata.json") << meta.dump();
     check(Distributed(2, {"--dataset", chunks, "--output", dir / "out"}), 3,
-          "which gnn-partition --distributed does not carry yet");
+          chunks + "/" + meta["node_data"]["_N"]["label"]["data"][0].get<std::string>() +
+              ": shape does not match the chunk's");
     std::ofstream(chunks + "/metadata.json") << saved.dump();
   }
   // --ip_config: the processes must match its machines.
@@ -320,6 +417,101 @@ TEST_CASE("gnn-partition --distributed: bad input is one error line, nothing wri
                              dir / "ip3.txt", "--output", dir / "out"});
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("--ip_config is for --distributed") != std::string::npos);
+}
+
+TEST_CASE("gnn-partition --distributed: bad edge data is one error line, nothing written",
+          "[e2e]") {
+  REQUIRE_MPI();
+  test::TempDir dir;
+  const std::string chunks = Chunked(
+      dir, "synthetic:nodes=2000,edges=10000,feat=16,classes=4,efeat=3,etask=class", 4, "ef");
+  auto check = [&](const test::ProcessResult& r, const std::string& text) {
+    INFO(r.err);
+    CHECK(r.exit_code == 3);
+    CHECK(r.err.find(text) != std::string::npos);
+    CHECK(CountOf(r.err, "gnn-partition: error:") == 1);
+    CHECK_FALSE(fs::exists(dir / "out"));
+    for (const auto& e : fs::directory_iterator(dir.path())) {
+      CHECK(e.path().filename().string().find("out.tmp.") == std::string::npos);
+    }
+  };
+  const std::vector<std::string> args = {"--dataset", chunks, "--output", dir / "out"};
+  // Machine 1 reads chunks 2 and 3. Each case changes one file and puts it back.
+  auto with_file = [&](const std::string& file, const std::function<void()>& change,
+                       const std::string& text) {
+    fs::copy_file(file, file + ".good");
+    change();
+    check(Distributed(2, args), text);
+    fs::remove(file);
+    fs::rename(file + ".good", file);
+  };
+  const std::string feat2 = EdgeFile(chunks, "edge_data", "feat", 2);
+  const std::string feat3 = EdgeFile(chunks, "edge_data", "feat", 3);
+  std::vector<int64_t> shape;
+  const std::vector<float> rows = gnn::ReadNpy<float>(feat3, {}, &shape);
+  // A NaN feature.
+  with_file(
+      feat3,
+      [&] {
+        std::vector<float> bad = rows;
+        bad[3 * 5 + 1] = std::nanf("");
+        gnn::WriteNpy(feat3, bad.data(), shape);
+      },
+      "machine 1: synthetic-n2000-e10000-edgeclass: edge " + std::to_string(7500 + 5) +
+          " has a feature that is not a finite number (column 1)");
+  // Widths that differ within a machine's chunks, and across machines.
+  std::vector<float> narrow(static_cast<size_t>(shape[0] * 2), 0.5f);
+  with_file(
+      feat3,
+      [&] {
+        gnn::WriteNpy(feat3, narrow.data(), {shape[0], 2});
+      },
+      "machine 1: " + feat3 + ": 2 columns, earlier chunks of feat have 3");
+  // Both of machine 1's chunks 2 columns wide, machine 0's 3.
+  fs::copy_file(feat3, feat3 + ".good");
+  gnn::WriteNpy(feat3, narrow.data(), {shape[0], 2});
+  with_file(
+      feat2,
+      [&] {
+        gnn::WriteNpy(feat2, narrow.data(), {shape[0], 2});
+      },
+      "edge_data feat has 2 columns in some chunks and 3 in others");
+  fs::remove(feat3);
+  fs::rename(feat3 + ".good", feat3);
+  // A train edge whose class is -1.
+  const std::string label3 = EdgeFile(chunks, "edge_data", "label", 3);
+  const std::string train3 = EdgeFile(chunks, "edge_data", "train_mask", 3);
+  with_file(
+      label3,
+      [&] {
+        std::vector<int64_t> l = gnn::ReadNpy<int64_t>(label3);
+        const std::vector<uint8_t> train = gnn::ReadNpy<uint8_t>(train3);
+        const size_t k =
+            static_cast<size_t>(std::find(train.begin(), train.end(), uint8_t{1}) - train.begin());
+        l[k] = -1;
+        gnn::WriteNpy(label3, l);
+      },
+      "is in a split but has label -1, not a class in [0, ");
+  // A label without train_mask, named before any work.
+  {
+    const std::string meta_file = chunks + "/metadata.json";
+    const json meta = json::parse(std::ifstream(meta_file));
+    json bad = meta;
+    bad["edge_data"]["_N:_E:_N"].erase("train_mask");
+    std::ofstream(meta_file) << bad.dump(2);
+    check(Distributed(2, args), "edge_data._N:_E:_N.label needs train_mask beside it");
+    std::ofstream(meta_file) << meta.dump(2);
+  }
+  // Intact again: it partitions, and --edge_weight names a column.
+  const auto wrong =
+      Distributed(2, {"--dataset", chunks, "--output", dir / "out", "--edge_weight", "feat"});
+  CHECK(wrong.exit_code == 2);
+  CHECK(wrong.err.find("--edge_weight feat: edge_data feat has 3 columns; a weight is one") !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "out"));
+  const auto ok = Distributed(2, {"--dataset", chunks, "--output", dir / "out", "--quiet"});
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
 }
 
 TEST_CASE("gnn-partition --distributed --ip_config starts its machines itself", "[e2e]") {
