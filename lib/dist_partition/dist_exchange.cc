@@ -38,23 +38,27 @@ int64_t ReadLabelsAndMasks(const ChunkedMeta& m, size_t type, int c0, int c1,
   int64_t max_label = -1;
   for (int c = c0; c < c1; ++c) {
     int64_t width = 0;
-    std::vector<int64_t> l = ReadChunkNodeData<int64_t>(m, type, "label", c, &width);
-    if (width != 1)
-      throw DataError(m.dir + ": label chunk " + std::to_string(c) + " is not one label per node");
-    for (int64_t x : l) {
-      if (x < -1 || x >= (int64_t{1} << 31)) {
-        throw DataError(m.dir + ": label " + std::to_string(x) + " in chunk " + std::to_string(c) +
-                        " is not a class");
+    const int64_t count = m.nodes_per_chunk[type][static_cast<size_t>(c)];
+    if (labels) {
+      std::vector<int64_t> l = ReadChunkNodeData<int64_t>(m, type, "label", c, &width);
+      if (width != 1)
+        throw DataError(m.dir + ": label chunk " + std::to_string(c) +
+                        " is not one label per node");
+      for (int64_t x : l) {
+        if (x < -1 || x >= (int64_t{1} << 31)) {
+          throw DataError(m.dir + ": label " + std::to_string(x) + " in chunk " +
+                          std::to_string(c) + " is not a class");
+        }
+        max_label = std::max(max_label, x);
       }
-      max_label = std::max(max_label, x);
+      labels->insert(labels->end(), l.begin(), l.end());
     }
-    labels->insert(labels->end(), l.begin(), l.end());
     const size_t at = masks->size();
-    masks->resize(at + l.size(), 0);
+    masks->resize(at + static_cast<size_t>(count), 0);
     for (int s = 0; s < 3; ++s) {
       const std::vector<uint8_t> mask =
           ReadChunkNodeData<uint8_t>(m, type, kChunkSplitNames[s], c, &width);
-      if (width != 1 || mask.size() != l.size()) {
+      if (width != 1 || static_cast<int64_t>(mask.size()) != count) {
         throw DataError(m.dir + ": " + kChunkSplitNames[s] + " chunk " + std::to_string(c) +
                         " is not one value per node");
       }

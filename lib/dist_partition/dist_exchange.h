@@ -42,7 +42,8 @@ std::vector<int64_t> AskOwners(MpiComm& comm, const Ranges& ranges, const std::v
 // Labels and split masks (bit m: train, valid, test) of node type `type`'s
 // chunks [c0, c1), appended to *labels and *masks. Returns the largest
 // label (-1: none). DataError naming the dataset and chunk for a label
-// outside [-1, 2^31) or data that is not one value per node.
+// outside [-1, 2^31) or data that is not one value per node. With
+// `labels` null, the masks only.
 int64_t ReadLabelsAndMasks(const ChunkedMeta& m, size_t type, int c0, int c1,
                            std::vector<int64_t>* labels, std::vector<uint8_t>* masks);
 

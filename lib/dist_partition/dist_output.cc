@@ -15,7 +15,8 @@ using nlohmann::json;
 
 PartInfo WriteReceivedPart(const std::string& tmp, int part, int64_t node_start, int64_t node_end,
                            std::vector<NodeRow>* rows_in, std::vector<int64_t>* indices,
-                           std::vector<float>* feat, int64_t feature_dim) {
+                           std::vector<float>* feat, int64_t feature_dim,
+                           std::vector<float>* label_rows, int64_t label_width) {
   std::vector<NodeRow>& rows = *rows_in;
   PartInfo info;
   info.dir = "part" + std::to_string(part);
@@ -35,8 +36,13 @@ PartInfo WriteReceivedPart(const std::string& tmp, int part, int64_t node_start,
   record("feat.npy", WriteNpy(dir + "/feat.npy", feat->data(), {owned, feature_dim}));
   FreeVector(*feat);
   column.resize(static_cast<size_t>(owned));
-  for (int64_t i = 0; i < owned; ++i) column[i] = rows[i].label;
-  record("label.npy", WriteNpy(dir + "/label.npy", column));
+  if (label_rows && !label_rows->empty()) {
+    record("label.npy", WriteNpy(dir + "/label.npy", label_rows->data(), {owned, label_width}));
+    FreeVector(*label_rows);
+  } else {
+    for (int64_t i = 0; i < owned; ++i) column[i] = rows[i].label;
+    record("label.npy", WriteNpy(dir + "/label.npy", column));
+  }
   const char* mask_names[3] = {"train_mask.npy", "valid_mask.npy", "test_mask.npy"};
   int64_t* counts[3] = {&info.num_train, &info.num_valid, &info.num_test};
   for (int m = 0; m < 3; ++m) {

@@ -22,13 +22,15 @@ struct NodeRow {
 };
 
 // Writes part<part>/ under `tmp` (the single-machine files: indptr,
-// indices, feat [rows, feature_dim], label, the three masks, orig_nids)
+// indices, feat [rows, feature_dim], label (class ids, or `label_rows`
+// [rows, label_width] when there are any), the three masks, orig_nids)
 // from rows in new-id order, [node_start, node_end); frees the inputs as it
 // goes. The PartInfo's edge_end is the partition's edge count (GatherParts
 // makes the ranges global).
 PartInfo WriteReceivedPart(const std::string& tmp, int part, int64_t node_start, int64_t node_end,
                            std::vector<NodeRow>* rows, std::vector<int64_t>* indices,
-                           std::vector<float>* feat, int64_t feature_dim);
+                           std::vector<float>* feat, int64_t feature_dim,
+                           std::vector<float>* label_rows = nullptr, int64_t label_width = 0);
 
 // Every rank's PartInfo, in rank order, edge ranges made global.
 std::vector<PartInfo> GatherParts(MpiComm& comm, const PartInfo& mine);

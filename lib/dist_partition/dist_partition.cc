@@ -18,6 +18,7 @@
 #include "dist_partition/dist_exchange.h"
 #include "dist_partition/dist_hetero.h"
 #include "dist_partition/dist_job.h"
+#include "dist_partition/dist_label_rows.h"
 #include "dist_partition/dist_output.h"
 #include "dist_partition/mpi_comm.h"
 #include "dist_partition/scotch_assign.h"
@@ -142,6 +143,11 @@ class Job {
   OwnedEdgeData owned_edges_;
   StoredEdgeData stored_data_;
   int64_t edge_width_ = 0;  // stored feature columns (1 with --edge_weight)
+
+  // Label rows (multi-label or regression): this rank's, then its
+  // partition's in new-id order.
+  LabelRows label_rows_;
+  std::vector<float> part_label_rows_;
 };
 
 void Job::CheckInput() {
@@ -177,6 +183,10 @@ void Job::CheckInput() {
     }
     CheckOutput(o_);
     meta_ = ReadChunkedMeta(o_.data.dataset);
+    if (meta_.hetero() && o_.task != "auto" && o_.task != "node") {
+      throw ConfigError("--task " + o_.task +
+                        ": typed graphs train class ids (--task node) so far");
+    }
     if (meta_.hetero() || o_.data.ignore_edge_data) {
       RefuseEdgeData(o_.data.dataset + "/metadata.json", meta_.edge_data, o_.data.ignore_edge_data,
                      "which gnn does not carry for typed graphs yet");
@@ -222,9 +232,19 @@ void Job::CheckInput() {
 
 void Job::ReadNodeData() {
   int64_t max_label = -1;
-  agree_.Run("reading node data",
-             [&] { max_label = ReadLabelsAndMasks(meta_, 0, c0_, c1_, &labels_, &masks_); });
+  bool rows = false;
+  agree_.Run("reading node data", [&] {
+    rows = ChunkedLabelRows(meta_, o_.task);
+    max_label = ReadLabelsAndMasks(meta_, 0, c0_, c1_, rows ? nullptr : &labels_, &masks_);
+  });
+  if (rows) {
+    label_rows_ = ReadLabelRows(comm_, agree_, meta_, o_.task, c0_, c1_, lo_, &labels_, &max_label);
+    // NodeRow's class id stays 0 beside rows of targets.
+    if (label_rows_.kind != LabelKind::kClass) labels_.assign(static_cast<size_t>(hi_ - lo_), 0);
+  }
   num_classes_ = std::max(meta_.num_classes, comm_.AllreduceMax(max_label + 1, "reading labels"));
+  if (label_rows_.kind == LabelKind::kMultilabel) num_classes_ = label_rows_.width;
+  if (label_rows_.kind == LabelKind::kRegression) num_classes_ = 0;
 }
 
 void Job::ExchangeEdges() {
@@ -489,6 +509,17 @@ void Job::ExchangeRows() {
   // start where q's nodes of this partition start.
   timer_.Begin("exchange features");
   ExchangeFeatures(nodes);
+  if (label_rows_.kind != LabelKind::kClass) {
+    // Label rows, like feature rows, into part_label_rows_ in new-id order.
+    std::vector<int64_t> ones(static_cast<size_t>(P_), 1), unused;
+    std::vector<int64_t> cursor =
+        Offsets(comm_.Alltoallv(nodes, ones, &unused, "exchanging label rows"));
+    part_label_rows_.resize(rows_.size() * static_cast<size_t>(label_rows_.width));
+    ExchangeFeatureRows(
+        comm_, label_rows_.rows.data(), hi_ - lo_, label_rows_.width,
+        [&](int64_t i) { return part_[static_cast<size_t>(i)]; }, part_label_rows_.data(), &cursor);
+    FreeVector(label_rows_.rows);
+  }
   FreeVector(part_);
   FreeVector(masks_);
 }
@@ -608,7 +639,7 @@ PartInfo Job::Write(const std::string& tmp) {
   timer_.Begin("write");
   PartInfo info = WriteReceivedPart(tmp, me_, part_start_[static_cast<size_t>(me_)],
                                     part_start_[static_cast<size_t>(me_) + 1], &rows_, &indices_,
-                                    &feat_, feature_dim_);
+                                    &feat_, feature_dim_, &part_label_rows_, label_rows_.width);
   if (edge_data_) {
     WriteStoredEdgeData(tmp + "/" + info.dir, eids_, reverse_, stored_data_, edge_width_,
                         owned_edges_, &info);
@@ -632,6 +663,8 @@ PartitionResult Job::Publish(const PartInfo& mine, TempOutput& tmp) {
   config.edge_label_kind = owned_edges_.kind;
   config.num_edge_classes = owned_edges_.num_classes;
   config.num_classes = num_classes_;
+  config.label_kind = label_rows_.kind;
+  config.label_width = label_rows_.kind == LabelKind::kClass ? 0 : label_rows_.width;
   config.balance_train = o_.balance_train;
   config.balance_edges = o_.balance_edges;
   config.undirected = undirected_;
@@ -645,6 +678,10 @@ PartitionResult Job::Publish(const PartInfo& mine, TempOutput& tmp) {
     report["engine_edges"] = scotch_edges_;
   }
   if (edge_width_ > 0) report["edge_feature_dim"] = edge_width_;
+  if (config.label_kind != LabelKind::kClass) {
+    report["label_kind"] = LabelKindName(config.label_kind);
+    report["label_width"] = config.label_width;
+  }
   config.report = report;
   const std::string json_name = config.graph_name + ".json";
 

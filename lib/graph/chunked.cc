@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/json_reader.h"
+#include "common/log.h"
 #include "common/npy.h"
 
 namespace gnn {
@@ -251,6 +252,9 @@ ChunkedMeta ReadChunkedMeta(const std::string& dir) {
     const JsonReader g = r.At("gnn");
     if (g.Has("target")) m.target = g.At("target").String();
     if (g.Has("num_classes")) m.num_classes = g.At("num_classes").Int(0, int64_t{1} << 31);
+    if (g.Has("label_kind")) {
+      m.label_kind = ParseLabelKind(g.At("label_kind").String(), dir + "/metadata.json");
+    }
     if (g.Has("known_undirected")) {
       m.undirected_reason =
           g.At("known_undirected").Bool() ? "its metadata.json says so (gnn.known_undirected)" : "";
@@ -430,7 +434,24 @@ void ReadChunkedEdgeData(const ChunkedMeta& m, size_t r, Dataset* d) {
   }
 }
 
-HeteroDataset ReadChunkedHetero(const ChunkedMeta& m) {
+// The train, valid and test lists of node type `target` from its masks.
+void ReadSplits(const ChunkedMeta& m, size_t target, HeteroDataset* d) {
+  std::vector<int64_t>* splits[3] = {&d->train_idx, &d->valid_idx, &d->test_idx};
+  for (int s = 0; s < 3; ++s) {
+    const ChunkedMeta::Files* f = NodeData(m, target, kChunkSplitNames[s]);
+    if (!f) {
+      throw DataError(m.dir + "/metadata.json: " + d->target + " has no " + kChunkSplitNames[s]);
+    }
+    int64_t width = 0;
+    const std::vector<uint8_t> mask = ReadNodeData<uint8_t>(m, target, kChunkSplitNames[s], &width);
+    for (size_t i = 0; i < mask.size(); ++i)
+      if (mask[i]) splits[s]->push_back(static_cast<int64_t>(i));
+  }
+}
+
+// The dataset; with `class_labels` false its labels are left to the caller
+// (label rows), and so is checking it.
+HeteroDataset ReadChunkedHetero(const ChunkedMeta& m, bool class_labels = true) {
   const std::string& dir = m.dir;
   HeteroDataset d;
   d.name = m.graph_name;
@@ -461,6 +482,8 @@ HeteroDataset ReadChunkedHetero(const ChunkedMeta& m) {
   int64_t width = 0;
   const ChunkedMeta::Files* labels = NodeData(m, target, "label");
   if (!labels) throw DataError(dir + "/metadata.json: " + d.target + " has no label");
+  ReadSplits(m, target, &d);
+  if (!class_labels) return d;
   d.labels = ReadNodeData<int64_t>(m, target, "label", &width);
   if (width != 1) {
     throw DataError(dir + "/metadata.json: label of " + d.target + " has " + std::to_string(width) +
@@ -474,19 +497,51 @@ HeteroDataset ReadChunkedHetero(const ChunkedMeta& m) {
     }
     d.num_classes = std::max(d.num_classes, l + 1);
   }
-  std::vector<int64_t>* splits[3] = {&d.train_idx, &d.valid_idx, &d.test_idx};
-  for (int s = 0; s < 3; ++s) {
-    const ChunkedMeta::Files* f = NodeData(m, target, kChunkSplitNames[s]);
-    if (!f) throw DataError(dir + "/metadata.json: " + d.target + " has no " + kChunkSplitNames[s]);
-    const std::vector<uint8_t> mask = ReadNodeData<uint8_t>(m, target, kChunkSplitNames[s], &width);
-    for (size_t i = 0; i < mask.size(); ++i)
-      if (mask[i]) splits[s]->push_back(static_cast<int64_t>(i));
-  }
   d.Validate();
   return d;
 }
 
 }  // namespace
+
+bool ChunkedLabelRows(const ChunkedMeta& m, const std::string& task) {
+  if (m.hetero()) return false;
+  if (m.label_kind != LabelKind::kClass) return true;
+  if (task == "multilabel" || task == "node_regression") return true;
+  const ChunkedMeta::Files* f = NodeData(m, 0, "label");
+  if (!f || f->format != "numpy" || m.num_chunks == 0) return false;
+  const NpyHeader h = ReadNpyHeader(Resolve(m, f->paths[0], "node data file"));
+  const bool floats =
+      h.dtype == DType::kFloat32 || h.dtype == DType::kFloat16 || h.dtype == DType::kFloat64;
+  return floats || (h.shape.size() == 2 && h.shape[1] != 1);
+}
+
+std::string ChunkedLabelTask(const ChunkedMeta& m, const std::string& task) {
+  if (task != "auto") return task;
+  return m.label_kind == LabelKind::kClass ? "auto" : LabelTaskName(m.label_kind);
+}
+
+std::vector<double> ReadChunkLabelRows(const ChunkedMeta& m, int chunk, int64_t* width) {
+  const ChunkedMeta::Files* f = NodeData(m, 0, "label");
+  if (!f) throw DataError(m.dir + "/metadata.json: " + m.node_types[0] + " has no label");
+  const std::string path = Resolve(m, f->paths[static_cast<size_t>(chunk)], "node data file");
+  if (f->format != "numpy") {
+    throw DataError(m.dir + "/metadata.json: node data label of " + m.node_types[0] +
+                    " must be numpy");
+  }
+  NpyHeader h;
+  const std::vector<float> values = ReadNpyFloats(path, &h);
+  const int64_t want = m.nodes_per_chunk[0][static_cast<size_t>(chunk)];
+  const int64_t w = h.shape.size() == 1 ? 1 : h.shape.size() == 2 ? h.shape[1] : -1;
+  if (h.shape.empty() || h.shape[0] != want || w < 1) {
+    throw DataError(path + ": shape does not match the chunk's " + std::to_string(want) + " nodes");
+  }
+  *width = w;
+  const bool floats =
+      h.dtype == DType::kFloat32 || h.dtype == DType::kFloat16 || h.dtype == DType::kFloat64;
+  if (floats) return std::vector<double>(values.begin(), values.end());
+  const std::vector<int64_t> ints = ReadNpyInts(path, &h);
+  return std::vector<double>(ints.begin(), ints.end());
+}
 
 EdgeDataChunk ReadEdgeDataChunk(const ChunkedMeta& m, size_t relation, int chunk,
                                 int64_t first_edge, const EdgeDataChunk* earlier) {
@@ -527,7 +582,8 @@ Dataset ReadChunkedDataset(const std::string& dir, bool ignore_edge_data) {
   if (!ignore_edge_data && !m.edge_data.empty()) {
     ReadChunkedEdgeData(m, 0, &d);
   }
-  HeteroDataset h = ReadChunkedHetero(m);
+  const bool rows = ChunkedLabelRows(m, "auto");
+  HeteroDataset h = ReadChunkedHetero(m, !rows);
   d.name = h.name;
   d.num_nodes = h.node_types[0].num_nodes;
   d.feature_dim = h.node_types[0].feature_dim;
@@ -540,6 +596,25 @@ Dataset ReadChunkedDataset(const std::string& dir, bool ignore_edge_data) {
   d.valid_idx = std::move(h.valid_idx);
   d.test_idx = std::move(h.test_idx);
   d.undirected_reason = m.undirected_reason;
+  if (rows) {
+    // Multi-label or regression targets: every chunk's rows, then the kind.
+    std::vector<double> values;
+    int64_t width = -1;
+    for (int c = 0; c < m.num_chunks; ++c) {
+      int64_t w = 0;
+      const std::vector<double> chunk = ReadChunkLabelRows(m, c, &w);
+      if (width >= 0 && w != width) {
+        throw DataError(dir + "/metadata.json: label chunk " + std::to_string(c) + " has " +
+                        std::to_string(w) + " columns, earlier chunks have " +
+                        std::to_string(width));
+      }
+      width = w;
+      values.insert(values.end(), chunk.begin(), chunk.end());
+    }
+    const std::string said = SetLabelRows(&d, std::move(values), width, ChunkedLabelTask(m, "auto"),
+                                          dir + "/metadata.json: label");
+    if (!said.empty()) GNN_LOG(kInfo) << said;
+  }
   if (NodeData(m, 0, kChunkUserIds)) {
     int64_t width = 0;
     d.node_ids = ReadNodeData<int64_t>(m, 0, kChunkUserIds, &width);

@@ -42,6 +42,9 @@ struct ChunkedMeta {
   // gnn's own keys (DGL's readers ignore them).
   std::string target;  // the labelled type
   int64_t num_classes = 0;
+  // gnn.label_kind: "multilabel" or "regression" when the labels are rows
+  // of targets (gnn-dataset writes it; DGL's tools do not).
+  LabelKind label_kind = LabelKind::kClass;
   // Why the graph is known to be undirected (gnn.known_undirected, or a
   // known graph_name: KnownUndirectedReason); "" when it is not.
   std::string undirected_reason;
@@ -101,6 +104,19 @@ const ChunkedMeta::Files* NodeData(const ChunkedMeta& m, size_t type, const std:
 template <typename T>
 std::vector<T> ReadChunkNodeData(const ChunkedMeta& m, size_t type, const std::string& name,
                                  int chunk, int64_t* width);
+
+// Whether a homogeneous dataset's labels are rows of targets (multi-label
+// or regression) rather than class ids: gnn.label_kind says so, `task`
+// (gnn-partition --task) asks for them, or the label array holds floats
+// or several columns.
+bool ChunkedLabelRows(const ChunkedMeta& m, const std::string& task);
+// The --task that SetLabelRows takes for them: `task`, or with "auto" the
+// kind gnn.label_kind names.
+std::string ChunkedLabelTask(const ChunkedMeta& m, const std::string& task);
+// Chunk `chunk`'s label rows as numbers (any numeric dtype; [nodes, width]
+// row-major). DataError naming the file for a shape other than the
+// chunk's nodes.
+std::vector<double> ReadChunkLabelRows(const ChunkedMeta& m, int chunk, int64_t* width);
 
 // Edge data of one chunk of one relation, as ReadChunkedDataset reads it
 // whole: every array but an edge task's, in name order, side by side as

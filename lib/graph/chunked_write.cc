@@ -46,6 +46,11 @@ struct DatasetView {
   std::vector<RelView> rels;
   size_t target = 0;
   const int64_t* labels = nullptr;
+  // Label rows (multi-label or regression targets, [nodes, label_width])
+  // instead of class ids, and their kind (metadata.json's gnn.label_kind).
+  const float* targets = nullptr;
+  int64_t label_width = 0;
+  LabelKind label_kind = LabelKind::kClass;
   const int64_t* node_ids = nullptr;  // the user's id of each node (one type), or none
   int64_t num_classes = 0;
   const std::vector<int64_t>* splits[3] = {nullptr, nullptr, nullptr};
@@ -208,8 +213,17 @@ void WriteNodeData(const DatasetView& v, const ChunkLayout& l, json* meta) {
           l, t, type_dir, kChunkUserIds, 1, [&](int64_t i, int64_t* o) { *o = v.node_ids[i]; },
           meta);
     }
-    WriteNodeRows<int64_t>(
-        l, t, type_dir, "label", 1, [&](int64_t i, int64_t* o) { *o = v.labels[i]; }, meta);
+    if (v.targets) {
+      WriteNodeRows<float>(
+          l, t, type_dir, "label", v.label_width,
+          [&](int64_t i, float* o) {
+            std::copy(v.targets + i * v.label_width, v.targets + (i + 1) * v.label_width, o);
+          },
+          meta);
+    } else {
+      WriteNodeRows<int64_t>(
+          l, t, type_dir, "label", 1, [&](int64_t i, int64_t* o) { *o = v.labels[i]; }, meta);
+    }
     for (int m = 0; m < 3; ++m) {
       std::vector<uint8_t> mask(static_cast<size_t>(t.num_nodes), 0);
       for (int64_t i : *v.splits[m]) mask[static_cast<size_t>(i)] = 1;
@@ -240,6 +254,7 @@ void Write(const DatasetView& v, int chunks, const std::string& dir) {
                  {"target", v.types[v.target].name},
                  {"num_classes", v.num_classes},
                  {"known_undirected", v.known_undirected}};
+  if (v.label_kind != LabelKind::kClass) meta["gnn"]["label_kind"] = LabelKindName(v.label_kind);
   WriteFileAtomic((layout.out / "metadata.json").string(), meta.dump(2) + "\n");
   std::error_code ec;
   fs::rename(layout.out, target, ec);
@@ -250,11 +265,6 @@ void Write(const DatasetView& v, int chunks, const std::string& dir) {
 }  // namespace
 
 void WriteChunked(const Dataset& d, int chunks, const std::string& dir) {
-  if (d.label_kind != LabelKind::kClass) {
-    throw ConfigError(d.name + " has " + LabelKindName(d.label_kind) +
-                      " label rows, which the chunked format does not carry yet (--write_ogb "
-                      "does)");
-  }
   DatasetView v;
   v.name = d.name;
   v.types.push_back({"_N", d.num_nodes, d.feature_dim, d.features.data()});
@@ -270,6 +280,11 @@ void WriteChunked(const Dataset& d, int chunks, const std::string& dir) {
     }
   }
   v.labels = d.labels.data();
+  if (d.label_kind != LabelKind::kClass) {
+    v.targets = d.targets.data();
+    v.label_width = d.label_width;
+    v.label_kind = d.label_kind;
+  }
   if (!d.node_ids.empty()) v.node_ids = d.node_ids.data();
   v.num_classes = d.num_classes;
   v.splits[0] = &d.train_idx;

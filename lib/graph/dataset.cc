@@ -164,8 +164,8 @@ void SetTargets(Dataset* d, LabelKind kind, int64_t width, const std::vector<dou
 
 }  // namespace
 
-std::string SetLabelRows(Dataset* d, std::vector<double> rows, int64_t width,
-                         const std::string& task, const std::string& what) {
+LabelKind ChooseLabelKind(const std::string& task, int64_t width, bool integral, bool binary,
+                          const std::string& what) {
   if (!IsTask(task)) {
     throw ConfigError("--task must be auto, node, multilabel or node_regression, got '" + task +
                       "'");
@@ -174,6 +174,38 @@ std::string SetLabelRows(Dataset* d, std::vector<double> rows, int64_t width,
     throw DataError(what + ": " + std::to_string(width) + " label columns; at most " +
                     std::to_string(kMaxLabelWidth) + " are carried");
   }
+  const std::string columns = std::to_string(width) + " column" + (width == 1 ? "" : "s");
+  if (task == "node" || (task == "auto" && width == 1 && integral)) {
+    if (width != 1 || !integral) {
+      throw DataError(what + ": labels of " + columns + (integral ? "" : " with fractions") +
+                      " are not class ids (--task node); gnn-partition --task multilabel or "
+                      "--task node_regression says what they are");
+    }
+    return LabelKind::kClass;
+  }
+  if (task == "multilabel" || (task == "auto" && binary)) {
+    if (!binary) {
+      throw DataError(what +
+                      ": --task multilabel takes labels of 0 and 1; these have other "
+                      "values");
+    }
+    return LabelKind::kMultilabel;
+  }
+  return LabelKind::kRegression;
+}
+
+std::string LabelKindLine(LabelKind kind, int64_t width, const std::string& task,
+                          const std::string& what) {
+  if (kind == LabelKind::kClass) return "";
+  const std::string columns = std::to_string(width) + " column" + (width == 1 ? "" : "s");
+  return what + ": " + columns +
+         (kind == LabelKind::kMultilabel ? " of 0/1 per node: multi-label node classification"
+                                         : " of real values per node: node regression") +
+         (task == "auto" ? " (gnn-partition --task says otherwise)" : "");
+}
+
+std::string SetLabelRows(Dataset* d, std::vector<double> rows, int64_t width,
+                         const std::string& task, const std::string& what) {
   bool integral = true, binary = true;
   for (size_t i = 0; i < rows.size(); ++i) {
     const double v = rows[i];
@@ -184,13 +216,8 @@ std::string SetLabelRows(Dataset* d, std::vector<double> rows, int64_t width,
     integral &= v == std::floor(v);
     binary &= v == 0.0 || v == 1.0;
   }
-  const std::string columns = std::to_string(width) + " column" + (width == 1 ? "" : "s");
-  if (task == "node" || (task == "auto" && width == 1 && integral)) {
-    if (width != 1 || !integral) {
-      throw DataError(what + ": labels of " + columns + (integral ? "" : " with fractions") +
-                      " are not class ids (--task node); gnn-partition --task multilabel or "
-                      "--task node_regression says what they are");
-    }
+  const LabelKind kind = ChooseLabelKind(task, width, integral, binary, what);
+  if (kind == LabelKind::kClass) {
     int64_t max_label = -1;
     d->labels.resize(rows.size());
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -207,19 +234,8 @@ std::string SetLabelRows(Dataset* d, std::vector<double> rows, int64_t width,
     d->targets.clear();
     return "";
   }
-  if (task == "multilabel" || (task == "auto" && binary)) {
-    if (!binary) {
-      throw DataError(what +
-                      ": --task multilabel takes labels of 0 and 1; these have other "
-                      "values");
-    }
-    SetTargets(d, LabelKind::kMultilabel, width, rows);
-    return what + ": " + columns + " of 0/1 per node: multi-label node classification" +
-           (task == "auto" ? " (gnn-partition --task says otherwise)" : "");
-  }
-  SetTargets(d, LabelKind::kRegression, width, rows);
-  return what + ": " + columns + " of real values per node: node regression" +
-         (task == "auto" ? " (gnn-partition --task says otherwise)" : "");
+  SetTargets(d, kind, width, rows);
+  return LabelKindLine(kind, width, task, what);
 }
 
 void ApplyLabelTask(Dataset* d, const std::string& task) {

@@ -95,6 +95,14 @@ std::string ApplyFeatureFormat(Dataset* d, const std::string& format, int thread
 std::string SetLabelRows(Dataset* d, std::vector<double> rows, int64_t width,
                          const std::string& task, const std::string& what);
 
+// SetLabelRows's choice from what the rows hold (every value an integer,
+// every value 0 or 1) for readers that see them in pieces, with its
+// errors; and its log line ("" for class ids).
+LabelKind ChooseLabelKind(const std::string& task, int64_t width, bool integral, bool binary,
+                          const std::string& what);
+std::string LabelKindLine(LabelKind kind, int64_t width, const std::string& task,
+                          const std::string& what);
+
 // gnn-partition --task on labels already read as class ids: "multilabel"
 // makes a 0/1 column one binary label, "node_regression" makes the ids
 // values; "auto" and "node" keep them. DataError naming the dataset when

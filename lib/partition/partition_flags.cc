@@ -111,11 +111,6 @@ void FinishPartitionFlags(const CLI::App& app, PartitionCommand* c) {
     if (app.count("--sparsify")) o.sparsify = c->sparsify;
     return;
   }
-  if (o.task != "auto" && o.task != "node") {
-    throw ConfigError("--task " + o.task +
-                      " with --distributed: the distributed partitioner carries class ids "
-                      "only so far; partition on one machine");
-  }
   if (o.data.feature_format == "sparse") {
     throw ConfigError(
         "--feature_format sparse with --distributed: the distributed partitioner writes dense "

@@ -419,6 +419,97 @@ TEST_CASE("gnn-partition --distributed: bad input is one error line, nothing wri
   CHECK(r.err.find("--ip_config is for --distributed") != std::string::npos);
 }
 
+TEST_CASE("gnn-partition --distributed carries label rows: the single-machine partitions",
+          "[e2e]") {
+  REQUIRE_MPI();
+  test::TempDir dir;
+  // ogbn-proteins' shape: 112 binary labels, 8 edge features and node
+  // features from their means; regression targets of 2 columns; and class
+  // ids made values with --task node_regression.
+  const std::string proteins = Chunked(dir, "synthetic:proteins-small", 3, "proteins");
+  const std::string values =
+      Chunked(dir, "synthetic:nodes=2000,edges=10000,feat=16,classes=4,task=regression,labels=2", 4,
+              "values");
+  const std::string classes = Chunked(dir, "synthetic:tiny", 4, "tiny");
+  struct Case {
+    std::string input, name;
+    int ranks;
+    std::string task, slice;
+    gnn::LabelKind kind;
+    int64_t width;
+  };
+  for (const Case& c : {Case{proteins, "synthetic-proteins-small", 3, "auto", "5000",
+                             gnn::LabelKind::kMultilabel, 112},
+                        Case{values, "synthetic-n2000-e10000-regression", 2, "auto", "",
+                             gnn::LabelKind::kRegression, 2},
+                        Case{classes, "synthetic-tiny", 2, "node_regression", "",
+                             gnn::LabelKind::kRegression, 1}}) {
+    const std::string tag = c.name + std::to_string(c.ranks);
+    INFO(tag);
+    const auto s = RunProcess({Bin("gnn-partition"), "--dataset", c.input, "--num_parts",
+                               std::to_string(c.ranks), "--part_method", "random", "--task", c.task,
+                               "--output", dir / ("single" + tag), "--quiet"},
+                              120);
+    INFO(s.err);
+    REQUIRE(s.exit_code == 0);
+    std::vector<std::string> env;
+    if (!c.slice.empty()) env.push_back("GNN_FEATURE_SLICE_BYTES=" + c.slice);
+    const auto d = Distributed(c.ranks,
+                               {"--dataset", c.input, "--part_method", "random", "--task", c.task,
+                                "--output", dir / ("dist" + tag)},
+                               180, env);
+    INFO(d.err);
+    REQUIRE(d.exit_code == 0);
+    const std::string a = dir / ("single" + tag) + "/" + c.name + ".json";
+    const std::string b = dir / ("dist" + tag) + "/" + c.name + ".json";
+    const gnn::PartitionConfig ca = gnn::LoadPartitionConfig(a);
+    const gnn::PartitionConfig cb = gnn::LoadPartitionConfig(b);
+    CHECK(Files(ca) == Files(cb));
+    CHECK(ConfigWithoutReport(a) == ConfigWithoutReport(b));
+    CHECK(cb.label_kind == c.kind);
+    CHECK(cb.label_width == c.width);
+    CHECK(Report(b).at("label_kind") == gnn::LabelKindName(c.kind));
+    std::vector<int64_t> shape;
+    gnn::ReadNpy<float>(dir / ("dist" + tag) + "/part0/label.npy", {}, &shape);
+    CHECK(shape == std::vector<int64_t>{cb.parts[0].node_end - cb.parts[0].node_start, c.width});
+  }
+  // The chunks of ogbn-proteins' shape, on one machine, are the synthetic
+  // graph itself.
+  const auto direct =
+      RunProcess({Bin("gnn-partition"), "--dataset", "synthetic:proteins-small", "--num_parts", "3",
+                  "--part_method", "random", "--output", dir / "direct", "--quiet"},
+                 120);
+  REQUIRE(direct.exit_code == 0);
+  CHECK(Files(gnn::LoadPartitionConfig(dir / "direct/synthetic-proteins-small.json")) ==
+        Files(gnn::LoadPartitionConfig(dir / "singlesynthetic-proteins-small3/"
+                                             "synthetic-proteins-small.json")));
+  // A NaN target on machine 1; --task multilabel on values that are not 0/1.
+  {
+    const json meta = json::parse(std::ifstream(values + "/metadata.json"));
+    const std::string file =
+        values + "/" + meta["node_data"]["_N"]["label"]["data"][3].get<std::string>();
+    std::vector<int64_t> shape;
+    std::vector<float> rows = gnn::ReadNpy<float>(file, {}, &shape);
+    fs::copy_file(file, file + ".good");
+    rows[2 * 7 + 1] = std::nanf("");
+    gnn::WriteNpy(file, rows.data(), shape);
+    const auto r = Distributed(2, {"--dataset", values, "--output", dir / "out"});
+    INFO(r.err);
+    CHECK(r.exit_code == 3);
+    CHECK(r.err.find("machine 1: " + values + "/metadata.json: label: node " +
+                     std::to_string(1500 + 7) + " has label nan, not a finite number") !=
+          std::string::npos);
+    CHECK(CountOf(r.err, "gnn-partition: error:") == 1);
+    fs::remove(file);
+    fs::rename(file + ".good", file);
+    const auto t =
+        Distributed(2, {"--dataset", values, "--task", "multilabel", "--output", dir / "out"});
+    CHECK(t.exit_code == 3);
+    CHECK(t.err.find("--task multilabel takes labels of 0 and 1") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "out"));
+  }
+}
+
 TEST_CASE("gnn-partition --distributed: bad edge data is one error line, nothing written",
           "[e2e]") {
   REQUIRE_MPI();
@@ -670,6 +761,9 @@ TEST_CASE("gnn-partition --distributed: bad typed input is one error line, nothi
   };
   const std::string meta_file = chunks + "/metadata.json";
   const json meta = json::parse(std::ifstream(meta_file));
+  // Typed graphs train class ids.
+  check(Distributed(2, {"--dataset", chunks, "--task", "multilabel", "--output", dir / "out"}), 2,
+        "--task multilabel: typed graphs train class ids (--task node) so far");
   // A relation naming a node type the graph does not have.
   {
     json bad = meta;

@@ -368,18 +368,19 @@ TEST_CASE(
                              "--task", "node"}),
                   "--task node does not fit its multilabel labels");
   }
-  SECTION("chunked labels of several columns") {
+  SECTION("chunked labels of several columns that are not 0/1, as class ids") {
     auto w = RunProcess({Bin("gnn-dataset"), "--quiet", "--dataset",
                          "synthetic:nodes=100,edges=300,feat=2,classes=2", "--write_chunked", "2",
                          "--output", dir / "c"},
                         60);
     REQUIRE(w.exit_code == 0);
     for (int c = 0; c < 2; ++c) {
-      std::vector<int64_t> two(100, 1);
+      std::vector<int64_t> two(100, 2);
       WriteNpy(dir / ("c/node_data/_N/label-" + std::to_string(c) + ".npy"), two.data(), {50, 2});
     }
-    ExpectOneLine(Partition({"--dataset", dir / "c", "--num_parts", "1", "--output", dir / "o"}),
-                  "label of _N has 2 columns: multi-label node classification");
+    ExpectOneLine(Partition({"--dataset", dir / "c", "--num_parts", "1", "--output", dir / "o",
+                             "--task", "multilabel"}),
+                  "--task multilabel does not fit its regression labels");
   }
   SECTION("OGB edge-feat.csv.gz with a row missing") {
     tiny(dir / "g", "1\n2\n3\n");
