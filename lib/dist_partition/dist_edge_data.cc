@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
+#include <optional>
 
 #include "common/error.h"
+#include "common/fs.h"
 #include "common/npy.h"
 #include "partition/partition_util.h"
 
@@ -121,32 +124,58 @@ OwnedEdgeData ReadOwnedEdgeData(MpiComm& comm, Agreement& agree, const ChunkedMe
   return o;
 }
 
-StoredEdgeData FetchEdgeData(MpiComm& comm, const Ranges& edge_ranges, const OwnedEdgeData& owned,
-                             const std::vector<int64_t>& eids) {
+namespace {
+
+// Round boundaries over the stored edges: whole nodes, each round about
+// `step` edges (more when one node has more).
+std::vector<int64_t> NodeRounds(const std::vector<int64_t>& at, int64_t step) {
+  std::vector<int64_t> bounds = {0};
+  const int64_t n = at.back();
+  size_t node = 0;
+  while (bounds.back() < n) {
+    const int64_t limit = bounds.back() + step;
+    size_t next =
+        static_cast<size_t>(std::upper_bound(at.begin(), at.end(), limit) - at.begin()) - 1;
+    while (next <= node || at[next] == bounds.back()) ++next;  // at least one edge further
+    node = next;
+    bounds.push_back(at[node]);
+  }
+  return bounds;
+}
+
+}  // namespace
+
+void FetchEdgeData(MpiComm& comm, const Ranges& edge_ranges, const OwnedEdgeData& owned,
+                   const std::vector<int64_t>& eids, const std::vector<int64_t>& at,
+                   StoredEdgeData* stored, const EdgeRows& on_rows) {
   const size_t P = static_cast<size_t>(comm.size());
   const int64_t w = owned.width, n = static_cast<int64_t>(eids.size());
   const bool labeled = owned.labeled;
-  StoredEdgeData out;
-  out.features.resize(static_cast<size_t>(n * w));
   if (labeled) {
-    out.labels.resize(static_cast<size_t>(n));
-    out.split.resize(static_cast<size_t>(n));
+    stored->labels.resize(static_cast<size_t>(n));
+    stored->split.resize(static_cast<size_t>(n));
   }
+  // A round holds its requests and replies about four times over (sent,
+  // received, placed): a quarter of a slice each.
   const int64_t entry_bytes = 8 + w * 4 + (labeled ? 9 : 0);
-  const int64_t step = std::max<int64_t>(1, FeatureSliceBytes() / entry_bytes);
-  const int64_t rounds = comm.AllreduceMax((n + step - 1) / step, "moving edge data");
+  const std::vector<int64_t> bounds =
+      NodeRounds(at, std::max<int64_t>(1, FeatureSliceBytes() / 4 / entry_bytes));
+  const int64_t mine = static_cast<int64_t>(bounds.size()) - 1;
   const std::string what = "moving edge data";
+  const int64_t rounds = comm.AllreduceMax(mine, what);
+  std::vector<float> placed;
   for (int64_t round = 0; round < rounds; ++round) {
-    const int64_t b = std::min(n, round * step), e = std::min(n, b + step);
+    const int64_t b = round < mine ? bounds[static_cast<size_t>(round)] : n;
+    const int64_t e = round < mine ? bounds[static_cast<size_t>(round) + 1] : n;
     // This round's edges, grouped by the rank that read them.
     std::vector<int64_t> counts(P, 0);
     for (int64_t k = b; k < e; ++k) ++counts[static_cast<size_t>(edge_ranges.Owner(eids[k]))];
-    std::vector<int64_t> at = Offsets(counts);
+    std::vector<int64_t> next = Offsets(counts);
     std::vector<int64_t> ask(static_cast<size_t>(e - b)), place(static_cast<size_t>(e - b));
     for (int64_t k = b; k < e; ++k) {
       const size_t p = static_cast<size_t>(edge_ranges.Owner(eids[k]));
-      ask[static_cast<size_t>(at[p])] = eids[k];
-      place[static_cast<size_t>(at[p]++)] = k;
+      ask[static_cast<size_t>(next[p])] = eids[k];
+      place[static_cast<size_t>(next[p]++)] = k - b;
     }
     std::vector<int64_t> asked_counts, unused;
     const std::vector<int64_t> asked = comm.Alltoallv(ask, counts, &asked_counts, what);
@@ -169,65 +198,50 @@ StoredEdgeData FetchEdgeData(MpiComm& comm, const Ranges& edge_ranges, const Own
     std::vector<int64_t> row_counts(P);
     for (size_t p = 0; p < P; ++p) row_counts[p] = asked_counts[p] * w;
     const std::vector<float> got_rows = comm.Alltoallv(rows, row_counts, &unused, what);
+    placed.resize(static_cast<size_t>((e - b) * w));
     for (size_t i = 0; i < place.size(); ++i) {
-      std::copy_n(got_rows.begin() + static_cast<int64_t>(i) * w, w,
-                  out.features.begin() + place[i] * w);
+      std::copy_n(got_rows.begin() + static_cast<int64_t>(i) * w, w, placed.begin() + place[i] * w);
     }
+    on_rows(b, e, placed.data());
     if (!labeled) continue;
     const std::vector<double> got_labels = comm.Alltoallv(labels, asked_counts, &unused, what);
     const std::vector<uint8_t> got_split = comm.Alltoallv(split, asked_counts, &unused, what);
     for (size_t i = 0; i < place.size(); ++i) {
-      out.labels[static_cast<size_t>(place[i])] = got_labels[i];
-      out.split[static_cast<size_t>(place[i])] = got_split[i];
+      stored->labels[static_cast<size_t>(b + place[i])] = got_labels[i];
+      stored->split[static_cast<size_t>(b + place[i])] = got_split[i];
     }
   }
-  return out;
 }
 
-std::vector<float> AppendEdgeMeans(const std::vector<float>& feat, int64_t feature_dim,
-                                   const std::vector<int64_t>& at, const std::vector<int64_t>& eids,
-                                   const std::vector<float>& features, int64_t width) {
-  const int64_t rows = static_cast<int64_t>(at.size()) - 1, out_dim = feature_dim + width;
-  std::vector<float> out(static_cast<size_t>(rows * out_dim));
-  std::vector<int64_t> order;
-  std::vector<double> sum(static_cast<size_t>(width));
-  for (int64_t i = 0; i < rows; ++i) {
-    float* row = out.data() + i * out_dim;
-    std::copy_n(feat.begin() + i * feature_dim, feature_dim, row);
-    order.resize(static_cast<size_t>(at[i + 1] - at[i]));
-    for (size_t k = 0; k < order.size(); ++k) order[k] = at[i] + static_cast<int64_t>(k);
-    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return eids[a] < eids[b]; });
-    std::fill(sum.begin(), sum.end(), 0.0);
-    for (int64_t k : order) {
-      for (int64_t j = 0; j < width; ++j) sum[static_cast<size_t>(j)] += features[k * width + j];
-    }
-    const double c = static_cast<double>(order.size());
-    for (int64_t j = 0; j < width; ++j) {
-      row[feature_dim + j] = order.empty() ? 0.0f : static_cast<float>(sum[j] / c);
-    }
+void PutEdgeMean(const int64_t* eids, const float* rows, int64_t count, int64_t width, float* out) {
+  std::vector<int64_t> order(static_cast<size_t>(count));
+  for (int64_t k = 0; k < count; ++k) order[static_cast<size_t>(k)] = k;
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return eids[a] < eids[b]; });
+  std::vector<double> sum(static_cast<size_t>(width), 0.0);
+  for (int64_t k : order) {
+    for (int64_t j = 0; j < width; ++j) sum[static_cast<size_t>(j)] += rows[k * width + j];
   }
-  return out;
+  for (int64_t j = 0; j < width; ++j) {
+    out[j] = count == 0 ? 0.0f : static_cast<float>(sum[static_cast<size_t>(j)] / count);
+  }
 }
 
-void WriteStoredEdgeData(const std::string& dir, const std::vector<int64_t>& eids,
-                         const std::vector<uint8_t>& reverse, const StoredEdgeData& data,
-                         int64_t width, const OwnedEdgeData& owned, PartInfo* info) {
+namespace {
+
+// The edges' data other than their features: orig_eids.npy, and with an
+// edge task edge_label.npy and edge_split.npy (as WriteEdgeLabels: an added
+// reverse is in no split, a labelled edge in none is 4).
+void WriteOtherEdgeFiles(const std::string& dir, const PartEdges& edges, const StoredEdgeData& data,
+                         const OwnedEdgeData& owned, PartInfo* info) {
   auto record = [&](const std::string& name, WrittenFile f) {
     info->files[name] = PartFile{f.bytes, f.sha256};
   };
-  const int64_t stored = static_cast<int64_t>(eids.size());
-  if (width > 0) {
-    record(kEdgeFeatFile,
-           WriteNpy(dir + "/" + kEdgeFeatFile, data.features.data(), {stored, width}));
-  }
-  record(kOrigEidsFile, WriteNpy(dir + "/" + kOrigEidsFile, eids));
+  record(kOrigEidsFile, WriteNpy(dir + "/" + kOrigEidsFile, edges.eids));
   if (!owned.labeled) return;
-  // As WriteEdgeLabels: an added reverse is in no split, a labelled edge in
-  // none is 4.
-  std::vector<uint8_t> split(static_cast<size_t>(stored));
+  std::vector<uint8_t> split(edges.eids.size());
   for (size_t k = 0; k < split.size(); ++k) {
     const uint8_t s = data.split[k];
-    split[k] = reverse[k] ? 0 : s == 0 ? 4 : s;
+    split[k] = edges.reverse[k] ? 0 : s == 0 ? 4 : s;
     if (split[k] >= 1 && split[k] <= 3) ++info->num_split_edges[split[k] - 1];
   }
   if (owned.kind == LabelKind::kClass) {
@@ -240,27 +254,78 @@ void WriteStoredEdgeData(const std::string& dir, const std::vector<int64_t>& eid
   record(kEdgeSplitFile, WriteNpy(dir + "/" + kEdgeSplitFile, split));
 }
 
-int64_t FinishEdgeData(const PartitionOptions& o, const std::string& name, bool undirected,
-                       const std::vector<int64_t>& at, const std::vector<int64_t>& eids,
-                       const OwnedEdgeData& owned, bool say, Agreement& agree,
-                       std::vector<float>* feat, int64_t* feature_dim, StoredEdgeData* stored) {
-  const int64_t width = owned.width;
+}  // namespace
+
+int64_t WritePartEdgeData(MpiComm& comm, Agreement& agree, const PartitionOptions& o,
+                          const std::string& name, bool undirected, const Ranges& edge_ranges,
+                          const OwnedEdgeData& owned, const PartEdges& edges, bool say,
+                          const std::string& dir, std::vector<float>* feat, int64_t* feature_dim,
+                          PartInfo* info) {
+  const int64_t width = owned.width, stored = static_cast<int64_t>(edges.eids.size());
+  const int64_t nodes = static_cast<int64_t>(edges.at.size()) - 1;
   bool derive = false;
-  agree.Run("deriving node features",
-            [&] { derive = NodeFeaturesFromEdgesWanted(o, name, *feature_dim, width, say); });
+  int64_t col = -1;
+  agree.Run("choosing node features and edge weights", [&] {
+    derive = NodeFeaturesFromEdgesWanted(o, name, *feature_dim, width, say);
+    if (!o.edge_weight.empty())
+      col = EdgeWeightColumn(o.edge_weight, name, width, owned.columns, say);
+  });
+  const int64_t had = *feature_dim, dim = had + (derive ? width : 0);
+  const int64_t stored_width = o.edge_weight.empty() ? width : 1;
+  std::vector<float> out;
+  std::optional<NpyWriter> writer;
+  agree.Run("writing edge features", [&] {
+    if (derive) {
+      out.assign(static_cast<size_t>(nodes * dim), 0.0f);
+      for (int64_t i = 0; i < nodes; ++i) {
+        std::copy_n(feat->begin() + i * had, had, out.begin() + i * dim);
+      }
+    }
+    MakeDirs(dir);
+    if (stored_width > 0) {
+      writer.emplace(dir + "/" + kEdgeFeatFile, DType::kFloat32,
+                     std::vector<int64_t>{stored, stored_width});
+    }
+  });
+  // Each round: its nodes' means, then its rows (or weights) to the file. A
+  // failure waits for the rounds to end, then is agreed.
+  std::exception_ptr failed;
+  StoredEdgeData data;
+  FetchEdgeData(comm, edge_ranges, owned, edges.eids, edges.at, &data,
+                [&](int64_t b, int64_t e, const float* rows) {
+                  if (failed || b == e) return;
+                  try {
+                    if (derive) {
+                      auto i =
+                          std::lower_bound(edges.at.begin(), edges.at.end(), b) - edges.at.begin();
+                      for (; i < nodes && edges.at[i] < e; ++i) {
+                        const int64_t k = edges.at[i], count = edges.at[i + 1] - k;
+                        PutEdgeMean(edges.eids.data() + k, rows + (k - b) * width, count, width,
+                                    out.data() + i * dim + had);
+                      }
+                    }
+                    if (!o.edge_weight.empty()) {
+                      const std::vector<float> w = EdgeWeights(rows, e - b, width, col);
+                      writer->Append(w.data(), e - b);
+                    } else if (writer) {
+                      writer->Append(rows, (e - b) * width);
+                    }
+                  } catch (...) {
+                    failed = std::current_exception();
+                  }
+                });
+  agree.Run("writing edge features", [&] {
+    if (failed) std::rethrow_exception(failed);
+    if (writer) {
+      const WrittenFile f = writer->Commit();
+      info->files[kEdgeFeatFile] = PartFile{f.bytes, f.sha256};
+    }
+    WriteOtherEdgeFiles(dir, edges, data, owned, info);
+  });
   if (derive) {
-    *feat = AppendEdgeMeans(*feat, *feature_dim, at, eids, stored->features, width);
-    if (say) SayNodeFeaturesFromEdges(o, name, *feature_dim, width, undirected);
-    *feature_dim += width;
-  }
-  int64_t stored_width = width;
-  if (!o.edge_weight.empty()) {
-    int64_t col = -1;
-    agree.Run("choosing edge weights",
-              [&] { col = EdgeWeightColumn(o.edge_weight, name, width, owned.columns, say); });
-    stored->features =
-        EdgeWeights(stored->features.data(), static_cast<int64_t>(eids.size()), width, col);
-    stored_width = 1;
+    *feat = std::move(out);
+    *feature_dim = dim;
+    if (say) SayNodeFeaturesFromEdges(o, name, had, width, undirected);
   }
   if (owned.labeled && say) {
     DescribeEdgeLabels(o, name, owned.kind, owned.num_classes, owned.split_count);

@@ -45,40 +45,43 @@ OwnedEdgeData ReadOwnedEdgeData(MpiComm& comm, Agreement& agree, const ChunkedMe
                                 int c1, const Ranges& edge_ranges);
 
 // The edge data of the stored edges `eids` (input edge ids, in stored
-// order) from the ranks that read them, in rounds of at most
-// FeatureSliceBytes() of replies. Collective.
+// order) from the ranks that read them, in rounds of whole nodes (`at`:
+// node i's edges are entries [at[i], at[i + 1])) of about a quarter of
+// FeatureSliceBytes() of replies: each round's feature rows go to
+// on_rows(b, e, rows [(e - b), width]) in stored order, so no rank holds
+// its partition's edge features whole; labels and split land in *stored.
+// Collective.
 struct StoredEdgeData {
-  std::vector<float> features;  // [stored, width]
-  std::vector<double> labels;   // [stored] when labeled
-  std::vector<uint8_t> split;   // [stored] when labeled
+  std::vector<double> labels;  // [stored] when labeled
+  std::vector<uint8_t> split;  // [stored] when labeled
 };
-StoredEdgeData FetchEdgeData(MpiComm& comm, const Ranges& edge_ranges, const OwnedEdgeData& owned,
-                             const std::vector<int64_t>& eids);
+using EdgeRows = std::function<void(int64_t b, int64_t e, const float* rows)>;
+void FetchEdgeData(MpiComm& comm, const Ranges& edge_ranges, const OwnedEdgeData& owned,
+                   const std::vector<int64_t>& eids, const std::vector<int64_t>& at,
+                   StoredEdgeData* stored, const EdgeRows& on_rows);
 
-// Node features from edges (--node_feat_from_edges): each of `rows`
-// nodes' `feature_dim` columns, then the mean of its stored in-edges'
-// `width` features (node i's edges: entries [at[i], at[i + 1]) of `eids`
-// and `features`), summed in input edge order as NodeFeaturesFromEdges
-// sums them.
-std::vector<float> AppendEdgeMeans(const std::vector<float>& feat, int64_t feature_dim,
-                                   const std::vector<int64_t>& at, const std::vector<int64_t>& eids,
-                                   const std::vector<float>& features, int64_t width);
+// --node_feat_from_edges for one node: the mean of its `count` edges'
+// `width` features into out[0, width), summed in input edge order (`eids`)
+// as NodeFeaturesFromEdges sums them; zeros for a node without edges.
+void PutEdgeMean(const int64_t* eids, const float* rows, int64_t count, int64_t width, float* out);
 
-// The writer's last steps on its stored edges' data, as the single-machine
-// partitioner takes them: node features from the edges' means
-// (--node_feat_from_edges; `at`: each owned node's first stored edge, as
-// AppendEdgeMeans) and edge weights (--edge_weight), each said in one line
-// when `say`, errors agreed. Returns the stored feature columns.
-int64_t FinishEdgeData(const PartitionOptions& o, const std::string& name, bool undirected,
-                       const std::vector<int64_t>& at, const std::vector<int64_t>& eids,
-                       const OwnedEdgeData& owned, bool say, Agreement& agree,
-                       std::vector<float>* feat, int64_t* feature_dim, StoredEdgeData* stored);
+// A partition's edges, as the single-machine partitioner writes them.
+struct PartEdges {
+  std::vector<int64_t> eids;     // input edge id of each stored edge
+  std::vector<uint8_t> reverse;  // 1 on an undirected edge's added reverse
+  std::vector<int64_t> at;       // owned node i's edges: [at[i], at[i + 1])
+};
 
-// Writes the partition's edge files into `dir` (orig_eids, edge_feat when
-// width > 0, edge_label and edge_split when labeled; `reverse`: 1 on an
-// undirected edge's added reverse) and records them in *info.
-void WriteStoredEdgeData(const std::string& dir, const std::vector<int64_t>& eids,
-                         const std::vector<uint8_t>& reverse, const StoredEdgeData& data,
-                         int64_t width, const OwnedEdgeData& owned, PartInfo* info);
+// Fetches and writes the partition's edge data into `dir`: edge_feat.npy
+// as it arrives (each edge's weight with --edge_weight), node features
+// from the edges' means appended to *feat (--node_feat_from_edges), then
+// orig_eids.npy and, when labeled, edge_label.npy and edge_split.npy, all
+// recorded in *info; the choices said in one line each when `say`, errors
+// agreed. Returns the stored feature columns. Collective.
+int64_t WritePartEdgeData(MpiComm& comm, Agreement& agree, const PartitionOptions& o,
+                          const std::string& name, bool undirected, const Ranges& edge_ranges,
+                          const OwnedEdgeData& owned, const PartEdges& edges, bool say,
+                          const std::string& dir, std::vector<float>* feat, int64_t* feature_dim,
+                          PartInfo* info);
 
 }  // namespace gnn

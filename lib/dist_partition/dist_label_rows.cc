@@ -6,6 +6,8 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "dist_partition/dist_exchange.h"
+#include "graph/csr.h"
 #include "graph/dataset.h"
 
 namespace gnn {
@@ -52,7 +54,9 @@ LabelRows ReadLabelRows(MpiComm& comm, Agreement& agree, const ChunkedMeta& m,
     out.width = width;
     if (comm.rank() == 0) {
       const std::string said = LabelKindLine(out.kind, width, chosen, what);
-      if (!said.empty()) GNN_LOG(kInfo) << said;
+      if (!said.empty()) {
+        GNN_LOG(kInfo) << said;
+      }
     }
     if (out.kind != LabelKind::kClass) {
       out.rows.assign(values.begin(), values.end());
@@ -70,6 +74,21 @@ LabelRows ReadLabelRows(MpiComm& comm, Agreement& agree, const ChunkedMeta& m,
       *max_label = std::max(*max_label, (*labels)[i]);
     }
   });
+  return out;
+}
+
+std::vector<float> MoveLabelRows(MpiComm& comm, const std::vector<int64_t>& nodes,
+                                 const std::vector<int32_t>& part, size_t received,
+                                 LabelRows* rows) {
+  // Rows from rank q start where q's nodes of this partition start.
+  std::vector<int64_t> ones(static_cast<size_t>(comm.size()), 1), unused;
+  std::vector<int64_t> cursor =
+      Offsets(comm.Alltoallv(nodes, ones, &unused, "exchanging label rows"));
+  std::vector<float> out(received * static_cast<size_t>(rows->width));
+  ExchangeFeatureRows(
+      comm, rows->rows.data(), static_cast<int64_t>(part.size()), rows->width,
+      [&](int64_t i) { return part[static_cast<size_t>(i)]; }, out.data(), &cursor);
+  FreeVector(rows->rows);
   return out;
 }
 

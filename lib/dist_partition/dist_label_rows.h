@@ -31,4 +31,12 @@ LabelRows ReadLabelRows(MpiComm& comm, Agreement& agree, const ChunkedMeta& m,
                         const std::string& task, int c0, int c1, int64_t first_node,
                         std::vector<int64_t>* labels, int64_t* max_label);
 
+// Sends this rank's rows (*rows, freed) to their nodes' partitions
+// (`part` of each node), as feature rows travel; returns the `received`
+// rows of this rank's partition in new-id order (`nodes`: how many nodes
+// this rank sent each rank). Collective.
+std::vector<float> MoveLabelRows(MpiComm& comm, const std::vector<int64_t>& nodes,
+                                 const std::vector<int32_t>& part, size_t received,
+                                 LabelRows* rows);
+
 }  // namespace gnn

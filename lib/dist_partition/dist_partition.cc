@@ -80,10 +80,11 @@ class Job {
   std::vector<float> ReadFeatureChunk(int c, int64_t* width);
   // Round 0: every rank read a chunk, and the widths must agree; sizes feat_.
   void AgreeFeatureWidth(int64_t width);
-  // The stored edges' data from the ranks that read them; node features
-  // from their means and edge weights (--node_feat_from_edges,
-  // --edge_weight) as the single-machine partitioner makes them.
-  void ExchangeEdgeData();
+  // The stored edges' data from the ranks that read them, written into
+  // tmp's part<me>/ as it arrives; node features from their means and edge
+  // weights (--node_feat_from_edges, --edge_weight) as the single-machine
+  // partitioner makes them.
+  void ExchangeEdgeData(const std::string& tmp);
   PartInfo Write(const std::string& tmp);
   PartitionResult Publish(const PartInfo& mine, TempOutput& tmp);
 
@@ -137,11 +138,10 @@ class Job {
   int64_t feature_dim_ = 0;
 
   // Edge data: in_'s tags (PackEdges), then the stored edges' (in new-id
-  // order), their input ids and reverse flags, and their data.
-  std::vector<int64_t> in_tags_, stored_tags_, eids_;
-  std::vector<uint8_t> reverse_;
+  // order); the edges this rank read; the files written.
+  std::vector<int64_t> in_tags_, stored_tags_;
   OwnedEdgeData owned_edges_;
-  StoredEdgeData stored_data_;
+  PartInfo edge_info_;
   int64_t edge_width_ = 0;  // stored feature columns (1 with --edge_weight)
 
   // Label rows (multi-label or regression): this rank's, then its
@@ -254,19 +254,7 @@ void Job::ExchangeEdges() {
   if (edge_data_) {
     const int64_t repeats = comm_.AllreduceSum(SortRowsWithTags(&in_, &in_tags_, o_.num_threads),
                                                "building the adjacency");
-    if (repeats > 0 && me_ == 0) {
-      const std::string line =
-          std::to_string(repeats) +
-          " stored in-edges repeat the (source, destination) pair of another: with edge "
-          "data, repeated input edges" +
-          (undirected_ ? " (and edges listed in both directions)" : "") +
-          " stay separate edges, each with its own data";
-      if (undirected_) {
-        GNN_LOG(kWarn) << line << "; if the list already holds both directions, pass --directed";
-      } else {
-        GNN_LOG(kInfo) << line;
-      }
-    }
+    if (me_ == 0) SayRepeatedEdges(repeats, undirected_);
   } else if (!undirected_) {
     SortRows(&in_, false, o_.num_threads);
   }
@@ -510,15 +498,7 @@ void Job::ExchangeRows() {
   timer_.Begin("exchange features");
   ExchangeFeatures(nodes);
   if (label_rows_.kind != LabelKind::kClass) {
-    // Label rows, like feature rows, into part_label_rows_ in new-id order.
-    std::vector<int64_t> ones(static_cast<size_t>(P_), 1), unused;
-    std::vector<int64_t> cursor =
-        Offsets(comm_.Alltoallv(nodes, ones, &unused, "exchanging label rows"));
-    part_label_rows_.resize(rows_.size() * static_cast<size_t>(label_rows_.width));
-    ExchangeFeatureRows(
-        comm_, label_rows_.rows.data(), hi_ - lo_, label_rows_.width,
-        [&](int64_t i) { return part_[static_cast<size_t>(i)]; }, part_label_rows_.data(), &cursor);
-    FreeVector(label_rows_.rows);
+    part_label_rows_ = MoveLabelRows(comm_, nodes, part_, rows_.size(), &label_rows_);
   }
   FreeVector(part_);
   FreeVector(masks_);
@@ -614,25 +594,26 @@ void Job::AgreeFeatureWidth(int64_t width) {
   feat_.resize(static_cast<size_t>(rows_.size() * static_cast<size_t>(width)));
 }
 
-void Job::ExchangeEdgeData() {
+void Job::ExchangeEdgeData(const std::string& tmp) {
   if (!edge_data_) return;
   timer_.Begin("exchange edge data");
   owned_edges_ = ReadOwnedEdgeData(comm_, agree_, meta_, c0_, c1_, edge_ranges_);
-  eids_.resize(stored_tags_.size());
-  reverse_.resize(stored_tags_.size());
-  for (size_t k = 0; k < stored_tags_.size(); ++k) {
-    reverse_[k] = static_cast<uint8_t>(stored_tags_[k] & 1);
-    eids_[k] = stored_tags_[k] >> 1;
+  // The tags become input ids in place.
+  PartEdges edges;
+  edges.eids = std::move(stored_tags_);
+  edges.reverse.resize(edges.eids.size());
+  for (size_t k = 0; k < edges.eids.size(); ++k) {
+    edges.reverse[k] = static_cast<uint8_t>(edges.eids[k] & 1);
+    edges.eids[k] >>= 1;
   }
-  FreeVector(stored_tags_);
-  stored_data_ = FetchEdgeData(comm_, edge_ranges_, owned_edges_, eids_);
+  edges.at.assign(rows_.size() + 1, 0);
+  for (size_t i = 0; i < rows_.size(); ++i) edges.at[i + 1] = edges.at[i] + rows_[i].degree;
+  edge_width_ = WritePartEdgeData(
+      comm_, agree_, o_, meta_.graph_name, undirected_, edge_ranges_, owned_edges_, edges, me_ == 0,
+      tmp + "/part" + std::to_string(me_), &feat_, &feature_dim_, &edge_info_);
   FreeVector(owned_edges_.features);
   FreeVector(owned_edges_.labels);
   FreeVector(owned_edges_.split);
-  std::vector<int64_t> at(rows_.size() + 1, 0);
-  for (size_t i = 0; i < rows_.size(); ++i) at[i + 1] = at[i] + rows_[i].degree;
-  edge_width_ = FinishEdgeData(o_, meta_.graph_name, undirected_, at, eids_, owned_edges_, me_ == 0,
-                               agree_, &feat_, &feature_dim_, &stored_data_);
 }
 
 PartInfo Job::Write(const std::string& tmp) {
@@ -640,10 +621,9 @@ PartInfo Job::Write(const std::string& tmp) {
   PartInfo info = WriteReceivedPart(tmp, me_, part_start_[static_cast<size_t>(me_)],
                                     part_start_[static_cast<size_t>(me_) + 1], &rows_, &indices_,
                                     &feat_, feature_dim_, &part_label_rows_, label_rows_.width);
-  if (edge_data_) {
-    WriteStoredEdgeData(tmp + "/" + info.dir, eids_, reverse_, stored_data_, edge_width_,
-                        owned_edges_, &info);
-  }
+  // The edge files ExchangeEdgeData wrote.
+  info.files.insert(edge_info_.files.begin(), edge_info_.files.end());
+  std::copy_n(edge_info_.num_split_edges, 3, info.num_split_edges);
   return info;
 }
 
@@ -700,8 +680,8 @@ PartitionResult Job::Run() {
   Assign();
   Relabel();
   ExchangeRows();
-  ExchangeEdgeData();
   std::unique_ptr<TempOutput> tmp = AgreedTempOutput(comm_, agree_, o_.output);
+  ExchangeEdgeData(tmp->path());
   PartInfo mine;
   agree_.Run("writing the partition", [&] { mine = Write(tmp->path()); });
   return Publish(mine, *tmp);

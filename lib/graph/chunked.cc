@@ -613,7 +613,9 @@ Dataset ReadChunkedDataset(const std::string& dir, bool ignore_edge_data) {
     }
     const std::string said = SetLabelRows(&d, std::move(values), width, ChunkedLabelTask(m, "auto"),
                                           dir + "/metadata.json: label");
-    if (!said.empty()) GNN_LOG(kInfo) << said;
+    if (!said.empty()) {
+      GNN_LOG(kInfo) << said;
+    }
   }
   if (NodeData(m, 0, kChunkUserIds)) {
     int64_t width = 0;

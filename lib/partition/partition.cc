@@ -336,19 +336,7 @@ Adjacency<Index> BuildAdjacency(Dataset* d, bool undirected, int threads) {
     int64_t repeats = 0;
     a.directed_csc = BuildEdgeIdCsc<Index>(n, d->src, d->dst, undirected, threads, &a.eids,
                                            &a.reverse, &repeats);
-    if (repeats > 0) {
-      const std::string line =
-          std::to_string(repeats) +
-          " stored in-edges repeat the (source, destination) pair of another: with edge "
-          "features, repeated input edges" +
-          (undirected ? " (and edges listed in both directions)" : "") +
-          " stay separate edges, each with its own features";
-      if (undirected) {
-        GNN_LOG(kWarn) << line << "; if the list already holds both directions, pass --directed";
-      } else {
-        GNN_LOG(kInfo) << line;
-      }
-    }
+    SayRepeatedEdges(repeats, undirected);
   } else if (!undirected) {
     a.directed_csc = BuildCsr<Index>(n, d->dst, d->src, false, false, threads);
   }

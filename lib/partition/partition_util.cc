@@ -520,4 +520,19 @@ void SayNodeFeaturesFromEdges(const PartitionOptions& options, const std::string
                  << (how == "auto" ? "auto: the graph has no node features" : how) << ")";
 }
 
+void SayRepeatedEdges(int64_t repeats, bool undirected) {
+  if (repeats == 0) return;
+  const std::string line =
+      std::to_string(repeats) +
+      " stored in-edges repeat the (source, destination) pair of another: with edge data, "
+      "repeated input edges" +
+      (undirected ? " (and edges listed in both directions)" : "") +
+      " stay separate edges, each with its own data";
+  if (undirected) {
+    GNN_LOG(kWarn) << line << "; if the list already holds both directions, pass --directed";
+  } else {
+    GNN_LOG(kInfo) << line;
+  }
+}
+
 }  // namespace gnn

@@ -158,4 +158,10 @@ bool NodeFeaturesFromEdgesWanted(const PartitionOptions& options, const std::str
 void SayNodeFeaturesFromEdges(const PartitionOptions& options, const std::string& name, int64_t had,
                               int64_t edge_dim, bool undirected);
 
+// With edge data, stored in-edges that repeat an earlier entry's (source,
+// destination) pair stay separate edges: says how many in one line (a
+// warning when undirected, where a list holding both directions doubles
+// every edge).
+void SayRepeatedEdges(int64_t repeats, bool undirected);
+
 }  // namespace gnn
