@@ -156,7 +156,9 @@ void FetchEdgeData(MpiComm& comm, const Ranges& edge_ranges, const OwnedEdgeData
     stored->split.resize(static_cast<size_t>(n));
   }
   // A round holds its requests and replies about four times over (sent,
-  // received, placed): a quarter of a slice each.
+  // received, placed): a quarter of a slice each. Rounds are sized by the
+  // asking rank; a rank that answers P ranks at once holds up to P times a
+  // round's replies.
   const int64_t entry_bytes = 8 + w * 4 + (labeled ? 9 : 0);
   const std::vector<int64_t> bounds =
       NodeRounds(at, std::max<int64_t>(1, FeatureSliceBytes() / 4 / entry_bytes));

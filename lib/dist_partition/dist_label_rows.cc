@@ -49,7 +49,9 @@ LabelRows ReadLabelRows(MpiComm& comm, Agreement& agree, const ChunkedMeta& m,
       throw DataError(what + " chunks have " + std::to_string(-agreed[1]) + " and " +
                       std::to_string(agreed[0]) + " columns");
     }
-    const std::string chosen = ChunkedLabelTask(m, task);
+    // As on one machine: the rows read as the data say (SetLabelRows),
+    // then --task applied to them (ApplyLabelTask).
+    const std::string chosen = ChunkedLabelTask(m, "auto");
     out.kind = ChooseLabelKind(chosen, width, agreed[2] == 0, agreed[3] == 0, what);
     out.width = width;
     if (comm.rank() == 0) {
@@ -59,17 +61,33 @@ LabelRows ReadLabelRows(MpiComm& comm, Agreement& agree, const ChunkedMeta& m,
       }
     }
     if (out.kind != LabelKind::kClass) {
+      if (task != "auto") out.kind = TaskOnLabelRows(out.kind, task, m.graph_name);
       out.rows.assign(values.begin(), values.end());
       return;
     }
-    // One column of integers: class ids after all.
-    labels->resize(values.size());
+    // One column of integers: class ids.
     for (size_t i = 0; i < values.size(); ++i) {
       if (values[i] < -1 || values[i] >= static_cast<double>(std::numeric_limits<int32_t>::max())) {
         throw DataError(what + ": label " + std::to_string(values[i]) + " of node " +
                         std::to_string(first_node + static_cast<int64_t>(i)) +
                         " is not a class id");
       }
+    }
+    if (task == "multilabel" || task == "node_regression") {
+      // Class ids made targets: every node needs one.
+      for (size_t i = 0; i < values.size(); ++i) {
+        if (values[i] < 0) {
+          throw DataError(m.graph_name + ": node " +
+                          std::to_string(first_node + static_cast<int64_t>(i)) +
+                          " has no label (-1); --task " + task + " needs a value for every node");
+        }
+      }
+      out.kind = ChooseLabelKind(task, 1, agreed[2] == 0, agreed[3] == 0, m.graph_name);
+      out.rows.assign(values.begin(), values.end());
+      return;
+    }
+    labels->resize(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
       (*labels)[i] = static_cast<int64_t>(values[i]);
       *max_label = std::max(*max_label, (*labels)[i]);
     }

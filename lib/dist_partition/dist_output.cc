@@ -36,7 +36,7 @@ PartInfo WriteReceivedPart(const std::string& tmp, int part, int64_t node_start,
   record("feat.npy", WriteNpy(dir + "/feat.npy", feat->data(), {owned, feature_dim}));
   FreeVector(*feat);
   column.resize(static_cast<size_t>(owned));
-  if (label_rows && !label_rows->empty()) {
+  if (label_rows && label_width > 0) {
     record("label.npy", WriteNpy(dir + "/label.npy", label_rows->data(), {owned, label_width}));
     FreeVector(*label_rows);
   } else {

@@ -23,7 +23,7 @@ struct NodeRow {
 
 // Writes part<part>/ under `tmp` (the single-machine files: indptr,
 // indices, feat [rows, feature_dim], label (class ids, or `label_rows`
-// [rows, label_width] when there are any), the three masks, orig_nids)
+// [rows, label_width] when label_width > 0), the three masks, orig_nids)
 // from rows in new-id order, [node_start, node_end); frees the inputs as it
 // goes. The PartInfo's edge_end is the partition's edge count (GatherParts
 // makes the ranges global).

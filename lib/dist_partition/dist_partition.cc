@@ -242,7 +242,9 @@ void Job::ReadNodeData() {
     // NodeRow's class id stays 0 beside rows of targets.
     if (label_rows_.kind != LabelKind::kClass) labels_.assign(static_cast<size_t>(hi_ - lo_), 0);
   }
-  num_classes_ = std::max(meta_.num_classes, comm_.AllreduceMax(max_label + 1, "reading labels"));
+  // Class ids read as rows count max + 1 classes, as SetLabelRows does.
+  num_classes_ =
+      std::max(rows ? 0 : meta_.num_classes, comm_.AllreduceMax(max_label + 1, "reading labels"));
   if (label_rows_.kind == LabelKind::kMultilabel) num_classes_ = label_rows_.width;
   if (label_rows_.kind == LabelKind::kRegression) num_classes_ = 0;
 }
@@ -620,7 +622,8 @@ PartInfo Job::Write(const std::string& tmp) {
   timer_.Begin("write");
   PartInfo info = WriteReceivedPart(tmp, me_, part_start_[static_cast<size_t>(me_)],
                                     part_start_[static_cast<size_t>(me_) + 1], &rows_, &indices_,
-                                    &feat_, feature_dim_, &part_label_rows_, label_rows_.width);
+                                    &feat_, feature_dim_, &part_label_rows_,
+                                    label_rows_.kind == LabelKind::kClass ? 0 : label_rows_.width);
   // The edge files ExchangeEdgeData wrote.
   info.files.insert(edge_info_.files.begin(), edge_info_.files.end());
   std::copy_n(edge_info_.num_split_edges, 3, info.num_split_edges);

@@ -277,6 +277,23 @@ bool IsEdgeTaskData(const std::string& name) {
   return name == "label" || name == "train_mask" || name == "val_mask" || name == "test_mask";
 }
 
+bool IsFloat(DType t) {
+  return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kFloat64;
+}
+
+// An array of any numeric dtype as doubles, read once; *integral: its dtype
+// is an integer one.
+std::vector<double> ReadNumbers(const std::string& path, bool* integral) {
+  NpyHeader h = ReadNpyHeader(path);
+  *integral = !IsFloat(h.dtype);
+  if (!*integral) {
+    const std::vector<float> values = ReadNpyFloats(path, &h);
+    return std::vector<double>(values.begin(), values.end());
+  }
+  const std::vector<int64_t> ints = ReadNpyInts(path, &h);
+  return std::vector<double>(ints.begin(), ints.end());
+}
+
 // Relation r's edge_data `name`, or null.
 const ChunkedMeta::Files* EdgeData(const ChunkedMeta& m, size_t r, const std::string& name) {
   for (const auto& entry : m.edge_data_files[r]) {
@@ -291,19 +308,14 @@ const ChunkedMeta::Files* EdgeData(const ChunkedMeta& m, size_t r, const std::st
 std::vector<double> ReadEdgeColumnChunk(const ChunkedMeta& m, size_t r, const std::string& name,
                                         const ChunkedMeta::Files& f, int c, bool* integral) {
   const std::string path = Resolve(m, f.paths[static_cast<size_t>(c)], "edge data file");
-  NpyHeader h;
-  const std::vector<float> values = ReadNpyFloats(path, &h);
+  const NpyHeader h = ReadNpyHeader(path);
   const int64_t want = m.edges_per_chunk[r][static_cast<size_t>(c)];
   if (h.shape.empty() || h.shape[0] != want || h.shape.size() > 2 ||
       (h.shape.size() == 2 && h.shape[1] != 1)) {
     throw DataError(path + ": edge_data " + name + " holds one value per edge ([" +
                     std::to_string(want) + "] wanted)");
   }
-  *integral =
-      h.dtype != DType::kFloat32 && h.dtype != DType::kFloat16 && h.dtype != DType::kFloat64;
-  if (!*integral) return std::vector<double>(values.begin(), values.end());
-  const std::vector<int64_t> ints = ReadNpyInts(path, &h);
-  return std::vector<double>(ints.begin(), ints.end());
+  return ReadNumbers(path, integral);
 }
 
 // An edge task's names (edge_data "label" with "train_mask" and the
@@ -400,29 +412,22 @@ void ReadEdgeFeatureChunk(const ChunkedMeta& m, size_t r, int c, int64_t first_e
 void ReadChunkedEdgeData(const ChunkedMeta& m, size_t r, Dataset* d) {
   EdgeDataChunk first;
   int64_t first_edge = 0;
+  std::vector<double> labels;
   for (int c = 0; c < m.num_chunks; ++c) {
     EdgeDataChunk chunk = ReadEdgeDataChunk(m, r, c, first_edge, c == 0 ? nullptr : &first);
     first_edge += chunk.edges;
     d->edge_features.insert(d->edge_features.end(), chunk.features.begin(), chunk.features.end());
     d->edge_split.insert(d->edge_split.end(), chunk.split.begin(), chunk.split.end());
-    if (chunk.integral) {
-      d->edge_labels.insert(d->edge_labels.end(), chunk.labels.begin(), chunk.labels.end());
-    } else {
-      first.integral = false;
-    }
-    d->edge_targets.insert(d->edge_targets.end(), chunk.labels.begin(), chunk.labels.end());
+    if (!chunk.integral) first.integral = false;
+    labels.insert(labels.end(), chunk.labels.begin(), chunk.labels.end());
     if (c == 0) first = std::move(chunk);
   }
   d->edge_feature_dim = first.width;
   d->edge_feature_columns = first.columns;
-  if (!first.labeled) {
-    d->edge_labels.clear();
-    d->edge_targets.clear();
-    return;
-  }
+  if (!first.labeled) return;
   if (first.integral) {
     d->edge_label_kind = LabelKind::kClass;
-    d->edge_targets.clear();
+    d->edge_labels.assign(labels.begin(), labels.end());
     d->num_edge_classes = 0;
     for (size_t e = 0; e < d->edge_labels.size(); ++e) {
       if (d->edge_split[e] != 0)
@@ -430,7 +435,7 @@ void ReadChunkedEdgeData(const ChunkedMeta& m, size_t r, Dataset* d) {
     }
   } else {
     d->edge_label_kind = LabelKind::kRegression;
-    d->edge_labels.clear();
+    d->edge_targets.assign(labels.begin(), labels.end());
   }
 }
 
@@ -510,9 +515,7 @@ bool ChunkedLabelRows(const ChunkedMeta& m, const std::string& task) {
   const ChunkedMeta::Files* f = NodeData(m, 0, "label");
   if (!f || f->format != "numpy" || m.num_chunks == 0) return false;
   const NpyHeader h = ReadNpyHeader(Resolve(m, f->paths[0], "node data file"));
-  const bool floats =
-      h.dtype == DType::kFloat32 || h.dtype == DType::kFloat16 || h.dtype == DType::kFloat64;
-  return floats || (h.shape.size() == 2 && h.shape[1] != 1);
+  return IsFloat(h.dtype) || (h.shape.size() == 2 && h.shape[1] != 1);
 }
 
 std::string ChunkedLabelTask(const ChunkedMeta& m, const std::string& task) {
@@ -528,19 +531,15 @@ std::vector<double> ReadChunkLabelRows(const ChunkedMeta& m, int chunk, int64_t*
     throw DataError(m.dir + "/metadata.json: node data label of " + m.node_types[0] +
                     " must be numpy");
   }
-  NpyHeader h;
-  const std::vector<float> values = ReadNpyFloats(path, &h);
+  const NpyHeader h = ReadNpyHeader(path);
   const int64_t want = m.nodes_per_chunk[0][static_cast<size_t>(chunk)];
   const int64_t w = h.shape.size() == 1 ? 1 : h.shape.size() == 2 ? h.shape[1] : -1;
   if (h.shape.empty() || h.shape[0] != want || w < 1) {
     throw DataError(path + ": shape does not match the chunk's " + std::to_string(want) + " nodes");
   }
   *width = w;
-  const bool floats =
-      h.dtype == DType::kFloat32 || h.dtype == DType::kFloat16 || h.dtype == DType::kFloat64;
-  if (floats) return std::vector<double>(values.begin(), values.end());
-  const std::vector<int64_t> ints = ReadNpyInts(path, &h);
-  return std::vector<double>(ints.begin(), ints.end());
+  bool integral = true;
+  return ReadNumbers(path, &integral);
 }
 
 EdgeDataChunk ReadEdgeDataChunk(const ChunkedMeta& m, size_t relation, int chunk,

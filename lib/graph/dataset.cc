@@ -238,6 +238,16 @@ std::string SetLabelRows(Dataset* d, std::vector<double> rows, int64_t width,
   return LabelKindLine(kind, width, task, what);
 }
 
+LabelKind TaskOnLabelRows(LabelKind read, const std::string& task, const std::string& name) {
+  const bool fits =
+      (task == "multilabel" && read == LabelKind::kMultilabel) || task == "node_regression";
+  if (!fits) {
+    throw DataError(name + ": --task " + task + " does not fit its " + LabelKindName(read) +
+                    " labels");
+  }
+  return task == "node_regression" ? LabelKind::kRegression : read;
+}
+
 void ApplyLabelTask(Dataset* d, const std::string& task) {
   if (!IsTask(task)) {
     throw ConfigError("--task must be auto, node, multilabel or node_regression, got '" + task +
@@ -245,14 +255,8 @@ void ApplyLabelTask(Dataset* d, const std::string& task) {
   }
   if (task == "auto") return;
   if (d->label_kind != LabelKind::kClass) {
-    const bool fits = (task == "multilabel" && d->label_kind == LabelKind::kMultilabel) ||
-                      task == "node_regression";
-    if (!fits) {
-      throw DataError(d->name + ": --task " + task + " does not fit its " +
-                      LabelKindName(d->label_kind) + " labels");
-    }
-    if (task == "node_regression") d->label_kind = LabelKind::kRegression;
-    if (task == "node_regression") d->num_classes = 0;
+    d->label_kind = TaskOnLabelRows(d->label_kind, task, d->name);
+    if (d->label_kind == LabelKind::kRegression) d->num_classes = 0;
     return;
   }
   if (task == "node") return;

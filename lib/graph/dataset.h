@@ -108,6 +108,10 @@ std::string LabelKindLine(LabelKind kind, int64_t width, const std::string& task
 // values; "auto" and "node" keep them. DataError naming the dataset when
 // they do not fit.
 void ApplyLabelTask(Dataset* d, const std::string& task);
+// Its rule for label rows read as `read` (multilabel or regression): the
+// kind an explicit `task` (not auto) makes them, or DataError naming
+// `name` when it does not fit.
+LabelKind TaskOnLabelRows(LabelKind read, const std::string& task, const std::string& name);
 
 // Node features from edge features (gnn-partition --node_feat_from_edges,
 // as PyG's and DGL's ogbn-proteins examples do): each node's mean over the

@@ -505,7 +505,40 @@ TEST_CASE("gnn-partition --distributed carries label rows: the single-machine pa
     const auto t =
         Distributed(2, {"--dataset", values, "--task", "multilabel", "--output", dir / "out"});
     CHECK(t.exit_code == 3);
-    CHECK(t.err.find("--task multilabel takes labels of 0 and 1") != std::string::npos);
+    CHECK(t.err.find("synthetic-n2000-e10000-regression: --task multilabel does not fit its "
+                     "regression labels") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "out"));
+  }
+  // --task applies to the labels as read, as on one machine: multi-label
+  // rows are not class ids, and class ids made values need every node's.
+  {
+    const auto r =
+        Distributed(3, {"--dataset", proteins, "--task", "node", "--output", dir / "out"});
+    CHECK(r.exit_code == 3);
+    CHECK(r.err.find("synthetic-proteins-small: --task node does not fit its multilabel labels") !=
+          std::string::npos);
+    const json meta = json::parse(std::ifstream(classes + "/metadata.json"));
+    const std::string file =
+        classes + "/" + meta["node_data"]["_N"]["label"]["data"][2].get<std::string>();
+    std::vector<int64_t> l = gnn::ReadNpy<int64_t>(file);
+    fs::copy_file(file, file + ".good");
+    l[3] = -1;
+    gnn::WriteNpy(file, l);
+    for (int ranks : {1, 2}) {
+      const auto u = ranks == 1
+                         ? RunProcess({Bin("gnn-partition"), "--dataset", classes, "--num_parts",
+                                       "2", "--task", "node_regression", "--output", dir / "out"},
+                                      120)
+                         : Distributed(2, {"--dataset", classes, "--task", "node_regression",
+                                           "--output", dir / "out"});
+      INFO(u.err);
+      CHECK(u.exit_code == 3);
+      CHECK(u.err.find("synthetic-tiny: node " + std::to_string(1000 + 3) +
+                       " has no label (-1); --task node_regression needs a value for every "
+                       "node") != std::string::npos);
+    }
+    fs::remove(file);
+    fs::rename(file + ".good", file);
     CHECK_FALSE(fs::exists(dir / "out"));
   }
 }
