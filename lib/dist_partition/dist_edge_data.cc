@@ -171,11 +171,15 @@ void FetchEdgeData(MpiComm& comm, const Ranges& edge_ranges, const OwnedEdgeData
     const int64_t e = round < mine ? bounds[static_cast<size_t>(round) + 1] : n;
     // This round's edges, grouped by the rank that read them.
     std::vector<int64_t> counts(P, 0);
-    for (int64_t k = b; k < e; ++k) ++counts[static_cast<size_t>(edge_ranges.Owner(eids[k]))];
+    std::vector<int32_t> owner(static_cast<size_t>(e - b));
+    for (int64_t k = b; k < e; ++k) {
+      owner[static_cast<size_t>(k - b)] = edge_ranges.Owner(eids[k]);
+      ++counts[static_cast<size_t>(owner[static_cast<size_t>(k - b)])];
+    }
     std::vector<int64_t> next = Offsets(counts);
     std::vector<int64_t> ask(static_cast<size_t>(e - b)), place(static_cast<size_t>(e - b));
     for (int64_t k = b; k < e; ++k) {
-      const size_t p = static_cast<size_t>(edge_ranges.Owner(eids[k]));
+      const size_t p = static_cast<size_t>(owner[static_cast<size_t>(k - b)]);
       ask[static_cast<size_t>(next[p])] = eids[k];
       place[static_cast<size_t>(next[p]++)] = k - b;
     }
@@ -215,11 +219,27 @@ void FetchEdgeData(MpiComm& comm, const Ranges& edge_ranges, const OwnedEdgeData
   }
 }
 
+PartEdges PartEdgesFromTags(std::vector<int64_t> tags, const std::vector<int64_t>& degrees) {
+  PartEdges edges;
+  edges.eids = std::move(tags);
+  edges.reverse.resize(edges.eids.size());
+  for (size_t k = 0; k < edges.eids.size(); ++k) {
+    edges.reverse[k] = static_cast<uint8_t>(edges.eids[k] & 1);
+    edges.eids[k] >>= 1;
+  }
+  edges.at.assign(degrees.size() + 1, 0);
+  for (size_t i = 0; i < degrees.size(); ++i) edges.at[i + 1] = edges.at[i] + degrees[i];
+  return edges;
+}
+
 void PutEdgeMean(const int64_t* eids, const float* rows, int64_t count, int64_t width, float* out) {
-  std::vector<int64_t> order(static_cast<size_t>(count));
+  // Scratch kept between nodes (one node after another, on one thread).
+  thread_local std::vector<int64_t> order;
+  thread_local std::vector<double> sum;
+  order.resize(static_cast<size_t>(count));
   for (int64_t k = 0; k < count; ++k) order[static_cast<size_t>(k)] = k;
   std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return eids[a] < eids[b]; });
-  std::vector<double> sum(static_cast<size_t>(width), 0.0);
+  sum.assign(static_cast<size_t>(width), 0.0);
   for (int64_t k : order) {
     for (int64_t j = 0; j < width; ++j) sum[static_cast<size_t>(j)] += rows[k * width + j];
   }

@@ -72,6 +72,11 @@ struct PartEdges {
   std::vector<int64_t> at;       // owned node i's edges: [at[i], at[i + 1])
 };
 
+// The partition's edges from the tags that travelled with them (2 x input
+// id + 1 on an added reverse; made input ids in place) and its owned
+// nodes' degrees.
+PartEdges PartEdgesFromTags(std::vector<int64_t> tags, const std::vector<int64_t>& degrees);
+
 // Fetches and writes the partition's edge data into `dir`: edge_feat.npy
 // as it arrives (each edge's weight with --edge_weight), node features
 // from the edges' means appended to *feat (--node_feat_from_edges), then

@@ -600,16 +600,9 @@ void Job::ExchangeEdgeData(const std::string& tmp) {
   if (!edge_data_) return;
   timer_.Begin("exchange edge data");
   owned_edges_ = ReadOwnedEdgeData(comm_, agree_, meta_, c0_, c1_, edge_ranges_);
-  // The tags become input ids in place.
-  PartEdges edges;
-  edges.eids = std::move(stored_tags_);
-  edges.reverse.resize(edges.eids.size());
-  for (size_t k = 0; k < edges.eids.size(); ++k) {
-    edges.reverse[k] = static_cast<uint8_t>(edges.eids[k] & 1);
-    edges.eids[k] >>= 1;
-  }
-  edges.at.assign(rows_.size() + 1, 0);
-  for (size_t i = 0; i < rows_.size(); ++i) edges.at[i + 1] = edges.at[i] + rows_[i].degree;
+  std::vector<int64_t> degrees(rows_.size());
+  for (size_t i = 0; i < rows_.size(); ++i) degrees[i] = rows_[i].degree;
+  const PartEdges edges = PartEdgesFromTags(std::move(stored_tags_), degrees);
   edge_width_ = WritePartEdgeData(
       comm_, agree_, o_, meta_.graph_name, undirected_, edge_ranges_, owned_edges_, edges, me_ == 0,
       tmp + "/part" + std::to_string(me_), &feat_, &feature_dim_, &edge_info_);
