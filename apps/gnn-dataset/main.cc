@@ -27,8 +27,8 @@ int main(int argc, char** argv) {
   app.add_flag(
       "--no_cache", [&](int64_t) { o.data.use_cache = false; }, "do not use the parse cache");
   app.add_flag("--ignore_edge_data", o.data.ignore_edge_data,
-               "go on without the input's edge data (edge-feat.csv.gz, chunked edge_data), "
-               "which is not carried into partitions yet; without this flag it is refused");
+               "go on without the input's edge data (edge-feat.csv.gz, edge-label.csv.gz, "
+               "chunked edge_data); without this flag what gnn does not carry is refused");
   app.add_option("--seed", o.data.seed, "seed for synthetic datasets")->capture_default_str();
   app.add_option("--num_threads", o.data.num_threads, "threads (0 = all cores)")
       ->capture_default_str();

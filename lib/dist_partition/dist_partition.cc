@@ -189,7 +189,8 @@ void Job::CheckInput() {
     }
     if (meta_.hetero() || o_.data.ignore_edge_data) {
       RefuseEdgeData(o_.data.dataset + "/metadata.json", meta_.edge_data, o_.data.ignore_edge_data,
-                     "which gnn does not carry for typed graphs yet");
+                     "which --distributed does not carry for typed graphs yet (gnn-partition "
+                     "without --distributed does)");
     } else {
       edge_data_ = !meta_.edge_data.empty();
     }

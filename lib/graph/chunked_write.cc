@@ -299,8 +299,10 @@ void WriteChunked(const HeteroDataset& d, int chunks, const std::string& dir) {
   v.name = d.name;
   for (const NodeType& t : d.node_types)
     v.types.push_back({t.name, t.num_nodes, t.feature_dim, t.features.data()});
-  for (const Relation& r : d.relations)
-    v.rels.push_back({r.Key(), r.src.data(), r.dst.data(), r.num_edges()});
+  for (const Relation& r : d.relations) {
+    v.rels.push_back({r.Key(), r.src.data(), r.dst.data(), r.num_edges(), r.edge_features.data(),
+                      r.edge_feature_dim});
+  }
   v.target = static_cast<size_t>(d.TypeIndex(d.target));
   v.labels = d.labels.data();
   v.num_classes = d.num_classes;

@@ -380,7 +380,9 @@ std::vector<std::string> OgbEdgeDataFiles(const std::string& folder, bool featur
       const std::string name = it->path().filename().string();
       if (name == "edge.csv.gz" || name == "num-edge-list.csv.gz") continue;
       if (typed ? name == "edge_reltype.csv.gz" : name.rfind("edge", 0) != 0) continue;
-      if (!typed && features_carried && (name == kOgbEdgeFeatFile || name == kOgbEdgeLabelFile))
+      // Carried: edge features (a typed graph's per relation) and the edge
+      // labels of a homogeneous graph.
+      if (features_carried && (name == kOgbEdgeFeatFile || (!typed && name == kOgbEdgeLabelFile)))
         continue;
       names.push_back((dir / name).string());
     }

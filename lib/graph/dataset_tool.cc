@@ -48,8 +48,13 @@ json HeteroStats(const HeteroDataset& h, double load_seconds) {
   json types = json::object(), relations = json::object();
   for (const auto& t : h.node_types)
     types[t.name] = {{"num_nodes", t.num_nodes}, {"feature_dim", t.feature_dim}};
-  for (const auto& r : h.relations) relations[r.Key()] = r.num_edges();
+  json edge_dims = json::object();  // relations with edge features only
+  for (const auto& r : h.relations) {
+    relations[r.Key()] = r.num_edges();
+    if (r.edge_feature_dim > 0) edge_dims[r.Key()] = r.edge_feature_dim;
+  }
   return {{"name", h.name},
+          {"relation_edge_feature_dims", edge_dims},
           {"num_nodes", h.num_nodes()},
           {"num_edges", h.num_edges()},
           {"node_types", types},

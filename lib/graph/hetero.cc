@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -93,6 +94,21 @@ void HeteroDataset::Validate() const {
       throw DataError(name + ": relation " + r.Key() + " is unnamed or listed twice");
     if (r.src.size() != r.dst.size())
       throw DataError(name + ": relation " + r.Key() + " has src/dst arrays of different length");
+    int64_t cells = 0;
+    if (r.edge_feature_dim < 0 ||
+        __builtin_mul_overflow(r.num_edges(), r.edge_feature_dim, &cells) ||
+        static_cast<int64_t>(r.edge_features.size()) != cells) {
+      throw DataError(name + ": edge features of " + r.Key() + " have " +
+                      std::to_string(r.edge_features.size()) + " values, expected " +
+                      std::to_string(r.num_edges()) + " x " + std::to_string(r.edge_feature_dim));
+    }
+    for (size_t i = 0; i < r.edge_features.size(); ++i) {
+      if (!std::isfinite(r.edge_features[i])) {
+        throw DataError(name + ": edge " + std::to_string(i / r.edge_feature_dim) + " of " +
+                        r.Key() + " has a feature that is not a finite number (column " +
+                        std::to_string(i % r.edge_feature_dim) + ")");
+      }
+    }
     CheckIds(*this, r.src, node_types[static_cast<size_t>(s)].num_nodes, r.Key() + " sources");
     CheckIds(*this, r.dst, node_types[static_cast<size_t>(t)].num_nodes, r.Key() + " destinations");
   }
@@ -123,6 +139,8 @@ void AddReverseRelations(HeteroDataset* d) {
     rev.dst_type = r.src_type;
     rev.src = r.dst;
     rev.dst = r.src;
+    rev.edge_feature_dim = r.edge_feature_dim;
+    rev.edge_features = r.edge_features;
     d->relations.push_back(std::move(rev));
   }
 }

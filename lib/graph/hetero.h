@@ -23,6 +23,11 @@ struct NodeType {
 struct Relation {
   std::string src_type, name, dst_type;
   std::vector<int64_t> src, dst;  // type-local ids
+  // The edges' features (OGB's raw/relations/<rel>/edge-feat.csv.gz, a
+  // chunked graph's edge_data.<src:rel:dst>.feat): row i is edge i's,
+  // [num_edges, edge_feature_dim] row-major; width 0: none.
+  int64_t edge_feature_dim = 0;
+  std::vector<float> edge_features;
   int64_t num_edges() const { return static_cast<int64_t>(src.size()); }
   // DGL's canonical edge type, "src:name:dst".
   std::string Key() const { return src_type + ":" + name + ":" + dst_type; }
@@ -48,7 +53,7 @@ struct HeteroDataset {
 
 // DGL's RGCN example on ogbn-mag (--undirected here): for every relation
 // (s, r, d) a reverse relation (d, "rev-" + r, s) with the edges turned
-// around, appended after the originals.
+// around (each keeping its features), appended after the originals.
 void AddReverseRelations(HeteroDataset* d);
 
 // True if options.dataset names a heterogeneous dataset: synthetic:mag,

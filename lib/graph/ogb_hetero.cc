@@ -93,7 +93,9 @@ std::string TypeRow(const HeteroDataset& d, const std::function<std::string(cons
 
 HeteroDataset ReadOgbHeteroFolder(const std::string& folder, const DatasetOptions& options) {
   Stopwatch watch;
-  RefuseEdgeData(folder, OgbEdgeDataFiles(folder, /*features_carried=*/false),
+  // Each relation's edge-feat.csv.gz is read; other edge data is refused
+  // (or, with --ignore_edge_data, dropped with a warning, features too).
+  RefuseEdgeData(folder, OgbEdgeDataFiles(folder, !options.ignore_edge_data),
                  options.ignore_edge_data, "which gnn does not carry for typed graphs yet");
   const fs::path root(folder), raw = root / "raw";
   HeteroDataset d;
@@ -122,6 +124,10 @@ HeteroDataset ReadOgbHeteroFolder(const std::string& folder, const DatasetOption
     ReadIdPairs((dir / "edge.csv.gz").string(), d.node_types[static_cast<size_t>(s)].num_nodes,
                 d.node_types[static_cast<size_t>(t)].num_nodes, m, &r.src, &r.dst, &ctx,
                 "num-node-dict.csv.gz", counts);
+    const fs::path feat = dir / kOgbEdgeFeatFile;
+    std::error_code ec;
+    if (!options.ignore_edge_data && fs::exists(feat, ec))
+      r.edge_feature_dim = ReadFloatRows(feat.string(), m, &r.edge_features, &ctx);
     d.relations.push_back(std::move(r));
   }
   std::error_code ec;
@@ -176,6 +182,10 @@ void WriteOgbHeteroFolder(const HeteroDataset& d, const std::string& folder,
     WriteIdPairsGz((dir / "edge.csv.gz").string(), r.src, r.dst);
     WriteIdsGz((dir / "edge_reltype.csv.gz").string(),
                std::vector<int64_t>(r.src.size(), static_cast<int64_t>(i)));
+    if (r.edge_feature_dim > 0) {
+      WriteFloatRowsGz((dir / kOgbEdgeFeatFile).string(), r.edge_features, r.num_edges(),
+                       r.edge_feature_dim);
+    }
   }
   WriteTextGz((raw / "triplet-type-list.csv.gz").string(), triplets);
   for (const NodeType& t : d.node_types) {

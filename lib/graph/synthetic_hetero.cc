@@ -33,6 +33,7 @@ enum Stream : uint64_t {
   kSplit,
   kEdge,
   kKeep,
+  kEdgeFeature,
 };
 
 // A node type's home classes and the alias tables to draw its nodes:
@@ -159,6 +160,24 @@ std::vector<uint64_t> SampleRelation(const HeteroSyntheticSpec::Rel& r, const Ty
   return keys;
 }
 
+// Relation `r`'s edge features (HeteroSyntheticSpec::edge_feature_dim),
+// one random stream per chunk of edges.
+void EdgeFeatures(int64_t width, const TypeModel& s, const TypeModel& d, uint64_t seed, int threads,
+                  Relation* r) {
+  const int64_t m = r->num_edges();
+  r->edge_feature_dim = width;
+  r->edge_features.resize(static_cast<size_t>(m * width));
+  ParallelChunks(NumChunks(m, kEdgeChunk), threads, [&](int64_t c) {
+    Rng rng(StreamSeed(seed, kEdgeFeature, static_cast<uint64_t>(c)));
+    for (int64_t e = c * kEdgeChunk, end = std::min(m, e + kEdgeChunk); e < end; ++e) {
+      float* row = r->edge_features.data() + e * width;
+      const bool same = s.cls[r->src[e]] == d.cls[r->dst[e]];
+      row[0] = static_cast<float>((same ? 1.0 : 0.0) + (rng.Uniform() - 0.5) * 0.5);
+      for (int64_t j = 1; j < width; ++j) row[j] = static_cast<float>(rng.Uniform());
+    }
+  });
+}
+
 void CheckSpec(const HeteroSyntheticSpec& spec) {
   auto bad = [&](const std::string& what) {
     throw ConfigError("synthetic spec '" + spec.name + "': " + what);
@@ -192,11 +211,30 @@ void CheckSpec(const HeteroSyntheticSpec& spec) {
 }  // namespace
 
 bool IsHeteroSyntheticPreset(const std::string& text) {
-  return text == "mag" || text == "mag-small";
+  const std::string preset = text.substr(0, text.find(','));
+  return preset == "mag" || preset == "mag-small";
 }
 
-HeteroSyntheticSpec ParseHeteroSyntheticSpec(const std::string& text) {
+HeteroSyntheticSpec ParseHeteroSyntheticSpec(const std::string& spec) {
+  const size_t comma = spec.find(',');
+  const std::string text = spec.substr(0, comma);
   HeteroSyntheticSpec s;
+  if (comma != std::string::npos) {
+    const std::string option = spec.substr(comma + 1), key = "efeat=";
+    int64_t k = 0;
+    size_t used = 0;
+    try {
+      if (option.rfind(key, 0) == 0) k = std::stoll(option.substr(key.size()), &used);
+    } catch (const std::exception&) {
+      k = 0;
+    }
+    if (option.rfind(key, 0) != 0 || used == 0 || used != option.size() - key.size() || k < 1 ||
+        k > 1024) {
+      throw ConfigError("synthetic:" + spec + ": '" + option +
+                        "' is not an option of a typed preset (efeat=K, K in [1, 1024])");
+    }
+    s.edge_feature_dim = k;
+  }
   if (text == "mag") {
     s.name = "synthetic-mag";
     s.types = {{"author", 1134649, 0},
@@ -229,6 +267,7 @@ HeteroSyntheticSpec ParseHeteroSyntheticSpec(const std::string& text) {
                       "' (known: mag, mag-small)");
   }
   s.target = "paper";
+  if (s.edge_feature_dim > 0) s.name += "-efeat" + std::to_string(s.edge_feature_dim);
   CheckSpec(s);
   return s;
 }
@@ -298,6 +337,11 @@ HeteroDataset GenerateHeteroSynthetic(const HeteroSyntheticSpec& spec, uint64_t 
     for (size_t k = 0; k < keys.size(); ++k) {
       out.src[k] = static_cast<int64_t>(keys[k] / nd);
       out.dst[k] = static_cast<int64_t>(keys[k] % nd);
+    }
+    if (spec.edge_feature_dim > 0) {
+      EdgeFeatures(spec.edge_feature_dim, models[static_cast<size_t>(s)],
+                   models[static_cast<size_t>(t)], StreamSeed(seed, kEdgeFeature, i), num_threads,
+                   &out);
     }
   }
   RandomSplit(n_target, spec.train_fraction, spec.valid_fraction, StreamSeed(seed, kSplit, 0),

@@ -29,16 +29,23 @@ struct HeteroSyntheticSpec {
   std::vector<Rel> relations;
   std::string target;
   int64_t num_classes = 0;
+  // Every relation's edge features (",efeat=K"): column 0 is 1 when the
+  // edge's endpoints share their home class (else 0), plus uniform noise
+  // of +-0.25, so an edge says how far its source speaks for its
+  // destination's class; the other columns are uniform noise in [0, 1].
+  int64_t edge_feature_dim = 0;
   double train_fraction = 0.8, valid_fraction = 0.1;  // of the target; test = the rest
 };
 
-// True for the presets ParseHeteroSyntheticSpec knows ("mag", "mag-small").
+// True for the presets ParseHeteroSyntheticSpec knows ("mag", "mag-small"),
+// with or without options after a comma.
 bool IsHeteroSyntheticPreset(const std::string& text);
 
 // "mag": ogbn-mag's size (1,939,743 nodes of 4 types, 21,111,007 edges of 4
 // relations, 128-wide paper features, 349 classes, its split fractions);
 // "mag-small": the same shape at 1/100 (64 features, 16 classes) for tests.
-// ConfigError for anything else.
+// Either may be followed by ",efeat=K" (K in [1, 1024]: every relation's
+// edges get K features). ConfigError for anything else.
 HeteroSyntheticSpec ParseHeteroSyntheticSpec(const std::string& text);
 
 // Same (spec, seed) -> same bytes, whatever num_threads is (0 = all cores).

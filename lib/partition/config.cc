@@ -115,6 +115,10 @@ std::vector<std::string> PartitionConfig::PartFileNames() const {
   }
   for (const char* f : {"-label.npy", "-train_mask.npy", "-valid_mask.npy", "-test_mask.npy"})
     names.push_back(target_ntype + f);
+  if (edge_feature_dim > 0) {
+    names.push_back(kEdgeFeatFile);
+    names.push_back(kOrigEidsFile);
+  }
   return names;
 }
 
@@ -203,6 +207,12 @@ json ToJson(const PartitionConfig& c) {
     json dims = json::object();
     for (size_t t = 0; t < c.ntypes.size(); ++t) dims[c.ntypes[t]] = c.ntype_feature_dims.at(t);
     j["ntype_feature_dims"] = dims;
+    if (c.edge_feature_dim > 0) {
+      json edims = json::object();
+      for (size_t e = 0; e < c.etypes.size(); ++e)
+        edims[c.etypes[e]] = c.etype_edge_feature_dims.at(e);
+      j["etype_edge_feature_dims"] = edims;
+    }
   }
   for (size_t i = 0; i < c.parts.size(); ++i) {
     const PartInfo& p = c.parts[i];
@@ -436,6 +446,17 @@ void ParseTypes(const JsonReader& r, PartitionConfig* c) {
     r.At("target_ntype").Fail("'" + c->target_ntype + "' is not a node type");
   for (const auto& t : c->ntypes)
     c->ntype_feature_dims.push_back(r.At("ntype_feature_dims").At(t).Int(0, kMaxCount));
+  if (c->edge_feature_dim == 0) return;
+  // Every relation's width, the widest being edge_feature_dim.
+  const JsonReader dims = r.At("etype_edge_feature_dims");
+  int64_t widest = 0;
+  for (const auto& e : c->etypes) {
+    c->etype_edge_feature_dims.push_back(dims.At(e).Int(0, c->edge_feature_dim));
+    widest = std::max(widest, c->etype_edge_feature_dims.back());
+  }
+  if (widest != c->edge_feature_dim)
+    dims.Fail("the widest relation has " + std::to_string(widest) + " columns, edge_feature_dim " +
+              std::to_string(c->edge_feature_dim));
 }
 
 void ParseParts(const JsonReader& r, PartDirs dirs_allowed, PartitionConfig* c) {

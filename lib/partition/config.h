@@ -139,6 +139,11 @@ struct PartitionConfig {
   std::vector<std::string> etypes{"_N:_E:_N"};
   std::string target_ntype;
   std::vector<int64_t> ntype_feature_dims;
+  // Heterogeneous, with edge features: each relation's width (0: none).
+  // kEdgeFeatFile is then [stored edges, edge_feature_dim] with
+  // edge_feature_dim the widest; an edge of a narrower relation fills its
+  // relation's first columns and leaves the others 0.
+  std::vector<int64_t> etype_edge_feature_dims;
 
   // Heterogeneous configs name their labelled type (target_ntype).
   bool hetero() const { return !target_ntype.empty(); }

@@ -1,6 +1,7 @@
 #include "partition/hetero_local.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "common/error.h"
@@ -47,6 +48,9 @@ HeteroPartitionView HeteroPartition::View() const {
   v.target = target;
   v.labels = labels.data();
   for (int m = 0; m < 3; ++m) v.masks[m] = masks[m].data();
+  v.edge_dim = edge_dim;
+  v.edge_dims = edge_dims;
+  v.edge_data = edge_data.empty() ? nullptr : edge_data.data();
   return v;
 }
 
@@ -71,6 +75,8 @@ HeteroPartitionView HeteroShape(const PartitionConfig& config, int part) {
   v.target =
       static_cast<int>(std::find(config.ntypes.begin(), config.ntypes.end(), config.target_ntype) -
                        config.ntypes.begin());
+  v.edge_dim = config.edge_feature_dim;
+  v.edge_dims = config.etype_edge_feature_dims;
   return v;
 }
 
@@ -152,6 +158,24 @@ void CheckTargets(const PartitionConfig& config, const HeteroPartitionView& v) {
   }
 }
 
+// Every stored edge's features finite, and 0 past its relation's width.
+void CheckEdgeFeatures(const PartitionConfig& config, const HeteroPartitionView& v) {
+  if (v.edge_dim == 0 || v.edge_data == nullptr) return;
+  for (int64_t k = 0; k < v.num_edges; ++k) {
+    const float* row = v.edge_data + k * v.edge_dim;
+    const int64_t w = v.edge_dims[static_cast<size_t>(v.etypes[k])];
+    for (int64_t j = 0; j < v.edge_dim; ++j) {
+      if (!std::isfinite(row[j]) || (j >= w && row[j] != 0.0f)) {
+        throw DataError(config.FilePath(v.part_id, kEdgeFeatFile) + ": entry (" +
+                        std::to_string(k) + ", " + std::to_string(j) + ") is " +
+                        (std::isfinite(row[j])
+                             ? "not 0 past its relation's " + std::to_string(w) + " columns"
+                             : std::string("not a finite number")));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void CheckHeteroArrays(const PartitionConfig& config, const HeteroPartitionView& v,
@@ -160,6 +184,7 @@ void CheckHeteroArrays(const PartitionConfig& config, const HeteroPartitionView&
   CheckEdges(config, v);
   FillRngKeys(config, v, rng_keys);
   CheckTargets(config, v);
+  CheckEdgeFeatures(config, v);
 }
 
 HeteroPartition LoadHeteroPartition(const PartitionConfig& config, int part,
@@ -189,6 +214,17 @@ HeteroPartition LoadHeteroPartition(const PartitionConfig& config, int part,
   const int64_t targets = shape.num_targets();
   p.labels = ReadNpy<int64_t>(path(tn + "-label.npy"), {targets});
   for (int m = 0; m < 3; ++m) p.masks[m] = ReadNpy<uint8_t>(path(tn + kMaskSuffix[m]), {targets});
+  p.edge_dims = shape.edge_dims;
+  if (shape.edge_dim > 0) {
+    // Hashed here, not in VerifyPartFiles (which leaves the edge files to
+    // the runs that read them).
+    if (verify_checksums) {
+      VerifyPartFile(path(kEdgeFeatFile),
+                     config.parts[static_cast<size_t>(part)].files.at(kEdgeFeatFile));
+    }
+    p.edge_data = ReadNpy<float>(path(kEdgeFeatFile), {e, shape.edge_dim});
+    p.edge_dim = shape.edge_dim;
+  }
   p.rng_keys.resize(static_cast<size_t>(n));
   CheckHeteroArrays(config, p.View(), p.rng_keys.data());
   return p;

@@ -31,6 +31,12 @@ struct HeteroPartitionView {
   int target = 0;                      // index of the labelled type
   const int64_t* labels = nullptr;     // per owned target node
   const uint8_t* masks[3] = {nullptr, nullptr, nullptr};  // train, valid, test per target node
+  // The stored in-edges' features (kEdgeFeatFile, aligned with indices):
+  // [num_edges, edge_dim], relation r's in its first edge_dims[r] columns,
+  // the rest 0; edge_dim 0 and null when the graph has none.
+  int64_t edge_dim = 0;
+  std::vector<int64_t> edge_dims;  // per relation (config.etype_edge_feature_dims)
+  const float* edge_data = nullptr;
 
   // Owned nodes of the target type.
   int64_t num_targets() const;
@@ -56,6 +62,9 @@ struct HeteroPartition {
   int target = 0;                                         // index of the labelled type
   std::vector<int64_t> labels;                            // per owned target node
   std::vector<uint8_t> masks[3];                          // train, valid, test per target node
+  int64_t edge_dim = 0;                                   // see HeteroPartitionView
+  std::vector<int64_t> edge_dims;
+  std::vector<float> edge_data;
 
   // Points into the vectors above.
   HeteroPartitionView View() const;
@@ -72,7 +81,9 @@ HeteroPartitionView HeteroShape(const PartitionConfig& config, int part);
 // loader (files, shared memory): offsets run from 0 to the edge count and
 // never decrease; relations in range and sorted within each row; ids are
 // node ids of the graph; orig_nids are input ids of their node's type;
-// labels in [-1, num_classes); masks hold 0/1 and the config's counts.
+// labels in [-1, num_classes); masks hold 0/1 and the config's counts;
+// edge features (when the view has them) finite, and 0 beyond their
+// relation's width.
 // Fills `rng_keys` (num_nodes entries) from orig_nids on the way. Throws
 // DataError naming the file (config.FilePath) and the first bad entry.
 void CheckHeteroArrays(const PartitionConfig& config, const HeteroPartitionView& v,

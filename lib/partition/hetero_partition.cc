@@ -42,12 +42,79 @@ struct HomogeneousView {
 struct TypedCsc {
   std::vector<int64_t> indptr;
   std::vector<int64_t> keys;
+  // With edge features: each entry's edge as relation offset + its line in
+  // the relation's input (EdgeFeatureTable::offset); a row's repeated keys
+  // in input order.
+  std::vector<int64_t> eids;
 };
 
-// Built straight from the relations' edge lists, which it then frees: from
-// here on the keys are the only copy of the edges.
-TypedCsc BuildTypedCsc(HeteroDataset* d, const HomogeneousView& h, int threads) {
+// The relations' edge features for writing: relation e's rows at rows[e]
+// (null: none; maybe in a scratch file), dims[e] wide, its edges numbered
+// from offset[e] in TypedCsc::eids; `width` the widest (0: no relation has
+// any).
+struct EdgeFeatureTable {
+  std::vector<const float*> rows;
+  std::vector<int64_t> dims, offset;
+  int64_t width = 0;
+};
+
+// The keyed CSC with each entry's edge id beside it (TypedCsc::eids): a
+// counting sort by destination in edge id order, then each row sorted by
+// (key, edge id).
+TypedCsc BuildTypedCscWithIds(const HeteroDataset& d, const HomogeneousView& h,
+                              const std::vector<int64_t>& offset, int threads) {
   const int64_t n = h.num_nodes;
+  TypedCsc csc;
+  csc.indptr.assign(static_cast<size_t>(n + 1), 0);
+  std::vector<int64_t> dof(d.relations.size()), base(d.relations.size());
+  for (size_t e = 0; e < d.relations.size(); ++e) {
+    const Relation& r = d.relations[e];
+    dof[e] = h.offset[static_cast<size_t>(d.TypeIndex(r.dst_type))];
+    base[e] = static_cast<int64_t>(e) * n + h.offset[static_cast<size_t>(d.TypeIndex(r.src_type))];
+    for (int64_t v : r.dst) ++csc.indptr[static_cast<size_t>(dof[e] + v + 1)];
+  }
+  for (int64_t v = 0; v < n; ++v) csc.indptr[v + 1] += csc.indptr[v];
+  csc.keys.resize(static_cast<size_t>(csc.indptr[n]));
+  csc.eids.resize(csc.keys.size());
+  std::vector<int64_t> fill(csc.indptr.begin(), csc.indptr.end() - 1);
+  for (size_t e = 0; e < d.relations.size(); ++e) {
+    const Relation& r = d.relations[e];
+    for (int64_t i = 0; i < r.num_edges(); ++i) {
+      const int64_t slot = fill[static_cast<size_t>(dof[e] + r.dst[i])]++;
+      csc.keys[slot] = base[e] + r.src[i];
+      csc.eids[slot] = offset[e] + i;
+    }
+  }
+  ParallelFor(n, threads, [&](int64_t b, int64_t end) {
+    std::vector<std::pair<int64_t, int64_t>> row;
+    for (int64_t v = b; v < end; ++v) {
+      const int64_t lo = csc.indptr[v], hi = csc.indptr[v + 1];
+      row.clear();
+      for (int64_t k = lo; k < hi; ++k) row.emplace_back(csc.keys[k], csc.eids[k]);
+      std::sort(row.begin(), row.end());
+      for (int64_t k = lo; k < hi; ++k) {
+        csc.keys[k] = row[static_cast<size_t>(k - lo)].first;
+        csc.eids[k] = row[static_cast<size_t>(k - lo)].second;
+      }
+    }
+  });
+  return csc;
+}
+
+// Built straight from the relations' edge lists, which it then frees: from
+// here on the keys are the only copy of the edges. With edge features
+// (`edges`.width > 0) each entry's edge id comes along.
+TypedCsc BuildTypedCsc(HeteroDataset* d, const HomogeneousView& h, const EdgeFeatureTable& edges,
+                       int threads) {
+  const int64_t n = h.num_nodes;
+  if (edges.width > 0) {
+    TypedCsc csc = BuildTypedCscWithIds(*d, h, edges.offset, threads);
+    for (Relation& r : d->relations) {
+      FreeVector(r.src);
+      FreeVector(r.dst);
+    }
+    return csc;
+  }
   auto each = [&](auto emit) {
     for (size_t e = 0; e < d->relations.size(); ++e) {
       const Relation& r = d->relations[e];
@@ -62,7 +129,7 @@ TypedCsc BuildTypedCsc(HeteroDataset* d, const HomogeneousView& h, int threads) 
     FreeVector(r.src);
     FreeVector(r.dst);
   }
-  return TypedCsc{std::move(keyed.indptr), std::move(keyed.indices)};
+  return TypedCsc{std::move(keyed.indptr), std::move(keyed.indices), {}};
 }
 
 // The symmetric adjacency of every relation together, types ignored
@@ -92,6 +159,8 @@ struct PartSources {
   const std::vector<const float*>& features;
   const Relabeling& relabel;
   const std::vector<uint8_t>* masks;  // [3]: train, valid, test
+  const EdgeFeatureTable& edges;
+  const int64_t* eids;  // TypedCsc::eids (edges.width > 0 only)
 };
 
 void Record(PartInfo* info, const std::string& name, const WrittenFile& f) {
@@ -138,6 +207,43 @@ void WritePartEdges(const PartSources& in, int p, const std::string& dir, PartIn
       info);
 }
 
+// kOrigEidsFile (each stored edge's line in its relation's input) and
+// kEdgeFeatFile (its relation's features, zero-padded to the widest),
+// aligned with indices.npy, streamed.
+void WritePartEdgeFeatures(const PartSources& in, int p, const std::string& dir, PartInfo* info) {
+  const Relabeling& r = in.relabel;
+  const EdgeFeatureTable& ef = in.edges;
+  const int64_t start = r.part_start[p], owned = r.part_start[p + 1] - start;
+  const int64_t n = in.h.num_nodes;
+  int64_t stored = 0;
+  for (int64_t c : info->etype_edges) stored += c;
+  NpyWriter ids(dir + "/" + kOrigEidsFile, DType::kInt64, {stored});
+  NpyWriter feats(dir + "/" + kEdgeFeatFile, DType::kFloat32, {stored, ef.width});
+  std::vector<int64_t> id_block;
+  std::vector<float> feat_block;
+  auto flush = [&] {
+    ids.Append(id_block.data(), static_cast<int64_t>(id_block.size()));
+    feats.Append(feat_block.data(), static_cast<int64_t>(feat_block.size()));
+    id_block.clear();
+    feat_block.clear();
+  };
+  for (int64_t i = 0; i < owned; ++i) {
+    const int64_t v = r.orig[start + i];
+    for (int64_t k = in.indptr[v]; k < in.indptr[v + 1]; ++k) {
+      const size_t rel = static_cast<size_t>(in.keys[k] / n);
+      const int64_t line = in.eids[k] - ef.offset[rel], w = ef.dims[rel];
+      id_block.push_back(line);
+      const size_t at = feat_block.size();
+      feat_block.resize(at + static_cast<size_t>(ef.width), 0.0f);
+      if (w > 0) std::copy_n(ef.rows[rel] + line * w, w, feat_block.begin() + at);
+    }
+    if (id_block.size() >= (size_t{1} << 18)) flush();
+  }
+  flush();
+  Record(info, kOrigEidsFile, ids.Commit());
+  Record(info, kEdgeFeatFile, feats.Commit());
+}
+
 // <type>-feat.npy of every type with features. `local` holds the part's
 // type-local input ids, from new id `start` on.
 void WritePartFeatures(const PartSources& in, const std::vector<int64_t>& local, int64_t start,
@@ -177,6 +283,7 @@ void WriteHeteroPart(const PartSources& in, int p, const std::string& dir, PartI
   info->node_end = end;
   info->ntype_ranges = TypeRanges(in.h, r, p, in.d.node_types.size());
   WritePartEdges(in, p, dir, info);
+  if (in.edges.width > 0) WritePartEdgeFeatures(in, p, dir, info);
   std::vector<int64_t> local(end - start);  // type-local input ids
   for (int64_t i = start; i < end; ++i) {
     const int64_t v = r.orig[i];
@@ -288,7 +395,12 @@ PartitionConfig DescribeHeteroPartitioning(const PartitionOptions& options, cons
     config.ntypes.push_back(t.name);
     config.ntype_feature_dims.push_back(t.feature_dim);
   }
-  for (const auto& r : d.relations) config.etypes.push_back(r.Key());
+  for (const auto& r : d.relations) {
+    config.etypes.push_back(r.Key());
+    config.etype_edge_feature_dims.push_back(r.edge_feature_dim);
+    config.edge_feature_dim = std::max(config.edge_feature_dim, r.edge_feature_dim);
+  }
+  if (config.edge_feature_dim == 0) config.etype_edge_feature_dims.clear();
   config.target_ntype = d.target;
   return config;
 }
@@ -363,6 +475,24 @@ std::vector<const float*> SpillFeatures(HeteroDataset* d, const std::string& dir
   return rows;
 }
 
+// Each relation's edge features (its rows moved to scratch files in
+// `dir` when large, held in `held`) and their numbering in TypedCsc::eids.
+EdgeFeatureTable SpillEdgeFeatures(HeteroDataset* d, const std::string& dir,
+                                   std::deque<Spilled<float>>* held) {
+  EdgeFeatureTable t;
+  int64_t next = 0;
+  for (size_t e = 0; e < d->relations.size(); ++e) {
+    Relation& r = d->relations[e];
+    held->emplace_back(dir + "/.edge-features-" + std::to_string(e) + ".spill", &r.edge_features);
+    t.rows.push_back(r.edge_feature_dim > 0 ? held->back().data() : nullptr);
+    t.dims.push_back(r.edge_feature_dim);
+    t.offset.push_back(next);
+    next += r.num_edges();
+    t.width = std::max(t.width, r.edge_feature_dim);
+  }
+  return t;
+}
+
 // Everything after loading, in `tmp_dir`: the typed CSC (the dataset's
 // edge lists freed), the symmetric adjacency, the assignment, relabeling
 // and every part<p>/. Features and the CSC's keys wait in scratch files
@@ -374,13 +504,15 @@ Assignment PartitionAndWrite(const PartitionOptions& options, HeteroDataset& d,
                              PartitionConfig* config) {
   std::deque<Spilled<float>> held;
   const std::vector<const float*> features = SpillFeatures(&d, tmp_dir, &held);
+  const EdgeFeatureTable edges = SpillEdgeFeatures(&d, tmp_dir, &held);
   timer.Begin("symmetrize");
-  TypedCsc csc = BuildTypedCsc(&d, h, options.num_threads);
+  TypedCsc csc = BuildTypedCsc(&d, h, edges, options.num_threads);
   std::vector<uint8_t> masks[3];
   SplitMasks(d, h, masks);
   Csr32 sym = SymmetricAdjacency(csc, h.num_nodes, options.num_threads);
   const int64_t stored_edges = static_cast<int64_t>(csc.keys.size());
   const Spilled<int64_t> keys(tmp_dir + "/.keys.spill", &csc.keys);
+  const Spilled<int64_t> eids(tmp_dir + "/.eids.spill", &csc.eids);
   const Assignment a = AssignParts(options, d, h, csc.indptr, sym, masks[0], timer);
   FreeVector(sym.indices);
   FreeVector(sym.indptr);
@@ -390,7 +522,7 @@ Assignment PartitionAndWrite(const PartitionOptions& options, HeteroDataset& d,
 
   timer.Begin("write");
   *config = DescribeHeteroPartitioning(options, d, graph_name, h.num_nodes, stored_edges, a.method);
-  const PartSources in{d, h, csc.indptr, keys.data(), features, relabel, masks};
+  const PartSources in{d, h, csc.indptr, keys.data(), features, relabel, masks, edges, eids.data()};
   WriteHeteroParts(options, in, tmp_dir, config);
   timer.End();
   return a;

@@ -554,8 +554,13 @@ PartitionResult RunPartition(const PartitionOptions& options) {
       throw ConfigError("--feature_format sparse: typed graphs keep dense node features so far");
     }
     if (!options.edge_weight.empty()) {
-      throw ConfigError("--edge_weight " + options.edge_weight +
-                        ": typed graphs carry no edge data yet");
+      throw ConfigError(
+          "--edge_weight " + options.edge_weight +
+          ": typed graphs take edge features (--edge_feat_mp_op), not weights, so far");
+    }
+    if (options.node_feat_from_edges != "auto") {
+      throw ConfigError("--node_feat_from_edges " + options.node_feat_from_edges +
+                        ": a typed graph's featureless node types learn embeddings instead");
     }
     if (options.task != "auto" && options.task != "node") {
       throw ConfigError("--task " + options.task +

@@ -48,9 +48,13 @@ RelationBlock ToRelationBlock(const Block& block, int64_t num_rels) {
   }
   for (int64_t row = 0; row < rows; ++row) rb.indptr[row + 1] += rb.indptr[row];
   rb.indices.resize(num_edges);
+  const bool eids = block.edge_dim > 0;
+  if (eids) rb.eids.resize(num_edges);
   for (int64_t d = 0; d < num_dst; ++d) {
     for (int64_t e = block.indptr[d]; e < block.indptr[d + 1]; ++e) {
-      rb.indices[rb.indptr[block.etypes[e] * num_dst + d]++] = block.indices[e];
+      const int64_t slot = rb.indptr[block.etypes[e] * num_dst + d]++;
+      rb.indices[slot] = block.indices[e];
+      if (eids) rb.eids[slot] = e;
     }
   }
   for (int64_t row = rows; row > 0; --row) rb.indptr[row] = rb.indptr[row - 1];

@@ -19,6 +19,9 @@ struct RelationBlock {
   int64_t num_rels = 0;
   std::vector<int64_t> indptr;   // [num_rels * num_dst + 1]
   std::vector<int64_t> indices;  // [E] local source index per edge
+  // When the block carries edge data (Block::edge_dim > 0): each entry's
+  // edge in the block (its row of Block::edge_data); else empty.
+  std::vector<int64_t> eids;
 };
 
 // Counting sort of the block's edges by (etypes[e], destination): O(E +

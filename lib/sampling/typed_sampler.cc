@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <sstream>
 
 #include "common/error.h"
@@ -30,7 +31,8 @@ std::pair<int64_t, int64_t> RelationRun(const int64_t* etypes, int64_t b, int64_
 void SampleTypedNeighbors(const TypedCscView& g, const int64_t* seeds, int64_t num_seeds,
                           const std::vector<int>& fanouts, bool replace, uint64_t rng_seed,
                           int threads, std::vector<int64_t>* out_indptr,
-                          std::vector<int64_t>* out_indices, std::vector<int64_t>* out_etypes) {
+                          std::vector<int64_t>* out_indices, std::vector<int64_t>* out_etypes,
+                          std::vector<int64_t>* out_edges) {
   const CscView& csc = g.csc;
   const int64_t R = g.num_rels;
   if (static_cast<int64_t>(fanouts.size()) != R) {
@@ -67,6 +69,8 @@ void SampleTypedNeighbors(const TypedCscView& g, const int64_t* seeds, int64_t n
   out_etypes->resize(static_cast<size_t>(optr[num_seeds]));
   int64_t* out = out_indices->data();
   int64_t* out_r = out_etypes->data();
+  if (out_edges) out_edges->resize(out_indices->size());
+  int64_t* out_pos = out_edges ? out_edges->data() : nullptr;
   ParallelFor(num_seeds, threads, [&](int64_t b, int64_t e) {
     // One scratch per relation, sized by its own fan-out: a large fan-out
     // of one relation must not make every other relation's draw clear it.
@@ -83,15 +87,24 @@ void SampleTypedNeighbors(const TypedCscView& g, const int64_t* seeds, int64_t n
         if (k == 0) continue;
         const int64_t* src = csc.indices + lo;
         int64_t* dst = out + pos;
+        int64_t* at = out_pos ? out_pos + pos : nullptr;  // positions within the run, then CSC's
         if (fanout < 0 || (!replace && k == deg)) {
           std::memcpy(dst, src, static_cast<size_t>(deg) * sizeof(int64_t));
+          if (at) std::iota(at, at + deg, int64_t{0});
         } else {
           Rng rng(MixSeed(MixSeed(rng_seed, static_cast<uint64_t>(key)), static_cast<uint64_t>(r)));
           if (replace) {
-            for (int64_t q = 0; q < k; ++q) dst[q] = src[rng.Below(deg)];
+            for (int64_t q = 0; q < k; ++q) {
+              const int64_t t = rng.Below(deg);
+              dst[q] = src[t];
+              if (at) at[q] = t;
+            }
           } else {
-            SampleWithoutReplacement(src, deg, k, &rng, &scratch[static_cast<size_t>(r)], dst);
+            SampleWithoutReplacement(src, deg, k, &rng, &scratch[static_cast<size_t>(r)], dst, at);
           }
+        }
+        if (at) {
+          for (int64_t q = 0; q < k; ++q) at[q] += lo;
         }
         std::fill(out_r + pos, out_r + pos + k, r);
         pos += k;
@@ -106,15 +119,20 @@ std::vector<Block> SampleTypedBlocks(const TypedCscView& g, const std::vector<in
   const int num_layers = static_cast<int>(fanouts.size());
   std::vector<Block> blocks(static_cast<size_t>(num_layers));
   const std::vector<int64_t>* frontier = &seeds;
-  std::vector<int64_t> indptr, indices, etypes;
+  std::vector<int64_t> indptr, indices, etypes, edges;
+  const bool edge_data = g.csc.edge_dim > 0 && g.csc.edge_data != nullptr;
   for (int l = num_layers - 1; l >= 0; --l) {
     SampleTypedNeighbors(g, frontier->data(), static_cast<int64_t>(frontier->size()),
                          fanouts[static_cast<size_t>(l)], replace,
                          MixSeed(rng_seed, static_cast<uint64_t>(l)), threads, &indptr, &indices,
-                         &etypes);
+                         &etypes, edge_data ? &edges : nullptr);
     Block& block = blocks[static_cast<size_t>(l)];
     block = ToBlock(*frontier, std::move(indptr), indices);
     block.etypes = std::move(etypes);
+    if (edge_data) {
+      GatherEdgeRows(g.csc, edges, &block.edge_data);
+      block.edge_dim = g.csc.edge_dim;
+    }
     indptr.clear();
     etypes.clear();
     frontier = &block.src_nodes;

@@ -78,16 +78,20 @@ struct TypedCscView {
 // fanouts[r] of its in-edges of relation r (-1: all of them; the
 // replace/without-replacement rules of SampleNeighbors apply per relation),
 // drawn from MixSeed(MixSeed(rng_seed, key), r). Each seed's edges come in
-// relation order; out_etypes gives each sampled edge's relation. Throws
+// relation order; out_etypes gives each sampled edge's relation, and
+// out_edges (when given) its position in the CSC (its row of
+// csc.edge_data). Throws
 // DataError for a seed the CSC does not own and ConfigError when fanouts
 // has another length than num_rels or an entry < -1.
 void SampleTypedNeighbors(const TypedCscView& g, const int64_t* seeds, int64_t num_seeds,
                           const std::vector<int>& fanouts, bool replace, uint64_t rng_seed,
                           int threads, std::vector<int64_t>* out_indptr,
-                          std::vector<int64_t>* out_indices, std::vector<int64_t>* out_etypes);
+                          std::vector<int64_t>* out_indices, std::vector<int64_t>* out_etypes,
+                          std::vector<int64_t>* out_edges = nullptr);
 
 // All layers for `seeds` (fanouts[l][r]: layer l, relation r; DGL's layer
-// order), blocks input -> output with Block::etypes set. Layer l draws with
+// order), blocks input -> output with Block::etypes set, and each sampled
+// edge's row of g.csc.edge_data in Block::edge_data when the CSC has them. Layer l draws with
 // MixSeed(rng_seed, l), as SampleBlocks.
 std::vector<Block> SampleTypedBlocks(const TypedCscView& g, const std::vector<int64_t>& seeds,
                                      const std::vector<std::vector<int>>& fanouts, bool replace,

@@ -63,6 +63,7 @@ std::vector<Slot> SlotsOf(const ShmHeader& h, const std::vector<std::string>& ty
                    DType::kFloat32,
                    {h.type_range[t][1] - h.type_range[t][0], h.type_dim[t]}});
   }
+  if (h.edge_dim > 0) out.push_back({kEdgeFeatFile, DType::kFloat32, {e, h.edge_dim}});
   return out;
 }
 
@@ -147,7 +148,7 @@ ShmHeader HeaderFor(const std::string& name, const PartitionConfig& config, int 
   h.feature_dim = config.hetero() ? 0 : config.feature_dim;
   h.num_classes = config.num_classes;
   h.label_width = config.hetero() ? 0 : config.label_width;
-  h.edge_dim = config.hetero() ? 0 : config.edge_feature_dim;
+  h.edge_dim = config.edge_feature_dim;
   h.graph_num_nodes = config.num_nodes;
   if (!config.hetero() && config.sparse_features) {
     const std::string indices = config.FilePath(part, kFeatIndicesFile);
@@ -269,6 +270,8 @@ HeteroPartitionView TypedView(const ShmHeader& h, const char* b) {
     v.features.push_back(h.type_dim[t] ? reinterpret_cast<const float*>(b + h.offset[slot++])
                                        : nullptr);
   }
+  v.edge_dim = h.edge_dim;
+  if (h.edge_dim > 0) v.edge_data = reinterpret_cast<const float*>(b + h.offset[slot]);
   return v;
 }
 

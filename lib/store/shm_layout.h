@@ -32,7 +32,7 @@ enum TypedSlot {
   kNumTypedFixed
 };
 constexpr int kMaxTypes = 32;
-constexpr int kMaxArrays = kNumTypedFixed + kMaxTypes;
+constexpr int kMaxArrays = kNumTypedFixed + kMaxTypes + 1;  // typed: + the edge features
 constexpr uint64_t kAlign = 64;
 
 // Lives at offset 0 of the segment. Only fixed-size fields, so the layout is
@@ -48,7 +48,8 @@ struct ShmHeader {
   int32_t num_parts;
   int64_t node_start, num_nodes, num_edges, feature_dim, num_classes, graph_num_nodes;
   int64_t label_width;  // plain: 0 for class ids, else float32 label rows [n, label_width]
-  int64_t edge_dim;     // plain: width of the edge data slot after kOrig (0: none)
+  int64_t edge_dim;     // width of the edge data slot (0: none): plain after kOrig, typed
+                        // after the types' features
   int64_t feat_nnz;     // plain, sparse features: stored entries of the CSR slots
   int32_t sparse_feat;  // plain: 1 when the features are CSR slots (kFeat then empty)
   int32_t feat_values;  // sparse_feat: 1 when a values slot follows the column ids

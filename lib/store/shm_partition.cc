@@ -153,6 +153,7 @@ std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
     // the mapped data; a typed partition's sampling keys are computed here.
     p->ReadHeader();
     if (config.hetero()) {
+      p->hetero_view_->edge_dims = config.etype_edge_feature_dims;
       CheckHeteroArrays(config, *p->hetero_view_,
                         reinterpret_cast<int64_t*>(bytes + plan[kTRngKeys].offset));
     } else {
@@ -288,13 +289,14 @@ std::unique_ptr<ShmPartition> ShmPartition::Attach(const std::string& name,
       v.num_edges != info.num_edges() ||
       v.feature_dim != (config.hetero() ? 0 : config.feature_dim) ||
       v.num_classes != config.num_classes || p->hetero_view_.has_value() != config.hetero() ||
-      v.edge_dim != (config.hetero() ? 0 : config.edge_feature_dim)) {
+      (config.hetero() ? p->hetero_view_->edge_dim : v.edge_dim) != config.edge_feature_dim) {
     throw DataError("shared memory segment " + name + " holds partition " +
                     std::to_string(v.part_id) + " of graph '" + p->graph_name_ +
                     "' (config digest " + p->config_digest_.substr(0, 16) +
                     "), expected partition " + std::to_string(part) + " of '" + config.graph_name +
                     "' (config digest " + digest.substr(0, 16) + ")");
   }
+  if (p->hetero_view_) p->hetero_view_->edge_dims = config.etype_edge_feature_dims;
   return p;
 }
 
@@ -312,7 +314,7 @@ void ShmPartition::ReadHeader() {
   if (h->part_id < 0 || h->node_start < 0 || h->num_nodes < 0 || h->num_edges < 0 ||
       h->feature_dim < 0 || h->num_classes < 0 || h->label_width < 0 ||
       h->label_width > kMaxLabelWidth || (h->typed && h->label_width != 0) || h->edge_dim < 0 ||
-      h->edge_dim > kMaxLabelWidth || (h->typed && h->edge_dim != 0) || h->feat_nnz < 0 ||
+      h->edge_dim > kMaxLabelWidth || h->feat_nnz < 0 ||
       (h->sparse_feat != 0 && h->sparse_feat != 1) ||
       (h->feat_values != 0 && h->feat_values != 1) || (h->typed && h->sparse_feat != 0)) {
     bad("negative counts in header");

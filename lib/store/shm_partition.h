@@ -49,7 +49,7 @@ namespace gnn {
 constexpr int kDefaultAttachTimeoutMs = 60000;
 
 // 3: float32 label rows; 4: edge data; 5: sparse feature rows (CSR slots)
-constexpr uint32_t kShmFormatVersion = 5;
+constexpr uint32_t kShmFormatVersion = 6;
 constexpr uint32_t kShmReadyValue = 0x59444552;  // "REDY"
 constexpr size_t kShmHeaderBytes = 4096;
 

@@ -99,7 +99,50 @@ std::string TaskFor(const TrainOptions& o, const PartitionConfig& config) {
 // --edge_weight against the partitioning (training; --inference takes the
 // model file's): sets o->use_edge_weight and says what happens to edge data
 // in one line.
+// A typed graph's edge features: RGCN's messages read them with
+// --edge_feat_mp_op (standalone so far); said in one line either way.
+void ResolveTypedEdgeData(const PartitionConfig& config, TrainOptions* o) {
+  const int64_t width = config.edge_feature_dim;
+  const std::string& op = o->edge_feat_mp_op;
+  o->use_edge_weight = false;
+  o->edge_feat_dim = 0;
+  if (o->edge_weight == "on") {
+    throw ConfigError(
+        "--edge_weight on: typed graphs take edge features (--edge_feat_mp_op), "
+        "not weights");
+  }
+  int64_t featured = 0;
+  for (int64_t d : config.etype_edge_feature_dims) featured += d > 0;
+  const std::string what = std::to_string(featured) + " of " +
+                           std::to_string(config.etypes.size()) + " relations' edges carry up to " +
+                           std::to_string(width) + " features";
+  if (op == "none") {
+    if (width > 0) {
+      GNN_LOG(kWarn) << o->part_config << ": " << what << ", which --model " << o->model
+                     << " does not read (rgcn reads them with --edge_feat_mp_op concat, add, sub "
+                        "or mul)";
+    }
+    return;
+  }
+  if (o->model != "rgcn") {
+    throw ConfigError("--edge_feat_mp_op " + op + ": --model " + o->model +
+                      " does not read a typed graph's edge features (rgcn does)");
+  }
+  if (width == 0) {
+    throw ConfigError("--edge_feat_mp_op " + op + ": " + o->part_config + " has no edge features");
+  }
+  if (!o->standalone) {
+    throw ConfigError("--edge_feat_mp_op " + op +
+                      ": typed edge features are read by --standalone training so far (the "
+                      "servers' typed samples do not carry them yet)");
+  }
+  GNN_LOG(kInfo) << "edge features: " << what << "; rgcn's messages take them (--edge_feat_mp_op "
+                 << op << ": " << (op == "concat" ? "beside" : "combined with")
+                 << " the source's row, through a learned projection per relation)";
+}
+
 void ResolveEdgeData(const PartitionConfig& config, TrainOptions* o) {
+  if (config.hetero()) return ResolveTypedEdgeData(config, o);
   const bool takes = o->model == "gcn" || o->model == "graphsage";
   const int64_t width = config.hetero() ? 0 : config.edge_feature_dim;
   const std::string& op = o->edge_feat_mp_op;

@@ -599,10 +599,17 @@ TEST_CASE(
                 .exit_code == 0);
     const std::string rel = dir / "mag/raw/relations/paper___cites___paper";
     REQUIRE(std::filesystem::exists(rel + "/edge_reltype.csv.gz"));  // structure, not data
-    test::WriteGz(rel + "/edge-feat.csv.gz", "0.5\n");
+    // Features are carried (typed_edge_data_test.cc); edge labels are not.
+    test::WriteGz(rel + "/edge-label.csv.gz", "1\n");
     ExpectCleanFailure(partition(dir / "mag", dir / "out", false),
                        "has edge data (" + rel +
-                           "/edge-feat.csv.gz), which gnn does not carry for typed graphs yet");
+                           "/edge-label.csv.gz), which gnn does not carry for typed graphs yet");
+    CHECK(!std::filesystem::exists(dir / "out"));
+    // A relation's edge-feat.csv.gz of the wrong length: one line naming it.
+    std::filesystem::remove(rel + "/edge-label.csv.gz");
+    test::WriteGz(rel + "/edge-feat.csv.gz", "0.5\n");
+    ExpectCleanFailure(partition(dir / "mag", dir / "out", false),
+                       rel + "/edge-feat.csv.gz is too small");
     CHECK(!std::filesystem::exists(dir / "out"));
   }
   SECTION("chunked edge_data in metadata.json: an edge label") {

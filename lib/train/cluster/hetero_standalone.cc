@@ -145,7 +145,15 @@ class StandaloneHeteroSource : public HeteroSource {
                      const std::vector<std::vector<int>>& fanouts, uint64_t rng_seed) override {
     HeteroBatch b;
     b.seeds = seeds;
-    b.blocks = SampleTypedBlocks(g_, seeds, fanouts, o_.sample_replace, rng_seed, threads_);
+    TypedCscView g = g_;
+    if (o_.edge_feat_mp_op != "none" && part_.edge_dim > 0) {
+      // RGCN's messages take the edges' features (--edge_feat_mp_op, or an
+      // inference run's model file): each sampled edge's row comes with its
+      // block.
+      g.csc.edge_data = part_.edge_data.data();
+      g.csc.edge_dim = part_.edge_dim;
+    }
+    b.blocks = SampleTypedBlocks(g, seeds, fanouts, o_.sample_replace, rng_seed, threads_);
     const size_t T = part_.ntype_ranges.size();
     b.GroupInputsByType(T, [&](int64_t v) { return part_.TypeOf(v); });
     for (size_t t = 0; t < T; ++t) {

@@ -54,6 +54,7 @@ std::string RgcnSignature(const TrainOptions& o, const PartitionConfig& c) {
     << " tables="
     << (o.standalone ? std::string("local") : "servers/" + std::to_string(c.num_parts));
   if (o.model == "rgat") s << " heads=" << o.num_heads << " out_heads=" << o.num_out_heads;
+  if (o.edge_feat_mp_op != "none") s << " edge_feat_mp_op=" << o.edge_feat_mp_op;
   return s.str();
 }
 
@@ -69,10 +70,11 @@ class RgcnLearner : public TypedModel {
         gat_(GatLayers(o)),
         feature_dims_(FeatureDims(config)),
         rel_src_type_(config.RelationSrcTypes()),
-        model_((torch::manual_seed(o.seed),
-                RGCN(feature_dims_, o.num_hidden, o.num_hidden, config.num_classes,
-                     static_cast<int64_t>(config.etypes.size()), o.num_bases, o.num_layers,
-                     o.dropout, o.self_loop, o.model == "rgat" ? &gat_ : nullptr))) {
+        model_(
+            (torch::manual_seed(o.seed),
+             RGCN(feature_dims_, o.num_hidden, o.num_hidden, config.num_classes,
+                  static_cast<int64_t>(config.etypes.size()), o.num_bases, o.num_layers, o.dropout,
+                  o.self_loop, o.model == "rgat" ? &gat_ : nullptr, EdgeOptions(o, config)))) {
     if (static_cast<int>(fanouts_.size()) != o.num_layers) {
       throw ConfigError("--fan_out '" + o.fan_out + "' has " + std::to_string(fanouts_.size()) +
                         " layers but --num_layers is " + std::to_string(o.num_layers));
@@ -257,6 +259,12 @@ class RgcnLearner : public TypedModel {
                  {"fan_out", o_.fan_out},
                  {"epochs", epochs_done},
                  {"saved_epoch", saved_epoch}};
+    if (o_.edge_feat_mp_op != "none") {
+      // Extra keys beyond DGL's RelGraphConv: layers.<l>.edge_proj (and
+      // edge_weight for concat).
+      meta["edge_feat_mp_op"] = o_.edge_feat_mp_op;
+      meta["etype_edge_feature_dims"] = config_.etype_edge_feature_dims;
+    }
     if (o_.model == "rgat") {
       meta["num_heads"] = o_.num_heads;
       meta["num_out_heads"] = o_.num_out_heads;
@@ -340,6 +348,14 @@ class RgcnLearner : public TypedModel {
       out.emplace_back(std::move(name), t);
     }
     return out;
+  }
+
+  static RelEdgeOptions EdgeOptions(const TrainOptions& o, const PartitionConfig& c) {
+    RelEdgeOptions e;
+    if (o.edge_feat_mp_op == "none") return e;
+    e.op = o.edge_feat_mp_op;
+    e.dims = c.etype_edge_feature_dims;
+    return e;
   }
 
   static std::vector<int64_t> FeatureDims(const PartitionConfig& c) {
@@ -484,6 +500,12 @@ class RgcnLearner : public TypedModel {
     for (const Block& blk : b.blocks)
       rbs_.push_back(ToRelationBlock(blk, static_cast<int64_t>(config_.etypes.size())));
     torch::Tensor h0 = Inputs(b, grad);
+    if (model_->takes_edges()) {
+      if (b.input_means) throw DataError("a typed batch of first-layer means for edge features");
+      std::vector<RelEdgeTensors> edges;
+      for (size_t l = 0; l < rbs_.size(); ++l) edges.push_back(ToEdgeTensors(rbs_[l], b.blocks[l]));
+      return model_->forward(rbs_, h0, edges, capture_layer, captured);
+    }
     if (!b.input_means) return model_->forward(rbs_, h0, torch::Tensor(), capture_layer, captured);
     const std::vector<RelationMeans> means = LayerZeroMeans(b, grad);
     return model_->forward(rbs_, h0, model_->EmbedMeans(b.blocks.front().num_dst, means),

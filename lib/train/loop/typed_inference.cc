@@ -48,6 +48,12 @@ std::string Join(const std::vector<std::string>& v) {
   return "[" + out + "]";
 }
 
+std::string Join(const std::vector<int64_t>& v) {
+  std::vector<std::string> text;
+  for (int64_t x : v) text.push_back(std::to_string(x));
+  return Join(text);
+}
+
 std::vector<int64_t> FeatureDims(const PartitionConfig& c) {
   std::vector<int64_t> d = c.ntype_feature_dims;
   d.resize(c.ntypes.size(), 0);
@@ -102,6 +108,18 @@ void TakeTypedMeta(const json& meta, const PartitionConfig& config, const std::s
     o->num_bases = get("num_bases").get<int>();
     o->self_loop = get("self_loop").get<bool>();
     o->fan_out = get("fan_out").get<std::string>();
+    o->edge_feat_mp_op = meta.value("edge_feat_mp_op", std::string("none"));
+    if (o->edge_feat_mp_op != "none") {
+      const auto dims = get("etype_edge_feature_dims").get<std::vector<int64_t>>();
+      if (dims != config.etype_edge_feature_dims) {
+        throw DataError(path + " takes edge features " + Join(dims) + " wide per relation; " +
+                        config.graph_name + " has " + Join(config.etype_edge_feature_dims));
+      }
+      if (!o->standalone) {
+        throw ConfigError(path + " takes typed edge features (--edge_feat_mp_op " +
+                          o->edge_feat_mp_op + "), which only --standalone reads so far");
+      }
+    }
     if (o->model == "rgat") {
       o->num_heads = get("num_heads").get<int>();
       o->num_out_heads = get("num_out_heads").get<int>();

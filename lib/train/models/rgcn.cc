@@ -3,6 +3,7 @@
 // embedding of entity_classify_dist.py.
 #include "train/models/rgcn.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -35,6 +36,29 @@ BlockTensors Placed(const RelationBlock& rb, const torch::Tensor& h) {
 
 }  // namespace
 
+int64_t RelEdgeOptions::width() const {
+  int64_t w = 0;
+  for (int64_t d : dims) w = std::max(w, d);
+  return w;
+}
+
+RelEdgeTensors ToEdgeTensors(const RelationBlock& rb, const Block& block) {
+  if (block.edge_dim < 1 || rb.eids.size() != rb.indices.size() ||
+      static_cast<int64_t>(block.edge_data.size()) != block.num_edges() * block.edge_dim) {
+    throw DataError("RGCN takes edge features, but a block carries " +
+                    std::to_string(block.edge_data.size()) + " edge values for " +
+                    std::to_string(block.num_edges()) + " edges");
+  }
+  RelEdgeTensors t;
+  t.groups.num_dst = rb.num_rels * rb.num_dst;
+  t.groups.num_src = block.num_edges();
+  t.groups.indptr = View(rb.indptr);
+  t.groups.indices = View(rb.eids);
+  t.rows = torch::from_blob(const_cast<float*>(block.edge_data.data()),
+                            {block.num_edges(), block.edge_dim}, torch::kFloat32);
+  return t;
+}
+
 BlockTensors ToTensors(const RelationBlock& rb) {
   BlockTensors t;
   t.num_dst = rb.num_rels * rb.num_dst;
@@ -45,8 +69,8 @@ BlockTensors ToTensors(const RelationBlock& rb) {
 }
 
 RelGraphConvImpl::RelGraphConvImpl(int64_t in, int64_t out, int64_t num_rels, int64_t num_bases,
-                                   bool self_loop)
-    : in_(in), out_(out), num_rels_(num_rels) {
+                                   bool self_loop, const RelEdgeOptions& edges)
+    : in_(in), out_(out), num_rels_(num_rels), edges_(edges) {
   if (in < 1 || out < 1 || num_rels < 1) {
     throw ConfigError("RelGraphConv: in (" + std::to_string(in) + "), out (" + std::to_string(out) +
                       ") and num_rels (" + std::to_string(num_rels) + ") must be positive");
@@ -65,6 +89,25 @@ RelGraphConvImpl::RelGraphConvImpl(int64_t in, int64_t out, int64_t num_rels, in
   torch::nn::init::xavier_uniform_(weight_, gain);
   if (bases) torch::nn::init::xavier_uniform_(coeff_, gain);
   if (self_loop) torch::nn::init::xavier_uniform_(loop_weight_, gain);
+  if (!edges_.used()) return;
+  const std::string& op = edges_.op;
+  if (op != "add" && op != "sub" && op != "mul" && op != "concat") {
+    throw ConfigError("RelGraphConv takes edge features by add, sub, mul or concat, not '" + op +
+                      "'");
+  }
+  if (static_cast<int64_t>(edges_.dims.size()) != num_rels || edges_.width() < 1) {
+    throw ConfigError("RelGraphConv: edge feature widths for " +
+                      std::to_string(edges_.dims.size()) + " of " + std::to_string(num_rels) +
+                      " relations, none wider than 0");
+  }
+  // GraphStorm's edge projection: xavier_uniform_ (gain 1), as a Linear's
+  // weight of each relation.
+  edge_proj_ = register_parameter("edge_proj", torch::empty({num_rels, edges_.width(), in}));
+  torch::nn::init::xavier_uniform_(edge_proj_);
+  if (op == "concat") {
+    edge_weight_ = register_parameter("edge_weight", torch::empty({num_rels, in, out}));
+    torch::nn::init::xavier_uniform_(edge_weight_, gain);
+  }
 }
 
 torch::Tensor RelGraphConvImpl::RelationWeight() const {
@@ -73,8 +116,36 @@ torch::Tensor RelGraphConvImpl::RelationWeight() const {
   return coeff_.matmul(weight_.reshape({num_bases, in_ * out_})).view({num_rels_, in_, out_});
 }
 
+torch::Tensor RelGraphConvImpl::MulMeans(const BlockTensors& relation_block,
+                                         const torch::Tensor& h_src, const RelEdgeTensors& e) {
+  // Each edge's message h_src * e P_r in relation-block order (relation r's
+  // edges are one run), then the runs' means by destination.
+  const torch::Tensor ptr = e.groups.indptr.cpu();
+  const int64_t* p = ptr.data_ptr<int64_t>();
+  const int64_t num_dst = e.groups.num_dst / num_rels_;
+  const torch::Tensor rows = e.rows.index_select(0, e.groups.indices);
+  std::vector<torch::Tensor> scale;
+  for (int64_t r = 0; r < num_rels_; ++r) {
+    const int64_t a = p[r * num_dst], b = p[(r + 1) * num_dst];
+    if (edges_.dims[static_cast<size_t>(r)] == 0) {
+      scale.push_back(torch::ones({b - a, in_}, h_src.options()));
+    } else {
+      scale.push_back(rows.slice(0, a, b).to(edge_proj_.device()).matmul(edge_proj_[r]));
+    }
+  }
+  const torch::Tensor messages = h_src.index_select(0, relation_block.indices) * torch::cat(scale);
+  BlockTensors by_edge;
+  by_edge.num_dst = relation_block.num_dst;
+  by_edge.num_src = messages.size(0);
+  by_edge.indptr = relation_block.indptr;
+  by_edge.indices = torch::arange(
+      messages.size(0),
+      torch::TensorOptions().dtype(torch::kInt64).device(relation_block.indptr.device()));
+  return MeanAggregate(by_edge, messages);
+}
+
 torch::Tensor RelGraphConvImpl::forward(const BlockTensors& relation_block, int64_t num_dst,
-                                        const torch::Tensor& h_src) {
+                                        const torch::Tensor& h_src, const RelEdgeTensors* edges) {
   if (h_src.dim() != 2 || h_src.size(0) != relation_block.num_src || h_src.size(1) != in_) {
     throw DataError("RelGraphConv: input is " + ShapeText(h_src) + ", expected [" +
                     std::to_string(relation_block.num_src) + ", " + std::to_string(in_) + "]");
@@ -91,7 +162,28 @@ torch::Tensor RelGraphConvImpl::forward(const BlockTensors& relation_block, int6
   // Summing the bmm's [R, num_dst, out] beats one [num_dst, R * in] GEMM,
   // which would need a transposed copy of the (wider, as in >= out is the
   // common case) aggregated input.
-  return ForwardMeans(MeanAggregate(relation_block, h_src), h_src.slice(0, 0, num_dst));
+  const torch::Tensor h_dst = h_src.slice(0, 0, num_dst);
+  if (!edge_proj_.defined()) return ForwardMeans(MeanAggregate(relation_block, h_src), h_dst);
+  if (edges == nullptr || edges->rows.dim() != 2 || edges->rows.size(1) != edges_.width() ||
+      edges->groups.num_dst != relation_block.num_dst) {
+    throw DataError("RelGraphConv takes edge features of width " + std::to_string(edges_.width()) +
+                    ": the block's are " +
+                    (edges ? ShapeText(edges->rows) : std::string("missing")));
+  }
+  if (edges_.op == "mul") return ForwardMeans(MulMeans(relation_block, h_src, *edges), h_dst);
+  // The mean is linear: mean_r(h op e P_r) = mean_r(h) op mean_r(e) P_r,
+  // so the edge rows are averaged once per group and projected per
+  // relation by one batched GEMM.
+  const torch::Tensor projected = torch::bmm(MeanAggregate(edges->groups, edges->rows)
+                                                 .to(h_src.device())
+                                                 .view({num_rels_, num_dst, edges_.width()}),
+                                             edge_proj_);  // [R, num_dst, in]
+  torch::Tensor mean = MeanAggregate(relation_block, h_src);
+  if (edges_.op == "concat") {
+    return ForwardMeans(mean, h_dst) + torch::bmm(projected, edge_weight_).sum(0);
+  }
+  const torch::Tensor flat = projected.view({num_rels_ * num_dst, in_});
+  return ForwardMeans(edges_.op == "add" ? mean + flat : mean - flat, h_dst);
 }
 
 torch::Tensor RelGraphConvImpl::ForwardMeans(const torch::Tensor& mean,
@@ -110,12 +202,18 @@ torch::Tensor RelGraphConvImpl::ForwardMeans(const torch::Tensor& mean,
 
 RGCNImpl::RGCNImpl(std::vector<int64_t> feature_dims, int64_t embed, int64_t hidden,
                    int64_t classes, int64_t num_rels, int64_t num_bases, int num_layers,
-                   double dropout, bool self_loop, const GatOptions* gat)
+                   double dropout, bool self_loop, const GatOptions* gat,
+                   const RelEdgeOptions& edges)
     : feature_dims_(std::move(feature_dims)),
       embed_(embed),
       num_rels_(num_rels),
       dropout_(dropout),
-      gat_(gat != nullptr) {
+      gat_(gat != nullptr),
+      edges_(edges) {
+  if (gat && edges.used()) {
+    throw ConfigError("--edge_feat_mp_op " + edges.op +
+                      ": rgat does not take typed edge features yet (rgcn does)");
+  }
   if (feature_dims_.empty()) throw ConfigError("RGCN: no node types");
   if (num_layers < 1) {
     throw ConfigError("RGCN: num_layers is " + std::to_string(num_layers) + ", must be >= 1");
@@ -147,7 +245,7 @@ RGCNImpl::RGCNImpl(std::vector<int64_t> feature_dims, int64_t embed, int64_t hid
   layers_ = register_module("layers", torch::nn::ModuleList());
   for (int l = 0; l < num_layers; ++l) {
     if (!gat) {
-      layers_->push_back(RelGraphConv(dims[l], dims[l + 1], num_rels, num_bases, self_loop));
+      layers_->push_back(RelGraphConv(dims[l], dims[l + 1], num_rels, num_bases, self_loop, edges));
       continue;
     }
     const bool last = l + 1 == num_layers;
@@ -237,10 +335,27 @@ torch::Tensor RGCNImpl::forward(const std::vector<RelationBlock>& blocks, torch:
 }
 
 torch::Tensor RGCNImpl::forward(const std::vector<RelationBlock>& blocks, torch::Tensor h0,
+                                const std::vector<RelEdgeTensors>& edges, int capture_layer,
+                                torch::Tensor* captured) {
+  return Run(blocks, std::move(h0), torch::Tensor(), &edges, capture_layer, captured);
+}
+
+torch::Tensor RGCNImpl::forward(const std::vector<RelationBlock>& blocks, torch::Tensor h0,
                                 const torch::Tensor& means0, int capture_layer,
                                 torch::Tensor* captured) {
+  return Run(blocks, std::move(h0), means0, nullptr, capture_layer, captured);
+}
+
+torch::Tensor RGCNImpl::Run(const std::vector<RelationBlock>& blocks, torch::Tensor h0,
+                            const torch::Tensor& means0, const std::vector<RelEdgeTensors>* edges,
+                            int capture_layer, torch::Tensor* captured) {
   if (means0.defined() && gat_) {
     throw ConfigError("RGAT attends over every source: its first layer cannot take means");
+  }
+  if (edges_.used() &&
+      (means0.defined() || edges == nullptr || static_cast<int>(edges->size()) != num_layers())) {
+    throw DataError("RGCN takes edge features: every layer's block needs its edge rows" +
+                    std::string(means0.defined() ? " (not the first layer's means)" : ""));
   }
   if (static_cast<int>(blocks.size()) != num_layers()) {
     throw DataError("RGCN: " + std::to_string(blocks.size()) + " blocks for " +
@@ -260,7 +375,9 @@ torch::Tensor RGCNImpl::forward(const std::vector<RelationBlock>& blocks, torch:
       torch::Tensor heads = layers_[l]->as<RelGATConvImpl>()->forward(ToTensors(rb), rb.num_dst, h);
       h = last ? heads.mean(1) : heads.flatten(1);
     } else {
-      h = layers_[l]->as<RelGraphConvImpl>()->forward(Placed(rb, h), rb.num_dst, h);
+      h = layers_[l]->as<RelGraphConvImpl>()->forward(
+          Placed(rb, h), rb.num_dst, h,
+          edges_.used() ? &(*edges)[static_cast<size_t>(l)] : nullptr);
     }
     if (!last) {
       h = torch::relu(h);

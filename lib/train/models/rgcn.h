@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sampling/block.h"
@@ -28,22 +29,52 @@ namespace gnn {
 // tensors.
 BlockTensors ToTensors(const RelationBlock& rb);
 
+// How an RGCN layer takes edge features (GraphStorm's edge_feat_mp_op):
+// `op` add, sub, mul or concat ("none": it takes none); dims[r] the
+// features of relation r's edges (0: none), the widest being the width of
+// the block's edge rows (a narrower relation's rows are 0 past its width).
+struct RelEdgeOptions {
+  std::string op = "none";
+  std::vector<int64_t> dims;
+  int64_t width() const;
+  bool used() const { return op != "none"; }
+};
+
+// A layer's edge features: the relation block's groups over the block's
+// edges (indptr of the relation block, indices its eids, num_src the
+// block's edge count) and the block's edge rows [edges, width].
+struct RelEdgeTensors {
+  BlockTensors groups;
+  torch::Tensor rows;
+};
+
+// The views of `rb` (which must carry eids) and `block`'s edge rows; `rb`
+// and `block` must outlive them. DataError when the block has no edge rows.
+RelEdgeTensors ToEdgeTensors(const RelationBlock& rb, const Block& block);
+
 // One RGCN layer. Parameters, in registration order: "weight" ([R, in, out]
 // full, or [B, in, out] bases), "coeff" ([R, B], bases only), "h_bias"
-// ([out], zeros), "loop_weight" ([in, out], with self_loop only).
+// ([out], zeros), "loop_weight" ([in, out], with self_loop only); with
+// edge features (RelEdgeOptions) "edge_proj" ([R, width, in]: relation r's
+// projection of its edges' features to the source rows' width), and for
+// concat "edge_weight" ([R, in, out]). A message is then h_src op e P_r
+// (add, sub, mul; mul only on relations with features), or [h_src, e P_r]
+// times [W_r; E_r] for concat: mean_r(h_src) W_r + mean_r(e) P_r E_r.
 class RelGraphConvImpl : public torch::nn::Module {
  public:
   // num_bases <= 0 or >= num_rels: one full weight per relation; otherwise
   // the basis decomposition W_r = sum_b coeff[r, b] V_b. Weights, coeff and
   // loop_weight start as DGL's: xavier_uniform_ with gain sqrt(2).
-  // ConfigError on a non-positive size.
-  RelGraphConvImpl(int64_t in, int64_t out, int64_t num_rels, int64_t num_bases, bool self_loop);
+  // ConfigError on a non-positive size or an unknown edge op.
+  RelGraphConvImpl(int64_t in, int64_t out, int64_t num_rels, int64_t num_bases, bool self_loop,
+                   const RelEdgeOptions& edges = RelEdgeOptions());
   // relation_block: ToTensors(ToRelationBlock(...)) of this layer's block;
   // h_src [num_src, in], the num_dst destination rows first. Returns
   // [num_dst, out] = sum_r mean_r(h_src) W_r + h_dst W_loop + h_bias (no
   // activation). DataError on mismatched shapes.
+  // `edges`: the block's edge features, needed when the layer takes them.
   torch::Tensor forward(const BlockTensors& relation_block, int64_t num_dst,
-                        const torch::Tensor& h_src);
+                        const torch::Tensor& h_src, const RelEdgeTensors* edges = nullptr);
   // The same from the means computed elsewhere: mean [num_rels * num_dst,
   // in] (row r * num_dst + d: relation r's mean at destination d, zero for
   // none), h_dst [num_dst, in] the destinations' own rows.
@@ -54,8 +85,14 @@ class RelGraphConvImpl : public torch::nn::Module {
   bool has_bases() const { return coeff_.defined(); }
 
  private:
+  // relation_block's per-(relation, destination) mean of the messages h_src
+  // op e P_r (edge_op_ mul).
+  torch::Tensor MulMeans(const BlockTensors& relation_block, const torch::Tensor& h_src,
+                         const RelEdgeTensors& edges);
+
   int64_t in_, out_, num_rels_;
-  torch::Tensor weight_, coeff_, h_bias_, loop_weight_;
+  RelEdgeOptions edges_;
+  torch::Tensor weight_, coeff_, h_bias_, loop_weight_, edge_proj_, edge_weight_;
 };
 TORCH_MODULE(RelGraphConv);
 
@@ -94,9 +131,10 @@ class RGCNImpl : public torch::nn::Module {
   // feature_dims[t] = width of type t's features, 0 for a featureless type
   // (its embedding rows are given to Embed). ConfigError on a bad size,
   // num_layers < 1 or dropout outside [0, 1).
+  // `edges`: every layer takes the edges' features so (RGCN only).
   RGCNImpl(std::vector<int64_t> feature_dims, int64_t embed, int64_t hidden, int64_t classes,
            int64_t num_rels, int64_t num_bases, int num_layers, double dropout, bool self_loop,
-           const GatOptions* gat = nullptr);
+           const GatOptions* gat = nullptr, const RelEdgeOptions& edges = RelEdgeOptions());
   // The layer-0 input [num_src, embed]: each type's rows (times its
   // projection when it has features) placed at their positions by one
   // differentiable index_copy; rows no type covers stay zero. inputs[t] is
@@ -106,8 +144,12 @@ class RGCNImpl : public torch::nn::Module {
   torch::Tensor Embed(int64_t num_src, const std::vector<TypedInput>& inputs);
   // One relation block per layer, input -> output; h0 [blocks[0].num_src,
   // embed]. Returns [blocks.back().num_dst, classes]. DataError when the
-  // blocks do not match the layers.
+  // blocks do not match the layers. `edges` (one per layer) when the model
+  // takes edge features.
   torch::Tensor forward(const std::vector<RelationBlock>& blocks, torch::Tensor h0);
+  torch::Tensor forward(const std::vector<RelationBlock>& blocks, torch::Tensor h0,
+                        const std::vector<RelEdgeTensors>& edges, int capture_layer = -1,
+                        torch::Tensor* captured = nullptr);
   // The same with the first layer's means given (EmbedMeans): h0 is then
   // [blocks[0].num_dst, embed], the destinations' own rows. RGCN only (RGAT
   // attends over every source: ConfigError).
@@ -124,13 +166,19 @@ class RGCNImpl : public torch::nn::Module {
   // zero. DataError on a bad shape or row.
   torch::Tensor EmbedMeans(int64_t num_dst, const std::vector<RelationMeans>& means);
   int num_layers() const { return static_cast<int>(layers_->size()); }
+  bool takes_edges() const { return edges_.used(); }
 
  private:
+  torch::Tensor Run(const std::vector<RelationBlock>& blocks, torch::Tensor h0,
+                    const torch::Tensor& means0, const std::vector<RelEdgeTensors>* edges,
+                    int capture_layer, torch::Tensor* captured);
+
   std::vector<int64_t> feature_dims_;
   int64_t embed_;
   int64_t num_rels_;
   double dropout_;
   bool gat_ = false;
+  RelEdgeOptions edges_;
   std::vector<torch::Tensor> projs_;  // [type]; undefined for featureless types
   torch::nn::ModuleList layers_;
 };
