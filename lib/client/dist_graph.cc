@@ -154,6 +154,8 @@ void DistGraph::AttachTyped(const DistGraphOptions& o) {
   hetero_csc_.csc = CscView{hp.indptr, hp.indices, hp.node_start, hp.num_nodes, hp.rng_keys};
   hetero_csc_.etypes = hp.etypes;
   hetero_csc_.num_rels = static_cast<int64_t>(config_.etypes.size());
+  hetero_csc_.csc.edge_data = hp.edge_data;
+  hetero_csc_.csc.edge_dim = hp.edge_data ? hp.edge_dim : 0;
 }
 
 DistGraph::~DistGraph() = default;
@@ -187,10 +189,8 @@ std::vector<std::vector<size_t>> DistGraph::ByOwner(const std::vector<int64_t>& 
 }
 
 void DistGraph::SetEdgeData(bool on) {
-  if (on && (config_.hetero() || config_.edge_feature_dim == 0)) {
-    throw ConfigError(options_.part_config + " has no edge data to sample (" +
-                      (config_.hetero() ? "typed graphs carry none yet" : "edge_feature_dim 0") +
-                      ")");
+  if (on && config_.edge_feature_dim == 0) {
+    throw ConfigError(options_.part_config + " has no edge data to sample (edge_feature_dim 0)");
   }
   options_.edge_data = on;
 }

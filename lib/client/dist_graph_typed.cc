@@ -24,6 +24,8 @@ std::vector<Block> DistGraph::SampleTypedBlocks(const std::vector<int64_t>& seed
                                                 bool replace, uint64_t rng_seed) {
   std::vector<Block> blocks(fanouts.size());
   std::vector<int64_t> frontier = seeds;
+  const int64_t edge_dim = this->edge_dim();  // 0 unless the model reads edge features
+  const size_t ew = static_cast<size_t>(edge_dim);
   const auto deadline_of = [&] { return std::chrono::steady_clock::now() + options_.timeout; };
   for (int l = static_cast<int>(fanouts.size()) - 1; l >= 0; --l) {
     const auto pos = ByOwner(frontier);
@@ -38,6 +40,7 @@ std::vector<Block> DistGraph::SampleTypedBlocks(const std::vector<int64_t>& seed
       asked[p].replace = replace;
       asked[p].rng_seed = MixSeed(rng_seed, static_cast<uint64_t>(l));
       asked[p].coding = options_.id_coding;
+      asked[p].edge_data = edge_dim > 0;
       for (size_t i : pos[p]) asked[p].seeds.push_back(frontier[i]);
       if (p == hetero_part_) continue;
       Message req = asked[p].Encode(0);
@@ -49,16 +52,25 @@ std::vector<Block> DistGraph::SampleTypedBlocks(const std::vector<int64_t>& seed
     if (hetero_part_ >= 0 && !asked[hetero_part_].seeds.empty()) {
       const std::vector<int> f(fanouts[l].begin(), fanouts[l].end());
       net::TypedSampleReply& mine = got[hetero_part_];
+      std::vector<int64_t> edges;
       SampleTypedNeighbors(hetero_csc_, asked[hetero_part_].seeds.data(),
                            static_cast<int64_t>(asked[hetero_part_].seeds.size()), f, replace,
                            asked[hetero_part_].rng_seed, 1, &mine.indptr, &mine.indices,
-                           &mine.etypes);
+                           &mine.etypes, edge_dim > 0 ? &edges : nullptr);
+      if (edge_dim > 0) {
+        if (hetero_csc_.csc.edge_dim != edge_dim) {
+          throw DataError("the shared-memory partition " + std::to_string(hetero_part_) +
+                          " holds no edge features");
+        }
+        GatherEdgeRows(hetero_csc_.csc, edges, &mine.edge_data);
+        mine.edge_dim = edge_dim;
+      }
     }
     for (int p = 0; p < parts; ++p) {
       if (!calls[p].first) continue;
       Message r = calls[p].first->Finish(calls[p].second, deadline, "TypedSample");
-      got[p] =
-          net::TypedSampleReply::Decode(r, asked[p], config_.num_nodes, calls[p].first->peer());
+      got[p] = net::TypedSampleReply::Decode(r, asked[p], config_.num_nodes, calls[p].first->peer(),
+                                             edge_dim);
       for (const auto& f : r.frames) wire_bytes_ += f.size();
     }
     // Merge back into the frontier's order.
@@ -70,6 +82,7 @@ std::vector<Block> DistGraph::SampleTypedBlocks(const std::vector<int64_t>& seed
     for (size_t i = 0; i < frontier.size(); ++i) indptr[i + 1] += indptr[i];
     indices.resize(static_cast<size_t>(indptr.back()));
     etypes.resize(indices.size());
+    std::vector<float> edge_rows(indices.size() * ew);
     for (int p = 0; p < parts; ++p) {
       for (size_t j = 0; j < pos[p].size(); ++j) {
         const int64_t b = got[p].indptr[j], e = got[p].indptr[j + 1];
@@ -77,10 +90,19 @@ std::vector<Block> DistGraph::SampleTypedBlocks(const std::vector<int64_t>& seed
                   indices.begin() + indptr[pos[p][j]]);
         std::copy(got[p].etypes.begin() + b, got[p].etypes.begin() + e,
                   etypes.begin() + indptr[pos[p][j]]);
+        if (ew > 0) {
+          std::copy(got[p].edge_data.begin() + b * edge_dim,
+                    got[p].edge_data.begin() + e * edge_dim,
+                    edge_rows.begin() + indptr[pos[p][j]] * edge_dim);
+        }
       }
     }
     blocks[l] = ToBlock(frontier, std::move(indptr), indices);
     blocks[l].etypes = std::move(etypes);
+    if (ew > 0) {
+      blocks[l].edge_dim = edge_dim;
+      blocks[l].edge_data = std::move(edge_rows);
+    }
     frontier = blocks[l].src_nodes;
   }
   return blocks;
@@ -96,7 +118,7 @@ HeteroBatch DistGraph::MakeTypedBatch(const std::vector<int64_t>& seeds,
   b.blocks = SampleTypedBlocks(seeds, fanouts, replace, rng_seed);
   const size_t T = config_.ntypes.size();
   const auto type_of = [&](int64_t v) { return config_.NtypeOf(v); };
-  if (options_.aggregate_at_owner) {
+  if (options_.aggregate_at_owner && edge_dim() == 0) {
     // The first layer reads its destinations' own rows and, per relation,
     // the means of their sources' rows: a featured type's summed where the
     // rows live.

@@ -306,6 +306,13 @@ Message EncodeTypedMiniBatch(const HeteroBatch& b, uint64_t request_id) {
   if (b.cache_lookups > 0) h.Add(Key::kCacheLookups, static_cast<int64_t>(b.cache_lookups));
   if (b.cache_hits > 0) h.Add(Key::kCacheHits, static_cast<int64_t>(b.cache_hits));
   if (b.input_means) h.Add(Key::kInputMeans, 1);
+  // Edge rows (RGCN with edge features; never with input means): every
+  // block's, in block order, one last frame.
+  const int64_t edge_dim = b.blocks.front().edge_dim;
+  if (edge_dim > 0) {
+    if (b.input_means) throw DataError("a typed mini-batch of means carries no edge rows");
+    h.Add(Key::kEdgeDim, edge_dim);
+  }
   AddArray(&m, b.seeds);
   AddArray(&m, b.labels);
   size_t floats = 0;
@@ -337,6 +344,17 @@ Message EncodeTypedMiniBatch(const HeteroBatch& b, uint64_t request_id) {
     for (const std::vector<float>& r : b.means) means.insert(means.end(), r.begin(), r.end());
     AddArray(&m, means);
   }
+  if (edge_dim > 0) {
+    std::vector<float> rows;
+    for (const Block& blk : b.blocks) {
+      if (blk.edge_dim != edge_dim ||
+          blk.edge_data.size() != blk.indices.size() * static_cast<size_t>(edge_dim)) {
+        throw DataError("a typed mini-batch's blocks carry edge rows of different widths");
+      }
+      rows.insert(rows.end(), blk.edge_data.begin(), blk.edge_data.end());
+    }
+    AddArray(&m, rows);
+  }
   return m;
 }
 
@@ -346,8 +364,12 @@ HeteroBatch DecodeTypedMiniBatch(const Message& m, const TypedBatchSchema& schem
   };
   const FieldReader r(m, MsgType::kTypedMiniBatch,
                       {Key::kIndex, Key::kBlocks, Key::kTypes, Key::kRelationWidth, Key::kWireBytes,
-                       Key::kCacheLookups, Key::kCacheHits, Key::kInputMeans});
+                       Key::kCacheLookups, Key::kCacheHits, Key::kInputMeans, Key::kEdgeDim});
   const bool means = r.Flag(Key::kInputMeans);
+  const int64_t edge_dim = r.Get(Key::kEdgeDim, 0);
+  if (r.Has(Key::kEdgeDim) && (edge_dim < 1 || edge_dim > kMaxEdgeDataWidth || means)) {
+    fail("edge data width " + std::to_string(edge_dim));
+  }
   const int64_t num_blocks = r.Get(Key::kBlocks), num_types = r.Get(Key::kTypes);
   const int64_t relation_width = r.Get(Key::kRelationWidth);
   const int64_t wire_bytes = r.Get(Key::kWireBytes, 0);
@@ -360,7 +382,8 @@ HeteroBatch DecodeTypedMiniBatch(const Message& m, const TypedBatchSchema& schem
     fail(std::to_string(num_types) + " node types, the graph has " +
          std::to_string(schema.feature_dims.size()));
   }
-  if (m.frames.size() != static_cast<size_t>(3 + 4 * num_blocks + (means ? 1 : 0))) {
+  if (m.frames.size() !=
+      static_cast<size_t>(3 + 4 * num_blocks + (means ? 1 : 0) + (edge_dim > 0 ? 1 : 0))) {
     fail("frame count");
   }
   HeteroBatch b;
@@ -384,6 +407,20 @@ HeteroBatch DecodeTypedMiniBatch(const Message& m, const TypedBatchSchema& schem
     }
   }
   CheckBlocks(b.seeds, &b.blocks, fail);
+  if (edge_dim > 0) {
+    size_t n = 0;
+    const float* rows = m.Array<float>(static_cast<size_t>(3 + 4 * num_blocks), &n);
+    size_t at = 0;
+    const size_t w = static_cast<size_t>(edge_dim);
+    for (Block& blk : b.blocks) {
+      const size_t want = blk.indices.size() * w;
+      if (want > n - at) fail("edge rows do not cover the blocks' edges");
+      blk.edge_dim = edge_dim;
+      blk.edge_data.assign(rows + at, rows + at + want);
+      at += want;
+    }
+    if (at != n) fail("edge rows beyond the blocks' edges");
+  }
   try {
     b.GroupInputsByType(static_cast<size_t>(num_types), schema.type_of,
                         means ? b.blocks.front().num_dst : -1);

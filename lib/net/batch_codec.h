@@ -75,7 +75,9 @@ struct TypedBatchSchema {
 // width, RelationWidth), wire_bytes and every featured type's rows; not its
 // positions and ids (the receiver groups block 0's sources again). An
 // input_means batch adds that flag and one frame: every relation's means in
-// relation order. At most 7 blocks (one message's frames).
+// relation order; a batch whose blocks carry edge rows (never with means)
+// adds field edge_dim and one frame: every block's rows in block order.
+// At most 7 blocks (one message's frames).
 Message EncodeTypedMiniBatch(const HeteroBatch& b, uint64_t request_id);
 // Validates what DecodeMiniBatch does for the blocks (plus at least one
 // block, relation ids in [0, num_rels) beside every edge), groups block 0's

@@ -124,15 +124,17 @@ Message TypedSampleRequest::Encode(uint64_t request_id) const {
                            {Key::kRelations, static_cast<int64_t>(fanouts.size())}});
   for (int64_t f : fanouts) m.header.Add(Key::kFanout, f);
   PutCoding(&m, coding);
+  if (edge_data) m.header.Add(Key::kEdgeData, 1);
   AddInts(&m, seeds, coding);
   return m;
 }
 
 TypedSampleRequest TypedSampleRequest::Decode(const Message& m) {
   constexpr MsgType kType = MsgType::kTypedSample;
-  const FieldReader f(m, kType,
-                      {Key::kReplace, Key::kRngSeed, Key::kRelations, Key::kFanout, Key::kCoding},
-                      {Key::kFanout});
+  const FieldReader f(
+      m, kType,
+      {Key::kReplace, Key::kRngSeed, Key::kRelations, Key::kFanout, Key::kCoding, Key::kEdgeData},
+      {Key::kFanout});
   const int64_t relations = f.Get(Key::kRelations);
   if (relations < 1 || relations > kMaxRelations) {
     Malformed(kType, "bad relation count in " + m.header.DebugString());
@@ -147,6 +149,7 @@ TypedSampleRequest TypedSampleRequest::Decode(const Message& m) {
               N(r.fanouts.size()) + " fanouts for " + std::to_string(relations) + " relations");
   }
   r.coding = CodingOf(f, kType);
+  r.edge_data = f.Flag(Key::kEdgeData);
   r.seeds = ReadInts(m, 0, r.coding, kMaxRequestValues);
   return r;
 }
@@ -157,12 +160,18 @@ Message TypedSampleReply::Encode(uint64_t request_id) const {
   AddInts(&m, indices, coding);
   m.header.Add(Key::kRelationWidth, AddRelations(&m, etypes));
   PutCoding(&m, coding);
+  if (edge_dim > 0) {
+    m.header.Add(Key::kEdgeDim, edge_dim);
+    AddArray(&m, edge_data);
+  }
   return m;
 }
 
 TypedSampleReply TypedSampleReply::Decode(const Message& m) {
-  const FieldReader f(m, MsgType::kTypedSampleReply, {Key::kRelationWidth, Key::kCoding});
-  f.Frames(3);
+  const FieldReader f(m, MsgType::kTypedSampleReply,
+                      {Key::kRelationWidth, Key::kCoding, Key::kEdgeDim});
+  const bool edges = f.Has(Key::kEdgeDim);
+  f.Frames(edges ? 4 : 3);
   const int64_t width = f.Get(Key::kRelationWidth);
   const IdCoding c = CodingOf(f, MsgType::kTypedSampleReply);
   TypedSampleReply r{ReadInts(m, 0, c, kMaxReplyValues), ReadInts(m, 1, c, kMaxReplyValues),
@@ -175,16 +184,37 @@ TypedSampleReply TypedSampleReply::Decode(const Message& m) {
   for (size_t k = 0; k + 1 < r.indptr.size(); ++k) {
     if (r.indptr[k + 1] < r.indptr[k]) Malformed(MsgType::kTypedSampleReply, "offsets decrease");
   }
+  if (edges) {
+    r.edge_dim = f.Get(Key::kEdgeDim);
+    if (r.edge_dim < 1 || r.edge_dim > kMaxEdgeDataWidth) {
+      Malformed(MsgType::kTypedSampleReply, "edge data width " + std::to_string(r.edge_dim));
+    }
+    size_t floats = 0;
+    const float* rows = m.Array<float>(3, &floats);
+    if (floats % static_cast<size_t>(r.edge_dim) != 0 ||
+        floats / static_cast<size_t>(r.edge_dim) != r.indices.size()) {
+      Malformed(MsgType::kTypedSampleReply, std::to_string(floats) + " edge data values for " +
+                                                std::to_string(r.indices.size()) +
+                                                " edges of width " + std::to_string(r.edge_dim));
+    }
+    r.edge_data.assign(rows, rows + floats);
+  }
   return r;
 }
 
 TypedSampleReply TypedSampleReply::Decode(const Message& m, const TypedSampleRequest& asked,
-                                          int64_t num_nodes, const std::string& peer) {
+                                          int64_t num_nodes, const std::string& peer,
+                                          int64_t edge_dim) {
   TypedSampleReply r;
   try {
     r = Decode(m);
   } catch (const ProtocolError& e) {
     Bad(peer, std::string("a ") + e.what());
+  }
+  const int64_t want = asked.edge_data ? edge_dim : 0;
+  if (r.edge_dim != want) {
+    Bad(peer, "a TypedSampleReply with edge data " + std::to_string(r.edge_dim) + " wide where " +
+                  std::to_string(want) + " was asked");
   }
   const size_t n = asked.seeds.size();
   const int64_t R = static_cast<int64_t>(asked.fanouts.size());

@@ -53,6 +53,9 @@ struct TypedSampleRequest {
   bool replace = false;
   uint64_t rng_seed = 0;
   IdCoding coding = IdCoding::kInt64;  // of the seeds, and of the reply's ids and offsets
+  // Ask for each sampled edge's row of the partition's edge_feat.npy too
+  // (field edge_data, sent only when set).
+  bool edge_data = false;
   std::string DebugString() const;
   Message Encode(uint64_t request_id) const;
   static TypedSampleRequest Decode(const Message& m);
@@ -61,14 +64,19 @@ struct TypedSampleRequest {
 struct TypedSampleReply {
   std::vector<int64_t> indptr, indices, etypes;
   IdCoding coding = IdCoding::kInt64;  // of indptr and indices
+  // Asked for (TypedSampleRequest::edge_data): [indices.size(), edge_dim]
+  // float32, a 4th frame, its width in field edge_dim.
+  int64_t edge_dim = 0;
+  std::vector<float> edge_data{};
   // etypes travel in the narrowest width that holds them (RelationWidth).
   Message Encode(uint64_t request_id) const;
   // Shapes only (relation ids below kMaxRelations).
   static TypedSampleReply Decode(const Message& m);
   // Also: one row per asked seed, no relation's run longer than its fanout
-  // (and runs in relation order), ids inside [0, num_nodes).
+  // (and runs in relation order), ids inside [0, num_nodes), and edge rows
+  // `edge_dim` wide exactly when asked.
   static TypedSampleReply Decode(const Message& m, const TypedSampleRequest& asked,
-                                 int64_t num_nodes, const std::string& peer);
+                                 int64_t num_nodes, const std::string& peer, int64_t edge_dim = 0);
 };
 
 struct PullTyped {

@@ -24,6 +24,8 @@ HeteroServing::HeteroServing(const PartitionConfig& config, const HeteroPartitio
   g_.csc = CscView{part_.indptr, part_.indices, part_.node_start, part_.num_nodes, part_.rng_keys};
   g_.etypes = part_.etypes;
   g_.num_rels = static_cast<int64_t>(config.etypes.size());
+  g_.csc.edge_data = part_.edge_data;  // the stored in-edges' features, when the graph has some
+  g_.csc.edge_dim = part_.edge_data ? part_.edge_dim : 0;
   tables_.resize(config.ntypes.size());
   specs_.resize(config.ntypes.size());
 }
@@ -90,11 +92,20 @@ Message HeteroServing::OnTypedSample(const Message& req) {
                     " neighbours, more than the limit of " +
                     std::to_string(net::kMaxSampledPerRequest) + " per request");
   }
+  if (r.edge_data && g_.csc.edge_dim == 0) {
+    throw DataError("TypedSample asks for edge data; " + config_.graph_name + " has none");
+  }
   std::vector<int> fanouts(r.fanouts.begin(), r.fanouts.end());
   net::TypedSampleReply rep;
   rep.coding = r.coding;
+  std::vector<int64_t> edges;
   SampleTypedNeighbors(g_, r.seeds.data(), static_cast<int64_t>(r.seeds.size()), fanouts, r.replace,
-                       r.rng_seed, 1, &rep.indptr, &rep.indices, &rep.etypes);
+                       r.rng_seed, 1, &rep.indptr, &rep.indices, &rep.etypes,
+                       r.edge_data ? &edges : nullptr);
+  if (r.edge_data) {
+    GatherEdgeRows(g_.csc, edges, &rep.edge_data);
+    rep.edge_dim = g_.csc.edge_dim;
+  }
   return rep.Encode(req.header.request_id);
 }
 

@@ -99,8 +99,8 @@ std::string TaskFor(const TrainOptions& o, const PartitionConfig& config) {
 // --edge_weight against the partitioning (training; --inference takes the
 // model file's): sets o->use_edge_weight and says what happens to edge data
 // in one line.
-// A typed graph's edge features: RGCN's messages read them with
-// --edge_feat_mp_op (standalone so far); said in one line either way.
+// A typed graph's edge features: RGCN's and RGAT's messages read them
+// with --edge_feat_mp_op; said in one line either way.
 void ResolveTypedEdgeData(const PartitionConfig& config, TrainOptions* o) {
   const int64_t width = config.edge_feature_dim;
   const std::string& op = o->edge_feat_mp_op;
@@ -120,24 +120,26 @@ void ResolveTypedEdgeData(const PartitionConfig& config, TrainOptions* o) {
     if (width > 0) {
       GNN_LOG(kWarn) << o->part_config << ": " << what << ", which --model " << o->model
                      << " does not read (rgcn reads them with --edge_feat_mp_op concat, add, sub "
-                        "or mul)";
+                        "or mul, rgat with add, sub or mul)";
     }
     return;
   }
-  if (o->model != "rgcn") {
+  if (o->model != "rgcn" && o->model != "rgat") {
     throw ConfigError("--edge_feat_mp_op " + op + ": --model " + o->model +
-                      " does not read a typed graph's edge features (rgcn does)");
+                      " does not read a typed graph's edge features (rgcn and rgat do)");
+  }
+  if (o->model == "rgat" && op == "concat") {
+    throw ConfigError(
+        "--edge_feat_mp_op concat: rgat combines a message's projected row with its edge's "
+        "projected features element-wise (add, sub or mul); concat is rgcn's");
   }
   if (width == 0) {
     throw ConfigError("--edge_feat_mp_op " + op + ": " + o->part_config + " has no edge features");
   }
-  if (!o->standalone) {
-    throw ConfigError("--edge_feat_mp_op " + op +
-                      ": typed edge features are read by --standalone training so far (the "
-                      "servers' typed samples do not carry them yet)");
-  }
-  GNN_LOG(kInfo) << "edge features: " << what << "; rgcn's messages take them (--edge_feat_mp_op "
-                 << op << ": " << (op == "concat" ? "beside" : "combined with")
+  o->edge_feat_dim = width;  // samples carry the edge rows (no first-layer sums at the owners)
+  GNN_LOG(kInfo) << "edge features: " << what << "; " << o->model
+                 << "'s messages take them (--edge_feat_mp_op " << op << ": "
+                 << (op == "concat" ? "beside" : "combined with")
                  << " the source's row, through a learned projection per relation)";
 }
 

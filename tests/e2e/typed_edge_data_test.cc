@@ -200,12 +200,13 @@ TEST_CASE("typed edge data that is not carried is one error line, nothing writte
 
 namespace {
 
-json TrainRgcn(const std::string& config, std::vector<std::string> extra) {
+json TrainRgcn(const std::string& config, std::vector<std::string> extra,
+               const std::string& model = "rgcn") {
   std::vector<std::string> args = {Bin("gnn-train"),
                                    "--standalone",
                                    "--quiet",
                                    "--model",
-                                   "rgcn",
+                                   model,
                                    "--part_config",
                                    config,
                                    "--num_hidden",
@@ -297,11 +298,10 @@ TEST_CASE("typed edge features in training: what is not read is one line", "[e2e
     args.insert(args.end(), extra.begin(), extra.end());
     return RunProcess(args, 300);
   };
-  test::ExpectOneLine(train({"--standalone", "--model", "rgat", "--edge_feat_mp_op", "add"}),
-                      "gnn-train", "rgat does not read a typed graph's edge features");
-  test::ExpectOneLine(
-      train({"--model", "rgcn", "--edge_feat_mp_op", "add", "--ip_config", "/dev/null"}),
-      "gnn-train", "read by --standalone training so far");
+  test::ExpectOneLine(train({"--standalone", "--model", "rgat", "--edge_feat_mp_op", "concat"}),
+                      "gnn-train", "concat is rgcn's");
+  test::ExpectOneLine(train({"--standalone", "--model", "graphsage", "--edge_feat_mp_op", "add"}),
+                      "gnn-train", "use --model rgcn or rgat");
   test::ExpectOneLine(train({"--standalone", "--model", "rgcn", "--edge_weight", "on"}),
                       "gnn-train", "typed graphs take edge features");
   // Without the op the features are left, said in one warning.
@@ -317,4 +317,29 @@ TEST_CASE("typed edge features in training: what is not read is one line", "[e2e
                   dir / "q/synthetic-mag-small.json", "--edge_feat_mp_op", "mul"},
                  120),
       "gnn-train", "has no edge features");
+}
+
+TEST_CASE("standalone RGAT reads typed edge features in its messages (add, sub, mul)", "[e2e]") {
+  test::TempDir dir;
+  auto r = Partition({"--dataset", "synthetic:mag-small,efeat=2", "--undirected", "--num_parts",
+                      "1", "--output", dir / "p"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string config = dir / "p/synthetic-mag-small-efeat2.json";
+  const json none = TrainRgcn(config, {"--num_heads", "2"}, "rgat");
+  const json mul = TrainRgcn(
+      config, {"--num_heads", "2", "--edge_feat_mp_op", "mul", "--save_model", dir / "rgat.pt"},
+      "rgat");
+  INFO(none.dump() << "\n" << mul.dump());
+  CHECK(mul["model"] == "rgat");
+  CHECK(mul["param_checksum"] != none["param_checksum"]);
+  CHECK(mul["final_test_acc"].get<double>() > 0.1);
+  // Inference reads the op and the heads from the model file.
+  auto inf = RunProcess(
+      {Bin("gnn-train"), "--standalone", "--quiet", "--part_config", config, "--inference",
+       "--restore_model_path", dir / "rgat.pt", "--save_prediction_path", dir / "pred"},
+      300);
+  INFO(inf.err);
+  REQUIRE(inf.exit_code == 0);
+  CHECK(json::parse(inf.out.substr(inf.out.rfind('{')))["nodes_written"] == 7364);
 }

@@ -778,9 +778,68 @@ TEST_CASE("RelGraphConv with edge features equals the per-edge formula: add, sub
   eo.op = "div";
   CHECK_THROWS_AS(RelGraphConv(in, out, num_rels, 0, false, eo), ConfigError);
   GatOptions gat;
-  eo.op = "add";
+  eo.op = "concat";
   CHECK_THROWS_WITH(RGCN(std::vector<int64_t>{4, 0}, 8, 8, 3, num_rels, 0, 2, 0.0, true, &gat, eo),
-                    Catch::Contains("rgat does not take typed edge features"));
+                    Catch::Contains("concat is rgcn's"));
+}
+
+TEST_CASE("RelGATConv with edge features: each featured relation's GATConv reads its edges' rows",
+          "[unit][rgcn]") {
+  torch::manual_seed(12);
+  const int64_t num_rels = 3, in = 5, heads = 2, width = 3;
+  Block b = RandomHeteroBlock(6, 15, 5, num_rels, 8);
+  RelEdgeOptions eo;
+  eo.dims = {2, 0, 1};
+  b.edge_dim = eo.width();
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int64_t e = 0; e < b.num_edges(); ++e) {
+    for (int64_t j = 0; j < b.edge_dim; ++j)
+      b.edge_data.push_back(j < eo.dims[static_cast<size_t>(b.etypes[e])] ? u(rng) : 0.0f);
+  }
+  const RelationBlock rb = ToRelationBlock(b, num_rels);
+  GatOptions o;
+  for (const char* op : {"add", "sub", "mul"}) {
+    CAPTURE(op);
+    eo.op = op;
+    RelGATConv conv(in, width, heads, num_rels, /*self_loop=*/true, o, &eo);
+    conv->eval();
+    auto params = conv->named_parameters();
+    CHECK(params["mods.0.fc_edge.weight"].sizes() == torch::IntArrayRef({heads * width, 2}));
+    CHECK_FALSE(params.contains("mods.1.fc_edge.weight"));
+    CHECK(params["mods.2.fc_edge.weight"].sizes() == torch::IntArrayRef({heads * width, 1}));
+    torch::Tensor h = torch::randn({15, in}).requires_grad_(true);
+    const RelEdgeTensors et = ToEdgeTensors(rb, b);
+    torch::Tensor got = conv->forward(ToTensors(rb), 6, h, &et);
+    // Reference: relation r alone over every source, its edges' own
+    // columns as the block's edge data, through the relation's GATConv.
+    torch::Tensor want =
+        (h.slice(0, 0, 6).matmul(params["loop_weight"]) + params["h_bias"]).view({6, heads, width});
+    for (int64_t r = 0; r < num_rels; ++r) {
+      Block rel;
+      rel.num_dst = 6;
+      rel.src_nodes = b.src_nodes;
+      rel.indptr.push_back(0);
+      const int64_t w = eo.dims[static_cast<size_t>(r)];
+      rel.edge_dim = w;
+      for (int64_t d = 0; d < 6; ++d) {
+        for (int64_t e = b.indptr[d]; e < b.indptr[d + 1]; ++e) {
+          if (b.etypes[e] != r) continue;
+          rel.indices.push_back(b.indices[e]);
+          for (int64_t j = 0; j < w; ++j) rel.edge_data.push_back(b.edge_data[e * b.edge_dim + j]);
+        }
+        rel.indptr.push_back(static_cast<int64_t>(rel.indices.size()));
+      }
+      if (rel.indices.empty()) continue;
+      torch::NoGradGuard no_grad;
+      want = want + conv->named_modules()["mods." + std::to_string(r)]->as<GATConvImpl>()->forward(
+                        ToTensors(rel), h.detach());
+    }
+    CHECK(torch::allclose(got.detach(), want, 1e-4, 1e-5));
+    got.sum().backward();
+    CHECK(params["mods.0.fc_edge.weight"].grad().abs().sum().item<double>() > 0);
+    CHECK_THROWS_AS(conv->forward(ToTensors(rb), 6, h), DataError);
+  }
 }
 
 }  // namespace gnn

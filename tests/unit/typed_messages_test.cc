@@ -511,3 +511,28 @@ TEST_CASE("an input_means typed mini-batch carries its featured relations' means
   CHECK_THROWS_WITH(DecodeTypedMiniBatch(WithField(m, Key::kInputMeans, 2), schema),
                     Catch::Contains("flag input_means = 2"));
 }
+
+TEST_CASE("TypedSample carries each sampled edge's features when asked, checked against the ask",
+          "[unit][messages]") {
+  TypedSampleRequest s{{5, 9}, {2, -1}, false, 1};
+  s.edge_data = true;
+  const TypedSampleRequest s2 = TypedSampleRequest::Decode(Received(s.Encode(3)));
+  CHECK(s2.edge_data);
+  CHECK_FALSE(
+      TypedSampleRequest::Decode(Received(TypedSampleRequest{{5}, {1}}.Encode(3))).edge_data);
+  TypedSampleReply r{{0, 2, 3}, {1, 4, 8}, {0, 1, 1}};
+  r.edge_dim = 2;
+  r.edge_data = {0.5f, 1, 2, 3, 4, 5};
+  const TypedSampleReply r2 = TypedSampleReply::Decode(Received(r.Encode(7)), s, 100, "peer", 2);
+  CHECK(r2.edge_dim == 2);
+  CHECK(r2.edge_data == r.edge_data);
+  // Rows of another width than asked, or none when asked: the peer is named.
+  CHECK_THROWS_WITH(TypedSampleReply::Decode(Received(r.Encode(7)), s, 100, "peer", 3),
+                    Catch::Contains("peer") && Catch::Contains("edge data 2 wide where 3"));
+  TypedSampleReply bare{{0, 2, 3}, {1, 4, 8}, {0, 1, 1}};
+  CHECK_THROWS_WITH(TypedSampleReply::Decode(Received(bare.Encode(7)), s, 100, "peer", 2),
+                    Catch::Contains("edge data 0 wide where 2"));
+  // Rows that do not cover the edges are malformed.
+  r.edge_data.pop_back();
+  CHECK_THROWS_AS(TypedSampleReply::Decode(Received(r.Encode(7))), ProtocolError);
+}

@@ -149,6 +149,7 @@ class DistHeteroSource : public HeteroSource {
     return graph_->SplitNodes(m, total * slot_ / world_, total * (slot_ + 1) / world_);
   }
 
+  void ReadEdgeData() override { graph_->SetEdgeData(true); }
   HeteroBatch Sample(const std::vector<int64_t>& seeds,
                      const std::vector<std::vector<int>>& fanouts, uint64_t rng_seed) override {
     return graph_->MakeTypedBatch(seeds, fanouts, o_.sample_replace, rng_seed);

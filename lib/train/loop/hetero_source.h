@@ -35,6 +35,9 @@ class HeteroSource {
   // This rank's share of the target nodes of split m (0 train, 1 valid,
   // 2 test): DGL's node_split with force_even over the id-ordered list.
   virtual std::vector<int64_t> SplitNodes(int m) = 0;
+  // From now on samples carry their edges' features (an inference run's
+  // model file says its RGCN reads them; training says so at the start).
+  virtual void ReadEdgeData() {}
   // Samples and gathers a batch for `seeds` (fanouts[layer][relation]).
   virtual HeteroBatch Sample(const std::vector<int64_t>& seeds,
                              const std::vector<std::vector<int>>& fanouts, uint64_t rng_seed) = 0;

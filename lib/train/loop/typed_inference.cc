@@ -115,10 +115,7 @@ void TakeTypedMeta(const json& meta, const PartitionConfig& config, const std::s
         throw DataError(path + " takes edge features " + Join(dims) + " wide per relation; " +
                         config.graph_name + " has " + Join(config.etype_edge_feature_dims));
       }
-      if (!o->standalone) {
-        throw ConfigError(path + " takes typed edge features (--edge_feat_mp_op " +
-                          o->edge_feat_mp_op + "), which only --standalone reads so far");
-      }
+      o->edge_feat_dim = config.edge_feature_dim;
     }
     if (o->model == "rgat") {
       o->num_heads = get("num_heads").get<int>();
@@ -153,6 +150,7 @@ class TypedInference {
     lead_ = rank == 0;
     ModelFile file = ReadModel(*source);
     TakeTypedMeta(file.meta, config_, o_.restore_model_path, &o_);
+    if (o_.edge_feat_mp_op != "none") source->ReadEdgeData();
     source->ResetEmbeddings();
     model_meta_ = file.meta;
     std::map<std::string, torch::Tensor> tables;

@@ -77,7 +77,8 @@ torch::Tensor GATConvImpl::forward(const BlockTensors& block, const torch::Tenso
 }
 
 torch::Tensor GATConvImpl::ForwardEdgeFeatures(const BlockTensors& block,
-                                               const torch::Tensor& h_src) {
+                                               const torch::Tensor& h_src,
+                                               const torch::Tensor& h_dst_given) {
   if (IsSparse(h_src)) {
     throw ConfigError(
         "gat with --edge_feat_mp_op builds messages from whole input rows: partition the graph "
@@ -91,8 +92,11 @@ torch::Tensor GATConvImpl::ForwardEdgeFeatures(const BlockTensors& block,
   }
   const int64_t D = block.num_dst, E = block.indices.numel();
   const torch::Tensor feat = fc_(h_src).view({h_src.size(0), heads_, width_});
-  const torch::Tensor el = (feat * attn_l_).sum(-1);                 // [S, H]
-  const torch::Tensor er = (feat.slice(0, 0, D) * attn_r_).sum(-1);  // [D, H]
+  const torch::Tensor h_dst = h_dst_given.defined() ? h_dst_given : h_src.slice(0, 0, D);
+  const torch::Tensor feat_dst =
+      h_dst_given.defined() ? fc_(h_dst).view({D, heads_, width_}) : feat.slice(0, 0, D);
+  const torch::Tensor el = (feat * attn_l_).sum(-1);      // [S, H]
+  const torch::Tensor er = (feat_dst * attn_r_).sum(-1);  // [D, H]
   const torch::Tensor edge =
       fc_edge_(block.edge_data.to(h_src.scalar_type())).view({E, heads_, width_});
   const torch::Tensor rows = feat.index_select(0, block.indices);
@@ -110,11 +114,12 @@ torch::Tensor GATConvImpl::ForwardEdgeFeatures(const BlockTensors& block,
   per_edge.indices = torch::arange(E, block.indices.options());
   const torch::Tensor out =
       GatAggregate(per_edge, msg, el.index_select(0, block.indices), er, slope_, DropMask(block));
-  return Finish(out, h_src.slice(0, 0, D));
+  return Finish(out, h_dst);
 }
 
 torch::Tensor GATConvImpl::ForwardBipartite(const BlockTensors& block, const torch::Tensor& h_src,
                                             const torch::Tensor& h_dst) {
+  if (edge_dim_ > 0) return ForwardEdgeFeatures(block, h_src, h_dst);
   torch::Tensor feat = fc_(h_src).view({h_src.size(0), heads_, width_});
   // The attention logits from the unprojected rows through the folded
   // weights: one [rows, in] x [in, heads] product per side instead of an

@@ -44,14 +44,17 @@ class GATConvImpl : public torch::nn::Module {
   torch::Tensor forward(const BlockTensors& block, const torch::Tensor& h_src);
   // The same over a bipartite block whose sources are the rows of h_src
   // and whose destinations are the rows of h_dst (one relation of a typed
-  // block: its own sources only, DGL's GATConv on a (src, dst) pair).
+  // block: its own sources only, DGL's GATConv on a (src, dst) pair); with
+  // edge features, block.edge_data holds its edges' rows.
   torch::Tensor ForwardBipartite(const BlockTensors& block, const torch::Tensor& h_src,
                                  const torch::Tensor& h_dst);
 
  private:
   // forward with edge features in the messages (edge_dim_ > 0): per-edge
-  // messages and the attention's softmax in plain tensor ops.
-  torch::Tensor ForwardEdgeFeatures(const BlockTensors& block, const torch::Tensor& h_src);
+  // messages and the attention's softmax in plain tensor ops. h_dst: the
+  // destinations' rows (undefined: the first rows of h_src).
+  torch::Tensor ForwardEdgeFeatures(const BlockTensors& block, const torch::Tensor& h_src,
+                                    const torch::Tensor& h_dst = torch::Tensor());
   // The attention dropout's keep-mask for the block's edges (undefined
   // when not training or without dropout).
   torch::Tensor DropMask(const BlockTensors& block) const;

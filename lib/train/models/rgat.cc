@@ -4,11 +4,12 @@
 
 #include "common/error.h"
 #include "sampling/sampler.h"
+#include "train/models/rgcn.h"
 
 namespace gnn {
 
 RelGATConvImpl::RelGATConvImpl(int64_t in, int64_t width, int heads, int64_t num_rels,
-                               bool self_loop, const GatOptions& o)
+                               bool self_loop, const GatOptions& o, const RelEdgeOptions* edges)
     : in_(in), width_(width), num_rels_(num_rels), heads_(heads) {
   if (in < 1 || width < 1 || heads < 1 || num_rels < 1) {
     throw ConfigError("RelGATConv: in " + std::to_string(in) + ", width " + std::to_string(width) +
@@ -18,7 +19,22 @@ RelGATConvImpl::RelGATConvImpl(int64_t in, int64_t width, int heads, int64_t num
   GatOptions per_relation = o;
   per_relation.residual = false;  // the self-loop weight plays that part
   mods_ = register_module("mods", torch::nn::ModuleList());
-  for (int64_t r = 0; r < num_rels; ++r) mods_->push_back(GATConv(in, width, heads, per_relation));
+  if (edges && edges->used()) {
+    if (static_cast<int64_t>(edges->dims.size()) != num_rels) {
+      throw ConfigError("RelGATConv: edge feature widths for " +
+                        std::to_string(edges->dims.size()) + " of " + std::to_string(num_rels) +
+                        " relations");
+    }
+    edge_dims_ = edges->dims;
+  }
+  for (int64_t r = 0; r < num_rels; ++r) {
+    GatOptions mod = per_relation;
+    if (!edge_dims_.empty() && edge_dims_[static_cast<size_t>(r)] > 0) {
+      mod.edge_dim = edge_dims_[static_cast<size_t>(r)];
+      mod.edge_op = edges->op;  // GATConv checks it: add, sub or mul
+    }
+    mods_->push_back(GATConv(in, width, heads, mod));
+  }
   if (self_loop) {
     loop_weight_ = register_parameter("loop_weight", torch::empty({in, heads * width}));
     torch::NoGradGuard no_grad;
@@ -28,7 +44,10 @@ RelGATConvImpl::RelGATConvImpl(int64_t in, int64_t width, int heads, int64_t num
 }
 
 torch::Tensor RelGATConvImpl::forward(const BlockTensors& relation_block, int64_t num_dst,
-                                      const torch::Tensor& h_src) {
+                                      const torch::Tensor& h_src, const RelEdgeTensors* edges) {
+  if (!edge_dims_.empty() && edges == nullptr) {
+    throw DataError("RelGATConv takes edge features: the block's edge rows are missing");
+  }
   if (h_src.dim() != 2 || h_src.size(0) != relation_block.num_src || h_src.size(1) != in_ ||
       relation_block.num_dst != num_rels_ * num_dst) {
     throw DataError("RelGATConv: input of " + std::to_string(h_src.size(0)) + " rows over a " +
@@ -69,6 +88,13 @@ torch::Tensor RelGATConvImpl::forward(const BlockTensors& relation_block, int64_
       TransposeCsr(rel.indptr.data_ptr<int64_t>(), rel.indices.data_ptr<int64_t>(), num_dst,
                    rel.num_src, rel.t_indptr.data_ptr<int64_t>(), rel.t_indices.data_ptr<int64_t>(),
                    rel.t_eids.data_ptr<int64_t>());
+    }
+    const int64_t w = edge_dims_.empty() ? 0 : edge_dims_[static_cast<size_t>(r)];
+    if (w > 0) {
+      // Relation r's edges' rows in its block order, its own columns.
+      rel.edge_data = edges->rows.index_select(0, edges->groups.indices.to(cpu).slice(0, e0, e1))
+                          .slice(1, 0, w)
+                          .contiguous();
     }
     rel = rel.To(h_src.device());
     out = out + mods_[r]->as<GATConvImpl>()->ForwardBipartite(

@@ -9,31 +9,41 @@
 // "mods.<r>.fc.weight", "mods.<r>.attn_l", "mods.<r>.attn_r",
 // "mods.<r>.bias" (r in the config's relation order, DGL's GATConv names
 // under HeteroGraphConv's "mods"), "loop_weight" [in, heads x width],
-// "h_bias" [heads x width].
+// "h_bias" [heads x width]. With edge features (RelEdgeOptions: add, sub
+// or mul) a relation that has them takes them into its messages as GATConv
+// does (its "mods.<r>.fc_edge.weight" [heads x width, its width]); the
+// others stay plain.
 #pragma once
 
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "train/models/aggregate.h"
 #include "train/models/gat.h"
 
 namespace gnn {
 
+struct RelEdgeOptions;
+struct RelEdgeTensors;
+
 class RelGATConvImpl : public torch::nn::Module {
  public:
+  // `edges` null or unused: no edge features.
   RelGATConvImpl(int64_t in, int64_t width, int heads, int64_t num_rels, bool self_loop,
-                 const GatOptions& o);
+                 const GatOptions& o, const RelEdgeOptions* edges = nullptr);
   // relation_block: a RelationBlock's tensors (row r * num_dst + d: d's
-  // in-edges of relation r); h_src [num_src, in], destinations first.
+  // in-edges of relation r); h_src [num_src, in], destinations first;
+  // `edges` the block's edge rows when the layer takes them.
   // Returns [num_dst, heads, width].
   torch::Tensor forward(const BlockTensors& relation_block, int64_t num_dst,
-                        const torch::Tensor& h_src);
+                        const torch::Tensor& h_src, const RelEdgeTensors* edges = nullptr);
   int heads() const { return heads_; }
 
  private:
   int64_t in_, width_, num_rels_;
+  std::vector<int64_t> edge_dims_;  // per relation; empty: no edge features
   int heads_;
   torch::nn::ModuleList mods_;
   torch::Tensor loop_weight_, h_bias_;

@@ -210,9 +210,10 @@ RGCNImpl::RGCNImpl(std::vector<int64_t> feature_dims, int64_t embed, int64_t hid
       dropout_(dropout),
       gat_(gat != nullptr),
       edges_(edges) {
-  if (gat && edges.used()) {
-    throw ConfigError("--edge_feat_mp_op " + edges.op +
-                      ": rgat does not take typed edge features yet (rgcn does)");
+  if (gat && edges.used() && edges.op == "concat") {
+    throw ConfigError(
+        "--edge_feat_mp_op concat: rgat combines a message's projected row with its edge's "
+        "projected features element-wise (add, sub or mul); concat is rgcn's");
   }
   if (feature_dims_.empty()) throw ConfigError("RGCN: no node types");
   if (num_layers < 1) {
@@ -255,7 +256,7 @@ RGCNImpl::RGCNImpl(std::vector<int64_t> feature_dims, int64_t embed, int64_t hid
                         " is not a multiple of " + std::to_string(heads) + " heads");
     }
     layers_->push_back(RelGATConv(dims[l], last ? dims[l + 1] : dims[l + 1] / heads, heads,
-                                  num_rels, self_loop, *gat));
+                                  num_rels, self_loop, *gat, &edges));
   }
 }
 
@@ -372,7 +373,9 @@ torch::Tensor RGCNImpl::Run(const std::vector<RelationBlock>& blocks, torch::Ten
     if (l == 0 && means0.defined()) {
       h = layers_[0]->as<RelGraphConvImpl>()->ForwardMeans(means0, h);
     } else if (gat_) {  // host views: RelGATConv places each relation's block itself
-      torch::Tensor heads = layers_[l]->as<RelGATConvImpl>()->forward(ToTensors(rb), rb.num_dst, h);
+      torch::Tensor heads = layers_[l]->as<RelGATConvImpl>()->forward(
+          ToTensors(rb), rb.num_dst, h,
+          edges_.used() ? &(*edges)[static_cast<size_t>(l)] : nullptr);
       h = last ? heads.mean(1) : heads.flatten(1);
     } else {
       h = layers_[l]->as<RelGraphConvImpl>()->forward(

@@ -199,7 +199,11 @@ struct InferenceOptions {
 };
 
 struct TrainOptions : RunOptions, ModelOptions, TaskOptions, ClusterOptions, InferenceOptions {
-  bool AggregatesAtOwner() const { return aggregate_at_owner && (TakesMeans() || model == "rgcn"); }
+  // RGCN's first layer is summed at the owners unless it reads the edges'
+  // features (their rows travel with the sample instead).
+  bool AggregatesAtOwner() const {
+    return aggregate_at_owner && (TakesMeans() || (model == "rgcn" && !ReadsEdgeData()));
+  }
   // The model's own defaults for what the user left unset (`given(flag)`:
   // whether the flag was on the command line or in the config): RGCN takes
   // DGL's distributed RGCN command's (fan_out 25,10, batch 1024, hidden 64,
