@@ -11,6 +11,7 @@
 #include "common/parallel.h"
 #include "common/timer.h"
 #include "dist_partition/dist_exchange.h"
+#include "dist_partition/dist_hetero_edges.h"
 #include "dist_partition/dist_output.h"
 #include "dist_partition/scotch_assign.h"
 #include "graph/csr.h"
@@ -26,34 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-// Where each node is. Rank r reads chunks [c0(r), c0(r + 1)) of every node
-// type, so it holds type t's type-local ids [first[t][r], first[t][r + 1]).
-// The job numbers nodes rank-major, then by type, then by type-local id
-// ("job ids"): each rank's nodes are one range, as PT-Scotch wants. The
-// input's homogeneous ids (type-major: offset[t] + type-local id) key the
-// relabeling and the stored order, as on one machine.
-struct TypedLayout {
-  std::vector<std::vector<int64_t>> first;   // [type][rank + 1]
-  std::vector<int64_t> base;                 // [rank + 1]: each rank's first job id
-  std::vector<std::vector<int64_t>> within;  // [rank][type + 1]: a type's start in its rank's range
-  std::vector<int64_t> offset;               // [type + 1]: homogeneous input ids
-
-  int64_t JobId(size_t t, int64_t local) const {
-    const std::vector<int64_t>& f = first[t];
-    const size_t r =
-        static_cast<size_t>(std::upper_bound(f.begin(), f.end(), local) - f.begin()) - 1;
-    return base[r] + within[r][t] + (local - f[r]);
-  }
-  size_t TypeOfHomogeneous(int64_t h) const {
-    return static_cast<size_t>(std::upper_bound(offset.begin(), offset.end(), h) - offset.begin()) -
-           1;
-  }
-  int64_t JobIdOfHomogeneous(int64_t h) const {
-    const size_t t = TypeOfHomogeneous(h);
-    return JobId(t, h - offset[t]);
-  }
-};
 
 // What a rank sends the owner of a partition about each node it gives it.
 struct TypedRow {
@@ -95,6 +68,9 @@ class HeteroJob {
   // Type t's feature chunks, one per round, into feat_[t] in new-id order;
   // rows from rank q land from cursor[q] on.
   void ExchangeFeatures(size_t t, std::vector<int64_t> cursor);
+  // With edge features: reads this rank's, fetches the partition's and
+  // writes its edge files into tmp (collective).
+  void WriteEdgeFeatures(const std::string& tmp);
   PartInfo Write(const std::string& tmp);
   PartitionResult Publish(const PartInfo& mine, TempOutput& tmp);
 
@@ -146,6 +122,13 @@ class HeteroJob {
   std::vector<TypedRow> rows_;
   std::vector<int64_t> indptr_, keys_;
   std::vector<std::vector<float>> feat_;  // per type
+
+  // Edge features (edges_): each in-edge's tag (2 x job edge id, + 1 on an
+  // added reverse) beside in_'s entries, then beside keys_.
+  bool edges_ = false;
+  TypedEdgeIds edge_ids_;
+  std::vector<int64_t> in_tags_, tags_;
+  PartInfo edge_info_;  // the edge files WriteEdgeFeatures wrote
 };
 
 void HeteroJob::Describe() {
@@ -192,7 +175,9 @@ void HeteroJob::Describe() {
     if (static_cast<double>(n_) * static_cast<double>(shape_.relations.size()) >= 0x1.0p62) {
       throw ConfigError(o_.data.dataset + ": too many nodes and relations for 64-bit edge keys");
     }
+    edges_ = !o_.data.ignore_edge_data && TypedEdgeFeatures(meta_);
   });
+  if (edges_) edge_ids_ = MakeTypedEdgeIds(meta_, P_);
   c0_ = static_cast<int>(int64_t{me_} * meta_.num_chunks / P_);
   c1_ = static_cast<int>(int64_t{me_ + 1} * meta_.num_chunks / P_);
   layout_.first.assign(T_, {});
@@ -258,11 +243,16 @@ void HeteroJob::ExchangeEdges() {
   const int rounds = static_cast<int>(comm_.AllreduceMax(int64_t{c1_ - c0_}, "reading edges"));
   std::vector<std::vector<int64_t>> received;
   int64_t read = 0;
+  // With edge features an entry is (row, value, tag), else (row, value).
+  const size_t stride = edges_ ? 3 : 2;
+  std::vector<int64_t> read_of(R, 0);  // edges of each relation read so far
   for (int i = 0; i < rounds; ++i) {
     for (size_t e = 0; e < R; ++e) {
       std::vector<int64_t> src, dst;
       ReadEdges(c0_ + i, e, &src, &dst);
       read += static_cast<int64_t>(src.size());
+      const int64_t first_id = edges_ ? edge_ids_.Id(me_, e, read_of[e]) : 0;
+      read_of[e] += static_cast<int64_t>(src.size());
       const int64_t so = layout_.offset[src_type_[e]], dof = layout_.offset[dst_type_[e]];
       const int64_t key = static_cast<int64_t>(e) * n_, rev_key = static_cast<int64_t>(R + e) * n_;
       // Two passes: count per owner, then fill.
@@ -274,15 +264,16 @@ void HeteroJob::ExchangeEdges() {
           at = Offsets(counts);
           send.resize(static_cast<size_t>(at.back()));
         }
-        auto put = [&](int64_t row, int64_t value) {
+        auto put = [&](int64_t row, int64_t value, int64_t tag) {
           const size_t r = static_cast<size_t>(ranges_.Owner(row));
           if (pass == 0) {
-            counts[r] += 2;
+            counts[r] += static_cast<int64_t>(stride);
             return;
           }
           send[static_cast<size_t>(at[r])] = row;
           send[static_cast<size_t>(at[r]) + 1] = value;
-          at[r] += 2;
+          if (stride == 3) send[static_cast<size_t>(at[r]) + 2] = tag;
+          at[r] += static_cast<int64_t>(stride);
         };
         for (size_t k = 0; k < src.size(); ++k) {
           const int64_t js = layout_.JobId(src_type_[e], src[k]);
@@ -290,11 +281,12 @@ void HeteroJob::ExchangeEdges() {
           // The in-edge gives the destination's row of the symmetric
           // adjacency too; the source's row comes from the reverse
           // relation's in-edge or, without one, a pair of its own.
-          put(jd, key + so + src[k]);
+          const int64_t tag = 2 * (first_id + static_cast<int64_t>(k));
+          put(jd, key + so + src[k], tag);
           if (o_.undirected) {
-            put(js, rev_key + dof + dst[k]);
+            put(js, rev_key + dof + dst[k], tag + 1);
           } else if (js != jd) {
-            put(js, ~jd);
+            put(js, ~jd, -1);
           }
         }
       }
@@ -317,7 +309,7 @@ void HeteroJob::ExchangeEdges() {
     return g == row ? -1 : g;
   };
   for (const std::vector<int64_t>& got : received) {
-    for (size_t k = 0; k < got.size(); k += 2) {
+    for (size_t k = 0; k < got.size(); k += stride) {
       const size_t row = static_cast<size_t>(got[k] - lo_) + 1;
       if (got[k + 1] >= 0) ++in_.indptr[row];
       if (neighbour(got[k], got[k + 1]) >= 0) ++sym_.indptr[row];
@@ -329,17 +321,26 @@ void HeteroJob::ExchangeEdges() {
     csr->indices.resize(static_cast<size_t>(csr->indptr[local()]));
     at->assign(csr->indptr.begin(), csr->indptr.end() - 1);
   }
+  if (edges_) in_tags_.resize(in_.indices.size());
   for (std::vector<int64_t>& got : received) {
-    for (size_t k = 0; k < got.size(); k += 2) {
+    for (size_t k = 0; k < got.size(); k += stride) {
       const size_t row = static_cast<size_t>(got[k] - lo_);
       const int64_t value = got[k + 1], g = neighbour(got[k], value);
-      if (value >= 0) in_.indices[static_cast<size_t>(in_at[row]++)] = value;
+      if (value >= 0) {
+        if (edges_) in_tags_[static_cast<size_t>(in_at[row])] = got[k + 2];
+        in_.indices[static_cast<size_t>(in_at[row]++)] = value;
+      }
       if (g >= 0) sym_.indices[static_cast<size_t>(sym_at[row]++)] = g;
     }
     FreeVector(got);
   }
-  // A row's in-edges sorted by key: by relation, then by the source's input id.
-  SortRows(&in_, false, o_.num_threads);
+  // A row's in-edges sorted by key: by relation, then by the source's input
+  // id; repeated edges by input line (their tags), as on one machine.
+  if (edges_) {
+    SortRowsWithTags(&in_, &in_tags_, o_.num_threads);
+  } else {
+    SortRows(&in_, false, o_.num_threads);
+  }
   SortRows(&sym_, true, o_.num_threads);
   for (int64_t g : sym_.indices) {
     if (g < lo_ || g >= hi_) remote_.push_back(g);
@@ -463,6 +464,7 @@ void HeteroJob::ExchangeRows() {
   std::vector<int64_t> at = Offsets(nodes), eat = Offsets(entries);
   std::vector<TypedRow> send(static_cast<size_t>(local()));
   std::vector<int64_t> keys(static_cast<size_t>(eat.back()));
+  std::vector<int64_t> tags(edges_ ? keys.size() : 0);
   for (int64_t v = 0; v < local(); ++v) {
     const size_t p = static_cast<size_t>(part_[static_cast<size_t>(v)]), t = TypeOfLocal(v);
     TypedRow& row = send[static_cast<size_t>(at[p]++)];
@@ -475,11 +477,13 @@ void HeteroJob::ExchangeRows() {
       row.masks = masks_[i];
     }
     for (int64_t k = in_.indptr[v]; k < in_.indptr[v + 1]; ++k) {
+      if (edges_) tags[static_cast<size_t>(eat[p])] = in_tags_[static_cast<size_t>(k)];
       keys[static_cast<size_t>(eat[p]++)] = in_.indices[k];
     }
   }
   FreeVector(in_.indptr);
   FreeVector(in_.indices);
+  FreeVector(in_tags_);
   FreeVector(labels_);
   FreeVector(masks_);
   std::vector<int64_t> got;
@@ -487,6 +491,9 @@ void HeteroJob::ExchangeRows() {
   FreeVector(send);
   std::vector<int64_t> got_keys = comm_.Alltoallv(keys, entries, &got, "exchanging rows");
   FreeVector(keys);
+  std::vector<int64_t> got_tags;
+  if (edges_) got_tags = comm_.Alltoallv(tags, entries, &got, "exchanging rows");
+  FreeVector(tags);
   // Pieces arrive in rank order; new ids are type-major across ranks: place
   // each row (and its in-edges) at its new id.
   const int64_t start = part_start_[me], owned = part_start_[me + 1] - start;
@@ -495,13 +502,18 @@ void HeteroJob::ExchangeRows() {
   indptr_.assign(static_cast<size_t>(owned) + 1, 0);
   for (int64_t i = 0; i < owned; ++i) indptr_[i + 1] = indptr_[i] + rows_[i].degree;
   keys_.resize(got_keys.size());
+  tags_.resize(got_tags.size());
   int64_t from = 0;
   for (const TypedRow& r : rows) {
     std::copy_n(got_keys.begin() + from, r.degree, keys_.begin() + indptr_[r.new_id - start]);
+    if (edges_) {
+      std::copy_n(got_tags.begin() + from, r.degree, tags_.begin() + indptr_[r.new_id - start]);
+    }
     from += r.degree;
   }
   FreeVector(rows);
   FreeVector(got_keys);
+  FreeVector(got_tags);
 
   timer_.Begin("exchange features");
   std::vector<int64_t> unused;
@@ -609,9 +621,25 @@ PartInfo HeteroJob::Write(const std::string& tmp) {
     for (int m = 0; m < 3; ++m) masks[m].push_back((r.masks >> m) & 1);
   }
   WriteTypedTargets(dir, shape_.target, labels, masks, &info);
+  info.files.insert(edge_info_.files.begin(), edge_info_.files.end());
   info.edge_end = indptr_.back();
   FreeVector(rows_);
   return info;
+}
+
+void HeteroJob::WriteEdgeFeatures(const std::string& tmp) {
+  if (!edges_) return;
+  timer_.Begin("exchange edge data");
+  std::vector<int64_t> widths;
+  const OwnedEdgeData owned =
+      ReadOwnedTypedEdgeFeatures(comm_, agree_, meta_, c0_, c1_, edge_ids_, &widths);
+  const size_t R = meta_.edge_types.size();
+  for (size_t r = 0; r < shape_.relations.size(); ++r) {
+    shape_.relations[r].edge_feature_dim = widths[r % R];  // a reverse relation's are its edges'
+  }
+  WriteTypedPartEdgeFeatures(comm_, edge_ids_, owned, tags_, indptr_,
+                             tmp + "/part" + std::to_string(me_), &edge_info_);
+  FreeVector(tags_);
 }
 
 PartitionResult HeteroJob::Publish(const PartInfo& mine, TempOutput& tmp) {
@@ -647,6 +675,7 @@ PartitionResult HeteroJob::Run() {
   Relabel();
   ExchangeRows();
   std::unique_ptr<TempOutput> tmp = AgreedTempOutput(comm_, agree_, o_.output);
+  WriteEdgeFeatures(tmp->path());
   PartInfo mine;
   agree_.Run("writing the partition", [&] { mine = Write(tmp->path()); });
   return Publish(mine, *tmp);

@@ -17,6 +17,7 @@
 #include "dist_partition/dist_edge_data.h"
 #include "dist_partition/dist_exchange.h"
 #include "dist_partition/dist_hetero.h"
+#include "dist_partition/dist_hetero_edges.h"
 #include "dist_partition/dist_job.h"
 #include "dist_partition/dist_label_rows.h"
 #include "dist_partition/dist_output.h"
@@ -187,16 +188,17 @@ void Job::CheckInput() {
       throw ConfigError("--task " + o_.task +
                         ": typed graphs train class ids (--task node) so far");
     }
-    if (meta_.hetero() || o_.data.ignore_edge_data) {
-      RefuseEdgeData(o_.data.dataset + "/metadata.json", meta_.edge_data, o_.data.ignore_edge_data,
-                     "which --distributed does not carry for typed graphs yet (gnn-partition "
-                     "without --distributed does)");
+    if (o_.data.ignore_edge_data) {
+      RefuseEdgeData(o_.data.dataset + "/metadata.json", meta_.edge_data, true);
+    } else if (meta_.hetero()) {
+      TypedEdgeFeatures(meta_);  // what it does not carry: one line, before any work
     } else {
       edge_data_ = !meta_.edge_data.empty();
     }
     if (!edge_data_ && !o_.edge_weight.empty()) {
       throw ConfigError("--edge_weight " + o_.edge_weight + ": " + meta_.graph_name +
-                        " has no edge features");
+                        (meta_.hetero() ? " is typed: typed graphs take edge features, not weights"
+                                        : " has no edge features"));
     }
     for (size_t t = 0; t < meta_.node_types.size(); ++t) {
       if (NodeData(meta_, t, kChunkUserIds)) {

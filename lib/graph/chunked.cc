@@ -556,6 +556,26 @@ EdgeDataChunk ReadEdgeDataChunk(const ChunkedMeta& m, size_t relation, int chunk
   return out;
 }
 
+bool TypedEdgeFeatures(const ChunkedMeta& m) {
+  const std::string meta = m.dir + "/metadata.json";
+  if (!m.edge_data_unknown.empty()) {
+    throw DataError(meta + ": " + m.edge_data_unknown[0] +
+                    " names a relation that is not one of edge_type");
+  }
+  bool any = false;
+  for (size_t r = 0; r < m.edge_types.size(); ++r) {
+    for (const auto& entry : m.edge_data_files[r]) {
+      if (IsEdgeTaskData(entry.first)) {
+        throw DataError(meta + ": edge_data." + m.edge_types[r] + "." + entry.first +
+                        ": typed graphs' edge tasks (--target_etype) are not carried yet; pass "
+                        "--ignore_edge_data to go on without the edge data");
+      }
+      any = true;
+    }
+  }
+  return any;
+}
+
 HeteroDataset ReadChunkedHeteroDataset(const std::string& dir, bool ignore_edge_data) {
   const ChunkedMeta m = ReadChunkedMeta(dir);
   for (size_t t = 0; t < m.node_types.size(); ++t) {
@@ -564,25 +584,12 @@ HeteroDataset ReadChunkedHeteroDataset(const std::string& dir, bool ignore_edge_
                       " (the user's node ids) is kept for homogeneous graphs only so far");
     }
   }
-  const std::string meta = (fs::path(dir) / "metadata.json").string();
   if (ignore_edge_data) {
-    RefuseEdgeData(meta, m.edge_data, true);
+    RefuseEdgeData((fs::path(dir) / "metadata.json").string(), m.edge_data, true);
     return ReadChunkedHetero(m);
   }
   // Edge data first: a refused name stops the read before the heavy arrays.
-  if (!m.edge_data_unknown.empty()) {
-    throw DataError(meta + ": " + m.edge_data_unknown[0] +
-                    " names a relation that is not one of edge_type");
-  }
-  for (size_t r = 0; r < m.edge_types.size(); ++r) {
-    for (const auto& entry : m.edge_data_files[r]) {
-      if (IsEdgeTaskData(entry.first)) {
-        throw DataError(meta + ": edge_data." + m.edge_types[r] + "." + entry.first +
-                        ": typed graphs' edge tasks (--target_etype) are not carried yet; pass "
-                        "--ignore_edge_data to go on without the edge data");
-      }
-    }
-  }
+  TypedEdgeFeatures(m);
   std::vector<Dataset> edge_data(m.edge_types.size());
   for (size_t r = 0; r < m.edge_types.size(); ++r) {
     if (!m.edge_data_files[r].empty()) ReadChunkedEdgeData(m, r, &edge_data[r]);

@@ -79,6 +79,11 @@ void WriteChunked(const HeteroDataset& d, int chunks, const std::string& dir);
 // warning line.
 Dataset ReadChunkedDataset(const std::string& dir, bool ignore_edge_data);
 HeteroDataset ReadChunkedHeteroDataset(const std::string& dir, bool ignore_edge_data);
+// A typed graph's edge_data: true when some relation has edge features to
+// carry; DataError naming metadata.json for an edge task's names (label,
+// masks: --target_etype is not carried yet) or a relation edge_type does
+// not list.
+bool TypedEdgeFeatures(const ChunkedMeta& m);
 
 // Node data names of the train, validation and test masks.
 // Chunks one array may be split into, at most (either direction).

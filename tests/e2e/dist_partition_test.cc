@@ -852,3 +852,62 @@ TEST_CASE("gnn-partition --distributed: bad typed input is one error line, nothi
   INFO(ok.err);
   CHECK(ok.exit_code == 0);
 }
+
+TEST_CASE("gnn-partition --distributed carries typed edge features: the single-machine partitions",
+          "[e2e]") {
+  REQUIRE_MPI();
+  test::TempDir dir;
+  // Every relation's edges with 3 features, in 4 chunks; a copy whose
+  // author:writes:paper edges have none (their rows 0 in edge_feat.npy).
+  const std::string chunks = Chunked(dir, "synthetic:mag-small,efeat=3", 4, "mag");
+  const std::string some = dir / "some";
+  fs::copy(chunks, some, fs::copy_options::recursive);
+  json meta = json::parse(std::ifstream(some + "/metadata.json"));
+  meta["edge_data"].erase("author:writes:paper");
+  std::ofstream(some + "/metadata.json") << meta.dump(2);
+  const std::string name = "/synthetic-mag-small-efeat3.json";
+  for (const auto& [input, ranks, undirected, slice] :
+       {std::tuple<std::string, int, bool, std::string>{chunks, 2, true, ""},
+        {chunks, 3, false, ""},
+        {some, 2, true, "1000"}}) {
+    INFO(input << ": " << ranks << " machines, undirected " << undirected << ", slice " << slice);
+    const std::string tag = std::to_string(ranks) + (undirected ? "u" : "d") +
+                            (slice.empty() ? "" : "s") + (input == some ? "some" : "");
+    std::vector<std::string> args = {
+        "--dataset",     input,    "--num_parts", std::to_string(ranks),
+        "--part_method", "random", "--quiet"};
+    if (undirected) args.push_back("--undirected");
+    std::vector<std::string> single_argv = {Bin("gnn-partition"), "--output",
+                                            dir / ("single" + tag)};
+    single_argv.insert(single_argv.end(), args.begin(), args.end());
+    const auto single = RunProcess(single_argv, 120);
+    INFO(single.err);
+    REQUIRE(single.exit_code == 0);
+    std::vector<std::string> env;
+    if (!slice.empty()) env.push_back("GNN_FEATURE_SLICE_BYTES=" + slice);
+    args.push_back("--output");
+    args.push_back(dir / ("dist" + tag));
+    const auto dist = Distributed(ranks, args, 180, env);
+    INFO(dist.err);
+    REQUIRE(dist.exit_code == 0);
+    const std::string a = dir / ("single" + tag) + name, b = dir / ("dist" + tag) + name;
+    const gnn::PartitionConfig ca = gnn::LoadPartitionConfig(a);
+    CHECK(ca.edge_feature_dim == 3);
+    CHECK(std::count(ca.etype_edge_feature_dims.begin(), ca.etype_edge_feature_dims.end(), 0) ==
+          (input == some ? (undirected ? 2 : 1) : 0));
+    CHECK(Files(ca) == Files(gnn::LoadPartitionConfig(b)));
+    CHECK(ConfigWithoutReport(a) == ConfigWithoutReport(b));
+    for (const auto& [p, f] : Files(gnn::LoadPartitionConfig(b))) {
+      CHECK(gnn::Sha256File(dir / ("dist" + tag + "/" + p)) == f);
+    }
+  }
+  // An edge task's label on a relation is one line on every machine,
+  // before any work.
+  meta["edge_data"]["paper:cites:paper"]["label"] = meta["edge_data"]["paper:cites:paper"]["feat"];
+  std::ofstream(some + "/metadata.json") << meta.dump(2);
+  const auto bad = Distributed(2, {"--dataset", some, "--num_parts", "2", "--output", dir / "bad"});
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.err.find("edge_data.paper:cites:paper.label") != std::string::npos);
+  CHECK(bad.err.find("--target_etype") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "bad"));
+}
