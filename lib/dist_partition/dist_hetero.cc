@@ -61,6 +61,10 @@ class HeteroJob {
   // source's entry is its reverse relation's in-edge (--undirected) or
   // (row, ~neighbour).
   void ExchangeEdges();
+  // The in-edge CSR (in_, and in_tags_ with edge features) and the
+  // symmetric adjacency (sym_) from the received (row, value[, tag])
+  // entries, which it frees.
+  void BuildAdjacency(std::vector<std::vector<int64_t>>* received, size_t stride);
   void ReadEdges(int c, size_t e, std::vector<int64_t>* src, std::vector<int64_t>* dst);
   void Assign();
   void Relabel();
@@ -297,7 +301,10 @@ void HeteroJob::ExchangeEdges() {
     }
   }
   input_edges_ = comm_.AllreduceSum(read, "counting edges") * (o_.undirected ? 2 : 1);
+  BuildAdjacency(&received, stride);
+}
 
+void HeteroJob::BuildAdjacency(std::vector<std::vector<int64_t>>* received, size_t stride) {
   timer_.Begin("build adjacency");
   in_.indptr.assign(static_cast<size_t>(local()) + 1, 0);
   sym_.indptr.assign(static_cast<size_t>(local()) + 1, 0);
@@ -308,7 +315,7 @@ void HeteroJob::ExchangeEdges() {
     const int64_t g = layout_.JobIdOfHomogeneous(value % n_);
     return g == row ? -1 : g;
   };
-  for (const std::vector<int64_t>& got : received) {
+  for (const std::vector<int64_t>& got : *received) {
     for (size_t k = 0; k < got.size(); k += stride) {
       const size_t row = static_cast<size_t>(got[k] - lo_) + 1;
       if (got[k + 1] >= 0) ++in_.indptr[row];
@@ -322,7 +329,7 @@ void HeteroJob::ExchangeEdges() {
     at->assign(csr->indptr.begin(), csr->indptr.end() - 1);
   }
   if (edges_) in_tags_.resize(in_.indices.size());
-  for (std::vector<int64_t>& got : received) {
+  for (std::vector<int64_t>& got : *received) {
     for (size_t k = 0; k < got.size(); k += stride) {
       const size_t row = static_cast<size_t>(got[k] - lo_);
       const int64_t value = got[k + 1], g = neighbour(got[k], value);

@@ -358,6 +358,62 @@ Message EncodeTypedMiniBatch(const HeteroBatch& b, uint64_t request_id) {
   return m;
 }
 
+namespace {
+
+// An input_means batch's means (frame `frame`): each featured relation's,
+// one row per non-empty (relation, destination) group of block 0.
+template <typename Fail>
+void ReadMeans(const Message& m, size_t frame, const TypedBatchSchema& schema, HeteroBatch* b,
+               Fail fail) {
+  const int64_t num_types = static_cast<int64_t>(schema.feature_dims.size());
+  // Each featured relation's means: one row per non-empty (relation,
+  // destination) group of block 0, in its source type's width.
+  b->input_means = true;
+  const RelationBlock rb = ToRelationBlock(b->blocks.front(), schema.num_rels);
+  size_t n = 0;
+  const float* all = m.Array<float>(frame, &n);
+  size_t at = 0;
+  b->means.assign(static_cast<size_t>(schema.num_rels), {});
+  for (int64_t r = 0; r < schema.num_rels; ++r) {
+    const int t = static_cast<size_t>(r) < schema.rel_src_type.size()
+                      ? schema.rel_src_type[static_cast<size_t>(r)]
+                      : -1;
+    const int64_t dim =
+        t >= 0 && t < num_types ? schema.feature_dims[static_cast<size_t>(t)] : int64_t{0};
+    if (dim <= 0) continue;
+    size_t groups = 0;
+    for (int64_t d = 0; d < rb.num_dst; ++d) {
+      const size_t row = static_cast<size_t>(r * rb.num_dst + d);
+      groups += rb.indptr[row + 1] > rb.indptr[row];
+    }
+    const size_t want = groups * static_cast<size_t>(dim);
+    if (want > n - at) fail("means do not cover relation " + std::to_string(r) + "'s groups");
+    b->means[static_cast<size_t>(r)].assign(all + at, all + at + want);
+    at += want;
+  }
+  if (at != n) fail("means beyond the featured relations' groups");
+}
+
+// Every block's edge rows (frame `frame`), in block order.
+template <typename Fail>
+void ReadEdgeRows(const Message& m, size_t frame, int64_t edge_dim, std::vector<Block>* blocks,
+                  Fail fail) {
+  size_t n = 0;
+  const float* rows = m.Array<float>(frame, &n);
+  size_t at = 0;
+  const size_t w = static_cast<size_t>(edge_dim);
+  for (Block& blk : *blocks) {
+    const size_t want = blk.indices.size() * w;
+    if (want > n - at) fail("edge rows do not cover the blocks' edges");
+    blk.edge_dim = edge_dim;
+    blk.edge_data.assign(rows + at, rows + at + want);
+    at += want;
+  }
+  if (at != n) fail("edge rows beyond the blocks' edges");
+}
+
+}  // namespace
+
 HeteroBatch DecodeTypedMiniBatch(const Message& m, const TypedBatchSchema& schema) {
   auto fail = [&](const std::string& what) {
     throw ProtocolError("malformed TypedMiniBatch (" + m.header.DebugString() + "): " + what);
@@ -408,18 +464,7 @@ HeteroBatch DecodeTypedMiniBatch(const Message& m, const TypedBatchSchema& schem
   }
   CheckBlocks(b.seeds, &b.blocks, fail);
   if (edge_dim > 0) {
-    size_t n = 0;
-    const float* rows = m.Array<float>(static_cast<size_t>(3 + 4 * num_blocks), &n);
-    size_t at = 0;
-    const size_t w = static_cast<size_t>(edge_dim);
-    for (Block& blk : b.blocks) {
-      const size_t want = blk.indices.size() * w;
-      if (want > n - at) fail("edge rows do not cover the blocks' edges");
-      blk.edge_dim = edge_dim;
-      blk.edge_data.assign(rows + at, rows + at + want);
-      at += want;
-    }
-    if (at != n) fail("edge rows beyond the blocks' edges");
+    ReadEdgeRows(m, static_cast<size_t>(3 + 4 * num_blocks), edge_dim, &b.blocks, fail);
   }
   try {
     b.GroupInputsByType(static_cast<size_t>(num_types), schema.type_of,
@@ -427,34 +472,7 @@ HeteroBatch DecodeTypedMiniBatch(const Message& m, const TypedBatchSchema& schem
   } catch (const DataError& e) {
     fail(e.what());
   }
-  if (means) {
-    // Each featured relation's means: one row per non-empty (relation,
-    // destination) group of block 0, in its source type's width.
-    b.input_means = true;
-    const RelationBlock rb = ToRelationBlock(b.blocks.front(), schema.num_rels);
-    size_t n = 0;
-    const float* all = m.Array<float>(static_cast<size_t>(3 + 4 * num_blocks), &n);
-    size_t at = 0;
-    b.means.assign(static_cast<size_t>(schema.num_rels), {});
-    for (int64_t r = 0; r < schema.num_rels; ++r) {
-      const int t = static_cast<size_t>(r) < schema.rel_src_type.size()
-                        ? schema.rel_src_type[static_cast<size_t>(r)]
-                        : -1;
-      const int64_t dim =
-          t >= 0 && t < num_types ? schema.feature_dims[static_cast<size_t>(t)] : int64_t{0};
-      if (dim <= 0) continue;
-      size_t groups = 0;
-      for (int64_t d = 0; d < rb.num_dst; ++d) {
-        const size_t row = static_cast<size_t>(r * rb.num_dst + d);
-        groups += rb.indptr[row + 1] > rb.indptr[row];
-      }
-      const size_t want = groups * static_cast<size_t>(dim);
-      if (want > n - at) fail("means do not cover relation " + std::to_string(r) + "'s groups");
-      b.means[static_cast<size_t>(r)].assign(all + at, all + at + want);
-      at += want;
-    }
-    if (at != n) fail("means beyond the featured relations' groups");
-  }
+  if (means) ReadMeans(m, static_cast<size_t>(3 + 4 * num_blocks), schema, &b, fail);
   // Every featured type's rows, in type order, one frame.
   size_t n = 0;
   const float* rows = m.Array<float>(2, &n);

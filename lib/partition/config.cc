@@ -134,6 +134,23 @@ std::string PartitionConfig::FilePath(int part, const std::string& file) const {
   return (fs::path(base_dir) / parts.at(part).dir / file).string();
 }
 
+namespace {
+
+// A typed config's target and widths: each node type's features, and with
+// edge features each relation's.
+void TypedWidthsToJson(const PartitionConfig& c, json* j) {
+  (*j)["target_ntype"] = c.target_ntype;
+  json dims = json::object();
+  for (size_t t = 0; t < c.ntypes.size(); ++t) dims[c.ntypes[t]] = c.ntype_feature_dims.at(t);
+  (*j)["ntype_feature_dims"] = dims;
+  if (c.edge_feature_dim == 0) return;
+  json edims = json::object();
+  for (size_t e = 0; e < c.etypes.size(); ++e) edims[c.etypes[e]] = c.etype_edge_feature_dims.at(e);
+  (*j)["etype_edge_feature_dims"] = edims;
+}
+
+}  // namespace
+
 json ToJson(const PartitionConfig& c) {
   json j;
   j["format_version"] = c.format_version;
@@ -202,18 +219,7 @@ json ToJson(const PartitionConfig& c) {
   j["etypes"] = etypes;
   j["node_map"] = node_map;
   j["edge_map"] = edge_map;
-  if (c.hetero()) {
-    j["target_ntype"] = c.target_ntype;
-    json dims = json::object();
-    for (size_t t = 0; t < c.ntypes.size(); ++t) dims[c.ntypes[t]] = c.ntype_feature_dims.at(t);
-    j["ntype_feature_dims"] = dims;
-    if (c.edge_feature_dim > 0) {
-      json edims = json::object();
-      for (size_t e = 0; e < c.etypes.size(); ++e)
-        edims[c.etypes[e]] = c.etype_edge_feature_dims.at(e);
-      j["etype_edge_feature_dims"] = edims;
-    }
-  }
+  if (c.hetero()) TypedWidthsToJson(c, &j);
   for (size_t i = 0; i < c.parts.size(); ++i) {
     const PartInfo& p = c.parts[i];
     json files = json::object();
