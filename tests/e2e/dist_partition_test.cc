@@ -661,6 +661,44 @@ TEST_CASE("gnn-partition --distributed --ip_config starts its machines itself", 
   CHECK(bad.err.find("apart.txt:3: host 127.0.0.1 appears on lines apart") != std::string::npos);
 }
 
+namespace {
+
+// Partitions `input` into `ranks` parts (--part_method random) on one
+// machine into dir/single<tag> and with --distributed on `ranks` into
+// dir/dist<tag> (feature and edge rows in slices of `slice` bytes when
+// given), and checks every file byte for byte and the configs but for the
+// report. Returns the single machine's config path.
+std::string SameAsSingle(const test::TempDir& dir, const std::string& input, int ranks,
+                         bool undirected, const std::string& slice, const std::string& tag,
+                         const std::string& name) {
+  std::vector<std::string> args = {"--dataset",     input,    "--num_parts", std::to_string(ranks),
+                                   "--part_method", "random", "--quiet"};
+  if (undirected) args.push_back("--undirected");
+  std::vector<std::string> single_argv = {Bin("gnn-partition"), "--output", dir / ("single" + tag)};
+  single_argv.insert(single_argv.end(), args.begin(), args.end());
+  const auto single = RunProcess(single_argv, 120);
+  INFO(single.err);
+  REQUIRE(single.exit_code == 0);
+  std::vector<std::string> env;
+  if (!slice.empty()) env.push_back("GNN_FEATURE_SLICE_BYTES=" + slice);
+  args.push_back("--output");
+  args.push_back(dir / ("dist" + tag));
+  const auto dist = Distributed(ranks, args, 180, env);
+  INFO(dist.err);
+  REQUIRE(dist.exit_code == 0);
+  // Every file byte for byte (the config lists each one's sha256), and
+  // the config itself but for the report.
+  const std::string a = dir / ("single" + tag) + name, b = dir / ("dist" + tag) + name;
+  CHECK(Files(gnn::LoadPartitionConfig(a)) == Files(gnn::LoadPartitionConfig(b)));
+  CHECK(ConfigWithoutReport(a) == ConfigWithoutReport(b));
+  for (const auto& [p, f] : Files(gnn::LoadPartitionConfig(b))) {
+    CHECK(gnn::Sha256File(dir / ("dist" + tag + "/" + p)) == f);
+  }
+  return a;
+}
+
+}  // namespace
+
 TEST_CASE("gnn-partition --distributed writes the single-machine typed partitions (random)",
           "[e2e]") {
   REQUIRE_MPI();
@@ -677,31 +715,8 @@ TEST_CASE("gnn-partition --distributed writes the single-machine typed partition
     INFO(ranks << " machines, undirected " << undirected << ", slice " << slice);
     const std::string tag =
         std::to_string(ranks) + (undirected ? "u" : "d") + (slice.empty() ? "" : "s");
-    std::vector<std::string> args = {
-        "--dataset",     chunks,   "--num_parts", std::to_string(ranks),
-        "--part_method", "random", "--quiet"};
-    if (undirected) args.push_back("--undirected");
-    std::vector<std::string> single_argv = {Bin("gnn-partition"), "--output",
-                                            dir / ("single" + tag)};
-    single_argv.insert(single_argv.end(), args.begin(), args.end());
-    const auto single = RunProcess(single_argv, 120);
-    INFO(single.err);
-    REQUIRE(single.exit_code == 0);
-    std::vector<std::string> env;
-    if (!slice.empty()) env.push_back("GNN_FEATURE_SLICE_BYTES=" + slice);
-    args.push_back("--output");
-    args.push_back(dir / ("dist" + tag));
-    const auto dist = Distributed(ranks, args, 180, env);
-    INFO(dist.err);
-    REQUIRE(dist.exit_code == 0);
-    // Every file byte for byte (the config lists each one's sha256), and
-    // the config itself but for the report.
-    const std::string a = dir / ("single" + tag) + name, b = dir / ("dist" + tag) + name;
-    CHECK(Files(gnn::LoadPartitionConfig(a)) == Files(gnn::LoadPartitionConfig(b)));
-    CHECK(ConfigWithoutReport(a) == ConfigWithoutReport(b));
-    for (const auto& [p, f] : Files(gnn::LoadPartitionConfig(b))) {
-      CHECK(gnn::Sha256File(dir / ("dist" + tag + "/" + p)) == f);
-    }
+    const std::string a = SameAsSingle(dir, chunks, ranks, undirected, slice, tag, name);
+    const std::string b = dir / ("dist" + tag) + name;
     const json ra = Report(a), rb = Report(b);
     for (const char* key :
          {"edge_cut", "undirected_edges", "input_edges", "imbalance", "ntypes", "etypes"}) {
@@ -873,33 +888,11 @@ TEST_CASE("gnn-partition --distributed carries typed edge features: the single-m
     INFO(input << ": " << ranks << " machines, undirected " << undirected << ", slice " << slice);
     const std::string tag = std::to_string(ranks) + (undirected ? "u" : "d") +
                             (slice.empty() ? "" : "s") + (input == some ? "some" : "");
-    std::vector<std::string> args = {
-        "--dataset",     input,    "--num_parts", std::to_string(ranks),
-        "--part_method", "random", "--quiet"};
-    if (undirected) args.push_back("--undirected");
-    std::vector<std::string> single_argv = {Bin("gnn-partition"), "--output",
-                                            dir / ("single" + tag)};
-    single_argv.insert(single_argv.end(), args.begin(), args.end());
-    const auto single = RunProcess(single_argv, 120);
-    INFO(single.err);
-    REQUIRE(single.exit_code == 0);
-    std::vector<std::string> env;
-    if (!slice.empty()) env.push_back("GNN_FEATURE_SLICE_BYTES=" + slice);
-    args.push_back("--output");
-    args.push_back(dir / ("dist" + tag));
-    const auto dist = Distributed(ranks, args, 180, env);
-    INFO(dist.err);
-    REQUIRE(dist.exit_code == 0);
-    const std::string a = dir / ("single" + tag) + name, b = dir / ("dist" + tag) + name;
-    const gnn::PartitionConfig ca = gnn::LoadPartitionConfig(a);
-    CHECK(ca.edge_feature_dim == 3);
-    CHECK(std::count(ca.etype_edge_feature_dims.begin(), ca.etype_edge_feature_dims.end(), 0) ==
+    const gnn::PartitionConfig c =
+        gnn::LoadPartitionConfig(SameAsSingle(dir, input, ranks, undirected, slice, tag, name));
+    CHECK(c.edge_feature_dim == 3);
+    CHECK(std::count(c.etype_edge_feature_dims.begin(), c.etype_edge_feature_dims.end(), 0) ==
           (input == some ? (undirected ? 2 : 1) : 0));
-    CHECK(Files(ca) == Files(gnn::LoadPartitionConfig(b)));
-    CHECK(ConfigWithoutReport(a) == ConfigWithoutReport(b));
-    for (const auto& [p, f] : Files(gnn::LoadPartitionConfig(b))) {
-      CHECK(gnn::Sha256File(dir / ("dist" + tag + "/" + p)) == f);
-    }
   }
   // An edge task's label on a relation is one line on every machine,
   // before any work.
