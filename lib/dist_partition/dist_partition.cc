@@ -188,6 +188,10 @@ void Job::CheckInput() {
       throw ConfigError("--task " + o_.task +
                         ": typed graphs train class ids (--task node) so far");
     }
+    if (meta_.hetero() && o_.node_feat_from_edges != "auto") {
+      throw ConfigError("--node_feat_from_edges " + o_.node_feat_from_edges +
+                        ": a typed graph's featureless node types learn embeddings instead");
+    }
     if (o_.data.ignore_edge_data) {
       RefuseEdgeData(o_.data.dataset + "/metadata.json", meta_.edge_data, true);
     } else if (meta_.hetero()) {

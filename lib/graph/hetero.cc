@@ -161,8 +161,12 @@ HeteroDataset LoadHeteroDataset(const DatasetOptions& o) {
   if (IsChunkedFolder(o.dataset)) return ReadChunkedHeteroDataset(o.dataset, o.ignore_edge_data);
   const std::string prefix = "synthetic:";
   if (o.dataset.rfind(prefix, 0) == 0) {
-    return GenerateHeteroSynthetic(ParseHeteroSyntheticSpec(o.dataset.substr(prefix.size())),
-                                   o.seed, o.num_threads);
+    HeteroSyntheticSpec spec = ParseHeteroSyntheticSpec(o.dataset.substr(prefix.size()));
+    if (spec.edge_feature_dim > 0 && o.ignore_edge_data) {
+      RefuseEdgeData(o.dataset, {"efeat=" + std::to_string(spec.edge_feature_dim)}, true);
+      spec.edge_feature_dim = 0;
+    }
+    return GenerateHeteroSynthetic(spec, o.seed, o.num_threads);
   }
   if (!IsHeteroDataset(o)) {
     throw ConfigError(o.dataset +

@@ -127,7 +127,8 @@ HeteroDataset ReadOgbHeteroFolder(const std::string& folder, const DatasetOption
     const fs::path feat = dir / kOgbEdgeFeatFile;
     std::error_code ec;
     if (!options.ignore_edge_data && fs::exists(feat, ec))
-      r.edge_feature_dim = ReadFloatRows(feat.string(), m, &r.edge_features, &ctx);
+      r.edge_feature_dim =
+          ReadFloatRows(feat.string(), m, &r.edge_features, &ctx, "edges", "num-edge-list.csv.gz");
     d.relations.push_back(std::move(r));
   }
   std::error_code ec;

@@ -426,6 +426,10 @@ HeteroBatch DecodeTypedMiniBatch(const Message& m, const TypedBatchSchema& schem
   if (r.Has(Key::kEdgeDim) && (edge_dim < 1 || edge_dim > kMaxEdgeDataWidth || means)) {
     fail("edge data width " + std::to_string(edge_dim));
   }
+  if (edge_dim != schema.edge_dim) {
+    fail("edge rows " + std::to_string(edge_dim) + " wide where " +
+         std::to_string(schema.edge_dim) + " were asked");
+  }
   const int64_t num_blocks = r.Get(Key::kBlocks), num_types = r.Get(Key::kTypes);
   const int64_t relation_width = r.Get(Key::kRelationWidth);
   const int64_t wire_bytes = r.Get(Key::kWireBytes, 0);

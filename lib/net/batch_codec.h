@@ -69,6 +69,8 @@ struct TypedBatchSchema {
   // Each relation's source type (input_means batches only; empty: every
   // relation's means must be empty).
   std::vector<int> rel_src_type;
+  // The width of the edge rows the blocks must carry (0: none).
+  int64_t edge_dim = 0;
 };
 
 // The batch's index, seeds, labels, blocks (relation ids in the narrowest

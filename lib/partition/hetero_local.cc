@@ -187,8 +187,8 @@ void CheckHeteroArrays(const PartitionConfig& config, const HeteroPartitionView&
   CheckEdgeFeatures(config, v);
 }
 
-HeteroPartition LoadHeteroPartition(const PartitionConfig& config, int part,
-                                    bool verify_checksums) {
+HeteroPartition LoadHeteroPartition(const PartitionConfig& config, int part, bool verify_checksums,
+                                    bool edge_data) {
   const HeteroPartitionView shape = HeteroShape(config, part);
   if (verify_checksums) VerifyPartFiles(config, part);
   const int64_t n = shape.num_nodes, e = shape.num_edges;
@@ -215,19 +215,25 @@ HeteroPartition LoadHeteroPartition(const PartitionConfig& config, int part,
   p.labels = ReadNpy<int64_t>(path(tn + "-label.npy"), {targets});
   for (int m = 0; m < 3; ++m) p.masks[m] = ReadNpy<uint8_t>(path(tn + kMaskSuffix[m]), {targets});
   p.edge_dims = shape.edge_dims;
-  if (shape.edge_dim > 0) {
-    // Hashed here, not in VerifyPartFiles (which leaves the edge files to
-    // the runs that read them).
-    if (verify_checksums) {
-      VerifyPartFile(path(kEdgeFeatFile),
-                     config.parts[static_cast<size_t>(part)].files.at(kEdgeFeatFile));
-    }
-    p.edge_data = ReadNpy<float>(path(kEdgeFeatFile), {e, shape.edge_dim});
-    p.edge_dim = shape.edge_dim;
-  }
   p.rng_keys.resize(static_cast<size_t>(n));
   CheckHeteroArrays(config, p.View(), p.rng_keys.data());
+  if (edge_data) LoadHeteroEdgeData(config, part, verify_checksums, &p);
   return p;
+}
+
+void LoadHeteroEdgeData(const PartitionConfig& config, int part, bool verify_checksums,
+                        HeteroPartition* p) {
+  if (config.edge_feature_dim == 0 || p->edge_dim > 0) return;
+  const std::string file = config.FilePath(part, kEdgeFeatFile);
+  // Hashed here, not in VerifyPartFiles (which leaves the edge files to
+  // the runs that read them).
+  if (verify_checksums) {
+    VerifyPartFile(file, config.parts[static_cast<size_t>(part)].files.at(kEdgeFeatFile));
+  }
+  p->edge_data =
+      ReadNpy<float>(file, {static_cast<int64_t>(p->indices.size()), config.edge_feature_dim});
+  p->edge_dim = config.edge_feature_dim;
+  CheckEdgeFeatures(config, p->View());
 }
 
 }  // namespace gnn

@@ -90,7 +90,14 @@ void CheckHeteroArrays(const PartitionConfig& config, const HeteroPartitionView&
                        int64_t* rng_keys);
 
 // Loads partition `part` of a heterogeneous `config` (checksums first when
-// asked). Shapes come from the config; CheckHeteroArrays' checks.
-HeteroPartition LoadHeteroPartition(const PartitionConfig& config, int part, bool verify_checksums);
+// asked). Shapes come from the config; CheckHeteroArrays' checks. With
+// `edge_data` the edge features too (config edge_feature_dim > 0).
+HeteroPartition LoadHeteroPartition(const PartitionConfig& config, int part, bool verify_checksums,
+                                    bool edge_data = false);
+// Reads the edge features into a partition loaded without them (checked
+// finite and 0 past their relation's width, against their checksum when
+// verifying); no-op without edge features or when loaded already.
+void LoadHeteroEdgeData(const PartitionConfig& config, int part, bool verify_checksums,
+                        HeteroPartition* p);
 
 }  // namespace gnn

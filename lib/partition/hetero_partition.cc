@@ -237,7 +237,8 @@ void WritePartEdgeFeatures(const PartSources& in, int p, const std::string& dir,
       feat_block.resize(at + static_cast<size_t>(ef.width), 0.0f);
       if (w > 0) std::copy_n(ef.rows[rel] + line * w, w, feat_block.begin() + at);
     }
-    if (id_block.size() >= (size_t{1} << 18)) flush();
+    // About 8 MiB of rows at a time, whatever the width.
+    if (id_block.size() >= (size_t{1} << 18) || feat_block.size() >= (size_t{1} << 21)) flush();
   }
   flush();
   Record(info, kOrigEidsFile, ids.Commit());

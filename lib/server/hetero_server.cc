@@ -87,7 +87,9 @@ Message HeteroServing::OnTypedSample(const Message& req) {
       for (int64_t f : r.fanouts) bound += f < 0 ? deg : f;
     }
   }
-  if (bound > net::kMaxSampledPerRequest) {
+  // An edge row of w floats weighs w / 2 ids (as Sample's limit).
+  const int64_t w = r.edge_data ? g_.csc.edge_dim : 0;
+  if (bound > net::kMaxSampledPerRequest / (1 + (w + 1) / 2)) {
     throw DataError("TypedSample would return up to " + std::to_string(bound) +
                     " neighbours, more than the limit of " +
                     std::to_string(net::kMaxSampledPerRequest) + " per request");

@@ -631,9 +631,20 @@ TEST_CASE(
                            Bin("gnn-train") + " --inference --restore_model_path " + model +
                                " --save_prediction_path " + (dir / "p2") +
                                " --wire_dtype float32 --num_omp_threads 1");
-  INFO(inf1.dump() << "\n" << inf2.dump());
+  // And with gnn-sampler processes, started before the model file says its
+  // messages read edge rows (they are started again, asking for them).
+  const json inf3 = Launch(dir, two, 2,
+                           Bin("gnn-train") + " --inference --restore_model_path " + model +
+                               " --save_prediction_path " + (dir / "p3") +
+                               " --wire_dtype float32 --num_omp_threads 1",
+                           {"--num_samplers", "1"});
+  INFO(inf1.dump() << "\n" << inf2.dump() << "\n" << inf3.dump());
   CHECK(inf1["test_acc"] == inf2["test_acc"]);
-  const auto p1 = Predictions(dir / "p1"), p2 = Predictions(dir / "p2");
+  CHECK(inf3["test_acc"] == inf2["test_acc"]);
+  const auto p1 = Predictions(dir / "p1"), p2 = Predictions(dir / "p2"),
+             p3 = Predictions(dir / "p3");
   REQUIRE(p1.size() == p2.size());
   for (const auto& [id, row] : p1) CHECK(row.second == p2.at(id).second);
+  REQUIRE(p3.size() == p2.size());
+  for (const auto& [id, row] : p3) CHECK(row.second == p2.at(id).second);
 }

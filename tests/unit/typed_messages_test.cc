@@ -536,3 +536,34 @@ TEST_CASE("TypedSample carries each sampled edge's features when asked, checked 
   r.edge_data.pop_back();
   CHECK_THROWS_AS(TypedSampleReply::Decode(Received(r.Encode(7))), ProtocolError);
 }
+
+TEST_CASE("a TypedMiniBatch's edge rows travel in one frame, their width as the receiver asked",
+          "[unit][messages]") {
+  HeteroBatch b;
+  b.seeds = {0};
+  b.labels = {1};
+  Block blk;
+  blk.num_dst = 1;
+  blk.src_nodes = {0, 1, 2};
+  blk.indptr = {0, 2};
+  blk.indices = {1, 2};
+  blk.etypes = {0, 1};
+  blk.edge_dim = 2;
+  blk.edge_data = {1, 2, 3, 4};
+  b.blocks = {blk};
+  b.features.assign(1, {});
+  TypedBatchSchema schema;
+  schema.num_rels = 2;
+  schema.feature_dims = {0};
+  schema.type_of = [](int64_t) { return 0; };
+  schema.edge_dim = 2;
+  const Message m = Received(EncodeTypedMiniBatch(b, 1));
+  const HeteroBatch got = DecodeTypedMiniBatch(m, schema);
+  REQUIRE(got.blocks.size() == 1);
+  CHECK(got.blocks[0].edge_dim == 2);
+  CHECK(got.blocks[0].edge_data == blk.edge_data);
+  schema.edge_dim = 3;
+  CHECK_THROWS_WITH(DecodeTypedMiniBatch(m, schema), Catch::Contains("2 wide where 3"));
+  schema.edge_dim = 0;
+  CHECK_THROWS_AS(DecodeTypedMiniBatch(m, schema), ProtocolError);
+}

@@ -120,7 +120,9 @@ class DistHeteroSource : public HeteroSource {
       schema_.feature_dims.resize(T, 0);
       schema_.type_of = [this](int64_t v) { return config_.NtypeOf(v); };
       schema_.rel_src_type = config.RelationSrcTypes();
+      schema_.edge_dim = o.ReadsEdgeData() ? config.edge_feature_dim : 0;
     }
+    group_ = std::move(group);  // its collective moved out above
   }
 
   // Each type's table settings, sent with every embedding request (the
@@ -149,7 +151,16 @@ class DistHeteroSource : public HeteroSource {
     return graph_->SplitNodes(m, total * slot_ / world_, total * (slot_ + 1) / world_);
   }
 
-  void ReadEdgeData() override { graph_->SetEdgeData(true); }
+  void ReadEdgeData() override {
+    graph_->SetEdgeData(true);
+    schema_.edge_dim = config_.edge_feature_dim;
+    if (samplers_) {
+      // Started before the model file said its messages read edge rows:
+      // again, asking for them (and for rows, not first-layer sums).
+      samplers_.reset();
+      samplers_ = StartSamplers(o_, config_, group_);
+    }
+  }
   HeteroBatch Sample(const std::vector<int64_t>& seeds,
                      const std::vector<std::vector<int>>& fanouts, uint64_t rng_seed) override {
     return graph_->MakeTypedBatch(seeds, fanouts, o_.sample_replace, rng_seed);
@@ -378,6 +389,7 @@ class DistHeteroSource : public HeteroSource {
   std::vector<net::EmbSpec> specs_;
   std::unique_ptr<SamplerProcesses> samplers_;  // --num_samplers > 0
   net::TypedBatchSchema schema_;                // what their batches are checked against
+  TrainerGroup group_;                          // (without its collective) to start them again
   uint64_t sampler_wire_bytes_ = 0;
 };
 

@@ -94,7 +94,10 @@ class StandaloneHeteroSource : public HeteroSource {
   StandaloneHeteroSource(const TrainOptions& o, const PartitionConfig& config)
       : o_(o), config_(config), threads_(std::max(1, ResolveThreads(0))) {
     Stopwatch watch;
-    part_ = LoadHeteroPartition(config, 0, o.verify_checksums);
+    // The edge features only when the model reads them (an inference run's
+    // model file may say so later: ReadEdgeData).
+    reads_edges_ = o.edge_feat_mp_op != "none";
+    part_ = LoadHeteroPartition(config, 0, o.verify_checksums, reads_edges_);
     g_.csc = CscView{part_.indptr.data(), part_.indices.data(), part_.node_start, part_.num_nodes,
                      part_.rng_keys.data()};
     g_.etypes = part_.etypes.data();
@@ -146,10 +149,9 @@ class StandaloneHeteroSource : public HeteroSource {
     HeteroBatch b;
     b.seeds = seeds;
     TypedCscView g = g_;
-    if (o_.edge_feat_mp_op != "none" && part_.edge_dim > 0) {
-      // RGCN's messages take the edges' features (--edge_feat_mp_op, or an
-      // inference run's model file): each sampled edge's row comes with its
-      // block.
+    if (reads_edges_ && part_.edge_dim > 0) {
+      // The model's messages take the edges' features: each sampled edge's
+      // row comes with its block.
       g.csc.edge_data = part_.edge_data.data();
       g.csc.edge_dim = part_.edge_dim;
     }
@@ -213,6 +215,10 @@ class StandaloneHeteroSource : public HeteroSource {
     table.SetValues(0, rows.data(), table.num_rows());
   }
   void ResetEmbeddings() override { tables_ = MakeEmbeddingTables(o_, part_); }
+  void ReadEdgeData() override {
+    LoadHeteroEdgeData(config_, 0, o_.verify_checksums, &part_);
+    reads_edges_ = true;
+  }
   std::vector<int64_t> AllSplitNodes(int m) override { return part_.Nodes(m); }
 
  private:
@@ -258,6 +264,7 @@ class StandaloneHeteroSource : public HeteroSource {
   const PartitionConfig& config_;
   const int threads_;
   HeteroPartition part_;
+  bool reads_edges_ = false;  // samples carry each edge's row of part_.edge_data
   TypedCscView g_;
   std::vector<EmbeddingTable> tables_;
   // Sampling ahead: the plan (read by the thread until StopAhead), the
