@@ -17,7 +17,6 @@
 #include "dist_partition/dist_edge_data.h"
 #include "dist_partition/dist_exchange.h"
 #include "dist_partition/dist_hetero.h"
-#include "dist_partition/dist_hetero_edges.h"
 #include "dist_partition/dist_job.h"
 #include "dist_partition/dist_label_rows.h"
 #include "dist_partition/dist_output.h"
@@ -27,6 +26,7 @@
 #include "graph/csr.h"
 #include "partition/assign.h"
 #include "partition/config.h"
+#include "partition/hetero_partition.h"
 #include "partition/partition_util.h"
 
 namespace gnn {
@@ -184,14 +184,7 @@ void Job::CheckInput() {
     }
     CheckOutput(o_);
     meta_ = ReadChunkedMeta(o_.data.dataset);
-    if (meta_.hetero() && o_.task != "auto" && o_.task != "node") {
-      throw ConfigError("--task " + o_.task +
-                        ": typed graphs train class ids (--task node) so far");
-    }
-    if (meta_.hetero() && o_.node_feat_from_edges != "auto") {
-      throw ConfigError("--node_feat_from_edges " + o_.node_feat_from_edges +
-                        ": a typed graph's featureless node types learn embeddings instead");
-    }
+    if (meta_.hetero()) CheckTypedPartitionOptions(o_);
     if (o_.data.ignore_edge_data) {
       RefuseEdgeData(o_.data.dataset + "/metadata.json", meta_.edge_data, true);
     } else if (meta_.hetero()) {
@@ -201,8 +194,7 @@ void Job::CheckInput() {
     }
     if (!edge_data_ && !o_.edge_weight.empty()) {
       throw ConfigError("--edge_weight " + o_.edge_weight + ": " + meta_.graph_name +
-                        (meta_.hetero() ? " is typed: typed graphs take edge features, not weights"
-                                        : " has no edge features"));
+                        " has no edge features");
     }
     for (size_t t = 0; t < meta_.node_types.size(); ++t) {
       if (NodeData(meta_, t, kChunkUserIds)) {

@@ -531,6 +531,21 @@ Assignment PartitionAndWrite(const PartitionOptions& options, HeteroDataset& d,
 
 }  // namespace
 
+void CheckTypedPartitionOptions(const PartitionOptions& options) {
+  if (!options.edge_weight.empty()) {
+    throw ConfigError("--edge_weight " + options.edge_weight +
+                      ": typed graphs take edge features (--edge_feat_mp_op), not weights, so far");
+  }
+  if (options.node_feat_from_edges != "auto") {
+    throw ConfigError("--node_feat_from_edges " + options.node_feat_from_edges +
+                      ": a typed graph's featureless node types learn embeddings instead");
+  }
+  if (options.task != "auto" && options.task != "node") {
+    throw ConfigError("--task " + options.task +
+                      ": typed graphs train class ids (--task node) so far");
+  }
+}
+
 PartitionResult RunHeteroPartition(const PartitionOptions& options) {
   if (options.val_edges > 0)
     throw ConfigError("--val_edges applies to homogeneous graphs (link prediction) only");

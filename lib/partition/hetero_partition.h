@@ -24,6 +24,11 @@ namespace gnn {
 // --undirected adds DGL's reverse relations.
 PartitionResult RunHeteroPartition(const PartitionOptions& options);
 
+// What a typed graph's partitioning (on one machine or --distributed) does
+// not take: --edge_weight, --node_feat_from_edges, a --task other than
+// node; one ConfigError each.
+void CheckTypedPartitionOptions(const PartitionOptions& options);
+
 // The one writer of a typed partition's files, for the single-machine and
 // the distributed partitioner (whose outputs are byte-identical for the
 // same assignment). Each records its files in `info`.

@@ -553,19 +553,7 @@ PartitionResult RunPartition(const PartitionOptions& options) {
     if (options.data.feature_format == "sparse") {
       throw ConfigError("--feature_format sparse: typed graphs keep dense node features so far");
     }
-    if (!options.edge_weight.empty()) {
-      throw ConfigError(
-          "--edge_weight " + options.edge_weight +
-          ": typed graphs take edge features (--edge_feat_mp_op), not weights, so far");
-    }
-    if (options.node_feat_from_edges != "auto") {
-      throw ConfigError("--node_feat_from_edges " + options.node_feat_from_edges +
-                        ": a typed graph's featureless node types learn embeddings instead");
-    }
-    if (options.task != "auto" && options.task != "node") {
-      throw ConfigError("--task " + options.task +
-                        ": typed graphs train class ids (--task node) so far");
-    }
+    CheckTypedPartitionOptions(options);
     return RunHeteroPartition(options);
   }
   StageTimer timer;
