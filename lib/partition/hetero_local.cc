@@ -49,7 +49,6 @@ HeteroPartitionView HeteroPartition::View() const {
   v.labels = labels.data();
   for (int m = 0; m < 3; ++m) v.masks[m] = masks[m].data();
   v.edge_dim = edge_dim;
-  v.edge_dims = edge_dims;
   v.edge_data = edge_data.empty() ? nullptr : edge_data.data();
   return v;
 }
@@ -76,7 +75,6 @@ HeteroPartitionView HeteroShape(const PartitionConfig& config, int part) {
       static_cast<int>(std::find(config.ntypes.begin(), config.ntypes.end(), config.target_ntype) -
                        config.ntypes.begin());
   v.edge_dim = config.edge_feature_dim;
-  v.edge_dims = config.etype_edge_feature_dims;
   return v;
 }
 
@@ -163,7 +161,7 @@ void CheckEdgeFeatures(const PartitionConfig& config, const HeteroPartitionView&
   if (v.edge_dim == 0 || v.edge_data == nullptr) return;
   for (int64_t k = 0; k < v.num_edges; ++k) {
     const float* row = v.edge_data + k * v.edge_dim;
-    const int64_t w = v.edge_dims[static_cast<size_t>(v.etypes[k])];
+    const int64_t w = config.etype_edge_feature_dims[static_cast<size_t>(v.etypes[k])];
     for (int64_t j = 0; j < v.edge_dim; ++j) {
       if (!std::isfinite(row[j]) || (j >= w && row[j] != 0.0f)) {
         throw DataError(config.FilePath(v.part_id, kEdgeFeatFile) + ": entry (" +
@@ -214,7 +212,6 @@ HeteroPartition LoadHeteroPartition(const PartitionConfig& config, int part, boo
   const int64_t targets = shape.num_targets();
   p.labels = ReadNpy<int64_t>(path(tn + "-label.npy"), {targets});
   for (int m = 0; m < 3; ++m) p.masks[m] = ReadNpy<uint8_t>(path(tn + kMaskSuffix[m]), {targets});
-  p.edge_dims = shape.edge_dims;
   p.rng_keys.resize(static_cast<size_t>(n));
   CheckHeteroArrays(config, p.View(), p.rng_keys.data());
   if (edge_data) LoadHeteroEdgeData(config, part, verify_checksums, &p);

@@ -32,10 +32,10 @@ struct HeteroPartitionView {
   const int64_t* labels = nullptr;     // per owned target node
   const uint8_t* masks[3] = {nullptr, nullptr, nullptr};  // train, valid, test per target node
   // The stored in-edges' features (kEdgeFeatFile, aligned with indices):
-  // [num_edges, edge_dim], relation r's in its first edge_dims[r] columns,
-  // the rest 0; edge_dim 0 and null when the graph has none.
+  // [num_edges, edge_dim], relation r's in its first
+  // config.etype_edge_feature_dims[r] columns, the rest 0; edge_dim 0 and
+  // null when the graph has none (or they were not loaded).
   int64_t edge_dim = 0;
-  std::vector<int64_t> edge_dims;  // per relation (config.etype_edge_feature_dims)
   const float* edge_data = nullptr;
 
   // Owned nodes of the target type.
@@ -63,7 +63,6 @@ struct HeteroPartition {
   std::vector<int64_t> labels;                            // per owned target node
   std::vector<uint8_t> masks[3];                          // train, valid, test per target node
   int64_t edge_dim = 0;                                   // see HeteroPartitionView
-  std::vector<int64_t> edge_dims;
   std::vector<float> edge_data;
 
   // Points into the vectors above.

@@ -153,7 +153,6 @@ std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
     // the mapped data; a typed partition's sampling keys are computed here.
     p->ReadHeader();
     if (config.hetero()) {
-      p->hetero_view_->edge_dims = config.etype_edge_feature_dims;
       CheckHeteroArrays(config, *p->hetero_view_,
                         reinterpret_cast<int64_t*>(bytes + plan[kTRngKeys].offset));
     } else {
@@ -296,7 +295,6 @@ std::unique_ptr<ShmPartition> ShmPartition::Attach(const std::string& name,
                     "), expected partition " + std::to_string(part) + " of '" + config.graph_name +
                     "' (config digest " + digest.substr(0, 16) + ")");
   }
-  if (p->hetero_view_) p->hetero_view_->edge_dims = config.etype_edge_feature_dims;
   return p;
 }
 

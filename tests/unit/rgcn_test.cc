@@ -695,6 +695,18 @@ TEST_CASE("RGCN and RGAT on the GPU equal the CPU in outputs and gradients (GPU)
 namespace gnn {
 namespace {
 
+// Random edge rows for `b`: each edge's relation's first eo.dims[r]
+// columns of eo.width(), the rest 0 (as partitions pad them).
+void AddEdgeRows(Block* b, const RelEdgeOptions& eo, uint32_t seed) {
+  b->edge_dim = eo.width();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int64_t e = 0; e < b->num_edges(); ++e) {
+    for (int64_t j = 0; j < b->edge_dim; ++j)
+      b->edge_data.push_back(j < eo.dims[static_cast<size_t>(b->etypes[e])] ? u(rng) : 0.0f);
+  }
+}
+
 // The per-edge RGCN formula with edge features (GraphStorm's
 // edge_feat_mp_op), in double precision: for each destination and
 // relation the mean of the messages h_src op e P_r (mul only where the
@@ -744,13 +756,7 @@ TEST_CASE("RelGraphConv with edge features equals the per-edge formula: add, sub
   Block b = RandomHeteroBlock(30, 50, 6, num_rels, 7);
   RelEdgeOptions eo;
   eo.dims = {2, 0, 3};  // relation 1 has none; relation 0's third column stays 0
-  b.edge_dim = eo.width();
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (int64_t e = 0; e < b.num_edges(); ++e) {
-    for (int64_t j = 0; j < b.edge_dim; ++j)
-      b.edge_data.push_back(j < eo.dims[static_cast<size_t>(b.etypes[e])] ? u(rng) : 0.0f);
-  }
+  AddEdgeRows(&b, eo, 3);
   const RelationBlock rb = ToRelationBlock(b, num_rels);
   REQUIRE(rb.eids.size() == rb.indices.size());
   torch::Tensor h = Dbl({b.num_src(), in}, 9).to(torch::kFloat32);
@@ -790,13 +796,7 @@ TEST_CASE("RelGATConv with edge features: each featured relation's GATConv reads
   Block b = RandomHeteroBlock(6, 15, 5, num_rels, 8);
   RelEdgeOptions eo;
   eo.dims = {2, 0, 1};
-  b.edge_dim = eo.width();
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (int64_t e = 0; e < b.num_edges(); ++e) {
-    for (int64_t j = 0; j < b.edge_dim; ++j)
-      b.edge_data.push_back(j < eo.dims[static_cast<size_t>(b.etypes[e])] ? u(rng) : 0.0f);
-  }
+  AddEdgeRows(&b, eo, 5);
   const RelationBlock rb = ToRelationBlock(b, num_rels);
   GatOptions o;
   for (const char* op : {"add", "sub", "mul"}) {

@@ -68,6 +68,7 @@ torch::Tensor RelGATConvImpl::forward(const BlockTensors& relation_block, int64_
   const torch::Tensor indptr = relation_block.indptr.to(cpu);
   const torch::Tensor indices = relation_block.indices.to(cpu);
   const int64_t* ptr = indptr.data_ptr<int64_t>();
+  const torch::Tensor edge_ids = edges ? edges->groups.indices.to(cpu) : torch::Tensor();
   for (int64_t r = 0; r < num_rels_; ++r) {
     const int64_t e0 = ptr[r * num_dst], e1 = ptr[(r + 1) * num_dst];
     if (e1 == e0) continue;  // HeteroGraphConv skips a relation without edges
@@ -92,9 +93,8 @@ torch::Tensor RelGATConvImpl::forward(const BlockTensors& relation_block, int64_
     const int64_t w = edge_dims_.empty() ? 0 : edge_dims_[static_cast<size_t>(r)];
     if (w > 0) {
       // Relation r's edges' rows in its block order, its own columns.
-      rel.edge_data = edges->rows.index_select(0, edges->groups.indices.to(cpu).slice(0, e0, e1))
-                          .slice(1, 0, w)
-                          .contiguous();
+      rel.edge_data =
+          edges->rows.index_select(0, edge_ids.slice(0, e0, e1)).slice(1, 0, w).contiguous();
     }
     rel = rel.To(h_src.device());
     out = out + mods_[r]->as<GATConvImpl>()->ForwardBipartite(
