@@ -221,7 +221,7 @@ class DistGraph {
   // the standalone SampleTypedBlocks (fanouts[layer][relation]).
   std::vector<Block> SampleTypedBlocks(const std::vector<int64_t>& seeds,
                                        const std::vector<std::vector<int>>& fanouts, bool replace,
-                                       uint64_t rng_seed);
+                                       uint64_t rng_seed, const EdgeExclusion* exclude = nullptr);
   // Seeds -> one heterogeneous mini-batch: typed blocks, block 0's sources
   // grouped by node type with every featured type's rows, the seeds'
   // labels, and the bytes its making moved (wire_bytes). With
@@ -231,10 +231,11 @@ class DistGraph {
   // featureless types are not in it: they change every step, so the
   // trainer pulls them when it uses the batch. The in-process trainer and
   // gnn-sampler both make their batches here (the same batch for the same
-  // arguments).
+  // arguments). `exclude` (a typed edge task's batch) filters every layer
+  // as in SampleTypedBlocks.
   HeteroBatch MakeTypedBatch(const std::vector<int64_t>& seeds,
                              const std::vector<std::vector<int>>& fanouts, bool replace,
-                             uint64_t rng_seed);
+                             uint64_t rng_seed, const EdgeExclusion* exclude = nullptr);
   // Feature rows [ids.size(), dim of type ntype] of nodes of type `ntype`.
   void PullTyped(int ntype, const std::vector<int64_t>& ids, std::vector<float>* out);
   // Sums [groups, dim] of groups of rows of node type `ntype`: group k is

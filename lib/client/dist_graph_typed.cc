@@ -12,6 +12,7 @@
 #include "common/random.h"
 #include "net/messages.h"
 #include "sampling/relation_block.h"
+#include "sampling/edge_batch.h"
 #include "sampling/sampler.h"
 #include "store/row_cache.h"
 
@@ -21,7 +22,8 @@ using net::Message;
 
 std::vector<Block> DistGraph::SampleTypedBlocks(const std::vector<int64_t>& seeds,
                                                 const std::vector<std::vector<int>>& fanouts,
-                                                bool replace, uint64_t rng_seed) {
+                                                bool replace, uint64_t rng_seed,
+                                                const EdgeExclusion* exclude) {
   std::vector<Block> blocks(fanouts.size());
   std::vector<int64_t> frontier = seeds;
   const int64_t edge_dim = this->edge_dim();  // 0 unless the model reads edge features
@@ -97,6 +99,17 @@ std::vector<Block> DistGraph::SampleTypedBlocks(const std::vector<int64_t>& seed
         }
       }
     }
+    if (exclude && !exclude->empty()) {
+      std::vector<int64_t> kept;
+      exclude->Filter(frontier.data(), static_cast<int64_t>(frontier.size()), &indptr, &indices,
+                      &kept);
+      KeepTypedEdges(kept, &etypes, nullptr);
+      for (size_t i = 0; ew > 0 && i < kept.size(); ++i) {
+        std::copy_n(edge_rows.begin() + kept[i] * edge_dim, edge_dim,
+                    edge_rows.begin() + static_cast<int64_t>(i) * edge_dim);
+      }
+      edge_rows.resize(kept.size() * ew);
+    }
     blocks[l] = ToBlock(frontier, std::move(indptr), indices);
     blocks[l].etypes = std::move(etypes);
     if (ew > 0) {
@@ -110,12 +123,12 @@ std::vector<Block> DistGraph::SampleTypedBlocks(const std::vector<int64_t>& seed
 
 HeteroBatch DistGraph::MakeTypedBatch(const std::vector<int64_t>& seeds,
                                       const std::vector<std::vector<int>>& fanouts, bool replace,
-                                      uint64_t rng_seed) {
+                                      uint64_t rng_seed, const EdgeExclusion* exclude) {
   const uint64_t wire_before = wire_bytes_;
   const uint64_t lookups_before = cache_lookups_, hits_before = cache_hits_;
   HeteroBatch b;
   b.seeds = seeds;
-  b.blocks = SampleTypedBlocks(seeds, fanouts, replace, rng_seed);
+  b.blocks = SampleTypedBlocks(seeds, fanouts, replace, rng_seed, exclude);
   const size_t T = config_.ntypes.size();
   const auto type_of = [&](int64_t v) { return config_.NtypeOf(v); };
   if (options_.aggregate_at_owner && edge_dim() == 0) {

@@ -176,7 +176,9 @@ Message MakeTypedBatchReply(DistGraph& graph, const net::TypedSeedBatch& sb, uin
     throw DataError("a typed batch asked of a homogeneous graph (" + graph.config().graph_name +
                     ")");
   }
-  HeteroBatch b = graph.MakeTypedBatch(sb.seeds, sb.fanouts, sb.replace, sb.rng_seed);
+  const EdgeExclusion exclude(sb.exclude);
+  HeteroBatch b = graph.MakeTypedBatch(sb.seeds, sb.fanouts, sb.replace, sb.rng_seed,
+                                       sb.exclude.empty() ? nullptr : &exclude);
   b.index = sb.index;
   return net::EncodeTypedMiniBatch(b, request_id);
 }

@@ -556,21 +556,32 @@ EdgeDataChunk ReadEdgeDataChunk(const ChunkedMeta& m, size_t relation, int chunk
   return out;
 }
 
-bool TypedEdgeFeatures(const ChunkedMeta& m) {
+bool TypedEdgeFeatures(const ChunkedMeta& m, bool labels) {
   const std::string meta = m.dir + "/metadata.json";
   if (!m.edge_data_unknown.empty()) {
     throw DataError(meta + ": " + m.edge_data_unknown[0] +
                     " names a relation that is not one of edge_type");
   }
   bool any = false;
+  std::string labelled;
   for (size_t r = 0; r < m.edge_types.size(); ++r) {
     for (const auto& entry : m.edge_data_files[r]) {
-      if (IsEdgeTaskData(entry.first)) {
-        throw DataError(meta + ": edge_data." + m.edge_types[r] + "." + entry.first +
-                        ": typed graphs' edge tasks (--target_etype) are not carried yet; pass "
-                        "--ignore_edge_data to go on without the edge data");
+      if (!IsEdgeTaskData(entry.first)) {
+        any = true;
+        continue;
       }
-      any = true;
+      const std::string name = "edge_data." + m.edge_types[r] + "." + entry.first;
+      if (!labels) {
+        throw DataError(meta + ": " + name +
+                        ": gnn-partition --distributed does not carry a typed edge task's "
+                        "labels yet (partition on one machine); pass --ignore_edge_data to go "
+                        "on without the edge data");
+      }
+      if (!labelled.empty() && labelled != m.edge_types[r]) {
+        throw DataError(meta + ": " + name + ": edge labels on two relations (" + labelled +
+                        " and " + m.edge_types[r] + "); a typed edge task labels one");
+      }
+      labelled = m.edge_types[r];
     }
   }
   return any;
@@ -589,15 +600,24 @@ HeteroDataset ReadChunkedHeteroDataset(const std::string& dir, bool ignore_edge_
     return ReadChunkedHetero(m);
   }
   // Edge data first: a refused name stops the read before the heavy arrays.
-  TypedEdgeFeatures(m);
+  TypedEdgeFeatures(m, /*labels=*/true);
   std::vector<Dataset> edge_data(m.edge_types.size());
   for (size_t r = 0; r < m.edge_types.size(); ++r) {
     if (!m.edge_data_files[r].empty()) ReadChunkedEdgeData(m, r, &edge_data[r]);
   }
   HeteroDataset d = ReadChunkedHetero(m);
   for (size_t r = 0; r < m.edge_types.size(); ++r) {
-    d.relations[r].edge_feature_dim = edge_data[r].edge_feature_dim;
-    d.relations[r].edge_features = std::move(edge_data[r].edge_features);
+    Dataset& e = edge_data[r];
+    d.relations[r].edge_feature_dim = e.edge_feature_dim;
+    d.relations[r].edge_features = std::move(e.edge_features);
+    if (!e.edge_labeled()) continue;
+    HeteroDataset::EdgeLabels& t = d.edge_task;
+    t.relation = static_cast<int>(r);
+    t.kind = e.edge_label_kind;
+    t.num_classes = e.num_edge_classes;
+    t.labels = std::move(e.edge_labels);
+    t.targets = std::move(e.edge_targets);
+    t.split = std::move(e.edge_split);
   }
   d.Validate();
   return d;

@@ -74,16 +74,16 @@ void WriteChunked(const HeteroDataset& d, int chunks, const std::string& dir);
 // Edge data in metadata.json: a homogeneous graph's arrays are its edge
 // features (float, [edges] or [edges, k] per chunk, columns in name order;
 // "label" with "train_mask", "val_mask", "test_mask" are an edge task's
-// labels and split); a typed graph's is refused
-// (DataError naming it). With `ignore_edge_data` it is dropped with one
-// warning line.
+// labels and split); a typed graph's are each relation's edge features and
+// one relation's edge task (HeteroDataset::edge_task). With
+// `ignore_edge_data` it is dropped with one warning line.
 Dataset ReadChunkedDataset(const std::string& dir, bool ignore_edge_data);
 HeteroDataset ReadChunkedHeteroDataset(const std::string& dir, bool ignore_edge_data);
 // A typed graph's edge_data: true when some relation has edge features to
-// carry; DataError naming metadata.json for an edge task's names (label,
-// masks: --target_etype is not carried yet) or a relation edge_type does
-// not list.
-bool TypedEdgeFeatures(const ChunkedMeta& m);
+// carry; DataError naming metadata.json for a relation edge_type does not
+// list, and for an edge task's names (label, masks) on a second relation
+// or, without `labels` (gnn-partition --distributed), on any.
+bool TypedEdgeFeatures(const ChunkedMeta& m, bool labels = false);
 
 // Node data names of the train, validation and test masks.
 // Chunks one array may be split into, at most (either direction).

@@ -303,6 +303,16 @@ void WriteChunked(const HeteroDataset& d, int chunks, const std::string& dir) {
     v.rels.push_back({r.Key(), r.src.data(), r.dst.data(), r.num_edges(), r.edge_features.data(),
                       r.edge_feature_dim});
   }
+  if (d.edge_labeled()) {
+    const HeteroDataset::EdgeLabels& e = d.edge_task;
+    RelView& r = v.rels[static_cast<size_t>(e.relation)];
+    r.split = e.split.data();
+    if (e.kind == LabelKind::kClass) {
+      r.labels = e.labels.data();
+    } else {
+      r.targets = e.targets.data();
+    }
+  }
   v.target = static_cast<size_t>(d.TypeIndex(d.target));
   v.labels = d.labels.data();
   v.num_classes = d.num_classes;

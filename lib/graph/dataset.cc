@@ -117,31 +117,38 @@ void Dataset::Validate() const {
 }
 
 void Dataset::ValidateEdgeLabels() const {
-  const size_t m = static_cast<size_t>(num_edges());
-  const bool classes = edge_label_kind == LabelKind::kClass;
-  if (edge_split.size() != m || (classes ? edge_labels.size() : edge_targets.size()) != m ||
-      (classes ? !edge_targets.empty() : !edge_labels.empty())) {
+  ValidateEdgeLabelArrays(name, num_edges(), edge_label_kind, num_edge_classes, edge_labels,
+                          edge_targets, edge_split);
+}
+
+void ValidateEdgeLabelArrays(const std::string& name, int64_t num_edges, LabelKind kind,
+                             int64_t num_classes, const std::vector<int64_t>& labels,
+                             const std::vector<float>& targets, const std::vector<uint8_t>& split) {
+  const size_t m = static_cast<size_t>(num_edges);
+  const bool classes = kind == LabelKind::kClass;
+  if (split.size() != m || (classes ? labels.size() : targets.size()) != m ||
+      (classes ? !targets.empty() : !labels.empty())) {
     throw DataError(name + ": edge labels for " +
-                    std::to_string(classes ? edge_labels.size() : edge_targets.size()) +
-                    " edges and a split of " + std::to_string(edge_split.size()) + ", expected " +
+                    std::to_string(classes ? labels.size() : targets.size()) +
+                    " edges and a split of " + std::to_string(split.size()) + ", expected " +
                     std::to_string(m) + " edges each");
   }
   int64_t in_split = 0;
   for (size_t i = 0; i < m; ++i) {
-    if (edge_split[i] > 3) {
+    if (split[i] > 3) {
       throw DataError(name + ": edge " + std::to_string(i) + " is in split " +
-                      std::to_string(edge_split[i]) + " (0 none, 1 train, 2 valid, 3 test)");
+                      std::to_string(split[i]) + " (0 none, 1 train, 2 valid, 3 test)");
     }
-    if (edge_split[i] == 0) continue;
+    if (split[i] == 0) continue;
     ++in_split;
-    if (classes && (edge_labels[i] < 0 || edge_labels[i] >= num_edge_classes)) {
+    if (classes && (labels[i] < 0 || labels[i] >= num_classes)) {
       throw DataError(name + ": edge " + std::to_string(i) + " is in a split but has label " +
-                      std::to_string(edge_labels[i]) + ", not a class in [0, " +
-                      std::to_string(num_edge_classes) + ")");
+                      std::to_string(labels[i]) + ", not a class in [0, " +
+                      std::to_string(num_classes) + ")");
     }
-    if (!classes && !std::isfinite(edge_targets[i])) {
+    if (!classes && !std::isfinite(targets[i])) {
       throw DataError(name + ": edge " + std::to_string(i) + " has label " +
-                      std::to_string(edge_targets[i]) + ", not a finite number");
+                      std::to_string(targets[i]) + ", not a finite number");
     }
   }
   if (in_split == 0) throw DataError(name + ": edge labels, but no edge is in any split");

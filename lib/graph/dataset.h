@@ -78,6 +78,13 @@ struct Dataset {
   void ValidateEdgeLabels() const;
 };
 
+// Dataset::ValidateEdgeLabels' checks over `num_edges` edges' labels and
+// split, for any graph that labels edges (a typed graph's one relation too);
+// DataError naming `name`.
+void ValidateEdgeLabelArrays(const std::string& name, int64_t num_edges, LabelKind kind,
+                             int64_t num_classes, const std::vector<int64_t>& labels,
+                             const std::vector<float>& targets, const std::vector<uint8_t>& split);
+
 // Puts `d`'s node features in `format` (DatasetOptions::feature_format)
 // and returns the line that says what was chosen and why ("" when the
 // graph has no node features).

@@ -100,6 +100,22 @@ json RunHetero(const DatasetToolOptions& o) {
   HeteroDataset h = LoadHeteroDataset(o.data);
   if (o.undirected) AddReverseRelations(&h);
   json stats = HeteroStats(h, load.Seconds());
+  if (h.edge_labeled()) {
+    const HeteroDataset::EdgeLabels& e = h.edge_task;
+    int64_t count[4] = {0, 0, 0, 0};
+    for (uint8_t s : e.split) ++count[s];
+    stats["target_etype"] = h.relations[static_cast<size_t>(e.relation)].Key();
+    stats["edge_label_kind"] = e.kind == LabelKind::kClass ? "class" : "regression";
+    stats["num_edge_classes"] = e.num_classes;
+    stats["train_edges"] = count[1];
+    stats["valid_edges"] = count[2];
+    stats["test_edges"] = count[3];
+    if (!o.write_ogb.empty()) {
+      throw ConfigError("--write_ogb: OGB's typed layout has no place for " +
+                        stats["target_etype"].get<std::string>() +
+                        "'s edge labels; --write_chunked keeps them");
+    }
+  }
   if (!o.write_ogb.empty()) WriteOgbTimed(h, o, WriteOgbHeteroFolder, &stats);
   if (o.write_chunked != 0) WriteChunkedTimed(h, o.write_chunked, o.output, &stats);
   return stats;

@@ -127,6 +127,15 @@ void HeteroDataset::Validate() const {
   CheckSplit(*this, train_idx, n, "train");
   CheckSplit(*this, valid_idx, n, "valid");
   CheckSplit(*this, test_idx, n, "test");
+  if (edge_labeled()) {
+    if (static_cast<size_t>(edge_task.relation) >= relations.size())
+      throw DataError(name + ": edge labels on relation " + std::to_string(edge_task.relation) +
+                      ", which is not one");
+    const Relation& r = relations[static_cast<size_t>(edge_task.relation)];
+    ValidateEdgeLabelArrays(name + " " + r.Key(), r.num_edges(), edge_task.kind,
+                            edge_task.num_classes, edge_task.labels, edge_task.targets,
+                            edge_task.split);
+  }
 }
 
 void AddReverseRelations(HeteroDataset* d) {
@@ -162,9 +171,13 @@ HeteroDataset LoadHeteroDataset(const DatasetOptions& o) {
   const std::string prefix = "synthetic:";
   if (o.dataset.rfind(prefix, 0) == 0) {
     HeteroSyntheticSpec spec = ParseHeteroSyntheticSpec(o.dataset.substr(prefix.size()));
-    if (spec.edge_feature_dim > 0 && o.ignore_edge_data) {
-      RefuseEdgeData(o.dataset, {"efeat=" + std::to_string(spec.edge_feature_dim)}, true);
+    if ((spec.edge_feature_dim > 0 || spec.edge_task) && o.ignore_edge_data) {
+      std::vector<std::string> dropped;
+      if (spec.edge_feature_dim > 0) dropped.push_back("efeat=" + std::to_string(spec.edge_feature_dim));
+      if (spec.edge_task) dropped.push_back(std::string("etask=") + LabelKindName(spec.edge_task_kind));
+      RefuseEdgeData(o.dataset, dropped, true);
       spec.edge_feature_dim = 0;
+      spec.edge_task = false;
     }
     return GenerateHeteroSynthetic(spec, o.seed, o.num_threads);
   }

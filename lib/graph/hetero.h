@@ -41,6 +41,21 @@ struct HeteroDataset {
   std::vector<int64_t> labels;  // [target's num_nodes]; -1 = no label
   int64_t num_classes = 0;
   std::vector<int64_t> train_idx, valid_idx, test_idx;  // target-local, sorted, unique
+  // A typed edge task's labels (gnn-train --target_etype; a chunked graph's
+  // edge_data.<src:rel:dst>.label with its masks, synthetic etask=): the
+  // labelled relation (an index into relations; -1: none) and, per edge of
+  // it in input order, its class or value and split, as Dataset's edge
+  // label fields (0 none, 1 train, 2 valid, 3 test).
+  struct EdgeLabels {
+    int relation = -1;
+    LabelKind kind = LabelKind::kClass;
+    int64_t num_classes = 0;
+    std::vector<int64_t> labels;
+    std::vector<float> targets;
+    std::vector<uint8_t> split;
+  };
+  EdgeLabels edge_task;
+  bool edge_labeled() const { return edge_task.relation >= 0; }
 
   // Index of node type `name` in node_types; -1 if there is none.
   int TypeIndex(const std::string& name) const;

@@ -34,6 +34,7 @@ enum Stream : uint64_t {
   kEdge,
   kKeep,
   kEdgeFeature,
+  kEdgeLabel,
 };
 
 // A node type's home classes and the alias tables to draw its nodes:
@@ -178,6 +179,44 @@ void EdgeFeatures(int64_t width, const TypeModel& s, const TypeModel& d, uint64_
   });
 }
 
+// HeteroSyntheticSpec::edge_task's labels on paper:cites:paper.
+void CitationLabels(const HeteroSyntheticSpec& spec, const TypeModel& paper, uint64_t seed,
+                    int threads, HeteroDataset* d) {
+  int rel = -1;
+  for (size_t i = 0; i < d->relations.size(); ++i) {
+    if (d->relations[i].Key() == "paper:cites:paper") rel = static_cast<int>(i);
+  }
+  if (rel < 0) throw ConfigError("synthetic spec '" + spec.name + "' has no paper:cites:paper");
+  const Relation& r = d->relations[static_cast<size_t>(rel)];
+  HeteroDataset::EdgeLabels& e = d->edge_task;
+  const bool classes = spec.edge_task_kind == LabelKind::kClass;
+  const int64_t m = r.num_edges();
+  e.relation = rel;
+  e.kind = spec.edge_task_kind;
+  e.num_classes = classes ? 4 : 0;
+  if (classes) {
+    e.labels.resize(static_cast<size_t>(m));
+  } else {
+    e.targets.resize(static_cast<size_t>(m));
+  }
+  e.split.resize(static_cast<size_t>(m));
+  ParallelChunks(NumChunks(m, kEdgeChunk), threads, [&](int64_t c) {
+    Rng rng(StreamSeed(seed, kEdgeLabel, static_cast<uint64_t>(c)));
+    for (int64_t i = c * kEdgeChunk, end = std::min(m, i + kEdgeChunk); i < end; ++i) {
+      const int64_t cu = paper.cls[r.src[i]], cv = paper.cls[r.dst[i]];
+      const double u = rng.Uniform(), noise = rng.Uniform();
+      const int64_t other = static_cast<int64_t>(rng.Below(4));
+      if (classes) {
+        e.labels[i] = noise < 0.1 ? other : (cu % 2) * 2 + (cv % 2);
+      } else {
+        e.targets[i] = static_cast<float>(0.5 * static_cast<double>(cu % 4) -
+                                          0.25 * static_cast<double>(cv % 4) + 0.2 * noise - 0.1);
+      }
+      e.split[i] = u < 0.5 ? 1 : u < 0.7 ? 2 : 3;
+    }
+  });
+}
+
 void CheckSpec(const HeteroSyntheticSpec& spec) {
   auto bad = [&](const std::string& what) {
     throw ConfigError("synthetic spec '" + spec.name + "': " + what);
@@ -208,6 +247,42 @@ void CheckSpec(const HeteroSyntheticSpec& spec) {
   }
 }
 
+// The options after a typed preset's name (ParseHeteroSyntheticSpec).
+void ParseTypedOptions(const std::string& spec, std::string options, HeteroSyntheticSpec* s) {
+  auto bad = [&](const std::string& option) {
+    throw ConfigError("synthetic:" + spec + ": '" + option +
+                      "' is not an option of a typed preset (efeat=K, K in [1, 1024]; "
+                      "etask=class or etask=regression; each once)");
+  };
+  bool seen_efeat = false;
+  while (!options.empty()) {
+    const size_t comma = options.find(',');
+    const std::string option = options.substr(0, comma);
+    options = comma == std::string::npos ? "" : options.substr(comma + 1);
+    if (option.rfind("etask=", 0) == 0) {
+      const std::string kind = option.substr(6);
+      if (s->edge_task || (kind != "class" && kind != "regression")) bad(option);
+      s->edge_task = true;
+      s->edge_task_kind = kind == "class" ? LabelKind::kClass : LabelKind::kRegression;
+      continue;
+    }
+    const std::string key = "efeat=";
+    int64_t k = 0;
+    size_t used = 0;
+    try {
+      if (option.rfind(key, 0) == 0) k = std::stoll(option.substr(key.size()), &used);
+    } catch (const std::exception&) {
+      k = 0;
+    }
+    if (seen_efeat || option.rfind(key, 0) != 0 || used == 0 ||
+        used != option.size() - key.size() || k < 1 || k > 1024) {
+      bad(option);
+    }
+    seen_efeat = true;
+    s->edge_feature_dim = k;
+  }
+}
+
 }  // namespace
 
 bool IsHeteroSyntheticPreset(const std::string& text) {
@@ -219,22 +294,7 @@ HeteroSyntheticSpec ParseHeteroSyntheticSpec(const std::string& spec) {
   const size_t comma = spec.find(',');
   const std::string text = spec.substr(0, comma);
   HeteroSyntheticSpec s;
-  if (comma != std::string::npos) {
-    const std::string option = spec.substr(comma + 1), key = "efeat=";
-    int64_t k = 0;
-    size_t used = 0;
-    try {
-      if (option.rfind(key, 0) == 0) k = std::stoll(option.substr(key.size()), &used);
-    } catch (const std::exception&) {
-      k = 0;
-    }
-    if (option.rfind(key, 0) != 0 || used == 0 || used != option.size() - key.size() || k < 1 ||
-        k > 1024) {
-      throw ConfigError("synthetic:" + spec + ": '" + option +
-                        "' is not an option of a typed preset (efeat=K, K in [1, 1024])");
-    }
-    s.edge_feature_dim = k;
-  }
+  if (comma != std::string::npos) ParseTypedOptions(spec, spec.substr(comma + 1), &s);
   if (text == "mag") {
     s.name = "synthetic-mag";
     s.types = {{"author", 1134649, 0},
@@ -268,6 +328,7 @@ HeteroSyntheticSpec ParseHeteroSyntheticSpec(const std::string& spec) {
   }
   s.target = "paper";
   if (s.edge_feature_dim > 0) s.name += "-efeat" + std::to_string(s.edge_feature_dim);
+  if (s.edge_task) s.name += s.edge_task_kind == LabelKind::kClass ? "-edgeclass" : "-edgeregression";
   CheckSpec(s);
   return s;
 }
@@ -344,6 +405,7 @@ HeteroDataset GenerateHeteroSynthetic(const HeteroSyntheticSpec& spec, uint64_t 
                    &out);
     }
   }
+  if (spec.edge_task) CitationLabels(spec, models[target], seed, num_threads, &d);
   RandomSplit(n_target, spec.train_fraction, spec.valid_fraction, StreamSeed(seed, kSplit, 0),
               &d.train_idx, &d.valid_idx, &d.test_idx);
   if (d.num_edges() >= (int64_t{1} << 24)) {

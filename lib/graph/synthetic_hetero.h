@@ -34,6 +34,14 @@ struct HeteroSyntheticSpec {
   // of +-0.25, so an edge says how far its source speaks for its
   // destination's class; the other columns are uniform noise in [0, 1].
   int64_t edge_feature_dim = 0;
+  // ",etask=class|regression": labels on paper:cites:paper's edges for a
+  // typed edge task (--target_etype paper:cites:paper). A class is
+  // (source's home class mod 2) * 2 + (destination's mod 2), one edge in ten
+  // a random class; a value is 0.5 * (source's class mod 4) - 0.25 *
+  // (destination's class mod 4) plus uniform noise of +-0.1. Half the edges
+  // train, a fifth valid, the rest test.
+  bool edge_task = false;
+  LabelKind edge_task_kind = LabelKind::kClass;
   double train_fraction = 0.8, valid_fraction = 0.1;  // of the target; test = the rest
 };
 
@@ -44,8 +52,10 @@ bool IsHeteroSyntheticPreset(const std::string& text);
 // "mag": ogbn-mag's size (1,939,743 nodes of 4 types, 21,111,007 edges of 4
 // relations, 128-wide paper features, 349 classes, its split fractions);
 // "mag-small": the same shape at 1/100 (64 features, 16 classes) for tests.
-// Either may be followed by ",efeat=K" (K in [1, 1024]: every relation's
-// edges get K features). ConfigError for anything else.
+// Either may be followed by options, each once: ",efeat=K" (K in [1, 1024]:
+// every relation's edges get K features), ",etask=class" or
+// ",etask=regression" (edge labels on paper:cites:paper). ConfigError for
+// anything else.
 HeteroSyntheticSpec ParseHeteroSyntheticSpec(const std::string& text);
 
 // Same (spec, seed) -> same bytes, whatever num_threads is (0 = all cores).

@@ -252,6 +252,7 @@ Message EncodeTypedSeedBatch(const TypedSeedBatch& b, uint64_t request_id) {
                            {Key::kRelations, static_cast<int64_t>(rels)}});
   AddArray(&m, b.seeds);
   AddArray(&m, flat);
+  if (!b.exclude.empty()) AddArray(&m, b.exclude);
   return m;
 }
 
@@ -262,7 +263,7 @@ TypedSeedBatch DecodeTypedSeedBatch(const Message& m) {
   const FieldReader r(
       m, MsgType::kTypedSeedBatch,
       {Key::kEpoch, Key::kIndex, Key::kRngSeed, Key::kReplace, Key::kLayers, Key::kRelations});
-  if (m.frames.size() != 2) fail("shape");
+  if (m.frames.size() != 2 && m.frames.size() != 3) fail("shape");
   const int64_t layers = r.Get(Key::kLayers), rels = r.Get(Key::kRelations);
   if (layers < 1 || layers > static_cast<int64_t>(kMaxTypedBlocks) || rels < 1 ||
       rels > kMaxRelations) {
@@ -283,6 +284,10 @@ TypedSeedBatch DecodeTypedSeedBatch(const Message& m) {
       if (x < -1 || x > (1 << 20)) fail("fan-out " + std::to_string(x) + " out of range");
       f.push_back(x);
     }
+  }
+  if (m.frames.size() == 3) {
+    b.exclude = m.CopyArray<int64_t>(2);
+    if (b.exclude.empty() || b.exclude.size() % 2 != 0) fail("excluded edges: odd id count");
   }
   return b;
 }

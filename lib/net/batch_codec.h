@@ -54,11 +54,15 @@ struct TypedSeedBatch {
   bool replace = false;
   std::vector<std::vector<int>> fanouts;
   std::vector<int64_t> seeds;
+  // A typed edge task's batch: flat (head, tail) pairs kept out of the
+  // sampled neighbourhoods (EdgeExclusion), a third frame only when
+  // non-empty.
+  std::vector<int64_t> exclude;
 };
 
 Message EncodeTypedSeedBatch(const TypedSeedBatch& b, uint64_t request_id);
 // ProtocolError on a malformed message (no layers, ragged or out-of-range
-// fan-outs, more than kMaxRelations relations).
+// fan-outs, more than kMaxRelations relations, an odd exclusion frame).
 TypedSeedBatch DecodeTypedSeedBatch(const Message& m);
 
 // What a receiver knows of the graph, to check a HeteroBatch against it.

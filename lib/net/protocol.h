@@ -213,7 +213,8 @@ enum class MsgType : uint16_t {
   kMeshPart = 32,  // fields: {source, piece, pieces}; frames: bytes[uint8]
   // Heterogeneous batches between a trainer and its gnn-samplers (net/batch_codec.h).
   kTypedSeedBatch = 33,  // fields: {epoch, index, rng_seed, replace, layers, relations};
-                         // frames: seeds[int64], fanouts[int32, layers x relations]
+                         // frames: seeds[int64], fanouts[int32, layers x relations],
+                         // optional excluded (head, tail) pairs[int64]
   kTypedMiniBatch = 34,  // fields: {index, blocks, types, relation_width[, wire_bytes][,
                          // cache_lookups][, cache_hits][, input_means]}; frames:
                          // seeds, labels, features of every featured type (type order),

@@ -115,9 +115,11 @@ std::vector<std::string> PartitionConfig::PartFileNames() const {
   }
   for (const char* f : {"-label.npy", "-train_mask.npy", "-valid_mask.npy", "-test_mask.npy"})
     names.push_back(target_ntype + f);
-  if (edge_feature_dim > 0) {
-    names.push_back(kEdgeFeatFile);
-    names.push_back(kOrigEidsFile);
+  if (edge_feature_dim > 0) names.push_back(kEdgeFeatFile);
+  if (edge_feature_dim > 0 || edge_labels) names.push_back(kOrigEidsFile);
+  if (edge_labels) {
+    names.push_back(kEdgeLabelFile);
+    names.push_back(kEdgeSplitFile);
   }
   return names;
 }
@@ -179,6 +181,7 @@ json ToJson(const PartitionConfig& c) {
     j["edge_labels"] = {{"kind", classes ? "class" : "regression"},
                         {"dtype", classes ? "int64" : "float32"},
                         {"num_classes", c.num_edge_classes}};
+    if (!c.target_etype.empty()) j["edge_labels"]["etype"] = c.target_etype;
   }
   if (c.sparse_features) {
     j["feature_format"] = "sparse";
@@ -357,6 +360,7 @@ void ParseScalars(const JsonReader& r, PartitionConfig* c) {
     c->edge_labels = true;
     c->edge_label_kind = kind == "class" ? LabelKind::kClass : LabelKind::kRegression;
     c->num_edge_classes = e.At("num_classes").Int(kind == "class" ? 1 : 0, kMaxCount);
+    if (e.Has("etype")) c->target_etype = e.At("etype").String();
   }
   if (r.Has("edge_feature_dim")) {
     c->edge_feature_dim = r.At("edge_feature_dim").Int(1, kMaxCount);
@@ -435,7 +439,12 @@ void ParseTypes(const JsonReader& r, PartitionConfig* c) {
     if (c->ntypes != std::vector<std::string>{"_N"} ||
         c->etypes != std::vector<std::string>{"_N:_E:_N"})
       r.At("ntypes").Fail("several node types or relations need a target_ntype");
+    if (!c->target_etype.empty()) r.At("edge_labels").At("etype").Fail("names no relation here");
     return;
+  }
+  if (c->edge_labels &&
+      std::find(c->etypes.begin(), c->etypes.end(), c->target_etype) == c->etypes.end()) {
+    r.At("edge_labels").Fail("a typed graph's edge labels name one of etypes as \"etype\"");
   }
   for (const auto& t : c->ntypes) CheckTypeName(r.At("ntypes"), t);
   // Every relation is "src:rel:dst" over the node types.

@@ -130,6 +130,9 @@ struct PartitionConfig {
   bool edge_labels = false;
   LabelKind edge_label_kind = LabelKind::kClass;
   int64_t num_edge_classes = 0;
+  // A typed graph's labelled relation ("src:rel:dst", edge_labels.etype):
+  // only its stored in-edges have a split; empty for a homogeneous graph.
+  std::string target_etype;
   std::vector<PartInfo> parts;
   nlohmann::json report;  // partition_report, kept as written
   // Node types and relations ("src:rel:dst") in id order; {"_N"} and

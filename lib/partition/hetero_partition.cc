@@ -4,6 +4,7 @@
 #include <deque>
 #include <filesystem>
 #include <limits>
+#include <optional>
 
 #include "common/error.h"
 #include "common/fs.h"
@@ -56,6 +57,8 @@ struct EdgeFeatureTable {
   std::vector<const float*> rows;
   std::vector<int64_t> dims, offset;
   int64_t width = 0;
+  // Whether the CSC keeps its edge ids (edge features or edge labels).
+  bool ids = false;
 };
 
 // The keyed CSC with each entry's edge id beside it (TypedCsc::eids): a
@@ -102,12 +105,12 @@ TypedCsc BuildTypedCscWithIds(const HeteroDataset& d, const HomogeneousView& h,
 }
 
 // Built straight from the relations' edge lists, which it then frees: from
-// here on the keys are the only copy of the edges. With edge features
-// (`edges`.width > 0) each entry's edge id comes along.
+// here on the keys are the only copy of the edges. With edge features or
+// labels (`edges`.ids) each entry's edge id comes along.
 TypedCsc BuildTypedCsc(HeteroDataset* d, const HomogeneousView& h, const EdgeFeatureTable& edges,
                        int threads) {
   const int64_t n = h.num_nodes;
-  if (edges.width > 0) {
+  if (edges.ids) {
     TypedCsc csc = BuildTypedCscWithIds(*d, h, edges.offset, threads);
     for (Relation& r : d->relations) {
       FreeVector(r.src);
@@ -160,7 +163,7 @@ struct PartSources {
   const Relabeling& relabel;
   const std::vector<uint8_t>* masks;  // [3]: train, valid, test
   const EdgeFeatureTable& edges;
-  const int64_t* eids;  // TypedCsc::eids (edges.width > 0 only)
+  const int64_t* eids;  // TypedCsc::eids (edges.ids only)
 };
 
 void Record(PartInfo* info, const std::string& name, const WrittenFile& f) {
@@ -207,25 +210,48 @@ void WritePartEdges(const PartSources& in, int p, const std::string& dir, PartIn
       info);
 }
 
-// kOrigEidsFile (each stored edge's line in its relation's input) and
-// kEdgeFeatFile (its relation's features, zero-padded to the widest),
-// aligned with indices.npy, streamed.
-void WritePartEdgeFeatures(const PartSources& in, int p, const std::string& dir, PartInfo* info) {
+// kOrigEidsFile (each stored edge's line in its relation's input),
+// kEdgeFeatFile with edge features (its relation's, zero-padded to the
+// widest) and kEdgeLabelFile and kEdgeSplitFile with an edge task (the
+// labelled relation's class or value and split, 4 for none; -1 or 0 and
+// split 0 on every other relation's edges), aligned with indices.npy,
+// streamed.
+void WritePartEdgeData(const PartSources& in, int p, const std::string& dir, PartInfo* info) {
   const Relabeling& r = in.relabel;
   const EdgeFeatureTable& ef = in.edges;
+  const HeteroDataset::EdgeLabels& task = in.d.edge_task;
+  const bool labeled = in.d.edge_labeled(), classes = task.kind == LabelKind::kClass;
   const int64_t start = r.part_start[p], owned = r.part_start[p + 1] - start;
   const int64_t n = in.h.num_nodes;
   int64_t stored = 0;
   for (int64_t c : info->etype_edges) stored += c;
   NpyWriter ids(dir + "/" + kOrigEidsFile, DType::kInt64, {stored});
-  NpyWriter feats(dir + "/" + kEdgeFeatFile, DType::kFloat32, {stored, ef.width});
-  std::vector<int64_t> id_block;
-  std::vector<float> feat_block;
+  std::optional<NpyWriter> feats, label_file, split_file;
+  if (ef.width > 0) feats.emplace(dir + "/" + kEdgeFeatFile, DType::kFloat32, std::vector<int64_t>{stored, ef.width});
+  if (labeled) {
+    label_file.emplace(dir + "/" + kEdgeLabelFile, classes ? DType::kInt64 : DType::kFloat32,
+                       std::vector<int64_t>{stored});
+    split_file.emplace(dir + "/" + kEdgeSplitFile, DType::kUInt8, std::vector<int64_t>{stored});
+  }
+  std::vector<int64_t> id_block, label_block;
+  std::vector<float> feat_block, value_block;
+  std::vector<uint8_t> split_block;
   auto flush = [&] {
     ids.Append(id_block.data(), static_cast<int64_t>(id_block.size()));
-    feats.Append(feat_block.data(), static_cast<int64_t>(feat_block.size()));
+    if (feats) feats->Append(feat_block.data(), static_cast<int64_t>(feat_block.size()));
+    if (labeled) {
+      if (classes) {
+        label_file->Append(label_block.data(), static_cast<int64_t>(label_block.size()));
+      } else {
+        label_file->Append(value_block.data(), static_cast<int64_t>(value_block.size()));
+      }
+      split_file->Append(split_block.data(), static_cast<int64_t>(split_block.size()));
+    }
     id_block.clear();
     feat_block.clear();
+    label_block.clear();
+    value_block.clear();
+    split_block.clear();
   };
   for (int64_t i = 0; i < owned; ++i) {
     const int64_t v = r.orig[start + i];
@@ -233,16 +259,32 @@ void WritePartEdgeFeatures(const PartSources& in, int p, const std::string& dir,
       const size_t rel = static_cast<size_t>(in.keys[k] / n);
       const int64_t line = in.eids[k] - ef.offset[rel], w = ef.dims[rel];
       id_block.push_back(line);
-      const size_t at = feat_block.size();
-      feat_block.resize(at + static_cast<size_t>(ef.width), 0.0f);
-      if (w > 0) std::copy_n(ef.rows[rel] + line * w, w, feat_block.begin() + at);
+      if (feats) {
+        const size_t at = feat_block.size();
+        feat_block.resize(at + static_cast<size_t>(ef.width), 0.0f);
+        if (w > 0) std::copy_n(ef.rows[rel] + line * w, w, feat_block.begin() + at);
+      }
+      if (!labeled) continue;
+      const bool mine = static_cast<int>(rel) == task.relation;
+      const uint8_t split = mine ? task.split[static_cast<size_t>(line)] : 0;
+      split_block.push_back(!mine ? 0 : split == 0 ? 4 : split);
+      if (mine && split != 0) ++info->num_split_edges[split - 1];
+      if (classes) {
+        label_block.push_back(mine ? task.labels[static_cast<size_t>(line)] : -1);
+      } else {
+        value_block.push_back(mine ? task.targets[static_cast<size_t>(line)] : 0.0f);
+      }
     }
     // About 8 MiB of rows at a time, whatever the width.
     if (id_block.size() >= (size_t{1} << 18) || feat_block.size() >= (size_t{1} << 21)) flush();
   }
   flush();
   Record(info, kOrigEidsFile, ids.Commit());
-  Record(info, kEdgeFeatFile, feats.Commit());
+  if (feats) Record(info, kEdgeFeatFile, feats->Commit());
+  if (labeled) {
+    Record(info, kEdgeLabelFile, label_file->Commit());
+    Record(info, kEdgeSplitFile, split_file->Commit());
+  }
 }
 
 // <type>-feat.npy of every type with features. `local` holds the part's
@@ -284,7 +326,7 @@ void WriteHeteroPart(const PartSources& in, int p, const std::string& dir, PartI
   info->node_end = end;
   info->ntype_ranges = TypeRanges(in.h, r, p, in.d.node_types.size());
   WritePartEdges(in, p, dir, info);
-  if (in.edges.width > 0) WritePartEdgeFeatures(in, p, dir, info);
+  if (in.edges.ids) WritePartEdgeData(in, p, dir, info);
   std::vector<int64_t> local(end - start);  // type-local input ids
   for (int64_t i = start; i < end; ++i) {
     const int64_t v = r.orig[i];
@@ -308,6 +350,21 @@ HeteroDataset LoadForPartitioning(const PartitionOptions& options) {
                                           "--undirected adds a reverse relation for each)");
   if (options.undirected) AddReverseRelations(&d);
   d.Validate();
+  const bool edge_task = options.task == "edge_class" || options.task == "edge_regression";
+  if (edge_task && !d.edge_labeled()) {
+    throw ConfigError("--task " + options.task + ": " + d.name + " has no edge labels");
+  }
+  if (d.edge_labeled()) {
+    const HeteroDataset::EdgeLabels& e = d.edge_task;
+    if (edge_task && (options.task == "edge_class") != (e.kind == LabelKind::kClass)) {
+      throw ConfigError("--task " + options.task + ": " + d.name + "'s edge labels are " +
+                        (e.kind == LabelKind::kClass ? "class ids" : "values"));
+    }
+    int64_t count[4] = {0, 0, 0, 0};
+    for (uint8_t s : e.split) ++count[s];
+    DescribeEdgeLabels(options, d.name + " " + d.relations[static_cast<size_t>(e.relation)].Key(),
+                       e.kind, e.num_classes, count);
+  }
   return d;
 }
 
@@ -403,6 +460,13 @@ PartitionConfig DescribeHeteroPartitioning(const PartitionOptions& options, cons
   }
   if (config.edge_feature_dim == 0) config.etype_edge_feature_dims.clear();
   config.target_ntype = d.target;
+  if (d.edge_labeled()) {
+    const HeteroDataset::EdgeLabels& e = d.edge_task;
+    config.edge_labels = true;
+    config.edge_label_kind = e.kind;
+    config.num_edge_classes = e.num_classes;
+    config.target_etype = d.relations[static_cast<size_t>(e.relation)].Key();
+  }
   return config;
 }
 
@@ -491,6 +555,7 @@ EdgeFeatureTable SpillEdgeFeatures(HeteroDataset* d, const std::string& dir,
     next += r.num_edges();
     t.width = std::max(t.width, r.edge_feature_dim);
   }
+  t.ids = t.width > 0 || d->edge_labeled();
   return t;
 }
 
@@ -540,9 +605,11 @@ void CheckTypedPartitionOptions(const PartitionOptions& options) {
     throw ConfigError("--node_feat_from_edges " + options.node_feat_from_edges +
                       ": a typed graph's featureless node types learn embeddings instead");
   }
-  if (options.task != "auto" && options.task != "node") {
+  if (options.task != "auto" && options.task != "node" && options.task != "edge_class" &&
+      options.task != "edge_regression") {
     throw ConfigError("--task " + options.task +
-                      ": typed graphs train class ids (--task node) so far");
+                      ": typed graphs train class ids (--task node) or a relation's edge labels "
+                      "(edge_class, edge_regression) so far");
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "common/parallel.h"
+#include "sampling/edge_batch.h"
 #include "sampling/row_sampling.h"
 #include "sampling/sampler.h"
 
@@ -113,19 +114,34 @@ void SampleTypedNeighbors(const TypedCscView& g, const int64_t* seeds, int64_t n
   });
 }
 
+void KeepTypedEdges(const std::vector<int64_t>& kept, std::vector<int64_t>* etypes,
+                    std::vector<int64_t>* edges) {
+  for (std::vector<int64_t>* v : {etypes, edges}) {
+    if (v == nullptr) continue;
+    for (size_t i = 0; i < kept.size(); ++i) (*v)[i] = (*v)[static_cast<size_t>(kept[i])];
+    v->resize(kept.size());
+  }
+}
+
 std::vector<Block> SampleTypedBlocks(const TypedCscView& g, const std::vector<int64_t>& seeds,
                                      const std::vector<std::vector<int>>& fanouts, bool replace,
-                                     uint64_t rng_seed, int threads) {
+                                     uint64_t rng_seed, int threads,
+                                     const EdgeExclusion* exclude) {
   const int num_layers = static_cast<int>(fanouts.size());
   std::vector<Block> blocks(static_cast<size_t>(num_layers));
   const std::vector<int64_t>* frontier = &seeds;
-  std::vector<int64_t> indptr, indices, etypes, edges;
+  std::vector<int64_t> indptr, indices, etypes, edges, kept;
   const bool edge_data = g.csc.edge_dim > 0 && g.csc.edge_data != nullptr;
   for (int l = num_layers - 1; l >= 0; --l) {
     SampleTypedNeighbors(g, frontier->data(), static_cast<int64_t>(frontier->size()),
                          fanouts[static_cast<size_t>(l)], replace,
                          MixSeed(rng_seed, static_cast<uint64_t>(l)), threads, &indptr, &indices,
                          &etypes, edge_data ? &edges : nullptr);
+    if (exclude && !exclude->empty()) {
+      exclude->Filter(frontier->data(), static_cast<int64_t>(frontier->size()), &indptr, &indices,
+                      &kept);
+      KeepTypedEdges(kept, &etypes, edge_data ? &edges : nullptr);
+    }
     Block& block = blocks[static_cast<size_t>(l)];
     block = ToBlock(*frontier, std::move(indptr), indices);
     block.etypes = std::move(etypes);

@@ -92,10 +92,18 @@ void SampleTypedNeighbors(const TypedCscView& g, const int64_t* seeds, int64_t n
 // All layers for `seeds` (fanouts[l][r]: layer l, relation r; DGL's layer
 // order), blocks input -> output with Block::etypes set, and each sampled
 // edge's row of g.csc.edge_data in Block::edge_data when the CSC has them. Layer l draws with
-// MixSeed(rng_seed, l), as SampleBlocks.
+// MixSeed(rng_seed, l), as SampleBlocks. With `exclude` (a typed edge
+// task's batch), every layer's sampled edges between a pair it holds, of
+// any relation and either direction, are dropped after the draw, as
+// SampleBlocks drops them.
 std::vector<Block> SampleTypedBlocks(const TypedCscView& g, const std::vector<int64_t>& seeds,
                                      const std::vector<std::vector<int>>& fanouts, bool replace,
-                                     uint64_t rng_seed, int threads);
+                                     uint64_t rng_seed, int threads,
+                                     const EdgeExclusion* exclude = nullptr);
+// Keeps entries kept[i] of *etypes and of *edges (when not null), in
+// order: the sampled edges EdgeExclusion::Filter left.
+void KeepTypedEdges(const std::vector<int64_t>& kept, std::vector<int64_t>* etypes,
+                    std::vector<int64_t>* edges);
 
 // --fan_out for a graph with relations `etypes` ("src:rel:dst"): layers
 // separated by ','; a layer is one integer (every relation) or entries

@@ -62,6 +62,12 @@ PartitionConfig LoadCheckedConfig(const TrainOptions& o) {
   return config;
 }
 
+// The middle of "src:rel:dst".
+std::string RelationName(const std::string& key) {
+  const size_t a = key.find(':'), b = key.rfind(':');
+  return a == std::string::npos || a == b ? key : key.substr(a + 1, b - a - 1);
+}
+
 // --task against the partitioning's labels: `node` trains what its labels
 // are (class ids, or a multi-label / regression partitioning's own task);
 // a task the labels cannot give is one line.
@@ -72,6 +78,12 @@ std::string TaskFor(const TrainOptions& o, const PartitionConfig& config) {
       throw ConfigError("--task " + o.task + ": " + o.part_config +
                         " has no edge labels (gnn-partition keeps OGB's raw/edge-label.csv.gz "
                         "with split/<name>/edge_{train,valid,test}.csv.gz, or synthetic etask=)");
+    }
+    if (!o.target_etype.empty() && o.target_etype != config.target_etype &&
+        RelationName(config.target_etype) != o.target_etype) {
+      throw ConfigError("--target_etype " + o.target_etype + ": " + o.part_config + " labels " +
+                        (config.target_etype.empty() ? std::string("the edges of a homogeneous graph")
+                                                     : config.target_etype + "'s edges"));
     }
     const bool classes = config.edge_label_kind == LabelKind::kClass;
     if (classes != (kind == TaskKind::kEdgeClass)) {

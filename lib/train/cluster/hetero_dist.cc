@@ -24,6 +24,7 @@
 #include "store/embedding_table.h"
 #include "train/cluster/collective.h"
 #include "train/loop/hetero_source.h"
+#include "train/loop/typed_edges.h"
 
 namespace gnn {
 
@@ -100,6 +101,7 @@ class DistHeteroSource : public HeteroSource {
   DistHeteroSource(const TrainOptions& o, const PartitionConfig& config) : o_(o), config_(config) {
     const std::vector<MachineAddress> machines = ReadIpConfig(o.ip_config);
     const int num_machines = static_cast<int>(machines.size());
+    num_machines_ = num_machines;
     CheckMachinesForParts(config.num_parts, num_machines, o.ip_config);
     TrainerGroup group = JoinTrainers(o, machines, config.num_parts);
     narrow_ = o.wire.row_format == net::RowFormat::kBfloat16;
@@ -161,9 +163,14 @@ class DistHeteroSource : public HeteroSource {
       samplers_ = StartSamplers(o_, config_, group_);
     }
   }
+  TypedEdgeSplits EdgeSplits() override {
+    return ReadTypedEdgeSplits(o_, config_, MachinePartition(o_.machine_id, config_.num_parts),
+                               num_machines_, o_.num_trainers, o_.machine_id, o_.trainer_id);
+  }
   HeteroBatch Sample(const std::vector<int64_t>& seeds,
-                     const std::vector<std::vector<int>>& fanouts, uint64_t rng_seed) override {
-    return graph_->MakeTypedBatch(seeds, fanouts, o_.sample_replace, rng_seed);
+                     const std::vector<std::vector<int>>& fanouts, uint64_t rng_seed,
+                     const EdgeExclusion* exclude) override {
+    return graph_->MakeTypedBatch(seeds, fanouts, o_.sample_replace, rng_seed, exclude);
   }
 
   // With --num_samplers, the plans go to this trainer's gnn-sampler
@@ -181,6 +188,7 @@ class DistHeteroSource : public HeteroSource {
       sb.replace = o_.sample_replace;
       sb.fanouts = fanouts;
       sb.seeds = std::move(p.seeds);
+      sb.exclude = std::move(p.exclude);
       batches.push_back(std::move(sb));
     }
     samplers_->pool().Start(std::move(batches));
@@ -383,6 +391,7 @@ class DistHeteroSource : public HeteroSource {
   const TrainOptions& o_;
   const PartitionConfig& config_;
   int rank_ = 0, world_ = 1, slot_ = 0;
+  int num_machines_ = 1;
   bool narrow_ = false;  // --wire_dtype bfloat16: embedding gradients too
   std::unique_ptr<Collective> collective_;
   std::unique_ptr<DistGraph> graph_;

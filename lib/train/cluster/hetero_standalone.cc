@@ -17,6 +17,7 @@
 #include "sampling/typed_sampler.h"
 #include "store/embedding_table.h"
 #include "train/loop/hetero_source.h"
+#include "train/loop/typed_edges.h"
 
 namespace gnn {
 
@@ -144,8 +145,13 @@ class StandaloneHeteroSource : public HeteroSource {
     return b;
   }
 
+  TypedEdgeSplits EdgeSplits() override {
+    return ReadTypedEdgeSplits(o_, config_, 0, 1, 1, 0, 0);
+  }
+
   HeteroBatch Sample(const std::vector<int64_t>& seeds,
-                     const std::vector<std::vector<int>>& fanouts, uint64_t rng_seed) override {
+                     const std::vector<std::vector<int>>& fanouts, uint64_t rng_seed,
+                     const EdgeExclusion* exclude) override {
     HeteroBatch b;
     b.seeds = seeds;
     TypedCscView g = g_;
@@ -155,7 +161,8 @@ class StandaloneHeteroSource : public HeteroSource {
       g.csc.edge_data = part_.edge_data.data();
       g.csc.edge_dim = part_.edge_dim;
     }
-    b.blocks = SampleTypedBlocks(g, seeds, fanouts, o_.sample_replace, rng_seed, threads_);
+    b.blocks =
+        SampleTypedBlocks(g, seeds, fanouts, o_.sample_replace, rng_seed, threads_, exclude);
     const size_t T = part_.ntype_ranges.size();
     b.GroupInputsByType(T, [&](int64_t v) { return part_.TypeOf(v); });
     for (size_t t = 0; t < T; ++t) {
@@ -231,7 +238,9 @@ class StandaloneHeteroSource : public HeteroSource {
         if (stop_) return;
       }
       try {
-        HeteroBatch b = Sample(p.seeds, fanouts_, p.rng_seed);
+        const EdgeExclusion exclude(p.exclude);
+        HeteroBatch b =
+            Sample(p.seeds, fanouts_, p.rng_seed, p.exclude.empty() ? nullptr : &exclude);
         b.index = p.index;
         std::lock_guard<std::mutex> lock(mu_);
         ready_.push_back(std::move(b));

@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/sha256.h"
 #include "partition/config.h"
+#include "sampling/edge_batch.h"
 #include "sampling/typed_sampler.h"
 #include "train/options/train_options.h"
 
@@ -24,7 +25,12 @@ struct TypedBatchPlan {
   int64_t index = 0;
   std::vector<int64_t> seeds;
   uint64_t rng_seed = 0;
+  // A typed edge task's batch: flat (head, tail) pairs kept out of its
+  // sampled neighbourhoods (EdgeExclusion).
+  std::vector<int64_t> exclude;
 };
+
+struct TypedEdgeSplits;  // train/loop/typed_edges.h
 
 class HeteroSource {
  public:
@@ -38,9 +44,14 @@ class HeteroSource {
   // From now on samples carry their edges' features (an inference run's
   // model file says its RGCN reads them; training says so at the start).
   virtual void ReadEdgeData() {}
-  // Samples and gathers a batch for `seeds` (fanouts[layer][relation]).
+  // A typed edge task's labelled edges this rank takes (ReadTypedEdgeSplits
+  // over the partition this machine serves).
+  virtual TypedEdgeSplits EdgeSplits() = 0;
+  // Samples and gathers a batch for `seeds` (fanouts[layer][relation]),
+  // without the edges between `exclude`'s pairs when given.
   virtual HeteroBatch Sample(const std::vector<int64_t>& seeds,
-                             const std::vector<std::vector<int>>& fanouts, uint64_t rng_seed) = 0;
+                             const std::vector<std::vector<int>>& fanouts, uint64_t rng_seed,
+                             const EdgeExclusion* exclude = nullptr) = 0;
   // The batches the Learner takes next, in order (an epoch's from its first
   // batch, or an evaluation's), in place of any earlier plan; Next returns
   // them one by one, each what Sample returns for it. A source with
@@ -56,7 +67,8 @@ class HeteroSource {
   virtual HeteroBatch Next() {
     if (next_ >= plans_.size()) throw DataError("no typed batch planned");
     TypedBatchPlan p = std::move(plans_[next_++]);
-    HeteroBatch b = Sample(p.seeds, fanouts_, p.rng_seed);
+    const EdgeExclusion exclude(p.exclude);
+    HeteroBatch b = Sample(p.seeds, fanouts_, p.rng_seed, p.exclude.empty() ? nullptr : &exclude);
     b.index = p.index;
     return b;
   }

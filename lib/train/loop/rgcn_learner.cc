@@ -22,6 +22,7 @@
 #include "train/loop/hetero_source.h"
 #include "train/loop/model_file.h"
 #include "train/loop/training_loop.h"
+#include "train/loop/typed_edges.h"
 #include "train/loop/typed_model.h"
 #include "train/models/rgcn.h"
 
@@ -72,7 +73,8 @@ class RgcnLearner : public TypedModel {
         rel_src_type_(config.RelationSrcTypes()),
         model_(
             (torch::manual_seed(o.seed),
-             RGCN(feature_dims_, o.num_hidden, o.num_hidden, config.num_classes,
+             RGCN(feature_dims_, o.num_hidden, o.num_hidden,
+                  o.EdgeTask() ? o.num_hidden : config.num_classes,
                   static_cast<int64_t>(config.etypes.size()), o.num_bases, o.num_layers, o.dropout,
                   o.self_loop, o.model == "rgat" ? &gat_ : nullptr, EdgeOptions(o, config)))) {
     if (static_cast<int>(fanouts_.size()) != o.num_layers) {
@@ -82,7 +84,15 @@ class RgcnLearner : public TypedModel {
     // --num_gpus: the dense model computes there; sampling, the feature
     // rows and the embedding tables (with their sparse optimizer) stay on
     // the host, each batch's rows copied over.
+    if (o.EdgeTask() && !o.inference) {
+      // The labelled relation's edges are the seeds; the decoder trains
+      // and saves with the model.
+      edges_ = std::make_unique<TypedEdgeTask>(o, config, source_->EdgeSplits());
+      edges_->Attach(*model_);
+      num_batches_ = edges_->NumBatches();
+    }
     model_->to(device_);
+    if (edges_) return;
     train_nodes_ = source_->SplitNodes(0);
     const double total = source_->SumOverRanks({static_cast<double>(train_nodes_.size())})[0];
     const int64_t per_rank =
@@ -101,13 +111,17 @@ class RgcnLearner : public TypedModel {
   int world() const override { return source_->world(); }
   std::string Label() const override { return source_->Label(); }
   torch::nn::Module& module() override { return *model_; }
-  std::string Signature() const override { return RgcnSignature(o_, config_); }
+  std::string Signature() const override {
+    return RgcnSignature(o_, config_) + (edges_ ? edges_->Signature() : "");
+  }
+  EvalMetric Metric() const override { return edges_ ? edges_->Metric() : EvalMetric(); }
   int64_t NumBatches() const override { return num_batches_; }
 
   // The epoch's batches from `first` on, planned at once: gnn-sampler
   // processes sample them ahead (the seeds and sampling seed of batch i do
   // not depend on where it is sampled, nor on where the epoch resumed).
   void StartEpoch(int epoch, int64_t first) override {
+    if (edges_) return source_->Start(edges_->EpochPlans(epoch, first), fanouts_);
     std::vector<std::vector<int64_t>> batches =
         EpochBatches(train_nodes_, num_batches_, o_.seed, static_cast<int64_t>(epoch), true);
     std::vector<TypedBatchPlan> plans;
@@ -131,6 +145,7 @@ class RgcnLearner : public TypedModel {
       throw ProtocolError("typed batch " + std::to_string(batch_.index) + " came in place of " +
                           std::to_string(i));
     }
+    if (edges_) edges_->Use(batch_.index, batch_.seeds);
     cache_lookups_ += batch_.cache_lookups;
     cache_hits_ += batch_.cache_hits;
     ++steps_;
@@ -139,6 +154,11 @@ class RgcnLearner : public TypedModel {
   torch::Tensor Loss() override {
     if (batch_.seeds.empty()) return torch::Tensor();
     torch::Tensor out = Forward(batch_, true);
+    if (edges_) {
+      torch::Tensor loss = edges_->Loss(out);
+      last_acc_ = edges_->last_figure();
+      return loss;
+    }
     torch::Tensor labels =
         torch::from_blob(batch_.labels.data(), {static_cast<int64_t>(batch_.labels.size())},
                          torch::kInt64)
@@ -166,7 +186,9 @@ class RgcnLearner : public TypedModel {
     return true;
   }
   int64_t AllreduceGrads() override { return source_->AllreduceGrads(*model_); }
-  int64_t BatchExamples() const override { return static_cast<int64_t>(batch_.seeds.size()); }
+  int64_t BatchExamples() const override {
+    return edges_ ? edges_->Examples() : static_cast<int64_t>(batch_.seeds.size());
+  }
   int64_t BatchInputs() const override {
     return batch_.blocks.empty() ? 0 : batch_.blocks.front().num_src();
   }
@@ -177,6 +199,7 @@ class RgcnLearner : public TypedModel {
   std::pair<double, double> Evaluate(int, const RecordFn&) override {
     torch::NoGradGuard no_grad;
     model_->eval();
+    if (edges_) return {EdgeFigure(1), EdgeFigure(2)};
     return {SplitAccuracy(1), SplitAccuracy(2)};
   }
 
@@ -259,6 +282,11 @@ class RgcnLearner : public TypedModel {
                  {"fan_out", o_.fan_out},
                  {"epochs", epochs_done},
                  {"saved_epoch", saved_epoch}};
+    if (edges_) {
+      // The decoder's keys (decoder.0.*, decoder.2.*) beside the layers'.
+      meta["target_etype"] = config_.target_etype;
+      meta["edge_classes"] = edges_->classes() ? edges_->out_dim() : 0;
+    }
     if (o_.edge_feat_mp_op != "none") {
       // Extra keys beyond DGL's RelGraphConv: layers.<l>.edge_proj (and
       // edge_weight for concat).
@@ -287,6 +315,11 @@ class RgcnLearner : public TypedModel {
 
   void Summarize(json* summary) override {
     (*summary)["embedding_checksum"] = source_->EmbeddingChecksum();
+    if (edges_) {
+      (*summary)["edges_per_s"] = (*summary)["seeds_per_s"];
+      (*summary)["exclude_target_edges"] = o_.exclude_target_edges;
+      (*summary)["target_etype"] = config_.target_etype;
+    }
     if (o_.standalone) return;
     // What the machine's hot-row caches saved: of the other partitions'
     // feature rows the batches needed, the share they held.
@@ -512,6 +545,22 @@ class RgcnLearner : public TypedModel {
                            capture_layer, captured);
   }
 
+  // The typed edge task's accuracy or RMSE over split m's edges (every
+  // rank's share, summed), decoded from sampled neighbourhoods.
+  double EdgeFigure(int m) {
+    std::vector<TypedBatchPlan> plans = edges_->EvalPlans(m);
+    const size_t count = plans.size();
+    source_->Start(std::move(plans), fanouts_);
+    double sum = 0;
+    for (size_t i = 0; i < count; ++i) {
+      HeteroBatch b = source_->Next();
+      edges_->Use(b.index, b.seeds);
+      sum += edges_->Score(Forward(b, false));
+    }
+    const std::vector<double> sums = source_->SumOverRanks({sum, edges_->EvalCount(m)});
+    return edges_->Figure(sums[0], sums[1]);
+  }
+
   // Accuracy on this rank's share of split m, summed over ranks: sampled
   // neighbourhoods with the training fan-outs (as DGL's distributed RGCN
   // example evaluates), a fixed seed per batch.
@@ -549,6 +598,7 @@ class RgcnLearner : public TypedModel {
   const std::vector<int64_t> feature_dims_;
   const std::vector<int> rel_src_type_;  // each relation's source node type
   RGCN model_;
+  std::unique_ptr<TypedEdgeTask> edges_;  // --task edge_class|edge_regression
   std::vector<int64_t> train_nodes_;
   int64_t num_batches_ = 0;
   // The current batch and what its autograd graph views.

@@ -46,17 +46,6 @@ class NodeTask : public Task {
   int64_t classes_;
 };
 
-// Regression's figure: RMSE, lower is better (the best epoch has the
-// lowest validation RMSE).
-EvalMetric RmseMetric() {
-  EvalMetric m;
-  m.key = "rmse";
-  m.title = "RMSE";
-  m.lower_is_better = true;
-  m.train_key = "train_rmse";
-  m.train_title = "Train RMSE";
-  return m;
-}
 
 torch::Tensor Targets(MiniBatch& mb) {
   return torch::from_blob(mb.targets.data(),
@@ -336,13 +325,24 @@ class EdgeTask : public Task {
 
 }  // namespace
 
-void AttachEdgeDecoder(NodeModel& model, int64_t hidden, int64_t out, int64_t edge_dim) {
+EvalMetric RmseMetric() {
+  EvalMetric m;
+  m.key = "rmse";
+  m.title = "RMSE";
+  m.lower_is_better = true;
+  m.train_key = "train_rmse";
+  m.train_title = "Train RMSE";
+  return m;
+}
+
+void AttachEdgeDecoder(torch::nn::Module& model, int64_t hidden, int64_t out, int64_t edge_dim) {
   model.register_module("decoder",
                         torch::nn::Sequential(torch::nn::Linear(2 * hidden + edge_dim, hidden),
                                               torch::nn::ReLU(), torch::nn::Linear(hidden, out)));
 }
 
-torch::Tensor DecodeEdges(NodeModel& model, const torch::Tensor& emb, const torch::Tensor& heads,
+torch::Tensor DecodeEdges(torch::nn::Module& model, const torch::Tensor& emb,
+                          const torch::Tensor& heads,
                           const torch::Tensor& tails, bool classes,
                           const torch::Tensor& edge_inputs) {
   std::shared_ptr<torch::nn::Module> found;

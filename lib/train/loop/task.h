@@ -54,27 +54,23 @@ class Task {
 
 std::unique_ptr<Task> MakeTask(const TrainOptions& o, const PartitionConfig& config);
 
+// Regression's figure: RMSE, lower is better (the best epoch has the
+// lowest validation RMSE).
+EvalMetric RmseMetric();
+
 // The edge tasks' decoder: an MLP over the two ends' `hidden`-wide
 // embeddings, concatenated source first, and the edge's own `edge_dim`
 // features when edge_dim > 0 (Linear(2h + edge_dim, h), ReLU, Linear(h,
 // out)), registered in `model` as "decoder" (out: the classes, or 1 value).
-void AttachEdgeDecoder(NodeModel& model, int64_t hidden, int64_t out, int64_t edge_dim = 0);
+void AttachEdgeDecoder(torch::nn::Module& model, int64_t hidden, int64_t out,
+                       int64_t edge_dim = 0);
 // The decoder's rows for the edges heads[i] -> tails[i] from node rows
 // `emb` and, for a decoder that reads them, the edges' features
 // `edge_inputs` [k, edge_dim] ([k, out]; a value per edge [k] when
 // `classes` is false). Error when `model` has no decoder.
-torch::Tensor DecodeEdges(NodeModel& model, const torch::Tensor& emb, const torch::Tensor& heads,
+torch::Tensor DecodeEdges(torch::nn::Module& model, const torch::Tensor& emb,
+                          const torch::Tensor& heads,
                           const torch::Tensor& tails, bool classes,
                           const torch::Tensor& edge_inputs = {});
-
-// The edge tasks' decoder: an MLP over the two ends' `hidden`-wide
-// embeddings, concatenated source first (Linear(2h, h), ReLU, Linear(h,
-// out)), registered in `model` as "decoder" (out: the classes, or 1 value).
-void AttachEdgeDecoder(NodeModel& model, int64_t hidden, int64_t out);
-// The decoder's rows for the edges heads[i] -> tails[i] from node rows
-// `emb` ([k, out]; a value per edge [k] when `classes` is false). Error
-// when `model` has no decoder.
-torch::Tensor DecodeEdges(NodeModel& model, const torch::Tensor& emb, const torch::Tensor& heads,
-                          const torch::Tensor& tails, bool classes);
 
 }  // namespace gnn

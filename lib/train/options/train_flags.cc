@@ -120,6 +120,9 @@ void RegisterTaskFlags(CLI::App& app, TaskOptions* o) {
                  "edge tasks on a graph with edge features: the decoder reads each edge's own "
                  "features beside its ends' embeddings (true|false)")
       ->capture_default_str();
+  app.add_option("--target_etype", o->target_etype,
+                 "typed edge tasks: the labelled relation, src:rel:dst or its name (default: the "
+                 "partitioning's)");
   app.add_option("--num_negs", o->num_negs, "--task link: negative tails per positive edge")
       ->capture_default_str();
   app.add_flag(
@@ -207,7 +210,7 @@ void FinishTrainFlags(const CLI::App& app, TrainOptions* o) {
   if (o->Kind() != TaskKind::kLink && (app.count("--num_negs") > 0 || o->remove_edge)) {
     throw ConfigError("--num_negs and --remove_edge apply only to --task link");
   }
-  for (const char* flag : {"--exclude_target_edges", "--decoder_edge_feat"}) {
+  for (const char* flag : {"--exclude_target_edges", "--decoder_edge_feat", "--target_etype"}) {
     if (!o->EdgeTask() && app.count(flag) > 0) {
       throw ConfigError(std::string(flag) +
                         " applies only to --task edge_class and edge_regression");

@@ -70,8 +70,9 @@ void TrainOptions::Validate() const {
   }
   if (model == "gat" || model == "rgat") ValidateGat();
   if (Typed()) {
-    if (Kind() != TaskKind::kNode) {
-      throw ConfigError("--model " + model + " trains --task node only");
+    if (Kind() != TaskKind::kNode && !EdgeTask()) {
+      throw ConfigError("--model " + model +
+                        " trains --task node, edge_class or edge_regression so far");
     }
     if (!save_embeddings.empty()) {
       throw ConfigError("--save_embeddings writes homogeneous models' outputs; --model " + model +

@@ -137,6 +137,9 @@ struct TaskOptions {
   // from the partitioning, or --inference's model file), else 0.
   bool decoder_edge_feat = true;  // --decoder_edge_feat true|false
   int64_t decoder_edge_dim = 0;
+  // A typed graph's edge task: the labelled relation (--target_etype
+  // src:rel:dst or its name; empty: the partitioning's edge_labels.etype).
+  std::string target_etype;
 
   TaskKind Kind() const;  // parsed task; throws ConfigError
   bool EdgeTask() const {
