@@ -11,8 +11,8 @@
 #include "common/error.h"
 #include "common/random.h"
 #include "net/messages.h"
-#include "sampling/relation_block.h"
 #include "sampling/edge_batch.h"
+#include "sampling/relation_block.h"
 #include "sampling/sampler.h"
 #include "store/row_cache.h"
 

@@ -173,8 +173,10 @@ HeteroDataset LoadHeteroDataset(const DatasetOptions& o) {
     HeteroSyntheticSpec spec = ParseHeteroSyntheticSpec(o.dataset.substr(prefix.size()));
     if ((spec.edge_feature_dim > 0 || spec.edge_task) && o.ignore_edge_data) {
       std::vector<std::string> dropped;
-      if (spec.edge_feature_dim > 0) dropped.push_back("efeat=" + std::to_string(spec.edge_feature_dim));
-      if (spec.edge_task) dropped.push_back(std::string("etask=") + LabelKindName(spec.edge_task_kind));
+      if (spec.edge_feature_dim > 0)
+        dropped.push_back("efeat=" + std::to_string(spec.edge_feature_dim));
+      if (spec.edge_task)
+        dropped.push_back(std::string("etask=") + LabelKindName(spec.edge_task_kind));
       RefuseEdgeData(o.dataset, dropped, true);
       spec.edge_feature_dim = 0;
       spec.edge_task = false;

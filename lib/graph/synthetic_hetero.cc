@@ -328,7 +328,8 @@ HeteroSyntheticSpec ParseHeteroSyntheticSpec(const std::string& spec) {
   }
   s.target = "paper";
   if (s.edge_feature_dim > 0) s.name += "-efeat" + std::to_string(s.edge_feature_dim);
-  if (s.edge_task) s.name += s.edge_task_kind == LabelKind::kClass ? "-edgeclass" : "-edgeregression";
+  if (s.edge_task)
+    s.name += s.edge_task_kind == LabelKind::kClass ? "-edgeclass" : "-edgeregression";
   CheckSpec(s);
   return s;
 }

@@ -227,7 +227,9 @@ void WritePartEdgeData(const PartSources& in, int p, const std::string& dir, Par
   for (int64_t c : info->etype_edges) stored += c;
   NpyWriter ids(dir + "/" + kOrigEidsFile, DType::kInt64, {stored});
   std::optional<NpyWriter> feats, label_file, split_file;
-  if (ef.width > 0) feats.emplace(dir + "/" + kEdgeFeatFile, DType::kFloat32, std::vector<int64_t>{stored, ef.width});
+  if (ef.width > 0)
+    feats.emplace(dir + "/" + kEdgeFeatFile, DType::kFloat32,
+                  std::vector<int64_t>{stored, ef.width});
   if (labeled) {
     label_file.emplace(dir + "/" + kEdgeLabelFile, classes ? DType::kInt64 : DType::kFloat32,
                        std::vector<int64_t>{stored});
@@ -350,16 +352,8 @@ HeteroDataset LoadForPartitioning(const PartitionOptions& options) {
                                           "--undirected adds a reverse relation for each)");
   if (options.undirected) AddReverseRelations(&d);
   d.Validate();
-  const bool edge_task = options.task == "edge_class" || options.task == "edge_regression";
-  if (edge_task && !d.edge_labeled()) {
-    throw ConfigError("--task " + options.task + ": " + d.name + " has no edge labels");
-  }
   if (d.edge_labeled()) {
     const HeteroDataset::EdgeLabels& e = d.edge_task;
-    if (edge_task && (options.task == "edge_class") != (e.kind == LabelKind::kClass)) {
-      throw ConfigError("--task " + options.task + ": " + d.name + "'s edge labels are " +
-                        (e.kind == LabelKind::kClass ? "class ids" : "values"));
-    }
     int64_t count[4] = {0, 0, 0, 0};
     for (uint8_t s : e.split) ++count[s];
     DescribeEdgeLabels(options, d.name + " " + d.relations[static_cast<size_t>(e.relation)].Key(),
@@ -605,11 +599,10 @@ void CheckTypedPartitionOptions(const PartitionOptions& options) {
     throw ConfigError("--node_feat_from_edges " + options.node_feat_from_edges +
                       ": a typed graph's featureless node types learn embeddings instead");
   }
-  if (options.task != "auto" && options.task != "node" && options.task != "edge_class" &&
-      options.task != "edge_regression") {
+  if (options.task != "auto" && options.task != "node") {
     throw ConfigError("--task " + options.task +
-                      ": typed graphs train class ids (--task node) or a relation's edge labels "
-                      "(edge_class, edge_regression) so far");
+                      ": typed graphs train class ids (--task node) so far, and a relation's "
+                      "edge labels when the input has them");
   }
 }
 

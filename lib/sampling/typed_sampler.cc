@@ -125,8 +125,7 @@ void KeepTypedEdges(const std::vector<int64_t>& kept, std::vector<int64_t>* etyp
 
 std::vector<Block> SampleTypedBlocks(const TypedCscView& g, const std::vector<int64_t>& seeds,
                                      const std::vector<std::vector<int>>& fanouts, bool replace,
-                                     uint64_t rng_seed, int threads,
-                                     const EdgeExclusion* exclude) {
+                                     uint64_t rng_seed, int threads, const EdgeExclusion* exclude) {
   const int num_layers = static_cast<int>(fanouts.size());
   std::vector<Block> blocks(static_cast<size_t>(num_layers));
   const std::vector<int64_t>* frontier = &seeds;

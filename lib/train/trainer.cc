@@ -82,8 +82,9 @@ std::string TaskFor(const TrainOptions& o, const PartitionConfig& config) {
     if (!o.target_etype.empty() && o.target_etype != config.target_etype &&
         RelationName(config.target_etype) != o.target_etype) {
       throw ConfigError("--target_etype " + o.target_etype + ": " + o.part_config + " labels " +
-                        (config.target_etype.empty() ? std::string("the edges of a homogeneous graph")
-                                                     : config.target_etype + "'s edges"));
+                        (config.target_etype.empty()
+                             ? std::string("the edges of a homogeneous graph")
+                             : config.target_etype + "'s edges"));
     }
     const bool classes = config.edge_label_kind == LabelKind::kClass;
     if (classes != (kind == TaskKind::kEdgeClass)) {

@@ -176,13 +176,16 @@ TEST_CASE("typed edge data that is not carried is one error line, nothing writte
                       120);
   INFO(w.err);
   REQUIRE(w.exit_code == 0);
-  // An edge task's label on a relation (--target_etype is not carried yet).
+  // Edge labels on two relations (a typed edge task labels one).
   json meta = json::parse(std::ifstream(dir / "chunks/metadata.json"));
-  meta["edge_data"]["paper:cites:paper"]["label"] = meta["edge_data"]["paper:cites:paper"]["feat"];
+  for (const char* rel : {"author:writes:paper", "paper:cites:paper"}) {
+    meta["edge_data"][rel]["label"] = meta["edge_data"][rel]["feat"];
+    meta["edge_data"][rel]["train_mask"] = meta["edge_data"][rel]["feat"];
+  }
   std::ofstream(dir / "chunks/metadata.json") << meta.dump(2);
   auto r = Partition({"--dataset", dir / "chunks", "--num_parts", "2", "--output", dir / "out"});
   test::ExpectOneLine(r, "gnn-partition", "edge_data.paper:cites:paper.label");
-  CHECK(r.err.find("--target_etype") != std::string::npos);
+  CHECK(r.err.find("two relations") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "out"));
 
   // Typed edge features are features, not weights.

@@ -145,9 +145,7 @@ class StandaloneHeteroSource : public HeteroSource {
     return b;
   }
 
-  TypedEdgeSplits EdgeSplits() override {
-    return ReadTypedEdgeSplits(o_, config_, 0, 1, 1, 0, 0);
-  }
+  TypedEdgeSplits EdgeSplits() override { return ReadTypedEdgeSplits(o_, config_, 0, 1, 1, 0, 0); }
 
   HeteroBatch Sample(const std::vector<int64_t>& seeds,
                      const std::vector<std::vector<int>>& fanouts, uint64_t rng_seed,
@@ -161,8 +159,7 @@ class StandaloneHeteroSource : public HeteroSource {
       g.csc.edge_data = part_.edge_data.data();
       g.csc.edge_dim = part_.edge_dim;
     }
-    b.blocks =
-        SampleTypedBlocks(g, seeds, fanouts, o_.sample_replace, rng_seed, threads_, exclude);
+    b.blocks = SampleTypedBlocks(g, seeds, fanouts, o_.sample_replace, rng_seed, threads_, exclude);
     const size_t T = part_.ntype_ranges.size();
     b.GroupInputsByType(T, [&](int64_t v) { return part_.TypeOf(v); });
     for (size_t t = 0; t < T; ++t) {

@@ -46,7 +46,6 @@ class NodeTask : public Task {
   int64_t classes_;
 };
 
-
 torch::Tensor Targets(MiniBatch& mb) {
   return torch::from_blob(mb.targets.data(),
                           {static_cast<int64_t>(mb.seeds.size()), mb.label_width}, torch::kFloat32);
@@ -342,8 +341,7 @@ void AttachEdgeDecoder(torch::nn::Module& model, int64_t hidden, int64_t out, in
 }
 
 torch::Tensor DecodeEdges(torch::nn::Module& model, const torch::Tensor& emb,
-                          const torch::Tensor& heads,
-                          const torch::Tensor& tails, bool classes,
+                          const torch::Tensor& heads, const torch::Tensor& tails, bool classes,
                           const torch::Tensor& edge_inputs) {
   std::shared_ptr<torch::nn::Module> found;
   for (const auto& child : model.named_children()) {

@@ -62,15 +62,13 @@ EvalMetric RmseMetric();
 // embeddings, concatenated source first, and the edge's own `edge_dim`
 // features when edge_dim > 0 (Linear(2h + edge_dim, h), ReLU, Linear(h,
 // out)), registered in `model` as "decoder" (out: the classes, or 1 value).
-void AttachEdgeDecoder(torch::nn::Module& model, int64_t hidden, int64_t out,
-                       int64_t edge_dim = 0);
+void AttachEdgeDecoder(torch::nn::Module& model, int64_t hidden, int64_t out, int64_t edge_dim = 0);
 // The decoder's rows for the edges heads[i] -> tails[i] from node rows
 // `emb` and, for a decoder that reads them, the edges' features
 // `edge_inputs` [k, edge_dim] ([k, out]; a value per edge [k] when
 // `classes` is false). Error when `model` has no decoder.
 torch::Tensor DecodeEdges(torch::nn::Module& model, const torch::Tensor& emb,
-                          const torch::Tensor& heads,
-                          const torch::Tensor& tails, bool classes,
+                          const torch::Tensor& heads, const torch::Tensor& tails, bool classes,
                           const torch::Tensor& edge_inputs = {});
 
 }  // namespace gnn

@@ -72,8 +72,8 @@ TypedEdgeTask::TypedEdgeTask(const TrainOptions& o, const PartitionConfig& confi
       splits_(std::move(splits)),
       classes_(config.edge_label_kind == LabelKind::kClass),
       out_(classes_ ? config.num_edge_classes : 1),
-      num_batches_(std::max<int64_t>(1, (splits_.max_train_share + o.batch_size - 1) /
-                                            o.batch_size)) {}
+      num_batches_(
+          std::max<int64_t>(1, (splits_.max_train_share + o.batch_size - 1) / o.batch_size)) {}
 
 void TypedEdgeTask::Attach(torch::nn::Module& model) {
   AttachEdgeDecoder(model, o_.num_hidden, out_);

@@ -97,6 +97,12 @@ void TakeTypedMeta(const json& meta, const PartitionConfig& config, const std::s
       throw DataError(path + " predicts " + target + " nodes; " + config.graph_name +
                       "'s labels are on " + config.target_ntype);
     }
+    if (meta.contains("target_etype")) {
+      throw ConfigError(path + " scores " + meta["target_etype"].get<std::string>() +
+                        " edges (--task " + meta.value("task", std::string("edge_class")) +
+                        "): --inference of a typed graph's edge model is not carried yet; "
+                        "its valid and test figures are in the training run's summary");
+    }
     const int64_t classes = get("n_classes").get<int64_t>();
     if (classes != config.num_classes) {
       throw DataError(path + " predicts " + std::to_string(classes) + " classes; " +
