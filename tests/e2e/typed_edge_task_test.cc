@@ -211,6 +211,84 @@ TEST_CASE("typed edge task resumes exactly: model, decoder, embeddings", "[e2e]"
   CHECK(resumed["steps"] == whole["steps"]);
 }
 
+TEST_CASE(
+    "typed edge inference writes a prediction per chosen edge keyed by its input id, on any "
+    "partitioning",
+    "[e2e]") {
+  test::TempDir dir;
+  const HeteroDataset d =
+      GenerateHeteroSynthetic(ParseHeteroSyntheticSpec("mag-small,etask=class"), 0, 1);
+  const std::string one = PartitionTyped(dir, "synthetic:mag-small,etask=class", 1, "one");
+  const std::string two = PartitionTyped(dir, "synthetic:mag-small,etask=class", 2, "two");
+  const json trained = Train(one, {"--num_epochs", "1", "--save_model", dir / "m.pt"});
+  auto infer = [&](const std::string& config, const std::string& out,
+                   std::vector<std::string> extra) {
+    std::vector<std::string> args = {Bin("gnn-train"),
+                                     "--standalone",
+                                     "--quiet",
+                                     "--inference",
+                                     "--part_config",
+                                     config,
+                                     "--restore_model_path",
+                                     dir / "m.pt",
+                                     "--save_prediction_path",
+                                     dir / out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = RunProcess(args, 600);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return json::parse(test::LastLine(r.out));
+  };
+  // With the training fan-outs and evaluation batches the test edges are
+  // drawn as the training run's evaluation drew them: the same figure.
+  const json same = infer(
+      one, "same", {"--node_mask", "test", "--fan_out", "10,10", "--batch_size_eval", "1024"});
+  INFO(same.dump() << "\n" << trained.dump());
+  CHECK(same["test_acc"].get<double>() == Approx(trained["test_acc"].get<double>()).margin(1e-12));
+  CHECK(same["target_etype"] == "paper:cites:paper");
+  // Every neighbour, on two partitions through two machines: each test
+  // edge once, keyed by its line in paper:cites:paper's input.
+  const std::vector<int> ports = test::FreeLoopbackPortRanges(3, 2);
+  const std::string ip = dir / "ip.txt";
+  {
+    std::ofstream f(ip);
+    for (int m = 0; m < 2; ++m) f << "127.0.0.1 " << ports[static_cast<size_t>(m)] << "\n";
+  }
+  auto r = RunProcess(
+      {Bin("gnn-launch"), "--workspace", dir.path(), "--num_trainers", "1", "--num_samplers", "0",
+       "--num_servers", "2", "--part_config", two, "--ip_config", ip, "--master_port",
+       std::to_string(ports[2]), "--grace_s", "3",
+       Bin("gnn-train") + " --inference --num_omp_threads 1 --restore_model_path " +
+           (dir / "m.pt") + " --save_prediction_path " + (dir / "dist") + " --node_mask test"},
+      600);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const json dist = json::parse(test::LastLine(r.out));
+  CHECK(std::abs(dist["test_acc"].get<double>() - same["test_acc"].get<double>()) < 0.02);
+  const json m = json::parse(std::ifstream(dir / "dist/manifest.json"));
+  CHECK(m["kind"] == "edge_predictions");
+  CHECK(m["etype"] == "paper:cites:paper");
+  std::vector<int> seen(d.edge_task.split.size(), 0);
+  for (const json& sh : m["shards"]) {
+    const auto ids = ReadNpy<int64_t>(dir / ("dist/" + sh["edge_ids"].get<std::string>()));
+    const auto pred = ReadNpy<int64_t>(dir / ("dist/" + sh["pred"].get<std::string>()));
+    REQUIRE(ids.size() == pred.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      REQUIRE((ids[i] >= 0 && ids[i] < static_cast<int64_t>(seen.size())));
+      ++seen[static_cast<size_t>(ids[i])];
+      CHECK((pred[i] >= 0 && pred[i] < 4));
+    }
+  }
+  for (size_t e = 0; e < seen.size(); ++e) {
+    INFO("edge " << e);
+    REQUIRE(seen[e] == (d.edge_task.split[e] == 3 ? 1 : 0));
+  }
+  // --edge_ids: the listed input edges, labelled for a split or not.
+  WriteNpy(dir / "ids.npy", std::vector<int64_t>{5, 0, 7, 5});
+  const json listed = infer(one, "listed", {"--edge_ids", dir / "ids.npy"});
+  CHECK(listed["edges_written"] == 3);
+}
+
 TEST_CASE("typed edge task bad input: one error line, non-zero exit, nothing written", "[e2e]") {
   test::TempDir dir;
   const std::string config = PartitionTyped(dir, "synthetic:mag-small,etask=class", 1, "one");
@@ -228,15 +306,23 @@ TEST_CASE("typed edge task bad input: one error line, non-zero exit, nothing wri
   const std::string plain = PartitionTyped(dir, "synthetic:mag-small", 1, "plain");
   test::ExpectOneLine(train(plain, {"--task", "edge_class"}), "gnn-train", "no edge labels");
 
-  // A saved edge model is not an input of --inference yet: one line.
+  // Inference of the saved edge model: --nodes is a node model's, an
+  // --edge_ids entry that is no edge of the relation is one line.
   auto saved = train(config, {"--task", "edge_class", "--save_model", dir / "m.pt"});
   INFO(saved.err);
   REQUIRE(saved.exit_code == 0);
-  auto infer =
-      RunProcess({Bin("gnn-train"), "--standalone", "--inference", "--part_config", config,
-                  "--restore_model_path", dir / "m.pt", "--save_prediction_path", dir / "preds"},
-                 300);
-  test::ExpectOneLine(infer, "gnn-train", "paper:cites:paper");
+  auto infer = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {
+        Bin("gnn-train"), "--standalone",         "--inference", "--part_config",
+        config,           "--restore_model_path", dir / "m.pt",  "--save_prediction_path",
+        dir / "preds"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunProcess(args, 300);
+  };
+  WriteNpy(dir / "ids.npy", std::vector<int64_t>{0, 1});
+  test::ExpectOneLine(infer({"--nodes", dir / "ids.npy"}), "gnn-train", "--node_mask");
+  WriteNpy(dir / "bad.npy", std::vector<int64_t>{0, 1 << 30});
+  test::ExpectOneLine(infer({"--edge_ids", dir / "bad.npy"}), "gnn-train", "1 of its 2 ids");
   CHECK_FALSE(std::filesystem::exists(dir / "preds"));
 
   // The partitioner: a bad option of the preset.

@@ -21,6 +21,7 @@
 #include "train/loop/device.h"
 #include "train/loop/hetero_source.h"
 #include "train/loop/model_file.h"
+#include "train/loop/task.h"
 #include "train/loop/training_loop.h"
 #include "train/loop/typed_edges.h"
 #include "train/loop/typed_model.h"
@@ -84,7 +85,11 @@ class RgcnLearner : public TypedModel {
     // --num_gpus: the dense model computes there; sampling, the feature
     // rows and the embedding tables (with their sparse optimizer) stay on
     // the host, each batch's rows copied over.
-    if (o.EdgeTask() && !o.inference) {
+    if (o.EdgeTask() && o.inference) {
+      // The decoder's parameters come from the model file.
+      AttachEdgeDecoder(*model_, o.num_hidden,
+                        config.edge_label_kind == LabelKind::kClass ? config.num_edge_classes : 1);
+    } else if (o.EdgeTask()) {
       // The labelled relation's edges are the seeds; the decoder trains
       // and saves with the model.
       edges_ = std::make_unique<TypedEdgeTask>(o, config, source_->EdgeSplits());

@@ -2,12 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <unordered_map>
 
 #include "common/error.h"
+#include "common/fs.h"
 #include "common/log.h"
+#include "common/npy.h"
 #include "common/random.h"
+#include "common/timer.h"
 #include "partition/local_partition.h"
+#include "train/loop/predict.h"
 #include "train/loop/task.h"
 
 namespace gnn {
@@ -197,6 +202,191 @@ EvalMetric TypedEdgeTask::Metric() const { return classes_ ? EvalMetric() : Rmse
 double TypedEdgeTask::Figure(double sum, double n) const {
   if (n == 0) return 0.0;
   return classes_ ? sum / n : std::sqrt(sum / n);
+}
+
+namespace {
+
+// One partition's chosen edges (the writer's) and what the model made of
+// them.
+struct EdgeShard {
+  int part = -1;
+  LabeledEdgeRows edges;
+  std::vector<int64_t> pick;  // positions in `edges` to write
+};
+
+// The chosen edges' rows [k, C] (or values [k]) from their ends' typed
+// neighbourhoods, batch_size_eval edges at a time.
+torch::Tensor DecodeShard(TypedModel& model, const TrainOptions& o, EdgeShard& s,
+                          const std::vector<std::vector<int>>& fanouts, bool classes) {
+  std::vector<TypedBatchPlan> plans;
+  std::vector<std::vector<int64_t>> heads, tails;
+  const int64_t n = static_cast<int64_t>(s.pick.size());
+  for (int64_t b = 0, i = 0; b < n; b += o.batch_size_eval, ++i) {
+    TypedBatchPlan plan;
+    plan.index = i;
+    plan.rng_seed = MixSeed(MixSeed(o.seed, 0x6576616c), static_cast<uint64_t>(i));
+    std::unordered_map<int64_t, int64_t> at;
+    auto position = [&](int64_t v) {
+      auto [it, fresh] = at.emplace(v, static_cast<int64_t>(plan.seeds.size()));
+      if (fresh) plan.seeds.push_back(v);
+      return it->second;
+    };
+    heads.emplace_back();
+    tails.emplace_back();
+    for (int64_t j = b; j < std::min(n, b + o.batch_size_eval); ++j) {
+      const size_t e = static_cast<size_t>(s.pick[static_cast<size_t>(j)]);
+      heads.back().push_back(position(s.edges.heads[e]));
+      tails.back().push_back(position(s.edges.tails[e]));
+    }
+    plans.push_back(std::move(plan));
+  }
+  const size_t count = plans.size();
+  model.source().Start(std::move(plans), fanouts);
+  std::vector<torch::Tensor> out;
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < count; ++i) {
+    HeteroBatch b = model.source().Next();
+    const torch::Tensor emb = model.Predict(b);
+    out.push_back(
+        DecodeEdges(model.module(), emb, Ids(heads[i]), Ids(tails[i]), classes).to(torch::kCPU));
+  }
+  if (out.empty()) {
+    return classes ? torch::empty({0, 1}, torch::kFloat32) : torch::empty({0}, torch::kFloat32);
+  }
+  return torch::cat(out, 0).contiguous();
+}
+
+}  // namespace
+
+nlohmann::json RunTypedEdgeInference(TypedModel& model, const TrainOptions& o,
+                                     const PartitionConfig& config, const nlohmann::json& meta,
+                                     const std::vector<std::vector<int>>& fanouts) {
+  namespace fs = std::filesystem;
+  using nlohmann::json;
+  HeteroSource& src = model.source();
+  if (!o.nodes.empty() || !o.save_embed_path.empty()) {
+    throw ConfigError(o.restore_model_path + " is a --task " + o.task + " model of " +
+                      config.target_etype +
+                      " edges: its inference writes a prediction per labelled edge "
+                      "(--save_prediction_path; --node_mask picks the edges by split, --edge_ids "
+                      "lists them), not --nodes or --save_embed_path");
+  }
+  Stopwatch watch;
+  const BroadcastFn broadcast = [&src](std::string* bytes) { src.BroadcastBytes(bytes); };
+  std::vector<int64_t> listed;
+  if (!o.edge_ids.empty()) listed = ReadRequestedIds(src.rank(), broadcast, o.edge_ids);
+  const bool classes = o.Kind() == TaskKind::kEdgeClass;
+  auto writer = [&](int p) { return o.standalone ? 0 : p * o.num_trainers; };
+  EdgeShard s;
+  for (int p = 0; p < config.num_parts; ++p) {
+    if (writer(p) == src.rank()) s.part = p;
+  }
+  if (s.part >= 0) {
+    s.edges = ReadLabeledEdges(config, s.part, o.verify_checksums);
+    const int split = o.node_mask == "train"   ? 1
+                      : o.node_mask == "valid" ? 2
+                      : o.node_mask == "test"  ? 3
+                                               : 0;
+    for (size_t i = 0; i < s.edges.split.size(); ++i) {
+      const bool chosen = o.edge_ids.empty()
+                              ? s.edges.split[i] != 4 && (split == 0 || s.edges.split[i] == split)
+                              : std::binary_search(listed.begin(), listed.end(), s.edges.eids[i]);
+      if (chosen) s.pick.push_back(static_cast<int64_t>(i));
+    }
+  }
+  const double written = src.SumOverRanks({static_cast<double>(s.pick.size())})[0];
+  if (!o.edge_ids.empty() && written < static_cast<double>(listed.size())) {
+    throw DataError("--edge_ids " + o.edge_ids + ": " +
+                    std::to_string(listed.size() - static_cast<size_t>(written)) + " of its " +
+                    std::to_string(listed.size()) + " ids are not " + config.target_etype +
+                    " edges of " + config.graph_name +
+                    " (input edge ids are the lines of the relation's edge list)");
+  }
+  GNN_LOG(kInfo) << "inference with " << o.model << " (" << o.num_layers
+                 << " layers and an edge decoder, from " << o.restore_model_path << ") over "
+                 << config.target_etype << " edges; writing " << static_cast<int64_t>(written);
+  double score[2] = {0, 0}, total[2] = {0, 0};  // valid, test
+  if (s.part >= 0) {
+    const torch::Tensor out = DecodeShard(model, o, s, fanouts, classes);
+    std::vector<int64_t> eids;
+    for (int64_t i : s.pick) eids.push_back(s.edges.eids[static_cast<size_t>(i)]);
+    const fs::path dir = fs::path(o.save_prediction_path) / ("part" + std::to_string(s.part));
+    MakeDirs(dir.string());
+    WriteNpy((dir / "edge_ids.npy").string(), eids);
+    torch::Tensor pred = out;
+    if (classes) {
+      pred = out.argmax(1).contiguous();
+      WriteNpy((dir / "logits.npy").string(), out.data_ptr<float>(), {out.size(0), out.size(1)});
+      WriteNpy((dir / "pred.npy").string(), pred.data_ptr<int64_t>(), {pred.size(0)});
+    } else {
+      WriteNpy((dir / "pred.npy").string(), out.data_ptr<float>(), {out.size(0)});
+    }
+    for (size_t i = 0; i < s.pick.size(); ++i) {
+      const size_t e = static_cast<size_t>(s.pick[i]);
+      const int k = s.edges.split[e] - 2;
+      if (k < 0 || k > 1) continue;  // train edges, or edges in no split
+      total[k] += 1;
+      if (classes) {
+        score[k] += pred.data_ptr<int64_t>()[i] == s.edges.labels[e];
+      } else {
+        const double d = static_cast<double>(out.data_ptr<float>()[i]) - s.edges.targets[e];
+        score[k] += d * d;
+      }
+    }
+  }
+  const double infer_s = watch.Seconds();
+  std::vector<double> sums = {score[0], total[0], score[1], total[1]};
+  for (int p = 0; p < config.num_parts; ++p)
+    sums.push_back(s.part == p ? static_cast<double>(s.pick.size()) : 0.0);
+  sums = src.SumOverRanks(sums);
+  if (src.rank() == 0) {
+    json shards = json::array();
+    for (int p = 0; p < config.num_parts; ++p) {
+      const std::string d = "part" + std::to_string(p);
+      json sh = {{"part", p},
+                 {"machine", writer(p) / std::max(1, o.num_trainers)},
+                 {"num_edges", static_cast<int64_t>(sums[4 + static_cast<size_t>(p)])},
+                 {"edge_ids", d + "/edge_ids.npy"},
+                 {"pred", d + "/pred.npy"}};
+      if (classes) sh["logits"] = d + "/logits.npy";
+      shards.push_back(sh);
+    }
+    const json m = {{"format_version", 1},
+                    {"kind", "edge_predictions"},
+                    {"graph_name", config.graph_name},
+                    {"etype", config.target_etype},
+                    {"num_parts", config.num_parts},
+                    {"num_edges", static_cast<int64_t>(written)},
+                    {"edges", o.edge_ids.empty() ? o.node_mask : "--edge_ids " + o.edge_ids},
+                    {"ids", "input edge ids of " + config.target_etype},
+                    {"fan_out", o.infer_fan_out.empty() ? "every neighbour" : o.infer_fan_out},
+                    {"model_path", o.restore_model_path},
+                    {"model", meta},
+                    {"saved_model_epoch", meta.value("saved_epoch", json(nullptr))},
+                    {"shards", shards}};
+    MakeDirs(o.save_prediction_path);
+    WriteFileAtomic((fs::path(o.save_prediction_path) / "manifest.json").string(),
+                    m.dump(2) + "\n");
+  }
+  json summary = {{"mode", "inference"},
+                  {"model", o.model},
+                  {"task", o.task},
+                  {"graph_name", config.graph_name},
+                  {"target_etype", config.target_etype},
+                  {"edges_written", static_cast<int64_t>(written)},
+                  {"inference_time_s", infer_s},
+                  {"prediction_path", o.save_prediction_path},
+                  {"saved_model_epoch", meta.value("saved_epoch", json(nullptr))}};
+  const std::string key = classes ? "acc" : "rmse";
+  const double val =
+      classes ? sums[0] / std::max(1.0, sums[1]) : std::sqrt(sums[0] / std::max(1.0, sums[1]));
+  const double test =
+      classes ? sums[2] / std::max(1.0, sums[3]) : std::sqrt(sums[2] / std::max(1.0, sums[3]));
+  if (sums[1] > 0) summary["val_" + key] = val;
+  if (sums[3] > 0) summary["test_" + key] = test;
+  GNN_LOG(kInfo) << "inference done in " << infer_s << " s: " << static_cast<int64_t>(written)
+                 << " " << config.target_etype << " edges written";
+  return summary;
 }
 
 }  // namespace gnn

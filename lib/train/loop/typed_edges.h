@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "train/loop/hetero_source.h"
 #include "train/loop/metrics.h"
 #include "train/loop/train_env.h"
+#include "train/loop/typed_model.h"
 #include "train/options/train_options.h"
 
 namespace gnn {
@@ -100,5 +102,20 @@ class TypedEdgeTask {
   Batch current_;
   double last_figure_ = 0;
 };
+
+// gnn-train --inference of a typed edge model (`model` built from the file,
+// its parameters and embedding tables in place): each partition's writer
+// (the first trainer of the machine serving it) decodes the labelled
+// relation's edges its partition stores (--node_mask picks them by split;
+// --edge_ids lists input edge ids, lines of the relation's input) from
+// both ends' embeddings over full neighbourhoods (--fan_out samples them),
+// batch_size_eval edges at a time, and writes
+// DIR/part<i>/edge_ids.npy, logits.npy and pred.npy (int64 class), or
+// pred.npy (float32 value), as the homogeneous edge inference does;
+// manifest.json by rank 0. Returns the summary (edges_written, the written
+// valid and test edges' figures). Every rank calls.
+nlohmann::json RunTypedEdgeInference(TypedModel& model, const TrainOptions& o,
+                                     const PartitionConfig& config, const nlohmann::json& meta,
+                                     const std::vector<std::vector<int>>& fanouts);
 
 }  // namespace gnn

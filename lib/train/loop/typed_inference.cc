@@ -31,6 +31,7 @@
 #include "sampling/typed_sampler.h"
 #include "train/loop/model_file.h"
 #include "train/loop/predict.h"
+#include "train/loop/typed_edges.h"
 #include "train/loop/typed_model.h"
 
 namespace gnn {
@@ -97,18 +98,32 @@ void TakeTypedMeta(const json& meta, const PartitionConfig& config, const std::s
       throw DataError(path + " predicts " + target + " nodes; " + config.graph_name +
                       "'s labels are on " + config.target_ntype);
     }
+    o->task = "node";
     if (meta.contains("target_etype")) {
-      throw ConfigError(path + " scores " + meta["target_etype"].get<std::string>() +
-                        " edges (--task " + meta.value("task", std::string("edge_class")) +
-                        "): --inference of a typed graph's edge model is not carried yet; "
-                        "its valid and test figures are in the training run's summary");
+      // An edge model: the relation it scores, and its decoder's classes.
+      const std::string etype = meta["target_etype"].get<std::string>();
+      const int64_t edge_classes = get("edge_classes").get<int64_t>();
+      const bool classes = config.edge_label_kind == LabelKind::kClass;
+      if (!config.edge_labels || etype != config.target_etype) {
+        throw DataError(path + " scores " + etype + " edges; " + config.graph_name + " labels " +
+                        (config.edge_labels ? config.target_etype + "'s" : std::string("no")) +
+                        " edges");
+      }
+      if (edge_classes != (classes ? config.num_edge_classes : 0)) {
+        throw DataError(path + " gives " +
+                        (edge_classes > 0 ? std::to_string(edge_classes) + " edge classes"
+                                          : std::string("a value per edge")) +
+                        "; " + config.graph_name + "'s " + etype + " edges have " +
+                        (classes ? std::to_string(config.num_edge_classes) + " classes"
+                                 : std::string("values")));
+      }
+      o->task = edge_classes > 0 ? "edge_class" : "edge_regression";
     }
     const int64_t classes = get("n_classes").get<int64_t>();
     if (classes != config.num_classes) {
       throw DataError(path + " predicts " + std::to_string(classes) + " classes; " +
                       config.graph_name + " has " + std::to_string(config.num_classes));
     }
-    o->task = "node";
     o->num_hidden = get("num_hidden").get<int64_t>();
     o->num_layers = get("num_layers").get<int>();
     o->num_bases = get("num_bases").get<int>();
@@ -171,7 +186,6 @@ class TypedInference {
     model_ = MakeTypedModel(o_, config_, std::move(source));
     LoadParams(model_->module(), o_.model, dense, o_.restore_model_path);
     RestoreTables(tables);
-    ChooseNodes();
     fanouts_ = o_.infer_fan_out.empty()
                    ? std::vector<std::vector<int>>(static_cast<size_t>(o_.num_layers),
                                                    std::vector<int>(config_.etypes.size(), -1))
@@ -181,6 +195,15 @@ class TypedInference {
                         std::to_string(fanouts_.size()) + " layers; the model in " +
                         o_.restore_model_path + " has " + std::to_string(o_.num_layers));
     }
+    if (o_.EdgeTask()) {
+      if (o_.save_prediction_path.empty()) {
+        throw ConfigError(o_.restore_model_path + " is an edge model: --save_prediction_path " +
+                          "says where its predictions go");
+      }
+      AllCoresWhileIdle all_cores(o_);
+      return RunTypedEdgeInference(*model_, o_, config_, model_meta_, fanouts_);
+    }
+    ChooseNodes();
     embed_layer_ = o_.embed_layer > 0 ? o_.embed_layer : std::max(1, o_.num_layers - 1);
     if (embed_layer_ > o_.num_layers) {
       throw ConfigError("--embed_layer " + std::to_string(embed_layer_) + ": the model has " +
