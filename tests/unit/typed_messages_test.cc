@@ -272,6 +272,15 @@ TEST_CASE("a typed seed batch and a typed mini-batch round-trip bit for bit", "[
   CHECK(sb2.replace);
   CHECK(sb2.fanouts == sb.fanouts);
   CHECK(sb2.seeds == sb.seeds);
+  CHECK(sb2.exclude.empty());
+  // A typed edge task's batch: its pairs to keep out travel beside the seeds.
+  sb.exclude = {4, 8, 15, 4};
+  const TypedSeedBatch sb3 = DecodeTypedSeedBatch(Received(EncodeTypedSeedBatch(sb, 3)));
+  CHECK(sb3.exclude == sb.exclude);
+  CHECK(sb3.seeds == sb.seeds);
+  sb.exclude = {4, 8, 15};
+  CHECK_THROWS_AS(DecodeTypedSeedBatch(Received(EncodeTypedSeedBatch(sb, 3))), ProtocolError);
+  sb.exclude.clear();
 
   for (const auto& [rels, width] :
        std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {256, 1}, {257, 2}}) {

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "sampling/edge_batch.h"
 #include "sampling/typed_sampler.h"
 
 using namespace gnn;
@@ -96,6 +97,45 @@ TEST_CASE("typed blocks carry each edge's relation", "[sampling]") {
     }
   }
   CHECK(blocks[0].num_dst == blocks[1].num_src());
+}
+
+TEST_CASE("typed blocks keep an excluded pair's edges out of every layer, either direction",
+          "[sampling]") {
+  const Graph graph = MakeGraph();
+  const std::vector<std::vector<int>> all = {{-1, -1}, {-1, -1}};
+  // Every neighbour of 2 and 4: without exclusion 2 <- 4 (relation 1) and
+  // 4 <- 2 (relation 0) are in the last block.
+  const std::vector<Block> plain = SampleTypedBlocks(graph.view(), {2, 4}, all, false, 3, 1);
+  const EdgeExclusion pair({2, 4});
+  const std::vector<Block> kept = SampleTypedBlocks(graph.view(), {2, 4}, all, false, 3, 1, &pair);
+  auto count = [](const std::vector<Block>& blocks, int64_t a, int64_t b) {
+    int64_t n = 0;
+    for (const Block& blk : blocks) {
+      for (int64_t d = 0; d < blk.num_dst; ++d) {
+        for (int64_t k = blk.indptr[d]; k < blk.indptr[d + 1]; ++k) {
+          const int64_t u = blk.src_nodes[blk.indices[k]], v = blk.src_nodes[d];
+          if ((u == a && v == b) || (u == b && v == a)) ++n;
+        }
+      }
+    }
+    return n;
+  };
+  CHECK(count(plain, 2, 4) > 0);
+  CHECK(count(kept, 2, 4) == 0);
+  // Every other edge stays, each with its relation.
+  int64_t plain_edges = 0, kept_edges = 0;
+  for (const Block& b : plain) plain_edges += static_cast<int64_t>(b.indices.size());
+  for (const Block& b : kept) {
+    kept_edges += static_cast<int64_t>(b.indices.size());
+    REQUIRE(b.etypes.size() == b.indices.size());
+    for (int64_t d = 0; d < b.num_dst; ++d) {
+      for (int64_t k = b.indptr[d]; k < b.indptr[d + 1]; ++k) {
+        const int64_t u = b.src_nodes[b.indices[k]], v = b.src_nodes[d];
+        CHECK((b.etypes[k] == 0 ? u < v : u > v));
+      }
+    }
+  }
+  CHECK(kept_edges == plain_edges - count(plain, 2, 4));
 }
 
 TEST_CASE("fan-outs for relations: one count or REL:n entries per layer", "[sampling]") {
