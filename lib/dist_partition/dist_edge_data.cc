@@ -57,8 +57,8 @@ void AgreeWidths(MpiComm& comm, Agreement& agree, const ChunkedMeta& m, const Ow
   });
 }
 
-// The label kind, class count and split counts over every rank, and the
-// labels checked as Dataset::ValidateEdgeLabels checks them.
+}  // namespace
+
 void AgreeLabels(MpiComm& comm, Agreement& agree, const ChunkedMeta& m, bool integral,
                  OwnedEdgeData* o) {
   const bool classes = comm.AllreduceMax(integral ? 0 : 1, "reading edge labels") == 0;
@@ -97,8 +97,6 @@ void AgreeLabels(MpiComm& comm, Agreement& agree, const ChunkedMeta& m, bool int
     }
   });
 }
-
-}  // namespace
 
 OwnedEdgeData ReadOwnedEdgeData(MpiComm& comm, Agreement& agree, const ChunkedMeta& m, int c0,
                                 int c1, const Ranges& edge_ranges) {

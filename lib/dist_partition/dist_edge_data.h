@@ -38,6 +38,13 @@ struct OwnedEdgeData {
   std::vector<uint8_t> split;             // [count]: 0 none, 1 train, 2 valid, 3 test
 };
 
+// The label kind (class ids when every rank's labels are `integral`),
+// class count and split counts of o->labels and o->split over every rank,
+// and the labels checked as Dataset::ValidateEdgeLabels checks them.
+// Collective.
+void AgreeLabels(MpiComm& comm, Agreement& agree, const ChunkedMeta& m, bool integral,
+                 OwnedEdgeData* o);
+
 // Reads them (ReadEdgeDataChunk's errors, agreed) and agrees with the
 // other ranks on widths and the label kind, checking labels as
 // Dataset::Validate does. Collective.

@@ -130,6 +130,7 @@ class HeteroJob {
   // Edge features (edges_): each in-edge's tag (2 x job edge id, + 1 on an
   // added reverse) beside in_'s entries, then beside keys_.
   bool edges_ = false;
+  int labelled_ = -1;  // the relation of an edge task's labels
   TypedEdgeIds edge_ids_;
   std::vector<int64_t> in_tags_, tags_;
   PartInfo edge_info_;  // the edge files WriteEdgeFeatures wrote
@@ -179,7 +180,8 @@ void HeteroJob::Describe() {
     if (static_cast<double>(n_) * static_cast<double>(shape_.relations.size()) >= 0x1.0p62) {
       throw ConfigError(o_.data.dataset + ": too many nodes and relations for 64-bit edge keys");
     }
-    edges_ = !o_.data.ignore_edge_data && TypedEdgeFeatures(meta_);
+    labelled_ = o_.data.ignore_edge_data ? -1 : TypedEdgeLabelRelation(meta_);
+    edges_ = !o_.data.ignore_edge_data && (TypedEdgeFeatures(meta_) || labelled_ >= 0);
   });
   if (edges_) edge_ids_ = MakeTypedEdgeIds(meta_, P_);
   c0_ = static_cast<int>(int64_t{me_} * meta_.num_chunks / P_);
@@ -629,6 +631,7 @@ PartInfo HeteroJob::Write(const std::string& tmp) {
   }
   WriteTypedTargets(dir, shape_.target, labels, masks, &info);
   info.files.insert(edge_info_.files.begin(), edge_info_.files.end());
+  std::copy_n(edge_info_.num_split_edges, 3, info.num_split_edges);
   info.edge_end = indptr_.back();
   FreeVector(rows_);
   return info;
@@ -639,13 +642,10 @@ void HeteroJob::WriteEdgeFeatures(const std::string& tmp) {
   timer_.Begin("exchange edge data");
   std::vector<int64_t> widths;
   const OwnedEdgeData owned =
-      ReadOwnedTypedEdgeFeatures(comm_, agree_, meta_, c0_, c1_, edge_ids_, &widths);
-  const size_t R = meta_.edge_types.size();
-  for (size_t r = 0; r < shape_.relations.size(); ++r) {
-    shape_.relations[r].edge_feature_dim = widths[r % R];  // a reverse relation's are its edges'
-  }
-  WriteTypedPartEdgeFeatures(comm_, edge_ids_, owned, tags_, indptr_,
-                             tmp + "/part" + std::to_string(me_), &edge_info_);
+      ReadOwnedTypedEdgeData(comm_, agree_, meta_, c0_, c1_, edge_ids_, &widths);
+  DescribeTypedEdgeData(o_, meta_, owned, widths, labelled_, me_ == 0, &shape_);
+  WriteTypedPartEdgeData(comm_, edge_ids_, owned, labelled_, tags_, indptr_,
+                         tmp + "/part" + std::to_string(me_), &edge_info_);
   FreeVector(tags_);
 }
 

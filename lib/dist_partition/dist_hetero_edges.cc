@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/npy.h"
 #include "graph/csr.h"
+#include "partition/partition_util.h"
 
 namespace gnn {
 
@@ -41,14 +43,19 @@ std::pair<size_t, int64_t> TypedEdgeIds::Line(int64_t j) const {
   return {e, line0[q][e] + k - w[e]};
 }
 
-OwnedEdgeData ReadOwnedTypedEdgeFeatures(MpiComm& comm, Agreement& agree, const ChunkedMeta& m,
-                                         int c0, int c1, const TypedEdgeIds& ids,
-                                         std::vector<int64_t>* widths) {
+OwnedEdgeData ReadOwnedTypedEdgeData(MpiComm& comm, Agreement& agree, const ChunkedMeta& m, int c0,
+                                     int c1, const TypedEdgeIds& ids,
+                                     std::vector<int64_t>* widths) {
   const size_t R = m.edge_types.size();
   const size_t me = static_cast<size_t>(comm.rank());
-  // Each relation's chunks, as read (width -1: this rank read none).
+  const int labelled = TypedEdgeLabelRelation(m);
+  // Each relation's chunks, as read (width -1: this rank read none), and
+  // the labelled relation's labels and split.
   std::vector<std::vector<float>> rows(R);
   std::vector<int64_t> read(R, -1);
+  std::vector<double> labels;
+  std::vector<uint8_t> split;
+  bool integral = true;
   agree.Run("reading edge data", [&] {
     for (size_t e = 0; e < R; ++e) {
       if (m.edge_data_files[e].empty()) continue;
@@ -63,6 +70,10 @@ OwnedEdgeData ReadOwnedTypedEdgeFeatures(MpiComm& comm, Agreement& agree, const 
           read[e] = chunk.width;
         }
         rows[e].insert(rows[e].end(), chunk.features.begin(), chunk.features.end());
+        if (!chunk.labeled) continue;
+        labels.insert(labels.end(), chunk.labels.begin(), chunk.labels.end());
+        split.insert(split.end(), chunk.split.begin(), chunk.split.end());
+        integral = integral && chunk.integral;
       }
     }
   });
@@ -103,29 +114,88 @@ OwnedEdgeData ReadOwnedTypedEdgeFeatures(MpiComm& comm, Agreement& agree, const 
     }
     FreeVector(rows[e]);
   }
+  if (labelled < 0) return o;
+  // The labelled relation's labels and split at its edges' places; every
+  // other edge is in no split.
+  o.labeled = true;
+  o.labels.assign(static_cast<size_t>(o.count), 0.0);
+  o.split.assign(static_cast<size_t>(o.count), 0);
+  const size_t l = static_cast<size_t>(labelled);
+  std::copy(labels.begin(), labels.end(), o.labels.begin() + ids.within[me][l]);
+  std::copy(split.begin(), split.end(), o.split.begin() + ids.within[me][l]);
+  AgreeLabels(comm, agree, m, integral, &o);
   return o;
 }
 
-void WriteTypedPartEdgeFeatures(MpiComm& comm, const TypedEdgeIds& ids, const OwnedEdgeData& owned,
-                                const std::vector<int64_t>& tags, const std::vector<int64_t>& at,
-                                const std::string& dir, PartInfo* info) {
+void DescribeTypedEdgeData(const PartitionOptions& o, const ChunkedMeta& m,
+                           const OwnedEdgeData& owned, const std::vector<int64_t>& widths,
+                           int labelled, bool say, HeteroDataset* shape) {
+  const size_t R = m.edge_types.size();
+  for (size_t r = 0; r < shape->relations.size(); ++r) {
+    shape->relations[r].edge_feature_dim = widths[r % R];  // a reverse relation's are its edges'
+  }
+  if (!owned.labeled) return;
+  HeteroDataset::EdgeLabels& e = shape->edge_task;
+  e.relation = labelled;
+  e.kind = owned.kind;
+  e.num_classes = owned.num_classes;
+  if (say) {
+    DescribeEdgeLabels(o, m.graph_name + " " + m.edge_types[static_cast<size_t>(labelled)], e.kind,
+                       e.num_classes, owned.split_count);
+  }
+}
+
+void WriteTypedPartEdgeData(MpiComm& comm, const TypedEdgeIds& ids, const OwnedEdgeData& owned,
+                            int labelled, const std::vector<int64_t>& tags,
+                            const std::vector<int64_t>& at, const std::string& dir,
+                            PartInfo* info) {
   MakeDirs(dir);
   const int64_t stored = static_cast<int64_t>(tags.size());
   std::vector<int64_t> jobs(tags.size()), lines(tags.size());
+  // The labelled relation's own edges (not an added reverse's).
+  std::vector<uint8_t> mine(owned.labeled ? tags.size() : 0);
   for (size_t k = 0; k < tags.size(); ++k) {
     jobs[k] = tags[k] >> 1;
-    lines[k] = ids.Line(jobs[k]).second;
+    const auto [relation, line] = ids.Line(jobs[k]);
+    lines[k] = line;
+    if (owned.labeled) mine[k] = (tags[k] & 1) == 0 && static_cast<int>(relation) == labelled;
   }
-  const WrittenFile eids = WriteNpy(dir + "/" + kOrigEidsFile, lines);
+  auto record = [&](const char* name, const WrittenFile& f) {
+    info->files[name] = PartFile{f.bytes, f.sha256};
+  };
+  record(kOrigEidsFile, WriteNpy(dir + "/" + kOrigEidsFile, lines));
   FreeVector(lines);
-  NpyWriter feats(dir + "/" + kEdgeFeatFile, DType::kFloat32, {stored, owned.width});
-  StoredEdgeData unused;
-  FetchEdgeData(
-      comm, ids.ranges, owned, jobs, at, &unused,
-      [&](int64_t b, int64_t e, const float* rows) { feats.Append(rows, (e - b) * owned.width); });
-  info->files[kOrigEidsFile] = PartFile{eids.bytes, eids.sha256};
-  const WrittenFile f = feats.Commit();
-  info->files[kEdgeFeatFile] = PartFile{f.bytes, f.sha256};
+  std::optional<NpyWriter> feats;
+  if (owned.width > 0) {
+    feats.emplace(dir + "/" + kEdgeFeatFile, DType::kFloat32,
+                  std::vector<int64_t>{stored, owned.width});
+  }
+  StoredEdgeData data;
+  FetchEdgeData(comm, ids.ranges, owned, jobs, at, &data,
+                [&](int64_t b, int64_t e, const float* rows) {
+                  if (feats) feats->Append(rows, (e - b) * owned.width);
+                });
+  if (feats) record(kEdgeFeatFile, feats->Commit());
+  if (!owned.labeled) return;
+  // As the single machine writes them: class -1 or value 0 and split 0 off
+  // the labelled relation, 4 on its edges in no split.
+  std::vector<uint8_t> split(tags.size());
+  std::vector<int64_t> classes;
+  std::vector<float> values;
+  for (size_t k = 0; k < tags.size(); ++k) {
+    const uint8_t s = data.split[k];
+    split[k] = !mine[k] ? 0 : s == 0 ? 4 : s;
+    if (split[k] >= 1 && split[k] <= 3) ++info->num_split_edges[split[k] - 1];
+    if (owned.kind == LabelKind::kClass) {
+      classes.push_back(mine[k] ? static_cast<int64_t>(data.labels[k]) : -1);
+    } else {
+      values.push_back(mine[k] ? static_cast<float>(data.labels[k]) : 0.0f);
+    }
+  }
+  record(kEdgeLabelFile, owned.kind == LabelKind::kClass
+                             ? WriteNpy(dir + "/" + kEdgeLabelFile, classes)
+                             : WriteNpy(dir + "/" + kEdgeLabelFile, values));
+  record(kEdgeSplitFile, WriteNpy(dir + "/" + kEdgeSplitFile, split));
 }
 
 }  // namespace gnn

@@ -1,10 +1,11 @@
 // Where a typed distributed partitioning's nodes and edges are, and its
-// edge features. Nodes get job ids (TypedLayout); every
+// edge features and one relation's edge labels. Nodes get job ids (TypedLayout); every
 // relation's edges get a job edge id (rank-major over the edge chunks each
 // rank read, then relation, then line), travel to their partition tagged
 // with it, and the rank writing a partition fetches their feature rows by
-// it (FetchEdgeData), writing edge_feat.npy and orig_eids.npy as the single
-// machine does (hetero_partition.cc), byte for byte.
+// it (FetchEdgeData), writing edge_feat.npy, orig_eids.npy and the edge
+// label files as the single machine does (hetero_partition.cc), byte for
+// byte.
 #pragma once
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "dist_partition/dist_exchange.h"
 #include "dist_partition/mpi_comm.h"
 #include "graph/chunked.h"
+#include "graph/hetero.h"
 #include "partition/config.h"
 
 namespace gnn {
@@ -69,19 +71,29 @@ TypedEdgeIds MakeTypedEdgeIds(const ChunkedMeta& m, int ranks);
 
 // This rank's edges' features, relation-major as their job ids are
 // (OwnedEdgeData::first its first id), each relation's in its first
-// (*widths)[e] columns of the widest, the rest 0. Reads every relation's
+// (*widths)[e] columns of the widest, the rest 0; with an edge task
+// (TypedEdgeLabelRelation) the labelled relation's labels and split at its
+// edges' places, every other edge in no split. Reads every relation's
 // chunks [c0, c1) (ReadEdgeDataChunk's errors, agreed); the ranks agree on
-// each relation's width. Collective.
-OwnedEdgeData ReadOwnedTypedEdgeFeatures(MpiComm& comm, Agreement& agree, const ChunkedMeta& m,
-                                         int c0, int c1, const TypedEdgeIds& ids,
-                                         std::vector<int64_t>* widths);
+// each relation's width and the label kind. Collective.
+OwnedEdgeData ReadOwnedTypedEdgeData(MpiComm& comm, Agreement& agree, const ChunkedMeta& m, int c0,
+                                     int c1, const TypedEdgeIds& ids, std::vector<int64_t>* widths);
 
-// Fetches the rows of the partition's stored edges (`tags`: 2 x job edge
+// What the config says of the edge data: each relation's feature width
+// (`widths`, a reverse relation's its edges'), and an edge task's labels
+// (owned.labeled) on relation `labelled` (said in one line when `say`).
+void DescribeTypedEdgeData(const PartitionOptions& o, const ChunkedMeta& m,
+                           const OwnedEdgeData& owned, const std::vector<int64_t>& widths,
+                           int labelled, bool say, HeteroDataset* shape);
+
+// Fetches the data of the partition's stored edges (`tags`: 2 x job edge
 // id, + 1 on an added reverse, in stored order; owned node i's edges at
-// [at[i], at[i + 1])) and writes edge_feat.npy as they arrive and
-// orig_eids.npy into `dir`, recorded in *info. Collective.
-void WriteTypedPartEdgeFeatures(MpiComm& comm, const TypedEdgeIds& ids, const OwnedEdgeData& owned,
-                                const std::vector<int64_t>& tags, const std::vector<int64_t>& at,
-                                const std::string& dir, PartInfo* info);
+// [at[i], at[i + 1])) and writes into `dir` orig_eids.npy, edge_feat.npy
+// as its rows arrive (when there are features) and, with labels on
+// relation `labelled`, edge_label.npy and edge_split.npy, recorded in
+// *info with the split counts. Collective.
+void WriteTypedPartEdgeData(MpiComm& comm, const TypedEdgeIds& ids, const OwnedEdgeData& owned,
+                            int labelled, const std::vector<int64_t>& tags,
+                            const std::vector<int64_t>& at, const std::string& dir, PartInfo* info);
 
 }  // namespace gnn

@@ -188,7 +188,7 @@ void Job::CheckInput() {
     if (o_.data.ignore_edge_data) {
       RefuseEdgeData(o_.data.dataset + "/metadata.json", meta_.edge_data, true);
     } else if (meta_.hetero()) {
-      TypedEdgeFeatures(meta_);  // what it does not carry: one line, before any work
+      TypedEdgeFeatures(meta_);  // labels on two relations: one line, before any work
     } else {
       edge_data_ = !meta_.edge_data.empty();
     }

@@ -556,35 +556,36 @@ EdgeDataChunk ReadEdgeDataChunk(const ChunkedMeta& m, size_t relation, int chunk
   return out;
 }
 
-bool TypedEdgeFeatures(const ChunkedMeta& m, bool labels) {
+bool TypedEdgeFeatures(const ChunkedMeta& m) {
+  TypedEdgeLabelRelation(m);  // the unknown relation, labels on two: one line
+  for (size_t r = 0; r < m.edge_types.size(); ++r) {
+    for (const auto& entry : m.edge_data_files[r]) {
+      if (!IsEdgeTaskData(entry.first)) return true;
+    }
+  }
+  return false;
+}
+
+int TypedEdgeLabelRelation(const ChunkedMeta& m) {
   const std::string meta = m.dir + "/metadata.json";
   if (!m.edge_data_unknown.empty()) {
     throw DataError(meta + ": " + m.edge_data_unknown[0] +
                     " names a relation that is not one of edge_type");
   }
-  bool any = false;
-  std::string labelled;
+  int labelled = -1;
   for (size_t r = 0; r < m.edge_types.size(); ++r) {
     for (const auto& entry : m.edge_data_files[r]) {
-      if (!IsEdgeTaskData(entry.first)) {
-        any = true;
-        continue;
+      if (!IsEdgeTaskData(entry.first) || labelled == static_cast<int>(r)) continue;
+      if (labelled >= 0) {
+        throw DataError(meta + ": edge_data." + m.edge_types[r] + "." + entry.first +
+                        ": edge labels on two relations (" +
+                        m.edge_types[static_cast<size_t>(labelled)] + " and " + m.edge_types[r] +
+                        "); a typed edge task labels one");
       }
-      const std::string name = "edge_data." + m.edge_types[r] + "." + entry.first;
-      if (!labels) {
-        throw DataError(meta + ": " + name +
-                        ": gnn-partition --distributed does not carry a typed edge task's "
-                        "labels yet (partition on one machine); pass --ignore_edge_data to go "
-                        "on without the edge data");
-      }
-      if (!labelled.empty() && labelled != m.edge_types[r]) {
-        throw DataError(meta + ": " + name + ": edge labels on two relations (" + labelled +
-                        " and " + m.edge_types[r] + "); a typed edge task labels one");
-      }
-      labelled = m.edge_types[r];
+      labelled = static_cast<int>(r);
     }
   }
-  return any;
+  return labelled;
 }
 
 HeteroDataset ReadChunkedHeteroDataset(const std::string& dir, bool ignore_edge_data) {
@@ -600,7 +601,7 @@ HeteroDataset ReadChunkedHeteroDataset(const std::string& dir, bool ignore_edge_
     return ReadChunkedHetero(m);
   }
   // Edge data first: a refused name stops the read before the heavy arrays.
-  TypedEdgeFeatures(m, /*labels=*/true);
+  TypedEdgeFeatures(m);
   std::vector<Dataset> edge_data(m.edge_types.size());
   for (size_t r = 0; r < m.edge_types.size(); ++r) {
     if (!m.edge_data_files[r].empty()) ReadChunkedEdgeData(m, r, &edge_data[r]);

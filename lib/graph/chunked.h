@@ -81,9 +81,11 @@ Dataset ReadChunkedDataset(const std::string& dir, bool ignore_edge_data);
 HeteroDataset ReadChunkedHeteroDataset(const std::string& dir, bool ignore_edge_data);
 // A typed graph's edge_data: true when some relation has edge features to
 // carry; DataError naming metadata.json for a relation edge_type does not
-// list, and for an edge task's names (label, masks) on a second relation
-// or, without `labels` (gnn-partition --distributed), on any.
-bool TypedEdgeFeatures(const ChunkedMeta& m, bool labels = false);
+// list, and for an edge task's names (label, masks) on a second relation.
+bool TypedEdgeFeatures(const ChunkedMeta& m);
+// The relation whose edges carry an edge task's label and masks (an index
+// into edge_types), -1 for none; the same DataErrors.
+int TypedEdgeLabelRelation(const ChunkedMeta& m);
 
 // Node data names of the train, validation and test masks.
 // Chunks one array may be split into, at most (either direction).

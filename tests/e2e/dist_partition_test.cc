@@ -894,13 +894,37 @@ TEST_CASE("gnn-partition --distributed carries typed edge features: the single-m
     CHECK(std::count(c.etype_edge_feature_dims.begin(), c.etype_edge_feature_dims.end(), 0) ==
           (input == some ? (undirected ? 2 : 1) : 0));
   }
-  // An edge task's label on a relation is one line on every machine,
-  // before any work.
-  meta["edge_data"]["paper:cites:paper"]["label"] = meta["edge_data"]["paper:cites:paper"]["feat"];
-  std::ofstream(some + "/metadata.json") << meta.dump(2);
-  const auto bad = Distributed(2, {"--dataset", some, "--num_parts", "2", "--output", dir / "bad"});
+}
+
+TEST_CASE(
+    "gnn-partition --distributed carries a typed edge task's labels: the single-machine partitions",
+    "[e2e]") {
+  REQUIRE_MPI();
+  test::TempDir dir;
+  // Labels and masks on paper:cites:paper, 3 features on every relation,
+  // in 4 chunks; and labels alone (values) in 3.
+  const std::string both = Chunked(dir, "synthetic:mag-small,efeat=3,etask=class", 4, "both");
+  for (const auto& [ranks, undirected] : {std::pair<int, bool>{2, true}, {3, false}}) {
+    const std::string tag = "c" + std::to_string(ranks) + (undirected ? "u" : "d");
+    const gnn::PartitionConfig c = gnn::LoadPartitionConfig(SameAsSingle(
+        dir, both, ranks, undirected, "", tag, "/synthetic-mag-small-efeat3-edgeclass.json"));
+    CHECK(c.edge_labels);
+    CHECK(c.target_etype == "paper:cites:paper");
+    CHECK(c.edge_feature_dim == 3);
+  }
+  const std::string values = Chunked(dir, "synthetic:mag-small,etask=regression", 3, "values");
+  const gnn::PartitionConfig v = gnn::LoadPartitionConfig(
+      SameAsSingle(dir, values, 2, true, "", "v", "/synthetic-mag-small-edgeregression.json"));
+  CHECK(v.edge_label_kind == gnn::LabelKind::kRegression);
+  CHECK(v.edge_feature_dim == 0);
+  // Labels on a second relation are one line on every machine, before any
+  // work.
+  json meta = json::parse(std::ifstream(values + "/metadata.json"));
+  meta["edge_data"]["author:writes:paper"] = meta["edge_data"]["paper:cites:paper"];
+  std::ofstream(values + "/metadata.json") << meta.dump(2);
+  const auto bad =
+      Distributed(2, {"--dataset", values, "--num_parts", "2", "--output", dir / "bad"});
   CHECK(bad.exit_code != 0);
-  CHECK(bad.err.find("edge_data.paper:cites:paper.label") != std::string::npos);
-  CHECK(bad.err.find("--distributed does not carry a typed edge task") != std::string::npos);
+  CHECK(bad.err.find("two relations") != std::string::npos);
   CHECK_FALSE(fs::exists(dir / "bad"));
 }
