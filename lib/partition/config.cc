@@ -124,6 +124,14 @@ std::vector<std::string> PartitionConfig::PartFileNames() const {
   return names;
 }
 
+int64_t PartitionConfig::LabelledEdgeFeatureDim() const {
+  if (!hetero()) return edge_feature_dim;
+  for (size_t e = 0; e < etypes.size() && e < etype_edge_feature_dims.size(); ++e) {
+    if (etypes[e] == target_etype) return etype_edge_feature_dims[e];
+  }
+  return 0;
+}
+
 void PartitionConfig::RequireHomogeneous(const std::string& who) const {
   if (!hetero()) return;
   throw ConfigError(graph_name + " is partitioned as a heterogeneous graph (" +

@@ -148,6 +148,10 @@ struct PartitionConfig {
   // relation's first columns and leaves the others 0.
   std::vector<int64_t> etype_edge_feature_dims;
 
+  // The width of the labelled edges' own features (edge_feature_dim; a
+  // typed graph's target_etype's width, 0 without edge features).
+  int64_t LabelledEdgeFeatureDim() const;
+
   // Heterogeneous configs name their labelled type (target_ntype).
   bool hetero() const { return !target_ntype.empty(); }
   // The files every partition folder holds (kPartFiles, or the

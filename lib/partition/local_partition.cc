@@ -205,7 +205,19 @@ EdgeLabelFiles ReadEdgeLabels(const PartitionConfig& config, int part, bool veri
                       " edges, the config says " + std::to_string(info.num_split_edges[k]));
     }
   }
-  if (features) {
+  if (features && config.hetero() && config.edge_feature_dim > 0) {
+    // A typed partition's rows, as wide as its widest relation's.
+    const std::string file = config.FilePath(part, kEdgeFeatFile);
+    if (verify_checksums) VerifyPartFile(file, info.files.at(kEdgeFeatFile));
+    f.features = ReadNpy<float>(file, {m, config.edge_feature_dim});
+    f.feature_dim = config.edge_feature_dim;
+    for (size_t i = 0; i < f.features.size(); ++i) {
+      if (!std::isfinite(f.features[i])) {
+        throw DataError(file + ": edge " + std::to_string(i / static_cast<size_t>(f.feature_dim)) +
+                        " holds " + std::to_string(f.features[i]) + ", not a finite number");
+      }
+    }
+  } else if (features) {
     LocalPartition p;
     LoadEdgeData(config, part, verify_checksums, &p);
     if (p.edge_dim == 0) {

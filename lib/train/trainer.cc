@@ -220,16 +220,16 @@ void ResolveEdgeData(const PartitionConfig& config, TrainOptions* o) {
 // has some (--decoder_edge_feat true, the default); says so in one line.
 void ResolveDecoderEdgeFeatures(const PartitionConfig& config, TrainOptions* o) {
   o->decoder_edge_dim = 0;
-  if (!o->EdgeTask() || config.hetero() || config.edge_feature_dim == 0) return;
+  const int64_t width = config.LabelledEdgeFeatureDim();
+  if (!o->EdgeTask() || width == 0) return;
   if (!o->decoder_edge_feat) {
     GNN_LOG(kInfo) << "edge task: the decoder reads the ends' embeddings only "
-                   << "(--decoder_edge_feat false; the edges carry " << config.edge_feature_dim
-                   << " features)";
+                   << "(--decoder_edge_feat false; the edges carry " << width << " features)";
     return;
   }
-  o->decoder_edge_dim = config.edge_feature_dim;
-  GNN_LOG(kInfo) << "edge task: the decoder reads each edge's " << config.edge_feature_dim
-                 << " feature" << (config.edge_feature_dim == 1 ? "" : "s")
+  o->decoder_edge_dim = width;
+  GNN_LOG(kInfo) << "edge task: the decoder reads each edge's " << width << " feature"
+                 << (width == 1 ? "" : "s")
                  << " beside its ends' embeddings (--decoder_edge_feat false: the embeddings "
                     "only)";
 }

@@ -289,6 +289,49 @@ TEST_CASE(
   CHECK(listed["edges_written"] == 3);
 }
 
+TEST_CASE(
+    "a typed edge decoder reads the labelled relation's own features, in training and inference",
+    "[e2e]") {
+  test::TempDir dir;
+  // Every relation's edges carry 2 features; paper:cites:paper's labels.
+  const std::string config = PartitionTyped(dir, "synthetic:mag-small,efeat=2,etask=class", 1, "f");
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {Bin("gnn-train"), "--standalone",
+                                     "--model",        "rgcn",
+                                     "--task",         "edge_class",
+                                     "--part_config",  config,
+                                     "--num_hidden",   "16",
+                                     "--fan_out",      "5,5",
+                                     "--num_epochs",   "1",
+                                     "--batch_size",   "512"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = RunProcess(args, 600);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return r;
+  };
+  const auto with = run({"--save_model", dir / "m.pt"});
+  CHECK(with.err.find("the decoder reads each edge's 2 features") != std::string::npos);
+  const auto without = run({"--decoder_edge_feat", "false"});
+  CHECK(without.err.find("the decoder reads the ends' embeddings only") != std::string::npos);
+  const json a = json::parse(test::LastLine(with.out)),
+             b = json::parse(test::LastLine(without.out));
+  CHECK(a["param_checksum"] != b["param_checksum"]);
+  // The file keeps the decoder's width; inference feeds each edge's
+  // features, drawing the test edges as the evaluation did.
+  auto infer = RunProcess(
+      {Bin("gnn-train"), "--standalone", "--quiet", "--inference", "--part_config", config,
+       "--restore_model_path", dir / "m.pt", "--save_prediction_path", dir / "preds", "--node_mask",
+       "test", "--fan_out", "5,5", "--batch_size_eval", "1024"},
+      600);
+  INFO(infer.err);
+  REQUIRE(infer.exit_code == 0);
+  const json m = json::parse(std::ifstream(dir / "preds/manifest.json"));
+  CHECK(m["model"]["decoder_edge_feat_dim"] == 2);
+  CHECK(json::parse(test::LastLine(infer.out))["test_acc"].get<double>() ==
+        Approx(a["test_acc"].get<double>()).margin(1e-12));
+}
+
 TEST_CASE("typed edge task bad input: one error line, non-zero exit, nothing written", "[e2e]") {
   test::TempDir dir;
   const std::string config = PartitionTyped(dir, "synthetic:mag-small,etask=class", 1, "one");

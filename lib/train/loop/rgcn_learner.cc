@@ -88,7 +88,8 @@ class RgcnLearner : public TypedModel {
     if (o.EdgeTask() && o.inference) {
       // The decoder's parameters come from the model file.
       AttachEdgeDecoder(*model_, o.num_hidden,
-                        config.edge_label_kind == LabelKind::kClass ? config.num_edge_classes : 1);
+                        config.edge_label_kind == LabelKind::kClass ? config.num_edge_classes : 1,
+                        o.decoder_edge_dim);
     } else if (o.EdgeTask()) {
       // The labelled relation's edges are the seeds; the decoder trains
       // and saves with the model.
@@ -291,6 +292,7 @@ class RgcnLearner : public TypedModel {
       // The decoder's keys (decoder.0.*, decoder.2.*) beside the layers'.
       meta["target_etype"] = config_.target_etype;
       meta["edge_classes"] = edges_->classes() ? edges_->out_dim() : 0;
+      meta["decoder_edge_feat_dim"] = o_.decoder_edge_dim;
     }
     if (o_.edge_feat_mp_op != "none") {
       // Extra keys beyond DGL's RelGraphConv: layers.<l>.edge_proj (and

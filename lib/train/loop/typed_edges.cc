@@ -31,7 +31,10 @@ TypedEdgeSplits ReadTypedEdgeSplits(const TrainOptions& o, const PartitionConfig
   if (!config.edge_labels || config.target_etype.empty()) {
     throw DataError(o.part_config + ": no relation's edges are labelled");
   }
-  const LabeledEdgeRows rows = ReadLabeledEdges(config, part, o.verify_checksums);
+  // The decoder's edge features: the labelled relation's first columns of
+  // the partition's rows (as wide as the widest relation's).
+  const int64_t w = o.decoder_edge_dim;
+  const LabeledEdgeRows rows = ReadLabeledEdges(config, part, o.verify_checksums, w > 0);
   auto sharers_of = [&](int p) {
     return static_cast<int64_t>(PartitionMachines(p, config.num_parts, num_machines).size()) *
            num_trainers;
@@ -65,6 +68,8 @@ TypedEdgeSplits ReadTypedEdgeSplits(const TrainOptions& o, const PartitionConfig
       } else {
         le.targets.push_back(rows.targets[e]);
       }
+      const float* f = rows.features.data() + static_cast<int64_t>(e) * rows.feature_dim;
+      le.features.insert(le.features.end(), f, f + w);
     }
   }
   return out;
@@ -81,13 +86,15 @@ TypedEdgeTask::TypedEdgeTask(const TrainOptions& o, const PartitionConfig& confi
           std::max<int64_t>(1, (splits_.max_train_share + o.batch_size - 1) / o.batch_size)) {}
 
 void TypedEdgeTask::Attach(torch::nn::Module& model) {
-  AttachEdgeDecoder(model, o_.num_hidden, out_);
+  AttachEdgeDecoder(model, o_.num_hidden, out_, o_.decoder_edge_dim);
   model_ = &model;
 }
 
 std::string TypedEdgeTask::Signature() const {
   return " task=" + o_.task + " target_etype=" + config_.target_etype +
-         " out=" + std::to_string(out_) + (o_.exclude_target_edges ? "" : " keep_targets");
+         " out=" + std::to_string(out_) + (o_.exclude_target_edges ? "" : " keep_targets") +
+         (o_.decoder_edge_dim > 0 ? " decoder_edge_dim=" + std::to_string(o_.decoder_edge_dim)
+                                  : "");
 }
 
 TypedBatchPlan TypedEdgeTask::Plan(int64_t index, const LabeledEdges& edges,
@@ -112,6 +119,9 @@ TypedBatchPlan TypedEdgeTask::Plan(int64_t index, const LabeledEdges& edges,
     } else {
       b.targets.push_back(edges.targets[e]);
     }
+    const int64_t w = o_.decoder_edge_dim;
+    b.features.insert(b.features.end(), edges.features.begin() + static_cast<int64_t>(e) * w,
+                      edges.features.begin() + static_cast<int64_t>(e + 1) * w);
     if (exclude) {
       plan.exclude.push_back(edges.heads[e]);
       plan.exclude.push_back(edges.tails[e]);
@@ -168,7 +178,11 @@ torch::Tensor TypedEdgeTask::Decode(const torch::Tensor& out) {
     throw DataError("a typed edge batch's model gave " + std::to_string(out.size(0)) +
                     " rows for " + std::to_string(current_.seeds.size()) + " seeds");
   }
-  return DecodeEdges(*model_, out, Ids(current_.heads), Ids(current_.tails), classes_);
+  const int64_t w = o_.decoder_edge_dim;
+  const torch::Tensor x =
+      w == 0 ? torch::Tensor()
+             : torch::from_blob(current_.features.data(), {Examples(), w}, torch::kFloat32);
+  return DecodeEdges(*model_, out, Ids(current_.heads), Ids(current_.tails), classes_, x);
 }
 
 torch::Tensor TypedEdgeTask::Truth(const torch::Device& device) {
@@ -220,7 +234,8 @@ torch::Tensor DecodeShard(TypedModel& model, const TrainOptions& o, EdgeShard& s
                           const std::vector<std::vector<int>>& fanouts, bool classes) {
   std::vector<TypedBatchPlan> plans;
   std::vector<std::vector<int64_t>> heads, tails;
-  const int64_t n = static_cast<int64_t>(s.pick.size());
+  std::vector<std::vector<float>> features;  // the decoder's, [batch edges, w]
+  const int64_t n = static_cast<int64_t>(s.pick.size()), w = o.decoder_edge_dim;
   for (int64_t b = 0, i = 0; b < n; b += o.batch_size_eval, ++i) {
     TypedBatchPlan plan;
     plan.index = i;
@@ -233,10 +248,13 @@ torch::Tensor DecodeShard(TypedModel& model, const TrainOptions& o, EdgeShard& s
     };
     heads.emplace_back();
     tails.emplace_back();
+    features.emplace_back();
     for (int64_t j = b; j < std::min(n, b + o.batch_size_eval); ++j) {
       const size_t e = static_cast<size_t>(s.pick[static_cast<size_t>(j)]);
       heads.back().push_back(position(s.edges.heads[e]));
       tails.back().push_back(position(s.edges.tails[e]));
+      const float* f = s.edges.features.data() + static_cast<int64_t>(e) * s.edges.feature_dim;
+      features.back().insert(features.back().end(), f, f + w);
     }
     plans.push_back(std::move(plan));
   }
@@ -247,8 +265,11 @@ torch::Tensor DecodeShard(TypedModel& model, const TrainOptions& o, EdgeShard& s
   for (size_t i = 0; i < count; ++i) {
     HeteroBatch b = model.source().Next();
     const torch::Tensor emb = model.Predict(b);
+    const int64_t k = static_cast<int64_t>(heads[i].size());
+    const torch::Tensor x =
+        w == 0 ? torch::Tensor() : torch::from_blob(features[i].data(), {k, w}, torch::kFloat32);
     out.push_back(
-        DecodeEdges(model.module(), emb, Ids(heads[i]), Ids(tails[i]), classes).to(torch::kCPU));
+        DecodeEdges(model.module(), emb, Ids(heads[i]), Ids(tails[i]), classes, x).to(torch::kCPU));
   }
   if (out.empty()) {
     return classes ? torch::empty({0, 1}, torch::kFloat32) : torch::empty({0}, torch::kFloat32);
@@ -282,7 +303,7 @@ nlohmann::json RunTypedEdgeInference(TypedModel& model, const TrainOptions& o,
     if (writer(p) == src.rank()) s.part = p;
   }
   if (s.part >= 0) {
-    s.edges = ReadLabeledEdges(config, s.part, o.verify_checksums);
+    s.edges = ReadLabeledEdges(config, s.part, o.verify_checksums, o.decoder_edge_dim > 0);
     const int split = o.node_mask == "train"   ? 1
                       : o.node_mask == "valid" ? 2
                       : o.node_mask == "test"  ? 3

@@ -84,6 +84,7 @@ class TypedEdgeTask {
     std::vector<int64_t> heads, tails;  // positions in seeds
     std::vector<int64_t> labels;
     std::vector<float> targets;
+    std::vector<float> features;  // the decoder's edge features, [edges, decoder_edge_dim]
   };
   // Plans batch `index` of edges `which` of `edges` into batches_.
   TypedBatchPlan Plan(int64_t index, const LabeledEdges& edges, const std::vector<int64_t>& which,

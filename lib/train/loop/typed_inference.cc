@@ -118,6 +118,13 @@ void TakeTypedMeta(const json& meta, const PartitionConfig& config, const std::s
                                  : std::string("values")));
       }
       o->task = edge_classes > 0 ? "edge_class" : "edge_regression";
+      o->decoder_edge_dim = meta.value("decoder_edge_feat_dim", int64_t{0});
+      const int64_t has = config.LabelledEdgeFeatureDim();
+      if (o->decoder_edge_dim > 0 && has != o->decoder_edge_dim) {
+        throw DataError(path + "'s decoder reads " + std::to_string(o->decoder_edge_dim) +
+                        " features per " + etype + " edge; " + config.graph_name + " has " +
+                        std::to_string(has));
+      }
     }
     const int64_t classes = get("n_classes").get<int64_t>();
     if (classes != config.num_classes) {
