@@ -28,8 +28,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kManifestVersion = 1;
-
 // This rank's inference helpers over its TrainEnv.
 BroadcastFn Broadcast(TrainEnv& env) {
   return [&env](std::string* bytes) { env.BroadcastBytes(bytes); };
@@ -268,31 +266,8 @@ class Inference {
       const torch::Tensor out =
           DecodeEdges(*model_, emb, take(edges.heads), take(edges.tails), classes, features)
               .contiguous();
-      const torch::Tensor eids = take(edges.eids).contiguous();
-      const fs::path dir = fs::path(o_.save_prediction_path) / PartDir(shard_.part);
-      MakeDirs(dir.string());
-      WriteNpy((dir / "edge_ids.npy").string(), eids.data_ptr<int64_t>(), {eids.size(0)});
-      torch::Tensor pred = out;
-      if (classes) {
-        pred = out.argmax(1).contiguous();
-        WriteNpy((dir / "logits.npy").string(), out.data_ptr<float>(), {out.size(0), out.size(1)});
-        WriteNpy((dir / "pred.npy").string(), pred.data_ptr<int64_t>(), {pred.size(0)});
-      } else {
-        WriteNpy((dir / "pred.npy").string(), out.data_ptr<float>(), {out.size(0)});
-      }
-      // The written valid and test edges scored: right answers, or squared errors.
-      for (size_t i = 0; i < pick.size(); ++i) {
-        const size_t e = static_cast<size_t>(pick[i]);
-        const int k = edges.split[e] - 2;
-        if (k < 0 || k > 1) continue;  // train edges, or edges in no split
-        total_[k] += 1;
-        if (classes) {
-          correct_[k] += pred.data_ptr<int64_t>()[i] == edges.labels[e];
-        } else {
-          const double d = static_cast<double>(out.data_ptr<float>()[i]) - edges.targets[e];
-          correct_[k] += d * d;
-        }
-      }
+      WriteEdgePredictions((fs::path(o_.save_prediction_path) / PartDir(shard_.part)).string(),
+                           edges, pick, out, classes, correct_, total_);
     }
     infer_s_ = infer_watch.Seconds();
     std::vector<double> counts(static_cast<size_t>(config_.num_parts), 0.0);
@@ -304,30 +279,8 @@ class Inference {
       total_[k] = env_->SumOverRanks(total_[k]);
     }
     if (lead_) {
-      json shards = json::array();
-      for (int p = 0; p < config_.num_parts; ++p) {
-        json sh = {{"part", p},
-                   {"machine", env_->WriterMachine(p)},
-                   {"num_edges", static_cast<int64_t>(counts[p])},
-                   {"edge_ids", PartDir(p) + "/edge_ids.npy"},
-                   {"pred", PartDir(p) + "/pred.npy"}};
-        if (classes) sh["logits"] = PartDir(p) + "/logits.npy";
-        shards.push_back(sh);
-      }
-      const json m = {{"format_version", kManifestVersion},
-                      {"kind", "edge_predictions"},
-                      {"graph_name", config_.graph_name},
-                      {"num_parts", config_.num_parts},
-                      {"num_edges", static_cast<int64_t>(written_)},
-                      {"edges", o_.edge_ids.empty() ? o_.node_mask : "--edge_ids " + o_.edge_ids},
-                      {"ids", "input edge ids"},
-                      {"model_path", o_.restore_model_path},
-                      {"model", model_meta_},
-                      {"saved_model_epoch", SavedEpoch()},
-                      {"shards", shards}};
-      MakeDirs(o_.save_prediction_path);
-      WriteFileAtomic((fs::path(o_.save_prediction_path) / "manifest.json").string(),
-                      m.dump(2) + "\n");
+      WriteEdgeManifest(o_, config_, model_meta_, static_cast<int64_t>(written_), counts,
+                        [&](int p) { return env_->WriterMachine(p); });
     }
     GNN_LOG(kInfo) << "inference done in " << infer_s_ << " s: " << static_cast<int64_t>(written_)
                    << " edges written";
@@ -340,11 +293,7 @@ class Inference {
                     {"total_time_s", watch_.Seconds()},
                     {"saved_model_epoch", SavedEpoch()},
                     {"prediction_path", o_.save_prediction_path}};
-    for (int k = 0; k < 2; ++k) {
-      if (total_[k] == 0) continue;
-      const std::string key = std::string(k == 0 ? "val_" : "test_") + (classes ? "acc" : "rmse");
-      summary[key] = classes ? correct_[k] / total_[k] : std::sqrt(correct_[k] / total_[k]);
-    }
+    AddEdgeFigures(classes, correct_, total_, &summary);
     return summary;
   }
 
@@ -530,7 +479,7 @@ class Inference {
         }
         shards.push_back(s);
       }
-      json m = {{"format_version", kManifestVersion},
+      json m = {{"format_version", kInferenceManifestVersion},
                 {"kind", predictions ? "predictions" : "embeddings"},
                 {"graph_name", config_.graph_name},
                 {"num_parts", config_.num_parts},

@@ -19,10 +19,14 @@
 #include <vector>
 
 #include "partition/config.h"
+#include "partition/local_partition.h"
 #include "train/models/node_model.h"
 #include "train/options/train_options.h"
 
 namespace gnn {
+
+// manifest.json's format_version, for every kind of inference output.
+constexpr int kInferenceManifestVersion = 1;
 
 // The reading steps both inference paths share. `broadcast` sends rank
 // 0's bytes to every rank (TrainEnv's or HeteroSource's BroadcastBytes).
@@ -56,6 +60,26 @@ struct RestoredModel {
 };
 RestoredModel RestoreModel(const std::vector<char>& bytes, const std::string& path,
                            const PartitionConfig& config, TrainOptions* o);
+
+// An edge model's inference, shared by the homogeneous and typed paths:
+// one partition's files in `dir` (edge_ids.npy: the chosen edges' input
+// ids; logits.npy and pred.npy, int64 argmax, for classes, or pred.npy,
+// float32 values), `out` the decoder's rows for edges.*[pick[i]]; the
+// chosen valid (k 0) and test (k 1) edges' right answers or squared
+// errors added to score[k], their count to total[k].
+void WriteEdgePredictions(const std::string& dir, const LabeledEdgeRows& edges,
+                          const std::vector<int64_t>& pick, const torch::Tensor& out, bool classes,
+                          double score[2], double total[2]);
+// Rank 0's manifest.json ("kind": "edge_predictions"): each partition's
+// edge count (counts) and writer's machine; a typed graph's names the
+// relation ("etype").
+void WriteEdgeManifest(const TrainOptions& o, const PartitionConfig& config,
+                       const nlohmann::json& meta, int64_t written,
+                       const std::vector<double>& counts, const std::function<int(int)>& machine);
+// The summary's val_acc / test_acc (classes) or val_rmse / test_rmse from
+// the sums over every rank.
+void AddEdgeFigures(bool classes, const double score[2], const double total[2],
+                    nlohmann::json* summary);
 
 // Runs inference; returns the summary (what was written, how long it took,
 // and for labelled graphs the accuracy of the written predictions).

@@ -2,13 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <unordered_map>
 
 #include "common/error.h"
-#include "common/fs.h"
 #include "common/log.h"
-#include "common/npy.h"
 #include "common/random.h"
 #include "common/timer.h"
 #include "partition/local_partition.h"
@@ -282,7 +279,6 @@ torch::Tensor DecodeShard(TypedModel& model, const TrainOptions& o, EdgeShard& s
 nlohmann::json RunTypedEdgeInference(TypedModel& model, const TrainOptions& o,
                                      const PartitionConfig& config, const nlohmann::json& meta,
                                      const std::vector<std::vector<int>>& fanouts) {
-  namespace fs = std::filesystem;
   using nlohmann::json;
   HeteroSource& src = model.source();
   if (!o.nodes.empty() || !o.save_embed_path.empty()) {
@@ -328,32 +324,8 @@ nlohmann::json RunTypedEdgeInference(TypedModel& model, const TrainOptions& o,
                  << config.target_etype << " edges; writing " << static_cast<int64_t>(written);
   double score[2] = {0, 0}, total[2] = {0, 0};  // valid, test
   if (s.part >= 0) {
-    const torch::Tensor out = DecodeShard(model, o, s, fanouts, classes);
-    std::vector<int64_t> eids;
-    for (int64_t i : s.pick) eids.push_back(s.edges.eids[static_cast<size_t>(i)]);
-    const fs::path dir = fs::path(o.save_prediction_path) / ("part" + std::to_string(s.part));
-    MakeDirs(dir.string());
-    WriteNpy((dir / "edge_ids.npy").string(), eids);
-    torch::Tensor pred = out;
-    if (classes) {
-      pred = out.argmax(1).contiguous();
-      WriteNpy((dir / "logits.npy").string(), out.data_ptr<float>(), {out.size(0), out.size(1)});
-      WriteNpy((dir / "pred.npy").string(), pred.data_ptr<int64_t>(), {pred.size(0)});
-    } else {
-      WriteNpy((dir / "pred.npy").string(), out.data_ptr<float>(), {out.size(0)});
-    }
-    for (size_t i = 0; i < s.pick.size(); ++i) {
-      const size_t e = static_cast<size_t>(s.pick[i]);
-      const int k = s.edges.split[e] - 2;
-      if (k < 0 || k > 1) continue;  // train edges, or edges in no split
-      total[k] += 1;
-      if (classes) {
-        score[k] += pred.data_ptr<int64_t>()[i] == s.edges.labels[e];
-      } else {
-        const double d = static_cast<double>(out.data_ptr<float>()[i]) - s.edges.targets[e];
-        score[k] += d * d;
-      }
-    }
+    WriteEdgePredictions(o.save_prediction_path + "/part" + std::to_string(s.part), s.edges, s.pick,
+                         DecodeShard(model, o, s, fanouts, classes), classes, score, total);
   }
   const double infer_s = watch.Seconds();
   std::vector<double> sums = {score[0], total[0], score[1], total[1]};
@@ -361,33 +333,9 @@ nlohmann::json RunTypedEdgeInference(TypedModel& model, const TrainOptions& o,
     sums.push_back(s.part == p ? static_cast<double>(s.pick.size()) : 0.0);
   sums = src.SumOverRanks(sums);
   if (src.rank() == 0) {
-    json shards = json::array();
-    for (int p = 0; p < config.num_parts; ++p) {
-      const std::string d = "part" + std::to_string(p);
-      json sh = {{"part", p},
-                 {"machine", writer(p) / std::max(1, o.num_trainers)},
-                 {"num_edges", static_cast<int64_t>(sums[4 + static_cast<size_t>(p)])},
-                 {"edge_ids", d + "/edge_ids.npy"},
-                 {"pred", d + "/pred.npy"}};
-      if (classes) sh["logits"] = d + "/logits.npy";
-      shards.push_back(sh);
-    }
-    const json m = {{"format_version", 1},
-                    {"kind", "edge_predictions"},
-                    {"graph_name", config.graph_name},
-                    {"etype", config.target_etype},
-                    {"num_parts", config.num_parts},
-                    {"num_edges", static_cast<int64_t>(written)},
-                    {"edges", o.edge_ids.empty() ? o.node_mask : "--edge_ids " + o.edge_ids},
-                    {"ids", "input edge ids of " + config.target_etype},
-                    {"fan_out", o.infer_fan_out.empty() ? "every neighbour" : o.infer_fan_out},
-                    {"model_path", o.restore_model_path},
-                    {"model", meta},
-                    {"saved_model_epoch", meta.value("saved_epoch", json(nullptr))},
-                    {"shards", shards}};
-    MakeDirs(o.save_prediction_path);
-    WriteFileAtomic((fs::path(o.save_prediction_path) / "manifest.json").string(),
-                    m.dump(2) + "\n");
+    WriteEdgeManifest(o, config, meta, static_cast<int64_t>(written),
+                      std::vector<double>(sums.begin() + 4, sums.end()),
+                      [&](int p) { return writer(p) / std::max(1, o.num_trainers); });
   }
   json summary = {{"mode", "inference"},
                   {"model", o.model},
@@ -398,13 +346,8 @@ nlohmann::json RunTypedEdgeInference(TypedModel& model, const TrainOptions& o,
                   {"inference_time_s", infer_s},
                   {"prediction_path", o.save_prediction_path},
                   {"saved_model_epoch", meta.value("saved_epoch", json(nullptr))}};
-  const std::string key = classes ? "acc" : "rmse";
-  const double val =
-      classes ? sums[0] / std::max(1.0, sums[1]) : std::sqrt(sums[0] / std::max(1.0, sums[1]));
-  const double test =
-      classes ? sums[2] / std::max(1.0, sums[3]) : std::sqrt(sums[2] / std::max(1.0, sums[3]));
-  if (sums[1] > 0) summary["val_" + key] = val;
-  if (sums[3] > 0) summary["test_" + key] = test;
+  const double score_sums[2] = {sums[0], sums[2]}, total_sums[2] = {sums[1], sums[3]};
+  AddEdgeFigures(classes, score_sums, total_sums, &summary);
   GNN_LOG(kInfo) << "inference done in " << infer_s << " s: " << static_cast<int64_t>(written)
                  << " " << config.target_etype << " edges written";
   return summary;

@@ -41,8 +41,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kManifestVersion = 1;
-
 std::string Join(const std::vector<std::string>& v) {
   std::string out;
   for (const std::string& s : v) out += (out.empty() ? "" : ", ") + s;
@@ -534,7 +532,7 @@ class TypedInference {
   json SavedEpoch() const { return model_meta_.value("saved_epoch", json(nullptr)); }
 
   json ManifestHead(const char* kind, int64_t nodes) const {
-    return {{"format_version", kManifestVersion},
+    return {{"format_version", kInferenceManifestVersion},
             {"kind", kind},
             {"graph_name", config_.graph_name},
             {"num_parts", config_.num_parts},
