@@ -11,19 +11,11 @@
 # Usage: bash bench/typed_edge_task_bench.sh [dataset] [epochs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN="$(pwd)/${GNN_BUILD_DIR:-build}/apps"
+source bench/lib.sh
 DATASET="${1:-synthetic:mag-small,etask=class}"
 EPOCHS="${2:-2}"
 ROUNDS="${ROUNDS:-3}"
-WORK="$(mktemp -d /tmp/gnn-typed-task-XXXXXX)"
-cleanup() {
-  pkill -9 -f "$WORK" 2>/dev/null || true
-  [ -n "${GNN_KEEP:-}" ] || rm -rf "$WORK"
-}
-trap cleanup EXIT
-port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-field() { /usr/bin/python3 -c "import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])['$1'])"; }
-median() { /usr/bin/python3 -c "import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }
+bench_work gnn-typed-task
 
 "$BIN/gnn-partition" --dataset "$DATASET" --undirected --num_parts 1 --output "$WORK/one" --quiet >/dev/null
 "$BIN/gnn-partition" --dataset "$DATASET" --undirected --num_parts 2 --output "$WORK/two" --quiet >/dev/null
