@@ -152,7 +152,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "typed edge classification and regression learn standalone; one machine equals it, two "
+    "typed edge classification and regression learn standalone, one machine equals it, two "
     "machines learn as well, gnn-sampler processes change nothing",
     "[e2e]") {
   test::TempDir dir;
