@@ -30,9 +30,21 @@ EdgeExclusion::EdgeExclusion(const std::vector<int64_t>& flat) {
     partners_.push_back(both[k].second);
   }
   if (!both.empty()) partner_ptr_.push_back(static_cast<int64_t>(both.size()));
+  if (endpoints_.empty()) return;
+  int log2 = 12;  // at least 4096 bits
+  while (log2 < 24 && (size_t{1} << log2) < endpoints_.size() * 32) ++log2;
+  shift_ = 64 - log2;
+  bits_.assign((size_t{1} << log2) / 64, 0);
+  for (int64_t v : endpoints_) {
+    const size_t h = Hash(v);
+    bits_[h >> 6] |= uint64_t{1} << (h & 63);
+  }
 }
 
 std::pair<const int64_t*, const int64_t*> EdgeExclusion::PartnersOf(int64_t v) const {
+  if (bits_.empty()) return {nullptr, nullptr};
+  const size_t h = Hash(v);
+  if ((bits_[h >> 6] >> (h & 63) & 1) == 0) return {nullptr, nullptr};
   const auto it = std::lower_bound(endpoints_.begin(), endpoints_.end(), v);
   if (it == endpoints_.end() || *it != v) return {nullptr, nullptr};
   const size_t j = static_cast<size_t>(it - endpoints_.begin());

@@ -36,6 +36,14 @@ class EdgeExclusion {
   // for endpoints_[j], sorted (one or two for most batches' nodes).
   std::vector<int64_t> endpoints_;
   std::vector<int64_t> partner_ptr_, partners_;
+  // A bit per hash of each endpoint (about 32 bits per endpoint, an L1- or
+  // L2-sized table): most nodes a batch samples are no endpoint, and one
+  // bit says so before any search.
+  std::vector<uint64_t> bits_;
+  int shift_ = 64;
+  size_t Hash(int64_t v) const {
+    return static_cast<size_t>((static_cast<uint64_t>(v) * 0x9E3779B97F4A7C15ULL) >> shift_);
+  }
   // Endpoint j's partners, or an empty range when v is no endpoint.
   std::pair<const int64_t*, const int64_t*> PartnersOf(int64_t v) const;
 };
