@@ -1,5 +1,6 @@
 // The edge models' inference outputs, shared by the homogeneous
 // (predict.cc) and typed (typed_edges.cc) paths.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -17,6 +18,33 @@ namespace {
 std::string Part(int p) { return "part" + std::to_string(p); }
 
 }  // namespace
+
+std::vector<int64_t> ChooseEdges(const TrainOptions& o, const LabeledEdgeRows& edges,
+                                 const std::vector<int64_t>& listed) {
+  const int split = o.node_mask == "train"   ? 1
+                    : o.node_mask == "valid" ? 2
+                    : o.node_mask == "test"  ? 3
+                                             : 0;
+  std::vector<int64_t> pick;
+  for (size_t i = 0; i < edges.split.size(); ++i) {
+    const bool chosen = o.edge_ids.empty()
+                            ? edges.split[i] != 4 && (split == 0 || edges.split[i] == split)
+                            : std::binary_search(listed.begin(), listed.end(), edges.eids[i]);
+    if (chosen) pick.push_back(static_cast<int64_t>(i));
+  }
+  return pick;
+}
+
+void CheckListedEdges(const TrainOptions& o, const PartitionConfig& config,
+                      const std::vector<int64_t>& listed, double found) {
+  if (o.edge_ids.empty() || found >= static_cast<double>(listed.size())) return;
+  const std::string what = config.hetero() ? config.target_etype + " edges" : "edges";
+  throw DataError("--edge_ids " + o.edge_ids + ": " +
+                  std::to_string(listed.size() - static_cast<size_t>(found)) + " of its " +
+                  std::to_string(listed.size()) + " ids are not " + what + " of " +
+                  config.graph_name + " (input edge ids are the lines of " +
+                  (config.hetero() ? "the relation's" : "its") + " edge list)");
+}
 
 void WriteEdgePredictions(const std::string& dir, const LabeledEdgeRows& edges,
                           const std::vector<int64_t>& pick, const torch::Tensor& out, bool classes,

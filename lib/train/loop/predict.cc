@@ -220,24 +220,10 @@ class Inference {
     std::vector<int64_t> pick;  // positions in `edges` to write
     if (shard_.part >= 0) {
       edges = ReadLabeledEdges(config_, shard_.part, o_.verify_checksums, o_.decoder_edge_dim > 0);
-      const int split = o_.node_mask == "train"   ? 1
-                        : o_.node_mask == "valid" ? 2
-                        : o_.node_mask == "test"  ? 3
-                                                  : 0;
-      for (size_t i = 0; i < edges.split.size(); ++i) {
-        const bool chosen = o_.edge_ids.empty()
-                                ? edges.split[i] != 4 && (split == 0 || edges.split[i] == split)
-                                : std::binary_search(listed.begin(), listed.end(), edges.eids[i]);
-        if (chosen) pick.push_back(static_cast<int64_t>(i));
-      }
+      pick = ChooseEdges(o_, edges, listed);
     }
     written_ = env_->SumOverRanks(static_cast<double>(pick.size()));
-    if (!o_.edge_ids.empty() && written_ < static_cast<double>(listed.size())) {
-      throw DataError("--edge_ids " + o_.edge_ids + ": " +
-                      std::to_string(listed.size() - static_cast<size_t>(written_)) + " of its " +
-                      std::to_string(listed.size()) + " ids are not edges of " +
-                      config_.graph_name + " (input edge ids are the lines of its edge list)");
-    }
+    CheckListedEdges(o_, config_, listed, written_);
     GNN_LOG(kInfo) << "inference with " << o_.model << " (" << model_->num_layers()
                    << " layers and an edge decoder, from " << o_.restore_model_path << ") over "
                    << config_.num_nodes << " nodes; writing " << static_cast<int64_t>(written_)

@@ -61,8 +61,17 @@ struct RestoredModel {
 RestoredModel RestoreModel(const std::vector<char>& bytes, const std::string& path,
                            const PartitionConfig& config, TrainOptions* o);
 
-// An edge model's inference, shared by the homogeneous and typed paths:
-// one partition's files in `dir` (edge_ids.npy: the chosen edges' input
+// An edge model's inference, shared by the homogeneous and typed paths.
+// The positions in `edges` (one partition's labelled edges) to write:
+// those --edge_ids lists (`listed`, sorted), or those in --node_mask's
+// split (all: every edge in a split).
+std::vector<int64_t> ChooseEdges(const TrainOptions& o, const LabeledEdgeRows& edges,
+                                 const std::vector<int64_t>& listed);
+// DataError naming --edge_ids when the partitions hold fewer (`found`,
+// over every rank) of its ids than it lists: ids that are no edge.
+void CheckListedEdges(const TrainOptions& o, const PartitionConfig& config,
+                      const std::vector<int64_t>& listed, double found);
+// One partition's files in `dir` (edge_ids.npy: the chosen edges' input
 // ids; logits.npy and pred.npy, int64 argmax, for classes, or pred.npy,
 // float32 values), `out` the decoder's rows for edges.*[pick[i]]; the
 // chosen valid (k 0) and test (k 1) edges' right answers or squared

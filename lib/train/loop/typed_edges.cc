@@ -300,25 +300,10 @@ nlohmann::json RunTypedEdgeInference(TypedModel& model, const TrainOptions& o,
   }
   if (s.part >= 0) {
     s.edges = ReadLabeledEdges(config, s.part, o.verify_checksums, o.decoder_edge_dim > 0);
-    const int split = o.node_mask == "train"   ? 1
-                      : o.node_mask == "valid" ? 2
-                      : o.node_mask == "test"  ? 3
-                                               : 0;
-    for (size_t i = 0; i < s.edges.split.size(); ++i) {
-      const bool chosen = o.edge_ids.empty()
-                              ? s.edges.split[i] != 4 && (split == 0 || s.edges.split[i] == split)
-                              : std::binary_search(listed.begin(), listed.end(), s.edges.eids[i]);
-      if (chosen) s.pick.push_back(static_cast<int64_t>(i));
-    }
+    s.pick = ChooseEdges(o, s.edges, listed);
   }
   const double written = src.SumOverRanks({static_cast<double>(s.pick.size())})[0];
-  if (!o.edge_ids.empty() && written < static_cast<double>(listed.size())) {
-    throw DataError("--edge_ids " + o.edge_ids + ": " +
-                    std::to_string(listed.size() - static_cast<size_t>(written)) + " of its " +
-                    std::to_string(listed.size()) + " ids are not " + config.target_etype +
-                    " edges of " + config.graph_name +
-                    " (input edge ids are the lines of the relation's edge list)");
-  }
+  CheckListedEdges(o, config, listed, written);
   GNN_LOG(kInfo) << "inference with " << o.model << " (" << o.num_layers
                  << " layers and an edge decoder, from " << o.restore_model_path << ") over "
                  << config.target_etype << " edges; writing " << static_cast<int64_t>(written);
