@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/memory.h"
 #include "common/parallel.h"
+#include "common/row_sums.h"
 
 namespace gnn {
 
@@ -32,69 +33,72 @@ void SampleAggregateInto(const OwnerDraw& draw, float* own_out, float* sum_out, 
   const int64_t* idx = indices.data();
   const int64_t lo = csc.node_start, hi = csc.node_start + csc.num_nodes;
   auto held = [&](int64_t v) { return v >= lo && v < hi; };
-  // Counts and remote offsets first (a cheap pass), so the rows can be
-  // summed in parallel into their places.
+  // Counts and offsets first (a cheap pass), so the held and the remote
+  // neighbours can be listed in parallel into their places.
   counts->resize(n);
   remote_indptr->assign(n + 1, 0);
   int64_t* rp = remote_indptr->data();
+  std::vector<int64_t> held_indptr(n + 1, 0);
+  int64_t* hp = held_indptr.data();
   for (int64_t i = 0; i < n; ++i) {
     (*counts)[i] = ptr[i + 1] - ptr[i];
-    rp[i + 1] =
-        rp[i] + std::count_if(idx + ptr[i], idx + ptr[i + 1], [&](int64_t v) { return !held(v); });
+    const int64_t remote_count =
+        std::count_if(idx + ptr[i], idx + ptr[i + 1], [&](int64_t v) { return !held(v); });
+    rp[i + 1] = rp[i] + remote_count;
+    hp[i + 1] = hp[i] + (*counts)[i] - remote_count;
   }
   remote_ids->resize(rp[n]);
   int64_t* remote = remote_ids->data();
+  std::vector<int64_t> held_ids(hp[n]);
+  CsrSum<float> sum;
+  sum.ptr = hp;
+  sum.idx = held_ids.data();
+  sum.x = features;
+  sum.x_stride = dim;
+  sum.d = dim;
+  sum.row_start = lo;
+  sum.out = sum_out;
+  sum.out_at = at;
   const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
-  // The neighbours' rows are scattered over the partition's features:
-  // each is prefetched kAhead edges ahead of its sum (an unprefetched loop
-  // spent 70 % of its time waiting for rows).
-  // So is each destination's own row: kOwnAhead destinations ahead.
-  constexpr int64_t kAhead = 8, kOwnAhead = 2;
+  // Each destination's own row is scattered over the partition's features
+  // too: prefetched kOwnAhead destinations ahead of its copy.
+  constexpr int64_t kOwnAhead = 2;
   ParallelFor(n, draw.threads, [&](int64_t b, int64_t e) {
-    const int64_t edge_end = ptr[e];
-    for (int64_t k = ptr[b]; k < std::min(ptr[b] + kAhead, edge_end); ++k) {
-      if (held(idx[k])) PrefetchBytes(features + (idx[k] - lo) * dim, row_bytes);
-    }
     for (int64_t i = b; i < e; ++i) {
-      const size_t o = at ? at[i] : static_cast<size_t>(i);
-      if (i + kOwnAhead < std::min(e, own_rows)) {
-        PrefetchBytes(features + (dsts[i + kOwnAhead] - lo) * dim, row_bytes);
-      }
-      if (i < own_rows) std::memcpy(own_out + o * dim, features + (dsts[i] - lo) * dim, row_bytes);
-      float* sum = sum_out + o * dim;
-      std::fill(sum, sum + dim, 0.0f);
-      int64_t r = rp[i];
+      int64_t h = hp[i], r = rp[i];
       for (int64_t k = ptr[i]; k < ptr[i + 1]; ++k) {
-        if (k + kAhead < edge_end && held(idx[k + kAhead])) {
-          PrefetchBytes(features + (idx[k + kAhead] - lo) * dim, row_bytes);
-        }
-        if (!held(idx[k])) {
+        if (held(idx[k])) {
+          held_ids[h++] = idx[k];
+        } else {
           remote[r++] = idx[k];
-          continue;
         }
-        const float* row = features + (idx[k] - lo) * dim;
-        for (int64_t j = 0; j < dim; ++j) sum[j] += row[j];
       }
       // A set to be summed: in increasing order it varint-codes small.
       std::sort(remote + rp[i], remote + r);
     }
+    for (int64_t i = b; i < std::min(e, own_rows); ++i) {
+      if (i + kOwnAhead < std::min(e, own_rows)) {
+        PrefetchBytes(features + (dsts[i + kOwnAhead] - lo) * dim, row_bytes);
+      }
+      const size_t o = at ? at[i] : static_cast<size_t>(i);
+      std::memcpy(own_out + o * dim, features + (dsts[i] - lo) * dim, row_bytes);
+    }
+    // The held neighbours' rows, summed in edge order.
+    SumCsrRows(sum, b, e);
   });
 }
 
 void SumRowGroups(const float* features, int64_t dim, int64_t node_start, const int64_t* ids,
                   const int64_t* group_ptr, int64_t groups, float* out) {
-  for (int64_t g = 0; g < groups; ++g) {
-    float* sum = out + g * dim;
-    std::fill(sum, sum + dim, 0.0f);
-    for (int64_t k = group_ptr[g]; k < group_ptr[g + 1]; ++k) {
-      // Rows are scattered in memory: fetch a few ahead of the sum.
-      if (k + 8 < group_ptr[groups]) {
-        PrefetchBytes(features + (ids[k + 8] - node_start) * dim, dim * sizeof(float));
-      }
-      const float* row = features + (ids[k] - node_start) * dim;
-      for (int64_t j = 0; j < dim; ++j) sum[j] += row[j];
-    }
-  }
+  CsrSum<float> sum;
+  sum.ptr = group_ptr;
+  sum.idx = ids;
+  sum.x = features;
+  sum.x_stride = dim;
+  sum.d = dim;
+  sum.row_start = node_start;
+  sum.out = out;
+  SumCsrRows(sum, 0, groups);
 }
 
 void FinishMeans(int64_t n, int64_t dim, const std::vector<int64_t>& counts,

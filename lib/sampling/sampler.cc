@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/memory.h"
 #include "common/parallel.h"
+#include "common/row_sums.h"
 #include "sampling/edge_batch.h"
 #include "sampling/row_sampling.h"
 
@@ -409,46 +410,34 @@ void GatherRowsTo(const float* rows, int64_t row_start, int64_t dim,
 
 namespace {
 
-// out[i, :] = mean over destination i's edges of rows[row_of(source)];
-// zero without edges. Rows are prefetched kAhead edges ahead (scattered over
-// a matrix far larger than the caches, as in GatherRows).
-template <typename RowOf>
-void MeanRows(const float* rows, int64_t dim, const Block& block, RowOf row_of, float* out,
-              int threads) {
+// out[i, :] = mean over destination i's edges of the rows of its sources
+// (rows[(row_of ? row_of[s] : s) - row_start]); zero without edges.
+void MeanRows(const float* rows, int64_t dim, const Block& block, const int64_t* row_of,
+              int64_t row_start, float* out, int threads) {
   const int64_t n = block.num_dst;
   if (n == 0 || dim == 0) return;
-  const int64_t* ptr = block.indptr.data();
-  const int64_t* idx = block.indices.data();
+  CsrSum<float> sum;
+  sum.ptr = block.indptr.data();
+  sum.idx = block.indices.data();
+  sum.x = rows;
+  sum.x_stride = dim;
+  sum.d = dim;
+  sum.row_of = row_of;
+  sum.row_start = row_start;
+  sum.mean = true;
+  sum.out = out;
   const int64_t row_bytes = dim * static_cast<int64_t>(sizeof(float));
-  constexpr int64_t kAhead = 8;
   constexpr int64_t kMinBytesPerThread = int64_t{1} << 20;
   const int t = static_cast<int>(std::max<int64_t>(
-      1, std::min<int64_t>(ResolveThreads(threads), ptr[n] * row_bytes / kMinBytesPerThread)));
-  ParallelFor(n, t, [&](int64_t b, int64_t e) {
-    const int64_t edge_end = ptr[e];
-    for (int64_t i = b; i < e; ++i) {
-      float* o = out + i * dim;
-      std::fill(o, o + dim, 0.0f);
-      for (int64_t k = ptr[i]; k < ptr[i + 1]; ++k) {
-        if (k + kAhead < edge_end) PrefetchBytes(rows + row_of(idx[k + kAhead]) * dim, row_bytes);
-        const float* r = rows + row_of(idx[k]) * dim;
-        for (int64_t j = 0; j < dim; ++j) o[j] += r[j];
-      }
-      if (ptr[i + 1] > ptr[i]) {
-        const float s = 1.0f / static_cast<float>(ptr[i + 1] - ptr[i]);
-        for (int64_t j = 0; j < dim; ++j) o[j] *= s;
-      }
-    }
-  });
+      1, std::min<int64_t>(ResolveThreads(threads), sum.ptr[n] * row_bytes / kMinBytesPerThread)));
+  ParallelFor(n, t, [&](int64_t b, int64_t e) { SumCsrRows(sum, b, e); });
 }
 
 }  // namespace
 
 void MeanOfSources(const float* rows, int64_t row_start, int64_t dim, const Block& block,
                    float* out, int threads) {
-  const int64_t* src = block.src_nodes.data();
-  MeanRows(
-      rows, dim, block, [&](int64_t s) { return src[s] - row_start; }, out, threads);
+  MeanRows(rows, dim, block, block.src_nodes.data(), row_start, out, threads);
 }
 
 void PackInputMeans(MiniBatch* mb, int threads) {
@@ -464,9 +453,7 @@ void PackInputMeans(MiniBatch* mb, int threads) {
   NoInitVector<float> packed(static_cast<size_t>(2 * n * dim));  // all written below
   // Destinations come first among the sources: their rows are the first n.
   std::copy(mb->features.begin(), mb->features.begin() + n * dim, packed.begin());
-  MeanRows(
-      mb->features.data(), dim, first, [](int64_t s) { return s; }, packed.data() + n * dim,
-      threads);
+  MeanRows(mb->features.data(), dim, first, nullptr, 0, packed.data() + n * dim, threads);
   mb->features.swap(packed);
   mb->input_means = true;
 }

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "common/error.h"
-#include "common/memory.h"
+#include "common/row_sums.h"
 #include "kernels/csr_row_sum.h"
 #include "sampling/sampler.h"
 
@@ -52,40 +52,18 @@ void CsrRowSum(const int64_t* ptr, const int64_t* idx, int64_t rows, const T* x,
     }
     return lo;
   };
-  // Source rows are scattered over a matrix far larger than the caches
-  // (layer 0 reads the whole feature matrix): a plain loop waits for each
-  // row in turn. Prefetching the first lines of the row kAhead edges ahead
-  // keeps several misses in flight; the hardware streams the rest of a row.
-  constexpr int64_t kAhead = 8;
-  const size_t row_bytes = static_cast<size_t>(d) * sizeof(T);
+  CsrSum<T> sum;
+  sum.ptr = ptr;
+  sum.idx = idx;
+  sum.x = x;
+  sum.x_stride = x_stride;
+  sum.d = d;
+  sum.col_weight = col_weight;
+  sum.mean = mean;
+  sum.row_scale = row_scale;
+  sum.out = out;
   at::parallel_for(0, tasks, 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t r_end = task_begin(t + 1);
-      const int64_t edge_end = ptr[r_end];
-      for (int64_t r = task_begin(t); r < r_end; ++r) {
-        T* o = out + r * d;
-        std::fill(o, o + d, T(0));
-        const int64_t e0 = ptr[r], e1 = ptr[r + 1];
-        for (int64_t e = e0; e < e1; ++e) {
-          if (e + kAhead < edge_end) PrefetchBytes(x + idx[e + kAhead] * x_stride, row_bytes);
-          const int64_t c = idx[e];
-          const T* xr = x + c * x_stride;
-          if (col_weight != nullptr) {
-            const T w = col_weight[c];
-            for (int64_t k = 0; k < d; ++k) o[k] += w * xr[k];
-          } else {
-            for (int64_t k = 0; k < d; ++k) o[k] += xr[k];
-          }
-        }
-        if (mean && e1 > e0) {
-          const T s = T(1) / static_cast<T>(e1 - e0);
-          for (int64_t k = 0; k < d; ++k) o[k] *= s;
-        } else if (row_scale != nullptr) {
-          const T s = row_scale[r];
-          for (int64_t k = 0; k < d; ++k) o[k] *= s;
-        }
-      }
-    }
+    for (int64_t t = t0; t < t1; ++t) SumCsrRows(sum, task_begin(t), task_begin(t + 1));
   });
 }
 
@@ -217,24 +195,16 @@ class WeightedAggregateFn : public torch::autograd::Function<WeightedAggregateFn
 template <typename T>
 void CsrEdgeSum(const int64_t* ptr, const int64_t* idx, int64_t rows, const T* x, int64_t x_stride,
                 int64_t d, const T* coef, T* out) {
-  const int64_t edges = ptr[rows];
   const int64_t grain = std::max<int64_t>(1, rows * d > 0 ? (int64_t{1} << 14) / d : rows);
-  (void)edges;
-  constexpr int64_t kAhead = 8;
-  const size_t row_bytes = static_cast<size_t>(d) * sizeof(T);
-  at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
-    const int64_t edge_end = ptr[r1];
-    for (int64_t r = r0; r < r1; ++r) {
-      T* o = out + r * d;
-      std::fill(o, o + d, T(0));
-      for (int64_t e = ptr[r]; e < ptr[r + 1]; ++e) {
-        if (e + kAhead < edge_end) PrefetchBytes(x + idx[e + kAhead] * x_stride, row_bytes);
-        const T w = coef[e];
-        const T* xr = x + idx[e] * x_stride;
-        for (int64_t k = 0; k < d; ++k) o[k] += w * xr[k];
-      }
-    }
-  });
+  CsrSum<T> sum;
+  sum.ptr = ptr;
+  sum.idx = idx;
+  sum.x = x;
+  sum.x_stride = x_stride;
+  sum.d = d;
+  sum.edge_weight = coef;
+  sum.out = out;
+  at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) { SumCsrRows(sum, r0, r1); });
 }
 
 // out[i] = sum over i's in-edges e of coef[e] * h[src(e)]; backward over
