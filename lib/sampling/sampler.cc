@@ -128,6 +128,13 @@ void SampleNeighbors(const CscView& csc, const int64_t* seeds, int64_t num_seeds
     int64_t r = seeds[i] - csc.node_start;
     if (r >= 0 && r < csc.num_nodes) __builtin_prefetch(csc.indptr + r);
   };
+  // Pass 2 also reads each seed's random-stream key: another miss per seed.
+  auto prefetch_key = [&](int64_t i) {
+    int64_t r = seeds[i] - csc.node_start;
+    if (csc.rng_keys != nullptr && r >= 0 && r < csc.num_nodes) {
+      __builtin_prefetch(csc.rng_keys + r);
+    }
+  };
   ParallelFor(num_seeds, threads, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       if (i + kAhead < e) prefetch_indptr(i + kAhead);
@@ -146,6 +153,7 @@ void SampleNeighbors(const CscView& csc, const int64_t* seeds, int64_t num_seeds
     for (int64_t i = b; i < e; ++i) {
       if (i + 2 * kAhead < e) prefetch_indptr(i + 2 * kAhead);
       if (i + kAhead < e) {
+        prefetch_key(i + kAhead);
         // The sampled positions fall anywhere in the row: all its lines.
         int64_t r = seeds[i + kAhead] - csc.node_start;
         if (optr[i + kAhead + 1] != optr[i + kAhead]) {
