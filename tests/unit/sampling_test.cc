@@ -297,14 +297,22 @@ TEST_CASE("ToBlock puts destinations first and relabels sources", "[unit]") {
     CHECK_THROWS_AS(ToBlock({5}, {0, 2}, {3}), DataError);
     CHECK_THROWS_AS(ToBlock({5}, {0, 1}, {-3}), DataError);
   }
-  SECTION("large frontier grows the map and matches a reference") {
+  SECTION("bad input with ids too large for the dense map") {
+    const int64_t big = int64_t{1} << 40;
+    CHECK_THROWS_AS(ToBlock({big, big}, {0, 0, 0}, {}), DataError);
+    CHECK_THROWS_AS(ToBlock({big}, {0, 1}, {-3}), DataError);
+  }
+  // Ids below a bound a few times the block's size take the dense map,
+  // others the hash map: both must give the reference's numbering, and a
+  // dense call must not see an earlier call's ids.
+  auto check_reference = [](int64_t stride, int64_t offset, int64_t range) {
     std::vector<int64_t> d, ptr = {0}, idx;
-    for (int64_t v = 0; v < 1000; ++v) d.push_back(v * 7919);
-    uint64_t x = 1;
+    for (int64_t v = 0; v < 1000; ++v) d.push_back(offset + v * stride);
+    uint64_t x = static_cast<uint64_t>(range);
     for (int64_t v = 0; v < 1000; ++v) {
       for (int k = 0; k < 50; ++k) {
         x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-        idx.push_back(static_cast<int64_t>((x >> 33) % 40000));
+        idx.push_back(offset + static_cast<int64_t>((x >> 33) % range));
       }
       ptr.push_back(idx.size());
     }
@@ -320,6 +328,15 @@ TEST_CASE("ToBlock puts destinations first and relabels sources", "[unit]") {
     }
     CHECK(big.src_nodes == ref_src);
     CHECK(big.indices == ref_idx);
+  };
+  SECTION("large frontier grows the hash map and matches a reference") {
+    check_reference(7919, 0, 40000);
+    check_reference(1, int64_t{1} << 40, 40000);
+  }
+  SECTION("dense ids match a reference, call after call") {
+    check_reference(13, 0, 40000);
+    check_reference(1, 0, 3000);
+    check_reference(7, 5, 60000);
   }
 }
 
