@@ -45,6 +45,21 @@ struct CsrSum {
   const size_t* out_at = nullptr;
 };
 
+// The plain sum of x's rows (x_stride apart, d columns) along (ptr, idx)
+// into dense out rows; callers set the optional fields on the result.
+template <typename T>
+CsrSum<T> PlainCsrSum(const int64_t* ptr, const int64_t* idx, const T* x, int64_t x_stride,
+                      int64_t d, T* out) {
+  CsrSum<T> s;
+  s.ptr = ptr;
+  s.idx = idx;
+  s.x = x;
+  s.x_stride = x_stride;
+  s.d = d;
+  s.out = out;
+  return s;
+}
+
 // Rows [r0, r1) of `s`. Prefetches the rows of the edges ahead, up to the
 // last edge of row r1 - 1. Thread-safe for disjoint row ranges.
 void SumCsrRows(const CsrSum<float>& s, int64_t r0, int64_t r1);

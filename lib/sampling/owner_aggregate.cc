@@ -50,14 +50,8 @@ void SampleAggregateInto(const OwnerDraw& draw, float* own_out, float* sum_out, 
   remote_ids->resize(rp[n]);
   int64_t* remote = remote_ids->data();
   std::vector<int64_t> held_ids(hp[n]);
-  CsrSum<float> sum;
-  sum.ptr = hp;
-  sum.idx = held_ids.data();
-  sum.x = features;
-  sum.x_stride = dim;
-  sum.d = dim;
+  CsrSum<float> sum = PlainCsrSum(hp, held_ids.data(), features, dim, dim, sum_out);
   sum.row_start = lo;
-  sum.out = sum_out;
   sum.out_at = at;
   const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
   // Each destination's own row is scattered over the partition's features
@@ -90,14 +84,8 @@ void SampleAggregateInto(const OwnerDraw& draw, float* own_out, float* sum_out, 
 
 void SumRowGroups(const float* features, int64_t dim, int64_t node_start, const int64_t* ids,
                   const int64_t* group_ptr, int64_t groups, float* out) {
-  CsrSum<float> sum;
-  sum.ptr = group_ptr;
-  sum.idx = ids;
-  sum.x = features;
-  sum.x_stride = dim;
-  sum.d = dim;
+  CsrSum<float> sum = PlainCsrSum(group_ptr, ids, features, dim, dim, out);
   sum.row_start = node_start;
-  sum.out = out;
   SumCsrRows(sum, 0, groups);
 }
 

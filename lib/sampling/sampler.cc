@@ -490,16 +490,10 @@ void MeanRows(const float* rows, int64_t dim, const Block& block, const int64_t*
               int64_t row_start, float* out, int threads) {
   const int64_t n = block.num_dst;
   if (n == 0 || dim == 0) return;
-  CsrSum<float> sum;
-  sum.ptr = block.indptr.data();
-  sum.idx = block.indices.data();
-  sum.x = rows;
-  sum.x_stride = dim;
-  sum.d = dim;
+  CsrSum<float> sum = PlainCsrSum(block.indptr.data(), block.indices.data(), rows, dim, dim, out);
   sum.row_of = row_of;
   sum.row_start = row_start;
   sum.mean = true;
-  sum.out = out;
   const int64_t row_bytes = dim * static_cast<int64_t>(sizeof(float));
   constexpr int64_t kMinBytesPerThread = int64_t{1} << 20;
   const int t = static_cast<int>(std::max<int64_t>(

@@ -52,16 +52,10 @@ void CsrRowSum(const int64_t* ptr, const int64_t* idx, int64_t rows, const T* x,
     }
     return lo;
   };
-  CsrSum<T> sum;
-  sum.ptr = ptr;
-  sum.idx = idx;
-  sum.x = x;
-  sum.x_stride = x_stride;
-  sum.d = d;
+  CsrSum<T> sum = PlainCsrSum(ptr, idx, x, x_stride, d, out);
   sum.col_weight = col_weight;
   sum.mean = mean;
   sum.row_scale = row_scale;
-  sum.out = out;
   at::parallel_for(0, tasks, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) SumCsrRows(sum, task_begin(t), task_begin(t + 1));
   });
@@ -196,14 +190,8 @@ template <typename T>
 void CsrEdgeSum(const int64_t* ptr, const int64_t* idx, int64_t rows, const T* x, int64_t x_stride,
                 int64_t d, const T* coef, T* out) {
   const int64_t grain = std::max<int64_t>(1, rows * d > 0 ? (int64_t{1} << 14) / d : rows);
-  CsrSum<T> sum;
-  sum.ptr = ptr;
-  sum.idx = idx;
-  sum.x = x;
-  sum.x_stride = x_stride;
-  sum.d = d;
+  CsrSum<T> sum = PlainCsrSum(ptr, idx, x, x_stride, d, out);
   sum.edge_weight = coef;
-  sum.out = out;
   at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) { SumCsrRows(sum, r0, r1); });
 }
 
