@@ -507,7 +507,12 @@ TEST_CASE(
   const json some = infer(one, dir / "some", {"--nodes", dir / "ids.npy"});
   CHECK(some["nodes_written"] == 2);
   const auto picked = Predictions(dir / "some");
-  CHECK(picked.at(3).first == p1.at(3).first);
+  // The same logits up to the last bits: two nodes' GEMMs may take another
+  // BLAS kernel than 7,364 nodes' (seen on an AVX2-only CPU).
+  const std::vector<float>&got = picked.at(3).first, &all = p1.at(3).first;
+  REQUIRE(got.size() == all.size());
+  for (size_t j = 0; j < got.size(); ++j) CHECK(got[j] == Approx(all[j]).margin(1e-5));
+  CHECK(picked.at(3).second == p1.at(3).second);
   const json test = infer(one, dir / "test", {"--node_mask", "test", "--fan_out", "5,5"});
   CHECK(test["nodes_written"] == tests);
   // The saved model is the best validation's epoch, its embedding rows
