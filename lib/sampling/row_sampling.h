@@ -65,41 +65,49 @@ inline int64_t SampleCount(int64_t deg, int fanout, bool replace) {
   return std::min<int64_t>(deg, fanout);
 }
 
-// Writes `k` < deg distinct uniformly chosen entries of row[0, deg) to out
-// (Floyd: k draws whatever deg is, so hub nodes cost the same as others),
-// and their positions in the row to `pos_out` when given.
-inline void SampleWithoutReplacement(const int64_t* row, int64_t deg, int64_t k, Rng* rng,
-                                     FloydScratch* scratch, int64_t* out,
-                                     int64_t* pos_out = nullptr) {
+// Writes `k` < deg distinct uniformly chosen positions of a row of `deg`
+// entries to pos_out (Floyd: k draws whatever deg is, so hub nodes cost the
+// same as others). Positions only: a caller that draws ahead can prefetch
+// the very lines it will read.
+inline void DrawPositions(int64_t deg, int64_t k, Rng* rng, FloydScratch* scratch,
+                          int64_t* pos_out) {
+  int64_t m = 0;
   if (k <= kLinearFloydMax) {
-    // Chosen positions are kept in `pos` for the duplicate check: ids in
-    // `out` cannot be used, since a multigraph row may repeat an id.
-    int64_t pos[kLinearFloydMax];
-    int64_t m = 0;
+    // The duplicate check scans the positions drawn so far (not ids: a
+    // multigraph row may repeat an id).
     for (int64_t j = deg - k; j < deg; ++j) {
       int64_t t = rng->Below(j + 1);
       for (int64_t q = 0; q < m; ++q) {
-        if (pos[q] == t) {
+        if (pos_out[q] == t) {
           t = j;
           break;
         }
       }
-      pos[m] = t;
-      if (pos_out) pos_out[m] = t;
-      out[m++] = row[t];
+      pos_out[m++] = t;
     }
     return;
   }
   std::fill(scratch->set.begin(), scratch->set.end(), -1);
-  int64_t m = 0;
   for (int64_t j = deg - k; j < deg; ++j) {
     int64_t t = rng->Below(j + 1);
     if (!scratch->Insert(t)) {
       t = j;
       scratch->Insert(t);
     }
-    if (pos_out) pos_out[m] = t;
-    out[m++] = row[t];
+    pos_out[m++] = t;
+  }
+}
+
+// DrawPositions, then the entries: out[q] = row[position q], and the
+// positions themselves to `pos_out` when given.
+inline void SampleWithoutReplacement(const int64_t* row, int64_t deg, int64_t k, Rng* rng,
+                                     FloydScratch* scratch, int64_t* out,
+                                     int64_t* pos_out = nullptr) {
+  DrawPositions(deg, k, rng, scratch, out);
+  for (int64_t q = 0; q < k; ++q) {
+    const int64_t t = out[q];
+    if (pos_out) pos_out[q] = t;
+    out[q] = row[t];
   }
 }
 

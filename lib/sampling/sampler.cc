@@ -22,7 +22,6 @@ namespace {
 using sampling_detail::FloydScratch;
 using sampling_detail::Rng;
 using sampling_detail::SampleCount;
-using sampling_detail::SampleWithoutReplacement;
 
 constexpr uint64_t kGolden = kGoldenGamma;
 
@@ -236,25 +235,42 @@ void SampleNeighbors(const CscView& csc, const int64_t* seeds, int64_t num_seeds
   int64_t* out = out_indices->data();
   if (out_edges) out_edges->resize(optr[num_seeds]);
   int64_t* out_pos = out_edges ? out_edges->data() : nullptr;
+  // Pass 2 in two stages a few seeds apart: a seed's positions are drawn
+  // first (into its output slots) and the very lines they fall on
+  // prefetched; kDraw seeds later its entries are read. A row of hundreds
+  // of neighbours spans tens of lines, and a sample of 10 of them misses
+  // the cache on nearly every entry otherwise.
+  constexpr int64_t kDraw = 8;
   ParallelFor(num_seeds, threads, [&](int64_t b, int64_t e) {
     FloydScratch scratch(replace ? 0 : fanout);
-    for (int64_t i = b; i < e; ++i) {
-      if (i + 2 * kAhead < e) prefetch_indptr(i + 2 * kAhead);
-      if (i + kAhead < e) {
-        prefetch_key(i + kAhead);
-        // The sampled positions fall anywhere in the row: all its lines.
-        int64_t r = seeds[i + kAhead] - csc.node_start;
-        if (optr[i + kAhead + 1] != optr[i + kAhead]) {
-          PrefetchBytes(csc.indices + csc.indptr[r],
-                        static_cast<size_t>(csc.indptr[r + 1] - csc.indptr[r]) * sizeof(int64_t),
-                        8);
-        }
+    auto draw = [&](int64_t i) {
+      const int64_t k = optr[i + 1] - optr[i];
+      if (k == 0) return;
+      const int64_t r = seeds[i] - csc.node_start;
+      const int64_t deg = csc.indptr[r + 1] - csc.indptr[r];
+      const int64_t* row = csc.indices + csc.indptr[r];
+      if (fanout < 0 || (!replace && k == deg)) {  // the whole row
+        PrefetchBytes(row, static_cast<size_t>(deg) * sizeof(int64_t), 8);
+        return;
       }
-      int64_t k = optr[i + 1] - optr[i];
-      if (k == 0) continue;
-      int64_t r = seeds[i] - csc.node_start;
-      int64_t begin = csc.indptr[r];
-      int64_t deg = csc.indptr[r + 1] - begin;
+      int64_t* at = out + optr[i];
+      // Keyed by the node's id in the input dataset when known, so every
+      // partitioning of a graph samples the same neighbours for a seed.
+      const int64_t key = csc.rng_keys ? csc.rng_keys[r] : seeds[i];
+      Rng rng(MixSeed(rng_seed, static_cast<uint64_t>(key)));
+      if (replace) {
+        for (int64_t q = 0; q < k; ++q) at[q] = rng.Below(deg);
+      } else {
+        sampling_detail::DrawPositions(deg, k, &rng, &scratch, at);
+      }
+      for (int64_t q = 0; q < k; ++q) __builtin_prefetch(row + at[q]);
+    };
+    auto gather = [&](int64_t i) {
+      const int64_t k = optr[i + 1] - optr[i];
+      if (k == 0) return;
+      const int64_t r = seeds[i] - csc.node_start;
+      const int64_t begin = csc.indptr[r];
+      const int64_t deg = csc.indptr[r + 1] - begin;
       const int64_t* row = csc.indices + begin;
       int64_t* dst = out + optr[i];
       int64_t* pos = out_pos ? out_pos + optr[i] : nullptr;
@@ -263,24 +279,21 @@ void SampleNeighbors(const CscView& csc, const int64_t* seeds, int64_t num_seeds
         if (pos) {
           for (int64_t q = 0; q < deg; ++q) pos[q] = begin + q;
         }
-        continue;
+        return;
       }
-      // Keyed by the node's id in the input dataset when known, so every
-      // partitioning of a graph samples the same neighbours for a seed.
-      const int64_t key = csc.rng_keys ? csc.rng_keys[r] : seeds[i];
-      Rng rng(MixSeed(rng_seed, static_cast<uint64_t>(key)));
-      if (replace) {
-        for (int64_t q = 0; q < k; ++q) {
-          const int64_t t = rng.Below(deg);
-          dst[q] = row[t];
-          if (pos) pos[q] = begin + t;
-        }
-      } else {
-        SampleWithoutReplacement(row, deg, k, &rng, &scratch, dst, pos);
-        if (pos) {
-          for (int64_t q = 0; q < k; ++q) pos[q] += begin;
-        }
+      for (int64_t q = 0; q < k; ++q) {
+        const int64_t t = dst[q];
+        if (pos) pos[q] = begin + t;
+        dst[q] = row[t];
       }
+    };
+    for (int64_t i = b; i < e + kDraw; ++i) {
+      if (i + kAhead < e) {
+        prefetch_indptr(i + kAhead);
+        prefetch_key(i + kAhead);
+      }
+      if (i < e) draw(i);
+      if (i - kDraw >= b) gather(i - kDraw);
     }
   });
 }
