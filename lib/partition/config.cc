@@ -90,6 +90,33 @@ void CheckMachinesForParts(int num_parts, int num_machines, const std::string& w
   }
 }
 
+EdgeShares ShareLabeledEdges(const PartitionConfig& config, int part,
+                             const std::vector<uint8_t>& split, int num_machines, int num_trainers,
+                             int machine_id, int trainer_id) {
+  auto sharers_of = [&](int p) {
+    return static_cast<int64_t>(PartitionMachines(p, config.num_parts, num_machines).size()) *
+           num_trainers;
+  };
+  EdgeShares out;
+  for (int p = 0; p < config.num_parts; ++p) {
+    const int64_t s = sharers_of(p);
+    out.max_train_share =
+        std::max(out.max_train_share, (config.parts[p].num_split_edges[0] + s - 1) / s);
+  }
+  const int64_t sharers = sharers_of(part);
+  const int64_t me = (machine_id / config.num_parts) * num_trainers + trainer_id;
+  std::vector<int64_t> in_split[3];
+  for (size_t e = 0; e < split.size(); ++e) {
+    if (split[e] >= 1 && split[e] <= 3) in_split[split[e] - 1].push_back(static_cast<int64_t>(e));
+  }
+  for (int k = 0; k < 3; ++k) {
+    const int64_t n = static_cast<int64_t>(in_split[k].size());
+    out.split[k].assign(in_split[k].begin() + n * me / sharers,
+                        in_split[k].begin() + n * (me + 1) / sharers);
+  }
+  return out;
+}
+
 std::vector<std::string> PartitionConfig::PartFileNames() const {
   if (!hetero()) {
     std::vector<std::string> names = kPartFiles;

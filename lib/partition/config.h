@@ -191,6 +191,16 @@ std::vector<int> PartitionMachines(int part, int num_parts, int num_machines);
 // ConfigError unless 1 <= num_parts <= num_machines (what = where the
 // machines come from, named in the message).
 void CheckMachinesForParts(int num_parts, int num_machines, const std::string& what);
+// The edge tasks' seeds: the trainers of the machines serving a partition
+// take even slices of each split of its labelled edges (`split[e]` is edge
+// e's: 1 train, 2 valid, 3 test, anything else none).
+struct EdgeShares {
+  std::vector<int64_t> split[3];  // this rank's positions in `split`: train, valid, test
+  int64_t max_train_share = 0;    // the largest train slice of any rank of any partition
+};
+EdgeShares ShareLabeledEdges(const PartitionConfig& config, int part,
+                             const std::vector<uint8_t>& split, int num_machines, int num_trainers,
+                             int machine_id, int trainer_id);
 
 nlohmann::json ToJson(const PartitionConfig& config);
 // The config file's text (ToJson, indented): the one writer of it, for

@@ -99,13 +99,8 @@ EdgeBatchPlan PlanEdgeBatch(const std::vector<int64_t>& heads, const std::vector
   }
   EdgeBatchPlan p;
   const size_t n = heads.size();
-  std::unordered_map<int64_t, int64_t> pos;
-  pos.reserve(n * (2 + num_negs));
-  auto local = [&](int64_t v) {
-    auto [it, added] = pos.emplace(v, static_cast<int64_t>(p.seeds.size()));
-    if (added) p.seeds.push_back(v);
-    return it->second;
-  };
+  SeedNumbering numbering(&p.seeds, n * (2 + num_negs));
+  auto local = [&](int64_t v) { return numbering.Add(v); };
   p.pos_head.resize(n);
   p.pos_tail.resize(n);
   p.exclude.resize(2 * n);

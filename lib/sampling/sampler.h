@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/random.h"
@@ -65,6 +66,25 @@ void KeepEdgeRows(const std::vector<int64_t>& kept, int64_t dim, std::vector<flo
 // sizes do not match. Single-threaded; reuses a thread-local hash table.
 Block ToBlock(const std::vector<int64_t>& dst_nodes, std::vector<int64_t> nbr_indptr,
               const std::vector<int64_t>& nbr_indices);
+
+// Numbers the distinct seeds of a batch (an edge batch's endpoints, a
+// query's nodes) in order of first appearance: Add(v) appends v to `seeds`
+// the first time and returns its position there.
+class SeedNumbering {
+ public:
+  explicit SeedNumbering(std::vector<int64_t>* seeds, size_t expected = 0) : seeds_(seeds) {
+    at_.reserve(expected);
+  }
+  int64_t Add(int64_t v) {
+    auto [it, fresh] = at_.emplace(v, static_cast<int64_t>(seeds_->size()));
+    if (fresh) seeds_->push_back(v);
+    return it->second;
+  }
+
+ private:
+  std::vector<int64_t>* seeds_;
+  std::unordered_map<int64_t, int64_t> at_;
+};
 
 // Transposes a CSR of `rows` rows over column ids [0, cols): t_ptr[cols+1]
 // and t_idx[ptr[rows]] (caller-allocated) list, per column, the rows that

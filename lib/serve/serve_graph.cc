@@ -300,13 +300,11 @@ Answer GraphEngine::Run(const Query& q) {
   std::vector<int64_t> seeds;
   std::vector<int64_t> seed_of;
   seed_of.reserve(static_cast<size_t>(q.rows()));
-  std::unordered_map<int64_t, int64_t> position;
+  SeedNumbering position(&seeds);
   for (int64_t id : q.node_ids) {
     const int64_t g = graph_->GraphId(id);
     if (g < 0) throw BadRequest("node_ids: " + NotANode(id));
-    const auto [it, fresh] = position.emplace(g, static_cast<int64_t>(seeds.size()));
-    if (fresh) seeds.push_back(it->first);
-    seed_of.push_back(it->second);
+    seed_of.push_back(position.Add(g));
   }
   for (int64_t j = 0; j < q.num_new; ++j) {
     seed_of.push_back(static_cast<int64_t>(seeds.size()));

@@ -632,35 +632,17 @@ class DistEnv : public TrainEnv {
   void SplitLabeledEdges(const PartitionConfig& config, int num_machines) {
     if (!graph_->LocalCsc(&local_csc_)) throw Error("no local partition for --task " + o_.task);
     edge_labels_ = ReadEdgeLabels(config, part_, o_.verify_checksums, o_.decoder_edge_dim > 0);
-    auto sharers_of = [&](int p) {
-      return static_cast<int64_t>(PartitionMachines(p, config.num_parts, num_machines).size()) *
-             o_.num_trainers;
-    };
-    int64_t max_share = 0;
-    for (int p = 0; p < config.num_parts; ++p) {
-      const int64_t s = sharers_of(p);
-      max_share = std::max(max_share, (config.parts[p].num_split_edges[0] + s - 1) / s);
-    }
+    EdgeShares shares = ShareLabeledEdges(config, part_, edge_labels_.split, num_machines,
+                                          o_.num_trainers, o_.machine_id, o_.trainer_id);
+    const int64_t max_share = shares.max_train_share;
     if (max_share == 0) throw DataError(o_.part_config + ": the graph has no train edges");
-    const int64_t sharers = sharers_of(part_);
-    const int64_t me = (o_.machine_id / config.num_parts) * o_.num_trainers + o_.trainer_id;
-    std::vector<int64_t> in_split[3];
-    for (size_t e = 0; e < edge_labels_.split.size(); ++e) {
-      const uint8_t s = edge_labels_.split[e];
-      if (s >= 1 && s <= 3) in_split[s - 1].push_back(static_cast<int64_t>(e));
-    }
-    auto slice = [&](const std::vector<int64_t>& all) {
-      const int64_t n = static_cast<int64_t>(all.size());
-      return std::vector<int64_t>(all.begin() + n * me / sharers,
-                                  all.begin() + n * (me + 1) / sharers);
-    };
-    edges_ = slice(in_split[0]);
-    eval_edges_[0] = slice(in_split[1]);
-    eval_edges_[1] = slice(in_split[2]);
+    edges_ = std::move(shares.split[0]);
+    eval_edges_[0] = std::move(shares.split[1]);
+    eval_edges_[1] = std::move(shares.split[2]);
     num_batches_ = (max_share + o_.batch_size - 1) / o_.batch_size;
-    GNN_LOG(kInfo) << Label() << ": " << edges_.size() << " of " << in_split[0].size()
-                   << " train edges of partition " << part_ << ", " << num_batches_
-                   << " batches per epoch";
+    GNN_LOG(kInfo) << Label() << ": " << edges_.size() << " of "
+                   << config.parts[part_].num_split_edges[0] << " train edges of partition "
+                   << part_ << ", " << num_batches_ << " batches per epoch";
   }
 
   CscView local_csc_;                   // --task link: this machine's partition

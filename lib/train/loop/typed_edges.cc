@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
 
 #include "common/error.h"
 #include "common/log.h"
 #include "common/random.h"
 #include "common/timer.h"
 #include "partition/local_partition.h"
+#include "sampling/sampler.h"
 #include "train/loop/predict.h"
 #include "train/loop/task.h"
 
@@ -32,32 +32,18 @@ TypedEdgeSplits ReadTypedEdgeSplits(const TrainOptions& o, const PartitionConfig
   // the partition's rows (as wide as the widest relation's).
   const int64_t w = o.decoder_edge_dim;
   const LabeledEdgeRows rows = ReadLabeledEdges(config, part, o.verify_checksums, w > 0);
-  auto sharers_of = [&](int p) {
-    return static_cast<int64_t>(PartitionMachines(p, config.num_parts, num_machines).size()) *
-           num_trainers;
-  };
+  const EdgeShares shares = ShareLabeledEdges(config, part, rows.split, num_machines, num_trainers,
+                                              machine_id, trainer_id);
   TypedEdgeSplits out;
-  for (int p = 0; p < config.num_parts; ++p) {
-    const int64_t s = sharers_of(p);
-    out.max_train_share =
-        std::max(out.max_train_share, (config.parts[p].num_split_edges[0] + s - 1) / s);
-  }
+  out.max_train_share = shares.max_train_share;
   if (out.max_train_share == 0) {
     throw DataError(o.part_config + ": no " + config.target_etype + " edge is in the train split");
   }
-  const int64_t sharers = sharers_of(part);
-  const int64_t me = (machine_id / config.num_parts) * num_trainers + trainer_id;
-  std::vector<size_t> in_split[3];
-  for (size_t e = 0; e < rows.split.size(); ++e) {
-    const uint8_t s = rows.split[e];
-    if (s >= 1 && s <= 3) in_split[s - 1].push_back(e);
-  }
   const bool classes = config.edge_label_kind == LabelKind::kClass;
   for (int k = 0; k < 3; ++k) {
-    const int64_t n = static_cast<int64_t>(in_split[k].size());
     LabeledEdges& le = out.split[k];
-    for (int64_t i = n * me / sharers; i < n * (me + 1) / sharers; ++i) {
-      const size_t e = in_split[k][static_cast<size_t>(i)];
+    for (const int64_t i : shares.split[k]) {
+      const size_t e = static_cast<size_t>(i);
       le.heads.push_back(rows.heads[e]);
       le.tails.push_back(rows.tails[e]);
       if (classes) {
@@ -98,19 +84,14 @@ TypedBatchPlan TypedEdgeTask::Plan(int64_t index, const LabeledEdges& edges,
                                    const std::vector<int64_t>& which, uint64_t rng_seed,
                                    bool exclude) {
   Batch b;
-  std::unordered_map<int64_t, int64_t> at;
-  auto position = [&](int64_t v) {
-    auto [it, fresh] = at.emplace(v, static_cast<int64_t>(b.seeds.size()));
-    if (fresh) b.seeds.push_back(v);
-    return it->second;
-  };
+  SeedNumbering position(&b.seeds);
   TypedBatchPlan plan;
   plan.index = index;
   plan.rng_seed = rng_seed;
   for (int64_t i : which) {
     const size_t e = static_cast<size_t>(i);
-    b.heads.push_back(position(edges.heads[e]));
-    b.tails.push_back(position(edges.tails[e]));
+    b.heads.push_back(position.Add(edges.heads[e]));
+    b.tails.push_back(position.Add(edges.tails[e]));
     if (classes_) {
       b.labels.push_back(edges.labels[e]);
     } else {
@@ -237,19 +218,14 @@ torch::Tensor DecodeShard(TypedModel& model, const TrainOptions& o, EdgeShard& s
     TypedBatchPlan plan;
     plan.index = i;
     plan.rng_seed = MixSeed(MixSeed(o.seed, 0x6576616c), static_cast<uint64_t>(i));
-    std::unordered_map<int64_t, int64_t> at;
-    auto position = [&](int64_t v) {
-      auto [it, fresh] = at.emplace(v, static_cast<int64_t>(plan.seeds.size()));
-      if (fresh) plan.seeds.push_back(v);
-      return it->second;
-    };
+    SeedNumbering position(&plan.seeds);
     heads.emplace_back();
     tails.emplace_back();
     features.emplace_back();
     for (int64_t j = b; j < std::min(n, b + o.batch_size_eval); ++j) {
       const size_t e = static_cast<size_t>(s.pick[static_cast<size_t>(j)]);
-      heads.back().push_back(position(s.edges.heads[e]));
-      tails.back().push_back(position(s.edges.tails[e]));
+      heads.back().push_back(position.Add(s.edges.heads[e]));
+      tails.back().push_back(position.Add(s.edges.tails[e]));
       const float* f = s.edges.features.data() + static_cast<int64_t>(e) * s.edges.feature_dim;
       features.back().insert(features.back().end(), f, f + w);
     }
