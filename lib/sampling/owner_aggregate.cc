@@ -26,7 +26,15 @@ void SampleAggregateInto(const OwnerDraw& draw, float* own_out, float* sum_out, 
   std::vector<int64_t>* remote_indptr = &sums->remote_indptr;
   std::vector<int64_t>* remote_ids = &sums->remote_ids;
   if (own_rows < 0 || own_rows > n) own_rows = n;
-  std::vector<int64_t> indptr, indices;
+  // Working arrays kept per calling thread between requests (a server's
+  // workers and a trainer's sampling thread call this for every batch).
+  // Bound to references here: a lambda run by another thread that named a
+  // thread_local itself would see that thread's copy.
+  thread_local std::vector<int64_t> tl_indptr, tl_indices, tl_held_indptr, tl_held_ids;
+  std::vector<int64_t>& indptr = tl_indptr;
+  std::vector<int64_t>& indices = tl_indices;
+  std::vector<int64_t>& held_indptr = tl_held_indptr;
+  std::vector<int64_t>& held_ids = tl_held_ids;
   SampleNeighbors(csc, dsts, n, draw.fanout, draw.replace, draw.rng_seed, draw.threads, &indptr,
                   &indices);
   const int64_t* ptr = indptr.data();
@@ -38,7 +46,7 @@ void SampleAggregateInto(const OwnerDraw& draw, float* own_out, float* sum_out, 
   counts->resize(n);
   remote_indptr->assign(n + 1, 0);
   int64_t* rp = remote_indptr->data();
-  std::vector<int64_t> held_indptr(n + 1, 0);
+  held_indptr.assign(n + 1, 0);
   int64_t* hp = held_indptr.data();
   for (int64_t i = 0; i < n; ++i) {
     (*counts)[i] = ptr[i + 1] - ptr[i];
@@ -49,7 +57,7 @@ void SampleAggregateInto(const OwnerDraw& draw, float* own_out, float* sum_out, 
   }
   remote_ids->resize(rp[n]);
   int64_t* remote = remote_ids->data();
-  std::vector<int64_t> held_ids(hp[n]);
+  held_ids.resize(hp[n]);
   CsrSum<float> sum = PlainCsrSum(hp, held_ids.data(), features, dim, dim, sum_out);
   sum.row_start = lo;
   sum.out_at = at;
