@@ -73,6 +73,7 @@ void BindRetrying(zmq::socket_t& sock, const std::string& endpoint, double retry
       sock.bind(endpoint);
       return;
     } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) continue;
       if (e.num() != EADDRINUSE || std::chrono::steady_clock::now() > deadline) throw;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));

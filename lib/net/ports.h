@@ -14,8 +14,10 @@ std::string DescribePortHolder(int port);
 // Binds `sock` to `endpoint`; while the port is in use (EADDRINUSE), tries
 // again every 200 ms for up to `retry_s` seconds (a restarted job's server
 // may start while the one it replaces, on a machine reached over ssh, is
-// still stopping). Rethrows the last zmq::error_t.
-void BindRetrying(zmq::socket_t& sock, const std::string& endpoint, double retry_s);
+// still stopping). Rethrows the last zmq::error_t. A bind a signal
+// interrupts (EINTR: libzmq polls its mailbox first, and a stop signal may
+// come at any moment of start-up) is tried again at once.
+void BindRetrying(zmq::socket_t& sock, const std::string& endpoint, double retry_s = 0);
 
 // How long servers and the rendezvous wait for a busy port (preflight has
 // already named any holder before a first start).

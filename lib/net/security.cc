@@ -14,6 +14,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/sha256.h"
+#include "net/ports.h"
 
 namespace gnn::net {
 
@@ -177,7 +178,7 @@ Authenticator::Authenticator(zmq::context_t& ctx, const JobKeys& keys, std::stri
   if (!keys.secure()) return;
   auto socket = std::make_shared<zmq::socket_t>(ctx, zmq::socket_type::rep);
   socket->set(zmq::sockopt::linger, 0);
-  socket->bind(kZapEndpoint);  // before any server socket of ctx binds
+  BindRetrying(*socket, kZapEndpoint);  // before any server socket of ctx binds
   thread_ = std::thread([this, socket] { Serve(*socket); });
 }
 

@@ -249,7 +249,12 @@ void FlushReplies(zmq::socket_t& back, zmq::socket_t& frontend, net::PeerWindows
                   const std::string& name) {
   while (true) {
     zmq::pollitem_t b{back.handle(), 0, ZMQ_POLLIN, 0};
-    if (zmq::poll(&b, 1, std::chrono::milliseconds(50)) <= 0) break;
+    try {
+      if (zmq::poll(&b, 1, std::chrono::milliseconds(50)) <= 0) break;
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+      continue;
+    }
     ForwardReply(back, frontend, windows, name);
   }
 }
@@ -276,7 +281,7 @@ void RunServer(const ServerOptions& o, const std::atomic<bool>& stop,
   const std::string backend = "inproc://workers";
   zmq::socket_t back(ctx, zmq::socket_type::dealer);
   back.set(zmq::sockopt::linger, 0);
-  back.bind(backend);
+  BindRetrying(back, backend);
   const int threads = ResolveThreads(o.num_threads);
   std::vector<std::thread> workers;
   for (int i = 0; i < threads; ++i) {
