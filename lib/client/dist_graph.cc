@@ -502,15 +502,16 @@ MiniBatch DistGraph::MakeBatch(const std::vector<int64_t>& seeds, const std::vec
     PullSparseFeatures(mb.blocks.empty() ? seeds : mb.blocks.front().src_nodes,
                        &mb.sparse_features);
     mb.sparse = true;
-  } else if (options_.aggregate_at_owner && exclude == nullptr && !fanouts.empty() &&
-             config_.feature_dim > 0 && edge_dim() == 0) {
-    // Layers above the first as usual; the first at the owners.
-    mb.blocks = SampleBlocks(seeds, fanouts, replace, rng_seed, nullptr, 1);
+  } else if (options_.aggregate_at_owner && !fanouts.empty() && config_.feature_dim > 0 &&
+             edge_dim() == 0) {
+    // Layers above the first as usual; the first at the owners (an edge
+    // batch's excluded pairs told to them).
+    mb.blocks = SampleBlocks(seeds, fanouts, replace, rng_seed, exclude, 1);
     // Block 0 keeps only its destinations (their rows and means are the
     // input): block 1's sources (distinct: ToBlock made them), or the
     // seeds (checked by ToBlock here).
     std::vector<int64_t> dsts = fanouts.size() > 1 ? mb.blocks[1].src_nodes : seeds;
-    SampleAggregate(dsts, fanouts[0], replace, MixSeed(rng_seed, 0), &mb.features);
+    SampleAggregate(dsts, fanouts[0], replace, MixSeed(rng_seed, 0), &mb.features, exclude);
     if (fanouts.size() > 1) {
       Block& first = mb.blocks[0];
       first.num_dst = static_cast<int64_t>(dsts.size());

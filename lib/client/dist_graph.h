@@ -127,8 +127,11 @@ class DistGraph {
   // owners: with options.remote_sums as per-destination sums (PullSums),
   // else as rows (one PullFeatures). Requests to all owners run
   // concurrently, in pieces of about 4 MB.
+  // With `exclude`, the sampled pairs in it are left out of the means (as
+  // SampleBlocks' Filter leaves them out of a block).
   void SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bool replace,
-                       uint64_t rng_seed, NoInitVector<float>* out);
+                       uint64_t rng_seed, NoInitVector<float>* out,
+                       const EdgeExclusion* exclude = nullptr);
 
   // Feature rows [ids.size(), feature_dim] and labels of any nodes. A
   // sparse-feature graph's rows travel sparse (PullSparseFeatures) and are
@@ -173,10 +176,10 @@ class DistGraph {
   int64_t CountNodes(int mask) const;
 
   // Seeds -> blocks, input features and seed labels: one mini-batch. With
-  // options.aggregate_at_owner (and no `exclude`), layer 0 is sampled and
-  // aggregated at the owners: the batch is in MiniBatch::input_means form
-  // and blocks[0] holds its destinations only (no edges), which is all the
-  // first layer reads.
+  // options.aggregate_at_owner, layer 0 is sampled and aggregated at the
+  // owners (each told the `exclude` pairs of its destinations): the batch
+  // is in MiniBatch::input_means form and blocks[0] holds its destinations
+  // only (no edges), which is all the first layer reads.
   MiniBatch MakeBatch(const std::vector<int64_t>& seeds, const std::vector<int>& fanouts,
                       bool replace, uint64_t rng_seed, const EdgeExclusion* exclude = nullptr);
   // A batch MakeBatch made, done with: its row buffer serves the next
@@ -301,6 +304,7 @@ class DistGraph {
   std::vector<AggregateCall> StartAggregates(const std::vector<int64_t>& dsts,
                                              std::vector<std::vector<size_t>>* pos, int fanout,
                                              bool replace, uint64_t rng_seed,
+                                             const EdgeExclusion* exclude,
                                              std::chrono::steady_clock::time_point deadline);
   // TypedGroupSums' first step: adds the rows this machine holds (its
   // partition's rows of type `ntype` at `local`, whose first id is

@@ -10,6 +10,7 @@
 #include "client/sum_plans.h"
 #include "common/error.h"
 #include "net/messages.h"
+#include "sampling/edge_batch.h"
 #include "sampling/id_sort.h"
 #include "sampling/owner_aggregate.h"
 #include "store/row_cache.h"
@@ -55,7 +56,8 @@ struct Gathered {
 }  // namespace
 
 void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bool replace,
-                                uint64_t rng_seed, NoInitVector<float>* out) {
+                                uint64_t rng_seed, NoInitVector<float>* out,
+                                const EdgeExclusion* exclude) {
   if (sparse_rows()) {
     throw ConfigError(config_.graph_name +
                       "'s feature rows are sparse: they are not aggregated at the owners");
@@ -70,7 +72,7 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
   Gathered got(static_cast<size_t>(n));
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   const std::vector<AggregateCall> pending =
-      StartAggregates(dsts, &pos, fanout, replace, rng_seed, deadline);
+      StartAggregates(dsts, &pos, fanout, replace, rng_seed, exclude, deadline);
   // Remote requests are in flight while the local partition is aggregated.
   if (local_part_ >= 0 && !pos[local_part_].empty()) {
     const PartitionView& v = local_->view();
@@ -79,7 +81,8 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
     for (size_t j = 0; j < mine.size(); ++j) ids[j] = dsts[mine[j]];
     // Rows and sums straight into their places.
     const auto m = static_cast<int64_t>(ids.size());
-    const OwnerDraw draw{v.csc(), v.features, dim, ids.data(), m, fanout, replace, rng_seed, 1};
+    const OwnerDraw draw{v.csc(), v.features, dim,      ids.data(), m,
+                         fanout,  replace,    rng_seed, 1,          exclude};
     OwnerSums held;
     gnn::SampleAggregateInto(draw, rows, sums, mine.data(), m, &held);
     got.Add(mine, held.counts, held.remote_indptr, held.remote_ids);
@@ -123,7 +126,8 @@ void DistGraph::SampleAggregate(const std::vector<int64_t>& dsts, int fanout, bo
 
 std::vector<DistGraph::AggregateCall> DistGraph::StartAggregates(
     const std::vector<int64_t>& dsts, std::vector<std::vector<size_t>>* pos, int fanout,
-    bool replace, uint64_t rng_seed, std::chrono::steady_clock::time_point deadline) {
+    bool replace, uint64_t rng_seed, const EdgeExclusion* exclude,
+    std::chrono::steady_clock::time_point deadline) {
   const size_t row_bytes = static_cast<size_t>(config_.feature_dim) * sizeof(float);
   const size_t chunk = std::max<size_t>(1, (size_t{4} << 20) / std::max<size_t>(2 * row_bytes, 1));
   std::vector<AggregateCall> pending;
@@ -151,6 +155,7 @@ std::vector<DistGraph::AggregateCall> DistGraph::StartAggregates(
         q.asked.own_rows = static_cast<int64_t>(std::max(uncached, first) - first);
       }
       for (size_t j = 0; j < count; ++j) q.asked.dsts[j] = dsts[q.slice[j]];
+      if (exclude) exclude->PairsOf(q.asked.dsts.data(), count, &q.asked.exclude);
       Message req = q.asked.Encode(0);
       Sending(req);
       q.peer = &Pick(p);

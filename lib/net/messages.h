@@ -149,6 +149,11 @@ struct SampleAggregateRequest {
   // Only the first own_rows destinations' own rows are wanted (the asker
   // holds the others', e.g. in its hot-row cache); -1: all.
   int64_t own_rows = -1;
+  // An edge task's batch edges to keep out of the sample: flat pairs
+  // (destination, neighbour), each destination's sampled neighbour in a
+  // pair is dropped before counting and summing (EdgeExclusion). Empty:
+  // none (no field, no frame).
+  std::vector<int64_t> exclude;
 
   std::string DebugString() const;
   Message Encode(uint64_t request_id) const;

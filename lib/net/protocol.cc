@@ -134,8 +134,8 @@ std::string KeyName(Key key) {
       "emb_lr_bits", "emb_seed",   "begin",         "end",
       "rows",        "own",        "source",        "piece",
       "pieces",      "layers",     "types",         "cols",
-      "has_values",  "embedding"};
-  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Key::kEmbedding) + 1,
+      "has_values",  "embedding",  "exclude"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Key::kExclude) + 1,
                 "a name for every key");
   const auto k = static_cast<size_t>(key);
   if (k < sizeof(kNames) / sizeof(kNames[0]) && kNames[k]) return kNames[k];

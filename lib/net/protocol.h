@@ -138,6 +138,7 @@ enum class Key : uint16_t {
   kCols = 47,
   kHasValues = 48,  // a flag
   kEmbedding = 49,  // a flag
+  kExclude = 50,    // a flag: the message carries excluded edges (a frame of pairs)
 };
 // "fanout", "rng_seed", ...; "key<N>" for a number this side does not know.
 std::string KeyName(Key key);

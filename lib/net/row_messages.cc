@@ -66,15 +66,20 @@ Message SampleAggregateRequest::Encode(uint64_t request_id) const {
   PutCoding(&m, coding);
   PutOwn(&m, own_rows);
   AddInts(&m, dsts, coding);
+  if (!exclude.empty()) {
+    m.header.Add(Key::kExclude, 1);
+    AddInts(&m, exclude, coding);
+  }
   return m;
 }
 
 SampleAggregateRequest SampleAggregateRequest::Decode(const Message& m) {
   constexpr MsgType kType = MsgType::kSampleAggregate;
-  const FieldReader f(
-      m, kType,
-      {Key::kFanout, Key::kReplace, Key::kRngSeed, Key::kFormat, Key::kCoding, Key::kOwn});
-  f.Frames(1);
+  const FieldReader f(m, kType,
+                      {Key::kFanout, Key::kReplace, Key::kRngSeed, Key::kFormat, Key::kCoding,
+                       Key::kOwn, Key::kExclude});
+  const bool excludes = f.Flag(Key::kExclude);
+  f.Frames(excludes ? 2 : 1);
   SampleAggregateRequest r;
   r.fanout = f.Get(Key::kFanout);
   r.replace = f.Get(Key::kReplace) != 0;
@@ -87,12 +92,18 @@ SampleAggregateRequest SampleAggregateRequest::Decode(const Message& m) {
     Malformed(kType, "own rows " + std::to_string(r.own_rows) + " for " + N(r.dsts.size()) +
                          " destinations");
   }
+  if (excludes) {
+    r.exclude = ReadInts(m, 1, r.coding, kMaxRequestValues);
+    if (r.exclude.empty() || r.exclude.size() % 2 != 0) {
+      Malformed(kType, N(r.exclude.size()) + " excluded ids (pairs: an even number, at least 2)");
+    }
+  }
   return r;
 }
 
 bool SampleAggregateRequest::operator==(const SampleAggregateRequest& o) const {
   return dsts == o.dsts && fanout == o.fanout && replace == o.replace && rng_seed == o.rng_seed &&
-         format == o.format && coding == o.coding && own_rows == o.own_rows;
+         format == o.format && coding == o.coding && own_rows == o.own_rows && exclude == o.exclude;
 }
 
 SampleAggregateReply::SampleAggregateReply(int64_t d, size_t n, RowFormat f, IdCoding c,

@@ -56,6 +56,16 @@ bool EdgeExclusion::Contains(int64_t u, int64_t v) const {
   return first != last && std::binary_search(first, last, v);
 }
 
+void EdgeExclusion::PairsOf(const int64_t* ids, size_t n, std::vector<int64_t>* flat) const {
+  for (size_t i = 0; i < n; ++i) {
+    const auto [first, last] = PartnersOf(ids[i]);
+    for (const int64_t* p = first; p != last; ++p) {
+      flat->push_back(ids[i]);
+      flat->push_back(*p);
+    }
+  }
+}
+
 void EdgeExclusion::Filter(const int64_t* dst, int64_t num_dst, std::vector<int64_t>* indptr,
                            std::vector<int64_t>* indices, std::vector<int64_t>* kept) const {
   if (kept) {

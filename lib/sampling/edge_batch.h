@@ -29,6 +29,10 @@ class EdgeExclusion {
   // (KeepEdgeRows).
   void Filter(const int64_t* dst, int64_t num_dst, std::vector<int64_t>* indptr,
               std::vector<int64_t>* indices, std::vector<int64_t>* kept = nullptr) const;
+  // Appends to `flat` the pairs (ids[i], partner) of the set whose first
+  // node is one of `ids` (in ids' order): what an owner sampling those
+  // nodes' neighbours needs of the set.
+  void PairsOf(const int64_t* ids, size_t n, std::vector<int64_t>* flat) const;
 
  private:
   // The pairs' nodes, sorted and unique (a quick reject), and each one's

@@ -8,6 +8,7 @@
 #include "common/memory.h"
 #include "common/parallel.h"
 #include "common/row_sums.h"
+#include "sampling/edge_batch.h"
 
 namespace gnn {
 
@@ -37,6 +38,7 @@ void SampleAggregateInto(const OwnerDraw& draw, float* own_out, float* sum_out, 
   std::vector<int64_t>& held_ids = tl_held_ids;
   SampleNeighbors(csc, dsts, n, draw.fanout, draw.replace, draw.rng_seed, draw.threads, &indptr,
                   &indices);
+  if (draw.exclude) draw.exclude->Filter(dsts, n, &indptr, &indices);
   const int64_t* ptr = indptr.data();
   const int64_t* idx = indices.data();
   const int64_t lo = csc.node_start, hi = csc.node_start + csc.num_nodes;

@@ -16,11 +16,15 @@
 
 namespace gnn {
 
+class EdgeExclusion;
+
 // What one owner draws and sums: destinations `dsts` [n] (global ids
 // owned by `csc`), each one's in-neighbours sampled exactly as
 // SampleNeighbors(csc, dsts, n, fanout, replace, rng_seed) samples them,
 // over `features` [csc.num_nodes, dim] (the rows of the nodes csc owns),
-// with `threads` threads (<= 0: all cores).
+// with `threads` threads (<= 0: all cores). With `exclude` (an edge task's
+// batch), the sampled pairs in it are dropped before anything is counted
+// or summed, as EdgeExclusion::Filter drops them from a sampled block.
 struct OwnerDraw {
   CscView csc;
   const float* features = nullptr;
@@ -31,6 +35,7 @@ struct OwnerDraw {
   bool replace = false;
   uint64_t rng_seed = 0;
   int threads = 1;
+  const EdgeExclusion* exclude = nullptr;
 };
 
 // What it lists beside the rows: counts[i], how many neighbours

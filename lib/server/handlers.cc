@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "net/messages.h"
+#include "sampling/edge_batch.h"
 #include "sampling/owner_aggregate.h"
 #include "sampling/sampler.h"
 
@@ -144,15 +145,18 @@ Message OnSampleAggregate(ServerState& s, const Message& req) {
   // Summed in float32 either way; a narrow reply is converted once.
   std::vector<float> wide;
   if (r.format != net::RowFormat::kFloat32) wide.resize((own + n) * v.feature_dim);
-  const OwnerDraw draw{v.csc(),
-                       v.features,
-                       v.feature_dim,
-                       r.dsts.data(),
-                       static_cast<int64_t>(n),
-                       static_cast<int>(r.fanout),
-                       r.replace,
-                       r.rng_seed,
-                       1};
+  OwnerDraw draw{v.csc(),
+                 v.features,
+                 v.feature_dim,
+                 r.dsts.data(),
+                 static_cast<int64_t>(n),
+                 static_cast<int>(r.fanout),
+                 r.replace,
+                 r.rng_seed,
+                 1};
+  // An edge task's batch edges, dropped from what is drawn here.
+  const EdgeExclusion exclude(r.exclude);
+  if (!exclude.empty()) draw.exclude = &exclude;
   OwnerSums sums;
   SampleAggregate(draw, wide.empty() ? rep.data() : wide.data(), &sums, r.own_rows);
   rep.counts = std::move(sums.counts);

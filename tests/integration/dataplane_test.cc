@@ -16,6 +16,7 @@
 #include "common/sha256.h"
 #include "partition/local_partition.h"
 #include "partition/partition.h"
+#include "sampling/edge_batch.h"
 #include "sampling/sampler.h"
 #include "store/row_cache.h"
 
@@ -138,6 +139,21 @@ void RunEquality(const std::string& dataset) {
       std::vector<int> fanouts = b % 2 ? std::vector<int>{5, 10} : std::vector<int>{3, -1, 4};
       MiniBatch mb = g.MakeBatch(seeds, fanouts, false, 100 + b);
       CheckAgainstStandalone(mb, dist, single, fanouts, 100 + b);
+      // An edge batch's pairs (the first seeds, each with its first
+      // neighbour in block 0) kept out of the sample: the owners, told
+      // them, leave them out of the means.
+      const Block& first = mb.blocks.front();
+      std::vector<int64_t> pairs;
+      for (int64_t i = 0; i < std::min<int64_t>(first.num_dst, 16); ++i) {
+        if (first.indptr[i + 1] == first.indptr[i]) continue;
+        pairs.insert(pairs.end(),
+                     {first.src_nodes[i], first.src_nodes[first.indices[first.indptr[i]]]});
+      }
+      const EdgeExclusion exclude(pairs);
+      MiniBatch kept = g.MakeBatch(seeds, fanouts, false, 100 + b, &exclude);
+      CHECK(kept.blocks.front().num_edges() < first.num_edges());
+      CheckAggregatedAtOwner(at_owner.MakeBatch(seeds, fanouts, false, 100 + b, &exclude),
+                             std::move(kept));
       CheckAggregatedAtOwner(at_owner.MakeBatch(seeds, fanouts, false, 100 + b), std::move(mb));
     }
     if (local < 0) CHECK(g.wire_bytes() > 0);

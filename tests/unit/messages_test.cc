@@ -421,6 +421,30 @@ TEST_CASE(
                     Catch::Contains("--wire_ids must be int64 or varint, got 'int32'"));
 }
 
+TEST_CASE("a SampleAggregate carries an edge batch's excluded pairs, an even number of ids",
+          "[unit]") {
+  for (IdCoding c : {IdCoding::kInt64, IdCoding::kVarint}) {
+    SampleAggregateRequest r{{5, 6, 7}, 10, false, 3, RowFormat::kFloat32, c};
+    r.exclude = {5, 900, 7, 2, 7, 6};
+    RoundTrips(r);
+    const Message m = r.Encode(1);
+    CHECK(m.frames.size() == 2);
+    CHECK(SampleAggregateRequest::Decode(Received(m)).exclude == r.exclude);
+    r.exclude.pop_back();
+    CHECK_THROWS_WITH(
+        SampleAggregateRequest::Decode(Received(r.Encode(1))),
+        Catch::Contains("malformed SampleAggregate: 5 excluded ids (pairs: an even number"));
+  }
+  // None: no field, one frame; the flag without its frame is refused.
+  Message none = SampleAggregateRequest{{5}, 10, false, 3}.Encode(1);
+  CHECK(none.frames.size() == 1);
+  CHECK(none.header.Find(Key::kExclude) == nullptr);
+  none.header.Add(Key::kExclude, 1);
+  CHECK_THROWS_WITH(SampleAggregateRequest::Decode(Received(none)),
+                    Catch::Contains("malformed SampleAggregate: expected 2 array frames"));
+  CHECK(KeyName(Key::kExclude) == "exclude");
+}
+
 TEST_CASE("the batch messages round-trip with varint ids, and replies in varints are checked",
           "[unit]") {
   const IdCoding v = IdCoding::kVarint;

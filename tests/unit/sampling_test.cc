@@ -9,10 +9,12 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "common/error.h"
 #include "graph/csr.h"
 #include "graph/synthetic.h"
+#include "sampling/edge_batch.h"
 #include "sampling/hot_rows.h"
 #include "sampling/id_sort.h"
 #include "sampling/loader.h"
@@ -677,7 +679,10 @@ TEST_CASE("MixSeed separates streams", "[unit]") {
   CHECK(MixSeed(0, 0) != 0);
 }
 
-TEST_CASE("SampleAggregate at the owner gives the means of the same sampled neighbours", "[unit]") {
+TEST_CASE(
+    "SampleAggregate at the owner gives the means of the same sampled neighbours, an edge "
+    "batch's pairs excluded as a block excludes them",
+    "[unit]") {
   // synthetic:tiny's graph; this "partition" owns nodes [lo, hi) and their
   // rows; the others' rows come from the whole table, as remote pulls do.
   Dataset d = GenerateSynthetic(ParseSyntheticSpec("tiny"), 3, 1);
@@ -691,19 +696,33 @@ TEST_CASE("SampleAggregate at the owner gives the means of the same sampled neig
   std::vector<int64_t> dsts;
   for (int64_t v = lo; v < hi; v += 3) dsts.push_back(v);
   const int64_t n = static_cast<int64_t>(dsts.size());
-  for (const auto& [fanout, replace] :
-       std::vector<std::pair<int, bool>>{{5, false}, {5, true}, {-1, false}}) {
-    INFO("fanout " << fanout << " replace " << replace);
+  for (const auto& [fanout, replace, excluding] : std::vector<std::tuple<int, bool, bool>>{
+           {5, false, false}, {5, true, false}, {-1, false, false}, {5, false, true}}) {
+    INFO("fanout " << fanout << " replace " << replace << " excluding " << excluding);
     // Today's path: sample, build the block, average the sources' rows.
     std::vector<int64_t> sp, si;
     SampleNeighbors(csc, dsts.data(), n, fanout, replace, 99, 2, &sp, &si);
+    // An edge batch's pairs (every other destination's first sampled
+    // neighbour) filtered out of the block, and left out at the owner.
+    EdgeExclusion exclude;
+    if (excluding) {
+      std::vector<int64_t> pairs;
+      for (int64_t i = 0; i < n; i += 2) {
+        if (sp[i + 1] > sp[i]) pairs.insert(pairs.end(), {dsts[i], si[sp[i]]});
+      }
+      exclude = EdgeExclusion(pairs);
+      const int64_t sampled = sp[n];
+      exclude.Filter(dsts.data(), n, &sp, &si);
+      CHECK(sp[n] < sampled);
+    }
+    const EdgeExclusion* ex = excluding ? &exclude : nullptr;
     const Block block = ToBlock(dsts, sp, si);
     std::vector<float> expect(n * dim);
     MeanOfSources(d.features.data(), 0, dim, block, expect.data(), 1);
     // At the owner: own rows and held sums, then the remote rows added in.
     std::vector<float> out(2 * n * dim);
     OwnerSums all;
-    SampleAggregate({csc, owned_rows, dim, dsts.data(), n, fanout, replace, 99, 2}, out.data(),
+    SampleAggregate({csc, owned_rows, dim, dsts.data(), n, fanout, replace, 99, 2, ex}, out.data(),
                     &all);
     const std::vector<int64_t>&counts = all.counts, &rptr = all.remote_indptr,
           &rids = all.remote_ids;
@@ -715,7 +734,7 @@ TEST_CASE("SampleAggregate at the owner gives the means of the same sampled neig
     const int64_t k = n / 3;
     std::vector<float> part((k + n) * dim);
     OwnerSums first_k;
-    SampleAggregate({csc, owned_rows, dim, dsts.data(), n, fanout, replace, 99, 1}, part.data(),
+    SampleAggregate({csc, owned_rows, dim, dsts.data(), n, fanout, replace, 99, 1, ex}, part.data(),
                     &first_k, k);
     CHECK(std::equal(part.begin(), part.begin() + k * dim, out.begin()));
     CHECK(std::equal(part.begin() + k * dim, part.end(), out.begin() + n * dim));
