@@ -153,7 +153,7 @@ struct SampleAggregateRequest {
   // (destination, neighbour), each destination's sampled neighbour in a
   // pair is dropped before counting and summing (EdgeExclusion). Empty:
   // none (no field, no frame).
-  std::vector<int64_t> exclude;
+  std::vector<int64_t> exclude{};
 
   std::string DebugString() const;
   Message Encode(uint64_t request_id) const;

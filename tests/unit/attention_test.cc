@@ -455,4 +455,28 @@ TEST_CASE("Dropout is x * KeepMask in one pass, and its gradient is the same mas
   }
 }
 
+TEST_CASE("ReluDropout is Dropout(relu(x)): the same values, draw and gradient", "[unit]") {
+  for (torch::ScalarType t : {torch::kFloat32, torch::kFloat64}) {
+    torch::Tensor x = torch::randn({333, 17}, t).requires_grad_();
+    torch::Tensor g = torch::randn({333, 17}, t);
+    for (double p : {0.0, 0.5}) {
+      torch::manual_seed(5);
+      torch::Tensor fused = ReluDropout(x, p, /*training=*/true);
+      const int64_t after_fused = torch::randint(1 << 30, {1}).item<int64_t>();
+      fused.backward(g);
+      const torch::Tensor fused_grad = x.grad().clone();
+      x.mutable_grad() = torch::Tensor();
+      torch::manual_seed(5);
+      torch::Tensor plain = Dropout(torch::relu(x), p, /*training=*/true);
+      // The generator moved alike: the next draws agree.
+      CHECK(torch::randint(1 << 30, {1}).item<int64_t>() == after_fused);
+      plain.backward(g);
+      CHECK(torch::equal(fused, plain));
+      CHECK(torch::equal(fused_grad, x.grad()));
+      x.mutable_grad() = torch::Tensor();
+    }
+    CHECK(torch::equal(ReluDropout(x, 0.5, /*training=*/false), torch::relu(x)));
+  }
+}
+
 }  // namespace gnn

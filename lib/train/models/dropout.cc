@@ -50,6 +50,45 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void KeepRangeOf(
   KeepRange(in, out, b, e, s0, s1, threshold, keep);
 }
 
+// The same with a ReLU first: out[i] = max(in[i], 0) * keep-or-0, the very
+// values relu followed by KeepRange gives.
+template <typename scalar_t>
+inline void ReluKeepRange(const scalar_t* in, scalar_t* out, int64_t b, int64_t e, uint32_t s0,
+                          uint32_t s1, uint32_t threshold, scalar_t keep) {
+  for (int64_t i = b; i < e; ++i) {
+    const scalar_t v = in[i] < scalar_t(0) ? scalar_t(0) : in[i];
+    out[i] = v * (Mix32((static_cast<uint32_t>(i) + s0) ^ s1) >= threshold ? keep : scalar_t(0));
+  }
+}
+__attribute__((target_clones("avx512f", "avx2", "default"))) void ReluKeepRangeOf(
+    const float* in, float* out, int64_t b, int64_t e, uint32_t s0, uint32_t s1, uint32_t threshold,
+    float keep) {
+  ReluKeepRange(in, out, b, e, s0, s1, threshold, keep);
+}
+__attribute__((target_clones("avx512f", "avx2", "default"))) void ReluKeepRangeOf(
+    const double* in, double* out, int64_t b, int64_t e, uint32_t s0, uint32_t s1,
+    uint32_t threshold, double keep) {
+  ReluKeepRange(in, out, b, e, s0, s1, threshold, keep);
+}
+
+// Its gradient from its output alone: grad * keep where the output is
+// positive (the element passed the ReLU and was kept), else 0.
+template <typename scalar_t>
+inline void PassPositive(const scalar_t* grad, const scalar_t* y, scalar_t* out, int64_t b,
+                         int64_t e, scalar_t keep) {
+  // Branch-free (both loads unconditional), so the compiler vectorizes it:
+  // the pattern of kept elements is random, a branch would miss half the time.
+  for (int64_t i = b; i < e; ++i) out[i] = grad[i] * (y[i] > scalar_t(0) ? keep : scalar_t(0));
+}
+__attribute__((target_clones("avx512f", "avx2", "default"))) void PassPositiveOf(
+    const float* grad, const float* y, float* out, int64_t b, int64_t e, float keep) {
+  PassPositive(grad, y, out, b, e, keep);
+}
+__attribute__((target_clones("avx512f", "avx2", "default"))) void PassPositiveOf(
+    const double* grad, const double* y, double* out, int64_t b, int64_t e, double keep) {
+  PassPositive(grad, y, out, b, e, keep);
+}
+
 // One seed per mask from LibTorch's generator: reproducible under
 // torch::manual_seed.
 uint64_t DrawSeed() {
@@ -60,13 +99,19 @@ uint64_t DrawSeed() {
 // out[i] = in[i] * (element i kept ? 1 / (1 - p) : 0), element i kept when
 // the hash of (seed, i), as a 32-bit fraction, is >= p. With in ==
 // nullptr, out holds the mask itself.
+// With relu, max(in[i], 0) in place of in[i].
 template <typename scalar_t>
-void ApplyKeepMask(const scalar_t* in, scalar_t* out, int64_t n, double p, uint64_t seed) {
+void ApplyKeepMask(const scalar_t* in, scalar_t* out, int64_t n, double p, uint64_t seed,
+                   bool relu = false) {
   const auto threshold = static_cast<uint32_t>(std::min(p * 4294967296.0, 4294967295.0));
   const scalar_t keep = static_cast<scalar_t>(1.0 / (1.0 - p));
   const auto s0 = static_cast<uint32_t>(seed), s1 = static_cast<uint32_t>(seed >> 32);
   at::parallel_for(0, n, 1 << 16, [&](int64_t b, int64_t e) {
-    KeepRangeOf(in, out, b, e, s0, s1, threshold, keep);
+    if (relu) {
+      ReluKeepRangeOf(in, out, b, e, s0, s1, threshold, keep);
+    } else {
+      KeepRangeOf(in, out, b, e, s0, s1, threshold, keep);
+    }
   });
 }
 
@@ -95,6 +140,40 @@ class DropoutFn : public torch::autograd::Function<DropoutFn> {
       ApplyKeepMask(in.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), in.numel(), p, seed);
     });
     return out;
+  }
+};
+
+// Dropout(relu(x)) in one pass; the backward pass reads the output
+// alone (no mask drawn again, no input kept).
+class ReluDropoutFn : public torch::autograd::Function<ReluDropoutFn> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               double p, int64_t seed) {
+    torch::Tensor in = x.contiguous();
+    torch::Tensor out = torch::empty_like(in);
+    AT_DISPATCH_FLOATING_TYPES(in.scalar_type(), "ReluDropout", [&] {
+      ApplyKeepMask(in.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), in.numel(), p,
+                    static_cast<uint64_t>(seed), true);
+    });
+    ctx->saved_data["p"] = p;
+    ctx->save_for_backward({out});
+    return out;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const double p = ctx->saved_data["p"].toDouble();
+    const torch::Tensor y = ctx->get_saved_variables()[0];
+    const torch::Tensor g = grads[0].contiguous();
+    torch::Tensor out = torch::empty_like(g);
+    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "ReluDropoutBackward", [&] {
+      const auto keep = static_cast<scalar_t>(1.0 / (1.0 - p));
+      const scalar_t* gp = g.data_ptr<scalar_t>();
+      const scalar_t* yp = y.data_ptr<scalar_t>();
+      scalar_t* op = out.data_ptr<scalar_t>();
+      at::parallel_for(0, g.numel(), 1 << 16,
+                       [&](int64_t b, int64_t e) { PassPositiveOf(gp, yp, op, b, e, keep); });
+    });
+    return {out, torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -155,6 +234,11 @@ torch::Tensor Dropout(const torch::Tensor& x, double p, bool training) {
   // The same bits as x * KeepMask, in one pass, and no mask kept for the
   // backward pass.
   return DropoutFn::apply(x, p, static_cast<int64_t>(DrawSeed()));
+}
+
+torch::Tensor ReluDropout(const torch::Tensor& x, double p, bool training) {
+  if (!training || p <= 0 || !x.is_cpu()) return Dropout(torch::relu(x), p, training);
+  return ReluDropoutFn::apply(x, p, static_cast<int64_t>(DrawSeed()));
 }
 
 }  // namespace gnn

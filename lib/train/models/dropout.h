@@ -20,6 +20,11 @@ torch::Tensor KeepMask(torch::IntArrayRef shape, double p, const torch::TensorOp
 // CPU; elsewhere torch::dropout). Every model's feature dropout.
 torch::Tensor Dropout(const torch::Tensor& x, double p, bool training);
 
+// Dropout(relu(x), p, training), the same values and gradients and the same
+// draw from LibTorch's generator, in one pass each way on the CPU (the
+// backward pass reads the output: no mask drawn again, no input kept).
+torch::Tensor ReluDropout(const torch::Tensor& x, double p, bool training);
+
 // Dropout of sparse input rows (a CSR tensor, models/sparse_input.h): the
 // stored values masked and scaled, on the CPU with the very mask Dropout
 // gives the dense matrix (element r * cols + c of the same seed); no

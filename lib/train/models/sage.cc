@@ -131,10 +131,7 @@ GraphSageImpl::GraphSageImpl(int64_t in, int64_t hidden, int64_t classes, int nu
 }
 
 torch::Tensor GraphSageImpl::Activate(int l, torch::Tensor out) {
-  if (l + 1 < num_layers()) {
-    out = torch::relu(out);
-    out = Dropout(out, dropout_, is_training());
-  }
+  if (l + 1 < num_layers()) out = ReluDropout(out, dropout_, is_training());
   return out;
 }
 
