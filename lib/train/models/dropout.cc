@@ -22,10 +22,11 @@ inline uint32_t Mix32(uint32_t h) {
 }
 
 // Elements [b, e): keep[i] when Mix32((i + s0) ^ s1) >= threshold; out[i] =
-// in[i] * keep (in == nullptr: the mask itself). Branch-free, so the
-// compiler vectorizes it; built for AVX2 and for the baseline, picked at
-// load time.
-template <typename scalar_t>
+// in[i] * keep (in == nullptr: the mask itself; kRelu: max(in[i], 0) in
+// place of in[i], the very values relu then the mask give). Branch-free,
+// so the compiler vectorizes it; built for AVX2 and for the baseline,
+// picked at load time.
+template <bool kRelu, typename scalar_t>
 inline void KeepRange(const scalar_t* in, scalar_t* out, int64_t b, int64_t e, uint32_t s0,
                       uint32_t s1, uint32_t threshold, scalar_t keep) {
   if (in == nullptr) {
@@ -34,59 +35,38 @@ inline void KeepRange(const scalar_t* in, scalar_t* out, int64_t b, int64_t e, u
     }
   } else {
     for (int64_t i = b; i < e; ++i) {
-      out[i] =
-          in[i] * (Mix32((static_cast<uint32_t>(i) + s0) ^ s1) >= threshold ? keep : scalar_t(0));
+      const scalar_t v = kRelu && in[i] < scalar_t(0) ? scalar_t(0) : in[i];
+      out[i] = v * (Mix32((static_cast<uint32_t>(i) + s0) ^ s1) >= threshold ? keep : scalar_t(0));
     }
   }
 }
 __attribute__((target_clones("avx512f", "avx2", "default"))) void KeepRangeOf(
     const float* in, float* out, int64_t b, int64_t e, uint32_t s0, uint32_t s1, uint32_t threshold,
-    float keep) {
-  KeepRange(in, out, b, e, s0, s1, threshold, keep);
+    float keep, bool relu) {
+  if (relu) {
+    KeepRange<true>(in, out, b, e, s0, s1, threshold, keep);
+  } else {
+    KeepRange<false>(in, out, b, e, s0, s1, threshold, keep);
+  }
 }
 __attribute__((target_clones("avx512f", "avx2", "default"))) void KeepRangeOf(
     const double* in, double* out, int64_t b, int64_t e, uint32_t s0, uint32_t s1,
-    uint32_t threshold, double keep) {
-  KeepRange(in, out, b, e, s0, s1, threshold, keep);
-}
-
-// The same with a ReLU first: out[i] = max(in[i], 0) * keep-or-0, the very
-// values relu followed by KeepRange gives.
-template <typename scalar_t>
-inline void ReluKeepRange(const scalar_t* in, scalar_t* out, int64_t b, int64_t e, uint32_t s0,
-                          uint32_t s1, uint32_t threshold, scalar_t keep) {
-  for (int64_t i = b; i < e; ++i) {
-    const scalar_t v = in[i] < scalar_t(0) ? scalar_t(0) : in[i];
-    out[i] = v * (Mix32((static_cast<uint32_t>(i) + s0) ^ s1) >= threshold ? keep : scalar_t(0));
+    uint32_t threshold, double keep, bool relu) {
+  if (relu) {
+    KeepRange<true>(in, out, b, e, s0, s1, threshold, keep);
+  } else {
+    KeepRange<false>(in, out, b, e, s0, s1, threshold, keep);
   }
 }
-__attribute__((target_clones("avx512f", "avx2", "default"))) void ReluKeepRangeOf(
-    const float* in, float* out, int64_t b, int64_t e, uint32_t s0, uint32_t s1, uint32_t threshold,
-    float keep) {
-  ReluKeepRange(in, out, b, e, s0, s1, threshold, keep);
-}
-__attribute__((target_clones("avx512f", "avx2", "default"))) void ReluKeepRangeOf(
-    const double* in, double* out, int64_t b, int64_t e, uint32_t s0, uint32_t s1,
-    uint32_t threshold, double keep) {
-  ReluKeepRange(in, out, b, e, s0, s1, threshold, keep);
-}
 
-// Its gradient from its output alone: grad * keep where the output is
-// positive (the element passed the ReLU and was kept), else 0.
+// ReLU-then-mask's gradient from its output alone: grad * keep where the
+// output is positive (the element passed the ReLU and was kept), else 0.
+// Branch-free (both loads unconditional), so it vectorizes: kept elements
+// fall at random, a branch would miss half the time.
 template <typename scalar_t>
-inline void PassPositive(const scalar_t* grad, const scalar_t* y, scalar_t* out, int64_t b,
-                         int64_t e, scalar_t keep) {
-  // Branch-free (both loads unconditional), so the compiler vectorizes it:
-  // the pattern of kept elements is random, a branch would miss half the time.
+void PassPositive(const scalar_t* grad, const scalar_t* y, scalar_t* out, int64_t b, int64_t e,
+                  scalar_t keep) {
   for (int64_t i = b; i < e; ++i) out[i] = grad[i] * (y[i] > scalar_t(0) ? keep : scalar_t(0));
-}
-__attribute__((target_clones("avx512f", "avx2", "default"))) void PassPositiveOf(
-    const float* grad, const float* y, float* out, int64_t b, int64_t e, float keep) {
-  PassPositive(grad, y, out, b, e, keep);
-}
-__attribute__((target_clones("avx512f", "avx2", "default"))) void PassPositiveOf(
-    const double* grad, const double* y, double* out, int64_t b, int64_t e, double keep) {
-  PassPositive(grad, y, out, b, e, keep);
 }
 
 // One seed per mask from LibTorch's generator: reproducible under
@@ -107,11 +87,7 @@ void ApplyKeepMask(const scalar_t* in, scalar_t* out, int64_t n, double p, uint6
   const scalar_t keep = static_cast<scalar_t>(1.0 / (1.0 - p));
   const auto s0 = static_cast<uint32_t>(seed), s1 = static_cast<uint32_t>(seed >> 32);
   at::parallel_for(0, n, 1 << 16, [&](int64_t b, int64_t e) {
-    if (relu) {
-      ReluKeepRangeOf(in, out, b, e, s0, s1, threshold, keep);
-    } else {
-      KeepRangeOf(in, out, b, e, s0, s1, threshold, keep);
-    }
+    KeepRangeOf(in, out, b, e, s0, s1, threshold, keep, relu);
   });
 }
 
@@ -171,7 +147,7 @@ class ReluDropoutFn : public torch::autograd::Function<ReluDropoutFn> {
       const scalar_t* yp = y.data_ptr<scalar_t>();
       scalar_t* op = out.data_ptr<scalar_t>();
       at::parallel_for(0, g.numel(), 1 << 16,
-                       [&](int64_t b, int64_t e) { PassPositiveOf(gp, yp, op, b, e, keep); });
+                       [&](int64_t b, int64_t e) { PassPositive(gp, yp, op, b, e, keep); });
     });
     return {out, torch::Tensor(), torch::Tensor()};
   }
