@@ -30,6 +30,32 @@
 #          RGCN and RGAT (rgcn_bench.sh's flags) standalone on
 #          synthetic:mag-small, 3 seeds on the CPU and on the GPU: test
 #          accuracy (the GPU's mean within one CPU sd) and seeds/s.
+#   there: bash bench/gpu_check.sh tasks
+#          round 4's tasks and edge data on the GPU against the CPU,
+#          standalone, seeds 0-2 (GNN_GPU_SEEDS), after the GPU unit tests
+#          (edge-weighted sums among them): multi-label GraphSAGE on
+#          synthetic:proteins-small (node features from edge means, test
+#          ROC-AUC), GraphSAGE and GAT with edge features in the message,
+#          GCN with edge weights, node regression (test RMSE), edge
+#          classification and edge regression (GraphSAGE's MLP decoder,
+#          target edges excluded), link prediction (link AUC) and RGCN
+#          edge classification on synthetic:mag-small (2 epochs, batches of
+#          1024): each metric's GPU
+#          mean within one CPU sd, and seeds/s. GNN_GPU_CASES: some cases
+#          only (names as the stage prints them).
+#   there: bash bench/gpu_check.sh tasksdist
+#          edge classification through gnn-launch on one machine (1
+#          server, 2 gnn-sampler processes, 1 trainer: edge batches with
+#          the first layer summed at the owners and the target edges
+#          excluded there) with the trainer on the CPU and on the GPU,
+#          seeds 0-2: test accuracy and seeds/s.
+#   there: bash bench/gpu_check.sh tasksbench
+#          seeds/s of standalone training, CPU against GPU (gnn-train's
+#          default feature cache), on the issues' benchmark graphs:
+#          multi-label GraphSAGE on synthetic:proteins and edge
+#          classification on synthetic:edges (compare_dgl.sh's flags;
+#          medians of 3 alternating runs of GNN_GPU_PRODUCTS_EPOCHS epochs,
+#          no evaluation).
 #   there: bash bench/gpu_check.sh typeddist
 #          RGCN through gnn-launch on one machine (1 server, 2 gnn-sampler
 #          processes, 1 trainer): the distributed typed path (batches with
@@ -343,6 +369,138 @@ typeddist() {
     { say "rgcn's distributed GPU accuracy is not within one CPU sd"; exit 1; }
 }
 
+# A 1-part partitioning of dataset $2 named $1 with gnn-partition flags
+# $3..., made once; prints its config.
+partition_as() {
+  local name=$1 spec=$2
+  shift 2
+  if [ ! -f "$WORK/$name/done" ]; then
+    gnn-partition --dataset "$spec" --num_parts 1 --output "$WORK/$name" --overwrite --quiet "$@" \
+      >/dev/null
+    touch "$WORK/$name/done"
+  fi
+  ls "$WORK/$name"/*.json
+}
+
+# One case of `tasks`: $1 its name, $2 the summary's metric, $3 the config,
+# then gnn-train's flags; CPU and GPU runs per seed, the GPU's mean metric
+# within one CPU sd. Sets verdict=1 when not.
+task_case() {
+  local name=$1 metric=$2 config=$3 seed m sps
+  shift 3
+  if [ -n "${GNN_GPU_CASES:-}" ] && [[ " $GNN_GPU_CASES " != *" $name "* ]]; then return 0; fi
+  local cpu=() gpu=() cpu_sps=() gpu_sps=()
+  for seed in ${GNN_GPU_SEEDS:-0 1 2}; do
+    read -r m sps <<<"$(train_fields "$config" "$metric,seeds_per_s" --seed "$seed" --num_gpus -1 "$@")"
+    cpu+=("$m")
+    cpu_sps+=("$sps")
+    read -r m sps <<<"$(train_fields "$config" "$metric,seeds_per_s" --seed "$seed" --num_gpus 1 \
+      --gpu_cache_mb 0 "$@")"
+    gpu+=("$m")
+    gpu_sps+=("$sps")
+  done
+  local cm cs gm gs
+  read -r cm cs <<<"$(mean_sd "${cpu[@]}")"
+  read -r gm gs <<<"$(mean_sd "${gpu[@]}")"
+  local c g
+  c=$(median "${cpu_sps[@]}")
+  g=$(median "${gpu_sps[@]}")
+  say "$name: $metric CPU $cm +- $cs (${cpu[*]}), GPU $gm +- $gs (${gpu[*]}); seeds/s (median)" \
+    "CPU $c, GPU $g ($(ratio "$g" "$c")x)"
+  within_sd "$gm" "$cm" "$cs" || { say "$name: the GPU's $metric is not within one CPU sd"; verdict=1; }
+}
+
+# Round 4's tasks and edge data (issues 52 and 54) on the GPU.
+tasks() {
+  prepare_run
+  local verdict=0 proteins weighted regression edges eregression tiny mag
+  gnn_train_unit_tests "*(GPU)*" 2>&1 | tee "$LOG_DIR/tasks_unit.txt"
+  if grep -q "SKIPPED" "$LOG_DIR/tasks_unit.txt" || ! grep -q "All tests passed" "$LOG_DIR/tasks_unit.txt"; then
+    say "the GPU unit tests did not pass"
+    verdict=1
+  fi
+  local sage=(--model graphsage --batch_size 256 --num_hidden 64 --lr 0.01)
+  proteins=$(partition_as proteins-small synthetic:proteins-small)
+  weighted=$(partition_as proteins-small-weighted synthetic:proteins-small --edge_weight mean)
+  regression=$(partition_as regression \
+    "synthetic:nodes=20000,edges=200000,feat=16,classes=4,task=regression")
+  edges=$(partition_as edges-small synthetic:edges-small)
+  eregression=$(partition_as edges-regression \
+    "synthetic:nodes=5000,edges=40000,feat=16,classes=8,train=0.2,valid=0.1,etask=regression")
+  tiny=$(partition_as tiny-link synthetic:tiny --val_edges 0.1)
+  mag=$(partition_as mag-edges synthetic:mag-small,etask=class --undirected)
+  task_case multilabel test_rocauc "$proteins" "${sage[@]}"
+  task_case sage-edgefeat-concat test_rocauc "$proteins" "${sage[@]}" --edge_feat_mp_op concat
+  task_case gat-edgefeat-mul test_rocauc "$proteins" "${GAT_FLAGS[@]}" --edge_feat_mp_op mul
+  task_case gcn-edge-weight test_rocauc "$weighted" --model gcn --batch_size 256 --num_hidden 64 \
+    --lr 0.01
+  task_case node-regression test_rmse "$regression" "${sage[@]}" --task node_regression
+  local edge=(--num_hidden 32 --num_layers 2 --fan_out 10,25 --batch_size 1000 --lr 0.01
+    --dropout 0.5 --model graphsage)
+  task_case edge-class test_acc "$edges" --task edge_class "${edge[@]}"
+  task_case edge-regression test_rmse "$eregression" --task edge_regression "${edge[@]}"
+  task_case link link_auc "$tiny" --task link --model graphsage --batch_size 256
+  EPOCHS=2 task_case rgcn-edge-class test_acc "$mag" --task edge_class --model rgcn --num_bases 2 \
+    --fan_out 25,10 --num_hidden 64 --lr 0.01 --dropout 0.5 --sparse_lr 0.06 --batch_size 1024
+  [ "$verdict" = 0 ] || exit 1
+}
+
+# seeds/s CPU against GPU on synthetic:proteins and synthetic:edges.
+tasksbench() {
+  prepare_run
+  local config name c g cpu gpu rate k hit
+  local common=(--num_layers 2 --fan_out 10,25 --batch_size 1000 --dropout 0.5 --model graphsage)
+  EPOCHS=$PRODUCTS_EPOCHS
+  for name in proteins edges; do
+    config=$(partition_as "$name" "synthetic:$name")
+    local flags=(--num_hidden 16 --lr 0.003 "${common[@]}")
+    [ "$name" = edges ] && flags=(--task edge_class --num_hidden 32 --lr 0.01 "${common[@]}")
+    cpu=()
+    gpu=()
+    rate=()
+    for seed in 0 1 2; do
+      cpu+=("$(EVAL=0 train_fields "$config" seeds_per_s --seed "$seed" --num_gpus -1 "${flags[@]}")")
+      read -r k hit <<<"$(EVAL=0 train_fields "$config" seeds_per_s,gpu_cache_hit_rate \
+        --seed "$seed" --num_gpus 1 "${flags[@]}")"
+      gpu+=("$k")
+      rate+=("$hit")
+      say "synthetic:$name seed $seed seeds/s: CPU ${cpu[-1]}, GPU $k (cache hit rate $hit)"
+    done
+    c=$(median "${cpu[@]}")
+    g=$(median "${gpu[@]}")
+    say "synthetic:$name standalone seeds/s (median of 3, $EPOCHS epochs, no evaluation): CPU $c," \
+      "GPU with the default feature cache $g ($(ratio "$g" "$c")x; hit rates ${rate[*]})"
+  done
+}
+
+# Edge classification through gnn-launch, the trainer on the CPU and the GPU.
+tasksdist() {
+  prepare_run
+  local config port line acc sps dev
+  config=$(partition_as edges-small synthetic:edges-small)
+  mkdir -p "$WORK/ews"
+  cp -r "$(dirname "$config")" "$WORK/ews/"
+  local flags="--task edge_class --num_hidden 32 --num_layers 2 --fan_out 10,25 --batch_size 1000"
+  flags+=" --lr 0.01 --dropout 0.5 --model graphsage --num_epochs $EPOCHS --eval_every $EPOCHS"
+  flags+=" --log_every 1000000"
+  local cpu=() gpu=() cpu_sps=() gpu_sps=()
+  for seed in ${GNN_GPU_SEEDS:-0 1 2}; do
+    for dev in -1 1; do
+      port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+      echo "127.0.0.1 $port" >"$WORK/ews/ip_config.txt"
+      line=$(gnn-launch --workspace "$WORK/ews" --num_trainers 1 --num_samplers 2 --num_servers 1 \
+        --part_config "$(basename "$(dirname "$config")")/$(basename "$config")" \
+        --ip_config ip_config.txt "gnn-train $flags --seed $seed --num_gpus $dev --gpu_cache_mb 0" \
+        2>>"$LOG_DIR/tasksdist.log" | tail -1)
+      read -r acc sps <<<"$(echo "$line" | python3 -c "import json, sys; d = json.load(sys.stdin); print(d['test_acc'], d['seeds_per_s'])")"
+      say "edge_class gnn-launch seed $seed --num_gpus $dev: test accuracy $acc, seeds/s $sps"
+      if [ "$dev" = -1 ]; then cpu+=("$acc"); cpu_sps+=("$sps"); else gpu+=("$acc"); gpu_sps+=("$sps"); fi
+    done
+  done
+  cpu_gpu_summary "edge_class synthetic:edges-small through gnn-launch (2 samplers), seeds ${GNN_GPU_SEEDS:-0 1 2}, $EPOCHS epochs" ||
+    { say "edge_class's distributed GPU accuracy is not within one CPU sd"; exit 1; }
+}
+
 case "$STAGE" in
   pack) pack ;;
   tests) tests ;;
@@ -350,8 +508,11 @@ case "$STAGE" in
   gat) gat ;;
   typed) typed ;;
   typeddist) typeddist ;;
+  tasks) tasks ;;
+  tasksdist) tasksdist ;;
+  tasksbench) tasksbench ;;
   *)
-    echo "usage: bash bench/gpu_check.sh pack|tests|bench|gat|typed|typeddist (see the header)" >&2
+    echo "usage: bash bench/gpu_check.sh pack|tests|bench|gat|typed|typeddist|tasks|tasksdist|tasksbench (see the header)" >&2
     exit 2
     ;;
 esac

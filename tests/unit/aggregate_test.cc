@@ -255,5 +255,25 @@ TEST_CASE("the CUDA aggregations equal the CPU's in values and gradients (GPU)",
     og.backward(g.to(gpu));
     CHECK(torch::equal(og.cpu(), oc.detach()));
     CHECK(torch::equal(hg.grad().cpu(), hc.grad()));
+    // Per-edge coefficients (edge weights: GCN's normalised ones,
+    // GraphSAGE's weighted mean): LibTorch's ops on the GPU, the CSR loop
+    // on the CPU, so equal up to the order of the sums.
+    const torch::Tensor coef = torch::rand({cpu.indices.numel()}, dtype) + 0.1;
+    const torch::Tensor ec = hc.detach().clone().requires_grad_(true);
+    const torch::Tensor eg = hg.detach().clone().requires_grad_(true);
+    const torch::Tensor wc = EdgeWeightedAggregate(cpu, ec, coef);
+    const torch::Tensor wg = EdgeWeightedAggregate(dev, eg, coef.to(gpu));
+    wc.backward(g);
+    wg.backward(g.to(gpu));
+    const double rtol = dtype == torch::kFloat64 ? 1e-12 : 1e-5;
+    const double atol = dtype == torch::kFloat64 ? 1e-12 : 1e-5;
+    CHECK(torch::allclose(wg.cpu(), wc.detach(), rtol, atol));
+    CHECK(torch::allclose(eg.grad().cpu(), ec.grad(), rtol, atol));
   }
+  // A block's edge data goes with it to the device and back.
+  BlockTensors with = cpu;
+  with.edge_data = torch::rand({cpu.indices.numel(), 3});
+  const BlockTensors there = with.To(gpu);
+  CHECK(there.edge_data.is_cuda());
+  CHECK(torch::equal(there.edge_data.cpu(), with.edge_data));
 }

@@ -53,15 +53,6 @@ void CheckDevice(const TrainOptions& o) {
                       " keeps no GPU feature cache yet (typed batches bring their rows; "
                       "use --gpu_cache_mb 0)");
   }
-  const bool gpu_model = o.model == "graphsage" || o.model == "gcn" || o.model == "gat" ||
-                         o.model == "rgcn" || o.model == "rgat";
-  if (o.task != "node" || !gpu_model) {
-    throw ConfigError(flag +
-                      ": the GPU path trains --model graphsage, gcn, gat, rgcn and rgat with "
-                      "--task node "
-                      "so far (--model " +
-                      o.model + " --task " + o.task + " runs on the CPU: --num_gpus -1)");
-  }
 }
 
 torch::Device TrainDevice(const TrainOptions& o) {

@@ -17,8 +17,8 @@ struct TrainOptions;
 bool BuiltWithCuda();
 
 // ConfigError in one line when --num_gpus > 0 cannot be honoured: a build
-// without CUDA (use scripts/build-cuda.sh), no visible device,
-// fewer devices than asked, or a model or task without a GPU path yet.
+// without CUDA (use scripts/build-cuda.sh), no visible device, or fewer
+// devices than asked. Every model and task has a GPU path.
 void CheckDevice(const TrainOptions& o);
 
 // cuda:(trainer_id % num_gpus) with --num_gpus >= 1, else the CPU.

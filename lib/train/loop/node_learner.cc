@@ -65,7 +65,8 @@ PinnedBatch Pin(MiniBatch& mb) {
   if (mb.seeds.empty()) return p;
   for (const Block& b : mb.blocks) {
     BlockTensors t = ToTensors(b);
-    for (torch::Tensor* q : {&t.indptr, &t.indices, &t.t_indptr, &t.t_indices, &t.t_eids}) {
+    for (torch::Tensor* q :
+         {&t.indptr, &t.indices, &t.t_indptr, &t.t_indices, &t.t_eids, &t.edge_data}) {
       if (q->defined()) *q = q->pin_memory();
     }
     p.blocks.push_back(t);
@@ -190,7 +191,8 @@ class NodeLearner : public Learner {
         return d;
       };
       for (BlockTensors t : pinned.blocks) {
-        for (torch::Tensor* p : {&t.indptr, &t.indices, &t.t_indptr, &t.t_indices, &t.t_eids}) {
+        for (torch::Tensor* p :
+             {&t.indptr, &t.indices, &t.t_indptr, &t.t_indices, &t.t_eids, &t.edge_data}) {
           *p = up(*p);
         }
         blocks_.push_back(t);

@@ -133,8 +133,10 @@ class RgcnLearner : public TypedModel {
     std::vector<TypedBatchPlan> plans;
     for (int64_t i = first; i < num_batches_; ++i) {
       plans.push_back(
-          {i, std::move(batches[static_cast<size_t>(i)]),
-           MixSeed(MixSeed(o_.seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(i))});
+          {i,
+           std::move(batches[static_cast<size_t>(i)]),
+           MixSeed(MixSeed(o_.seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(i)),
+           {}});
     }
     source_->Start(std::move(plans), fanouts_);
   }
@@ -580,7 +582,8 @@ class RgcnLearner : public TypedModel {
       const int64_t end = std::min(n, begin + o_.batch_size_eval);
       plans.push_back({i,
                        {nodes.begin() + begin, nodes.begin() + end},
-                       MixSeed(MixSeed(o_.seed, 0x6576616c), static_cast<uint64_t>(i))});
+                       MixSeed(MixSeed(o_.seed, 0x6576616c), static_cast<uint64_t>(i)),
+                       {}});
     }
     const size_t count = plans.size();
     source_->Start(std::move(plans), fanouts_);

@@ -173,10 +173,11 @@ class LinkTask : public Task {
  private:
   static void Scores(const torch::Tensor& out, MiniBatch& mb, torch::Tensor* ps,
                      torch::Tensor* ns) {
-    *ps = (out.index_select(0, IdTensor(mb.pos_head)) * out.index_select(0, IdTensor(mb.pos_tail)))
-              .sum(1);
-    *ns = (out.index_select(0, IdTensor(mb.neg_head)) * out.index_select(0, IdTensor(mb.neg_tail)))
-              .sum(1);
+    auto rows = [&](std::vector<int64_t>& ids) {
+      return out.index_select(0, IdTensor(ids).to(out.device()));
+    };
+    *ps = (rows(mb.pos_head) * rows(mb.pos_tail)).sum(1);
+    *ns = (rows(mb.neg_head) * rows(mb.neg_tail)).sum(1);
   }
 
   // The held-out edges (this rank's share) scored against their corrupted
