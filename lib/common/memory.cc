@@ -1,9 +1,16 @@
 #include "common/memory.h"
 
+#include <cstdint>
 #include <cstdlib>  // defines __GLIBC__ (through <features.h>) on glibc
 
 #if defined(__GLIBC__)
 #include <malloc.h>
+#endif
+#ifdef __linux__
+#include <sys/mman.h>
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25  // Linux 6.1; older C libraries' headers lack it
+#endif
 #endif
 
 namespace gnn {
@@ -28,6 +35,20 @@ void KeepFreedMemoryForReuse() {
   // threads allocate large buffers, not many small ones, so one arena's
   // lock costs nothing measurable (standalone GAT: 0.95x wall).
   mallopt(M_ARENA_MAX, 1);
+#endif
+}
+
+bool CollapseToHugePages(const void* p, size_t bytes) {
+#ifdef __linux__
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  if (end <= begin) return false;
+  return madvise(reinterpret_cast<void*>(begin), end - begin, MADV_COLLAPSE) == 0;
+#else
+  (void)p;
+  (void)bytes;
+  return false;
 #endif
 }
 

@@ -19,6 +19,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/memory.h"
 #include "common/npy.h"
 #include "common/parallel.h"
 #include "common/sha256.h"
@@ -40,6 +41,20 @@ using shm::TryLock;
 using namespace segment;  // the segment's layout (store/shm_layout.h)
 
 namespace {
+
+// The segment's arrays but the edge data on 2 MiB pages (CollapseToHugePages),
+// in the creator's mapping and so in the segment, or mapped as such in an
+// attacher's; true when the neighbour lists are.
+bool OnHugePages(const ShmHeader& h, const char* base) {
+  const std::vector<Slot> slots = SlotsOf(h, {}, "");
+  bool indices = false;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (slots[i].file == kEdgeFeatFile || h.bytes[i] == 0) continue;
+    const bool done = CollapseToHugePages(base + h.offset[i], h.bytes[i]);
+    if (i == 1) indices = done;  // indices.npy, plain and typed
+  }
+  return indices;
+}
 
 // How long Create retries the exclusive lock: other handles hold it only for
 // microseconds (a remover, an attacher looking at a stale segment), while a
@@ -119,6 +134,7 @@ std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
   p->lock_path_ = ShmLockPath(name);
   p->is_creator_ = true;
   p->lock_fd_ = LockForCreate(name, p->lock_path_);
+  bool huge = false;
   try {
     // Holding the exclusive lock, any segment of this name is stale.
     if (shm_unlink(name.c_str()) == 0) {
@@ -164,6 +180,13 @@ std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
       }
     }
 
+    // Sampling reads the neighbour lists a few entries per node, at random
+    // over hundreds of MB: on 4 KiB pages nearly every read also misses the
+    // TLB. Their pages, and those of every array but the edge data (most of
+    // a graph like ogbn-proteins' bytes, which only edge-feature models
+    // read), become 2 MiB ones before anyone attaches (attachers map them
+    // so too: Attach).
+    huge = OnHugePages(*h, bytes);
     __atomic_store_n(&h->ready, kShmReadyValue, __ATOMIC_RELEASE);
     if (mprotect(base, total, PROT_READ) != 0) {
       throw Error("cannot protect shared memory segment " + name + ": " + Errno());
@@ -182,8 +205,15 @@ std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
     throw;
   }
   GNN_LOG(kInfo) << "partition " << part << " of " << config.graph_name << " in shared memory "
-                 << name << " (" << MiB(total) << ", " << watch.Seconds() << " s"
-                 << (verify_checksums ? ", checksums verified" : "") << ")";
+                 << name << " (" << MiB(total) << (huge ? " on 2 MiB pages" : "") << ", "
+                 << watch.Seconds() << " s" << (verify_checksums ? ", checksums verified" : "")
+                 << ")";
+  if (!huge && total >= (size_t{256} << 20)) {
+    GNN_LOG(kInfo) << "shared memory segment " << name
+                   << " is on 4 KiB pages: /dev/shm mounted with huge=advise (mount -o "
+                      "remount,huge=advise /dev/shm) lets it take 2 MiB pages, and sampling "
+                      "miss the TLB less";
+  }
   return p;
 }
 
@@ -249,6 +279,8 @@ std::unique_ptr<ShmPartition> ShmPartition::TryAttach(const std::string& name, s
   }
   p->ReadHeader();
   p->lock_fd_ = lock.release();
+  // The creator's huge pages mapped as such here too (Create).
+  OnHugePages(*h, static_cast<const char*>(base));
   return p;
 }
 

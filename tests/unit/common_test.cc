@@ -44,6 +44,38 @@ TEST_CASE("KeepFreedMemoryForReuse keeps even 64 MB buffers on the heap", "[unit
 #endif
 }
 
+// The AnonHugePages of /proc/self/smaps's mapping that holds address p, in kB.
+long AnonHugeKbAt(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
+      inside = lo <= at && at < hi;
+    } else if (inside && line.rfind("AnonHugePages:", 0) == 0) {
+      return std::strtol(line.c_str() + 14, nullptr, 10);
+    }
+  }
+  return -1;
+}
+
+TEST_CASE("CollapseToHugePages puts a buffer on 2 MiB pages and keeps its contents", "[unit]") {
+  constexpr size_t kHuge = size_t{2} << 20;
+  std::vector<int64_t> v(5 * kHuge / sizeof(int64_t));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int64_t>(i * 7919);
+  CHECK_FALSE(CollapseToHugePages(v.data(), kHuge / 2));  // no whole 2 MiB page inside
+  if (!CollapseToHugePages(v.data(), v.size() * sizeof(int64_t))) {
+    GNN_SKIP("this kernel does not collapse memory into huge pages (MADV_COLLAPSE: Linux 6.1)");
+  }
+  // At least the 4 whole 2 MiB pages inside the 10 MiB.
+  CHECK(AnonHugeKbAt(v.data() + v.size() / 2) >= 4 * 2048);
+  bool same = true;
+  for (size_t i = 0; i < v.size(); ++i) same = same && v[i] == static_cast<int64_t>(i * 7919);
+  CHECK(same);
+}
+
 TEST_CASE("sha256 matches FIPS 180-4 test vectors", "[unit]") {
   auto hex = [](const std::string& s) {
     Sha256 h;

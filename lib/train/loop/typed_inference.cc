@@ -401,7 +401,8 @@ class TypedInference {
     for (int64_t b = lo, i = 0; b < hi; b += o_.batch_size_eval, ++i) {
       plans.push_back({i,
                        {nodes.begin() + b, nodes.begin() + std::min(hi, b + o_.batch_size_eval)},
-                       MixSeed(MixSeed(o_.seed, 0x6576616c), static_cast<uint64_t>(i))});
+                       MixSeed(MixSeed(o_.seed, 0x6576616c), static_cast<uint64_t>(i)),
+                       {}});
     }
     const size_t count = plans.size();
     src().Start(std::move(plans), fanouts_);
