@@ -122,7 +122,22 @@ netns_down() {
   for i in 0 1; do ip netns delete gnncmp$i 2>/dev/null || true; done
   ip link delete gnncmpbr 2>/dev/null || true
 }
-trap netns_down EXIT
+# SHM_HUGE (never, advise, within_size or always; default: as mounted):
+# /dev/shm remounted with huge=$SHM_HUGE for the run, and DGL's private
+# /dev/shm mounted so too; the mount as it was comes back at the end. With
+# advise only memory that asks for 2 MiB pages gets them (gnn's partition
+# segments do, DGL's do not); with always both systems' do.
+SHM_HUGE_BEFORE=""
+if [ -n "${SHM_HUGE:-}" ]; then
+  SHM_HUGE_BEFORE=$(awk '$2 == "/dev/shm" {h = "never"; n = split($4, o, ","); for (i = 1; i <= n; i++) if (o[i] ~ /^huge=/) h = substr(o[i], 6)} END {print h}' /proc/mounts)
+  mount -o remount,huge="$SHM_HUGE" /dev/shm
+  echo "compare_dgl: /dev/shm huge=$SHM_HUGE for this run (was $SHM_HUGE_BEFORE)" >&2
+fi
+cleanup() {
+  netns_down
+  if [ -n "$SHM_HUGE_BEFORE" ]; then mount -o remount,huge="$SHM_HUGE_BEFORE" /dev/shm; fi
+}
+trap cleanup EXIT
 
 # --- per graph: dataset, flags, epochs ---------------------------------------
 dataset_of() {
@@ -253,7 +268,7 @@ dgl_dist2() {
   args+=" --eval_every $3 --seed $2 --num_omp_threads 1"
   for i in 0 1; do
     cat > "$WORK/dgl-machine$i.sh" <<EOF
-mount -t tmpfs tmpfs /dev/shm
+mount -t tmpfs ${SHM_HUGE:+-o huge=$SHM_HUGE} tmpfs /dev/shm
 env $env DGL_ROLE=server DGL_SERVER_ID=$i OMP_NUM_THREADS=1 "$PY" "$HERE/dgl_peer.py" train $args > "$WORK/dgl-server$i.log" 2>&1 &
 env $env DGL_DIST_MODE=distributed DGL_ROLE=client DGL_NUM_SAMPLER=0 GLOO_SOCKET_IFNAME=gl$i \
   DGL_GROUP_ID=0 MASTER_ADDR=10.78.0.10 MASTER_PORT=$port RANK=$i WORLD_SIZE=2 LOCAL_RANK=0 \
