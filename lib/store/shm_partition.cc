@@ -42,14 +42,19 @@ using namespace segment;  // the segment's layout (store/shm_layout.h)
 
 namespace {
 
-// The segment's arrays but the edge data on 2 MiB pages (CollapseToHugePages),
-// in the creator's mapping and so in the segment, or mapped as such in an
-// attacher's; true when the neighbour lists are.
+// The segment's arrays on 2 MiB pages (CollapseToHugePages), in the
+// creator's mapping and so in the segment, or mapped as such in an
+// attacher's; true when the neighbour lists are. Edge data wider than 2
+// floats stays as it is: those are edge features (ogbn-proteins' 8 are most
+// of its bytes, and collapsing them would double the segment's start-up),
+// which only edge-feature models read; edge weights go with the lists.
 bool OnHugePages(const ShmHeader& h, const char* base) {
   const std::vector<Slot> slots = SlotsOf(h, {}, "");
   bool indices = false;
   for (size_t i = 0; i < slots.size(); ++i) {
-    if (slots[i].file == kEdgeFeatFile || h.bytes[i] == 0) continue;
+    const bool edge_features =
+        slots[i].file == kEdgeFeatFile && slots[i].shape.size() == 2 && slots[i].shape[1] > 2;
+    if (edge_features || h.bytes[i] == 0) continue;
     const bool done = CollapseToHugePages(base + h.offset[i], h.bytes[i]);
     if (i == 1) indices = done;  // indices.npy, plain and typed
   }
@@ -182,10 +187,9 @@ std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
 
     // Sampling reads the neighbour lists a few entries per node, at random
     // over hundreds of MB: on 4 KiB pages nearly every read also misses the
-    // TLB. Their pages, and those of every array but the edge data (most of
-    // a graph like ogbn-proteins' bytes, which only edge-feature models
-    // read), become 2 MiB ones before anyone attaches (attachers map them
-    // so too: Attach).
+    // TLB. Their pages, and those of the other arrays (OnHugePages), become
+    // 2 MiB ones before anyone attaches (attachers map them so too:
+    // Attach).
     huge = OnHugePages(*h, bytes);
     __atomic_store_n(&h->ready, kShmReadyValue, __ATOMIC_RELEASE);
     if (mprotect(base, total, PROT_READ) != 0) {
