@@ -337,11 +337,33 @@ typed() {
   [ "$verdict" = 0 ] || exit 1
 }
 
+# Trains through gnn-launch on one machine (1 server, 2 gnn-sampler
+# processes, 1 trainer) in workspace $3 with part config $4 (relative to
+# it) and gnn-train flags $5, per seed the trainer on the CPU, then on the
+# GPU; says each run under the label $1 and logs to $LOG_DIR/$2.log. Fills
+# the caller's arrays cpu, gpu (test accuracy), cpu_sps and gpu_sps.
+launch_cpu_gpu() {
+  local label=$1 log=$2 ws=$3 part=$4 flags=$5 seed dev port line acc sps
+  for seed in ${GNN_GPU_SEEDS:-0 1 2}; do
+    for dev in -1 1; do
+      port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+      echo "127.0.0.1 $port" >"$ws/ip_config.txt"
+      line=$(gnn-launch --workspace "$ws" --num_trainers 1 --num_samplers 2 --num_servers 1 \
+        --part_config "$part" --ip_config ip_config.txt \
+        "gnn-train $flags --seed $seed --num_gpus $dev --gpu_cache_mb 0" \
+        2>>"$LOG_DIR/$log.log" | tail -1)
+      read -r acc sps <<<"$(echo "$line" | python3 -c "import json, sys; d = json.load(sys.stdin); print(d['test_acc'], d['seeds_per_s'])")"
+      say "$label gnn-launch seed $seed --num_gpus $dev: test accuracy $acc, seeds/s $sps"
+      if [ "$dev" = -1 ]; then cpu+=("$acc"); cpu_sps+=("$sps"); else gpu+=("$acc"); gpu_sps+=("$sps"); fi
+    done
+  done
+}
+
 # RGCN through gnn-launch (typed samplers, means at the owner) on the CPU
 # and on the GPU.
 typeddist() {
   prepare_run
-  local config port line acc sps dev
+  local config
   config="$WORK/synthetic-mag-small/synthetic-mag-small.json"
   if [ ! -f "$config" ]; then
     gnn-partition --dataset synthetic:mag-small --undirected --balance_train --num_parts 1 \
@@ -352,19 +374,7 @@ typeddist() {
   local flags="--model rgcn --num_bases 2 --fan_out 25,10 --num_hidden 64 --lr 0.01 --dropout 0.5"
   flags+=" --sparse_lr 0.06 --batch_size 256 --num_epochs $EPOCHS --eval_every $EPOCHS --log_every 1000000"
   local cpu=() gpu=() cpu_sps=() gpu_sps=()
-  for seed in ${GNN_GPU_SEEDS:-0 1 2}; do
-    for dev in -1 1; do
-      port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-      echo "127.0.0.1 $port" >"$WORK/tws/ip_config.txt"
-      line=$(gnn-launch --workspace "$WORK/tws" --num_trainers 1 --num_samplers 2 --num_servers 1 \
-        --part_config synthetic-mag-small/synthetic-mag-small.json --ip_config ip_config.txt \
-        "gnn-train $flags --seed $seed --num_gpus $dev --gpu_cache_mb 0" \
-        2>>"$LOG_DIR/typeddist.log" | tail -1)
-      read -r acc sps <<<"$(echo "$line" | python3 -c "import json, sys; d = json.load(sys.stdin); print(d['test_acc'], d['seeds_per_s'])")"
-      say "rgcn gnn-launch seed $seed --num_gpus $dev: test accuracy $acc, seeds/s $sps"
-      if [ "$dev" = -1 ]; then cpu+=("$acc"); cpu_sps+=("$sps"); else gpu+=("$acc"); gpu_sps+=("$sps"); fi
-    done
-  done
+  launch_cpu_gpu rgcn typeddist "$WORK/tws" synthetic-mag-small/synthetic-mag-small.json "$flags"
   cpu_gpu_summary "rgcn synthetic:mag-small through gnn-launch (2 samplers), seeds ${GNN_GPU_SEEDS:-0 1 2}, $EPOCHS epochs" ||
     { say "rgcn's distributed GPU accuracy is not within one CPU sd"; exit 1; }
 }
@@ -476,7 +486,7 @@ tasksbench() {
 # Edge classification through gnn-launch, the trainer on the CPU and the GPU.
 tasksdist() {
   prepare_run
-  local config port line acc sps dev
+  local config
   config=$(partition_as edges-small synthetic:edges-small)
   mkdir -p "$WORK/ews"
   cp -r "$(dirname "$config")" "$WORK/ews/"
@@ -484,19 +494,8 @@ tasksdist() {
   flags+=" --lr 0.01 --dropout 0.5 --model graphsage --num_epochs $EPOCHS --eval_every $EPOCHS"
   flags+=" --log_every 1000000"
   local cpu=() gpu=() cpu_sps=() gpu_sps=()
-  for seed in ${GNN_GPU_SEEDS:-0 1 2}; do
-    for dev in -1 1; do
-      port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-      echo "127.0.0.1 $port" >"$WORK/ews/ip_config.txt"
-      line=$(gnn-launch --workspace "$WORK/ews" --num_trainers 1 --num_samplers 2 --num_servers 1 \
-        --part_config "$(basename "$(dirname "$config")")/$(basename "$config")" \
-        --ip_config ip_config.txt "gnn-train $flags --seed $seed --num_gpus $dev --gpu_cache_mb 0" \
-        2>>"$LOG_DIR/tasksdist.log" | tail -1)
-      read -r acc sps <<<"$(echo "$line" | python3 -c "import json, sys; d = json.load(sys.stdin); print(d['test_acc'], d['seeds_per_s'])")"
-      say "edge_class gnn-launch seed $seed --num_gpus $dev: test accuracy $acc, seeds/s $sps"
-      if [ "$dev" = -1 ]; then cpu+=("$acc"); cpu_sps+=("$sps"); else gpu+=("$acc"); gpu_sps+=("$sps"); fi
-    done
-  done
+  launch_cpu_gpu edge_class tasksdist "$WORK/ews" \
+    "$(basename "$(dirname "$config")")/$(basename "$config")" "$flags"
   cpu_gpu_summary "edge_class synthetic:edges-small through gnn-launch (2 samplers), seeds ${GNN_GPU_SEEDS:-0 1 2}, $EPOCHS epochs" ||
     { say "edge_class's distributed GPU accuracy is not within one CPU sd"; exit 1; }
 }
