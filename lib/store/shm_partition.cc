@@ -215,8 +215,8 @@ std::unique_ptr<ShmPartition> ShmPartition::Create(const std::string& name,
   if (!huge && total >= (size_t{256} << 20)) {
     GNN_LOG(kInfo) << "shared memory segment " << name
                    << " is on 4 KiB pages: /dev/shm mounted with huge=advise (mount -o "
-                      "remount,huge=advise /dev/shm) lets it take 2 MiB pages, and sampling "
-                      "miss the TLB less";
+                      "remount,huge=advise /dev/shm) lets it take 2 MiB pages, on which "
+                      "sampling's random reads miss the TLB less";
   }
   return p;
 }
