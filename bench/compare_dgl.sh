@@ -129,6 +129,13 @@ netns_down() {
 # segments do, DGL's do not); with always both systems' do.
 SHM_HUGE_BEFORE=""
 if [ -n "${SHM_HUGE:-}" ]; then
+  case $SHM_HUGE in
+    never | advise | within_size | always) ;;
+    *)
+      echo "compare_dgl: SHM_HUGE=$SHM_HUGE: must be never, advise, within_size or always" >&2
+      exit 2
+      ;;
+  esac
   SHM_HUGE_BEFORE=$(awk '$2 == "/dev/shm" {h = "never"; n = split($4, o, ","); for (i = 1; i <= n; i++) if (o[i] ~ /^huge=/) h = substr(o[i], 6)} END {print h}' /proc/mounts)
   mount -o remount,huge="$SHM_HUGE" /dev/shm
   echo "compare_dgl: /dev/shm huge=$SHM_HUGE for this run (was $SHM_HUGE_BEFORE)" >&2

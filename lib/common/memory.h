@@ -36,12 +36,14 @@ inline void PrefetchBytes(const void* p, size_t bytes, size_t max_lines = 4) {
 void KeepFreedMemoryForReuse();
 
 // Backs the 2 MiB-aligned pages inside [p, p + bytes) with transparent
-// huge pages now (Linux 6.1's MADV_COLLAPSE, for anonymous memory and for
-// shared memory mappings alike, whatever the THP settings say). For arrays
-// read at random far beyond the TLB's reach: a graph's neighbour lists,
-// sampled a few entries per node. The pages stay where they are and keep
+// huge pages now (Linux 6.1's MADV_COLLAPSE): anonymous memory whatever the
+// THP settings say; shared memory only where its tmpfs mount allows huge
+// pages (/dev/shm with huge=advise, within_size or always; the default,
+// never, refuses). For arrays read at random far beyond the TLB's reach: a
+// graph's neighbour lists, sampled a few entries per node. The pages keep
 // their contents. True when the kernel did it; false where it cannot (an
-// older kernel, no free huge pages): a hint, the memory is unchanged.
+// older kernel, such a mount, no free huge pages): a hint, the memory is
+// unchanged.
 bool CollapseToHugePages(const void* p, size_t bytes);
 
 // std::allocator whose value-less construct leaves the element
