@@ -72,6 +72,20 @@ inline int64_t SampleCount(int64_t deg, int fanout, bool replace) {
 inline void DrawPositions(int64_t deg, int64_t k, Rng* rng, FloydScratch* scratch,
                           int64_t* pos_out) {
   int64_t m = 0;
+  if (deg <= 64) {
+    // Rows of at most 64 entries (most rows of most graphs): the chosen
+    // positions are bits of one word, so the duplicate check is one test and
+    // a conditional move, not a scan whose exit the branch predictor misses.
+    // The same draws and the same positions as the scan below.
+    uint64_t taken = 0;
+    for (int64_t j = deg - k; j < deg; ++j) {
+      int64_t t = rng->Below(j + 1);
+      t = (taken >> t) & 1 ? j : t;
+      taken |= uint64_t{1} << t;
+      pos_out[m++] = t;
+    }
+    return;
+  }
   if (k <= kLinearFloydMax) {
     // The duplicate check scans the positions drawn so far (not ids: a
     // multigraph row may repeat an id).

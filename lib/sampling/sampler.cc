@@ -207,27 +207,41 @@ void SampleNeighbors(const CscView& csc, const int64_t* seeds, int64_t num_seeds
   out_indptr->resize(num_seeds + 1);
   int64_t* optr = out_indptr->data();
   optr[0] = 0;
-  // Pass 1: validate seeds and count, so pass 2 writes into exact arrays.
-  // Seeds are scattered over the graph: every indptr and row read is a cache
-  // miss, so both passes prefetch a few seeds ahead.
+  // Pass 1: validate seeds, count, and note each seed's row (where it
+  // starts, its length, its random-stream key) in a sequential array, so
+  // pass 2 writes into exact arrays and reads nothing at random but the
+  // rows. Seeds are scattered over the graph: every indptr and key read is
+  // a cache miss, so pass 1 prefetches them a few seeds ahead; in pass 2
+  // a key read missed the cache in spite of its prefetch, behind the
+  // prefetches of the rows' lines.
+  struct RowAt {
+    int64_t begin, deg;
+    uint64_t key;
+  };
+  thread_local NoInitVector<RowAt> tl_rows;
+  NoInitVector<RowAt>& rows = tl_rows;  // bound here: the lambdas run on other threads
+  rows.resize(static_cast<size_t>(num_seeds));
+  RowAt* at_row = rows.data();
   constexpr int64_t kAhead = 16;
-  auto prefetch_indptr = [&](int64_t i) {
-    int64_t r = seeds[i] - csc.node_start;
-    if (r >= 0 && r < csc.num_nodes) __builtin_prefetch(csc.indptr + r);
-  };
-  // Pass 2 also reads each seed's random-stream key: another miss per seed.
-  auto prefetch_key = [&](int64_t i) {
-    int64_t r = seeds[i] - csc.node_start;
-    if (csc.rng_keys != nullptr && r >= 0 && r < csc.num_nodes) {
-      __builtin_prefetch(csc.rng_keys + r);
-    }
-  };
   ParallelFor(num_seeds, threads, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
-      if (i + kAhead < e) prefetch_indptr(i + kAhead);
-      int64_t r = seeds[i] - csc.node_start;
+      if (i + kAhead < e) {
+        const int64_t ahead = seeds[i + kAhead] - csc.node_start;
+        if (ahead >= 0 && ahead < csc.num_nodes) {
+          __builtin_prefetch(csc.indptr + ahead);
+          if (csc.rng_keys != nullptr) __builtin_prefetch(csc.rng_keys + ahead);
+        }
+      }
+      const int64_t r = seeds[i] - csc.node_start;
       if (r < 0 || r >= csc.num_nodes) ThrowNotOwned(csc, seeds[i]);
-      optr[i + 1] = SampleCount(csc.indptr[r + 1] - csc.indptr[r], fanout, replace);
+      const int64_t begin = csc.indptr[r];
+      const int64_t deg = csc.indptr[r + 1] - begin;
+      // Keyed by the node's id in the input dataset when known, so every
+      // partitioning of a graph samples the same neighbours for a seed.
+      at_row[i] = {
+          begin, deg,
+          csc.rng_keys ? static_cast<uint64_t>(csc.rng_keys[r]) : static_cast<uint64_t>(seeds[i])};
+      optr[i + 1] = SampleCount(deg, fanout, replace);
     }
   });
   for (int64_t i = 0; i < num_seeds; ++i) optr[i + 1] += optr[i];
@@ -246,52 +260,42 @@ void SampleNeighbors(const CscView& csc, const int64_t* seeds, int64_t num_seeds
     auto draw = [&](int64_t i) {
       const int64_t k = optr[i + 1] - optr[i];
       if (k == 0) return;
-      const int64_t r = seeds[i] - csc.node_start;
-      const int64_t deg = csc.indptr[r + 1] - csc.indptr[r];
-      const int64_t* row = csc.indices + csc.indptr[r];
-      if (fanout < 0 || (!replace && k == deg)) {  // the whole row
-        PrefetchBytes(row, static_cast<size_t>(deg) * sizeof(int64_t), 8);
+      const RowAt& a = at_row[i];
+      const int64_t* row = csc.indices + a.begin;
+      if (fanout < 0 || (!replace && k == a.deg)) {  // the whole row
+        PrefetchBytes(row, static_cast<size_t>(a.deg) * sizeof(int64_t), 8);
         return;
       }
       int64_t* at = out + optr[i];
-      // Keyed by the node's id in the input dataset when known, so every
-      // partitioning of a graph samples the same neighbours for a seed.
-      const int64_t key = csc.rng_keys ? csc.rng_keys[r] : seeds[i];
-      Rng rng(MixSeed(rng_seed, static_cast<uint64_t>(key)));
+      Rng rng(MixSeed(rng_seed, a.key));
       if (replace) {
-        for (int64_t q = 0; q < k; ++q) at[q] = rng.Below(deg);
+        for (int64_t q = 0; q < k; ++q) at[q] = rng.Below(a.deg);
       } else {
-        sampling_detail::DrawPositions(deg, k, &rng, &scratch, at);
+        sampling_detail::DrawPositions(a.deg, k, &rng, &scratch, at);
       }
       for (int64_t q = 0; q < k; ++q) __builtin_prefetch(row + at[q]);
     };
     auto gather = [&](int64_t i) {
       const int64_t k = optr[i + 1] - optr[i];
       if (k == 0) return;
-      const int64_t r = seeds[i] - csc.node_start;
-      const int64_t begin = csc.indptr[r];
-      const int64_t deg = csc.indptr[r + 1] - begin;
-      const int64_t* row = csc.indices + begin;
+      const RowAt& a = at_row[i];
+      const int64_t* row = csc.indices + a.begin;
       int64_t* dst = out + optr[i];
       int64_t* pos = out_pos ? out_pos + optr[i] : nullptr;
-      if (fanout < 0 || (!replace && k == deg)) {
-        std::memcpy(dst, row, static_cast<size_t>(deg) * sizeof(int64_t));
+      if (fanout < 0 || (!replace && k == a.deg)) {
+        std::memcpy(dst, row, static_cast<size_t>(a.deg) * sizeof(int64_t));
         if (pos) {
-          for (int64_t q = 0; q < deg; ++q) pos[q] = begin + q;
+          for (int64_t q = 0; q < a.deg; ++q) pos[q] = a.begin + q;
         }
         return;
       }
       for (int64_t q = 0; q < k; ++q) {
         const int64_t t = dst[q];
-        if (pos) pos[q] = begin + t;
+        if (pos) pos[q] = a.begin + t;
         dst[q] = row[t];
       }
     };
     for (int64_t i = b; i < e + kDraw; ++i) {
-      if (i + kAhead < e) {
-        prefetch_indptr(i + kAhead);
-        prefetch_key(i + kAhead);
-      }
       if (i < e) draw(i);
       if (i - kDraw >= b) gather(i - kDraw);
     }

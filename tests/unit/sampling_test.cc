@@ -19,6 +19,7 @@
 #include "sampling/id_sort.h"
 #include "sampling/loader.h"
 #include "sampling/owner_aggregate.h"
+#include "sampling/row_sampling.h"
 #include "sampling/sampler.h"
 #include "test_util.h"
 
@@ -238,6 +239,35 @@ TEST_CASE("SampleNeighbors without replacement is uniform", "[unit]") {
     INFO("neighbour " << u << " frequency " << f);
     CHECK(f > 0.3 * 0.85);
     CHECK(f < 0.3 * 1.15);
+  }
+}
+
+TEST_CASE("Floyd's draw gives the textbook positions on short and long rows", "[unit]") {
+  // Floyd's algorithm as written in the textbook: a duplicate draw takes j.
+  auto textbook = [](int64_t deg, int64_t k, uint64_t seed) {
+    sampling_detail::Rng rng(seed);
+    std::vector<int64_t> chosen;
+    for (int64_t j = deg - k; j < deg; ++j) {
+      int64_t t = rng.Below(j + 1);
+      if (std::find(chosen.begin(), chosen.end(), t) != chosen.end()) t = j;
+      chosen.push_back(t);
+    }
+    return chosen;
+  };
+  // Rows of up to 64 entries take the one-word path; longer rows the scan
+  // (k <= 32) or the hashed set.
+  for (int64_t deg : {1, 2, 3, 10, 20, 33, 63, 64, 65, 100, 1000}) {
+    for (int64_t k : {1, 2, 5, 10, 25, 32, 33, 40, 63}) {
+      if (k >= deg) continue;
+      sampling_detail::FloydScratch scratch(static_cast<int>(k));
+      for (uint64_t seed = 0; seed < 50; ++seed) {
+        sampling_detail::Rng rng(seed);
+        std::vector<int64_t> got(k);
+        sampling_detail::DrawPositions(deg, k, &rng, &scratch, got.data());
+        INFO("deg " << deg << " k " << k << " seed " << seed);
+        REQUIRE(got == textbook(deg, k, seed));
+      }
+    }
   }
 }
 
