@@ -9,6 +9,7 @@
 #include "client/dist_graph.h"
 #include "client/sum_plans.h"
 #include "common/error.h"
+#include "common/row_sums.h"
 #include "net/messages.h"
 #include "sampling/edge_batch.h"
 #include "sampling/id_sort.h"
@@ -216,25 +217,51 @@ void DistGraph::FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
       pending.push_back(std::move(q));
     }
   }
-  // The sums are in flight while the rows are pulled.
+  // The sums are in flight while the rows are pulled. Of the rows the
+  // plan pulls, those this machine holds (its partition, the hot-row
+  // cache) are summed where they lie: only the others are copied in.
   const std::vector<int64_t>& pulled = plan.pulled;
   const int64_t num_pulled = static_cast<int64_t>(pulled.size());
-  // Room for the groups' sums too, so that growing past the pulled rows
+  std::vector<const float*> row_at(static_cast<size_t>(num_pulled + total));
+  std::vector<int64_t> fetch, fetch_slot;
+  const PartInfo* here = local_part_ >= 0 ? &config_.parts[local_part_] : nullptr;
+  const PartitionView* held = local_part_ >= 0 ? &local_->view() : nullptr;
+  for (int64_t u = 0; u < num_pulled; ++u) {
+    const int64_t id = pulled[u];
+    if (here && id >= here->node_start && id < here->node_end) {
+      row_at[u] = held->features + (id - held->node_start) * dim;
+      continue;
+    }
+    if (const float* hit = cache_ ? cache_->Find(id) : nullptr) {
+      // Counted as PullFeatures counts them (a miss is counted there).
+      ++cache_lookups_;
+      ++cache_hits_;
+      row_at[u] = hit;
+      continue;
+    }
+    fetch.push_back(id);
+    fetch_slot.push_back(u);
+  }
+  const int64_t num_fetched = static_cast<int64_t>(fetch.size());
+  // Room for the groups' sums too, so that growing past the fetched rows
   // does not copy them; every group's row is written below.
   NoInitVector<float>& rows = mean_rows_;  // kept for the next call
   rows.clear();
-  rows.reserve(static_cast<size_t>((num_pulled + total) * dim));
-  if (!pulled.empty()) PullFeatures(pulled, &rows);
-  rows.resize(static_cast<size_t>((num_pulled + total) * dim));
+  rows.reserve(static_cast<size_t>((num_fetched + total) * dim));
+  if (!fetch.empty()) PullFeatures(fetch, &rows);
+  rows.resize(static_cast<size_t>((num_fetched + total) * dim));
   for (const Pending& q : pending) {
     Message r = q.conn->Finish(q.rid, deadline, "PullSums");
     const net::PullFeaturesReply rep =
         net::PullFeaturesReply::Decode(r, q.asked, dim, q.conn->peer());
     wire_bytes_ += r.frames[0].size();
     for (size_t g = 0; g < q.asked.num_groups(); ++g) {
-      rep.RowTo(g, rows.data() + (num_pulled + q.first_row + static_cast<int64_t>(g)) * dim);
+      rep.RowTo(g, rows.data() + (num_fetched + q.first_row + static_cast<int64_t>(g)) * dim);
     }
   }
+  for (int64_t k = 0; k < num_fetched; ++k) row_at[fetch_slot[k]] = rows.data() + k * dim;
+  for (int64_t g = 0; g < total; ++g)
+    row_at[num_pulled + g] = rows.data() + (num_fetched + g) * dim;
   // Per destination: its pulled rows and its groups' sums, added in.
   std::vector<int64_t> eptr(n + 1, 0);
   for (const auto& a : plan.add_rows) ++eptr[a.first + 1];
@@ -243,7 +270,17 @@ void DistGraph::FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
   std::vector<int64_t> erow(eptr[n]), next(eptr.begin(), eptr.end() - 1);
   for (const auto& a : plan.add_rows) erow[next[a.first]++] = a.second;
   for (const auto& a : plan.add_sums) erow[next[a[0]]++] = num_pulled + first_row[a[1]] + a[2];
-  FinishMeans(n, dim, counts, eptr, rows.data(), erow, sums);
+  // Added to the held neighbours' sums in the order FinishMeans adds them,
+  // then each divided by its destination's count of sampled neighbours.
+  std::vector<float> scale(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    scale[i] = counts[i] > 0 ? 1.0f / static_cast<float>(counts[i]) : 1.0f;
+  }
+  CsrSum<float> sum = PlainCsrSum<float>(eptr.data(), erow.data(), nullptr, dim, dim, sums);
+  sum.row_ptrs = row_at.data();
+  sum.row_scale = scale.data();
+  sum.accumulate = true;
+  SumCsrRows(sum, 0, n);
 }
 
 }  // namespace gnn

@@ -20,13 +20,18 @@ namespace gnn {
 
 // out[r, :] = scale_r * sum over e in [ptr[r], ptr[r+1]) of w_e * x[row_e, :]
 // where
-//   row_e   = (row_of ? row_of[idx[e]] : idx[e]) - row_start,
+//   row_e   = (row_of ? row_of[idx[e]] : idx[e]) - row_start
+//             (or, with row_ptrs, the row at row_ptrs[idx[e]]: rows that
+//             live in several arrays, summed where they are; unweighted
+//             sums only),
 //   w_e     = col_weight[idx[e]] when given, edge_weight[e] when given,
 //             else 1 (at most one of the two),
 //   scale_r = 1 / (row length) when `mean` (an empty row stays 0),
 //             else row_scale[r] when given, else 1.
 // x rows are x_stride apart; row r's sum goes to out row out_at[r] when
-// given, else r, and out rows are out_stride apart (d when 0).
+// given, else r, and out rows are out_stride apart (d when 0). With
+// `accumulate` the sum starts from what the out row holds (added to it in
+// edge order, then scaled), as `out += rows; out *= scale` would.
 template <typename T>
 struct CsrSum {
   const int64_t* ptr = nullptr;
@@ -35,6 +40,7 @@ struct CsrSum {
   int64_t x_stride = 0;
   int64_t d = 0;
   const int64_t* row_of = nullptr;
+  const T* const* row_ptrs = nullptr;
   int64_t row_start = 0;
   const T* col_weight = nullptr;
   const T* edge_weight = nullptr;
@@ -43,6 +49,7 @@ struct CsrSum {
   T* out = nullptr;
   int64_t out_stride = 0;
   const size_t* out_at = nullptr;
+  bool accumulate = false;
 };
 
 // The plain sum of x's rows (x_stride apart, d columns) along (ptr, idx)

@@ -66,7 +66,7 @@ void SampleAggregateInto(const OwnerDraw& draw, float* own_out, float* sum_out, 
   const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
   // Each destination's own row is scattered over the partition's features
   // too: prefetched kOwnAhead destinations ahead of its copy.
-  constexpr int64_t kOwnAhead = 2;
+  constexpr int64_t kOwnAhead = 8;
   ParallelFor(n, draw.threads, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       int64_t h = hp[i], r = rp[i];

@@ -2,7 +2,8 @@
 // and the owners' sums: bit for bit the plain per-edge loop it replaced
 // (each column summed in edge order, then scaled), for every width from 1
 // to past two register chunks, every weighting, mapped and offset rows,
-// empty rows, scattered output rows, and float and double.
+// rows by pointer, sums added to the output, empty rows, scattered output
+// rows, and float and double.
 #include "common/row_sums.h"
 
 #include <catch2/catch.hpp>
@@ -19,10 +20,13 @@ void PlainSum(const CsrSum<T>& s, int64_t rows) {
   const int64_t out_stride = s.out_stride > 0 ? s.out_stride : s.d;
   for (int64_t r = 0; r < rows; ++r) {
     T* o = s.out + (s.out_at ? static_cast<int64_t>(s.out_at[r]) : r) * out_stride;
-    for (int64_t j = 0; j < s.d; ++j) o[j] = T(0);
+    if (!s.accumulate) {
+      for (int64_t j = 0; j < s.d; ++j) o[j] = T(0);
+    }
     for (int64_t e = s.ptr[r]; e < s.ptr[r + 1]; ++e) {
       const int64_t c = s.idx[e];
-      const T* x = s.x + ((s.row_of ? s.row_of[c] : c) - s.row_start) * s.x_stride;
+      const T* x = s.row_ptrs ? s.row_ptrs[c]
+                              : s.x + ((s.row_of ? s.row_of[c] : c) - s.row_start) * s.x_stride;
       if (s.col_weight) {
         for (int64_t j = 0; j < s.d; ++j) o[j] += s.col_weight[c] * x[j];
       } else if (s.edge_weight) {
@@ -64,8 +68,19 @@ void CheckEveryShape() {
     const int64_t stride = d + 3;  // rows of x are wider than the columns summed
     std::vector<T> x(cols * stride);
     for (T& v : x) v = static_cast<T>(value(rng));
+    // Rows in two arrays, reached by pointers (the remote sums' rows where
+    // they lie: the partition, the cache, the pulled buffer).
+    std::vector<T> other(cols * stride);
+    for (T& v : other) v = static_cast<T>(value(rng));
+    std::vector<const T*> row_ptrs(cols);
+    for (int64_t c = 0; c < cols; ++c) {
+      row_ptrs[c] = (c % 3 == 0 ? other.data() : x.data()) + ((c * 7) % cols) * stride;
+    }
     for (int weighting = 0; weighting < 4; ++weighting) {
-      for (int variant = 0; variant < 4; ++variant) {
+      for (int variant = 0; variant < 8; ++variant) {
+        // Pointers to rows: unweighted sums only.
+        const bool by_pointer = variant == 4 || variant == 7;
+        if (by_pointer && (weighting == 1 || weighting == 2)) continue;
         CsrSum<T> s;
         s.ptr = ptr.data();
         s.idx = idx.data();
@@ -84,8 +99,16 @@ void CheckEveryShape() {
           s.out_at = out_at.data();
           s.out_stride = d + 1;
         }
+        if (by_pointer) s.row_ptrs = row_ptrs.data();
+        // Added to what the out rows hold (as the remote sums are: by
+        // pointer, then scaled).
+        s.accumulate = variant >= 5;
+        if (variant == 6) s.mean = true;
         const int64_t out_stride = s.out_stride > 0 ? s.out_stride : d;
         std::vector<T> want(rows * out_stride, T(-7)), got(rows * out_stride, T(-7));
+        if (s.accumulate) {
+          for (size_t k = 0; k < want.size(); ++k) want[k] = got[k] = static_cast<T>(value(rng));
+        }
         s.out = want.data();
         PlainSum(s, rows);
         s.out = got.data();
