@@ -116,8 +116,10 @@ torch::Tensor SAGEConvImpl::forward(const BlockTensors& block, const torch::Tens
 
 torch::Tensor SAGEConvImpl::ForwardMean(const torch::Tensor& h_dst,
                                         const torch::Tensor& neigh_mean) {
-  // bias + h_dst W_self^T in one GEMM call, then the neighbour term.
-  return torch::addmm(bias_, h_dst, fc_self_->weight.t()).add_(fc_neigh_(neigh_mean));
+  // bias + h_dst W_self^T in one GEMM call, then the neighbour term added
+  // by the second GEMM itself (beta = 1): no [n, out] temporary, no pass
+  // to add it.
+  return torch::addmm(bias_, h_dst, fc_self_->weight.t()).addmm_(neigh_mean, fc_neigh_->weight.t());
 }
 
 GraphSageImpl::GraphSageImpl(int64_t in, int64_t hidden, int64_t classes, int num_layers,
