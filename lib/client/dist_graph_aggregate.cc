@@ -9,7 +9,6 @@
 #include "client/dist_graph.h"
 #include "client/sum_plans.h"
 #include "common/error.h"
-#include "common/row_sums.h"
 #include "net/messages.h"
 #include "sampling/edge_batch.h"
 #include "sampling/id_sort.h"
@@ -270,17 +269,7 @@ void DistGraph::FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
   std::vector<int64_t> erow(eptr[n]), next(eptr.begin(), eptr.end() - 1);
   for (const auto& a : plan.add_rows) erow[next[a.first]++] = a.second;
   for (const auto& a : plan.add_sums) erow[next[a[0]]++] = num_pulled + first_row[a[1]] + a[2];
-  // Added to the held neighbours' sums in the order FinishMeans adds them,
-  // then each divided by its destination's count of sampled neighbours.
-  std::vector<float> scale(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    scale[i] = counts[i] > 0 ? 1.0f / static_cast<float>(counts[i]) : 1.0f;
-  }
-  CsrSum<float> sum = PlainCsrSum<float>(eptr.data(), erow.data(), nullptr, dim, dim, sums);
-  sum.row_ptrs = row_at.data();
-  sum.row_scale = scale.data();
-  sum.accumulate = true;
-  SumCsrRows(sum, 0, n);
+  FinishMeans(n, dim, counts, eptr, row_at.data(), erow, sums);
 }
 
 }  // namespace gnn

@@ -99,9 +99,13 @@ void SumRowGroups(const float* features, int64_t dim, int64_t node_start, const 
   SumCsrRows(sum, 0, groups);
 }
 
-void FinishMeans(int64_t n, int64_t dim, const std::vector<int64_t>& counts,
-                 const std::vector<int64_t>& remote_indptr, const float* remote_rows,
-                 const std::vector<int64_t>& remote_row, float* sums) {
+namespace {
+
+// FinishMeans along `sum` (its rows set by the caller): each destination's
+// remote rows added to what sums[i] holds, then scaled by 1 / counts[i].
+void FinishMeansAlong(int64_t n, int64_t dim, const std::vector<int64_t>& counts,
+                      const std::vector<int64_t>& remote_indptr,
+                      const std::vector<int64_t>& remote_row, CsrSum<float> sum, float* sums) {
   if (static_cast<int64_t>(counts.size()) != n ||
       static_cast<int64_t>(remote_indptr.size()) != n + 1 ||
       static_cast<int64_t>(remote_row.size()) != remote_indptr.back()) {
@@ -110,17 +114,36 @@ void FinishMeans(int64_t n, int64_t dim, const std::vector<int64_t>& counts,
                     std::to_string(remote_row.size()) + " remote rows for " + std::to_string(n) +
                     " destinations");
   }
+  std::vector<float> scale(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
-    float* sum = sums + i * dim;
-    for (int64_t k = remote_indptr[i]; k < remote_indptr[i + 1]; ++k) {
-      const float* row = remote_rows + remote_row[k] * dim;
-      for (int64_t j = 0; j < dim; ++j) sum[j] += row[j];
-    }
-    if (counts[i] > 0) {
-      const float s = 1.0f / static_cast<float>(counts[i]);
-      for (int64_t j = 0; j < dim; ++j) sum[j] *= s;
-    }
+    scale[i] = counts[i] > 0 ? 1.0f / static_cast<float>(counts[i]) : 1.0f;
   }
+  sum.ptr = remote_indptr.data();
+  sum.idx = remote_row.data();
+  sum.d = dim;
+  sum.out = sums;
+  sum.row_scale = scale.data();
+  sum.accumulate = true;
+  SumCsrRows(sum, 0, n);
+}
+
+}  // namespace
+
+void FinishMeans(int64_t n, int64_t dim, const std::vector<int64_t>& counts,
+                 const std::vector<int64_t>& remote_indptr, const float* remote_rows,
+                 const std::vector<int64_t>& remote_row, float* sums) {
+  CsrSum<float> sum;
+  sum.x = remote_rows;
+  sum.x_stride = dim;
+  FinishMeansAlong(n, dim, counts, remote_indptr, remote_row, sum, sums);
+}
+
+void FinishMeans(int64_t n, int64_t dim, const std::vector<int64_t>& counts,
+                 const std::vector<int64_t>& remote_indptr, const float* const* row_ptrs,
+                 const std::vector<int64_t>& remote_row, float* sums) {
+  CsrSum<float> sum;
+  sum.row_ptrs = row_ptrs;
+  FinishMeansAlong(n, dim, counts, remote_indptr, remote_row, sum, sums);
 }
 
 }  // namespace gnn
