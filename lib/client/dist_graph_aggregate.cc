@@ -269,7 +269,7 @@ void DistGraph::FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
   std::vector<int64_t> erow(eptr[n]), next(eptr.begin(), eptr.end() - 1);
   for (const auto& a : plan.add_rows) erow[next[a.first]++] = a.second;
   for (const auto& a : plan.add_sums) erow[next[a[0]]++] = num_pulled + first_row[a[1]] + a[2];
-  FinishMeans(n, dim, counts, eptr, row_at.data(), erow, sums);
+  FinishMeansByPointer(n, dim, counts, eptr, row_at.data(), erow, sums);
 }
 
 }  // namespace gnn

@@ -138,9 +138,9 @@ void FinishMeans(int64_t n, int64_t dim, const std::vector<int64_t>& counts,
   FinishMeansAlong(n, dim, counts, remote_indptr, remote_row, sum, sums);
 }
 
-void FinishMeans(int64_t n, int64_t dim, const std::vector<int64_t>& counts,
-                 const std::vector<int64_t>& remote_indptr, const float* const* row_ptrs,
-                 const std::vector<int64_t>& remote_row, float* sums) {
+void FinishMeansByPointer(int64_t n, int64_t dim, const std::vector<int64_t>& counts,
+                          const std::vector<int64_t>& remote_indptr, const float* const* row_ptrs,
+                          const std::vector<int64_t>& remote_row, float* sums) {
   CsrSum<float> sum;
   sum.row_ptrs = row_ptrs;
   FinishMeansAlong(n, dim, counts, remote_indptr, remote_row, sum, sums);

@@ -87,8 +87,8 @@ void FinishMeans(int64_t n, int64_t dim, const std::vector<int64_t>& counts,
 // The same with remote neighbour k's row at row_ptrs[remote_row[k]]: rows
 // that lie in several arrays (the partition, the hot-row cache, pulled
 // rows), added where they are. Both add in edge order with SumCsrRows.
-void FinishMeans(int64_t n, int64_t dim, const std::vector<int64_t>& counts,
-                 const std::vector<int64_t>& remote_indptr, const float* const* row_ptrs,
-                 const std::vector<int64_t>& remote_row, float* sums);
+void FinishMeansByPointer(int64_t n, int64_t dim, const std::vector<int64_t>& counts,
+                          const std::vector<int64_t>& remote_indptr, const float* const* row_ptrs,
+                          const std::vector<int64_t>& remote_row, float* sums);
 
 }  // namespace gnn
