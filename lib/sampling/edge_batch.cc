@@ -1,6 +1,7 @@
 #include "sampling/edge_batch.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <unordered_map>
 
@@ -76,19 +77,29 @@ void EdgeExclusion::Filter(const int64_t* dst, int64_t num_dst, std::vector<int6
   int64_t* ptr = indptr->data();
   int64_t* idx = indices->data();
   int64_t out = 0, begin = ptr[0];
+  int64_t* kept_at = kept ? kept->data() : nullptr;
   for (int64_t i = 0; i < num_dst; ++i) {
     const int64_t end = ptr[i + 1];
-    // Most destinations touch no batch edge (one search skips them); the
-    // others have a partner or two to drop.
+    // Most destinations touch no batch edge (one search skips them, and
+    // their row moves whole, or stays where it is until the first drop);
+    // the others have a partner or two to drop.
     const auto [first, last] = PartnersOf(dst[i]);
-    const bool few = last - first <= 8;
-    for (int64_t k = begin; k < end; ++k) {
-      if (first != last && (few ? std::find(first, last, idx[k]) != last
-                                : std::binary_search(first, last, idx[k]))) {
-        continue;
+    if (first == last) {
+      if (out != begin) {
+        const size_t len = static_cast<size_t>(end - begin);
+        std::memmove(idx + out, idx + begin, len * sizeof(int64_t));
+        if (kept_at) std::memmove(kept_at + out, kept_at + begin, len * sizeof(int64_t));
       }
-      if (kept) (*kept)[static_cast<size_t>(out)] = k;
-      idx[out++] = idx[k];
+      out += end - begin;
+    } else {
+      const bool few = last - first <= 8;
+      for (int64_t k = begin; k < end; ++k) {
+        if (few ? std::find(first, last, idx[k]) != last : std::binary_search(first, last, idx[k])) {
+          continue;
+        }
+        if (kept_at) kept_at[out] = kept_at[k];
+        idx[out++] = idx[k];
+      }
     }
     begin = end;
     ptr[i + 1] = out;
