@@ -41,6 +41,13 @@ int PartitionConfig::PartOf(int64_t node) const {
   return static_cast<int>(it - parts.begin());
 }
 
+PartLookup::PartLookup(const PartitionConfig& config) {
+  for (const PartInfo& p : config.parts) {
+    starts_.push_back(p.node_start);
+    ends_.push_back(p.node_end);
+  }
+}
+
 int PartitionConfig::NtypeOf(int64_t node) const {
   const int p = PartOf(node);
   if (p < 0) return -1;

@@ -261,3 +261,27 @@ TEST_CASE("bad options fail before anything is written", "[integration]") {
   }
   CHECK_FALSE(PathExists(o.output + "/part0"));
 }
+
+TEST_CASE("PartLookup names the same owner as PartOf, -1 outside, over few and many parts",
+          "[integration]") {
+  for (const int parts : {1, 2, 5, 16, 17, 40}) {
+    PartitionConfig c;
+    c.num_parts = parts;
+    int64_t next = 0;
+    for (int p = 0; p < parts; ++p) {
+      PartInfo info;
+      info.node_start = next;
+      next += 1 + (p * 7) % 13;  // uneven sizes
+      info.node_end = next;
+      c.parts.push_back(info);
+    }
+    c.num_nodes = next;
+    const PartLookup lookup(c);
+    for (int64_t v = -3; v < next + 3; ++v) {
+      REQUIRE(lookup.Of(v) == c.PartOf(v));
+      if (v >= 0 && v < next) REQUIRE(lookup.Of(v) >= 0);
+    }
+    REQUIRE(lookup.Of(next) == -1);
+    REQUIRE(lookup.Of(-1) == -1);
+  }
+}
