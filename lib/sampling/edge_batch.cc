@@ -94,7 +94,8 @@ void EdgeExclusion::Filter(const int64_t* dst, int64_t num_dst, std::vector<int6
     } else {
       const bool few = last - first <= 8;
       for (int64_t k = begin; k < end; ++k) {
-        if (few ? std::find(first, last, idx[k]) != last : std::binary_search(first, last, idx[k])) {
+        if (few ? std::find(first, last, idx[k]) != last
+                : std::binary_search(first, last, idx[k])) {
           continue;
         }
         if (kept_at) kept_at[out] = kept_at[k];
