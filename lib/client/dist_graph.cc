@@ -58,7 +58,6 @@ void DistGraphOptions::Validate() const {
 DistGraph::DistGraph(const DistGraphOptions& o) : options_(o) {
   o.Validate();
   config_ = LoadPartitionConfig(o.part_config);
-  owner_of_ = PartLookup(config_);
   options_.edge_data = false;
   SetEdgeData(o.edge_data);
 
@@ -176,7 +175,7 @@ net::Peer& DistGraph::Pick(int part) {
 std::vector<std::vector<size_t>> DistGraph::ByOwner(const std::vector<int64_t>& ids) const {
   std::vector<std::vector<size_t>> pos(config_.num_parts);
   for (size_t i = 0; i < ids.size(); ++i) {
-    const int p = owner_of_.Of(ids[i]);
+    const int p = config_.PartOf(ids[i]);
     if (p < 0) throw DataError("node " + std::to_string(ids[i]) + " belongs to no partition");
     pos[p].push_back(i);
   }

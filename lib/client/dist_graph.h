@@ -339,7 +339,6 @@ class DistGraph {
 
   DistGraphOptions options_;
   PartitionConfig config_;
-  PartLookup owner_of_;  // config_'s PartOf, for per-node loops
   std::string config_sha_;
   zmq::context_t ctx_;
   std::vector<std::vector<std::unique_ptr<net::Peer>>> conns_;  // [part][server]

@@ -179,7 +179,7 @@ void DistGraph::FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
   std::vector<int64_t> owner(unique.size());
   std::vector<uint8_t> near(unique.size(), 0);
   for (size_t u = 0; u < unique.size(); ++u) {
-    owner[u] = owner_of_.Of(unique[u]);
+    owner[u] = config_.PartOf(unique[u]);
     near[u] = owner[u] == local_part_ || (cache_ && cache_->Find(unique[u]));
   }
   const size_t max_ids = (size_t{4} << 20) / sizeof(int64_t);

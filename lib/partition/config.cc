@@ -34,20 +34,6 @@ namespace {
 const char* const kSplitEdgeKeys[3] = {"num_train_edges", "num_valid_edges", "num_test_edges"};
 }  // namespace
 
-int PartitionConfig::PartOf(int64_t node) const {
-  auto it = std::upper_bound(parts.begin(), parts.end(), node,
-                             [](int64_t v, const PartInfo& p) { return v < p.node_end; });
-  if (it == parts.end() || node < it->node_start) return -1;
-  return static_cast<int>(it - parts.begin());
-}
-
-PartLookup::PartLookup(const PartitionConfig& config) {
-  for (const PartInfo& p : config.parts) {
-    starts_.push_back(p.node_start);
-    ends_.push_back(p.node_end);
-  }
-}
-
 int PartitionConfig::NtypeOf(int64_t node) const {
   const int p = PartOf(node);
   if (p < 0) return -1;

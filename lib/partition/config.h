@@ -167,8 +167,23 @@ struct PartitionConfig {
 
   std::string base_dir;  // folder of the JSON file (not serialized)
 
-  // Partition that owns `node` (binary search over node ranges); -1 if none.
-  int PartOf(int64_t node) const;
+  // Partition that owns `node`; -1 if none. Up to 16 parts it counts the
+  // parts that end at or before `node`, without branches: a batch's owners
+  // alternate at random, and on a 2-way split a search's branch is a coin
+  // toss the CPU misses half the time. A binary search beyond.
+  int PartOf(int64_t node) const {
+    const size_t n = parts.size();
+    size_t p = 0;
+    if (n <= 16) {
+      for (size_t k = 0; k < n; ++k) p += static_cast<size_t>(node >= parts[k].node_end);
+    } else {
+      p = static_cast<size_t>(
+          std::upper_bound(parts.begin(), parts.end(), node,
+                           [](int64_t v, const PartInfo& q) { return v < q.node_end; }) -
+          parts.begin());
+    }
+    return p < n && node >= parts[p].node_start ? static_cast<int>(p) : -1;
+  }
   // Heterogeneous: the node type of global id `node` (-1 if none), and
   // where each type starts in the input's homogeneous numbering (type-major:
   // type t's input id v is offset[t] + v; [num types + 1] entries). With
@@ -181,30 +196,6 @@ struct PartitionConfig {
   std::vector<int> RelationSrcTypes() const;
   // Absolute-or-relative path of a file of partition `part`.
   std::string FilePath(int part, const std::string& file) const;
-};
-
-// PartOf for hot loops (a client sorting a batch's nodes by owner): the
-// owner counted without branches over up to kBranchFree parts, where on a
-// 2-way split PartOf's search branch is a coin toss the CPU misses half
-// the time; a binary search beyond. Same answers as PartOf, -1 included.
-class PartLookup {
- public:
-  PartLookup() = default;
-  explicit PartLookup(const PartitionConfig& config);
-  int Of(int64_t node) const {
-    const size_t n = ends_.size();
-    size_t p = 0;
-    if (n <= kBranchFree) {
-      for (size_t k = 0; k < n; ++k) p += static_cast<size_t>(node >= ends_[k]);
-    } else {
-      p = static_cast<size_t>(std::upper_bound(ends_.begin(), ends_.end(), node) - ends_.begin());
-    }
-    return p < n && node >= starts_[p] ? static_cast<int>(p) : -1;
-  }
-
- private:
-  static constexpr size_t kBranchFree = 16;
-  std::vector<int64_t> starts_, ends_;  // parts' node ranges, in order
 };
 
 // Machines and partitions (GraphLearn's rule): an ip_config may list more
