@@ -117,6 +117,38 @@ TEST_CASE("MeanAggregate reads strided rows and refuses a mismatched input", "[u
   }
 }
 
+TEST_CASE("DestinationsAndMean equals a slice and MeanAggregate bit for bit, with gradients",
+          "[unit]") {
+  torch::set_num_threads(2);
+  for (uint32_t seed : {4u, 5u}) {
+    Block b = RandomBlock(200, 700, 10, seed);
+    if (seed == 5) BuildTranspose(&b);  // the sampler's transpose and the op's own
+    BlockTensors bt = ToTensors(b);
+    for (int64_t d : {1, 16, 33}) {
+      torch::manual_seed(seed * 10 + d);
+      torch::Tensor h = torch::randn({b.num_src(), d}).requires_grad_(true);
+      torch::Tensor h_ref = h.detach().clone().requires_grad_(true);
+      torch::Tensor up_self = torch::randn({b.num_dst, d}), up_mean = torch::randn({b.num_dst, d});
+      const auto [self, mean] = DestinationsAndMean(bt, h);
+      torch::Tensor self_ref = h_ref.slice(0, 0, b.num_dst), mean_ref = MeanAggregate(bt, h_ref);
+      CHECK(torch::equal(self, self_ref));
+      CHECK(torch::equal(mean, mean_ref));
+      ((self * up_self).sum() + (mean * up_mean).sum()).backward();
+      ((self_ref * up_self).sum() + (mean_ref * up_mean).sum()).backward();
+      CHECK(torch::equal(h.grad(), h_ref.grad()));
+      // Only the mean used: the destinations' rows get the mean's gradient alone.
+      h.grad().zero_();
+      h_ref.grad().zero_();
+      (DestinationsAndMean(bt, h).second * up_mean).sum().backward();
+      (MeanAggregate(bt, h_ref) * up_mean).sum().backward();
+      CHECK(torch::equal(h.grad(), h_ref.grad()));
+    }
+  }
+  Block b = RandomBlock(20, 30, 4, 6);
+  CHECK_THROWS_WITH(DestinationsAndMean(ToTensors(b), torch::zeros({29, 2})),
+                    Catch::Contains("DestinationsAndMean: input has 29 rows, the block has 30"));
+}
+
 TEST_CASE("SAGEConv with the fused mean equals DGL's formula, both projection orders", "[unit]") {
   // Many edges over few sources favour projecting first; wide inputs over
   // many sources favour aggregating first.

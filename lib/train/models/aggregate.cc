@@ -97,46 +97,89 @@ torch::Tensor RowMajor(const torch::Tensor& t) {
   return t.dim() == 2 && t.stride(1) == 1 && t.stride(0) >= t.size(1) ? t : t.contiguous();
 }
 
+// The mean of each destination's in-neighbour rows of h, [num_dst, d].
+torch::Tensor MeanOfRows(const torch::Tensor& h, const torch::Tensor& indptr,
+                         const torch::Tensor& indices) {
+  const int64_t num_dst = indptr.size(0) - 1, d = h.size(1);
+  torch::Tensor x = RowMajor(h);
+  torch::Tensor out = torch::empty({num_dst, d}, h.options());
+  AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "MeanAggregate", [&] {
+    RowSum<scalar_t>(h, indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(), num_dst,
+                     x.data_ptr<scalar_t>(), x.stride(0), d, /*mean=*/true, nullptr, nullptr,
+                     out.data_ptr<scalar_t>());
+  });
+  return out;
+}
+
+// The mean's gradient with respect to its num_src input rows, given the
+// gradient g of its output: one pass over the transpose.
+torch::Tensor MeanGradient(const char* op, const torch::Tensor& g_in, const torch::Tensor& indptr,
+                           const torch::Tensor& t_indptr, const torch::Tensor& t_indices,
+                           int64_t num_src) {
+  if (t_indptr.numel() == 0) {  // the op's caller builds one whenever h needs a gradient
+    throw Error(std::string(op) + ": gradient needed but the block has no transpose");
+  }
+  torch::Tensor g = g_in.contiguous();
+  const int64_t num_dst = g.size(0), d = g.size(1);
+  // d out[i] / d h[s] = 1/deg(i) for each edge s -> i: weight each
+  // destination's gradient row by its 1/deg while summing over s's edges.
+  torch::Tensor deg = (indptr.slice(0, 1) - indptr.slice(0, 0, num_dst)).to(g.scalar_type());
+  torch::Tensor inv_deg = deg.clamp_min(1).reciprocal();
+  torch::Tensor grad_h = torch::empty({num_src, d}, g.options());
+  AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "MeanAggregateBackward", [&] {
+    RowSum<scalar_t>(g, t_indptr.data_ptr<int64_t>(), t_indices.data_ptr<int64_t>(), num_src,
+                     g.data_ptr<scalar_t>(), d, d, /*mean=*/false, inv_deg.data_ptr<scalar_t>(),
+                     nullptr, grad_h.data_ptr<scalar_t>());
+  });
+  return grad_h;
+}
+
 class MeanAggregateFn : public torch::autograd::Function<MeanAggregateFn> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h,
                                const torch::Tensor& indptr, const torch::Tensor& indices,
                                const torch::Tensor& t_indptr, const torch::Tensor& t_indices) {
-    const int64_t num_dst = indptr.size(0) - 1, d = h.size(1);
-    torch::Tensor x = RowMajor(h);
-    torch::Tensor out = torch::empty({num_dst, d}, h.options());
-    AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "MeanAggregate", [&] {
-      RowSum<scalar_t>(h, indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>(), num_dst,
-                       x.data_ptr<scalar_t>(), x.stride(0), d, /*mean=*/true, nullptr, nullptr,
-                       out.data_ptr<scalar_t>());
-    });
     ctx->save_for_backward({indptr, t_indptr, t_indices});
     ctx->saved_data["num_src"] = h.size(0);
-    return out;
+    return MeanOfRows(h, indptr, indices);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     auto saved = ctx->get_saved_variables();
-    const torch::Tensor& indptr = saved[0];
-    const torch::Tensor& t_indptr = saved[1];
-    const torch::Tensor& t_indices = saved[2];
-    if (t_indptr.numel() == 0) {  // MeanAggregate builds one whenever h needs a gradient
-      throw Error("MeanAggregate: gradient needed but the block has no transpose");
-    }
-    const int64_t num_src = ctx->saved_data["num_src"].toInt();
-    torch::Tensor g = grads[0].contiguous();
-    const int64_t num_dst = g.size(0), d = g.size(1);
-    // d out[i] / d h[s] = 1/deg(i) for each edge s -> i: weight each
-    // destination's gradient row by its 1/deg while summing over s's edges.
-    torch::Tensor deg = (indptr.slice(0, 1) - indptr.slice(0, 0, num_dst)).to(g.scalar_type());
-    torch::Tensor inv_deg = deg.clamp_min(1).reciprocal();
-    torch::Tensor grad_h = torch::empty({num_src, d}, g.options());
-    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "MeanAggregateBackward", [&] {
-      RowSum<scalar_t>(g, t_indptr.data_ptr<int64_t>(), t_indices.data_ptr<int64_t>(), num_src,
-                       g.data_ptr<scalar_t>(), d, d, /*mean=*/false, inv_deg.data_ptr<scalar_t>(),
-                       nullptr, grad_h.data_ptr<scalar_t>());
-    });
+    const torch::Tensor grad_h = MeanGradient("MeanAggregate", grads[0], saved[0], saved[1],
+                                              saved[2], ctx->saved_data["num_src"].toInt());
+    return {grad_h, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+// (h's first num_dst rows, copied; their in-neighbours' mean). Backward
+// gives h one gradient: the mean's, with the first rows' own added in
+// place, where a slice and MeanAggregate would each give one, the slice's
+// zero-padded to [num_src, d], for autograd to add in another pass.
+class DestinationsAndMeanFn : public torch::autograd::Function<DestinationsAndMeanFn> {
+ public:
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
+                                                const torch::Tensor& h, const torch::Tensor& indptr,
+                                                const torch::Tensor& indices,
+                                                const torch::Tensor& t_indptr,
+                                                const torch::Tensor& t_indices) {
+    const int64_t num_dst = indptr.size(0) - 1;
+    ctx->save_for_backward({indptr, t_indptr, t_indices});
+    ctx->saved_data["num_src"] = h.size(0);
+    // A copy: an output that were a view of the input would be autograd's
+    // to track, not this op's.
+    return {h.slice(0, 0, num_dst).clone(at::MemoryFormat::Contiguous),
+            MeanOfRows(h, indptr, indices)};
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    torch::Tensor grad_h = MeanGradient("DestinationsAndMean", grads[1], saved[0], saved[1],
+                                        saved[2], ctx->saved_data["num_src"].toInt());
+    // The same sum autograd would form (floating-point addition commutes).
+    grad_h.slice(0, 0, grads[0].size(0)).add_(grads[0]);
     return {grad_h, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
@@ -307,6 +350,16 @@ torch::Tensor MeanAggregate(const BlockTensors& block, const torch::Tensor& h) {
   torch::Tensor t_indptr, t_indices;
   TransposeFor(block, h, &t_indptr, &t_indices);
   return MeanAggregateFn::apply(h, block.indptr, block.indices, t_indptr, t_indices);
+}
+
+std::pair<torch::Tensor, torch::Tensor> DestinationsAndMean(const BlockTensors& block,
+                                                            const torch::Tensor& h) {
+  CheckRows("DestinationsAndMean", block, h);
+  torch::Tensor t_indptr, t_indices;
+  TransposeFor(block, h, &t_indptr, &t_indices);
+  const torch::autograd::variable_list out =
+      DestinationsAndMeanFn::apply(h, block.indptr, block.indices, t_indptr, t_indices);
+  return {out[0], out[1]};
 }
 
 torch::Tensor WeightedAggregate(const BlockTensors& block, const torch::Tensor& h,

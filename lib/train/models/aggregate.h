@@ -10,6 +10,8 @@
 
 #include <torch/torch.h>
 
+#include <utility>
+
 #include "sampling/block.h"
 
 namespace gnn {
@@ -49,6 +51,15 @@ BlockTensors ToTensors(const Block& block);
 // call) when the block has none and a gradient will flow. Uses LibTorch's
 // intra-op threads.
 torch::Tensor MeanAggregate(const BlockTensors& block, const torch::Tensor& h);
+
+// (h's first num_dst rows, the destinations' own, as a copy;
+// MeanAggregate(block, h)) as one op, for SAGEConv's layers whose input
+// needs a gradient: backward hands h a single gradient, the mean's with
+// the destinations' own added to its first rows, instead of a slice's
+// gradient zero-padded to [num_src, d] and a pass adding the two. Values
+// and gradients are bit for bit those of the slice and MeanAggregate.
+std::pair<torch::Tensor, torch::Tensor> DestinationsAndMean(const BlockTensors& block,
+                                                            const torch::Tensor& h);
 
 // out[i, :] = dst_w[i] * sum over i's in-edges of src_w[s] * h[s, :]: GCN's
 // normalized sum (DGL's GraphConv) in one pass per destination, backward

@@ -111,6 +111,11 @@ torch::Tensor SAGEConvImpl::forward(const BlockTensors& block, const torch::Tens
     return torch::addmm(bias_, h_dst, fc_self_->weight.t())
         .add_(MeanAggregate(block, fc_neigh_(h_src)));
   }
+  if (grad && h_src.requires_grad()) {
+    // A layer above the first: h_src's gradient comes back as one tensor.
+    const auto [h_dst, mean] = DestinationsAndMean(block, h_src);
+    return ForwardMean(h_dst, mean);
+  }
   return ForwardMean(h_src.slice(0, 0, block.num_dst), MeanAggregate(block, h_src));
 }
 
