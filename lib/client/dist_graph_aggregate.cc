@@ -198,12 +198,12 @@ void DistGraph::FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
     net::PullSums asked;
   };
   std::vector<Pending> pending;
-  std::vector<int64_t> first_row(parts, 0);  // of each owner's groups
+  // The groups' sums follow the pulled rows, owner by owner, in the
+  // plan's order (its `add` names them so).
   int64_t total = 0;
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   for (int p = 0; p < parts; ++p) {
     const net::PullSums& all = groups[p];
-    first_row[p] = total;
     for (const auto& [first, end] : net::GroupPieces(all.group_ptr, max_ids, max_groups)) {
       Pending q{nullptr, 0, total, {{}, {0}, options_.wire_format, options_.id_coding}};
       net::TakeGroups(all, first, end, &q.asked);
@@ -262,14 +262,7 @@ void DistGraph::FinishRemoteSums(int64_t n, const std::vector<int64_t>& counts,
   for (int64_t g = 0; g < total; ++g)
     row_at[num_pulled + g] = rows.data() + (num_fetched + g) * dim;
   // Per destination: its pulled rows and its groups' sums, added in.
-  std::vector<int64_t> eptr(n + 1, 0);
-  for (const auto& a : plan.add_rows) ++eptr[a.first + 1];
-  for (const auto& a : plan.add_sums) ++eptr[a[0] + 1];
-  for (int64_t i = 0; i < n; ++i) eptr[i + 1] += eptr[i];
-  std::vector<int64_t> erow(eptr[n]), next(eptr.begin(), eptr.end() - 1);
-  for (const auto& a : plan.add_rows) erow[next[a.first]++] = a.second;
-  for (const auto& a : plan.add_sums) erow[next[a[0]]++] = num_pulled + first_row[a[1]] + a[2];
-  FinishMeansByPointer(n, dim, counts, eptr, row_at.data(), erow, sums);
+  FinishMeansByPointer(n, dim, counts, plan.add_ptr, row_at.data(), plan.add, sums);
 }
 
 }  // namespace gnn

@@ -21,11 +21,17 @@ RemoteSumsPlan PlanRemoteSums(int64_t n, const std::vector<int64_t>& rptr,
   std::vector<std::vector<int64_t>> at(static_cast<size_t>(parts));  // one destination's, by owner
   std::vector<int> touched;
   std::vector<uint8_t> summed(unique.size(), 0);  // in some owner's group
+  // One destination's sums until its rows are in, as -1 - (g * parts + p)
+  // for owner p's group g: their rows are known once every group is.
+  std::vector<int64_t> sums;
+  plan.add_ptr.resize(static_cast<size_t>(n) + 1);
+  plan.add_ptr[0] = 0;
+  plan.add.reserve(static_cast<size_t>(rptr[n]));
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t k = rptr[i]; k < rptr[i + 1]; ++k) {
       const int64_t u = row_of[k];
       if (near[u]) {
-        plan.add_rows.push_back({i, pulled_row[u]});
+        plan.add.push_back(pulled_row[u]);
         continue;
       }
       if (at[owner[u]].empty()) touched.push_back(static_cast<int>(owner[u]));
@@ -42,12 +48,12 @@ RemoteSumsPlan PlanRemoteSums(int64_t n, const std::vector<int64_t>& rptr,
           pulled_row[u] = static_cast<int64_t>(plan.pulled.size());
           plan.pulled.push_back(unique[u]);
         }
-        plan.add_rows.push_back({i, pulled_row[u]});
+        plan.add.push_back(pulled_row[u]);
       } else {
         net::PullSums& g = plan.groups[p];
         for (size_t j = 0; j < mine.size(); ++j) {
           if (j % max_ids == 0) {
-            plan.add_sums.push_back({i, p, static_cast<int64_t>(g.num_groups())});
+            sums.push_back(-1 - (static_cast<int64_t>(g.num_groups()) * parts + p));
             g.group_ptr.push_back(g.group_ptr.back());
           }
           g.ids.push_back(unique[mine[j]]);
@@ -58,6 +64,21 @@ RemoteSumsPlan PlanRemoteSums(int64_t n, const std::vector<int64_t>& rptr,
       mine.clear();
     }
     touched.clear();
+    plan.add.insert(plan.add.end(), sums.begin(), sums.end());
+    sums.clear();
+    plan.add_ptr[i + 1] = static_cast<int64_t>(plan.add.size());
+  }
+  // The sums' rows, now that every owner's groups are counted.
+  std::vector<int64_t> first(static_cast<size_t>(parts));
+  int64_t next = static_cast<int64_t>(plan.pulled.size());
+  for (int p = 0; p < parts; ++p) {
+    first[p] = next;
+    next += static_cast<int64_t>(plan.groups[p].num_groups());
+  }
+  for (int64_t& a : plan.add) {
+    if (a >= 0) continue;
+    const int64_t code = -1 - a;
+    a = first[code % parts] + code / parts;
   }
   for (size_t u = 0; u < unique.size(); ++u) plan.summed_only += summed[u] && pulled_row[u] < 0;
   return plan;

@@ -6,7 +6,6 @@
 // methods send what a plan says and add up what comes back.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -29,10 +28,13 @@ struct RemoteSumsPlan {
   // neighbours there (ids increasing within a group), at most max_ids ids a
   // group (more make several).
   std::vector<net::PullSums> groups;
-  // What each destination adds: (destination, row of `pulled`) and
-  // (destination, owner, group of that owner).
-  std::vector<std::pair<int64_t, int64_t>> add_rows;
-  std::vector<std::array<int64_t, 3>> add_sums;
+  // What each destination adds, as a CSR over the rows of `pulled`
+  // followed by every owner's group sums, owner by owner (owner p's group g
+  // is row pulled.size() + the groups of owners before p + g): destination
+  // i's are add[add_ptr[i] .. add_ptr[i + 1]), its pulled rows first, then
+  // its sums.
+  std::vector<int64_t> add_ptr;
+  std::vector<int64_t> add;
   // Distinct rows only summed, never pulled (they count as cache lookups,
   // as the rows path would have looked them up).
   int64_t summed_only = 0;

@@ -27,16 +27,19 @@ TEST_CASE(
   CHECK(plan.groups[1].group_ptr == std::vector<int64_t>{0, 2, 4});
   CHECK(plan.groups[2].ids == std::vector<int64_t>{103, 104});
   CHECK(plan.groups[2].group_ptr == std::vector<int64_t>{0, 2});
-  using Row = std::pair<int64_t, int64_t>;
-  CHECK(plan.add_rows == std::vector<Row>{{0, 0}, {0, 1}, {1, 1}});
-  using Sum = std::array<int64_t, 3>;
-  CHECK(plan.add_sums == std::vector<Sum>{{0, 1, 0}, {2, 1, 1}, {2, 2, 0}});
+  // Rows: 105, 103 pulled (0, 1), owner 1's two sums (2, 3), owner 2's
+  // one (4). Destination 0 adds 105 and 103, then its sum at owner 1;
+  // destination 1 adds 103; destination 2 its sums at owners 1 and 2.
+  CHECK(plan.add_ptr == std::vector<int64_t>{0, 3, 4, 6, 6});
+  CHECK(plan.add == std::vector<int64_t>{0, 1, 2, 1, 3, 4});
   // 100, 101, 102, 104 are only summed; 103 is pulled too.
   CHECK(plan.summed_only == 4);
   // With at most one id a group, every summed row is a group of its own.
   const RemoteSumsPlan one = PlanRemoteSums(4, rptr, unique, row_of, owner, near, 3, 1);
   CHECK(one.groups[1].group_ptr == std::vector<int64_t>{0, 1, 2, 3, 4});
-  CHECK(one.add_sums.size() == 6);
+  // 2 pulled, then owner 1's 4 sums (2-5) and owner 2's 2 (6, 7).
+  CHECK(one.add_ptr == std::vector<int64_t>{0, 4, 5, 9, 9});
+  CHECK(one.add == std::vector<int64_t>{0, 1, 2, 3, 1, 4, 5, 6, 7});
 }
 
 TEST_CASE(
