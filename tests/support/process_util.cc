@@ -12,9 +12,11 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 extern char** environ;
 
@@ -37,11 +39,21 @@ int BindLoopback(int port) {
   return fd;
 }
 
-int BoundPort(int fd) {
-  sockaddr_in a{};
-  socklen_t len = sizeof(a);
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return -1;
-  return ntohs(a.sin_port);
+// The widest window of ports [lo, hi] for `count`-port ranges that lies
+// outside /proc/sys/net/ipv4/ip_local_port_range (32768-60999 by default):
+// from 10000 to below it, or above it to 65535.
+std::pair<int, int> NonEphemeralPortWindow(int count) {
+  int lo = 32768, hi = 60999;
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int a = 0, b = 0;
+  if (in >> a >> b && a > 0 && b >= a) {
+    lo = a;
+    hi = b;
+  }
+  const int below = lo - 1 - 10000, above = 65535 - (hi + 1);
+  if (below >= above && below >= count) return {10000, lo - 1};
+  if (above >= count) return {hi + 1, 65535};
+  return {1024, 65535};  // the whole range is ephemeral: no better choice
 }
 
 }  // namespace
@@ -160,6 +172,13 @@ std::string ChildProcess::Describe() {
 }
 
 std::vector<int> FreeLoopbackPortRanges(int machines, int count) {
+  // Ports outside the kernel's ephemeral range: a port bind(0) hands out
+  // is one the kernel also gives to outgoing connections, and the tests
+  // running beside this one open thousands of them (ZeroMQ, ssh), so one
+  // could take a chosen port before its server binds it ("is busy").
+  const auto [lo, hi] = NonEphemeralPortWindow(count);
+  std::mt19937 rng(std::random_device{}() ^ static_cast<unsigned>(getpid()));
+  std::uniform_int_distribution<int> pick(lo, hi - count + 1);
   // All probe sockets stay bound until every range is chosen, so later
   // ranges cannot overlap earlier ones.
   std::vector<int> held;
@@ -170,12 +189,10 @@ std::vector<int> FreeLoopbackPortRanges(int machines, int count) {
   for (int m = 0; m < machines; ++m) {
     bool found = false;
     for (int attempt = 0; attempt < 200 && !found; ++attempt) {
-      int first = BindLoopback(0);
-      if (first < 0) break;
-      int base = BoundPort(first);
-      std::vector<int> fds = {first};
-      bool ok = base > 0 && base + count - 1 <= 65535;
-      for (int i = 1; ok && i < count; ++i) {
+      const int base = pick(rng);
+      std::vector<int> fds;
+      bool ok = true;
+      for (int i = 0; ok && i < count; ++i) {
         int fd = BindLoopback(base + i);
         if (fd < 0)
           ok = false;

@@ -58,9 +58,10 @@ class ChildProcess {
 
 // Base ports of `machines` disjoint ranges of `count` consecutive loopback
 // TCP ports that can all be bound on 127.0.0.1 right now (machine m's
-// server s will use base[m] + s). Found by binding port 0 and checking the
-// ports after it; a small race remains (another process may take a port
-// before the server binds it). Throws std::runtime_error if none is found.
+// server s will use base[m] + s). Drawn at random outside the kernel's
+// ephemeral range, where outgoing connections cannot take them; a small
+// race remains (another test may draw and bind a port before the server
+// binds it). Throws std::runtime_error if none is found.
 std::vector<int> FreeLoopbackPortRanges(int machines, int count);
 
 // A "kB" field (VmRSS, VmHWM, RssAnon, RssShmem, ...) of /proc/<pid>/status
