@@ -34,7 +34,12 @@
 # exclude='reverse_id' and an MLP decoder over both ends' embeddings in
 # DGL, gnn-train --task edge_class; seeds are train edges; both systems
 # read gnn's partitions, converted for DGL with the edge labels; MODELS
-# graphsage).
+# graphsage). EDGE_EXCLUDE (true, the default, or false) is both systems'
+# --exclude_target_edges: DGL 2.1's DistGraph ignores DistEdgeDataLoader's
+# exclude, so with true dgl_peer.py removes the batch's edges and their
+# reverses from each layer's draw itself (as DGL does on a local graph);
+# with false neither system excludes them (what DGL's loader does as it
+# ships).
 # Prints one table: s/epoch, seeds/s, test accuracy after the last epoch
 # (mean and standard deviation over seeds) and gnn/DGL ratios; dist2 rows
 # also give what crossed the network: bytes sent per machine per epoch and
@@ -199,7 +204,8 @@ flags_of() {  # graph (the model is $MODEL)
         --dropout 0.5 $(model_flags "$MODEL") ;;
     edges|edges-small)
       echo --task edge_class --num_hidden 32 --num_layers 2 --fan_out 10,25 --batch_size 1000 \
-        --lr 0.01 --dropout 0.5 $(model_flags "$MODEL") ;;
+        --lr 0.01 --dropout 0.5 --exclude_target_edges "${EDGE_EXCLUDE:-true}" \
+        $(model_flags "$MODEL") ;;
     *) echo $(toml_flags "$1" "$MODEL" | tr '\n' ' ') --model "$MODEL" ;;
   esac
 }

@@ -289,6 +289,9 @@ def train(argv):
     ap.add_argument("--negative_slope", type=float, default=0.2)
     ap.add_argument("--edge_weight", default="auto", choices=("auto", "none"))
     ap.add_argument("--task", default="node", choices=("node", "edge_class", "edge_regression"))
+    ap.add_argument("--exclude_target_edges", default="true", choices=("true", "false"),
+                    help="edge tasks: keep each batch's edges and their reverses out of its "
+                         "blocks (gnn-train's flag and default)")
     ap.add_argument("--inference_only", action="store_true",
                     help="no training: time the layer-wise full-neighbour inference of every "
                          "node (the model as initialised) and print {inference_time_s}")
@@ -462,10 +465,18 @@ def edge_task(a, g, book, feats, gnn):
     """Edge classification or regression as DGL's docs do it: a
     DistEdgeDataLoader over force_even edge_split of the train edges, each
     batch's edges and their reverses excluded from its blocks
-    (exclude='reverse_id' with each edge's reverse id), the GNN's
-    embeddings of both ends through an MLP decoder (Linear(2h, h), ReLU,
-    Linear(h, C)), cross-entropy or MSE; evaluation decodes every test edge
-    from layer-wise full-neighbour embeddings."""
+    (exclude='reverse_id' with each edge's reverse id; with
+    --exclude_target_edges false, none), the GNN's embeddings of both ends
+    through an MLP decoder (Linear(2h, h), ReLU, Linear(h, C)),
+    cross-entropy or MSE; evaluation decodes every test edge from
+    layer-wise full-neighbour embeddings.
+
+    DGL 2.1's DistGraph.sample_neighbors takes exclude_edges and drops it
+    (the argument is unused there), so DistEdgeDataLoader(exclude=...)
+    alone samples the batch's own edges on a DistGraph, standalone or not.
+    ExcludingSampler does what DGL's sampler does on a local graph instead:
+    it draws each layer's neighbours, then removes the excluded edges from
+    the draw (DGL's C++ ExcludeCertainEdges, after sampling)."""
     import dgl
     classes = a.task == "edge_class"
     labels = g.edata["label"]
@@ -488,10 +499,32 @@ def edge_task(a, g, book, feats, gnn):
 
     model = torch.nn.parallel.DistributedDataParallel(EdgeModel())
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
-    sampler = dgl.dataloading.NeighborSampler([int(f) for f in a.fan_out.split(",")])
-    loader = dgl.dataloading.DistEdgeDataLoader(g, split["train_mask"], sampler,
-                                                exclude="reverse_id", reverse_eids=rev,
-                                                batch_size=a.batch_size, shuffle=True)
+    class ExcludingSampler(dgl.dataloading.NeighborSampler):
+        def sample_blocks(self, g, seed_nodes, exclude_eids=None):
+            output_nodes, blocks = seed_nodes, []
+            drop = None if exclude_eids is None else exclude_eids.numpy()
+            for fanout in reversed(self.fanouts):
+                frontier = g.sample_neighbors(seed_nodes, fanout, replace=self.replace)
+                if drop is not None:
+                    gone = np.isin(frontier.edata[dgl.EID].numpy(), drop).nonzero()[0]
+                    if len(gone):
+                        frontier = dgl.remove_edges(frontier, torch.from_numpy(gone))
+                block = dgl.to_block(frontier, seed_nodes)
+                block.edata[dgl.EID] = frontier.edata[dgl.EID]
+                seed_nodes = block.srcdata[dgl.NID]
+                blocks.insert(0, block)
+            return seed_nodes, output_nodes, blocks
+
+    fanouts = [int(f) for f in a.fan_out.split(",")]
+    if a.exclude_target_edges == "true":
+        loader = dgl.dataloading.DistEdgeDataLoader(g, split["train_mask"],
+                                                    ExcludingSampler(fanouts),
+                                                    exclude="reverse_id", reverse_eids=rev,
+                                                    batch_size=a.batch_size, shuffle=True)
+    else:
+        loader = dgl.dataloading.DistEdgeDataLoader(g, split["train_mask"],
+                                                    dgl.dataloading.NeighborSampler(fanouts),
+                                                    batch_size=a.batch_size, shuffle=True)
     total_edges, total_time, figure = 0, 0.0, 0.0
     for epoch in range(a.num_epochs):
         start, edges = time.time(), 0
