@@ -39,7 +39,7 @@
 # exclude, so with true dgl_peer.py removes the batch's edges and their
 # reverses from each layer's draw itself (as DGL does on a local graph);
 # with false neither system excludes them (what DGL's loader does as it
-# ships).
+# ships). EDGE_DROPOUT (default 0.5) is both systems' --dropout there.
 # Prints one table: s/epoch, seeds/s, test accuracy after the last epoch
 # (mean and standard deviation over seeds) and gnn/DGL ratios; dist2 rows
 # also give what crossed the network: bytes sent per machine per epoch and
@@ -204,7 +204,7 @@ flags_of() {  # graph (the model is $MODEL)
         --dropout 0.5 $(model_flags "$MODEL") ;;
     edges|edges-small)
       echo --task edge_class --num_hidden 32 --num_layers 2 --fan_out 10,25 --batch_size 1000 \
-        --lr 0.01 --dropout 0.5 --exclude_target_edges "${EDGE_EXCLUDE:-true}" \
+        --lr 0.01 --dropout "${EDGE_DROPOUT:-0.5}" --exclude_target_edges "${EDGE_EXCLUDE:-true}" \
         $(model_flags "$MODEL") ;;
     *) echo $(toml_flags "$1" "$MODEL" | tr '\n' ' ') --model "$MODEL" ;;
   esac
