@@ -371,7 +371,8 @@ def train(argv):
             return h
 
         def full_inference(self, x):
-            nodes = dgl.distributed.node_split(np.arange(g.num_nodes()), book, force_even=True)
+            nodes = dgl.distributed.node_split(torch.ones(g.num_nodes(), dtype=torch.bool), book,
+                                                 force_even=True)
             for i, layer in enumerate(self.layers):
                 last = i + 1 == len(self.layers)
                 y = dgl.distributed.DistTensor((g.num_nodes(), dims[i + 1]), torch.float32,
