@@ -154,7 +154,8 @@ std::deque<std::shared_ptr<Batcher::Item>> Batcher::TakeBatch(std::unique_lock<s
   while (nodes < options_.max_batch_nodes) {
     for (auto it = queue_.begin(); it != queue_.end();) {
       const Query& q = (*it)->query;
-      if (q.num_new == 0 && nodes + q.rows() <= options_.max_batch_nodes) {
+      if (q.num_new == 0 && q.edge_query == first->query.edge_query &&
+          nodes + q.rows() <= options_.max_batch_nodes) {
         nodes += q.rows();
         (*it)->taken = true;
         batch.push_back(*it);
@@ -185,10 +186,14 @@ void Batcher::RunBatch(std::deque<std::shared_ptr<Item>>& batch) {
   Query merged;
   const Query* q = &batch.front()->query;
   if (batch.size() > 1) {
+    merged.edge_query = batch.front()->query.edge_query;
     for (const auto& item : batch) {
-      merged.node_ids.insert(merged.node_ids.end(), item->query.node_ids.begin(),
-                             item->query.node_ids.end());
-      merged.embedding = merged.embedding || item->query.embedding;
+      const Query& one = item->query;
+      merged.node_ids.insert(merged.node_ids.end(), one.node_ids.begin(), one.node_ids.end());
+      merged.edges.insert(merged.edges.end(), one.edges.begin(), one.edges.end());
+      merged.edge_features.insert(merged.edge_features.end(), one.edge_features.begin(),
+                                  one.edge_features.end());
+      merged.embedding = merged.embedding || one.embedding;
     }
     q = &merged;
   }

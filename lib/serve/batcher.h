@@ -1,12 +1,12 @@
 // gnn-serve's queue: HTTP handler threads submit queries, one worker thread
 // owns the Engine (its sockets are not thread-safe) and runs them.
 // Queries of existing nodes that wait together are answered by one batch
-// (up to max_batch_nodes, waiting at most max_wait after the first one
-// arrived); a query with new nodes runs alone (its nodes and edges are its
-// own graph). The queue is bounded: a query over max_queue in flight is
-// refused at once. Every query has a deadline. Between queries, and every
-// probe_interval when idle, the worker asks the engine whether the graph
-// answers; when it does not, queries are refused until it does again.
+// (up to max_batch_nodes rows, waiting at most max_wait after the first one
+// arrived), and so are an edge model's queries of existing nodes' edges; a
+// query with new nodes runs alone (its nodes and edges are its own graph). The queue is bounded: a
+// query over max_queue in flight is refused at once. Every query has a deadline. Between queries,
+// and every probe_interval when idle, the worker asks the engine whether the graph answers; when it
+// does not, queries are refused until it does again.
 #pragma once
 
 #include <atomic>

@@ -148,7 +148,7 @@ void Expect(const Tensor& t, const char* datatype, size_t rank, int64_t width) {
 }
 
 void ReadOutputs(const json& j, const ModelInfo& info, InferRequest* r) {
-  const std::vector<std::string> names = OutputNames(info.kind);
+  const std::vector<std::string> names = OutputNames(info);
   bool all_binary = false;
   if (j.contains("parameters") && j.at("parameters").is_object()) {
     const json& p = j.at("parameters");
@@ -160,7 +160,9 @@ void ReadOutputs(const json& j, const ModelInfo& info, InferRequest* r) {
     }
   }
   if (!j.contains("outputs")) {
-    for (size_t k = 0; k + 1 < names.size(); ++k) r->outputs.push_back({names[k], all_binary});
+    for (const std::string& name : names) {
+      if (name != "embedding") r->outputs.push_back({name, all_binary});
+    }
     return;
   }
   if (!j.at("outputs").is_array()) throw BadRequest("'outputs' must be an array");
@@ -239,31 +241,65 @@ InferRequest ParseInferRequest(const std::string& body, int64_t header_length,
     throw BadRequest("the request has no 'inputs' array");
   }
   size_t offset = 0;
-  bool seen[3] = {false, false, false};
-  Tensor node_ids, features, edges;
+  // A node model's inputs, then an edge model's: node_ids' slot is the
+  // asked edges', and edge_features the asked edges' own features.
+  const std::vector<std::string> names = InputNames(info);
+  std::string known;
+  for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+  bool seen[4] = {false, false, false, false};
+  Tensor node_ids, features, edges, edge_features;
   for (const json& in : j.at("inputs")) {
     Tensor t = ReadInput(in, binary, &offset);
-    const int slot = t.name == "node_ids"       ? 0
-                     : t.name == "new_features" ? 1
-                     : t.name == "new_edges"    ? 2
-                                                : -1;
-    if (slot < 0) {
-      throw BadRequest("unknown input '" + t.name + "' (node_ids, new_features, new_edges)");
+    const int slot =
+        static_cast<int>(std::find(names.begin(), names.end(), t.name) - names.begin());
+    if (slot == static_cast<int>(names.size())) {
+      throw BadRequest("unknown input '" + t.name + "' (" + known + ")");
     }
     if (seen[slot]) throw BadRequest("input '" + t.name + "' is given twice");
     seen[slot] = true;
-    (slot == 0 ? node_ids : slot == 1 ? features : edges) = std::move(t);
+    Tensor* into[] = {&node_ids, &features, &edges, &edge_features};
+    *into[slot] = std::move(t);
   }
   if (offset != binary.size()) {
     throw BadRequest("the body has " + S(static_cast<int64_t>(binary.size() - offset)) +
                      " bytes of binary data that no input's binary_data_size accounts for");
   }
-  if (!seen[0] && !seen[1]) throw BadRequest("the request has neither node_ids nor new_features");
+  if (info.edge_model) {
+    if (!seen[0]) {
+      throw BadRequest("the request has no edges input: this is a --task " + info.task +
+                       " model, which predicts edges ([k, 2] source, destination)");
+    }
+    if (seen[3] != (info.edge_feature_dim > 0)) {
+      throw BadRequest(seen[3] ? "input 'edge_features': this model's decoder reads no edge "
+                                 "features"
+                               : "the request has no edge_features input: this model's decoder "
+                                 "reads " +
+                                     S(info.edge_feature_dim) + " features of each edge");
+    }
+  } else if (!seen[0] && !seen[1]) {
+    throw BadRequest("the request has neither node_ids nor new_features");
+  }
   if (seen[2] && (!seen[1] || features.shape.empty() || features.shape[0] == 0)) {
     throw BadRequest("new_edges need new nodes (new_features rows)");
   }
   Query& q = r.query;
-  if (seen[0]) {
+  if (info.edge_model) {
+    Expect(node_ids, "INT64", 2, 2);
+    q.edge_query = true;
+    q.edges = std::move(node_ids.ints);
+    if (seen[3]) {
+      Expect(edge_features, "FP32", 2, info.edge_feature_dim);
+      if (edge_features.shape[0] != q.rows()) {
+        throw BadRequest("input 'edge_features' has " + S(edge_features.shape[0]) + " rows for " +
+                         S(q.rows()) + " edges");
+      }
+      q.edge_features = std::move(edge_features.floats);
+      for (float v : q.edge_features) {
+        if (!std::isfinite(v))
+          throw BadRequest("input 'edge_features' holds a value that is not finite");
+      }
+    }
+  } else if (seen[0]) {
     Expect(node_ids, "INT64", 1, -1);
     q.node_ids = std::move(node_ids.ints);
   }
@@ -284,6 +320,11 @@ InferRequest ParseInferRequest(const std::string& body, int64_t header_length,
     }
     q.new_edges = std::move(edges.ints);
   }
+  if (q.edge_query && 2 * q.rows() + q.num_new > limits.max_nodes) {
+    throw BadRequest("the request asks for " + S(q.rows()) + " edges (" + S(2 * q.rows()) +
+                     " ends) and " + S(q.num_new) + " new nodes; at most " + S(limits.max_nodes) +
+                     " nodes per request (--max_request_nodes)");
+  }
   if (q.rows() > limits.max_nodes) {
     throw BadRequest("the request asks for " + S(q.rows()) + " nodes; at most " +
                      S(limits.max_nodes) + " per request (--max_request_nodes)");
@@ -292,6 +333,13 @@ InferRequest ParseInferRequest(const std::string& body, int64_t header_length,
     if (!info.user_ids && (id < 0 || id >= info.num_nodes)) {
       throw BadRequest("node_ids: " + S(id) + " is not a node of " + info.graph_name +
                        " (input ids are 0.." + S(info.num_nodes - 1) + ")");
+    }
+  }
+  for (int64_t id : q.edges) {
+    // Negative ids name new nodes (the engine checks them).
+    if (!info.user_ids && id >= info.num_nodes) {
+      throw BadRequest("edges: " + S(id) + " is not a node of " + info.graph_name +
+                       " (input ids are 0.." + S(info.num_nodes - 1) + ", new nodes -1..-m)");
     }
   }
   ReadOutputs(j, info, &r);
@@ -333,7 +381,8 @@ InferResponse EncodeInferResponse(const InferRequest& request, const Answer& ans
       if (!o.binary) values = prob;
     } else if (o.name == "pred" && info.kind == LabelKind::kRegression) {
       out["datatype"] = "FP32";
-      out["shape"] = {rows, width};
+      // An edge's value is one number, as gnn-train --inference's pred.npy.
+      out["shape"] = info.edge_model ? json{rows} : json{rows, width};
       data = reinterpret_cast<const char*>(answer.logits.data());
       bytes = answer.logits.size() * sizeof(float);
       if (!o.binary) values = answer.logits;
@@ -386,35 +435,52 @@ json ModelMetadata(const ModelInfo& info) {
     return json{{"name", name}, {"datatype", type}, {"shape", std::move(shape)}};
   };
   json outputs = json::array();
-  for (const std::string& n : OutputNames(info.kind)) {
+  const int64_t width = info.edge_model ? info.edge_outputs : info.classes;
+  for (const std::string& n : OutputNames(info)) {
     const char* type = n == "embedding" || n == "logits" || n == "prob" ? "FP32"
                        : info.kind == LabelKind::kClass                 ? "INT64"
                        : info.kind == LabelKind::kMultilabel            ? "UINT8"
                                                                         : "FP32";
-    json shape = n == "embedding"                                ? json{-1, info.emb_dim}
-                 : n == "pred" && info.kind == LabelKind::kClass ? json{-1}
-                                                                 : json{-1, info.classes};
+    const bool one_column = n == "pred" && (info.kind == LabelKind::kClass || info.edge_model);
+    json shape = n == "embedding" ? json{-1, info.emb_dim}
+                 : one_column     ? json{-1}
+                                  : json{-1, width};
     outputs.push_back(tensor(n.c_str(), type, std::move(shape)));
   }
-  return {
-      {"name", info.graph_name},
-      {"versions", {"1"}},
-      {"platform", "gnn"},
-      {"inputs",
-       {tensor("node_ids", "INT64", {-1}), tensor("new_features", "FP32", {-1, info.feature_dim}),
-        tensor("new_edges", "INT64", {-1, 2})}},
-      {"outputs", outputs},
-      {"parameters",
-       {{"model", info.model},
-        {"num_nodes", info.num_nodes},
-        {"fan_out", info.fanouts},
-        {"embed_layer", info.embed_layer},
-        {"undirected", info.undirected},
-        {"task", LabelKindName(info.kind)}}}};
+  json inputs = json::array();
+  for (const std::string& n : InputNames(info)) {
+    json shape = n == "node_ids"        ? json{-1}
+                 : n == "new_features"  ? json{-1, info.feature_dim}
+                 : n == "edge_features" ? json{-1, info.edge_feature_dim}
+                                        : json{-1, 2};
+    inputs.push_back(tensor(n.c_str(),
+                            n == "new_features" || n == "edge_features" ? "FP32" : "INT64",
+                            std::move(shape)));
+  }
+  json parameters = {{"model", info.model},
+                     {"num_nodes", info.num_nodes},
+                     {"fan_out", info.fanouts},
+                     {"embed_layer", info.embed_layer},
+                     {"undirected", info.undirected},
+                     {"task", info.edge_model ? info.task : LabelKindName(info.kind)}};
+  if (info.edge_model) parameters["edge_feature_dim"] = info.edge_feature_dim;
+  return {{"name", info.graph_name}, {"versions", {"1"}},  {"platform", "gnn"},
+          {"inputs", inputs},        {"outputs", outputs}, {"parameters", parameters}};
 }
 
-std::vector<std::string> OutputNames(LabelKind kind) {
-  switch (kind) {
+std::vector<std::string> InputNames(const ModelInfo& info) {
+  if (!info.edge_model) return {"node_ids", "new_features", "new_edges"};
+  std::vector<std::string> names = {"edges", "new_features", "new_edges"};
+  if (info.edge_feature_dim > 0) names.push_back("edge_features");
+  return names;
+}
+
+std::vector<std::string> OutputNames(const ModelInfo& info) {
+  if (info.edge_model) {
+    if (info.kind == LabelKind::kRegression) return {"pred"};
+    return {"logits", "pred"};
+  }
+  switch (info.kind) {
     case LabelKind::kMultilabel:
       return {"logits", "prob", "pred", "embedding"};
     case LabelKind::kRegression:

@@ -11,9 +11,15 @@
 // Outputs: a class model's logits FP32 [k+m, C], pred INT64 [k+m]; a
 //          multi-label model's logits and prob FP32 [k+m, L], pred UINT8
 //          [k+m, L] (prob >= 0.5); a regression model's pred FP32 [k+m, T];
-//          and any model's embedding FP32 [k+m, H] (a request's `outputs`
-//          selects; default all but the embedding), as gnn-train
+//          and any node model's embedding FP32 [k+m, H] (a request's
+//          `outputs` selects; default all but the embedding), as gnn-train
 //          --inference writes them.
+// An edge model (--task edge_class, edge_regression) takes, in node_ids'
+// place, edges INT64 [k, 2] (source, destination): input ids, or new
+// nodes -1..-m of new_features and new_edges; and, when its decoder reads
+// them, edge_features FP32 [k, D]. It answers logits FP32 [k, C] and pred
+// INT64 [k] (a class), or pred FP32 [k] (a value), as gnn-train
+// --inference's edge predictions.
 #pragma once
 
 #include <cstdint>
@@ -25,9 +31,11 @@
 
 namespace gnn {
 
-// The names of the outputs a model of `kind` answers; all but the last
-// (embedding) are a request's default outputs.
-std::vector<std::string> OutputNames(LabelKind kind);
+// The names of the inputs a request to the model may give, and of the
+// outputs it answers; all but the embedding are a request's default
+// outputs.
+std::vector<std::string> InputNames(const ModelInfo& info);
+std::vector<std::string> OutputNames(const ModelInfo& info);
 
 struct InferRequest {
   nlohmann::json id;  // echoed in the response (null: the request had none)

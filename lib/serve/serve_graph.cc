@@ -234,6 +234,12 @@ std::unique_ptr<ServeGraph> OpenDistServeGraph(const DistGraphOptions& options,
   return std::make_unique<DistServeGraph>(options, config);
 }
 
+void ModelRunner::DecodeEdges(const std::vector<float>&, int64_t, const std::vector<int64_t>&,
+                              const std::vector<int64_t>&, const std::vector<float>&,
+                              std::vector<float>*) {
+  throw Error("this model has no edge decoder");
+}
+
 GraphEngine::GraphEngine(std::unique_ptr<ServeGraph> graph, std::unique_ptr<ModelRunner> runner,
                          ModelInfo info)
     : graph_(std::move(graph)), runner_(std::move(runner)), info_(std::move(info)) {
@@ -287,6 +293,67 @@ void GraphEngine::RunCached(const std::vector<int64_t>& seeds, bool embedding, A
 }
 
 Answer GraphEngine::Run(const Query& q) {
+  if (q.edge_query != info_.edge_model) {
+    throw BadRequest(info_.edge_model
+                         ? "this is a --task " + info_.task +
+                               " model: a query names edges ([k, 2] source, destination)"
+                         : std::string("this model predicts nodes: a query names node_ids"));
+  }
+  return q.edge_query ? RunEdges(q) : RunNodes(q);
+}
+
+Answer GraphEngine::RunEdges(const Query& q) {
+  const int64_t k = q.rows();
+  if (static_cast<int64_t>(q.edge_features.size()) != k * info_.edge_feature_dim) {
+    throw BadRequest("edge_features: " + std::to_string(q.edge_features.size()) + " values for " +
+                     std::to_string(k) + " edges of " + std::to_string(info_.edge_feature_dim));
+  }
+  // The ends' rows: the distinct existing ends (in first-seen order) as a
+  // node query, then the query's new nodes.
+  Query nodes;
+  nodes.num_new = q.num_new;
+  nodes.new_features = q.new_features;
+  nodes.new_edges = q.new_edges;
+  std::unordered_map<int64_t, int64_t> row_of;
+  std::vector<int64_t> ends(q.edges.size());
+  for (size_t i = 0; i < q.edges.size(); ++i) {
+    const int64_t v = q.edges[i];
+    if (v < 0) {
+      if (v < -q.num_new) {
+        throw BadRequest("edges: node " + std::to_string(v) + " is not a new node (there are " +
+                         std::to_string(q.num_new) +
+                         (q.num_new > 0 ? ": -1..-" + std::to_string(q.num_new) : std::string()) +
+                         ")");
+      }
+      continue;  // placed after the existing ends, below
+    }
+    const auto [it, fresh] = row_of.emplace(v, static_cast<int64_t>(nodes.node_ids.size()));
+    if (fresh) {
+      if (graph_->GraphId(v) < 0) throw BadRequest("edges: " + NotANode(v));
+      nodes.node_ids.push_back(v);
+    }
+    ends[i] = it->second;
+  }
+  const int64_t existing = static_cast<int64_t>(nodes.node_ids.size());
+  for (size_t i = 0; i < q.edges.size(); ++i) {
+    if (q.edges[i] < 0) ends[i] = existing - q.edges[i] - 1;  // -1 -> existing, ...
+  }
+  const Answer rows = RunNodes(nodes);
+  std::vector<int64_t> heads(static_cast<size_t>(k)), tails(static_cast<size_t>(k));
+  for (int64_t i = 0; i < k; ++i) {
+    heads[static_cast<size_t>(i)] = ends[static_cast<size_t>(2 * i)];
+    tails[static_cast<size_t>(i)] = ends[static_cast<size_t>(2 * i + 1)];
+  }
+  Answer out;
+  out.rows = k;
+  out.classes = info_.edge_outputs;
+  if (k > 0) {
+    runner_->DecodeEdges(rows.logits, rows.classes, heads, tails, q.edge_features, &out.logits);
+  }
+  return out;
+}
+
+Answer GraphEngine::RunNodes(const Query& q) {
   const int64_t n = info_.num_nodes;
   if (q.num_new == 0 && !q.new_edges.empty()) {
     throw BadRequest("new_edges: there are no new nodes (new_features has no rows)");

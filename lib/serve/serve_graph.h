@@ -78,6 +78,10 @@ class GraphEngine : public Engine {
   // Existing nodes' answer through the first-layer cache: the layers above
   // sampled here, layer 0 computed only for the nodes the cache lacks.
   void RunCached(const std::vector<int64_t>& seeds, bool embedding, Answer* out);
+  // A node query's rows; an edge query's: its ends' rows through the
+  // decoder.
+  Answer RunNodes(const Query& q);
+  Answer RunEdges(const Query& q);
   // "<id> is not a node of <graph> (<which ids requests name>)".
   std::string NotANode(int64_t id) const;
 

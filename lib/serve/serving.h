@@ -25,17 +25,28 @@ class BadRequest : public std::runtime_error {
 
 // One prediction: existing nodes by their input-dataset ids, and new nodes
 // (rows -1..-num_new) with their features and edges, evaluated on the live
-// graph plus those nodes (nothing is written to the partitions).
+// graph plus those nodes (nothing is written to the partitions). An edge
+// model's query names the edges to predict instead of node_ids: (source,
+// destination) pairs of input ids or new nodes, scored by the model's
+// decoder from both ends' embeddings (and each pair's own features when
+// the decoder reads them); the pairs need not be edges of the graph.
 struct Query {
-  std::vector<int64_t> node_ids;    // input-dataset ids, any order, repeats allowed
-  int64_t num_new = 0;              // new nodes -1..-num_new
-  std::vector<float> new_features;  // [num_new, feature_dim]
-  std::vector<int64_t> new_edges;   // [e, 2] rows (source, destination): -1..-m or input ids
-  bool embedding = false;           // also the embedding layer's output
-  int64_t rows() const { return static_cast<int64_t>(node_ids.size()) + num_new; }
+  std::vector<int64_t> node_ids;     // input-dataset ids, any order, repeats allowed
+  int64_t num_new = 0;               // new nodes -1..-num_new
+  std::vector<float> new_features;   // [num_new, feature_dim]
+  std::vector<int64_t> new_edges;    // [e, 2] rows (source, destination): -1..-m or input ids
+  bool embedding = false;            // also the embedding layer's output
+  bool edge_query = false;           // an edge model's: rows are `edges`
+  std::vector<int64_t> edges;        // [k, 2] (source, destination): input ids or -1..-m
+  std::vector<float> edge_features;  // [k, ModelInfo::edge_feature_dim]
+  int64_t rows() const {
+    return edge_query ? static_cast<int64_t>(edges.size() / 2)
+                      : static_cast<int64_t>(node_ids.size()) + num_new;
+  }
 };
 
-// Rows follow the query: node_ids in order, then new nodes -1..-num_new.
+// Rows follow the query: node_ids in order, then new nodes -1..-num_new
+// (an edge query: its edges in order).
 struct Answer {
   int64_t rows = 0;
   int64_t classes = 0;           // logits' width
@@ -70,6 +81,15 @@ struct ModelInfo {
   int64_t first_layer_dim = 0;
   bool layer_cacheable = false;
   int64_t layer_cache_bytes = 0;
+  // An edge model (--task edge_class or edge_regression): queries name
+  // edges, `classes` is the node rows' width (the decoder's input per end),
+  // `kind` what the decoder predicts (kClass or kRegression) in
+  // `edge_outputs` columns (1 for a value), reading `edge_feature_dim`
+  // features of each asked edge (0: none).
+  bool edge_model = false;
+  int64_t edge_outputs = 0;
+  int64_t edge_feature_dim = 0;
+  std::string task;  // the model's --task
 };
 
 // The model's forward pass over one mini-batch (LibTorch's side): the
@@ -87,6 +107,13 @@ class ModelRunner {
   virtual void FirstLayer(const MiniBatch& mb, std::vector<float>* out) = 0;
   virtual void UpperLayers(const std::vector<Block>& blocks, const float* h1, int64_t rows,
                            bool embedding, Answer* out) = 0;
+  // An edge model's decoder: for pair i, the rows heads[i] and tails[i] of
+  // `node_rows` ([n, width], the model's output per node) and, when the
+  // decoder reads them, edge_features [k, ModelInfo::edge_feature_dim];
+  // [k, edge_outputs] into *out.
+  virtual void DecodeEdges(const std::vector<float>& node_rows, int64_t width,
+                           const std::vector<int64_t>& heads, const std::vector<int64_t>& tails,
+                           const std::vector<float>& edge_features, std::vector<float>* out);
 };
 
 // Predictions on one thread (the queue's worker): Run answers a query,

@@ -4,8 +4,9 @@
 // rebuilt with them, every bad request answered alone, the queue's and
 // deadline's refusals, tokens and HTTPS, readiness across a killed and
 // restarted server, nothing left after gnn-launch is interrupted, the
-// user's own node ids (gnn-partition --node_ids) in and out, and
-// multi-label and regression models' outputs as the inference files'.
+// user's own node ids (gnn-partition --node_ids) in and out,
+// multi-label and regression models' outputs as the inference files', and
+// edge models' predictions of asked edges as gnn-train --inference's.
 #include <httplib.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 
 #include "cluster_util.h"
 #include "common/fs.h"
+#include "common/gzip.h"
 #include "common/npy.h"
 #include "launch_util.h"
 #include "process_util.h"
@@ -958,4 +960,245 @@ TEST_CASE("inference files and gnn-serve speak the user's ids of gnn-partition -
   launcher.Signal(SIGINT);
   REQUIRE(launcher.Wait(std::chrono::seconds(30)).has_value());
   s.RequireNothingLeft(launcher.pid());
+}
+
+namespace {
+
+// Rows of a gzip CSV of numbers (an OGB raw file), each line's values.
+template <class T>
+std::vector<std::vector<T>> ReadCsvGz(const std::string& path) {
+  std::vector<std::vector<T>> rows;
+  ForEachGzipChunk(path, [&](const char* b, const char* e, int64_t) {
+    std::string text(b, e);
+    size_t at = 0;
+    while (at < text.size()) {
+      const size_t end = std::min(text.find('\n', at), text.size());
+      std::vector<T> row;
+      size_t p = at;
+      while (p < end) {
+        const size_t comma = std::min(text.find(',', p), end);
+        row.push_back(static_cast<T>(std::stod(text.substr(p, comma - p))));
+        p = comma + 1;
+      }
+      if (!row.empty()) rows.push_back(std::move(row));
+      at = end + 1;
+    }
+  });
+  return rows;
+}
+
+// An edge prediction folder's rows by input edge id: its logits (a class
+// model) or its value (a regression model).
+std::map<int64_t, std::vector<float>> ReadEdgeRows(const std::string& dir) {
+  const json m = json::parse(ReadFile(dir + "/manifest.json"));
+  std::map<int64_t, std::vector<float>> out;
+  for (const json& s : m.at("shards")) {
+    const std::vector<int64_t> ids =
+        ReadNpy<int64_t>(dir + "/" + s.at("edge_ids").get<std::string>());
+    const bool logits = s.contains("logits");
+    std::vector<int64_t> shape;
+    const std::vector<float> v =
+        ReadNpy<float>(dir + "/" + s.at(logits ? "logits" : "pred").get<std::string>(), {}, &shape);
+    const size_t c = logits ? static_cast<size_t>(shape.at(1)) : 1;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      out[ids[i]].assign(v.begin() + i * c, v.begin() + (i + 1) * c);
+    }
+  }
+  return out;
+}
+
+// An edge model's request for every listed input edge, by its ends (and
+// its own features when the decoder reads them).
+json EdgesRequest(const std::vector<std::vector<int64_t>>& ends,
+                  const std::vector<std::vector<float>>& features) {
+  json inputs = {{{"name", "edges"},
+                  {"datatype", "INT64"},
+                  {"shape", {static_cast<int64_t>(ends.size()), 2}},
+                  {"data", ends}}};
+  if (!features.empty()) {
+    inputs.push_back(
+        {{"name", "edge_features"},
+         {"datatype", "FP32"},
+         {"shape",
+          {static_cast<int64_t>(features.size()), static_cast<int64_t>(features.at(0).size())}},
+         {"data", features}});
+  }
+  return {{"inputs", inputs}};
+}
+
+// The answer's output `name` ([k, c] or [k]) as rows.
+std::vector<std::vector<float>> RowsOf(const json& answer, const std::string& name) {
+  for (const json& o : answer.at("outputs")) {
+    if (o.at("name") != name) continue;
+    const int64_t rows = o.at("shape")[0];
+    const int64_t cols = o.at("shape").size() > 1 ? o.at("shape")[1].get<int64_t>() : 1;
+    const std::vector<float> data = o.at("data").get<std::vector<float>>();
+    REQUIRE(static_cast<int64_t>(data.size()) == rows * cols);
+    std::vector<std::vector<float>> out(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      out[static_cast<size_t>(r)].assign(data.begin() + r * cols, data.begin() + (r + 1) * cols);
+    }
+    return out;
+  }
+  FAIL("no " << name << " in " << answer.dump().substr(0, 300));
+  return {};
+}
+
+// Every input edge's served row against the offline one.
+float EdgesMaxDiff(const Endpoint& e, const std::string& graph,
+                   const std::vector<std::vector<int64_t>>& ends,
+                   const std::vector<std::vector<float>>& features,
+                   const std::map<int64_t, std::vector<float>>& offline,
+                   const std::string& output) {
+  const auto [status, answer] =
+      e.Post("/v2/models/" + graph + "/infer", EdgesRequest(ends, features).dump());
+  INFO(answer.dump().substr(0, 300));
+  REQUIRE(status == 200);
+  const auto rows = RowsOf(answer, output);
+  REQUIRE(rows.size() == ends.size());
+  float worst = 0;
+  for (size_t i = 0; i < ends.size(); ++i) {
+    worst = std::max(worst, MaxDiff(rows[i], offline.at(static_cast<int64_t>(i))));
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "gnn-serve answers edge models as gnn-train --inference does, standalone and on 2 "
+    "machines",
+    "[e2e]") {
+  test::Setup s("serve-edges");
+  for (const std::string task : {"edge_class", "edge_regression"}) {
+    DYNAMIC_SECTION(task) {
+      // Edge labels and 2 features per edge, which the class model's
+      // decoder reads; the ends of every input edge from edge.csv.gz.
+      const std::string spec = "synthetic:nodes=600,edges=3000,feat=8,classes=3,etask=" +
+                               std::string(task == "edge_class" ? "class,efeat=2" : "regression");
+      const std::string root = s.dir / (task + "-ogb");
+      auto made = RunProcess({Bin("gnn-dataset"), "--dataset", spec, "--write_ogb", root});
+      INFO(made.err);
+      REQUIRE(made.exit_code == 0);
+      const auto ends = ReadCsvGz<int64_t>(root + "/raw/edge.csv.gz");
+      REQUIRE(ends.size() == 3000);
+      std::vector<std::vector<float>> features;
+      if (task == "edge_class") features = ReadCsvGz<float>(root + "/raw/edge-feat.csv.gz");
+      const std::string one = test::MakePartitions(s.dir, root, 1, task + "-one");
+      const std::string graph = LoadPartitionConfig(one).graph_name;
+      const std::string model = s.dir / (task + ".pt");
+      RunTrainer({"--part_config", one, "--task", task, "--num_epochs", "2", "--batch_size", "200",
+                  "--num_hidden", "16", "--save_model", model});
+      const std::string pred = s.dir / (task + "-pred");
+      RunTrainer({"--part_config", one, "--inference", "--restore_model_path", model, "--node_mask",
+                  "all", "--save_prediction_path", pred});
+      const auto offline = ReadEdgeRows(pred);
+      REQUIRE(offline.size() == 3000);
+      const std::string output = task == "edge_class" ? "logits" : "pred";
+
+      Endpoint e{FreePort(), ""};
+      auto serve = StartServe(s.dir,
+                              {"--standalone", "--part_config", one, "--restore_model_path", model,
+                               "--http_port", std::to_string(e.port), "--num_omp_threads", "1"},
+                              "serve-" + task);
+      REQUIRE(e.WaitReady());
+      CHECK(EdgesMaxDiff(e, graph, ends, features, offline, output) < 1e-5);
+      const std::string infer = "/v2/models/" + graph + "/infer";
+      const auto [status, answer] = e.Post(infer, EdgesRequest({{4, 9}, {4, 9}}, {}).dump());
+      if (task == "edge_class") {
+        // The decoder's edge features are the request's to give.
+        CHECK(status == 400);
+        CHECK_THAT(answer.dump(), Catch::Contains("edge_features"));
+        const auto [ok, two] =
+            e.Post(infer, EdgesRequest({{4, 9}, {4, 9}}, {{0.5f, 0.25f}, {0.5f, 0.25f}}).dump());
+        REQUIRE(ok == 200);
+        REQUIRE(two.at("outputs").size() == 2);
+        CHECK(two.at("outputs")[1].at("name") == "pred");
+        CHECK(two.at("outputs")[1].at("shape") == json::array({2}));
+        const auto rows = RowsOf(two, "logits");
+        CHECK(rows.at(0) == rows.at(1));
+        CHECK(two.at("outputs")[1].at("data")[0].get<int64_t>() ==
+              std::max_element(rows[0].begin(), rows[0].end()) - rows[0].begin());
+      } else {
+        REQUIRE(status == 200);
+        CHECK(answer.at("outputs").size() == 1);
+        CHECK(answer.at("outputs")[0].at("shape") == json::array({2}));
+      }
+      // A node query, and an end that is no node, are the caller's mistakes.
+      auto wrong = e.Post(infer, json{{"inputs", {NodeIdsInput({1, 2})}}}.dump());
+      CHECK(wrong.first == 400);
+      CHECK_THAT(wrong.second.dump(), Catch::Contains("unknown input 'node_ids'"));
+      const std::vector<std::vector<float>> one_row =
+          task == "edge_class" ? std::vector<std::vector<float>>{{0.1f, 0.2f}}
+                               : std::vector<std::vector<float>>{};
+      wrong = e.Post(infer, EdgesRequest({{4, 600}}, one_row).dump());
+      CHECK(wrong.first == 400);
+      CHECK_THAT(wrong.second.dump(), Catch::Contains("600 is not a node"));
+      wrong = e.Post(infer, EdgesRequest({{4, -1}}, one_row).dump());
+      CHECK(wrong.first == 400);
+      CHECK_THAT(wrong.second.dump(), Catch::Contains("-1 is not a new node"));
+      // An edge to a new node: its features and edges in the request.
+      json fresh = EdgesRequest({{4, -1}}, one_row);
+      fresh["inputs"].push_back({{"name", "new_features"},
+                                 {"datatype", "FP32"},
+                                 {"shape", {1, 8}},
+                                 {"data", {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8}}});
+      fresh["inputs"].push_back(
+          {{"name", "new_edges"}, {"datatype", "INT64"}, {"shape", {1, 2}}, {"data", {4, -1}}});
+      auto answered = e.Post(infer, fresh.dump());
+      INFO(answered.second.dump());
+      CHECK(answered.first == 200);
+      const auto meta = e.Client().Get(("/v2/models/" + graph).c_str());
+      REQUIRE(meta);
+      const json m = json::parse(meta->body);
+      CHECK(m.at("inputs")[0].at("name") == "edges");
+      CHECK(m.at("parameters").at("task") == task);
+      serve->Signal(SIGINT);
+      REQUIRE(serve->Wait(std::chrono::seconds(15)) == std::optional<int>(0));
+      if (task != "edge_class") continue;
+
+      // 2 machines through gnn-launch, the exact wire: the same answers
+      // from either machine.
+      s.config = test::MakePartitions(s.dir, root, 2, task + "-two");
+      s.graph_name = graph;
+      const int port = test::FreeLoopbackPortRanges(1, 2).at(0);
+      test::ChildProcess launcher(
+          s.Args(Bin("gnn-serve") + " --restore_model_path " + model + " --http_port " +
+                 std::to_string(port) + " --wire_dtype float32 --num_omp_threads 1"),
+          s.dir / "launch-serve-edges");
+      Endpoint m0{port, ""}, m1{port + 1, ""};
+      INFO(launcher.Stderr());
+      REQUIRE(m0.WaitReady());
+      REQUIRE(m1.WaitReady());
+      CHECK(EdgesMaxDiff(m0, graph, ends, features, offline, output) < 1e-5);
+      CHECK(EdgesMaxDiff(m1, graph, ends, features, offline, output) < 1e-5);
+      // Concurrent edge queries are batched and each gets its own rows.
+      std::vector<std::thread> clients;
+      std::vector<float> worst(6, 1);
+      for (int c = 0; c < 6; ++c) {
+        clients.emplace_back([&, c] {
+          std::vector<std::vector<int64_t>> mine;
+          std::vector<std::vector<float>> mine_features;
+          std::vector<int64_t> ids;
+          for (size_t i = static_cast<size_t>(c); i < ends.size(); i += 7 * (c + 1)) {
+            mine.push_back(ends[i]);
+            mine_features.push_back(features[i]);
+            ids.push_back(static_cast<int64_t>(i));
+          }
+          const auto [code, answer] = m0.Post(infer, EdgesRequest(mine, mine_features).dump());
+          if (code != 200) return;
+          const auto rows = RowsOf(answer, output);
+          float w = 0;
+          for (size_t i = 0; i < ids.size(); ++i)
+            w = std::max(w, MaxDiff(rows[i], offline.at(ids[i])));
+          worst[static_cast<size_t>(c)] = w;
+        });
+      }
+      for (auto& t : clients) t.join();
+      for (float w : worst) CHECK(w < 1e-5);
+      launcher.Signal(SIGINT);
+      REQUIRE(launcher.Wait(std::chrono::seconds(30)).has_value());
+      s.RequireNothingLeft(launcher.pid());
+    }
+  }
 }

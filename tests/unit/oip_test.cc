@@ -205,3 +205,84 @@ TEST_CASE("multi-label and regression models answer what gnn-train --inference w
     CHECK_THAT(e.what(), Catch::Contains("unknown output 'logits' (pred, embedding)"));
   }
 }
+
+TEST_CASE("an edge model's request names edges and its features; it answers per edge", "[unit]") {
+  ModelInfo ec = Info();
+  ec.edge_model = true;
+  ec.task = "edge_class";
+  ec.classes = 4;  // the node rows the decoder reads
+  ec.edge_outputs = 3;
+  ec.edge_feature_dim = 2;
+  const json edges = {
+      {"name", "edges"}, {"datatype", "INT64"}, {"shape", {2, 2}}, {"data", {{4, 0}, {-1, 9}}}};
+  const json feats = {
+      {"name", "edge_features"}, {"datatype", "FP32"}, {"shape", {2, 2}}, {"data", {1, 2, 3, 4}}};
+  const InferRequest r =
+      ParseInferRequest(json{{"inputs", {edges, feats}}}.dump(), -1, ec, RequestLimits{});
+  CHECK(r.query.edge_query);
+  CHECK(r.query.rows() == 2);
+  CHECK(r.query.edges == std::vector<int64_t>{4, 0, -1, 9});
+  CHECK(r.query.edge_features == std::vector<float>{1, 2, 3, 4});
+  REQUIRE(r.outputs.size() == 2);  // logits, pred
+  Answer a;
+  a.rows = 2;
+  a.classes = 3;
+  a.logits = {0.0f, 2.0f, 1.0f, 5.0f, -1.0f, 0.0f};
+  const json out = json::parse(EncodeInferResponse(r, a, ec).body);
+  CHECK(out.at("outputs")[0].at("shape") == json::array({2, 3}));
+  CHECK(out.at("outputs")[1].at("data") == json::array({1, 0}));
+  const json meta = ModelMetadata(ec);
+  CHECK(meta.at("inputs")[0].at("name") == "edges");
+  CHECK(meta.at("inputs")[3].at("shape") == json::array({-1, 2}));
+  CHECK(meta.at("outputs")[0].at("shape") == json::array({-1, 3}));
+  CHECK(meta.at("parameters").at("task") == "edge_class");
+
+  auto why = [](const json& inputs, const ModelInfo& info, RequestLimits limits = {}) {
+    try {
+      ParseInferRequest(json{{"inputs", inputs}}.dump(), -1, info, limits);
+    } catch (const BadRequest& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  const json ids = {{"name", "node_ids"}, {"datatype", "INT64"}, {"shape", {1}}, {"data", {1}}};
+  CHECK_THAT(why(json::array({ids}), ec),
+             Catch::Contains("unknown input 'node_ids' (edges, new_features"));
+  CHECK_THAT(why(json::array({feats}), ec),
+             Catch::Contains("no edges input: this is a --task edge_class"));
+  CHECK_THAT(why(json::array({edges}), ec),
+             Catch::Contains("decoder reads 2 features of each edge"));
+  json three = feats;
+  three["shape"] = {3, 2};
+  three["data"] = {1, 2, 3, 4, 5, 6};
+  CHECK_THAT(why(json::array({edges, three}), ec), Catch::Contains("has 3 rows for 2 edges"));
+  json flat = edges;
+  flat["shape"] = {4};
+  CHECK_THAT(why(json::array({flat, feats}), ec), Catch::Contains("must have shape [n, 2]"));
+  json far = edges;
+  far["data"] = {{4, 10}, {0, 1}};
+  CHECK_THAT(why(json::array({far, feats}), ec), Catch::Contains("edges: 10 is not a node of g"));
+  RequestLimits small;
+  small.max_nodes = 3;
+  CHECK_THAT(why(json::array({edges, feats}), ec, small), Catch::Contains("2 edges (4 ends)"));
+
+  // A regression decoder: one value per edge, no features to give.
+  ModelInfo er = ec;
+  er.task = "edge_regression";
+  er.kind = LabelKind::kRegression;
+  er.edge_outputs = 1;
+  er.edge_feature_dim = 0;
+  CHECK_THAT(why(json::array({edges, feats}), er),
+             Catch::Contains("unknown input 'edge_features'"));
+  const InferRequest rr = ParseInferRequest(json{{"inputs", {edges}}}.dump(), -1, er, {});
+  REQUIRE(rr.outputs.size() == 1);
+  Answer v;
+  v.rows = 2;
+  v.classes = 1;
+  v.logits = {0.5f, -2.0f};
+  const json vals = json::parse(EncodeInferResponse(rr, v, er).body);
+  CHECK(vals.at("outputs")[0].at("shape") == json::array({2}));
+  CHECK(vals.at("outputs")[0].at("data") == json::array({0.5, -2.0}));
+  // A node model knows no edges input.
+  CHECK_THAT(why(json::array({edges}), Info()), Catch::Contains("unknown input 'edges'"));
+}

@@ -6,6 +6,7 @@
 #include "common/fs.h"
 #include "common/random.h"
 #include "net/ip_config.h"
+#include "train/loop/task.h"
 #include "train/models/aggregate.h"
 #include "train/models/node_model.h"
 
@@ -38,6 +39,29 @@ class TorchRunner : public ModelRunner {
       if (l == capture) emb = h.slice(0, 0, rows).contiguous();
     }
     Fill(h.slice(0, 0, rows).contiguous(), emb, rows, out);
+  }
+
+  void DecodeEdges(const std::vector<float>& node_rows, int64_t width,
+                   const std::vector<int64_t>& heads, const std::vector<int64_t>& tails,
+                   const std::vector<float>& edge_features, std::vector<float>* out) override {
+    torch::NoGradGuard no_grad;
+    const auto k = static_cast<int64_t>(heads.size());
+    auto ids = [&](const std::vector<int64_t>& v) {
+      return torch::from_blob(const_cast<int64_t*>(v.data()), {k}, torch::kInt64);
+    };
+    const torch::Tensor emb =
+        torch::from_blob(const_cast<float*>(node_rows.data()),
+                         {static_cast<int64_t>(node_rows.size()) / width, width}, torch::kFloat32);
+    const torch::Tensor x =
+        edge_features.empty()
+            ? torch::Tensor()
+            : torch::from_blob(const_cast<float*>(edge_features.data()),
+                               {k, static_cast<int64_t>(edge_features.size()) / k},
+                               torch::kFloat32);
+    // Classes or not, the decoder's [k, C] (a value: [k, 1]) rows.
+    const torch::Tensor y =
+        gnn::DecodeEdges(*model_, emb, ids(heads), ids(tails), true, x).contiguous();
+    out->assign(y.data_ptr<float>(), y.data_ptr<float>() + y.numel());
   }
 
   void Run(const MiniBatch& mb, int64_t rows, bool embedding, Answer* out) override {
@@ -108,12 +132,7 @@ Served LoadServed(TrainOptions& o, const ServeOptions& s) {
   const std::string bytes = ReadFile(o.restore_model_path);
   v.model = RestoreModel(std::vector<char>(bytes.begin(), bytes.end()), o.restore_model_path,
                          v.config, &o);
-  if (o.EdgeTask()) {
-    throw ConfigError(o.restore_model_path + " is a --task " + o.task +
-                      " model: gnn-serve answers node predictions; its edge predictions come "
-                      "from gnn-train --inference --save_prediction_path");
-  }
-  if (o.Kind() != TaskKind::kNode && o.Kind() != TaskKind::kMultilabel &&
+  if (!o.EdgeTask() && o.Kind() != TaskKind::kNode && o.Kind() != TaskKind::kMultilabel &&
       o.Kind() != TaskKind::kRegression) {
     throw ConfigError(o.restore_model_path + " is a --task " + o.task +
                       " model: gnn-serve answers node predictions; its embeddings come from "
@@ -141,6 +160,15 @@ Served LoadServed(TrainOptions& o, const ServeOptions& s) {
   info.emb_dim = v.model.model->OutDim(v.model.embed_layer - 1);
   info.undirected = v.config.undirected;
   info.model = v.model.meta;
+  info.task = o.task;
+  if (o.EdgeTask()) {
+    // The GNN's rows are node embeddings; the decoder scores the pairs.
+    info.edge_model = true;
+    info.kind = o.Kind() == TaskKind::kEdgeClass ? LabelKind::kClass : LabelKind::kRegression;
+    const int64_t edge_classes = v.model.meta.at("edge_classes").get<int64_t>();
+    info.edge_outputs = edge_classes > 0 ? edge_classes : 1;
+    info.edge_feature_dim = o.decoder_edge_dim;
+  }
   info.edge_data = o.ReadsEdgeData();
   // gnn-train --inference --fan_out's sampling seed (PredictSampled's).
   info.sample_seed = MixSeed(o.seed, 0x5a3b1ed);
