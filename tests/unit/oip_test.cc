@@ -206,7 +206,8 @@ TEST_CASE("multi-label and regression models answer what gnn-train --inference w
   }
 }
 
-TEST_CASE("an edge model's request names edges and its features; it answers per edge", "[unit]") {
+TEST_CASE("an edge model's request names edges and their features, and it answers per edge",
+          "[unit]") {
   ModelInfo ec = Info();
   ec.edge_model = true;
   ec.task = "edge_class";
