@@ -3,8 +3,9 @@
 
 Python's standard library only; run with /usr/bin/python3. Every load mode
 prints one JSON line on stdout (the run's numbers) and a short human line on
-stderr. Requests ask for random existing node ids 0..num_nodes-1 and the
-'logits' output; every request carries Content-Type: application/json.
+stderr. Requests ask for random existing node ids 0..num_nodes-1 (with
+--edges, an edge model's pairs of them) and the 'logits' output; every
+request carries Content-Type: application/json.
 
 Modes:
   open    open loop: --rate requests/s for --seconds, --nodes_per_request ids
@@ -50,6 +51,9 @@ import urllib.parse
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
 # Errors of a reused keep-alive connection the server closed meanwhile: the
 # request is sent again once on a fresh connection.
+# --edges (an edge model: each request asks pairs of random nodes) and
+# --edge_feature_dim (the features it sends with each pair).
+EDGES = {"on": False, "dim": 0}
 STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError,
          http.client.CannotSendRequest, http.client.BadStatusLine)
 COUNTERS = ("gnn_serve_batches_total", "gnn_serve_queries_total", "gnn_serve_nodes_total",
@@ -82,9 +86,18 @@ class Client:
         out = {"name": "logits"}
         if self.binary:
             out["parameters"] = {"binary_data": True}
-        return json.dumps({"inputs": [{"name": "node_ids", "datatype": "INT64",
-                                       "shape": [len(ids)], "data": ids}],
-                           "outputs": [out]})
+        if not EDGES["on"]:
+            return json.dumps({"inputs": [{"name": "node_ids", "datatype": "INT64",
+                                           "shape": [len(ids)], "data": ids}],
+                               "outputs": [out]})
+        # An edge model: consecutive ids pair up as (source, destination).
+        k = len(ids) // 2
+        inputs = [{"name": "edges", "datatype": "INT64", "shape": [k, 2], "data": ids}]
+        if EDGES["dim"] > 0:
+            inputs.append({"name": "edge_features", "datatype": "FP32",
+                           "shape": [k, EDGES["dim"]],
+                           "data": [((i * 7919) % 1000) / 1000.0 for i in range(k * EDGES["dim"])]})
+        return json.dumps({"inputs": inputs, "outputs": [out]})
 
     def get(self, path):
         """GET path on a fresh connection: (status, body text)."""
@@ -203,17 +216,23 @@ def check_answer(args):
     """One 2-node request to every --url: a 200 with 2 rows of logits."""
     for url in args.url:
         c = Client(url, args.model, args.timeout_s, False)
-        ids = [0, args.num_nodes - 1]
+        ids = [0, args.num_nodes - 1, args.num_nodes - 1, 0]
         status, data = c.infer(ids)
         if status != 200:
             sys.exit(f"serve_load: {url}: first request answered {status}: {data[:300]!r}")
         out = json.loads(data)["outputs"][0]
-        if out["name"] != "logits" or out["shape"][0] != 2:
+        if out["name"] != "logits" or out["shape"][0] != (2 if EDGES["on"] else 4):
             sys.exit(f"serve_load: {url}: unexpected answer {str(out)[:300]}")
 
 
 def random_ids(rng, n, k):
-    return [rng.randrange(n) for _ in range(k)]
+    """k random nodes, or with --edges the ends of k random pairs."""
+    return [rng.randrange(n) for _ in range(2 * k if EDGES["on"] else k)]
+
+
+def rows_of(ids):
+    """A request's answer rows: its nodes, or its pairs."""
+    return len(ids) // 2 if EDGES["on"] else len(ids)
 
 
 def warm_up(args, clients, rng):
@@ -247,7 +266,7 @@ def run_open(args):
             done = time.perf_counter()
             with tally.lock:
                 lags.append(start - sched)
-            tally.add(status, data, done - sched, len(ids))
+            tally.add(status, data, done - sched, rows_of(ids))
 
     threads = [threading.Thread(target=worker, args=(c, random.Random(args.seed * 1000 + i)),
                                 daemon=True) for i, c in enumerate(clients)]
@@ -308,9 +327,9 @@ def run_closed(args):
             ids = random_ids(wrng, args.num_nodes, args.nodes_per_request)
             start = time.perf_counter()
             status, data = client.infer(ids)
-            tally.add(status, data, time.perf_counter() - start, len(ids))
+            tally.add(status, data, time.perf_counter() - start, rows_of(ids))
             if status == 200:
-                nodes += len(ids)
+                nodes += rows_of(ids)
         with tally.lock:
             per_url[client_url[id(client)]] += nodes
 
@@ -363,7 +382,7 @@ def run_count(args):
             ids = random_ids(wrng, args.num_nodes, args.nodes_per_request)
             start = time.perf_counter()
             status, data = client.infer(ids)
-            tally.add(status, data, time.perf_counter() - start, len(ids))
+            tally.add(status, data, time.perf_counter() - start, rows_of(ids))
             with lock:
                 state["done"] += 1
 
@@ -441,7 +460,12 @@ def main():
                    help="open: evenly spaced or Poisson send times")
     p.add_argument("--seconds", type=float, default=30.0, help="open/closed: duration")
     p.add_argument("--clients", type=int, default=16, help="threads (one connection each)")
-    p.add_argument("--nodes_per_request", type=int, default=1)
+    p.add_argument("--nodes_per_request", type=int, default=1,
+                   help="nodes per request (with --edges: pairs per request)")
+    p.add_argument("--edges", action="store_true",
+                   help="an edge model: requests ask random pairs (source, destination)")
+    p.add_argument("--edge_feature_dim", type=int, default=0,
+                   help="--edges: features sent with each pair (the decoder's edge features)")
     p.add_argument("--requests", type=int, default=100000, help="count: requests to send")
     p.add_argument("--rss_every", type=int, default=0, help="count: read RSS every N answers")
     p.add_argument("--warmup", type=int, default=0, help="requests sent before measuring")
@@ -453,6 +477,7 @@ def main():
     p.add_argument("--label", default="", help="copied into the JSON line")
     args = p.parse_args()
     args.url = [u.rstrip("/") for u in args.url]
+    EDGES["on"], EDGES["dim"] = args.edges, args.edge_feature_dim
     if args.mode == "ready":
         return run_ready(args)
     if args.mode == "metrics":
