@@ -149,14 +149,14 @@ std::deque<std::shared_ptr<Batcher::Item>> Batcher::TakeBatch(std::unique_lock<s
   first->taken = true;
   batch.push_back(first);
   if (first->query.num_new > 0) return batch;
-  int64_t nodes = first->query.rows();
+  int64_t nodes = first->query.nodes();
   const Clock::time_point until = first->arrived + options_.max_wait;
   while (nodes < options_.max_batch_nodes) {
     for (auto it = queue_.begin(); it != queue_.end();) {
       const Query& q = (*it)->query;
       if (q.num_new == 0 && q.edge_query == first->query.edge_query &&
-          nodes + q.rows() <= options_.max_batch_nodes) {
-        nodes += q.rows();
+          nodes + q.nodes() <= options_.max_batch_nodes) {
+        nodes += q.nodes();
         (*it)->taken = true;
         batch.push_back(*it);
         it = queue_.erase(it);

@@ -33,7 +33,8 @@ void RegisterServeFlags(CLI::App& app, ServeOptions* o) {
                  "refused at once)")
       ->capture_default_str();
   app.add_option("--max_batch_nodes", o->batch.max_batch_nodes,
-                 "nodes of concurrent requests answered together at most")
+                 "nodes of concurrent requests answered together at most (an edge model's "
+                 "requests: both ends of every edge)")
       ->capture_default_str();
   app.add_option_function<double>(
          "--max_wait_ms",
@@ -47,7 +48,8 @@ void RegisterServeFlags(CLI::App& app, ServeOptions* o) {
                  "requests in flight at most; more are answered 503 at once")
       ->capture_default_str();
   app.add_option("--max_request_nodes", o->limits.max_nodes,
-                 "nodes (existing and new) one request may ask for; more: 400")
+                 "nodes (existing and new; an edge model's requests: both ends of every edge) "
+                 "one request may ask for; more: 400")
       ->capture_default_str();
   app.add_option_function<int64_t>(
          "--deadline_ms", [o](int64_t ms) { o->deadline = std::chrono::milliseconds(ms); },
@@ -353,8 +355,8 @@ struct HttpFront::Impl {
           static_cast<double>(st.batches));
     gauge("gnn_serve_queries_total", "Infer requests answered by the model.", "counter",
           static_cast<double>(st.queries));
-    gauge("gnn_serve_nodes_total", "Nodes answered (rows of outputs).", "counter",
-          static_cast<double>(st.nodes));
+    gauge("gnn_serve_nodes_total", "Rows of outputs answered: nodes, or an edge model's edges.",
+          "counter", static_cast<double>(st.nodes));
     gauge("gnn_serve_new_nodes_total", "New nodes (new_features rows) answered.", "counter",
           static_cast<double>(st.new_nodes));
     gauge("gnn_serve_busy_seconds_total", "Time the worker spent running the model.", "counter",
@@ -389,7 +391,10 @@ HttpFront::HttpFront(const ServeOptions& options, const std::string& token, Batc
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
-  const int64_t row_bytes = 16 * std::max<int64_t>(1, impl_->info.feature_dim) + 64;
+  // A request row's JSON at most: a new node's features, or an asked
+  // edge's own.
+  const int64_t row_bytes =
+      16 * std::max<int64_t>({1, impl_->info.feature_dim, impl_->info.edge_feature_dim}) + 64;
   s.set_payload_max_length(
       static_cast<size_t>((int64_t{64} << 20) + o.limits.max_nodes * row_bytes));
   // Headers and body leave in two writes: without TCP_NODELAY a reused

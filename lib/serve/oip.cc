@@ -243,9 +243,11 @@ InferRequest ParseInferRequest(const std::string& body, int64_t header_length,
   size_t offset = 0;
   // A node model's inputs, then an edge model's: node_ids' slot is the
   // asked edges', and edge_features the asked edges' own features.
-  const std::vector<std::string> names = InputNames(info);
+  std::vector<std::string> names = InputNames(info);
   std::string known;
   for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+  // A decoder without edge features: the name is known, and refused below.
+  if (info.edge_model && names.size() == 3) names.push_back("edge_features");
   bool seen[4] = {false, false, false, false};
   Tensor node_ids, features, edges, edge_features;
   for (const json& in : j.at("inputs")) {

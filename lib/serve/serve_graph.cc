@@ -320,10 +320,14 @@ Answer GraphEngine::RunEdges(const Query& q) {
     const int64_t v = q.edges[i];
     if (v < 0) {
       if (v < -q.num_new) {
-        throw BadRequest("edges: node " + std::to_string(v) + " is not a new node (there are " +
-                         std::to_string(q.num_new) +
-                         (q.num_new > 0 ? ": -1..-" + std::to_string(q.num_new) : std::string()) +
-                         ")");
+        throw BadRequest(
+            "edges: node " + std::to_string(v) + " is not a new node (" +
+            (q.num_new > 0
+                 ? "there are " + std::to_string(q.num_new) + ": -1..-" + std::to_string(q.num_new)
+                 : std::string("the request has no new_features rows")) +
+            (info_.user_ids ? "; negative ids name new nodes, so a negative id of gnn-partition "
+                              "--node_ids cannot be asked here)"
+                            : ")"));
       }
       continue;  // placed after the existing ends, below
     }
@@ -360,8 +364,9 @@ Answer GraphEngine::RunNodes(const Query& q) {
   }
   if (q.num_new > 0 && info_.edge_data) {
     throw BadRequest(
-        "new_features: this model reads its edges' data (edge weights or features), which a "
-        "query's new edges cannot give yet; ask about existing nodes (node_ids)");
+        std::string("new_features: this model reads its edges' data (edge weights or features), "
+                    "which a query's new edges cannot give yet; ask about existing nodes") +
+        (info_.edge_model ? " (edges between them)" : " (node_ids)"));
   }
   // Distinct seeds (graph ids) and each answer row's seed.
   std::vector<int64_t> seeds;

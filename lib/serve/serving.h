@@ -43,6 +43,11 @@ struct Query {
     return edge_query ? static_cast<int64_t>(edges.size() / 2)
                       : static_cast<int64_t>(node_ids.size()) + num_new;
   }
+  // Nodes whose rows the query needs at most: its rows, or both ends of
+  // every edge plus the new nodes (what --max_batch_nodes counts).
+  int64_t nodes() const {
+    return edge_query ? static_cast<int64_t>(edges.size()) + num_new : rows();
+  }
 };
 
 // Rows follow the query: node_ids in order, then new nodes -1..-num_new

@@ -1137,17 +1137,44 @@ TEST_CASE(
       wrong = e.Post(infer, EdgesRequest({{4, -1}}, one_row).dump());
       CHECK(wrong.first == 400);
       CHECK_THAT(wrong.second.dump(), Catch::Contains("-1 is not a new node"));
-      // An edge to a new node: its features and edges in the request.
-      json fresh = EdgesRequest({{4, -1}}, one_row);
-      fresh["inputs"].push_back({{"name", "new_features"},
-                                 {"datatype", "FP32"},
-                                 {"shape", {1, 8}},
-                                 {"data", {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8}}});
+      // Edges to and between new nodes: their features and edges in the
+      // request; a repeated pair answers the same row.
+      std::vector<std::vector<float>> four_rows;
+      if (task == "edge_class") four_rows.assign(4, {0.1f, 0.2f});
+      json fresh = EdgesRequest({{-1, -2}, {4, -1}, {-2, -1}, {4, -1}}, four_rows);
       fresh["inputs"].push_back(
-          {{"name", "new_edges"}, {"datatype", "INT64"}, {"shape", {1, 2}}, {"data", {4, -1}}});
+          {{"name", "new_features"},
+           {"datatype", "FP32"},
+           {"shape", {2, 8}},
+           {"data",
+            {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1}}});
+      fresh["inputs"].push_back({{"name", "new_edges"},
+                                 {"datatype", "INT64"},
+                                 {"shape", {2, 2}},
+                                 {"data", {4, -1, -1, -2}}});
       auto answered = e.Post(infer, fresh.dump());
       INFO(answered.second.dump());
-      CHECK(answered.first == 200);
+      REQUIRE(answered.first == 200);
+      const auto fresh_rows = RowsOf(answered.second, output);
+      REQUIRE(fresh_rows.size() == 4);
+      CHECK(fresh_rows[1] == fresh_rows[3]);
+      CHECK(fresh_rows[0] != fresh_rows[2]);
+      // No edges at all: empty outputs.
+      json none = {{"inputs",
+                    {{{"name", "edges"},
+                      {"datatype", "INT64"},
+                      {"shape", {0, 2}},
+                      {"data", json::array()}}}}};
+      if (task == "edge_class") {
+        none["inputs"].push_back({{"name", "edge_features"},
+                                  {"datatype", "FP32"},
+                                  {"shape", {0, 2}},
+                                  {"data", json::array()}});
+      }
+      const auto empty = e.Post(infer, none.dump());
+      INFO(empty.second.dump());
+      REQUIRE(empty.first == 200);
+      CHECK(empty.second.at("outputs")[0].at("shape")[0] == 0);
       const auto meta = e.Client().Get(("/v2/models/" + graph).c_str());
       REQUIRE(meta);
       const json m = json::parse(meta->body);

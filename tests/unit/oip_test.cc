@@ -274,7 +274,7 @@ TEST_CASE("an edge model's request names edges and their features, and it answer
   er.edge_outputs = 1;
   er.edge_feature_dim = 0;
   CHECK_THAT(why(json::array({edges, feats}), er),
-             Catch::Contains("unknown input 'edge_features'"));
+             Catch::Contains("input 'edge_features': this model's decoder reads no edge features"));
   const InferRequest rr = ParseInferRequest(json{{"inputs", {edges}}}.dump(), -1, er, {});
   REQUIRE(rr.outputs.size() == 1);
   Answer v;

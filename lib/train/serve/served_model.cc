@@ -134,9 +134,10 @@ Served LoadServed(TrainOptions& o, const ServeOptions& s) {
                          v.config, &o);
   if (!o.EdgeTask() && o.Kind() != TaskKind::kNode && o.Kind() != TaskKind::kMultilabel &&
       o.Kind() != TaskKind::kRegression) {
-    throw ConfigError(o.restore_model_path + " is a --task " + o.task +
-                      " model: gnn-serve answers node predictions; its embeddings come from "
-                      "gnn-train --inference --save_embed_path");
+    throw ConfigError(
+        o.restore_model_path + " is a --task " + o.task +
+        " model: gnn-serve answers node and edge predictions; its embeddings come from "
+        "gnn-train --inference --save_embed_path");
   }
   const int layers = v.model.model->num_layers();
   // Every neighbour at every layer unless --fan_out bounds it.
