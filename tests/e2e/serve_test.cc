@@ -140,6 +140,37 @@ std::unique_ptr<test::ChildProcess> StartServe(const test::TempDir& dir,
   return std::make_unique<test::ChildProcess>(args, dir / log);
 }
 
+// gnn-serve on the Setup's 2 machines through gnn-launch (`launch_flags`
+// its own), with `flags`, each at a free port + its index on the shared
+// host; both answer ready.
+struct ServeJob {
+  int port;
+  std::unique_ptr<test::ChildProcess> launcher;
+  Endpoint m0, m1;
+
+  ServeJob(const test::Setup& s, const std::string& model, const std::string& flags,
+           const std::string& log, std::vector<std::string> launch_flags = {})
+      : port(test::FreeLoopbackPortRanges(1, 2).at(0)),
+        launcher(std::make_unique<test::ChildProcess>(
+            s.Args(Bin("gnn-serve") + " --restore_model_path " + model + " --http_port " +
+                       std::to_string(port) + " " + flags,
+                   std::move(launch_flags)),
+            s.dir / log)),
+        m0{port, ""},
+        m1{port + 1, ""} {
+    INFO(launcher->Stderr());
+    REQUIRE(m0.WaitReady());
+    REQUIRE(m1.WaitReady());
+  }
+  // Ctrl-C of gnn-launch: every process of the job (of its `runs` runs)
+  // stops, nothing is left.
+  void Stop(const test::Setup& s, int runs = 1) {
+    launcher->Signal(SIGINT);
+    REQUIRE(launcher->Wait(std::chrono::seconds(30)).has_value());
+    s.RequireNothingLeft(launcher->pid(), std::chrono::seconds(5), runs);
+  }
+};
+
 // A small OGB-layout graph (n nodes, 4 features, 3 classes), optionally
 // with one more node joined to `extra_to`: the graph "rebuilt with the new
 // node" of a new-node request.
@@ -270,15 +301,9 @@ TEST_CASE("gnn-serve answers as gnn-train --inference does, standalone and on 2 
 
   // Through gnn-launch on 2 machines: one gnn-serve per machine, each at
   // --http_port + its index on the shared host, the exact wire.
-  const int port = test::FreeLoopbackPortRanges(1, 2).at(0);
-  test::ChildProcess launcher(
-      s.Args(Bin("gnn-serve") + " --restore_model_path " + model + " --http_port " +
-             std::to_string(port) + " --wire_dtype float32 --num_omp_threads 1"),
-      s.dir / "launch-serve");
-  Endpoint m0{port, ""}, m1{port + 1, ""};
-  INFO(launcher.Stderr());
-  REQUIRE(m0.WaitReady());
-  REQUIRE(m1.WaitReady());
+  ServeJob job(s, model, "--wire_dtype float32 --num_omp_threads 1", "launch-serve");
+  const Endpoint &m0 = job.m0, &m1 = job.m1;
+  INFO(job.launcher->Stderr());
   CHECK(MaxDiffOver(m0, s.graph_name, all, offline) < 1e-5);
   CHECK(MaxDiffOver(m1, s.graph_name, {0, 3, 980, 1500, 1999}, offline) < 1e-5);
   // Concurrent requests are batched and each gets its own rows.
@@ -306,11 +331,7 @@ TEST_CASE("gnn-serve answers as gnn-train --inference does, standalone and on 2 
              Catch::Contains("gnn_serve_infer_duration_seconds_bucket{le=\"+Inf\"}"));
   CHECK_THAT(metrics->body, Catch::Contains("gnn_serve_ready 1"));
 
-  // Ctrl-C of gnn-launch: every process of the job stops, nothing is left.
-  launcher.Signal(SIGINT);
-  auto code = launcher.Wait(std::chrono::seconds(30));
-  REQUIRE(code.has_value());
-  s.RequireNothingLeft(launcher.pid());
+  job.Stop(s);
   CHECK(m0.Status("/v2/health/live") == -1);
 }
 
@@ -350,21 +371,13 @@ TEST_CASE(
       }
       if (model != "graphsage") continue;
       // 2 machines through gnn-launch, the exact wire: the same answers.
-      const int port = test::FreeLoopbackPortRanges(1, 2).at(0);
-      test::ChildProcess launcher(
-          s.Args(Bin("gnn-serve") + " --restore_model_path " + file + " --http_port " +
-                 std::to_string(port) + " --fan_out 4,3 --wire_dtype float32 --num_omp_threads 1"),
-          s.dir / "launch-sampled");
-      Endpoint m0{port, ""}, m1{port + 1, ""};
-      INFO(launcher.Stderr());
-      REQUIRE(m0.WaitReady());
-      REQUIRE(m1.WaitReady());
-      CHECK(MaxDiffOver(m0, s.graph_name, all, offline) < 1e-5);
-      CHECK(MaxDiffOver(m1, s.graph_name, some, offline) < 1e-5);
-      CHECK(MaxDiffOver(m0, s.graph_name, some, offline) < 1e-5);
-      launcher.Signal(SIGINT);
-      REQUIRE(launcher.Wait(std::chrono::seconds(30)).has_value());
-      s.RequireNothingLeft(launcher.pid());
+      ServeJob job(s, file, "--fan_out 4,3 --wire_dtype float32 --num_omp_threads 1",
+                   "launch-sampled");
+      INFO(job.launcher->Stderr());
+      CHECK(MaxDiffOver(job.m0, s.graph_name, all, offline) < 1e-5);
+      CHECK(MaxDiffOver(job.m1, s.graph_name, some, offline) < 1e-5);
+      CHECK(MaxDiffOver(job.m0, s.graph_name, some, offline) < 1e-5);
+      job.Stop(s);
     }
   }
 }
@@ -768,15 +781,11 @@ TEST_CASE("gnn-launch --max_restarts brings serving back after a server is lost"
   const std::string model = s.dir / "m.pt";
   const std::string one = test::MakePartitions(s.dir, "synthetic:tiny", 1, "one");
   RunTrainer({"--part_config", one, "--num_epochs", "1", "--save_model", model});
-  const int port = test::FreeLoopbackPortRanges(1, 2).at(0);
-  test::ChildProcess launcher(
-      s.Args(Bin("gnn-serve") + " --restore_model_path " + model + " --http_port " +
-                 std::to_string(port) + " --num_omp_threads 1",
-             {"--max_restarts", "1", "--restart_backoff_s", "0.5"}),
-      s.dir / "launch-restart");
-  Endpoint m0{port, ""};
+  ServeJob job(s, model, "--num_omp_threads 1", "launch-restart",
+               {"--max_restarts", "1", "--restart_backoff_s", "0.5"});
+  const Endpoint& m0 = job.m0;
+  test::ChildProcess& launcher = *job.launcher;
   INFO(launcher.Stderr());
-  REQUIRE(m0.WaitReady());
   const std::string good = json{{"inputs", {NodeIdsInput({0, 1999})}}}.dump();
   REQUIRE(m0.Post("/v2/models/" + s.graph_name + "/infer", good).first == 200);
   // Every process of the job restarts (servers and gnn-serve, new keys):
@@ -789,9 +798,7 @@ TEST_CASE("gnn-launch --max_restarts brings serving back after a server is lost"
                       std::chrono::seconds(30)));
   REQUIRE(m0.WaitReady());
   CHECK(m0.Post("/v2/models/" + s.graph_name + "/infer", good).first == 200);
-  launcher.Signal(SIGINT);
-  REQUIRE(launcher.Wait(std::chrono::seconds(30)).has_value());
-  s.RequireNothingLeft(launcher.pid(), std::chrono::seconds(5), 2);
+  job.Stop(s, 2);
 }
 
 namespace {
@@ -946,20 +953,12 @@ TEST_CASE("inference files and gnn-serve speak the user's ids of gnn-partition -
   test::Setup s("serve-own");
   s.config = own2;
   s.graph_name = "mine";
-  const int port = test::FreeLoopbackPortRanges(1, 2).at(0);
-  test::ChildProcess launcher(
-      s.Args(Bin("gnn-serve") + " --restore_model_path " + model + " --http_port " +
-             std::to_string(port) + " --wire_dtype float32 --num_omp_threads 1"),
-      s.dir / "launch-serve");
-  Endpoint m1{port + 1, ""};
-  INFO(launcher.Stderr());
-  REQUIRE(m1.WaitReady());
+  ServeJob job(s, model, "--wire_dtype float32 --num_omp_threads 1", "launch-serve");
+  INFO(job.launcher->Stderr());
   std::vector<int64_t> every;
   for (int v = 0; v < 50; ++v) every.push_back(MyId(v));
-  CHECK(MaxDiffOver(m1, "mine", every, want) < 1e-5);
-  launcher.Signal(SIGINT);
-  REQUIRE(launcher.Wait(std::chrono::seconds(30)).has_value());
-  s.RequireNothingLeft(launcher.pid());
+  CHECK(MaxDiffOver(job.m1, "mine", every, want) < 1e-5);
+  job.Stop(s);
 }
 
 namespace {
@@ -1188,15 +1187,9 @@ TEST_CASE(
       // from either machine.
       s.config = test::MakePartitions(s.dir, root, 2, task + "-two");
       s.graph_name = graph;
-      const int port = test::FreeLoopbackPortRanges(1, 2).at(0);
-      test::ChildProcess launcher(
-          s.Args(Bin("gnn-serve") + " --restore_model_path " + model + " --http_port " +
-                 std::to_string(port) + " --wire_dtype float32 --num_omp_threads 1"),
-          s.dir / "launch-serve-edges");
-      Endpoint m0{port, ""}, m1{port + 1, ""};
-      INFO(launcher.Stderr());
-      REQUIRE(m0.WaitReady());
-      REQUIRE(m1.WaitReady());
+      ServeJob job(s, model, "--wire_dtype float32 --num_omp_threads 1", "launch-serve-edges");
+      const Endpoint &m0 = job.m0, &m1 = job.m1;
+      INFO(job.launcher->Stderr());
       CHECK(EdgesMaxDiff(m0, graph, ends, features, offline, output) < 1e-5);
       CHECK(EdgesMaxDiff(m1, graph, ends, features, offline, output) < 1e-5);
       // Concurrent edge queries are batched and each gets its own rows.
@@ -1223,9 +1216,7 @@ TEST_CASE(
       }
       for (auto& t : clients) t.join();
       for (float w : worst) CHECK(w < 1e-5);
-      launcher.Signal(SIGINT);
-      REQUIRE(launcher.Wait(std::chrono::seconds(30)).has_value());
-      s.RequireNothingLeft(launcher.pid());
+      job.Stop(s);
     }
   }
 }
