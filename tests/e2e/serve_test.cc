@@ -94,11 +94,12 @@ json NodeIdsInput(const std::vector<int64_t>& ids) {
           {"data", ids}};
 }
 
-// The logits output of an infer answer, row per node.
-std::vector<std::vector<float>> LogitsOf(const json& answer) {
+// The answer's output `name` ([k, c] or [k]) as rows.
+std::vector<std::vector<float>> RowsOf(const json& answer, const std::string& name) {
   for (const json& o : answer.at("outputs")) {
-    if (o.at("name") != "logits") continue;
-    const int64_t rows = o.at("shape")[0], cols = o.at("shape")[1];
+    if (o.at("name") != name) continue;
+    const int64_t rows = o.at("shape")[0];
+    const int64_t cols = o.at("shape").size() > 1 ? o.at("shape")[1].get<int64_t>() : 1;
     const std::vector<float> data = o.at("data").get<std::vector<float>>();
     REQUIRE(static_cast<int64_t>(data.size()) == rows * cols);
     std::vector<std::vector<float>> out(static_cast<size_t>(rows));
@@ -107,9 +108,12 @@ std::vector<std::vector<float>> LogitsOf(const json& answer) {
     }
     return out;
   }
-  FAIL("no logits in " << answer.dump().substr(0, 300));
+  FAIL("no " << name << " in " << answer.dump().substr(0, 300));
   return {};
 }
+
+// The logits output of an infer answer, row per node.
+std::vector<std::vector<float>> LogitsOf(const json& answer) { return RowsOf(answer, "logits"); }
 
 float MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
   REQUIRE(a.size() == b.size());
@@ -1023,24 +1027,6 @@ json EdgesRequest(const std::vector<std::vector<int64_t>>& ends,
          {"data", features}});
   }
   return {{"inputs", inputs}};
-}
-
-// The answer's output `name` ([k, c] or [k]) as rows.
-std::vector<std::vector<float>> RowsOf(const json& answer, const std::string& name) {
-  for (const json& o : answer.at("outputs")) {
-    if (o.at("name") != name) continue;
-    const int64_t rows = o.at("shape")[0];
-    const int64_t cols = o.at("shape").size() > 1 ? o.at("shape")[1].get<int64_t>() : 1;
-    const std::vector<float> data = o.at("data").get<std::vector<float>>();
-    REQUIRE(static_cast<int64_t>(data.size()) == rows * cols);
-    std::vector<std::vector<float>> out(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) {
-      out[static_cast<size_t>(r)].assign(data.begin() + r * cols, data.begin() + (r + 1) * cols);
-    }
-    return out;
-  }
-  FAIL("no " << name << " in " << answer.dump().substr(0, 300));
-  return {};
 }
 
 // Every input edge's served row against the offline one.
