@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/memory_info.h"
 
 namespace gnn {
 
@@ -31,11 +32,76 @@ Csr32 SparsifySymmetric(const Csr32& sym, int64_t cap, uint64_t seed) {
   return out;
 }
 
+int64_t MetisBytes(int64_t nodes, int64_t entries, int64_t ncon) {
+  return 40 * entries + (64 + 8 * ncon) * nodes;
+}
+
+int64_t ExpectedSparsifiedEntries(const Csr32& sym, int64_t cap) {
+  double kept = 0;
+  const int64_t n = sym.num_rows();
+  for (int64_t a = 0; a < n; ++a) {
+    const int64_t da = sym.indptr[a + 1] - sym.indptr[a];
+    for (int64_t k = sym.indptr[a]; k < sym.indptr[a + 1]; ++k) {
+      const int64_t b = sym.indices[k];
+      const int64_t most = std::max(da, sym.indptr[b + 1] - sym.indptr[b]);
+      kept += most <= cap ? 1.0 : static_cast<double>(cap) / static_cast<double>(most);
+    }
+  }
+  return static_cast<int64_t>(kept);
+}
+
+namespace {
+
+// The --sparsify METIS runs with under `memory` (see MetisAssign).
+int64_t SparsifyWithin(const Csr32& sym, int64_t ncon, int64_t sparsify,
+                       const MetisMemory& memory) {
+  const int64_t n = sym.num_rows();
+  if (memory.budget < 0) return sparsify;
+  // A sparsified view is a CSR of its own besides what METIS takes.
+  auto need = [&](int64_t k) {
+    if (k == 0) return MetisBytes(n, sym.num_entries(), ncon);
+    const int64_t kept = ExpectedSparsifiedEntries(sym, k);
+    return MetisBytes(n, kept, ncon) + 4 * kept + 8 * n;
+  };
+  const int64_t whole = need(sparsify);
+  if (whole <= memory.budget) return sparsify;
+  const std::string want =
+      "METIS would need about " + MemoryText(whole) + " for " +
+      std::to_string(sym.num_entries() / 2) + " undirected edges" +
+      (sparsify > 0 ? " (--sparsify " + std::to_string(sparsify) + ")" : "") + ", but " +
+      (memory.budget > 0 ? MemoryText(memory.budget) : std::string("nothing")) + " is left (" +
+      memory.budget_from + ")";
+  if (!memory.auto_sparsify) {
+    GNN_LOG(kWarn) << want << ": it may run out of memory (leave --sparsify unset to let "
+                   << "gnn-partition choose one that fits)";
+    return sparsify;
+  }
+  for (int64_t k : {64, 32, 16, 8, 4, 2, 1}) {
+    const int64_t bytes = need(k);
+    if (bytes <= memory.budget) {
+      GNN_LOG(kWarn) << want << ": METIS partitions a sparsified view of the graph instead "
+                     << "(--sparsify " << k << ", about " << MemoryText(bytes)
+                     << "; the cut is counted on the whole graph). --sparsify 0 insists on "
+                        "every edge";
+      return k;
+    }
+  }
+  throw ConfigError(want + ", and even --sparsify 1 would need about " + MemoryText(need(1)) +
+                    ": use --part_method random, or partition on several machines with "
+                    "--distributed");
+}
+
+}  // namespace
+
 std::vector<int32_t> MetisAssign(const Csr32& whole,
                                  const std::vector<std::vector<int32_t>>& vertex_weights,
-                                 int num_parts, uint64_t seed, int64_t sparsify) {
+                                 int num_parts, uint64_t seed, int64_t sparsify,
+                                 const MetisMemory& memory, int64_t* used_sparsify) {
   const int64_t n = whole.num_rows();
+  if (used_sparsify) *used_sparsify = 0;
   if (num_parts == 1) return std::vector<int32_t>(n, 0);
+  sparsify = SparsifyWithin(whole, static_cast<int64_t>(vertex_weights.size()), sparsify, memory);
+  if (used_sparsify) *used_sparsify = sparsify;
   Csr32 sparse;
   if (sparsify > 0) {
     sparse = SparsifySymmetric(whole, sparsify, seed);

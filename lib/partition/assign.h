@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/random.h"
@@ -37,9 +38,32 @@ Csr32 SparsifySymmetric(const Csr32& sym, int64_t cap, uint64_t seed);
 // coarsens, so it holds several copies of them). Throws ConfigError if the
 // graph exceeds METIS's 32-bit index, Error if METIS fails. Returns part
 // ids in [0, num_parts).
+//
+// `memory` bounds what METIS may take (MetisBytes): when it would not fit
+// and the user chose no --sparsify, METIS partitions the graph sparsified
+// with the largest K of 64, 32, ..., 1 that fits (said in one line), and
+// ConfigError says so when none does; a --sparsify the user chose is kept,
+// with a warning when it does not fit. `*used_sparsify` gets the K METIS
+// partitioned with (0: every edge).
+struct MetisMemory {
+  int64_t budget = -1;         // bytes METIS may take on top of what is held; -1: no bound
+  bool auto_sparsify = false;  // the user left --sparsify unset
+  std::string budget_from;     // what set the budget, for the messages
+};
 std::vector<int32_t> MetisAssign(const Csr32& sym,
                                  const std::vector<std::vector<int32_t>>& vertex_weights,
-                                 int num_parts, uint64_t seed, int64_t sparsify = 0);
+                                 int num_parts, uint64_t seed, int64_t sparsify = 0,
+                                 const MetisMemory& memory = {}, int64_t* used_sparsify = nullptr);
+
+// About the most memory METIS_PartGraphKway takes (with our copies of its
+// inputs) for `nodes` nodes, `entries` symmetric adjacency entries and
+// `ncon` balance constraints: its coarsening levels and their edge weights
+// took 30-40 bytes per entry and ~40-70 per node on synthetic graphs here,
+// sparsified ones at the high end (docs/PERFORMANCE.md); the upper ends.
+int64_t MetisBytes(int64_t nodes, int64_t entries, int64_t ncon);
+
+// The adjacency entries SparsifySymmetric(sym, cap, ...) keeps on average.
+int64_t ExpectedSparsifiedEntries(const Csr32& sym, int64_t cap);
 
 // One-pass streaming assignment (linear deterministic greedy, LDG) for
 // graphs METIS cannot take: nodes in breadth-first order (components in id

@@ -385,6 +385,7 @@ struct Assignment {
   std::vector<int32_t> part;
   std::string method;
   int64_t cut = 0, undirected_edges = 0;
+  int64_t sparsify = 0;  // the --sparsify METIS partitioned with
 };
 
 // Assigns every node a part over the symmetric adjacency of all relations
@@ -411,9 +412,10 @@ Assignment AssignParts(const PartitionOptions& options, const HeteroDataset& d,
       for (int64_t v = 0; v < n; ++v) deg[v] = static_cast<int32_t>(indptr[v + 1] - indptr[v]);
       weights.push_back(std::move(deg));
     }
-    a.part = a.method == "stream" ? StreamAssign(sym, weights, options.num_parts)
-                                  : MetisAssign(sym, weights, options.num_parts, options.data.seed,
-                                                options.sparsify);
+    a.part = a.method == "stream"
+                 ? StreamAssign(sym, weights, options.num_parts)
+                 : MetisAssign(sym, weights, options.num_parts, options.data.seed, options.sparsify,
+                               MetisMemoryOf(options), &a.sparsify);
   } else {
     a.part = RandomAssign(n, options.num_parts, options.data.seed);
   }
@@ -621,7 +623,7 @@ PartitionResult RunHeteroPartition(const PartitionOptions& options) {
   const Assignment a = PartitionAndWrite(options, d, h, graph_name, tmp.path(), timer, &config);
 
   config.report = HeteroReport(config, d, input_edges, a.undirected_edges, a.cut, timer);
-  if (a.method == "metis" && options.sparsify > 0) config.report["sparsify"] = options.sparsify;
+  if (a.method == "metis" && a.sparsify > 0) config.report["sparsify"] = a.sparsify;
   const std::string json_name = graph_name + ".json";
   WriteFileAtomic(tmp.path() + "/" + json_name, PartitionConfigText(config));
   Publish(tmp, options.output);

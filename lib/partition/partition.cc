@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "common/memory_info.h"
 #include "common/npy.h"
 #include "common/parallel.h"
 #include "common/random.h"
@@ -47,6 +48,11 @@ void PartitionOptions::Validate() const {
     throw ConfigError("--graph_name must not contain '/': " + graph_name);
   }
   if (sparsify < 0) throw ConfigError("--sparsify must be >= 0 (0: every edge)");
+  if (!(max_memory_gb >= 0)) {
+    std::ostringstream got;
+    got << max_memory_gb;
+    throw ConfigError("--max_memory_gb must be >= 0 (0: the memory available), got " + got.str());
+  }
   if (node_feat_from_edges != "auto" && node_feat_from_edges != "mean" &&
       node_feat_from_edges != "none") {
     throw ConfigError("--node_feat_from_edges must be auto, mean or none, got '" +
@@ -60,6 +66,26 @@ void PartitionOptions::Validate() const {
     throw ConfigError("--sparsify thins the graph METIS sees: it needs --part_method metis, not " +
                       part_method);
   }
+}
+
+MetisMemory MetisMemoryOf(const PartitionOptions& options) {
+  MetisMemory m;
+  m.auto_sparsify = !options.sparsify_given;
+  if (options.max_memory_gb > 0) {
+    const auto cap = static_cast<int64_t>(options.max_memory_gb * static_cast<double>(1 << 30));
+    // A tenth for what the estimate misses.
+    m.budget = std::max<int64_t>(0, cap / 10 * 9 - CurrentRssBytes());
+    std::ostringstream given;
+    given << options.max_memory_gb;
+    m.budget_from = "90 % of --max_memory_gb " + given.str() + ", less the " +
+                    MemoryText(CurrentRssBytes()) + " held";
+    return m;
+  }
+  const int64_t available = AvailableMemoryBytes();
+  if (available < 0) return m;
+  m.budget = available / 10 * 9;
+  m.budget_from = "90 % of the memory available; --max_memory_gb sets it";
+  return m;
 }
 
 namespace {
@@ -378,7 +404,8 @@ std::vector<int64_t> HoldOutEdges(const HeldOutChooser& held, double fraction,
 // balance the node count, then train nodes and in-degrees when asked.
 template <typename Index>
 std::vector<int32_t> AssignParts(const PartitionOptions& options, const std::string& method,
-                                 const Adjacency<Index>& a, const std::vector<uint8_t>& train) {
+                                 const Adjacency<Index>& a, const std::vector<uint8_t>& train,
+                                 int64_t* used_sparsify) {
   const int64_t n = a.sym.num_rows();
   if (method == "random") return RandomAssign(n, options.num_parts, options.data.seed);
   std::vector<std::vector<int32_t>> weights;
@@ -393,7 +420,8 @@ std::vector<int32_t> AssignParts(const PartitionOptions& options, const std::str
   if (method == "stream") {
     part = StreamAssign(a.sym, weights, options.num_parts);
   } else if constexpr (std::is_same_v<Index, int32_t>) {
-    part = MetisAssign(a.sym, weights, options.num_parts, options.data.seed, options.sparsify);
+    part = MetisAssign(a.sym, weights, options.num_parts, options.data.seed, options.sparsify,
+                       MetisMemoryOf(options), used_sparsify);
   }
   return part;
 }
@@ -482,7 +510,8 @@ void AddParts(std::vector<PartInfo> infos, const CsrT<Index>& in_csc, const Rela
 template <typename Index>
 void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirected,
                        const std::string& graph_name, StageTimer& timer, const std::string& tmp_dir,
-                       PartitionConfig* out, int64_t* cut, int64_t* undirected_edges) {
+                       PartitionConfig* out, int64_t* cut, int64_t* undirected_edges,
+                       int64_t* used_sparsify) {
   const int64_t n = d.num_nodes;
   // METIS needs about 9x its adjacency in memory; the features are not
   // needed until writing, so they wait on disk instead of adding to the peak
@@ -500,7 +529,7 @@ void PartitionAndWrite(const PartitionOptions& options, Dataset& d, bool undirec
   const std::string method =
       AssignMethod(options.part_method, adj.sym.num_entries(), std::is_same_v<Index, int32_t>);
   timer.Begin(method == "metis" ? "metis" : method + " assignment");
-  const std::vector<int32_t> part = AssignParts(options, method, adj, masks[0]);
+  const std::vector<int32_t> part = AssignParts(options, method, adj, masks[0], used_sparsify);
 
   timer.Begin("relabel");
   const Relabeling relabel = Relabel(part, options.num_parts);
@@ -594,19 +623,19 @@ PartitionResult RunPartition(const PartitionOptions& options) {
 
   TempOutput tmp(AbsoluteOutput(options.output) + ".tmp.");
   PartitionConfig config;
-  int64_t cut = 0, undirected_edges = 0;
+  int64_t cut = 0, undirected_edges = 0, used_sparsify = 0;
   // Ids that fit 32 bits halve the adjacency's memory (and METIS reads it
   // in place); DGL-scale graphs beyond that keep 64-bit ids.
   if (n < std::numeric_limits<int32_t>::max()) {
     PartitionAndWrite<int32_t>(options, d, undirected, graph_name, timer, tmp.path(), &config, &cut,
-                               &undirected_edges);
+                               &undirected_edges, &used_sparsify);
   } else {
     PartitionAndWrite<int64_t>(options, d, undirected, graph_name, timer, tmp.path(), &config, &cut,
-                               &undirected_edges);
+                               &undirected_edges, &used_sparsify);
   }
 
   json report = PartitionReport(config, input_edges, undirected_edges, cut, timer);
-  if (config.part_method == "metis" && options.sparsify > 0) report["sparsify"] = options.sparsify;
+  if (config.part_method == "metis" && used_sparsify > 0) report["sparsify"] = used_sparsify;
   if (config.edge_feature_dim > 0) report["edge_feature_dim"] = config.edge_feature_dim;
   if (d.feature_dim > 0) {
     // The format chosen, and the density that chose it (auto).

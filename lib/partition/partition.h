@@ -8,6 +8,7 @@
 #include <string>
 
 #include "graph/dataset.h"
+#include "partition/assign.h"
 
 namespace gnn {
 
@@ -30,6 +31,11 @@ struct PartitionOptions {
   // min(1, K / max of its ends' degrees) (KeepSparsifiedEdge); 0 = every
   // edge. The cut is counted on the whole graph.
   int64_t sparsify = 0;
+  bool sparsify_given = false;  // --sparsify was on the command line (else METIS may choose one)
+  // --max_memory_gb: the most memory gnn-partition may hold; 0: what the
+  // machine (or its cgroup) has available. METIS is kept within it
+  // (MetisMemoryOf).
+  double max_memory_gb = 0;
   // --node_feat_from_edges: "auto" derives node features as the mean of
   // each node's in-edge features when a graph has edge features and no
   // node features; "mean" always (appended to the node features); "none"
@@ -58,6 +64,11 @@ struct PartitionResult {
   std::string config_path;  // <output>/<graph_name>.json
   nlohmann::json report;    // the partition_report written into the config
 };
+
+// What METIS may take now: --max_memory_gb less what this process holds,
+// or 90 % of the memory available (AvailableMemoryBytes); sparsifying
+// automatically unless --sparsify was given.
+MetisMemory MetisMemoryOf(const PartitionOptions& options);
 
 // Runs the whole job. Progress goes to the log; nothing is printed to stdout.
 // On any error nothing is left at `output` (a previous output is kept).

@@ -97,7 +97,12 @@ void AddPartitionFlags(CLI::App& app, PartitionCommand* c) {
                  "the partitioner (METIS, or PT-Scotch with --distributed) sees each edge {u,v} "
                  "with probability min(1, K / max(deg u, deg v)), so hubs bring ~K edges and "
                  "its memory shrinks with them (0 = every edge; the cut is counted on the whole "
-                 "graph). Default: 16 with --distributed, 0 otherwise");
+                 "graph). Default: 16 with --distributed; otherwise every edge, or the largest K "
+                 "of 64, 32, ..., 1 whose METIS fits in memory (said in one line)");
+  app.add_option("--max_memory_gb", c->options.max_memory_gb,
+                 "the most memory gnn-partition may hold, GiB (0: what the machine or its cgroup "
+                 "has available); METIS is kept within it")
+      ->capture_default_str();
   app.add_flag("--quiet", c->quiet, "no progress lines on stderr");
 }
 
@@ -109,6 +114,7 @@ void FinishPartitionFlags(const CLI::App& app, PartitionCommand* c) {
   if (!c->distributed) {
     if (!c->ip_config.empty()) throw ConfigError("--ip_config is for --distributed");
     if (app.count("--sparsify")) o.sparsify = c->sparsify;
+    o.sparsify_given = app.count("--sparsify") > 0;
     return;
   }
   if (o.data.feature_format == "sparse") {
@@ -117,6 +123,11 @@ void FinishPartitionFlags(const CLI::App& app, PartitionCommand* c) {
         "features so far; partition on one machine");
   }
   if (app.count("--sparsify") == 0) c->sparsify = 16;
+  if (app.count("--max_memory_gb")) {
+    throw ConfigError(
+        "--max_memory_gb bounds METIS on one machine; --distributed partitions with "
+        "PT-Scotch (bound its memory with --sparsify)");
+  }
 }
 
 }  // namespace gnn

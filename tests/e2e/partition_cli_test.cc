@@ -243,6 +243,39 @@ TEST_CASE("gnn-partition bad input: one error line, non-zero exit, nothing writt
 // a 4-node graph whose feat.npy claims 4 x 2^62 floats in 128 bytes, which
 // an unchecked product wrapped to 0) is refused naming the file, and the
 // partitions come from the raw files.
+TEST_CASE("gnn-partition keeps METIS within --max_memory_gb, or says why it cannot", "[e2e]") {
+  test::TempDir dir;
+  // METIS would take about 320 MiB for this graph's 8M adjacency entries.
+  const std::vector<std::string> base = {
+      Bin("gnn-partition"), "--dataset", "synthetic:nodes=200000,edges=4000000,feat=2,classes=4",
+      "--num_parts",        "2",         "--no_cache"};
+  auto with = [&](std::vector<std::string> extra, const std::string& out) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--output", dir / out});
+    return RunProcess(args);
+  };
+  auto thin = with({"--max_memory_gb", "0.4"}, "thin");
+  INFO(thin.err);
+  REQUIRE(thin.exit_code == 0);
+  CHECK(thin.err.find("METIS partitions a sparsified view of the graph instead") !=
+        std::string::npos);
+  const PartitionConfig c = LoadPartitionConfig(dir / "thin/synthetic-n200000-e4000000.json");
+  CHECK(c.report.at("sparsify").get<int64_t>() > 0);
+  for (int p = 0; p < 2; ++p) CHECK_NOTHROW(VerifyPartFiles(c, p));
+  // A --sparsify of the user's is kept, with a warning.
+  auto kept = with({"--max_memory_gb", "0.4", "--sparsify", "4"}, "kept");
+  INFO(kept.err);
+  REQUIRE(kept.exit_code == 0);
+  CHECK(kept.err.find("it may run out of memory") == std::string::npos);
+  CHECK(LoadPartitionConfig(dir / "kept/synthetic-n200000-e4000000.json")
+            .report.at("sparsify")
+            .get<int64_t>() == 4);
+  // Too little for any sparsified view: one line, nothing written.
+  ExpectCleanFailure(with({"--max_memory_gb", "0.05"}, "none"), "even --sparsify 1");
+  CHECK_FALSE(PathExists(dir / "none"));
+}
+
 TEST_CASE("gnn-partition refuses a poisoned .npy cache and uses the raw files", "[e2e]") {
   test::TempDir dir;
   const std::string g = dir / "g";

@@ -11,6 +11,7 @@
 #include "common/npy.h"
 #include "graph/csr.h"
 #include "graph/dataset.h"
+#include "partition/assign.h"
 #include "partition/config.h"
 #include "test_util.h"
 
@@ -218,6 +219,56 @@ TEST_CASE("METIS under --sparsify sees fewer edges, the partitions keep every in
   o.sparsify = -1;
   CHECK_THROWS_WITH(RunPartition(o), Catch::Contains("--sparsify must be >= 0"));
   CHECK_FALSE(PathExists(o.output));
+}
+
+TEST_CASE("METIS stays within its memory budget: sparsified when it would not fit, else one line",
+          "[integration]") {
+  // A star: the hub's 100 edges each kept with probability 10 / 100.
+  const int64_t n = 101;
+  std::vector<int64_t> src, dst;
+  for (int64_t v = 1; v < n; ++v) {
+    src.push_back(0);
+    dst.push_back(v);
+  }
+  const Csr32 star = Symmetrize<int32_t>(n, src, dst, 1);
+  CHECK(ExpectedSparsifiedEntries(star, 10) == 20);
+  CHECK(ExpectedSparsifiedEntries(star, 100) == 200);
+  CHECK(MetisBytes(1000, 2000, 2) < MetisBytes(1000, 4000, 2));
+
+  DatasetOptions data;
+  data.dataset = "synthetic:nodes=20000,edges=200000,feat=2,classes=4";
+  Dataset d = LoadDataset(data);
+  const Csr32 sym = Symmetrize<int32_t>(d.num_nodes, d.src, d.dst, 1);
+  const std::vector<std::vector<int32_t>> weights = {std::vector<int32_t>(d.num_nodes, 1)};
+  const int64_t whole = MetisBytes(d.num_nodes, sym.num_entries(), 1);
+  int64_t used = -1;
+  MetisMemory m;
+  m.auto_sparsify = true;
+  m.budget_from = "a test";
+  m.budget = whole;  // fits: every edge
+  CHECK(MetisAssign(sym, weights, 2, 1, 0, m, &used).size() == static_cast<size_t>(d.num_nodes));
+  CHECK(used == 0);
+  // Half of it: the largest K that fits.
+  m.budget = whole / 2;
+  MetisAssign(sym, weights, 2, 1, 0, m, &used);
+  REQUIRE(used > 0);
+  const int64_t kept = ExpectedSparsifiedEntries(sym, used);
+  CHECK(MetisBytes(d.num_nodes, kept, 1) + 4 * kept + 8 * d.num_nodes <= m.budget);
+  if (used < 64) {
+    const int64_t more = ExpectedSparsifiedEntries(sym, used * 2);
+    CHECK(MetisBytes(d.num_nodes, more, 1) + 4 * more + 8 * d.num_nodes > m.budget);
+  }
+  // Nothing fits: one line saying what to do.
+  m.budget = 1000;
+  CHECK_THROWS_WITH(MetisAssign(sym, weights, 2, 1, 0, m, &used),
+                    Catch::Contains("even --sparsify 1") && Catch::Contains("a test") &&
+                        Catch::Contains("--part_method random"));
+  // A --sparsify the user chose is kept (with a warning).
+  m.auto_sparsify = false;
+  MetisAssign(sym, weights, 2, 1, 0, m, &used);
+  CHECK(used == 0);
+  MetisAssign(sym, weights, 2, 1, 8, m, &used);
+  CHECK(used == 8);
 }
 
 TEST_CASE("bad options fail before anything is written", "[integration]") {
