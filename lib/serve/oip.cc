@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 
 namespace gnn {
 
@@ -148,7 +149,12 @@ void Expect(const Tensor& t, const char* datatype, size_t rank, int64_t width) {
 }
 
 void ReadOutputs(const json& j, const ModelInfo& info, InferRequest* r) {
-  const std::vector<std::string> names = OutputNames(info);
+  std::vector<std::string> names = OutputNames(info);
+  // A link model: scores for edges, embeddings for nodes.
+  if (info.task == "link") {
+    names = r->query.edge_query ? std::vector<std::string>{"score", "prob"}
+                                : std::vector<std::string>{"embedding"};
+  }
   bool all_binary = false;
   if (j.contains("parameters") && j.at("parameters").is_object()) {
     const json& p = j.at("parameters");
@@ -161,8 +167,9 @@ void ReadOutputs(const json& j, const ModelInfo& info, InferRequest* r) {
   }
   if (!j.contains("outputs")) {
     for (const std::string& name : names) {
-      if (name != "embedding") r->outputs.push_back({name, all_binary});
+      if (name != "embedding" || names.size() == 1) r->outputs.push_back({name, all_binary});
     }
+    r->query.embedding = names.size() == 1 && names[0] == "embedding";
     return;
   }
   if (!j.at("outputs").is_array()) throw BadRequest("'outputs' must be an array");
@@ -241,33 +248,46 @@ InferRequest ParseInferRequest(const std::string& body, int64_t header_length,
     throw BadRequest("the request has no 'inputs' array");
   }
   size_t offset = 0;
-  // A node model's inputs, then an edge model's: node_ids' slot is the
-  // asked edges', and edge_features the asked edges' own features.
+  // The model's inputs by name (InputNames); an edge model's
+  // edge_features is a known name even when its decoder reads none, so
+  // that the refusal below can say why.
   std::vector<std::string> names = InputNames(info);
   std::string known;
   for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
-  // A decoder without edge features: the name is known, and refused below.
-  if (info.edge_model && names.size() == 3) names.push_back("edge_features");
-  bool seen[4] = {false, false, false, false};
-  Tensor node_ids, features, edges, edge_features;
+  if (info.edge_model && info.task != "link" && info.edge_feature_dim == 0) {
+    names.push_back("edge_features");
+  }
+  std::map<std::string, Tensor> given;
   for (const json& in : j.at("inputs")) {
     Tensor t = ReadInput(in, binary, &offset);
-    const int slot =
-        static_cast<int>(std::find(names.begin(), names.end(), t.name) - names.begin());
-    if (slot == static_cast<int>(names.size())) {
+    if (std::find(names.begin(), names.end(), t.name) == names.end()) {
       throw BadRequest("unknown input '" + t.name + "' (" + known + ")");
     }
-    if (seen[slot]) throw BadRequest("input '" + t.name + "' is given twice");
-    seen[slot] = true;
-    Tensor* into[] = {&node_ids, &features, &edges, &edge_features};
-    *into[slot] = std::move(t);
+    if (given.count(t.name)) throw BadRequest("input '" + t.name + "' is given twice");
+    const std::string name = t.name;
+    given.emplace(name, std::move(t));
   }
   if (offset != binary.size()) {
     throw BadRequest("the body has " + S(static_cast<int64_t>(binary.size() - offset)) +
                      " bytes of binary data that no input's binary_data_size accounts for");
   }
-  if (info.edge_model) {
-    if (!seen[0]) {
+  const bool seen[4] = {given.count("node_ids") > 0, given.count("new_features") > 0,
+                        given.count("new_edges") > 0, given.count("edge_features") > 0};
+  Tensor &node_ids = given["node_ids"], &features = given["new_features"],
+         &edges = given["new_edges"], &edge_features = given["edge_features"];
+  const bool asks_edges = given.count("edges") > 0;
+  if (info.task == "link") {
+    // A link model answers node_ids' embeddings or edges' scores.
+    if (asks_edges && seen[0]) {
+      throw BadRequest(
+          "a request to a --task link model names node_ids (their embeddings) or "
+          "edges (their scores), not both");
+    }
+    if (!asks_edges && !seen[0] && !seen[1]) {
+      throw BadRequest("the request has neither node_ids, edges nor new_features");
+    }
+  } else if (info.edge_model) {
+    if (!asks_edges) {
       throw BadRequest("the request has no edges input: this is a --task " + info.task +
                        " model, which predicts edges ([k, 2] source, destination)");
     }
@@ -285,10 +305,11 @@ InferRequest ParseInferRequest(const std::string& body, int64_t header_length,
     throw BadRequest("new_edges need new nodes (new_features rows)");
   }
   Query& q = r.query;
-  if (info.edge_model) {
-    Expect(node_ids, "INT64", 2, 2);
+  if (asks_edges) {
+    Tensor& asked = given["edges"];
+    Expect(asked, "INT64", 2, 2);
     q.edge_query = true;
-    q.edges = std::move(node_ids.ints);
+    q.edges = std::move(asked.ints);
     if (seen[3]) {
       Expect(edge_features, "FP32", 2, info.edge_feature_dim);
       if (edge_features.shape[0] != q.rows()) {
@@ -377,10 +398,18 @@ InferResponse EncodeInferResponse(const InferRequest& request, const Answer& ans
       for (size_t k = 0; k < prob.size(); ++k)
         prob[k] = 1.0f / (1.0f + std::exp(-answer.logits[k]));
       out["datatype"] = "FP32";
-      out["shape"] = {rows, width};
+      // A link model's: one per edge.
+      out["shape"] = info.edge_model ? json{rows} : json{rows, width};
       data = reinterpret_cast<const char*>(prob.data());
       bytes = prob.size() * sizeof(float);
       if (!o.binary) values = prob;
+    } else if (o.name == "score") {
+      // A link model's: the dot product of both ends' outputs, per edge.
+      out["datatype"] = "FP32";
+      out["shape"] = {rows};
+      data = reinterpret_cast<const char*>(answer.logits.data());
+      bytes = answer.logits.size() * sizeof(float);
+      if (!o.binary) values = answer.logits;
     } else if (o.name == "pred" && info.kind == LabelKind::kRegression) {
       out["datatype"] = "FP32";
       // An edge's value is one number, as gnn-train --inference's pred.npy.
@@ -439,11 +468,12 @@ json ModelMetadata(const ModelInfo& info) {
   json outputs = json::array();
   const int64_t width = info.edge_model ? info.edge_outputs : info.classes;
   for (const std::string& n : OutputNames(info)) {
-    const char* type = n == "embedding" || n == "logits" || n == "prob" ? "FP32"
-                       : info.kind == LabelKind::kClass                 ? "INT64"
-                       : info.kind == LabelKind::kMultilabel            ? "UINT8"
-                                                                        : "FP32";
-    const bool one_column = n == "pred" && (info.kind == LabelKind::kClass || info.edge_model);
+    const char* type = n == "embedding" || n == "logits" || n == "prob" || n == "score" ? "FP32"
+                       : info.kind == LabelKind::kClass                                 ? "INT64"
+                       : info.kind == LabelKind::kMultilabel                            ? "UINT8"
+                                                                                        : "FP32";
+    const bool one_column = n == "score" || (n == "prob" && info.edge_model) ||
+                            (n == "pred" && (info.kind == LabelKind::kClass || info.edge_model));
     json shape = n == "embedding" ? json{-1, info.emb_dim}
                  : one_column     ? json{-1}
                                   : json{-1, width};
@@ -472,12 +502,14 @@ json ModelMetadata(const ModelInfo& info) {
 
 std::vector<std::string> InputNames(const ModelInfo& info) {
   if (!info.edge_model) return {"node_ids", "new_features", "new_edges"};
+  if (info.task == "link") return {"node_ids", "edges", "new_features", "new_edges"};
   std::vector<std::string> names = {"edges", "new_features", "new_edges"};
   if (info.edge_feature_dim > 0) names.push_back("edge_features");
   return names;
 }
 
 std::vector<std::string> OutputNames(const ModelInfo& info) {
+  if (info.task == "link") return {"score", "prob", "embedding"};
   if (info.edge_model) {
     if (info.kind == LabelKind::kRegression) return {"pred"};
     return {"logits", "pred"};

@@ -19,7 +19,10 @@
 // nodes -1..-m of new_features and new_edges; and, when its decoder reads
 // them, edge_features FP32 [k, D]. It answers logits FP32 [k, C] and pred
 // INT64 [k] (a class), or pred FP32 [k] (a value), as gnn-train
-// --inference's edge predictions.
+// --inference's edge predictions. A link model (--task link) takes
+// node_ids or edges: nodes get their embedding FP32 [k, H], edges their
+// score FP32 [k] (the dot product of both ends' last-layer rows) and prob
+// FP32 [k] (its sigmoid).
 #pragma once
 
 #include <cstdint>

@@ -293,7 +293,8 @@ void GraphEngine::RunCached(const std::vector<int64_t>& seeds, bool embedding, A
 }
 
 Answer GraphEngine::Run(const Query& q) {
-  if (q.edge_query != info_.edge_model) {
+  // A link model answers both: nodes' embeddings, edges' scores.
+  if (q.edge_query != info_.edge_model && info_.task != "link") {
     throw BadRequest(info_.edge_model
                          ? "this is a --task " + info_.task +
                                " model: a query names edges ([k, 2] source, destination)"

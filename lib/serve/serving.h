@@ -90,7 +90,9 @@ struct ModelInfo {
   // edges, `classes` is the node rows' width (the decoder's input per end),
   // `kind` what the decoder predicts (kClass or kRegression) in
   // `edge_outputs` columns (1 for a value), reading `edge_feature_dim`
-  // features of each asked edge (0: none).
+  // features of each asked edge (0: none). A link model (--task link) is
+  // one too, its score the dot product of both ends' rows, and answers
+  // node queries (embeddings) as well.
   bool edge_model = false;
   int64_t edge_outputs = 0;
   int64_t edge_feature_dim = 0;

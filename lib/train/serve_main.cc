@@ -68,7 +68,7 @@ void Serve(TrainOptions& o, const ServeOptions& s, bool check_only) {
     const net::JobKeys keys = net::ResolveJobKeys(o.secret_file, o.insecure, o.job_id, "gnn-serve");
     graph = OpenDistServeGraph(GraphOptionsOf(o, keys), v.config);
   }
-  GraphEngine engine(std::move(graph), MakeTorchRunner(v.model), v.info);
+  GraphEngine engine(std::move(graph), MakeTorchRunner(v.model, v.info.task == "link"), v.info);
   Batcher batcher(engine, s.batch);
   HttpFront front(s, token, batcher, engine.info());
   front.Bind(host, port);

@@ -5,8 +5,9 @@
 // deadline's refusals, tokens and HTTPS, readiness across a killed and
 // restarted server, nothing left after gnn-launch is interrupted, the
 // user's own node ids (gnn-partition --node_ids) in and out,
-// multi-label and regression models' outputs as the inference files', and
-// edge models' predictions of asked edges as gnn-train --inference's.
+// multi-label and regression models' outputs as the inference files',
+// edge models' predictions of asked edges as gnn-train --inference's, and
+// a link model's embeddings and pair scores as its offline rows give.
 #include <httplib.h>
 
 #include <algorithm>
@@ -1205,4 +1206,83 @@ TEST_CASE(
       job.Stop(s);
     }
   }
+}
+
+TEST_CASE("gnn-serve answers a link model: nodes' embeddings and pairs' scores, as offline",
+          "[e2e]") {
+  test::Setup s("serve-link");  // synthetic:tiny in 2 parts, 2 machines on loopback
+  const std::string one = test::MakePartitions(s.dir, "synthetic:tiny", 1, "one");
+  const std::string model = s.dir / "link.pt";
+  RunTrainer({"--part_config", one, "--task", "link", "--num_epochs", "1", "--batch_size", "200",
+              "--num_hidden", "16", "--save_model", model});
+  // The scoring rows offline: the last layer's output of every node.
+  RunTrainer({"--part_config", one, "--inference", "--restore_model_path", model, "--embed_layer",
+              "2", "--save_embed_path", s.dir / "emb"});
+  const std::vector<int64_t> ids = ReadNpy<int64_t>(s.dir / "emb/part0/ids.npy");
+  std::vector<int64_t> shape;
+  const std::vector<float> rows = ReadNpy<float>(s.dir / "emb/part0/emb.npy", {}, &shape);
+  REQUIRE(shape == std::vector<int64_t>{2000, 16});
+  std::map<int64_t, std::vector<float>> offline;
+  for (size_t i = 0; i < ids.size(); ++i)
+    offline[ids[i]].assign(rows.begin() + i * 16, rows.begin() + (i + 1) * 16);
+  const std::vector<std::vector<int64_t>> pairs = {{0, 5}, {7, 1999}, {1999, 7}, {3, 3}};
+  auto dot = [&](int64_t a, int64_t b) {
+    float d = 0;
+    for (size_t j = 0; j < 16; ++j) d += offline.at(a)[j] * offline.at(b)[j];
+    return d;
+  };
+  const std::string infer = "/v2/models/" + s.graph_name + "/infer";
+  // Scores of the pairs (and their probabilities) against the offline rows.
+  auto check_scores = [&](const Endpoint& e) {
+    const auto [status, answer] = e.Post(infer, EdgesRequest(pairs, {}).dump());
+    INFO(answer.dump().substr(0, 300));
+    REQUIRE(status == 200);
+    const auto score = RowsOf(answer, "score"), prob = RowsOf(answer, "prob");
+    REQUIRE(score.size() == pairs.size());
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      CHECK(score[i][0] == Approx(dot(pairs[i][0], pairs[i][1])).margin(1e-4));
+      CHECK(prob[i][0] == Approx(1 / (1 + std::exp(-score[i][0]))).margin(1e-6));
+    }
+    CHECK(score[1] == score[2]);  // the dot product is symmetric
+  };
+
+  Endpoint e{FreePort(), ""};
+  auto serve = StartServe(
+      s.dir,
+      {"--standalone", "--part_config", one, "--restore_model_path", model, "--embed_layer", "2",
+       "--http_port", std::to_string(e.port), "--num_omp_threads", "1"},
+      "serve-link");
+  REQUIRE(e.WaitReady());
+  check_scores(e);
+  // node_ids: their embeddings (layer --embed_layer), as --save_embed_path.
+  const std::vector<int64_t> some = {0, 1999, 42};
+  const auto [status, answer] = e.Post(infer, json{{"inputs", {NodeIdsInput(some)}}}.dump());
+  INFO(answer.dump().substr(0, 300));
+  REQUIRE(status == 200);
+  REQUIRE(answer.at("outputs").size() == 1);
+  const auto emb = RowsOf(answer, "embedding");
+  for (size_t i = 0; i < some.size(); ++i) CHECK(MaxDiff(emb[i], offline.at(some[i])) < 1e-5);
+  json both = EdgesRequest(pairs, {});
+  both["inputs"].push_back(NodeIdsInput(some));
+  auto wrong = e.Post(infer, both.dump());
+  CHECK(wrong.first == 400);
+  CHECK_THAT(wrong.second.dump(), Catch::Contains("not both"));
+  json embed_of_edges = EdgesRequest(pairs, {});
+  embed_of_edges["outputs"] = {{{"name", "embedding"}}};
+  wrong = e.Post(infer, embed_of_edges.dump());
+  CHECK(wrong.first == 400);
+  CHECK_THAT(wrong.second.dump(), Catch::Contains("unknown output 'embedding' (score, prob)"));
+  const auto meta = e.Client().Get(("/v2/models/" + s.graph_name).c_str());
+  REQUIRE(meta);
+  CHECK(json::parse(meta->body).at("parameters").at("task") == "link");
+  serve->Signal(SIGINT);
+  REQUIRE(serve->Wait(std::chrono::seconds(15)) == std::optional<int>(0));
+
+  // 2 machines through gnn-launch, the exact wire: the same scores.
+  ServeJob job(s, model, "--embed_layer 2 --wire_dtype float32 --num_omp_threads 1",
+               "launch-serve-link");
+  INFO(job.launcher->Stderr());
+  check_scores(job.m0);
+  check_scores(job.m1);
+  job.Stop(s);
 }

@@ -287,3 +287,39 @@ TEST_CASE("an edge model's request names edges and their features, and it answer
   // A node model knows no edges input.
   CHECK_THAT(why(json::array({edges}), Info()), Catch::Contains("unknown input 'edges'"));
 }
+
+TEST_CASE("a link model's request asks nodes' embeddings or pairs' scores", "[unit]") {
+  ModelInfo link = Info();
+  link.edge_model = true;
+  link.task = "link";
+  link.edge_outputs = 1;
+  const json ids = {{"name", "node_ids"}, {"datatype", "INT64"}, {"shape", {2}}, {"data", {1, 2}}};
+  const json edges = {
+      {"name", "edges"}, {"datatype", "INT64"}, {"shape", {1, 2}}, {"data", {{1, 2}}}};
+  const InferRequest nodes = ParseInferRequest(json{{"inputs", {ids}}}.dump(), -1, link, {});
+  CHECK_FALSE(nodes.query.edge_query);
+  CHECK(nodes.query.embedding);
+  REQUIRE(nodes.outputs.size() == 1);
+  CHECK(nodes.outputs[0].name == "embedding");
+  const InferRequest pairs =
+      ParseInferRequest(json{{"inputs", json::array({edges})}}.dump(), -1, link, {});
+  CHECK(pairs.query.edge_query);
+  REQUIRE(pairs.outputs.size() == 2);  // score, prob
+  Answer a;
+  a.rows = 1;
+  a.classes = 1;
+  a.logits = {0.0f};
+  const json out = json::parse(EncodeInferResponse(pairs, a, link).body);
+  CHECK(out.at("outputs")[0].at("name") == "score");
+  CHECK(out.at("outputs")[0].at("shape") == json::array({1}));
+  CHECK(out.at("outputs")[1].at("data")[0].get<float>() == Approx(0.5));
+  const json meta = ModelMetadata(link);
+  CHECK(meta.at("inputs").size() == 4);
+  CHECK(meta.at("outputs")[0].at("shape") == json::array({-1}));
+  try {
+    ParseInferRequest(json{{"inputs", {ids, edges}}}.dump(), -1, link, {});
+    FAIL("accepted");
+  } catch (const BadRequest& e) {
+    CHECK_THAT(e.what(), Catch::Contains("not both"));
+  }
+}

@@ -18,8 +18,8 @@ namespace {
 // embed layer's rows when asked (as gnn-train --inference does).
 class TorchRunner : public ModelRunner {
  public:
-  TorchRunner(std::shared_ptr<NodeModel> model, int embed_layer)
-      : model_(std::move(model)), embed_layer_(embed_layer) {}
+  TorchRunner(std::shared_ptr<NodeModel> model, int embed_layer, bool dot_product)
+      : model_(std::move(model)), embed_layer_(embed_layer), dot_product_(dot_product) {}
 
   void FirstLayer(const MiniBatch& mb, std::vector<float>* out) override {
     const torch::Tensor h = PredictFirstLayer(*model_, mb).contiguous();
@@ -58,9 +58,13 @@ class TorchRunner : public ModelRunner {
             : torch::from_blob(const_cast<float*>(edge_features.data()),
                                {k, static_cast<int64_t>(edge_features.size()) / k},
                                torch::kFloat32);
-    // Classes or not, the decoder's [k, C] (a value: [k, 1]) rows.
+    // Classes or not, the decoder's [k, C] (a value: [k, 1]) rows; a link
+    // model's dot products [k, 1], as its training scores pairs.
     const torch::Tensor y =
-        gnn::DecodeEdges(*model_, emb, ids(heads), ids(tails), true, x).contiguous();
+        dot_product_ ? (emb.index_select(0, ids(heads)) * emb.index_select(0, ids(tails)))
+                           .sum(1, /*keepdim=*/true)
+                           .contiguous()
+                     : gnn::DecodeEdges(*model_, emb, ids(heads), ids(tails), true, x).contiguous();
     out->assign(y.data_ptr<float>(), y.data_ptr<float>() + y.numel());
   }
 
@@ -83,6 +87,7 @@ class TorchRunner : public ModelRunner {
 
   std::shared_ptr<NodeModel> model_;
   int embed_layer_;
+  bool dot_product_;  // a link model: pairs scored by their rows' dot product
 };
 
 }  // namespace
@@ -133,11 +138,9 @@ Served LoadServed(TrainOptions& o, const ServeOptions& s) {
   v.model = RestoreModel(std::vector<char>(bytes.begin(), bytes.end()), o.restore_model_path,
                          v.config, &o);
   if (!o.EdgeTask() && o.Kind() != TaskKind::kNode && o.Kind() != TaskKind::kMultilabel &&
-      o.Kind() != TaskKind::kRegression) {
-    throw ConfigError(
-        o.restore_model_path + " is a --task " + o.task +
-        " model: gnn-serve answers node and edge predictions; its embeddings come from "
-        "gnn-train --inference --save_embed_path");
+      o.Kind() != TaskKind::kRegression && o.Kind() != TaskKind::kLink) {
+    throw ConfigError(o.restore_model_path + " is a --task " + o.task +
+                      " model, which gnn-serve does not answer");
   }
   const int layers = v.model.model->num_layers();
   // Every neighbour at every layer unless --fan_out bounds it.
@@ -162,7 +165,11 @@ Served LoadServed(TrainOptions& o, const ServeOptions& s) {
   info.undirected = v.config.undirected;
   info.model = v.model.meta;
   info.task = o.task;
-  if (o.EdgeTask()) {
+  if (o.Kind() == TaskKind::kLink) {
+    // Rows are embeddings; a pair's score is their dot product.
+    info.edge_model = true;
+    info.edge_outputs = 1;
+  } else if (o.EdgeTask()) {
     // The GNN's rows are node embeddings; the decoder scores the pairs.
     info.edge_model = true;
     info.kind = o.Kind() == TaskKind::kEdgeClass ? LabelKind::kClass : LabelKind::kRegression;
@@ -181,8 +188,8 @@ Served LoadServed(TrainOptions& o, const ServeOptions& s) {
   return v;
 }
 
-std::unique_ptr<ModelRunner> MakeTorchRunner(const RestoredModel& model) {
-  return std::make_unique<TorchRunner>(model.model, model.embed_layer);
+std::unique_ptr<ModelRunner> MakeTorchRunner(const RestoredModel& model, bool dot_product) {
+  return std::make_unique<TorchRunner>(model.model, model.embed_layer, dot_product);
 }
 
 }  // namespace gnn

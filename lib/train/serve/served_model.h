@@ -29,8 +29,10 @@ struct Served {
 Served LoadServed(TrainOptions& o, const ServeOptions& s);
 
 // The model's forward pass, layer by layer, keeping layer embed_layer's
-// rows when asked (as gnn-train --inference does).
-std::unique_ptr<ModelRunner> MakeTorchRunner(const RestoredModel& model);
+// rows when asked (as gnn-train --inference does); asked pairs scored by
+// the model's edge decoder, or (`dot_product`, a link model) by the dot
+// product of both ends' rows.
+std::unique_ptr<ModelRunner> MakeTorchRunner(const RestoredModel& model, bool dot_product);
 
 // Where this machine's gnn-serve listens: --http_host, or its ip_config
 // address (127.0.0.1 standalone); --http_port plus its index among the
