@@ -53,7 +53,7 @@ HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
 # request is sent again once on a fresh connection.
 # --edges (an edge model: each request asks pairs of random nodes) and
 # --edge_feature_dim (the features it sends with each pair).
-EDGES = {"on": False, "dim": 0}
+EDGES = {"on": False, "dim": 0, "output": "logits"}
 STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError,
          http.client.CannotSendRequest, http.client.BadStatusLine)
 COUNTERS = ("gnn_serve_batches_total", "gnn_serve_queries_total", "gnn_serve_nodes_total",
@@ -83,7 +83,7 @@ class Client:
         self.connects += 1
 
     def body(self, ids):
-        out = {"name": "logits"}
+        out = {"name": EDGES["output"]}
         if self.binary:
             out["parameters"] = {"binary_data": True}
         if not EDGES["on"]:
@@ -221,7 +221,7 @@ def check_answer(args):
         if status != 200:
             sys.exit(f"serve_load: {url}: first request answered {status}: {data[:300]!r}")
         out = json.loads(data)["outputs"][0]
-        if out["name"] != "logits" or out["shape"][0] != (2 if EDGES["on"] else 4):
+        if out["name"] != EDGES["output"] or out["shape"][0] != (2 if EDGES["on"] else 4):
             sys.exit(f"serve_load: {url}: unexpected answer {str(out)[:300]}")
 
 
@@ -464,6 +464,8 @@ def main():
                    help="nodes per request (with --edges: pairs per request)")
     p.add_argument("--edges", action="store_true",
                    help="an edge model: requests ask random pairs (source, destination)")
+    p.add_argument("--output", default="logits",
+                   help="the output each request asks for (a link model's pairs: score)")
     p.add_argument("--edge_feature_dim", type=int, default=0,
                    help="--edges: features sent with each pair (the decoder's edge features)")
     p.add_argument("--requests", type=int, default=100000, help="count: requests to send")
@@ -477,7 +479,7 @@ def main():
     p.add_argument("--label", default="", help="copied into the JSON line")
     args = p.parse_args()
     args.url = [u.rstrip("/") for u in args.url]
-    EDGES["on"], EDGES["dim"] = args.edges, args.edge_feature_dim
+    EDGES["on"], EDGES["dim"], EDGES["output"] = args.edges, args.edge_feature_dim, args.output
     if args.mode == "ready":
         return run_ready(args)
     if args.mode == "metrics":
