@@ -1168,6 +1168,13 @@ TEST_CASE(
       CHECK(m.at("parameters").at("task") == task);
       serve->Signal(SIGINT);
       REQUIRE(serve->Wait(std::chrono::seconds(15)) == std::optional<int>(0));
+      // An edge model has no embeddings to give: one line.
+      auto embed =
+          RunProcess({Bin("gnn-serve"), "--standalone", "--part_config", one,
+                      "--restore_model_path", model, "--embed_layer", "1", "--check_only"});
+      CHECK(embed.exit_code > 0);
+      CHECK_THAT(test::LastLine(embed.err), Catch::StartsWith("gnn-serve: error: --embed_layer") &&
+                                                Catch::Contains("not embeddings"));
       if (task != "edge_class") continue;
 
       // 2 machines through gnn-launch, the exact wire: the same answers

@@ -165,6 +165,10 @@ Served LoadServed(TrainOptions& o, const ServeOptions& s) {
   info.undirected = v.config.undirected;
   info.model = v.model.meta;
   info.task = o.task;
+  if (o.EdgeTask() && o.embed_layer != -1) {
+    throw ConfigError("--embed_layer: " + o.restore_model_path + " is a --task " + o.task +
+                      " model, which answers edges' predictions, not embeddings");
+  }
   if (o.Kind() == TaskKind::kLink) {
     // Rows are embeddings; a pair's score is their dot product.
     info.edge_model = true;
