@@ -3,6 +3,7 @@
 #include <metis.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <numeric>
@@ -36,18 +37,22 @@ int64_t MetisBytes(int64_t nodes, int64_t entries, int64_t ncon) {
   return 40 * entries + (64 + 8 * ncon) * nodes;
 }
 
-int64_t ExpectedSparsifiedEntries(const Csr32& sym, int64_t cap) {
-  double kept = 0;
+std::vector<int64_t> ExpectedSparsifiedEntries(const Csr32& sym, const std::vector<int64_t>& caps) {
+  std::vector<double> kept(caps.size(), 0.0);
   const int64_t n = sym.num_rows();
   for (int64_t a = 0; a < n; ++a) {
     const int64_t da = sym.indptr[a + 1] - sym.indptr[a];
     for (int64_t k = sym.indptr[a]; k < sym.indptr[a + 1]; ++k) {
       const int64_t b = sym.indices[k];
       const int64_t most = std::max(da, sym.indptr[b + 1] - sym.indptr[b]);
-      kept += most <= cap ? 1.0 : static_cast<double>(cap) / static_cast<double>(most);
+      for (size_t i = 0; i < caps.size(); ++i) {
+        kept[i] += most <= caps[i] ? 1.0 : static_cast<double>(caps[i]) / static_cast<double>(most);
+      }
     }
   }
-  return static_cast<int64_t>(kept);
+  std::vector<int64_t> out;
+  for (double v : kept) out.push_back(std::llround(v));
+  return out;
 }
 
 namespace {
@@ -58,12 +63,9 @@ int64_t SparsifyWithin(const Csr32& sym, int64_t ncon, int64_t sparsify,
   const int64_t n = sym.num_rows();
   if (memory.budget < 0) return sparsify;
   // A sparsified view is a CSR of its own besides what METIS takes.
-  auto need = [&](int64_t k) {
-    if (k == 0) return MetisBytes(n, sym.num_entries(), ncon);
-    const int64_t kept = ExpectedSparsifiedEntries(sym, k);
-    return MetisBytes(n, kept, ncon) + 4 * kept + 8 * n;
-  };
-  const int64_t whole = need(sparsify);
+  auto need_of = [&](int64_t kept) { return MetisBytes(n, kept, ncon) + 4 * kept + 8 * n; };
+  const int64_t whole = sparsify == 0 ? MetisBytes(n, sym.num_entries(), ncon)
+                                      : need_of(ExpectedSparsifiedEntries(sym, {sparsify})[0]);
   if (whole <= memory.budget) return sparsify;
   const std::string want =
       "METIS would need about " + MemoryText(whole) + " for " +
@@ -76,8 +78,10 @@ int64_t SparsifyWithin(const Csr32& sym, int64_t ncon, int64_t sparsify,
                    << "gnn-partition choose one that fits)";
     return sparsify;
   }
-  for (int64_t k : {64, 32, 16, 8, 4, 2, 1}) {
-    const int64_t bytes = need(k);
+  const std::vector<int64_t> caps = {64, 32, 16, 8, 4, 2, 1};
+  const std::vector<int64_t> kept = ExpectedSparsifiedEntries(sym, caps);
+  for (size_t i = 0; i < caps.size(); ++i) {
+    const int64_t k = caps[i], bytes = need_of(kept[i]);
     if (bytes <= memory.budget) {
       GNN_LOG(kWarn) << want << ": METIS partitions a sparsified view of the graph instead "
                      << "(--sparsify " << k << ", about " << MemoryText(bytes)
@@ -86,9 +90,10 @@ int64_t SparsifyWithin(const Csr32& sym, int64_t ncon, int64_t sparsify,
       return k;
     }
   }
-  throw ConfigError(want + ", and even --sparsify 1 would need about " + MemoryText(need(1)) +
-                    ": use --part_method random, or partition on several machines with "
-                    "--distributed");
+  throw ConfigError(want + ", and even --sparsify 1 would need about " +
+                    MemoryText(need_of(kept.back())) +
+                    ": use --part_method stream (one pass, little memory) or random, or partition "
+                    "on several machines with --distributed");
 }
 
 }  // namespace

@@ -62,8 +62,9 @@ std::vector<int32_t> MetisAssign(const Csr32& sym,
 // sparsified ones at the high end (docs/PERFORMANCE.md); the upper ends.
 int64_t MetisBytes(int64_t nodes, int64_t entries, int64_t ncon);
 
-// The adjacency entries SparsifySymmetric(sym, cap, ...) keeps on average.
-int64_t ExpectedSparsifiedEntries(const Csr32& sym, int64_t cap);
+// The adjacency entries SparsifySymmetric(sym, cap, ...) keeps on average,
+// for each of `caps`, in one pass.
+std::vector<int64_t> ExpectedSparsifiedEntries(const Csr32& sym, const std::vector<int64_t>& caps);
 
 // One-pass streaming assignment (linear deterministic greedy, LDG) for
 // graphs METIS cannot take: nodes in breadth-first order (components in id

@@ -623,7 +623,10 @@ PartitionResult RunHeteroPartition(const PartitionOptions& options) {
   const Assignment a = PartitionAndWrite(options, d, h, graph_name, tmp.path(), timer, &config);
 
   config.report = HeteroReport(config, d, input_edges, a.undirected_edges, a.cut, timer);
-  if (a.method == "metis" && a.sparsify > 0) config.report["sparsify"] = a.sparsify;
+  if (a.method == "metis" && a.sparsify > 0) {
+    config.report["sparsify"] = a.sparsify;
+    if (a.sparsify != options.sparsify) config.report["sparsify_auto"] = true;
+  }
   const std::string json_name = graph_name + ".json";
   WriteFileAtomic(tmp.path() + "/" + json_name, PartitionConfigText(config));
   Publish(tmp, options.output);

@@ -48,10 +48,11 @@ void PartitionOptions::Validate() const {
     throw ConfigError("--graph_name must not contain '/': " + graph_name);
   }
   if (sparsify < 0) throw ConfigError("--sparsify must be >= 0 (0: every edge)");
-  if (!(max_memory_gb >= 0)) {
+  if (!(max_memory_gb >= 0 && max_memory_gb <= 1e6)) {
     std::ostringstream got;
     got << max_memory_gb;
-    throw ConfigError("--max_memory_gb must be >= 0 (0: the memory available), got " + got.str());
+    throw ConfigError("--max_memory_gb must be between 0 (the memory available) and 1e6, got " +
+                      got.str());
   }
   if (node_feat_from_edges != "auto" && node_feat_from_edges != "mean" &&
       node_feat_from_edges != "none") {
@@ -74,17 +75,20 @@ MetisMemory MetisMemoryOf(const PartitionOptions& options) {
   if (options.max_memory_gb > 0) {
     const auto cap = static_cast<int64_t>(options.max_memory_gb * static_cast<double>(1 << 30));
     // A tenth for what the estimate misses.
-    m.budget = std::max<int64_t>(0, cap / 10 * 9 - CurrentRssBytes());
+    const int64_t held = CurrentRssBytes();
+    m.budget = std::max<int64_t>(0, cap / 10 * 9 - held);
     std::ostringstream given;
     given << options.max_memory_gb;
-    m.budget_from = "90 % of --max_memory_gb " + given.str() + ", less the " +
-                    MemoryText(CurrentRssBytes()) + " held";
+    m.budget_from =
+        "90 % of --max_memory_gb " + given.str() + ", less the " + MemoryText(held) + " held";
     return m;
   }
+  // Unbounded by the user: only what would not fit at all (the estimate is
+  // the upper end of what METIS took here) changes what METIS sees.
   const int64_t available = AvailableMemoryBytes();
   if (available < 0) return m;
-  m.budget = available / 10 * 9;
-  m.budget_from = "90 % of the memory available; --max_memory_gb sets it";
+  m.budget = available;
+  m.budget_from = "the memory available now; --max_memory_gb sets a bound";
   return m;
 }
 
@@ -635,7 +639,11 @@ PartitionResult RunPartition(const PartitionOptions& options) {
   }
 
   json report = PartitionReport(config, input_edges, undirected_edges, cut, timer);
-  if (config.part_method == "metis" && used_sparsify > 0) report["sparsify"] = used_sparsify;
+  if (config.part_method == "metis" && used_sparsify > 0) {
+    report["sparsify"] = used_sparsify;
+    // Chosen by gnn-partition to fit in memory, not asked for.
+    if (used_sparsify != options.sparsify) report["sparsify_auto"] = true;
+  }
   if (config.edge_feature_dim > 0) report["edge_feature_dim"] = config.edge_feature_dim;
   if (d.feature_dim > 0) {
     // The format chosen, and the density that chose it (auto).

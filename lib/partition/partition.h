@@ -65,8 +65,8 @@ struct PartitionResult {
   nlohmann::json report;    // the partition_report written into the config
 };
 
-// What METIS may take now: --max_memory_gb less what this process holds,
-// or 90 % of the memory available (AvailableMemoryBytes); sparsifying
+// What METIS may take now: 90 % of --max_memory_gb less what this process
+// holds, or the memory available (AvailableMemoryBytes); sparsifying
 // automatically unless --sparsify was given.
 MetisMemory MetisMemoryOf(const PartitionOptions& options);
 

@@ -367,7 +367,9 @@ Answer GraphEngine::RunNodes(const Query& q) {
     throw BadRequest(
         std::string("new_features: this model reads its edges' data (edge weights or features), "
                     "which a query's new edges cannot give yet; ask about existing nodes") +
-        (info_.edge_model ? " (edges between them)" : " (node_ids)"));
+        (info_.task == "link" ? " (node_ids, or edges between them)"
+         : info_.edge_model   ? " (edges between them)"
+                              : " (node_ids)"));
   }
   // Distinct seeds (graph ids) and each answer row's seed.
   std::vector<int64_t> seeds;

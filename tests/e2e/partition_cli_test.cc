@@ -239,10 +239,6 @@ TEST_CASE("gnn-partition bad input: one error line, non-zero exit, nothing writt
   }
 }
 
-// The cache is disposable: a poisoned one (here consistent with itself, for
-// a 4-node graph whose feat.npy claims 4 x 2^62 floats in 128 bytes, which
-// an unchecked product wrapped to 0) is refused naming the file, and the
-// partitions come from the raw files.
 TEST_CASE("gnn-partition keeps METIS within --max_memory_gb, or says why it cannot", "[e2e]") {
   test::TempDir dir;
   // METIS would take about 320 MiB for this graph's 8M adjacency entries.
@@ -263,7 +259,7 @@ TEST_CASE("gnn-partition keeps METIS within --max_memory_gb, or says why it cann
   const PartitionConfig c = LoadPartitionConfig(dir / "thin/synthetic-n200000-e4000000.json");
   CHECK(c.report.at("sparsify").get<int64_t>() > 0);
   for (int p = 0; p < 2; ++p) CHECK_NOTHROW(VerifyPartFiles(c, p));
-  // A --sparsify of the user's is kept, with a warning.
+  // A --sparsify of the user's is kept (it fits: no warning).
   auto kept = with({"--max_memory_gb", "0.4", "--sparsify", "4"}, "kept");
   INFO(kept.err);
   REQUIRE(kept.exit_code == 0);
@@ -276,6 +272,10 @@ TEST_CASE("gnn-partition keeps METIS within --max_memory_gb, or says why it cann
   CHECK_FALSE(PathExists(dir / "none"));
 }
 
+// The cache is disposable: a poisoned one (here consistent with itself, for
+// a 4-node graph whose feat.npy claims 4 x 2^62 floats in 128 bytes, which
+// an unchecked product wrapped to 0) is refused naming the file, and the
+// partitions come from the raw files.
 TEST_CASE("gnn-partition refuses a poisoned .npy cache and uses the raw files", "[e2e]") {
   test::TempDir dir;
   const std::string g = dir / "g";

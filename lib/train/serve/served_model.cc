@@ -137,11 +137,6 @@ Served LoadServed(TrainOptions& o, const ServeOptions& s) {
   const std::string bytes = ReadFile(o.restore_model_path);
   v.model = RestoreModel(std::vector<char>(bytes.begin(), bytes.end()), o.restore_model_path,
                          v.config, &o);
-  if (!o.EdgeTask() && o.Kind() != TaskKind::kNode && o.Kind() != TaskKind::kMultilabel &&
-      o.Kind() != TaskKind::kRegression && o.Kind() != TaskKind::kLink) {
-    throw ConfigError(o.restore_model_path + " is a --task " + o.task +
-                      " model, which gnn-serve does not answer");
-  }
   const int layers = v.model.model->num_layers();
   // Every neighbour at every layer unless --fan_out bounds it.
   o.fan_out = s.fan_out;
