@@ -44,7 +44,11 @@
 #   generator's socket timeout, 300), HTTP_PORT (8000), BINARY (1: the
 #   clients ask for logits as Triton's binary tensor data, as tritonclient
 #   does by default; 0: as JSON numbers), USE_NETNS (auto; 0:
-#   loopback), WORK (a folder to keep; its partitions and model are reused;
+#   loopback), TASK (node; edge_class or link: the model is trained with
+#   --task TASK, which needs a graph with edge labels for edge_class, e.g.
+#   synthetic:edges; requests then ask random pairs, "nodes" in the figures
+#   are pairs, and the offline reference is gnn-train --inference of every
+#   edge (edge_class) or of every node's last-layer rows (link)), WORK (a folder to keep; its partitions and model are reused;
 #   default a temporary folder, whose partitions and model are removed at the
 #   end, logs and results kept), GNN_BUILD_DIR (build).
 set -euo pipefail
@@ -71,6 +75,15 @@ LOAD_TIMEOUT_S=${LOAD_TIMEOUT_S:-300}
 HTTP_PORT=${HTTP_PORT:-8000}
 BINARY=${BINARY:-1}
 USE_NETNS=${USE_NETNS:-auto}
+TASK=${TASK:-node}
+case $TASK in
+  node) TRAIN_TASK=() OFFLINE_OUT="--save_prediction_path" LOAD_TASK=() ;;
+  edge_class) TRAIN_TASK=(--task edge_class) OFFLINE_OUT="--node_mask all --save_prediction_path"
+    LOAD_TASK=(--edges) ;;
+  link) TRAIN_TASK=(--task link) OFFLINE_OUT="--embed_layer 2 --save_embed_path"
+    LOAD_TASK=(--edges --output score) ;;
+  *) echo "serve_bench: TASK must be node, edge_class or link, not $TASK" >&2; exit 2 ;;
+esac
 KEEP_WORK=1
 if [ -z "${WORK:-}" ]; then
   WORK=$(mktemp -d "${TMPDIR:-/tmp}/gnn-serve-bench-XXXXXX")
@@ -228,7 +241,7 @@ read -r GRAPH NUM_NODES < <("$PY" -c 'import json,sys; c=json.load(open(sys.argv
 if [ ! -f "$WORK/m.pt" ]; then
   log "gnn-train --standalone, 1 epoch: the model"
   "$BIN/gnn-train" --standalone --part_config "$ONE" --num_epochs 1 --eval_every 0 \
-    --save_model "$WORK/m.pt" --quiet > "$WORK/train.out"
+    "${TRAIN_TASK[@]}" --save_model "$WORK/m.pt" --quiet > "$WORK/train.out"
 fi
 
 # The offline reference of each fan-out: gnn-train --inference of every node
@@ -237,10 +250,12 @@ fi
 for fo in $FANOUTS; do
   otag="offline-${fo//,/-}"
   extra=""
-  [ "$fo" != full ] && extra="--fan_out $fo"
+  # An edge model's inference takes every neighbour (layer-wise) whatever
+  # the fan-out; a link model's node rows follow --fan_out as a node model's.
+  [ "$fo" != full ] && [ "$TASK" != edge_class ] && extra="--fan_out $fo"
   log "offline inference (gnn-train --inference $extra, 2 machines)"
   rm -rf "$WORK/pred"
-  launch "$otag" "$BIN/gnn-train --inference --restore_model_path $WORK/m.pt --save_prediction_path $WORK/pred $extra $OFFLINE_FLAGS"
+  launch "$otag" "$BIN/gnn-train --inference --restore_model_path $WORK/m.pt $OFFLINE_OUT $WORK/pred $extra $OFFLINE_FLAGS"
   wait_job "$otag"
   tail -n 1 "$WORK/$otag-m0.out" > "$RESULTS/$otag-m0.json"
   tail -n 1 "$WORK/$otag-m1.out" > "$RESULTS/$otag-m1.json"
@@ -281,7 +296,8 @@ for fo in $FANOUTS; do
   launch "$tag" "$BIN/gnn-serve --restore_model_path $WORK/m.pt --http_port $HTTP_PORT $flags"
   wait_ready "$tag" 600
   ready_s=$((SECONDS - start))
-  common=(--model "$GRAPH" --num_nodes "$NUM_NODES" --metrics --label "$fo" --timeout_s "$LOAD_TIMEOUT_S")
+  common=(--model "$GRAPH" --num_nodes "$NUM_NODES" --metrics --label "$fo" --timeout_s "$LOAD_TIMEOUT_S"
+    "${LOAD_TASK[@]}")
   [ "$BINARY" = 1 ] && common+=(--binary)
   echo "{\"fanout\":\"$fo\",\"flags\":\"$flags\",\"ready_s\":$ready_s,\"rss_ready\":[$(vmrss "$(serve_pid 0)"),$(vmrss "$(serve_pid 1)")]}" \
     > "$RESULTS/$tag-start.json"
@@ -311,10 +327,11 @@ done
 
 # --- summary -------------------------------------------------------------------
 "$PY" - "$RESULTS" "$DATASET" "$PHASE_S" "$NCORES" "$LOAD_AT_START" "$NET_NOTE" "$FANOUTS" \
-  "$RATE" "$CLIENTS" "$REQ_NODES" "$MEM_FANOUT" "$MEM_REQUESTS" "$MEM_CLIENTS" "$PEER_GRACE_S" "$BINARY" <<'PY'
+  "$RATE" "$CLIENTS" "$REQ_NODES" "$MEM_FANOUT" "$MEM_REQUESTS" "$MEM_CLIENTS" "$PEER_GRACE_S" "$BINARY" \
+  "$TASK" <<'PY'
 import json, os, sys
 (res, dataset, phase_s, cores, loadavg, net, fanouts, rate, clients, req_nodes, mem_fo,
- mem_req, mem_clients, peer_grace, binary) = sys.argv[1:]
+ mem_req, mem_clients, peer_grace, binary, task) = sys.argv[1:]
 fanouts = fanouts.split()
 def load(name):
     p = os.path.join(res, name)
@@ -327,7 +344,8 @@ def offline(fo):
     """The offline reference at fan-out fo: (nodes, seconds, nodes/s)."""
     off = [load(f"offline-{fo.replace(',', '-')}-m{i}.json") for i in (0, 1)]
     secs = max(o["inference_time_s"] for o in off)
-    return off[0]["nodes_written"], secs, off[0]["nodes_written"] / secs
+    n = off[0].get("nodes_written", off[0].get("edges_written"))
+    return n, secs, n / secs
 mib = lambda b: b / 2**20
 f = lambda v, d=1: "-" if v is None else f"{v:,.{d}f}"
 errs = lambda e: ", ".join(f"{k}:{v}" for k, v in sorted(e.items())) or "0"
@@ -336,12 +354,16 @@ print()
 print(f"gnn-serve benchmark: {dataset}, 2 parts, CURVE on, {cores} cores (shared by both machines "
       f"and the client), load average at start {loadavg}, now {' '.join(open('/proc/loadavg').read().split()[:3])}")
 print(net + f"; gnn-launch per machine, --peer_grace_s {peer_grace}")
+if task != "node":
+    print(f"--task {task} model: requests ask random pairs, and 'nodes' below are pairs; offline "
+          f"{'writes every edge' if task == 'edge_class' else 'writes every node'}")
 print(f"{phase_s} s per open/closed run; batching: gnn-serve's defaults (max_batch_nodes 8192, "
       f"max_wait_ms 1, max_queue 128); logits asked "
       f"{'as binary tensor data (tritonclient default)' if binary == '1' else 'as JSON numbers'}")
 for fo in fanouts:
     n, secs, rate_ = offline(fo)
-    how = "every neighbour, layer-wise" if fo == "full" else f"--fan_out {fo}, each node sampled"
+    how = ("every neighbour, layer-wise" if fo == "full" or task == "edge_class"
+           else f"--fan_out {fo}, each node sampled")
     print(f"offline inference (gnn-train --inference, {how}, 2 machines): "
           f"{n:,} nodes in {secs:.2f} s = {rate_:,.0f} nodes/s")
 print()
@@ -396,7 +418,7 @@ if o:
     p99 = o["p99_ms"]
     print(f"  fan-out 10,25 p99 at {rate} requests/s: {f(p99, 2)} ms (target <= 20 ms): "
           f"{'MET' if p99 is not None and p99 <= 20 and not o['errors'] else 'NOT MET'}")
-if "10,25" in closed:
+if "10,25" in closed and task == "node":
     c = closed["10,25"]
     off_rate = offline("10,25")[2]
     r = c["nodes_per_s"] / off_rate

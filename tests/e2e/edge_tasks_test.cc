@@ -283,6 +283,16 @@ TEST_CASE("edge tasks: bad input is one line, nothing written", "[e2e]") {
   r = RunProcess({Bin("gnn-train"), "--standalone", "--part_config", plain, "--decoder_edge_feat",
                   "false", "--num_epochs", "1"});
   test::ExpectOneLine(r, "gnn-train", "--decoder_edge_feat applies only");
+  // An edge model's inference takes every neighbour: --fan_out is refused.
+  const std::string model = dir / "edge.pt";
+  REQUIRE(RunProcess({Bin("gnn-train"), "--standalone", "--part_config", labelled, "--task",
+                      "edge_class", "--num_epochs", "1", "--save_model", model, "--quiet"})
+              .exit_code == 0);
+  r = RunProcess({Bin("gnn-train"), "--standalone", "--part_config", labelled, "--inference",
+                  "--restore_model_path", model, "--fan_out", "5,5", "--save_prediction_path",
+                  dir / "sampled"});
+  test::ExpectOneLine(r, "gnn-train", "leave --fan_out unset");
+  CHECK_FALSE(PathExists(dir / "sampled"));
   r = RunProcess({Bin("gnn-partition"), "--dataset", kEdgeClass, "--num_parts", "1", "--val_edges",
                   "0.1", "--output", dir / "held"});
   test::ExpectOneLine(r, "gnn-partition", "--val_edges");

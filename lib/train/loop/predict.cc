@@ -209,6 +209,12 @@ class Inference {
                         "--edge_ids lists them), not --nodes, --save_embed_path or "
                         "--save_embeddings");
     }
+    if (!o_.infer_fan_out.empty()) {
+      throw ConfigError("--fan_out " + o_.infer_fan_out + ": " + o_.restore_model_path +
+                        " is a --task " + o_.task +
+                        " model, whose inference takes every neighbour of every node "
+                        "(layer-wise); leave --fan_out unset");
+    }
     // --edge_ids: the listed input edges, labelled or not (an id that is
     // not an edge of the graph is named before any work).
     std::vector<int64_t> listed;
