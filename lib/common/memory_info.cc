@@ -24,36 +24,27 @@ int64_t ReadNumber(const std::string& path) {
   }
 }
 
-// "Key:   123 kB" of /proc/meminfo or /proc/self/status, in bytes; -1 if
-// absent.
-int64_t ReadKiB(const std::string& path, const std::string& key) {
+// The number after `key` on the line of `path` that starts with it
+// ("MemAvailable:   123 kB", a memory.stat's "inactive_file 4096"); -1
+// if absent or not a number.
+int64_t ReadKeyed(const std::string& path, const std::string& key) {
   std::ifstream in(path);
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind(key, 0) == 0) {
       std::istringstream fields(line.substr(key.size()));
-      long long kb = -1;
-      fields >> kb;
-      return kb < 0 ? -1 : static_cast<int64_t>(kb) * 1024;
+      long long v = -1;
+      fields >> v;
+      return v < 0 ? -1 : static_cast<int64_t>(v);
     }
   }
   return -1;
 }
 
-// "key value" of a cgroup's memory.stat; -1 if absent.
-int64_t ReadStat(const std::string& path, const std::string& key) {
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key, 0) == 0) {
-      try {
-        return static_cast<int64_t>(std::stoll(line.substr(key.size())));
-      } catch (const std::exception&) {
-        return -1;
-      }
-    }
-  }
-  return -1;
+// A /proc "Key: N kB" line in bytes; -1 if absent.
+int64_t ReadKiB(const std::string& path, const std::string& key) {
+  const int64_t kb = ReadKeyed(path, key);
+  return kb < 0 ? -1 : kb * 1024;
 }
 
 // The cgroup of this process (v2: "0::/path"; v1: the memory
@@ -96,7 +87,7 @@ int64_t AvailableMemoryBytes() {
     int64_t usage = ReadNumber(dir + (v2 ? "/memory.current" : "/memory.usage_in_bytes"));
     // The usage counts page cache the kernel drops before it kills anyone.
     const int64_t cache =
-        ReadStat(dir + "/memory.stat", v2 ? "inactive_file " : "total_inactive_file ");
+        ReadKeyed(dir + "/memory.stat", v2 ? "inactive_file " : "total_inactive_file ");
     if (usage >= 0 && cache > 0) usage = std::max<int64_t>(0, usage - cache);
     // v1 reports "no limit" as a huge number.
     if (limit >= 0 && usage >= 0 && limit < (int64_t{1} << 60))
